@@ -1,0 +1,1 @@
+"""trainbridge worker: runs inside the training process (API filled in by the worker runtime)."""

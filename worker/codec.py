@@ -1,0 +1,301 @@
+"""Protocol v1 codec: the one pure module that turns messages into frames and back.
+
+No sockets, no threads, no clocks unless a timestamp is not given. The worker and the
+Python client both use it; the Node client mirrors it (node-client/src/codec.js) and both
+obey the golden vectors in vectors/. docs/PROTOCOL.md is the specification; this module
+and that document change together.
+
+A message on the wire is two ZeroMQ frames: the packed envelope and its HMAC-SHA256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import time
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import msgpack
+
+PROTOCOL_MAJOR = 1
+PROTOCOL_VERSION = "1.0"
+SUPPORTED_MAJORS = (1,)
+MAC_SIZE = 32
+
+# Limits (docs/PROTOCOL.md, "Limits"). Text fields carry stacks and tracebacks.
+MAX_MESSAGE_BYTES = 1 << 20
+MAX_FIELD_CHARS = 16 * 1024
+MAX_TEXT_CHARS = 256 * 1024
+MAX_ARRAY_ITEMS = 4096
+MAX_MAP_ITEMS = 1024
+MAX_DEPTH = 16
+TEXT_FIELDS = frozenset({"traceback", "stack", "stacks", "text"})
+SAFE_INT = 1 << 53
+INT64_MIN, UINT64_MAX = -(1 << 63), (1 << 64) - 1
+
+
+class ProtocolError(Exception):
+    """A frame that is not a valid v1 message. `reason` is a stable short code."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+# --- the ASCII rule -------------------------------------------------------------------
+# Encoders escape: "\" -> "\\"; U+0080..U+00FF -> \xhh; up to U+FFFF (lone surrogates too)
+# -> \uhhhh; beyond -> \Uhhhhhhhh; hex lowercase. Undecodable bytes travel as the PEP 383
+# surrogates U+DC80..U+DCFF, so they get a reversible \udcXX escape like any other.
+_ESCAPE = re.compile(
+    r"\\(?:\\|x[89a-f][0-9a-f]|u(?!00)[0-9a-f]{4}|U0010[0-9a-f]{4}|U000[1-9a-f][0-9a-f]{4})"
+)
+
+
+def escape(text: str) -> str:
+    """Make `text` ASCII, reversibly. ASCII text without a backslash comes back as is."""
+    if text.isascii() and "\\" not in text:
+        return text
+    return text.replace("\\", "\\\\").encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _check_escapes(text: str) -> None:
+    pos = 0
+    while True:
+        i = text.find("\\", pos)
+        if i < 0:
+            return
+        m = _ESCAPE.match(text, i)
+        if m is None:
+            raise ProtocolError("bad_escape", repr(text[i:i + 12]))
+        pos = m.end()
+
+
+def unescape(text: str) -> str:
+    """Inverse of escape(). Raises ProtocolError for non-ASCII or a malformed escape."""
+    if not text.isascii():
+        raise ProtocolError("non_ascii", repr(text[:40]))
+    if "\\" not in text:
+        return text
+    _check_escapes(text)
+    return text.encode("ascii").decode("unicode_escape")
+
+
+def escape_within(text: str, limit: int) -> Tuple[str, bool]:
+    """escape(text), or if longer than `limit`, that of the longest prefix of `text` (in
+    code points) whose escape fits; the flag says whether it was cut."""
+    out = escape(text)
+    if len(out) <= limit:
+        return out, False
+    lo, hi = 0, min(len(text), limit)  # escape(text[:lo]) fits; every char escapes to >= 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(escape(text[:mid])) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return escape(text[:lo]), True
+
+
+# --- schema ---------------------------------------------------------------------------
+# Field types: int, num (int or float: JavaScript's 3.0 arrives as 3), str, bool, list,
+# map; a trailing "?" allows nil. Unknown extra fields are kept (minor versions add them).
+WORKER_KINDS: Dict[str, Dict[str, str]] = {
+    "hello": {"pid": "int", "argv": "list", "cwd": "str", "python": "map", "host": "str",
+              "rank": "int?", "local_rank": "int?", "world_size": "int?", "env": "map",
+              "packages": "map", "proto": "str", "worker": "str", "heartbeat_s": "num"},
+    "stage": {"event": "str", "name": "str", "depth": "int", "budget_s": "num?",
+              "duration_s": "num?", "status": "str?"},
+    "progress": {"step": "num", "total": "num?", "metrics": "map"},
+    "heartbeat": {"beat": "int", "stage": "str?", "stages": "list", "idle_s": "num",
+                  "progress_age_s": "num?", "stack": "str?", "dropped": "map"},
+    "log": {"level": "str", "message": "str"},
+    "error": {"type": "str", "message": "str", "traceback": "str", "frames": "list",
+              "chain": "list", "stage": "str?", "fatal": "bool", "thread": "str",
+              "kind": "str"},
+    "bye": {"exit_code": "int?", "reason": "str"},
+    "reply": {"to": "int", "ok": "bool"},
+}
+CLIENT_KINDS: Dict[str, Dict[str, str]] = {
+    "ping": {},
+    "dump_stacks": {},
+    "cancel": {"reason": "str?"},
+    "ack": {"to": "int"},
+    "refuse": {"reason": "str", "supported": "list"},
+}
+KINDS = {**WORKER_KINDS, **CLIENT_KINDS}
+# Messages the sender keeps until the client acks them (never dropped, never coalesced).
+FINAL_KINDS = frozenset({"error", "bye"})
+
+_TYPE_CHECKS = {
+    "int": lambda v: type(v) is int,
+    "num": lambda v: type(v) in (int, float),
+    "str": lambda v: type(v) is str,
+    "bool": lambda v: type(v) is bool,
+    "list": lambda v: type(v) is list,
+    "map": lambda v: type(v) is dict,
+}
+
+
+def _check_fields(kind: str, body: Dict[str, Any]) -> None:
+    for field, spec in KINDS[kind].items():
+        nullable = spec.endswith("?")
+        value = body.get(field)
+        if value is None:
+            if nullable:
+                continue
+            raise ProtocolError("bad_field", f"{kind}.{field} is missing")
+        if not _TYPE_CHECKS[spec.rstrip("?")](value):
+            raise ProtocolError("bad_field", f"{kind}.{field} must be {spec.rstrip('?')}")
+
+
+# --- encode ---------------------------------------------------------------------------
+def _prepare(value: Any, path: str, trunc: List[str], depth: int, key: str = "") -> Any:
+    """Escape strings, cut long ones, canonicalise numbers; keys sorted for stable bytes."""
+    t = type(value)
+    if t is str:
+        limit = MAX_TEXT_CHARS if key in TEXT_FIELDS else MAX_FIELD_CHARS
+        out, cut = escape_within(value, limit)
+        if cut:
+            trunc.append(path)
+        return out
+    if t is bool or value is None:
+        return value
+    if t is int:
+        if not INT64_MIN <= value <= UINT64_MAX:
+            raise ProtocolError("int_range", f"{path} = {value}")
+        return value
+    if t is float:
+        # Integral floats travel as integers, as every JavaScript encoder sends them.
+        if value.is_integer() and -SAFE_INT <= value <= SAFE_INT:
+            return int(value)
+        return value
+    if depth >= MAX_DEPTH:
+        raise ProtocolError("too_deep", path)
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: escape(str(kv[0])))
+        if len(items) > MAX_MAP_ITEMS:
+            trunc.append(path)
+            items = items[:MAX_MAP_ITEMS]
+        return {escape(str(k)): _prepare(v, f"{path}.{k}", trunc, depth + 1, str(k))
+                for k, v in items}
+    if isinstance(value, (list, tuple)):
+        if len(value) > MAX_ARRAY_ITEMS:
+            trunc.append(path)
+            value = value[:MAX_ARRAY_ITEMS]
+        return [_prepare(v, f"{path}[{i}]", trunc, depth + 1, key) for i, v in enumerate(value)]
+    if isinstance(value, (bytes, bytearray)):
+        return _prepare(bytes(value).decode("utf-8", "surrogateescape"), path, trunc, depth, key)
+    if isinstance(value, (int, float)):  # bool is handled above; numpy scalars and the like
+        return _prepare(float(value) if isinstance(value, float) else int(value),
+                        path, trunc, depth, key)
+    return _prepare(str(value), path, trunc, depth, key)
+
+
+def sign(key: bytes, packed: bytes) -> bytes:
+    return hmac.new(key, packed, hashlib.sha256).digest()
+
+
+def encode(kind: str, seq: int, body: Dict[str, Any], key: bytes, job: str,
+           ts: Optional[float] = None) -> List[bytes]:
+    """Build the two frames [envelope, mac] of one message. Raises ProtocolError."""
+    if kind not in KINDS:
+        raise ProtocolError("unknown_kind", kind)
+    trunc: List[str] = []
+    prepared = _prepare(body, "body", trunc, 1)
+    envelope = {"body": prepared, "job": escape(job), "kind": kind, "seq": seq,
+                "ts": time.time() if ts is None else ts, "v": PROTOCOL_MAJOR}
+    if trunc:
+        envelope["trunc"] = trunc
+    envelope = {k: envelope[k] for k in sorted(envelope)}
+    if envelope["ts"] is not None and float(envelope["ts"]).is_integer():
+        envelope["ts"] = int(envelope["ts"])
+    packed = msgpack.packb(envelope, use_bin_type=True)
+    if len(packed) > MAX_MESSAGE_BYTES:
+        raise ProtocolError("oversize", f"{kind} message is {len(packed)} bytes")
+    return [packed, sign(key, packed)]
+
+
+# --- decode ---------------------------------------------------------------------------
+class Message(NamedTuple):
+    kind: str
+    seq: int
+    ts: float
+    job: str
+    body: Dict[str, Any]
+    truncated: Tuple[str, ...] = ()
+
+
+def _restore(value: Any, depth: int) -> Any:
+    """Reject non-ASCII and bin/ext values; unescape every string (keys too)."""
+    t = type(value)
+    if t is str:
+        return unescape(value)
+    if t is dict:
+        if depth >= MAX_DEPTH:
+            raise ProtocolError("too_deep")
+        return {_restore_key(k): _restore(v, depth + 1) for k, v in value.items()}
+    if t is list:
+        if depth >= MAX_DEPTH:
+            raise ProtocolError("too_deep")
+        return [_restore(v, depth + 1) for v in value]
+    if t in (int, float, bool) or value is None:
+        return value
+    raise ProtocolError("bad_type", t.__name__)
+
+
+def _restore_key(key: Any) -> str:
+    if type(key) is not str:
+        raise ProtocolError("bad_type", "map keys must be strings")
+    return unescape(key)
+
+
+def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
+    """Check and unpack one message. `expect` is "worker" (client side), "client" (worker
+    side) or "any". Raises ProtocolError with a stable reason; never anything else."""
+    if len(frames) != 2:
+        raise ProtocolError("bad_frames", f"{len(frames)} frames, want 2")
+    packed, mac = bytes(frames[0]), bytes(frames[1])
+    if len(packed) > MAX_MESSAGE_BYTES:
+        raise ProtocolError("oversize", f"{len(packed)} bytes")
+    if len(mac) != MAC_SIZE or not hmac.compare_digest(sign(key, packed), mac):
+        raise ProtocolError("bad_signature")
+    try:
+        raw = msgpack.unpackb(
+            packed, raw=False, strict_map_key=True, use_list=True,
+            max_str_len=MAX_MESSAGE_BYTES, max_bin_len=MAX_MESSAGE_BYTES,
+            max_ext_len=MAX_MESSAGE_BYTES, max_array_len=MAX_ARRAY_ITEMS, max_map_len=MAX_MAP_ITEMS)
+    except Exception as exc:  # msgpack raises many types for bad input
+        raise ProtocolError("malformed", type(exc).__name__) from None
+    if type(raw) is not dict:
+        raise ProtocolError("malformed", "envelope is not a map")
+    version = raw.get("v")
+    if type(version) is not int:
+        raise ProtocolError("malformed", "envelope.v must be an int")
+    if version not in SUPPORTED_MAJORS:
+        raise ProtocolError("unsupported_version", f"v{version}; this side speaks v{PROTOCOL_MAJOR}")
+    envelope = _restore(raw, 0)
+    kind, seq, ts, job, body = (envelope.get(k) for k in ("kind", "seq", "ts", "job", "body"))
+    if type(kind) is not str or type(seq) is not int or seq < 1 or type(job) is not str \
+            or type(body) is not dict or type(ts) not in (int, float):
+        raise ProtocolError("malformed", "envelope needs kind, seq >= 1, ts, job, body")
+    allowed = {"worker": WORKER_KINDS, "client": CLIENT_KINDS}.get(expect, KINDS)
+    if kind not in allowed:
+        raise ProtocolError("unknown_kind", kind)
+    _check_fields(kind, body)
+    trunc = envelope.get("trunc") or []
+    if type(trunc) is not list:
+        raise ProtocolError("malformed", "envelope.trunc must be a list")
+    return Message(kind, seq, float(ts), job, body, tuple(str(p) for p in trunc))
+
+
+# --- sequence numbers -----------------------------------------------------------------
+def check_seq(last: int, seq: int) -> Tuple[str, int]:
+    """Judge a sender's next seq against the last one accepted (0 before any).
+
+    "ok": the next one; "gap": newer, with seq - last - 1 messages lost; "replay": not newer
+    (a duplicate or reordered message) and must not be processed. Returns (verdict, last)."""
+    if seq <= last:
+        return "replay", last
+    return ("ok" if seq == last + 1 else "gap"), seq
