@@ -1,0 +1,105 @@
+"""Property tests of the codec: what round-trips is ASCII on the wire; bad bytes never raise
+anything but ProtocolError."""
+
+import msgpack
+from hypothesis import given, settings, strategies as st
+
+from worker import codec
+
+KEY = b"k" * 32
+
+# Any code point, lone surrogates included (categories Cs), as Python strings can hold them.
+texts = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=60)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=codec.INT64_MIN, max_value=codec.UINT64_MAX),
+                    st.floats(allow_nan=False), texts)
+values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=5), st.dictionaries(texts, inner, max_size=5)), max_leaves=20)
+
+
+def wire_strings(obj):
+    """Every string (keys too) in the raw unpacked envelope."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from wire_strings(k)
+            yield from wire_strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from wire_strings(v)
+
+
+def canonical(value):
+    if isinstance(value, float) and value.is_integer() and abs(value) <= codec.SAFE_INT:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [canonical(v) for v in value]
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_escape_round_trips_and_is_ascii(text):
+    escaped = codec.escape(text)
+    assert escaped.isascii()
+    assert codec.unescape(escaped) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(texts, values, max_size=6), st.integers(min_value=1, max_value=2 ** 63))
+def test_whatever_round_trips_is_ascii_on_the_wire(metrics, seq):
+    body = {"step": 1, "total": None, "metrics": metrics}
+    frames = codec.encode("progress", seq, body, KEY, "job")
+    raw = msgpack.unpackb(frames[0], raw=False)
+    assert all(s.isascii() for s in wire_strings(raw))
+    msg = codec.decode(frames, KEY)
+    assert msg.seq == seq
+    if not msg.truncated:
+        assert msg.body == canonical(body)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=300), st.binary(max_size=40))
+def test_arbitrary_frames_raise_only_protocol_errors(packed, mac):
+    for frames in ([packed, mac], [packed, codec.sign(KEY, packed)]):
+        try:
+            codec.decode(frames, KEY)
+        except codec.ProtocolError:
+            pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_mutated_valid_frames_raise_only_protocol_errors(data):
+    frames = codec.encode("log", 1, {"level": "info", "message": "\u4e2d\u6587 ok"}, KEY, "job")
+    packed = bytearray(frames[0])
+    for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
+        i = data.draw(st.integers(min_value=0, max_value=len(packed) - 1))
+        packed[i] = data.draw(st.integers(min_value=0, max_value=255))
+    resigned = [bytes(packed), codec.sign(KEY, bytes(packed))]  # authentic but malformed
+    try:
+        codec.decode(resigned, KEY)
+    except codec.ProtocolError:
+        pass
+
+
+def test_truncation_never_splits_an_escape_and_keeps_the_longest_prefix():
+    for limit in range(1, 40):
+        text = "a\\\u4e2d\U0001f600b" * 5
+        out, cut = codec.escape_within(text, limit)
+        assert len(out) <= limit and cut
+        prefix = codec.unescape(out)  # would raise on a split escape
+        assert text.startswith(prefix)
+        assert len(codec.escape(text[:len(prefix) + 1])) > limit  # one more code point would not fit
+
+
+def test_encoder_rejects_integers_beyond_64_bits():
+    for bad in (codec.UINT64_MAX + 1, codec.INT64_MIN - 1):
+        try:
+            codec.encode("progress", 1, {"step": bad, "total": None, "metrics": {}}, KEY, "job")
+        except codec.ProtocolError as exc:
+            assert exc.reason == "int_range"
+        else:
+            raise AssertionError("encoded an integer beyond 64 bits")
