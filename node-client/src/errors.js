@@ -1,0 +1,38 @@
+'use strict';
+/** The two error types a user of trainbridge meets. */
+
+class ProtocolError extends Error {
+  /** A frame that is not a valid v1 message. `reason` is a stable short code (PROTOCOL.md 8). */
+  constructor(reason, detail = '') {
+    super(detail ? `${reason}: ${detail}` : reason);
+    this.name = 'ProtocolError';
+    this.reason = reason;
+    this.detail = detail;
+  }
+}
+
+/**
+ * An exception raised in the Python child, as a JavaScript Error: `name` is the Python type
+ * (e.g. "RuntimeError"), `message` its message, `stack` the Python traceback. The fields of
+ * the protocol's error message stay available: frames, chain, stage, fatal, kind, thread.
+ */
+class PythonError extends Error {
+  constructor(body) {
+    super(String(body.message ?? ''));
+    this.pythonType = String(body.type ?? 'Exception');
+    Object.defineProperty(this, 'name', { value: this.pythonType, enumerable: false, writable: true, configurable: true });
+    const tb = String(body.traceback || '');
+    // The Python traceback is the stack; it already names the type and message on its last line.
+    this.stack = tb ? tb.replace(/\n$/, '') : `${this.pythonType}: ${this.message}`;
+    this.traceback = tb;
+    this.frames = body.frames || [];
+    this.chain = body.chain || [];
+    this.stage = body.stage ?? null;
+    this.fatal = Boolean(body.fatal);
+    this.kind = body.kind || 'exception';
+    this.thread = body.thread || null;
+    this.exitCode = body.exit_code ?? null;
+  }
+}
+
+module.exports = { ProtocolError, PythonError };
