@@ -1,0 +1,328 @@
+"""The job state machine: step(state, event) -> (state, actions). Pure and I/O-free.
+
+Everything is a JSON value: the state, the events (each carries its time `t`, in seconds on
+the shell's monotonic clock; there is no clock in here) and the actions. The shell (Job in
+bridge/job.py, and node-client/src/machine.js's caller) turns what happens into events,
+performs the actions, and asks next_deadline(state) when to send the next "timer" event.
+vectors/machine.json holds trace tables both clients run; docs/CLIENT.md documents the
+vocabulary. This module never mutates its arguments.
+
+States: starting -> running <-> stalled -> ended.
+Outcomes: succeeded | failed | crashed | hung | cancelled, decided in one place: outcome().
+
+Events ({"type": ..., "t": ...} plus):
+  hello      dump_signal: bool (the worker can dump stacks on SIGUSR1)
+  stage      event: "begin"|"end", name, budget_s?: num
+  progress   (step and total are the shell's business)
+  beat       any other authentic worker message: heartbeat, log, reply (the beacon lives)
+  error      fatal: bool, kind: str, exit_code?: int (the worker's error message)
+  bye        reason: str, exit_code?: int
+  dumped     the worker answered a dump_stacks command
+  refused    reason: str (the worker speaks an unsupported protocol version)
+  cancel     grace?: num (seconds between the in-band cancel and SIGTERM)
+  exit       code: int|null, signal: str|null (from the OS; the process is gone)
+  drained    the shell has read what the dead process left in the socket and the pipes
+  timer      a deadline may have passed
+
+Actions ({"do": ...} plus):
+  state      state: the new state name (emitted on every change)
+  snapshot   reason: collect hang evidence now, while the process still lives
+  dump_stacks   send the in-band dump_stacks command
+  cancel     send the in-band cancel command
+  signal     signal: "SIGUSR1" (the process only) | "SIGTERM" | "SIGKILL" (the whole tree)
+  drain      read what is left (socket and pipes), then send "drained"
+  finish     outcome: the job is over; build the report
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, List, Optional, Tuple
+
+State = Dict[str, Any]
+Event = Dict[str, Any]
+Action = Dict[str, Any]
+
+# Seconds; None disables a deadline. The CLI and launch() override these.
+DEFAULTS: Dict[str, Optional[float]] = {
+    "startup_timeout": 120.0,   # spawn -> hello
+    "heartbeat_timeout": 30.0,  # last worker message -> hung, while the process lives
+    "stall_timeout": None,      # last progress/stage change -> hung (off unless asked for)
+    "stalled_after": 30.0,      # last progress/stage change -> state "stalled" (reversible)
+    "kill_grace": 5.0,          # SIGTERM -> SIGKILL
+    "cancel_grace": 5.0,        # in-band cancel -> SIGTERM, unless the cancel event says
+    "dump_timeout": 1.0,        # dump_stacks command -> give up on the reply
+    "signal_dump_wait": 0.2,    # SIGUSR1 -> SIGTERM: faulthandler writes synchronously
+    "drain_timeout": 1.0,       # exit -> outcome, at the latest, if "drained" never comes
+}
+
+HANG_REASONS = ("startup", "stage_budget", "stall", "heartbeat", "after_bye")
+
+
+def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
+    """The state of a job spawned at time t."""
+    unknown = set(config or {}) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown machine config keys: {sorted(unknown)}")
+    return {
+        "state": "starting",
+        "outcome": None,
+        "config": {**DEFAULTS, **(config or {})},
+        "t0": t,
+        "hello": False,
+        "dump_signal": False,
+        "last_msg_t": None,       # beacon: last authentic worker message
+        "last_activity_t": None,  # work: last progress or stage change; None = stall unarmed
+        "stages": [],             # open stages, outermost first: {name, t, budget_s}
+        "error": None,            # the last fatal error: {kind, exit_code}
+        "bye": None,              # {reason, exit_code}
+        "exit": None,             # {code, signal}
+        "hang": None,             # {reason, t, stage}
+        "ending": None,           # {reason: hang|cancel|refused, step, deadline}
+        "drain_deadline": None,
+        "refused": None,
+    }
+
+
+def step(state: State, event: Event) -> Tuple[State, List[Action]]:
+    """Apply one event. Returns the new state and the actions for the shell, in order."""
+    s = copy.deepcopy(state)
+    actions: List[Action] = []
+    if s["state"] == "ended":
+        return s, actions
+    t = float(event["t"])
+    kind = event["type"]
+    handler = _HANDLERS.get(kind)
+    if handler is None:
+        raise ValueError(f"unknown event type {kind!r}")
+    handler(s, event, t, actions)
+    return s, actions
+
+
+def next_deadline(state: State) -> Optional[float]:
+    """The earliest time at which a "timer" event may change something; None if none."""
+    if state["state"] == "ended":
+        return None
+    if state["exit"] is not None:
+        return state["drain_deadline"]
+    if state["ending"] is not None:
+        return state["ending"]["deadline"]
+    return min((d for _, d in _watch_deadlines(state)), default=None)
+
+
+# --- event handlers -------------------------------------------------------------------
+def _on_hello(s, e, t, actions):
+    s["hello"] = True
+    s["dump_signal"] = bool(e.get("dump_signal"))
+    s["last_msg_t"] = t
+    if s["state"] == "starting" and s["ending"] is None:
+        _set_state(s, "running", actions)
+
+
+def _on_stage(s, e, t, actions):
+    _beacon(s, t)
+    name = e["name"]
+    if e["event"] == "begin":
+        s["stages"].append({"name": name, "t": t, "budget_s": e.get("budget_s")})
+    else:
+        for i in range(len(s["stages"]) - 1, -1, -1):
+            if s["stages"][i]["name"] == name:
+                del s["stages"][i:]
+                break
+    _activity(s, t, actions)
+
+
+def _on_progress(s, e, t, actions):
+    _beacon(s, t)
+    _activity(s, t, actions)
+
+
+def _on_beat(s, e, t, actions):
+    _beacon(s, t)
+
+
+def _on_error(s, e, t, actions):
+    _beacon(s, t)
+    if e.get("fatal"):
+        s["error"] = {"kind": e.get("kind"), "exit_code": e.get("exit_code")}
+
+
+def _on_bye(s, e, t, actions):
+    _beacon(s, t)
+    s["bye"] = {"reason": e.get("reason"), "exit_code": e.get("exit_code")}
+
+
+def _on_dumped(s, e, t, actions):
+    ending = s["ending"]
+    if ending is not None and ending["step"] == "dump" and s["exit"] is None:
+        _after_dump(s, t, actions)
+
+
+def _on_refused(s, e, t, actions):
+    s["refused"] = e.get("reason") or "unsupported protocol version"
+    if s["ending"] is None and s["exit"] is None:
+        s["ending"] = {"reason": "refused", "step": None, "deadline": None}
+        _terminate(s, t, actions)
+
+
+def _on_cancel(s, e, t, actions):
+    if s["ending"] is not None or s["exit"] is not None:
+        return  # already ending: the running sequence finishes the job
+    grace = e.get("grace")
+    grace = s["config"]["cancel_grace"] if grace is None else grace
+    s["ending"] = {"reason": "cancel", "step": None, "deadline": None}
+    if s["hello"] and grace > 0:
+        s["ending"].update(step="cancel", deadline=t + grace)
+        actions.append({"do": "cancel"})
+    else:
+        _terminate(s, t, actions)
+
+
+def _on_exit(s, e, t, actions):
+    if s["exit"] is not None:
+        return
+    s["exit"] = {"code": e.get("code"), "signal": e.get("signal")}
+    s["drain_deadline"] = t + (s["config"]["drain_timeout"] or 0.0)
+    actions.append({"do": "drain"})
+
+
+def _on_drained(s, e, t, actions):
+    if s["exit"] is not None:
+        _finish(s, actions)
+
+
+def _on_timer(s, e, t, actions):
+    if s["exit"] is not None:
+        if t >= s["drain_deadline"]:
+            _finish(s, actions)
+        return
+    ending = s["ending"]
+    if ending is not None:
+        if ending["deadline"] is not None and t >= ending["deadline"]:
+            _advance_ending(s, t, actions)
+        return
+    for what, deadline in _watch_deadlines(s):
+        if t < deadline:
+            continue
+        if what == "stalled":
+            _set_state(s, "stalled", actions)
+            continue
+        _hang(s, what, t, actions)
+        return
+
+
+_HANDLERS = {
+    "hello": _on_hello, "stage": _on_stage, "progress": _on_progress, "beat": _on_beat,
+    "error": _on_error, "bye": _on_bye, "dumped": _on_dumped, "refused": _on_refused,
+    "cancel": _on_cancel, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,
+}
+
+
+# --- helpers --------------------------------------------------------------------------
+def _set_state(s, name, actions):
+    if s["state"] != name:
+        s["state"] = name
+        actions.append({"do": "state", "state": name})
+
+
+def _beacon(s, t):
+    s["last_msg_t"] = t
+
+
+def _activity(s, t, actions):
+    # Progress or a stage change: work moves, so a stalled job is running again.
+    s["last_activity_t"] = t
+    if s["state"] == "stalled" and s["ending"] is None:
+        _set_state(s, "running", actions)
+
+
+def _watch_deadlines(s) -> List[Tuple[str, float]]:
+    """The deadlines watched while the job runs normally, in the order they are judged."""
+    c = s["config"]
+    out: List[Tuple[str, float]] = []
+    if s["exit"] is not None or s["ending"] is not None or s["state"] == "ended":
+        return out
+    if not s["hello"]:
+        if c["startup_timeout"] is not None:
+            out.append(("startup", s["t0"] + c["startup_timeout"]))
+        return out
+    budgets = [st["t"] + st["budget_s"] for st in s["stages"] if st.get("budget_s") is not None]
+    if budgets:
+        out.append(("stage_budget", min(budgets)))
+    if c["heartbeat_timeout"] is not None and s["last_msg_t"] is not None:
+        reason = "after_bye" if s["bye"] is not None else "heartbeat"
+        out.append((reason, s["last_msg_t"] + c["heartbeat_timeout"]))
+    if s["last_activity_t"] is not None and s["bye"] is None:
+        if c["stalled_after"] is not None and s["state"] == "running":
+            out.append(("stalled", s["last_activity_t"] + c["stalled_after"]))
+        if c["stall_timeout"] is not None:
+            out.append(("stall", s["last_activity_t"] + c["stall_timeout"]))
+    return out
+
+
+def _hang(s, reason, t, actions):
+    stage = s["stages"][-1]["name"] if s["stages"] else None
+    s["hang"] = {"reason": reason, "t": t, "stage": stage}
+    s["ending"] = {"reason": "hang", "step": None, "deadline": None}
+    actions.append({"do": "snapshot", "reason": reason})
+    # In-band dump needs a live beacon; a silent one (GIL held, say) will not answer.
+    if s["hello"] and reason not in ("heartbeat", "after_bye"):
+        s["ending"].update(step="dump", deadline=t + s["config"]["dump_timeout"])
+        actions.append({"do": "dump_stacks"})
+    else:
+        _after_dump(s, t, actions)
+
+
+def _after_dump(s, t, actions):
+    if s["dump_signal"]:
+        s["ending"].update(step="signal_dump", deadline=t + s["config"]["signal_dump_wait"])
+        actions.append({"do": "signal", "signal": "SIGUSR1"})
+    else:
+        _terminate(s, t, actions)
+
+
+def _terminate(s, t, actions):
+    s["ending"].update(step="term", deadline=t + s["config"]["kill_grace"])
+    actions.append({"do": "signal", "signal": "SIGTERM"})
+
+
+def _advance_ending(s, t, actions):
+    step_name = s["ending"]["step"]
+    if step_name == "dump":
+        _after_dump(s, t, actions)
+    elif step_name in ("signal_dump", "cancel"):
+        _terminate(s, t, actions)
+    elif step_name == "term":
+        s["ending"].update(step="kill", deadline=None)  # the OS will report the exit
+        actions.append({"do": "signal", "signal": "SIGKILL"})
+
+
+def _finish(s, actions):
+    s["outcome"] = outcome(s)
+    s["ending"] = s["ending"] and {**s["ending"], "deadline": None}
+    _set_state(s, "ended", actions)
+    actions.append({"do": "finish", "outcome": s["outcome"]})
+
+
+def outcome(s: State) -> str:
+    """The one place that decides how a job ended (docs/CLIENT.md, "Outcomes")."""
+    ending = s["ending"]
+    if ending is not None and ending["reason"] == "cancel":
+        return "cancelled"
+    if ending is not None and ending["reason"] == "hang":
+        return "hung"
+    if s["refused"] is not None:
+        return "failed"
+    error = s["error"]
+    if error is not None and not (error["kind"] == "system_exit" and not error["exit_code"]):
+        return "failed"  # a fatal error is the cause, whatever the exit code says
+    exit_ = s["exit"] or {}
+    if exit_.get("signal"):
+        return "crashed"
+    if exit_.get("code") == 0:
+        return "succeeded"
+    if s["bye"] is not None or error is not None:
+        return "failed"  # sys.exit(n): the worker said goodbye with a code
+    if s["hello"]:
+        return "crashed"  # a worker that said hello ended with no last words: os._exit(n)
+    return "failed"  # a plain command's non-zero exit

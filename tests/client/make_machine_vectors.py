@@ -1,0 +1,260 @@
+"""Writes vectors/machine.json: trace tables for the job state machine (bridge/machine.py).
+
+The expectations below are written by hand from the rules in docs/CLIENT.md ("State
+machine", "Outcomes"); this script only expands the compact notation into JSON. The
+committed JSON is the contract: tests/client/test_machine.py and node-client's twin run it.
+
+A step is (t, event type, extra event fields, state after, actions, next deadline after).
+Actions in short form: "state:X", "snapshot:REASON", "dump_stacks", "cancel",
+"signal:SIG", "drain", "finish:OUTCOME".
+"""
+
+import json
+import os
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+CONFIG = {"startup_timeout": 10, "heartbeat_timeout": 3, "stall_timeout": 6, "stalled_after": 2,
+          "kill_grace": 1, "cancel_grace": 2, "dump_timeout": 0.5, "signal_dump_wait": 0.25,
+          "drain_timeout": 0.5}
+RUN, STALL, START, END = "running", "stalled", "starting", "ended"
+HELLO = {"dump_signal": False}
+HELLO_SIG = {"dump_signal": True}
+
+
+def ex(code=None, signal=None):
+    return {"code": code, "signal": signal}
+
+
+CASES = [
+    ("succeeded: progress, bye, exit 0", {}, 10, [
+        (1, "hello", HELLO, RUN, ["state:running"], 4),
+        (2, "progress", {}, RUN, [], 4),
+        (3, "bye", {"reason": "normal", "exit_code": 0}, RUN, [], 6),
+        (3.5, "exit", ex(0), RUN, ["drain"], 4.0),
+        (3.6, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
+    ("failed: uncaught exception in a stage", {}, 10, [
+        (1, "hello", HELLO, RUN, ["state:running"], 4),
+        (1.5, "stage", {"event": "begin", "name": "train"}, RUN, [], 3.5),
+        (2, "error", {"fatal": True, "kind": "exception"}, RUN, [], 3.5),
+        (2.1, "bye", {"reason": "after_error", "exit_code": 1}, RUN, [], 5.1),
+        (2.2, "exit", ex(1), RUN, ["drain"], 2.7),
+        (2.3, "drained", {}, END, ["state:ended", "finish:failed"], None),
+    ], "failed", None),
+    ("failed: exit 0 after a fatal error; drain ends on its deadline", {}, 10, [
+        (0.5, "hello", HELLO, RUN, ["state:running"], 3.5),
+        (1, "error", {"fatal": True, "kind": "exception"}, RUN, [], 4),
+        (1.2, "exit", ex(0), RUN, ["drain"], 1.7),
+        (1.7, "timer", {}, END, ["state:ended", "finish:failed"], None),
+    ], "failed", None),
+    ("succeeded: SystemExit(0)", {}, 10, [
+        (0.5, "hello", HELLO, RUN, ["state:running"], 3.5),
+        (1, "error", {"fatal": True, "kind": "system_exit", "exit_code": 0}, RUN, [], 4),
+        (1.1, "bye", {"reason": "sys_exit", "exit_code": 0}, RUN, [], 4.1),
+        (1.2, "exit", ex(0), RUN, ["drain"], 1.7),
+        (1.3, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
+    ("failed: sys.exit(3)", {}, 10, [
+        (0.5, "hello", HELLO, RUN, ["state:running"], 3.5),
+        (1, "bye", {"reason": "sys_exit", "exit_code": 3}, RUN, [], 4),
+        (1.1, "exit", ex(3), RUN, ["drain"], 1.6),
+        (1.2, "drained", {}, END, ["state:ended", "finish:failed"], None),
+    ], "failed", None),
+    ("crashed: SIGSEGV with no last words", {}, 10, [
+        (0.5, "hello", HELLO_SIG, RUN, ["state:running"], 3.5),
+        (1, "progress", {}, RUN, [], 3),
+        (1.5, "exit", ex(None, "SIGSEGV"), RUN, ["drain"], 2.0),
+        (2.0, "timer", {}, END, ["state:ended", "finish:crashed"], None),
+    ], "crashed", None),
+    ("crashed: os._exit(7) after hello", {}, 10, [
+        (0.5, "hello", HELLO, RUN, ["state:running"], 3.5),
+        (1, "beat", {}, RUN, [], 4),
+        (1.2, "exit", ex(7), RUN, ["drain"], 1.7),
+        (1.3, "drained", {}, END, ["state:ended", "finish:crashed"], None),
+    ], "crashed", None),
+    ("succeeded: os._exit(0) after hello", {}, 10, [
+        (0.5, "hello", HELLO, RUN, ["state:running"], 3.5),
+        (1.2, "exit", ex(0), RUN, ["drain"], 1.7),
+        (1.3, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
+    ("failed: a plain command exits 2", {}, 10, [
+        (0.5, "exit", ex(2), START, ["drain"], 1.0),
+        (0.6, "drained", {}, END, ["state:ended", "finish:failed"], None),
+    ], "failed", None),
+    ("succeeded: a plain command exits 0", {}, 10, [
+        (0.5, "exit", ex(0), START, ["drain"], 1.0),
+        (0.6, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
+    ("crashed: a plain command killed by SIGKILL", {}, 10, [
+        (0.5, "exit", ex(None, "SIGKILL"), START, ["drain"], 1.0),
+        (0.6, "drained", {}, END, ["state:ended", "finish:crashed"], None),
+    ], "crashed", None),
+    ("hung: no hello before the startup deadline; SIGTERM ignored", {}, 10, [
+        (9.9, "timer", {}, START, [], 10),
+        (10, "timer", {}, START, ["snapshot:startup", "signal:SIGTERM"], 11),
+        (11, "timer", {}, START, ["signal:SIGKILL"], None),
+        (11.1, "exit", ex(None, "SIGKILL"), START, ["drain"], 11.6),
+        (11.2, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "startup", "t": 10, "stage": None}),
+    ("hung: startup deadline; the process dies on SIGTERM", {}, 10, [
+        (10, "timer", {}, START, ["snapshot:startup", "signal:SIGTERM"], 11),
+        (10.2, "exit", ex(None, "SIGTERM"), START, ["drain"], 10.7),
+        (10.3, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "startup", "t": 10, "stage": None}),
+    ("hung: stage budget; in-band dump answered, then SIGUSR1", {}, 10, [
+        (0.5, "hello", HELLO_SIG, RUN, ["state:running"], 3.5),
+        (1, "stage", {"event": "begin", "name": "data", "budget_s": 2}, RUN, [], 3),
+        (2, "beat", {}, RUN, [], 3),
+        (3, "timer", {}, RUN, ["snapshot:stage_budget", "dump_stacks"], 3.5),
+        (3.1, "dumped", {}, RUN, ["signal:SIGUSR1"], 3.35),
+        (3.35, "timer", {}, RUN, ["signal:SIGTERM"], 4.35),
+        (3.5, "exit", ex(None, "SIGTERM"), RUN, ["drain"], 4.0),
+        (3.6, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "stage_budget", "t": 3, "stage": "data"}),
+    ("hung: stall while beats arrive; stalled and back to running first", {}, 10, [
+        (0, "hello", HELLO, RUN, ["state:running"], 3),
+        (1, "progress", {}, RUN, [], 3),
+        (2, "beat", {}, RUN, [], 3),
+        (3, "timer", {}, STALL, ["state:stalled"], 5),
+        (3.5, "progress", {}, RUN, ["state:running"], 5.5),
+        (4.5, "beat", {}, RUN, [], 5.5),
+        (5.5, "timer", {}, STALL, ["state:stalled"], 7.5),
+        (6, "beat", {}, STALL, [], 9),
+        (7.5, "beat", {}, STALL, [], 9.5),
+        (9, "beat", {}, STALL, [], 9.5),
+        (9.5, "timer", {}, STALL, ["snapshot:stall", "dump_stacks"], 10),
+        (10, "timer", {}, STALL, ["signal:SIGTERM"], 11),
+        (11, "timer", {}, STALL, ["signal:SIGKILL"], None),
+        (11.2, "exit", ex(None, "SIGKILL"), STALL, ["drain"], 11.7),
+        (11.7, "timer", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "stall", "t": 9.5, "stage": None}),
+    ("hung: heartbeat silence (GIL held); no in-band dump, SIGUSR1", {}, 10, [
+        (0, "hello", HELLO_SIG, RUN, ["state:running"], 3),
+        (0.5, "progress", {}, RUN, [], 2.5),
+        (2.5, "timer", {}, STALL, ["state:stalled"], 3.5),
+        (3.5, "timer", {}, STALL, ["snapshot:heartbeat", "signal:SIGUSR1"], 3.75),
+        (3.75, "timer", {}, STALL, ["signal:SIGTERM"], 4.75),
+        (4, "exit", ex(None, "SIGTERM"), STALL, ["drain"], 4.5),
+        (4.1, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "heartbeat", "t": 3.5, "stage": None}),
+    ("hung: bye sent but the process does not exit", {}, 10, [
+        (0, "hello", HELLO, RUN, ["state:running"], 3),
+        (1, "bye", {"reason": "normal", "exit_code": 0}, RUN, [], 4),
+        (4, "timer", {}, RUN, ["snapshot:after_bye", "signal:SIGTERM"], 5),
+        (4.1, "exit", ex(None, "SIGTERM"), RUN, ["drain"], 4.6),
+        (4.2, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "after_bye", "t": 4, "stage": None}),
+    ("cancelled: the worker stops on the in-band cancel", {}, 10, [
+        (0, "hello", HELLO, RUN, ["state:running"], 3),
+        (0.5, "progress", {}, RUN, [], 2.5),
+        (1, "cancel", {}, RUN, ["cancel"], 3),
+        (1.1, "error", {"fatal": True, "kind": "keyboard_interrupt"}, RUN, [], 3),
+        (1.2, "bye", {"reason": "after_error", "exit_code": 1}, RUN, [], 3),
+        (1.3, "exit", ex(1), RUN, ["drain"], 1.8),
+        (1.4, "drained", {}, END, ["state:ended", "finish:cancelled"], None),
+    ], "cancelled", None),
+    ("cancelled: in-band cancel ignored, then SIGTERM and SIGKILL", {}, 10, [
+        (0, "hello", HELLO, RUN, ["state:running"], 3),
+        (1, "cancel", {"grace": 0.5}, RUN, ["cancel"], 1.5),
+        (1.5, "timer", {}, RUN, ["signal:SIGTERM"], 2.5),
+        (2, "cancel", {}, RUN, [], 2.5),
+        (2.5, "timer", {}, RUN, ["signal:SIGKILL"], None),
+        (2.6, "exit", ex(None, "SIGKILL"), RUN, ["drain"], 3.1),
+        (2.7, "drained", {}, END, ["state:ended", "finish:cancelled"], None),
+    ], "cancelled", None),
+    ("cancelled before hello: straight to SIGTERM", {}, 10, [
+        (0.2, "cancel", {}, START, ["signal:SIGTERM"], 1.2),
+        (0.3, "exit", ex(None, "SIGTERM"), START, ["drain"], 0.8),
+        (0.4, "drained", {}, END, ["state:ended", "finish:cancelled"], None),
+    ], "cancelled", None),
+    ("failed: the worker speaks an unsupported protocol version", {}, 10, [
+        (0.3, "refused", {"reason": "v2"}, START, ["signal:SIGTERM"], 1.3),
+        (0.4, "exit", ex(None, "SIGTERM"), START, ["drain"], 0.9),
+        (0.5, "drained", {}, END, ["state:ended", "finish:failed"], None),
+    ], "failed", None),
+    ("failed: last words arrive while draining", {}, 10, [
+        (0, "hello", HELLO, RUN, ["state:running"], 3),
+        (1, "exit", ex(1), RUN, ["drain"], 1.5),
+        (1.1, "error", {"fatal": True, "kind": "exception"}, RUN, [], 1.5),
+        (1.2, "drained", {}, END, ["state:ended", "finish:failed"], None),
+    ], "failed", None),
+    ("hung: the process exits during the stack dump", {}, 10, [
+        (0, "hello", HELLO, RUN, ["state:running"], 3),
+        (1, "stage", {"event": "begin", "name": "load", "budget_s": 1}, RUN, [], 2),
+        (2, "timer", {}, RUN, ["snapshot:stage_budget", "dump_stacks"], 2.5),
+        (2.1, "exit", ex(1), RUN, ["drain"], 2.6),
+        (2.2, "dumped", {}, RUN, [], 2.6),
+        (2.3, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "stage_budget", "t": 2, "stage": "load"}),
+    ("nested stages: a closed stage's budget no longer counts", {}, 10, [
+        (0, "hello", HELLO, RUN, ["state:running"], 3),
+        (0.5, "stage", {"event": "begin", "name": "outer", "budget_s": 100}, RUN, [], 2.5),
+        (1, "stage", {"event": "begin", "name": "inner", "budget_s": 1}, RUN, [], 2),
+        (1.5, "stage", {"event": "end", "name": "inner"}, RUN, [], 3.5),
+        (3.5, "timer", {}, STALL, ["state:stalled"], 4.5),
+        (4, "stage", {"event": "end", "name": "outer"}, RUN, ["state:running"], 6),
+        (4.5, "bye", {"reason": "normal", "exit_code": 0}, RUN, [], 7.5),
+        (5, "exit", ex(0), RUN, ["drain"], 5.5),
+        (5.1, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
+    ("succeeded: a non-fatal error does not fail the job", {}, 10, [
+        (0, "hello", HELLO, RUN, ["state:running"], 3),
+        (1, "error", {"fatal": False, "kind": "exception"}, RUN, [], 4),
+        (2, "exit", ex(0), RUN, ["drain"], 2.5),
+        (2.1, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
+    ("deadlines can be disabled", {"startup_timeout": None, "heartbeat_timeout": None,
+                                   "stalled_after": None, "stall_timeout": None}, None, [
+        (1, "hello", HELLO, RUN, ["state:running"], None),
+        (2, "progress", {}, RUN, [], None),
+        (100, "timer", {}, RUN, [], None),
+        (101, "exit", ex(0), RUN, ["drain"], 101.5),
+        (101.1, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
+    ("events after the end change nothing; a second exit is ignored", {}, 10, [
+        (0.5, "exit", ex(0), START, ["drain"], 1.0),
+        (0.55, "exit", ex(None, "SIGKILL"), START, [], 1.0),
+        (0.6, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+        (0.7, "progress", {}, END, [], None),
+        (0.8, "cancel", {}, END, [], None),
+        (0.9, "timer", {}, END, [], None),
+    ], "succeeded", None),
+]
+
+
+def action(short):
+    name, _, arg = short.partition(":")
+    key = {"state": "state", "snapshot": "reason", "signal": "signal", "finish": "outcome"}.get(name)
+    return {"do": name, key: arg} if key else {"do": name}
+
+
+def main():
+    cases = []
+    for name, overrides, initial_deadline, steps, outcome, hang in CASES:
+        cases.append({
+            "name": name,
+            "config": {**CONFIG, **overrides},
+            "t0": 0,
+            "initial": {"state": "starting", "deadline": initial_deadline},
+            "steps": [{"event": {"type": kind, "t": t, **fields}, "state": state,
+                       "actions": [action(a) for a in actions], "deadline": deadline}
+                      for t, kind, fields, state, actions, deadline in steps],
+            "outcome": outcome,
+            "hang": hang,
+        })
+    doc = {"about": "Trace tables for the job state machine; see docs/CLIENT.md 'State machine'. "
+                    "Start from initial(config, t0); apply each step's event with step(); after "
+                    "it, the state name, the actions (in order) and next_deadline() must match. "
+                    "After the last step, state.outcome and state.hang must match. Deadlines "
+                    "are compared with a tolerance of 1e-9.",
+           "cases": cases}
+    path = os.path.join(ROOT, "vectors", "machine.json")
+    with open(path, "w", encoding="ascii") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=True)
+        f.write("\n")
+    print(f"wrote {len(cases)} cases to {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""The job state machine against the shared trace tables (vectors/machine.json)."""
+
+import json
+import os
+
+import pytest
+
+from bridge import machine
+
+VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "machine.json")
+CASES = json.load(open(VECTORS, encoding="ascii"))["cases"]
+
+
+def same_time(a, b):
+    return (a is None and b is None) or (a is not None and b is not None and abs(a - b) < 1e-9)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_trace(case):
+    state = machine.initial(case["config"], case["t0"])
+    assert state["state"] == case["initial"]["state"]
+    assert same_time(machine.next_deadline(state), case["initial"]["deadline"])
+    for i, expect in enumerate(case["steps"]):
+        state, actions = machine.step(state, expect["event"])
+        where = f"step {i}: {expect['event']}"
+        assert json.dumps(state) and json.loads(json.dumps(state)) == state, where
+        assert state["state"] == expect["state"], where
+        assert actions == expect["actions"], where
+        assert same_time(machine.next_deadline(state), expect["deadline"]), \
+            f"{where}: deadline {machine.next_deadline(state)}"
+    assert state["outcome"] == case["outcome"]
+    assert state["hang"] == case["hang"]
+
+
+def test_step_does_not_mutate_its_input():
+    state = machine.initial({"startup_timeout": 1}, 0)
+    frozen = json.dumps(state, sort_keys=True)
+    machine.step(state, {"type": "hello", "t": 0.5, "dump_signal": True})
+    machine.step(state, {"type": "timer", "t": 5})
+    assert json.dumps(state, sort_keys=True) == frozen
+
+
+def test_unknown_config_and_events_are_rejected():
+    with pytest.raises(ValueError):
+        machine.initial({"startup_timout": 1})
+    with pytest.raises(ValueError):
+        machine.step(machine.initial(), {"type": "helo", "t": 0})
