@@ -1,0 +1,295 @@
+'use strict';
+/**
+ * The job state machine: step(state, event) -> [state, actions]. Pure and I/O-free.
+ *
+ * A line-by-line port of bridge/machine.py (same names in camelCase for the functions, the
+ * same JSON vocabulary for states, events and actions); vectors/machine.json holds the
+ * trace tables both clients run, and docs/CLIENT.md documents the vocabulary. There is no
+ * clock in here: every event carries its time `t` (seconds on the shell's monotonic clock)
+ * and deadlines are judged only on "timer" events. Nothing here mutates its arguments.
+ *
+ * States: starting -> running <-> stalled -> ended.
+ * Outcomes: succeeded | failed | crashed | hung | cancelled, decided in one place: outcome().
+ *
+ * Events ({type, t} plus): hello {dump_signal}, stage {event, name, budget_s?}, progress,
+ * beat, error {fatal, kind, exit_code?}, bye {reason, exit_code?}, dumped, refused {reason},
+ * cancel {grace?}, exit {code, signal}, drained, timer.
+ * Actions ({do} plus): state {state}, snapshot {reason}, dump_stacks, cancel,
+ * signal {signal: SIGUSR1 (the process only) | SIGTERM | SIGKILL (the whole tree)}, drain,
+ * finish {outcome}.
+ */
+
+// Seconds; null disables a deadline. launch()'s `timeouts` override these.
+const DEFAULTS = Object.freeze({
+  startup_timeout: 120.0, // spawn -> hello
+  heartbeat_timeout: 30.0, // last worker message -> hung, while the process lives
+  stall_timeout: null, // last progress/stage change -> hung (off unless asked for)
+  stalled_after: 30.0, // last progress/stage change -> state "stalled" (reversible)
+  kill_grace: 5.0, // SIGTERM -> SIGKILL
+  cancel_grace: 5.0, // in-band cancel -> SIGTERM, unless the cancel event says
+  dump_timeout: 1.0, // dump_stacks command -> give up on the reply
+  signal_dump_wait: 0.2, // SIGUSR1 -> SIGTERM: faulthandler writes synchronously
+  drain_timeout: 1.0, // exit -> outcome, at the latest, if "drained" never comes
+});
+
+const HANG_REASONS = Object.freeze(['startup', 'stage_budget', 'stall', 'heartbeat', 'after_bye']);
+
+/** The state of a job spawned at time t. */
+function initial(config = null, t = 0.0) {
+  const unknown = Object.keys(config || {}).filter((k) => !(k in DEFAULTS)).sort();
+  if (unknown.length) throw new RangeError(`unknown machine config keys: ${JSON.stringify(unknown)}`);
+  return {
+    state: 'starting',
+    outcome: null,
+    config: { ...DEFAULTS, ...(config || {}) },
+    t0: t,
+    hello: false,
+    dump_signal: false,
+    last_msg_t: null, // beacon: last authentic worker message
+    last_activity_t: null, // work: last progress or stage change; null = stall unarmed
+    stages: [], // open stages, outermost first: {name, t, budget_s}
+    error: null, // the last fatal error: {kind, exit_code}
+    bye: null, // {reason, exit_code}
+    exit: null, // {code, signal}
+    hang: null, // {reason, t, stage}
+    ending: null, // {reason: hang|cancel|refused, step, deadline}
+    drain_deadline: null,
+    refused: null,
+  };
+}
+
+/** Apply one event. Returns [newState, actions] with the actions for the shell, in order. */
+function step(state, event) {
+  const s = structuredClone(state);
+  const actions = [];
+  if (s.state === 'ended') return [s, actions];
+  const t = Number(event.t);
+  const handler = HANDLERS[event.type];
+  if (handler === undefined) throw new RangeError(`unknown event type ${JSON.stringify(event.type)}`);
+  handler(s, event, t, actions);
+  return [s, actions];
+}
+
+/** The earliest time at which a "timer" event may change something; null if none. */
+function nextDeadline(state) {
+  if (state.state === 'ended') return null;
+  if (state.exit !== null) return state.drain_deadline;
+  if (state.ending !== null) return state.ending.deadline;
+  const deadlines = watchDeadlines(state).map(([, d]) => d);
+  return deadlines.length ? Math.min(...deadlines) : null;
+}
+
+// --- event handlers -------------------------------------------------------------------
+const get = (e, k) => (e[k] === undefined ? null : e[k]);
+
+function onHello(s, e, t, actions) {
+  s.hello = true;
+  s.dump_signal = Boolean(e.dump_signal);
+  s.last_msg_t = t;
+  if (s.state === 'starting' && s.ending === null) setState(s, 'running', actions);
+}
+
+function onStage(s, e, t, actions) {
+  beacon(s, t);
+  if (e.event === 'begin') {
+    s.stages.push({ name: e.name, t, budget_s: get(e, 'budget_s') });
+  } else {
+    for (let i = s.stages.length - 1; i >= 0; i--) {
+      if (s.stages[i].name === e.name) {
+        s.stages.splice(i);
+        break;
+      }
+    }
+  }
+  activity(s, t, actions);
+}
+
+function onProgress(s, e, t, actions) {
+  beacon(s, t);
+  activity(s, t, actions);
+}
+
+function onBeat(s, e, t) {
+  beacon(s, t);
+}
+
+function onError(s, e, t) {
+  beacon(s, t);
+  if (e.fatal) s.error = { kind: get(e, 'kind'), exit_code: get(e, 'exit_code') };
+}
+
+function onBye(s, e, t) {
+  beacon(s, t);
+  s.bye = { reason: get(e, 'reason'), exit_code: get(e, 'exit_code') };
+}
+
+function onDumped(s, e, t, actions) {
+  const { ending } = s;
+  if (ending !== null && ending.step === 'dump' && s.exit === null) afterDump(s, t, actions);
+}
+
+function onRefused(s, e, t, actions) {
+  s.refused = e.reason || 'unsupported protocol version';
+  if (s.ending === null && s.exit === null) {
+    s.ending = { reason: 'refused', step: null, deadline: null };
+    terminate(s, t, actions);
+  }
+}
+
+function onCancel(s, e, t, actions) {
+  if (s.ending !== null || s.exit !== null) return; // already ending: that sequence finishes the job
+  let grace = get(e, 'grace');
+  grace = grace === null ? s.config.cancel_grace : grace;
+  s.ending = { reason: 'cancel', step: null, deadline: null };
+  if (s.hello && grace > 0) {
+    Object.assign(s.ending, { step: 'cancel', deadline: t + grace });
+    actions.push({ do: 'cancel' });
+  } else {
+    terminate(s, t, actions);
+  }
+}
+
+function onExit(s, e, t, actions) {
+  if (s.exit !== null) return;
+  s.exit = { code: get(e, 'code'), signal: get(e, 'signal') };
+  s.drain_deadline = t + (s.config.drain_timeout || 0.0);
+  actions.push({ do: 'drain' });
+}
+
+function onDrained(s, e, t, actions) {
+  if (s.exit !== null) finish(s, actions);
+}
+
+function onTimer(s, e, t, actions) {
+  if (s.exit !== null) {
+    if (t >= s.drain_deadline) finish(s, actions);
+    return;
+  }
+  const { ending } = s;
+  if (ending !== null) {
+    if (ending.deadline !== null && t >= ending.deadline) advanceEnding(s, t, actions);
+    return;
+  }
+  for (const [what, deadline] of watchDeadlines(s)) {
+    if (t < deadline) continue;
+    if (what === 'stalled') {
+      setState(s, 'stalled', actions);
+      continue;
+    }
+    hang(s, what, t, actions);
+    return;
+  }
+}
+
+const HANDLERS = {
+  hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, error: onError,
+  bye: onBye, dumped: onDumped, refused: onRefused, cancel: onCancel, exit: onExit,
+  drained: onDrained, timer: onTimer,
+};
+
+// --- helpers --------------------------------------------------------------------------
+function setState(s, name, actions) {
+  if (s.state !== name) {
+    s.state = name;
+    actions.push({ do: 'state', state: name });
+  }
+}
+
+function beacon(s, t) {
+  s.last_msg_t = t;
+}
+
+function activity(s, t, actions) {
+  // Progress or a stage change: work moves, so a stalled job is running again.
+  s.last_activity_t = t;
+  if (s.state === 'stalled' && s.ending === null) setState(s, 'running', actions);
+}
+
+/** The deadlines watched while the job runs normally, in the order they are judged. */
+function watchDeadlines(s) {
+  const c = s.config;
+  const out = [];
+  if (s.exit !== null || s.ending !== null || s.state === 'ended') return out;
+  if (!s.hello) {
+    if (c.startup_timeout !== null) out.push(['startup', s.t0 + c.startup_timeout]);
+    return out;
+  }
+  const budgets = s.stages.filter((st) => st.budget_s !== null && st.budget_s !== undefined)
+    .map((st) => st.t + st.budget_s);
+  if (budgets.length) out.push(['stage_budget', Math.min(...budgets)]);
+  if (c.heartbeat_timeout !== null && s.last_msg_t !== null) {
+    const reason = s.bye !== null ? 'after_bye' : 'heartbeat';
+    out.push([reason, s.last_msg_t + c.heartbeat_timeout]);
+  }
+  if (s.last_activity_t !== null && s.bye === null) {
+    if (c.stalled_after !== null && s.state === 'running') out.push(['stalled', s.last_activity_t + c.stalled_after]);
+    if (c.stall_timeout !== null) out.push(['stall', s.last_activity_t + c.stall_timeout]);
+  }
+  return out;
+}
+
+function hang(s, reason, t, actions) {
+  const stage = s.stages.length ? s.stages[s.stages.length - 1].name : null;
+  s.hang = { reason, t, stage };
+  s.ending = { reason: 'hang', step: null, deadline: null };
+  actions.push({ do: 'snapshot', reason });
+  // In-band dump needs a live beacon; a silent one (GIL held, say) will not answer.
+  if (s.hello && reason !== 'heartbeat' && reason !== 'after_bye') {
+    Object.assign(s.ending, { step: 'dump', deadline: t + s.config.dump_timeout });
+    actions.push({ do: 'dump_stacks' });
+  } else {
+    afterDump(s, t, actions);
+  }
+}
+
+function afterDump(s, t, actions) {
+  if (s.dump_signal) {
+    Object.assign(s.ending, { step: 'signal_dump', deadline: t + s.config.signal_dump_wait });
+    actions.push({ do: 'signal', signal: 'SIGUSR1' });
+  } else {
+    terminate(s, t, actions);
+  }
+}
+
+function terminate(s, t, actions) {
+  Object.assign(s.ending, { step: 'term', deadline: t + s.config.kill_grace });
+  actions.push({ do: 'signal', signal: 'SIGTERM' });
+}
+
+function advanceEnding(s, t, actions) {
+  const stepName = s.ending.step;
+  if (stepName === 'dump') {
+    afterDump(s, t, actions);
+  } else if (stepName === 'signal_dump' || stepName === 'cancel') {
+    terminate(s, t, actions);
+  } else if (stepName === 'term') {
+    Object.assign(s.ending, { step: 'kill', deadline: null }); // the OS will report the exit
+    actions.push({ do: 'signal', signal: 'SIGKILL' });
+  }
+}
+
+function finish(s, actions) {
+  s.outcome = outcome(s);
+  s.ending = s.ending && { ...s.ending, deadline: null };
+  setState(s, 'ended', actions);
+  actions.push({ do: 'finish', outcome: s.outcome });
+}
+
+/** The one place that decides how a job ended (docs/CLIENT.md, "Outcomes"). */
+function outcome(s) {
+  const { ending, error } = s;
+  if (ending !== null && ending.reason === 'cancel') return 'cancelled';
+  if (ending !== null && ending.reason === 'hang') return 'hung';
+  if (s.refused !== null) return 'failed';
+  if (error !== null && !(error.kind === 'system_exit' && !error.exit_code)) {
+    return 'failed'; // a fatal error is the cause, whatever the exit code says
+  }
+  const exit = s.exit || {};
+  if (exit.signal) return 'crashed';
+  if (exit.code === 0) return 'succeeded';
+  if (s.bye !== null || error !== null) return 'failed'; // sys.exit(n): the worker said goodbye with a code
+  if (s.hello) return 'crashed'; // a worker that said hello ended with no last words: os._exit(n)
+  return 'failed'; // a plain command's non-zero exit
+}
+
+module.exports = { DEFAULTS, HANG_REASONS, initial, step, nextDeadline, outcome };
