@@ -336,8 +336,10 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                          evidence)
         reason = ""
         if error and error.get("kind") == "system_exit":
-            reason = f" from sys.exit({_one_line(error.get('message'), 80)})"
-            evidence.update(_frame_fields(_error_frames(error)))
+            frames = _error_frames(error)
+            evidence.update(_frame_fields(frames))
+            at = f" at {where(frames)}" if frames else ""
+            reason = f" from sys.exit({_one_line(error.get('message'), 80)}){at}"
         elif not facts.get("saw_bye"):
             reason = " with no last words (os._exit or exit from native code)"
         return _diag("exit_nonzero",
@@ -379,6 +381,9 @@ _LOCK_FUNCS = frozenset({"acquire", "wait", "_wait_for_tstate_lock", "join", "ge
 _NET_FILES = ("socket.py", "ssl.py", "http/client.py", "urllib3", "requests", "httpx",
               "huggingface_hub", "aiohttp", "selectors.py", "asyncio")
 _CHILD_FILES = ("subprocess.py", "multiprocessing", "popen_fork.py", "torch/utils/data")
+
+# Hang reasons (bridge/machine.py names first) that mean the worker's beacon went quiet.
+BEACON_SILENT = frozenset({"heartbeat", "heartbeat_silence"})
 
 CPU_BUSY = 0.5       # fraction of one core over the window: the main work is computing
 GPU_BUSY = 50        # percent utilisation: the GPU is the thing that is busy
@@ -497,7 +502,7 @@ def _hang_kind(reason: str, frames: Sequence[Frame], evidence: Dict[str, Any],
     kernel, stack = _kernel_says(evidence), _stack_says(frames)
     if kernel == "stopped":
         return "stopped"
-    if reason == "heartbeat_silence" and saw_hello and evidence.get("alive", True):
+    if reason in BEACON_SILENT and saw_hello and evidence.get("alive", True):
         # The beacon thread could not run: something holds the GIL (or the process froze).
         return "gil_held"
     if importing_module(frames):
@@ -527,7 +532,8 @@ def _idle(facts: Dict[str, Any]) -> str:
 def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
     """Why a job that is still alive makes no progress. Always returns a diagnosis.
 
-    facts: reason (startup | stage_budget | stall | heartbeat_silence), stage, stages,
+    facts: reason (startup | stage_budget | stall | heartbeat | after_bye; heartbeat_silence
+    is read as heartbeat), stage, stages,
     idle_s, stack (main thread's Python stack from a heartbeat), stacks (dump text or
     faulthandler text), saw_hello, evidence (bridge.evidence.collect's dict)."""
     reason = facts.get("reason") or "stall"
@@ -546,6 +552,9 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
              "cpu_fraction": evidence.get("cpu_fraction"), **_frame_fields(frames),
              "os": _trim(evidence)}
     where_stage = _in_stage(stage)
+    if reason == "after_bye":
+        # The script finished (bye) but the process did not exit: say so before the cause.
+        where_stage += " after the script said bye (a non-daemon thread or atexit handler)"
 
     if kind == "network_wait":
         sock = _blocking_socket(evidence)

@@ -128,7 +128,7 @@ HANGS = [
     ("cpu loop", {"reason": "stall", "stacks": FH_LOOP,
                   "evidence": proc("running", None, status="running", cpu=0.98)},
      "cpu_bound", ["spin.py:4 busy", "98%"], ["infinite loop"]),
-    ("gil held in native code", {"reason": "heartbeat_silence", "stacks": FH_GIL,
+    ("gil held in native code", {"reason": "heartbeat", "stacks": FH_GIL,
                                  "evidence": proc("clock_nanosleep", "hrtimer_nanosleep")},
      "gil_held", ["gil.py:5 hold", "blocked in native code"], ["GIL"]),
     ("gil held, spinning", {"reason": "heartbeat_silence", "stacks": FH_GIL,
@@ -174,6 +174,9 @@ HANGS = [
     ("process stopped", {"reason": "heartbeat_silence",
                          "evidence": proc(None, "do_signal_stop", status="stopped")},
      "stopped", ["stopped"], ["kill -CONT 100"]),
+    ("after bye, stuck joining a thread", {"reason": "after_bye", "stack": TB_JOIN,
+                                           "evidence": proc("futex")},
+     "lock_wait", ["after the script said bye", "train.py:9 <module>"], []),
     ("nothing known", {"reason": "stall"}, "unknown", ["no progress"], []),
 ]
 
