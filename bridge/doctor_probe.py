@@ -1,0 +1,391 @@
+"""Environment probe run by `trainbridge doctor` inside the TARGET interpreter.
+
+Run as a script by path (`python doctor_probe.py --checks a,b --stack-file F`), never imported
+by it. It must stay standalone: stdlib only, Python 3.8+ syntax, and it never imports
+trainbridge (the target venv usually does not have it). It gathers raw facts only; the
+verdicts are decided on the doctor's side (bridge/doctor_rules.py).
+
+Wire, one ASCII JSON object per line on the ORIGINAL stdout fd:
+  {"event": "ready", "pid": N}
+  {"event": "begin", "check": NAME}
+  {"event": "end", "check": NAME, "facts": {...}, "error": null | "traceback", "duration_s": x}
+  {"event": "done"}
+fd 1 is then pointed at stderr, so whatever a check prints (torch warnings, C libraries
+writing to fd 1) cannot corrupt that channel. SIGUSR1 dumps every thread's Python stack to
+the stack file: the doctor sends it when a check passes its deadline, then kills us.
+"""
+import os
+import sys
+
+# Our own directory (bridge/) is sys.path[0] when run by path: drop it so nothing in it can
+# shadow a module the checks look at. The user's cwd is not on the path, as for `python x.py`.
+_HERE = os.path.dirname(os.path.realpath(__file__))
+if sys.path and os.path.realpath(sys.path[0] or os.curdir) == _HERE:
+    del sys.path[0]
+
+import json  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+
+
+def _stream_facts(stream):
+    """What a stream looked like when the interpreter started, before we touch fds."""
+    if stream is None:
+        return {"present": False}
+    facts = {"present": True}
+    for attr in ("encoding", "errors", "line_buffering", "write_through"):
+        facts[attr] = getattr(stream, attr, None)
+    try:
+        facts["isatty"] = stream.isatty()
+    except Exception:  # a replaced stream without a real fd
+        facts["isatty"] = None
+    return facts
+
+
+# Captured first: the buffering and encoding checks report what a training script launched
+# the same way (stdout a pipe, as from a GUI) would get.
+_STDOUT_AT_START = _stream_facts(sys.stdout)
+_STDERR_AT_START = _stream_facts(sys.stderr)
+
+HF_PACKAGES = (
+    "numpy", "torch", "transformers", "datasets", "accelerate", "peft", "safetensors",
+    "diffusers", "huggingface_hub", "nvidia-ml-py", "trainbridge",
+)
+NETWORK_VARS = (
+    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+    "http_proxy", "https_proxy", "all_proxy", "no_proxy",
+    "HF_ENDPOINT", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE",
+    "HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT",
+)
+ENCODING_VARS = ("LANG", "LC_ALL", "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONLEGACYWINDOWSSTDIO")
+
+_STATE = {}  # shared between checks of one child: the imported torch module
+
+
+def redact_url(value):
+    """Hide user:password in a proxy URL: the report is shown and logged."""
+    if not value or "@" not in value:
+        return value
+    scheme, sep, rest = value.partition("://")
+    if not sep:
+        scheme, rest = "", value
+    cred, _, hostpart = rest.rpartition("@")
+    user = cred.split(":", 1)[0]
+    return (scheme + "://" if sep else "") + (user + ":***@" if user else "***@") + hostpart
+
+
+def _version_of(dist):
+    try:
+        from importlib import metadata
+    except ImportError:  # Python < 3.8: no metadata API
+        return None
+    try:
+        return metadata.version(dist)
+    except Exception:
+        return None
+
+
+def check_python():
+    import platform
+    import struct
+    return {
+        "version": platform.python_version(),
+        "version_info": list(sys.version_info[:3]),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+        "prefix": sys.prefix,
+        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        "in_venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
+        "bits": struct.calcsize("P") * 8,
+    }
+
+
+def check_platform():
+    import platform
+    release = platform.release()
+    facts = {
+        "system": platform.system(),
+        "release": release,
+        "machine": platform.machine(),
+        "platform": platform.platform(),
+        "node": platform.node(),
+        "cpu_count": os.cpu_count(),
+        "wsl": "microsoft" in release.lower(),
+        "container": os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"),
+    }
+    if facts["system"] == "Linux":
+        facts["libc"] = "-".join(x for x in platform.libc_ver() if x) or None
+    return facts
+
+
+def check_encoding():
+    import locale
+    facts = {
+        "stdout": _STDOUT_AT_START.get("encoding"),
+        "stderr": _STDERR_AT_START.get("encoding"),
+        "stdout_errors": _STDOUT_AT_START.get("errors"),
+        "preferred": locale.getpreferredencoding(False),
+        "filesystem": sys.getfilesystemencoding(),
+        "utf8_mode": bool(getattr(sys.flags, "utf8_mode", 0)),
+        "locale_ctype": locale.setlocale(locale.LC_CTYPE),
+        "env": {k: os.environ.get(k) for k in ENCODING_VARS if k in os.environ},
+    }
+    if sys.platform == "win32":
+        try:
+            import ctypes
+            facts["console_cp"] = ctypes.windll.kernel32.GetConsoleOutputCP()
+        except Exception:
+            facts["console_cp"] = None
+    return facts
+
+
+def check_stdout_buffering():
+    facts = dict(_STDOUT_AT_START)
+    facts["PYTHONUNBUFFERED"] = os.environ.get("PYTHONUNBUFFERED")
+    return facts
+
+
+def check_network_config():
+    return {"env": {k: redact_url(os.environ[k]) for k in NETWORK_VARS if k in os.environ}}
+
+
+def check_packages():
+    return {"versions": {name: _version_of(name) for name in HF_PACKAGES}}
+
+
+def _cache_dirs():
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    hf = os.environ.get("HF_HUB_CACHE") or os.environ.get("HF_HOME") or os.path.join(xdg, "huggingface")
+    torch_home = os.environ.get("TORCH_HOME") or os.path.join(xdg, "torch")
+    import tempfile
+    return [("cwd", os.getcwd()), ("hf_cache", hf), ("torch_home", torch_home),
+            ("tmp", tempfile.gettempdir())]
+
+
+def check_disk():
+    import shutil
+    dirs = []
+    for role, path in _cache_dirs():
+        measured = os.path.abspath(path)
+        while not os.path.exists(measured) and os.path.dirname(measured) != measured:
+            measured = os.path.dirname(measured)  # a cache dir not created yet: its filesystem
+        entry = {"role": role, "path": path, "measured": measured}
+        try:
+            usage = shutil.disk_usage(measured)
+            entry.update(free_bytes=usage.free, total_bytes=usage.total,
+                         writable=os.access(measured, os.W_OK))
+        except OSError as exc:
+            entry["error"] = "%s: %s" % (type(exc).__name__, exc)
+        dirs.append(entry)
+    return {"dirs": dirs}
+
+
+def check_nvidia_driver():
+    facts = {"proc_version": None}
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            facts["proc_version"] = f.readline().strip()
+    except OSError:
+        pass
+    try:
+        import pynvml
+    except Exception as exc:
+        facts["pynvml"] = "missing: %s" % (exc,)
+        return facts
+    facts["pynvml"] = "ok"
+
+    def text(value):
+        return value.decode("ascii", "replace") if isinstance(value, bytes) else value
+
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        facts["nvml_error"] = str(exc) or type(exc).__name__
+        return facts
+    try:
+        facts["driver"] = text(pynvml.nvmlSystemGetDriverVersion())
+        try:
+            cuda = pynvml.nvmlSystemGetCudaDriverVersion()
+            facts["driver_cuda"] = "%d.%d" % (cuda // 1000, (cuda % 1000) // 10)
+        except Exception:
+            facts["driver_cuda"] = None
+        gpus = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            gpu = {"index": i, "name": text(pynvml.nvmlDeviceGetName(handle)),
+                   "uuid": text(pynvml.nvmlDeviceGetUUID(handle))}
+            try:
+                mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
+                gpu.update(memory_total=int(mem.total), memory_used=int(mem.used))
+            except Exception as exc:
+                gpu["memory_error"] = str(exc)
+            gpus.append(gpu)
+        facts["gpus"] = gpus
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+    return facts
+
+
+def _capture_warnings(fn):
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn()
+    return result, [str(w.message)[:300] for w in caught]
+
+
+def check_torch():
+    facts = {"metadata_version": _version_of("torch")}
+    if facts["metadata_version"] is None:
+        facts["installed"] = False
+        return facts
+    facts["installed"] = True
+    t0 = time.monotonic()
+    try:
+        import importlib
+        torch, warns = _capture_warnings(lambda: importlib.import_module("torch"))
+    except Exception as exc:
+        facts["import_error"] = "%s: %s" % (type(exc).__name__, exc)
+        facts["import_s"] = round(time.monotonic() - t0, 3)
+        return facts
+    facts["import_s"] = round(time.monotonic() - t0, 3)
+    facts["import_warnings"] = warns
+    _STATE["torch"] = torch
+    facts["version"] = getattr(torch, "__version__", None)
+    facts["file"] = getattr(torch, "__file__", None)
+    version = getattr(torch, "version", None)
+    facts["cuda"] = getattr(version, "cuda", None)
+    facts["hip"] = getattr(version, "hip", None)
+    return facts
+
+
+def _torch_or_skip():
+    torch = _STATE.get("torch")
+    if torch is None:
+        return None, {"skipped": "torch was not imported in this process"}
+    return torch, None
+
+
+def check_torch_cuda():
+    torch, skipped = _torch_or_skip()
+    if skipped:
+        return skipped
+    facts = {"built_cuda": torch.version.cuda}
+    available, warns = _capture_warnings(torch.cuda.is_available)
+    facts["is_available"] = bool(available)
+    facts["init_warnings"] = warns  # is_available() hides the init error in a warning
+    facts["device_count"] = torch.cuda.device_count() if available else 0
+    try:
+        facts["arch_list"] = torch.cuda.get_arch_list()
+    except Exception:
+        facts["arch_list"] = []
+    devices = []
+    for i in range(facts["device_count"]):
+        props = torch.cuda.get_device_properties(i)
+        dev = {"index": i, "name": props.name, "capability": "%d.%d" % (props.major, props.minor),
+               "total_memory": int(props.total_memory)}
+        try:
+            free, _total = torch.cuda.mem_get_info(i)
+            dev["free_memory"] = int(free)
+        except Exception as exc:
+            dev["memory_error"] = "%s: %s" % (type(exc).__name__, exc)
+        devices.append(dev)
+    facts["devices"] = devices
+    try:
+        facts["cudnn"] = torch.backends.cudnn.version() if available else None
+    except Exception:
+        facts["cudnn"] = None
+    return facts
+
+
+def check_torch_tensor():
+    torch, skipped = _torch_or_skip()
+    if skipped:
+        return skipped
+    names = ["cpu"]
+    if torch.cuda.is_available():
+        names += ["cuda:%d" % i for i in range(torch.cuda.device_count())]
+    results = []
+    for name in names:
+        t0 = time.monotonic()
+        entry = {"device": name}
+        try:
+            x = torch.ones(4, device=name) * 2
+            value = float(x.sum().item())  # .item() synchronises the device
+            entry["ok"] = value == 8.0
+            if not entry["ok"]:
+                entry["error"] = "ones(4)*2 summed to %r, expected 8" % value
+        except Exception as exc:
+            entry["ok"] = False
+            entry["error"] = ("%s: %s" % (type(exc).__name__, exc))[:500]
+        entry["seconds"] = round(time.monotonic() - t0, 3)
+        results.append(entry)
+    return {"devices": results}
+
+
+CHECKS = {
+    "python": check_python,
+    "platform": check_platform,
+    "encoding": check_encoding,
+    "stdout_buffering": check_stdout_buffering,
+    "network_config": check_network_config,
+    "packages": check_packages,
+    "disk": check_disk,
+    "nvidia_driver": check_nvidia_driver,
+    "torch": check_torch,
+    "torch_cuda": check_torch_cuda,
+    "torch_tensor": check_torch_tensor,
+}
+
+
+def _parse_args(argv):
+    checks, stack_file = list(CHECKS), None
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--checks":
+            checks = [c for c in argv[i + 1].split(",") if c]
+            i += 2
+        elif argv[i] == "--stack-file":
+            stack_file = argv[i + 1]
+            i += 2
+        else:
+            raise SystemExit("doctor_probe: unknown argument %r" % argv[i])
+    return checks, stack_file
+
+
+def main(argv):
+    checks, stack_file = _parse_args(argv)
+    import faulthandler
+    import signal
+    if stack_file and hasattr(signal, "SIGUSR1"):
+        # Works with the GIL held (a hang inside C code): the dump is written by the handler.
+        faulthandler.register(signal.SIGUSR1, file=open(stack_file, "w"), all_threads=True)
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+
+    def emit(obj):
+        data = (json.dumps(obj, ensure_ascii=True, default=repr) + "\n").encode("ascii")
+        while data:
+            data = data[os.write(out_fd, data):]
+
+    emit({"event": "ready", "pid": os.getpid()})
+    for name in checks:
+        emit({"event": "begin", "check": name})
+        t0 = time.monotonic()
+        facts, error = {}, None
+        try:
+            facts = CHECKS[name]()
+        except BaseException:  # SystemExit / KeyboardInterrupt from a check are facts too
+            error = traceback.format_exc()[-4000:]
+        emit({"event": "end", "check": name, "facts": facts, "error": error,
+              "duration_s": round(time.monotonic() - t0, 3)})
+    emit({"event": "done"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

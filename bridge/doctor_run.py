@@ -1,0 +1,277 @@
+"""Process part of `trainbridge doctor`: run probe checks in a child of the target interpreter.
+
+Each check has its own deadline, counted from the child's "begin" line. A check that passes it
+is `hung`: its stack is taken (SIGUSR1 -> faulthandler in the child, written to a file), the
+child's whole process tree is killed, and the remaining checks go on in a fresh child, minus
+those that need the hung one (torch_cuda after a hung `import torch`). A child that dies in a
+check makes that check `crashed`. Nothing here waits without a deadline.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence
+
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "doctor_probe.py")
+STDERR_KEEP = 64 * 1024
+STACK_WAIT_S = 1.0   # faulthandler writes within milliseconds; a stuck write is given up on
+EXIT_WAIT_S = 2.0
+
+DONE, HUNG, CRASHED, NOT_RUN = "done", "hung", "crashed", "not_run"
+
+
+@dataclass
+class CheckRun:
+    name: str
+    status: str                      # done | hung | crashed | not_run
+    facts: dict = field(default_factory=dict)
+    error: Optional[str] = None      # traceback from the check, or why it did not finish/run
+    stack: Optional[str] = None      # faulthandler dump of a hung check
+    duration_s: float = 0.0
+
+
+class _Child:
+    """One probe process: its event queue, its stderr tail, and how to stop it."""
+
+    def __init__(self, python: str, checks: Sequence[str], env: Mapping[str, str],
+                 cwd: Optional[str], stack_file: str):
+        self.stack_file = stack_file
+        child_env = dict(env)
+        # Makes a hang *before* the probe runs (a sitecustomize) dumpable too: SIGABRT then
+        # prints every thread's stack to stderr. It also turns a segfault into a stack.
+        child_env.setdefault("PYTHONFAULTHANDLER", "1")
+        self.proc = subprocess.Popen(
+            [python, PROBE, "--checks", ",".join(checks), "--stack-file", stack_file],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=child_env, cwd=cwd, start_new_session=(os.name == "posix"))
+        self.events: "queue.Queue[Optional[dict]]" = queue.Queue()
+        self._stderr = bytearray()
+        self._stderr_lock = threading.Lock()
+        threading.Thread(target=self._read_events, daemon=True, name="doctor-events").start()
+        self._stderr_done = threading.Event()
+        threading.Thread(target=self._read_stderr, daemon=True, name="doctor-stderr").start()
+
+    def _read_events(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                self.events.put(json.loads(line.decode("ascii", "replace")))
+            except ValueError:
+                continue  # not ours: the probe writes only JSON lines on this fd
+        self.events.put(None)
+
+    def _read_stderr(self) -> None:
+        for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):
+            with self._stderr_lock:
+                self._stderr += chunk
+                del self._stderr[:-STDERR_KEEP]
+        self._stderr_done.set()
+
+    def stderr_tail(self, limit: int = 4000) -> str:
+        with self._stderr_lock:
+            return self._stderr[-limit:].decode("utf-8", "backslashreplace")
+
+    def take_stack(self, startup: bool) -> Optional[str]:
+        """Ask the stuck child where it is. Before the probe has registered its SIGUSR1
+        handler (startup), SIGABRT makes PYTHONFAULTHANDLER print the stack on stderr."""
+        if os.name != "posix":
+            return None
+        if startup:
+            mark = len(self.stderr_tail(STDERR_KEEP))
+            self._signal(signal.SIGABRT)
+            try:
+                self.proc.wait(STACK_WAIT_S)
+            except subprocess.TimeoutExpired:
+                pass
+            self._stderr_done.wait(0.2)  # the pipe drains once the process is gone
+            text = self.stderr_tail(STDERR_KEEP)[mark:]
+            return text if "most recent call first" in text else None
+        self._signal(signal.SIGUSR1)
+        end, last, stable_since = time.monotonic() + STACK_WAIT_S, -1, time.monotonic()
+        while time.monotonic() < end:
+            size = os.path.getsize(self.stack_file) if os.path.exists(self.stack_file) else 0
+            if size != last:
+                last, stable_since = size, time.monotonic()
+            elif size and time.monotonic() - stable_since > 0.05:
+                break  # the dump stopped growing: complete
+            time.sleep(0.01)  # polling a file the signal handler writes; bounded by STACK_WAIT_S
+        with open(self.stack_file, encoding="utf-8", errors="backslashreplace") as f:
+            return f.read() or None
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.kill(self.proc.pid, sig)
+        except OSError:
+            pass
+
+    def kill_tree(self) -> None:
+        """Kill the child and everything it started; wait for it, but not forever (a process
+        stuck in the kernel, e.g. on a dead NFS mount, cannot be reaped at once)."""
+        descendants = []
+        try:
+            import psutil
+            descendants = psutil.Process(self.proc.pid).children(recursive=True)
+        except Exception:
+            pass
+        if os.name == "posix":
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for p in descendants:  # those that left our session
+            try:
+                p.kill()
+            except Exception:
+                pass
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def exit_text(self) -> str:
+        try:
+            code = self.proc.wait(EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return "did not exit"
+        if code is not None and code < 0:
+            try:
+                return "killed by %s" % signal.Signals(-code).name
+            except ValueError:
+                return "killed by signal %d" % -code
+        return "exited with code %s" % code
+
+
+def _dependents(name: str, requires: Mapping[str, str], among: Sequence[str]) -> List[str]:
+    out = []
+    for check in among:
+        cur = requires.get(check)
+        while cur is not None:
+            if cur == name:
+                out.append(check)
+                break
+            cur = requires.get(cur)
+    return out
+
+
+def run_checks(python: str, checks: Sequence[str], timeout: float, env: Mapping[str, str],
+               cwd: Optional[str] = None, requires: Optional[Mapping[str, str]] = None) -> Dict[str, CheckRun]:
+    """Run the probe checks in order, in as many children as hangs and crashes need."""
+    requires = requires or {}
+    results: Dict[str, CheckRun] = {}
+    pending = list(checks)
+    tmp = tempfile.mkdtemp(prefix="trainbridge-doctor-")
+    try:
+        round_no = 0
+        while pending:
+            round_no += 1
+            stack_file = os.path.join(tmp, "stack-%d.txt" % round_no)
+            before = len(pending)
+            pending = _one_child(python, pending, timeout, env, cwd, stack_file, results, requires)
+            if len(pending) >= before:  # the child left without running anything: do not loop
+                for name in pending:
+                    results[name] = CheckRun(name, NOT_RUN, error="the probe exited without running it")
+                pending = []
+    finally:
+        for name in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, name))
+        os.rmdir(tmp)
+    return results
+
+
+def _one_child(python, pending, timeout, env, cwd, stack_file, results, requires) -> List[str]:
+    """Run `pending` in one child; returns the checks still to run in a fresh one."""
+    try:
+        child = _Child(python, pending, env, cwd, stack_file)
+    except OSError as exc:
+        reason = "cannot start %s: %s" % (python, exc)
+        for name in pending:
+            results[name] = CheckRun(name, NOT_RUN, error=reason)
+        return []
+    current: Optional[str] = None
+    started = time.monotonic()
+    deadline = started + timeout
+    ready = False
+    try:
+        while True:
+            try:
+                event = child.events.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return _after_hang(child, current, ready, pending, results, requires, timeout, started)
+            now = time.monotonic()
+            if event is None:  # the child's result pipe closed: it exited (or closed fd)
+                return _after_exit(child, current, ready, pending, results, requires, started)
+            kind = event.get("event")
+            if kind == "ready":
+                ready = True
+            elif kind == "begin":
+                current, started = event["check"], now
+            elif kind == "end":
+                name = event["check"]
+                results[name] = CheckRun(name, DONE, event.get("facts") or {}, event.get("error"),
+                                         duration_s=round(now - started, 3))
+                current = None
+            elif kind == "done":
+                return []
+            deadline = now + timeout
+    finally:
+        child.kill_tree()
+
+
+def _rest_after(name: Optional[str], pending: Sequence[str], results, requires, why: str) -> List[str]:
+    rest = [c for c in pending if c not in results and c != name]
+    if name is not None:
+        for dep in _dependents(name, requires, rest):
+            results[dep] = CheckRun(dep, NOT_RUN, error="%s %s" % (name, why))
+            rest.remove(dep)
+    return rest
+
+
+def _after_hang(child, current, ready, pending, results, requires, timeout, started) -> List[str]:
+    stack = child.take_stack(startup=not ready)
+    child.kill_tree()
+    elapsed = round(time.monotonic() - started, 3)
+    if not ready:  # stuck before our first line: the interpreter itself hangs at startup
+        first = pending[0]
+        results[first] = CheckRun(first, HUNG, error="the interpreter did not start within %.1f s" % timeout,
+                                  stack=stack or child.stderr_tail(), duration_s=elapsed)
+        for name in pending[1:]:
+            results[name] = CheckRun(name, NOT_RUN, error="the target interpreter hangs at startup")
+        return []
+    if current is None:  # between checks: nothing to blame, go on
+        return _rest_after(None, pending, results, requires, "")
+    results[current] = CheckRun(current, HUNG, error="did not finish within %.1f s" % timeout,
+                                stack=stack, duration_s=elapsed)
+    return _rest_after(current, pending, results, requires, "hung")
+
+
+def _after_exit(child, current, ready, pending, results, requires, started) -> List[str]:
+    how = child.exit_text()
+    child._stderr_done.wait(0.5)
+    tail = child.stderr_tail()
+    if not ready:
+        first = pending[0]
+        results[first] = CheckRun(first, CRASHED, error="the interpreter %s before running any check:\n%s"
+                                  % (how, tail), duration_s=round(time.monotonic() - started, 3))
+        for name in pending[1:]:
+            results[name] = CheckRun(name, NOT_RUN, error="the target interpreter cannot run the probe")
+        return []
+    if current is None:
+        return _rest_after(None, pending, results, requires, "")
+    results[current] = CheckRun(current, CRASHED, error="the interpreter %s during this check" % how,
+                                stack=tail or None, duration_s=round(time.monotonic() - started, 3))
+    return _rest_after(current, pending, results, requires, "crashed")
+
+
+def default_python() -> str:
+    return sys.executable
