@@ -1,1 +1,180 @@
-"""trainbridge worker: runs inside the training process (API filled in by the worker runtime)."""
+"""trainbridge worker: runs inside the training process and tells the supervising client
+what the process is doing (docs/WORKER.md).
+
+    import worker
+
+    with worker.stage("load model", budget=600):
+        model = load()
+    for step in range(steps):
+        train_step()
+        worker.progress(step + 1, steps, loss=loss)
+
+When the process was started by a trainbridge client (TRAINBRIDGE_* environment
+variables), importing this package starts a background beacon thread; otherwise every call
+here is a cheap no-op and the script runs exactly as without trainbridge. Importing it
+never imports zmq, msgpack, psutil or torch on the calling thread.
+"""
+
+from __future__ import annotations
+
+import os as _os
+import sys as _sys
+import threading as _threading
+import time as _time
+from typing import Any, Callable, Optional, TypeVar
+
+from worker import runtime as _runtime
+from worker.runtime import SLOT as _SLOT, STATE as _STATE
+
+__all__ = ["stage", "progress", "log", "error", "enabled", "LogHandler"]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def enabled() -> bool:
+    """True while this process reports to a trainbridge client."""
+    return _STATE.enabled
+
+
+def progress(step: Any, total: Any = None, **metrics: Any) -> None:
+    """Record the latest step (and optional total and metrics: numbers or short strings).
+
+    The hot path: one tuple stored in a slot. The beacon thread sends the latest value at
+    most every 50 ms, so calling this on every iteration is fine."""
+    _SLOT[0] = (step, total, metrics)
+
+
+def _progress_off(step: Any, total: Any = None, **metrics: Any) -> None:
+    return None
+
+
+class stage:
+    """A named phase of the job, as a context manager or a decorator; stages nest.
+
+        with worker.stage("download", budget=300): ...
+
+        @worker.stage("evaluate")
+        def evaluate(): ...
+
+    `budget` (seconds) is passed to the client, which may treat a stage that overruns it
+    as hung. The end message says ok or error and how long the stage took."""
+
+    __slots__ = ("name", "budget", "_open")
+
+    def __init__(self, name: str, budget: Optional[float] = None):
+        self.name = str(name)
+        self.budget = budget
+        self._open: list = []  # (depth, start) per entry, so one object can be re-entered
+
+    def __enter__(self) -> "stage":
+        try:
+            depth = _runtime.stage_begin(self.name, self.budget)
+            if depth is not None:
+                self._open.append((depth, _time.monotonic()))
+        except BaseException as exc:  # noqa: BLE001
+            _runtime.internal_error("stage begin", exc)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if not self._open:
+            return
+        try:
+            depth, start = self._open.pop()
+            if exc is not None and not hasattr(exc, "__trainbridge_stage__"):
+                try:  # the innermost stage an exception escaped from names its stage
+                    exc.__trainbridge_stage__ = self.name
+                except Exception:  # noqa: BLE001 - exceptions without a __dict__
+                    pass
+            _runtime.stage_end(self.name, depth, "ok" if exc is None else "error",
+                               round(_time.monotonic() - start, 6))
+        except BaseException as failure:  # noqa: BLE001
+            _runtime.internal_error("stage end", failure)
+
+    def __call__(self, func: _F) -> _F:
+        import functools
+
+        name, budget = self.name, self.budget
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with stage(name, budget):
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def log(message: Any, level: str = "info", **fields: Any) -> None:
+    """Send one log record (bounded queue: when 10,000 are waiting, more are counted as
+    dropped rather than queued)."""
+    if not _STATE.enabled:
+        return
+    try:
+        body = {"level": level if level in _LEVELS else "info", "message": str(message),
+                "created": _time.time()}
+        if fields:
+            body["fields"] = fields
+        _runtime.enqueue_log(body)
+    except BaseException as exc:  # noqa: BLE001
+        _runtime.internal_error("log", exc)
+
+
+def error(exc_or_message: Any, **fields: Any) -> None:
+    """Report a non-fatal error (an exception you caught, or a message); the script goes
+    on. Fatal errors need no call: uncaught exceptions are reported by themselves."""
+    if not _STATE.enabled:
+        return
+    try:
+        from worker import errors
+
+        thread = _threading.current_thread().name
+        stage_name = _runtime.current_stage()
+        if isinstance(exc_or_message, BaseException):
+            body = errors.error_body(exc_or_message, fatal=False, thread=thread,
+                                     stage=stage_name)
+        else:
+            body = errors.message_body(str(exc_or_message), fatal=False, thread=thread,
+                                       stage=stage_name)
+        if fields:
+            body["fields"] = fields
+        _runtime.enqueue_event("error", body)
+    except BaseException as exc:  # noqa: BLE001
+        _runtime.internal_error("error", exc)
+
+
+def __getattr__(name: str) -> Any:
+    # logging is imported only by scripts that ask for the handler.
+    if name == "LogHandler":
+        from worker.logs import LogHandler
+
+        return LogHandler
+    raise AttributeError(f"module 'worker' has no attribute {name!r}")
+
+
+def _start() -> None:
+    from worker.config import from_env
+
+    config, problem = from_env(_os.environ)
+    if problem:
+        _sys.stderr.write(f"[trainbridge] worker disabled: {problem}\n")
+    if config is None:
+        return
+    try:
+        from worker import hooks
+        from worker.beacon import Beacon
+
+        _STATE.config = config
+        _STATE.enabled = True
+        hooks.install(config)
+        beacon = Beacon(config)
+        _STATE.beacon = beacon
+        beacon.start()
+    except BaseException as exc:  # noqa: BLE001 - the script runs on, unsupervised
+        _runtime.internal_error("start", exc)
+        _runtime.disable()
+
+
+_start()
+if not _STATE.enabled:
+    progress = _progress_off  # noqa: F811 - nothing will read the slot

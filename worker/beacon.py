@@ -1,0 +1,322 @@
+"""The beacon thread: the only owner of the worker's socket.
+
+It imports zmq and the codec itself, so `import worker` never waits for them; connects a
+DEALER; sends hello first; then loops: answer client commands, send queued events in
+order, the latest progress (coalesced), logs (bounded), heartbeats, and resend last words
+until they are acked. It also re-arms the GIL-freeze watchdog: if this thread cannot run
+for TRAINBRIDGE_FREEZE_S, faulthandler dumps every stack to the crash file.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+from worker import runtime
+from worker.config import Config
+from worker.runtime import STATE, SLOT, Final
+
+VERSION = "0.1.0"
+POLL_S = 0.025          # longest wait for commands while idle
+PROGRESS_EVERY_S = 0.05  # coalescing window for progress
+RESEND_EVERY_S = 0.5     # last words are resent until acked (PROTOCOL.md section 6)
+LOG_BATCH = 512          # logs sent per loop, so commands and events stay prompt
+LINGER_MS = 1000
+SNDHWM = 100_000
+
+
+def _clean_metric(value: Any) -> Any:
+    """Numbers and strings as they are; anything else by type name only. str() of a CUDA
+    tensor would synchronise the GPU from this thread, so it is never called here."""
+    if value is None or type(value) in (int, float, str, bool):
+        return value
+    import numbers
+
+    if isinstance(value, numbers.Number) and not isinstance(value, complex):
+        try:
+            return float(value) if isinstance(value, numbers.Real) else int(value)
+        except Exception:  # noqa: BLE001
+            pass
+    return f"<{type(value).__name__}>"
+
+
+def _clean_map(values: Dict[str, Any]) -> Dict[str, Any]:
+    return {str(k): _clean_metric(v) for k, v in values.items()}
+
+
+class Beacon(threading.Thread):
+    def __init__(self, config: Config):
+        super().__init__(name="trainbridge-beacon", daemon=True)
+        self.config = config
+        self.stop = False
+        self.seq = 0
+        self.beat = 0
+        self.stalled: Optional[List[bytes]] = None  # encoded frames libzmq refused (HWM)
+        self.finals: Dict[int, list] = {}  # seq -> [Final, frames, last_sent]
+        self.last_slot: Any = None
+        self.progress_sent: Any = None
+        self.progress_seen_at: Optional[float] = None
+        self.progress_sent_at = 0.0
+        self.armed_at = 0.0
+        self.refused = False
+        self.client_seq = 0
+        self.sock = None
+        self.ctx = None
+
+    # --- thread body ---------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            self._connect()
+            self._send_now("hello", self._hello())
+            self._loop()
+        except BaseException as exc:  # noqa: BLE001 - the script goes on without us
+            runtime.internal_error("beacon", exc)
+            runtime.disable()
+        finally:
+            self._close()
+
+    def _connect(self) -> None:
+        import zmq
+        from worker import codec
+
+        self.zmq, self.codec = zmq, codec
+        # A private context: the global instance may be shared with the script's own zmq.
+        self.ctx = zmq.Context()
+        sock = self.ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.ROUTING_ID, self.config.routing_id)
+        sock.setsockopt(zmq.MAXMSGSIZE, codec.MAX_MESSAGE_BYTES + 64)
+        sock.setsockopt(zmq.LINGER, LINGER_MS)
+        sock.setsockopt(zmq.SNDHWM, SNDHWM)
+        sock.connect(self.config.endpoint)
+        self.sock = sock
+
+    def _hello(self) -> Dict[str, Any]:
+        from worker import facts
+
+        body = facts.hello(self.config.heartbeat_s, VERSION, self.codec.PROTOCOL_VERSION)
+        body["dump_signal"] = STATE.dump_signal
+        body["crash_file"] = self.config.crash_file
+        return body
+
+    def _loop(self) -> None:
+        next_beat = time.monotonic()
+        while not self.stop and STATE.enabled:
+            now = time.monotonic()
+            self._arm_watchdog(now)
+            busy = self._send_queued(now)
+            self._resend_finals(now)
+            if now >= next_beat:
+                self._heartbeat(now)
+                next_beat = now + self.config.heartbeat_s
+            timeout = 0 if busy else min(POLL_S, max(0.0, next_beat - now))
+            if self.sock.poll(int(timeout * 1000), self.zmq.POLLIN):
+                self._read_commands()
+
+    # --- sending ---------------------------------------------------------------------------
+    def _encode(self, kind: str, body: Dict[str, Any]) -> Optional[List[bytes]]:
+        try:
+            frames = self.codec.encode(kind, self.seq + 1, body, self.config.key,
+                                       self.config.job)
+        except Exception as exc:  # noqa: BLE001 - e.g. a metric whose conversion failed
+            if kind == "error" and getattr(exc, "reason", "") == "oversize":
+                return self._encode(kind, _shrunk_error(body))
+            runtime.internal_error(f"encoding a {kind} message", exc)
+            return None
+        self.seq += 1
+        return frames
+
+    def _push(self, frames: List[bytes]) -> bool:
+        """Hand frames to libzmq without blocking; False if its queue is full."""
+        try:
+            self.sock.send_multipart(frames, flags=self.zmq.NOBLOCK, copy=True)
+            return True
+        except self.zmq.Again:
+            return False
+
+    def _send_now(self, kind: str, body: Dict[str, Any]) -> None:
+        """Encode and send, keeping the frames if libzmq is full (never lost, seq kept)."""
+        frames = self._encode(kind, body)
+        if frames is not None and not self._push(frames):
+            self.stalled = frames
+
+    def _send_queued(self, now: float) -> bool:
+        """Send what training code queued; True if more is waiting."""
+        if self.stalled is not None:
+            if not self._push(self.stalled):
+                return True
+            self.stalled = None
+        events, logs = STATE.events, STATE.logs
+        while events and self.stalled is None:
+            item = events[0]
+            if isinstance(item, Final):
+                if logs:  # the last logs before the end explain it: they go first
+                    break
+                events.popleft()
+                self._flush_progress(now, item.progress)
+                frames = self._encode(item.kind, item.body)
+                if frames is None:
+                    item.acked.set()  # cannot be sent at all: do not hold the exit
+                    continue
+                self.finals[self.seq] = [item, frames, now]
+                if not self._push(frames):
+                    self.finals[self.seq][2] = 0.0  # resend at the next loop
+            else:
+                events.popleft()
+                kind, body, before = item
+                self._flush_progress(now, before)  # progress made before it goes first
+                self._send_now(kind, body)
+        self._send_progress(now)
+        for _ in range(LOG_BATCH):
+            if not logs or self.stalled is not None:
+                break
+            self._send_now("log", _log_body(logs.popleft()))
+        return bool(events or logs or self.stalled is not None)
+
+    def _send_progress(self, now: float) -> None:
+        latest = SLOT[0]
+        if latest is not self.last_slot:
+            self.last_slot, self.progress_seen_at = latest, now
+        # Read the slot, then look at the queue: a queued event carries the progress made
+        # before it, and everything queued later carries this value or a newer one, so
+        # sending only when the queue is empty never sends progress out of order.
+        if STATE.events or latest is self.progress_sent:
+            return
+        if now - self.progress_sent_at >= PROGRESS_EVERY_S:
+            self._flush_progress(now, latest)
+
+    def _flush_progress(self, now: float, value: Any) -> None:
+        """Send `value` (a progress tuple) unless it was already sent."""
+        if value is None or value is self.progress_sent or self.stalled is not None:
+            return
+        step, total, metrics = value
+        self.progress_sent, self.progress_sent_at = value, now
+        self._send_now("progress", {"step": _clean_metric(step), "total": _clean_metric(total),
+                                    "metrics": _clean_map(metrics)})
+
+    def _resend_finals(self, now: float) -> None:
+        for entry in self.finals.values():
+            if now - entry[2] >= RESEND_EVERY_S and self._push(entry[1]):
+                entry[2] = now
+
+    def _heartbeat(self, now: float) -> None:
+        from worker import errors, facts
+
+        self._send_progress(now)
+        self.beat += 1
+        idle_since = max(STATE.activity, self.progress_seen_at or STATE.started)
+        idle_s = max(0.0, now - idle_since)
+        body: Dict[str, Any] = {
+            "beat": self.beat, "stage": runtime.current_stage(), "stages": list(STATE.stages),
+            "idle_s": round(idle_s, 3),
+            "progress_age_s": (None if self.progress_seen_at is None
+                               else round(now - self.progress_seen_at, 3)),
+            "stack": None, "dropped": dict(STATE.dropped),
+        }
+        if idle_s > self.config.stall_s:
+            main = threading.main_thread().ident
+            body["stack"] = errors.format_stack(sys._current_frames().get(main))
+        body.update(facts.resources())
+        frames = self._encode("heartbeat", body)
+        if frames is not None and self.stalled is None:
+            self._push(frames)  # a heartbeat that does not fit now is simply skipped
+
+    # --- commands --------------------------------------------------------------------------
+    def _read_commands(self) -> None:
+        zmq, codec = self.zmq, self.codec
+        while True:
+            try:
+                frames = self.sock.recv_multipart(flags=zmq.NOBLOCK, copy=True)
+            except zmq.Again:
+                return
+            try:
+                msg = codec.decode(frames, self.config.key, expect="client")
+            except codec.ProtocolError:
+                continue  # not from our client, or corrupt: nothing to answer
+            verdict, self.client_seq = codec.check_seq(self.client_seq, msg.seq)
+            if verdict == "replay":
+                continue  # a command is carried out once
+            self._command(msg)
+            if self.stop or not STATE.enabled:
+                return
+
+    def _command(self, msg: Any) -> None:
+        kind, body = msg.kind, msg.body
+        if kind == "ack":
+            entry = self.finals.pop(body["to"], None)
+            if entry is not None:
+                entry[0].acked.set()
+        elif kind == "ping":
+            self._send_now("reply", {"to": msg.seq, "ok": True})
+        elif kind == "dump_stacks":
+            from worker import errors
+
+            self._send_now("reply", {"to": msg.seq, "ok": True, "stacks": errors.all_stacks()})
+        elif kind == "cancel":
+            error = _interrupt_main()
+            reply = {"to": msg.seq, "ok": error is None}
+            if error is None:
+                STATE.cancelled = True
+            else:
+                reply["error"] = error
+            self._send_now("reply", reply)
+        elif kind == "refuse":
+            reason = str(body.get("reason"))
+            os.write(2, ("[trainbridge] the client refused this worker: "
+                         + reason.encode("ascii", "backslashreplace").decode("ascii")
+                         + "; continuing without supervision\n").encode("ascii"))
+            self.refused = True
+            runtime.disable()
+
+    # --- watchdog and shutdown -------------------------------------------------------------
+    def _arm_watchdog(self, now: float) -> None:
+        freeze_s = self.config.freeze_s
+        if not freeze_s or STATE.crash_file is None or STATE.forking:
+            return
+        # Re-arming starts a native thread each time, so not on every loop.
+        if now - self.armed_at >= min(1.0, freeze_s / 4):
+            faulthandler.dump_traceback_later(freeze_s, repeat=False, file=STATE.crash_file,
+                                              exit=False)
+            self.armed_at = now
+
+    def _close(self) -> None:
+        try:
+            if STATE.crash_file is not None and not STATE.forking:
+                faulthandler.cancel_dump_traceback_later()
+            if self.sock is not None:
+                delivered = not self.finals and self.stalled is None
+                self.sock.close(linger=0 if (delivered or self.refused) else LINGER_MS)
+            if self.ctx is not None:
+                self.ctx.term()
+        except Exception as exc:  # noqa: BLE001
+            runtime.internal_error("closing the socket", exc)
+
+
+def _log_body(entry: Dict[str, Any]) -> Dict[str, Any]:
+    fields = entry.get("fields")
+    if fields:
+        entry = dict(entry, fields=_clean_map(fields))
+    return entry
+
+
+def _shrunk_error(body: Dict[str, Any]) -> Dict[str, Any]:
+    """An error too big for one message keeps its innermost frames and traceback tail."""
+    return dict(body, frames=body["frames"][-200:], traceback=body["traceback"][-65536:],
+                chain=body["chain"][:50])
+
+
+def _interrupt_main() -> Optional[str]:
+    """Raise KeyboardInterrupt in the main thread, as Ctrl-C would. A real SIGINT (sent to
+    the main thread only) also interrupts a blocking sleep or read; a flag alone would not."""
+    handler = signal.getsignal(signal.SIGINT)
+    if not callable(handler):
+        return f"SIGINT is not handled by Python here ({handler!r}); stop the process by signal"
+    main = threading.main_thread().ident
+    if main is None:
+        return "no main thread"
+    signal.pthread_kill(main, signal.SIGINT)
+    return None

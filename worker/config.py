@@ -1,0 +1,75 @@
+"""The worker's configuration, read from the environment (docs/PROTOCOL.md section 2).
+
+Pure: `from_env(mapping)` takes a mapping and returns a Config, or None with a reason.
+An absent TRAINBRIDGE_ENDPOINT is the normal "not supervised" case and has no reason.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping, NamedTuple, Optional, Tuple
+
+_JOB_ID = re.compile(r"[A-Za-z0-9._-]{1,64}\Z")
+_KEY_HEX = re.compile(r"[0-9a-f]{64}\Z")
+
+
+class Config(NamedTuple):
+    endpoint: str
+    job: str
+    key: bytes
+    rank: int
+    crash_file: Optional[str]
+    heartbeat_s: float
+    stall_s: float
+    freeze_s: float  # 0 disables the GIL-freeze watchdog
+    ack_timeout_s: float
+
+    @property
+    def routing_id(self) -> bytes:
+        return f"{self.job}/{self.rank}".encode("ascii")
+
+
+def _number(env: Mapping[str, str], name: str, default: float, minimum: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = float(raw)  # ValueError is reported by the caller as a bad setting
+    if not value >= minimum:  # also rejects NaN
+        raise ValueError(f"{name}={raw!r} must be >= {minimum}")
+    return value
+
+
+def optional_int(env: Mapping[str, str], name: str) -> Optional[int]:
+    try:
+        return int(env[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def from_env(env: Mapping[str, str]) -> Tuple[Optional[Config], Optional[str]]:
+    """(config, None) when supervised; (None, None) when not; (None, reason) when the
+    variables are present but unusable (the caller says so once on stderr)."""
+    endpoint = env.get("TRAINBRIDGE_ENDPOINT")
+    if not endpoint:
+        return None, None
+    job = env.get("TRAINBRIDGE_JOB_ID", "")
+    key_hex = env.get("TRAINBRIDGE_KEY", "")
+    if not _JOB_ID.match(job):
+        return None, "TRAINBRIDGE_JOB_ID is missing or not 1-64 chars of [A-Za-z0-9._-]"
+    if not _KEY_HEX.match(key_hex):
+        return None, "TRAINBRIDGE_KEY is missing or not 64 lowercase hex digits"
+    try:
+        heartbeat_s = _number(env, "TRAINBRIDGE_HEARTBEAT_S", 1.0, 0.01)
+        stall_s = _number(env, "TRAINBRIDGE_STALL_S", 10.0, 0.0)
+        freeze_s = _number(env, "TRAINBRIDGE_FREEZE_S", max(5.0, 3 * heartbeat_s), 0.0)
+        ack_timeout_s = _number(env, "TRAINBRIDGE_ACK_TIMEOUT_S", 5.0, 0.0)
+    except ValueError as exc:
+        return None, f"bad setting: {exc}"
+    rank = optional_int(env, "RANK")
+    return Config(
+        endpoint=endpoint, job=job, key=bytes.fromhex(key_hex),
+        rank=rank if rank is not None and rank >= 0 else 0,
+        crash_file=env.get("TRAINBRIDGE_CRASH_FILE") or None,
+        heartbeat_s=heartbeat_s, stall_s=stall_s, freeze_s=freeze_s,
+        ack_timeout_s=ack_timeout_s,
+    ), None

@@ -1,0 +1,130 @@
+"""Turn exceptions and stacks into the values the protocol carries (pure: values in,
+values out; `traceback` is imported on first use, not at `import worker`)."""
+
+from __future__ import annotations
+
+import sys
+from types import FrameType
+from typing import Any, Dict, List, Optional
+
+# Attribute set on an exception by the innermost stage it escaped from, so that an error
+# reported later (sys.excepthook runs after every stage has closed) still names its stage.
+STAGE_ATTR = "__trainbridge_stage__"
+
+
+def safe_str(obj: Any) -> str:
+    try:
+        return str(obj)
+    except BaseException:  # noqa: BLE001 - a broken __str__ must not hide the error
+        return f"<unprintable {type(obj).__name__}>"
+
+
+def qualified_name(cls: type) -> str:
+    module = getattr(cls, "__module__", None)
+    name = getattr(cls, "__qualname__", None) or getattr(cls, "__name__", "?")
+    return name if module in (None, "builtins") else f"{module}.{name}"
+
+
+def is_cuda_oom(exc: BaseException) -> bool:
+    """torch.OutOfMemoryError (alias torch.cuda.OutOfMemoryError) by type name, so torch
+    is never imported here; older torch raised a RuntimeError with this message."""
+    for cls in type(exc).__mro__:
+        if cls.__name__ == "OutOfMemoryError" and str(cls.__module__).startswith("torch"):
+            return True
+    return isinstance(exc, RuntimeError) and "CUDA out of memory" in safe_str(exc)
+
+
+def chain_of(exc: BaseException) -> List[Dict[str, str]]:
+    """The __cause__ / __context__ chain, nearest first, as Python prints it."""
+    out: List[Dict[str, str]] = []
+    seen = {id(exc)}
+    current = exc
+    while True:
+        if current.__cause__ is not None:
+            nxt, relation = current.__cause__, "cause"
+        elif current.__context__ is not None and not current.__suppress_context__:
+            nxt, relation = current.__context__, "context"
+        else:
+            return out
+        if id(nxt) in seen:
+            return out
+        seen.add(id(nxt))
+        out.append({"type": qualified_name(type(nxt)), "message": safe_str(nxt),
+                    "relation": relation})
+        current = nxt
+
+
+def _chain_exceptions(exc: BaseException) -> List[BaseException]:
+    found, seen, current = [exc], {id(exc)}, exc
+    while True:
+        nxt = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+        if nxt is None or id(nxt) in seen:
+            return found
+        seen.add(id(nxt))
+        found.append(nxt)
+        current = nxt
+
+
+def kind_of(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "keyboard_interrupt"
+    if isinstance(exc, SystemExit):
+        return "system_exit"
+    if any(is_cuda_oom(e) for e in _chain_exceptions(exc)):
+        return "cuda_oom"
+    return "exception"
+
+
+def frames_of(summary: Any) -> List[Dict[str, Any]]:
+    return [{"file": f.filename, "line": f.lineno or 0, "function": f.name} for f in summary]
+
+
+def error_body(exc: BaseException, *, fatal: bool, thread: str, stage: Optional[str],
+               kind: Optional[str] = None) -> Dict[str, Any]:
+    import traceback
+
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except BaseException:  # noqa: BLE001 - e.g. a __str__ that raises inside the chain
+        text = f"{qualified_name(type(exc))}: {safe_str(exc)}\n"
+    return {
+        "type": qualified_name(type(exc)),
+        "message": safe_str(exc),
+        "traceback": text,
+        "frames": frames_of(traceback.extract_tb(exc.__traceback__)),
+        "chain": chain_of(exc),
+        "stage": getattr(exc, STAGE_ATTR, None) or stage,
+        "fatal": fatal,
+        "thread": thread,
+        "kind": kind or kind_of(exc),
+    }
+
+
+def message_body(message: str, *, fatal: bool, thread: str, stage: Optional[str],
+                 kind: str = "exception", skip: int = 0) -> Dict[str, Any]:
+    """An error that is not an exception: the caller's stack stands in for a traceback."""
+    import traceback
+
+    summary = traceback.extract_stack(sys._getframe(1 + skip))
+    text = "".join(traceback.format_list(summary)) + f"Error: {message}\n"
+    return {"type": "Error", "message": message, "traceback": text,
+            "frames": frames_of(summary), "chain": [], "stage": stage, "fatal": fatal,
+            "thread": thread, "kind": kind}
+
+
+def format_stack(frame: Optional[FrameType]) -> str:
+    import traceback
+
+    return "".join(traceback.format_stack(frame)) if frame is not None else ""
+
+
+def all_stacks() -> str:
+    """Every thread's Python stack, most recent call last, like faulthandler but richer."""
+    import threading
+
+    names = {t.ident: t.name for t in threading.enumerate()}
+    parts = []
+    for ident, frame in sys._current_frames().items():
+        parts.append(f'Thread {ident:#x} "{names.get(ident, "?")}" (most recent call last):\n'
+                     + format_stack(frame))
+    return "\n".join(parts)

@@ -1,0 +1,192 @@
+"""Hooks that let the worker see how the process ends, installed only when supervised.
+
+- sys.excepthook / threading.excepthook: uncaught exceptions become `error` messages (fatal
+  for the main thread, where the process ends); the previous hook still prints them.
+- sys.exit is wrapped: SystemExit never reaches sys.excepthook, so its code is recorded here.
+- atexit: `bye` with the reason, after the `error` of a sys.exit("message").
+- faulthandler: native crashes, SIGUSR1 dumps and the freeze watchdog write to the crash file.
+- fork: a forked child (a DataLoader worker, say) is silent; the watchdog is disarmed
+  across the fork because the child would inherit it armed with no thread behind it and
+  block at exit in faulthandler's cancel.
+"""
+
+from __future__ import annotations
+
+import atexit
+import faulthandler
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+from worker import errors, runtime
+from worker.config import Config
+from worker.runtime import STATE
+
+_prev_excepthook = sys.excepthook
+_prev_thread_excepthook = threading.excepthook
+_real_exit = sys.exit
+
+
+def install(config: Config) -> None:
+    global _prev_excepthook, _prev_thread_excepthook, _real_exit
+    if config.crash_file:
+        _install_faulthandler(config.crash_file)
+    _prev_excepthook, sys.excepthook = sys.excepthook, _excepthook
+    _prev_thread_excepthook, threading.excepthook = threading.excepthook, _thread_excepthook
+    _real_exit, sys.exit = sys.exit, _exit
+    atexit.register(_at_exit)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
+
+
+def _install_faulthandler(path: str) -> None:
+    # Line-buffered so our marker is on disk before anything native can happen.
+    crash = open(path, "a", buffering=1, encoding="ascii", errors="backslashreplace")
+    crash.write(f"[trainbridge] pid {os.getpid()}: native crashes, SIGUSR1 dumps and GIL-freeze "
+                f"watchdog dumps (headed 'Timeout') of this process are written below\n")
+    faulthandler.enable(crash, all_threads=True)
+    # SIGUSR1 kills an unprepared process, so hello advertises it only once registered,
+    # and a handler the script installed itself is left alone.
+    if hasattr(signal, "SIGUSR1") and signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL:
+        faulthandler.register(signal.SIGUSR1, crash, all_threads=True)
+        STATE.dump_signal = "SIGUSR1"
+    STATE.crash_file = crash
+
+
+# --- uncaught exceptions -------------------------------------------------------------------
+def _excepthook(exc_type: Any, exc: Any, tb: Any) -> None:
+    try:
+        _prev_excepthook(exc_type, exc, tb)  # the traceback prints first, as without us
+    finally:
+        _report_uncaught(exc, tb)
+
+
+def _report_uncaught(exc: Any, tb: Any) -> None:
+    try:
+        if not STATE.enabled or not isinstance(exc, BaseException):
+            return
+        if exc.__traceback__ is None and tb is not None:
+            exc = exc.with_traceback(tb)
+        thread = threading.current_thread()
+        # In an interactive session sys.excepthook runs for every failed statement.
+        fatal = (thread is threading.main_thread() and not hasattr(sys, "ps1")
+                 and not sys.flags.inspect)
+        body = errors.error_body(exc, fatal=fatal, thread=thread.name,
+                                 stage=runtime.current_stage())
+        if not fatal:
+            runtime.enqueue_event("error", body)
+            return
+        STATE.fatal_sent = True
+        STATE.exit_reason = "after_error"
+        # An uncaught KeyboardInterrupt ends the process by SIGINT, not by an exit code.
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        STATE.exit_code = None if interrupted else 1
+        STATE.keyboard_interrupt = interrupted
+        runtime.send_final("error", body)
+    except BaseException as failure:  # noqa: BLE001
+        runtime.internal_error("reporting an uncaught exception", failure)
+
+
+def _thread_excepthook(args: Any) -> None:
+    try:
+        _prev_thread_excepthook(args)
+    finally:
+        try:
+            if STATE.enabled and args.exc_type is not SystemExit and args.exc_value is not None:
+                name = args.thread.name if args.thread is not None else "?"
+                runtime.enqueue_event("error", errors.error_body(
+                    args.exc_value, fatal=False, thread=name, stage=runtime.current_stage()))
+        except BaseException as failure:  # noqa: BLE001
+            runtime.internal_error("reporting a thread exception", failure)
+
+
+# --- exit ------------------------------------------------------------------------------------
+def _exit(status: Any = None) -> None:
+    """sys.exit, recording what the process ends with (main thread only: elsewhere
+    sys.exit ends just that thread)."""
+    if STATE.enabled and threading.current_thread() is threading.main_thread():
+        try:
+            _record_exit(status)
+        except BaseException as failure:  # noqa: BLE001
+            runtime.internal_error("recording sys.exit", failure)
+    _real_exit(status)
+
+
+def _record_exit(status: Any) -> None:
+    STATE.exit_reason = "sys_exit"
+    if status is None or isinstance(status, int):
+        STATE.exit_code = 0 if status is None else int(status)
+        STATE.exit_error = None
+        return
+    # sys.exit("message") prints the message and exits with 1: an error the user should see.
+    STATE.exit_code = 1
+    body = errors.message_body(errors.safe_str(status), fatal=True, thread="MainThread",
+                               stage=runtime.current_stage(), kind="system_exit", skip=2)
+    body.update(type="SystemExit", exit_code=1)
+    STATE.exit_error = body
+
+
+def _at_exit() -> None:
+    try:
+        if not STATE.enabled:
+            return
+        if STATE.exit_error is not None and not STATE.fatal_sent:
+            STATE.fatal_sent = True
+            runtime.send_final("error", STATE.exit_error)
+        # "normal" is also the path of a bare `raise SystemExit(n)`, which no hook sees:
+        # the code is then unknown here (nil) and the client takes it from the OS.
+        reason = "cancelled" if STATE.cancelled else (STATE.exit_reason or "normal")
+        runtime.send_final("bye", {"exit_code": STATE.exit_code, "reason": reason})
+    except BaseException as failure:  # noqa: BLE001
+        runtime.internal_error("sending bye", failure)
+    finally:
+        _stop_beacon()
+        if STATE.keyboard_interrupt:
+            _keep_sigint_exit()
+
+
+def _keep_sigint_exit() -> None:
+    """Python ends a process whose main thread died of KeyboardInterrupt by SIGINT (so a
+    shell sees 130), keyed on a C flag that any later eval() of a string clears, e.g. a
+    namedtuple created by a module the beacon imports while we wait for acks. Set it
+    again so the exit status is what it would have been without trainbridge."""
+    try:
+        import ctypes
+
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 1
+    except Exception:  # noqa: BLE001 - other Pythons keep the flag elsewhere: exit code 1
+        pass
+
+
+def _stop_beacon() -> None:
+    beacon = STATE.beacon
+    if beacon is None:
+        return
+    beacon.stop = True  # type: ignore[attr-defined]
+    if beacon is not threading.current_thread():
+        beacon.join(timeout=2.0)
+
+
+# --- fork --------------------------------------------------------------------------------------
+def _before_fork() -> None:
+    if STATE.enabled and STATE.crash_file is not None:
+        STATE.forking = True
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _after_fork_in_parent() -> None:
+    STATE.forking = False
+    beacon = STATE.beacon
+    if beacon is not None:
+        beacon.armed_at = 0.0  # type: ignore[attr-defined] # re-arm at its next loop
+
+
+def _after_fork_in_child() -> None:
+    # No locks, no zmq, no Event.set here: the parent's threads may have held them at fork.
+    STATE.enabled = False
+    STATE.beacon = None
+    STATE.forking = False
+    STATE.events = type(STATE.events)()
+    STATE.logs = type(STATE.logs)()

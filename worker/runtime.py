@@ -1,0 +1,161 @@
+"""Shared state between the training code's threads and the beacon thread.
+
+Callers only append to deques, store into the progress slot or read plain attributes:
+CPython makes each of those atomic, so the hot paths take no lock. The beacon thread
+(worker/beacon.py) is the only reader of the queues and the only user of the socket.
+
+Light on purpose: no zmq, msgpack, psutil or torch here (`import worker` must stay cheap).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any, Deque, Dict, List, Optional
+
+from worker.config import Config
+
+LOG_QUEUE_LIMIT = 10_000
+
+# The latest progress as (step, total, metrics): progress() replaces the tuple and the
+# beacon notices the new identity. A one-item list so that the API module can keep a
+# direct reference (one global lookup and one store on the hot path).
+SLOT: List[Any] = [None]
+
+
+class Final:
+    """An `error` or `bye` the caller waits on until the client acks it."""
+
+    __slots__ = ("kind", "body", "acked", "progress")
+
+    def __init__(self, kind: str, body: Dict[str, Any]):
+        self.kind = kind
+        self.body = body
+        self.acked = threading.Event()
+        self.progress = SLOT[0]
+
+
+class State:
+    def __init__(self) -> None:
+        self.enabled = False
+        self.config: Optional[Config] = None
+        self.beacon: Optional[threading.Thread] = None
+        # Never dropped, in order: (kind, body, progress before it) or Final.
+        self.events: Deque[Any] = deque()
+        # Bounded: (body) of log messages; the excess is counted, not queued.
+        self.logs: Deque[Dict[str, Any]] = deque()
+        self.dropped: Dict[str, int] = {"log": 0}
+        self.stages: List[str] = []
+        self.activity = time.monotonic()  # last stage change on any thread
+        self.started = time.monotonic()
+        self.dump_signal: Optional[str] = None
+        self.crash_file = None  # the open file faulthandler writes to
+        self.forking = False  # the beacon must not arm the watchdog across a fork
+        # How the process is ending, filled in by hooks.py.
+        self.exit_code: Optional[int] = None
+        self.exit_reason: Optional[str] = None
+        self.exit_error: Optional[Dict[str, Any]] = None  # of a sys.exit("message")
+        self.fatal_sent = False
+        self.keyboard_interrupt = False
+        self.cancelled = False
+        self.last_words_deadline: Optional[float] = None
+        self.internal_reported = False
+        self.internal_count = 0
+
+
+STATE = State()
+
+
+# --- calls made by training code ---------------------------------------------------------
+def enqueue_event(kind: str, body: Dict[str, Any]) -> None:
+    """Queue a never-dropped message. The progress recorded so far rides along, so the
+    beacon can send it first and keep the order the script saw."""
+    if STATE.enabled:
+        STATE.events.append((kind, body, SLOT[0]))
+
+
+def enqueue_log(body: Dict[str, Any]) -> None:
+    if not STATE.enabled:
+        return
+    if len(STATE.logs) >= LOG_QUEUE_LIMIT:
+        STATE.dropped["log"] += 1
+    else:
+        STATE.logs.append(body)
+
+
+def stage_begin(name: str, budget: Optional[float]) -> Optional[int]:
+    """Record an opened stage; returns its depth (None when the worker is off)."""
+    if not STATE.enabled:
+        return None
+    depth = len(STATE.stages)
+    STATE.stages.append(name)
+    STATE.activity = time.monotonic()
+    enqueue_event("stage", {"event": "begin", "name": name, "depth": depth,
+                            "budget_s": budget})
+    return depth
+
+
+def stage_end(name: str, depth: int, status: str, duration_s: float) -> None:
+    stages = STATE.stages
+    if depth < len(stages) and stages[depth] == name:
+        del stages[depth:]  # also closes inner stages left open by a generator or a thread
+    elif name in stages:
+        del stages[len(stages) - 1 - stages[::-1].index(name)]
+    STATE.activity = time.monotonic()
+    enqueue_event("stage", {"event": "end", "name": name, "depth": depth,
+                            "status": status, "duration_s": duration_s})
+
+
+def current_stage() -> Optional[str]:
+    stages = STATE.stages
+    return stages[-1] if stages else None
+
+
+def send_final(kind: str, body: Dict[str, Any]) -> bool:
+    """Queue an error (fatal) or bye and wait until the client acks it. All last words of
+    one process share one deadline: TRAINBRIDGE_ACK_TIMEOUT_S from the first of them."""
+    beacon = STATE.beacon
+    if not STATE.enabled or beacon is None or not beacon.is_alive() or STATE.config is None:
+        return False
+    final = Final(kind, body)
+    now = time.monotonic()
+    if STATE.last_words_deadline is None:
+        STATE.last_words_deadline = now + STATE.config.ack_timeout_s
+    STATE.events.append(final)
+    return final.acked.wait(max(0.0, STATE.last_words_deadline - now))
+
+
+# --- failures of the worker itself --------------------------------------------------------
+def internal_error(where: str, exc: BaseException) -> None:
+    """Report a failure of the worker once (stderr, and to the client if possible). Never
+    raises: the training script must go on."""
+    try:
+        STATE.internal_count += 1
+        if STATE.internal_reported:
+            return
+        STATE.internal_reported = True
+        text = f"{where}: {type(exc).__name__}: {exc}"
+        text = text.encode("ascii", "backslashreplace").decode("ascii")
+        sys.stderr.write(f"[trainbridge] worker internal error: {text}\n")
+        sys.stderr.flush()
+        if STATE.enabled:
+            from worker import errors
+            body = errors.error_body(exc, fatal=False, thread=threading.current_thread().name,
+                                     stage=current_stage(), kind="internal")
+            body["message"] = f"worker internal error in {where}: {body['message']}"
+            enqueue_event("error", body)
+    except BaseException:  # noqa: BLE001 - reporting must never break the script
+        pass
+
+
+def disable() -> None:
+    """Turn the worker off for the rest of the process: API calls become no-ops and
+    anyone waiting for an ack stops waiting."""
+    STATE.enabled = False
+    STATE.logs.clear()
+    for item in list(STATE.events):
+        if isinstance(item, Final):
+            item.acked.set()
+    STATE.events.clear()
