@@ -1,0 +1,289 @@
+"""Zero-code mode: stages and progress for a script that never imports `worker`.
+
+Loaded at interpreter start by bridge/inject/sitecustomize.py when a trainbridge client
+launched the process. It only observes: the user's code is never patched, and the library
+hooks below are chosen so that their cost is paid at most a few times a second.
+
+- "startup" from interpreter start until the first frame of __main__ runs (a one-shot
+  profile hook, removed as soon as it fires); then "main" until the process ends.
+- "import <module>" while a heavy module (torch, transformers, ...) is first imported, so
+  a hang inside that import names it (a meta-path finder that wraps the real loader).
+- once torch is imported: "first batch" from the first DataLoader iterator until its
+  first batch arrives, then "train"; progress counted from optimizer steps through
+  torch's global optimizer step hook.
+- once tqdm is imported: every bar's refresh (tqdm rate-limits those to ~10 Hz) becomes
+  progress with the bar's description, count, total and rate, so a download stuck at
+  0 B/s becomes a stall that names the file.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+from typing import Any, Callable, Dict, Optional
+
+import worker
+
+HEAVY_MODULES = frozenset({
+    "torch", "torchvision", "torchaudio", "transformers", "diffusers", "datasets",
+    "accelerate", "peft", "safetensors", "huggingface_hub", "tensorflow", "jax", "xformers",
+    "bitsandbytes", "deepspeed", "lightning", "pytorch_lightning", "timm", "open_clip",
+    "numpy", "pandas", "scipy", "sklearn", "cv2", "PIL",
+})
+
+_installed = False
+_open: Dict[str, Any] = {}  # stage name -> its context manager, for the long-lived stages
+_lock = threading.Lock()
+
+
+def install() -> None:
+    """Start the worker and the automatic stages. Idempotent; never raises into startup."""
+    global _installed
+    if _installed or not worker.enabled():
+        return
+    _installed = True
+    _begin("startup")
+    sys.meta_path.insert(0, _HeavyImportFinder())
+    _watch_for_main()
+    _on_import("tqdm.std", _hook_tqdm)
+    _on_import("torch.utils.data", _hook_torch_data)
+    _on_import("torch.optim.optimizer", _hook_torch_optim)
+
+
+# --- long-lived stages ------------------------------------------------------------------
+def _begin(name: str) -> None:
+    with _lock:
+        if name in _open:
+            return
+        cm = worker.stage(name)
+        cm.__enter__()
+        _open[name] = cm
+
+
+def _end(name: str) -> None:
+    with _lock:
+        cm = _open.pop(name, None)
+    if cm is not None:
+        cm.__exit__(None, None, None)
+
+
+# --- startup -> main ----------------------------------------------------------------------
+def _watch_for_main() -> None:
+    """End "startup" at the first call into a frame of __main__ (python x.py, python -m x,
+    and the rank scripts that torchrun starts all run their code as __main__)."""
+    previous = sys.getprofile()
+
+    def profile(frame, event, arg):
+        if previous is not None:
+            previous(frame, event, arg)
+        if frame.f_globals.get("__name__") == "__main__":
+            sys.setprofile(previous)
+            _end("startup")
+            _begin("main")
+
+    sys.setprofile(profile)
+
+
+# --- heavy imports ------------------------------------------------------------------------
+class _StageLoader(importlib.abc.Loader):
+    """Runs the real loader inside an "import <name>" stage."""
+
+    def __init__(self, real: importlib.abc.Loader, name: str):
+        self._real = real
+        self._name = name
+
+    def create_module(self, spec):
+        return self._real.create_module(spec)
+
+    def exec_module(self, module):
+        with worker.stage(f"import {self._name}"):
+            self._real.exec_module(module)
+
+    def __getattr__(self, attr):  # get_resource_reader, is_package, get_code, ...
+        return getattr(self._real, attr)
+
+
+class _HeavyImportFinder(importlib.abc.MetaPathFinder):
+    def __init__(self) -> None:
+        self._busy = threading.local()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in HEAVY_MODULES or getattr(self._busy, "on", False):
+            return None
+        self._busy.on = True  # the other finders below may import; don't recurse into us
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is None:
+                for finder in sys.meta_path:
+                    if finder is self or not hasattr(finder, "find_spec"):
+                        continue
+                    spec = finder.find_spec(fullname, path, target)
+                    if spec is not None:
+                        break
+        finally:
+            self._busy.on = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _StageLoader(spec.loader, fullname)
+        return spec
+
+
+# --- library hooks, installed when the library is imported --------------------------------
+_pending: Dict[str, Callable[[Any], None]] = {}
+
+
+def _on_import(module_name: str, hook: Callable[[Any], None]) -> None:
+    """Call hook(module) once module_name is imported (now, if it already is)."""
+    module = sys.modules.get(module_name)
+    if module is not None:
+        _safe(hook, module)
+        return
+    if not _pending:
+        sys.meta_path.insert(0, _PostImportFinder())
+    _pending[module_name] = hook
+
+
+class _PostImportLoader(importlib.abc.Loader):
+    def __init__(self, real, name):
+        self._real = real
+        self._name = name
+
+    def create_module(self, spec):
+        return self._real.create_module(spec)
+
+    def exec_module(self, module):
+        self._real.exec_module(module)
+        hook = _pending.pop(self._name, None)
+        if hook is not None:
+            _safe(hook, module)
+
+    def __getattr__(self, attr):
+        return getattr(self._real, attr)
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in _pending:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or isinstance(finder, _HeavyImportFinder) or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _PostImportLoader(spec.loader, fullname)
+                return spec
+        return None
+
+
+def _safe(fn: Callable, *args) -> Optional[Any]:
+    """Our hooks must never break the script: failures are reported once and dropped."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001
+        _report_internal(exc)
+        return None
+
+
+_reported = False
+
+
+def _report_internal(exc: BaseException) -> None:
+    global _reported
+    if _reported:
+        return
+    _reported = True
+    try:
+        worker.log(f"zero-code hook failed ({type(exc).__name__}: {exc}); supervision goes on "
+                   "without automatic stages", level="warning")
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _hook_tqdm(module) -> None:
+    cls = module.tqdm
+    real_refresh, real_close = cls.refresh, cls.close
+
+    def report(bar) -> None:
+        try:
+            fmt = bar.format_dict
+            metrics = {"bar": str(fmt.get("prefix") or bar.desc or ""), "unit": str(fmt.get("unit") or "it")}
+            rate = fmt.get("rate")
+            if rate is None and fmt.get("elapsed"):
+                rate = fmt.get("n", 0) / fmt["elapsed"]
+            if rate is not None:
+                metrics["rate"] = float(rate)
+            worker.progress(fmt.get("n", bar.n), fmt.get("total"), **metrics)
+        except Exception as exc:  # noqa: BLE001
+            _report_internal(exc)
+
+    def refresh(self, *args, **kwargs):
+        if not getattr(self, "disable", True):
+            report(self)
+        return real_refresh(self, *args, **kwargs)
+
+    def close(self, *args, **kwargs):
+        if not getattr(self, "disable", True):
+            report(self)
+        return real_close(self, *args, **kwargs)
+
+    cls.refresh, cls.close = refresh, close
+
+
+_first_batch_seen = False
+
+
+def _hook_torch_data(module) -> None:
+    loader_cls = module.DataLoader
+    real_iter = loader_cls.__iter__
+
+    def __iter__(self):
+        iterator = real_iter(self)
+        if _first_batch_seen:
+            return iterator
+        return _FirstBatch(iterator)
+
+    loader_cls.__iter__ = __iter__
+
+
+class _FirstBatch:
+    """Wraps only the first DataLoader iterator, until its first batch arrives."""
+
+    def __init__(self, iterator):
+        self._it = iterator
+        _begin("first batch")
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        global _first_batch_seen
+        batch = next(self._it)
+        if not _first_batch_seen:
+            _first_batch_seen = True
+            _end("first batch")
+            _begin("train")
+        return batch
+
+    def __len__(self):
+        return len(self._it)
+
+    def __getattr__(self, attr):
+        return getattr(self._it, attr)
+
+
+_steps = 0
+
+
+def _hook_torch_optim(module) -> None:
+    def after_step(optimizer, args, kwargs):
+        global _steps
+        _steps += 1
+        if _steps == 1 and "train" not in _open:
+            _end("first batch")
+            _begin("train")
+        worker.progress(_steps, None, source="optimizer")
+
+    module.register_optimizer_step_post_hook(after_step)
