@@ -1,0 +1,281 @@
+"""The hub: one ROUTER socket and one I/O thread per client process, serving many jobs.
+
+The I/O thread is a small reactor: it polls the ROUTER, every job's pipes and pidfd, and a
+wake-up pipe for calls from other threads, and gives each job a tick to judge its timers.
+Jobs (bridge/job.py) are only ever touched from this thread, so nothing in them needs a lock.
+
+Protocol duties done here, before a job sees a message (docs/PROTOCOL.md sections 6-8):
+route by the routing id's job part, verify and decode with the job's key, check the
+envelope's job against the route, judge the per-sender seq, count rejections by reason,
+ack every error and bye (again for a replayed one), and refuse an unsupported version.
+
+ipc endpoints live in a private (0700) runtime directory that is removed at exit; where ipc
+is unavailable (or the path too long for a unix socket) the ROUTER binds tcp on loopback.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import os
+import shutil
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Deque, Dict, Optional, Tuple
+
+import zmq
+
+from worker import codec
+
+IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
+POLL_MAX_S = 0.5    # the longest the reactor sleeps: jobs also refresh process trees on ticks
+
+
+class Hub:
+    """Use Hub.get(): one per process, started on first use."""
+
+    _instance: Optional["Hub"] = None
+    _instance_lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> "Hub":
+        with cls._instance_lock:
+            if cls._instance is None or not cls._instance._thread.is_alive():
+                cls._instance = cls()
+            return cls._instance
+
+    def __init__(self) -> None:
+        self.runtime_dir = _make_runtime_dir()
+        self.jobs: Dict[str, Any] = {}          # job id -> Job (I/O thread only)
+        self.unrouted: Dict[str, int] = collections.Counter()  # rejections with no job
+        self._calls: Deque[Callable[[], None]] = collections.deque()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._fds: Dict[int, Callable[[], None]] = {}
+        self._ready = threading.Event()
+        self._stop = False
+        self._error: Optional[BaseException] = None
+        self.endpoint = ""
+        self._thread = threading.Thread(target=self._run, name="trainbridge-hub", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        atexit.register(self.close)
+
+    # --- calls from any thread ----------------------------------------------------------
+    def call(self, fn: Callable[[], None]) -> None:
+        """Run fn on the I/O thread, soon."""
+        self._calls.append(fn)
+        try:
+            os.write(self._wake_w, b"x")
+        except BlockingIOError:
+            pass  # the pipe is full of wake-ups already
+
+    def in_io_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def close(self) -> None:
+        """Stop the I/O thread and remove the runtime directory (also run at exit)."""
+        if self._stop:
+            return
+        self._stop = True
+        self.call(lambda: None)
+        if not self.in_io_thread():
+            self._thread.join(timeout=5)
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)
+
+    # --- I/O thread: registration -------------------------------------------------------
+    def add_job(self, job: Any) -> None:
+        self.jobs[job.id] = job
+
+    def remove_job(self, job_id: str) -> None:
+        self.jobs.pop(job_id, None)
+
+    def add_fd(self, fd: int, on_ready: Callable[[], None]) -> None:
+        self._fds[fd] = on_ready
+        self._poller.register(fd, zmq.POLLIN)
+
+    def remove_fd(self, fd: int) -> None:
+        if self._fds.pop(fd, None) is not None:
+            self._poller.unregister(fd)
+
+    def send(self, routing_id: bytes, frames: Any) -> None:
+        self._sock.send_multipart([routing_id, *frames], flags=zmq.NOBLOCK)
+
+    # --- I/O thread: the loop -----------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._ctx = zmq.Context()
+            self._sock = self._ctx.socket(zmq.ROUTER)
+            self._sock.setsockopt(zmq.MAXMSGSIZE, codec.MAX_MESSAGE_BYTES + 64)
+            self._sock.setsockopt(zmq.LINGER, 0)
+            self._sock.setsockopt(zmq.RCVHWM, 100_000)
+            self.endpoint = _bind(self._sock, self.runtime_dir)
+            self._poller = zmq.Poller()
+            self._poller.register(self._sock, zmq.POLLIN)
+            self._poller.register(self._wake_r, zmq.POLLIN)
+        except BaseException as exc:  # reported to the thread that asked for the hub
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            while not self._stop:
+                self._once()
+        finally:
+            self._sock.close(linger=0)
+            self._ctx.term()
+            for fd in (self._wake_r, self._wake_w):
+                os.close(fd)
+
+    def _once(self) -> None:
+        now = time.monotonic()
+        wake = min((job.next_wakeup() for job in list(self.jobs.values())), default=None)
+        timeout = POLL_MAX_S if wake is None else min(POLL_MAX_S, max(0.0, wake - now))
+        ready = dict(self._poller.poll(int(timeout * 1000) + (1 if timeout > 0 else 0)))
+        # Messages first: a worker's last words must count before the exit it precedes.
+        if self._sock in ready:
+            self._read_router()
+        if self._wake_r in ready:
+            try:
+                while os.read(self._wake_r, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+        while self._calls:
+            self._calls.popleft()()
+        for fd in [fd for fd in ready if isinstance(fd, int) and fd in self._fds]:
+            callback = self._fds.get(fd)
+            if callback is not None:
+                callback()
+        now = time.monotonic()
+        for job in list(self.jobs.values()):
+            job.tick(now)
+
+    def drain_router(self) -> None:
+        """Process every message already queued (a job calls this when its process exits)."""
+        self._read_router()
+
+    def _read_router(self) -> None:
+        for _ in range(10_000):  # bounded so a flood cannot starve pipes and timers
+            try:
+                frames = self._sock.recv_multipart(flags=zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self._route(frames)
+
+    def _route(self, frames: list) -> None:
+        if len(frames) != 3:
+            self.unrouted["bad_frames"] += 1
+            return
+        routing_id = frames[0]
+        job_id, rank = _parse_routing_id(routing_id)
+        job = self.jobs.get(job_id) if job_id is not None else None
+        if job is None:
+            self.unrouted["bad_route"] += 1
+            return
+        job.channel.receive(routing_id, rank, frames[1:])
+
+
+class Channel:
+    """One job's side of the protocol: decode, check, count, ack, send commands."""
+
+    def __init__(self, hub: Hub, job_id: str, key: bytes,
+                 on_message: Callable[[int, codec.Message], None],
+                 on_refused: Callable[[str], None]):
+        self.hub = hub
+        self.job_id = job_id
+        self.key = key
+        self.on_message = on_message
+        self.on_refused = on_refused
+        self.rejected: Dict[str, int] = collections.Counter()
+        self.lost = 0                       # messages missing in seq gaps
+        self.last_seq: Dict[bytes, int] = {}
+        self.peers: Dict[bytes, int] = {}   # routing id -> rank, for commands
+        self.seq = 0                        # our own per-job sequence
+
+    def receive(self, routing_id: bytes, rank: int, frames: list) -> None:
+        try:
+            msg = codec.decode(frames, self.key, expect="worker")
+        except codec.ProtocolError as exc:
+            self.rejected[exc.reason] += 1
+            if exc.reason == "unsupported_version":
+                self._send_to(routing_id, "refuse", {
+                    "reason": f"this client speaks protocol v{codec.PROTOCOL_MAJOR} only "
+                              f"({exc.detail})",
+                    "supported": list(codec.SUPPORTED_MAJORS)})
+                self.on_refused(exc.detail or "unsupported protocol version")
+            return
+        if msg.job != self.job_id:
+            self.rejected["bad_route"] += 1
+            return
+        previous = self.last_seq.get(routing_id, 0)
+        verdict, self.last_seq[routing_id] = codec.check_seq(previous, msg.seq)
+        if verdict == "replay":
+            self.rejected["replay"] += 1
+            if msg.kind in codec.FINAL_KINDS:
+                self._send_to(routing_id, "ack", {"to": msg.seq})  # our ack was lost: again
+            return
+        if verdict == "gap":
+            self.lost += msg.seq - previous - 1
+        self.peers[routing_id] = rank
+        if msg.kind in codec.FINAL_KINDS:
+            self._send_to(routing_id, "ack", {"to": msg.seq})
+        self.on_message(rank, msg)
+
+    def command(self, kind: str, body: Optional[Dict[str, Any]] = None) -> Optional[int]:
+        """Send a command to every process of the job that said hello; returns its seq."""
+        if not self.peers:
+            return None
+        seq = None
+        for routing_id in list(self.peers):
+            seq = self._send_to(routing_id, kind, body or {})
+        return seq
+
+    def _send_to(self, routing_id: bytes, kind: str, body: Dict[str, Any]) -> int:
+        self.seq += 1
+        frames = codec.encode(kind, self.seq, body, self.key, self.job_id)
+        try:
+            self.hub.send(routing_id, frames)
+        except zmq.ZMQError:
+            pass  # the peer is gone or its queue is full; the escalation goes on without it
+        return self.seq
+
+
+def _parse_routing_id(routing_id: bytes) -> Tuple[Optional[str], int]:
+    try:
+        text = routing_id.decode("ascii")
+    except UnicodeDecodeError:
+        return None, 0
+    job_id, sep, rank = text.rpartition("/")
+    if not sep:
+        return None, 0
+    try:
+        return job_id, int(rank)
+    except ValueError:
+        return None, 0
+
+
+def _make_runtime_dir() -> str:
+    """A private directory (0700) for ipc sockets and per-job files."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if not base or not os.path.isdir(base) or not os.access(base, os.W_OK):
+        base = tempfile.gettempdir()
+    path = tempfile.mkdtemp(prefix="trainbridge-", dir=base)  # mkdtemp creates it 0700
+    os.chmod(path, 0o700)
+    return path
+
+
+def _bind(sock: zmq.Socket, runtime_dir: str) -> str:
+    path = os.path.join(runtime_dir, "hub.sock")
+    if zmq.has("ipc") and len(path) <= IPC_PATH_MAX:
+        try:
+            sock.bind(f"ipc://{path}")
+            return f"ipc://{path}"
+        except zmq.ZMQError:
+            pass
+    port = sock.bind_to_random_port("tcp://127.0.0.1")
+    return f"tcp://127.0.0.1:{port}"

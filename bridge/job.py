@@ -1,0 +1,557 @@
+"""A supervised job: the glue between the hub, the launcher, the state machine and the report.
+
+Everything inside a Job runs on the hub's I/O thread; the public methods (wait, cancel,
+dump_stacks, events) post calls to it or wait on what it publishes. The decisions are made
+by bridge/machine.py; this module turns what happens into machine events and performs the
+machine's actions.
+
+Events handed to callbacks and to events() are dicts with "event" and "t" (wall clock):
+  state    state: starting | running | stalled | ended
+  output   stream: stdout | stderr, text, end: lf | cr | crlf | max | eof
+  message  kind, rank, body: a worker message (hello, stage, progress, heartbeat, log,
+           error, bye, reply), strings already unescaped
+  hang     reason: startup | stage_budget | stall | heartbeat | after_bye
+  signal   signal: SIGUSR1 | SIGTERM | SIGKILL
+  dropped  count: events a slow events() consumer missed
+  end      outcome, report
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import secrets
+import signal as signals
+import threading
+import time
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence
+
+from bridge import launcher, machine, report as reports
+from bridge.hub import Channel, Hub
+from bridge.lines import LineSplitter, decode_line, log_text
+
+READ_SIZE = 64 * 1024
+TAIL_LINES = 40
+EVENT_QUEUE = 10_000       # events kept for events(); the oldest go first when it is full
+PIPE_LINGER_S = 0.2        # after the exit: how long a pipe held by a grandchild may keep us
+TREE_REFRESH_S = 1.0       # how often the process tree is re-read while the job runs
+SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
+
+
+class Report(dict):
+    """The final report: a JSON-ready dict (docs/report.schema.json) with attribute access."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class Job:
+    def __init__(self, cmd: Sequence[str], cwd: Optional[str] = None,
+                 env: Optional[Dict[str, str]] = None, config: Optional[Dict[str, Any]] = None,
+                 log_path: Optional[str] = None,
+                 on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
+                 tail_lines: int = TAIL_LINES, hub: Optional[Hub] = None):
+        self.hub = hub or Hub.get()
+        self.cmd = list(cmd)
+        self.id = f"job-{secrets.token_hex(6)}"
+        self.key = secrets.token_bytes(32)
+        self.dir = os.path.join(self.hub.runtime_dir, self.id)
+        os.mkdir(self.dir, 0o700)
+        self.crash_file = os.path.join(self.dir, "crash.txt")
+        self.log_path = log_path
+        self._log = open(log_path, "a", encoding="utf-8", errors="backslashreplace") \
+            if log_path else None
+        self._callbacks: List[Callable[[Dict[str, Any]], None]] = [on_event] if on_event else []
+        self._queue: Deque[Dict[str, Any]] = collections.deque(maxlen=EVENT_QUEUE)
+        self._queue_cond = threading.Condition()
+        self._queue_dropped = 0
+        self._done = threading.Event()
+        self.report: Optional[Report] = None
+
+        self.m = machine.initial(config, time.monotonic())
+        self.channel = Channel(self.hub, self.id, self.key, self._on_message, self._on_refused)
+        # Facts for the report, gathered as they come.
+        self.started_wall = time.time()
+        self.started = time.monotonic()
+        self.ended: Optional[float] = None
+        self.tail: Deque[Dict[str, str]] = collections.deque(maxlen=tail_lines)
+        self.lines = {"stdout": 0, "stderr": 0}
+        self.bytes = {"stdout": 0, "stderr": 0}
+        self.hellos: Dict[int, Dict[str, Any]] = {}
+        self.dump_pids: List[int] = []
+        self.stages: List[Dict[str, Any]] = []
+        self.progress: Optional[Dict[str, Any]] = None
+        self.error: Optional[Dict[str, Any]] = None
+        self.bye: Optional[Dict[str, Any]] = None
+        self.heartbeat: Optional[Dict[str, Any]] = None
+        self.last_message_t: Optional[float] = None
+        self.stacks: List[str] = []
+        self.fatal_lines: List[str] = []   # faulthandler's report on stderr, after a crash
+        self._fatal_capture = False
+        self.oom_killed: Optional[bool] = None
+        self._oom_before: Optional[int] = None
+        self.leftovers_killed: List[int] = []
+        self.signals_sent: List[str] = []
+        self.exit_code: Optional[int] = None
+        self.exit_signal: Optional[str] = None
+        self.snapshot: Optional[Dict[str, Any]] = None
+        self._snapshot_thread: Optional[threading.Thread] = None
+        self._dump_seq: Optional[int] = None
+        self._pending_dumps: Dict[int, List[Any]] = {}
+        self._pipes: Dict[int, str] = {}
+        self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
+        self._pidfd: Optional[int] = None
+        self._drain_until: Optional[float] = None
+        self._tree_next = 0.0
+        self.proc = None
+        self.pid: Optional[int] = None
+        self.tree: Optional[launcher.Tree] = None
+
+        heartbeat_s = _heartbeat_interval(self.m["config"])
+        variables = {
+            "TRAINBRIDGE_ENDPOINT": self.hub.endpoint,
+            "TRAINBRIDGE_JOB_ID": self.id,
+            "TRAINBRIDGE_KEY": self.key.hex(),
+            "TRAINBRIDGE_CRASH_FILE": self.crash_file,
+            "TRAINBRIDGE_HEARTBEAT_S": _num(heartbeat_s),
+        }
+        stalled_after = self.m["config"]["stalled_after"]
+        if stalled_after is not None:
+            variables["TRAINBRIDGE_STALL_S"] = _num(stalled_after)
+        hb_timeout = self.m["config"]["heartbeat_timeout"]
+        if hb_timeout is not None:
+            # The GIL-freeze watchdog must write the main stack before we declare silence.
+            variables["TRAINBRIDGE_FREEZE_S"] = _num(max(2 * heartbeat_s, hb_timeout / 2))
+        self.env = launcher.child_env(env, variables)
+        self.cwd = cwd
+
+    # --- start (caller's thread) ----------------------------------------------------------
+    def start(self) -> "Job":
+        registered = threading.Event()
+        self.hub.call(lambda: (self.hub.add_job(self), registered.set()))
+        registered.wait()
+        try:
+            proc = launcher.spawn(self.cmd, self.cwd, self.env)
+        except launcher.LaunchError:
+            self.hub.call(lambda: self.hub.remove_job(self.id))
+            self._close_log()
+            raise
+        self.pid = proc.pid
+        attached = threading.Event()
+        self.hub.call(lambda: (self._attach(proc), attached.set()))
+        attached.wait()
+        return self
+
+    def _attach(self, proc) -> None:
+        self.proc = proc
+        self.tree = launcher.Tree(proc.pid)
+        for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            fd = pipe.fileno()
+            os.set_blocking(fd, False)
+            self._pipes[fd] = stream
+            self.hub.add_fd(fd, lambda fd=fd: self._read_pipe(fd))
+        self._oom_before = _oom_kill_count(proc.pid)
+        self._pidfd = launcher.open_pidfd(proc.pid)
+        if self._pidfd is not None:
+            self.hub.add_fd(self._pidfd, self._on_exit_ready)
+        else:
+            launcher.watch_exit_in_thread(proc, lambda: self.hub.call(self._on_exit_ready))
+        self._publish({"event": "state", "state": self.m["state"]})
+
+    # --- public API (any thread) ----------------------------------------------------------
+    @property
+    def state(self) -> str:
+        return self.m["state"]
+
+    @property
+    def outcome(self) -> Optional[str]:
+        return self.m["outcome"]
+
+    @property
+    def stage(self) -> Optional[str]:
+        return self.stages[-1]["name"] if self.stages else None
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[Report]:
+        """Block until the job ended and its report is built; None on timeout."""
+        if not self._done.wait(timeout):
+            return None
+        return self.report
+
+    def cancel(self, grace: Optional[float] = None) -> None:
+        """Ask the job to stop: in-band cancel, then SIGTERM after `grace`, then SIGKILL."""
+        self.hub.call(lambda: self._step({"type": "cancel", "t": time.monotonic(),
+                                          "grace": grace}))
+
+    def dump_stacks(self, timeout: float = 2.0) -> Optional[str]:
+        """Every thread's Python stack from the worker, or None (no worker, no answer)."""
+        box: List[Any] = [threading.Event(), None]
+
+        def ask() -> None:
+            seq = self.channel.command("dump_stacks")
+            if seq is None:
+                box[0].set()
+            else:
+                self._pending_dumps[seq] = box
+        self.hub.call(ask)
+        box[0].wait(timeout)
+        return box[1]
+
+    def add_listener(self, callback: Callable[[Dict[str, Any]], None]) -> None:
+        """Call `callback(event)` on the I/O thread for every later event (keep it short)."""
+        self.hub.call(lambda: self._callbacks.append(callback))
+
+    def events(self, timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
+        """Events since the job started, in order, until "end". One consumer at a time; a
+        consumer that falls EVENT_QUEUE behind gets a "dropped" event instead of the oldest."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._queue_cond:
+                while not self._queue:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        return
+                    self._queue_cond.wait(left)
+                dropped, self._queue_dropped = self._queue_dropped, 0
+                event = self._queue.popleft()
+            if dropped:
+                yield {"event": "dropped", "t": event["t"], "count": dropped}
+            yield event
+            if event["event"] == "end":
+                return
+
+    # --- I/O thread: publishing -----------------------------------------------------------
+    def _publish(self, event: Dict[str, Any]) -> None:
+        event.setdefault("t", time.time())
+        with self._queue_cond:
+            if len(self._queue) == self._queue.maxlen:
+                self._queue_dropped += 1
+            self._queue.append(event)
+            self._queue_cond.notify_all()
+        for callback in list(self._callbacks):
+            try:
+                callback(event)
+            except Exception as exc:  # a listener's bug must not kill supervision
+                self._callbacks.remove(callback)
+                self._write_log(f"[trainbridge] event listener {callback!r} failed and was "
+                                f"removed: {type(exc).__name__}: {exc}")
+
+    # --- I/O thread: the machine ----------------------------------------------------------
+    def _step(self, event: Dict[str, Any]) -> None:
+        self.m, actions = machine.step(self.m, event)
+        for action in actions:
+            self._perform(action)
+
+    def _perform(self, action: Dict[str, Any]) -> None:
+        do = action["do"]
+        if do == "state":
+            self._publish({"event": "state", "state": action["state"]})
+        elif do == "snapshot":
+            self._publish({"event": "hang", "reason": action["reason"]})
+            self._start_snapshot()
+        elif do == "dump_stacks":
+            self._dump_seq = self.channel.command("dump_stacks")
+        elif do == "cancel":
+            self.channel.command("cancel", {"reason": "cancelled by the client"})
+        elif do == "signal":
+            name = action["signal"]
+            self.signals_sent.append(name)
+            self._publish({"event": "signal", "signal": name})
+            if name == "SIGUSR1":
+                for pid in self.dump_pids:
+                    launcher.signal_process(pid, signals.SIGUSR1)
+            elif self.tree is not None:
+                self.tree.signal(SIGNALS[name])
+        elif do == "drain":
+            self._drain()
+        elif do == "finish":
+            self._finish()
+
+    def next_wakeup(self) -> Optional[float]:
+        if self.proc is None or self._done.is_set():
+            return None
+        times = [machine.next_deadline(self.m), self._drain_until]
+        if self.exit_code is None and self.exit_signal is None:
+            times.append(self._tree_next)
+        return min((t for t in times if t is not None), default=None)
+
+    def tick(self, now: float) -> None:
+        if self.proc is None or self._done.is_set():
+            return
+        if self._drain_until is not None:
+            if not self._pipes or now >= self._drain_until:
+                self._drain_until = None
+                self._close_pipes()
+                self._step({"type": "drained", "t": now})
+                return
+        elif self.m["exit"] is None and now >= self._tree_next:
+            self.tree.refresh()
+            self._tree_next = now + TREE_REFRESH_S
+        deadline = machine.next_deadline(self.m)
+        if deadline is not None and now >= deadline:
+            self._step({"type": "timer", "t": now})
+
+    # --- I/O thread: worker messages ------------------------------------------------------
+    def _on_message(self, rank: int, msg) -> None:
+        now = time.monotonic()
+        self.last_message_t = now
+        kind, body = msg.kind, msg.body
+        self._publish({"event": "message", "kind": kind, "rank": rank, "body": body})
+        if kind == "hello":
+            self.hellos[rank] = body
+            dump = body.get("dump_signal") == "SIGUSR1"
+            if dump and self._in_tree(body.get("pid")):
+                self.dump_pids.append(body["pid"])
+            self._step({"type": "hello", "t": now, "dump_signal": dump})
+        elif kind == "stage":
+            self._record_stage(body)
+            self._step({"type": "stage", "t": now, "event": body["event"], "name": body["name"],
+                        "budget_s": body.get("budget_s")})
+        elif kind == "progress":
+            self.progress = {"step": body["step"], "total": body.get("total"),
+                             "metrics": body.get("metrics") or {}}
+            self._step({"type": "progress", "t": now})
+        elif kind == "error":
+            if body.get("fatal") or self.error is None:
+                self.error = body
+            self._step({"type": "error", "t": now, "fatal": bool(body.get("fatal")),
+                        "kind": body.get("kind"), "exit_code": body.get("exit_code")})
+        elif kind == "bye":
+            self.bye = body
+            self._step({"type": "bye", "t": now, "reason": body.get("reason"),
+                        "exit_code": body.get("exit_code")})
+        else:
+            if kind == "heartbeat":
+                self.heartbeat = body
+            elif kind == "reply":
+                self._on_reply(body)
+            self._step({"type": "beat", "t": now})
+
+    def _on_reply(self, body: Dict[str, Any]) -> None:
+        to = body.get("to")
+        text = body.get("stacks")
+        if text:
+            self.stacks.append(text)
+        box = self._pending_dumps.pop(to, None)
+        if box is not None:
+            box[1] = text
+            box[0].set()
+        if to is not None and to == self._dump_seq:
+            self._dump_seq = None
+            self._step({"type": "dumped", "t": time.monotonic()})
+
+    def _on_refused(self, reason: str) -> None:
+        self._step({"type": "refused", "t": time.monotonic(), "reason": reason})
+
+    def _record_stage(self, body: Dict[str, Any]) -> None:
+        if body["event"] == "begin":
+            self.stages.append({"name": body["name"], "status": "running", "duration_s": None,
+                                "depth": body.get("depth", 0), "budget_s": body.get("budget_s"),
+                                "started": time.monotonic() - self.started})
+            return
+        for entry in reversed(self.stages):
+            if entry["name"] == body["name"] and entry["status"] == "running":
+                entry["status"] = body.get("status") or "ok"
+                entry["duration_s"] = body.get("duration_s")
+                if entry["duration_s"] is None:
+                    entry["duration_s"] = round(time.monotonic() - self.started - entry["started"], 6)
+                break
+
+    def _in_tree(self, pid: Any) -> bool:
+        if not isinstance(pid, int) or self.tree is None:
+            return False
+        self.tree.refresh()
+        return pid in self.tree.known
+
+    # --- I/O thread: output ---------------------------------------------------------------
+    def _read_pipe(self, fd: int) -> None:
+        stream = self._pipes.get(fd)
+        if stream is None:
+            return
+        try:
+            chunk = os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            self.bytes[stream] += len(chunk)
+            self._lines(stream, self._splitters[stream].feed(chunk))
+        else:
+            self._close_pipe(fd)
+
+    def _lines(self, stream: str, raw_lines) -> None:
+        if not raw_lines:
+            return
+        texts = []
+        for raw in raw_lines:
+            text, _ = decode_line(raw.data)
+            self.lines[stream] += 1
+            texts.append(log_text(text))
+            # tqdm redraws replace each other in the tail instead of filling it.
+            if self.tail and self.tail[-1]["end"] == "cr" and self.tail[-1]["stream"] == stream:
+                self.tail.pop()
+            self.tail.append({"stream": stream, "text": text, "end": raw.end})
+            if stream == "stderr":
+                self._capture_fatal(text)
+            self._publish({"event": "output", "stream": stream, "text": text, "end": raw.end})
+        self._write_log("\n".join(texts))
+
+    def _capture_fatal(self, text: str) -> None:
+        # PYTHONFAULTHANDLER prints a crashed process's stacks on stderr; keep them whole
+        # even when they are longer than the tail.
+        if text.startswith(reports.FATAL_MARKERS):
+            self._fatal_capture = True
+            self.fatal_lines = []
+        if self._fatal_capture and len(self.fatal_lines) < reports.FATAL_LINES_MAX:
+            self.fatal_lines.append(text)
+
+    def _write_log(self, text: str) -> None:
+        if self._log is not None:
+            try:
+                self._log.write(text + "\n")
+                self._log.flush()
+            except (OSError, ValueError):
+                pass  # a full disk must not stop supervision; the tail is still kept
+
+    def _close_pipe(self, fd: int) -> None:
+        stream = self._pipes.pop(fd, None)
+        if stream is None:
+            return
+        self.hub.remove_fd(fd)
+        self._lines(stream, self._splitters[stream].flush())
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+    def _close_pipes(self) -> None:
+        for fd in list(self._pipes):
+            self._read_available(fd)
+            self._close_pipe(fd)
+
+    def _read_available(self, fd: int) -> None:
+        for _ in range(64):  # bounded: a grandchild may write forever
+            if fd not in self._pipes:
+                return
+            try:
+                chunk = os.read(fd, READ_SIZE)
+            except (BlockingIOError, OSError):
+                return
+            if not chunk:
+                self._close_pipe(fd)
+                return
+            stream = self._pipes[fd]
+            self.bytes[stream] += len(chunk)
+            self._lines(stream, self._splitters[stream].feed(chunk))
+
+    # --- I/O thread: exit, drain, finish --------------------------------------------------
+    def _on_exit_ready(self) -> None:
+        if self.proc is None or self.proc.poll() is None:
+            return
+        now = time.monotonic()
+        self.ended = now
+        if self._pidfd is not None:
+            self.hub.remove_fd(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        self.exit_code, self.exit_signal = launcher.exit_status(self.proc.returncode)
+        if self.exit_signal == "SIGKILL" and "SIGKILL" not in self.signals_sent:
+            from bridge import evidence
+            self.oom_killed = evidence.oom_killed(self._oom_before, _oom_kill_count(None))
+        self._step({"type": "exit", "t": now, "code": self.exit_code, "signal": self.exit_signal})
+
+    def _drain(self) -> None:
+        self.hub.drain_router()
+        for fd in list(self._pipes):
+            self._read_available(fd)
+        # Whatever of the tree outlived the main process is an orphan now: ask it to go
+        # (it is SIGKILLed at finish), so it cannot hold our pipes or the GPU.
+        if self.tree is not None and self.tree.alive(include_root=False):
+            self.tree.signal(signals.SIGTERM, include_root=False)
+        self._drain_until = time.monotonic() + PIPE_LINGER_S
+
+    def _start_snapshot(self) -> None:
+        pid = self.pid
+
+        def collect() -> None:
+            try:
+                from bridge import evidence
+                self.snapshot = evidence.collect(pid)
+            except Exception as exc:  # evidence is best effort
+                self.snapshot = {"notes": [f"evidence failed: {type(exc).__name__}: {exc}"]}
+        self._snapshot_thread = threading.Thread(target=collect, name="trainbridge-snapshot",
+                                                 daemon=True)
+        self._snapshot_thread.start()
+
+    def _finish(self) -> None:
+        leftovers = []
+        if self.tree is not None:
+            leftovers = [p.pid for p in self.tree.alive(include_root=False)]
+            if leftovers:
+                self.tree.signal(signals.SIGKILL, include_root=False)
+        if self._snapshot_thread is not None:
+            self._snapshot_thread.join(timeout=3.0)
+        self.hub.drain_router()
+        self.leftovers_killed = leftovers
+        try:
+            self.report = Report(reports.build(self))
+        except Exception as exc:  # never leave a waiter hanging on a report bug
+            self.report = Report(reports.minimal(self, exc))
+        self.hub.remove_job(self.id)
+        self._close_log()
+        self._publish({"event": "end", "outcome": self.m["outcome"], "report": self.report})
+        self._done.set()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            try:
+                self._log.close()
+            except OSError:
+                pass
+            self._log = None
+
+
+def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str, str]] = None,
+           startup_timeout: Optional[float] = machine.DEFAULTS["startup_timeout"],
+           stall_timeout: Optional[float] = machine.DEFAULTS["stall_timeout"],
+           heartbeat_timeout: Optional[float] = machine.DEFAULTS["heartbeat_timeout"],
+           kill_grace: float = machine.DEFAULTS["kill_grace"],
+           log_path: Optional[str] = None,
+           on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
+           **machine_config: Any) -> Job:
+    """Start `cmd` (a list, no shell) under supervision and return its Job at once.
+
+    Timeouts are seconds; None disables one. More machine settings (stalled_after,
+    cancel_grace, dump_timeout, signal_dump_wait, drain_timeout) may be given by name.
+    Raises launcher.LaunchError when the command cannot be started."""
+    config = {"startup_timeout": startup_timeout, "stall_timeout": stall_timeout,
+              "heartbeat_timeout": heartbeat_timeout, "kill_grace": kill_grace,
+              **machine_config}
+    if stall_timeout is not None and "stalled_after" not in machine_config:
+        config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
+    return Job(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
+               on_event=on_event).start()
+
+
+def _oom_kill_count(pid: Optional[int]) -> Optional[int]:
+    try:
+        from bridge import evidence
+        return evidence.oom_kill_count(pid)
+    except Exception:  # noqa: BLE001 - best effort
+        return None
+
+
+def _heartbeat_interval(config: Dict[str, Any]) -> float:
+    """A beat often enough that heartbeat_timeout spans several of them."""
+    timeout = config.get("heartbeat_timeout")
+    return 1.0 if timeout is None else max(0.05, min(1.0, timeout / 4))
+
+
+def _num(value: float) -> str:
+    return repr(float(value))

@@ -1,0 +1,173 @@
+"""Spawning a job's process and ending its tree. Thin OS code, no job logic.
+
+- The child gets its own session (so its own process group), stdin from /dev/null, stdout
+  and stderr as pipes, and an environment with the trainbridge variables (PROTOCOL.md
+  section 2) and the Python settings that make its output and crashes visible.
+- Exit is learned from the OS through a pidfd the reactor polls (os.pidfd_open, Linux 5.3+);
+  elsewhere a waiting thread reports it.
+- The tree is the process group plus every descendant seen so far (psutil), so children that
+  escaped with setsid() are signalled too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+import psutil
+
+# What every child gets: unbuffered UTF-8 output and faulthandler on fatal signals, so the
+# last lines and a native crash's Python stack reach us even when nothing else does.
+PYTHON_ENV = {
+    "PYTHONUNBUFFERED": "1",
+    "PYTHONIOENCODING": "utf-8",
+    "PYTHONUTF8": "1",
+    "PYTHONFAULTHANDLER": "1",
+}
+
+
+class LaunchError(Exception):
+    """The command could not be started (not found, not executable, bad cwd)."""
+
+
+def child_env(base: Optional[Mapping[str, str]], trainbridge: Mapping[str, str]) -> Dict[str, str]:
+    """The child's environment: the caller's (or ours), the Python settings, our variables."""
+    env = dict(os.environ if base is None else base)
+    env.update(PYTHON_ENV)
+    env.update(trainbridge)
+    return env
+
+
+def spawn(cmd: Sequence[str], cwd: Optional[str], env: Mapping[str, str]) -> subprocess.Popen:
+    """Start cmd in a new session with stdin=/dev/null and piped, unbuffered stdout/stderr."""
+    if isinstance(cmd, (str, bytes)) or not cmd:
+        raise LaunchError("the command must be a non-empty list of arguments (no shell strings)")
+    try:
+        return subprocess.Popen(
+            list(cmd), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+            start_new_session=True, close_fds=True)
+    except (OSError, ValueError) as exc:
+        raise LaunchError(f"cannot start {cmd[0]!r}: {exc}") from exc
+
+
+def open_pidfd(pid: int) -> Optional[int]:
+    """A pollable fd that becomes readable when pid exits, or None where unsupported."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        return pidfd_open(pid)
+    except OSError:
+        return None
+
+
+def watch_exit_in_thread(proc: subprocess.Popen, on_exit: Callable[[], None]) -> threading.Thread:
+    """Fallback without pidfd: a thread blocks in wait() and calls on_exit()."""
+    def wait() -> None:
+        proc.wait()
+        on_exit()
+    thread = threading.Thread(target=wait, name=f"trainbridge-wait-{proc.pid}", daemon=True)
+    thread.start()
+    return thread
+
+
+def exit_status(returncode: int) -> Tuple[Optional[int], Optional[str]]:
+    """Popen's returncode -> (exit code, signal name): exactly one is set."""
+    if returncode < 0:
+        try:
+            return None, signal.Signals(-returncode).name
+        except ValueError:
+            return None, f"SIG{-returncode}"
+    return returncode, None
+
+
+class Tree:
+    """The processes of one job: its group plus descendants seen so far (pid, create_time),
+    so a reused pid is never signalled and setsid() escapees are not forgotten."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.pgid = pid  # start_new_session: the child leads its own group
+        self.known: Dict[int, float] = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Remember the current descendants (call while the root is alive, and often)."""
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root] + root.children(recursive=True)
+        except psutil.Error:
+            procs = []
+        for proc in procs:
+            try:
+                self.known.setdefault(proc.pid, proc.create_time())
+            except psutil.Error:
+                pass
+        for proc in self._group_members():
+            try:
+                self.known.setdefault(proc.pid, proc.create_time())
+            except psutil.Error:
+                pass
+
+    def _group_members(self) -> Iterable[psutil.Process]:
+        # A descendant that was orphaned before we saw it may still be in the group.
+        for proc in psutil.process_iter(["pid"]):
+            try:
+                if os.getpgid(proc.pid) == self.pgid:
+                    yield proc
+            except (OSError, psutil.Error):
+                continue
+
+    def alive(self, include_root: bool = True) -> List[psutil.Process]:
+        """Known processes that still run (zombies count as gone)."""
+        out = []
+        for pid, created in list(self.known.items()):
+            if pid == self.pid and not include_root:
+                continue
+            try:
+                proc = psutil.Process(pid)
+                if proc.create_time() != created or proc.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                out.append(proc)
+            except psutil.Error:
+                continue
+        return out
+
+    def signal(self, sig: int, include_root: bool = True) -> int:
+        """Send sig to the group and every known live descendant; returns how many got it."""
+        self.refresh()
+        sent = 0
+        try:
+            os.killpg(self.pgid, sig)
+            sent += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+        for proc in self.alive(include_root):
+            try:
+                if os.getpgid(proc.pid) == self.pgid:
+                    continue  # already signalled through the group
+            except OSError:
+                continue
+            try:
+                proc.send_signal(sig)
+                sent += 1
+            except psutil.Error:
+                pass
+        return sent
+
+
+def signal_process(pid: int, sig: int) -> bool:
+    """Send sig to one process (SIGUSR1 stack dumps never go to the whole tree)."""
+    try:
+        os.kill(pid, sig)
+        return True
+    except OSError:
+        return False
+
+
+def leftovers(pids: Set[int]) -> List[int]:
+    return [pid for pid in pids if psutil.pid_exists(pid)]

@@ -1,0 +1,215 @@
+"""The final report of a job: the JSON contract of the CLI and the API (docs/report.schema.json).
+
+build(job) gathers what the job recorded into plain values, asks bridge.diagnosis why it
+ended, and returns a JSON-ready dict. summary(report) is the one readable paragraph the CLI
+prints. to_json(report) is ASCII JSON (non-ASCII and undecodable bytes stay as \\u escapes).
+
+Stable names (DESIGN.md "CLI contract"): outcome, exit_code, signal, stage, stages, progress,
+error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an extra.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+REPORT_VERSION = 1
+CRASH_TEXT_MAX = 256 * 1024     # bytes of the crash file kept (its end: the newest dumps)
+FATAL_LINES_MAX = 400           # stderr lines kept after "Fatal Python error"
+FATAL_MARKERS = ("Fatal Python error:", "Timeout (")  # faulthandler's crash and watchdog headers
+
+
+def build(job: Any) -> Dict[str, Any]:
+    """The report of a finished job (bridge.job.Job)."""
+    m = job.m
+    outcome = m["outcome"]
+    tail = [line["text"] for line in job.tail]
+    crash_text = read_crash_file(job.crash_file)
+    stacks = join_stacks(job.stacks, crash_text, job.fatal_lines)
+    error = _error(job.error, tail)
+    stage = _last_stage(job.stages)
+    hang = m.get("hang")
+    facts_end = {
+        "outcome": outcome, "exit_code": job.exit_code, "signal": job.exit_signal,
+        "error": job.error, "saw_bye": job.bye is not None, "crash_text": crash_text,
+        "log_tail": tail, "stage": stage, "pid": job.pid, "oom_killed": job.oom_killed,
+        "hang_reason": hang and hang["reason"],
+        "heartbeat_stack": (job.heartbeat or {}).get("stack"),
+    }
+    diagnosis, diagnosis_error = _diagnose(outcome, facts_end, job, stacks, stage)
+    ended = job.ended or time.monotonic()
+    report: Dict[str, Any] = {
+        "outcome": outcome,
+        "exit_code": job.exit_code,
+        "signal": job.exit_signal,
+        "stage": stage,
+        "stages": [{"name": s["name"], "status": s["status"], "duration_s": s["duration_s"],
+                    "depth": s["depth"]} for s in job.stages],
+        "progress": job.progress,
+        "error": error,
+        "diagnosis": diagnosis,
+        "stacks": stacks,
+        "log_tail": tail,
+        "duration_s": round(ended - job.started, 3),
+        "pid": job.pid,
+        # extras
+        "report_version": REPORT_VERSION,
+        "job_id": job.id,
+        "command": list(job.cmd),
+        "started_at": _iso(job.started_wall),
+        "hang": hang and {"reason": hang["reason"], "stage": hang["stage"],
+                          "after_s": round(hang["t"] - job.started, 3)},
+        "signals_sent": list(job.signals_sent),
+        "worker": {"hello": bool(job.hellos), "bye": job.bye,
+                   "ranks": sorted(job.hellos), "dump_signal": bool(job.dump_pids)},
+        "output": {"lines": dict(job.lines), "bytes": dict(job.bytes)},
+        "protocol": {"rejected": dict(job.channel.rejected), "lost": job.channel.lost},
+        "leftovers_killed": list(job.leftovers_killed),
+        "log_path": job.log_path,
+        "evidence": job.snapshot,
+    }
+    if diagnosis_error:
+        report["diagnosis_error"] = diagnosis_error
+    report["summary"] = summary(report)
+    return report
+
+
+def minimal(job: Any, exc: BaseException) -> Dict[str, Any]:
+    """The contract's fields only, when build() itself failed (a bug): never leave a waiter
+    without a report."""
+    report = {
+        "outcome": job.m.get("outcome"), "exit_code": job.exit_code, "signal": job.exit_signal,
+        "stage": None, "stages": [], "progress": None, "error": None, "diagnosis": None,
+        "stacks": None, "log_tail": [line["text"] for line in job.tail],
+        "duration_s": round((job.ended or time.monotonic()) - job.started, 3), "pid": job.pid,
+        "report_version": REPORT_VERSION,
+        "report_error": f"{type(exc).__name__}: {exc}",
+    }
+    report["summary"] = summary(report)
+    return report
+
+
+def _diagnose(outcome, facts_end, job, stacks, stage):
+    """(diagnosis or None, error text or None): bridge.diagnosis decides; a bug there must
+    not cost the report."""
+    try:
+        from bridge import diagnosis
+        if outcome == "hung":
+            hang = job.m["hang"]
+            facts = {
+                "reason": hang["reason"], "stage": hang["stage"] or stage,
+                "stages": [s["name"] for s in job.stages if s["status"] == "running"],
+                "idle_s": (job.heartbeat or {}).get("idle_s"),
+                "stack": (job.heartbeat or {}).get("stack"), "stacks": stacks,
+                "saw_hello": bool(job.hellos), "evidence": job.snapshot or {},
+                "pid": job.pid,
+            }
+            return diagnosis.diagnose_hang(facts), None
+        return diagnosis.diagnose_end(facts_end), None
+    except Exception as exc:  # noqa: BLE001
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _error(worker_error: Optional[Dict[str, Any]], tail: List[str]) -> Optional[Dict[str, Any]]:
+    """The worker's error, or the last traceback printed on stderr by a plain command."""
+    if worker_error:
+        return {k: worker_error.get(k) for k in
+                ("type", "message", "traceback", "kind", "stage", "fatal", "thread",
+                 "frames", "chain", "exit_code") if k in worker_error}
+    start = None
+    for i in range(len(tail) - 1, -1, -1):
+        if tail[i].startswith("Traceback (most recent call last)"):
+            start = i
+            break
+    if start is None:
+        return None
+    try:
+        from bridge.diagnosis import traceback_in_text
+        parsed = traceback_in_text(tail[start:])
+    except Exception:  # noqa: BLE001
+        parsed = None
+    if not parsed:
+        return None
+    return {"type": parsed["type"], "message": parsed["message"],
+            "traceback": "\n".join(tail[start:]), "frames": parsed["frames"],
+            "kind": "exception", "source": "stderr"}
+
+
+def _last_stage(stages: List[Dict[str, Any]]) -> Optional[str]:
+    """The innermost stage still open at the end, else the last one that began."""
+    open_ = [s for s in stages if s["status"] == "running"]
+    if open_:
+        return open_[-1]["name"]
+    return stages[-1]["name"] if stages else None
+
+
+def read_crash_file(path: Optional[str]) -> Optional[str]:
+    """What faulthandler wrote (native crash, SIGUSR1 dump, freeze watchdog), or None."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - CRASH_TEXT_MAX))
+            data = f.read()
+    except OSError:
+        return None
+    text = data.decode("utf-8", "surrogateescape").strip()
+    return text or None
+
+
+def join_stacks(dumps: List[str], crash_text: Optional[str],
+                fatal_lines: List[str]) -> Optional[str]:
+    """All the stack text we got, each part under a header saying where it came from."""
+    parts = [f"--- in-band dump_stacks (worker) ---\n{text.rstrip()}" for text in dumps]
+    if crash_text:
+        parts.append(f"--- faulthandler (crash file) ---\n{crash_text}")
+    if fatal_lines and not crash_text:
+        parts.append("--- faulthandler (stderr) ---\n" + "\n".join(fatal_lines))
+    return "\n\n".join(parts) if parts else None
+
+
+def summary(report: Dict[str, Any]) -> str:
+    """One readable paragraph: what happened, where, why, and what to try."""
+    outcome = report.get("outcome") or "unknown"
+    parts = [f"Job {outcome} after {report.get('duration_s', 0):.1f} s"]
+    if report.get("signal"):
+        parts[0] += f" (killed by {report['signal']})"
+    elif report.get("exit_code") is not None:
+        parts[0] += f" (exit status {report['exit_code']})"
+    if report.get("stage"):
+        parts[0] += f", in stage '{report['stage']}'"
+    progress = report.get("progress")
+    if progress and progress.get("step") is not None:
+        total = progress.get("total")
+        parts[0] += f", at step {_fmt(progress['step'])}" + (f" of {_fmt(total)}" if total else "")
+    parts[0] += "."
+    hang = report.get("hang")
+    if hang:
+        parts.append(f"It was declared hung ({hang['reason'].replace('_', ' ')}) "
+                     f"{hang['after_s']:.1f} s after the start, and stopped.")
+    diagnosis = report.get("diagnosis")
+    if diagnosis:
+        parts.append(f"Diagnosis ({diagnosis.get('kind')}): {diagnosis.get('summary')}.")
+        if diagnosis.get("hint"):
+            parts.append(f"Try: {diagnosis['hint']}.")
+    elif report.get("error") and outcome != "succeeded":
+        error = report["error"]
+        parts.append(f"Error: {error.get('type')}: {error.get('message')}.")
+    return " ".join(p.replace("..", ".") for p in parts)
+
+
+def to_json(report: Dict[str, Any], indent: Optional[int] = 2) -> str:
+    """ASCII JSON: non-ASCII text and undecodable bytes (lone surrogates) become \\u escapes."""
+    return json.dumps(report, ensure_ascii=True, indent=indent, default=str)
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _iso(wall: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
