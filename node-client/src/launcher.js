@@ -1,9 +1,176 @@
 'use strict';
+/**
+ * Launcher: spawn the child in its own process group, learn its exit from the OS, and kill
+ * its whole tree. The mirror of bridge/launcher.py.
+ *
+ * - The child gets its own process group (`detached`), stdin from /dev/null, and stdout and
+ *   stderr on pipes read as bytes.
+ * - Its environment: the caller's (or the given) variables plus PYTHONUNBUFFERED=1,
+ *   PYTHONIOENCODING=utf-8, PYTHONUTF8=1, PYTHONFAULTHANDLER=1 and the TRAINBRIDGE_*
+ *   variables of docs/PROTOCOL.md section 2 (never argv: argv is visible in `ps`).
+ * - Exit comes from Node's 'exit' event (SIGCHLD in libuv: no polling, no thread).
+ * - Tree kill: the process group, plus descendants that left it (setsid, a double fork).
+ *   Those are found in /proc by parent links while the child lives, and after it died (they
+ *   are reparented to init then) by the job id they inherited in their environment.
+ */
+
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
+const { spawn } = require('node:child_process');
+
+/** The Python to run: the repo's venv next to this package, else $TRAINBRIDGE_PYTHON, else python3. */
 function resolvePython() {
   const venv = path.resolve(__dirname, '../../.venv/bin/python');
   if (fs.existsSync(venv)) return venv;
   return process.env.TRAINBRIDGE_PYTHON || 'python3';
 }
-module.exports = { resolvePython };
+
+/**
+ * A private (0700) runtime directory for ipc endpoints and crash files; the caller removes
+ * it (removeRuntimeDir) when its last job is over.
+ */
+function makeRuntimeDir() {
+  const base = process.env.XDG_RUNTIME_DIR && fs.existsSync(process.env.XDG_RUNTIME_DIR)
+    ? process.env.XDG_RUNTIME_DIR : os.tmpdir();
+  const dir = fs.mkdtempSync(path.join(base, 'trainbridge-'));
+  fs.chmodSync(dir, 0o700); // mkdtemp already makes it 0700; say it, since it is the point
+  return dir;
+}
+
+function removeRuntimeDir(dir) {
+  try {
+    fs.rmSync(dir, { recursive: true, force: true });
+  } catch {
+    // best effort: a leftover empty directory in the runtime dir harms nobody
+  }
+}
+
+const TIMEOUT_ENV = {
+  heartbeat_s: 'TRAINBRIDGE_HEARTBEAT_S',
+  stall_s: 'TRAINBRIDGE_STALL_S',
+  freeze_s: 'TRAINBRIDGE_FREEZE_S',
+  ack_timeout_s: 'TRAINBRIDGE_ACK_TIMEOUT_S',
+};
+
+/**
+ * The child's environment. `base` is the caller's env (default process.env); `worker`
+ * holds endpoint, jobId, key (Buffer), crashFile and optional heartbeat_s, stall_s,
+ * freeze_s, ack_timeout_s.
+ */
+function childEnv(base, worker) {
+  const env = { ...(base || process.env) };
+  Object.assign(env, {
+    PYTHONUNBUFFERED: '1', // the pipe must not hold lines back: stalls are judged on output too
+    PYTHONIOENCODING: 'utf-8',
+    PYTHONUTF8: '1',
+    PYTHONFAULTHANDLER: '1', // a native crash prints a stack even without the worker
+    TRAINBRIDGE_ENDPOINT: worker.endpoint,
+    TRAINBRIDGE_JOB_ID: worker.jobId,
+    TRAINBRIDGE_KEY: worker.key.toString('hex'),
+  });
+  if (worker.crashFile) env.TRAINBRIDGE_CRASH_FILE = worker.crashFile;
+  for (const [name, variable] of Object.entries(TIMEOUT_ENV)) {
+    if (worker[name] !== undefined && worker[name] !== null) env[variable] = String(worker[name]);
+  }
+  return env;
+}
+
+/** Spawn `command args` in its own process group with stdin from /dev/null. */
+function spawnChild({ command, args = [], cwd, env }) {
+  return spawn(command, args, {
+    cwd,
+    env,
+    detached: true, // setsid(): its own session and process group, so the tree can be signalled
+    stdio: ['ignore', 'pipe', 'pipe'],
+    windowsHide: true,
+  });
+}
+
+// --- the process tree -----------------------------------------------------------------
+function readProcStat(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const close = stat.lastIndexOf(')'); // the command name may hold spaces and parentheses
+    const fields = stat.slice(close + 2).split(' ');
+    return { pid, state: fields[0], ppid: Number(fields[1]), pgid: Number(fields[2]) };
+  } catch {
+    return null; // gone, or not Linux
+  }
+}
+
+function listPids() {
+  try {
+    return fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function hasJobMarker(pid, marker) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/environ`).includes(marker);
+  } catch {
+    return false; // gone, or another user's process
+  }
+}
+
+/**
+ * Every live process that belongs to the job: in the process group `pgid`, a descendant of
+ * `rootPid`, or carrying TRAINBRIDGE_JOB_ID=<jobId> in its environment. Zombies are left
+ * out (they are dead; their parent reaps them). Never includes this process.
+ */
+function jobProcesses({ rootPid, pgid, jobId }) {
+  const stats = listPids().map(readProcStat).filter((s) => s !== null && s.pid !== process.pid);
+  const children = new Map();
+  for (const s of stats) {
+    if (!children.has(s.ppid)) children.set(s.ppid, []);
+    children.get(s.ppid).push(s);
+  }
+  const found = new Map();
+  const visit = (s) => {
+    if (found.has(s.pid)) return;
+    found.set(s.pid, s);
+    for (const c of children.get(s.pid) || []) visit(c);
+  };
+  const marker = jobId ? Buffer.from(`\0TRAINBRIDGE_JOB_ID=${jobId}\0`) : null;
+  for (const s of stats) {
+    if (s.pid === rootPid || (pgid && s.pgid === pgid)) visit(s);
+  }
+  if (marker) {
+    for (const s of stats) {
+      if (!found.has(s.pid) && hasJobMarker(s.pid, marker)) visit(s);
+    }
+  }
+  return [...found.values()].filter((s) => s.state !== 'Z');
+}
+
+function kill(pid, signal) {
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false; // already gone
+  }
+}
+
+/**
+ * Send `signal` to the whole job: the process group, then every member found in /proc
+ * (descendants that escaped the group). Returns the pids signalled individually.
+ */
+function signalTree({ rootPid, pgid, jobId }, signal) {
+  if (pgid) kill(-pgid, signal);
+  const members = jobProcesses({ rootPid, pgid, jobId });
+  for (const s of members) kill(s.pid, signal);
+  return members.map((s) => s.pid);
+}
+
+/** Signal one process only (SIGUSR1 for a faulthandler dump). */
+function signalProcess(pid, signal) {
+  return kill(pid, signal);
+}
+
+module.exports = {
+  resolvePython, makeRuntimeDir, removeRuntimeDir, childEnv, spawnChild, jobProcesses,
+  signalTree, signalProcess,
+};

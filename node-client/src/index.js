@@ -1,0 +1,40 @@
+'use strict';
+/**
+ * trainbridge for Node: supervise a Python training process.
+ *
+ *   const { launch } = require('trainbridge');
+ *   const job = launch({ command: 'python', args: ['train.py'], timeouts: { stallTimeout: 600 } });
+ *   job.on('progress', (p) => bar.update(p.step / p.total));
+ *   const report = await job.done;
+ */
+
+const { Job } = require('./job.js');
+const { Hub, getDefaultHub } = require('./hub.js');
+const { ProtocolError, PythonError } = require('./errors.js');
+const { toJSON } = require('./report.js');
+const { resolvePython } = require('./launcher.js');
+const machine = require('./machine.js');
+
+/**
+ * Start `command args` under supervision and return its Job at once (an EventEmitter).
+ * options: command, args, cwd, env (default process.env), timeouts (machine deadlines and
+ * worker settings, snake_case or camelCase), logPath, tailLines, hub.
+ */
+function launch(options) {
+  const hub = (options && options.hub) || getDefaultHub();
+  return new Job(options, hub);
+}
+
+// The doctor is written separately (src/doctor.js); the package works without it.
+let doctor;
+try {
+  ({ doctor } = require('./doctor.js'));
+} catch (err) {
+  if (err.code !== 'MODULE_NOT_FOUND' || !String(err.message).includes('doctor.js')) throw err;
+  doctor = async () => { throw new Error('trainbridge doctor is not available in this build'); };
+}
+
+module.exports = {
+  launch, Job, Hub, ProtocolError, PythonError, toJSON, resolvePython, doctor,
+  DEFAULT_TIMEOUTS: machine.DEFAULTS,
+};
