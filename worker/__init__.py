@@ -135,7 +135,7 @@ def error(exc_or_message: Any, **fields: Any) -> None:
                                      stage=stage_name)
         else:
             body = errors.message_body(str(exc_or_message), fatal=False, thread=thread,
-                                       stage=stage_name)
+                                       stage=stage_name, skip=1)
         if fields:
             body["fields"] = fields
         _runtime.enqueue_event("error", body)

@@ -62,7 +62,7 @@ class Beacon(threading.Thread):
         self.progress_sent: Any = None
         self.progress_seen_at: Optional[float] = None
         self.progress_sent_at = 0.0
-        self.armed_at = 0.0
+        self.armed_at = time.monotonic()  # hooks.install armed the watchdog already
         self.refused = False
         self.client_seq = 0
         self.sock = None
@@ -265,12 +265,11 @@ class Beacon(threading.Thread):
                 reply["error"] = error
             self._send_now("reply", reply)
         elif kind == "refuse":
-            reason = str(body.get("reason"))
-            os.write(2, ("[trainbridge] the client refused this worker: "
-                         + reason.encode("ascii", "backslashreplace").decode("ascii")
-                         + "; continuing without supervision\n").encode("ascii"))
             self.refused = True
             runtime.disable()
+            reason = str(body.get("reason")).encode("ascii", "backslashreplace").decode("ascii")
+            os.write(2, f"[trainbridge] the client refused this worker: {reason}; "
+                        f"continuing without supervision\n".encode("ascii"))
 
     # --- watchdog and shutdown -------------------------------------------------------------
     def _arm_watchdog(self, now: float) -> None:

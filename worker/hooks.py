@@ -33,6 +33,10 @@ def install(config: Config) -> None:
     global _prev_excepthook, _prev_thread_excepthook, _real_exit
     if config.crash_file:
         _install_faulthandler(config.crash_file)
+        if config.freeze_s:
+            # Armed now, not when the beacon first runs: a freeze right after import (say
+            # `import torch` stuck in CUDA init with the GIL held) must be caught too.
+            faulthandler.dump_traceback_later(config.freeze_s, file=STATE.crash_file)
     _prev_excepthook, sys.excepthook = sys.excepthook, _excepthook
     _prev_thread_excepthook, threading.excepthook = threading.excepthook, _thread_excepthook
     _real_exit, sys.exit = sys.exit, _exit

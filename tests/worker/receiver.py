@@ -165,3 +165,19 @@ def start_python(script: str, env: Dict[str, str], cwd: str) -> subprocess.Popen
     return subprocess.Popen([sys.executable, str(path)], env=env, cwd=cwd,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
+
+
+def read_line(stream, timeout: float) -> bytes:
+    """One line from a child's pipe, or an AssertionError after `timeout` seconds."""
+    import select
+
+    deadline = time.monotonic() + timeout
+    line = b""
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([stream], [], [], max(0.0, left))
+        assert ready, f"no line within {timeout}s (got {line!r})"
+        chunk = os.read(stream.fileno(), 1)
+        assert chunk, f"stream closed (got {line!r})"
+        line += chunk
+    return line
