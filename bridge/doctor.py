@@ -61,7 +61,7 @@ def _known_gpus(nvidia: Mapping, system: str) -> Optional[List[dict]]:
     error = (nvidia.get("nvml_error") or "").lower()
     if "not found" in error and not nvidia.get("proc_version"):
         return []  # no NVML library: no NVIDIA driver is installed
-    if not error and system == "Linux" and not nvidia.get("proc_version") and "driver" not in nvidia:
+    if "pynvml" in nvidia and not error and system == "Linux" and not nvidia.get("proc_version"):
         return []  # pynvml missing, but Linux shows no loaded driver either
     return None
 
@@ -166,7 +166,7 @@ def doctor(python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT, hosts
 
     runs = run_checks(python, PROBE_CHECKS, timeout, env, cwd, REQUIRES)
     nvidia = runs.get("nvidia_driver")
-    ours = os.path.realpath(sys.executable) != os.path.realpath(python)
+    ours = os.path.abspath(sys.executable) != os.path.abspath(python)  # venvs symlink one binary
     if nvidia and nvidia.status == DONE and str(nvidia.facts.get("pynvml", "")).startswith("missing") and ours:
         # The target has no pynvml: ask the driver through ours, still in a child with a deadline.
         again = run_checks(sys.executable, ["nvidia_driver"], timeout, env, cwd).get("nvidia_driver")

@@ -261,8 +261,8 @@ def _after_exit(child, current, ready, pending, results, requires, started) -> L
     tail = child.stderr_tail()
     if not ready:
         first = pending[0]
-        results[first] = CheckRun(first, CRASHED, error="the interpreter %s before running any check:\n%s"
-                                  % (how, tail), duration_s=round(time.monotonic() - started, 3))
+        results[first] = CheckRun(first, CRASHED, error="the interpreter %s before running any check" % how,
+                                  stack=tail or None, duration_s=round(time.monotonic() - started, 3))
         for name in pending[1:]:
             results[name] = CheckRun(name, NOT_RUN, error="the target interpreter cannot run the probe")
         return []

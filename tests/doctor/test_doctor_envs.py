@@ -1,0 +1,209 @@
+"""`trainbridge doctor` against fake environments, with real target interpreters.
+
+Each test builds a target that is broken in one way (no torch, `import torch` that hangs, a
+CUDA_VISIBLE_DEVICES naming a missing GPU, a non-UTF-8 locale, ...) and asserts the verdict,
+the time to know, and (conftest) that no process is left behind."""
+import json
+import os
+import sys
+
+import psutil
+import pytest
+
+from bridge.doctor import doctor
+
+from .conftest import base_env, by_name
+
+SHORT = 2.0  # per-check deadline for the hang tests: far above what a healthy check takes here
+
+
+def test_this_machine_tells_the_truth(tmp_path):
+    """No GPU, CPU-only torch 2.13.0, Python 3.11 in the project venv: nothing stops a CPU job."""
+    report = doctor(timeout=30, env=base_env(), cwd=str(tmp_path))
+    rows = by_name(report)
+    assert rows["python"]["verdict"] == "ok" and rows["python"]["facts"]["executable"] == sys.executable
+    assert rows["torch"]["verdict"] == "ok"
+    assert rows["torch"]["facts"]["version"].startswith("2.13.0")
+    assert rows["torch"]["facts"]["cuda"] is None and "CPU-only build" in rows["torch"]["detail"]
+    assert rows["torch_cuda"]["verdict"] == "skip" and rows["torch_cuda"]["facts"]["is_available"] is False
+    assert rows["nvidia_driver"]["verdict"] == "warn" and "no NVIDIA driver or GPU" in rows["nvidia_driver"]["detail"]
+    assert rows["cuda_visible_devices"]["facts"]["gpu_count"] == 0
+    assert rows["cuda_driver_compat"]["verdict"] == "skip"
+    assert rows["torch_tensor"]["verdict"] == "ok"
+    assert [d["device"] for d in rows["torch_tensor"]["facts"]["devices"]] == ["cpu"]
+    assert rows["reach_hf_endpoint"]["verdict"] == "skip"  # base_env sets HF_HUB_OFFLINE=1
+    assert report["exit_code"] == 0 and report["ok"] is True
+    assert {r["verdict"] for r in report["checks"]} <= {"ok", "warn", "skip"}
+    json.dumps(report, ensure_ascii=True)  # the report is plain JSON data
+
+
+def test_venv_without_torch(bare_venv_python, tmp_path):
+    report = doctor(bare_venv_python, timeout=10, env=base_env(), cwd=str(tmp_path))
+    rows = by_name(report)
+    assert rows["torch"]["verdict"] == "fail" and "not installed" in rows["torch"]["detail"]
+    assert bare_venv_python in rows["torch"]["detail"]
+    assert rows["torch_cuda"]["verdict"] == "skip" and rows["torch_tensor"]["verdict"] == "skip"
+    assert rows["python"]["facts"]["in_venv"] is True
+    # pynvml is not in the bare venv: the driver is asked through doctor's own interpreter.
+    assert rows["nvidia_driver"]["facts"]["source"].startswith("doctor's interpreter")
+    assert rows["packages"]["facts"]["versions"]["torch"] is None
+    assert report["exit_code"] == 1
+
+
+HANGING_TORCH_IMPORT = """
+    import os, subprocess, sys, threading
+    class _HangOnTorch:
+        def find_spec(self, name, path=None, target=None):
+            if name != "torch":
+                return None
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            with open(os.path.join(MARKS, "pids"), "w") as f:
+                f.write("%d %d" % (os.getpid(), child.pid))
+            threading.Event().wait()  # like a CUDA init that never returns
+    sys.meta_path.insert(0, _HangOnTorch())
+"""
+
+
+def test_sitecustomize_makes_import_torch_hang(write_sitecustomize, tmp_path):
+    site, marks = write_sitecustomize(HANGING_TORCH_IMPORT)
+    report = doctor(timeout=SHORT, env=base_env(PYTHONPATH=site), cwd=str(tmp_path))
+    rows = by_name(report)
+    torch = rows["torch"]
+    assert torch["verdict"] == "hung"
+    assert "sitecustomize.py" in torch["stack"] and "find_spec" in torch["stack"]
+    assert "import torch" in torch["fix"]
+    assert rows["torch_cuda"]["verdict"] == "skip" and "torch hung" in rows["torch_cuda"]["detail"]
+    assert rows["python"]["verdict"] == "ok" and rows["disk"]["verdict"] == "ok"
+    assert report["exit_code"] == 1
+    # Time to know: one deadline plus process overhead, not the hang's length.
+    assert report["duration_s"] < SHORT + 6
+    # The hung probe and the process it started are gone (the tree was killed).
+    probe_pid, grandchild_pid = map(int, (marks / "pids").read_text().split())
+    for pid in (probe_pid, grandchild_pid):
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_hang_in_one_check_lets_the_rest_run_in_a_fresh_child(write_sitecustomize, tmp_path):
+    """A hung check mid-list: its stack is taken, the checks after it still get verdicts."""
+    site, _marks = write_sitecustomize("""
+        import os, sys, threading
+        class _HangOnPynvml:
+            def find_spec(self, name, path=None, target=None):
+                # Only the first child hangs (torch imports pynvml too, in the fresh one).
+                mark = os.path.join(MARKS, "hung-once")
+                if name == "pynvml" and not os.path.exists(mark):
+                    open(mark, "w").close()
+                    threading.Event().wait()
+        sys.meta_path.insert(0, _HangOnPynvml())
+    """)
+    report = doctor(timeout=SHORT, env=base_env(PYTHONPATH=site), cwd=str(tmp_path))
+    rows = by_name(report)
+    assert rows["nvidia_driver"]["verdict"] == "hung" and "sitecustomize.py" in rows["nvidia_driver"]["stack"]
+    assert rows["torch"]["verdict"] == "ok" and rows["torch_tensor"]["verdict"] == "ok"
+    assert rows["cuda_visible_devices"]["verdict"] == "skip"  # GPUs unknown once NVML hung
+    assert report["exit_code"] == 1
+
+
+def test_interpreter_that_hangs_at_startup(write_sitecustomize, bare_python, tmp_path):
+    site, _marks = write_sitecustomize("""
+        import threading
+        threading.Event().wait()  # blocks before any script runs
+    """)
+    report = doctor(bare_python, timeout=SHORT, env=base_env(PYTHONPATH=site), cwd=str(tmp_path))
+    rows = by_name(report)
+    assert rows["python"]["verdict"] == "hung" and "did not start" in rows["python"]["detail"]
+    assert "sitecustomize.py" in rows["python"]["stack"]
+    assert rows["torch"]["verdict"] == "skip"
+    assert report["exit_code"] == 1 and report["duration_s"] < SHORT + 6
+
+
+def test_check_that_crashes_the_interpreter(write_sitecustomize, tmp_path):
+    site, _marks = write_sitecustomize("""
+        import os, signal, sys
+        class _CrashOnTorch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch":
+                    os.kill(os.getpid(), signal.SIGSEGV)
+        sys.meta_path.insert(0, _CrashOnTorch())
+    """)
+    report = doctor(timeout=10, env=base_env(PYTHONPATH=site), cwd=str(tmp_path))
+    rows = by_name(report)
+    assert rows["torch"]["verdict"] == "fail" and "SIGSEGV" in rows["torch"]["detail"]
+    assert "sitecustomize.py" in rows["torch"]["stack"]  # faulthandler's fatal-signal dump
+    assert rows["torch_tensor"]["verdict"] == "skip"
+    assert report["exit_code"] == 1
+
+
+@pytest.mark.parametrize("value, needle", [("7", "'7'"), ("0,GPU-0000dead", "'0'")])
+def test_visible_devices_naming_a_missing_gpu(bare_python, tmp_path, value, needle):
+    report = doctor(bare_python, timeout=10, env=base_env(CUDA_VISIBLE_DEVICES=value), cwd=str(tmp_path))
+    row = by_name(report)["cuda_visible_devices"]
+    assert row["verdict"] == "fail" and needle in row["detail"] and "no NVIDIA GPU" in row["detail"]
+    assert row["facts"] == {"value": value, "gpu_count": 0}
+    assert report["exit_code"] == 1
+
+
+@pytest.mark.parametrize("extra, stdout, preferred", [
+    ({"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "gbk"}, "gbk", "ANSI_X3.4-1968"),
+    ({"LC_ALL": "C", "PYTHONUTF8": "0"}, "ascii", "ANSI_X3.4-1968"),
+])
+def test_non_utf8_locale_is_flagged_with_the_fix(bare_python, tmp_path, extra, stdout, preferred):
+    env = base_env(**extra)
+    env.pop("LANG", None)
+    report = doctor(bare_python, timeout=10, env=env, cwd=str(tmp_path))
+    row = by_name(report)["encoding"]
+    assert row["verdict"] == "warn"
+    assert row["facts"]["stdout"] == stdout and row["facts"]["preferred"] == preferred
+    assert "PYTHONUTF8=1" in row["fix"] and "PYTHONIOENCODING=utf-8" in row["fix"]
+
+
+def test_utf8_mode_fixes_the_locale(bare_python, tmp_path):
+    report = doctor(bare_python, timeout=10, env=base_env(LC_ALL="C", PYTHONUTF8="1"), cwd=str(tmp_path))
+    assert by_name(report)["encoding"]["verdict"] == "ok"
+
+
+@pytest.mark.parametrize("unbuffered, verdict", [(None, "warn"), ("1", "ok")])
+def test_stdout_buffering_of_a_piped_job(bare_python, tmp_path, unbuffered, verdict):
+    env = base_env()
+    env.pop("PYTHONUNBUFFERED", None)  # real users do not have it; this machine sets it
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = unbuffered
+    row = by_name(doctor(bare_python, timeout=10, env=env, cwd=str(tmp_path)))["stdout_buffering"]
+    assert row["verdict"] == verdict
+    if verdict == "warn":
+        assert "PYTHONUNBUFFERED=1" in row["fix"]
+
+
+def test_host_that_never_answers(bare_python, tmp_path, silent_server, closed_port):
+    env = base_env(HTTPS_PROXY="http://127.0.0.1:%d" % closed_port)
+    env.pop("HF_HUB_OFFLINE")
+    report = doctor(bare_python, timeout=10, hosts=["http://127.0.0.1:%d" % silent_server],
+                    connect_timeout=0.5, env=env, cwd=str(tmp_path))
+    rows = by_name(report)
+    host = rows["reach_host:127.0.0.1:%d" % silent_server]
+    assert host["verdict"] == "fail" and host["facts"]["stage"] == "reply"
+    assert rows["reach_https_proxy"]["verdict"] == "fail" and "refused" in rows["reach_https_proxy"]["detail"]
+    assert rows["reach_hf_endpoint"]["verdict"] == "warn"  # through the dead proxy
+    assert rows["reach_hf_endpoint"]["facts"]["via"] == "http://127.0.0.1:%d" % closed_port
+    assert report["exit_code"] == 1
+
+
+def test_missing_interpreter(tmp_path):
+    missing = str(tmp_path / "nope" / "python")
+    report = doctor(missing, timeout=5, env=base_env(), cwd=str(tmp_path))
+    rows = by_name(report)
+    assert rows["python"]["verdict"] == "fail" and "cannot start" in rows["python"]["detail"]
+    assert report["exit_code"] == 1
+
+
+def test_interpreter_that_cannot_run_the_probe(tmp_path):
+    """Like pointing --python at a Python 2: it starts, prints an error and exits."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho '  File \"doctor_probe.py\", line 1' >&2\n"
+                    "echo 'SyntaxError: invalid syntax' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    report = doctor(str(fake), timeout=5, env=base_env(), cwd=str(tmp_path))
+    row = by_name(report)["python"]
+    assert row["verdict"] == "fail" and "exited with code 1 before running any check" in row["detail"]
+    assert "SyntaxError" in row["stack"]  # its stderr, for the user to read
+    assert by_name(report)["torch"]["verdict"] == "skip" and report["exit_code"] == 1
