@@ -53,7 +53,8 @@ class Job:
                  env: Optional[Dict[str, str]] = None, config: Optional[Dict[str, Any]] = None,
                  log_path: Optional[str] = None,
                  on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
-                 tail_lines: int = TAIL_LINES, hub: Optional[Hub] = None):
+                 tail_lines: int = TAIL_LINES, hub: Optional[Hub] = None,
+                 zero_code: bool = True):
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
         self.id = f"job-{secrets.token_hex(6)}"
@@ -126,6 +127,8 @@ class Job:
             # The GIL-freeze watchdog must write the main stack before we declare silence.
             variables["TRAINBRIDGE_FREEZE_S"] = _num(max(2 * heartbeat_s, hb_timeout / 2))
         self.env = launcher.child_env(env, variables)
+        if zero_code:
+            launcher.add_zero_code_hook(self.env)
         self.cwd = cwd
 
     # --- start (caller's thread) ----------------------------------------------------------
@@ -208,22 +211,29 @@ class Job:
 
     def events(self, timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
         """Events since the job started, in order, until "end". One consumer at a time; a
-        consumer that falls EVENT_QUEUE behind gets a "dropped" event instead of the oldest."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        consumer that falls EVENT_QUEUE behind gets a "dropped" event instead of the oldest.
+        With a timeout, the iteration stops when no event came for that long."""
         while True:
-            with self._queue_cond:
-                while not self._queue:
-                    left = None if deadline is None else deadline - time.monotonic()
-                    if left is not None and left <= 0:
-                        return
-                    self._queue_cond.wait(left)
-                dropped, self._queue_dropped = self._queue_dropped, 0
-                event = self._queue.popleft()
-            if dropped:
-                yield {"event": "dropped", "t": event["t"], "count": dropped}
+            event = self.next_event(timeout)
+            if event is None:
+                return
             yield event
             if event["event"] == "end":
                 return
+
+    def next_event(self, timeout: Optional[float] = 0) -> Optional[Dict[str, Any]]:
+        """The next event from the job's queue, waiting up to `timeout` (None: forever)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._queue_cond:
+            while not self._queue:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self._queue_cond.wait(left)
+            if self._queue_dropped:
+                dropped, self._queue_dropped = self._queue_dropped, 0
+                return {"event": "dropped", "t": self._queue[0]["t"], "count": dropped}
+            return self._queue.popleft()
 
     # --- I/O thread: publishing -----------------------------------------------------------
     def _publish(self, event: Dict[str, Any]) -> None:
@@ -524,11 +534,14 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
            kill_grace: float = machine.DEFAULTS["kill_grace"],
            log_path: Optional[str] = None,
            on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
+           zero_code: bool = True,
            **machine_config: Any) -> Job:
     """Start `cmd` (a list, no shell) under supervision and return its Job at once.
 
     Timeouts are seconds; None disables one. More machine settings (stalled_after,
     cancel_grace, dump_timeout, signal_dump_wait, drain_timeout) may be given by name.
+    zero_code puts bridge/inject first on PYTHONPATH, so every Python process of the job
+    that can import trainbridge loads the worker (and says hello) without code changes.
     Raises launcher.LaunchError when the command cannot be started."""
     config = {"startup_timeout": startup_timeout, "stall_timeout": stall_timeout,
               "heartbeat_timeout": heartbeat_timeout, "kill_grace": kill_grace,
@@ -536,7 +549,7 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
     if stall_timeout is not None and "stalled_after" not in machine_config:
         config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
     return Job(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
-               on_event=on_event).start()
+               on_event=on_event, zero_code=zero_code).start()
 
 
 def _oom_kill_count(pid: Optional[int]) -> Optional[int]:

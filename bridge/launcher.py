@@ -41,6 +41,15 @@ def child_env(base: Optional[Mapping[str, str]], trainbridge: Mapping[str, str])
     return env
 
 
+INJECT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inject")
+
+
+def add_zero_code_hook(env: Dict[str, str]) -> None:
+    """Put bridge/inject (its sitecustomize loads worker.auto) first on PYTHONPATH."""
+    rest = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = INJECT_DIR + (os.pathsep + rest if rest else "")
+
+
 def spawn(cmd: Sequence[str], cwd: Optional[str], env: Mapping[str, str]) -> subprocess.Popen:
     """Start cmd in a new session with stdin=/dev/null and piped, unbuffered stdout/stderr."""
     if isinstance(cmd, (str, bytes)) or not cmd:
@@ -168,6 +177,3 @@ def signal_process(pid: int, sig: int) -> bool:
     except OSError:
         return False
 
-
-def leftovers(pids: Set[int]) -> List[int]:
-    return [pid for pid in pids if psutil.pid_exists(pid)]

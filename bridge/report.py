@@ -157,7 +157,10 @@ def read_crash_file(path: Optional[str]) -> Optional[str]:
             data = f.read()
     except OSError:
         return None
-    text = data.decode("utf-8", "surrogateescape").strip()
+    text = data.decode("utf-8", "surrogateescape")
+    # The worker writes a "[trainbridge] ..." banner first; only dumps count as stacks.
+    text = "\n".join(line for line in text.splitlines()
+                     if not line.startswith("[trainbridge]")).strip()
     return text or None
 
 

@@ -1,0 +1,100 @@
+"""The asyncio form of bridge: the same Job, awaited instead of blocked on.
+
+    job = await bridge.aio.launch(["python", "train.py"], stall_timeout=600)
+    async for event in job.events():
+        ...
+    report = await job.wait()
+
+Nothing is decided here: the hub's I/O thread runs the job exactly as for the synchronous
+API; this wrapper only wakes the event loop (call_soon_threadsafe) when the job publishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any, AsyncIterator, Dict, Optional, Sequence
+
+from bridge.job import Job, Report, launch as _launch
+
+
+class AsyncJob:
+    def __init__(self, job: Job, loop: asyncio.AbstractEventLoop):
+        self.job = job
+        self._loop = loop
+        self._wakeup = asyncio.Event()
+        self._ended: "asyncio.Future[Report]" = loop.create_future()
+
+    # Called on the hub's I/O thread for every event.
+    def _on_event(self, event: Dict[str, Any]) -> None:
+        self._loop.call_soon_threadsafe(self._wakeup.set)
+        if event["event"] == "end":
+            self._loop.call_soon_threadsafe(self._resolve, event["report"])
+
+    def _resolve(self, report: Report) -> None:
+        if not self._ended.done():
+            self._ended.set_result(report)
+
+    @property
+    def id(self) -> str:
+        return self.job.id
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self.job.pid
+
+    @property
+    def state(self) -> str:
+        return self.job.state
+
+    async def wait(self, timeout: Optional[float] = None) -> Report:
+        """The report, once the job ended (asyncio.TimeoutError after `timeout`)."""
+        return await asyncio.wait_for(asyncio.shield(self._ended), timeout)
+
+    async def events(self) -> AsyncIterator[Dict[str, Any]]:
+        """The same events as Job.events(), without blocking the loop."""
+        while True:
+            self._wakeup.clear()
+            event = self.job.next_event(0)
+            if event is None:
+                await self._wakeup.wait()
+                continue
+            yield event
+            if event["event"] == "end":
+                return
+
+    def cancel(self, grace: Optional[float] = None) -> None:
+        self.job.cancel(grace)
+
+    async def dump_stacks(self, timeout: float = 2.0) -> Optional[str]:
+        return await self._loop.run_in_executor(
+            None, functools.partial(self.job.dump_stacks, timeout))
+
+
+async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
+    """bridge.launch() for asyncio code: same options, returns an AsyncJob."""
+    loop = asyncio.get_running_loop()
+    holder: Dict[str, AsyncJob] = {}
+    user_callback = options.pop("on_event", None)
+
+    def on_event(event: Dict[str, Any]) -> None:
+        if user_callback is not None:
+            user_callback(event)
+        async_job = holder.get("job")
+        if async_job is not None:
+            async_job._on_event(event)
+        elif event["event"] == "end":  # ended before launch() returned: resolve on creation
+            loop.call_soon_threadsafe(_late_end, holder, event["report"])
+
+    # Spawning blocks briefly (fork/exec and a hop to the I/O thread): not on the loop.
+    job = await loop.run_in_executor(None, functools.partial(_launch, cmd, on_event=on_event,
+                                                             **options))
+    holder["job"] = AsyncJob(job, loop)
+    if job.done():
+        holder["job"]._resolve(job.report)
+    return holder["job"]
+
+
+def _late_end(holder: Dict[str, AsyncJob], report: Report) -> None:
+    if "job" in holder:
+        holder["job"]._resolve(report)

@@ -1,0 +1,401 @@
+"""`trainbridge`: the command line. `trainbridge run [options] -- CMD...` supervises CMD.
+
+Exit status of `trainbridge run` (also in docs/CLIENT.md and --help):
+  the child's own exit status when it exited by itself (0 = succeeded);
+  1 when it failed but exited 0 (a fatal error was reported, or the worker was refused);
+  128+N when it died by signal N (crashed: SIGSEGV -> 139, SIGKILL -> 137);
+  124 when it was declared hung and stopped (like timeout(1));
+  130 when it was cancelled (Ctrl-C, SIGTERM or SIGHUP to trainbridge);
+  125 when trainbridge itself could not start it (command not found, bad cwd);
+  2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, Deque, Dict, List, Optional
+
+from bridge import machine
+from bridge.report import to_json
+
+EXIT_HUNG = 124
+EXIT_LAUNCH_FAILED = 125
+EXIT_CANCELLED = 130
+EXIT_FAILED_ZERO = 1
+
+EXIT_HELP = """\
+exit status:
+  child's status  the child exited by itself (0 = succeeded)
+  1               failed although the child exited 0 (it reported a fatal error)
+  128+N           crashed: died by signal N (139 = SIGSEGV, 137 = SIGKILL)
+  124             hung: a deadline passed; stacks were taken and the tree was stopped
+  130             cancelled (Ctrl-C, SIGTERM or SIGHUP to trainbridge)
+  125             trainbridge could not start the command
+  2               usage error
+
+A timeout of 0 disables that deadline.
+"""
+
+
+def exit_status(report: Dict[str, Any]) -> int:
+    """The CLI's exit status for a finished job (see EXIT_HELP)."""
+    outcome = report.get("outcome")
+    if outcome == "hung":
+        return EXIT_HUNG
+    if outcome == "cancelled":
+        return EXIT_CANCELLED
+    sig = report.get("signal")
+    if sig:
+        try:
+            return 128 + int(getattr(signal, sig))
+        except (AttributeError, TypeError, ValueError):
+            return 128 + int(sig[3:]) if sig[3:].isdigit() else 1
+    code = report.get("exit_code")
+    if outcome == "failed" and not code:
+        return EXIT_FAILED_ZERO
+    return int(code or 0) & 0xFF
+
+
+def _seconds(text: str) -> Optional[float]:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be >= 0 seconds")
+    return value or None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trainbridge",
+        description="Supervise a training process: always know if it is progressing, "
+                    "stalled, hung, crashed or failed, where and why.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    run = sub.add_parser(
+        "run", help="run a command under supervision",
+        description="Run CMD under supervision with a live view; exit with its status.",
+        epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    d = machine.DEFAULTS
+    run.add_argument("--startup-timeout", type=_seconds, default=d["startup_timeout"],
+                     metavar="S", help="hung if the worker has not said hello after S seconds "
+                     f"(default {d['startup_timeout']:g}); only counts for scripts that import "
+                     "worker, others are never in 'starting' long")
+    run.add_argument("--stall-timeout", type=_seconds, default=d["stall_timeout"], metavar="S",
+                     help="hung if no progress or stage change for S seconds once the script "
+                          "reported any (default: off)")
+    run.add_argument("--heartbeat-timeout", type=_seconds, default=d["heartbeat_timeout"],
+                     metavar="S", help="hung if the worker's heartbeat is silent for S seconds "
+                     f"while the process lives (default {d['heartbeat_timeout']:g})")
+    run.add_argument("--kill-grace", type=float, default=d["kill_grace"], metavar="S",
+                     help=f"seconds between SIGTERM and SIGKILL (default {d['kill_grace']:g})")
+    run.add_argument("--log", metavar="FILE", help="append every output line to FILE (UTF-8)")
+    run.add_argument("--report", metavar="FILE", help="write the final report to FILE "
+                     "(ASCII JSON, docs/report.schema.json)")
+    run.add_argument("--json", action="store_true",
+                     help="print events as JSON lines (ASCII) instead of the live view; "
+                          "the last line is the end event with the report")
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...",
+                     help="the command and its arguments")
+    _add_doctor(sub)
+    return parser
+
+
+def _add_doctor(sub) -> None:
+    """`trainbridge doctor`, when bridge.doctor is there (another module owns it)."""
+    try:
+        from bridge import doctor
+    except ImportError:
+        return
+    parser = sub.add_parser("doctor", help="check this machine and environment before a run",
+                            description=(doctor.__doc__ or "").strip().splitlines()[0]
+                            if doctor.__doc__ else None)
+    doctor.add_arguments(parser)
+    parser.set_defaults(handler=doctor.run_cli)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    handler = getattr(args, "handler", None)
+    if handler is not None:
+        return int(handler(args) or 0)
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        parser.error("run: no command given (trainbridge run [options] -- CMD ...)")
+    return run(args, cmd)
+
+
+def run(args: argparse.Namespace, cmd: List[str]) -> int:
+    import bridge
+
+    json_mode = bool(args.json)
+    view = JsonView() if json_mode else make_view(cmd)
+    try:
+        job = bridge.launch(cmd, startup_timeout=args.startup_timeout,
+                            stall_timeout=args.stall_timeout,
+                            heartbeat_timeout=args.heartbeat_timeout,
+                            kill_grace=args.kill_grace, log_path=args.log)
+    except (bridge.LaunchError, OSError) as exc:
+        message = f"trainbridge: could not start the command: {exc}. Check the path and that " \
+                  f"it is executable (use the full path, e.g. .venv/bin/python)."
+        if json_mode:
+            print(json.dumps({"event": "launch_failed", "message": message}, ensure_ascii=True),
+                  flush=True)
+        else:
+            print(message, file=sys.stderr)
+        return EXIT_LAUNCH_FAILED
+    restore = _forward_stop_signals(job)
+    try:
+        report = view.follow(job)
+    finally:
+        restore()
+    if args.report:
+        _write_report(args.report, report)
+    view.close(report)
+    return exit_status(report)
+
+
+def _forward_stop_signals(job) -> Any:
+    """Ctrl-C, SIGTERM, SIGHUP: cancel the job (a second one skips the in-band grace)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    count = [0]
+
+    def handler(signum, frame):
+        count[0] += 1
+        job.cancel(grace=None if count[0] == 1 else 0)
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        previous[sig] = signal.signal(sig, handler)
+
+    def restore():
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+    return restore
+
+
+def _write_report(path: str, report: Dict[str, Any]) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="ascii") as f:
+        f.write(to_json(report) + "\n")
+    os.replace(tmp, path)
+
+
+# --- views ----------------------------------------------------------------------------
+class JsonView:
+    """One ASCII JSON object per event on stdout; the last is "end" with the report."""
+
+    def follow(self, job) -> Dict[str, Any]:
+        report = None
+        while report is None:
+            event = job.next_event(0.2)
+            if event is None:
+                continue
+            print(json.dumps(event, ensure_ascii=True, default=str), flush=True)
+            if event["event"] == "end":
+                report = event["report"]
+        return report
+
+    def close(self, report: Dict[str, Any]) -> None:
+        pass
+
+
+def make_view(cmd: List[str]):
+    from rich.console import Console
+
+    console = Console()
+    return LiveView(console, cmd) if console.is_terminal else PlainView(console)
+
+
+class ViewModel:
+    """What the views show, updated from events (pure bookkeeping, no terminal)."""
+
+    def __init__(self, lines: int = 8):
+        self.state = "starting"
+        self.pid: Optional[int] = None
+        self.stages: List[str] = []
+        self.step = self.total = None
+        self.metrics: Dict[str, Any] = {}
+        self.rate: Optional[float] = None
+        self._samples: Deque = collections.deque(maxlen=20)
+        self.beat_t: Optional[float] = None
+        self.worker = False
+        self.notes: List[str] = []
+        self.lines: Deque = collections.deque(maxlen=lines)
+        self.started = time.monotonic()
+
+    def update(self, event: Dict[str, Any]) -> None:
+        kind = event["event"]
+        if kind == "state":
+            self.state = event["state"]
+        elif kind == "output":
+            if self.lines and self.lines[-1][1] == "cr":
+                self.lines.pop()  # a progress bar redrawing itself
+            self.lines.append((event["text"], event["end"], event["stream"]))
+        elif kind == "message":
+            self.beat_t = time.monotonic()
+            body = event["body"]
+            if event["kind"] == "hello":
+                self.worker = True
+                self.pid = body.get("pid")
+            elif event["kind"] == "stage":
+                if body["event"] == "begin":
+                    self.stages.append(body["name"])
+                elif body["name"] in self.stages:
+                    del self.stages[len(self.stages) - 1 - self.stages[::-1].index(body["name"]):]
+            elif event["kind"] == "progress":
+                self.step, self.total = body.get("step"), body.get("total")
+                self.metrics = body.get("metrics") or {}
+                now = time.monotonic()
+                self._samples.append((now, self.step))
+                t0, s0 = self._samples[0]
+                if now > t0 and isinstance(self.step, (int, float)) and self.step > s0:
+                    self.rate = (self.step - s0) / (now - t0)
+        elif kind == "hang":
+            self.notes.append(f"hung ({event['reason'].replace('_', ' ')}): collecting stacks, "
+                              "then stopping the process tree")
+        elif kind == "signal":
+            self.notes.append(f"sent {event['signal']}")
+
+    def eta(self) -> Optional[float]:
+        if self.rate and self.total and isinstance(self.step, (int, float)):
+            return max(0.0, (self.total - self.step) / self.rate)
+        return None
+
+
+class LiveView:
+    """rich live view: state, stage, progress bar with rate and ETA, heartbeat age, output."""
+
+    def __init__(self, console, cmd: List[str]):
+        self.console = console
+        self.cmd = cmd
+        self.model = ViewModel()
+        self.job = None
+
+    def follow(self, job) -> Dict[str, Any]:
+        from rich.live import Live
+
+        self.job = job
+        report = None
+        with Live(self, console=self.console, refresh_per_second=8, transient=True):
+            while report is None:
+                event = job.next_event(0.2)
+                if event is None:
+                    continue
+                self.model.update(event)
+                if event["event"] == "end":
+                    report = event["report"]
+        return report
+
+    def __rich__(self):
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        m = self.model
+        colours = {"starting": "yellow", "running": "green", "stalled": "magenta",
+                   "ended": "cyan"}
+        head = Text.assemble(("trainbridge ", "bold"), (m.state, f"bold {colours.get(m.state, '')}"),
+                             f"  pid {self.job.pid if self.job else '?'}",
+                             f"  {_clock(time.monotonic() - m.started)}  ",
+                             (" ".join(self.cmd)[:80], "dim"))
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column()
+        grid.add_row("stage", " > ".join(m.stages) if m.stages else "-")
+        if m.step is not None:
+            bar = ProgressBar(total=float(m.total) if m.total else None,
+                              completed=float(m.step) if m.total else 0, width=30)
+            info = f"{_fmt(m.step)}/{_fmt(m.total) if m.total else '?'}"
+            if m.rate:
+                info += f"  {m.rate:.2f} step/s"
+            eta = m.eta()
+            if eta is not None:
+                info += f"  ETA {_clock(eta)}"
+            metrics = "  ".join(f"{k}={_fmt(v)}" for k, v in list(m.metrics.items())[:4])
+            row = Table.grid(padding=(0, 1))
+            row.add_row(bar, Text(f"{info}  {metrics}"))
+            grid.add_row("progress", row)
+        if m.worker:
+            age = time.monotonic() - m.beat_t if m.beat_t else None
+            grid.add_row("heartbeat", f"{age:.1f} s ago" if age is not None else "-")
+        else:
+            grid.add_row("heartbeat", Text("no worker in this process (yet)", style="dim"))
+        for note in m.notes[-2:]:
+            grid.add_row("note", Text(note, style="red"))
+        out = Text()
+        for text, end, stream in m.lines:
+            out.append(text[:self.console.width - 4] + "\n",
+                       style="red" if stream == "stderr" else "")
+        return Group(head, grid, Text("-" * min(60, self.console.width), style="dim"), out)
+
+    def close(self, report: Dict[str, Any]) -> None:
+        print_summary(self.console, report)
+
+
+class PlainView:
+    """No terminal (a pipe or a file): output lines as they come, then the summary."""
+
+    def __init__(self, console):
+        self.console = console
+
+    def follow(self, job) -> Dict[str, Any]:
+        while True:
+            event = job.next_event(0.2)
+            if event is None:
+                continue
+            kind = event["event"]
+            if kind == "output" and event["end"] != "cr":
+                stream = sys.stdout if event["stream"] == "stdout" else sys.stderr
+                stream.write(event["text"].encode("utf-8", "backslashreplace").decode("utf-8")
+                             + "\n")
+                stream.flush()
+            elif kind == "message" and event["kind"] == "stage" and event["body"]["event"] == "begin":
+                self._note(f"stage {event['body']['name']}")
+            elif kind == "hang":
+                self._note(f"hung ({event['reason']}): collecting stacks, then stopping the tree")
+            elif kind == "end":
+                return event["report"]
+
+    def _note(self, text: str) -> None:
+        sys.stderr.write(f"[trainbridge] {text}\n")
+        sys.stderr.flush()
+
+    def close(self, report: Dict[str, Any]) -> None:
+        print_summary(self.console, report)
+
+
+def print_summary(console, report: Dict[str, Any]) -> None:
+    from rich.text import Text
+
+    colours = {"succeeded": "bold green", "failed": "bold red", "crashed": "bold red",
+               "hung": "bold magenta", "cancelled": "bold yellow"}
+    text = Text("trainbridge: ", style="bold")
+    text.append(report.get("summary", ""), style=colours.get(report.get("outcome"), ""))
+    console.print(text, soft_wrap=False)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
