@@ -186,6 +186,8 @@ def test_context_chain_and_custom_exception_names(receiver, tmp_path):
     """)
     assert proc.returncode == 1
     error = receiver.wait_for(lambda r: r.kind == "error").body
+    # It failed right after import, before the beacon had connected: hello still went first.
+    assert [k for k in receiver.kinds() if k != "heartbeat"] == ["hello", "error", "bye"]
     assert error["type"] == "__main__.DataError"
     assert error["message"] == "während des Ladens"  # escaped on the wire, restored here
     assert error["chain"][0]["relation"] == "context"
