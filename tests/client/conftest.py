@@ -1,0 +1,114 @@
+"""Helpers for the client's end-to-end tests: real child processes, short timeouts.
+
+Each test writes a small child script, launches it with the real bridge, waits on the job
+(with a deadline, never a sleep) and checks the report against docs/report.schema.json and
+that no process of the child's tree is left.
+"""
+
+import json
+import os
+import sys
+import textwrap
+
+import psutil
+import pytest
+
+import bridge
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SCHEMA = json.load(open(os.path.join(ROOT, "docs", "report.schema.json"), encoding="ascii"))
+WAIT_S = 30  # a generous upper bound: a test that needs it has failed anyway
+
+
+def validate_report(report):
+    """The report is ASCII JSON that matches the schema, and survives a JSON round trip."""
+    import jsonschema
+
+    from bridge.report import to_json
+    text = to_json(report)
+    assert text.isascii()
+    jsonschema.validate(json.loads(text), SCHEMA)
+
+
+def tree_pids(job):
+    return set(job.tree.known) if job.tree is not None else {job.pid}
+
+
+def assert_tree_gone(job):
+    """Every process ever seen in the job's tree is gone (zombies of others count as gone)."""
+    left = []
+    for pid, created in job.tree.known.items():
+        try:
+            proc = psutil.Process(pid)
+            if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
+                left.append((pid, proc.cmdline()))
+        except psutil.Error:
+            pass
+    assert not left, f"processes left behind: {left}"
+
+
+# Every child script starts with wait_go(): it blocks until the test opens the gate (a file),
+# so a child acts only after the client has seen what the test needs (hello, a stage...).
+PRELUDE = """\
+import os as _os, time as _time
+def wait_go(timeout=20):
+    path = _os.environ["TB_TEST_GO"]
+    deadline = _time.monotonic() + timeout
+    while not _os.path.exists(path):
+        if _time.monotonic() > deadline:
+            raise SystemExit("the test's gate never opened")
+        _time.sleep(0.005)
+"""
+
+
+@pytest.fixture
+def script(tmp_path):
+    """script(code) -> path of a Python file holding the dedented code (after PRELUDE)."""
+    counter = [0]
+
+    def make(code, name=None):
+        counter[0] += 1
+        path = tmp_path / (name or f"child{counter[0]}.py")
+        path.write_text(PRELUDE + textwrap.dedent(code), encoding="utf-8")
+        return str(path)
+    return make
+
+
+def opens_gate(path, when):
+    """An on_event callback that creates the gate file once when(event) is true."""
+    def on_event(event):
+        if not os.path.exists(path) and when(event):
+            open(path, "w").close()
+    return on_event
+
+
+def message(kind, **fields):
+    """A predicate: a worker message of this kind whose body has these fields."""
+    def match(event):
+        return event["event"] == "message" and event["kind"] == kind and all(
+            event["body"].get(k) == v for k, v in fields.items())
+    return match
+
+
+@pytest.fixture
+def run(script):
+    """run(code, **launch options) -> (job, report): launch a Python child, wait for the end,
+    check the report's schema and that the tree is gone."""
+    def go(code, args=(), go_when=None, **options):
+        gate = os.path.join(os.path.dirname(script("")), "go")
+        if go_when is None:
+            open(gate, "w").close()
+        else:
+            options["on_event"] = opens_gate(gate, go_when)
+        options["env"] = {**os.environ, **options.get("env", {}), "TB_TEST_GO": gate}
+        options.setdefault("startup_timeout", 20)
+        options.setdefault("heartbeat_timeout", 5)
+        options.setdefault("kill_grace", 1)
+        options.setdefault("zero_code", False)  # the scripts import worker themselves
+        job = bridge.launch([sys.executable, script(code), *args], cwd=ROOT, **options)
+        report = job.wait(WAIT_S)
+        assert report is not None, f"no report within {WAIT_S} s; state {job.state}"
+        validate_report(report)
+        assert_tree_gone(job)
+        return job, report
+    return go
