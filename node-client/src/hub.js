@@ -17,6 +17,8 @@ const zmq = require('zeromq');
 const codec = require('./codec.js');
 const { makeRuntimeDir, removeRuntimeDir } = require('./launcher.js');
 
+const IPC_PATH_MAX = 100; // sun_path is 108 bytes on Linux; keep a margin
+
 const ROUTER_OPTIONS = {
   maxMessageSize: codec.MAX_MESSAGE_BYTES + 64, // a larger frame drops the peer in libzmq
   linger: 0, // commands to a dead job are worthless; closing must never block
@@ -32,7 +34,10 @@ class Hub {
    */
   constructor(options = {}) {
     this.runtimeDir = makeRuntimeDir();
-    this.requestedEndpoint = options.endpoint || `ipc://${path.join(this.runtimeDir, 'hub.sock')}`;
+    const sockPath = path.join(this.runtimeDir, 'hub.sock');
+    // Where a unix socket path would be too long, tcp on loopback (as bridge/hub.py does).
+    this.requestedEndpoint = options.endpoint
+      || (sockPath.length <= IPC_PATH_MAX ? `ipc://${sockPath}` : 'tcp://127.0.0.1:*');
     this.closeWhenIdle = Boolean(options.closeWhenIdle);
     this.endpoint = null;
     this.jobs = new Map(); // job id -> job
@@ -81,7 +86,7 @@ class Hub {
   dispatch(peerBuf, frames) {
     const peer = peerBuf.toString('latin1');
     const slash = peer.lastIndexOf('/');
-    const job = this.jobs.get(slash > 0 ? peer.slice(0, slash) : peer);
+    const job = slash > 0 && /^\d+$/.test(peer.slice(slash + 1)) ? this.jobs.get(peer.slice(0, slash)) : undefined;
     if (!job) {
       this.unroutable += 1;
       return;
@@ -94,8 +99,11 @@ class Hub {
       if (!(err instanceof codec.ProtocolError)) throw err;
       job.rejected(err.reason, err);
       if (err.reason === 'unsupported_version') {
-        this.send(job, peer, 'refuse', { reason: err.message, supported: codec.SUPPORTED_MAJORS });
-        job.refused(err.message);
+        this.send(job, peer, 'refuse', {
+          reason: `this client speaks protocol v${codec.PROTOCOL_MAJOR} only (${err.detail})`,
+          supported: codec.SUPPORTED_MAJORS,
+        });
+        job.refused(err.detail || 'unsupported protocol version');
       }
       return;
     }
@@ -108,8 +116,8 @@ class Hub {
     }
     if (verdict === 'gap') job.lost(msg.seq - (this.lastSeq.get(peer) || 0) - 1);
     this.lastSeq.set(peer, last);
-    job.receive(msg, peer);
     if (codec.FINAL_KINDS.has(msg.kind)) this.send(job, peer, 'ack', { to: msg.seq });
+    job.receive(msg, peer);
   }
 
   /**

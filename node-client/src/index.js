@@ -8,10 +8,10 @@
  *   const report = await job.done;
  */
 
-const { Job } = require('./job.js');
+const { Job, LaunchError } = require('./job.js');
 const { Hub, getDefaultHub } = require('./hub.js');
 const { ProtocolError, PythonError } = require('./errors.js');
-const { toJSON } = require('./report.js');
+const { toJSON, summary } = require('./report.js');
 const { resolvePython } = require('./launcher.js');
 const machine = require('./machine.js');
 
@@ -35,6 +35,6 @@ try {
 }
 
 module.exports = {
-  launch, Job, Hub, ProtocolError, PythonError, toJSON, resolvePython, doctor,
+  launch, Job, Hub, ProtocolError, PythonError, LaunchError, toJSON, summary, resolvePython, doctor,
   DEFAULT_TIMEOUTS: machine.DEFAULTS,
 };

@@ -24,11 +24,13 @@ const { LineSplitter, decodeLine, logText } = require('./lines.js');
 const launcher = require('./launcher.js');
 const evidence = require('./evidence.js');
 const { PythonError } = require('./errors.js');
-const { buildReport } = require('./report.js');
+const { buildReport, minimalReport } = require('./report.js');
 
-const DEFAULT_TAIL_LINES = 50;
+const DEFAULT_TAIL_LINES = 40;
 const QUIET_MS = 20; // after the exit, the socket must stay quiet this long to count as drained
-const PIPE_WAIT_MS = 250; // a grandchild holding the pipes open must not hold the job
+const PIPE_LINGER_MS = 200; // after the exit: how long a pipe held by a grandchild may keep us
+const FATAL_MARKERS = ['Fatal Python error:', 'Timeout (']; // faulthandler's crash and watchdog headers
+const FATAL_LINES_MAX = 400; // stderr lines kept after "Fatal Python error"
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
 const EVENT_NAMES = ['hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'error', 'end'];
 
@@ -44,6 +46,10 @@ function splitTimeouts(timeouts = {}) {
     if (key in machine.DEFAULTS) config[key] = value;
     else if (WORKER_SETTINGS.includes(key)) worker[key] = value;
     else throw new RangeError(`unknown timeout ${JSON.stringify(name)}; known: ${[...Object.keys(machine.DEFAULTS), ...WORKER_SETTINGS].join(', ')}`);
+  }
+  // As bridge.job.launch: a stall deadline makes the job show "stalled" halfway there.
+  if (config.stall_timeout !== undefined && config.stall_timeout !== null && !('stalled_after' in config)) {
+    config.stalled_after = Math.min(machine.DEFAULTS.stalled_after, config.stall_timeout / 2);
   }
   return { config, worker };
 }
@@ -65,11 +71,10 @@ class Job extends EventEmitter {
     this.pid = null;
     this.report = null;
     this._options = options;
-    this._config = config;
+    this._m = machine.initial(config, now());
     this._workerSettings = worker;
     this._hub = hub;
     this._tailLines = options.tailLines ?? DEFAULT_TAIL_LINES;
-    this._tail = [];
     this._splitters = { stdout: new LineSplitter(), stderr: new LineSplitter() };
     this._pipesOpen = 0;
     this._peers = new Set();
@@ -78,16 +83,22 @@ class Job extends EventEmitter {
     this._timer = null;
     this._lastMsgAt = 0;
     this._exitAt = null;
-    this._dumpSeqs = new Set();
+    this._dumpSeq = null;
     this._stackRequests = new Map(); // command seq -> resolve(stacks)
+    this._fatalCapture = false;
+    // Facts for the report, gathered as they come (the names of bridge/job.py's).
     this._facts = {
-      hello: null, stages: [], progress: null, heartbeat: null, errors: [], fatalError: null,
-      bye: null, dumpText: null, signalDumpText: null, snapshot: null, rejected: {}, lost: 0,
-      spawnError: null, startedAt: null, endedAt: null,
+      started: now(), startedWall: Date.now() / 1000, ended: null,
+      tail: [], lines: { stdout: 0, stderr: 0 }, bytes: { stdout: 0, stderr: 0 },
+      hellos: new Map(), dumpPids: [], stages: [], progress: null, error: null, bye: null,
+      heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
+      leftoversKilled: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
+      rejected: {}, lost: 0,
     };
     this._logFd = null;
-    this.done = new Promise((resolve) => { this._resolveDone = resolve; });
-    this._start().catch((err) => this._startFailed(err));
+    this.done = new Promise((resolve, reject) => { this._resolveDone = resolve; this._rejectDone = reject; });
+    this.done.catch(() => undefined); // a launch error also reaches 'error' listeners; never unhandled
+    this._start().catch((err) => this._launchFailed(err));
   }
 
   // --- public API -------------------------------------------------------------------
@@ -159,49 +170,63 @@ class Job extends EventEmitter {
   async _start() {
     const endpoint = await this._hub.start();
     if (this._options.logPath) this._logFd = fs.openSync(this._options.logPath, 'a');
-    const crashFile = path.join(this._hub.runtimeDir, `${this.id}.crash`);
-    this._crashFile = crashFile;
+    this._dir = path.join(this._hub.runtimeDir, this.id);
+    fs.mkdirSync(this._dir, { mode: 0o700 });
+    this._crashFile = path.join(this._dir, 'crash.txt');
     const env = launcher.childEnv(this._options.env, {
-      endpoint, jobId: this.id, key: this.key, crashFile, ...this._workerSettings,
+      endpoint, jobId: this.id, key: this.key, crashFile: this._crashFile,
+      ...workerTimings(this._m.config), ...this._workerSettings,
     });
     this._hub.register(this);
-    this._facts.startedAt = Date.now() / 1000;
-    this._m = machine.initial(this._config, now());
     const child = launcher.spawnChild({
       command: this._options.command, args: (this._options.args || []).map(String), cwd: this._options.cwd, env,
     });
     this._child = child;
-    this.pid = child.pid ?? null;
-    this._tree = { rootPid: this.pid, pgid: this.pid, jobId: this.id };
-    child.on('error', (err) => {
-      if (this.pid === null || child.exitCode === null) this._startFailed(err);
+    await new Promise((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
     });
+    this.pid = child.pid;
+    this._tree = { rootPid: this.pid, pgid: this.pid, jobId: this.id };
+    this._facts.oomBefore = evidence.oomKillCount(this.pid);
     for (const stream of ['stdout', 'stderr']) {
       this._pipesOpen += 1;
       child[stream].on('data', (chunk) => this._output(stream, chunk));
-      child[stream].on('close', () => { this._pipesOpen -= 1; });
+      child[stream].on('close', () => {
+        this._pipesOpen -= 1;
+        this._lines(stream, this._splitters[stream].flush());
+      });
       child[stream].on('error', () => undefined);
     }
-    child.on('exit', (code, signal) => {
-      this._exitAt = now();
-      this._post({ type: 'exit', code, signal });
-    });
+    child.on('exit', (code, signal) => this._onExit(code, signal));
+    this._emit('state', this.state);
     this._schedule();
   }
 
-  _startFailed(err) {
-    if (this._facts.spawnError || this.report) return;
-    this._facts.spawnError = err;
-    if (!this._m) this._m = machine.initial(this._config, now());
-    // A command that cannot start is a failed job with the shell's status for it.
-    const code = err && err.code === 'ENOENT' ? 127 : 126;
-    this._post({ type: 'exit', code, signal: null });
+  /** The command could not be started (not found, not executable, bad cwd): no report. */
+  _launchFailed(err) {
+    this._hub.unregister(this);
+    this._closeLog();
+    const error = new LaunchError(`cannot start ${JSON.stringify(this.command[0])}: ${err.message}`, err);
+    if (this.listenerCount('error') > 0) this._emit('error', error);
+    this._rejectDone(error);
+  }
+
+  _onExit(code, signal) {
+    this._exitAt = now();
+    this._facts.ended = this._exitAt;
+    this._facts.exitCode = code;
+    this._facts.exitSignal = signal;
+    if (signal === 'SIGKILL' && !this._facts.signalsSent.includes('SIGKILL')) {
+      this._facts.oomKilled = evidence.oomKilled(this._facts.oomBefore, evidence.oomKillCount(null));
+    }
+    this._post({ type: 'exit', code, signal });
   }
 
   // --- the machine ------------------------------------------------------------------
   _post(event) {
     this._queue.push(event);
-    if (this._stepping || !this._m) return;
+    if (this._stepping || this.pid === null) return;
     this._stepping = true;
     try {
       while (this._queue.length) {
@@ -219,7 +244,7 @@ class Job extends EventEmitter {
   _schedule() {
     if (this._timer) clearTimeout(this._timer);
     this._timer = null;
-    if (!this._m) return;
+    if (this.pid === null || this.report) return;
     const deadline = machine.nextDeadline(this._m);
     if (deadline === null) return;
     const ms = Math.max(0, (deadline - now()) * 1000) + 1;
@@ -237,13 +262,14 @@ class Job extends EventEmitter {
         }
         break;
       case 'snapshot':
-        this._facts.snapshot = { reason: action.reason, t: now(), first: evidence.sample(this.pid), evidence: null };
+        this._facts.snapshot = evidence.sample(this.pid);
+        this._snapshotFirst = this._facts.snapshot;
         break;
       case 'dump_stacks':
-        for (const peer of this._peers) this._dumpSeqs.add(this._hub.send(this, peer, 'dump_stacks'));
+        this._dumpSeq = this._command('dump_stacks');
         break;
       case 'cancel':
-        for (const peer of this._peers) this._hub.send(this, peer, 'cancel', { reason: this._options.cancelReason || 'cancelled by the client' });
+        this._command('cancel', { reason: 'cancelled by the client' });
         break;
       case 'signal':
         this._signal(action.signal);
@@ -252,81 +278,90 @@ class Job extends EventEmitter {
         this._drain();
         break;
       case 'finish':
-        this._finish(action.outcome);
+        this._finish();
         break;
       default:
         break;
     }
   }
 
+  /** Send a command to every process of the job that spoke; returns its seq (or null). */
+  _command(kind, body = {}) {
+    let seq = null;
+    for (const peer of this._peers) seq = this._hub.send(this, peer, kind, body);
+    return seq;
+  }
+
   _signal(signal) {
-    if (this.pid === null) return;
+    this._facts.signalsSent.push(signal);
     if (signal === 'SIGUSR1') {
-      this._crashOffset = this._crashSize();
-      launcher.signalProcess(this.pid, signal);
+      for (const pid of this._facts.dumpPids) launcher.signalProcess(pid, signal);
       return;
     }
-    if (signal === 'SIGTERM') {
-      // faulthandler wrote the SIGUSR1 dump synchronously; read it while we still can.
-      if (this._crashOffset !== undefined) this._facts.signalDumpText = this._readCrash(this._crashOffset);
-      const snap = this._facts.snapshot;
-      if (snap && !snap.evidence) snap.evidence = evidence.measure(snap.first);
+    if (this._snapshotFirst && this._facts.snapshot === this._snapshotFirst) {
+      // The CPU fraction over the dump wait, measured before the tree is signalled.
+      this._facts.snapshot = evidence.measure(this._snapshotFirst);
     }
     launcher.signalTree(this._tree, signal);
   }
 
   _drain() {
-    // What the dead process left: the rest of its pipes (unless a grandchild holds them)
-    // and the messages still in flight on the socket (quiet for QUIET_MS).
+    // Whatever of the tree outlived the main process is an orphan now: ask it to go (it is
+    // SIGKILLed at finish), so it cannot hold our pipes. Then wait for the pipes' end (at
+    // most PIPE_LINGER_MS) and for the socket to stay quiet QUIET_MS: the last messages.
+    launcher.signalTree(this._tree, 'SIGTERM', { includeRoot: false });
     const start = now();
     const check = () => {
       if (this.report) return;
       const t = now();
-      const pipesDone = this._pipesOpen <= 0 || (t - start) * 1000 >= PIPE_WAIT_MS;
+      const pipesDone = this._pipesOpen <= 0 || (t - start) * 1000 >= PIPE_LINGER_MS;
       const quiet = (t - Math.max(this._lastMsgAt, this._exitAt || 0)) * 1000 >= QUIET_MS;
       if (pipesDone && quiet) {
         this._post({ type: 'drained' });
         return;
       }
-      setTimeout(check, 5);
+      setTimeout(check, 2);
     };
-    setTimeout(check, this._pipesOpen <= 0 ? QUIET_MS : 2);
+    setTimeout(check, 2);
   }
 
-  _finish(outcome) {
+  _finish() {
     if (this.report) return;
-    this._facts.endedAt = Date.now() / 1000;
-    for (const stream of ['stdout', 'stderr']) {
-      for (const line of this._splitters[stream].flush()) this._line(stream, line);
-    }
+    if (this._timer) clearTimeout(this._timer);
+    this._timer = null;
+    for (const stream of ['stdout', 'stderr']) this._lines(stream, this._splitters[stream].flush());
     // Nothing of the job outlives it: a grandchild still holding a pipe, say.
-    launcher.signalTree(this._tree, 'SIGKILL');
+    const leftovers = launcher.jobProcesses(this._tree).filter((p) => p.pid !== this.pid).map((p) => p.pid);
+    if (leftovers.length) launcher.signalTree(this._tree, 'SIGKILL', { includeRoot: false });
+    this._facts.leftoversKilled = leftovers;
     if (this._child) {
       this._child.stdout.destroy();
       this._child.stderr.destroy();
     }
-    const crashText = this._readCrash(0);
-    this.report = buildReport({
-      outcome,
-      machine: this._m,
-      facts: this._facts,
-      crashText,
-      logTail: this._tail.map((l) => l.text),
-      pid: this.pid,
-      jobId: this.id,
-      command: this.command,
-      logPath: this._options.logPath || null,
-    });
-    if (this._timer) clearTimeout(this._timer);
-    this._timer = null;
+    try {
+      this.report = buildReport(this._reportInput());
+    } catch (err) {
+      this.report = minimalReport(this._reportInput(), err);
+    }
     for (const resolve of this._stackRequests.values()) resolve(null);
     this._hub.unregister(this);
+    this._closeLog();
+    this._emit('end', this.report);
+    this._resolveDone(this.report);
+  }
+
+  _reportInput() {
+    return {
+      m: this._m, facts: this._facts, crashFile: this._crashFile, pid: this.pid, id: this.id,
+      command: this.command, logPath: this._options.logPath || null,
+    };
+  }
+
+  _closeLog() {
     if (this._logFd !== null) {
       try { fs.closeSync(this._logFd); } catch { /* already closed */ }
       this._logFd = null;
     }
-    this._emit('end', this.report);
-    this._resolveDone(this.report);
   }
 
   // --- from the hub -----------------------------------------------------------------
@@ -342,42 +377,33 @@ class Job extends EventEmitter {
     this._post({ type: 'refused', reason });
   }
 
-  /** One authentic, in-order message from a worker process. */
+  /** One authentic, in-order message from a worker process (`peer`: its routing id). */
   receive(msg, peer) {
     this._lastMsgAt = now();
+    this._peers.add(peer);
     const { body } = msg;
     switch (msg.kind) {
-      case 'hello':
-        this._peers.add(peer);
-        this._facts.hello = body;
+      case 'hello': {
+        const rank = Number(peer.slice(peer.lastIndexOf('/') + 1));
+        this._facts.hellos.set(rank, body);
+        const dump = body.dump_signal === 'SIGUSR1';
+        if (dump && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
         this._emit('hello', body);
-        this._post({ type: 'hello', dump_signal: body.dump_signal === 'SIGUSR1' });
+        this._post({ type: 'hello', dump_signal: dump });
         break;
+      }
       case 'stage':
-        this._stage(body);
+        this._recordStage(body);
         this._emit('stage', body);
         this._post({ type: 'stage', event: body.event, name: body.name, budget_s: body.budget_s ?? null });
         break;
       case 'progress':
-        this._facts.progress = body;
+        this._facts.progress = { step: body.step, total: body.total ?? null, metrics: body.metrics || {} };
         this._emit('progress', body);
         this._post({ type: 'progress' });
         break;
-      case 'heartbeat':
-        this._facts.heartbeat = body;
-        this._emit('heartbeat', body);
-        this._post({ type: 'beat' });
-        break;
-      case 'log': {
-        const text = String(body.message);
-        this._writeLog(`[${body.level}] ${text}`);
-        this._emit('log', { stream: 'worker', text, level: body.level, logger: body.logger ?? null, record: body });
-        this._post({ type: 'beat' });
-        break;
-      }
       case 'error': {
-        this._facts.errors.push(body);
-        if (body.fatal) this._facts.fatalError = body;
+        if (body.fatal || this._facts.error === null) this._facts.error = body;
         const err = new PythonError(body);
         if (this.listenerCount('error') > 0) this._emit('error', err);
         for (const tap of this._errorTaps) tap(err);
@@ -388,76 +414,100 @@ class Job extends EventEmitter {
         this._facts.bye = body;
         this._post({ type: 'bye', reason: body.reason, exit_code: body.exit_code ?? null });
         break;
+      case 'heartbeat':
+        this._facts.heartbeat = body;
+        this._emit('heartbeat', body);
+        this._post({ type: 'beat' });
+        break;
+      case 'log':
+        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
+        this._post({ type: 'beat' });
+        break;
       case 'reply':
-        this._reply(body);
+        this._onReply(body);
         this._post({ type: 'beat' });
         break;
       default:
+        this._post({ type: 'beat' });
         break;
     }
   }
 
-  _stage(body) {
-    const stages = this._facts.stages;
+  _onReply(body) {
+    const text = body.stacks ?? null;
+    if (text) this._facts.stacks.push(String(text));
+    const resolve = this._stackRequests.get(body.to);
+    if (resolve) resolve(text === null ? null : String(text));
+    if (body.to !== undefined && body.to === this._dumpSeq) {
+      this._dumpSeq = null;
+      this._post({ type: 'dumped' });
+    }
+  }
+
+  _recordStage(body) {
+    const { stages } = this._facts;
     if (body.event === 'begin') {
-      stages.push({ name: body.name, depth: body.depth, status: 'open', duration_s: null, budget_s: body.budget_s ?? null, begin: now() });
+      stages.push({ name: body.name, status: 'running', duration_s: null, depth: body.depth ?? 0,
+        budget_s: body.budget_s ?? null, started: now() - this._facts.started });
       return;
     }
     for (let i = stages.length - 1; i >= 0; i--) {
-      if (stages[i].name === body.name && stages[i].status === 'open') {
-        stages[i].status = body.status || 'ok';
-        stages[i].duration_s = body.duration_s ?? Math.round((now() - stages[i].begin) * 1e6) / 1e6;
+      const entry = stages[i];
+      if (entry.name === body.name && entry.status === 'running') {
+        entry.status = body.status || 'ok';
+        entry.duration_s = body.duration_s ?? null;
+        if (entry.duration_s === null) entry.duration_s = Math.round((now() - this._facts.started - entry.started) * 1e6) / 1e6;
         return;
       }
     }
   }
 
-  _reply(body) {
-    const resolve = this._stackRequests.get(body.to);
-    if (resolve) resolve(body.ok ? String(body.stacks ?? '') : null);
-    if (this._dumpSeqs.has(body.to)) {
-      this._dumpSeqs.clear();
-      if (body.ok && body.stacks) this._facts.dumpText = String(body.stacks);
-      this._post({ type: 'dumped' });
-    }
+  _inTree(pid) {
+    if (!Number.isInteger(pid) || !this._tree) return false;
+    return launcher.jobProcesses(this._tree).some((p) => p.pid === pid);
   }
 
   // --- output -----------------------------------------------------------------------
   _output(stream, chunk) {
-    for (const line of this._splitters[stream].feed(chunk)) this._line(stream, line);
+    this._facts.bytes[stream] += chunk.length;
+    this._lines(stream, this._splitters[stream].feed(chunk));
   }
 
-  _line(stream, raw) {
-    const { text, encoding } = decodeLine(raw.data);
-    this._tail.push({ stream, text });
-    if (this._tail.length > this._tailLines) this._tail.shift();
-    this._writeLog(text);
-    this._emit('log', { stream, text, encoding, end: raw.end });
+  _lines(stream, rawLines) {
+    if (!rawLines.length) return;
+    const { tail } = this._facts;
+    const texts = [];
+    for (const raw of rawLines) {
+      const { text, encoding } = decodeLine(raw.data);
+      this._facts.lines[stream] += 1;
+      texts.push(logText(text));
+      // tqdm redraws replace each other in the tail instead of filling it.
+      if (tail.length && tail[tail.length - 1].end === 'cr' && tail[tail.length - 1].stream === stream) tail.pop();
+      tail.push({ stream, text, end: raw.end });
+      if (tail.length > this._tailLines) tail.shift();
+      if (stream === 'stderr') this._captureFatal(text);
+      this._emit('log', { stream, text, encoding, end: raw.end });
+    }
+    this._writeLog(texts.join('\n'));
+  }
+
+  _captureFatal(text) {
+    // PYTHONFAULTHANDLER prints a crashed process's stacks on stderr; keep them whole even
+    // when they are longer than the tail.
+    if (FATAL_MARKERS.some((m) => text.startsWith(m))) {
+      this._fatalCapture = true;
+      this._facts.fatalLines = [];
+    }
+    if (this._fatalCapture && this._facts.fatalLines.length < FATAL_LINES_MAX) this._facts.fatalLines.push(text);
   }
 
   _writeLog(text) {
     if (this._logFd === null) return;
     try {
       // Written at once, not buffered: the log must survive a crash of this process.
-      fs.writeSync(this._logFd, `${logText(text)}\n`);
+      fs.writeSync(this._logFd, `${text}\n`);
     } catch {
-      this._logFd = null; // a full disk must not stop the supervision
-    }
-  }
-
-  // --- crash file -------------------------------------------------------------------
-  _crashSize() {
-    try { return fs.statSync(this._crashFile).size; } catch { return 0; }
-  }
-
-  _readCrash(offset) {
-    try {
-      const buf = fs.readFileSync(this._crashFile);
-      const text = buf.subarray(offset).toString('latin1');
-      const body = text.split('\n').filter((l) => !l.startsWith('[trainbridge] pid ')).join('\n').trim();
-      return body || null;
-    } catch {
-      return null;
+      this._logFd = null; // a full disk must not stop the supervision; the tail is still kept
     }
   }
 
@@ -471,4 +521,30 @@ class Job extends EventEmitter {
   }
 }
 
-module.exports = { Job, splitTimeouts, DEFAULT_TAIL_LINES };
+/** The worker's timing variables, derived from the deadlines as bridge/job.py does. */
+function workerTimings(config) {
+  const timeout = config.heartbeat_timeout;
+  // A beat often enough that heartbeat_timeout spans several of them.
+  const heartbeat = timeout === null ? 1.0 : Math.max(0.05, Math.min(1.0, timeout / 4));
+  const out = { heartbeat_s: pyFloat(heartbeat) };
+  if (config.stalled_after !== null) out.stall_s = pyFloat(config.stalled_after);
+  // The GIL-freeze watchdog must write the main stack before we declare silence.
+  if (timeout !== null) out.freeze_s = pyFloat(Math.max(2 * heartbeat, timeout / 2));
+  return out;
+}
+
+/** A number as Python's repr(float(x)) writes it ("1.0", "0.25"). */
+function pyFloat(x) {
+  return Number.isInteger(x) ? x.toFixed(1) : String(x);
+}
+
+class LaunchError extends Error {
+  /** The command could not be started (not found, not executable, bad cwd). */
+  constructor(message, cause) {
+    super(message, { cause });
+    this.name = 'LaunchError';
+    this.code = cause && cause.code;
+  }
+}
+
+module.exports = { Job, LaunchError, splitTimeouts, workerTimings, DEFAULT_TAIL_LINES };

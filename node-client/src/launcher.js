@@ -156,11 +156,12 @@ function kill(pid, signal) {
 
 /**
  * Send `signal` to the whole job: the process group, then every member found in /proc
- * (descendants that escaped the group). Returns the pids signalled individually.
+ * (descendants that escaped the group). `includeRoot: false` spares the main process (it
+ * has exited; its pid may be reused). Returns the pids signalled individually.
  */
-function signalTree({ rootPid, pgid, jobId }, signal) {
+function signalTree({ rootPid, pgid, jobId }, signal, { includeRoot = true } = {}) {
   if (pgid) kill(-pgid, signal);
-  const members = jobProcesses({ rootPid, pgid, jobId });
+  const members = jobProcesses({ rootPid, pgid, jobId }).filter((s) => includeRoot || s.pid !== rootPid);
   for (const s of members) kill(s.pid, signal);
   return members.map((s) => s.pid);
 }

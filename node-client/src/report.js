@@ -1,17 +1,24 @@
 'use strict';
 /**
- * The final report: the JSON contract of ../shared/DESIGN.md, with the same field names
- * and values as the Python client's (bridge/report.py): outcome, exit_code, signal, stage,
- * stages, progress, error, diagnosis, stacks, log_tail, duration_s, pid, plus extras
- * (job_id, command, hang, rejected, lost, log_path, started_at, ended_at).
+ * The final report of a job: the JSON contract of the CLI and the API
+ * (docs/report.schema.json). A port of bridge/report.py: the same fields, names and values.
  *
- * buildReport is pure: it takes what the job gathered and returns a plain JSON value.
- * toJSON(report) gives the ASCII JSON text the CLI writes with --report.
+ * buildReport(input) gathers what the job recorded into plain values, asks diagnosis.js why
+ * it ended, and returns a JSON-ready object. summary(report) is the one readable paragraph.
+ * toJSON(report) is ASCII JSON (non-ASCII and undecodable bytes stay as \u escapes).
+ *
+ * Stable names (DESIGN.md "CLI contract"): outcome, exit_code, signal, stage, stages,
+ * progress, error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an extra.
  */
 
-const { diagnoseEnd, diagnoseHang } = require('./diagnosis.js');
+const fs = require('node:fs');
+const { diagnoseEnd, diagnoseHang, tracebackInText } = require('./diagnosis.js');
+const { decodeUtf8Escaped } = require('./utf8.js');
 
-const round = (x, digits = 3) => (typeof x === 'number' ? Math.round(x * 10 ** digits) / 10 ** digits : x);
+const REPORT_VERSION = 1;
+const CRASH_TEXT_MAX = 256 * 1024; // bytes of the crash file kept (its end: the newest dumps)
+
+const round = (x, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 /** BigInt -> Number where exact, else its decimal string: JSON has no 64-bit integers. */
 function plain(value) {
@@ -25,95 +32,192 @@ function plain(value) {
   return value;
 }
 
-function stagesOf(stages) {
-  return stages.map((s) => ({ name: s.name, depth: s.depth ?? 0, status: s.status, duration_s: s.duration_s }));
-}
-
-/** The stage the job was in when it ended: the innermost open one, else the last begun. */
-function currentStage(stages, error) {
-  for (let i = stages.length - 1; i >= 0; i--) if (stages[i].status === 'open') return stages[i].name;
-  if (error && error.stage) return error.stage;
-  return stages.length ? stages[stages.length - 1].name : null;
-}
-
-function errorOf(body, spawnError) {
-  if (body) {
-    return {
-      type: body.type, message: body.message, traceback: body.traceback, kind: body.kind ?? null,
-      stage: body.stage ?? null, thread: body.thread ?? null, frames: body.frames || [], chain: body.chain || [],
-    };
-  }
-  if (spawnError) {
-    return { type: 'SpawnError', message: `could not start the command: ${spawnError.message}`, traceback: '', kind: 'internal', stage: null, thread: null, frames: [], chain: [] };
-  }
-  return null;
-}
-
-function stacksOf(facts, crashText) {
-  const parts = [];
-  if (facts.dumpText) parts.push(`# Python stacks from the worker (dump_stacks)\n${facts.dumpText.trimEnd()}`);
-  if (crashText) parts.push(`# faulthandler output (crash file)\n${crashText.trimEnd()}`);
-  if (!parts.length && facts.heartbeat && facts.heartbeat.stack) {
-    parts.push(`# main thread stack from the last heartbeat\n${String(facts.heartbeat.stack).trimEnd()}`);
-  }
-  return parts.length ? `${parts.join('\n\n')}\n` : null;
-}
-
 /**
- * facts: outcome, machine (final state), facts (the job's gathered facts), crashText,
- * logTail (strings), pid, jobId, command, logPath.
+ * input: m (the machine's final state), facts (what the job gathered), crashFile, pid, id,
+ * command, logPath.
  */
-function buildReport({ outcome, machine, facts, crashText, logTail, pid, jobId, command, logPath }) {
-  const exit = machine.exit || { code: null, signal: null };
-  const stage = currentStage(facts.stages, facts.fatalError);
-  const error = errorOf(facts.fatalError, facts.spawnError);
-  const stacks = stacksOf(facts, crashText);
-  const progress = facts.progress
-    ? { step: facts.progress.step, total: facts.progress.total ?? null, metrics: facts.progress.metrics || {} }
-    : null;
-  let diagnosis;
-  if (outcome === 'hung') {
-    const hang = machine.hang || {};
-    const snap = facts.snapshot || {};
-    const ev = snap.evidence || snap.first || {};
-    const hb = facts.heartbeat || {};
-    diagnosis = diagnoseHang({
-      reason: hang.reason, stage: hang.stage ?? stage, stages: hb.stages ?? null,
-      idle_s: hb.idle_s ?? (machine.last_activity_t !== null && hang.t !== undefined ? hang.t - machine.last_activity_t : null),
-      stack: hb.stack ?? null, stacks, saw_hello: machine.hello, evidence: ev,
-    });
-  } else {
-    diagnosis = diagnoseEnd({
-      outcome, exit_code: exit.code, signal: exit.signal, error: facts.fatalError || null,
-      saw_bye: facts.bye !== null, crash_text: crashText, log_tail: logTail, stage, pid,
-    });
-  }
-  const durationS = facts.startedAt !== null && facts.endedAt !== null ? facts.endedAt - facts.startedAt : null;
-  return plain({
+function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
+  const { outcome } = m;
+  const tail = facts.tail.map((line) => line.text);
+  const crashText = readCrashFile(crashFile);
+  const stacks = joinStacks(facts.stacks, crashText, facts.fatalLines);
+  const error = errorOf(facts.error, tail);
+  const stage = lastStage(facts.stages);
+  const { hang } = m;
+  const factsEnd = {
+    outcome, exit_code: facts.exitCode, signal: facts.exitSignal, error: facts.error,
+    saw_bye: facts.bye !== null, crash_text: crashText, log_tail: tail, stage, pid,
+    oom_killed: facts.oomKilled, hang_reason: hang && hang.reason,
+    heartbeat_stack: (facts.heartbeat || {}).stack ?? null,
+  };
+  const [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid);
+  const ended = facts.ended ?? performance.now() / 1000;
+  const report = {
     outcome,
-    exit_code: exit.code,
-    signal: exit.signal,
+    exit_code: facts.exitCode,
+    signal: facts.exitSignal,
     stage,
-    stages: stagesOf(facts.stages),
-    progress,
+    stages: facts.stages.map((s) => ({ name: s.name, status: s.status, duration_s: s.duration_s, depth: s.depth })),
+    progress: facts.progress,
     error,
     diagnosis,
     stacks,
-    log_tail: logTail,
-    duration_s: round(durationS),
+    log_tail: tail,
+    duration_s: round(ended - facts.started),
     pid,
-    job_id: jobId,
-    command,
-    hang: machine.hang,
-    rejected: facts.rejected,
-    lost: facts.lost,
+    // extras
+    report_version: REPORT_VERSION,
+    job_id: id,
+    command: [...command],
+    started_at: iso(facts.startedWall),
+    hang: hang && { reason: hang.reason, stage: hang.stage, after_s: round(hang.t - facts.started) },
+    signals_sent: [...facts.signalsSent],
+    worker: {
+      hello: facts.hellos.size > 0, bye: facts.bye, ranks: [...facts.hellos.keys()].sort((a, b) => a - b),
+      dump_signal: facts.dumpPids.length > 0,
+    },
+    output: { lines: { ...facts.lines }, bytes: { ...facts.bytes } },
+    protocol: { rejected: { ...facts.rejected }, lost: facts.lost },
+    leftovers_killed: [...facts.leftoversKilled],
     log_path: logPath,
-  });
+    evidence: facts.snapshot,
+  };
+  if (diagnosisError) report.diagnosis_error = diagnosisError;
+  report.summary = summary(report);
+  return plain(report);
 }
 
-/** The report as ASCII JSON (non-ASCII as \u escapes, lone surrogates included). */
+/** The contract's fields only, when buildReport itself failed (a bug): never leave a waiter without a report. */
+function minimalReport({ m, facts, pid }, err) {
+  const report = {
+    outcome: m.outcome, exit_code: facts.exitCode, signal: facts.exitSignal, stage: null, stages: [],
+    progress: null, error: null, diagnosis: null, stacks: null, log_tail: facts.tail.map((l) => l.text),
+    duration_s: round((facts.ended ?? performance.now() / 1000) - facts.started), pid,
+    report_version: REPORT_VERSION, report_error: `${err.name}: ${err.message}`,
+  };
+  report.summary = summary(report);
+  return plain(report);
+}
+
+function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid) {
+  try {
+    if (outcome === 'hung') {
+      const { hang } = m;
+      return [diagnoseHang({
+        reason: hang.reason, stage: hang.stage || stage,
+        stages: facts.stages.filter((s) => s.status === 'running').map((s) => s.name),
+        idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
+        stacks, saw_hello: facts.hellos.size > 0, evidence: facts.snapshot || {}, pid,
+      }), null];
+    }
+    return [diagnoseEnd(factsEnd), null];
+  } catch (err) {
+    return [null, `${err.name}: ${err.message}`];
+  }
+}
+
+const ERROR_KEYS = ['type', 'message', 'traceback', 'kind', 'stage', 'fatal', 'thread', 'frames', 'chain', 'exit_code'];
+
+/** The worker's error, or the last traceback printed on stderr by a plain command. */
+function errorOf(workerError, tail) {
+  if (workerError) {
+    const out = {};
+    for (const k of ERROR_KEYS) if (k in workerError) out[k] = workerError[k];
+    return out;
+  }
+  let start = null;
+  for (let i = tail.length - 1; i >= 0; i--) {
+    if (tail[i].startsWith('Traceback (most recent call last)')) { start = i; break; }
+  }
+  if (start === null) return null;
+  const parsed = tracebackInText(tail.slice(start));
+  if (!parsed) return null;
+  return { type: parsed.type, message: parsed.message, traceback: tail.slice(start).join('\n'),
+    frames: parsed.frames, kind: 'exception', source: 'stderr' };
+}
+
+/** The innermost stage still open at the end, else the last one that began. */
+function lastStage(stages) {
+  const open = stages.filter((s) => s.status === 'running');
+  if (open.length) return open[open.length - 1].name;
+  return stages.length ? stages[stages.length - 1].name : null;
+}
+
+/** What faulthandler wrote (native crash, SIGUSR1 dump, freeze watchdog), or null. */
+function readCrashFile(file) {
+  if (!file) return null;
+  let data;
+  try {
+    data = fs.readFileSync(file);
+  } catch {
+    return null;
+  }
+  data = data.subarray(Math.max(0, data.length - CRASH_TEXT_MAX));
+  // The worker writes a "[trainbridge] ..." banner first; only dumps count as stacks.
+  const text = decodeUtf8Escaped(data).split(/\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/)
+    .filter((line) => !line.startsWith('[trainbridge]')).join('\n').trim();
+  return text || null;
+}
+
+/** All the stack text we got, each part under a header saying where it came from. */
+function joinStacks(dumps, crashText, fatalLines) {
+  const parts = dumps.map((text) => `--- in-band dump_stacks (worker) ---\n${text.trimEnd()}`);
+  if (crashText) parts.push(`--- faulthandler (crash file) ---\n${crashText}`);
+  if (fatalLines.length && !crashText) parts.push(`--- faulthandler (stderr) ---\n${fatalLines.join('\n')}`);
+  return parts.length ? parts.join('\n\n') : null;
+}
+
+function fmt(value) {
+  // Python's f"{x:g}" for floats, str() for the rest.
+  if (typeof value === 'number' && !Number.isInteger(value)) {
+    let s = value.toPrecision(6);
+    if (s.includes('e')) {
+      const [mant, exp] = s.split('e');
+      const m = mant.includes('.') ? mant.replace(/0+$/, '').replace(/\.$/, '') : mant;
+      const e = Number(exp);
+      return `${m}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
+    }
+    if (s.includes('.')) s = s.replace(/0+$/, '').replace(/\.$/, '');
+    return s;
+  }
+  return String(value);
+}
+
+/** One readable paragraph: what happened, where, why, and what to try. */
+function summary(report) {
+  const outcome = report.outcome || 'unknown';
+  const parts = [`Job ${outcome} after ${(report.duration_s ?? 0).toFixed(1)} s`];
+  if (report.signal) parts[0] += ` (killed by ${report.signal})`;
+  else if (report.exit_code !== null && report.exit_code !== undefined) parts[0] += ` (exit status ${report.exit_code})`;
+  if (report.stage) parts[0] += `, in stage '${report.stage}'`;
+  const { progress } = report;
+  if (progress && progress.step !== null && progress.step !== undefined) {
+    const { total } = progress;
+    parts[0] += `, at step ${fmt(progress.step)}${total ? ` of ${fmt(total)}` : ''}`;
+  }
+  parts[0] += '.';
+  const { hang } = report;
+  if (hang) {
+    parts.push(`It was declared hung (${hang.reason.replace(/_/g, ' ')}) ${hang.after_s.toFixed(1)} s after the start, and stopped.`);
+  }
+  const { diagnosis } = report;
+  if (diagnosis) {
+    parts.push(`Diagnosis (${diagnosis.kind}): ${diagnosis.summary}.`);
+    if (diagnosis.hint) parts.push(`Try: ${diagnosis.hint}.`);
+  } else if (report.error && outcome !== 'succeeded') {
+    parts.push(`Error: ${report.error.type}: ${report.error.message}.`);
+  }
+  return parts.map((p) => p.replace(/\.\./g, '.')).join(' ');
+}
+
+/** ASCII JSON: non-ASCII text and undecodable bytes (lone surrogates) become \u escapes. */
 function toJSON(report, indent = 2) {
-  return JSON.stringify(report, null, indent).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(report, null, indent)
+    .replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-module.exports = { buildReport, toJSON };
+function iso(wall) {
+  return `${new Date(Math.floor(wall) * 1000).toISOString().slice(0, 19)}Z`;
+}
+
+module.exports = { REPORT_VERSION, buildReport, minimalReport, summary, toJSON, readCrashFile, joinStacks };

@@ -1,0 +1,22 @@
+"""Runs one command under the Python client (bridge) and prints its report as JSON, so the
+Node tests can hold the two clients' reports side by side.
+
+    python_report.py '{"stall_timeout": 1}' -- CMD ARGS...
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from bridge.job import launch  # noqa: E402
+from bridge.report import to_json  # noqa: E402
+
+config = json.loads(sys.argv[1])
+cmd = sys.argv[sys.argv.index("--") + 1:]
+job = launch(cmd, **config)
+if config.pop("_cancel_after_progress", None):
+    pass
+report = job.wait()
+sys.stdout.write(to_json(report))
