@@ -50,6 +50,13 @@ HANG_FIX = {
     "disk": "a directory's filesystem hangs (a dead network mount?): check `df` on the working directory, "
             "HF_HOME and TORCH_HOME",
 }
+# What each probe check was doing, for the hung/crashed row's detail.
+DOING = {
+    "python": "starting the interpreter", "torch": "`import torch`",
+    "torch_cuda": "CUDA initialisation (torch.cuda.is_available, device properties)",
+    "torch_tensor": "a tiny tensor operation", "nvidia_driver": "asking the driver through NVML (pynvml)",
+    "disk": "measuring free disk space",
+}
 # An exception inside these checks means the GPU stack is broken, not that doctor is.
 FAIL_ON_ERROR = ("torch", "torch_cuda", "torch_tensor")
 
@@ -75,10 +82,10 @@ def _entry(name: str, verdict: Verdict, facts: Optional[dict] = None, duration_s
 def _run_verdict(run: CheckRun, decide) -> Verdict:
     """A check's verdict, whatever became of its child: hung/crashed/not run come first."""
     if run.status == RUN_HUNG:
-        return Verdict(HUNG, "%s: %s" % (run.name, run.error),
+        return Verdict(HUNG, "%s %s" % (DOING.get(run.name, run.name), run.error),
                        HANG_FIX.get(run.name, "see the stack to find what blocks"))
     if run.status == CRASHED:
-        return Verdict(FAIL, "%s: %s" % (run.name, (run.error or "").splitlines()[0]),
+        return Verdict(FAIL, "%s: %s" % (DOING.get(run.name, run.name), run.error),
                        "see the stack/stderr: a native crash in this check would crash training too")
     if run.status == NOT_RUN:
         if (run.error or "").startswith("cannot start"):

@@ -343,27 +343,31 @@ CHECKS = {
 
 
 def _parse_args(argv):
-    checks, stack_file = list(CHECKS), None
+    checks, stack_file, deadline = list(CHECKS), None, None
     i = 0
     while i < len(argv):
         if argv[i] == "--checks":
             checks = [c for c in argv[i + 1].split(",") if c]
-            i += 2
         elif argv[i] == "--stack-file":
             stack_file = argv[i + 1]
-            i += 2
+        elif argv[i] == "--deadline":
+            deadline = float(argv[i + 1])
         else:
             raise SystemExit("doctor_probe: unknown argument %r" % argv[i])
-    return checks, stack_file
+        i += 2
+    return checks, stack_file, deadline
 
 
 def main(argv):
-    checks, stack_file = _parse_args(argv)
+    checks, stack_file, deadline = _parse_args(argv)
     import faulthandler
     import signal
-    if stack_file and hasattr(signal, "SIGUSR1"):
+    stack_out = open(stack_file, "w") if stack_file else None
+    # Without SIGUSR1 (Windows) a watchdog thread in C dumps the stack just before the deadline.
+    self_dump = stack_out is not None and deadline and not hasattr(signal, "SIGUSR1")
+    if stack_out is not None and hasattr(signal, "SIGUSR1"):
         # Works with the GIL held (a hang inside C code): the dump is written by the handler.
-        faulthandler.register(signal.SIGUSR1, file=open(stack_file, "w"), all_threads=True)
+        faulthandler.register(signal.SIGUSR1, file=stack_out, all_threads=True)
     out_fd = os.dup(1)
     os.dup2(2, 1)
 
@@ -377,10 +381,14 @@ def main(argv):
         emit({"event": "begin", "check": name})
         t0 = time.monotonic()
         facts, error = {}, None
+        if self_dump:
+            faulthandler.dump_traceback_later(deadline * 0.9, file=stack_out)
         try:
             facts = CHECKS[name]()
         except BaseException:  # SystemExit / KeyboardInterrupt from a check are facts too
             error = traceback.format_exc()[-4000:]
+        if self_dump:
+            faulthandler.cancel_dump_traceback_later()
         emit({"event": "end", "check": name, "facts": facts, "error": error,
               "duration_s": round(time.monotonic() - t0, 3)})
     emit({"event": "done"})

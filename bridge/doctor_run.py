@@ -42,16 +42,21 @@ class _Child:
     """One probe process: its event queue, its stderr tail, and how to stop it."""
 
     def __init__(self, python: str, checks: Sequence[str], env: Mapping[str, str],
-                 cwd: Optional[str], stack_file: str):
+                 cwd: Optional[str], stack_file: str, timeout: float):
         self.stack_file = stack_file
         child_env = dict(env)
         # Makes a hang *before* the probe runs (a sitecustomize) dumpable too: SIGABRT then
         # prints every thread's stack to stderr. It also turns a segfault into a stack.
         child_env.setdefault("PYTHONFAULTHANDLER", "1")
         self.proc = subprocess.Popen(
-            [python, PROBE, "--checks", ",".join(checks), "--stack-file", stack_file],
+            [python, PROBE, "--checks", ",".join(checks), "--stack-file", stack_file, "--deadline", str(timeout)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=child_env, cwd=cwd, start_new_session=(os.name == "posix"))
+        try:  # the SIGABRT above must not leave a core file in the user's directory
+            import resource
+            resource.prlimit(self.proc.pid, resource.RLIMIT_CORE, (0, 0))
+        except (ImportError, AttributeError, OSError, ValueError):
+            pass
         self.events: "queue.Queue[Optional[dict]]" = queue.Queue()
         self._stderr = bytearray()
         self._stderr_lock = threading.Lock()
@@ -81,8 +86,8 @@ class _Child:
     def take_stack(self, startup: bool) -> Optional[str]:
         """Ask the stuck child where it is. Before the probe has registered its SIGUSR1
         handler (startup), SIGABRT makes PYTHONFAULTHANDLER print the stack on stderr."""
-        if os.name != "posix":
-            return None
+        if not hasattr(signal, "SIGUSR1"):  # Windows: the probe dumped itself before the deadline
+            return self._read_stack_file()
         if startup:
             mark = len(self.stderr_tail(STDERR_KEEP))
             self._signal(signal.SIGABRT)
@@ -102,8 +107,14 @@ class _Child:
             elif size and time.monotonic() - stable_since > 0.05:
                 break  # the dump stopped growing: complete
             time.sleep(0.01)  # polling a file the signal handler writes; bounded by STACK_WAIT_S
-        with open(self.stack_file, encoding="utf-8", errors="backslashreplace") as f:
-            return f.read() or None
+        return self._read_stack_file()
+
+    def _read_stack_file(self) -> Optional[str]:
+        try:
+            with open(self.stack_file, encoding="utf-8", errors="backslashreplace") as f:
+                return f.read() or None
+        except OSError:
+            return None
 
     def _signal(self, sig: int) -> None:
         try:
@@ -192,7 +203,7 @@ def run_checks(python: str, checks: Sequence[str], timeout: float, env: Mapping[
 def _one_child(python, pending, timeout, env, cwd, stack_file, results, requires) -> List[str]:
     """Run `pending` in one child; returns the checks still to run in a fresh one."""
     try:
-        child = _Child(python, pending, env, cwd, stack_file)
+        child = _Child(python, pending, env, cwd, stack_file, timeout)
     except OSError as exc:
         reason = "cannot start %s: %s" % (python, exc)
         for name in pending:
@@ -243,7 +254,7 @@ def _after_hang(child, current, ready, pending, results, requires, timeout, star
     elapsed = round(time.monotonic() - started, 3)
     if not ready:  # stuck before our first line: the interpreter itself hangs at startup
         first = pending[0]
-        results[first] = CheckRun(first, HUNG, error="the interpreter did not start within %.1f s" % timeout,
+        results[first] = CheckRun(first, HUNG, error="did not finish within %.1f s: the interpreter never reached the probe" % timeout,
                                   stack=stack or child.stderr_tail(), duration_s=elapsed)
         for name in pending[1:]:
             results[name] = CheckRun(name, NOT_RUN, error="the target interpreter hangs at startup")
@@ -261,14 +272,14 @@ def _after_exit(child, current, ready, pending, results, requires, started) -> L
     tail = child.stderr_tail()
     if not ready:
         first = pending[0]
-        results[first] = CheckRun(first, CRASHED, error="the interpreter %s before running any check" % how,
+        results[first] = CheckRun(first, CRASHED, error="the interpreter ended (%s) before running any check" % how,
                                   stack=tail or None, duration_s=round(time.monotonic() - started, 3))
         for name in pending[1:]:
             results[name] = CheckRun(name, NOT_RUN, error="the target interpreter cannot run the probe")
         return []
     if current is None:
         return _rest_after(None, pending, results, requires, "")
-    results[current] = CheckRun(current, CRASHED, error="the interpreter %s during this check" % how,
+    results[current] = CheckRun(current, CRASHED, error="the interpreter died (%s) during this check" % how,
                                 stack=tail or None, duration_s=round(time.monotonic() - started, 3))
     return _rest_after(current, pending, results, requires, "crashed")
 

@@ -111,7 +111,7 @@ def test_interpreter_that_hangs_at_startup(write_sitecustomize, bare_python, tmp
     """)
     report = doctor(bare_python, timeout=SHORT, env=base_env(PYTHONPATH=site), cwd=str(tmp_path))
     rows = by_name(report)
-    assert rows["python"]["verdict"] == "hung" and "did not start" in rows["python"]["detail"]
+    assert rows["python"]["verdict"] == "hung" and "never reached the probe" in rows["python"]["detail"]
     assert "sitecustomize.py" in rows["python"]["stack"]
     assert rows["torch"]["verdict"] == "skip"
     assert report["exit_code"] == 1 and report["duration_s"] < SHORT + 6
@@ -204,6 +204,6 @@ def test_interpreter_that_cannot_run_the_probe(tmp_path):
     fake.chmod(0o755)
     report = doctor(str(fake), timeout=5, env=base_env(), cwd=str(tmp_path))
     row = by_name(report)["python"]
-    assert row["verdict"] == "fail" and "exited with code 1 before running any check" in row["detail"]
+    assert row["verdict"] == "fail" and "(exited with code 1) before running any check" in row["detail"]
     assert "SyntaxError" in row["stack"]  # its stderr, for the user to read
     assert by_name(report)["torch"]["verdict"] == "skip" and report["exit_code"] == 1
