@@ -205,7 +205,8 @@ def _exchange(target: Target, deadline: _Deadline, state: dict) -> Optional[str]
             state["stage"] = "reply"
             path = "http://%s:%d/" % (ep.host, ep.port) if via else "/"
             sock.settimeout(deadline.left())
-            sock.sendall(("HEAD %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (path, ep.host)).encode("ascii"))
+            request = "HEAD %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (path, ep.host)
+            sock.sendall(request.encode("ascii"))
             return _status_line(_read_head(sock, deadline))
         return None  # tcp: the connection is the answer
     finally:

@@ -254,8 +254,9 @@ def _after_hang(child, current, ready, pending, results, requires, timeout, star
     elapsed = round(time.monotonic() - started, 3)
     if not ready:  # stuck before our first line: the interpreter itself hangs at startup
         first = pending[0]
-        results[first] = CheckRun(first, HUNG, error="did not finish within %.1f s: the interpreter never reached the probe" % timeout,
-                                  stack=stack or child.stderr_tail(), duration_s=elapsed)
+        results[first] = CheckRun(first, HUNG, stack=stack or child.stderr_tail(), duration_s=elapsed,
+                                  error="did not finish within %.1f s: the interpreter never reached the probe"
+                                  % timeout)
         for name in pending[1:]:
             results[name] = CheckRun(name, NOT_RUN, error="the target interpreter hangs at startup")
         return []

@@ -4,7 +4,6 @@ Each test builds a target that is broken in one way (no torch, `import torch` th
 CUDA_VISIBLE_DEVICES naming a missing GPU, a non-UTF-8 locale, ...) and asserts the verdict,
 the time to know, and (conftest) that no process is left behind."""
 import json
-import os
 import sys
 
 import psutil
