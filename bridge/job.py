@@ -495,6 +495,7 @@ class Job:
                 self.snapshot = evidence.collect(pid)
             except Exception as exc:  # evidence is best effort
                 self.snapshot = {"notes": [f"evidence failed: {type(exc).__name__}: {exc}"]}
+            self.hub.call(lambda: self._step({"type": "snapshotted", "t": time.monotonic()}))
         self._snapshot_thread = threading.Thread(target=collect, name="trainbridge-snapshot",
                                                  daemon=True)
         self._snapshot_thread.start()

@@ -18,6 +18,7 @@ Events ({"type": ..., "t": ...} plus):
   error      fatal: bool, kind: str, exit_code?: int (the worker's error message)
   bye        reason: str, exit_code?: int
   dumped     the worker answered a dump_stacks command
+  snapshotted  the hang evidence asked for by "snapshot" is collected
   refused    reason: str (the worker speaks an unsupported protocol version)
   cancel     grace?: num (seconds between the in-band cancel and SIGTERM)
   exit       code: int|null, signal: str|null (from the OS; the process is gone)
@@ -26,7 +27,8 @@ Events ({"type": ..., "t": ...} plus):
 
 Actions ({"do": ...} plus):
   state      state: the new state name (emitted on every change)
-  snapshot   reason: collect hang evidence now, while the process still lives
+  snapshot   reason: collect hang evidence now, while the process still lives; send
+             "snapshotted" when done (SIGTERM waits for it, up to snapshot_timeout)
   dump_stacks   send the in-band dump_stacks command
   cancel     send the in-band cancel command
   signal     signal: "SIGUSR1" (the process only) | "SIGTERM" | "SIGKILL" (the whole tree)
@@ -53,6 +55,7 @@ DEFAULTS: Dict[str, Optional[float]] = {
     "cancel_grace": 5.0,        # in-band cancel -> SIGTERM, unless the cancel event says
     "dump_timeout": 1.0,        # dump_stacks command -> give up on the reply
     "signal_dump_wait": 0.2,    # SIGUSR1 -> SIGTERM: faulthandler writes synchronously
+    "snapshot_timeout": 2.0,    # hang -> SIGTERM at the latest while evidence is collected
     "drain_timeout": 1.0,       # exit -> outcome, at the latest, if "drained" never comes
 }
 
@@ -78,6 +81,7 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "bye": None,              # {reason, exit_code}
         "exit": None,             # {code, signal}
         "hang": None,             # {reason, t, stage}
+        "snapshot": None,         # None | "pending" | "done" | "timed_out": hang evidence
         "ending": None,           # {reason: hang|cancel|refused, step, deadline}
         "drain_deadline": None,
         "refused": None,
@@ -158,6 +162,14 @@ def _on_dumped(s, e, t, actions):
         _after_dump(s, t, actions)
 
 
+def _on_snapshotted(s, e, t, actions):
+    if s["snapshot"] == "pending":
+        s["snapshot"] = "done"
+        ending = s["ending"]
+        if ending is not None and ending["step"] == "snapshot" and s["exit"] is None:
+            _terminate(s, t, actions)
+
+
 def _on_refused(s, e, t, actions):
     s["refused"] = e.get("reason") or "unsupported protocol version"
     if s["ending"] is None and s["exit"] is None:
@@ -213,7 +225,8 @@ def _on_timer(s, e, t, actions):
 
 _HANDLERS = {
     "hello": _on_hello, "stage": _on_stage, "progress": _on_progress, "beat": _on_beat,
-    "error": _on_error, "bye": _on_bye, "dumped": _on_dumped, "refused": _on_refused,
+    "error": _on_error, "bye": _on_bye, "dumped": _on_dumped,
+    "snapshotted": _on_snapshotted, "refused": _on_refused,
     "cancel": _on_cancel, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,
 }
 
@@ -264,6 +277,7 @@ def _hang(s, reason, t, actions):
     stage = s["stages"][-1]["name"] if s["stages"] else None
     s["hang"] = {"reason": reason, "t": t, "stage": stage}
     s["ending"] = {"reason": "hang", "step": None, "deadline": None}
+    s["snapshot"] = "pending"
     actions.append({"do": "snapshot", "reason": reason})
     # In-band dump needs a live beacon; a silent one (GIL held, say) will not answer.
     if s["hello"] and reason not in ("heartbeat", "after_bye"):
@@ -282,6 +296,12 @@ def _after_dump(s, t, actions):
 
 
 def _terminate(s, t, actions):
+    # The evidence of a hang is read from the live process: do not kill it mid-snapshot.
+    if s["snapshot"] == "pending":
+        limit = s["hang"]["t"] + s["config"]["snapshot_timeout"]
+        if t < limit:
+            s["ending"].update(step="snapshot", deadline=limit)
+            return
     s["ending"].update(step="term", deadline=t + s["config"]["kill_grace"])
     actions.append({"do": "signal", "signal": "SIGTERM"})
 
@@ -291,6 +311,9 @@ def _advance_ending(s, t, actions):
     if step_name == "dump":
         _after_dump(s, t, actions)
     elif step_name in ("signal_dump", "cancel"):
+        _terminate(s, t, actions)
+    elif step_name == "snapshot":
+        s["snapshot"] = "timed_out"
         _terminate(s, t, actions)
     elif step_name == "term":
         s["ending"].update(step="kill", deadline=None)  # the OS will report the exit

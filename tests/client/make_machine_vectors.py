@@ -16,7 +16,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 CONFIG = {"startup_timeout": 10, "heartbeat_timeout": 3, "stall_timeout": 6, "stalled_after": 2,
           "kill_grace": 1, "cancel_grace": 2, "dump_timeout": 0.5, "signal_dump_wait": 0.25,
-          "drain_timeout": 0.5}
+          "snapshot_timeout": 1.5, "drain_timeout": 0.5}
 RUN, STALL, START, END = "running", "stalled", "starting", "ended"
 HELLO = {"dump_signal": False}
 HELLO_SIG = {"dump_signal": True}
@@ -92,15 +92,18 @@ CASES = [
     ], "crashed", None),
     ("hung: no hello before the startup deadline; SIGTERM ignored", {}, 10, [
         (9.9, "timer", {}, START, [], 10),
-        (10, "timer", {}, START, ["snapshot:startup", "signal:SIGTERM"], 11),
-        (11, "timer", {}, START, ["signal:SIGKILL"], None),
-        (11.1, "exit", ex(None, "SIGKILL"), START, ["drain"], 11.6),
-        (11.2, "drained", {}, END, ["state:ended", "finish:hung"], None),
+        (10, "timer", {}, START, ["snapshot:startup"], 11.5),
+        (10.5, "snapshotted", {}, START, ["signal:SIGTERM"], 11.5),
+        (11.5, "timer", {}, START, ["signal:SIGKILL"], None),
+        (11.6, "exit", ex(None, "SIGKILL"), START, ["drain"], 12.1),
+        (11.7, "drained", {}, END, ["state:ended", "finish:hung"], None),
     ], "hung", {"reason": "startup", "t": 10, "stage": None}),
-    ("hung: startup deadline; the process dies on SIGTERM", {}, 10, [
-        (10, "timer", {}, START, ["snapshot:startup", "signal:SIGTERM"], 11),
-        (10.2, "exit", ex(None, "SIGTERM"), START, ["drain"], 10.7),
-        (10.3, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ("hung: startup; the snapshot overruns its time; the process dies on SIGTERM", {}, 10, [
+        (10, "timer", {}, START, ["snapshot:startup"], 11.5),
+        (11.5, "timer", {}, START, ["signal:SIGTERM"], 12.5),
+        (11.6, "snapshotted", {}, START, [], 12.5),
+        (11.7, "exit", ex(None, "SIGTERM"), START, ["drain"], 12.2),
+        (11.8, "drained", {}, END, ["state:ended", "finish:hung"], None),
     ], "hung", {"reason": "startup", "t": 10, "stage": None}),
     ("hung: stage budget; in-band dump answered, then SIGUSR1", {}, 10, [
         (0.5, "hello", HELLO_SIG, RUN, ["state:running"], 3.5),
@@ -108,9 +111,10 @@ CASES = [
         (2, "beat", {}, RUN, [], 3),
         (3, "timer", {}, RUN, ["snapshot:stage_budget", "dump_stacks"], 3.5),
         (3.1, "dumped", {}, RUN, ["signal:SIGUSR1"], 3.35),
-        (3.35, "timer", {}, RUN, ["signal:SIGTERM"], 4.35),
-        (3.5, "exit", ex(None, "SIGTERM"), RUN, ["drain"], 4.0),
-        (3.6, "drained", {}, END, ["state:ended", "finish:hung"], None),
+        (3.35, "timer", {}, RUN, [], 4.5),
+        (3.6, "snapshotted", {}, RUN, ["signal:SIGTERM"], 4.6),
+        (3.7, "exit", ex(None, "SIGTERM"), RUN, ["drain"], 4.2),
+        (3.8, "drained", {}, END, ["state:ended", "finish:hung"], None),
     ], "hung", {"reason": "stage_budget", "t": 3, "stage": "data"}),
     ("hung: stall while beats arrive; stalled and back to running first", {}, 10, [
         (0, "hello", HELLO, RUN, ["state:running"], 3),
@@ -124,6 +128,7 @@ CASES = [
         (7.5, "beat", {}, STALL, [], 9.5),
         (9, "beat", {}, STALL, [], 9.5),
         (9.5, "timer", {}, STALL, ["snapshot:stall", "dump_stacks"], 10),
+        (9.9, "snapshotted", {}, STALL, [], 10),
         (10, "timer", {}, STALL, ["signal:SIGTERM"], 11),
         (11, "timer", {}, STALL, ["signal:SIGKILL"], None),
         (11.2, "exit", ex(None, "SIGKILL"), STALL, ["drain"], 11.7),
@@ -134,6 +139,7 @@ CASES = [
         (0.5, "progress", {}, RUN, [], 2.5),
         (2.5, "timer", {}, STALL, ["state:stalled"], 3.5),
         (3.5, "timer", {}, STALL, ["snapshot:heartbeat", "signal:SIGUSR1"], 3.75),
+        (3.7, "snapshotted", {}, STALL, [], 3.75),
         (3.75, "timer", {}, STALL, ["signal:SIGTERM"], 4.75),
         (4, "exit", ex(None, "SIGTERM"), STALL, ["drain"], 4.5),
         (4.1, "drained", {}, END, ["state:ended", "finish:hung"], None),
@@ -141,9 +147,10 @@ CASES = [
     ("hung: bye sent but the process does not exit", {}, 10, [
         (0, "hello", HELLO, RUN, ["state:running"], 3),
         (1, "bye", {"reason": "normal", "exit_code": 0}, RUN, [], 4),
-        (4, "timer", {}, RUN, ["snapshot:after_bye", "signal:SIGTERM"], 5),
-        (4.1, "exit", ex(None, "SIGTERM"), RUN, ["drain"], 4.6),
-        (4.2, "drained", {}, END, ["state:ended", "finish:hung"], None),
+        (4, "timer", {}, RUN, ["snapshot:after_bye"], 5.5),
+        (4.2, "snapshotted", {}, RUN, ["signal:SIGTERM"], 5.2),
+        (4.3, "exit", ex(None, "SIGTERM"), RUN, ["drain"], 4.8),
+        (4.4, "drained", {}, END, ["state:ended", "finish:hung"], None),
     ], "hung", {"reason": "after_bye", "t": 4, "stage": None}),
     ("cancelled: the worker stops on the in-band cancel", {}, 10, [
         (0, "hello", HELLO, RUN, ["state:running"], 3),
@@ -185,6 +192,7 @@ CASES = [
         (2, "timer", {}, RUN, ["snapshot:stage_budget", "dump_stacks"], 2.5),
         (2.1, "exit", ex(1), RUN, ["drain"], 2.6),
         (2.2, "dumped", {}, RUN, [], 2.6),
+        (2.25, "snapshotted", {}, RUN, [], 2.6),
         (2.3, "drained", {}, END, ["state:ended", "finish:hung"], None),
     ], "hung", {"reason": "stage_budget", "t": 2, "stage": "load"}),
     ("nested stages: a closed stage's budget no longer counts", {}, 10, [

@@ -1,0 +1,83 @@
+"""Each deadline from a real child that really hangs: startup, stage budget, stall,
+heartbeat silence (GIL held in native code). The report keeps the stacks; the tree is gone."""
+
+from tests.client.conftest import message
+
+
+def line_of(job, needle):
+    """The line number of `needle` in the job's child script (for faulthandler's frames)."""
+    with open(job.cmd[1], encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if needle in line:
+                return number
+    raise AssertionError(f"{needle!r} is not in the script")
+
+
+def test_no_hello_before_the_startup_deadline(run):
+    job, r = run("""
+        import time
+        time.sleep(60)  # never imports worker: the "starting job..." forever case
+    """, startup_timeout=0.5)
+    assert r["outcome"] == "hung"
+    assert r["hang"]["reason"] == "startup" and r["hang"]["after_s"] >= 0.5
+    assert r["signals_sent"] == ["SIGTERM"]  # no worker: no in-band dump, no SIGUSR1
+    assert r["signal"] == "SIGTERM"
+    assert r["diagnosis"]["kind"] in ("startup", "sleeping")
+
+
+def test_stage_over_its_budget(run):
+    job, r = run("""
+        import time, worker
+        with worker.stage("download", budget=0.5):
+            time.sleep(60)
+    """)
+    assert r["outcome"] == "hung"
+    assert r["hang"] == {"reason": "stage_budget", "stage": "download",
+                         "after_s": r["hang"]["after_s"]}
+    assert r["stage"] == "download"
+    # Stacks: the in-band dump answered, then faulthandler's SIGUSR1 dump in the crash file.
+    assert "in-band dump_stacks" in r["stacks"] and "faulthandler (crash file)" in r["stacks"]
+    assert f'line {line_of(job, "time.sleep(60)")} in <module>' in r["stacks"]
+    assert r["signals_sent"][:2] == ["SIGUSR1", "SIGTERM"]
+    assert r["diagnosis"]["kind"] == "sleeping"
+
+
+def test_stall_while_heartbeats_arrive(run):
+    job, r = run("""
+        import threading, worker
+        for i in range(3):
+            worker.progress(i + 1, 100)
+        threading.Event().wait(60)  # the beacon keeps beating; the work stopped
+    """, stall_timeout=0.6)
+    assert r["outcome"] == "hung" and r["hang"]["reason"] == "stall"
+    assert r["progress"]["step"] == 3
+    assert f'line {line_of(job, "Event().wait(60)")}, in <module>' in r["stacks"]
+    assert r["diagnosis"]["kind"] in ("lock_wait", "sleeping")
+
+
+def test_heartbeat_silence_with_the_gil_held(run):
+    # libc sleep() called through PyDLL keeps the GIL: the beacon thread cannot beat, and
+    # only faulthandler's SIGUSR1 dump (a C signal handler) can say where the main thread is.
+    job, r = run("""
+        import ctypes, worker
+        worker.progress(1, 10)
+        wait_go()
+        while True:  # SIGUSR1 ends sleep() early: sleep again, the GIL still held
+            ctypes.PyDLL(None).sleep(60)
+    """, heartbeat_timeout=0.8, go_when=message("hello"))
+    assert r["outcome"] == "hung" and r["hang"]["reason"] == "heartbeat"
+    assert r["signals_sent"][0] == "SIGUSR1"  # no in-band dump: the beacon is the silent one
+    assert "faulthandler (crash file)" in r["stacks"]
+    assert f'line {line_of(job, "PyDLL")} in <module>' in r["stacks"]
+    assert r["diagnosis"]["kind"] == "gil_held"
+
+
+def test_a_job_that_keeps_working_is_never_hung(run):
+    job, r = run("""
+        import time, worker
+        with worker.stage("train", budget=10):
+            for i in range(20):
+                worker.progress(i + 1, 20)
+                time.sleep(0.05)
+    """, stall_timeout=0.5, heartbeat_timeout=0.5)
+    assert r["outcome"] == "succeeded" and r["hang"] is None
