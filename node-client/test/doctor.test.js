@@ -56,6 +56,13 @@ test('doctor() resolves to the Python side\'s report, with the same verdicts', a
   assert.equal(report.exit_code, 0);
 });
 
+test('through the trainbridge script: same verdicts', async () => {
+  const script = path.join(path.dirname(PYTHON), 'trainbridge');
+  const viaScript = await doctor({ trainbridge: script, timeoutS: 30, env: env(), cwd: tmp });
+  const viaModule = await doctor({ trainbridge: PYTHON, timeoutS: 30, env: env(), cwd: tmp });
+  assert.deepEqual(verdicts(viaScript), verdicts(viaModule));
+});
+
 test('a venv without torch: resolves with torch failed and exit_code 1', async () => {
   const report = await doctor({ trainbridge: PYTHON, python: bareVenvPython(), timeoutS: 10, env: env(), cwd: tmp });
   const v = verdicts(report);
