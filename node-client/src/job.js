@@ -29,6 +29,7 @@ const { buildReport, minimalReport } = require('./report.js');
 const DEFAULT_TAIL_LINES = 40;
 const QUIET_MS = 20; // after the exit, the socket must stay quiet this long to count as drained
 const PIPE_LINGER_MS = 200; // after the exit: how long a pipe held by a grandchild may keep us
+const SNAPSHOT_WINDOW_MS = 500; // CPU is measured over this window (bridge/evidence.py's)
 const FATAL_MARKERS = ['Fatal Python error:', 'Timeout (']; // faulthandler's crash and watchdog headers
 const FATAL_LINES_MAX = 400; // stderr lines kept after "Fatal Python error"
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
@@ -177,6 +178,12 @@ class Job extends EventEmitter {
       endpoint, jobId: this.id, key: this.key, crashFile: this._crashFile,
       ...workerTimings(this._m.config), ...this._workerSettings,
     });
+    if (this._options.zeroCode !== false) {
+      // As bridge.launch(zero_code=True): every Python process of the job says hello and
+      // reports startup/main stages even if the script never imports the worker.
+      const dir = launcher.injectDir(this._options.injectDir);
+      if (dir) launcher.addZeroCodeHook(env, dir);
+    }
     this._hub.register(this);
     const child = launcher.spawnChild({
       command: this._options.command, args: (this._options.args || []).map(String), cwd: this._options.cwd, env,
@@ -262,8 +269,7 @@ class Job extends EventEmitter {
         }
         break;
       case 'snapshot':
-        this._facts.snapshot = evidence.sample(this.pid);
-        this._snapshotFirst = this._facts.snapshot;
+        this._snapshot();
         break;
       case 'dump_stacks':
         this._dumpSeq = this._command('dump_stacks');
@@ -298,11 +304,18 @@ class Job extends EventEmitter {
       for (const pid of this._facts.dumpPids) launcher.signalProcess(pid, signal);
       return;
     }
-    if (this._snapshotFirst && this._facts.snapshot === this._snapshotFirst) {
-      // The CPU fraction over the dump wait, measured before the tree is signalled.
-      this._facts.snapshot = evidence.measure(this._snapshotFirst);
-    }
     launcher.signalTree(this._tree, signal);
+  }
+
+  /** Hang evidence from the live process: two looks SNAPSHOT_WINDOW_MS apart, then "snapshotted". */
+  _snapshot() {
+    const first = evidence.sample(this.pid);
+    this._facts.snapshot = first;
+    setTimeout(() => {
+      if (this.report) return;
+      if (this._m.exit === null) this._facts.snapshot = evidence.measure(first);
+      this._post({ type: 'snapshotted' });
+    }, SNAPSHOT_WINDOW_MS);
   }
 
   _drain() {

@@ -76,6 +76,25 @@ function childEnv(base, worker) {
   return env;
 }
 
+/**
+ * The directory whose sitecustomize.py loads the worker in zero-code mode (bridge/inject):
+ * `explicit`, else $TRAINBRIDGE_INJECT_DIR, else the repo's bridge/inject next to this
+ * package; null when none exists (zero-code mode is then off).
+ */
+function injectDir(explicit) {
+  const candidates = [explicit, process.env.TRAINBRIDGE_INJECT_DIR, path.resolve(__dirname, '../../bridge/inject')];
+  for (const dir of candidates) {
+    if (dir && fs.existsSync(path.join(dir, 'sitecustomize.py'))) return dir;
+  }
+  return null;
+}
+
+/** Put the zero-code hook first on PYTHONPATH (as bridge.launcher.add_zero_code_hook). */
+function addZeroCodeHook(env, dir) {
+  const rest = env.PYTHONPATH;
+  env.PYTHONPATH = dir + (rest ? path.delimiter + rest : '');
+}
+
 /** Spawn `command args` in its own process group with stdin from /dev/null. */
 function spawnChild({ command, args = [], cwd, env }) {
   return spawn(command, args, {
@@ -172,6 +191,6 @@ function signalProcess(pid, signal) {
 }
 
 module.exports = {
-  resolvePython, makeRuntimeDir, removeRuntimeDir, childEnv, spawnChild, jobProcesses,
+  resolvePython, makeRuntimeDir, removeRuntimeDir, childEnv, injectDir, addZeroCodeHook, spawnChild, jobProcesses,
   signalTree, signalProcess,
 };

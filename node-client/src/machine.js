@@ -12,9 +12,11 @@
  * Outcomes: succeeded | failed | crashed | hung | cancelled, decided in one place: outcome().
  *
  * Events ({type, t} plus): hello {dump_signal}, stage {event, name, budget_s?}, progress,
- * beat, error {fatal, kind, exit_code?}, bye {reason, exit_code?}, dumped, refused {reason},
+ * beat, error {fatal, kind, exit_code?}, bye {reason, exit_code?}, dumped, snapshotted
+ * (the hang evidence asked for by "snapshot" is collected), refused {reason},
  * cancel {grace?}, exit {code, signal}, drained, timer.
- * Actions ({do} plus): state {state}, snapshot {reason}, dump_stacks, cancel,
+ * Actions ({do} plus): state {state}, snapshot {reason} (collect hang evidence now, then
+ * send "snapshotted"; SIGTERM waits for it, up to snapshot_timeout), dump_stacks, cancel,
  * signal {signal: SIGUSR1 (the process only) | SIGTERM | SIGKILL (the whole tree)}, drain,
  * finish {outcome}.
  */
@@ -29,6 +31,7 @@ const DEFAULTS = Object.freeze({
   cancel_grace: 5.0, // in-band cancel -> SIGTERM, unless the cancel event says
   dump_timeout: 1.0, // dump_stacks command -> give up on the reply
   signal_dump_wait: 0.2, // SIGUSR1 -> SIGTERM: faulthandler writes synchronously
+  snapshot_timeout: 2.0, // hang -> SIGTERM at the latest while evidence is collected
   drain_timeout: 1.0, // exit -> outcome, at the latest, if "drained" never comes
 });
 
@@ -52,6 +55,7 @@ function initial(config = null, t = 0.0) {
     bye: null, // {reason, exit_code}
     exit: null, // {code, signal}
     hang: null, // {reason, t, stage}
+    snapshot: null, // null | "pending" | "done" | "timed_out": hang evidence
     ending: null, // {reason: hang|cancel|refused, step, deadline}
     drain_deadline: null,
     refused: null,
@@ -128,6 +132,14 @@ function onDumped(s, e, t, actions) {
   if (ending !== null && ending.step === 'dump' && s.exit === null) afterDump(s, t, actions);
 }
 
+function onSnapshotted(s, e, t, actions) {
+  if (s.snapshot === 'pending') {
+    s.snapshot = 'done';
+    const { ending } = s;
+    if (ending !== null && ending.step === 'snapshot' && s.exit === null) terminate(s, t, actions);
+  }
+}
+
 function onRefused(s, e, t, actions) {
   s.refused = e.reason || 'unsupported protocol version';
   if (s.ending === null && s.exit === null) {
@@ -183,7 +195,7 @@ function onTimer(s, e, t, actions) {
 
 const HANDLERS = {
   hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, error: onError,
-  bye: onBye, dumped: onDumped, refused: onRefused, cancel: onCancel, exit: onExit,
+  bye: onBye, dumped: onDumped, snapshotted: onSnapshotted, refused: onRefused, cancel: onCancel, exit: onExit,
   drained: onDrained, timer: onTimer,
 };
 
@@ -232,6 +244,7 @@ function hang(s, reason, t, actions) {
   const stage = s.stages.length ? s.stages[s.stages.length - 1].name : null;
   s.hang = { reason, t, stage };
   s.ending = { reason: 'hang', step: null, deadline: null };
+  s.snapshot = 'pending';
   actions.push({ do: 'snapshot', reason });
   // In-band dump needs a live beacon; a silent one (GIL held, say) will not answer.
   if (s.hello && reason !== 'heartbeat' && reason !== 'after_bye') {
@@ -252,6 +265,14 @@ function afterDump(s, t, actions) {
 }
 
 function terminate(s, t, actions) {
+  // The evidence of a hang is read from the live process: do not kill it mid-snapshot.
+  if (s.snapshot === 'pending') {
+    const limit = s.hang.t + s.config.snapshot_timeout;
+    if (t < limit) {
+      Object.assign(s.ending, { step: 'snapshot', deadline: limit });
+      return;
+    }
+  }
   Object.assign(s.ending, { step: 'term', deadline: t + s.config.kill_grace });
   actions.push({ do: 'signal', signal: 'SIGTERM' });
 }
@@ -261,6 +282,9 @@ function advanceEnding(s, t, actions) {
   if (stepName === 'dump') {
     afterDump(s, t, actions);
   } else if (stepName === 'signal_dump' || stepName === 'cancel') {
+    terminate(s, t, actions);
+  } else if (stepName === 'snapshot') {
+    s.snapshot = 'timed_out';
     terminate(s, t, actions);
   } else if (stepName === 'term') {
     Object.assign(s.ending, { step: 'kill', deadline: null }); // the OS will report the exit

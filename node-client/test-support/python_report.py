@@ -1,7 +1,7 @@
 """Runs one command under the Python client (bridge) and prints its report as JSON, so the
 Node tests can hold the two clients' reports side by side.
 
-    python_report.py '{"stall_timeout": 1}' -- CMD ARGS...
+    python_report.py '{"stall_timeout": 1, "_cancel_after_progress": true}' -- CMD ARGS...
 """
 
 import json
@@ -14,9 +14,15 @@ from bridge.job import launch  # noqa: E402
 from bridge.report import to_json  # noqa: E402
 
 config = json.loads(sys.argv[1])
+cancel_after_progress = config.pop("_cancel_after_progress", False)
 cmd = sys.argv[sys.argv.index("--") + 1:]
 job = launch(cmd, **config)
-if config.pop("_cancel_after_progress", None):
-    pass
+if cancel_after_progress:
+    for event in job.events():
+        if event["event"] == "message" and event["kind"] == "progress":
+            job.cancel()
+            break
+        if event["event"] == "end":
+            break
 report = job.wait()
 sys.stdout.write(to_json(report))

@@ -1,0 +1,165 @@
+'use strict';
+// End to end with real Python children: each outcome the user relies on, the time to know
+// (generous bounds: deadlines, not speed), and that nothing of the job is left running.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { launch, PythonError, LaunchError } = require('../src/index.js');
+const { FIXTURE, PYTHON, userEnv, liveProcesses, processesOfJob } = require('../test-support/e2e.js');
+
+const run = (mode, options = {}) => launch({ command: PYTHON, args: [FIXTURE, mode], env: userEnv(), ...options });
+
+test('success: stages, progress, output and a clean report', async () => {
+  const job = run('succeed');
+  const seen = { stage: [], progress: [], state: [] };
+  for (const name of Object.keys(seen)) job.on(name, (v) => seen[name].push(v));
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.equal(report.exit_code, 0);
+  assert.equal(report.signal, null);
+  assert.equal(report.diagnosis, null);
+  assert.equal(report.error, null);
+  const ours = report.stages.filter((s) => ['data', 'train'].includes(s.name));
+  assert.deepEqual(ours.map((s) => [s.name, s.status]), [['data', 'ok'], ['train', 'ok']]);
+  assert.deepEqual(report.progress, { step: 5, total: 5, metrics: { loss: 0.2 } });
+  assert.deepEqual(report.log_tail.slice(-2), ['step 5/5', 'done']);
+  assert.equal(seen.progress.at(-1).step, 5);
+  assert.ok(seen.stage.some((s) => s.name === 'train' && s.event === 'end'));
+  assert.deepEqual(seen.state.slice(-2), ['running', 'ended']);
+  assert.equal(job.state, 'ended');
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});
+
+test('exception: failed, with the Python error as an Error object', async () => {
+  const job = run('raise');
+  const errors = [];
+  job.on('error', (err) => errors.push(err));
+  const report = await job.done;
+  assert.equal(report.outcome, 'failed');
+  assert.equal(report.exit_code, 1);
+  assert.equal(report.error.type, 'ValueError');
+  assert.equal(report.error.message, 'bad layer size: 0');
+  assert.equal(report.diagnosis.kind, 'python_exception');
+  assert.match(report.diagnosis.summary, /ValueError: bad layer size: 0 .*child\.py:\d+/);
+  assert.equal(errors.length, 1);
+  const [err] = errors;
+  assert.ok(err instanceof PythonError && err instanceof Error);
+  assert.equal(err.name, 'ValueError');
+  assert.equal(err.message, 'bad layer size: 0');
+  assert.match(err.stack, /^Traceback \(most recent call last\):/);
+  assert.match(err.stack, /child\.py", line \d+, in <module>/);
+  assert.ok(err.fatal);
+});
+
+test('native crash: crashed by SIGSEGV, the faulthandler stack, known at once', async () => {
+  const job = run('segfault');
+  let lastWords = null;
+  job.on('log', (line) => { if (line.text === 'calling native code') lastWords = performance.now(); });
+  const report = await job.done;
+  const knownAfterS = (performance.now() - lastWords) / 1000;
+  assert.equal(report.outcome, 'crashed');
+  assert.equal(report.signal, 'SIGSEGV');
+  assert.equal(report.exit_code, null);
+  assert.equal(report.diagnosis.kind, 'native_crash');
+  assert.match(report.diagnosis.summary, /SIGSEGV \(segmentation fault\).*string_at/);
+  assert.match(report.stacks, /Segmentation fault/);
+  assert.match(report.stacks, /child\.py", line \d+ in <module>/);
+  // The death comes from the OS at once, not from a deadline (heartbeat silence is 30 s).
+  assert.ok(knownAfterS < 3, `known ${knownAfterS} s after the crash`);
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});
+
+test('stall -> hung with stacks, then the tree is killed', async () => {
+  const job = run('stall', { timeouts: { stallTimeout: 1, killGrace: 1 } });
+  const states = [];
+  let stalled = null;
+  job.on('state', (s) => states.push(s));
+  job.on('stalled', (info) => { stalled = info; });
+  const report = await job.done;
+  assert.equal(report.outcome, 'hung');
+  assert.equal(report.hang.reason, 'stall');
+  assert.equal(report.hang.stage, 'train');
+  // declared at the stall deadline (1 s after the last progress), not long after
+  assert.ok(report.hang.after_s >= 1 && report.hang.after_s < 5, `hung after ${report.hang.after_s} s`);
+  assert.deepEqual(states.slice(-3), ['running', 'stalled', 'ended']);
+  assert.equal(stalled.stage, 'train');
+  assert.match(report.stacks, /in-band dump_stacks \(worker\)/);
+  assert.match(report.stacks, /MainThread[\s\S]*child\.py", line \d+, in <module>/);
+  assert.match(report.stacks, /faulthandler \(crash file\)/); // the SIGUSR1 dump
+  assert.deepEqual(report.signals_sent, ['SIGUSR1', 'SIGTERM']);
+  assert.equal(report.diagnosis.kind, 'sleeping');
+  assert.deepEqual(liveProcesses([report.pid]), []);
+});
+
+test('cancel with grandchildren: cancelled, and none of them is left', async () => {
+  const job = run('grandchildren', { timeouts: { cancelGrace: 0.5, killGrace: 0.5 } });
+  let grandchildren = null;
+  job.on('log', (line) => {
+    const m = /^grandchildren (\d+) (\d+)$/.exec(line.text);
+    if (m) grandchildren = [Number(m[1]), Number(m[2])];
+  });
+  await new Promise((resolve) => job.once('progress', resolve));
+  assert.ok(grandchildren, 'the child printed its grandchildren before its first progress');
+  assert.equal(liveProcesses(grandchildren).length, 2);
+  const report = await job.cancel();
+  assert.equal(report.outcome, 'cancelled');
+  assert.equal(report.diagnosis, null);
+  assert.deepEqual(liveProcesses([report.pid, ...grandchildren]), []);
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});
+
+test('GBK and undecodable output: decoded, reversible, and logged', async () => {
+  const logPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tb-node-')), 'job.log');
+  const job = run('gbk', { logPath });
+  const lines = [];
+  job.on('log', (line) => { if (line.stream === 'stdout') lines.push(line); });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.deepEqual(lines.map((l) => [l.text, l.encoding]), [
+    ['\u635f\u5931 loss=0.5 \u4e2d\u6587', 'gbk'],
+    ['bad \udcff\udcfe bytes', 'escaped'],
+  ]);
+  assert.deepEqual(report.log_tail.slice(0, 2), lines.map((l) => l.text));
+  assert.equal(fs.readFileSync(logPath, 'utf8'), '\u635f\u5931 loss=0.5 \u4e2d\u6587\nbad \\udcff\\udcfe bytes\n');
+  fs.rmSync(path.dirname(logPath), { recursive: true, force: true });
+});
+
+test('sys.exit(3): failed with exit_nonzero', async () => {
+  const report = await run('exit3').done;
+  assert.equal(report.outcome, 'failed');
+  assert.equal(report.exit_code, 3);
+  assert.equal(report.diagnosis.kind, 'exit_nonzero');
+});
+
+test('one ROUTER serves many jobs at once; events as an async iterator', async () => {
+  const jobs = [run('succeed'), run('raise'), run('succeed')];
+  const kinds = await Promise.all(jobs.map(async (job) => {
+    const types = [];
+    for await (const event of job) types.push(event.type);
+    return types;
+  }));
+  for (const types of kinds) {
+    assert.equal(types.at(-1), 'end');
+    assert.ok(types.includes('hello') && types.includes('stage'));
+  }
+  const outcomes = await Promise.all(jobs.map((job) => job.done.then((r) => r.outcome)));
+  assert.deepEqual(outcomes, ['succeeded', 'failed', 'succeeded']);
+  assert.ok(kinds[1].includes('error'));
+});
+
+test('dumpStacks() on a running job returns every thread', async () => {
+  const job = run('grandchildren', { timeouts: { cancelGrace: 0.5, killGrace: 0.5 } });
+  await new Promise((resolve) => job.once('progress', resolve));
+  const stacks = await job.dumpStacks();
+  assert.match(stacks, /MainThread/);
+  assert.match(stacks, /child\.py/);
+  await job.cancel();
+});
+
+test('a command that cannot start rejects done with LaunchError', async () => {
+  const job = launch({ command: '/nonexistent/python-please' });
+  await assert.rejects(job.done, (err) => err instanceof LaunchError && /python-please/.test(err.message));
+});
