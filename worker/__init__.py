@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import os as _os
 import sys as _sys
-import threading as _threading
 import time as _time
-from typing import Any, Callable, Optional, TypeVar
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
 
 from worker import runtime as _runtime
 from worker.runtime import SLOT as _SLOT, STATE as _STATE
 
+if TYPE_CHECKING:  # typing costs milliseconds at import; annotations are strings here
+    from typing import Any, Callable, Optional, TypeVar
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
+
 __all__ = ["stage", "progress", "log", "error", "enabled", "LogHandler"]
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def enabled() -> bool:
@@ -126,9 +129,11 @@ def error(exc_or_message: Any, **fields: Any) -> None:
     if not _STATE.enabled:
         return
     try:
+        import threading
+
         from worker import errors
 
-        thread = _threading.current_thread().name
+        thread = threading.current_thread().name
         stage_name = _runtime.current_stage()
         if isinstance(exc_or_message, BaseException):
             body = errors.error_body(exc_or_message, fatal=False, thread=thread,
@@ -153,6 +158,8 @@ def __getattr__(name: str) -> Any:
 
 
 def _start() -> None:
+    if not _os.environ.get("TRAINBRIDGE_ENDPOINT"):
+        return  # not supervised: import nothing more
     from worker.config import from_env
 
     config, problem = from_env(_os.environ)
@@ -170,6 +177,7 @@ def _start() -> None:
         beacon = Beacon(config)
         _STATE.beacon = beacon
         beacon.start()
+        beacon.go.set()  # only now: see Beacon.run
     except BaseException as exc:  # noqa: BLE001 - the script runs on, unsupervised
         _runtime.internal_error("start", exc)
         _runtime.disable()

@@ -15,11 +15,14 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional
 
 from worker import runtime
 from worker.config import Config
 from worker.runtime import STATE, SLOT, Final
+
+TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
 
 VERSION = "0.1.0"
 POLL_S = 0.025          # longest wait for commands while idle
@@ -67,9 +70,17 @@ class Beacon(threading.Thread):
         self.client_seq = 0
         self.sock = None
         self.ctx = None
+        self.go = threading.Event()
+        # Written to by wake(): last words and shutdown must not wait out a poll timeout.
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
 
     # --- thread body ---------------------------------------------------------------------
     def run(self) -> None:
+        # Wait until Thread.start() has returned to the importing thread: importing zmq
+        # right away would hold the GIL that start() needs to return (up to the 5 ms
+        # switch interval, at every `import worker`).
+        self.go.wait(5.0)
         try:
             self._connect()
             self._send_now("hello", self._hello())
@@ -103,7 +114,16 @@ class Beacon(threading.Thread):
         body["crash_file"] = self.config.crash_file
         return body
 
+    def wake(self) -> None:
+        try:
+            os.write(self.wake_w, b"!")
+        except OSError:  # full (it is already awake) or closed
+            pass
+
     def _loop(self) -> None:
+        poller = self.zmq.Poller()
+        poller.register(self.sock, self.zmq.POLLIN)
+        poller.register(self.wake_r, self.zmq.POLLIN)
         next_beat = time.monotonic()
         while not self.stop and STATE.enabled:
             now = time.monotonic()
@@ -114,7 +134,10 @@ class Beacon(threading.Thread):
                 self._heartbeat(now)
                 next_beat = now + self.config.heartbeat_s
             timeout = 0 if busy else min(POLL_S, max(0.0, next_beat - now))
-            if self.sock.poll(int(timeout * 1000), self.zmq.POLLIN):
+            ready = dict(poller.poll(int(timeout * 1000)))
+            if self.wake_r in ready:
+                os.read(self.wake_r, 4096)
+            if self.sock in ready:
                 self._read_commands()
 
     # --- sending ---------------------------------------------------------------------------
@@ -291,6 +314,8 @@ class Beacon(threading.Thread):
                 self.sock.close(linger=0 if (delivered or self.refused) else LINGER_MS)
             if self.ctx is not None:
                 self.ctx.term()
+            os.close(self.wake_r)
+            os.close(self.wake_w)
         except Exception as exc:  # noqa: BLE001
             runtime.internal_error("closing the socket", exc)
 

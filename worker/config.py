@@ -6,27 +6,42 @@ An absent TRAINBRIDGE_ENDPOINT is the normal "not supervised" case and has no re
 
 from __future__ import annotations
 
-import re
-from typing import Mapping, NamedTuple, Optional, Tuple
+TYPE_CHECKING = False  # typing and re cost milliseconds: this runs at `import worker`
+if TYPE_CHECKING:
+    from typing import Mapping, Optional, Tuple
 
-_JOB_ID = re.compile(r"[A-Za-z0-9._-]{1,64}\Z")
-_KEY_HEX = re.compile(r"[0-9a-f]{64}\Z")
+_JOB_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_HEX_CHARS = frozenset("0123456789abcdef")
 
 
-class Config(NamedTuple):
-    endpoint: str
-    job: str
-    key: bytes
-    rank: int
-    crash_file: Optional[str]
-    heartbeat_s: float
-    stall_s: float
-    freeze_s: float  # 0 disables the GIL-freeze watchdog
-    ack_timeout_s: float
+class Config:
+    __slots__ = ("endpoint", "job", "key", "rank", "crash_file", "heartbeat_s", "stall_s",
+                 "freeze_s", "ack_timeout_s")
+
+    def __init__(self, endpoint: str, job: str, key: bytes, rank: int,
+                 crash_file: Optional[str], heartbeat_s: float, stall_s: float,
+                 freeze_s: float, ack_timeout_s: float):
+        self.endpoint = endpoint
+        self.job = job
+        self.key = key
+        self.rank = rank
+        self.crash_file = crash_file
+        self.heartbeat_s = heartbeat_s
+        self.stall_s = stall_s
+        self.freeze_s = freeze_s  # 0 disables the GIL-freeze watchdog
+        self.ack_timeout_s = ack_timeout_s
 
     @property
     def routing_id(self) -> bytes:
         return f"{self.job}/{self.rank}".encode("ascii")
+
+
+def valid_job_id(job: str) -> bool:
+    return 1 <= len(job) <= 64 and _JOB_CHARS.issuperset(job)
+
+
+def valid_key_hex(key_hex: str) -> bool:
+    return len(key_hex) == 64 and _HEX_CHARS.issuperset(key_hex)
 
 
 def _number(env: Mapping[str, str], name: str, default: float, minimum: float) -> float:
@@ -54,9 +69,9 @@ def from_env(env: Mapping[str, str]) -> Tuple[Optional[Config], Optional[str]]:
         return None, None
     job = env.get("TRAINBRIDGE_JOB_ID", "")
     key_hex = env.get("TRAINBRIDGE_KEY", "")
-    if not _JOB_ID.match(job):
+    if not valid_job_id(job):
         return None, "TRAINBRIDGE_JOB_ID is missing or not 1-64 chars of [A-Za-z0-9._-]"
-    if not _KEY_HEX.match(key_hex):
+    if not valid_key_hex(key_hex):
         return None, "TRAINBRIDGE_KEY is missing or not 64 lowercase hex digits"
     try:
         heartbeat_s = _number(env, "TRAINBRIDGE_HEARTBEAT_S", 1.0, 0.01)

@@ -4,8 +4,11 @@ values out; `traceback` is imported on first use, not at `import worker`)."""
 from __future__ import annotations
 
 import sys
-from types import FrameType
-from typing import Any, Dict, List, Optional
+
+TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
+    from types import FrameType
 
 # Attribute set on an exception by the innermost stage it escaped from, so that an error
 # reported later (sys.excepthook runs after every stage has closed) still names its stage.

@@ -18,11 +18,14 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
 
 from worker import errors, runtime
 from worker.config import Config
 from worker.runtime import STATE
+
+TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
+if TYPE_CHECKING:
+    from typing import Any
 
 _prev_excepthook = sys.excepthook
 _prev_thread_excepthook = threading.excepthook
@@ -169,6 +172,7 @@ def _stop_beacon() -> None:
     if beacon is None:
         return
     beacon.stop = True  # type: ignore[attr-defined]
+    beacon.wake()  # type: ignore[attr-defined]
     if beacon is not threading.current_thread():
         beacon.join(timeout=2.0)
 

@@ -10,19 +10,26 @@ Light on purpose: no zmq, msgpack, psutil or torch here (`import worker` must st
 from __future__ import annotations
 
 import sys
-import threading
 import time
-from collections import deque
-from typing import Any, Deque, Dict, List, Optional
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
 
-from worker.config import Config
+try:  # the C type itself: `collections` costs a millisecond that scripts may not pay
+    from _collections import deque
+except ImportError:  # pragma: no cover - other Python implementations
+    from collections import deque
+
+if TYPE_CHECKING:
+    import threading
+    from typing import Any, Deque, Dict, List, Optional
+
+    from worker.config import Config
 
 LOG_QUEUE_LIMIT = 10_000
 
 # The latest progress as (step, total, metrics): progress() replaces the tuple and the
 # beacon notices the new identity. A one-item list so that the API module can keep a
 # direct reference (one global lookup and one store on the hot path).
-SLOT: List[Any] = [None]
+SLOT: "List[Any]" = [None]
 
 
 class Final:
@@ -31,6 +38,8 @@ class Final:
     __slots__ = ("kind", "body", "acked", "progress")
 
     def __init__(self, kind: str, body: Dict[str, Any]):
+        import threading  # only ever needed when supervised
+
         self.kind = kind
         self.body = body
         self.acked = threading.Event()
@@ -124,6 +133,7 @@ def send_final(kind: str, body: Dict[str, Any]) -> bool:
     if STATE.last_words_deadline is None:
         STATE.last_words_deadline = now + STATE.config.ack_timeout_s
     STATE.events.append(final)
+    beacon.wake()  # type: ignore[attr-defined]
     return final.acked.wait(max(0.0, STATE.last_words_deadline - now))
 
 
@@ -141,6 +151,8 @@ def internal_error(where: str, exc: BaseException) -> None:
         sys.stderr.write(f"[trainbridge] worker internal error: {text}\n")
         sys.stderr.flush()
         if STATE.enabled:
+            import threading
+
             from worker import errors
             body = errors.error_body(exc, fatal=False, thread=threading.current_thread().name,
                                      stage=current_stage(), kind="internal")
