@@ -89,3 +89,103 @@ def no_leftover_processes():
 
 def by_name(report):
     return {row["name"]: row for row in report["checks"]}
+
+
+FAKE_PYNVML = '''
+"""A stand-in for nvidia-ml-py: the driver and GPUs described in fake_gpu.json."""
+import json, os
+_CFG = json.load(open(os.path.join(os.path.dirname(__file__), "fake_gpu.json")))
+class NVMLError(Exception):
+    pass
+class _Mem:
+    def __init__(self, total):
+        self.total, self.used, self.free = total, 0, total
+def nvmlInit():
+    if _CFG.get("nvml_error"):
+        raise NVMLError(_CFG["nvml_error"])
+def nvmlShutdown():
+    pass
+def nvmlSystemGetDriverVersion():
+    return _CFG["driver"]
+def nvmlSystemGetCudaDriverVersion():
+    return _CFG["driver_cuda"]
+def nvmlDeviceGetCount():
+    return len(_CFG["gpus"])
+def nvmlDeviceGetHandleByIndex(i):
+    return _CFG["gpus"][i]
+def nvmlDeviceGetName(h):
+    return h["name"].encode()
+def nvmlDeviceGetUUID(h):
+    return h["uuid"]
+def nvmlDeviceGetMemoryInfo(h):
+    return _Mem(h["memory"])
+'''
+
+FAKE_TORCH = '''
+"""A stand-in for a CUDA build of torch, as described in fake_gpu.json."""
+import json, os, warnings
+_CFG = json.load(open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "fake_gpu.json")))
+__version__ = _CFG["torch"]
+class version:
+    cuda = _CFG["torch_cuda"]
+    hip = None
+class _T:
+    def __init__(self, values, device):
+        self.values, self.device = values, device
+    def __mul__(self, k):
+        return _T([v * k for v in self.values], self.device)
+    def sum(self):
+        return _T([sum(self.values)], self.device)
+    def item(self):
+        if self.device in _CFG.get("broken_devices", []):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return self.values[0]
+def ones(n, device="cpu"):
+    return _T([1.0] * n, device)
+class _Props:
+    def __init__(self, g):
+        self.name, self.total_memory = g["name"], g["memory"]
+        self.major, self.minor = map(int, g["capability"].split("."))
+class cuda:
+    @staticmethod
+    def is_available():
+        if not _CFG["cuda_available"]:
+            warnings.warn("CUDA initialization: The NVIDIA driver on your system is too old")
+        return _CFG["cuda_available"]
+    @staticmethod
+    def device_count():
+        return len(_CFG["gpus"]) if _CFG["cuda_available"] else 0
+    @staticmethod
+    def get_arch_list():
+        return _CFG["arch_list"]
+    @staticmethod
+    def get_device_properties(i):
+        return _Props(_CFG["gpus"][i])
+    @staticmethod
+    def mem_get_info(i):
+        return (_CFG["gpus"][i]["memory"] - 2**30, _CFG["gpus"][i]["memory"])
+class backends:
+    class cudnn:
+        @staticmethod
+        def version():
+            return 90100
+'''
+
+
+@pytest.fixture
+def fake_gpu_env(tmp_path):
+    """A PYTHONPATH dir with a fake pynvml and a fake CUDA torch (with pip metadata), driven by
+    a config: what a GPU box looks like to the probe, on a machine without one."""
+    import json
+
+    def make(**config):
+        site = tmp_path / "fakegpu"
+        (site / "torch").mkdir(parents=True)
+        (site / "fake_gpu.json").write_text(json.dumps(config))
+        (site / "pynvml.py").write_text(FAKE_PYNVML)
+        (site / "torch" / "__init__.py").write_text(FAKE_TORCH)
+        meta = site / ("torch-%s.dist-info" % config["torch"])
+        meta.mkdir()
+        (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: %s\n" % config["torch"])
+        return str(site)
+    return make

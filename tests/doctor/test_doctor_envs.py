@@ -206,3 +206,52 @@ def test_interpreter_that_cannot_run_the_probe(tmp_path):
     assert row["verdict"] == "fail" and "(exited with code 1) before running any check" in row["detail"]
     assert "SyntaxError" in row["stack"]  # its stderr, for the user to read
     assert by_name(report)["torch"]["verdict"] == "skip" and report["exit_code"] == 1
+
+
+A100 = {"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-1111aaaa", "memory": 80 * 2**30, "capability": "8.0"}
+A100B = dict(A100, uuid="GPU-2222bbbb")
+
+
+def test_driver_too_old_for_the_torch_build(bare_python, fake_gpu_env, tmp_path):
+    """The classic: torch cu121 on a driver that supports CUDA 11.4 at most."""
+    site = fake_gpu_env(driver="470.82.01", driver_cuda=11040, gpus=[A100, A100B], torch="2.4.0+cu121",
+                        torch_cuda="12.1", cuda_available=False, arch_list=["sm_80", "sm_90"])
+    report = doctor(bare_python, timeout=10, env=base_env(PYTHONPATH=site, CUDA_VISIBLE_DEVICES="1"),
+                    cwd=str(tmp_path))
+    rows = by_name(report)
+    assert rows["nvidia_driver"]["verdict"] == "ok" and "2 GPU(s)" in rows["nvidia_driver"]["detail"]
+    compat = rows["cuda_driver_compat"]
+    assert compat["verdict"] == "fail" and "too old for torch built with CUDA 12.1" in compat["detail"]
+    assert "upgrade the NVIDIA driver" in compat["fix"]
+    assert rows["torch_cuda"]["verdict"] == "fail" and "driver on your system is too old" in rows["torch_cuda"]["detail"]
+    assert rows["cuda_visible_devices"]["verdict"] == "ok"
+    assert [d["device"] for d in rows["torch_tensor"]["facts"]["devices"]] == ["cpu"]
+    assert report["exit_code"] == 1
+
+
+def test_healthy_gpu_box(bare_python, fake_gpu_env, tmp_path):
+    site = fake_gpu_env(driver="550.54.14", driver_cuda=12040, gpus=[A100, A100B], torch="2.4.0+cu121",
+                        torch_cuda="12.1", cuda_available=True, arch_list=["sm_80", "sm_90"])
+    env = base_env(PYTHONPATH=site, PYTHONUTF8="1")
+    report = doctor(bare_python, timeout=10, env=env, cwd=str(tmp_path))
+    rows = by_name(report)
+    for name in ("nvidia_driver", "cuda_visible_devices", "torch", "torch_cuda", "cuda_driver_compat", "torch_tensor"):
+        assert rows[name]["verdict"] == "ok", rows[name]
+    assert [d["device"] for d in rows["torch_tensor"]["facts"]["devices"]] == ["cpu", "cuda:0", "cuda:1"]
+    assert "sm_80" in rows["torch_cuda"]["detail"]
+    assert report["exit_code"] == 0
+
+
+@pytest.mark.parametrize("change, check, needle", [
+    ({"gpus": [dict(A100, name="NVIDIA GeForce RTX 5090", capability="12.0")]}, "torch_cuda", "sm_120"),
+    ({"broken_devices": ["cuda:1"]}, "torch_tensor", "cuda:1: RuntimeError: CUDA error"),
+    ({"nvml_error": "Driver/library version mismatch"}, "nvidia_driver", "version mismatch"),
+])
+def test_broken_gpu_boxes(bare_python, fake_gpu_env, tmp_path, change, check, needle):
+    config = dict(driver="550.54.14", driver_cuda=12040, gpus=[A100, A100B], torch="2.4.0+cu121",
+                  torch_cuda="12.1", cuda_available=True, arch_list=["sm_80", "sm_90"])
+    config.update(change)
+    report = doctor(bare_python, timeout=10, env=base_env(PYTHONPATH=fake_gpu_env(**config)), cwd=str(tmp_path))
+    row = by_name(report)[check]
+    assert row["verdict"] == "fail" and needle in row["detail"], row
+    assert report["exit_code"] == 1
