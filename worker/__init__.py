@@ -157,9 +157,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'worker' has no attribute {name!r}")
 
 
+def _in_multiprocessing_child() -> bool:
+    """A spawn/forkserver child inherits our variables and re-imports the main module
+    (and so `worker`): it must not connect as its parent (same job and rank)."""
+    process = _sys.modules.get("multiprocessing.process")
+    if process is None:
+        return False
+    try:
+        return (process.parent_process() is not None
+                or bool(getattr(process.current_process(), "_inheriting", False)))
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def _start() -> None:
-    if not _os.environ.get("TRAINBRIDGE_ENDPOINT"):
-        return  # not supervised: import nothing more
+    if not _os.environ.get("TRAINBRIDGE_ENDPOINT") or _in_multiprocessing_child():
+        return  # not supervised (or a helper process of a supervised one): a no-op worker
     from worker.config import from_env
 
     config, problem = from_env(_os.environ)

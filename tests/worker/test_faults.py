@@ -140,6 +140,30 @@ def test_forked_child_stays_silent(receiver, tmp_path):
     assert receiver.of_kind("bye")[0].body["reason"] == "normal"
 
 
+def test_multiprocessing_spawn_children_stay_silent(receiver, tmp_path):
+    proc = run_python(textwrap.dedent("""
+        import multiprocessing as mp
+        import worker
+
+        def work(n):
+            worker.progress(1000 + n)
+            worker.log("from a spawned child")
+            return worker.enabled()
+
+        if __name__ == "__main__":
+            with worker.stage("pool"):
+                with mp.get_context("spawn").Pool(2) as pool:
+                    print("children enabled:", pool.map(work, range(2)), flush=True)
+            worker.progress(1)
+    """), receiver.env(heartbeat_s="0.2"), str(tmp_path), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert b"children enabled: [False, False]" in proc.stdout
+    receiver.wait_for(lambda r: r.kind == "bye")
+    assert len(receiver.of_kind("hello")) == 1
+    assert not receiver.of_kind("log")
+    assert [r.body["step"] for r in receiver.of_kind("progress")] == [1]
+
+
 def test_thread_exception_is_reported_and_not_fatal(receiver, tmp_path):
     proc = run_python(textwrap.dedent("""
         import threading, worker
