@@ -94,7 +94,7 @@ class Job:
         self._fatal_capture = False
         self.oom_killed: Optional[bool] = None
         self._oom_before: Optional[int] = None
-        self.leftovers_killed: List[int] = []
+        self.leftovers: List[int] = []  # pids that outlived the main process (then stopped)
         self.signals_sent: List[str] = []
         self.exit_code: Optional[int] = None
         self.exit_signal: Optional[str] = None
@@ -103,6 +103,7 @@ class Job:
         self._dump_seq: Optional[int] = None
         self._pending_dumps: Dict[int, List[Any]] = {}
         self._pipes: Dict[int, str] = {}
+        self._pipe_files: Dict[int, Any] = {}  # close through these: Popen owns the fds
         self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
         self._pidfd: Optional[int] = None
         self._drain_until: Optional[float] = None
@@ -150,11 +151,12 @@ class Job:
 
     def _attach(self, proc) -> None:
         self.proc = proc
-        self.tree = launcher.Tree(proc.pid)
+        self.tree = launcher.Tree(proc.pid, self.id)
         for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
             fd = pipe.fileno()
             os.set_blocking(fd, False)
             self._pipes[fd] = stream
+            self._pipe_files[fd] = pipe
             self.hub.add_fd(fd, lambda fd=fd: self._read_pipe(fd))
         self._oom_before = _oom_kill_count(proc.pid)
         self._pidfd = launcher.open_pidfd(proc.pid)
@@ -398,19 +400,18 @@ class Job:
     def _lines(self, stream: str, raw_lines) -> None:
         if not raw_lines:
             return
-        texts = []
-        for raw in raw_lines:
-            text, _ = decode_line(raw.data)
+        decoded = [(decode_line(raw.data)[0], raw.end) for raw in raw_lines]
+        # The log first: when a listener hears of a line, the file already has it.
+        self._write_log("\n".join(log_text(text) for text, _ in decoded))
+        for text, end in decoded:
             self.lines[stream] += 1
-            texts.append(log_text(text))
             # tqdm redraws replace each other in the tail instead of filling it.
             if self.tail and self.tail[-1]["end"] == "cr" and self.tail[-1]["stream"] == stream:
                 self.tail.pop()
-            self.tail.append({"stream": stream, "text": text, "end": raw.end})
+            self.tail.append({"stream": stream, "text": text, "end": end})
             if stream == "stderr":
                 self._capture_fatal(text)
-            self._publish({"event": "output", "stream": stream, "text": text, "end": raw.end})
-        self._write_log("\n".join(texts))
+            self._publish({"event": "output", "stream": stream, "text": text, "end": end})
 
     def _capture_fatal(self, text: str) -> None:
         # PYTHONFAULTHANDLER prints a crashed process's stacks on stderr; keep them whole
@@ -436,8 +437,10 @@ class Job:
         self.hub.remove_fd(fd)
         self._lines(stream, self._splitters[stream].flush())
         try:
-            os.close(fd)
-        except OSError:
+            # Closing the file object (not the bare fd) keeps Popen from closing the same
+            # number again later, when it may belong to another job's pipe.
+            self._pipe_files.pop(fd).close()
+        except (OSError, KeyError):
             pass
 
     def _close_pipes(self) -> None:
@@ -482,8 +485,11 @@ class Job:
             self._read_available(fd)
         # Whatever of the tree outlived the main process is an orphan now: ask it to go
         # (it is SIGKILLed at finish), so it cannot hold our pipes or the GPU.
-        if self.tree is not None and self.tree.alive(include_root=False):
-            self.tree.signal(signals.SIGTERM, include_root=False)
+        if self.tree is not None:
+            self.tree.adopt_escapees()
+            self.leftovers = [p.pid for p in self.tree.alive(include_root=False)]
+            if self.leftovers:
+                self.tree.signal(signals.SIGTERM, include_root=False)
         self._drain_until = time.monotonic() + PIPE_LINGER_S
 
     def _start_snapshot(self) -> None:
@@ -501,15 +507,11 @@ class Job:
         self._snapshot_thread.start()
 
     def _finish(self) -> None:
-        leftovers = []
-        if self.tree is not None:
-            leftovers = [p.pid for p in self.tree.alive(include_root=False)]
-            if leftovers:
-                self.tree.signal(signals.SIGKILL, include_root=False)
+        if self.tree is not None and self.tree.alive(include_root=False):
+            self.tree.signal(signals.SIGKILL, include_root=False)
         if self._snapshot_thread is not None:
             self._snapshot_thread.join(timeout=3.0)
         self.hub.drain_router()
-        self.leftovers_killed = leftovers
         try:
             self.report = Report(reports.build(self))
         except Exception as exc:  # never leave a waiter hanging on a report bug

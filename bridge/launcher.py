@@ -98,8 +98,9 @@ class Tree:
     """The processes of one job: its group plus descendants seen so far (pid, create_time),
     so a reused pid is never signalled and setsid() escapees are not forgotten."""
 
-    def __init__(self, pid: int):
+    def __init__(self, pid: int, job_id: Optional[str] = None):
         self.pid = pid
+        self.job_id = job_id
         self.pgid = pid  # start_new_session: the child leads its own group
         self.known: Dict[int, float] = {}
         self.refresh()
@@ -121,6 +122,22 @@ class Tree:
                 self.known.setdefault(proc.pid, proc.create_time())
             except psutil.Error:
                 pass
+
+    def adopt_escapees(self) -> None:
+        """Find processes that left both the tree and the group (setsid, then orphaned)
+        by the job id they inherited in their environment. Costs a scan of /proc: call it
+        when the job ends, not on every tick."""
+        if not self.job_id:
+            return
+        me = os.getpid()
+        for proc in psutil.process_iter(["pid"]):
+            if proc.pid in self.known or proc.pid == me:
+                continue
+            try:
+                if proc.environ().get("TRAINBRIDGE_JOB_ID") == self.job_id:
+                    self.known.setdefault(proc.pid, proc.create_time())
+            except (psutil.Error, OSError):
+                continue
 
     def _group_members(self) -> Iterable[psutil.Process]:
         # A descendant that was orphaned before we saw it may still be in the group.

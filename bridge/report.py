@@ -66,7 +66,7 @@ def build(job: Any) -> Dict[str, Any]:
                    "ranks": sorted(job.hellos), "dump_signal": bool(job.dump_pids)},
         "output": {"lines": dict(job.lines), "bytes": dict(job.bytes)},
         "protocol": {"rejected": dict(job.channel.rejected), "lost": job.channel.lost},
-        "leftovers_killed": list(job.leftovers_killed),
+        "leftovers": list(job.leftovers),
         "log_path": job.log_path,
         "evidence": job.snapshot,
     }

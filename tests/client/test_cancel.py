@@ -1,0 +1,71 @@
+"""Cancel: in-band first, then SIGTERM and SIGKILL of the whole tree, grandchildren too."""
+
+import sys
+
+import psutil
+
+import bridge
+from tests.client.conftest import assert_tree_gone, message, validate_report
+
+# The child starts two grandchildren: one in its process group, one that escaped with
+# setsid(); it reports their pids as progress metrics so the test can check them too.
+SPAWNS_GRANDCHILDREN = """
+    import subprocess, sys, threading, worker
+    sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
+    same_group = subprocess.Popen(sleeper)
+    escaped = subprocess.Popen(sleeper, start_new_session=True)
+    worker.progress(1, 10, same_group=str(same_group.pid), escaped=str(escaped.pid))
+"""
+
+
+def grandchildren(report):
+    metrics = report["progress"]["metrics"]
+    return [int(metrics["same_group"]), int(metrics["escaped"])]
+
+
+def assert_gone(pids):
+    alive = [p for p in pids if psutil.pid_exists(p)
+             and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert not alive, f"left behind: {alive}"
+
+
+def cancel_on_first_progress(job, grace):
+    """Follow the job's events; cancel once the child reported its grandchildren."""
+    for event in job.events():
+        if message("progress")(event):
+            job.cancel(grace=grace)
+    return job.wait(20)
+
+
+def test_cancel_stops_the_job_and_its_grandchildren(script):
+    path = script(SPAWNS_GRANDCHILDREN + """
+    threading.Event().wait(120)  # KeyboardInterrupt from the in-band cancel ends this
+    """)
+    job = bridge.launch([sys.executable, path], kill_grace=0.5, zero_code=False)
+    r = cancel_on_first_progress(job, grace=1.0)
+    validate_report(r)
+    assert r["outcome"] == "cancelled" and r["diagnosis"] is None
+    assert r["signals_sent"] == []  # the in-band cancel was enough for the child itself
+    assert r["error"]["kind"] == "keyboard_interrupt"
+    assert_gone(grandchildren(r))  # orphans are stopped when the main process ends
+    assert_tree_gone(job)
+
+
+def test_cancel_escalates_to_sigkill_when_everything_is_ignored(script):
+    path = script(SPAWNS_GRANDCHILDREN + """
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        try:
+            threading.Event().wait(120)
+        except KeyboardInterrupt:
+            print("ignoring the cancel", flush=True)
+    """)
+    job = bridge.launch([sys.executable, path], kill_grace=0.3, zero_code=False)
+    r = cancel_on_first_progress(job, grace=0.3)
+    validate_report(r)
+    assert r["outcome"] == "cancelled"
+    assert r["signals_sent"] == ["SIGTERM", "SIGKILL"] and r["signal"] == "SIGKILL"
+    assert "ignoring the cancel" in r["log_tail"]
+    assert_gone(grandchildren(r))
+    assert_tree_gone(job)
