@@ -166,8 +166,8 @@ def doctor(python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT, hosts
     python = python or sys.executable
     env = dict(os.environ if env is None else env)
     targets = plan_targets(env, list(hosts or ()))
-    net: Dict[str, dict] = {}
-    net_thread = threading.Thread(target=lambda: net.update(probe_all(targets, connect_timeout)),
+    net: List[Dict[str, dict]] = []  # filled in one step by the thread: never read half-written
+    net_thread = threading.Thread(target=lambda: net.append(probe_all(targets, connect_timeout)),
                                   daemon=True, name="doctor-net")
     net_thread.start()  # hosts are probed while the target runs its checks
 
@@ -177,12 +177,12 @@ def doctor(python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT, hosts
     if nvidia and nvidia.status == DONE and str(nvidia.facts.get("pynvml", "")).startswith("missing") and ours:
         # The target has no pynvml: ask the driver through ours, still in a child with a deadline.
         again = run_checks(sys.executable, ["nvidia_driver"], timeout, env, cwd).get("nvidia_driver")
-        if again is not None and again.status == DONE:
+        if again is not None and again.status != NOT_RUN:  # a hang here is news about the driver too
             again.facts["source"] = "doctor's interpreter (%s has no pynvml)" % python
             runs = dict(runs, nvidia_driver=again)
 
     net_thread.join(connect_timeout + 1.0)
-    rows = assemble(python, runs, dict(net), targets, env)
+    rows = assemble(python, runs, net[0] if net else {}, targets, env)
     counts = {v: sum(1 for r in rows if r["verdict"] == v) for v in rules.VERDICTS}
     code = rules.exit_code(r["verdict"] for r in rows)
     return {
