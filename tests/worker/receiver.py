@@ -48,6 +48,8 @@ class Receiver:
         self.slow = slow  # called before each message is read: makes the reader slow
         self.messages: List[Received] = []
         self.rejected: List[str] = []
+        self.replays: List[codec.Message] = []
+        self._last_seq: Dict[bytes, int] = {}
         self.cond = threading.Condition()
         self._outbox: deque = deque()
         self._seq = 0
@@ -88,9 +90,14 @@ class Receiver:
                 self.rejected.append(exc.reason)
             return
         if self.ack and msg.kind in codec.FINAL_KINDS:
-            self._send_frames(routing_id, "ack", {"to": msg.seq})
+            self._send_frames(routing_id, "ack", {"to": msg.seq})  # replays are acked again
+        verdict, self._last_seq[routing_id] = codec.check_seq(self._last_seq.get(routing_id, 0),
+                                                              msg.seq)
         with self.cond:
-            self.messages.append(Received(msg, routing_id, time.monotonic()))
+            if verdict == "replay":  # last words resent before our ack arrived
+                self.replays.append(msg)
+            else:
+                self.messages.append(Received(msg, routing_id, time.monotonic()))
             self.cond.notify_all()
 
     def _send_frames(self, routing_id: bytes, kind: str, body: Dict[str, Any]) -> int:
