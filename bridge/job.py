@@ -323,7 +323,7 @@ class Job:
         elif kind == "stage":
             self._record_stage(body)
             self._step({"type": "stage", "t": now, "event": body["event"], "name": body["name"],
-                        "budget_s": body.get("budget_s")})
+                        "depth": body.get("depth"), "budget_s": body.get("budget_s")})
         elif kind == "progress":
             self.progress = {"step": body["step"], "total": body.get("total"),
                              "metrics": body.get("metrics") or {}}
@@ -366,8 +366,10 @@ class Job:
                                 "depth": body.get("depth", 0), "budget_s": body.get("budget_s"),
                                 "started": time.monotonic() - self.started})
             return
+        depth = body.get("depth")
         for entry in reversed(self.stages):
-            if entry["name"] == body["name"] and entry["status"] == "running":
+            if entry["name"] == body["name"] and entry["status"] == "running" \
+                    and (depth is None or entry["depth"] == depth):
                 entry["status"] = body.get("status") or "ok"
                 entry["duration_s"] = body.get("duration_s")
                 if entry["duration_s"] is None:

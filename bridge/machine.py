@@ -12,7 +12,7 @@ Outcomes: succeeded | failed | crashed | hung | cancelled, decided in one place:
 
 Events ({"type": ..., "t": ...} plus):
   hello      dump_signal: bool (the worker can dump stacks on SIGUSR1)
-  stage      event: "begin"|"end", name, budget_s?: num
+  stage      event: "begin"|"end", name, depth?: int, budget_s?: num
   progress   (step and total are the shell's business)
   beat       any other authentic worker message: heartbeat, log, reply (the beacon lives)
   error      fatal: bool, kind: str, exit_code?: int (the worker's error message)
@@ -126,11 +126,15 @@ def _on_hello(s, e, t, actions):
 def _on_stage(s, e, t, actions):
     _beacon(s, t)
     name = e["name"]
+    depth = e.get("depth")
     if e["event"] == "begin":
-        s["stages"].append({"name": name, "t": t, "budget_s": e.get("budget_s")})
+        s["stages"].append({"name": name, "t": t, "budget_s": e.get("budget_s"), "depth": depth})
     else:
+        # The innermost open stage with this name (and depth, when given) closes, and with
+        # it every stage opened inside it.
         for i in range(len(s["stages"]) - 1, -1, -1):
-            if s["stages"][i]["name"] == name:
+            st = s["stages"][i]
+            if st["name"] == name and (depth is None or st.get("depth") in (None, depth)):
                 del s["stages"][i:]
                 break
     _activity(s, t, actions)

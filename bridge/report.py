@@ -183,7 +183,7 @@ def summary(report: Dict[str, Any]) -> str:
         parts[0] += f" (killed by {report['signal']})"
     elif report.get("exit_code") is not None:
         parts[0] += f" (exit status {report['exit_code']})"
-    if report.get("stage"):
+    if report.get("stage") and outcome != "succeeded":
         parts[0] += f", in stage '{report['stage']}'"
     progress = report.get("progress")
     if progress and progress.get("step") is not None:

@@ -206,6 +206,15 @@ CASES = [
         (5, "exit", ex(0), RUN, ["drain"], 5.5),
         (5.1, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
     ], "succeeded", None),
+    ("same stage name at two depths: the end's depth says which closes", {}, 10, [
+        (0, "hello", HELLO, RUN, ["state:running"], 3),
+        (0.5, "stage", {"event": "begin", "name": "train", "depth": 0, "budget_s": 100}, RUN, [], 2.5),
+        (1, "stage", {"event": "begin", "name": "train", "depth": 1, "budget_s": 1}, RUN, [], 2),
+        (1.5, "stage", {"event": "end", "name": "train", "depth": 0}, RUN, [], 3.5),
+        (2.5, "bye", {"reason": "normal", "exit_code": 0}, RUN, [], 5.5),
+        (3, "exit", ex(0), RUN, ["drain"], 3.5),
+        (3.1, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
     ("succeeded: a non-fatal error does not fail the job", {}, 10, [
         (0, "hello", HELLO, RUN, ["state:running"], 3),
         (1, "error", {"fatal": False, "kind": "exception"}, RUN, [], 4),
