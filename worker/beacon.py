@@ -141,13 +141,14 @@ class Beacon(threading.Thread):
                 self._read_commands()
 
     # --- sending ---------------------------------------------------------------------------
-    def _encode(self, kind: str, body: Dict[str, Any]) -> Optional[List[bytes]]:
+    def _encode(self, kind: str, body: Dict[str, Any],
+                shrunk: bool = False) -> Optional[List[bytes]]:
         try:
             frames = self.codec.encode(kind, self.seq + 1, body, self.config.key,
                                        self.config.job)
-        except Exception as exc:  # noqa: BLE001 - e.g. a metric whose conversion failed
-            if kind == "error" and getattr(exc, "reason", "") == "oversize":
-                return self._encode(kind, _shrunk_error(body))
+        except Exception as exc:  # noqa: BLE001 - e.g. an integer beyond 64 bits
+            if kind == "error" and not shrunk and getattr(exc, "reason", "") == "oversize":
+                return self._encode(kind, _shrunk_error(body), shrunk=True)
             runtime.internal_error(f"encoding a {kind} message", exc)
             return None
         self.seq += 1
@@ -280,11 +281,11 @@ class Beacon(threading.Thread):
 
             self._send_now("reply", {"to": msg.seq, "ok": True, "stacks": errors.all_stacks()})
         elif kind == "cancel":
+            STATE.cancelled = True  # before the signal: the main thread may end at once
             error = _interrupt_main()
             reply = {"to": msg.seq, "ok": error is None}
-            if error is None:
-                STATE.cancelled = True
-            else:
+            if error is not None:
+                STATE.cancelled = False
                 reply["error"] = error
             self._send_now("reply", reply)
         elif kind == "refuse":
@@ -314,8 +315,8 @@ class Beacon(threading.Thread):
                 self.sock.close(linger=0 if (delivered or self.refused) else LINGER_MS)
             if self.ctx is not None:
                 self.ctx.term()
-            os.close(self.wake_r)
-            os.close(self.wake_w)
+            # The wake pipe stays open until the process ends: closing it here would let
+            # a late wake() write into whatever file reuses the descriptor number.
         except Exception as exc:  # noqa: BLE001
             runtime.internal_error("closing the socket", exc)
 

@@ -139,6 +139,11 @@ def _at_exit() -> None:
     try:
         if not STATE.enabled:
             return
+        last = getattr(sys, "last_value", None)
+        if last is not None and not STATE.fatal_sent:
+            # The script replaced sys.excepthook (rich, IPython-style hooks): Python still
+            # records the uncaught exception here before calling the hook.
+            _report_uncaught(last, getattr(last, "__traceback__", None))
         if STATE.exit_error is not None and not STATE.fatal_sent:
             STATE.fatal_sent = True
             runtime.send_final("error", STATE.exit_error)

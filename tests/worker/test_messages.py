@@ -195,6 +195,21 @@ def test_context_chain_and_custom_exception_names(receiver, tmp_path):
     assert error["stage"] is None
 
 
+def test_uncaught_exception_is_reported_when_the_script_replaced_excepthook(receiver, tmp_path):
+    proc = run(receiver, tmp_path, """
+        import sys, worker
+        sys.excepthook = lambda *exc: print("custom hook:", exc[1], file=sys.stderr)
+        raise LookupError("no such tokenizer")
+    """)
+    assert proc.returncode == 1
+    assert proc.stderr == b"custom hook: no such tokenizer\n"
+    error = receiver.wait_for(lambda r: r.kind == "error").body
+    assert error["type"] == "LookupError" and error["fatal"] is True
+    assert error["frames"][-1]["line"] == 4
+    assert receiver.wait_for(lambda r: r.kind == "bye").body == {"exit_code": 1,
+                                                                  "reason": "after_error"}
+
+
 def test_cuda_oom_is_recognised_by_type(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
         import torch, worker
