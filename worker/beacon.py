@@ -111,7 +111,7 @@ class Beacon(threading.Thread):
 
         body = facts.hello(self.config.heartbeat_s, VERSION, self.codec.PROTOCOL_VERSION)
         body["dump_signal"] = STATE.dump_signal
-        body["crash_file"] = self.config.crash_file
+        body["crash_file"] = self.config.crash_file if STATE.crash_file is not None else None
         return body
 
     def wake(self) -> None:

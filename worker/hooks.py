@@ -35,8 +35,11 @@ _real_exit = sys.exit
 def install(config: Config) -> None:
     global _prev_excepthook, _prev_thread_excepthook, _real_exit
     if config.crash_file:
-        _install_faulthandler(config.crash_file)
-        if config.freeze_s:
+        try:
+            _install_faulthandler(config.crash_file)
+        except Exception as exc:  # noqa: BLE001 - e.g. its folder is gone: report, go on
+            runtime.internal_error("opening the crash file", exc)
+        if config.freeze_s and STATE.crash_file is not None:
             # Armed now, not when the beacon first runs: a freeze right after import (say
             # `import torch` stuck in CUDA init with the GIL held) must be caught too.
             faulthandler.dump_traceback_later(config.freeze_s, file=STATE.crash_file)

@@ -226,6 +226,20 @@ def test_internal_failure_is_reported_once_and_the_script_goes_on(receiver, tmp_
     assert receiver.of_kind("progress")[-1].body["metrics"] == {"loss": 0.5}
 
 
+def test_unusable_crash_file_is_reported_and_the_rest_works(receiver, tmp_path):
+    proc = run_python("import worker\nworker.progress(1)\n",
+                      receiver.env(crash_file=str(tmp_path / "missing-dir" / "crash.txt")),
+                      str(tmp_path))
+    assert proc.returncode == 0
+    lines = proc.stderr.decode("ascii").splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("[trainbridge] worker internal error: opening the crash file")
+    hello = receiver.wait_for(lambda r: r.kind == "hello").body
+    assert hello["crash_file"] is None and hello["dump_signal"] is None
+    assert receiver.wait_for(lambda r: r.kind == "error").body["kind"] == "internal"
+    assert receiver.wait_for(lambda r: r.kind == "bye").body["reason"] == "normal"
+
+
 def test_refused_worker_disables_itself_and_the_script_goes_on(tmp_path):
     directory = tempfile.mkdtemp(prefix="tbw-", dir="/tmp")
     receiver = Receiver(directory)
