@@ -1,0 +1,112 @@
+"""Zero-code mode: unmodified scripts (none imports worker) get stages, progress and
+diagnosis through the Python client. node-client/test/zerocode.test.js runs the same
+scripts through the Node client."""
+
+import os
+import sys
+import time
+
+import psutil
+
+import bridge
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, "scripts")
+PY = sys.executable
+
+
+def user_env(**extra):
+    """A real user's environment: this machine's PYTHONUNBUFFERED removed."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env.update(extra)
+    return env
+
+
+def run(cmd, timeout=90, **kwargs):
+    kwargs.setdefault("startup_timeout", 60)
+    kwargs.setdefault("heartbeat_timeout", 30)
+    events = []
+    job = bridge.launch(cmd, env=kwargs.pop("env", user_env()), cwd=kwargs.pop("cwd", SCRIPTS),
+                        on_event=events.append, **kwargs)
+    report = job.wait(timeout)
+    assert report is not None, f"no report within {timeout} s"
+    assert not psutil.Process().children(recursive=True), "a process of the job was left over"
+    return report, events
+
+
+def names(report):
+    return [s["name"] for s in report["stages"]]
+
+
+def test_plain_torch_loop_gets_stages_and_counts_optimizer_steps():
+    report, events = run([PY, "torch_loop.py"])
+    assert report["outcome"] == "succeeded", report
+    stages = names(report)
+    for expected in ("startup", "main", "import torch", "first batch", "train"):
+        assert expected in stages, stages
+    assert stages.index("startup") < stages.index("main") < stages.index("import torch") \
+        < stages.index("first batch") < stages.index("train")
+    assert report["progress"]["step"] == 24  # 96 samples / 8 per batch x 2 epochs
+    assert report["progress"]["metrics"].get("source") == "optimizer"
+    assert any(line.startswith("trained 24 steps") for line in report["log_tail"])
+
+
+def test_dataloader_workers_stay_silent():
+    report, events = run([PY, "torch_loop.py", "2"])
+    assert report["outcome"] == "succeeded", report
+    hellos = [e for e in events if e.get("event") == "message" and e.get("kind") == "hello"]
+    assert len(hellos) == 1, [h["body"]["pid"] for h in hellos]  # forked workers never say hello
+    assert report["progress"]["step"] == 24
+
+
+def test_tqdm_bar_becomes_progress_with_its_description():
+    report, events = run([PY, "tqdm_loop.py", "60"])
+    assert report["outcome"] == "succeeded", report
+    progress = [e["body"] for e in events if e.get("event") == "message" and e.get("kind") == "progress"]
+    assert progress, "no progress from the tqdm bar"
+    last = progress[-1]
+    assert (last["step"], last["total"]) == (60, 60)
+    assert last["metrics"]["bar"] == "shard-00042.tar" and last["metrics"]["unit"] == "B"
+    steps = [p["step"] for p in progress]
+    assert steps == sorted(steps) and len(set(steps)) > 1, steps  # live, not only at the end
+
+
+def test_hang_while_importing_a_heavy_module_is_named():
+    env = user_env(PYTHONPATH=os.path.join(SCRIPTS, "slowpkgs"))
+    t0 = time.monotonic()
+    report, _ = run([PY, "import_hang.py"], env=env, stall_timeout=2.0, kill_grace=1.0)
+    known = time.monotonic() - t0
+    assert report["outcome"] == "hung", report
+    assert report["stage"] == "import transformers", report["stage"]
+    assert report["diagnosis"]["kind"] == "import_hang", report["diagnosis"]
+    assert "transformers" in report["diagnosis"]["summary"]
+    assert "importing transformers..." in report["log_tail"]
+    assert known < 2.0 + 1.0 + 5.0, known  # stall deadline + grace + start-up slack
+
+
+def test_python_dash_m_runs_as_main():
+    report, events = run([PY, "-m", "trainpkg"])
+    assert report["outcome"] == "succeeded", report
+    assert "main" in names(report)
+    assert report["progress"]["metrics"]["bar"] == "pkg"
+    assert "module done" in report["log_tail"]  # stdout and stderr interleave freely
+
+
+def test_no_variables_no_effect():
+    """The hook is inert in a process without the trainbridge variables."""
+    import subprocess
+
+    env = user_env(PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(HERE)), "bridge", "inject"))
+    code = "import sys; print(sorted(m for m in ('worker', 'zmq', 'msgpack') if m in sys.modules))"
+    out = subprocess.run([PY, "-c", code], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr)
+
+
+def test_torchrun_ranks_each_say_hello_with_their_rank():
+    torchrun = os.path.join(os.path.dirname(PY), "torchrun")  # installed with torch
+    report, events = run([torchrun, "--standalone", "--nproc_per_node=2", "ddp.py"], timeout=120,
+                         env=user_env(OMP_NUM_THREADS="1"))
+    assert report["outcome"] == "succeeded", report
+    hellos = [e["body"] for e in events if e.get("event") == "message" and e.get("kind") == "hello"]
+    ranks = sorted(h.get("rank") for h in hellos if h.get("world_size") == 2)
+    assert ranks == [0, 1], [(h.get("rank"), h.get("world_size"), h["argv"][:2]) for h in hellos]
