@@ -1,0 +1,61 @@
+"""Run every benchmark: `.venv/bin/python -m benchmarks [--quick] [--only NAME ...]`.
+
+Prints the table, writes benchmarks/results/latest.json, and with --write-doc replaces the
+table in docs/PERFORMANCE.md (between its RESULTS markers) with this run's."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+import traceback
+
+from benchmarks.harness import ROOT, machine, table, write_results
+
+BENCHES = ["hotpath", "startup", "throughput", "roundtrip", "time_to_know", "scale", "loop"]
+DOC = os.path.join(ROOT, "docs", "PERFORMANCE.md")
+BEGIN, END = "<!-- RESULTS BEGIN -->", "<!-- RESULTS END -->"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("--only", nargs="*", choices=BENCHES, help="run only these benchmarks")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run, noisier)")
+    parser.add_argument("--write-doc", action="store_true", help="put the table into docs/PERFORMANCE.md")
+    args = parser.parse_args(argv)
+    rows, failed = [], []
+    started = time.perf_counter()
+    for name in args.only or BENCHES:
+        try:
+            module = importlib.import_module(f"benchmarks.bench_{name}")
+        except ModuleNotFoundError:
+            continue
+        t = time.perf_counter()
+        print(f"[bench] {name} ...", file=sys.stderr, flush=True)
+        try:
+            rows += module.run(**({"rounds": 3} if args.quick else {}))
+        except Exception:  # one broken benchmark must not hide the others' numbers
+            failed.append(name)
+            traceback.print_exc()
+        print(f"[bench] {name} took {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
+    text = table(rows)
+    print(text)
+    total = time.perf_counter() - started
+    print(f"\n{len(rows)} figures in {total:.0f} s; failed: {', '.join(failed) or 'none'}")
+    write_results(rows, os.path.join(ROOT, "benchmarks", "results", "latest.json"))
+    if args.write_doc:
+        m = machine()
+        block = (f"{BEGIN}\nRun {m['date']} on {m['cpu']} ({m['cores']} cores), Python {m['python']}, "
+                 f"Node {m['node']}; {total:.0f} s in all.\n\n{text}\n{END}")
+        with open(DOC, encoding="utf-8") as f:
+            doc = f.read()
+        a, b = doc.index(BEGIN), doc.index(END) + len(END)
+        with open(DOC, "w", encoding="utf-8") as f:
+            f.write(doc[:a] + block + doc[b:])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
