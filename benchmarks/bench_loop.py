@@ -1,0 +1,54 @@
+"""Overhead on a real loop: the demo's model for a fixed number of steps, supervised vs
+unsupervised, for the explicit API and for zero-code mode (loop time only, not start-up)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from benchmarks.harness import ROOT, Row, child_env, interleave, median
+
+SCRIPT = os.path.join(ROOT, "benchmarks", "loop_train.py")
+STEPS = 1500
+
+
+def _loop_s(lines) -> float:
+    for line in lines:
+        if line.startswith("LOOP_S="):
+            return float(line[len("LOOP_S="):])
+    raise RuntimeError(f"no LOOP_S line in {lines[-5:]}")
+
+
+def plain(*flags) -> float:
+    out = subprocess.run([sys.executable, SCRIPT, str(STEPS), *flags], env=child_env(), cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, check=True)
+    return _loop_s(out.stdout.splitlines())
+
+
+def supervised(zero_code: bool, *flags) -> float:
+    import bridge
+
+    job = bridge.launch([sys.executable, SCRIPT, str(STEPS), *flags], env=child_env(), cwd=ROOT,
+                        zero_code=zero_code)
+    report = job.wait(300)
+    assert report["outcome"] == "succeeded", report["outcome"]
+    return _loop_s(report["log_tail"])
+
+
+def run(rounds: int = 7) -> list:
+    s = interleave({
+        "unsupervised, api": lambda: plain("--api"),
+        "supervised, api": lambda: supervised(False, "--api"),
+        "unsupervised, unmodified": lambda: plain(),
+        "supervised, zero-code": lambda: supervised(True),
+    }, rounds)
+    m = {k: median(v) * 1000 for k, v in s.items()}
+    rows = []
+    for ours, base, label in (("supervised, api", "unsupervised, api", "explicit API"),
+                              ("supervised, zero-code", "unsupervised, unmodified", "zero-code")):
+        ratio = m[ours] / m[base]
+        rows.append(Row("real loop", f"{STEPS} demo-model steps, {label}, supervised (ms)", m[ours],
+                        f"{base} (ms)", m[base], ratio, "< 1% overhead", ratio < 1.01,
+                        note=f"overhead {100 * (ratio - 1):+.2f}%"))
+    return rows
