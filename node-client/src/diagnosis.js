@@ -216,7 +216,9 @@ function diagnoseEnd(facts) {
   const signal = facts.signal ?? null;
   const error = facts.error || null;
   const logTail = [...(facts.log_tail || [])];
-  const stage = facts.stage || (error || {}).stage || null;
+  // The error knows the stage it was raised in; the client's last stage may be an outer one
+  // (the inner stage closed with status "error" while the exception unwound).
+  const stage = (error || {}).stage || facts.stage || null;
   const last = lastLine(logTail);
   const evidence = { exit_code: exitCode, signal, stage, last_line: last };
   // A fatal error event decides the end even when the exit status is 0; SystemExit is an

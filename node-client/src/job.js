@@ -93,7 +93,7 @@ class Job extends EventEmitter {
       tail: [], lines: { stdout: 0, stderr: 0 }, bytes: { stdout: 0, stderr: 0 },
       hellos: new Map(), dumpPids: [], stages: [], progress: null, error: null, bye: null,
       heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
-      leftoversKilled: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
+      leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
       rejected: {}, lost: 0,
     };
     this._logFd = null;
@@ -322,7 +322,8 @@ class Job extends EventEmitter {
     // Whatever of the tree outlived the main process is an orphan now: ask it to go (it is
     // SIGKILLed at finish), so it cannot hold our pipes. Then wait for the pipes' end (at
     // most PIPE_LINGER_MS) and for the socket to stay quiet QUIET_MS: the last messages.
-    launcher.signalTree(this._tree, 'SIGTERM', { includeRoot: false });
+    this._facts.leftovers = launcher.jobProcesses(this._tree).filter((p) => p.pid !== this.pid).map((p) => p.pid);
+    if (this._facts.leftovers.length) launcher.signalTree(this._tree, 'SIGTERM', { includeRoot: false });
     const start = now();
     const check = () => {
       if (this.report) return;
@@ -344,9 +345,9 @@ class Job extends EventEmitter {
     this._timer = null;
     for (const stream of ['stdout', 'stderr']) this._lines(stream, this._splitters[stream].flush());
     // Nothing of the job outlives it: a grandchild still holding a pipe, say.
-    const leftovers = launcher.jobProcesses(this._tree).filter((p) => p.pid !== this.pid).map((p) => p.pid);
-    if (leftovers.length) launcher.signalTree(this._tree, 'SIGKILL', { includeRoot: false });
-    this._facts.leftoversKilled = leftovers;
+    if (this._tree && launcher.jobProcesses(this._tree).some((p) => p.pid !== this.pid)) {
+      launcher.signalTree(this._tree, 'SIGKILL', { includeRoot: false });
+    }
     if (this._child) {
       this._child.stdout.destroy();
       this._child.stderr.destroy();
@@ -408,7 +409,7 @@ class Job extends EventEmitter {
       case 'stage':
         this._recordStage(body);
         this._emit('stage', body);
-        this._post({ type: 'stage', event: body.event, name: body.name, budget_s: body.budget_s ?? null });
+        this._post({ type: 'stage', event: body.event, name: body.name, depth: body.depth ?? null, budget_s: body.budget_s ?? null });
         break;
       case 'progress':
         this._facts.progress = { step: body.step, total: body.total ?? null, metrics: body.metrics || {} };
@@ -464,9 +465,10 @@ class Job extends EventEmitter {
         budget_s: body.budget_s ?? null, started: now() - this._facts.started });
       return;
     }
+    const depth = body.depth ?? null;
     for (let i = stages.length - 1; i >= 0; i--) {
       const entry = stages[i];
-      if (entry.name === body.name && entry.status === 'running') {
+      if (entry.name === body.name && entry.status === 'running' && (depth === null || entry.depth === depth)) {
         entry.status = body.status || 'ok';
         entry.duration_s = body.duration_s ?? null;
         if (entry.duration_s === null) entry.duration_s = Math.round((now() - this._facts.started - entry.started) * 1e6) / 1e6;

@@ -11,7 +11,7 @@
  * States: starting -> running <-> stalled -> ended.
  * Outcomes: succeeded | failed | crashed | hung | cancelled, decided in one place: outcome().
  *
- * Events ({type, t} plus): hello {dump_signal}, stage {event, name, budget_s?}, progress,
+ * Events ({type, t} plus): hello {dump_signal}, stage {event, name, depth?, budget_s?}, progress,
  * beat, error {fatal, kind, exit_code?}, bye {reason, exit_code?}, dumped, snapshotted
  * (the hang evidence asked for by "snapshot" is collected), refused {reason},
  * cancel {grace?}, exit {code, signal}, drained, timer.
@@ -95,11 +95,16 @@ function onHello(s, e, t, actions) {
 
 function onStage(s, e, t, actions) {
   beacon(s, t);
+  const depth = get(e, 'depth');
   if (e.event === 'begin') {
-    s.stages.push({ name: e.name, t, budget_s: get(e, 'budget_s') });
+    s.stages.push({ name: e.name, t, budget_s: get(e, 'budget_s'), depth });
   } else {
+    // The innermost open stage with this name (and depth, when given) closes, and with it
+    // every stage opened inside it.
     for (let i = s.stages.length - 1; i >= 0; i--) {
-      if (s.stages[i].name === e.name) {
+      const st = s.stages[i];
+      const stDepth = st.depth === undefined ? null : st.depth;
+      if (st.name === e.name && (depth === null || stDepth === null || stDepth === depth)) {
         s.stages.splice(i);
         break;
       }

@@ -41,7 +41,10 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   const tail = facts.tail.map((line) => line.text);
   const crashText = readCrashFile(crashFile);
   const stacks = joinStacks(facts.stacks, crashText, facts.fatalLines);
-  const error = errorOf(facts.error, tail);
+  let error = errorOf(facts.error, tail);
+  if (m.refused && error === null) {
+    error = { type: 'UnsupportedProtocol', message: `the client refused the worker: ${m.refused}`, traceback: '', kind: 'internal' };
+  }
   const stage = lastStage(facts.stages);
   const { hang } = m;
   const factsEnd = {
@@ -78,7 +81,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     },
     output: { lines: { ...facts.lines }, bytes: { ...facts.bytes } },
     protocol: { rejected: { ...facts.rejected }, lost: facts.lost },
-    leftovers_killed: [...facts.leftoversKilled],
+    leftovers: [...facts.leftovers],
     log_path: logPath,
     evidence: facts.snapshot,
   };
@@ -189,7 +192,7 @@ function summary(report) {
   const parts = [`Job ${outcome} after ${(report.duration_s ?? 0).toFixed(1)} s`];
   if (report.signal) parts[0] += ` (killed by ${report.signal})`;
   else if (report.exit_code !== null && report.exit_code !== undefined) parts[0] += ` (exit status ${report.exit_code})`;
-  if (report.stage) parts[0] += `, in stage '${report.stage}'`;
+  if (report.stage && outcome !== 'succeeded') parts[0] += `, in stage '${report.stage}'`;
   const { progress } = report;
   if (progress && progress.step !== null && progress.step !== undefined) {
     const { total } = progress;

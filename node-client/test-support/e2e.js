@@ -73,7 +73,7 @@ function comparable(report) {
     hang: pick(report.hang, ['reason', 'stage']),
     signals_sent: report.signals_sent,
     worker: pick(report.worker, ['hello', 'ranks', 'dump_signal']),
-    leftovers_killed: report.leftovers_killed.length,
+    leftovers: report.leftovers.length,
     summary: normalise(report.summary),
   };
 }

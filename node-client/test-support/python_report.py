@@ -15,14 +15,20 @@ from bridge.report import to_json  # noqa: E402
 
 config = json.loads(sys.argv[1])
 cancel_after_progress = config.pop("_cancel_after_progress", False)
+go_file = config.pop("_go_file", None)  # created when the client has the message below
+go_on = config.pop("_go_on", None)  # a worker message kind, or "stage:NAME"
 cmd = sys.argv[sys.argv.index("--") + 1:]
 job = launch(cmd, **config)
-if cancel_after_progress:
+if cancel_after_progress or go_file:
     for event in job.events():
-        if event["event"] == "message" and event["kind"] == "progress":
+        if go_file and event["event"] == "message" and go_on in (
+                event["kind"], f"stage:{event['body'].get('name')}"):
+            open(go_file, "w").close()
+            go_file = None
+        if cancel_after_progress and event["event"] == "message" and event["kind"] == "progress":
             job.cancel()
             break
-        if event["event"] == "end":
+        if event["event"] == "end" or not (go_file or cancel_after_progress):
             break
 report = job.wait()
 sys.stdout.write(to_json(report))

@@ -55,7 +55,9 @@ test('exception: failed, with the Python error as an Error object', async () => 
 });
 
 test('native crash: crashed by SIGSEGV, the faulthandler stack, known at once', async () => {
-  const job = run('segfault');
+  const goFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tb-node-')), 'go');
+  const job = run('segfault', { env: userEnv({ TB_GO_FILE: goFile }) });
+  job.on('stage', (s) => { if (s.name === 'forward') fs.writeFileSync(goFile, ''); });
   let lastWords = null;
   job.on('log', (line) => { if (line.text === 'calling native code') lastWords = performance.now(); });
   const report = await job.done;
@@ -64,7 +66,9 @@ test('native crash: crashed by SIGSEGV, the faulthandler stack, known at once', 
   assert.equal(report.signal, 'SIGSEGV');
   assert.equal(report.exit_code, null);
   assert.equal(report.diagnosis.kind, 'native_crash');
-  assert.match(report.diagnosis.summary, /SIGSEGV \(segmentation fault\).*string_at/);
+  assert.match(report.diagnosis.summary, /SIGSEGV \(segmentation fault\) in stage 'forward' .*string_at/);
+  assert.equal(report.stage, 'forward');
+  fs.rmSync(path.dirname(goFile), { recursive: true, force: true });
   assert.match(report.stacks, /Segmentation fault/);
   assert.match(report.stacks, /child\.py", line \d+ in <module>/);
   // The death comes from the OS at once, not from a deadline (heartbeat silence is 30 s).
@@ -91,6 +95,40 @@ test('stall -> hung with stacks, then the tree is killed', async () => {
   assert.match(report.stacks, /faulthandler \(crash file\)/); // the SIGUSR1 dump
   assert.deepEqual(report.signals_sent, ['SIGUSR1', 'SIGTERM']);
   assert.equal(report.diagnosis.kind, 'sleeping');
+  assert.deepEqual(liveProcesses([report.pid]), []);
+});
+
+test('stage budget overrun -> hung in that stage', async () => {
+  const report = await run('budget', { timeouts: { killGrace: 1 } }).done;
+  assert.equal(report.outcome, 'hung');
+  assert.deepEqual([report.hang.reason, report.hang.stage], ['stage_budget', 'download']);
+  assert.ok(report.hang.after_s >= 0.5 && report.hang.after_s < 5, `hung after ${report.hang.after_s} s`);
+  assert.equal(report.diagnosis.kind, 'sleeping');
+  assert.deepEqual(liveProcesses([report.pid]), []);
+});
+
+test('heartbeat silence with the GIL held -> hung, with the SIGUSR1 stack', async () => {
+  const goFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tb-node-')), 'go');
+  const job = run('gil', { timeouts: { heartbeatTimeout: 1, killGrace: 1 }, env: userEnv({ TB_GO_FILE: goFile }) });
+  job.once('progress', () => fs.writeFileSync(goFile, ''));
+  const report = await job.done;
+  fs.rmSync(path.dirname(goFile), { recursive: true, force: true });
+  assert.equal(report.outcome, 'hung');
+  assert.equal(report.hang.reason, 'heartbeat');
+  assert.equal(report.diagnosis.kind, 'gil_held');
+  // no in-band dump (the beacon cannot run), but faulthandler writes with the GIL held
+  assert.deepEqual(report.signals_sent.slice(0, 2), ['SIGUSR1', 'SIGTERM']);
+  assert.match(report.stacks, /faulthandler \(crash file\)[\s\S]*child\.py", line \d+ in <module>/);
+  assert.deepEqual(liveProcesses([report.pid]), []);
+});
+
+test('no hello before the startup deadline -> hung (startup)', async () => {
+  const job = launch({ command: 'sleep', args: ['30'], timeouts: { startupTimeout: 0.5, killGrace: 1 } });
+  const report = await job.done;
+  assert.equal(report.outcome, 'hung');
+  assert.equal(report.hang.reason, 'startup');
+  assert.equal(report.diagnosis.kind, 'startup');
+  assert.equal(report.signal, 'SIGTERM');
   assert.deepEqual(liveProcesses([report.pid]), []);
 });
 
