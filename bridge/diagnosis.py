@@ -256,7 +256,9 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     signal = facts.get("signal")
     error = facts.get("error") or None
     log_tail = list(facts.get("log_tail") or [])
-    stage = facts.get("stage") or (error or {}).get("stage")
+    # The error knows the stage it was raised in; the client's last stage may be an outer
+    # one (the inner stage closed with status "error" while the exception unwound).
+    stage = (error or {}).get("stage") or facts.get("stage")
     last = _last_line(log_tail)
     outcome = facts.get("outcome")
     evidence: Dict[str, Any] = {"exit_code": exit_code, "signal": signal, "stage": stage,
@@ -386,6 +388,9 @@ _CHILD_FILES = ("subprocess.py", "multiprocessing", "popen_fork.py", "torch/util
 BEACON_SILENT = frozenset({"heartbeat", "heartbeat_silence"})
 
 CPU_BUSY = 0.5       # fraction of one core over the window: the main work is computing
+# On a loaded machine a spinning thread gets a small share of a core but stays runnable.
+RUNNABLE_BUSY = 0.8  # fraction of state samples in R
+CPU_SOME = 0.05
 GPU_BUSY = 50        # percent utilisation: the GPU is the thing that is busy
 IO_BUSY_BYTES = 1 << 20  # bytes per window that count as "doing I/O"
 
@@ -469,8 +474,10 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
         return "gpu_busy"
     if status == "disk-sleep" or _IO_WCHAN.search(wchan):
         return "io_wait"
-    if cpu is not None and cpu >= CPU_BUSY and (main.get("state") in (None, "R") or
-                                                syscall in ("", "running")):
+    runnable = main.get("runnable_fraction")
+    spinning = (cpu is not None and cpu >= CPU_BUSY) or \
+        (runnable is not None and runnable >= RUNNABLE_BUSY and (cpu or 0) >= CPU_SOME)
+    if spinning and (main.get("state") in (None, "R") or syscall in ("", "running")):
         return "cpu_bound"
     if syscall in _WAIT_SYSCALLS or wchan in ("do_wait", "kernel_wait4"):
         return "child_wait"
@@ -526,7 +533,8 @@ def _hang_kind(reason: str, frames: Sequence[Frame], evidence: Dict[str, Any],
 
 def _idle(facts: Dict[str, Any]) -> str:
     idle = facts.get("idle_s")
-    return f" for {idle:.0f} s" if isinstance(idle, (int, float)) else ""
+    # A beat sent just before the hang says ~0 s: a number that small informs nobody.
+    return f" for {idle:.0f} s" if isinstance(idle, (int, float)) and idle >= 1 else ""
 
 
 def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:

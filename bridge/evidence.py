@@ -110,6 +110,25 @@ def _main_thread(pid: int, notes: List[str]) -> Dict[str, Any]:
     return info
 
 
+STATE_SAMPLE_S = 0.02
+
+
+def _sample_runnable(pid: int, until: float) -> Optional[float]:
+    """Fraction of samples, until `until`, in which the main thread was runnable (R)."""
+    path = f"/proc/{pid}/task/{pid}/stat"
+    seen = running = 0
+    while True:
+        stat = _read(path)
+        if stat and ")" in stat:
+            seen += 1
+            running += stat.rsplit(")", 1)[1].split()[0] == "R"
+        left = until - time.monotonic()
+        if left <= 0:
+            break
+        time.sleep(min(STATE_SAMPLE_S, left))
+    return round(running / seen, 3) if seen else None
+
+
 def _cpu_s(procs: List[psutil.Process]) -> Dict[int, float]:
     out = {}
     for p in procs:
@@ -279,7 +298,9 @@ def _collect(pid: int, window_s: float, ev: Dict[str, Any], notes: List[str]) ->
     t0 = time.monotonic()
     cpu0, io0 = _cpu_s(tree), _io(proc)
     # The window is a measurement interval, not synchronisation: deltas need two samples.
-    time.sleep(max(0.0, window_s))
+    # Meanwhile sample the main thread's state: on a loaded machine a spinning process gets
+    # little CPU but is always runnable (R), which a sleeping one never is.
+    runnable = _sample_runnable(pid, t0 + max(0.0, window_s))
     cpu1, io1 = _cpu_s(tree), _io(proc)
     elapsed = max(1e-6, time.monotonic() - t0)
     ev["window_s"] = round(elapsed, 3)
@@ -295,6 +316,8 @@ def _collect(pid: int, window_s: float, ev: Dict[str, Any], notes: List[str]) ->
         ev["alive"] = False
         notes.append("process ended during the window")
     ev["main_thread"] = _main_thread(pid, notes)
+    if runnable is not None:
+        ev["main_thread"]["runnable_fraction"] = runnable
     try:
         ev["threads"] = proc.num_threads()
         ev["rss_bytes"] = proc.memory_info().rss

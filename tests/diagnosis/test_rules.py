@@ -128,6 +128,18 @@ HANGS = [
     ("cpu loop", {"reason": "stall", "stacks": FH_LOOP,
                   "evidence": proc("running", None, status="running", cpu=0.98)},
      "cpu_bound", ["spin.py:4 busy", "98%"], ["infinite loop"]),
+    ("cpu loop on a loaded machine: little CPU, always runnable", {
+        "reason": "stall", "stacks": FH_LOOP,
+        "evidence": {**proc("running", None, status="running", cpu=0.2),
+                     "main_thread": {"state": "R", "syscall": "running",
+                                     "runnable_fraction": 1.0}}},
+     "cpu_bound", ["spin.py:4 busy"], []),
+    ("a short wake-up is not a CPU loop", {
+        "reason": "stall", "stacks": FH_SLEEP,
+        "evidence": {**proc("clock_nanosleep", status="sleeping", cpu=0.01),
+                     "main_thread": {"state": "S", "syscall": "clock_nanosleep",
+                                     "runnable_fraction": 0.1}}},
+     "sleeping", [], []),
     ("gil held in native code", {"reason": "heartbeat", "stacks": FH_GIL,
                                  "evidence": proc("clock_nanosleep", "hrtimer_nanosleep")},
      "gil_held", ["gil.py:5 hold", "blocked in native code"], ["GIL"]),

@@ -1,0 +1,291 @@
+"""Run one row of tests/faults/matrix.json through the Python client and judge it.
+
+Used by test_matrix.py (pytest) and by `python -m tests.faults.matrix` (the 20x loop and
+one-off runs). The judging is plain: a list of failures, empty when the row passed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SCENARIOS = HERE / "scenarios"
+MATRIX = json.loads((HERE / "matrix.json").read_text(encoding="utf-8"))
+ROWS = {row["name"]: row for row in MATRIX["scenarios"]}
+GONE_WAIT_S = 3.0  # the client SIGKILLs leftovers as it finishes; death itself is async
+
+
+@contextmanager
+def silent_server() -> Iterator[int]:
+    """A loopback server that accepts connections and never answers; yields its port."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    accepted: List[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+                accepted.append(conn)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield srv.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(2)
+        for conn in accepted:
+            conn.close()
+        srv.close()
+
+
+class GoSignal:
+    """Holds a scenario at wait_for_go() until the client has heard a worker message.
+
+    `when` is "hello" or "stage:NAME" (that stage's begin). A listener (the job's on_event)
+    calls seen(event); a thread answers the scenario's connection once both happened."""
+
+    def __init__(self, when: str):
+        self.kind, _, self.name = when.partition(":")
+        self.heard = threading.Event()
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(1)
+        self.srv.settimeout(30)
+        self.port = self.srv.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def seen(self, event: Dict[str, Any]) -> None:
+        if event.get("event") != "message" or event.get("kind") != self.kind:
+            return
+        body = event.get("body") or {}
+        if not self.name or (body.get("name") == self.name and body.get("event") == "begin"):
+            self.heard.set()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.srv.accept()
+        except OSError:
+            return
+        with conn:
+            if self.heard.wait(30):
+                try:
+                    conn.sendall(b"go")
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.heard.set()
+        self.srv.close()
+        self.thread.join(2)
+
+
+class Timing:
+    """Wall times of the events the deadlines are measured between (listener thread)."""
+
+    def __init__(self, marker: Optional[str], go: Optional[GoSignal] = None):
+        self.marker = marker
+        self.go = go
+        self.marker_t: Optional[float] = None
+        self.hang_t: Optional[float] = None
+        self.end_t: Optional[float] = None
+
+    def __call__(self, event: Dict[str, Any]) -> None:
+        now = time.monotonic()
+        kind = event.get("event")
+        if self.go is not None:
+            self.go.seen(event)
+        if kind == "output" and self.marker and self.marker in event.get("text", ""):
+            self.marker_t = now
+        elif kind == "hang" and self.hang_t is None:
+            self.hang_t = now
+        elif kind == "end":
+            self.end_t = now
+
+
+def job_processes(job_id: str) -> List[psutil.Process]:
+    """Live processes that carry the job's id in their environment (zombies are gone)."""
+    out = []
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid == os.getpid():
+            continue
+        try:
+            if proc.environ().get("TRAINBRIDGE_JOB_ID") == job_id and \
+                    proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return out
+
+
+def run(name: str) -> Tuple[Dict[str, Any], Dict[str, Any], List[str]]:
+    """(report, measures, failures) for one row."""
+    import bridge
+
+    row = ROWS[name]
+    config = {**MATRIX["config"], **(row.get("config") or {})}
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    subs: Dict[str, str] = {}
+    with _needs(row, env, subs) as go:
+        timing = Timing(_sub(row.get("last_line"), subs), go)
+        launched = time.monotonic()
+        job = bridge.launch([sys.executable, *row["argv"]], cwd=str(SCENARIOS), env=env,
+                            on_event=timing, zero_code=row.get("zero_code", True), **config)
+        report = job.wait(timeout=60)
+        failures: List[str] = []
+        if report is None:
+            job.cancel(grace=0)
+            report = job.wait(timeout=10) or {}
+            failures.append("no report within 60 s")
+        ended = job.ended
+        leftovers = job_processes(job.id)
+        if leftovers:
+            _, alive = psutil.wait_procs(leftovers, timeout=GONE_WAIT_S)
+            alive = [p for p in alive if _alive(p)]
+            if alive:
+                failures.append(f"processes left behind: {[p.pid for p in alive]}")
+                for p in alive:  # do not let one failure poison the next rows
+                    try:
+                        p.kill()
+                    except psutil.Error:
+                        pass
+    measures = _measures(row, config, timing, launched, ended)
+    failures += judge(row, report, measures, subs)
+    return report, measures, failures
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@contextmanager
+def _needs(row: Dict[str, Any], env: Dict[str, str],
+           subs: Dict[str, str]) -> Iterator[Optional[GoSignal]]:
+    go = GoSignal(row["go_when"]) if row.get("go_when") else None
+    if go is not None:
+        env["FAULT_GO_PORT"] = str(go.port)
+    try:
+        if "silent_server" in (row.get("needs") or []):
+            with silent_server() as port:
+                env["FAULT_SERVER_PORT"] = subs["FAULT_SERVER_PORT"] = str(port)
+                yield go
+        else:
+            yield go
+    finally:
+        if go is not None:
+            go.close()
+
+
+def _sub(text: Optional[str], subs: Dict[str, str]) -> Optional[str]:
+    if text is None:
+        return None
+    for key, value in subs.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def _measures(row, config, timing: Timing, launched: float, ended: Optional[float]):
+    """Seconds to know, measured as the row's `deadline` says, and its limit."""
+    how = row["deadline"]
+    if how == "end":
+        start, stop, limit = ended, timing.end_t, MATRIX["end_deadline_s"]
+    elif how == "startup":
+        start, stop, limit = launched, timing.hang_t, config["startup_timeout"] + 1
+    else:  # stall | heartbeat: from the last line printed before the hang
+        start, stop = timing.marker_t, timing.hang_t
+        limit = config[f"{how}_timeout"] + 1
+    known = None if start is None or stop is None else round(stop - start, 3)
+    return {"how": how, "known_s": known, "limit_s": limit}
+
+
+def judge(row: Dict[str, Any], report: Dict[str, Any], measures: Dict[str, Any],
+          subs: Dict[str, str]) -> List[str]:
+    """What is wrong with a report, given its row; [] when it matches."""
+    failures = []
+    if report.get("outcome") != row["outcome"]:
+        failures.append(f"outcome {report.get('outcome')!r}, expected {row['outcome']!r}")
+    diag = report.get("diagnosis") or {}
+    kind = diag.get("kind") if diag else None
+    if kind != row["kind"]:
+        failures.append(f"diagnosis kind {kind!r}, expected {row['kind']!r} "
+                        f"({diag.get('summary') if diag else report.get('diagnosis_error')})")
+    summary = diag.get("summary", "") if diag else ""
+    frame = row.get("frame")
+    if frame:
+        pattern = re.escape(frame["file"]) + r":\d+ " + re.escape(frame["function"]) + r"\b"
+        if not re.search(pattern, summary):
+            failures.append(f"summary does not name {frame['file']}:N {frame['function']}: "
+                            f"{summary!r}")
+    for part in row.get("summary_has") or []:
+        part = _sub(part, subs)
+        if part not in summary:
+            failures.append(f"summary lacks {part!r}: {summary!r}")
+    if row.get("hang_reason") and (report.get("hang") or {}).get("reason") != row["hang_reason"]:
+        failures.append(f"hang reason {(report.get('hang') or {}).get('reason')!r}, "
+                        f"expected {row['hang_reason']!r}")
+    last = _sub(row.get("last_line"), subs)
+    if last and not any(last in line for line in report.get("log_tail") or []):
+        failures.append(f"log_tail lacks {last!r}: {(report.get('log_tail') or [])[-5:]!r}")
+    if row.get("progress_step") is not None:
+        step = (report.get("progress") or {}).get("step")
+        if step != row["progress_step"]:
+            failures.append(f"progress step {step!r}, expected {row['progress_step']}")
+    known, limit = measures["known_s"], measures["limit_s"]
+    if known is None:
+        failures.append(f"time to know not measured ({measures['how']}): an event is missing")
+    elif known > limit:
+        failures.append(f"known after {known} s, deadline {limit} s ({measures['how']})")
+    return failures
+
+
+def main(argv: List[str]) -> int:
+    """python -m tests.faults.matrix [--repeat N] [NAME ...]: run rows, print one line each."""
+    repeat = 1
+    if argv[:1] == ["--repeat"]:
+        repeat, argv = int(argv[1]), argv[2:]
+    names = argv or list(ROWS)
+    bad = 0
+    started = time.monotonic()
+    for i in range(repeat):
+        pass_start = time.monotonic()
+        for name in names:
+            report, measures, failures = run(name)
+            diag = report.get("diagnosis") or {}
+            status = "ok  " if not failures else "FAIL"
+            print(f"{status} {name:34} {str(report.get('outcome')):9} {str(diag.get('kind')):16} "
+                  f"known {measures['known_s']}s/{measures['limit_s']}s", flush=True)
+            for failure in failures:
+                print(f"     - {failure}", flush=True)
+            bad += bool(failures)
+        print(f"pass {i + 1}/{repeat}: {time.monotonic() - pass_start:.1f} s", flush=True)
+    print(f"{repeat} pass(es), {bad} failure(s), {time.monotonic() - started:.1f} s in all")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,7 @@
+"""Hangs inside the import of a module (slow_import_mod)."""
+import worker
+from _common import say
+
+with worker.stage("model"):
+    say("importing slow_import_mod")
+    import slow_import_mod  # noqa: F401

@@ -1,0 +1,43 @@
+"""The fault matrix through the Python client: every row of tests/faults/matrix.json is a
+real process that really fails, hangs or crashes; the report must give the row's outcome,
+diagnosis kind and named frame, keep the last output line, know it within the deadline,
+and leave no process behind. The judging lives in matrix.py (shared with the 20x loop)."""
+
+import pytest
+
+from tests.faults import matrix
+
+
+@pytest.mark.parametrize("name", list(matrix.ROWS))
+def test_fault_matrix(name):
+    report, measures, failures = matrix.run(name)
+    assert not failures, "\n".join(failures + [f"summary: {report.get('summary')}"])
+
+
+def test_every_scenario_script_has_a_row():
+    used = {row["argv"][0] for row in matrix.MATRIX["scenarios"]}
+    scripts = {p.name for p in matrix.SCENARIOS.glob("*.py")
+               if not p.name.startswith("_") and p.name != "slow_import_mod.py"}
+    assert scripts == used
+
+
+def test_judge_catches_a_wrong_report():
+    """The judge itself: a report that differs from its row in any checked way fails."""
+    row = matrix.ROWS["hang_in_sleep"]
+    good = {"outcome": "hung", "hang": {"reason": "stall"}, "log_tail": ["waiting for data"],
+            "diagnosis": {"kind": "sleeping",
+                          "summary": "sleeping for 2 s in stage 'data' at "
+                                     "scenarios/hang_sleep.py:11 wait_for_data"}}
+    measures = {"how": "stall", "known_s": 2.1, "limit_s": 3}
+    assert matrix.judge(row, good, measures, {}) == []
+    wrong = [
+        {**good, "outcome": "crashed"},
+        {**good, "diagnosis": {**good["diagnosis"], "kind": "lock_wait"}},
+        {**good, "diagnosis": {**good["diagnosis"], "summary": "sleeping at x.py:3 f"}},
+        {**good, "log_tail": ["something else"]},
+        {**good, "hang": {"reason": "heartbeat"}},
+    ]
+    for report in wrong:
+        assert matrix.judge(row, report, measures, {}), report
+    assert matrix.judge(row, good, {**measures, "known_s": 3.5}, {})
+    assert matrix.judge(row, good, {**measures, "known_s": None}, {})
