@@ -62,7 +62,8 @@ def silent_server() -> Iterator[int]:
 class GoSignal:
     """Holds a scenario at wait_for_go() until the client has heard a worker message.
 
-    `when` is "hello" or "stage:NAME" (that stage's begin). A listener (the job's on_event)
+    `when` is "KIND" or "KIND:VALUE": a worker message of that kind whose name (a stage's
+    begin) or message (a log) is VALUE. A listener (the job's on_event)
     calls seen(event); a thread answers the scenario's connection once both happened."""
 
     def __init__(self, when: str):
@@ -80,7 +81,9 @@ class GoSignal:
         if event.get("event") != "message" or event.get("kind") != self.kind:
             return
         body = event.get("body") or {}
-        if not self.name or (body.get("name") == self.name and body.get("event") == "begin"):
+        if self.kind == "stage" and body.get("event") != "begin":
+            return
+        if not self.name or self.name in (body.get("name"), body.get("message")):
             self.heard.set()
 
     def _serve(self) -> None:
@@ -255,6 +258,10 @@ def judge(row: Dict[str, Any], report: Dict[str, Any], measures: Dict[str, Any],
         step = (report.get("progress") or {}).get("step")
         if step != row["progress_step"]:
             failures.append(f"progress step {step!r}, expected {row['progress_step']}")
+    rejected = (report.get("protocol") or {}).get("rejected") or {}
+    for reason, least in (row.get("rejected_at_least") or {}).items():
+        if (rejected.get(reason) or 0) < least:
+            failures.append(f"rejected[{reason!r}] = {rejected.get(reason)}, expected >= {least}")
     known, limit = measures["known_s"], measures["limit_s"]
     if known is None:
         failures.append(f"time to know not measured ({measures['how']}): an event is missing")
