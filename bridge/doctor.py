@@ -219,19 +219,26 @@ def render(report: dict, file=None) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(file=file or sys.stdout, highlight=False, soft_wrap=False)
+    out = file or sys.stdout
+    console = Console(file=out, highlight=False, soft_wrap=False)
     if not console.is_terminal:
         console.width = 140  # a pipe or a log file: do not squeeze details into 80 columns
-    table = Table(title="trainbridge doctor: %s" % report["python"], show_lines=False)
+    encoding = getattr(out, "encoding", None) or "ascii"
+
+    def safe(text: str) -> str:
+        # A GBK or ASCII console must not crash doctor on a non-ASCII path in a stack.
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+
+    table = Table(title=safe("trainbridge doctor: %s" % report["python"]), show_lines=False)
     for col in ("check", "verdict", "detail", "fix"):
         table.add_column(col, overflow="fold")
     for row in report["checks"]:
-        table.add_row(row["name"], Text(row["verdict"], style=VERDICT_STYLE.get(row["verdict"], "")),
-                      row["detail"], row["fix"] or "")
+        table.add_row(safe(row["name"]), Text(row["verdict"], style=VERDICT_STYLE.get(row["verdict"], "")),
+                      safe(row["detail"]), safe(row["fix"] or ""))
     console.print(table)
     for row in report["checks"]:
         if row["stack"]:
-            console.print(Text("--- %s: %s\n%s" % (row["name"], row["verdict"], row["stack"].rstrip())))
+            console.print(Text(safe("--- %s: %s\n%s" % (row["name"], row["verdict"], row["stack"].rstrip()))))
     s = report["summary"]
     console.print(Text("%d ok, %d warn, %d fail, %d hung, %d skip in %.1f s: %s" % (
         s["ok"], s["warn"], s["fail"], s["hung"], s["skip"], report["duration_s"],

@@ -39,6 +39,23 @@ def test_table_names_every_check_with_verdict_and_fix(bare_python, tmp_path):
     assert "fix the fail/hung rows before training" in text
 
 
+def test_table_survives_an_ascii_console_and_non_ascii_text():
+    import io
+
+    from bridge.doctor import render
+    report = {"python": "/venv/\u8bad\u7ec3/python", "ok": False, "duration_s": 1.0,
+              "summary": {"ok": 0, "warn": 0, "fail": 0, "hung": 1, "skip": 0},
+              "checks": [{"name": "torch", "verdict": "hung", "detail": "in /data/\u8bad\u7ec3", "fix": "x",
+                          "facts": {}, "duration_s": 1.0,
+                          "stack": 'File "/data/\u8bad\u7ec3/sitecustomize.py", line 5 in find_spec'}]}
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="ascii", errors="strict")
+    render(report, file=out)
+    out.flush()
+    text = raw.getvalue().decode("ascii")
+    assert "\\u8bad\\u7ec3/sitecustomize.py" in text and "hung" in text
+
+
 def test_extra_host_flag(bare_python, tmp_path, silent_server):
     env = base_env(PYTHONPATH=REPO)
     out = run_doctor(["--json", "--python", bare_python, "--connect-timeout", "0.5",
