@@ -316,7 +316,10 @@ const CHILD_FILES = ['subprocess.py', 'multiprocessing', 'popen_fork.py', 'torch
 const CHILD_FUNCS = new Set(['wait', '_wait', 'poll', '_try_wait', 'communicate', 'join', 'recv', '_recv', '_recv_bytes', 'get']);
 const NET_FUNCS = new Set(['recv', 'recv_into', 'readinto', 'connect', 'create_connection', 'getaddrinfo', 'accept']);
 const BEACON_SILENT = new Set(['heartbeat', 'heartbeat_silence']);
-const CPU_BUSY = 0.5;
+const CPU_BUSY = 0.5; // fraction of one core over the window: the main work is computing
+// On a loaded machine a spinning thread gets a small share of a core but stays runnable.
+const RUNNABLE_BUSY = 0.8; // fraction of state samples in R
+const CPU_SOME = 0.05;
 
 /** A hang kind from the Python stack alone. */
 function stackSays(frames) {
@@ -343,7 +346,9 @@ function kernelSays(evidence) {
   const cpu = evidence.cpu_fraction ?? null;
   if (status === 'stopped' || status === 'tracing-stop') return 'stopped';
   if (status === 'disk-sleep' || IO_WCHAN.test(wchan)) return 'io_wait';
-  if (cpu !== null && cpu >= CPU_BUSY && ([null, undefined, 'R'].includes(main.state) || ['', 'running'].includes(syscall))) return 'cpu_bound';
+  const runnable = main.runnable_fraction ?? null;
+  const spinning = (cpu !== null && cpu >= CPU_BUSY) || (runnable !== null && runnable >= RUNNABLE_BUSY && (cpu || 0) >= CPU_SOME);
+  if (spinning && ([null, undefined, 'R'].includes(main.state) || ['', 'running'].includes(syscall))) return 'cpu_bound';
   if (WAIT_SYSCALLS.has(syscall) || wchan === 'do_wait' || wchan === 'kernel_wait4') return 'child_wait';
   if (SLEEP_SYSCALLS.has(syscall) || wchan.includes('nanosleep')) return 'sleeping';
   if (LOCK_SYSCALLS.has(syscall) || wchan.startsWith('futex')) return 'lock_wait';
@@ -368,7 +373,14 @@ function hangKind(reason, frames, evidence, sawHello) {
   return kernel || stack || 'unknown';
 }
 
-const idleText = (facts) => (typeof facts.idle_s === 'number' ? ` for ${facts.idle_s.toFixed(0)} s` : '');
+// A beat sent just before the hang says ~0 s: a number that small informs nobody.
+const idleText = (facts) => (typeof facts.idle_s === 'number' && facts.idle_s >= 1 ? ` for ${pyRound0(facts.idle_s)} s` : '');
+
+/** Python's f"{x:.0f}": round half to even. */
+function pyRound0(x) {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
 
 /**
  * Why a job that is still alive makes no progress. Always returns a diagnosis.

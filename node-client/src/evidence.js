@@ -103,14 +103,27 @@ function sample(pid) {
   return ev;
 }
 
-/** A second look, with the CPU fraction over the window since `first`. */
-function measure(first) {
+/** The main thread's state letter now (R, S, D, ...), or null. */
+function mainThreadState(pid) {
+  const stat = parseStat(read(`/proc/${pid}/task/${pid}/stat`));
+  return stat ? stat.state : null;
+}
+
+/**
+ * A second look, with the CPU fraction over the window since `first`; `states` are the
+ * main thread's states sampled during the window (on a loaded machine a spinning process
+ * gets little CPU but is always runnable, which a sleeping one never is).
+ */
+function measure(first, states = []) {
   const second = sample(first.pid);
   if (first.alive !== false && second.alive !== false && first.cpu_s !== undefined) {
     const elapsed = Math.max(1e-6, second.t - first.t);
     second.window_s = Math.round(elapsed * 1000) / 1000;
     second.cpu_fraction = Math.round(((second.cpu_s - first.cpu_s) / elapsed) * 1000) / 1000;
-    second.main_thread = first.main_thread; // where it waited when the hang was declared
+    const seen = states.filter((x) => x !== null);
+    if (seen.length && second.main_thread) {
+      second.main_thread.runnable_fraction = Math.round((seen.filter((x) => x === 'R').length / seen.length) * 1000) / 1000;
+    }
   }
   delete second.t;
   delete second.cpu_s;
@@ -157,4 +170,4 @@ function oomKilled(before, after) {
   return after > before;
 }
 
-module.exports = { sample, measure, parseSyscallLine, oomKillCount, oomKilled };
+module.exports = { sample, measure, mainThreadState, parseSyscallLine, oomKillCount, oomKilled };

@@ -30,6 +30,7 @@ const DEFAULT_TAIL_LINES = 40;
 const QUIET_MS = 20; // after the exit, the socket must stay quiet this long to count as drained
 const PIPE_LINGER_MS = 200; // after the exit: how long a pipe held by a grandchild may keep us
 const SNAPSHOT_WINDOW_MS = 500; // CPU is measured over this window (bridge/evidence.py's)
+const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in the window
 const FATAL_MARKERS = ['Fatal Python error:', 'Timeout (']; // faulthandler's crash and watchdog headers
 const FATAL_LINES_MAX = 400; // stderr lines kept after "Fatal Python error"
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
@@ -307,13 +308,16 @@ class Job extends EventEmitter {
     launcher.signalTree(this._tree, signal);
   }
 
-  /** Hang evidence from the live process: two looks SNAPSHOT_WINDOW_MS apart, then "snapshotted". */
+  /** Hang evidence from the live process over SNAPSHOT_WINDOW_MS, then "snapshotted". */
   _snapshot() {
     const first = evidence.sample(this.pid);
+    const states = [evidence.mainThreadState(this.pid)];
     this._facts.snapshot = first;
+    const sampler = setInterval(() => states.push(evidence.mainThreadState(this.pid)), STATE_SAMPLE_MS);
     setTimeout(() => {
+      clearInterval(sampler);
       if (this.report) return;
-      if (this._m.exit === null) this._facts.snapshot = evidence.measure(first);
+      if (this._m.exit === null) this._facts.snapshot = evidence.measure(first, states);
       this._post({ type: 'snapshotted' });
     }, SNAPSHOT_WINDOW_MS);
   }

@@ -42,10 +42,10 @@ function processesOfJob(jobId) {
 }
 
 /** The Python client's report for the same command (bridge.job.launch). */
-function pythonReport(config, cmd, env = userEnv()) {
+function pythonReport(config, cmd, env = userEnv(), cwd = REPO) {
   const script = path.join(__dirname, 'python_report.py');
   return new Promise((resolve, reject) => {
-    execFile(PYTHON, [script, JSON.stringify(config), '--', ...cmd], { env, cwd: REPO, maxBuffer: 1 << 24 },
+    execFile(PYTHON, [script, JSON.stringify(config), '--', ...cmd], { env, cwd, maxBuffer: 1 << 24 },
       (err, stdout, stderr) => {
         if (err) reject(new Error(`python client failed: ${err.message}\n${stderr}`));
         else resolve(JSON.parse(stdout));
@@ -69,7 +69,8 @@ function comparable(report) {
     error: pick(report.error, ['type', 'message', 'kind', 'stage', 'fatal', 'source']),
     diagnosis: report.diagnosis && { kind: report.diagnosis.kind, summary: normalise(report.diagnosis.summary) },
     stacks: report.stacks !== null,
-    log_tail: report.log_tail.map((line) => line.replace(/^grandchildren \d+ \d+$/, 'grandchildren A B')),
+    log_tail: report.log_tail.map((line) => line.replace(/^grandchildren \d+ \d+$/, 'grandchildren A B')
+      .replace(/ at \d+ steps\/s/, ' at N steps/s')),
     hang: pick(report.hang, ['reason', 'stage']),
     signals_sent: report.signals_sent,
     worker: pick(report.worker, ['hello', 'ranks', 'dump_signal']),

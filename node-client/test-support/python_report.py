@@ -16,15 +16,18 @@ from bridge.report import to_json  # noqa: E402
 config = json.loads(sys.argv[1])
 cancel_after_progress = config.pop("_cancel_after_progress", False)
 go_file = config.pop("_go_file", None)  # created when the client has the message below
-go_on = config.pop("_go_on", None)  # a worker message kind, or "stage:NAME"
+# worker message kinds to see in order, comma-separated, each a kind or "stage:NAME"
+go_on = [w for w in (config.pop("_go_on", None) or "").split(",") if w]
 cmd = sys.argv[sys.argv.index("--") + 1:]
 job = launch(cmd, **config)
 if cancel_after_progress or go_file:
     for event in job.events():
-        if go_file and event["event"] == "message" and go_on in (
+        if go_file and event["event"] == "message" and go_on[0] in (
                 event["kind"], f"stage:{event['body'].get('name')}"):
-            open(go_file, "w").close()
-            go_file = None
+            go_on.pop(0)
+            if not go_on:
+                open(go_file, "w").close()
+                go_file = None
         if cancel_after_progress and event["event"] == "message" and event["kind"] == "progress":
             job.cancel()
             break

@@ -1,0 +1,220 @@
+// Type declarations for trainbridge (node-client). Hand-written; the code is plain JavaScript.
+
+import { EventEmitter } from 'node:events';
+
+/** Deadlines (seconds; null disables one) and worker settings. snake_case or camelCase. */
+export interface Timeouts {
+  /** spawn -> hello; else hung (startup). Default 120. */
+  startupTimeout?: number | null;
+  /** last worker message -> hung (heartbeat), while the process lives. Default 30. */
+  heartbeatTimeout?: number | null;
+  /** last progress or stage change -> hung (stall). Default null (off). */
+  stallTimeout?: number | null;
+  /** last progress or stage change -> state "stalled" (reversible). Default 30, or stallTimeout / 2. */
+  stalledAfter?: number | null;
+  /** SIGTERM -> SIGKILL. Default 5. */
+  killGrace?: number;
+  /** in-band cancel -> SIGTERM. Default 5. */
+  cancelGrace?: number;
+  /** in-band dump_stacks -> give up on the reply. Default 1. */
+  dumpTimeout?: number;
+  /** SIGUSR1 -> SIGTERM. Default 0.2. */
+  signalDumpWait?: number;
+  /** hang -> SIGTERM at the latest while the hang evidence is collected. Default 2. */
+  snapshotTimeout?: number;
+  /** exit -> outcome at the latest, if the drain does not finish. Default 1. */
+  drainTimeout?: number;
+  /** Worker settings (TRAINBRIDGE_* variables); derived from the deadlines when absent. */
+  heartbeatS?: number;
+  stallS?: number;
+  freezeS?: number;
+  ackTimeoutS?: number;
+  [snakeCase: string]: number | null | undefined;
+}
+
+export interface LaunchOptions {
+  /** The program to run (no shell), e.g. the Python interpreter. */
+  command: string;
+  args?: string[];
+  cwd?: string;
+  /** The child's environment (default: process.env); trainbridge adds its variables. */
+  env?: NodeJS.ProcessEnv;
+  timeouts?: Timeouts;
+  /** Every output line is appended here (UTF-8) as it arrives: it survives a crash of this process. */
+  logPath?: string;
+  /** Lines kept for the report's log_tail. Default 40. */
+  tailLines?: number;
+  /** Load the worker in every Python process of the job without code changes (bridge/inject). Default true. */
+  zeroCode?: boolean;
+  /** Where bridge/inject is (default: $TRAINBRIDGE_INJECT_DIR, else the repo's). */
+  injectDir?: string;
+  /** The hub (ROUTER) to use; default: one shared hub per Node process. */
+  hub?: Hub;
+}
+
+export type JobState = 'starting' | 'running' | 'stalled' | 'ended';
+export type Outcome = 'succeeded' | 'failed' | 'crashed' | 'hung' | 'cancelled';
+
+export interface Frame { file: string; line: number; function: string }
+
+export interface Diagnosis {
+  kind: string;
+  summary: string;
+  hint: string;
+  evidence: Record<string, unknown>;
+}
+
+/** The final report: the same JSON as the Python client's (docs/report.schema.json). */
+export interface Report {
+  outcome: Outcome;
+  exit_code: number | null;
+  signal: string | null;
+  stage: string | null;
+  stages: { name: string; status: 'running' | 'ok' | 'error' | string; duration_s: number | null; depth: number }[];
+  progress: { step: number; total: number | null; metrics: Record<string, number | string> } | null;
+  error: {
+    type: string; message: string; traceback: string; kind?: string; stage?: string | null;
+    fatal?: boolean; thread?: string; frames?: Frame[]; chain?: unknown[]; exit_code?: number | null; source?: string;
+  } | null;
+  diagnosis: Diagnosis | null;
+  stacks: string | null;
+  log_tail: string[];
+  duration_s: number;
+  pid: number;
+  report_version: number;
+  job_id: string;
+  command: string[];
+  started_at: string;
+  hang: { reason: string; stage: string | null; after_s: number } | null;
+  signals_sent: string[];
+  worker: { hello: boolean; bye: Record<string, unknown> | null; ranks: number[]; dump_signal: boolean };
+  output: { lines: { stdout: number; stderr: number }; bytes: { stdout: number; stderr: number } };
+  protocol: { rejected: Record<string, number>; lost: number };
+  leftovers: number[];
+  log_path: string | null;
+  evidence: Record<string, unknown> | null;
+  summary: string;
+  [extra: string]: unknown;
+}
+
+/** Worker message bodies, strings unescaped; integers beyond 2^53 arrive as BigInt. */
+export interface HelloBody { pid: number; argv: string[]; cwd: string; python: Record<string, unknown>; host: string; proto: string; worker: string; heartbeat_s: number; [k: string]: unknown }
+export interface StageBody { event: 'begin' | 'end'; name: string; depth: number; budget_s?: number | null; status?: string | null; duration_s?: number | null; [k: string]: unknown }
+export interface ProgressBody { step: number | bigint; total?: number | bigint | null; metrics: Record<string, number | string>; [k: string]: unknown }
+export interface HeartbeatBody { beat: number; stage: string | null; stages: string[]; idle_s: number; progress_age_s: number | null; stack?: string | null; dropped: Record<string, number>; [k: string]: unknown }
+
+/** An output line (stream stdout/stderr) or a worker log record (stream "worker"). */
+export interface LogLine {
+  stream: 'stdout' | 'stderr' | 'worker';
+  text: string;
+  encoding?: 'utf-8' | 'gbk' | 'escaped';
+  end?: 'lf' | 'cr' | 'crlf' | 'max' | 'eof';
+  level?: string;
+  logger?: string | null;
+  record?: Record<string, unknown>;
+}
+
+export interface StalledInfo { stage: string | null; idle_s: number | null; stack: string | null }
+
+export type JobEvent =
+  | { type: 'hello'; data: HelloBody }
+  | { type: 'stage'; data: StageBody }
+  | { type: 'progress'; data: ProgressBody }
+  | { type: 'log'; data: LogLine }
+  | { type: 'heartbeat'; data: HeartbeatBody }
+  | { type: 'stalled'; data: StalledInfo }
+  | { type: 'state'; data: JobState }
+  | { type: 'error'; data: PythonError }
+  | { type: 'end'; data: Report };
+
+/** An exception raised in the Python child: name = its type, stack = its traceback. */
+export class PythonError extends Error {
+  pythonType: string;
+  traceback: string;
+  frames: Frame[];
+  chain: { type: string; message: string; relation: string }[];
+  stage: string | null;
+  fatal: boolean;
+  kind: string;
+  thread: string | null;
+  exitCode: number | null;
+}
+
+/** The command could not be started (not found, not executable, bad cwd). */
+export class LaunchError extends Error {
+  code?: string;
+}
+
+/** A frame that is not a valid protocol v1 message; `reason` is a stable code. */
+export class ProtocolError extends Error {
+  reason: string;
+  detail: string;
+}
+
+export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
+  readonly id: string;
+  readonly command: string[];
+  /** starting | running | stalled | ended */
+  readonly state: JobState;
+  /** The child's pid once spawned. */
+  readonly pid: number | null;
+  /** The report once the job ended. */
+  readonly report: Report | null;
+  /** Resolves to the report when the job is over; rejects with LaunchError if it never started. */
+  readonly done: Promise<Report>;
+  /** In-band cancel, then SIGTERM to the tree after `grace` s, then SIGKILL. Resolves to the report. */
+  cancel(options?: { grace?: number }): Promise<Report>;
+  /** Every thread's Python stack from the worker; null without a worker or an answer in time. */
+  dumpStacks(options?: { timeout?: number }): Promise<string | null>;
+  /** Events from now on, until (and including) "end". */
+  events(): AsyncIterableIterator<JobEvent>;
+  [Symbol.asyncIterator](): AsyncIterableIterator<JobEvent>;
+
+  on(event: 'hello', listener: (body: HelloBody) => void): this;
+  on(event: 'stage', listener: (body: StageBody) => void): this;
+  on(event: 'progress', listener: (body: ProgressBody) => void): this;
+  on(event: 'log', listener: (line: LogLine) => void): this;
+  on(event: 'heartbeat', listener: (body: HeartbeatBody) => void): this;
+  on(event: 'stalled', listener: (info: StalledInfo) => void): this;
+  on(event: 'state', listener: (state: JobState) => void): this;
+  /** Emitted only while someone listens: a Python error never crashes the supervisor. */
+  on(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
+  on(event: 'end', listener: (report: Report) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once(event: 'hello', listener: (body: HelloBody) => void): this;
+  once(event: 'stage', listener: (body: StageBody) => void): this;
+  once(event: 'progress', listener: (body: ProgressBody) => void): this;
+  once(event: 'log', listener: (line: LogLine) => void): this;
+  once(event: 'heartbeat', listener: (body: HeartbeatBody) => void): this;
+  once(event: 'stalled', listener: (info: StalledInfo) => void): this;
+  once(event: 'state', listener: (state: JobState) => void): this;
+  once(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
+  once(event: 'end', listener: (report: Report) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
+/** One ROUTER socket serving many jobs. */
+export class Hub {
+  constructor(options?: { endpoint?: string; closeWhenIdle?: boolean });
+  readonly endpoint: string | null;
+  readonly runtimeDir: string;
+  start(): Promise<string>;
+  close(): void;
+}
+
+/** Start `command args` under supervision; returns the Job at once. */
+export function launch(options: LaunchOptions): Job;
+
+/** The report as ASCII JSON (non-ASCII as \u escapes). */
+export function toJSON(report: Report, indent?: number): string;
+
+/** The report's one readable paragraph. */
+export function summary(report: Report): string;
+
+/** The Python the package would use: the repo's .venv, else $TRAINBRIDGE_PYTHON, else python3. */
+export function resolvePython(): string;
+
+/** Environment checks run through the Python side (trainbridge doctor). */
+export function doctor(options?: { python?: string; timeoutS?: number }): Promise<object>;
+
+export const DEFAULT_TIMEOUTS: Readonly<Record<string, number | null>>;
