@@ -1,9 +1,9 @@
 """The beacon thread: the only owner of the worker's socket.
 
 It imports zmq and the codec itself, so `import worker` never waits for them; connects a
-DEALER; sends hello first; then loops: answer client commands, send queued events in
-order, the latest progress (coalesced), logs (bounded), heartbeats, and resend last words
-until they are acked. It also re-arms the GIL-freeze watchdog: if this thread cannot run
+DEALER; sends hello first; then loops: answer client commands, send queued stages, logs
+and errors in the order they happened, the latest progress (coalesced), heartbeats, and
+resend last words until they are acked. It also re-arms the GIL-freeze watchdog: if this thread cannot run
 for TRAINBRIDGE_FREEZE_S, faulthandler dumps every stack to the crash file.
 """
 
@@ -18,7 +18,7 @@ import time
 
 from worker import runtime
 from worker.config import Config
-from worker.runtime import STATE, SLOT, Final
+from worker.runtime import SLOT, STATE, Final, deque
 
 TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ VERSION = "0.1.0"
 POLL_S = 0.025          # longest wait for commands while idle
 PROGRESS_EVERY_S = 0.05  # coalescing window for progress
 RESEND_EVERY_S = 0.5     # last words are resent until acked (PROTOCOL.md section 6)
-LOG_BATCH = 512          # logs sent per loop, so commands and events stay prompt
+EVENT_BATCH = 512        # queued messages sent per loop, so commands stay prompt
 LINGER_MS = 1000
 SNDHWM = 100_000
 
@@ -59,7 +59,10 @@ class Beacon(threading.Thread):
         self.stop = False
         self.seq = 0
         self.beat = 0
-        self.stalled: Optional[List[bytes]] = None  # encoded frames libzmq refused (HWM)
+        # Encoded messages libzmq refused (send queue full), sent first and in order, so a
+        # refusal loses nothing and leaves no gap in the sequence numbers.
+        self.unsent: deque = deque()
+        self.said_bye = False
         self.finals: Dict[int, list] = {}  # seq -> [Final, frames, last_sent]
         self.last_slot: Any = None
         self.progress_sent: Any = None
@@ -130,7 +133,7 @@ class Beacon(threading.Thread):
             self._arm_watchdog(now)
             busy = self._send_queued(now)
             self._resend_finals(now)
-            if now >= next_beat:
+            if now >= next_beat and not self.said_bye:  # nothing follows bye but resends
                 self._heartbeat(now)
                 next_beat = now + self.config.heartbeat_s
             timeout = 0 if busy else min(POLL_S, max(0.0, next_beat - now))
@@ -165,41 +168,46 @@ class Beacon(threading.Thread):
     def _send_now(self, kind: str, body: Dict[str, Any]) -> None:
         """Encode and send, keeping the frames if libzmq is full (never lost, seq kept)."""
         frames = self._encode(kind, body)
-        if frames is not None and not self._push(frames):
-            self.stalled = frames
+        if frames is not None and (self.unsent or not self._push(frames)):
+            self.unsent.append(frames)
+
+    def _send_unsent(self) -> bool:
+        """Retry what libzmq refused; True when nothing is left waiting."""
+        while self.unsent:
+            if not self._push(self.unsent[0]):
+                return False
+            self.unsent.popleft()
+        return True
 
     def _send_queued(self, now: float) -> bool:
         """Send what training code queued; True if more is waiting."""
-        if self.stalled is not None:
-            if not self._push(self.stalled):
-                return True
-            self.stalled = None
-        events, logs = STATE.events, STATE.logs
-        while events and self.stalled is None:
-            item = events[0]
-            if isinstance(item, Final):
-                if logs:  # the last logs before the end explain it: they go first
-                    break
-                events.popleft()
-                self._flush_progress(now, item.progress)
-                frames = self._encode(item.kind, item.body)
-                if frames is None:
-                    item.acked.set()  # cannot be sent at all: do not hold the exit
-                    continue
-                self.finals[self.seq] = [item, frames, now]
-                if not self._push(frames):
-                    self.finals[self.seq][2] = 0.0  # resend at the next loop
-            else:
-                events.popleft()
-                kind, body, before = item
-                self._flush_progress(now, before)  # progress made before it goes first
-                self._send_now(kind, body)
-        self._send_progress(now)
-        for _ in range(LOG_BATCH):
-            if not logs or self.stalled is not None:
+        if not self._send_unsent():
+            return True
+        events = STATE.events
+        for _ in range(EVENT_BATCH):
+            if not events or self.unsent:
                 break
-            self._send_now("log", _log_body(logs.popleft()))
-        return bool(events or logs or self.stalled is not None)
+            item = events[0]  # only this thread takes items out
+            final = item if isinstance(item, Final) else None
+            # Progress recorded before this item goes first; if libzmq is full it waits.
+            self._flush_progress(now, final.progress if final else item[2])
+            if self.unsent:
+                break
+            events.popleft()
+            if final is None:
+                kind, body, _ = item
+                self._send_now(kind, _log_body(body) if kind == "log" else body)
+                continue
+            frames = self._encode(final.kind, final.body)
+            if frames is None:
+                final.acked.set()  # cannot be sent at all: do not hold the exit
+                continue
+            self.finals[self.seq] = [final, frames, now]
+            self.said_bye = self.said_bye or final.kind == "bye"
+            if not self._push(frames):
+                self.finals[self.seq][2] = 0.0  # resend at the next loop
+        self._send_progress(now)
+        return bool(events or self.unsent)
 
     def _send_progress(self, now: float) -> None:
         latest = SLOT[0]
@@ -215,7 +223,7 @@ class Beacon(threading.Thread):
 
     def _flush_progress(self, now: float, value: Any) -> None:
         """Send `value` (a progress tuple) unless it was already sent."""
-        if value is None or value is self.progress_sent or self.stalled is not None:
+        if value is None or value is self.progress_sent or self.unsent:
             return
         step, total, metrics = value
         self.progress_sent, self.progress_sent_at = value, now
@@ -245,9 +253,10 @@ class Beacon(threading.Thread):
             main = threading.main_thread().ident
             body["stack"] = errors.format_stack(sys._current_frames().get(main))
         body.update(facts.resources())
-        frames = self._encode("heartbeat", body)
-        if frames is not None and self.stalled is None:
-            self._push(frames)  # a heartbeat that does not fit now is simply skipped
+        if not self.unsent:  # a heartbeat that does not fit now is simply skipped
+            frames = self._encode("heartbeat", body)
+            if frames is not None and not self._push(frames):
+                self.unsent.append(frames)  # its seq is taken: it must still go out
 
     # --- commands --------------------------------------------------------------------------
     def _read_commands(self) -> None:
@@ -311,7 +320,7 @@ class Beacon(threading.Thread):
             if STATE.crash_file is not None and not STATE.forking:
                 faulthandler.cancel_dump_traceback_later()
             if self.sock is not None:
-                delivered = not self.finals and self.stalled is None
+                delivered = not self.finals and not self.unsent
                 self.sock.close(linger=0 if (delivered or self.refused) else LINGER_MS)
             if self.ctx is not None:
                 self.ctx.term()

@@ -205,4 +205,3 @@ def _after_fork_in_child() -> None:
     STATE.beacon = None
     STATE.forking = False
     STATE.events = type(STATE.events)()
-    STATE.logs = type(STATE.logs)()

@@ -51,10 +51,10 @@ class State:
         self.enabled = False
         self.config: Optional[Config] = None
         self.beacon: Optional[threading.Thread] = None
-        # Never dropped, in order: (kind, body, progress before it) or Final.
+        # Everything but progress and heartbeats, in the order it happened: (kind, body,
+        # the progress recorded before it) or Final. Logs are refused (and counted) while
+        # LOG_QUEUE_LIMIT items wait; stage, error and last words are never refused.
         self.events: Deque[Any] = deque()
-        # Bounded: (body) of log messages; the excess is counted, not queued.
-        self.logs: Deque[Dict[str, Any]] = deque()
         self.dropped: Dict[str, int] = {"log": 0}
         self.stages: List[str] = []
         self.activity = time.monotonic()  # last stage change on any thread
@@ -88,10 +88,10 @@ def enqueue_event(kind: str, body: Dict[str, Any]) -> None:
 def enqueue_log(body: Dict[str, Any]) -> None:
     if not STATE.enabled:
         return
-    if len(STATE.logs) >= LOG_QUEUE_LIMIT:
+    if len(STATE.events) >= LOG_QUEUE_LIMIT:
         STATE.dropped["log"] += 1
     else:
-        STATE.logs.append(body)
+        STATE.events.append(("log", body, SLOT[0]))
 
 
 def stage_begin(name: str, budget: Optional[float]) -> Optional[int]:
@@ -166,7 +166,6 @@ def disable() -> None:
     """Turn the worker off for the rest of the process: API calls become no-ops and
     anyone waiting for an ack stops waiting."""
     STATE.enabled = False
-    STATE.logs.clear()
     for item in list(STATE.events):
         if isinstance(item, Final):
             item.acked.set()

@@ -81,8 +81,8 @@ def test_last_words_survive_50000_queued_messages(tmp_path):
         from worker import runtime
         for i in range(50000):
             worker.log("queued message number %d" % i)
-            if len(runtime.STATE.logs) > 8000:  # stay under the worker's own log bound
-                while len(runtime.STATE.logs) > 1000:
+            if len(runtime.STATE.events) > 8000:  # stay under the worker's own log bound
+                while len(runtime.STATE.events) > 1000:
                     time.sleep(0.001)
         raise RuntimeError("last words " + sys.argv[1])
     """)
