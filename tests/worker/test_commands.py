@@ -20,10 +20,15 @@ WORKING = textwrap.dedent("""
 """)
 
 
+def in_sleep(r):
+    """A stalled heartbeat showing the main thread inside time.sleep(60)."""
+    return r.kind == "heartbeat" and "time.sleep(60)" in (r.body["stack"] or "")
+
+
 def test_ping_and_dump_stacks_are_answered_in_band(receiver, tmp_path):
-    child = start_python(WORKING, receiver.env(heartbeat_s="0.2"), str(tmp_path))
+    child = start_python(WORKING, receiver.env(heartbeat_s="0.1", stall_s="0.2"), str(tmp_path))
     try:
-        receiver.wait_for(lambda r: r.kind == "stage")
+        receiver.wait_for(in_sleep)
         ping = receiver.command("ping")
         reply = receiver.wait_for(lambda r: r.kind == "reply" and r.body["to"] == ping).body
         assert reply["ok"] is True
@@ -39,9 +44,9 @@ def test_ping_and_dump_stacks_are_answered_in_band(receiver, tmp_path):
 
 
 def test_cancel_raises_keyboard_interrupt_in_the_main_thread(receiver, tmp_path):
-    child = start_python(WORKING, receiver.env(heartbeat_s="0.2"), str(tmp_path))
+    child = start_python(WORKING, receiver.env(heartbeat_s="0.1", stall_s="0.2"), str(tmp_path))
     try:
-        receiver.wait_for(lambda r: r.kind == "stage")
+        receiver.wait_for(in_sleep)
         cancel = receiver.command("cancel", {"reason": "user pressed stop"})
         reply = receiver.wait_for(lambda r: r.kind == "reply" and r.body["to"] == cancel).body
         assert reply["ok"] is True

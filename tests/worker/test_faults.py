@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
 import tempfile
 import textwrap
+import time
 
 from tests.worker.receiver import Receiver, read_line, run_python, start_python
 
@@ -39,6 +41,39 @@ def test_native_crash_leaves_its_stack_in_the_crash_file(receiver, tmp_path):
     assert re.search(r'File ".*script\.py", line 7 in <module>', text), text
     # Died without last words: that is how the client tells a crash from an ending.
     assert not receiver.of_kind("bye") and not receiver.of_kind("error")
+
+
+def test_sigusr1_dumps_every_stack_to_the_crash_file_and_the_script_goes_on(receiver, tmp_path):
+    crash = tmp_path / "crash.txt"
+    child = start_python(textwrap.dedent("""
+        import sys, worker
+        def wait_for_release():
+            return sys.stdin.read(1)
+        with worker.stage("waiting"):
+            wait_for_release()
+        print("went on", flush=True)
+    """), receiver.env(heartbeat_s="0.1", stall_s="0.2", crash_file=str(crash)), str(tmp_path))
+    try:
+        hello = receiver.wait_for(lambda r: r.kind == "hello").body
+        assert hello["dump_signal"] == "SIGUSR1"
+        # A stalled heartbeat shows the main thread inside the wait: signal it now.
+        receiver.wait_for(lambda r: r.kind == "heartbeat" and "wait_for_release()" in
+                          (r.body["stack"] or ""))
+        os.kill(child.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        while "in wait_for_release" not in crash_text(crash):
+            assert time.monotonic() < deadline, crash_text(crash)
+            time.sleep(0.02)  # polling a file for a condition, with a deadline
+        child.stdin.write(b"x")
+        child.stdin.close()
+        assert child.wait(timeout=10) == 0
+        assert child.stdout.read() == b"went on\n"
+    finally:
+        child.kill()
+        child.wait()
+    text = crash_text(crash)
+    assert re.search(r'File ".*script\.py", line 4 in wait_for_release', text), text
+    assert text.count("Thread 0x") + text.count("Current thread 0x") >= 2  # all threads
 
 
 def test_gil_held_freeze_reaches_the_crash_file_through_the_watchdog(receiver, tmp_path):
