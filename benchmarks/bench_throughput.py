@@ -48,7 +48,7 @@ import sys, time, worker
 from worker.runtime import STATE
 msg = sys.argv[2]
 for i in range(int(sys.argv[1])):
-    while len(STATE.logs) > 8000:
+    while len(STATE.events) > 8000:
         time.sleep(0.0002)
     worker.log(msg)
 """
