@@ -250,11 +250,15 @@ class Job extends EventEmitter {
   }
 
   _schedule() {
-    if (this._timer) clearTimeout(this._timer);
-    this._timer = null;
     if (this.pid === null || this.report) return;
     const deadline = machine.nextDeadline(this._m);
+    // A timer armed for an earlier time stays: an early "timer" event changes nothing (the
+    // machine judges deadlines itself), and re-arming on every message would cost more.
+    if (this._timer && deadline !== null && this._timerAt <= deadline) return;
+    if (this._timer) clearTimeout(this._timer);
+    this._timer = null;
     if (deadline === null) return;
+    this._timerAt = deadline;
     const ms = Math.max(0, (deadline - now()) * 1000) + 1;
     this._timer = setTimeout(() => { this._timer = null; this._post({ type: 'timer' }); }, ms);
   }
@@ -333,14 +337,17 @@ class Job extends EventEmitter {
       if (this.report) return;
       const t = now();
       const pipesDone = this._pipesOpen <= 0 || (t - start) * 1000 >= PIPE_LINGER_MS;
-      const quiet = (t - Math.max(this._lastMsgAt, this._exitAt || 0)) * 1000 >= QUIET_MS;
+      // After an acked bye the worker sent its last message; otherwise (a crash) messages may
+      // still be in flight: wait until the socket has been quiet for QUIET_MS.
+      const quiet = this._facts.bye !== null
+        || (t - Math.max(this._lastMsgAt, this._exitAt || 0)) * 1000 >= QUIET_MS;
       if (pipesDone && quiet) {
         this._post({ type: 'drained' });
         return;
       }
       setTimeout(check, 2);
     };
-    setTimeout(check, 2);
+    setImmediate(check); // the pipes' last chunks and EOF are often already queued
   }
 
   _finish() {

@@ -188,6 +188,16 @@ test('one ROUTER serves many jobs at once; events as an async iterator', async (
   assert.ok(kinds[1].includes('error'));
 });
 
+test('messages that break the protocol are counted and dropped; the job is unharmed', async () => {
+  const job = run('hostile');
+  const workerLogs = [];
+  job.on('log', (line) => { if (line.stream === 'worker') workerLogs.push(line.text); });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.deepEqual(report.protocol.rejected, { bad_signature: 1, non_ascii: 1, unknown_kind: 1, replay: 1 });
+  assert.deepEqual(workerLogs, ['rank 1 here']); // the one valid message, once
+});
+
 test('dumpStacks() on a running job returns every thread', async () => {
   const job = run('grandchildren', { timeouts: { cancelGrace: 0.5, killGrace: 0.5 } });
   await new Promise((resolve) => job.once('progress', resolve));
