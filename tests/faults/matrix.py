@@ -270,6 +270,16 @@ def judge(row: Dict[str, Any], report: Dict[str, Any], measures: Dict[str, Any],
     return failures
 
 
+def keep_report(name: str, report: Dict[str, Any], failures: List[str]) -> str:
+    """Write a failing row's report where a person can read it later; returns the path."""
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / "trainbridge-faults"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}-{time.strftime('%H%M%S')}-{os.getpid()}.json"
+    path.write_text(json.dumps({"failures": failures, "report": report}, indent=1,
+                               default=str), encoding="ascii", errors="backslashreplace")
+    return str(path)
+
+
 def main(argv: List[str]) -> int:
     """python -m tests.faults.matrix [--repeat N] [NAME ...]: run rows, print one line each."""
     repeat = 1
@@ -288,6 +298,8 @@ def main(argv: List[str]) -> int:
                   f"known {measures['known_s']}s/{measures['limit_s']}s", flush=True)
             for failure in failures:
                 print(f"     - {failure}", flush=True)
+            if failures:
+                print(f"     report: {keep_report(name, report, failures)}", flush=True)
             bad += bool(failures)
         print(f"pass {i + 1}/{repeat}: {time.monotonic() - pass_start:.1f} s", flush=True)
     print(f"{repeat} pass(es), {bad} failure(s), {time.monotonic() - started:.1f} s in all")
