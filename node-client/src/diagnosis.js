@@ -321,6 +321,50 @@ const CPU_BUSY = 0.5; // fraction of one core over the window: the main work is 
 const RUNNABLE_BUSY = 0.8; // fraction of state samples in R
 const CPU_SOME = 0.05;
 
+const mainOf = (evidence) => evidence.main_thread || {};
+
+function remoteOf(conn) {
+  const raddr = conn.raddr || '';
+  if (Array.isArray(raddr) && raddr.length === 2) {
+    const [host, port] = raddr;
+    return String(host).includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  }
+  return String(raddr) || 'an unknown peer';
+}
+
+/** The socket the main thread waits on: the one whose fd is the syscall's fd, else the one connection with a remote end. */
+function blockingSocket(evidence) {
+  const sockets = (evidence.sockets || []).filter((x) => x.raddr && (!Array.isArray(x.raddr) || x.raddr.length));
+  const { fd } = mainOf(evidence);
+  for (const sock of sockets) if (fd !== undefined && fd !== null && sock.fd === fd) return sock;
+  const live = sockets.filter((x) => ['ESTABLISHED', 'SYN_SENT', 'CLOSE_WAIT'].includes(x.status)
+    && [null, undefined, evidence.pid].includes(x.pid));
+  return live.length ? live[0] : (sockets.length ? sockets[0] : null);
+}
+
+function childToName(evidence) {
+  const children = evidence.children || [];
+  for (const child of children) { // a stopped or dead child is the likely culprit
+    if (['stopped', 'tracing-stop', 'zombie', 'dead', 'disk-sleep'].includes(child.status)) return child;
+  }
+  return children.length ? children[0] : null;
+}
+
+const describeChild = (child) => `child pid ${child.pid ?? null} (${child.name || '?'}, ${child.status || '?'})`;
+
+/** The OS evidence for the report, with long lists cut (a fork bomb has many children). */
+function trim(evidence, items = 10) {
+  const out = {};
+  for (const [k, v] of Object.entries(evidence)) if (k !== 'py_spy') out[k] = v;
+  for (const key of ['sockets', 'children']) {
+    if (Array.isArray(out[key]) && out[key].length > items) {
+      out[`${key}_total`] = out[key].length;
+      out[key] = out[key].slice(0, items);
+    }
+  }
+  return out;
+}
+
 /** A hang kind from the Python stack alone. */
 function stackSays(frames) {
   if (!frames.length) return null;
@@ -354,7 +398,10 @@ function kernelSays(evidence) {
   if (LOCK_SYSCALLS.has(syscall) || wchan.startsWith('futex')) return 'lock_wait';
   if (target.startsWith('socket:') || NET_WCHAN.test(wchan)) return 'network_wait';
   if (target.startsWith('pipe:') || wchan.includes('pipe')) return (evidence.children || []).length ? 'child_wait' : 'io_wait';
-  if (POLL_SYSCALLS.has(syscall)) return (evidence.children || []).length ? 'child_wait' : 'io_wait';
+  if (POLL_SYSCALLS.has(syscall)) {
+    if (blockingSocket(evidence)) return 'network_wait';
+    return (evidence.children || []).length ? 'child_wait' : 'io_wait';
+  }
   if (READ_SYSCALLS.has(syscall) && target.startsWith('/')) return 'io_wait';
   if (cpu !== null && cpu >= CPU_BUSY) return 'cpu_bound';
   return null;
@@ -392,6 +439,7 @@ function diagnoseHang(facts) {
   const sawHello = facts.saw_hello === undefined ? true : Boolean(facts.saw_hello);
   let frames = parseStack(facts.stack);
   if (!frames.length) frames = parseStack(facts.stacks);
+  if (!frames.length) frames = parseStack(evidence.py_spy);
   const stage = facts.stage ?? null;
   const kind = hangKind(reason, frames, evidence, sawHello);
   const at = where(frames);
@@ -400,17 +448,34 @@ function diagnoseHang(facts) {
   const extra = {
     reason, stage, stages: facts.stages ?? null, idle_s: facts.idle_s ?? null,
     kernel_wait: main.wchan || main.syscall || null, cpu_fraction: evidence.cpu_fraction ?? null,
-    ...frameFields(frames), os: evidence,
+    ...frameFields(frames), os: trim(evidence),
   };
   let whereStage = inStage(stage);
   if (reason === 'after_bye') whereStage += ' after the script said bye (a non-daemon thread or atexit handler)';
   switch (kind) {
-    case 'network_wait':
-      return diag(kind, `blocked reading from a remote host${idle}${whereStage} at ${at}`,
-        `blocked reading from a remote host${idle}: check HTTPS_PROXY / HF_ENDPOINT, the server, or go offline (HF_HUB_OFFLINE=1); put a timeout on the call`, extra);
-    case 'child_wait':
-      return diag(kind, `waiting${idle} on a child process${whereStage} at ${at}`,
-        'a child process is not answering: check its stack (py-spy dump --pid ?) or use DataLoader(num_workers=0) to rule it out', extra);
+    case 'network_wait': {
+      const sock = blockingSocket(evidence);
+      const remote = sock ? remoteOf(sock) : 'a remote host';
+      extra.remote = sock ? remote : null;
+      extra.socket_status = sock ? (sock.status ?? null) : null;
+      const verb = sock && sock.status === 'SYN_SENT' ? 'connecting to' : 'reading from';
+      return diag(kind, `blocked ${verb} ${remote}${idle}${whereStage} at ${at}`,
+        `blocked ${verb} ${remote}${idle}: check HTTPS_PROXY / HF_ENDPOINT, the server, or go offline (HF_HUB_OFFLINE=1); put a timeout on the call`, extra);
+    }
+    case 'child_wait': {
+      const child = childToName(evidence);
+      extra.child = child;
+      const who = child ? describeChild(child) : 'a child process';
+      let stateHint;
+      if (child && ['stopped', 'tracing-stop'].includes(child.status)) {
+        stateHint = `${who} is stopped (SIGSTOP or a debugger): resume it with kill -CONT ${child.pid ?? null} or find who stopped it`;
+      } else if (child && child.status === 'zombie') {
+        stateHint = `${who} has exited but nobody collected it: the worker died; check its output`;
+      } else {
+        stateHint = `${who} is not answering: check its stack (py-spy dump --pid ${child ? child.pid ?? null : '?'}) or use DataLoader(num_workers=0) to rule it out`;
+      }
+      return diag(kind, `waiting${idle} on ${who}${whereStage} at ${at}`, stateHint, extra);
+    }
     case 'import_hang': {
       const module = importingModule(frames);
       extra.module = module;
@@ -445,6 +510,7 @@ function diagnoseHang(facts) {
         'busy on the CPU but not reporting progress: an infinite loop, or slow preprocessing; report progress inside it or profile the named frame', extra);
     }
     case 'io_wait': {
+      extra.file = main.fd_target ?? null;
       const on = main.fd_target ? ` on ${main.fd_target}` : '';
       return diag(kind, `waiting for I/O${on}${idle}${whereStage} at ${at}`,
         'disk or filesystem is slow or stuck (network mount, full disk, a FIFO): check the path and the mount', extra);
