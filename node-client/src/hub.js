@@ -76,7 +76,14 @@ class Hub {
 
   async receiveLoop() {
     try {
-      for await (const [peer, ...frames] of this.sock) this.dispatch(peer, frames);
+      for await (const [peer, ...frames] of this.sock) {
+        try {
+          this.dispatch(peer, frames);
+        } catch (err) {
+          // A bug in one job's handling must not stop the socket that serves every job.
+          process.emitWarning(`trainbridge: a message could not be handled: ${err && err.stack}`, 'TrainbridgeWarning');
+        }
+      }
     } catch (err) {
       if (!this.closed) throw err;
     }

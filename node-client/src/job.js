@@ -100,6 +100,7 @@ class Job extends EventEmitter {
     this._logFd = null;
     this.done = new Promise((resolve, reject) => { this._resolveDone = resolve; this._rejectDone = reject; });
     this.done.catch(() => undefined); // a launch error also reaches 'error' listeners; never unhandled
+    hub.register(this); // now, so a hub whose last job just ended does not close under us
     this._start().catch((err) => this._launchFailed(err));
   }
 
@@ -185,7 +186,6 @@ class Job extends EventEmitter {
       const dir = launcher.injectDir(this._options.injectDir);
       if (dir) launcher.addZeroCodeHook(env, dir);
     }
-    this._hub.register(this);
     const child = launcher.spawnChild({
       command: this._options.command, args: (this._options.args || []).map(String), cwd: this._options.cwd, env,
     });
@@ -208,6 +208,7 @@ class Job extends EventEmitter {
     }
     child.on('exit', (code, signal) => this._onExit(code, signal));
     this._emit('state', this.state);
+    this._pump(); // a cancel() made before the spawn
     this._schedule();
   }
 
@@ -232,14 +233,19 @@ class Job extends EventEmitter {
   }
 
   // --- the machine ------------------------------------------------------------------
+  /** Hand one event (stamped now) to the machine; events before the spawn wait for it. */
   _post(event) {
-    this._queue.push(event);
+    this._queue.push({ t: now(), ...event });
+    this._pump();
+  }
+
+  _pump() {
     if (this._stepping || this.pid === null) return;
     this._stepping = true;
     try {
       while (this._queue.length) {
         const ev = this._queue.shift();
-        const [state, actions] = machine.step(this._m, { t: now(), ...ev });
+        const [state, actions] = machine.step(this._m, ev);
         this._m = state;
         for (const action of actions) this._perform(action);
       }

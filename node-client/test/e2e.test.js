@@ -211,3 +211,10 @@ test('a command that cannot start rejects done with LaunchError', async () => {
   const job = launch({ command: '/nonexistent/python-please' });
   await assert.rejects(job.done, (err) => err instanceof LaunchError && /python-please/.test(err.message));
 });
+
+test('cancel() right after launch, before the child even started', async () => {
+  const job = run('grandchildren', { timeouts: { killGrace: 1 } });
+  const report = await job.cancel();
+  assert.equal(report.outcome, 'cancelled');
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});
