@@ -336,19 +336,26 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                          f"{_in_stage(stage)} at {where(frames)} (from the traceback on stderr)",
                          "fix the error at the named frame; the traceback is in the log tail",
                          evidence)
+        bye = facts.get("bye") or {}
+        bye_reason = facts.get("bye_reason") or bye.get("reason")
+        hint = ("the script chose to exit with an error status: read the last output lines "
+                "for its reason")
         reason = ""
         if error and error.get("kind") == "system_exit":
             frames = _error_frames(error)
             evidence.update(_frame_fields(frames))
             at = f" at {where(frames)}" if frames else ""
-            reason = f" from sys.exit({_one_line(error.get('message'), 80)}){at}"
+            reason = f" from sys.exit({_one_line(error.get('message'), 80)!r}){at}"
+        elif bye_reason == "sys_exit":
+            reason = f" from sys.exit({exit_code})"
         elif not facts.get("saw_bye"):
             reason = " with no last words (os._exit or exit from native code)"
+            hint = ("the process left without Python's shutdown (os._exit, exit() in native "
+                    "code, a library calling _exit): search for those calls near the last "
+                    "output line")
         return _diag("exit_nonzero",
                      f"exited with status {exit_code}{reason}{_in_stage(stage)}; "
-                     f"last output: {last or '(none)'}",
-                     "the script chose to exit with an error status: read the last output "
-                     "lines for its reason", evidence)
+                     f"last output: {last or '(none)'}", hint, evidence)
     return None
 
 
@@ -592,7 +599,7 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
         module = importing_module(frames)
         extra["module"] = module
         never = "" if saw_hello else "; never said hello"
-        return _diag(kind, f"stuck importing {module}{idle}{never} at {at}",
+        return _diag(kind, f"stuck importing {module}{idle}{never}{where_stage} at {at}",
                      f"the import of {module} does not finish: run python -X importtime -c "
                      f"'import {module}' to see where, and check the network, CUDA init and "
                      "lock files it may wait on", extra)
@@ -601,10 +608,12 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
         extra["blocking"] = what
         doing = f" (main thread {what.replace('_', ' ')})" if what else ""
         at_text = f" at {at}" if frames else ""
+        look = "check what the named frame waits on" if frames else \
+            "install py-spy (pip install py-spy) to see the frame it is stuck in"
         return _diag(kind, f"never said hello{idle}{doing}{at_text}",
                      "the script did not reach the worker's hello: import worker (or run it "
-                     "under trainbridge) before heavy imports, and check what the named frame "
-                     "waits on", extra)
+                     f"under trainbridge's zero-code mode) before heavy imports, and {look}",
+                     extra)
     if kind == "gil_held":
         busy = evidence.get("cpu_fraction")
         doing = "spinning in native code" if busy is not None and busy >= CPU_BUSY \

@@ -261,7 +261,10 @@ ENDS = [
     ("sys.exit(3) with no error", {"exit_code": 3, "saw_bye": True, "log_tail": ["done?"]},
      "exit_nonzero", ["status 3", "done?"]),
     ("sys.exit('message')", {"exit_code": 1, "error": ERR_EXIT}, "exit_nonzero",
-     ["status 1", "config file missing"]),
+     ["status 1", "sys.exit('config file missing') at job/train.py:5 load_config"]),
+    ("sys.exit(3) known from the bye", {"exit_code": 3, "saw_bye": True,
+                                        "bye": {"reason": "sys_exit", "exit_code": 3}},
+     "exit_nonzero", ["from sys.exit(3)"]),
     ("os._exit(7)", {"exit_code": 7, "saw_bye": False, "log_tail": ["about to leave"]},
      "exit_nonzero", ["status 7", "no last words", "about to leave"]),
 ]
