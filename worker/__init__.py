@@ -20,6 +20,7 @@ from __future__ import annotations
 import os as _os
 import sys as _sys
 import time as _time
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
 
 from worker import runtime as _runtime
@@ -48,6 +49,9 @@ def progress(step: Any, total: Any = None, **metrics: Any) -> None:
 
 def _progress_off(step: Any, total: Any = None, **metrics: Any) -> None:
     return None
+
+
+_progress_off.__doc__ = progress.__doc__
 
 
 class stage:

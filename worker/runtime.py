@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
 
 try:  # the C type itself: `collections` costs a millisecond that scripts may not pay
