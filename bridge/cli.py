@@ -248,10 +248,11 @@ class ViewModel:
                 self.worker = True
                 self.pid = body.get("pid")
             elif event["kind"] == "stage":
+                key = (body["name"], body.get("depth"))
                 if body["event"] == "begin":
-                    self.stages.append(body["name"])
-                elif body["name"] in self.stages:
-                    del self.stages[len(self.stages) - 1 - self.stages[::-1].index(body["name"]):]
+                    self.stages.append(key)
+                elif key in self.stages:
+                    del self.stages[len(self.stages) - 1 - self.stages[::-1].index(key):]
             elif event["kind"] == "progress":
                 self.step, self.total = body.get("step"), body.get("total")
                 self.metrics = body.get("metrics") or {}
@@ -312,7 +313,7 @@ class LiveView:
         grid = Table.grid(padding=(0, 1))
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column()
-        grid.add_row("stage", " > ".join(m.stages) if m.stages else "-")
+        grid.add_row("stage", " > ".join(name for name, _ in m.stages) if m.stages else "-")
         if m.step is not None:
             bar = ProgressBar(total=float(m.total) if m.total else None,
                               completed=float(m.step) if m.total else 0, width=30)

@@ -68,6 +68,8 @@ class Hub:
     # --- calls from any thread ----------------------------------------------------------
     def call(self, fn: Callable[[], None]) -> None:
         """Run fn on the I/O thread, soon."""
+        if self._stop:
+            return
         self._calls.append(fn)
         try:
             os.write(self._wake_w, b"x")
@@ -81,8 +83,12 @@ class Hub:
         """Stop the I/O thread and remove the runtime directory (also run at exit)."""
         if self._stop:
             return
+        self._calls.append(lambda: None)
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
         self._stop = True
-        self.call(lambda: None)
         if not self.in_io_thread():
             self._thread.join(timeout=5)
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
@@ -133,7 +139,8 @@ class Hub:
 
     def _once(self) -> None:
         now = time.monotonic()
-        wake = min((job.next_wakeup() for job in list(self.jobs.values())), default=None)
+        wakes = [job.next_wakeup() for job in list(self.jobs.values())]
+        wake = min((w for w in wakes if w is not None), default=None)
         timeout = POLL_MAX_S if wake is None else min(POLL_MAX_S, max(0.0, wake - now))
         ready = dict(self._poller.poll(int(timeout * 1000) + (1 if timeout > 0 else 0)))
         # Messages first: a worker's last words must count before the exit it precedes.
@@ -146,14 +153,14 @@ class Hub:
             except BlockingIOError:
                 pass
         while self._calls:
-            self._calls.popleft()()
+            _guarded(self._calls.popleft())
         for fd in [fd for fd in ready if isinstance(fd, int) and fd in self._fds]:
             callback = self._fds.get(fd)
             if callback is not None:
-                callback()
+                _guarded(callback)
         now = time.monotonic()
         for job in list(self.jobs.values()):
-            job.tick(now)
+            _guarded(job.tick, now)
 
     def drain_router(self) -> None:
         """Process every message already queued (a job calls this when its process exits)."""
@@ -243,6 +250,18 @@ class Channel:
         except zmq.ZMQError:
             pass  # the peer is gone or its queue is full; the escalation goes on without it
         return self.seq
+
+
+def _guarded(fn: Callable[..., None], *args: Any) -> None:
+    """Run one piece of reactor work; a bug in it is reported, and the reactor (which
+    serves every other job) goes on."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001
+        import sys
+        import traceback
+        sys.stderr.write("[trainbridge] internal error in the hub (please report it):\n"
+                         + traceback.format_exc())
 
 
 def _parse_routing_id(routing_id: bytes) -> Tuple[Optional[str], int]:

@@ -29,6 +29,9 @@ def build(job: Any) -> Dict[str, Any]:
     crash_text = read_crash_file(job.crash_file)
     stacks = join_stacks(job.stacks, crash_text, job.fatal_lines)
     error = _error(job.error, tail)
+    if m.get("refused") and error is None:
+        error = {"type": "UnsupportedProtocol", "message": f"the client refused the worker: "
+                 f"{m['refused']}", "traceback": "", "kind": "internal"}
     stage = _last_stage(job.stages)
     hang = m.get("hang")
     facts_end = {

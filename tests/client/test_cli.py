@@ -1,0 +1,84 @@
+"""`trainbridge run` as a person or a GUI runs it: exit statuses, --report, --json."""
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.client.conftest import ROOT, validate_report
+
+TRAINBRIDGE = [sys.executable, "-m", "bridge.cli"]
+
+
+def trainbridge(*args, timeout=60):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    return subprocess.run([*TRAINBRIDGE, *args], cwd=ROOT, env=env, capture_output=True,
+                          timeout=timeout)
+
+
+def py(code):
+    return [sys.executable, "-c", code]
+
+
+def test_success_exits_zero_and_writes_the_report(tmp_path):
+    report_path = tmp_path / "report.json"
+    done = trainbridge("run", "--report", str(report_path), "--", *py("print('hello')"))
+    assert done.returncode == 0, done.stderr
+    text = report_path.read_text(encoding="ascii")
+    report = json.loads(text)
+    validate_report(report)
+    assert report["outcome"] == "succeeded" and report["log_tail"] == ["hello"]
+    assert b"hello" in done.stdout and b"succeeded" in done.stdout
+
+
+def test_exit_status_is_the_childs():
+    done = trainbridge("run", "--", *py("import sys; sys.exit(3)"))
+    assert done.returncode == 3
+
+
+def test_exception_gives_status_1_and_a_summary_that_names_it():
+    done = trainbridge("run", "--", *py("raise KeyError('missing_column')"))
+    assert done.returncode == 1
+    out = done.stdout.decode()
+    assert "failed" in out and "KeyError" in out and "python_exception" in out
+
+
+def test_crash_is_128_plus_the_signal():
+    done = trainbridge("run", "--", *py("import ctypes; ctypes.string_at(0)"))
+    assert done.returncode == 128 + 11
+    assert "SIGSEGV" in done.stdout.decode()
+
+
+def test_hung_is_124(tmp_path):
+    report_path = tmp_path / "hung.json"
+    done = trainbridge("run", "--stall-timeout", "0.5", "--kill-grace", "0.5",
+                       "--report", str(report_path), "--",
+                       *py("import threading, worker\nworker.progress(1, 2)\n"
+                           "threading.Event().wait()"))
+    assert done.returncode == 124
+    report = json.loads(report_path.read_text(encoding="ascii"))
+    assert report["outcome"] == "hung" and report["hang"]["reason"] == "stall"
+
+
+def test_launch_failure_is_125():
+    done = trainbridge("run", "--", "/nonexistent/train.sh")
+    assert done.returncode == 125
+    assert b"could not start" in done.stderr
+
+
+def test_json_mode_prints_ascii_event_lines_and_the_report():
+    done = trainbridge("run", "--json", "--", *py("print('\\u4e2d\\u6587')"))
+    assert done.returncode == 0
+    assert done.stdout.isascii()
+    events = [json.loads(line) for line in done.stdout.decode("ascii").splitlines()]
+    outputs = [e["text"] for e in events if e["event"] == "output"]
+    assert outputs == ["\u4e2d\u6587"]
+    assert events[-1]["event"] == "end"
+    validate_report(events[-1]["report"])
+
+
+def test_help_documents_the_exit_statuses():
+    done = trainbridge("run", "--help")
+    text = done.stdout.decode()
+    for needle in ("124", "128+N", "125", "130", "--stall-timeout", "--report", "--json"):
+        assert needle in text

@@ -1,0 +1,100 @@
+"""The hub's protocol duties, against a hand-written peer (a child that speaks the wire
+with worker.codec directly): seq checks, replays re-acked, rejections counted by reason,
+refuse on an unsupported version, and one ROUTER serving several jobs at once."""
+
+import sys
+
+import bridge
+from tests.client.conftest import assert_tree_gone, validate_report
+
+PEER = """
+import os, sys, time, msgpack, zmq
+job, key = os.environ["TRAINBRIDGE_JOB_ID"], bytes.fromhex(os.environ["TRAINBRIDGE_KEY"])
+endpoint = os.environ.pop("TRAINBRIDGE_ENDPOINT")  # so importing worker starts no beacon
+from worker import codec
+ctx = zmq.Context()
+sock = ctx.socket(zmq.DEALER)
+sock.setsockopt(zmq.LINGER, 0)
+sock.setsockopt(zmq.ROUTING_ID, f"{job}/0".encode())
+sock.connect(endpoint)
+HELLO = {"pid": os.getpid(), "argv": sys.argv, "cwd": os.getcwd(), "python": {}, "host": "h",
+         "env": {}, "packages": {}, "proto": "1.0", "worker": "test", "heartbeat_s": 1.0}
+
+def send(kind, seq, body, key=key):
+    sock.send_multipart(codec.encode(kind, seq, body, key, job))
+
+def receive(timeout=10):
+    if not sock.poll(int(timeout * 1000)):
+        raise SystemExit("no answer from the client")
+    return codec.decode(sock.recv_multipart(), key, expect="client")
+"""
+
+
+def test_replays_are_reacked_and_rejections_counted(script):
+    path = script(PEER + """
+send("hello", 1, HELLO, key=b"k" * 32)              # bad signature: ignored, counted
+send("hello", 1, HELLO)
+send("progress", 5, {"step": 1, "total": 2, "metrics": {}})   # a gap of 3
+send("bye", 6, {"exit_code": 0, "reason": "normal"})
+first = receive()
+send("bye", 6, {"exit_code": 0, "reason": "normal"})          # our ack was "lost": resend
+second = receive()
+print(first.kind, first.body["to"], second.kind, second.body["to"], flush=True)
+""")
+    job = bridge.launch([sys.executable, path], zero_code=False)
+    r = job.wait(20)
+    validate_report(r)
+    assert r["outcome"] == "succeeded", (r["summary"], r["log_tail"], r["protocol"])
+    assert r["log_tail"] == ["ack 6 ack 6"]
+    assert r["protocol"] == {"rejected": {"bad_signature": 1, "replay": 1}, "lost": 3}
+    assert r["progress"]["step"] == 1
+
+
+def test_unsupported_version_is_refused_and_the_job_fails(script):
+    path = script(PEER + """
+import hmac, hashlib
+envelope = msgpack.packb({"body": HELLO, "job": job, "kind": "hello", "seq": 1, "ts": 0,
+                          "v": 2}, use_bin_type=True)
+sock.send_multipart([envelope, hmac.new(key, envelope, hashlib.sha256).digest()])
+import signal
+def on_term(signum, frame):
+    # The client refuses, then ends the job at once: say what we got before we go.
+    refusal = receive(timeout=5)
+    print(refusal.kind, refusal.body["supported"], flush=True)
+    os._exit(1)
+signal.signal(signal.SIGTERM, on_term)
+time.sleep(60)  # a worker that goes on unsupervised; the client must end the job
+""")
+    job = bridge.launch([sys.executable, path], zero_code=False, kill_grace=0.5)
+    r = job.wait(20)
+    assert r is not None, (job.m, list(job.events(timeout=0)))
+    validate_report(r)
+    assert r["outcome"] == "failed"
+    assert r["log_tail"] == ["refuse [1]"]
+    assert r["protocol"]["rejected"] == {"unsupported_version": 1}
+    assert r["error"]["type"] == "UnsupportedProtocol" and "v2" in r["error"]["message"]
+    assert_tree_gone(job)
+
+
+def test_one_router_serves_many_jobs_at_once(script):
+    path = script("""
+        import sys, worker
+        for i in range(20):
+            worker.progress(i + 1, 20, job=sys.argv[1])
+    """)
+    jobs = [bridge.launch([sys.executable, path, str(n)], zero_code=False) for n in range(4)]
+    assert len({job.hub for job in jobs}) == 1 and len({job.id for job in jobs}) == 4
+    reports = [job.wait(30) for job in jobs]
+    for n, r in enumerate(reports):
+        assert r["outcome"] == "succeeded"
+        assert r["progress"] == {"step": 20, "total": 20, "metrics": {"job": str(n)}}
+
+
+def test_runtime_dir_is_private():
+    import os
+    import stat
+    from bridge.hub import Hub
+    hub = Hub.get()
+    mode = stat.S_IMODE(os.stat(hub.runtime_dir).st_mode)
+    assert mode == 0o700
+    assert hub.endpoint.startswith(("ipc://", "tcp://127.0.0.1:"))
