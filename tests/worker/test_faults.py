@@ -139,6 +139,33 @@ def test_last_words_survive_50000_queued_messages(tmp_path):
             shutil.rmtree(directory, ignore_errors=True)
 
 
+def test_a_log_flood_is_bounded_and_every_drop_is_counted(receiver, tmp_path):
+    child = start_python(textwrap.dedent("""
+        import sys, worker
+        sys.setswitchinterval(30)  # the beacon cannot run during the flood: the queue fills
+        for i in range(50000):
+            worker.log("flood %d" % i)
+        sys.setswitchinterval(0.005)
+        worker.stage("after the flood").__enter__()
+        sys.stdin.read(1)
+    """), receiver.env(heartbeat_s="0.1"), str(tmp_path))
+    try:
+        def accounted(r):
+            return (r.kind == "heartbeat" and r.body["stage"] == "after the flood"
+                    and r.body["dropped"]["log"] + len(receiver.of_kind("log")) == 50000)
+        beat = receiver.wait_for(accounted, timeout=20).body
+        child.stdin.write(b"x")
+        child.stdin.close()
+        assert child.wait(timeout=10) == 0
+    finally:
+        child.kill()
+        child.wait()
+    assert beat["dropped"]["log"] >= 40000 - 1000  # about all beyond the 10,000 queued
+    logs = [r.body["message"] for r in receiver.of_kind("log")]
+    assert logs[:10000] == [f"flood {i}" for i in range(10000)], "the oldest are kept, in order"
+    assert receiver.wait_for(lambda r: r.kind == "bye").body["reason"] == "normal"
+
+
 def test_forked_child_stays_silent(receiver, tmp_path):
     crash = tmp_path / "crash.txt"
     proc = run_python(textwrap.dedent("""
