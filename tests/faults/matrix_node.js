@@ -1,0 +1,116 @@
+'use strict';
+// Run one row of tests/faults/matrix.json through the Node client (node-client/) and print
+// one JSON line: {report, measures, subs, job_id}. tests/faults/test_agreement.py judges it
+// with the same judge as the Python client's run (matrix.py) and compares the two.
+//
+//   node tests/faults/matrix_node.js ROW_NAME
+//
+// The runner mirrors matrix.py: a silent loopback server for rows that need one, a "go"
+// socket that releases the scenario once the client has heard the row's go_when message.
+
+const fs = require('node:fs');
+const net = require('node:net');
+const path = require('node:path');
+
+const HERE = __dirname;
+const ROOT = path.resolve(HERE, '..', '..');
+const { launch, resolvePython } = require(path.join(ROOT, 'node-client', 'src', 'index.js'));
+
+const MATRIX = JSON.parse(fs.readFileSync(path.join(HERE, 'matrix.json'), 'utf8'));
+const now = () => Number(process.hrtime.bigint()) / 1e9;
+
+function listen(onConnection) {
+  return new Promise((resolve) => {
+    const server = net.createServer(onConnection);
+    server.listen(0, '127.0.0.1', () => resolve(server));
+  });
+}
+
+async function silentServer() {
+  const held = [];
+  const server = await listen((sock) => { held.push(sock); sock.on('error', () => {}); });
+  return { port: server.address().port, close: () => { held.forEach((s) => s.destroy()); server.close(); } };
+}
+
+async function goSignal(when) {
+  const [kind, ...rest] = when.split(':');
+  const name = rest.join(':');
+  let conn = null;
+  let heard = false;
+  const release = () => { if (conn && heard) { conn.end('go'); conn = null; } };
+  const server = await listen((sock) => { sock.on('error', () => {}); conn = sock; release(); });
+  return {
+    port: server.address().port,
+    seen(eventKind, body) {
+      if (eventKind !== kind) return;
+      if (kind === 'stage' && body.event !== 'begin') return;
+      if (!name || body.name === name || body.message === name) { heard = true; release(); }
+    },
+    close: () => { if (conn) conn.destroy(); server.close(); },
+  };
+}
+
+async function run(name) {
+  const row = MATRIX.scenarios.find((r) => r.name === name);
+  if (!row) throw new Error(`no row ${name}`);
+  const config = { ...MATRIX.config, ...(row.config || {}) };
+  const env = { ...process.env };
+  env.PYTHONPATH = ROOT + (env.PYTHONPATH ? path.delimiter + env.PYTHONPATH : '');
+  const subs = {};
+  const closers = [];
+  let go = null;
+  if (row.go_when) {
+    go = await goSignal(row.go_when);
+    env.FAULT_GO_PORT = String(go.port);
+    closers.push(go.close);
+  }
+  if ((row.needs || []).includes('silent_server')) {
+    const srv = await silentServer();
+    env.FAULT_SERVER_PORT = subs.FAULT_SERVER_PORT = String(srv.port);
+    closers.push(srv.close);
+  }
+  let marker = row.last_line;
+  for (const [k, v] of Object.entries(subs)) if (marker) marker = marker.split(`{${k}}`).join(v);
+  let markerT = null;
+  let endT = null;
+  const launched = now();
+  const job = launch({
+    command: resolvePython(), args: row.argv, cwd: path.join(HERE, 'scenarios'), env,
+    timeouts: config, zeroCode: row.zero_code !== false,
+  });
+  if (go) {
+    job.on('hello', (b) => go.seen('hello', b));
+    job.on('stage', (b) => go.seen('stage', b));
+    job.on('log', (l) => { if (l.stream === 'worker') go.seen('log', l.record || {}); });
+  }
+  job.on('log', (l) => { if (marker && markerT === null && l.stream !== 'worker' && String(l.text).includes(marker)) markerT = now(); });
+  job.on('end', () => { endT = now(); });
+  const timeout = setTimeout(() => job.cancel({ grace: 0 }), 60_000);
+  const report = await job.done;
+  clearTimeout(timeout);
+  closers.forEach((c) => c());
+  const how = row.deadline;
+  let start = null;
+  let stop = null;
+  let limit;
+  if (how === 'end') {
+    start = report.duration_s == null ? null : launched + report.duration_s;
+    stop = endT;
+    limit = MATRIX.end_deadline_s;
+  } else {
+    const hangT = report.hang && report.hang.after_s != null ? launched + report.hang.after_s : null;
+    start = how === 'startup' ? launched : markerT;
+    stop = hangT;
+    limit = config[`${how}_timeout`] + 1;
+  }
+  const known = start === null || stop === null ? null : Math.round((stop - start) * 1000) / 1000;
+  return { report, measures: { how, known_s: known, limit_s: limit }, subs, job_id: job.id };
+}
+
+run(process.argv[2]).then((out) => {
+  process.stdout.write(`${JSON.stringify(out, (k, v) => (typeof v === 'bigint' ? String(v) : v))}\n`);
+  process.exit(0);
+}, (err) => {
+  process.stderr.write(`${err && err.stack ? err.stack : err}\n`);
+  process.exit(2);
+});
