@@ -70,6 +70,9 @@ class AsyncJob:
         return await self._loop.run_in_executor(
             None, functools.partial(self.job.dump_stacks, timeout))
 
+    async def ping(self, timeout: float = 2.0) -> Optional[float]:
+        return await self._loop.run_in_executor(None, functools.partial(self.job.ping, timeout))
+
 
 async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
     """bridge.launch() for asyncio code: same options, returns an AsyncJob."""

@@ -101,7 +101,7 @@ class Job:
         self.snapshot: Optional[Dict[str, Any]] = None
         self._snapshot_thread: Optional[threading.Thread] = None
         self._dump_seq: Optional[int] = None
-        self._pending_dumps: Dict[int, List[Any]] = {}
+        self._pending_dumps: Dict[int, List[Any]] = {}  # command seq -> [Event, reply]
         self._pipes: Dict[int, str] = {}
         self._pipe_files: Dict[int, Any] = {}  # close through these: Popen owns the fds
         self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
@@ -195,12 +195,23 @@ class Job:
 
     def dump_stacks(self, timeout: float = 2.0) -> Optional[str]:
         """Every thread's Python stack from the worker, or None (no worker, no answer)."""
+        reply = self._ask("dump_stacks", timeout)
+        return reply.get("stacks") if reply else None
+
+    def ping(self, timeout: float = 2.0) -> Optional[float]:
+        """Round trip to the worker's beacon in seconds, or None (no worker, no answer)."""
+        started = time.monotonic()
+        reply = self._ask("ping", timeout)
+        return time.monotonic() - started if reply and reply.get("ok") else None
+
+    def _ask(self, kind: str, timeout: float) -> Optional[Dict[str, Any]]:
+        """Send a command to the worker and wait for its reply body."""
         box: List[Any] = [threading.Event(), None]
 
         def ask() -> None:
-            seq = self.channel.command("dump_stacks")
+            seq = self.channel.command(kind)
             if seq is None:
-                box[0].set()
+                box[0].set()  # no worker said hello: nobody to ask
             else:
                 self._pending_dumps[seq] = box
         self.hub.call(ask)
@@ -351,7 +362,7 @@ class Job:
             self.stacks.append(text)
         box = self._pending_dumps.pop(to, None)
         if box is not None:
-            box[1] = text
+            box[1] = body
             box[0].set()
         if to is not None and to == self._dump_seq:
             self._dump_seq = None

@@ -14,6 +14,7 @@ import argparse
 import ctypes
 import math
 import os
+import tempfile
 import threading
 import time
 
@@ -42,8 +43,9 @@ def main() -> None:
     parser.add_argument("--crash-at", choices=STAGES, help="segfault in this stage")
     parser.add_argument("--budget", type=float, default=None,
                         help="time budget in seconds for every stage (hung when overrun)")
-    parser.add_argument("--out", default=os.path.join("demo-output", "model.pt"),
-                        help="where the trained weights go")
+    parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "trainbridge-demo",
+                                                      "model.pt"),
+                        help="where the trained weights go (default: in the temp dir)")
     args = parser.parse_args()
     budget = args.budget
 

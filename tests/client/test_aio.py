@@ -40,6 +40,7 @@ def test_async_cancel(script):
         async for event in job.events():
             if event["event"] == "message" and event["kind"] == "progress":
                 stacks = await job.dump_stacks(timeout=5)
+                assert await job.ping(timeout=5) is not None
                 job.cancel(grace=1)
         return stacks, await job.wait(timeout=20)
 
