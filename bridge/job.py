@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import os
 import secrets
+import shutil
 import signal as signals
 import threading
 import time
@@ -531,6 +532,7 @@ class Job:
             self.report = Report(reports.minimal(self, exc))
         self.hub.remove_job(self.id)
         self._close_log()
+        shutil.rmtree(self.dir, ignore_errors=True)  # the crash file is in the report now
         self._publish({"event": "end", "outcome": self.m["outcome"], "report": self.report})
         self._done.set()
 

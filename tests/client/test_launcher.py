@@ -1,0 +1,82 @@
+"""Spawning details a user relies on, and the fallbacks: tcp instead of ipc, a waiting
+thread instead of a pidfd, the zero-code hook."""
+
+import json
+import os
+import sys
+
+from bridge import hub as hub_module, launcher
+from bridge.job import Job
+from tests.client.conftest import assert_tree_gone, validate_report
+
+REAL_USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
+def test_child_environment_stdin_and_session(script):
+    path = script("""
+        import json, os, sys
+        print(json.dumps({
+            "stdin": sys.stdin.read(),
+            "sid_is_own": os.getsid(0) == os.getpid(),
+            "pgid_is_own": os.getpgid(0) == os.getpid(),
+            "env": {k: os.environ.get(k) for k in ("PYTHONUNBUFFERED", "PYTHONIOENCODING",
+                    "PYTHONUTF8", "PYTHONFAULTHANDLER", "TRAINBRIDGE_JOB_ID", "USER_SETTING")},
+            "crash_file_dir_mode": oct(os.stat(os.path.dirname(
+                os.environ["TRAINBRIDGE_CRASH_FILE"])).st_mode & 0o777),
+            "argv_has_key": any(os.environ["TRAINBRIDGE_KEY"] in a for a in sys.argv),
+        }))
+    """)
+    job = Job([sys.executable, path], env={**REAL_USER_ENV, "USER_SETTING": "kept"},
+              zero_code=False).start()
+    report = job.wait(20)
+    seen = json.loads(report["log_tail"][0])
+    assert seen["stdin"] == "" and seen["sid_is_own"] and seen["pgid_is_own"]
+    assert seen["env"] == {"PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8",
+                           "PYTHONUTF8": "1", "PYTHONFAULTHANDLER": "1",
+                           "TRAINBRIDGE_JOB_ID": job.id, "USER_SETTING": "kept"}
+    assert seen["crash_file_dir_mode"] == "0o700"
+    assert not seen["argv_has_key"]
+
+
+def test_tcp_when_ipc_is_unavailable(script, monkeypatch):
+    monkeypatch.setattr(hub_module, "IPC_PATH_MAX", 0)  # as if the path were too long
+    hub = hub_module.Hub()
+    try:
+        assert hub.endpoint.startswith("tcp://127.0.0.1:")
+        path = script("""
+            import worker
+            worker.progress(2, 2)
+        """)
+        job = Job([sys.executable, path], hub=hub, zero_code=False).start()
+        report = job.wait(20)
+        validate_report(report)
+        assert report["outcome"] == "succeeded" and report["progress"]["step"] == 2
+        assert report["worker"]["hello"]
+    finally:
+        hub.close()
+    assert not os.path.exists(hub.runtime_dir)
+
+
+def test_exit_through_a_waiting_thread_without_pidfd(script, monkeypatch):
+    monkeypatch.setattr(launcher, "open_pidfd", lambda pid: None)
+    path = script("""
+        import os
+        os._exit(4)
+    """)
+    job = Job([sys.executable, path], zero_code=False).start()
+    report = job.wait(20)
+    assert report["exit_code"] == 4
+    assert_tree_gone(job)
+
+
+def test_zero_code_hook_makes_an_unmodified_script_say_hello(script):
+    path = script("""
+        print("no import of worker here")
+    """)
+    job = Job([sys.executable, path], env=REAL_USER_ENV, zero_code=True,
+              config={"startup_timeout": 20}).start()
+    report = job.wait(20)
+    validate_report(report)
+    assert report["outcome"] == "succeeded"
+    assert report["worker"]["hello"]
+    assert report["log_tail"] == ["no import of worker here"]
