@@ -10,7 +10,10 @@ hooks below are chosen so that their cost is paid at most a few times a second.
   a hang inside that import names it (a meta-path finder that wraps the real loader).
 - once torch is imported: "first batch" from the first DataLoader iterator until its
   first batch arrives, then "train"; progress counted from optimizer steps through
-  torch's global optimizer step hook.
+  torch's global optimizer step hook. A script that names its own stages or reports its
+  own progress through the worker API keeps them: these automatic ones stand aside.
+- at exit, the stages opened here are closed (status "error" after an uncaught exception),
+  so the report's stage is where the process really was when it died without exiting.
 - once tqdm is imported: every bar's refresh (tqdm rate-limits those to ~10 Hz) becomes
   progress with the bar's description, count, total and rate, so a download stuck at
   0 B/s becomes a stall that names the file.
@@ -18,6 +21,7 @@ hooks below are chosen so that their cost is paid at most a few times a second.
 
 from __future__ import annotations
 
+import atexit
 import importlib.abc
 import importlib.machinery
 import sys
@@ -25,6 +29,7 @@ import threading
 from typing import Any, Callable, Dict, Optional
 
 import worker
+from worker.runtime import SLOT, STATE
 
 HEAVY_MODULES = frozenset({
     "torch", "torchvision", "torchaudio", "transformers", "diffusers", "datasets",
@@ -45,6 +50,7 @@ def install() -> None:
         return
     _installed = True
     _begin("startup")
+    atexit.register(_close_all)  # runs before the worker's bye (atexit is LIFO)
     sys.meta_path.insert(0, _HeavyImportFinder())
     _watch_for_main()
     _on_import("tqdm.std", _hook_tqdm)
@@ -62,11 +68,39 @@ def _begin(name: str) -> None:
         _open[name] = cm
 
 
-def _end(name: str) -> None:
+def _end(name: str, failed: bool = False) -> None:
     with _lock:
         cm = _open.pop(name, None)
     if cm is not None:
-        cm.__exit__(None, None, None)
+        error = RuntimeError("uncaught exception") if failed else None
+        cm.__exit__(type(error) if error else None, error, None)
+
+
+def _close_all() -> None:
+    failed = getattr(sys, "last_value", None) is not None  # set when an exception went uncaught
+    for name in reversed(list(_open)):
+        _safe(_end, name, failed)
+
+
+_last_auto_progress = None
+
+
+def _auto_progress(step, total, **metrics) -> None:
+    global _last_auto_progress
+    worker.progress(step, total, **metrics)
+    _last_auto_progress = SLOT[0]
+
+
+def _user_progress() -> bool:
+    """True once the script reports progress itself through worker.progress: that wins."""
+    latest = SLOT[0]
+    return latest is not None and latest is not _last_auto_progress
+
+
+def _user_stages_open() -> bool:
+    """True when the script itself has a stage open (it names its own phases)."""
+    auto = set(_open)
+    return any(not (name in auto or name.startswith("import ")) for name in list(STATE.stages))
 
 
 # --- startup -> main ----------------------------------------------------------------------
@@ -207,6 +241,8 @@ def _hook_tqdm(module) -> None:
     real_refresh, real_close = cls.refresh, cls.close
 
     def report(bar) -> None:
+        if _user_progress():
+            return
         try:
             fmt = bar.format_dict
             metrics = {"bar": str(fmt.get("prefix") or bar.desc or ""), "unit": str(fmt.get("unit") or "it")}
@@ -215,7 +251,7 @@ def _hook_tqdm(module) -> None:
                 rate = fmt.get("n", 0) / fmt["elapsed"]
             if rate is not None:
                 metrics["rate"] = float(rate)
-            worker.progress(fmt.get("n", bar.n), fmt.get("total"), **metrics)
+            _auto_progress(fmt.get("n", bar.n), fmt.get("total"), **metrics)
         except Exception as exc:  # noqa: BLE001
             _report_internal(exc)
 
@@ -253,7 +289,9 @@ class _FirstBatch:
 
     def __init__(self, iterator):
         self._it = iterator
-        _begin("first batch")
+        self._staged = not _user_stages_open()
+        if self._staged:
+            _begin("first batch")
 
     def __iter__(self):
         return self
@@ -263,8 +301,9 @@ class _FirstBatch:
         batch = next(self._it)
         if not _first_batch_seen:
             _first_batch_seen = True
-            _end("first batch")
-            _begin("train")
+            if self._staged:
+                _end("first batch")
+                _begin("train")
         return batch
 
     def __len__(self):
@@ -280,10 +319,12 @@ _steps = 0
 def _hook_torch_optim(module) -> None:
     def after_step(optimizer, args, kwargs):
         global _steps
+        if _user_progress():
+            return
         _steps += 1
-        if _steps == 1 and "train" not in _open:
+        if _steps == 1 and "train" not in _open and not _user_stages_open():
             _end("first batch")
             _begin("train")
-        worker.progress(_steps, None, source="optimizer")
+        _auto_progress(_steps, None, source="optimizer")
 
     module.register_optimizer_step_post_hook(after_step)

@@ -110,3 +110,14 @@ def test_torchrun_ranks_each_say_hello_with_their_rank():
     hellos = [e["body"] for e in events if e.get("event") == "message" and e.get("kind") == "hello"]
     ranks = sorted(h.get("rank") for h in hellos if h.get("world_size") == 2)
     assert ranks == [0, 1], [(h.get("rank"), h.get("world_size"), h["argv"][:2]) for h in hellos]
+
+
+def test_a_script_with_its_own_stages_and_progress_keeps_them():
+    demo = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "demo_train.py")
+    report, _ = run([PY, demo, "--steps", "20"])
+    assert report["outcome"] == "succeeded", report
+    assert names(report) == ["startup", "main", "config", "import torch", "data", "model",
+                             "optimizer", "train", "save"]
+    assert all(s["status"] == "ok" for s in report["stages"])  # "main" closes at exit
+    assert report["stage"] == "save"
+    assert report["progress"]["metrics"].keys() == {"loss"}  # the script's, not the optimizer hook's
