@@ -269,11 +269,13 @@ def _parse_routing_id(routing_id: bytes) -> Tuple[Optional[str], int]:
         text = routing_id.decode("ascii")
     except UnicodeDecodeError:
         return None, 0
-    job_id, sep, rank = text.rpartition("/")
-    if not sep:
+    # "<job id>/<rank>" (PROTOCOL.md section 1); job ids have no "/", so anything after the
+    # rank (a pid, to keep two processes of one rank apart) is accepted and ignored here.
+    parts = text.split("/")
+    if len(parts) < 2:
         return None, 0
     try:
-        return job_id, int(rank)
+        return parts[0], int(parts[1])
     except ValueError:
         return None, 0
 
