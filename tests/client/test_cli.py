@@ -82,3 +82,26 @@ def test_help_documents_the_exit_statuses():
     text = done.stdout.decode()
     for needle in ("124", "128+N", "125", "130", "--stall-timeout", "--report", "--json"):
         assert needle in text
+
+
+def test_ctrl_c_cancels_the_job_and_exits_130(tmp_path):
+    import signal
+    report_path = tmp_path / "cancelled.json"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen(
+        [*TRAINBRIDGE, "run", "--json", "--report", str(report_path), "--",
+         *py("import threading, worker\nworker.progress(1, 9)\nthreading.Event().wait()")],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE)
+    try:
+        for line in proc.stdout:  # wait until the child is known to be working
+            event = json.loads(line)
+            if event["event"] == "message" and event["kind"] == "progress":
+                proc.send_signal(signal.SIGINT)
+                break
+        proc.stdout.read()
+        assert proc.wait(timeout=30) == 130
+    finally:
+        proc.kill()
+        proc.wait()
+    report = json.loads(report_path.read_text(encoding="ascii"))
+    assert report["outcome"] == "cancelled"
