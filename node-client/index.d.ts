@@ -166,6 +166,8 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   cancel(options?: { grace?: number }): Promise<Report>;
   /** Every thread's Python stack from the worker; null without a worker or an answer in time. */
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
+  /** Round trip to the worker's beacon in seconds; null without a worker or an answer in time. */
+  ping(options?: { timeout?: number }): Promise<number | null>;
   /** Events from now on, until (and including) "end". */
   events(): AsyncIterableIterator<JobEvent>;
   [Symbol.asyncIterator](): AsyncIterableIterator<JobEvent>;

@@ -195,6 +195,23 @@ function errorFrames(error) {
   return parseStack(error.traceback);
 }
 
+/** Python's repr() of a str (quotes and escapes), for messages quoted as Python shows them. */
+function pyRepr(text) {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  let out = '';
+  for (const ch of text) {
+    const cp = ch.codePointAt(0);
+    if (ch === '\\' || ch === quote) out += `\\${ch}`;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\r') out += '\\r';
+    else if (ch === '\t') out += '\\t';
+    else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) out += `\\x${cp.toString(16).padStart(2, '0')}`;
+    else if (cp >= 0xd800 && cp <= 0xdfff) out += `\\u${cp.toString(16).padStart(4, '0')}`;
+    else out += ch;
+  }
+  return quote + out + quote;
+}
+
 const inStage = (stage) => (stage ? ` in stage '${stage}'` : '');
 
 function oomLine(logTail) {
@@ -286,17 +303,23 @@ function diagnoseEnd(facts) {
         `${printed.type}: ${oneLine(printed.message, 160)}${inStage(stage)} at ${where(frames)} (from the traceback on stderr)`,
         'fix the error at the named frame; the traceback is in the log tail', evidence);
     }
+    const bye = facts.bye || {};
+    const byeReason = facts.bye_reason || bye.reason || null;
+    let hint = 'the script chose to exit with an error status: read the last output lines for its reason';
     let reason = '';
     if (error && error.kind === 'system_exit') {
       const frames = errorFrames(error);
       Object.assign(evidence, frameFields(frames));
       const at = frames.length ? ` at ${where(frames)}` : '';
-      reason = ` from sys.exit(${oneLine(error.message, 80)})${at}`;
+      reason = ` from sys.exit(${pyRepr(oneLine(error.message, 80))})${at}`;
+    } else if (byeReason === 'sys_exit') {
+      reason = ` from sys.exit(${exitCode})`;
     } else if (!facts.saw_bye) {
       reason = ' with no last words (os._exit or exit from native code)';
+      hint = "the process left without Python's shutdown (os._exit, exit() in native code, a library calling _exit): search for those calls near the last output line";
     }
     return diag('exit_nonzero', `exited with status ${exitCode}${reason}${inStage(stage)}; last output: ${last || '(none)'}`,
-      'the script chose to exit with an error status: read the last output lines for its reason', evidence);
+      hint, evidence);
   }
   return null;
 }
@@ -480,7 +503,7 @@ function diagnoseHang(facts) {
       const module = importingModule(frames);
       extra.module = module;
       const never = sawHello ? '' : '; never said hello';
-      return diag(kind, `stuck importing ${module}${idle}${never} at ${at}`,
+      return diag(kind, `stuck importing ${module}${idle}${never}${whereStage} at ${at}`,
         `the import of ${module} does not finish: run python -X importtime -c 'import ${module}' to see where, and check the network, CUDA init and lock files it may wait on`, extra);
     }
     case 'startup': {
@@ -488,8 +511,10 @@ function diagnoseHang(facts) {
       extra.blocking = what;
       const doing = what ? ` (main thread ${what.replace(/_/g, ' ')})` : '';
       const atText = frames.length ? ` at ${at}` : '';
+      const look = frames.length ? 'check what the named frame waits on'
+        : 'install py-spy (pip install py-spy) to see the frame it is stuck in';
       return diag(kind, `never said hello${idle}${doing}${atText}`,
-        'the script did not reach the worker\'s hello: import worker (or run it under trainbridge) before heavy imports, and check what the named frame waits on', extra);
+        `the script did not reach the worker's hello: import worker (or run it under trainbridge's zero-code mode) before heavy imports, and ${look}`, extra);
     }
     case 'gil_held': {
       const busy = evidence.cpu_fraction;

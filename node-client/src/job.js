@@ -86,7 +86,7 @@ class Job extends EventEmitter {
     this._lastMsgAt = 0;
     this._exitAt = null;
     this._dumpSeq = null;
-    this._stackRequests = new Map(); // command seq -> resolve(stacks)
+    this._stackRequests = new Map(); // command seq -> resolve(reply body)
     this._fatalCapture = false;
     // Facts for the report, gathered as they come (the names of bridge/job.py's).
     this._facts = {
@@ -111,18 +111,31 @@ class Job extends EventEmitter {
     return this.done;
   }
 
-  /** Every thread's Python stack, from the worker (null when it does not answer in time). */
-  dumpStacks({ timeout = 2 } = {}) {
-    if (!this._peers.size || this.report) return Promise.resolve(null);
+  /** Every thread's Python stack, from the worker (null: no worker, or no answer in time). */
+  async dumpStacks({ timeout = 2 } = {}) {
+    const reply = await this._ask('dump_stacks', timeout);
+    return reply && reply.stacks !== undefined && reply.stacks !== null ? String(reply.stacks) : null;
+  }
+
+  /** Round trip to the worker's beacon in seconds (null: no worker, or no answer in time). */
+  async ping({ timeout = 2 } = {}) {
+    const started = now();
+    const reply = await this._ask('ping', timeout);
+    return reply && reply.ok ? now() - started : null;
+  }
+
+  /** Send a command to the worker and wait for its reply body (null on timeout). */
+  _ask(kind, timeout) {
+    if (!this._peers.size || this.report) return Promise.resolve(null); // nobody to ask
     return new Promise((resolve) => {
-      const seqs = [...this._peers].map((peer) => this._hub.send(this, peer, 'dump_stacks'));
+      const seq = this._command(kind);
       const timer = setTimeout(() => finish(null), timeout * 1000);
-      const finish = (stacks) => {
+      const finish = (body) => {
         clearTimeout(timer);
-        for (const s of seqs) this._stackRequests.delete(s);
-        resolve(stacks);
+        this._stackRequests.delete(seq);
+        resolve(body);
       };
-      for (const s of seqs) this._stackRequests.set(s, finish);
+      this._stackRequests.set(seq, finish);
     });
   }
 
@@ -377,6 +390,7 @@ class Job extends EventEmitter {
     for (const resolve of this._stackRequests.values()) resolve(null);
     this._hub.unregister(this);
     this._closeLog();
+    fs.rmSync(this._dir, { recursive: true, force: true }); // the crash file is in the report now
     this._emit('end', this.report);
     this._resolveDone(this.report);
   }
@@ -468,7 +482,7 @@ class Job extends EventEmitter {
     const text = body.stacks ?? null;
     if (text) this._facts.stacks.push(String(text));
     const resolve = this._stackRequests.get(body.to);
-    if (resolve) resolve(text === null ? null : String(text));
+    if (resolve) resolve(body);
     if (body.to !== undefined && body.to === this._dumpSeq) {
       this._dumpSeq = null;
       this._post({ type: 'dumped' });

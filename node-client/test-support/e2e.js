@@ -53,8 +53,10 @@ function pythonReport(config, cmd, env = userEnv(), cwd = REPO) {
   });
 }
 
+// Durations and pids differ between runs; so does whether the last heartbeat before a hang
+// was old enough (>= 1 s idle) to be named: " for N s" is the worker's timing, not the client's.
 const normalise = (text) => (text === null || text === undefined ? text
-  : String(text).replace(/\d+(\.\d+)? s\b/g, 'N s').replace(/pid \d+/g, 'pid N'));
+  : String(text).replace(/ for \d+ s\b/g, '').replace(/\d+(\.\d+)? s\b/g, 'N s').replace(/pid \d+/g, 'pid N'));
 
 /** The fields that must be equal in the two clients' reports for the same scenario. */
 function comparable(report) {

@@ -32,6 +32,8 @@ const END_CASES = [
   { outcome: 'crashed', exit_code: 7, saw_bye: false, log_tail: ['about to leave'] },
   { outcome: 'failed', exit_code: 0, error: error({ fatal: true }), saw_bye: true },
   { outcome: 'succeeded', exit_code: 0, error: error({ fatal: false }) },
+  { outcome: 'failed', exit_code: 4, saw_bye: true, bye: { reason: 'sys_exit', exit_code: 4 }, log_tail: ['bye'] },
+  { outcome: 'failed', exit_code: 1, error: error({ type: 'SystemExit', message: "it's \"bad\"\\", kind: 'system_exit', exit_code: 1, frames: [] }), saw_bye: true },
 ];
 
 const sleeping = { pid: 42, alive: true, status: 'sleeping', main_thread: { syscall: 'clock_nanosleep', wchan: 'hrtimer_nanosleep', state: 'S' }, cpu_fraction: 0 };
@@ -48,6 +50,8 @@ const HANG_CASES = [
   { reason: 'startup', saw_hello: false, evidence: {}, stacks: 'Thread 0x1 (most recent call first):\n  File "<frozen importlib._bootstrap>", line 1176 in _find_and_load\n  File "/site-packages/torch/__init__.py", line 9 in <module>\n  File "<frozen importlib._bootstrap>", line 1147 in _find_and_load_unlocked\n  File "/home/u/train.py", line 1 in <module>\n' },
   { reason: 'after_bye', idle_s: 3, saw_hello: true, evidence: { ...sleeping, main_thread: { syscall: 'futex', state: 'S' } }, stack: '  File "/usr/lib/python3.11/threading.py", line 1119, in _wait_for_tstate_lock\n' },
   { reason: 'stall', idle_s: 2, saw_hello: true, evidence: { alive: true } },
+  { reason: 'startup', saw_hello: false, idle_s: 130, evidence: { ...sleeping } },
+  { reason: 'stage_budget', stage: 'import torch', saw_hello: true, idle_s: 12, evidence: {}, stacks: 'Thread 0x1 (most recent call first):\n  File "<frozen importlib._bootstrap>", line 1176 in _find_and_load\n  File "/site-packages/torch/__init__.py", line 9 in <module>\n  File "<frozen importlib._bootstrap>", line 1147 in _find_and_load_unlocked\n  File "/home/u/train.py", line 1 in <module>\n' },
 ];
 
 function python(facts) {

@@ -198,12 +198,14 @@ test('messages that break the protocol are counted and dropped; the job is unhar
   assert.deepEqual(workerLogs, ['rank 1 here']); // the one valid message, once
 });
 
-test('dumpStacks() on a running job returns every thread', async () => {
+test('dumpStacks() and ping() on a running job', async () => {
   const job = run('grandchildren', { timeouts: { cancelGrace: 0.5, killGrace: 0.5 } });
   await new Promise((resolve) => job.once('progress', resolve));
   const stacks = await job.dumpStacks();
   assert.match(stacks, /MainThread/);
   assert.match(stacks, /child\.py/);
+  const rtt = await job.ping();
+  assert.ok(typeof rtt === 'number' && rtt >= 0);
   await job.cancel();
 });
 
