@@ -79,5 +79,5 @@ def test_a_job_that_keeps_working_is_never_hung(run):
             for i in range(20):
                 worker.progress(i + 1, 20)
                 time.sleep(0.05)
-    """, stall_timeout=0.5, heartbeat_timeout=0.5)
+    """, stall_timeout=2, heartbeat_timeout=2)
     assert r["outcome"] == "succeeded" and r["hang"] is None
