@@ -328,10 +328,10 @@ class Job:
         self._publish({"event": "message", "kind": kind, "rank": rank, "body": body})
         if kind == "hello":
             self.hellos[rank] = body
-            dump = body.get("dump_signal") == "SIGUSR1"
-            if dump and self._in_tree(body.get("pid")):
+            # SIGUSR1 only to processes that registered faulthandler for it (it kills others).
+            if body.get("dump_signal") == "SIGUSR1" and self._in_tree(body.get("pid")):
                 self.dump_pids.append(body["pid"])
-            self._step({"type": "hello", "t": now, "dump_signal": dump})
+            self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
         elif kind == "stage":
             self._record_stage(body)
             self._step({"type": "stage", "t": now, "event": body["event"], "name": body["name"],
@@ -389,8 +389,10 @@ class Job:
                 break
 
     def _in_tree(self, pid: Any) -> bool:
-        if not isinstance(pid, int) or self.tree is None:
+        if not isinstance(pid, int):
             return False
+        if self.tree is None:
+            return pid == self.pid
         self.tree.refresh()
         return pid in self.tree.known
 
