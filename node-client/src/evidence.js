@@ -1,9 +1,10 @@
 'use strict';
 /**
- * Evidence about a live job from /proc, for the hang diagnosis: a subset of
- * bridge/evidence.py with the same field names (status, alive, main_thread {tid, wchan,
- * syscall, syscall_nr, fd, fd_target, state}, cpu_fraction, threads, rss_bytes, children).
- * No sockets, I/O counters, GPU or py-spy here. Never throws: what cannot be read is a note.
+ * Evidence about a live job from /proc, for the hang diagnosis: bridge/evidence.py's
+ * fields (status, alive, main_thread {tid, wchan, syscall, syscall_nr, fd, fd_target, state,
+ * runnable_fraction}, cpu_fraction, io_delta, threads, rss_bytes, sockets, children), read
+ * from /proc directly instead of through psutil. No GPU or py-spy here. Never throws: what
+ * cannot be read is a note.
  * cpu_fraction needs two samples: sample() at the hang, measure(first) when the job is
  * about to be signalled (the machine's dump wait is the window).
  */
@@ -68,21 +69,126 @@ function mainThread(pid, notes) {
   return info;
 }
 
-function children(pid) {
+function listPids() {
+  try { return fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number); } catch { return []; }
+}
+
+/** Every descendant of `pid` (children first, then theirs), with its parent. */
+function descendants(pid) {
+  const byParent = new Map();
+  for (const p of listPids()) {
+    const stat = parseStat(read(`/proc/${p}/stat`));
+    if (!stat) continue;
+    if (!byParent.has(stat.ppid)) byParent.set(stat.ppid, []);
+    byParent.get(stat.ppid).push({ pid: p, stat });
+  }
   const out = [];
-  let names = [];
-  try { names = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)); } catch { return out; }
-  for (const name of names) {
-    const stat = parseStat(read(`/proc/${name}/stat`));
-    if (stat && stat.ppid === pid) {
-      const comm = (read(`/proc/${name}/comm`) || '').trim() || null;
-      out.push({ pid: Number(name), name: comm, status: STATE_WORDS[stat.state] || stat.state });
+  const queue = [pid];
+  while (queue.length) {
+    for (const kid of byParent.get(queue.shift()) || []) {
+      out.push(kid);
+      queue.push(kid.pid);
     }
   }
   return out;
 }
 
-/** One look at the job's main process (no waiting). */
+function childEntry({ pid, stat }) {
+  const entry = { pid, name: (read(`/proc/${pid}/comm`) || '').trim() || null,
+    status: STATE_WORDS[stat.state] || stat.state, ppid: stat.ppid,
+    cmdline: (read(`/proc/${pid}/cmdline`) || '').split('\0').filter(Boolean).join(' ').slice(0, 200) };
+  const wchan = read(`/proc/${pid}/wchan`);
+  if (wchan) entry.wchan = wchan.trim() || null;
+  return entry;
+}
+
+function ioCounters(pid) {
+  const text = read(`/proc/${pid}/io`);
+  if (!text) return null;
+  const f = Object.fromEntries(text.trim().split('\n').map((l) => l.split(':').map((x) => x.trim())));
+  return { read_bytes: Number(f.read_bytes), write_bytes: Number(f.write_bytes), rchar: Number(f.rchar || 0), wchar: Number(f.wchar || 0) };
+}
+
+// --- sockets (psutil's net_connections(kind="inet"), from /proc/<pid>/net and fd links) ---
+const TCP_STATES = { '01': 'ESTABLISHED', '02': 'SYN_SENT', '03': 'SYN_RECV', '04': 'FIN_WAIT1', '05': 'FIN_WAIT2',
+  '06': 'TIME_WAIT', '07': 'CLOSE', '08': 'CLOSE_WAIT', '09': 'LAST_ACK', '0A': 'LISTEN', '0B': 'CLOSING' };
+
+function ipv4(hex) {
+  const n = parseInt(hex, 16);
+  return [n & 255, (n >>> 8) & 255, (n >>> 16) & 255, (n >>> 24) & 255].join('.');
+}
+
+/** An IPv6 address from /proc's 4 little-endian words, written as inet_ntop writes it. */
+function ipv6(hex) {
+  const bytes = [];
+  for (let w = 0; w < 4; w++) {
+    const word = hex.slice(w * 8, w * 8 + 8);
+    for (let b = 3; b >= 0; b--) bytes.push(parseInt(word.slice(b * 2, b * 2 + 2), 16));
+  }
+  const groups = [];
+  for (let i = 0; i < 16; i += 2) groups.push((bytes[i] << 8) | bytes[i + 1]);
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return `::ffff:${bytes.slice(12).join('.')}`;
+  }
+  let bestStart = -1;
+  let bestLen = 0;
+  for (let i = 0; i < 8;) {
+    if (groups[i] !== 0) { i += 1; continue; }
+    let j = i;
+    while (j < 8 && groups[j] === 0) j += 1;
+    if (j - i > bestLen && j - i >= 2) { bestStart = i; bestLen = j - i; }
+    i = j;
+  }
+  const hexes = groups.map((g) => g.toString(16));
+  if (bestStart < 0) return hexes.join(':');
+  return `${hexes.slice(0, bestStart).join(':')}::${hexes.slice(bestStart + bestLen).join(':')}`;
+}
+
+function parseAddress(text, v6) {
+  const [host, port] = text.split(':');
+  return [v6 ? ipv6(host) : ipv4(host), parseInt(port, 16)];
+}
+
+function socketTable(pid) {
+  const rows = new Map(); // inode -> {type, laddr, raddr, status}
+  for (const [name, type, v6] of [['tcp', 'tcp', false], ['tcp6', 'tcp', true], ['udp', 'udp', false], ['udp6', 'udp', true]]) {
+    const text = read(`/proc/${pid}/net/${name}`);
+    if (!text) continue;
+    for (const line of text.trim().split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10) continue;
+      const laddr = parseAddress(f[1], v6);
+      const raddr = parseAddress(f[2], v6);
+      const empty = raddr[1] === 0 && /^[0:.]*$/.test(raddr[0].replace('::', ''));
+      rows.set(f[9], { type, laddr, raddr: empty ? null : raddr, status: type === 'tcp' ? (TCP_STATES[f[3]] || f[3]) : 'NONE' });
+    }
+  }
+  return rows;
+}
+
+function sockets(pids, notes) {
+  const out = [];
+  for (const pid of pids) {
+    let fds;
+    try { fds = fs.readdirSync(`/proc/${pid}/fd`); } catch (err) {
+      notes.push(`sockets of ${pid} not readable (${err.code})`);
+      continue;
+    }
+    let table = null;
+    for (const fd of fds) {
+      let target;
+      try { target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { continue; }
+      const m = /^socket:\[(\d+)\]$/.exec(target);
+      if (!m) continue;
+      table = table || socketTable(pid);
+      const row = table.get(m[1]);
+      if (row) out.push({ pid, fd: Number(fd), type: row.type, laddr: row.laddr, raddr: row.raddr, status: row.status });
+    }
+  }
+  return out;
+}
+
+/** One look at the job's main process and its tree (no waiting). */
 function sample(pid) {
   const notes = [];
   const ev = { pid, notes, t: performance.now() / 1000 };
@@ -93,13 +199,53 @@ function sample(pid) {
     return ev;
   }
   ev.status = STATE_WORDS[stat.state] || stat.state;
-  ev.alive = stat.state !== 'Z';
   ev.name = (read(`/proc/${pid}/comm`) || '').trim() || null;
+  ev.alive = stat.state !== 'Z';
   ev.cpu_s = stat.cpu_s;
-  ev.threads = stat.threads;
-  ev.rss_bytes = stat.rss_bytes;
+  ev.io = ioCounters(pid);
+  ev.tree = descendants(pid);
+  ev.tree_cpu = Object.fromEntries(ev.tree.map((k) => [k.pid, k.stat.cpu_s]));
+  return ev;
+}
+
+/**
+ * The evidence over the window since `first` (a sample()): CPU fraction, I/O delta, the
+ * main thread's kernel wait now, sockets and children. `states` are the main thread's
+ * states sampled during the window (on a loaded machine a spinning process gets little
+ * CPU but is always runnable, which a sleeping one never is).
+ */
+function measure(first, states = []) {
+  const { pid } = first;
+  const notes = [...first.notes];
+  const ev = { pid, window_s: null, notes };
+  if (first.alive === false) return { ...ev, alive: false };
+  const stat = parseStat(read(`/proc/${pid}/stat`));
+  const elapsed = Math.max(1e-6, performance.now() / 1000 - first.t);
+  ev.window_s = Math.round(elapsed * 1000) / 1000;
+  ev.status = stat ? STATE_WORDS[stat.state] || stat.state : first.status;
+  ev.name = first.name;
+  ev.alive = Boolean(stat) && stat.state !== 'Z';
+  if (!stat) notes.push('process ended during the window');
+  if (stat) ev.cpu_fraction = Math.round(((stat.cpu_s - first.cpu_s) / elapsed) * 1000) / 1000;
+  const io = ioCounters(pid);
+  if (first.io && io) ev.io_delta = Object.fromEntries(Object.keys(first.io).map((k) => [k, io[k] - first.io[k]]));
+  else if (!first.io) notes.push('I/O counters not readable');
   ev.main_thread = mainThread(pid, notes);
-  ev.children = children(pid);
+  const seen = states.filter((x) => x !== null);
+  if (seen.length) ev.main_thread.runnable_fraction = Math.round((seen.filter((x) => x === 'R').length / seen.length) * 1000) / 1000;
+  if (stat) {
+    ev.threads = stat.threads;
+    ev.rss_bytes = stat.rss_bytes;
+  }
+  const tree = descendants(pid);
+  ev.sockets = sockets([pid, ...tree.map((k) => k.pid)], notes);
+  ev.children = tree.map((k) => {
+    const entry = childEntry(k);
+    if (first.tree_cpu[k.pid] !== undefined) {
+      entry.cpu_fraction = Math.round(((k.stat.cpu_s - first.tree_cpu[k.pid]) / elapsed) * 1000) / 1000;
+    }
+    return entry;
+  });
   return ev;
 }
 
@@ -107,27 +253,6 @@ function sample(pid) {
 function mainThreadState(pid) {
   const stat = parseStat(read(`/proc/${pid}/task/${pid}/stat`));
   return stat ? stat.state : null;
-}
-
-/**
- * A second look, with the CPU fraction over the window since `first`; `states` are the
- * main thread's states sampled during the window (on a loaded machine a spinning process
- * gets little CPU but is always runnable, which a sleeping one never is).
- */
-function measure(first, states = []) {
-  const second = sample(first.pid);
-  if (first.alive !== false && second.alive !== false && first.cpu_s !== undefined) {
-    const elapsed = Math.max(1e-6, second.t - first.t);
-    second.window_s = Math.round(elapsed * 1000) / 1000;
-    second.cpu_fraction = Math.round(((second.cpu_s - first.cpu_s) / elapsed) * 1000) / 1000;
-    const seen = states.filter((x) => x !== null);
-    if (seen.length && second.main_thread) {
-      second.main_thread.runnable_fraction = Math.round((seen.filter((x) => x === 'R').length / seen.length) * 1000) / 1000;
-    }
-  }
-  delete second.t;
-  delete second.cpu_s;
-  return second;
 }
 
 // --- the kernel's OOM killer ------------------------------------------------------------
@@ -170,4 +295,4 @@ function oomKilled(before, after) {
   return after > before;
 }
 
-module.exports = { sample, measure, mainThreadState, parseSyscallLine, oomKillCount, oomKilled };
+module.exports = { sample, measure, mainThreadState, parseSyscallLine, sockets, ipv6, oomKillCount, oomKilled };

@@ -335,7 +335,8 @@ class Job extends EventEmitter {
   _snapshot() {
     const first = evidence.sample(this.pid);
     const states = [evidence.mainThreadState(this.pid)];
-    this._facts.snapshot = first;
+    const { pid, status, name, alive, notes } = first;
+    this._facts.snapshot = { pid, status, name, alive, notes }; // until the window is over
     const sampler = setInterval(() => states.push(evidence.mainThreadState(this.pid)), STATE_SAMPLE_MS);
     setTimeout(() => {
       clearInterval(sampler);

@@ -107,6 +107,15 @@ test('stage budget overrun -> hung in that stage', async () => {
   assert.deepEqual(liveProcesses([report.pid]), []);
 });
 
+test('a read from a silent peer -> hung, naming the remote address', async () => {
+  const report = await run('socket', { timeouts: { stallTimeout: 1, killGrace: 1 } }).done;
+  assert.equal(report.outcome, 'hung');
+  assert.equal(report.diagnosis.kind, 'network_wait');
+  assert.match(report.diagnosis.summary, /^blocked reading from 127\.0\.0\.1:\d+ .*in stage 'download'/);
+  assert.equal(report.evidence.main_thread.syscall, 'recvfrom');
+  assert.ok(report.evidence.sockets.some((x) => x.status === 'ESTABLISHED' && x.fd === report.evidence.main_thread.fd));
+});
+
 test('heartbeat silence with the GIL held -> hung, with the SIGUSR1 stack', async () => {
   const goFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tb-node-')), 'go');
   const job = run('gil', { timeouts: { heartbeatTimeout: 1, killGrace: 1 }, env: userEnv({ TB_GO_FILE: goFile }) });

@@ -75,6 +75,15 @@ test('same report as the Python client', { concurrency: 4 }, async (t) => {
     assert.deepEqual(node, py);
   }));
 
+  running.push(t.test('network wait', async () => {
+    const [node, py] = await both('socket', {
+      timeouts: { stallTimeout: 1, killGrace: 1 }, pyConfig: { stall_timeout: 1, kill_grace: 1 },
+    });
+    // each run has its own port: the diagnosis names it, the rest must be equal
+    const port = (r) => JSON.parse(JSON.stringify(r).replace(/127\.0\.0\.1:\d+/g, '127.0.0.1:PORT'));
+    assert.deepEqual(port(node), port(py));
+  }));
+
   running.push(t.test('stage budget', async () => {
     const [node, py] = await both('budget', { timeouts: { killGrace: 1 }, pyConfig: { kill_grace: 1 } });
     assert.deepEqual(node, py);
