@@ -34,6 +34,8 @@ from bridge.lines import LineSplitter, decode_line, log_text
 READ_SIZE = 64 * 1024
 TAIL_LINES = 40
 EVENT_QUEUE = 10_000       # events kept for events(); the oldest go first when it is full
+STAGES_KEPT = 1_000        # stage records kept for the report (a stage per step must not grow)
+DUMPS_KEPT = 4             # dump_stacks replies kept for the report
 PIPE_LINGER_S = 0.2        # after the exit: how long a pipe held by a grandchild may keep us
 TREE_REFRESH_S = 1.0       # how often the process tree is re-read while the job runs
 SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
@@ -85,6 +87,7 @@ class Job:
         self.hellos: Dict[int, Dict[str, Any]] = {}
         self.dump_pids: List[int] = []
         self.stages: List[Dict[str, Any]] = []
+        self.stages_dropped = 0
         self.progress: Optional[Dict[str, Any]] = None
         self.error: Optional[Dict[str, Any]] = None
         self.bye: Optional[Dict[str, Any]] = None
@@ -360,7 +363,7 @@ class Job:
         to = body.get("to")
         text = body.get("stacks")
         if text:
-            self.stacks.append(text)
+            self.stacks = (self.stacks + [text])[-DUMPS_KEPT:]
         box = self._pending_dumps.pop(to, None)
         if box is not None:
             box[1] = body
@@ -374,6 +377,8 @@ class Job:
 
     def _record_stage(self, body: Dict[str, Any]) -> None:
         if body["event"] == "begin":
+            if len(self.stages) >= STAGES_KEPT:
+                self._forget_a_closed_stage()
             self.stages.append({"name": body["name"], "status": "running", "duration_s": None,
                                 "depth": body.get("depth", 0), "budget_s": body.get("budget_s"),
                                 "started": time.monotonic() - self.started})
@@ -387,6 +392,14 @@ class Job:
                 if entry["duration_s"] is None:
                     entry["duration_s"] = round(time.monotonic() - self.started - entry["started"], 6)
                 break
+
+    def _forget_a_closed_stage(self) -> None:
+        """Drop the oldest closed stage record (open ones say where the job is)."""
+        for i, entry in enumerate(self.stages):
+            if entry["status"] != "running":
+                del self.stages[i]
+                self.stages_dropped += 1
+                return
 
     def _in_tree(self, pid: Any) -> bool:
         if not isinstance(pid, int):

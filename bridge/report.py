@@ -70,6 +70,7 @@ def build(job: Any) -> Dict[str, Any]:
         "output": {"lines": dict(job.lines), "bytes": dict(job.bytes)},
         "protocol": {"rejected": dict(job.channel.rejected), "lost": job.channel.lost},
         "leftovers": list(job.leftovers),
+        "stages_dropped": job.stages_dropped,
         "log_path": job.log_path,
         "evidence": job.snapshot,
     }

@@ -97,3 +97,32 @@ def test_grandchild_holding_the_pipes_does_not_delay_the_report(script):
     assert r["outcome"] == "succeeded" and r["log_tail"] == ["child done"]
     assert len(r["leftovers"]) == 1
     assert_tree_gone(job)
+
+
+def test_a_slow_consumer_gets_a_dropped_count_not_unbounded_memory(script):
+    from bridge.job import EVENT_QUEUE
+    path = script(f"""
+        import sys
+        sys.stdout.write("line\\n" * {EVENT_QUEUE + 5000})
+    """)
+    job = bridge.launch([sys.executable, path], zero_code=False)
+    report = job.wait(30)  # nobody read the events meanwhile
+    events = list(job.events(timeout=5))
+    assert events[0]["event"] == "dropped" and events[0]["count"] > 0
+    assert len(events) <= EVENT_QUEUE + 1
+    assert events[-1]["event"] == "end" and events[-1]["report"] is report
+    assert report["output"]["lines"]["stdout"] == EVENT_QUEUE + 5000
+
+
+def test_stage_records_stay_bounded(run):
+    from bridge.job import STAGES_KEPT
+    job, r = run(f"""
+        import worker
+        with worker.stage("train"):
+            for i in range({STAGES_KEPT + 200}):
+                with worker.stage("step"):
+                    pass
+    """)
+    assert r["outcome"] == "succeeded"
+    assert len(r["stages"]) <= STAGES_KEPT and r["stages_dropped"] >= 200
+    assert r["stages"][0]["name"] == "train"  # open stages are kept
