@@ -59,7 +59,7 @@ function splitTimeouts(timeouts = {}) {
 class Job extends EventEmitter {
   /**
    * Use launch() (src/index.js). options: command, args, cwd, env, timeouts, logPath,
-   * tailLines, cancelReason; hub: the Hub that routes this job's messages.
+   * tailLines, zeroCode, injectDir; hub: the Hub that routes this job's messages.
    */
   constructor(options, hub) {
     super();
@@ -88,6 +88,7 @@ class Job extends EventEmitter {
     this._dumpSeq = null;
     this._stackRequests = new Map(); // command seq -> resolve(reply body)
     this._fatalCapture = false;
+    this._errorTaps = new Set(); // events() iterators: they get Python errors without listening to 'error'
     // Facts for the report, gathered as they come (the names of bridge/job.py's).
     this._facts = {
       started: now(), startedWall: Date.now() / 1000, ended: null,
@@ -177,11 +178,6 @@ class Job extends EventEmitter {
     return this.events();
   }
 
-  get _errorTaps() {
-    if (!this.__errorTaps) this.__errorTaps = new Set();
-    return this.__errorTaps;
-  }
-
   // --- start ------------------------------------------------------------------------
   async _start() {
     const endpoint = await this._hub.start();
@@ -207,6 +203,7 @@ class Job extends EventEmitter {
       child.once('spawn', resolve);
       child.once('error', reject);
     });
+    child.on('error', () => undefined); // after the spawn only a failed child.kill() emits it; we never call that
     this.pid = child.pid;
     this._tree = { rootPid: this.pid, pgid: this.pid, jobId: this.id };
     this._facts.oomBefore = evidence.oomKillCount(this.pid);
