@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import threading
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import psutil
 
