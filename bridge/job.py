@@ -38,6 +38,9 @@ STAGES_KEPT = 1_000        # stage records kept for the report (a stage per step
 DUMPS_KEPT = 4             # dump_stacks replies kept for the report
 PIPE_LINGER_S = 0.2        # after the exit: how long a pipe held by a grandchild may keep us
 TREE_REFRESH_S = 1.0       # how often the process tree is re-read while the job runs
+# What bridge/inject/sitecustomize.py and the worker print when they cannot run: no hello
+# will come from that process, so waiting for one (the startup deadline) would only kill it.
+NO_WORKER_MARKERS = ("[trainbridge] zero-code mode is off", "[trainbridge] worker disabled")
 SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
 
 
@@ -440,6 +443,8 @@ class Job:
             self.tail.append({"stream": stream, "text": text, "end": end})
             if stream == "stderr":
                 self._capture_fatal(text)
+                if text.startswith(NO_WORKER_MARKERS):
+                    self._step({"type": "no_worker", "t": time.monotonic(), "reason": text})
             self._publish({"event": "output", "stream": stream, "text": text, "end": end})
 
     def _capture_fatal(self, text: str) -> None:

@@ -20,6 +20,8 @@ Events ({"type": ..., "t": ...} plus):
   dumped     the worker answered a dump_stacks command
   snapshotted  the hang evidence asked for by "snapshot" is collected
   refused    reason: str (the worker speaks an unsupported protocol version)
+  no_worker  reason: str (a process said it cannot load the worker: no hello will come,
+             so the startup deadline no longer applies)
   cancel     grace?: num (seconds between the in-band cancel and SIGTERM)
   exit       code: int|null, signal: str|null (from the OS; the process is gone)
   drained    the shell has read what the dead process left in the socket and the pipes
@@ -85,6 +87,7 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "ending": None,           # {reason: hang|cancel|refused, step, deadline}
         "drain_deadline": None,
         "refused": None,
+        "no_worker": None,        # why no hello will come (the startup deadline is off)
     }
 
 
@@ -174,6 +177,11 @@ def _on_snapshotted(s, e, t, actions):
             _terminate(s, t, actions)
 
 
+def _on_no_worker(s, e, t, actions):
+    if s["no_worker"] is None:
+        s["no_worker"] = e.get("reason") or "the worker cannot be loaded"
+
+
 def _on_refused(s, e, t, actions):
     s["refused"] = e.get("reason") or "unsupported protocol version"
     if s["ending"] is None and s["exit"] is None:
@@ -230,7 +238,7 @@ def _on_timer(s, e, t, actions):
 _HANDLERS = {
     "hello": _on_hello, "stage": _on_stage, "progress": _on_progress, "beat": _on_beat,
     "error": _on_error, "bye": _on_bye, "dumped": _on_dumped,
-    "snapshotted": _on_snapshotted, "refused": _on_refused,
+    "snapshotted": _on_snapshotted, "refused": _on_refused, "no_worker": _on_no_worker,
     "cancel": _on_cancel, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,
 }
 
@@ -260,7 +268,7 @@ def _watch_deadlines(s) -> List[Tuple[str, float]]:
     if s["exit"] is not None or s["ending"] is not None or s["state"] == "ended":
         return out
     if not s["hello"]:
-        if c["startup_timeout"] is not None:
+        if c["startup_timeout"] is not None and s["no_worker"] is None:
             out.append(("startup", s["t0"] + c["startup_timeout"]))
         return out
     budgets = [st["t"] + st["budget_s"] for st in s["stages"] if st.get("budget_s") is not None]

@@ -175,6 +175,12 @@ CASES = [
         (0.3, "exit", ex(None, "SIGTERM"), START, ["drain"], 0.8),
         (0.4, "drained", {}, END, ["state:ended", "finish:cancelled"], None),
     ], "cancelled", None),
+    ("a process that cannot load the worker turns the startup deadline off", {}, 10, [
+        (0.2, "no_worker", {"reason": "No module named 'worker'"}, START, [], None),
+        (10, "timer", {}, START, [], None),
+        (30, "exit", ex(0), START, ["drain"], 30.5),
+        (30.1, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
     ("failed: the worker speaks an unsupported protocol version", {}, 10, [
         (0.3, "refused", {"reason": "v2"}, START, ["signal:SIGTERM"], 1.3),
         (0.4, "exit", ex(None, "SIGTERM"), START, ["drain"], 0.9),

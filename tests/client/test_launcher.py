@@ -80,3 +80,26 @@ def test_zero_code_hook_makes_an_unmodified_script_say_hello(script):
     assert report["outcome"] == "succeeded"
     assert report["worker"]["hello"]
     assert report["log_tail"] == ["no import of worker here"]
+
+
+def test_an_interpreter_without_the_worker_is_not_killed_at_startup(script, tmp_path):
+    # As in an interpreter without trainbridge: importing worker fails, the zero-code hook
+    # says so on stderr, and the startup deadline must not end this healthy run.
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "worker.py").write_text("raise ImportError(\"No module named 'worker'\")\n")
+    path = script("""
+        import time
+        deadline = time.monotonic() + 1.5  # outlive the 0.5 s startup deadline
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+        print("finished")
+    """)
+    job = Job([sys.executable, path], env={**REAL_USER_ENV, "PYTHONPATH": str(shadow)},
+              zero_code=True, config={"startup_timeout": 0.5}).start()
+    report = job.wait(20)
+    validate_report(report)
+    assert report["outcome"] == "succeeded", report["summary"]
+    assert report["log_tail"][-1] == "finished"
+    assert report["log_tail"][0].startswith("[trainbridge] zero-code mode is off")
+    assert job.m["no_worker"] is not None
