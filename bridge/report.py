@@ -193,20 +193,19 @@ def summary(report: Dict[str, Any]) -> str:
     if progress and progress.get("step") is not None:
         total = progress.get("total")
         parts[0] += f", at step {_fmt(progress['step'])}" + (f" of {_fmt(total)}" if total else "")
-    parts[0] += "."
     hang = report.get("hang")
     if hang:
         parts.append(f"It was declared hung ({hang['reason'].replace('_', ' ')}) "
                      f"{hang['after_s']:.1f} s after the start, and stopped.")
     diagnosis = report.get("diagnosis")
     if diagnosis:
-        parts.append(f"Diagnosis ({diagnosis.get('kind')}): {diagnosis.get('summary')}.")
+        parts.append(f"Diagnosis ({diagnosis.get('kind')}): {diagnosis.get('summary')}")
         if diagnosis.get("hint"):
-            parts.append(f"Try: {diagnosis['hint']}.")
+            parts.append(f"Try: {diagnosis['hint']}")
     elif report.get("error") and outcome != "succeeded":
         error = report["error"]
-        parts.append(f"Error: {error.get('type')}: {error.get('message')}.")
-    return " ".join(p.replace("..", ".") for p in parts)
+        parts.append(f"Error: {error.get('type')}: {error.get('message')}")
+    return " ".join(p if p.endswith(".") else p + "." for p in parts)
 
 
 def to_json(report: Dict[str, Any], indent: Optional[int] = 2) -> str:
