@@ -395,8 +395,11 @@ _CHILD_FILES = ("subprocess.py", "multiprocessing", "popen_fork.py", "torch/util
 BEACON_SILENT = frozenset({"heartbeat", "heartbeat_silence"})
 
 CPU_BUSY = 0.5       # fraction of one core over the window: the main work is computing
-# On a loaded machine a spinning thread gets a small share of a core but stays runnable.
-RUNNABLE_BUSY = 0.8  # fraction of state samples in R
+# On a loaded machine a spinning thread gets a small share of a core, and a spinning Python
+# thread also waits for the GIL (a futex, state S) whenever the beacon thread runs; but a
+# thread blocked in a call is never runnable. Measured here under load: a CPU loop showed
+# 16 % of a core and 40 % runnable samples; a sleeping or blocked main thread shows 0 %.
+RUNNABLE_BUSY = 0.3  # fraction of state samples in R
 CPU_SOME = 0.05
 GPU_BUSY = 50        # percent utilisation: the GPU is the thing that is busy
 IO_BUSY_BYTES = 1 << 20  # bytes per window that count as "doing I/O"
@@ -482,8 +485,10 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
     if status == "disk-sleep" or _IO_WCHAN.search(wchan):
         return "io_wait"
     runnable = main.get("runnable_fraction")
-    spinning = (cpu is not None and cpu >= CPU_BUSY) or \
-        (runnable is not None and runnable >= RUNNABLE_BUSY and (cpu or 0) >= CPU_SOME)
+    # "running" in /proc/.../syscall: caught executing user code, not waiting in the kernel.
+    in_user_code = syscall == "running"
+    spinning = (cpu is not None and cpu >= CPU_BUSY) or ((cpu or 0) >= CPU_SOME and (
+        in_user_code or (runnable is not None and runnable >= RUNNABLE_BUSY)))
     if spinning and (main.get("state") in (None, "R") or syscall in ("", "running")):
         return "cpu_bound"
     if syscall in _WAIT_SYSCALLS or wchan in ("do_wait", "kernel_wait4"):

@@ -134,6 +134,18 @@ HANGS = [
                      "main_thread": {"state": "R", "syscall": "running",
                                      "runnable_fraction": 1.0}}},
      "cpu_bound", ["spin.py:4 busy"], []),
+    ("cpu loop sharing the GIL on a loaded machine", {
+        "reason": "stall", "stacks": FH_LOOP,
+        "evidence": {**proc("running", None, status="running", cpu=0.16),
+                     "main_thread": {"state": "R", "syscall": "running",
+                                     "runnable_fraction": 0.4}}},
+     "cpu_bound", ["spin.py:4 busy"], []),
+    ("a lock waiter that was R once is not a CPU loop", {
+        "reason": "stall", "stack": TB_JOIN,
+        "evidence": {**proc("futex", status="sleeping", cpu=0.06),
+                     "main_thread": {"state": "S", "syscall": "futex",
+                                     "runnable_fraction": 0.04}}},
+     "lock_wait", [], []),
     ("a short wake-up is not a CPU loop", {
         "reason": "stall", "stacks": FH_SLEEP,
         "evidence": {**proc("clock_nanosleep", status="sleeping", cpu=0.01),
