@@ -6,6 +6,8 @@ An absent TRAINBRIDGE_ENDPOINT is the normal "not supervised" case and has no re
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False  # typing and re cost milliseconds: this runs at `import worker`
 if TYPE_CHECKING:
     from typing import Mapping, Optional, Tuple
@@ -33,7 +35,9 @@ class Config:
 
     @property
     def routing_id(self) -> bytes:
-        return f"{self.job}/{self.rank}".encode("ascii")
+        # The pid keeps apart two processes of one rank: torchrun's own launcher process
+        # (no RANK) and rank 0 would otherwise share an id, and ROUTER drops the second.
+        return f"{self.job}/{self.rank}/{os.getpid()}".encode("ascii")
 
 
 def valid_job_id(job: str) -> bool:

@@ -116,8 +116,9 @@ def test_a_script_with_its_own_stages_and_progress_keeps_them():
     demo = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "demo_train.py")
     report, _ = run([PY, demo, "--steps", "20"])
     assert report["outcome"] == "succeeded", report
-    assert names(report) == ["startup", "main", "config", "import torch", "data", "model",
-                             "optimizer", "train", "save"]
+    assert [n for n in names(report) if not n.startswith("import ")] == [
+        "startup", "main", "config", "data", "model", "optimizer", "train", "save"]
+    assert "import torch" in names(report)
     assert all(s["status"] == "ok" for s in report["stages"])  # "main" closes at exit
     assert report["stage"] == "save"
     assert report["progress"]["metrics"].keys() == {"loss"}  # the script's, not the optimizer hook's
