@@ -21,8 +21,10 @@ def test_trace(case):
     assert state["state"] == case["initial"]["state"]
     assert same_time(machine.next_deadline(state), case["initial"]["deadline"])
     for i, expect in enumerate(case["steps"]):
+        before, frozen = state, json.dumps(state, sort_keys=True)
         state, actions = machine.step(state, expect["event"])
         where = f"step {i}: {expect['event']}"
+        assert json.dumps(before, sort_keys=True) == frozen, f"{where} changed its input state"
         assert json.dumps(state) and json.loads(json.dumps(state)) == state, where
         assert state["state"] == expect["state"], where
         assert actions == expect["actions"], where
