@@ -32,7 +32,8 @@ def test_hello_comes_first_with_process_facts(receiver, tmp_path):
     assert proc.returncode == 0, proc.stderr
     first = receiver.messages[0]
     assert first.kind == "hello" and first.msg.seq == 1
-    assert first.routing_id == b"job-1/3"
+    # The job and rank parts of the routing id (PROTOCOL.md section 1).
+    assert first.routing_id.split(b"/")[:2] == [b"job-1", b"3"]
     hello = first.body
     assert hello["argv"][-3:] == [str(script), "--lr", "0.1"]
     assert hello["cwd"] == str(tmp_path)
