@@ -1,0 +1,59 @@
+'use strict';
+// Zero-code mode through the Node client: the unmodified scripts of tests/zerocode/scripts
+// (none imports worker) get stages, progress and a named import hang, as with Python.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { launch } = require('../src/index.js');
+const { PYTHON, userEnv, processesOfJob } = require('../test-support/e2e.js');
+
+const SCRIPTS = path.resolve(__dirname, '../../tests/zerocode/scripts');
+const run = (args, options = {}) => launch({ command: PYTHON, args, cwd: SCRIPTS, env: userEnv(), ...options });
+const names = (report) => report.stages.map((s) => s.name);
+
+test('zero-code: a plain torch loop shows its stages and counts optimizer steps', async () => {
+  const job = run(['torch_loop.py'], { timeouts: { startupTimeout: 60 } });
+  const live = [];
+  job.on('stage', (s) => { if (s.event === 'begin') live.push(s.name); });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  for (const name of ['startup', 'main', 'import torch', 'first batch', 'train']) {
+    assert.ok(names(report).includes(name), `${name} in ${names(report)}`);
+    assert.ok(live.includes(name), `${name} seen live`);
+  }
+  assert.equal(report.progress.step, 24);
+  assert.equal(report.progress.metrics.source, 'optimizer');
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});
+
+test('zero-code: a tqdm bar becomes progress with its description', async () => {
+  const job = run(['tqdm_loop.py', '40']);
+  const steps = [];
+  job.on('progress', (p) => steps.push(p.step));
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.deepEqual([report.progress.step, report.progress.total], [40, 40]);
+  assert.equal(report.progress.metrics.bar, 'shard-00042.tar');
+  assert.ok(new Set(steps).size > 1, `live progress, got ${steps}`);
+});
+
+test('zero-code: a hang importing a heavy module is named', async () => {
+  const job = run(['import_hang.py'], {
+    env: userEnv({ PYTHONPATH: path.join(SCRIPTS, 'slowpkgs') }),
+    timeouts: { stallTimeout: 2, killGrace: 1, startupTimeout: 60 },
+  });
+  const report = await job.done;
+  assert.equal(report.outcome, 'hung');
+  assert.equal(report.stage, 'import transformers');
+  assert.equal(report.diagnosis.kind, 'import_hang');
+  assert.match(report.diagnosis.summary, /transformers/);
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});
+
+test('zero-code: python -m runs as main', async () => {
+  const report = await run(['-m', 'trainpkg']).done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.ok(names(report).includes('main'));
+  assert.equal(report.progress.metrics.bar, 'pkg');
+});
