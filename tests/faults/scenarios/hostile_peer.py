@@ -33,9 +33,12 @@ def attack():
     for seq in range(2, 1002):
         sock.send_multipart(raw("flood", seq, {}))
     sock.send_multipart(raw("log", 1002, {"level": "info", "message": "\u4e2d"}))
+    # Just over the protocol's 1 MiB but under ZMQ_MAXMSGSIZE: reaches the decoder.
+    sock.send_multipart([b"\0" * (codec.MAX_MESSAGE_BYTES + 10), b"\0" * 32])
     sock.send_multipart(codec.encode("log", 1003, {"level": "info", "message": "hostile-done"},
                                      KEY, JOB))
     wait_for_go()  # the client has processed everything above (one connection, in order)
+    # Beyond ZMQ_MAXMSGSIZE: libzmq closes this connection before the client sees it.
     sock.send_multipart([b"\0" * (codec.MAX_MESSAGE_BYTES + 1024), b"\0" * 32])
     sock.close()
     ctx.term()
