@@ -56,8 +56,10 @@ def percentile(values: List[float], p: float) -> float:
 
 
 def child_env(**extra: str) -> Dict[str, str]:
-    """The environment a real user has: no PYTHONUNBUFFERED (this machine sets it)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED" and not k.startswith("TRAINBRIDGE_")}
+    """The environment a real user has. This machine sets PYTHONUNBUFFERED and
+    PYTHONDONTWRITEBYTECODE (no .pyc files: every import looks ~3 ms slower); users don't."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE") and not k.startswith("TRAINBRIDGE_")}
     env.update(extra)
     return env
 
