@@ -14,7 +14,7 @@ ASCII-safe line each (the report is ASCII JSON; non-ASCII text is kept by the JS
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 Frame = Dict[str, Any]  # {"file": str, "line": int, "function": str}
 
@@ -683,5 +683,5 @@ def kinds() -> Tuple[str, ...]:
     return END_KINDS + HANG_KINDS
 
 
-__all__: Iterable[str] = ("diagnose_end", "diagnose_hang", "parse_stack", "format_frame",
+__all__ = ("diagnose_end", "diagnose_hang", "parse_stack", "format_frame",
                           "importing_module", "traceback_in_text", "kinds")
