@@ -683,5 +683,5 @@ def kinds() -> Tuple[str, ...]:
     return END_KINDS + HANG_KINDS
 
 
-__all__ = ("diagnose_end", "diagnose_hang", "parse_stack", "format_frame",
-                          "importing_module", "traceback_in_text", "kinds")
+__all__ = ("diagnose_end", "diagnose_hang", "parse_stack", "format_frame", "importing_module",
+           "traceback_in_text", "kinds")
