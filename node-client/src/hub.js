@@ -62,6 +62,11 @@ class Hub {
     return this.ready;
   }
 
+  /** Whether messages wait in the socket right now (not yet handed to their jobs). */
+  readable() {
+    return Boolean(this.sock && !this.closed && this.sock.readable);
+  }
+
   register(job) {
     this.jobs.set(job.id, job);
   }
@@ -69,7 +74,7 @@ class Hub {
   unregister(job) {
     this.jobs.delete(job.id);
     for (const peer of this.lastSeq.keys()) {
-      if (peer.slice(0, peer.lastIndexOf('/')) === job.id) this.lastSeq.delete(peer);
+      if (peer.split('/')[0] === job.id) this.lastSeq.delete(peer);
     }
     if (this.closeWhenIdle && this.jobs.size === 0) this.close();
   }
@@ -92,8 +97,9 @@ class Hub {
   /** One incoming message: route, authenticate, judge its seq, hand it to its job. */
   dispatch(peerBuf, frames) {
     const peer = peerBuf.toString('latin1');
-    const slash = peer.lastIndexOf('/');
-    const job = slash > 0 && /^\d+$/.test(peer.slice(slash + 1)) ? this.jobs.get(peer.slice(0, slash)) : undefined;
+    // "<job id>/<rank>/<pid>" (docs/PROTOCOL.md section 1): job ids have no "/".
+    const parts = peer.split('/');
+    const job = parts.length >= 2 && /^\d+$/.test(parts[1]) ? this.jobs.get(parts[0]) : undefined;
     if (!job) {
       this.unroutable += 1;
       return;

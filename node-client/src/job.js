@@ -27,7 +27,12 @@ const { PythonError } = require('./errors.js');
 const { buildReport, minimalReport } = require('./report.js');
 
 const DEFAULT_TAIL_LINES = 40;
-const QUIET_MS = 20; // after the exit, the socket must stay quiet this long to count as drained
+const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
+const DUMPS_KEPT = 4; // dump_stacks replies kept for the report
+// What bridge/inject/sitecustomize.py and the worker print when they cannot run: no hello
+// will come from that process, so waiting for one (the startup deadline) would only kill it.
+const NO_WORKER_MARKERS = ['[trainbridge] zero-code mode is off', '[trainbridge] worker disabled'];
+const QUIET_MS = 5; // after the exit, nothing readable on the socket and nothing received for this long
 const PIPE_LINGER_MS = 200; // after the exit: how long a pipe held by a grandchild may keep us
 const SNAPSHOT_WINDOW_MS = 500; // CPU is measured over this window (bridge/evidence.py's)
 const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in the window
@@ -93,7 +98,7 @@ class Job extends EventEmitter {
     this._facts = {
       started: now(), startedWall: Date.now() / 1000, ended: null,
       tail: [], lines: { stdout: 0, stderr: 0 }, bytes: { stdout: 0, stderr: 0 },
-      hellos: new Map(), dumpPids: [], stages: [], progress: null, error: null, bye: null,
+      hellos: new Map(), dumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
       heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
       leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
       rejected: {}, lost: 0,
@@ -355,9 +360,9 @@ class Job extends EventEmitter {
       const t = now();
       const pipesDone = this._pipesOpen <= 0 || (t - start) * 1000 >= PIPE_LINGER_MS;
       // After an acked bye the worker sent its last message; otherwise (a crash) messages may
-      // still be in flight: wait until the socket has been quiet for QUIET_MS.
+      // still be queued: wait until the socket has nothing to read and was quiet QUIET_MS.
       const quiet = this._facts.bye !== null
-        || (t - Math.max(this._lastMsgAt, this._exitAt || 0)) * 1000 >= QUIET_MS;
+        || (!this._hub.readable() && (t - Math.max(this._lastMsgAt, this._exitAt || 0)) * 1000 >= QUIET_MS);
       if (pipesDone && quiet) {
         this._post({ type: 'drained' });
         return;
@@ -427,12 +432,12 @@ class Job extends EventEmitter {
     const { body } = msg;
     switch (msg.kind) {
       case 'hello': {
-        const rank = Number(peer.slice(peer.lastIndexOf('/') + 1));
+        const rank = Number(peer.split('/')[1]);
         this._facts.hellos.set(rank, body);
-        const dump = body.dump_signal === 'SIGUSR1';
-        if (dump && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
+        // SIGUSR1 only to processes that registered faulthandler for it (it kills others).
+        if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
         this._emit('hello', body);
-        this._post({ type: 'hello', dump_signal: dump });
+        this._post({ type: 'hello', dump_signal: this._facts.dumpPids.length > 0 });
         break;
       }
       case 'stage':
@@ -478,7 +483,7 @@ class Job extends EventEmitter {
 
   _onReply(body) {
     const text = body.stacks ?? null;
-    if (text) this._facts.stacks.push(String(text));
+    if (text) this._facts.stacks = [...this._facts.stacks, String(text)].slice(-DUMPS_KEPT);
     const resolve = this._stackRequests.get(body.to);
     if (resolve) resolve(body);
     if (body.to !== undefined && body.to === this._dumpSeq) {
@@ -490,6 +495,7 @@ class Job extends EventEmitter {
   _recordStage(body) {
     const { stages } = this._facts;
     if (body.event === 'begin') {
+      if (stages.length >= STAGES_KEPT) this._forgetAClosedStage();
       stages.push({ name: body.name, status: 'running', duration_s: null, depth: body.depth ?? 0,
         budget_s: body.budget_s ?? null, started: now() - this._facts.started });
       return;
@@ -506,8 +512,18 @@ class Job extends EventEmitter {
     }
   }
 
+  /** Drop the oldest closed stage record (open ones say where the job is). */
+  _forgetAClosedStage() {
+    const i = this._facts.stages.findIndex((entry) => entry.status !== 'running');
+    if (i >= 0) {
+      this._facts.stages.splice(i, 1);
+      this._facts.stagesDropped += 1;
+    }
+  }
+
   _inTree(pid) {
-    if (!Number.isInteger(pid) || !this._tree) return false;
+    if (!Number.isInteger(pid)) return false;
+    if (!this._tree) return pid === this.pid;
     return launcher.jobProcesses(this._tree).some((p) => p.pid === pid);
   }
 
@@ -529,7 +545,10 @@ class Job extends EventEmitter {
       if (tail.length && tail[tail.length - 1].end === 'cr' && tail[tail.length - 1].stream === stream) tail.pop();
       tail.push({ stream, text, end: raw.end });
       if (tail.length > this._tailLines) tail.shift();
-      if (stream === 'stderr') this._captureFatal(text);
+      if (stream === 'stderr') {
+        this._captureFatal(text);
+        if (NO_WORKER_MARKERS.some((m) => text.startsWith(m))) this._post({ type: 'no_worker', reason: text });
+      }
       this._emit('log', { stream, text, encoding, end: raw.end });
     }
     this._writeLog(texts.join('\n'));

@@ -13,7 +13,8 @@
  *
  * Events ({type, t} plus): hello {dump_signal}, stage {event, name, depth?, budget_s?}, progress,
  * beat, error {fatal, kind, exit_code?}, bye {reason, exit_code?}, dumped, snapshotted
- * (the hang evidence asked for by "snapshot" is collected), refused {reason},
+ * (the hang evidence asked for by "snapshot" is collected), refused {reason}, no_worker
+ * {reason} (a process said it cannot load the worker: the startup deadline is off),
  * cancel {grace?}, exit {code, signal}, drained, timer.
  * Actions ({do} plus): state {state}, snapshot {reason} (collect hang evidence now, then
  * send "snapshotted"; SIGTERM waits for it, up to snapshot_timeout), dump_stacks, cancel,
@@ -59,6 +60,7 @@ function initial(config = null, t = 0.0) {
     ending: null, // {reason: hang|cancel|refused, step, deadline}
     drain_deadline: null,
     refused: null,
+    no_worker: null, // why no hello will come (the startup deadline is off)
   };
 }
 
@@ -145,6 +147,10 @@ function onSnapshotted(s, e, t, actions) {
   }
 }
 
+function onNoWorker(s, e) {
+  if (s.no_worker === null) s.no_worker = e.reason || 'the worker cannot be loaded';
+}
+
 function onRefused(s, e, t, actions) {
   s.refused = e.reason || 'unsupported protocol version';
   if (s.ending === null && s.exit === null) {
@@ -200,7 +206,7 @@ function onTimer(s, e, t, actions) {
 
 const HANDLERS = {
   hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, error: onError,
-  bye: onBye, dumped: onDumped, snapshotted: onSnapshotted, refused: onRefused, cancel: onCancel, exit: onExit,
+  bye: onBye, dumped: onDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, cancel: onCancel, exit: onExit,
   drained: onDrained, timer: onTimer,
 };
 
@@ -228,7 +234,7 @@ function watchDeadlines(s) {
   const out = [];
   if (s.exit !== null || s.ending !== null || s.state === 'ended') return out;
   if (!s.hello) {
-    if (c.startup_timeout !== null) out.push(['startup', s.t0 + c.startup_timeout]);
+    if (c.startup_timeout !== null && s.no_worker === null) out.push(['startup', s.t0 + c.startup_timeout]);
     return out;
   }
   const budgets = s.stages.filter((st) => st.budget_s !== null && st.budget_s !== undefined)

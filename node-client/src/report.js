@@ -82,6 +82,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     output: { lines: { ...facts.lines }, bytes: { ...facts.bytes } },
     protocol: { rejected: { ...facts.rejected }, lost: facts.lost },
     leftovers: [...facts.leftovers],
+    stages_dropped: facts.stagesDropped,
     log_path: logPath,
     evidence: facts.snapshot,
   };
