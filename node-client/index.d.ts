@@ -124,6 +124,9 @@ export type JobEvent =
   | { type: 'heartbeat'; data: HeartbeatBody }
   | { type: 'stalled'; data: StalledInfo }
   | { type: 'state'; data: JobState }
+  | { type: 'hang'; data: { reason: string; stage: string | null } }
+  | { type: 'signal'; data: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL' }
+  | { type: 'dropped'; data: { count: number } }
   | { type: 'error'; data: PythonError }
   | { type: 'end'; data: Report };
 
@@ -168,7 +171,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
   /** Round trip to the worker's beacon in seconds; null without a worker or an answer in time. */
   ping(options?: { timeout?: number }): Promise<number | null>;
-  /** Events from now on, until (and including) "end". */
+  /** Events from now on, until (and including) "end"; a consumer 10,000 behind gets "dropped". */
   events(): AsyncIterableIterator<JobEvent>;
   [Symbol.asyncIterator](): AsyncIterableIterator<JobEvent>;
 
@@ -179,6 +182,9 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   on(event: 'heartbeat', listener: (body: HeartbeatBody) => void): this;
   on(event: 'stalled', listener: (info: StalledInfo) => void): this;
   on(event: 'state', listener: (state: JobState) => void): this;
+  /** A hang was declared (startup, stage_budget, stall, heartbeat, after_bye): stacks, then the kill. */
+  on(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
+  on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL') => void): this;
   /** Emitted only while someone listens: a Python error never crashes the supervisor. */
   on(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
   on(event: 'end', listener: (report: Report) => void): this;
@@ -190,6 +196,8 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   once(event: 'heartbeat', listener: (body: HeartbeatBody) => void): this;
   once(event: 'stalled', listener: (info: StalledInfo) => void): this;
   once(event: 'state', listener: (state: JobState) => void): this;
+  once(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
+  once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL') => void): this;
   once(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
   once(event: 'end', listener: (report: Report) => void): this;
   once(event: string | symbol, listener: (...args: any[]) => void): this;

@@ -6,7 +6,7 @@
  * OS's exit, timers) into state-machine events, performs the machine's actions (signals,
  * commands, evidence, drain, finish), and tells the user through an EventEmitter:
  *
- *   hello, stage, progress, log, heartbeat, stalled, state, error, end
+ *   hello, stage, progress, log, heartbeat, stalled, state, hang, signal, error, end
  *
  * plus `job.state`, `await job.done` (the report), `job.cancel()`, `job.dumpStacks()` and
  * `for await (const event of job)`.
@@ -39,7 +39,8 @@ const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in t
 const FATAL_MARKERS = ['Fatal Python error:', 'Timeout (']; // faulthandler's crash and watchdog headers
 const FATAL_LINES_MAX = 400; // stderr lines kept after "Fatal Python error"
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
-const EVENT_NAMES = ['hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'error', 'end'];
+const EVENT_NAMES = ['hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'error', 'end'];
+const EVENT_QUEUE = 10000; // events kept for a slow events() consumer; the oldest go first
 
 const now = () => performance.now() / 1000; // the shell's monotonic clock, in seconds
 const snake = (name) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -145,13 +146,22 @@ class Job extends EventEmitter {
     });
   }
 
-  /** Events as an async iterator: {type, data}; the last one is {type: "end", data: report}. */
+  /**
+   * Events as an async iterator: {type, data}, from now until {type: "end", data: report}.
+   * At most EVENT_QUEUE wait for a slow consumer; beyond that the oldest go, and the next
+   * event it gets is {type: "dropped", data: {count}} (as bridge's events() does).
+   */
   events() {
     const buffer = [];
+    let dropped = 0;
     let wake = null;
     let ended = false;
     const listeners = EVENT_NAMES.map((type) => {
       const fn = (data) => {
+        if (buffer.length >= EVENT_QUEUE) {
+          buffer.shift();
+          dropped += 1;
+        }
         buffer.push({ type, data });
         if (type === 'end') ended = true;
         if (wake) { wake(); wake = null; }
@@ -170,8 +180,13 @@ class Job extends EventEmitter {
       [Symbol.asyncIterator]() { return this; },
       async next() {
         while (!buffer.length) {
-          if (ended || (job.report && !buffer.length)) { detach(); return { done: true, value: undefined }; }
+          if (ended || job.report) { detach(); return { done: true, value: undefined }; }
           await new Promise((resolve) => { wake = resolve; });
+        }
+        if (dropped) {
+          const count = dropped;
+          dropped = 0;
+          return { done: false, value: { type: 'dropped', data: { count } } };
         }
         return { done: false, value: buffer.shift() };
       },
@@ -295,6 +310,7 @@ class Job extends EventEmitter {
         }
         break;
       case 'snapshot':
+        this._emit('hang', { reason: action.reason, stage: (this._m.hang || {}).stage ?? null });
         this._snapshot();
         break;
       case 'dump_stacks':
@@ -326,6 +342,7 @@ class Job extends EventEmitter {
 
   _signal(signal) {
     this._facts.signalsSent.push(signal);
+    this._emit('signal', signal);
     if (signal === 'SIGUSR1') {
       for (const pid of this._facts.dumpPids) launcher.signalProcess(pid, signal);
       return;

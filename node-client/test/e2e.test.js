@@ -80,9 +80,15 @@ test('stall -> hung with stacks, then the tree is killed', async () => {
   const job = run('stall', { timeouts: { stallTimeout: 1, killGrace: 1 } });
   const states = [];
   let stalled = null;
+  let hang = null;
+  const signals = [];
   job.on('state', (s) => states.push(s));
   job.on('stalled', (info) => { stalled = info; });
+  job.on('hang', (h) => { hang = h; });
+  job.on('signal', (name) => signals.push(name));
   const report = await job.done;
+  assert.deepEqual(hang, { reason: 'stall', stage: 'train' });
+  assert.deepEqual(signals, report.signals_sent);
   assert.equal(report.outcome, 'hung');
   assert.equal(report.hang.reason, 'stall');
   assert.equal(report.hang.stage, 'train');
@@ -228,4 +234,16 @@ test('cancel() right after launch, before the child even started', async () => {
   const report = await job.cancel();
   assert.equal(report.outcome, 'cancelled');
   assert.deepEqual(processesOfJob(report.job_id), []);
+});
+
+test('a consumer of events() that falls 10,000 behind gets a dropped count, then the end', async () => {
+  const job = run('flood-lines');
+  const events = job.events();
+  await job.done; // read nothing until the job is over
+  const seen = [];
+  for await (const event of events) seen.push(event);
+  assert.equal(seen[0].type, 'dropped');
+  assert.ok(seen[0].data.count > 0);
+  assert.equal(seen.length, 10001);
+  assert.equal(seen.at(-1).type, 'end');
 });
