@@ -60,7 +60,7 @@ class Job:
                  log_path: Optional[str] = None,
                  on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
                  tail_lines: int = TAIL_LINES, hub: Optional[Hub] = None,
-                 zero_code: bool = True):
+                 zero_code: bool = True, detached: bool = False):
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
         self.id = f"job-{secrets.token_hex(6)}"
@@ -126,7 +126,14 @@ class Job:
             "TRAINBRIDGE_KEY": self.key.hex(),
             "TRAINBRIDGE_CRASH_FILE": self.crash_file,
             "TRAINBRIDGE_HEARTBEAT_S": _num(heartbeat_s),
+            "TRAINBRIDGE_KILL_GRACE_S": _num(self.m["config"]["kill_grace"]),
         }
+        # The worker ends the job's process group when this process is gone, unless the
+        # job is meant to outlive us (PROTOCOL.md section 2).
+        if detached:
+            variables["TRAINBRIDGE_DETACHED"] = "1"
+        else:
+            variables["TRAINBRIDGE_CLIENT_PID"] = str(os.getpid())
         stalled_after = self.m["config"]["stalled_after"]
         if stalled_after is not None:
             variables["TRAINBRIDGE_STALL_S"] = _num(stalled_after)
@@ -135,6 +142,8 @@ class Job:
             # The GIL-freeze watchdog must write the main stack before we declare silence.
             variables["TRAINBRIDGE_FREEZE_S"] = _num(max(2 * heartbeat_s, hb_timeout / 2))
         self.env = launcher.child_env(env, variables)
+        # An outer job's setting, inherited through `env`, must not decide for this one.
+        self.env.pop("TRAINBRIDGE_CLIENT_PID" if detached else "TRAINBRIDGE_DETACHED", None)
         if zero_code:
             launcher.add_zero_code_hook(self.env)
         self.cwd = cwd
@@ -573,6 +582,7 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
            log_path: Optional[str] = None,
            on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
            zero_code: bool = True,
+           detached: bool = False,
            **machine_config: Any) -> Job:
     """Start `cmd` (a list, no shell) under supervision and return its Job at once.
 
@@ -580,6 +590,8 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
     cancel_grace, dump_timeout, signal_dump_wait, drain_timeout) may be given by name.
     zero_code puts bridge/inject first on PYTHONPATH, so every Python process of the job
     that can import trainbridge loads the worker (and says hello) without code changes.
+    Unless `detached`, the job ends (SIGTERM, then SIGKILL after kill_grace) when this
+    process dies without ending it, as noticed by the job's worker-bearing processes.
     Raises launcher.LaunchError when the command cannot be started."""
     config = {"startup_timeout": startup_timeout, "stall_timeout": stall_timeout,
               "heartbeat_timeout": heartbeat_timeout, "kill_grace": kill_grace,
@@ -587,7 +599,7 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
     if stall_timeout is not None and "stalled_after" not in machine_config:
         config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
     return Job(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
-               on_event=on_event, zero_code=zero_code).start()
+               on_event=on_event, zero_code=zero_code, detached=detached).start()
 
 
 def _oom_kill_count(pid: Optional[int]) -> Optional[int]:

@@ -4,7 +4,9 @@ It imports zmq and the codec itself, so `import worker` never waits for them; co
 DEALER; sends hello first; then loops: answer client commands, send queued stages, logs
 and errors in the order they happened, the latest progress (coalesced), heartbeats, and
 resend last words until they are acked. It also re-arms the GIL-freeze watchdog: if this thread cannot run
-for TRAINBRIDGE_FREEZE_S, faulthandler dumps every stack to the crash file.
+for TRAINBRIDGE_FREEZE_S, faulthandler dumps every stack to the crash file. And it watches
+the supervising client (ParentWatch): when the client is gone, it ends the job's process
+group, so a GUI that crashes never leaves a training job running unsupervised.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ class Beacon(threading.Thread):
         self.progress_sent_at = 0.0
         self.armed_at = time.monotonic()  # hooks.install armed the watchdog already
         self.refused = False
+        self.orphaned = False  # the client is gone: nothing will ack, close at once
+        self.watch: Optional[ParentWatch] = None
         self.client_seq = 0
         self.sock = None
         self.ctx = None
@@ -85,6 +89,8 @@ class Beacon(threading.Thread):
         # switch interval, at every `import worker`).
         self.go.wait(5.0)
         try:
+            if self.config.client_pid is not None:
+                self.watch = ParentWatch(self.config.client_pid)
             self._connect()
             self._send_now("hello", self._hello())
             self._loop()
@@ -115,6 +121,7 @@ class Beacon(threading.Thread):
         body = facts.hello(self.config.heartbeat_s, VERSION, self.codec.PROTOCOL_VERSION)
         body["dump_signal"] = STATE.dump_signal
         body["crash_file"] = self.config.crash_file if STATE.crash_file is not None else None
+        body["detached"] = self.config.detached
         return body
 
     def wake(self) -> None:
@@ -127,8 +134,14 @@ class Beacon(threading.Thread):
         poller = self.zmq.Poller()
         poller.register(self.sock, self.zmq.POLLIN)
         poller.register(self.wake_r, self.zmq.POLLIN)
+        watch = self.watch
+        if watch is not None and watch.fd is not None:
+            poller.register(watch.fd, self.zmq.POLLIN)  # readable when the client exits
         next_beat = time.monotonic()
         while not self.stop and STATE.enabled:
+            if watch is not None and watch.gone():
+                self._client_gone(watch)
+                return
             now = time.monotonic()
             self._arm_watchdog(now)
             busy = self._send_queued(now)
@@ -304,6 +317,17 @@ class Beacon(threading.Thread):
             os.write(2, f"[trainbridge] the client refused this worker: {reason}; "
                         f"continuing without supervision\n".encode("ascii"))
 
+    # --- the client going away -------------------------------------------------------------
+    def _client_gone(self, watch: ParentWatch) -> None:
+        """End the whole process group: SIGTERM now (the script may save a checkpoint),
+        SIGKILL after the grace. Nobody is listening any more, so the worker turns off
+        first: last words are not waited for and API calls become no-ops."""
+        self.orphaned = True
+        runtime.disable()
+        end_process_group(os.getpgrp(), self.config.kill_grace_s,
+                          f"[trainbridge] the supervising client (pid {watch.client_pid}) is "
+                          f"gone; ending the job")
+
     # --- watchdog and shutdown -------------------------------------------------------------
     def _arm_watchdog(self, now: float) -> None:
         freeze_s = self.config.freeze_s
@@ -321,13 +345,97 @@ class Beacon(threading.Thread):
                 faulthandler.cancel_dump_traceback_later()
             if self.sock is not None:
                 delivered = not self.finals and not self.unsent
-                self.sock.close(linger=0 if (delivered or self.refused) else LINGER_MS)
+                quick = delivered or self.refused or self.orphaned
+                self.sock.close(linger=0 if quick else LINGER_MS)
             if self.ctx is not None:
                 self.ctx.term()
             # The wake pipe stays open until the process ends: closing it here would let
             # a late wake() write into whatever file reuses the descriptor number.
         except Exception as exc:  # noqa: BLE001
             runtime.internal_error("closing the socket", exc)
+
+
+class ParentWatch:
+    """Notices that the supervising client (TRAINBRIDGE_CLIENT_PID) is gone.
+
+    The job's top process (the client is its parent) checks os.getppid() on every beacon
+    loop: when the client dies, the kernel re-parents the process to init or a subreaper,
+    so the parent pid changes, and no pid reuse can fool that. Deeper processes (torchrun's
+    ranks, Python started by a shell script) watch the client through a pidfd, which the
+    beacon polls and which becomes readable when the client exits; once opened it names that
+    very process, never a later one with the same pid (Linux 5.3+; without it they do not
+    watch, and the top process still does if it has a worker).
+
+    Not a parent-death signal (prctl PR_SET_PDEATHSIG): it fires when the *thread* that
+    spawned the child ends, and bridge.launch may be called from a short-lived thread."""
+
+    __slots__ = ("client_pid", "top", "fd", "lost")
+
+    def __init__(self, client_pid: int):
+        self.client_pid = client_pid
+        self.top = os.getppid() == client_pid
+        self.fd: Optional[int] = None
+        self.lost = False  # the client was gone before we looked
+        if self.top:
+            return
+        try:
+            self.fd = os.pidfd_open(client_pid)
+        except ProcessLookupError:
+            self.lost = True
+        except (AttributeError, OSError):  # an old kernel, or no pidfd_open in this Python
+            pass
+
+    def gone(self) -> bool:
+        if self.top:
+            return os.getppid() != self.client_pid
+        if self.lost:
+            return True
+        if self.fd is None:
+            return False
+        import select  # a C module, loaded with zmq already
+
+        return bool(select.select([self.fd], [], [], 0)[0])
+
+
+REAPER = "/bin/sh"
+
+
+def end_process_group(pgid: int, grace_s: float, message: str) -> None:
+    """SIGTERM to the group now and SIGKILL after grace_s, even though this process is in
+    the group and may well die of the SIGTERM: a tiny reaper in a session of its own (so
+    the group's signals miss it) sleeps out the grace and sends the SIGKILL. It is started
+    with posix_spawn (no Python fork of a big, threaded training process, no at-fork hooks)
+    and with /dev/null as its stdio (it must not hold the dead client's pipes)."""
+    reaper = None
+    if grace_s > 0:
+        try:
+            devnull = os.devnull
+            reaper = os.posix_spawn(
+                REAPER, ["sh", "-c", f"sleep {grace_s:.3f}; kill -KILL -{pgid} 2>/dev/null"],
+                {"PATH": os.defpath}, setsid=True,
+                file_actions=[(os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDWR, 0),
+                              (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])
+        except (AttributeError, OSError, NotImplementedError):
+            reaper = None
+    # The stderr pipe's reader may be the dead client: a failed write changes nothing.
+    try:
+        os.write(2, (message + (f" (SIGTERM to process group {pgid}, SIGKILL after "
+                                f"{grace_s:g} s)\n")).encode("ascii", "backslashreplace"))
+    except OSError:
+        pass
+    try:
+        os.killpg(pgid, signal.SIGKILL if grace_s <= 0 else signal.SIGTERM)
+    except OSError:
+        return
+    if grace_s > 0 and reaper is None:
+        # No reaper: this thread sends the SIGKILL, which works while this process lives
+        # (its script ignores or handles SIGTERM); the rest of the group otherwise only
+        # gets the SIGTERM.
+        time.sleep(grace_s)
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _log_body(entry: Dict[str, Any]) -> Dict[str, Any]:

@@ -18,11 +18,12 @@ _HEX_CHARS = frozenset("0123456789abcdef")
 
 class Config:
     __slots__ = ("endpoint", "job", "key", "rank", "crash_file", "heartbeat_s", "stall_s",
-                 "freeze_s", "ack_timeout_s")
+                 "freeze_s", "ack_timeout_s", "client_pid", "detached", "kill_grace_s")
 
     def __init__(self, endpoint: str, job: str, key: bytes, rank: int,
                  crash_file: Optional[str], heartbeat_s: float, stall_s: float,
-                 freeze_s: float, ack_timeout_s: float):
+                 freeze_s: float, ack_timeout_s: float, client_pid: Optional[int] = None,
+                 detached: bool = False, kill_grace_s: float = 5.0):
         self.endpoint = endpoint
         self.job = job
         self.key = key
@@ -32,6 +33,11 @@ class Config:
         self.stall_s = stall_s
         self.freeze_s = freeze_s  # 0 disables the GIL-freeze watchdog
         self.ack_timeout_s = ack_timeout_s
+        # The supervising client's pid: when it is gone, the job ends (beacon.ParentWatch).
+        # None when launched detached or by a client that does not say.
+        self.client_pid = client_pid
+        self.detached = detached
+        self.kill_grace_s = kill_grace_s  # SIGTERM -> SIGKILL when the client is gone
 
     @property
     def routing_id(self) -> bytes:
@@ -82,13 +88,18 @@ def from_env(env: Mapping[str, str]) -> Tuple[Optional[Config], Optional[str]]:
         stall_s = _number(env, "TRAINBRIDGE_STALL_S", 10.0, 0.0)
         freeze_s = _number(env, "TRAINBRIDGE_FREEZE_S", max(5.0, 3 * heartbeat_s), 0.0)
         ack_timeout_s = _number(env, "TRAINBRIDGE_ACK_TIMEOUT_S", 5.0, 0.0)
+        kill_grace_s = _number(env, "TRAINBRIDGE_KILL_GRACE_S", 5.0, 0.0)
     except ValueError as exc:
         return None, f"bad setting: {exc}"
     rank = optional_int(env, "RANK")
+    detached = env.get("TRAINBRIDGE_DETACHED", "") not in ("", "0")
+    client_pid = None if detached else optional_int(env, "TRAINBRIDGE_CLIENT_PID")
     return Config(
         endpoint=endpoint, job=job, key=bytes.fromhex(key_hex),
         rank=rank if rank is not None and rank >= 0 else 0,
         crash_file=env.get("TRAINBRIDGE_CRASH_FILE") or None,
         heartbeat_s=heartbeat_s, stall_s=stall_s, freeze_s=freeze_s,
         ack_timeout_s=ack_timeout_s,
+        client_pid=client_pid if client_pid is not None and client_pid > 0 else None,
+        detached=detached, kill_grace_s=kill_grace_s,
     ), None
