@@ -33,6 +33,17 @@ test('success: stages, progress, output and a clean report', async () => {
   assert.deepEqual(processesOfJob(report.job_id), []);
 });
 
+test('the last words are acked: the worker exits at once instead of waiting for its ack timeout', async () => {
+  // With a 20 s ack timeout, an unacked bye (or error) would hold the process for 20 s.
+  const ok = await run('succeed', { timeouts: { ackTimeoutS: 20 } }).done;
+  const failed = await run('raise', { timeouts: { ackTimeoutS: 20 } }).done;
+  for (const report of [ok, failed]) {
+    assert.ok(report.worker.bye, 'the worker said bye');
+    assert.ok(report.duration_s < 10, `took ${report.duration_s} s`);
+    assert.deepEqual(report.protocol, { rejected: {}, lost: 0 });
+  }
+});
+
 test('exception: failed, with the Python error as an Error object', async () => {
   const job = run('raise');
   const errors = [];
