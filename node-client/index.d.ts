@@ -48,6 +48,11 @@ export interface LaunchOptions {
   zeroCode?: boolean;
   /** Where bridge/inject is (default: $TRAINBRIDGE_INJECT_DIR, else the repo's). */
   injectDir?: string;
+  /**
+   * Let the job outlive this process. Default false: if this process dies without ending
+   * the job, the job's workers end its process group (SIGTERM, then SIGKILL after killGrace).
+   */
+  detached?: boolean;
   /** The hub (ROUTER) to use; default: one shared hub per Node process. */
   hub?: Hub;
 }

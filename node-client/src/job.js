@@ -65,7 +65,7 @@ function splitTimeouts(timeouts = {}) {
 class Job extends EventEmitter {
   /**
    * Use launch() (src/index.js). options: command, args, cwd, env, timeouts, logPath,
-   * tailLines, zeroCode, injectDir; hub: the Hub that routes this job's messages.
+   * tailLines, zeroCode, injectDir, detached; hub: the Hub that routes this job's messages.
    */
   constructor(options, hub) {
     super();
@@ -206,7 +206,7 @@ class Job extends EventEmitter {
     fs.mkdirSync(this._dir, { mode: 0o700 });
     this._crashFile = path.join(this._dir, 'crash.txt');
     const env = launcher.childEnv(this._options.env, {
-      endpoint, jobId: this.id, key: this.key, crashFile: this._crashFile,
+      endpoint, jobId: this.id, key: this.key, crashFile: this._crashFile, detached: this._options.detached === true,
       ...workerTimings(this._m.config), ...this._workerSettings,
     });
     if (this._options.zeroCode !== false) {
@@ -610,6 +610,8 @@ function workerTimings(config) {
   if (config.stalled_after !== null) out.stall_s = pyFloat(config.stalled_after);
   // The GIL-freeze watchdog must write the main stack before we declare silence.
   if (timeout !== null) out.freeze_s = pyFloat(Math.max(2 * heartbeat, timeout / 2));
+  // SIGTERM -> SIGKILL, also when the worker ends the job because this client is gone.
+  if (config.kill_grace !== null && config.kill_grace !== undefined) out.kill_grace_s = pyFloat(config.kill_grace);
   return out;
 }
 

@@ -7,7 +7,9 @@
  *   stderr on pipes read as bytes.
  * - Its environment: the caller's (or the given) variables plus PYTHONUNBUFFERED=1,
  *   PYTHONIOENCODING=utf-8, PYTHONUTF8=1, PYTHONFAULTHANDLER=1 and the TRAINBRIDGE_*
- *   variables of docs/PROTOCOL.md section 2 (never argv: argv is visible in `ps`).
+ *   variables of docs/PROTOCOL.md section 2 (never argv: argv is visible in `ps`), among
+ *   them TRAINBRIDGE_CLIENT_PID (this process: the job's workers end the job when it is
+ *   gone) or, for a job launched `detached`, TRAINBRIDGE_DETACHED=1.
  * - Exit comes from Node's 'exit' event (SIGCHLD in libuv: no polling, no thread).
  * - Tree kill: the process group, plus descendants that left it (setsid, a double fork).
  *   Those are found in /proc by parent links while the child lives, and after it died (they
@@ -51,12 +53,13 @@ const TIMEOUT_ENV = {
   stall_s: 'TRAINBRIDGE_STALL_S',
   freeze_s: 'TRAINBRIDGE_FREEZE_S',
   ack_timeout_s: 'TRAINBRIDGE_ACK_TIMEOUT_S',
+  kill_grace_s: 'TRAINBRIDGE_KILL_GRACE_S',
 };
 
 /**
  * The child's environment. `base` is the caller's env (default process.env); `worker`
- * holds endpoint, jobId, key (Buffer), crashFile and optional heartbeat_s, stall_s,
- * freeze_s, ack_timeout_s.
+ * holds endpoint, jobId, key (Buffer), crashFile, detached (bool) and optional heartbeat_s,
+ * stall_s, freeze_s, ack_timeout_s, kill_grace_s.
  */
 function childEnv(base, worker) {
   const env = { ...(base || process.env) };
@@ -70,6 +73,15 @@ function childEnv(base, worker) {
     TRAINBRIDGE_KEY: worker.key.toString('hex'),
   });
   if (worker.crashFile) env.TRAINBRIDGE_CRASH_FILE = worker.crashFile;
+  // The worker ends the job's process group when this process is gone, unless the job is
+  // meant to outlive us; an outer job's setting inherited through `base` must not decide.
+  if (worker.detached) {
+    env.TRAINBRIDGE_DETACHED = '1';
+    delete env.TRAINBRIDGE_CLIENT_PID;
+  } else {
+    env.TRAINBRIDGE_CLIENT_PID = String(process.pid);
+    delete env.TRAINBRIDGE_DETACHED;
+  }
   for (const [name, variable] of Object.entries(TIMEOUT_ENV)) {
     if (worker[name] !== undefined && worker[name] !== null) env[variable] = String(worker[name]);
   }
