@@ -65,6 +65,7 @@ def build(job: Any) -> Dict[str, Any]:
         "hang": hang and {"reason": hang["reason"], "stage": hang["stage"],
                           "after_s": round(hang["t"] - job.started, 3)},
         "signals_sent": list(job.signals_sent),
+        "environment": environment(job.hellos),
         "worker": {"hello": bool(job.hellos), "bye": job.bye,
                    "ranks": sorted(job.hellos), "dump_signal": bool(job.dump_pids)},
         "output": {"lines": dict(job.lines), "bytes": dict(job.bytes)},
@@ -78,6 +79,36 @@ def build(job: Any) -> Dict[str, Any]:
         report["diagnosis_error"] = diagnosis_error
     report["summary"] = summary(report)
     return report
+
+
+def environment(hellos: Dict[int, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """What the job ran on, from rank 0's hello (the lowest rank's), or None when no worker
+    said hello. Fields an older worker does not send are None."""
+    if not hellos:
+        return None
+    hello = hellos[min(hellos)]
+    python = _map(hello.get("python"))
+    encoding = _map(hello.get("encoding"))
+    stdout = _map(hello.get("stdout"))
+    return {
+        "host": hello.get("host"),
+        "platform": hello.get("platform"),
+        "python": python.get("version"),
+        "python_executable": python.get("executable"),
+        "venv": python.get("venv"),
+        "cpu_count": hello.get("cpu_count"),
+        "torch": _map(hello.get("packages")).get("torch"),
+        "gpu_driver": _map(hello.get("nvidia")).get("driver"),
+        "cuda_visible_devices": _map(hello.get("env")).get("CUDA_VISIBLE_DEVICES"),
+        "stdout_encoding": encoding.get("stdout"),
+        "locale_encoding": encoding.get("locale"),
+        "utf8_mode": encoding.get("utf8_mode"),
+        "stdout_buffered": stdout.get("buffered"),
+    }
+
+
+def _map(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def minimal(job: Any, exc: BaseException) -> Dict[str, Any]:

@@ -75,6 +75,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     started_at: iso(facts.startedWall),
     hang: hang && { reason: hang.reason, stage: hang.stage, after_s: round(hang.t - facts.started) },
     signals_sent: [...facts.signalsSent],
+    environment: environment(facts.hellos),
     worker: {
       hello: facts.hellos.size > 0, bye: facts.bye, ranks: [...facts.hellos.keys()].sort((a, b) => a - b),
       dump_signal: facts.dumpPids.length > 0,
@@ -89,6 +90,34 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   if (diagnosisError) report.diagnosis_error = diagnosisError;
   report.summary = summary(report);
   return plain(report);
+}
+
+/**
+ * What the job ran on, from rank 0's hello (the lowest rank's), or null when no worker said
+ * hello; fields an older worker does not send are null (bridge/report.py's environment()).
+ */
+function environment(hellos) {
+  if (!hellos.size) return null;
+  const hello = hellos.get(Math.min(...hellos.keys()));
+  const map = (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? value : {});
+  const python = map(hello.python);
+  const encoding = map(hello.encoding);
+  const stdout = map(hello.stdout);
+  return {
+    host: hello.host ?? null,
+    platform: hello.platform ?? null,
+    python: python.version ?? null,
+    python_executable: python.executable ?? null,
+    venv: python.venv ?? null,
+    cpu_count: hello.cpu_count ?? null,
+    torch: map(hello.packages).torch ?? null,
+    gpu_driver: map(hello.nvidia).driver ?? null,
+    cuda_visible_devices: map(hello.env).CUDA_VISIBLE_DEVICES ?? null,
+    stdout_encoding: encoding.stdout ?? null,
+    locale_encoding: encoding.locale ?? null,
+    utf8_mode: encoding.utf8_mode ?? null,
+    stdout_buffered: stdout.buffered ?? null,
+  };
 }
 
 /** The contract's fields only, when buildReport itself failed (a bug): never leave a waiter without a report. */

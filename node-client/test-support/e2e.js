@@ -76,6 +76,7 @@ function comparable(report) {
     hang: pick(report.hang, ['reason', 'stage']),
     signals_sent: report.signals_sent,
     worker: pick(report.worker, ['hello', 'ranks', 'dump_signal']),
+    environment: report.environment,
     leftovers: report.leftovers.length,
     summary: normalise(report.summary),
   };
