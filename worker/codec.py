@@ -178,7 +178,8 @@ def _prepare(value: Any, path: str, trunc: List[str], depth: int, key: str = "")
         if len(items) > MAX_MAP_ITEMS:
             trunc.append(path)
             items = items[:MAX_MAP_ITEMS]
-        return {escape(str(k)): _prepare(v, f"{path}.{k}", trunc, depth + 1, str(k))
+        # Paths in "trunc" are wire strings too: built from escaped keys, so they are ASCII.
+        return {escape(str(k)): _prepare(v, f"{path}.{escape(str(k))}", trunc, depth + 1, str(k))
                 for k, v in items}
     if isinstance(value, (list, tuple)):
         if len(value) > MAX_ARRAY_ITEMS:

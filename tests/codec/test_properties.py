@@ -103,3 +103,12 @@ def test_encoder_rejects_integers_beyond_64_bits():
             assert exc.reason == "int_range"
         else:
             raise AssertionError("encoded an integer beyond 64 bits")
+
+
+def test_a_cut_value_under_a_non_ascii_key_is_flagged_by_its_escaped_path():
+    """trunc paths are wire strings: built from escaped keys, and read back as the original."""
+    body = {"step": 1, "total": None, "metrics": {"\u635f\u5931": "x" * (codec.MAX_FIELD_CHARS + 1)}}
+    frames = codec.encode("progress", 1, body, KEY, "job")
+    raw = msgpack.unpackb(frames[0], raw=False)
+    assert raw["trunc"] == ["body.metrics.\\u635f\\u5931"]
+    assert codec.decode(frames, KEY).truncated == ("body.metrics.\u635f\u5931",)
