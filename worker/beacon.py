@@ -209,7 +209,8 @@ class Beacon(threading.Thread):
             events.popleft()
             if final is None:
                 kind, body, _ = item
-                self._send_now(kind, _log_body(body) if kind == "log" else body)
+                self._send_now(kind, _with_clean_fields(body) if kind in ("log", "error")
+                               else body)
                 continue
             frames = self._encode(final.kind, final.body)
             if frames is None:
@@ -438,7 +439,9 @@ def end_process_group(pgid: int, grace_s: float, message: str) -> None:
             pass
 
 
-def _log_body(entry: Dict[str, Any]) -> Dict[str, Any]:
+def _with_clean_fields(entry: Dict[str, Any]) -> Dict[str, Any]:
+    """The `fields` of worker.log() and worker.error() as _clean_metric sends them: an object
+    the codec cannot carry must not cost the whole message."""
     fields = entry.get("fields")
     if fields:
         entry = dict(entry, fields=_clean_map(fields))
