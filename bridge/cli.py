@@ -287,7 +287,9 @@ class LiveView:
 
         self.job = job
         report = None
-        with Live(self, console=self.console, refresh_per_second=8, transient=True):
+        # Not transient: the last frame (stage, progress, the last output lines) stays on
+        # screen above the summary, so what the job printed last is not wiped away.
+        with Live(self, console=self.console, refresh_per_second=8, transient=False):
             while report is None:
                 event = job.next_event(0.2)
                 if event is None:
