@@ -116,3 +116,13 @@ def test_a_detached_job_outlives_its_client(tmp_path):
             os.kill(pid, signal.SIGKILL)
     wait_for(lambda: not live(info["pids"]) and not job_processes(info["job_id"]), 5,
              "the test's own kill of the detached job")
+
+
+def test_a_worker_below_the_top_process_ends_the_job(tmp_path):
+    # The top process is a shell (no worker); its Python child watches the client through
+    # a pidfd and ends the whole group, the shell included.
+    client, info, _ = start_client(tmp_path, False, "via_shell")
+    shell = psutil.Process(info["pids"][0]).ppid()
+    assert psutil.Process(shell).name() in ("sh", "dash", "bash")
+    info["pids"].append(shell)
+    assert_tree_ends(info, kill_client(client))
