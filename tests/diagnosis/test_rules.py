@@ -140,6 +140,18 @@ HANGS = [
                      "main_thread": {"state": "R", "syscall": "running",
                                      "runnable_fraction": 0.4}}},
      "cpu_bound", ["spin.py:4 busy"], []),
+    ("cpu loop caught waiting for the GIL at the last read", {
+        "reason": "stall", "stacks": FH_LOOP,
+        "evidence": {**proc("futex", "futex_do_wait", status="sleeping", cpu=0.54),
+                     "main_thread": {"state": "S", "syscall": "futex",
+                                     "wchan": "futex_do_wait", "runnable_fraction": 0.96}}},
+     "cpu_bound", ["spin.py:4 busy"], []),
+    ("main thread waits while another thread computes", {
+        "reason": "stall", "stack": TB_JOIN,
+        "evidence": {**proc("futex", status="sleeping", cpu=1.0),
+                     "main_thread": {"state": "S", "syscall": "futex",
+                                     "runnable_fraction": 0.0}}},
+     "lock_wait", [], []),
     ("a lock waiter that was R once is not a CPU loop", {
         "reason": "stall", "stack": TB_JOIN,
         "evidence": {**proc("futex", status="sleeping", cpu=0.06),
