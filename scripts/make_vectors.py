@@ -139,6 +139,10 @@ ENCODE_CASES = [
     ("oversize text field (stack) has its own larger limit", "heartbeat",
      {"beat": 1, "stage": None, "stages": [], "idle_s": 0, "progress_age_s": 0.5,
       "stack": "x" * (codec.MAX_TEXT_CHARS + 5), "dropped": {}}),
+    ("logs: consecutive records batched, non-ASCII and fields kept per record", "logs",
+     {"records": [{"level": "info", "message": "epoch 1 \u5b8c\u6210", "created": 1764460800.5},
+                  {"level": "warning", "message": "C:\\ckpt", "logger": "train",
+                   "created": 1764460801, "fields": {"loss": 0.25, "note": "\u00e9"}}]}),
 ]
 
 
@@ -230,6 +234,9 @@ def decode_cases():
             {"body": {}, "job": JOB, "kind": "ping", "seq": 1, "ts": TS}))], "malformed"),
         decode_case("missing required field", sign_raw(envelope("ack", {})), "bad_field"),
         decode_case("wrong field type", sign_raw(envelope("ack", {"to": "2"})), "bad_field"),
+        decode_case("logs record without a message",
+                    sign_raw(envelope("logs", {"records": [{"level": "info", "message": "ok"},
+                                                           {"level": "info"}]})), "bad_field"),
         decode_case("seq zero", sign_raw(envelope("ack", {"to": 2}, seq=0)), "malformed"),
         decode_case("envelope is not a map", [*(lambda p: [p, codec.sign(KEY, p)])(msgpack.packb([1, 2]))],
                     "malformed"),

@@ -31,6 +31,8 @@ POLL_S = 0.025          # longest wait for commands while idle
 PROGRESS_EVERY_S = 0.05  # coalescing window for progress
 RESEND_EVERY_S = 0.5     # last words are resent until acked (PROTOCOL.md section 6)
 EVENT_BATCH = 512        # queued messages sent per loop, so commands stay prompt
+LOG_BATCH = 256          # log records in one `logs` message at most
+LOG_BATCH_BYTES = 256 * 1024  # estimated size of one `logs` message, well under 1 MiB
 LINGER_MS = 1000
 SNDHWM = 100_000
 
@@ -197,7 +199,8 @@ class Beacon(threading.Thread):
         if not self._send_unsent():
             return True
         events = STATE.events
-        for _ in range(EVENT_BATCH):
+        budget = EVENT_BATCH
+        while budget > 0:
             if not events or self.unsent:
                 break
             item = events[0]  # only this thread takes items out
@@ -207,10 +210,13 @@ class Beacon(threading.Thread):
             if self.unsent:
                 break
             events.popleft()
+            budget -= 1
             if final is None:
-                kind, body, _ = item
-                self._send_now(kind, _with_clean_fields(body) if kind in ("log", "error")
-                               else body)
+                kind, body, progress = item
+                if kind == "log":
+                    budget -= self._send_logs(events, _with_clean_fields(body), progress, budget)
+                else:
+                    self._send_now(kind, _with_clean_fields(body) if kind == "error" else body)
                 continue
             frames = self._encode(final.kind, final.body)
             if frames is None:
@@ -222,6 +228,48 @@ class Beacon(threading.Thread):
                 self.finals[self.seq][2] = 0.0  # resend at the next loop
         self._send_progress(now)
         return bool(events or self.unsent)
+
+    def _send_logs(self, events: Any, first: Dict[str, Any], progress: Any, room: int) -> int:
+        """Send `first` with the log records queued right after it as one `logs` message
+        (PROTOCOL.md): only consecutive logs between which no progress was recorded, so the
+        order of logs, stages, errors and progress is the script's. Returns how many more
+        queue items it took (at most `room`)."""
+        records = [first]
+        size = _record_size(first)
+        limit = min(LOG_BATCH, room + 1)
+        while events and len(records) < limit and size < LOG_BATCH_BYTES:
+            item = events[0]
+            if type(item) is not tuple or item[0] != "log" or item[2] is not progress:
+                break
+            events.popleft()
+            body = _with_clean_fields(item[1])
+            records.append(body)
+            size += _record_size(body)
+        self._send_records(records)
+        return len(records) - 1
+
+    def _send_records(self, records: List[Dict[str, Any]]) -> None:
+        if len(records) == 1:
+            self._send_now("log", records[0])
+            return
+        codec = self.codec
+        try:
+            frames = codec.encode("logs", self.seq + 1, {"records": records}, self.config.key,
+                                  self.config.job)
+        except codec.ProtocolError as exc:
+            # Too big after all (the size estimate is cheap, not exact): halve it. Anything
+            # else (an integer beyond 64 bits in a field) costs only its own record.
+            if exc.reason == "oversize":
+                half = len(records) // 2
+                self._send_records(records[:half])
+                self._send_records(records[half:])
+            else:
+                for record in records:
+                    self._send_now("log", record)
+            return
+        self.seq += 1
+        if self.unsent or not self._push(frames):
+            self.unsent.append(frames)
 
     def _send_progress(self, now: float) -> None:
         latest = SLOT[0]
@@ -446,6 +494,20 @@ def _with_clean_fields(entry: Dict[str, Any]) -> Dict[str, Any]:
     if fields:
         entry = dict(entry, fields=_clean_map(fields))
     return entry
+
+
+def _record_size(record: Dict[str, Any]) -> int:
+    """A cheap upper-ish estimate of a log record's packed size: non-ASCII text travels as
+    escapes of up to 10 chars per code point, but long text is cut at 16 KiB anyway."""
+    message = record.get("message")
+    size = 64 + len(record.get("logger") or "")
+    if type(message) is str:
+        size += len(message) if message.isascii() else min(10 * len(message), 16_400)
+    fields = record.get("fields")
+    if fields:
+        for key, value in fields.items():
+            size += 16 + len(key) + (len(value) * 2 if type(value) is str else 8)
+    return size
 
 
 def _shrunk_error(body: Dict[str, Any]) -> Dict[str, Any]:

@@ -111,6 +111,8 @@ WORKER_KINDS: Dict[str, Dict[str, str]] = {
     "heartbeat": {"beat": "int", "stage": "str?", "stages": "list", "idle_s": "num",
                   "progress_age_s": "num?", "stack": "str?", "dropped": "map"},
     "log": {"level": "str", "message": "str"},
+    # Consecutive log records in one message (PROTOCOL.md "logs"): each is a `log` body.
+    "logs": {"records": "list"},
     "error": {"type": "str", "message": "str", "traceback": "str", "frames": "list",
               "chain": "list", "stage": "str?", "fatal": "bool", "thread": "str",
               "kind": "str"},
@@ -148,6 +150,11 @@ def _check_fields(kind: str, body: Dict[str, Any]) -> None:
             raise ProtocolError("bad_field", f"{kind}.{field} is missing")
         if not _TYPE_CHECKS[spec.rstrip("?")](value):
             raise ProtocolError("bad_field", f"{kind}.{field} must be {spec.rstrip('?')}")
+    if kind == "logs":  # clients expand the records into log events: each must be one
+        for i, record in enumerate(body["records"]):
+            if type(record) is not dict:
+                raise ProtocolError("bad_field", f"logs.records[{i}] must be map")
+            _check_fields("log", record)
 
 
 # --- encode ---------------------------------------------------------------------------
@@ -228,28 +235,54 @@ class Message(NamedTuple):
     truncated: Tuple[str, ...] = ()
 
 
+_SCALARS = (int, float, bool, type(None))
+
+
 def _restore(value: Any, depth: int) -> Any:
-    """Reject non-ASCII and bin/ext values; unescape every string (keys too)."""
+    """Reject non-ASCII and bin/ext values; unescape every string (keys too).
+
+    Hot on the client (every message passes here), so it works in place and touches only
+    the strings that need it: most are ASCII without a backslash and stay as they are."""
     t = type(value)
     if t is str:
         return unescape(value)
     if t is dict:
         if depth >= MAX_DEPTH:
             raise ProtocolError("too_deep")
-        return {_restore_key(k): _restore(v, depth + 1) for k, v in value.items()}
+        renamed = None
+        for k, v in value.items():
+            if type(k) is not str:
+                raise ProtocolError("bad_type", "map keys must be strings")
+            if not k.isascii() or "\\" in k:
+                renamed = renamed or {}
+                renamed[k] = unescape(k)  # the key first, as a fresh walk would judge it
+            tv = type(v)
+            if tv is str:
+                if not v.isascii() or "\\" in v:
+                    value[k] = unescape(v)  # same key: no resize while iterating
+            elif tv is dict or tv is list:
+                value[k] = _restore(v, depth + 1)
+            elif tv not in _SCALARS:
+                raise ProtocolError("bad_type", tv.__name__)
+        if renamed:
+            return {renamed.get(k, k): v for k, v in value.items()}
+        return value
     if t is list:
         if depth >= MAX_DEPTH:
             raise ProtocolError("too_deep")
-        return [_restore(v, depth + 1) for v in value]
-    if t in (int, float, bool) or value is None:
+        for i, v in enumerate(value):
+            tv = type(v)
+            if tv is str:
+                if not v.isascii() or "\\" in v:
+                    value[i] = unescape(v)
+            elif tv is dict or tv is list:
+                value[i] = _restore(v, depth + 1)
+            elif tv not in _SCALARS:
+                raise ProtocolError("bad_type", tv.__name__)
+        return value
+    if t in _SCALARS:
         return value
     raise ProtocolError("bad_type", t.__name__)
-
-
-def _restore_key(key: Any) -> str:
-    if type(key) is not str:
-        raise ProtocolError("bad_type", "map keys must be strings")
-    return unescape(key)
 
 
 def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:

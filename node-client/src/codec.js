@@ -124,6 +124,8 @@ const WORKER_KINDS = {
   heartbeat: { beat: 'int', stage: 'str?', stages: 'list', idle_s: 'num',
     progress_age_s: 'num?', stack: 'str?', dropped: 'map' },
   log: { level: 'str', message: 'str' },
+  // Consecutive log records in one message (PROTOCOL.md "logs"): each is a `log` body.
+  logs: { records: 'list' },
   error: { type: 'str', message: 'str', traceback: 'str', frames: 'list', chain: 'list',
     stage: 'str?', fatal: 'bool', thread: 'str', kind: 'str' },
   bye: { exit_code: 'int?', reason: 'str' },
@@ -160,6 +162,12 @@ function checkFields(kind, body) {
       throw new ProtocolError('bad_field', `${kind}.${field} is missing`);
     }
     if (!TYPE_CHECKS[type](value)) throw new ProtocolError('bad_field', `${kind}.${field} must be ${type}`);
+  }
+  if (kind === 'logs') { // clients expand the records into log events: each must be one
+    body.records.forEach((record, i) => {
+      if (!isPlainMap(record)) throw new ProtocolError('bad_field', `logs.records[${i}] must be map`);
+      checkFields('log', record);
+    });
   }
 }
 

@@ -49,6 +49,7 @@ class Receiver:
         self.messages: List[Received] = []
         self.rejected: List[str] = []
         self.replays: List[codec.Message] = []
+        self.batches: List[int] = []  # the record count of each `logs` message
         self._last_seq: Dict[bytes, int] = {}
         self.cond = threading.Condition()
         self._outbox: deque = deque()
@@ -96,6 +97,11 @@ class Receiver:
         with self.cond:
             if verdict == "replay":  # last words resent before our ack arrived
                 self.replays.append(msg)
+            elif msg.kind == "logs":  # as a client does: one `log` per record, in order
+                self.batches.append(len(msg.body["records"]))
+                now = time.monotonic()
+                self.messages.extend(Received(msg._replace(kind="log", body=record), routing_id, now)
+                                     for record in msg.body["records"])
             else:
                 self.messages.append(Received(msg, routing_id, time.monotonic()))
             self.cond.notify_all()
