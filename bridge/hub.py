@@ -191,7 +191,7 @@ class Channel:
     """One job's side of the protocol: decode, check, count, ack, send commands."""
 
     def __init__(self, hub: Hub, job_id: str, key: bytes,
-                 on_message: Callable[[int, codec.Message], None],
+                 on_message: Callable[[bytes, int, codec.Message], None],
                  on_refused: Callable[[str], None]):
         self.hub = hub
         self.job_id = job_id
@@ -231,7 +231,7 @@ class Channel:
         self.peers[routing_id] = rank
         if msg.kind in codec.FINAL_KINDS:
             self._send_to(routing_id, "ack", {"to": msg.seq})
-        self.on_message(rank, msg)
+        self.on_message(routing_id, rank, msg)
 
     def command(self, kind: str, body: Optional[Dict[str, Any]] = None) -> Optional[int]:
         """Send a command to every process of the job that said hello; returns its seq."""

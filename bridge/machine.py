@@ -351,6 +351,19 @@ def _finish(s, actions):
     actions.append({"do": "finish", "outcome": s["outcome"]})
 
 
+def lead_priority(hello: Dict[str, Any], launched_pid: Optional[int]) -> int:
+    """Which of a job's worker processes speaks for it (docs/CLIENT.md, "The lead process").
+
+    A job can hold many: torchrun's launcher and its ranks, a script's own Python
+    subprocesses in zero-code mode. Only the lead's stages, progress, heartbeats and last
+    words drive the machine and the report; the others are published as events. The
+    highest priority that said hello leads: 2 = distributed rank 0 (RANK set, world_size
+    known), 1 = the process the client launched, 0 = any other."""
+    if hello.get("rank") == 0 and hello.get("world_size") is not None:
+        return 2
+    return 1 if launched_pid is not None and hello.get("pid") == launched_pid else 0
+
+
 def outcome(s: State) -> str:
     """The one place that decides how a job ended (docs/CLIENT.md, "Outcomes")."""
     ending = s["ending"]

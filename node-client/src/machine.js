@@ -311,6 +311,17 @@ function finish(s, actions) {
 }
 
 /** The one place that decides how a job ended (docs/CLIENT.md, "Outcomes"). */
+/**
+ * Which of a job's worker processes speaks for it (docs/CLIENT.md, "The lead process"); mirrors
+ * bridge/machine.py lead_priority. Only the lead's stages, progress, heartbeats and last words
+ * drive the machine and the report. 2 = distributed rank 0 (RANK set, world_size known),
+ * 1 = the process the client launched, 0 = any other; the highest that said hello leads.
+ */
+function leadPriority(hello, launchedPid) {
+  if (hello.rank === 0 && hello.world_size !== null && hello.world_size !== undefined) return 2;
+  return launchedPid !== null && launchedPid !== undefined && hello.pid === launchedPid ? 1 : 0;
+}
+
 function outcome(s) {
   const { ending, error } = s;
   if (ending !== null && ending.reason === 'cancel') return 'cancelled';
@@ -327,4 +338,4 @@ function outcome(s) {
   return 'failed'; // a plain command's non-zero exit
 }
 
-module.exports = { DEFAULTS, HANG_REASONS, initial, step, nextDeadline, outcome };
+module.exports = { DEFAULTS, HANG_REASONS, initial, step, nextDeadline, outcome, leadPriority };
