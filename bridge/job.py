@@ -89,6 +89,8 @@ class Job:
         self.lines = {"stdout": 0, "stderr": 0}
         self.bytes = {"stdout": 0, "stderr": 0}
         self.hellos: Dict[int, Dict[str, Any]] = {}
+        self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
+        self._lead_priority = -1
         self.dump_pids: List[int] = []
         self.stages: List[Dict[str, Any]] = []
         self.stages_dropped = 0
@@ -342,23 +344,36 @@ class Job:
             self._step({"type": "timer", "t": now})
 
     # --- I/O thread: worker messages ------------------------------------------------------
-    def _on_message(self, rank: int, msg) -> None:
+    def _on_message(self, routing_id: bytes, rank: int, msg) -> None:
         now = time.monotonic()
-        self.last_message_t = now
         kind, body = msg.kind, msg.body
+        if kind == "hello":
+            priority = machine.lead_priority(body, self.pid)
+            if priority > self._lead_priority:
+                self.lead, self._lead_priority = routing_id, priority
+        lead = routing_id == self.lead
+        if lead:
+            self.last_message_t = now
         if kind == "logs":
             # A batch of consecutive records (PROTOCOL.md): listeners see each as a `log`
             # message, as if it had come alone; the machine hears of the message once.
             for record in body["records"]:
                 self._publish({"event": "message", "kind": "log", "rank": rank, "body": record})
-            self._step({"type": "beat", "t": now})
+            if lead:
+                self._step({"type": "beat", "t": now})
             return
         self._publish({"event": "message", "kind": kind, "rank": rank, "body": body})
         if kind == "hello":
-            self.hellos[rank] = body
+            if lead or rank not in self.hellos:  # every rank is listed; the lead's hello wins
+                self.hellos[rank] = body
             # SIGUSR1 only to processes that registered faulthandler for it (it kills others).
             if body.get("dump_signal") == "SIGUSR1" and self._in_tree(body.get("pid")):
                 self.dump_pids.append(body["pid"])
+        if kind == "reply":
+            self._on_reply(body)  # dumps answer from every process of the job
+        if not lead:
+            return  # another process of the job: published above, but it does not lead
+        if kind == "hello":
             self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
         elif kind == "stage":
             self._record_stage(body)
@@ -380,8 +395,6 @@ class Job:
         else:
             if kind == "heartbeat":
                 self.heartbeat = body
-            elif kind == "reply":
-                self._on_reply(body)
             self._step({"type": "beat", "t": now})
 
     def _on_reply(self, body: Dict[str, Any]) -> None:

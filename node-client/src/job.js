@@ -86,6 +86,8 @@ class Job extends EventEmitter {
     this._splitters = { stdout: new LineSplitter(), stderr: new LineSplitter() };
     this._pipesOpen = 0;
     this._peers = new Set();
+    this._lead = null; // routing id of the process that speaks for the job
+    this._leadPriority = -1;
     this._queue = [];
     this._stepping = false;
     this._timer = null;
@@ -444,9 +446,18 @@ class Job extends EventEmitter {
 
   /** One authentic, in-order message from a worker process (`peer`: its routing id). */
   receive(msg, peer) {
-    this._lastMsgAt = now();
     this._peers.add(peer);
     const { body } = msg;
+    if (msg.kind === 'hello') {
+      const priority = machine.leadPriority(body, this.pid);
+      if (priority > this._leadPriority) [this._lead, this._leadPriority] = [peer, priority];
+    }
+    const lead = peer === this._lead;
+    if (lead) this._lastMsgAt = now();
+    if (!lead) {
+      this._fromOther(msg, peer);
+      return;
+    }
     switch (msg.kind) {
       case 'hello': {
         const rank = Number(peer.split('/')[1]);
@@ -503,6 +514,37 @@ class Job extends EventEmitter {
       default:
         this._post({ type: 'beat' });
         break;
+    }
+  }
+
+  /**
+   * A message from a process that does not lead the job (a subprocess in zero-code mode,
+   * torchrun's launcher once rank 0 spoke): published to listeners, but it drives neither
+   * the machine nor the report, as in bridge/job.py.
+   */
+  _fromOther(msg, peer) {
+    const { body } = msg;
+    switch (msg.kind) {
+      case 'hello': {
+        const rank = Number(peer.split('/')[1]);
+        if (!this._facts.hellos.has(rank)) this._facts.hellos.set(rank, body); // every rank is listed
+        if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
+        this._emit('hello', body);
+        break;
+      }
+      case 'stage': this._emit('stage', body); break;
+      case 'progress': this._emit('progress', body); break;
+      case 'heartbeat': this._emit('heartbeat', body); break;
+      case 'log':
+        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
+        break;
+      case 'logs':
+        for (const record of body.records) {
+          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record });
+        }
+        break;
+      case 'reply': this._onReply(body); break; // dumps answer from every process of the job
+      default: break;
     }
   }
 
