@@ -149,6 +149,12 @@ class _Child:
             self.proc.wait(EXIT_WAIT_S)
         except subprocess.TimeoutExpired:
             pass
+        if descendants:  # SIGKILL is not instant on a loaded machine: see them gone too
+            try:
+                import psutil
+                psutil.wait_procs(descendants, timeout=EXIT_WAIT_S)
+            except Exception:
+                pass
 
     def exit_text(self) -> str:
         try:
