@@ -8,8 +8,11 @@
  *   npm run demo -- --fail-at train           # failed: an exception in stage 'train'
  *   npm run demo -- --crash-at model          # crashed: SIGSEGV in native code
  *   npm run demo -- --hang-at data --stall-timeout 5   # hung, with stacks
+ *   npm run demo -- --script ../tests/zerocode/scripts/torch_loop.py
+ *                                             # an unmodified script: zero-code stages and steps
  *
- * Options of this script: --stall-timeout S, --report FILE; the rest go to demo_train.py.
+ * Options of this script: --stall-timeout S, --report FILE, --script PATH (another Python
+ * script instead of demo_train.py); the rest go to the script.
  */
 
 const fs = require('node:fs');
@@ -19,10 +22,11 @@ const { launch, resolvePython, toJSON } = require('../src/index.js');
 const SCRIPT = path.resolve(__dirname, '../../examples/demo_train.py');
 
 function parseArgs(argv) {
-  const out = { stallTimeout: null, report: null, rest: [] };
+  const out = { stallTimeout: null, report: null, script: SCRIPT, rest: [] };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--stall-timeout') out.stallTimeout = Number(argv[++i]);
     else if (argv[i] === '--report') out.report = argv[++i];
+    else if (argv[i] === '--script') out.script = path.resolve(argv[++i]);
     else out.rest.push(argv[i]);
   }
   return out;
@@ -39,7 +43,7 @@ async function main() {
   const tty = process.stdout.isTTY;
   const job = launch({
     command: resolvePython(),
-    args: [SCRIPT, ...args.rest],
+    args: [args.script, ...args.rest],
     cwd: process.cwd(),
     timeouts: { startupTimeout: 120, stallTimeout: args.stallTimeout, killGrace: 3 },
   });
