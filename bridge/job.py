@@ -90,6 +90,7 @@ class Job:
         self.bytes = {"stdout": 0, "stderr": 0}
         self.hellos: Dict[int, Dict[str, Any]] = {}
         self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
+        self.lead_pid: Optional[int] = None
         self._lead_priority = -1
         self.dump_pids: List[int] = []
         self.stages: List[Dict[str, Any]] = []
@@ -351,6 +352,7 @@ class Job:
             priority = machine.lead_priority(body, self.pid)
             if priority > self._lead_priority:
                 self.lead, self._lead_priority = routing_id, priority
+                self.lead_pid = body.get("pid")
         lead = routing_id == self.lead
         if lead:
             self.last_message_t = now

@@ -15,6 +15,8 @@ import os
 import time
 from typing import Any, Dict, List, Optional
 
+from worker import codec
+
 REPORT_VERSION = 1
 CRASH_TEXT_MAX = 256 * 1024     # bytes of the crash file kept (its end: the newest dumps)
 FATAL_LINES_MAX = 400           # stderr lines kept after "Fatal Python error"
@@ -33,6 +35,10 @@ def build(job: Any) -> Dict[str, Any]:
         error = {"type": "UnsupportedProtocol", "message": f"the client refused the worker: "
                  f"{m['refused']}", "traceback": "", "kind": "internal"}
     stage = _last_stage(job.stages)
+    if job.bye is None:  # no last words: the stage box may know a stage the messages missed
+        boxed = read_stage_box(job.crash_file, job.lead_pid or job.pid)  # no hello yet: ours
+        if boxed:
+            stage = boxed[-1]
     hang = m.get("hang")
     facts_end = {
         "outcome": outcome, "exit_code": job.exit_code, "signal": job.exit_signal,
@@ -178,6 +184,29 @@ def _last_stage(stages: List[Dict[str, Any]]) -> Optional[str]:
     if open_:
         return open_[-1]["name"]
     return stages[-1]["name"] if stages else None
+
+
+def read_stage_box(crash_file: Optional[str], pid: Optional[int]) -> Optional[List[str]]:
+    """The stages a worker process had open when it last changed stage, from the file it
+    writes synchronously beside the crash file (worker/runtime.py, PROTOCOL.md section 2),
+    outermost first; None when there is none. Newer than the stage messages, which wait up
+    to 50 ms for the beacon: a native crash right after a stage began is placed in it."""
+    if not crash_file or pid is None:
+        return None
+    try:
+        with open(f"{crash_file}.stages.{pid}", "rb") as f:
+            data = f.read(64 * 1024)
+    except OSError:
+        return None
+    names: List[str] = []
+    for line in data.decode("ascii", "replace").split("\n"):
+        if line == ".":
+            return names
+        try:
+            names.append(codec.unescape(line))
+        except codec.ProtocolError:
+            names.append(line)
+    return None  # no closing line: a torn or foreign file
 
 
 def read_crash_file(path: Optional[str]) -> Optional[str]:

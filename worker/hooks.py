@@ -37,6 +37,7 @@ def install(config: Config) -> None:
     if config.crash_file:
         try:
             _install_faulthandler(config.crash_file)
+            runtime.open_stage_box(config.crash_file)
         except Exception as exc:  # noqa: BLE001 - e.g. its folder is gone: report, go on
             runtime.internal_error("opening the crash file", exc)
         if config.freeze_s and STATE.crash_file is not None:

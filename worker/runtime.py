@@ -9,6 +9,7 @@ Light on purpose: no zmq, msgpack, psutil or torch here (`import worker` must st
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -62,6 +63,7 @@ class State:
         self.started = time.monotonic()
         self.dump_signal: Optional[str] = None
         self.crash_file = None  # the open file faulthandler writes to
+        self.stage_box: Optional[int] = None  # fd of <crash file>.stages.<pid>
         self.forking = False  # the beacon must not arm the watchdog across a fork
         # How the process is ending, filled in by hooks.py.
         self.exit_code: Optional[int] = None
@@ -102,6 +104,7 @@ def stage_begin(name: str, budget: Optional[float]) -> Optional[int]:
     depth = len(STATE.stages)
     STATE.stages.append(name)
     STATE.activity = time.monotonic()
+    write_stage_box()
     enqueue_event("stage", {"event": "begin", "name": name, "depth": depth,
                             "budget_s": budget})
     return depth
@@ -114,8 +117,36 @@ def stage_end(name: str, depth: int, status: str, duration_s: float) -> None:
     elif name in stages:
         del stages[len(stages) - 1 - stages[::-1].index(name)]
     STATE.activity = time.monotonic()
+    write_stage_box()
     enqueue_event("stage", {"event": "end", "name": name, "depth": depth,
                             "status": status, "duration_s": duration_s})
+
+
+# --- the stage box ------------------------------------------------------------------------
+# Stage messages wait for the beacon (up to ~50 ms); a native crash right after a stage
+# began would lose it and the report would name the stage before. So every stage change is
+# also written, synchronously, to a small file beside the crash file (one pwrite of the open
+# stages at offset 0: constant size, no growth), which the client reads after a death with
+# no last words (docs/PROTOCOL.md section 2, "stage box").
+def open_stage_box(crash_file: str) -> None:
+    path = f"{crash_file}.stages.{os.getpid()}"
+    STATE.stage_box = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    write_stage_box()
+
+
+def write_stage_box() -> None:
+    fd = STATE.stage_box
+    if fd is None:
+        return
+    try:
+        # The codec's escape (backslash doubled, non-ASCII as \x/\u/\U), one name a line,
+        # and a "." line closing the list: what a longer earlier list left after it is ignored.
+        lines = [n.replace("\\", "\\\\").replace("\n", " ").encode("ascii", "backslashreplace")
+                 for n in STATE.stages]
+        os.pwrite(fd, b"".join(line + b"\n" for line in lines) + b".\n", 0)
+    except Exception as exc:  # noqa: BLE001 - a full disk must not stop the script
+        STATE.stage_box = None
+        internal_error("writing the stage box", exc)
 
 
 def current_stage() -> Optional[str]:

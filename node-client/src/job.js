@@ -101,7 +101,7 @@ class Job extends EventEmitter {
     this._facts = {
       started: now(), startedWall: Date.now() / 1000, ended: null,
       tail: [], lines: { stdout: 0, stderr: 0 }, bytes: { stdout: 0, stderr: 0 },
-      hellos: new Map(), dumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
+      hellos: new Map(), leadPid: null, dumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
       heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
       leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
       rejected: {}, lost: 0,
@@ -450,7 +450,10 @@ class Job extends EventEmitter {
     const { body } = msg;
     if (msg.kind === 'hello') {
       const priority = machine.leadPriority(body, this.pid);
-      if (priority > this._leadPriority) [this._lead, this._leadPriority] = [peer, priority];
+      if (priority > this._leadPriority) {
+        [this._lead, this._leadPriority] = [peer, priority];
+        this._facts.leadPid = body.pid ?? null;
+      }
     }
     const lead = peer === this._lead;
     if (lead) this._lastMsgAt = now();

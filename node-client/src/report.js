@@ -12,6 +12,7 @@
  */
 
 const fs = require('node:fs');
+const codec = require('./codec.js');
 const { diagnoseEnd, diagnoseHang, tracebackInText } = require('./diagnosis.js');
 const { decodeUtf8Escaped } = require('./utf8.js');
 
@@ -45,7 +46,11 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   if (m.refused && error === null) {
     error = { type: 'UnsupportedProtocol', message: `the client refused the worker: ${m.refused}`, traceback: '', kind: 'internal' };
   }
-  const stage = lastStage(facts.stages);
+  let stage = lastStage(facts.stages);
+  if (facts.bye === null) { // no last words: the stage box may know a stage the messages missed
+    const boxed = readStageBox(crashFile, facts.leadPid ?? pid); // no hello yet: the launched one
+    if (boxed && boxed.length) stage = boxed[boxed.length - 1];
+  }
   const { hang } = m;
   const factsEnd = {
     outcome, exit_code: facts.exitCode, signal: facts.exitSignal, error: facts.error,
@@ -174,6 +179,31 @@ function lastStage(stages) {
   const open = stages.filter((s) => s.status === 'running');
   if (open.length) return open[open.length - 1].name;
   return stages.length ? stages[stages.length - 1].name : null;
+}
+
+/**
+ * The stages a worker process had open when it last changed stage, from the file it writes
+ * synchronously beside the crash file (worker/runtime.py, PROTOCOL.md section 2), outermost
+ * first; null when there is none. As bridge/report.py read_stage_box.
+ */
+function readStageBox(crashFile, pid) {
+  if (!crashFile || pid === null || pid === undefined) return null;
+  let data;
+  try {
+    data = fs.readFileSync(`${crashFile}.stages.${pid}`).subarray(0, 64 * 1024);
+  } catch {
+    return null;
+  }
+  const names = [];
+  for (const line of data.toString('latin1').split('\n')) {
+    if (line === '.') return names;
+    try {
+      names.push(codec.unescape(line));
+    } catch {
+      names.push(line);
+    }
+  }
+  return null; // no closing line: a torn or foreign file
 }
 
 /** What faulthandler wrote (native crash, SIGUSR1 dump, freeze watchdog), or null. */
