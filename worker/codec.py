@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from codecs import unicode_escape_decode as _unicode_escape_decode
 import re
 import time
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -61,6 +62,10 @@ def escape(text: str) -> str:
 
 
 def _check_escapes(text: str) -> None:
+    # One C-level pass for the common case: every backslash starts a valid escape, so
+    # removing the escapes (tokenised left to right, as below) leaves no backslash.
+    if "\\" not in _ESCAPE.sub("", text):
+        return
     pos = 0
     while True:
         i = text.find("\\", pos)
@@ -79,7 +84,7 @@ def unescape(text: str) -> str:
     if "\\" not in text:
         return text
     _check_escapes(text)
-    return text.encode("ascii").decode("unicode_escape")
+    return _unicode_escape_decode(text)[0]  # the codec itself: no lookup by name
 
 
 def escape_within(text: str, limit: int) -> Tuple[str, bool]:
@@ -130,26 +135,23 @@ KINDS = {**WORKER_KINDS, **CLIENT_KINDS}
 # Messages the sender keeps until the client acks them (never dropped, never coalesced).
 FINAL_KINDS = frozenset({"error", "bye"})
 
-_TYPE_CHECKS = {
-    "int": lambda v: type(v) is int,
-    "num": lambda v: type(v) in (int, float),
-    "str": lambda v: type(v) is str,
-    "bool": lambda v: type(v) is bool,
-    "list": lambda v: type(v) is list,
-    "map": lambda v: type(v) is dict,
-}
+_TYPES = {"int": (int,), "num": (int, float), "str": (str,), "bool": (bool,), "list": (list,),
+          "map": (dict,)}
+# kind -> ((field, accepted types, nullable, type name), ...): compiled once, checked per message.
+_SCHEMA = {kind: tuple((field, _TYPES[spec.rstrip("?")], spec.endswith("?"), spec.rstrip("?"))
+                       for field, spec in fields.items())
+           for kind, fields in KINDS.items()}
 
 
 def _check_fields(kind: str, body: Dict[str, Any]) -> None:
-    for field, spec in KINDS[kind].items():
-        nullable = spec.endswith("?")
+    for field, types, nullable, name in _SCHEMA[kind]:
         value = body.get(field)
         if value is None:
             if nullable:
                 continue
             raise ProtocolError("bad_field", f"{kind}.{field} is missing")
-        if not _TYPE_CHECKS[spec.rstrip("?")](value):
-            raise ProtocolError("bad_field", f"{kind}.{field} must be {spec.rstrip('?')}")
+        if type(value) not in types:  # exact types: bool is not an int here
+            raise ProtocolError("bad_field", f"{kind}.{field} must be {name}")
     if kind == "logs":  # clients expand the records into log events: each must be one
         for i, record in enumerate(body["records"]):
             if type(record) is not dict:
