@@ -83,6 +83,11 @@ function checkEscapes(text) {
 function unescape(text) {
   if (NON_ASCII.test(text)) throw new ProtocolError('non_ascii', JSON.stringify(text.slice(0, 40)));
   if (text.indexOf('\\') < 0) return text;
+  return unescapeAscii(text);
+}
+
+/** unescape() of a string already known to be ASCII and to hold a backslash. */
+function unescapeAscii(text) {
   checkEscapes(text);
   return text.replace(/\\(?:\\|x(..)|u(....)|U(........))/g, (all, x, u, U) => {
     if (all === '\\\\') return '\\';
@@ -153,15 +158,21 @@ const TYPE_CHECKS = {
   map: isPlainMap,
 };
 
-function checkFields(kind, body) {
-  for (const [field, spec] of Object.entries(KINDS[kind])) {
+// kind -> [[field, type, check, nullable], ...]: compiled once, checked per message.
+const SCHEMA = Object.fromEntries(Object.entries(KINDS).map(([kind, fields]) => [kind,
+  Object.entries(fields).map(([field, spec]) => {
     const type = spec.replace('?', '');
+    return [field, type, TYPE_CHECKS[type], spec.endsWith('?')];
+  })]));
+
+function checkFields(kind, body) {
+  for (const [field, type, check, nullable] of SCHEMA[kind]) {
     const value = Object.prototype.hasOwnProperty.call(body, field) ? body[field] : null;
     if (value === null || value === undefined) {
-      if (spec.endsWith('?')) continue;
+      if (nullable) continue;
       throw new ProtocolError('bad_field', `${kind}.${field} is missing`);
     }
-    if (!TYPE_CHECKS[type](value)) throw new ProtocolError('bad_field', `${kind}.${field} must be ${type}`);
+    if (!check(value)) throw new ProtocolError('bad_field', `${kind}.${field} must be ${type}`);
   }
   if (kind === 'logs') { // clients expand the records into log events: each must be one
     body.records.forEach((record, i) => {
@@ -266,7 +277,7 @@ function restoreFast(value, depth) {
   switch (typeof value) {
     case 'string':
       if (NON_ASCII.test(value)) throw UNUSUAL; // maybe invalid UTF-8 on the wire
-      return unescape(value);
+      return value.indexOf('\\') < 0 ? value : unescapeAscii(value);
     case 'number': case 'boolean': case 'bigint': return value;
     default: break;
   }
