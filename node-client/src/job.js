@@ -372,6 +372,7 @@ class Job extends EventEmitter {
     // SIGKILLed at finish), so it cannot hold our pipes. Then wait for the pipes' end (at
     // most PIPE_LINGER_MS) and for the socket to stay quiet QUIET_MS: the last messages.
     this._facts.leftovers = launcher.jobProcesses(this._tree).filter((p) => p.pid !== this.pid).map((p) => p.pid);
+    this._drainScanned = true;
     if (this._facts.leftovers.length) launcher.signalTree(this._tree, 'SIGTERM', { includeRoot: false });
     const start = now();
     const check = () => {
@@ -396,8 +397,11 @@ class Job extends EventEmitter {
     if (this._timer) clearTimeout(this._timer);
     this._timer = null;
     for (const stream of ['stdout', 'stderr']) this._lines(stream, this._splitters[stream].flush());
-    // Nothing of the job outlives it: a grandchild still holding a pipe, say.
-    if (this._tree && launcher.jobProcesses(this._tree).some((p) => p.pid !== this.pid)) {
+    // Nothing of the job outlives it: a grandchild still holding a pipe, say. The /proc
+    // scan costs milliseconds; when the drain's scan (after the main process's exit) found
+    // no other process, none can have appeared since, so it is not repeated.
+    const rescan = !this._drainScanned || this._facts.leftovers.length > 0;
+    if (this._tree && rescan && launcher.jobProcesses(this._tree).some((p) => p.pid !== this.pid)) {
       launcher.signalTree(this._tree, 'SIGKILL', { includeRoot: false });
     }
     if (this._child) {
