@@ -189,6 +189,9 @@ def test_oversize_is_rejected_before_unpacking():
 
 
 def test_decoding_many_hostile_frames_does_not_leak():
+    """A leak grows every round. Judge the median growth per round, not the total: one-off
+    allocations (caches, a buffer msgpack keeps; seen once as a single ~1 MiB step under
+    pytest) are not leaks and must not fail this."""
     rng = random.Random(11)
     seeds = _seeds()
     frames = [mutate(rng, rng.choice(seeds), seeds) for _ in range(500)]
@@ -196,14 +199,16 @@ def test_decoding_many_hostile_frames_does_not_leak():
     try:
         for packed in frames:  # warm caches (regexes, interned strings)
             decode_only_protocol_errors(packed)
-        before, _ = tracemalloc.get_traced_memory()
-        for _ in range(6):
+        sizes = []
+        for _ in range(9):
             for packed in frames:
                 decode_only_protocol_errors(packed)
-        after, _ = tracemalloc.get_traced_memory()
+            sizes.append(tracemalloc.get_traced_memory()[0])
     finally:
         tracemalloc.stop()
-    assert after - before < 256 * 1024, (before, after)
+    growth = sorted(b - a for a, b in zip(sizes, sizes[1:]))
+    per_round = growth[len(growth) // 2]
+    assert per_round * 1000 < 256 * 1024, (per_round, sizes)  # < 256 KiB per 500,000 frames
 
 
 def test_wrong_key_replayed_and_unknown_kinds_are_rejected_with_their_reason():
