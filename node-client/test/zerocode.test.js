@@ -57,3 +57,26 @@ test('zero-code: python -m runs as main', async () => {
   assert.ok(names(report).includes('main'));
   assert.equal(report.progress.metrics.bar, 'pkg');
 });
+
+test('zero-code: DataLoader workers stay silent', async () => {
+  const job = run(['torch_loop.py', '2'], { timeouts: { startupTimeout: 60 } });
+  const hellos = [];
+  job.on('hello', (h) => hellos.push(h.pid));
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.equal(hellos.length, 1, `forked workers never say hello: ${hellos}`);
+  assert.equal(report.progress.step, 24);
+});
+
+test('zero-code: torchrun ranks each say hello with their rank', async () => {
+  const torchrun = path.join(path.dirname(PYTHON), 'torchrun'); // installed with torch
+  const job = launch({ command: torchrun, args: ['--standalone', '--nproc_per_node=2', 'ddp.py'], cwd: SCRIPTS,
+    env: userEnv({ OMP_NUM_THREADS: '1' }), timeouts: { startupTimeout: 60 } });
+  const hellos = [];
+  job.on('hello', (h) => hellos.push(h));
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  const ranks = hellos.filter((h) => h.world_size === 2).map((h) => h.rank).sort();
+  assert.deepEqual(ranks, [0, 1]);
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});
