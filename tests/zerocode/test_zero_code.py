@@ -122,3 +122,24 @@ def test_a_script_with_its_own_stages_and_progress_keeps_them():
     assert all(s["status"] == "ok" for s in report["stages"])  # "main" closes at exit
     assert report["stage"] == "save"
     assert report["progress"]["metrics"].keys() == {"loss"}  # the script's, not the optimizer hook's
+
+
+def test_the_cli_shows_an_unmodified_scripts_stages_and_steps_live():
+    """`trainbridge run --json` (what a GUI reads): stage and step events arrive while the
+    script runs, before the end event."""
+    import json
+    import subprocess
+
+    trainbridge = os.path.join(os.path.dirname(PY), "trainbridge")
+    out = subprocess.run([trainbridge, "run", "--json", "--", PY, "torch_loop.py"], cwd=SCRIPTS,
+                         env=user_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    assert all(line.isascii() for line in out.stdout.splitlines())
+    end = next(i for i, e in enumerate(events) if e["event"] == "end")
+    live = events[:end]
+    began = [e["body"]["name"] for e in live if e.get("kind") == "stage" and e["body"]["event"] == "begin"]
+    assert {"startup", "main", "import torch", "first batch", "train"} <= set(began), began
+    steps = [e["body"]["step"] for e in live if e.get("kind") == "progress"]
+    assert steps and steps[-1] == 24, steps
+    assert events[end]["report"]["outcome"] == "succeeded"
