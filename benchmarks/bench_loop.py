@@ -36,7 +36,7 @@ def supervised(zero_code: bool, *flags) -> float:
     return _loop_s(report["log_tail"])
 
 
-def run(rounds: int = 7) -> list:
+def run(rounds: int = 5) -> list:
     s = interleave({
         "unsupervised, api": lambda: plain("--api"),
         "supervised, api": lambda: supervised(False, "--api"),

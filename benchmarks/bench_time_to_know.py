@@ -77,7 +77,7 @@ def node_client(code: str, **timeouts) -> float:
     return float(json.loads(out.stdout.strip().splitlines()[-1])["known_after_s"])
 
 
-def run(rounds: int = 15) -> list:
+def run(rounds: int = 11) -> list:
     has_node = os.path.exists(os.path.join(ROOT, "benchmarks", "node_time_to_know.js"))
     variants = {"pidfd": pidfd_floor, "python death": lambda: python_client(DIE)}
     if has_node:
