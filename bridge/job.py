@@ -38,6 +38,10 @@ STAGES_KEPT = 1_000        # stage records kept for the report (a stage per step
 DUMPS_KEPT = 4             # dump_stacks replies kept for the report
 PIPE_LINGER_S = 0.2        # after the exit: how long a pipe held by a grandchild may keep us
 TREE_REFRESH_S = 1.0       # how often the process tree is re-read while the job runs
+# ... plus this much per job the hub serves: each refresh scans all of /proc, so a round
+# over every job costs jobs x processes and saturated the I/O thread at 200 jobs. The tree
+# is a safety net (the group kill and the end-of-job scan by job id find the rest).
+TREE_REFRESH_PER_JOB_S = 0.05
 # What bridge/inject/sitecustomize.py and the worker print when they cannot run: no hello
 # will come from that process, so waiting for one (the startup deadline) would only kill it.
 NO_WORKER_MARKERS = ("[trainbridge] zero-code mode is off", "[trainbridge] worker disabled")
@@ -339,7 +343,7 @@ class Job:
                 return
         elif self.m["exit"] is None and now >= self._tree_next:
             self.tree.refresh()
-            self._tree_next = now + TREE_REFRESH_S
+            self._tree_next = now + TREE_REFRESH_S + TREE_REFRESH_PER_JOB_S * len(self.hub.jobs)
         deadline = machine.next_deadline(self.m)
         if deadline is not None and now >= deadline:
             self._step({"type": "timer", "t": now})
