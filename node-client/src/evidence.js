@@ -205,6 +205,9 @@ function sample(pid) {
   ev.io = ioCounters(pid);
   ev.tree = descendants(pid);
   ev.tree_cpu = Object.fromEntries(ev.tree.map((k) => [k.pid, k.stat.cpu_s]));
+  // Read now too: if the window cannot finish (a loaded machine delays the timer past the
+  // snapshot deadline, or the process ends), the remote address is still known.
+  ev.sockets = sockets([pid, ...ev.tree.map((k) => k.pid)], []);
   return ev;
 }
 
