@@ -206,8 +206,10 @@ function sample(pid) {
   ev.tree = descendants(pid);
   ev.tree_cpu = Object.fromEntries(ev.tree.map((k) => [k.pid, k.stat.cpu_s]));
   // Read now too: if the window cannot finish (a loaded machine delays the timer past the
-  // snapshot deadline, or the process ends), the remote address is still known.
+  // snapshot deadline, or the process ends), what it waits on is still known.
   ev.sockets = sockets([pid, ...ev.tree.map((k) => k.pid)], []);
+  ev.children = ev.tree.map(childEntry);
+  ev.main_thread = mainThread(pid, []);
   return ev;
 }
 

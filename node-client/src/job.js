@@ -356,16 +356,18 @@ class Job extends EventEmitter {
   _snapshot() {
     const first = evidence.sample(this.pid);
     const states = [evidence.mainThreadState(this.pid)];
-    const { pid, status, name, alive, notes, sockets } = first;
-    this._facts.snapshot = { pid, status, name, alive, notes, sockets }; // until the window is over
+    const { pid, status, name, alive, notes, sockets, children, main_thread: mainThread } = first;
+    // Until the window is over: what can be read at once (no CPU deltas yet).
+    this._facts.snapshot = { pid, status, name, alive, notes, sockets, children, main_thread: mainThread };
     const sampler = setInterval(() => states.push(evidence.mainThreadState(this.pid)), STATE_SAMPLE_MS);
     setTimeout(() => {
       clearInterval(sampler);
       if (this.report) return;
       if (this._m.exit === null) {
         const measured = evidence.measure(first, states);
-        // Sockets read at the start count when none can be read now (the process just ended).
+        // What was read at the start counts when none can be read now (the process just ended).
         if (!(measured.sockets && measured.sockets.length) && first.sockets) measured.sockets = first.sockets;
+        if (!(measured.children && measured.children.length) && first.children) measured.children = first.children;
         this._facts.snapshot = measured;
       }
       this._post({ type: 'snapshotted' });
