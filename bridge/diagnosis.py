@@ -247,6 +247,18 @@ def _in_stage(stage: Optional[str]) -> str:
     return f" in stage '{stage}'" if stage else ""
 
 
+def _stuck_bar(progress: Optional[Dict[str, Any]]) -> str:
+    """Name the progress bar that stopped (zero-code tqdm bars carry their description, e.g.
+    a huggingface_hub download's file name), so 'download stuck at 0 B/s' names the file."""
+    metrics = (progress or {}).get("metrics") or {}
+    bar = metrics.get("bar")
+    if not bar:
+        return ""
+    total = progress.get("total")
+    count = f"{progress.get('step')}/{total}" if total is not None else f"{progress.get('step')}"
+    return f" (its bar '{bar}' stopped at {count} {metrics.get('unit') or 'it'})"
+
+
 def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """Why a process ended; None for a clean success. See the module docstring for shape.
 
@@ -561,7 +573,8 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
     facts: reason (startup | stage_budget | stall | heartbeat | after_bye; heartbeat_silence
     is read as heartbeat), stage, stages,
     idle_s, stack (main thread's Python stack from a heartbeat), stacks (dump text or
-    faulthandler text), saw_hello, evidence (bridge.evidence.collect's dict)."""
+    faulthandler text), saw_hello, evidence (bridge.evidence.collect's dict), progress
+    (the last {step, total, metrics}: a tqdm bar's name is quoted)."""
     reason = facts.get("reason") or "stall"
     evidence = dict(facts.get("evidence") or {})
     saw_hello = bool(facts.get("saw_hello", True))
@@ -577,7 +590,7 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
              "idle_s": facts.get("idle_s"), "kernel_wait": kernel_wait,
              "cpu_fraction": evidence.get("cpu_fraction"), **_frame_fields(frames),
              "os": _trim(evidence)}
-    where_stage = _in_stage(stage)
+    where_stage = _in_stage(stage) + _stuck_bar(facts.get("progress"))
     if reason == "after_bye":
         # The script finished (bye) but the process did not exit: say so before the cause.
         where_stage += " after the script said bye (a non-daemon thread or atexit handler)"

@@ -214,6 +214,19 @@ function pyRepr(text) {
 
 const inStage = (stage) => (stage ? ` in stage '${stage}'` : '');
 
+/**
+ * Name the progress bar that stopped (zero-code tqdm bars carry their description, e.g. a
+ * huggingface_hub download's file name); as bridge/diagnosis.py _stuck_bar.
+ */
+function stuckBar(progress) {
+  const metrics = (progress && progress.metrics) || {};
+  const { bar } = metrics;
+  if (!bar) return '';
+  const total = progress.total ?? null;
+  const count = total !== null ? `${progress.step}/${total}` : `${progress.step}`;
+  return ` (its bar '${bar}' stopped at ${count} ${metrics.unit || 'it'})`;
+}
+
 function oomLine(logTail) {
   for (let i = logTail.length - 1; i >= 0; i--) if (CUDA_OOM_TEXT.test(String(logTail[i]))) return String(logTail[i]);
   return '';
@@ -473,7 +486,7 @@ function diagnoseHang(facts) {
     kernel_wait: main.wchan || main.syscall || null, cpu_fraction: evidence.cpu_fraction ?? null,
     ...frameFields(frames), os: trim(evidence),
   };
-  let whereStage = inStage(stage);
+  let whereStage = inStage(stage) + stuckBar(facts.progress);
   if (reason === 'after_bye') whereStage += ' after the script said bye (a non-daemon thread or atexit handler)';
   switch (kind) {
     case 'network_wait': {

@@ -80,3 +80,11 @@ test('zero-code: torchrun ranks each say hello with their rank', async () => {
   assert.deepEqual(ranks, [0, 1]);
   assert.deepEqual(processesOfJob(report.job_id), []);
 });
+
+test('zero-code: a download stuck at 0 B/s is a stall that names the file', async () => {
+  const report = await run(['stuck_download.py'], { timeouts: { stallTimeout: 2, killGrace: 1, startupTimeout: 60 } }).done;
+  assert.equal(report.outcome, 'hung');
+  assert.equal(report.progress.metrics.bar, 'model.safetensors');
+  assert.match(report.diagnosis.summary, /'model\.safetensors' stopped at 1048576\/4000000 B/);
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});

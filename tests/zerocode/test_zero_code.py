@@ -143,3 +143,12 @@ def test_the_cli_shows_an_unmodified_scripts_stages_and_steps_live():
     steps = [e["body"]["step"] for e in live if e.get("kind") == "progress"]
     assert steps and steps[-1] == 24, steps
     assert events[end]["report"]["outcome"] == "succeeded"
+
+
+def test_a_download_stuck_at_zero_bytes_per_second_is_a_stall_that_names_the_file():
+    report, _ = run([PY, "stuck_download.py"], stall_timeout=2.0, kill_grace=1.0)
+    assert report["outcome"] == "hung", report
+    assert report["progress"]["metrics"]["bar"] == "model.safetensors"
+    summary = report["diagnosis"]["summary"]
+    assert "'model.safetensors' stopped at 1048576/4000000 B" in summary, summary
+    assert "downloading model.safetensors" in report["log_tail"]
