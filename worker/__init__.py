@@ -43,7 +43,7 @@ def progress(step: Any, total: Any = None, **metrics: Any) -> None:
     """Record the latest step (and optional total and metrics: numbers or short strings).
 
     The hot path: one tuple stored in a slot. The beacon thread sends the latest value at
-    most every 50 ms, so calling this on every iteration is fine."""
+    most every 100 ms, so calling this on every iteration is fine."""
     _SLOT[0] = (step, total, metrics)
 
 

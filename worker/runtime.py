@@ -123,7 +123,7 @@ def stage_end(name: str, depth: int, status: str, duration_s: float) -> None:
 
 
 # --- the stage box ------------------------------------------------------------------------
-# Stage messages wait for the beacon (up to ~50 ms); a native crash right after a stage
+# Stage messages wait for the beacon (up to ~100 ms); a native crash right after a stage
 # began would lose it and the report would name the stage before. So every stage change is
 # also written, synchronously, to a small file beside the crash file (one pwrite of the open
 # stages at offset 0: constant size, no growth), which the client reads after a death with

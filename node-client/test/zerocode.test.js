@@ -28,12 +28,12 @@ test('zero-code: a plain torch loop shows its stages and counts optimizer steps'
 });
 
 test('zero-code: a tqdm bar becomes progress with its description', async () => {
-  const job = run(['tqdm_loop.py', '40']);
+  const job = run(['tqdm_loop.py', '150']);
   const steps = [];
   job.on('progress', (p) => steps.push(p.step));
   const report = await job.done;
   assert.equal(report.outcome, 'succeeded');
-  assert.deepEqual([report.progress.step, report.progress.total], [40, 40]);
+  assert.deepEqual([report.progress.step, report.progress.total], [150, 150]);
   assert.equal(report.progress.metrics.bar, 'shard-00042.tar');
   assert.ok(new Set(steps).size > 1, `live progress, got ${steps}`);
 });

@@ -60,12 +60,12 @@ def test_dataloader_workers_stay_silent():
 
 
 def test_tqdm_bar_becomes_progress_with_its_description():
-    report, events = run([PY, "tqdm_loop.py", "60"])
+    report, events = run([PY, "tqdm_loop.py", "150"])
     assert report["outcome"] == "succeeded", report
     progress = [e["body"] for e in events if e.get("event") == "message" and e.get("kind") == "progress"]
     assert progress, "no progress from the tqdm bar"
     last = progress[-1]
-    assert (last["step"], last["total"]) == (60, 60)
+    assert (last["step"], last["total"]) == (150, 150)
     assert last["metrics"]["bar"] == "shard-00042.tar" and last["metrics"]["unit"] == "B"
     steps = [p["step"] for p in progress]
     assert steps == sorted(steps) and len(set(steps)) > 1, steps  # live, not only at the end
