@@ -448,8 +448,10 @@ class Job:
     def _in_tree(self, pid: Any) -> bool:
         if not isinstance(pid, int):
             return False
+        if pid == self.pid:  # ours for sure; the tree's snapshot can miss it in a race
+            return True
         if self.tree is None:
-            return pid == self.pid
+            return False
         self.tree.refresh()
         return pid in self.tree.known
 

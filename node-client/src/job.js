@@ -604,7 +604,8 @@ class Job extends EventEmitter {
 
   _inTree(pid) {
     if (!Number.isInteger(pid)) return false;
-    if (!this._tree) return pid === this.pid;
+    if (pid === this.pid) return true; // ours for sure, as in bridge/job.py
+    if (!this._tree) return false;
     return launcher.jobProcesses(this._tree).some((p) => p.pid === pid);
   }
 
