@@ -172,6 +172,13 @@ def run_python(script: str, env: Dict[str, str], cwd: str, timeout: float = 30.0
                           capture_output=True, timeout=timeout)
 
 
+def release(child: subprocess.Popen, timeout: float = 10) -> int:
+    """Let a child started by start_python past its `sys.stdin.read(1)`; its exit status."""
+    child.stdin.write(b"x")
+    child.stdin.close()
+    return child.wait(timeout=timeout)
+
+
 def start_python(script: str, env: Dict[str, str], cwd: str) -> subprocess.Popen:
     path = Path(cwd) / "script.py"
     path.write_text(script)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from tests.worker.receiver import start_python
+from tests.worker.receiver import release, start_python
 
 WORKING = textwrap.dedent("""
     import threading, time, worker
@@ -99,9 +99,7 @@ def test_cancel_is_refused_when_sigint_is_ignored(receiver, tmp_path):
         cancel = receiver.command("cancel")
         reply = receiver.wait_for(lambda r: r.kind == "reply" and r.body["to"] == cancel).body
         assert reply["ok"] is False and "SIGINT" in reply["error"]
-        child.stdin.write(b"x")
-        child.stdin.close()
-        assert child.wait(timeout=10) == 0
+        assert release(child) == 0
     finally:
         child.kill()
         child.wait()

@@ -10,7 +10,7 @@ import tempfile
 import textwrap
 import time
 
-from tests.worker.receiver import Receiver, read_line, run_python, start_python
+from tests.worker.receiver import Receiver, read_line, release, run_python, start_python
 
 
 def crash_text(path):
@@ -29,9 +29,7 @@ def test_native_crash_leaves_its_stack_in_the_crash_file(receiver, tmp_path):
     """), receiver.env(heartbeat_s="0.1", crash_file=str(crash)), str(tmp_path))
     try:
         receiver.wait_for(lambda r: r.kind == "stage")
-        child.stdin.write(b"x")
-        child.stdin.close()
-        assert child.wait(timeout=10) == -signal.SIGSEGV
+        assert release(child) == -signal.SIGSEGV
     finally:
         child.kill()
         child.wait()
@@ -64,9 +62,7 @@ def test_sigusr1_dumps_every_stack_to_the_crash_file_and_the_script_goes_on(rece
         while "in wait_for_release" not in crash_text(crash):
             assert time.monotonic() < deadline, crash_text(crash)
             time.sleep(0.02)  # polling a file for a condition, with a deadline
-        child.stdin.write(b"x")
-        child.stdin.close()
-        assert child.wait(timeout=10) == 0
+        assert release(child) == 0
         assert child.stdout.read() == b"went on\n"
     finally:
         child.kill()
@@ -89,9 +85,7 @@ def test_gil_held_freeze_reaches_the_crash_file_through_the_watchdog(receiver, t
     """), receiver.env(heartbeat_s="0.1", freeze_s="1", crash_file=str(crash)), str(tmp_path))
     try:
         receiver.wait_for(lambda r: r.kind == "heartbeat" and r.body["beat"] >= 2)
-        child.stdin.write(b"x")
-        child.stdin.close()
-        assert child.wait(timeout=15) == 0
+        assert release(child, timeout=15) == 0
     finally:
         child.kill()
         child.wait()
@@ -155,9 +149,7 @@ def test_a_log_flood_is_bounded_and_every_drop_is_counted(receiver, tmp_path):
             return (r.kind == "heartbeat" and r.body["stage"] == "after the flood"
                     and r.body["dropped"]["log"] + len(receiver.of_kind("log")) == 50000)
         beat = receiver.wait_for(accounted, timeout=20).body
-        child.stdin.write(b"x")
-        child.stdin.close()
-        assert child.wait(timeout=10) == 0
+        assert release(child) == 0
     finally:
         child.kill()
         child.wait()
@@ -320,9 +312,7 @@ def test_refused_worker_disables_itself_and_the_script_goes_on(tmp_path):
             line = read_line(child.stderr, timeout=10)
             assert line == b"[trainbridge] the client refused this worker: this client speaks " \
                            b"v2 only; continuing without supervision\n"
-            child.stdin.write(b"x")
-            child.stdin.close()
-            child.wait(timeout=10)
+            release(child)
             out, err = child.stdout.read(), child.stderr.read()
         finally:
             child.kill()

@@ -6,7 +6,7 @@ import os
 import sys
 import textwrap
 
-from tests.worker.receiver import run_python, start_python
+from tests.worker.receiver import release, run_python, start_python
 
 
 def run(receiver, tmp_path, script, timeout=30.0, args=None, **settings):
@@ -123,9 +123,7 @@ def test_heartbeats_carry_stage_idle_time_resources_and_stalled_stack(receiver, 
     try:
         stalled = receiver.wait_for(
             lambda r: r.kind == "heartbeat" and r.body["stack"] is not None).body
-        child.stdin.write(b"x")
-        child.stdin.close()
-        assert child.wait(timeout=10) == 0
+        assert release(child) == 0
     finally:
         child.kill()
         child.wait()
