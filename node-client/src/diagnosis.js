@@ -353,8 +353,10 @@ const CHILD_FUNCS = new Set(['wait', '_wait', 'poll', '_try_wait', 'communicate'
 const NET_FUNCS = new Set(['recv', 'recv_into', 'readinto', 'connect', 'create_connection', 'getaddrinfo', 'accept']);
 const BEACON_SILENT = new Set(['heartbeat', 'heartbeat_silence']);
 const CPU_BUSY = 0.5; // fraction of one core over the window: the main work is computing
-// On a loaded machine a spinning thread gets a small share of a core but stays runnable.
-const RUNNABLE_BUSY = 0.8; // fraction of state samples in R
+// As bridge/diagnosis.py: on a loaded machine a spinning thread gets a small share of a core,
+// and a spinning Python thread also waits for the GIL (a futex, state S) whenever the beacon
+// runs; but a thread blocked in a call is never runnable. So the samples decide.
+const RUNNABLE_BUSY = 0.3; // fraction of state samples in R
 const CPU_SOME = 0.05;
 
 const mainOf = (evidence) => evidence.main_thread || {};
@@ -427,8 +429,14 @@ function kernelSays(evidence) {
   if (status === 'stopped' || status === 'tracing-stop') return 'stopped';
   if (status === 'disk-sleep' || IO_WCHAN.test(wchan)) return 'io_wait';
   const runnable = main.runnable_fraction ?? null;
-  const spinning = (cpu !== null && cpu >= CPU_BUSY) || (runnable !== null && runnable >= RUNNABLE_BUSY && (cpu || 0) >= CPU_SOME);
-  if (spinning && ([null, undefined, 'R'].includes(main.state) || ['', 'running'].includes(syscall))) return 'cpu_bound';
+  // "running" in /proc/.../syscall: caught executing user code, not waiting in the kernel.
+  const inUserCode = ['', 'running'].includes(syscall) || [null, undefined, 'R'].includes(main.state);
+  const spinning = runnable !== null
+    // The samples over the window judge; the one syscall read at the end may well catch a
+    // spinning thread waiting for the GIL (a futex).
+    ? (cpu || 0) >= CPU_SOME && (runnable >= RUNNABLE_BUSY || (inUserCode && runnable > 0))
+    : cpu !== null && cpu >= CPU_BUSY && inUserCode;
+  if (spinning) return 'cpu_bound';
   if (WAIT_SYSCALLS.has(syscall) || wchan === 'do_wait' || wchan === 'kernel_wait4') return 'child_wait';
   if (SLEEP_SYSCALLS.has(syscall) || wchan.includes('nanosleep')) return 'sleeping';
   if (LOCK_SYSCALLS.has(syscall) || wchan.startsWith('futex')) return 'lock_wait';

@@ -50,6 +50,13 @@ const HANG_CASES = [
   { reason: 'startup', saw_hello: false, evidence: {}, stacks: 'Thread 0x1 (most recent call first):\n  File "<frozen importlib._bootstrap>", line 1176 in _find_and_load\n  File "/site-packages/torch/__init__.py", line 9 in <module>\n  File "<frozen importlib._bootstrap>", line 1147 in _find_and_load_unlocked\n  File "/home/u/train.py", line 1 in <module>\n' },
   { reason: 'after_bye', idle_s: 3, saw_hello: true, evidence: { ...sleeping, main_thread: { syscall: 'futex', state: 'S' } }, stack: '  File "/usr/lib/python3.11/threading.py", line 1119, in _wait_for_tstate_lock\n' },
   { reason: 'stall', idle_s: 2, saw_hello: true, evidence: { alive: true } },
+  // A CPU loop whose last syscall read caught it waiting for the GIL (seen in CI under the
+  // Node client: judged lock_wait until the samples decided, as in bridge/diagnosis.py).
+  { reason: 'stall', stage: 'train', idle_s: 3, saw_hello: true, stack: '  File "scenarios/cpu_loop.py", line 9, in spin\n',
+    evidence: { ...sleeping, cpu_fraction: 1.008, main_thread: { syscall: 'futex', wchan: 'futex_do_wait', state: 'S', runnable_fraction: 1 } } },
+  // Loaded machine: a small share of a core, but runnable in 40 % of the samples.
+  { reason: 'stall', idle_s: 3, saw_hello: true,
+    evidence: { ...sleeping, cpu_fraction: 0.16, main_thread: { syscall: 'futex', state: 'S', runnable_fraction: 0.4 } } },
   { reason: 'startup', saw_hello: false, idle_s: 130, evidence: { ...sleeping } },
   { reason: 'stage_budget', stage: 'import torch', saw_hello: true, idle_s: 12, evidence: {}, stacks: 'Thread 0x1 (most recent call first):\n  File "<frozen importlib._bootstrap>", line 1176 in _find_and_load\n  File "/site-packages/torch/__init__.py", line 9 in <module>\n  File "<frozen importlib._bootstrap>", line 1147 in _find_and_load_unlocked\n  File "/home/u/train.py", line 1 in <module>\n' },
 ];
