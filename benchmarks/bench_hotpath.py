@@ -13,9 +13,9 @@ from benchmarks.receiver import Receiver
 CHILD = r"""
 import json, os, time
 from tqdm import tqdm
-import worker
+from trainbridge import worker
 deadline = time.monotonic() + 10
-while worker.enabled() and not getattr(__import__("worker.runtime").runtime.STATE, "beacon", None) and time.monotonic() < deadline:
+while worker.enabled() and not getattr(__import__("trainbridge.worker.runtime").worker.runtime.STATE, "beacon", None) and time.monotonic() < deadline:
     time.sleep(0.01)
 N = 300_000
 def bare():

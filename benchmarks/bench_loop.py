@@ -27,7 +27,7 @@ def plain(*flags) -> float:
 
 
 def supervised(zero_code: bool, *flags) -> float:
-    import bridge
+    from trainbridge import bridge
 
     job = bridge.launch([sys.executable, SCRIPT, str(STEPS), *flags], env=child_env(), cwd=ROOT,
                         zero_code=zero_code)

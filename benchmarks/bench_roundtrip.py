@@ -22,7 +22,7 @@ ECHO = ("import sys, zmq\n"
         "    m = s.recv()\n"
         "    if m == b'stop': break\n"
         "    s.send(m)\n")
-IDLE = "import time, worker\ntime.sleep(120)\n"
+IDLE = "import time; from trainbridge import worker\ntime.sleep(120)\n"
 
 
 def raw() -> list:
@@ -44,7 +44,7 @@ def raw() -> list:
 
 
 def python_client() -> list:
-    import bridge
+    from trainbridge import bridge
 
     job = bridge.launch([sys.executable, "-c", IDLE], env=child_env(), cwd=ROOT)
     try:

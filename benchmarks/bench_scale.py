@@ -16,7 +16,7 @@ import psutil
 from benchmarks.harness import ROOT, Row, child_env
 
 WORKERS = 200
-CHILD = ("import sys, time, worker\n"
+CHILD = ("import sys, time; from trainbridge import worker\n"
          "end = time.monotonic() + float(sys.argv[1])\n"
          "i = 0\n"
          "while time.monotonic() < end:\n"
@@ -37,7 +37,7 @@ def _phase(what: str) -> None:
 
 def python_client() -> dict:
     _T0[0] = time.monotonic()
-    import bridge
+    from trainbridge import bridge
 
     me = psutil.Process()
     rss_before = me.memory_info().rss

@@ -26,7 +26,7 @@ def _run(code, env):
 def _to_hello(receiver, env):
     receiver.hello.clear()
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", "import worker, time; time.sleep(30)"], env=env, cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-c", "from trainbridge import worker; import time; time.sleep(30)"], env=env, cwd=ROOT)
     try:
         if not receiver.hello.wait(30):
             raise RuntimeError("no hello within 30 s")
@@ -48,12 +48,12 @@ def run(rounds: int = 15) -> list:
         on, off = child_env(**receiver.env()), child_env()
         samples = interleave({
             "pass": lambda: _run("pass", off),
-            "import worker (no client)": lambda: _run("import worker", off),
-            "import worker (supervised, whole run)": lambda: _run("import worker", on),
+            "import worker (no client)": lambda: _run("from trainbridge import worker", off),
+            "import worker (supervised, whole run)": lambda: _run("from trainbridge import worker", on),
             "spawn -> hello": lambda: _to_hello(receiver, on),
         }, rounds)
         rss = interleave({"pass": lambda: _rss_kib(RSS, off),
-                          "worker": lambda: _rss_kib("import worker, time; time.sleep(0.5)\n" + RSS, on)}, 5)
+                          "worker": lambda: _rss_kib("from trainbridge import worker; import time; time.sleep(0.5)\n" + RSS, on)}, 5)
     finally:
         receiver.close()
     m = {k: median(v) for k, v in samples.items()}

@@ -44,8 +44,8 @@ sys.stdout.flush()
 # The worker's log queue holds 10,000 records; the child keeps under it instead of
 # counting drops, so every record is delivered.
 WORKER_CHILD = r"""
-import sys, time, worker
-from worker.runtime import STATE
+import sys, time; from trainbridge import worker
+from trainbridge.worker.runtime import STATE
 msg = sys.argv[2]
 for i in range(int(sys.argv[1])):
     while len(STATE.events) > 8000:
@@ -85,7 +85,7 @@ def newline_json() -> float:
 
 
 def python_client() -> float:
-    import bridge
+    from trainbridge import bridge
 
     received = 0
     done = []

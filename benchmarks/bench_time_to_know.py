@@ -20,16 +20,16 @@ import time
 
 from benchmarks.harness import ROOT, Row, child_env, interleave, median, percentile
 
-DIE = ("import os, signal, sys, time, worker\n"
+DIE = ("import os, signal, sys, time; from trainbridge import worker\n"
        "time.sleep(0.2)\n"
        "sys.stdout.write('T=%r\\n' % time.monotonic()); sys.stdout.flush()\n"
        "os.kill(os.getpid(), signal.SIGKILL)\n")
-STALL = ("import sys, time, worker\n"
+STALL = ("import sys, time; from trainbridge import worker\n"
          "time.sleep(0.2)\n"
          "sys.stdout.write('T=%r\\n' % time.monotonic()); sys.stdout.flush()\n"
          "worker.progress(1, 10)\n"
          "time.sleep(60)\n")
-FREEZE = ("import ctypes, sys, time, worker\n"
+FREEZE = ("import ctypes, sys, time; from trainbridge import worker\n"
           "time.sleep(0.3)\n"
           "sys.stdout.write('T=%r\\n' % time.monotonic()); sys.stdout.flush()\n"
           "ctypes.PyDLL(None).sleep(60)\n")
@@ -44,7 +44,7 @@ def _stamp(lines) -> float:
 
 
 def pidfd_floor() -> float:
-    proc = subprocess.Popen([sys.executable, "-c", DIE.replace("import os, signal, sys, time, worker",
+    proc = subprocess.Popen([sys.executable, "-c", DIE.replace("import os, signal, sys, time; from trainbridge import worker",
                                                                "import os, signal, sys, time")],
                             stdout=subprocess.PIPE, text=True, env=child_env(), cwd=ROOT)
     fd = os.pidfd_open(proc.pid)
@@ -57,7 +57,7 @@ def pidfd_floor() -> float:
 
 
 def python_client(code: str, **timeouts) -> float:
-    import bridge
+    from trainbridge import bridge
 
     known = []
     job = bridge.launch([sys.executable, "-c", code], env=child_env(), cwd=ROOT, kill_grace=0.5,

@@ -9,7 +9,7 @@ import torch
 
 steps, api = int(sys.argv[1]), "--api" in sys.argv
 if api:
-    import worker
+    from trainbridge import worker
 torch.manual_seed(0)
 torch.set_num_threads(1)
 x = torch.randn(4096, 32)

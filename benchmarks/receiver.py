@@ -11,7 +11,7 @@ from typing import Dict
 
 import zmq
 
-from worker import codec
+from trainbridge.worker import codec
 
 
 class Receiver:

@@ -15,7 +15,7 @@ import asyncio
 import functools
 from typing import Any, AsyncIterator, Dict, Optional, Sequence
 
-from bridge.job import Job, Report, launch as _launch
+from trainbridge.bridge.job import Job, Report, launch as _launch
 
 
 class AsyncJob:

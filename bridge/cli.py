@@ -22,8 +22,8 @@ import threading
 import time
 from typing import Any, Deque, Dict, List, Optional
 
-from bridge import machine
-from bridge.report import to_json
+from trainbridge.bridge import machine
+from trainbridge.bridge.report import to_json
 
 EXIT_HUNG = 124
 EXIT_LAUNCH_FAILED = 125
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_doctor(sub) -> None:
     """`trainbridge doctor`, when bridge.doctor is there (another module owns it)."""
     try:
-        from bridge import doctor
+        from trainbridge.bridge import doctor
     except ImportError:
         return
     parser = sub.add_parser("doctor", help="check this machine and environment before a run",
@@ -134,7 +134,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def run(args: argparse.Namespace, cmd: List[str]) -> int:
-    import bridge
+    from trainbridge import bridge
 
     json_mode = bool(args.json)
     view = JsonView() if json_mode else make_view(cmd)

@@ -635,7 +635,7 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
         look = "check what the named frame waits on" if frames else \
             "install py-spy (pip install py-spy) to see the frame it is stuck in"
         return _diag(kind, f"never said hello{idle}{doing}{at_text}",
-                     "the script did not reach the worker's hello: import worker (or run it "
+                     "the script did not reach the worker's hello: from trainbridge import worker (or run it "
                      f"under trainbridge's zero-code mode) before heavy imports, and {look}",
                      extra)
     if kind == "gil_held":

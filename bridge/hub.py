@@ -26,7 +26,7 @@ from typing import Any, Callable, Deque, Dict, Optional, Tuple
 
 import zmq
 
-from worker import codec
+from trainbridge.worker import codec
 
 IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
 POLL_MAX_S = 0.5    # the longest the reactor sleeps: jobs also refresh process trees on ticks

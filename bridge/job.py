@@ -27,9 +27,9 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence
 
-from bridge import launcher, machine, report as reports
-from bridge.hub import Channel, Hub
-from bridge.lines import LineSplitter, decode_line, log_text
+from trainbridge.bridge import launcher, machine, report as reports
+from trainbridge.bridge.hub import Channel, Hub
+from trainbridge.bridge.lines import LineSplitter, decode_line, log_text
 
 READ_SIZE = 64 * 1024
 TAIL_LINES = 40
@@ -552,7 +552,7 @@ class Job:
             self._pidfd = None
         self.exit_code, self.exit_signal = launcher.exit_status(self.proc.returncode)
         if self.exit_signal == "SIGKILL" and "SIGKILL" not in self.signals_sent:
-            from bridge import evidence
+            from trainbridge.bridge import evidence
             self.oom_killed = evidence.oom_killed(self._oom_before, _oom_kill_count(None))
         self._step({"type": "exit", "t": now, "code": self.exit_code, "signal": self.exit_signal})
 
@@ -574,7 +574,7 @@ class Job:
 
         def collect() -> None:
             try:
-                from bridge import evidence
+                from trainbridge.bridge import evidence
                 self.snapshot = evidence.collect(pid)
             except Exception as exc:  # evidence is best effort
                 self.snapshot = {"notes": [f"evidence failed: {type(exc).__name__}: {exc}"]}
@@ -638,7 +638,7 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
 
 def _oom_kill_count(pid: Optional[int]) -> Optional[int]:
     try:
-        from bridge import evidence
+        from trainbridge.bridge import evidence
         return evidence.oom_kill_count(pid)
     except Exception:  # noqa: BLE001 - best effort
         return None

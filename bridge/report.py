@@ -15,7 +15,7 @@ import os
 import time
 from typing import Any, Dict, List, Optional
 
-from worker import codec
+from trainbridge.worker import codec
 
 REPORT_VERSION = 1
 CRASH_TEXT_MAX = 256 * 1024     # bytes of the crash file kept (its end: the newest dumps)
@@ -136,7 +136,7 @@ def _diagnose(outcome, facts_end, job, stacks, stage):
     """(diagnosis or None, error text or None): bridge.diagnosis decides; a bug there must
     not cost the report."""
     try:
-        from bridge import diagnosis
+        from trainbridge.bridge import diagnosis
         if outcome == "hung":
             hang = job.m["hang"]
             facts = {
@@ -167,7 +167,7 @@ def _error(worker_error: Optional[Dict[str, Any]], tail: List[str]) -> Optional[
     if start is None:
         return None
     try:
-        from bridge.diagnosis import traceback_in_text
+        from trainbridge.bridge.diagnosis import traceback_in_text
         parsed = traceback_in_text(tail[start:])
     except Exception:  # noqa: BLE001
         parsed = None

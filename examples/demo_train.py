@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 
-import worker
+from trainbridge import worker
 
 STAGES = ("config", "data", "model", "optimizer", "train", "save")
 

@@ -1,7 +1,7 @@
 """trainbridge worker: runs inside the training process and tells the supervising client
 what the process is doing (docs/WORKER.md).
 
-    import worker
+    from trainbridge import worker
 
     with worker.stage("load model", budget=600):
         model = load()
@@ -23,8 +23,8 @@ import time as _time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
 
-from worker import runtime as _runtime
-from worker.runtime import SLOT as _SLOT, STATE as _STATE
+from trainbridge.worker import runtime as _runtime
+from trainbridge.worker.runtime import SLOT as _SLOT, STATE as _STATE
 
 if TYPE_CHECKING:  # typing costs milliseconds at import; annotations are strings here
     from typing import Any, Callable, Optional, TypeVar
@@ -135,7 +135,7 @@ def error(exc_or_message: Any, **fields: Any) -> None:
     try:
         import threading
 
-        from worker import errors
+        from trainbridge.worker import errors
 
         thread = threading.current_thread().name
         stage_name = _runtime.current_stage()
@@ -155,7 +155,7 @@ def error(exc_or_message: Any, **fields: Any) -> None:
 def __getattr__(name: str) -> Any:
     # logging is imported only by scripts that ask for the handler.
     if name == "LogHandler":
-        from worker.logs import LogHandler
+        from trainbridge.worker.logs import LogHandler
 
         return LogHandler
     raise AttributeError(f"module 'worker' has no attribute {name!r}")
@@ -177,7 +177,7 @@ def _in_multiprocessing_child() -> bool:
 def _start() -> None:
     if not _os.environ.get("TRAINBRIDGE_ENDPOINT") or _in_multiprocessing_child():
         return  # not supervised (or a helper process of a supervised one): a no-op worker
-    from worker.config import from_env
+    from trainbridge.worker.config import from_env
 
     config, problem = from_env(_os.environ)
     if problem:
@@ -185,8 +185,8 @@ def _start() -> None:
     if config is None:
         return
     try:
-        from worker import hooks
-        from worker.beacon import Beacon
+        from trainbridge.worker import hooks
+        from trainbridge.worker.beacon import Beacon
 
         _STATE.config = config
         _STATE.enabled = True

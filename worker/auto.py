@@ -28,8 +28,8 @@ import sys
 import threading
 from typing import Any, Callable, Dict, Optional
 
-import worker
-from worker.runtime import SLOT, STATE
+from trainbridge import worker
+from trainbridge.worker.runtime import SLOT, STATE
 
 HEAVY_MODULES = frozenset({
     "torch", "torchvision", "torchaudio", "transformers", "diffusers", "datasets",

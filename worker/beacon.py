@@ -18,9 +18,9 @@ import sys
 import threading
 import time
 
-from worker import runtime
-from worker.config import Config
-from worker.runtime import SLOT, STATE, Final, deque
+from trainbridge.worker import runtime
+from trainbridge.worker.config import Config
+from trainbridge.worker.runtime import SLOT, STATE, Final, deque
 
 TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class Beacon(threading.Thread):
 
     def _connect(self) -> None:
         import zmq
-        from worker import codec
+        from trainbridge.worker import codec
 
         self.zmq, self.codec = zmq, codec
         # A private context: the global instance may be shared with the script's own zmq.
@@ -123,7 +123,7 @@ class Beacon(threading.Thread):
         self.sock = sock
 
     def _hello(self) -> Dict[str, Any]:
-        from worker import facts
+        from trainbridge.worker import facts
 
         body = facts.hello(self.config.heartbeat_s, VERSION, self.codec.PROTOCOL_VERSION)
         body["dump_signal"] = STATE.dump_signal
@@ -303,7 +303,7 @@ class Beacon(threading.Thread):
                 entry[2] = now
 
     def _heartbeat(self, now: float) -> None:
-        from worker import errors, facts
+        from trainbridge.worker import errors, facts
 
         self._send_progress(now)
         self.beat += 1
@@ -353,7 +353,7 @@ class Beacon(threading.Thread):
         elif kind == "ping":
             self._send_now("reply", {"to": msg.seq, "ok": True})
         elif kind == "dump_stacks":
-            from worker import errors
+            from trainbridge.worker import errors
 
             self._send_now("reply", {"to": msg.seq, "ok": True, "stacks": errors.all_stacks()})
         elif kind == "cancel":

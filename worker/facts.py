@@ -16,7 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, Optional
 
-from worker.config import optional_int
+from trainbridge.worker.config import optional_int
 
 PACKAGES = ("torch", "numpy", "transformers", "datasets", "accelerate", "peft",
             "safetensors", "diffusers", "huggingface_hub", "tqdm")

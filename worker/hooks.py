@@ -19,9 +19,9 @@ import signal
 import sys
 import threading
 
-from worker import errors, runtime
-from worker.config import Config
-from worker.runtime import STATE
+from trainbridge.worker import errors, runtime
+from trainbridge.worker.config import Config
+from trainbridge.worker.runtime import STATE
 
 TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from worker import runtime
+from trainbridge.worker import runtime
 
 
 def level_name(levelno: int) -> str:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import threading
     from typing import Any, Deque, Dict, List, Optional
 
-    from worker.config import Config
+    from trainbridge.worker.config import Config
 
 LOG_QUEUE_LIMIT = 10_000
 
@@ -185,7 +185,7 @@ def internal_error(where: str, exc: BaseException) -> None:
         if STATE.enabled:
             import threading
 
-            from worker import errors
+            from trainbridge.worker import errors
             body = errors.error_body(exc, fatal=False, thread=threading.current_thread().name,
                                      stage=current_stage(), kind="internal")
             body["message"] = f"worker internal error in {where}: {body['message']}"

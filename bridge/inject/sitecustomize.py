@@ -1,21 +1,64 @@
-"""trainbridge zero-code hook (bridge/inject is put first on PYTHONPATH by the client).
+"""trainbridge zero-code hook (this directory, and nothing else, is put first on PYTHONPATH).
 
 Python imports the first `sitecustomize` on sys.path at start-up. This one loads the worker
 in zero-code mode when the trainbridge variables are present, then runs the sitecustomize
 that would have run without us (a venv's or a distribution's), so nothing is lost.
 Processes without the variables pay one environment lookup.
+
+The worker is loaded as `trainbridge.worker`, from the trainbridge installed in this
+interpreter or else from the copy this file belongs to: only the name `trainbridge` enters
+sys.modules, so the script's own `worker`, `bridge` or `codec` module is never shadowed.
 """
 
 import os
 import sys
 
 
+def _import_trainbridge():
+    """Import `trainbridge`: installed, or the package this directory belongs to."""
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))  # .../bridge/inject
+    up = os.path.dirname(os.path.dirname(here))
+    # In the wheel: <site>/trainbridge/bridge/inject; in a checkout: <repo>/bridge/inject
+    # next to <repo>/trainbridge. Prefer our own copy so client and worker speak one version.
+    for init in (os.path.join(up, "__init__.py"), os.path.join(up, "trainbridge", "__init__.py")):
+        if os.path.basename(os.path.dirname(init)) == "trainbridge" and os.path.isfile(init):
+            spec = importlib.util.spec_from_file_location(
+                "trainbridge", init, submodule_search_locations=[os.path.dirname(init)])
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["trainbridge"] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules["trainbridge"]
+                raise
+            return module
+    import trainbridge
+    return trainbridge
+
+
+def _check_requirements():
+    """The worker needs pyzmq and msgpack in the training interpreter; say so plainly."""
+    import importlib.util
+
+    missing = [dist for mod, dist in (("zmq", "pyzmq"), ("msgpack", "msgpack"))
+               if importlib.util.find_spec(mod) is None]
+    if missing:
+        raise ImportError("%s not installed for %s; run `%s -m pip install %s` to turn it on"
+                          % (" and ".join(missing), sys.executable, sys.executable,
+                             " ".join(missing)))
+
+
 def _start_worker():
     if not os.environ.get("TRAINBRIDGE_ENDPOINT"):
         return
     try:
-        import worker.auto
-        worker.auto.install()
+        _check_requirements()
+        if "trainbridge" not in sys.modules:
+            _import_trainbridge()
+        from trainbridge.worker import auto
+        auto.install()
     except Exception as exc:  # never break the training script's start
         sys.stderr.write("[trainbridge] zero-code mode is off in this process: %s: %s\n"
                          % (type(exc).__name__, str(exc).encode("ascii", "backslashreplace").decode()))

@@ -17,11 +17,11 @@ const REPO = path.resolve(__dirname, '../..');
 
 const CHILD = {
   // no last words: the process is gone before anything else can happen
-  sigkill: 'import os, signal, sys, time, worker\nworker.progress(1, 1)\ntime.sleep(0.3)\nprint(repr(time.time()), flush=True)\nos.kill(os.getpid(), signal.SIGKILL)',
+  sigkill: 'import os, signal, sys, time; from trainbridge import worker\nworker.progress(1, 1)\ntime.sleep(0.3)\nprint(repr(time.time()), flush=True)\nos.kill(os.getpid(), signal.SIGKILL)',
   // a clean end: the worker's bye is acked before the process may exit
-  success: 'import time, worker\nworker.progress(1, 1)\ntime.sleep(0.3)\nprint(repr(time.time()), flush=True)',
+  success: 'import time; from trainbridge import worker\nworker.progress(1, 1)\ntime.sleep(0.3)\nprint(repr(time.time()), flush=True)',
   // an uncaught exception: error + bye acked, then exit 1
-  exception: 'import time, worker\nworker.progress(1, 1)\ntime.sleep(0.3)\nprint(repr(time.time()), flush=True)\nraise ValueError("x")',
+  exception: 'import time; from trainbridge import worker\nworker.progress(1, 1)\ntime.sleep(0.3)\nprint(repr(time.time()), flush=True)\nraise ValueError("x")',
 };
 
 const wall = () => (performance.timeOrigin + performance.now()) / 1000;

@@ -13,7 +13,7 @@ const { launch, resolvePython } = require('../src/index.js');
 const RUNS = Number(process.argv[2] || 10);
 const STALL_S = 0.5;
 const REPO = path.resolve(__dirname, '../..');
-const CHILD = 'import time, worker\nworker.progress(1, 10)\nwhile True:\n    time.sleep(0.05)';
+const CHILD = 'import time; from trainbridge import worker\nworker.progress(1, 10)\nwhile True:\n    time.sleep(0.05)';
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function once() {

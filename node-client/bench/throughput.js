@@ -20,7 +20,7 @@ const REPO = path.resolve(__dirname, '../..');
 // paced=True keeps the worker's 10,000-record log queue from overflowing (nothing dropped:
 // the delivered rate); paced=False floods and lets the worker count drops.
 const child = (paced) => `
-import time, worker
+import time; from trainbridge import worker
 from worker.runtime import STATE
 queue = getattr(STATE, "logs", None)
 queue = STATE.events if queue is None else queue  # where the worker keeps waiting records

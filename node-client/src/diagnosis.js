@@ -535,7 +535,7 @@ function diagnoseHang(facts) {
       const look = frames.length ? 'check what the named frame waits on'
         : 'install py-spy (pip install py-spy) to see the frame it is stuck in';
       return diag(kind, `never said hello${idle}${doing}${atText}`,
-        `the script did not reach the worker's hello: import worker (or run it under trainbridge's zero-code mode) before heavy imports, and ${look}`, extra);
+        `the script did not reach the worker's hello: from trainbridge import worker (or run it under trainbridge's zero-code mode) before heavy imports, and ${look}`, extra);
     }
     case 'gil_held': {
       const busy = evidence.cpu_fraction;

@@ -29,7 +29,7 @@ class DoctorError extends Error {
 function doctorCommand({ python, timeoutS, trainbridge, hosts, connectTimeoutS } = {}) {
   const runner = trainbridge || resolvePython();
   const isScript = path.basename(runner).toLowerCase().replace(/\.exe$/, '') === 'trainbridge';
-  const args = isScript ? ['doctor', '--json'] : ['-m', 'bridge.doctor', '--json'];
+  const args = isScript ? ['doctor', '--json'] : ['-m', 'trainbridge.bridge.doctor', '--json'];
   if (python) args.push('--python', python);
   if (timeoutS != null) args.push('--timeout', String(timeoutS));
   if (connectTimeoutS != null) args.push('--connect-timeout', String(connectTimeoutS));

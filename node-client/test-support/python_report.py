@@ -10,8 +10,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from bridge.job import launch  # noqa: E402
-from bridge.report import to_json  # noqa: E402
+from trainbridge.bridge.job import launch  # noqa: E402
+from trainbridge.bridge.report import to_json  # noqa: E402
 
 config = json.loads(sys.argv[1])
 cancel_after_progress = config.pop("_cancel_after_progress", False)

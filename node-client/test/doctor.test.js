@@ -33,16 +33,16 @@ function bareVenvPython() {
   return bareVenv;
 }
 
-test('doctorCommand: python -m bridge.doctor, or the trainbridge script', () => {
+test('doctorCommand: python -m trainbridge.bridge.doctor, or the trainbridge script', () => {
   assert.deepEqual(doctorCommand({ trainbridge: '/v/bin/python', python: '/t/python', timeoutS: 5 }),
-    { file: '/v/bin/python', args: ['-m', 'bridge.doctor', '--json', '--python', '/t/python', '--timeout', '5'] });
+    { file: '/v/bin/python', args: ['-m', 'trainbridge.bridge.doctor', '--json', '--python', '/t/python', '--timeout', '5'] });
   assert.deepEqual(doctorCommand({ trainbridge: '/v/bin/trainbridge', hosts: ['127.0.0.1:9'] }),
     { file: '/v/bin/trainbridge', args: ['doctor', '--json', '--host', '127.0.0.1:9'] });
 });
 
 test('doctor() resolves to the Python side\'s report, with the same verdicts', async () => {
   const report = await doctor({ trainbridge: PYTHON, timeoutS: 30, env: env(), cwd: tmp });
-  const direct = spawnSync(PYTHON, ['-m', 'bridge.doctor', '--json', '--timeout', '30'],
+  const direct = spawnSync(PYTHON, ['-m', 'trainbridge.bridge.doctor', '--json', '--timeout', '30'],
     { env: env(), cwd: tmp, timeout: 60000 });
   const expected = JSON.parse(direct.stdout.toString('ascii'));
   assert.equal(report.schema, 'trainbridge.doctor/1');

@@ -10,7 +10,7 @@ const { launch } = require('../src/index.js');
 const { PYTHON, REPO, userEnv } = require('../test-support/e2e.js');
 
 const CHILD = `
-import worker
+from trainbridge import worker
 for i in range(2000):
     worker.log(f"record {i} \\u4e2d", i=i)
 with worker.stage("after"):
@@ -18,8 +18,7 @@ with worker.stage("after"):
 `;
 
 const PY_CLIENT = `
-import json, sys
-import bridge
+import json, sys; from trainbridge import bridge
 seen = []
 def on_event(e):
     if e["event"] == "message" and e["kind"] == "log":

@@ -8,7 +8,7 @@ const { launch } = require('../src/index.js');
 const { PYTHON, userEnv, processesOfJob } = require('../test-support/e2e.js');
 
 const CRASH_AT_STAGE_START = [
-  'import ctypes, worker',
+  'import ctypes; from trainbridge import worker',
   "with worker.stage('data'):",
   '    pass',
   "with worker.stage('model \\u6a21\\u578b'):",

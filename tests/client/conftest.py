@@ -13,7 +13,7 @@ import textwrap
 import psutil
 import pytest
 
-import bridge
+from trainbridge import bridge
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCHEMA = json.load(open(os.path.join(ROOT, "docs", "report.schema.json"), encoding="ascii"))
@@ -24,7 +24,7 @@ def validate_report(report):
     """The report is ASCII JSON that matches the schema, and survives a JSON round trip."""
     import jsonschema
 
-    from bridge.report import to_json
+    from trainbridge.bridge.report import to_json
     text = to_json(report)
     assert text.isascii()
     jsonschema.validate(json.loads(text), SCHEMA)

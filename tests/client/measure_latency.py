@@ -7,7 +7,7 @@ import statistics
 import sys
 import time
 
-import bridge
+from trainbridge import bridge
 
 RUNS = 20
 DIES = """
@@ -16,7 +16,7 @@ print(repr(time.time()), flush=True)  # the moment of death, as the child saw it
 {death}
 """
 STALLS = """
-import threading, worker
+import threading; from trainbridge import worker
 worker.progress(1, 2)
 threading.Event().wait()
 """

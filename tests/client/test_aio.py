@@ -3,12 +3,12 @@
 import asyncio
 import sys
 
-import bridge.aio
+from trainbridge.bridge import aio
 
 
 def test_async_events_and_report(script):
     path = script("""
-        import worker
+        from trainbridge import worker
         with worker.stage("train"):
             for i in range(3):
                 worker.progress(i + 1, 3)
@@ -16,7 +16,7 @@ def test_async_events_and_report(script):
     """)
 
     async def main():
-        job = await bridge.aio.launch([sys.executable, path], zero_code=False)
+        job = await aio.launch([sys.executable, path], zero_code=False)
         seen = [event async for event in job.events()]
         report = await job.wait(timeout=20)
         return seen, report
@@ -30,13 +30,13 @@ def test_async_events_and_report(script):
 
 def test_async_cancel(script):
     path = script("""
-        import threading, worker
+        import threading; from trainbridge import worker
         worker.progress(1, 2)
         threading.Event().wait(60)
     """)
 
     async def main():
-        job = await bridge.aio.launch([sys.executable, path], zero_code=False)
+        job = await aio.launch([sys.executable, path], zero_code=False)
         async for event in job.events():
             if event["event"] == "message" and event["kind"] == "progress":
                 stacks = await job.dump_stacks(timeout=5)

@@ -4,13 +4,13 @@ import sys
 
 import psutil
 
-import bridge
+from trainbridge import bridge
 from tests.client.conftest import assert_tree_gone, message, validate_report
 
 # The child starts two grandchildren: one in its process group, one that escaped with
 # setsid(); it reports their pids as progress metrics so the test can check them too.
 SPAWNS_GRANDCHILDREN = """
-    import subprocess, sys, threading, worker
+    import subprocess, sys, threading; from trainbridge import worker
     sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
     same_group = subprocess.Popen(sleeper)
     escaped = subprocess.Popen(sleeper, start_new_session=True)

@@ -7,7 +7,7 @@ import sys
 
 from tests.client.conftest import ROOT, validate_report
 
-TRAINBRIDGE = [sys.executable, "-m", "bridge.cli"]
+TRAINBRIDGE = [sys.executable, "-m", "trainbridge"]
 
 
 def trainbridge(*args, timeout=60):
@@ -53,7 +53,7 @@ def test_hung_is_124(tmp_path):
     report_path = tmp_path / "hung.json"
     done = trainbridge("run", "--stall-timeout", "0.5", "--kill-grace", "0.5",
                        "--report", str(report_path), "--",
-                       *py("import threading, worker\nworker.progress(1, 2)\n"
+                       *py("import threading; from trainbridge import worker\nworker.progress(1, 2)\n"
                            "threading.Event().wait()"))
     assert done.returncode == 124
     report = json.loads(report_path.read_text(encoding="ascii"))
@@ -90,7 +90,7 @@ def test_ctrl_c_cancels_the_job_and_exits_130(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     proc = subprocess.Popen(
         [*TRAINBRIDGE, "run", "--json", "--report", str(report_path), "--",
-         *py("import threading, worker\nworker.progress(1, 9)\nthreading.Event().wait()")],
+         *py("import threading; from trainbridge import worker\nworker.progress(1, 9)\nthreading.Event().wait()")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE)
     try:
         for line in proc.stdout:  # wait until the child is known to be working

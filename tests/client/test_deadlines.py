@@ -27,7 +27,7 @@ def test_no_hello_before_the_startup_deadline(run):
 
 def test_stage_over_its_budget(run):
     job, r = run("""
-        import time, worker
+        import time; from trainbridge import worker
         with worker.stage("download", budget=0.5):
             time.sleep(60)
     """)
@@ -45,7 +45,7 @@ def test_stage_over_its_budget(run):
 
 def test_stall_while_heartbeats_arrive(run):
     job, r = run("""
-        import threading, worker
+        import threading; from trainbridge import worker
         for i in range(3):
             worker.progress(i + 1, 100)
         threading.Event().wait(60)  # the beacon keeps beating; the work stopped
@@ -61,7 +61,7 @@ def test_heartbeat_silence_with_the_gil_held(run):
     # libc sleep() called through PyDLL keeps the GIL: the beacon thread cannot beat, and
     # only faulthandler's SIGUSR1 dump (a C signal handler) can say where the main thread is.
     job, r = run("""
-        import ctypes, worker
+        import ctypes; from trainbridge import worker
         worker.progress(1, 10)
         wait_go()
         while True:  # SIGUSR1 ends sleep() early: sleep again, the GIL still held
@@ -77,7 +77,7 @@ def test_heartbeat_silence_with_the_gil_held(run):
 
 def test_a_job_that_keeps_working_is_never_hung(run):
     job, r = run("""
-        import time, worker
+        import time; from trainbridge import worker
         with worker.stage("train", budget=10):
             for i in range(20):
                 worker.progress(i + 1, 20)

@@ -5,14 +5,14 @@ the job is detached."""
 import os
 import sys
 
-import bridge
-from bridge import report as reports
+from trainbridge import bridge
+from trainbridge.bridge import report as reports
 from tests.client.conftest import ROOT, WAIT_S, validate_report
 
 
 def test_the_report_says_what_the_job_ran_on(run):
     _, report = run("""
-        import worker
+        from trainbridge import worker
         wait_go()
     """, env={"CUDA_VISIBLE_DEVICES": "0"})
     env = report["environment"]
@@ -28,7 +28,7 @@ def test_the_report_says_what_the_job_ran_on(run):
     # The client's settings: UTF-8 output, not held back in blocks.
     assert (env["stdout_encoding"], env["utf8_mode"], env["stdout_buffered"]) == \
         ("utf-8", True, False)
-    from worker import facts
+    from trainbridge.worker import facts
     driver = facts.nvidia_driver()
     assert env["gpu_driver"] == (driver and driver["driver"])
 

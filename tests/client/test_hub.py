@@ -4,14 +4,14 @@ refuse on an unsupported version, and one ROUTER serving several jobs at once.""
 
 import sys
 
-import bridge
+from trainbridge import bridge
 from tests.client.conftest import assert_tree_gone, validate_report
 
 PEER = """
 import os, sys, time, msgpack, zmq
 job, key = os.environ["TRAINBRIDGE_JOB_ID"], bytes.fromhex(os.environ["TRAINBRIDGE_KEY"])
 endpoint = os.environ.pop("TRAINBRIDGE_ENDPOINT")  # so importing worker starts no beacon
-from worker import codec
+from trainbridge.worker import codec
 ctx = zmq.Context()
 sock = ctx.socket(zmq.DEALER)
 sock.setsockopt(zmq.LINGER, 0)
@@ -78,7 +78,7 @@ time.sleep(60)  # a worker that goes on unsupervised; the client must end the jo
 
 def test_one_router_serves_many_jobs_at_once(script):
     path = script("""
-        import sys, worker
+        import sys; from trainbridge import worker
         for i in range(20):
             worker.progress(i + 1, 20, job=sys.argv[1])
     """)
@@ -93,7 +93,7 @@ def test_one_router_serves_many_jobs_at_once(script):
 def test_runtime_dir_is_private():
     import os
     import stat
-    from bridge.hub import Hub
+    from trainbridge.bridge.hub import Hub
     hub = Hub.get()
     mode = stat.S_IMODE(os.stat(hub.runtime_dir).st_mode)
     assert mode == 0o700

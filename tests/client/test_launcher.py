@@ -3,10 +3,11 @@ thread instead of a pidfd, the zero-code hook."""
 
 import json
 import os
+import subprocess
 import sys
 
-from bridge import hub as hub_module, launcher
-from bridge.job import Job
+from trainbridge.bridge import hub as hub_module, launcher
+from trainbridge.bridge.job import Job
 from tests.client.conftest import assert_tree_gone, validate_report
 
 REAL_USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
@@ -44,7 +45,7 @@ def test_tcp_when_ipc_is_unavailable(script, monkeypatch):
     try:
         assert hub.endpoint.startswith("tcp://127.0.0.1:")
         path = script("""
-            import worker
+            from trainbridge import worker
             worker.progress(2, 2)
         """)
         job = Job([sys.executable, path], hub=hub, zero_code=False).start()
@@ -83,11 +84,12 @@ def test_zero_code_hook_makes_an_unmodified_script_say_hello(script):
 
 
 def test_an_interpreter_without_the_worker_is_not_killed_at_startup(script, tmp_path):
-    # As in an interpreter without trainbridge: importing worker fails, the zero-code hook
-    # says so on stderr, and the startup deadline must not end this healthy run.
-    shadow = tmp_path / "shadow"
-    shadow.mkdir()
-    (shadow / "worker.py").write_text("raise ImportError(\"No module named 'worker'\")\n")
+    # A training interpreter without pyzmq (a bare venv): the zero-code hook says so on
+    # stderr, naming the interpreter and the fix, and the startup deadline must not end
+    # this healthy run.
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    python = str(venv / "bin" / "python")
     path = script("""
         import time
         deadline = time.monotonic() + 1.5  # outlive the 0.5 s startup deadline
@@ -95,11 +97,13 @@ def test_an_interpreter_without_the_worker_is_not_killed_at_startup(script, tmp_
             time.sleep(0.05)
         print("finished")
     """)
-    job = Job([sys.executable, path], env={**REAL_USER_ENV, "PYTHONPATH": str(shadow)},
-              zero_code=True, config={"startup_timeout": 0.5}).start()
+    job = Job([python, path], env=dict(REAL_USER_ENV), zero_code=True,
+              config={"startup_timeout": 0.5}).start()
     report = job.wait(20)
     validate_report(report)
     assert report["outcome"] == "succeeded", report["summary"]
     assert report["log_tail"][-1] == "finished"
-    assert report["log_tail"][0].startswith("[trainbridge] zero-code mode is off")
+    first = report["log_tail"][0]
+    assert first.startswith("[trainbridge] zero-code mode is off"), first
+    assert "pyzmq and msgpack not installed for " + python in first, first
     assert job.m["no_worker"] is not None

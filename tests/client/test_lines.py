@@ -7,7 +7,7 @@ import os
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bridge.lines import LineSplitter, decode_line, line_bytes, log_text
+from trainbridge.bridge.lines import LineSplitter, decode_line, line_bytes, log_text
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "lines.json")
 CASES = json.load(open(VECTORS, encoding="ascii"))["cases"]

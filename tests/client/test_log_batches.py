@@ -17,7 +17,7 @@ def test_batched_records_reach_listeners_one_by_one_in_order(run):
         assert not (event["event"] == "message" and event["kind"] == "logs"), "never a batch"
 
     job, r = run("""
-        import worker
+        from trainbridge import worker
         for i in range(2000):
             worker.log(f"record {i}", i=i)
         with worker.stage("after"):

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from bridge import machine
+from trainbridge.bridge import machine
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "machine.json")
 CASES = json.load(open(VECTORS, encoding="ascii"))["cases"]

@@ -7,7 +7,7 @@ from tests.client.conftest import message, validate_report
 
 def test_succeeded_with_stages_and_progress(run):
     job, r = run("""
-        import worker
+        from trainbridge import worker
         with worker.stage("data"):
             pass
         with worker.stage("train"):
@@ -26,7 +26,7 @@ def test_succeeded_with_stages_and_progress(run):
 
 def test_uncaught_exception_fails_with_the_error(run):
     job, r = run("""
-        import worker
+        from trainbridge import worker
         with worker.stage("train"):
             raise ValueError("learning rate \\u4e2d\\u6587 is negative")
     """)
@@ -42,7 +42,7 @@ def test_uncaught_exception_fails_with_the_error(run):
 def test_exit_zero_after_a_fatal_error_is_failed(run):
     # The error is reported (and acked) by the excepthook; an atexit handler then forces 0.
     job, r = run("""
-        import atexit, os, worker
+        import atexit, os; from trainbridge import worker
         atexit.register(lambda: os._exit(0))
         raise RuntimeError("boom, then exit 0")
     """)
@@ -53,7 +53,7 @@ def test_exit_zero_after_a_fatal_error_is_failed(run):
 
 def test_system_exit_zero_is_success(run):
     job, r = run("""
-        import sys, worker
+        import sys; from trainbridge import worker
         with worker.stage("train"):
             sys.exit(0)
     """)
@@ -63,7 +63,7 @@ def test_system_exit_zero_is_success(run):
 
 def test_sys_exit_nonzero_is_failed(run):
     job, r = run("""
-        import sys, worker
+        import sys; from trainbridge import worker
         sys.exit(3)
     """)
     assert r["outcome"] == "failed" and r["exit_code"] == 3
@@ -72,7 +72,7 @@ def test_sys_exit_nonzero_is_failed(run):
 
 def test_segfault_is_crashed_with_signal_stack_and_tail(run):
     job, r = run("""
-        import ctypes, worker
+        import ctypes; from trainbridge import worker
         print("about to crash", flush=True)
         with worker.stage("forward"):
             wait_go()
@@ -88,7 +88,7 @@ def test_segfault_is_crashed_with_signal_stack_and_tail(run):
 
 def test_os_exit_without_last_words_is_crashed(run):
     job, r = run("""
-        import os, worker
+        import os; from trainbridge import worker
         worker.progress(1, 10)
         wait_go()
         os._exit(7)
@@ -100,7 +100,7 @@ def test_os_exit_without_last_words_is_crashed(run):
 
 def test_killed_by_sigkill_is_crashed(run):
     job, r = run("""
-        import os, signal, worker
+        import os, signal; from trainbridge import worker
         os.kill(os.getpid(), signal.SIGKILL)
     """)
     assert r["outcome"] == "crashed" and r["signal"] == "SIGKILL"
@@ -137,7 +137,7 @@ def test_plain_command_traceback_is_parsed_into_the_error(run):
 
 
 def test_a_non_python_command(tmp_path):
-    import bridge
+    from trainbridge import bridge
     job = bridge.launch(["sh", "-c", "echo from-sh; kill -TERM $$"], startup_timeout=None)
     r = job.wait(20)
     validate_report(r)

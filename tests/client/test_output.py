@@ -6,7 +6,7 @@ import sys
 
 import psutil
 
-import bridge
+from trainbridge import bridge
 from tests.client.conftest import assert_tree_gone, validate_report
 
 
@@ -100,7 +100,7 @@ def test_grandchild_holding_the_pipes_does_not_delay_the_report(script):
 
 
 def test_a_slow_consumer_gets_a_dropped_count_not_unbounded_memory(script):
-    from bridge.job import EVENT_QUEUE
+    from trainbridge.bridge.job import EVENT_QUEUE
     path = script(f"""
         import sys
         sys.stdout.write("line\\n" * {EVENT_QUEUE + 5000})
@@ -115,9 +115,9 @@ def test_a_slow_consumer_gets_a_dropped_count_not_unbounded_memory(script):
 
 
 def test_stage_records_stay_bounded(run):
-    from bridge.job import STAGES_KEPT
+    from trainbridge.bridge.job import STAGES_KEPT
     job, r = run(f"""
-        import worker
+        from trainbridge import worker
         with worker.stage("train"):
             for i in range({STAGES_KEPT + 200}):
                 with worker.stage("step"):

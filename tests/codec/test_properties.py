@@ -4,7 +4,7 @@ anything but ProtocolError."""
 import msgpack
 from hypothesis import given, settings, strategies as st
 
-from worker import codec
+from trainbridge.worker import codec
 
 KEY = b"k" * 32
 

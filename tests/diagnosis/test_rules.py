@@ -5,7 +5,7 @@ Each row is a situation a user meets; the stacks and /proc values are the real f
 
 import pytest
 
-from bridge import diagnosis as d
+from trainbridge.bridge import diagnosis as d
 
 # --- stacks in the three formats -------------------------------------------------------
 FH_SLEEP = '''Thread 0x00007f39f7b1d6c0 (most recent call first):

@@ -8,7 +8,7 @@ from .conftest import REPO, base_env, by_name
 
 
 def run_doctor(args, env, cwd, timeout=60):
-    return subprocess.run([sys.executable, "-m", "bridge.doctor"] + args, env=env, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "trainbridge.bridge.doctor"] + args, env=env, cwd=cwd,
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
 
 
@@ -42,7 +42,7 @@ def test_table_names_every_check_with_verdict_and_fix(bare_python, tmp_path):
 def test_table_survives_an_ascii_console_and_non_ascii_text():
     import io
 
-    from bridge.doctor import render
+    from trainbridge.bridge.doctor import render
     report = {"python": "/venv/\u8bad\u7ec3/python", "ok": False, "duration_s": 1.0,
               "summary": {"ok": 0, "warn": 0, "fail": 0, "hung": 1, "skip": 0},
               "checks": [{"name": "torch", "verdict": "hung", "detail": "in /data/\u8bad\u7ec3", "fix": "x",

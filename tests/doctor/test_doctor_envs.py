@@ -9,7 +9,7 @@ import sys
 import psutil
 import pytest
 
-from bridge.doctor import doctor
+from trainbridge.bridge.doctor import doctor
 
 from .conftest import base_env, by_name
 

@@ -1,8 +1,8 @@
 """The pure verdict rules of `trainbridge doctor`, as tables: facts in, verdict out."""
 import pytest
 
-from bridge import doctor_rules as R
-from bridge.doctor_probe import redact_url
+from trainbridge.bridge import doctor_rules as R
+from trainbridge.bridge.doctor_probe import redact_url
 
 GB = 1024 ** 3
 

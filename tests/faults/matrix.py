@@ -144,7 +144,7 @@ def job_processes(job_id: str) -> List[psutil.Process]:
 
 def run(name: str) -> Tuple[Dict[str, Any], Dict[str, Any], List[str]]:
     """(report, measures, failures) for one row."""
-    import bridge
+    from trainbridge import bridge
 
     row = ROWS[name]
     config = {**MATRIX["config"], **(row.get("config") or {})}

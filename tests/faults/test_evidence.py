@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from bridge import diagnosis, evidence
+from trainbridge.bridge import diagnosis, evidence
 
 DEADLINE_S = 10.0
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from worker import codec
+from trainbridge.worker import codec
 
 VECTORS = json.loads((Path(__file__).resolve().parents[2] / "vectors" / "codec.json").read_text())
 KEY = bytes.fromhex(VECTORS["key_hex"])

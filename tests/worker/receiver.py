@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import zmq
 
-from worker import codec
+from trainbridge.worker import codec
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from worker import codec, runtime
-from worker.beacon import Beacon
-from worker.config import Config
-from worker.runtime import SLOT, STATE
+from trainbridge.worker import codec, runtime
+from trainbridge.worker.beacon import Beacon
+from trainbridge.worker.config import Config
+from trainbridge.worker.runtime import SLOT, STATE
 
 
 class Again(Exception):

@@ -7,7 +7,7 @@ import textwrap
 from tests.worker.receiver import release, start_python
 
 WORKING = textwrap.dedent("""
-    import threading, time, worker
+    import threading, time; from trainbridge import worker
 
     def loader_loop(stop):
         while not stop.wait(0.01):
@@ -65,7 +65,7 @@ def test_cancel_raises_keyboard_interrupt_in_the_main_thread(receiver, tmp_path)
 
 def test_cancel_a_script_that_stops_gracefully(receiver, tmp_path):
     child = start_python(textwrap.dedent("""
-        import sys, time, worker
+        import sys, time; from trainbridge import worker
         try:
             with worker.stage("train"):
                 while True:
@@ -89,7 +89,7 @@ def test_cancel_a_script_that_stops_gracefully(receiver, tmp_path):
 
 def test_cancel_is_refused_when_sigint_is_ignored(receiver, tmp_path):
     child = start_python(textwrap.dedent("""
-        import signal, sys, worker
+        import signal, sys; from trainbridge import worker
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         with worker.stage("train"):
             sys.stdin.read(1)

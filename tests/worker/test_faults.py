@@ -20,7 +20,7 @@ def crash_text(path):
 def test_native_crash_leaves_its_stack_in_the_crash_file(receiver, tmp_path):
     crash = tmp_path / "crash.txt"
     child = start_python(textwrap.dedent("""
-        import ctypes, sys, worker
+        import ctypes, sys; from trainbridge import worker
         def read_address_zero():
             return ctypes.string_at(0)
         with worker.stage("native"):
@@ -44,7 +44,7 @@ def test_native_crash_leaves_its_stack_in_the_crash_file(receiver, tmp_path):
 def test_sigusr1_dumps_every_stack_to_the_crash_file_and_the_script_goes_on(receiver, tmp_path):
     crash = tmp_path / "crash.txt"
     child = start_python(textwrap.dedent("""
-        import sys, worker
+        import sys; from trainbridge import worker
         def wait_for_release():
             return sys.stdin.read(1)
         with worker.stage("waiting"):
@@ -75,7 +75,7 @@ def test_sigusr1_dumps_every_stack_to_the_crash_file_and_the_script_goes_on(rece
 def test_gil_held_freeze_reaches_the_crash_file_through_the_watchdog(receiver, tmp_path):
     crash = tmp_path / "crash.txt"
     child = start_python(textwrap.dedent("""
-        import ctypes, sys, worker
+        import ctypes, sys; from trainbridge import worker
         libc = ctypes.PyDLL(None)  # PyDLL keeps the GIL held during the call
         with worker.stage("frozen"):
             worker.progress(1)
@@ -107,8 +107,8 @@ def test_last_words_survive_50000_queued_messages(tmp_path):
     4660; measured here without the ack wait: error and bye lost in 6 of 6 runs). The
     worker must not exit before the client acked them."""
     script = textwrap.dedent("""
-        import sys, time, worker
-        from worker import runtime
+        import sys, time; from trainbridge import worker
+        from trainbridge.worker import runtime
         for i in range(50000):
             worker.log("queued message number %d" % i)
             if len(runtime.STATE.events) > 8000:  # stay under the worker's own log bound
@@ -136,7 +136,7 @@ def test_last_words_survive_50000_queued_messages(tmp_path):
 
 def test_a_log_flood_is_bounded_and_every_drop_is_counted(receiver, tmp_path):
     child = start_python(textwrap.dedent("""
-        import sys, worker
+        import sys; from trainbridge import worker
         sys.setswitchinterval(30)  # the beacon cannot run during the flood: the queue fills
         for i in range(50000):
             worker.log("flood %d" % i)
@@ -162,7 +162,7 @@ def test_a_log_flood_is_bounded_and_every_drop_is_counted(receiver, tmp_path):
 def test_forked_child_stays_silent(receiver, tmp_path):
     crash = tmp_path / "crash.txt"
     proc = run_python(textwrap.dedent("""
-        import os, sys, worker
+        import os, sys; from trainbridge import worker
         worker.progress(1)
         with worker.stage("before fork"):
             pid = os.fork()
@@ -198,8 +198,7 @@ def test_forked_child_stays_silent(receiver, tmp_path):
 
 def test_multiprocessing_spawn_children_stay_silent(receiver, tmp_path):
     proc = run_python(textwrap.dedent("""
-        import multiprocessing as mp
-        import worker
+        import multiprocessing as mp; from trainbridge import worker
 
         def work(n):
             worker.progress(1000 + n)
@@ -222,7 +221,7 @@ def test_multiprocessing_spawn_children_stay_silent(receiver, tmp_path):
 
 def test_thread_exception_is_reported_and_not_fatal(receiver, tmp_path):
     proc = run_python(textwrap.dedent("""
-        import threading, worker
+        import threading; from trainbridge import worker
         def load():
             raise OSError("shard 7 is unreadable")
         with worker.stage("prefetch"):
@@ -243,7 +242,7 @@ def test_thread_exception_is_reported_and_not_fatal(receiver, tmp_path):
 
 def test_nonfatal_error_call(receiver, tmp_path):
     proc = run_python(textwrap.dedent("""
-        import worker
+        from trainbridge import worker
         with worker.stage("eval"):
             try:
                 {}["metric"]
@@ -262,7 +261,7 @@ def test_nonfatal_error_call(receiver, tmp_path):
 
 def test_internal_failure_is_reported_once_and_the_script_goes_on(receiver, tmp_path):
     proc = run_python(textwrap.dedent("""
-        import worker
+        from trainbridge import worker
         class Unprintable:
             def __str__(self):
                 raise RuntimeError("no str for you")
@@ -283,7 +282,7 @@ def test_internal_failure_is_reported_once_and_the_script_goes_on(receiver, tmp_
 
 
 def test_unusable_crash_file_is_reported_and_the_rest_works(receiver, tmp_path):
-    proc = run_python("import worker\nworker.progress(1)\n",
+    proc = run_python("from trainbridge import worker\nworker.progress(1)\n",
                       receiver.env(crash_file=str(tmp_path / "missing-dir" / "crash.txt")),
                       str(tmp_path))
     assert proc.returncode == 0
@@ -301,7 +300,7 @@ def test_refused_worker_disables_itself_and_the_script_goes_on(tmp_path):
     receiver = Receiver(directory)
     try:
         child = start_python(textwrap.dedent("""
-            import sys, worker
+            import sys; from trainbridge import worker
             sys.stdin.read(1)
             print("enabled after refuse:", worker.enabled(), flush=True)
             worker.progress(5)

@@ -7,7 +7,7 @@ import sys
 
 def test_log_and_error_fields_survive_odd_values(receiver, tmp_path):
     script = tmp_path / "script.py"
-    script.write_text("import worker\n"
+    script.write_text("from trainbridge import worker\n"
                       "worker.log('saved', step=3, path='ckpt.pt', blob=object())\n"
                       "worker.error('bad batch', batch=7, sample=object())\n")
     proc = subprocess.run([sys.executable, str(script)], env=receiver.env(),

@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 
-from worker import config as worker_config
-from worker import facts
+from trainbridge.worker import config as worker_config
+from trainbridge.worker import facts
 
 
 def _hello(receiver, tmp_path, **env_changes):
@@ -19,7 +19,7 @@ def _hello(receiver, tmp_path, **env_changes):
             env.pop(name, None)
         else:
             env[name] = value
-    proc = subprocess.Popen([sys.executable, "-c", "import worker; assert worker.enabled()"],
+    proc = subprocess.Popen([sys.executable, "-c", "from trainbridge import worker; assert worker.enabled()"],
                             env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     _, stderr = proc.communicate(timeout=30)

@@ -11,14 +11,14 @@ import pytest
 
 from tests.worker.receiver import run_python
 from tests.worker.test_beacon_queue import RefusingSocket, beacon, expand  # noqa: F401
-from worker import beacon as beacon_module
-from worker import codec, runtime
-from worker.runtime import SLOT
+from trainbridge.worker import beacon as beacon_module
+from trainbridge.worker import codec, runtime
+from trainbridge.worker.runtime import SLOT
 
 
 def test_batches_keep_the_order_of_logs_stages_and_errors(receiver, tmp_path):
     proc = run_python(textwrap.dedent("""
-        import worker
+        from trainbridge import worker
         for i in range(300):
             worker.log(f"before {i}", i=i)
         with worker.stage("middle"):
@@ -50,8 +50,8 @@ def test_a_50000_record_flood_arrives_complete_and_in_order(receiver, tmp_path):
     # The script keeps under the worker's 10,000-record queue (as a real one logging at its
     # own pace would): then batching must deliver every record, none dropped.
     proc = run_python(textwrap.dedent("""
-        import time, worker
-        from worker.runtime import STATE
+        import time; from trainbridge import worker
+        from trainbridge.worker.runtime import STATE
         for i in range(50000):
             while len(STATE.events) > 8000:
                 time.sleep(0.0005)

@@ -26,7 +26,7 @@ def test_hello_comes_first_with_process_facts(receiver, tmp_path):
     env = receiver.env(heartbeat_s="0.2", crash_file=str(tmp_path / "crash.txt"))
     env.update(env_extra)
     script = tmp_path / "script.py"
-    script.write_text("import worker\nassert worker.enabled()\n")
+    script.write_text("from trainbridge import worker\nassert worker.enabled()\n")
     proc = __import__("subprocess").run([sys.executable, str(script), "--lr", "0.1"], env=env,
                                         cwd=str(tmp_path), capture_output=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
@@ -55,7 +55,7 @@ def test_hello_comes_first_with_process_facts(receiver, tmp_path):
 
 
 def test_no_crash_file_means_no_dump_signal(receiver, tmp_path):
-    proc = run(receiver, tmp_path, "import worker\n")
+    proc = run(receiver, tmp_path, "from trainbridge import worker\n")
     assert proc.returncode == 0, proc.stderr
     hello = receiver.wait_for(lambda r: r.kind == "hello").body
     assert hello["dump_signal"] is None and hello["crash_file"] is None
@@ -63,7 +63,7 @@ def test_no_crash_file_means_no_dump_signal(receiver, tmp_path):
 
 def test_stages_nest_as_context_managers_and_decorators(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
-        import worker
+        from trainbridge import worker
 
         @worker.stage("evaluate")
         def evaluate():
@@ -94,7 +94,7 @@ def test_stages_nest_as_context_managers_and_decorators(receiver, tmp_path):
 
 def test_progress_is_coalesced_latest_wins(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
-        import worker
+        from trainbridge import worker
         with worker.stage("train"):
             for step in range(1, 200001):
                 worker.progress(step, 200000, loss=1.0 / step, phase="warmup")
@@ -114,7 +114,7 @@ def test_progress_is_coalesced_latest_wins(receiver, tmp_path):
 
 def test_heartbeats_carry_stage_idle_time_resources_and_stalled_stack(receiver, tmp_path):
     child = start_python(textwrap.dedent("""
-        import sys, worker
+        import sys; from trainbridge import worker
         with worker.stage("outer"):
             with worker.stage("wait here"):
                 worker.progress(1, 10)
@@ -140,7 +140,7 @@ def test_heartbeats_carry_stage_idle_time_resources_and_stalled_stack(receiver, 
 
 def test_uncaught_exception_reports_frames_chain_and_stage(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
-        import worker
+        from trainbridge import worker
 
         def parse(text):
             return int(text)
@@ -177,7 +177,7 @@ def test_context_chain_and_custom_exception_names(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
         class DataError(Exception):
             pass
-        import worker
+        from trainbridge import worker
         try:
             {}["missing"]
         except KeyError:
@@ -196,7 +196,7 @@ def test_context_chain_and_custom_exception_names(receiver, tmp_path):
 
 def test_uncaught_exception_is_reported_when_the_script_replaced_excepthook(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
-        import sys, worker
+        import sys; from trainbridge import worker
         sys.excepthook = lambda *exc: print("custom hook:", exc[1], file=sys.stderr)
         raise LookupError("no such tokenizer")
     """)
@@ -211,7 +211,7 @@ def test_uncaught_exception_is_reported_when_the_script_replaced_excepthook(rece
 
 def test_cuda_oom_is_recognised_by_type(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
-        import torch, worker
+        import torch; from trainbridge import worker
         with worker.stage("forward"):
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
     """)
@@ -223,7 +223,7 @@ def test_cuda_oom_is_recognised_by_type(receiver, tmp_path):
 
 def test_cuda_oom_wrapped_by_another_exception_keeps_its_kind(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
-        import worker
+        from trainbridge import worker
         try:
             raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB")
         except RuntimeError as exc:
@@ -235,7 +235,7 @@ def test_cuda_oom_wrapped_by_another_exception_keeps_its_kind(receiver, tmp_path
 
 def test_sys_exit_with_a_code(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
-        import sys, worker
+        import sys; from trainbridge import worker
         sys.exit(3)
     """)
     assert proc.returncode == 3
@@ -246,7 +246,7 @@ def test_sys_exit_with_a_code(receiver, tmp_path):
 
 def test_raise_system_exit_is_not_reported_as_an_error(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
-        import worker
+        from trainbridge import worker
         raise SystemExit(3)
     """)
     assert proc.returncode == 3
@@ -258,7 +258,7 @@ def test_raise_system_exit_is_not_reported_as_an_error(receiver, tmp_path):
 
 def test_sys_exit_with_a_message_is_an_error(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
-        import sys, worker
+        import sys; from trainbridge import worker
         def main():
             sys.exit("dataset not found: /data/train")
         with worker.stage("prepare"):
@@ -278,7 +278,7 @@ def test_sys_exit_with_a_message_is_an_error(receiver, tmp_path):
 
 def test_keyboard_interrupt_is_reported_as_such(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
-        import worker
+        from trainbridge import worker
         raise KeyboardInterrupt
     """)
     assert proc.returncode == -2  # Python re-raises SIGINT on an uncaught KeyboardInterrupt
@@ -290,7 +290,7 @@ def test_keyboard_interrupt_is_reported_as_such(receiver, tmp_path):
 
 def test_normal_end_says_bye_after_everything_else(receiver, tmp_path):
     proc = run(receiver, tmp_path, """
-        import logging, worker
+        import logging; from trainbridge import worker
         logging.basicConfig(level=logging.INFO)
         logging.getLogger().addHandler(worker.LogHandler())
         logging.getLogger("trainer").warning("lr is high: %s", 0.5)

@@ -29,7 +29,7 @@ STUB = textwrap.dedent("""
 """)
 
 BODY = textwrap.dedent("""
-    import logging, sys, threading, worker
+    import logging, sys, threading; from trainbridge import worker
     print("start", end="")          # block-buffered without PYTHONUNBUFFERED
     sys.stderr.write("to stderr\\n")
     logging.getLogger().addHandler(worker.LogHandler())
@@ -86,10 +86,9 @@ def test_script_without_client_behaves_as_without_trainbridge(tmp_path, ending):
 
 def test_import_worker_without_client_imports_nothing_heavy():
     code = textwrap.dedent("""
-        import sys, threading
-        import worker
+        import sys, threading; from trainbridge import worker
         heavy = [m for m in ("zmq", "msgpack", "psutil", "pynvml", "torch", "numpy",
-                             "logging", "worker.codec", "worker.beacon") if m in sys.modules]
+                             "logging", "trainbridge.worker.codec", "trainbridge.worker.beacon") if m in sys.modules]
         print(heavy, threading.active_count(), worker.enabled())
     """)
     out = subprocess.run([sys.executable, "-c", code], env=dict(plain_env(), PYTHONPATH=str(REPO)),
@@ -102,8 +101,7 @@ def test_supervised_import_leaves_heavy_imports_to_the_beacon(tmp_path):
     """With a client, the importing thread still gets back before zmq is imported by it:
     the beacon thread does that (the receiver is absent here, so nothing is delivered)."""
     code = textwrap.dedent("""
-        import sys
-        import worker
+        import sys; from trainbridge import worker
         print(worker.enabled(), "torch" in sys.modules, "psutil" in sys.modules, flush=True)
         import os
         os._exit(0)
@@ -118,7 +116,7 @@ def test_supervised_import_leaves_heavy_imports_to_the_beacon(tmp_path):
 def test_incomplete_settings_disable_the_worker_with_one_line(tmp_path):
     env = dict(plain_env(), PYTHONPATH=str(REPO), TRAINBRIDGE_ENDPOINT="ipc:///nowhere",
                TRAINBRIDGE_JOB_ID="j", TRAINBRIDGE_KEY="not-hex")
-    out = subprocess.run([sys.executable, "-c", "import worker; print(worker.enabled())"],
+    out = subprocess.run([sys.executable, "-c", "from trainbridge import worker; print(worker.enabled())"],
                          env=env, capture_output=True, timeout=30)
     assert out.returncode == 0 and out.stdout == b"False\n"
     assert out.stderr == (b"[trainbridge] worker disabled: TRAINBRIDGE_KEY is missing or not "
@@ -128,7 +126,7 @@ def test_incomplete_settings_disable_the_worker_with_one_line(tmp_path):
 def test_a_beacon_that_cannot_start_does_not_break_the_script(tmp_path):
     env = dict(plain_env(), PYTHONPATH=str(REPO), TRAINBRIDGE_ENDPOINT="bogus://nowhere",
                TRAINBRIDGE_JOB_ID="j", TRAINBRIDGE_KEY="ab" * 32)
-    code = "import worker\nworker.progress(1)\nworker.log('x')\nprint('done')\nraise SystemExit(5)"
+    code = "from trainbridge import worker\nworker.progress(1)\nworker.log('x')\nprint('done')\nraise SystemExit(5)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=30)
     assert out.returncode == 5 and out.stdout == b"done\n"
     lines = out.stderr.decode("ascii").splitlines()

@@ -8,7 +8,7 @@ import time
 
 import psutil
 
-import bridge
+from trainbridge import bridge
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, "scripts")
@@ -152,3 +152,15 @@ def test_a_download_stuck_at_zero_bytes_per_second_is_a_stall_that_names_the_fil
     summary = report["diagnosis"]["summary"]
     assert "'model.safetensors' stopped at 1048576/4000000 B" in summary, summary
     assert "downloading model.safetensors" in report["log_tail"]
+
+
+def test_the_scripts_own_worker_and_bridge_modules_are_never_shadowed():
+    # Zero-code mode puts only the name `trainbridge` into a process's modules: a script's
+    # own worker.py / bridge.py (and a Python subprocess's) are the ones it imports.
+    here = os.path.join(SCRIPTS, "own_modules")
+    report, events = run([PY, "train_own_modules.py"], cwd=here)
+    assert report["outcome"] == "succeeded", report["summary"]
+    assert report["log_tail"][-3:] == ["fetch -> 1", "bridge -> user bridge", "sub fetch -> 2"]
+    hellos = [e for e in events if e.get("event") == "message" and e.get("kind") == "hello"]
+    assert len(hellos) == 2  # the script and its subprocess are both supervised
+    assert "main" in names(report)

@@ -1,7 +1,7 @@
 """abort() as a C library would on a failed assertion (SIGABRT)."""
 import os
 
-import worker
+from trainbridge import worker
 from _common import say
 
 

@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-import worker
+from trainbridge import worker
 from _common import say
 
 CHILD = ("import signal, sys, time\n"

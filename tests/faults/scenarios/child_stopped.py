@@ -3,7 +3,7 @@ import multiprocessing
 import os
 import signal
 
-import worker
+from trainbridge import worker
 from _common import say
 
 

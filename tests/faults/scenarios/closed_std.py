@@ -1,7 +1,7 @@
 """The script closes its own stdout and stderr, then fails: the error still arrives."""
 import os
 
-import worker
+from trainbridge import worker
 from _common import say
 
 

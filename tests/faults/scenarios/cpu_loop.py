@@ -1,5 +1,5 @@
 """An infinite CPU loop that never reports progress."""
-import worker
+from trainbridge import worker
 from _common import say
 
 

@@ -1,5 +1,5 @@
 """A simulated CUDA out-of-memory error: torch's class name and message, no torch needed."""
-import worker
+from trainbridge import worker
 from _common import say
 
 

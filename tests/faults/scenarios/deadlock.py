@@ -1,7 +1,7 @@
 """Two threads take two locks in opposite order: a real deadlock."""
 import threading
 
-import worker
+from trainbridge import worker
 from _common import say
 
 lock_a, lock_b = threading.Lock(), threading.Lock()

@@ -1,7 +1,7 @@
 """Raise ValueError inside the stage named by argv[1]; earlier stages finish normally."""
 import sys
 
-import worker
+from trainbridge import worker
 from _common import STAGES, say
 
 FAIL_AT = sys.argv[1]

@@ -1,5 +1,5 @@
 """An exception whose __str__ itself raises: the report must still name type and frame."""
-import worker
+from trainbridge import worker
 from _common import say
 
 

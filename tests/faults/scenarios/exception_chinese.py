@@ -1,5 +1,5 @@
 """An exception whose message is Chinese text (crosses the wire escaped, comes back whole)."""
-import worker
+from trainbridge import worker
 from _common import say
 
 

@@ -1,7 +1,7 @@
 """A non-main thread dies of an exception; the main thread carries on and ends normally."""
 import threading
 
-import worker
+from trainbridge import worker
 from _common import say
 
 

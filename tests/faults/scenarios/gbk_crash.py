@@ -2,7 +2,7 @@
 import ctypes
 import os
 
-import worker
+from trainbridge import worker
 
 
 def crash_after_gbk():

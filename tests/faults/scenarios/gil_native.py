@@ -2,7 +2,7 @@
 beacon thread cannot run. A signal can cut sleep() short, hence the loop."""
 import ctypes
 
-import worker
+from trainbridge import worker
 from _common import say, wait_for_go
 
 

@@ -3,7 +3,7 @@ the script, which ends normally. The client must neither wait for it nor leave i
 import subprocess
 import sys
 
-import worker
+from trainbridge import worker
 from _common import say
 
 GRANDCHILD = "import time; time.sleep(3600)"

@@ -1,7 +1,7 @@
 """The main thread sleeps forever inside a stage."""
 import time
 
-import worker
+from trainbridge import worker
 from _common import say
 
 

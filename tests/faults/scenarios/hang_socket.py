@@ -3,7 +3,7 @@ The port comes from FAULT_SERVER_PORT (the test runs the server on 127.0.0.1).""
 import os
 import socket
 
-import worker
+from trainbridge import worker
 from _common import say
 
 

@@ -6,9 +6,9 @@ import os
 import msgpack
 import zmq
 
-import worker
+from trainbridge import worker
 from _common import say, wait_for_go
-from worker import codec
+from trainbridge.worker import codec
 
 JOB, KEY = os.environ["TRAINBRIDGE_JOB_ID"], bytes.fromhex(os.environ["TRAINBRIDGE_KEY"])
 

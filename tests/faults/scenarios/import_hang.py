@@ -1,5 +1,5 @@
 """Hangs inside the import of a module (slow_import_mod)."""
-import worker
+from trainbridge import worker
 from _common import say
 
 with worker.stage("model"):

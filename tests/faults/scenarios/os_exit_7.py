@@ -2,7 +2,7 @@
 import os
 import sys
 
-import worker
+from trainbridge import worker
 from _common import wait_for_go
 
 

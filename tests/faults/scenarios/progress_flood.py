@@ -1,5 +1,5 @@
 """One million progress events in a tight loop, then a normal end."""
-import worker
+from trainbridge import worker
 from _common import say
 
 TOTAL = 1_000_000

@@ -1,7 +1,7 @@
 """A native crash: reading address 0 through ctypes (SIGSEGV)."""
 import ctypes
 
-import worker
+from trainbridge import worker
 from _common import say
 
 

@@ -3,7 +3,7 @@ import os
 import subprocess
 import time
 
-import worker
+from trainbridge import worker
 from _common import say, wait_for_go
 
 

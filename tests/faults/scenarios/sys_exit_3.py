@@ -1,7 +1,7 @@
 """sys.exit(3) from inside a stage."""
 import sys
 
-import worker
+from trainbridge import worker
 from _common import say
 
 

@@ -1,7 +1,7 @@
 """sys.exit("message"): status 1 and the message on stderr."""
 import sys
 
-import worker
+from trainbridge import worker
 from _common import say
 
 

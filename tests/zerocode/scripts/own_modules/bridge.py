@@ -1,0 +1,3 @@
+"""A training script's own module that happens to be called `bridge`."""
+
+NAME = "user bridge"
