@@ -9,7 +9,30 @@
 The asyncio form of the same thing is bridge.aio.
 """
 
-from trainbridge.bridge.job import Job, Report, launch
-from trainbridge.bridge.launcher import LaunchError
+import sys as _sys
+
+
+def _check_client_requirements() -> None:
+    """One sentence, at import, when the client cannot work here (README "Install")."""
+    if not _sys.platform.startswith("linux"):
+        raise ImportError(
+            f"the trainbridge client (trainbridge.bridge, the `trainbridge` command) supports "
+            f"Linux only and this is {_sys.platform}; the worker (trainbridge.worker) does run "
+            f"here, so supervise the training process from a Linux machine or container")
+    import importlib.util
+
+    missing = [dist for mod, dist in (("psutil", "psutil"), ("rich", "rich"),
+                                      ("zmq", "pyzmq"), ("msgpack", "msgpack"))
+               if importlib.util.find_spec(mod) is None]
+    if missing:
+        raise ImportError(
+            f"the trainbridge client needs {', '.join(missing)}, not installed for "
+            f"{_sys.executable}; run `{_sys.executable} -m pip install 'trainbridge[client]'`")
+
+
+_check_client_requirements()
+
+from trainbridge.bridge.job import Job, Report, launch  # noqa: E402
+from trainbridge.bridge.launcher import LaunchError  # noqa: E402
 
 __all__ = ["Job", "LaunchError", "Report", "launch"]
