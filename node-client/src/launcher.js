@@ -21,11 +21,26 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 
-/** The Python to run: the repo's venv next to this package, else $TRAINBRIDGE_PYTHON, else python3. */
-function resolvePython() {
-  const venv = path.resolve(__dirname, '../../.venv/bin/python');
-  if (fs.existsSync(venv)) return venv;
-  return process.env.TRAINBRIDGE_PYTHON || 'python3';
+// In the repository the package sits in node-client/, beside trainbridge/, worker/ and bridge/.
+const REPO = path.resolve(__dirname, '../..');
+const IN_REPO = fs.existsSync(path.join(REPO, 'trainbridge', '__init__.py'));
+// Installed from its tarball, the package carries the worker and the zero-code hook here
+// (copied by scripts/bundle-python.js when it is packed).
+const BUNDLED_INJECT = path.resolve(__dirname, '../python/trainbridge/bridge/inject');
+
+/**
+ * The Python to run, as python-shell's pythonPath: `python` when given, else
+ * $TRAINBRIDGE_PYTHON, else the active venv's ($VIRTUAL_ENV), else (in the repository) its
+ * .venv, else python3 from PATH.
+ */
+function resolvePython({ python } = {}) {
+  if (python) return python;
+  if (process.env.TRAINBRIDGE_PYTHON) return process.env.TRAINBRIDGE_PYTHON;
+  const active = process.env.VIRTUAL_ENV && path.join(process.env.VIRTUAL_ENV, 'bin', 'python');
+  if (active && fs.existsSync(active)) return active;
+  const repoVenv = path.join(REPO, '.venv', 'bin', 'python');
+  if (IN_REPO && fs.existsSync(repoVenv)) return repoVenv;
+  return 'python3';
 }
 
 /**
@@ -90,11 +105,13 @@ function childEnv(base, worker) {
 
 /**
  * The directory whose sitecustomize.py loads the worker in zero-code mode (bridge/inject):
- * `explicit`, else $TRAINBRIDGE_INJECT_DIR, else the repo's bridge/inject next to this
- * package; null when none exists (zero-code mode is then off).
+ * `explicit`, else $TRAINBRIDGE_INJECT_DIR, else the repository's bridge/inject (in a
+ * checkout), else the copy shipped in the package; null when none exists (zero-code mode is
+ * then off, and the job says so).
  */
 function injectDir(explicit) {
-  const candidates = [explicit, process.env.TRAINBRIDGE_INJECT_DIR, path.resolve(__dirname, '../../bridge/inject')];
+  const candidates = [explicit, process.env.TRAINBRIDGE_INJECT_DIR,
+    IN_REPO ? path.join(REPO, 'bridge', 'inject') : null, BUNDLED_INJECT];
   for (const dir of candidates) {
     if (dir && fs.existsSync(path.join(dir, 'sitecustomize.py'))) return dir;
   }
