@@ -188,6 +188,7 @@ class Job:
             self.hub.add_fd(self._pidfd, self._on_exit_ready)
         else:
             launcher.watch_exit_in_thread(proc, lambda: self.hub.call(self._on_exit_ready))
+        self._publish({"event": "spawn", "pid": proc.pid, "command": list(self.cmd)})
         self._publish({"event": "state", "state": self.m["state"]})
 
     # --- public API (any thread) ----------------------------------------------------------
@@ -487,6 +488,7 @@ class Job:
             if stream == "stderr":
                 self._capture_fatal(text)
                 if text.startswith(NO_WORKER_MARKERS):
+                    self._publish({"event": "no_worker", "reason": text})
                     self._step({"type": "no_worker", "t": time.monotonic(), "reason": text})
             self._publish({"event": "output", "stream": stream, "text": text, "end": end})
 

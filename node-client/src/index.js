@@ -8,7 +8,7 @@
  *   const report = await job.done;
  */
 
-const { Job, LaunchError } = require('./job.js');
+const { Job, LaunchError, JobFailedError } = require('./job.js');
 const { Hub, getDefaultHub } = require('./hub.js');
 const { ProtocolError, PythonError } = require('./errors.js');
 const { toJSON, summary } = require('./report.js');
@@ -27,14 +27,17 @@ function launch(options) {
 
 // The doctor is written separately (src/doctor.js); the package works without it.
 let doctor;
+let DoctorError;
 try {
-  ({ doctor } = require('./doctor.js'));
+  ({ doctor, DoctorError } = require('./doctor.js'));
 } catch (err) {
   if (err.code !== 'MODULE_NOT_FOUND' || !String(err.message).includes('doctor.js')) throw err;
-  doctor = async () => { throw new Error('trainbridge doctor is not available in this build'); };
+  DoctorError = class extends Error {};
+  doctor = async () => { throw new DoctorError('trainbridge doctor is not available in this build'); };
 }
 
 module.exports = {
-  launch, Job, Hub, ProtocolError, PythonError, LaunchError, toJSON, summary, resolvePython, doctor,
+  launch, Job, Hub, ProtocolError, PythonError, LaunchError, JobFailedError, toJSON, summary, resolvePython,
+  doctor, DoctorError,
   DEFAULT_TIMEOUTS: machine.DEFAULTS,
 };

@@ -39,8 +39,10 @@ const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in t
 const FATAL_MARKERS = ['Fatal Python error:', 'Timeout (']; // faulthandler's crash and watchdog headers
 const FATAL_LINES_MAX = 400; // stderr lines kept after "Fatal Python error"
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
-const EVENT_NAMES = ['hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'error', 'end'];
-const EVENT_QUEUE = 10000; // events kept for a slow events() consumer; the oldest go first
+const EVENT_NAMES = ['spawn', 'no_worker', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'error', 'end'];
+const EVENT_QUEUE = 10000;
+// With rejectOnFailure, `done` rejects on these; a cancel (the user's own stop) still resolves.
+const FAILED_OUTCOMES = ['failed', 'crashed', 'hung']; // events kept for a slow events() consumer; the oldest go first
 
 const now = () => performance.now() / 1000; // the shell's monotonic clock, in seconds
 const snake = (name) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -69,11 +71,14 @@ class Job extends EventEmitter {
    */
   constructor(options, hub) {
     super();
-    if (!options || !options.command) throw new TypeError('launch() needs a command, e.g. {command: "python", args: ["train.py"]}');
+    if (!options) throw new TypeError('launch() needs options, e.g. {command: "python", args: ["train.py"]}');
     const { config, worker } = splitTimeouts(options.timeouts);
     this.id = `job-${crypto.randomBytes(6).toString('hex')}`;
     this.key = crypto.randomBytes(32);
-    this.command = [options.command, ...(options.args || [])].map(String);
+    // No command: the Python of `python` (python-shell's `pythonPath` is the same option), else
+    // $TRAINBRIDGE_PYTHON, the active venv's, the repository's .venv, python3 (resolvePython).
+    const command = options.command || launcher.resolvePython({ python: options.python || options.pythonPath });
+    this.command = [command, ...(options.args || [])].map(String);
     this.clientSeq = 0;
     this.state = 'starting';
     this.pid = null;
@@ -110,6 +115,7 @@ class Job extends EventEmitter {
     this.done = new Promise((resolve, reject) => { this._resolveDone = resolve; this._rejectDone = reject; });
     this.done.catch(() => undefined); // a launch error also reaches 'error' listeners; never unhandled
     hub.register(this); // now, so a hub whose last job just ended does not close under us
+    if (options.signal) this._followAbortSignal(options.signal);
     this._start().catch((err) => this._launchFailed(err));
   }
 
@@ -200,6 +206,23 @@ class Job extends EventEmitter {
     return this.events();
   }
 
+  /** An AbortSignal (as execa's and child_process's): its abort cancels the job. */
+  _followAbortSignal(signal) {
+    const onAbort = () => this.cancel();
+    if (signal.aborted) {
+      onAbort();
+      return;
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+    this._unfollowAbort = () => signal.removeEventListener('abort', onAbort);
+  }
+
+  /** Zero-code mode cannot load in some process of the job: say so, once per process line. */
+  _noWorker(reason) {
+    this._emit('no_worker', { reason });
+    this._post({ type: 'no_worker', reason });
+  }
+
   // --- start ------------------------------------------------------------------------
   async _start() {
     const endpoint = await this._hub.start();
@@ -216,9 +239,10 @@ class Job extends EventEmitter {
       // reports startup/main stages even if the script never imports the worker.
       const dir = launcher.injectDir(this._options.injectDir);
       if (dir) launcher.addZeroCodeHook(env, dir);
+      else this._zeroCodeMissing = true;
     }
     const child = launcher.spawnChild({
-      command: this._options.command, args: (this._options.args || []).map(String), cwd: this._options.cwd, env,
+      command: this.command[0], args: (this._options.args || []).map(String), cwd: this._options.cwd, env,
     });
     this._child = child;
     await new Promise((resolve, reject) => {
@@ -228,6 +252,11 @@ class Job extends EventEmitter {
     child.on('error', () => undefined); // after the spawn only a failed child.kill() emits it; we never call that
     this.pid = child.pid;
     this._tree = { rootPid: this.pid, pgid: this.pid, jobId: this.id };
+    this._emit('spawn', { pid: this.pid, command: [...this.command] });
+    if (this._zeroCodeMissing) {
+      this._noWorker('[trainbridge] zero-code mode is off: its hook (bridge/inject/sitecustomize.py) was not found; '
+        + 'set injectDir or $TRAINBRIDGE_INJECT_DIR, or reinstall the trainbridge package');
+    }
     this._facts.oomBefore = evidence.oomKillCount(this.pid);
     for (const stream of ['stdout', 'stderr']) {
       this._pipesOpen += 1;
@@ -423,9 +452,14 @@ class Job extends EventEmitter {
     for (const resolve of this._stackRequests.values()) resolve(null);
     this._hub.unregister(this);
     this._closeLog();
+    if (this._unfollowAbort) this._unfollowAbort();
     fs.rmSync(this._dir, { recursive: true, force: true }); // the crash file is in the report now
     this._emit('end', this.report);
-    this._resolveDone(this.report);
+    if (this._options.rejectOnFailure && FAILED_OUTCOMES.includes(this.report.outcome)) {
+      this._rejectDone(new JobFailedError(this.report));
+    } else {
+      this._resolveDone(this.report);
+    }
   }
 
   _reportInput() {
@@ -629,7 +663,7 @@ class Job extends EventEmitter {
       if (tail.length > this._tailLines) tail.shift();
       if (stream === 'stderr') {
         this._captureFatal(text);
-        if (NO_WORKER_MARKERS.some((m) => text.startsWith(m))) this._post({ type: 'no_worker', reason: text });
+        if (NO_WORKER_MARKERS.some((m) => text.startsWith(m))) this._noWorker(text);
       }
       this._emit('log', { stream, text, encoding, end: raw.end });
     }
@@ -685,6 +719,16 @@ function pyFloat(x) {
   return Number.isInteger(x) ? x.toFixed(1) : String(x);
 }
 
+/** `done`'s rejection with rejectOnFailure: the job failed, crashed or hung; `report` says how. */
+class JobFailedError extends Error {
+  constructor(report) {
+    super(`trainbridge: ${report.summary || `the job ${report.outcome}`}`);
+    this.name = 'JobFailedError';
+    this.outcome = report.outcome;
+    this.report = report;
+  }
+}
+
 class LaunchError extends Error {
   /** The command could not be started (not found, not executable, bad cwd). */
   constructor(message, cause) {
@@ -694,4 +738,4 @@ class LaunchError extends Error {
   }
 }
 
-module.exports = { Job, LaunchError, splitTimeouts, workerTimings, DEFAULT_TAIL_LINES };
+module.exports = { Job, LaunchError, JobFailedError, splitTimeouts, workerTimings, DEFAULT_TAIL_LINES };

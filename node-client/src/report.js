@@ -83,7 +83,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     environment: environment(facts.hellos),
     worker: {
       hello: facts.hellos.size > 0, bye: facts.bye, ranks: [...facts.hellos.keys()].sort((a, b) => a - b),
-      dump_signal: facts.dumpPids.length > 0,
+      dump_signal: facts.dumpPids.length > 0, off: m.no_worker ?? null,
     },
     output: { lines: { ...facts.lines }, bytes: { ...facts.bytes } },
     protocol: { rejected: { ...facts.rejected }, lost: facts.lost },

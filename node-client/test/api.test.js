@@ -1,0 +1,84 @@
+'use strict';
+// What a GUI author needs from launch() besides the report (issue 13): the interpreter by
+// name, a spawn event, an AbortSignal, an opt-in `done` that rejects on failure, a no_worker
+// event when zero-code mode cannot load, and DoctorError among the exports.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+const index = require('../src/index.js');
+const { launch, JobFailedError, resolvePython } = index;
+const { FIXTURE, PYTHON, userEnv, processesOfJob } = require('../test-support/e2e.js');
+
+test('python: the interpreter to run when no command is given; spawn names pid and command', async () => {
+  const job = launch({ python: PYTHON, args: [FIXTURE, 'succeed'], env: userEnv() });
+  const order = [];
+  let spawned = null;
+  job.on('spawn', (info) => { spawned = info; order.push('spawn'); });
+  job.on('hello', () => order.push('hello'));
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.deepEqual(spawned, { pid: report.pid, command: [PYTHON, FIXTURE, 'succeed'] });
+  assert.equal(order[0], 'spawn');
+  assert.ok(order.includes('hello'));
+  const named = launch({ pythonPath: PYTHON, args: ['-c', 'pass'] });
+  assert.equal(named.command[0], PYTHON);
+  assert.equal((await named.done).outcome, 'succeeded');
+  assert.equal(resolvePython({ python: '/x/bin/python' }), '/x/bin/python');
+});
+
+test('signal: aborting cancels the job (a user stop, so rejectOnFailure still resolves)', async () => {
+  const controller = new AbortController();
+  const job = launch({ command: PYTHON, args: [FIXTURE, 'stall'], env: userEnv(), signal: controller.signal,
+    rejectOnFailure: true, timeouts: { cancelGrace: 2 } });
+  job.once('progress', () => controller.abort());
+  const report = await job.done;
+  assert.equal(report.outcome, 'cancelled');
+  assert.deepEqual(processesOfJob(report.job_id), []);
+  // Aborted before the launch: the job is cancelled as soon as it starts.
+  const early = await launch({ command: PYTHON, args: [FIXTURE, 'stall'], env: userEnv(), signal: AbortSignal.abort() }).done;
+  assert.equal(early.outcome, 'cancelled');
+});
+
+test('rejectOnFailure: done rejects with JobFailedError carrying the report', async () => {
+  const job = launch({ command: PYTHON, args: [FIXTURE, 'raise'], env: userEnv(), rejectOnFailure: true });
+  const err = await job.done.then(() => null, (e) => e);
+  assert.ok(err instanceof JobFailedError, String(err));
+  assert.equal(err.outcome, 'failed');
+  assert.equal(err.report.error.type, 'ValueError');
+  assert.match(err.message, /ValueError: bad layer size: 0/);
+  assert.equal(job.report, err.report);
+  // Without the option the same job resolves to its report.
+  const report = await launch({ command: PYTHON, args: [FIXTURE, 'raise'], env: userEnv() }).done;
+  assert.equal(report.outcome, 'failed');
+});
+
+test('no_worker: zero-code mode that cannot load is an event and report.worker.off', async () => {
+  // A training venv without pyzmq and msgpack: a fresh one, with nothing installed.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-bare-venv-'));
+  try {
+    execFileSync(PYTHON, ['-m', 'venv', '--without-pip', dir]);
+    const bare = path.join(dir, 'bin', 'python');
+    const job = launch({ python: bare, args: ['-c', 'print("trained")'], env: userEnv() });
+    const reasons = [];
+    job.on('no_worker', (info) => reasons.push(info.reason));
+    const report = await job.done;
+    assert.equal(report.outcome, 'succeeded');
+    assert.equal(reasons.length, 1);
+    assert.equal(reasons[0], '[trainbridge] zero-code mode is off in this process: ImportError: pyzmq and '
+      + `msgpack not installed for ${bare}; run \`${bare} -m pip install pyzmq msgpack\` to turn it on`);
+    assert.equal(report.worker.off, reasons[0]);
+    assert.equal(report.worker.hello, false);
+    assert.ok(report.log_tail.includes('trained'));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the package exports DoctorError (doctor() rejects with it)', () => {
+  assert.equal(index.DoctorError, require('../src/doctor.js').DoctorError);
+  assert.ok(new index.DoctorError('x') instanceof Error);
+});
