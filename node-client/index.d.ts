@@ -2,7 +2,11 @@
 
 import { EventEmitter } from 'node:events';
 
-/** Deadlines (seconds; null disables one) and worker settings. snake_case or camelCase. */
+/**
+ * Deadlines (seconds; null disables one) and worker settings, camelCase or snake_case. A
+ * closed type: a misspelt name (stallTimout) does not compile, and at run time it rejects
+ * `done` naming the known ones.
+ */
 export interface Timeouts {
   /** spawn -> hello; else hung (startup). Default 120. */
   startupTimeout?: number | null;
@@ -29,12 +33,32 @@ export interface Timeouts {
   stallS?: number;
   freezeS?: number;
   ackTimeoutS?: number;
-  [snakeCase: string]: number | null | undefined;
+  startup_timeout?: number | null;
+  heartbeat_timeout?: number | null;
+  stall_timeout?: number | null;
+  stalled_after?: number | null;
+  kill_grace?: number;
+  cancel_grace?: number;
+  dump_timeout?: number;
+  signal_dump_wait?: number;
+  snapshot_timeout?: number;
+  drain_timeout?: number;
+  heartbeat_s?: number;
+  stall_s?: number;
+  freeze_s?: number;
+  ack_timeout_s?: number;
 }
 
 export interface LaunchOptions {
-  /** The program to run (no shell), e.g. the Python interpreter. */
-  command: string;
+  /** The program to run (no shell). Default: the Python of `python` (see resolvePython). */
+  command?: string;
+  /**
+   * The Python interpreter to run when `command` is not given (python-shell's pythonPath):
+   * e.g. the training venv's bin/python. Default: resolvePython().
+   */
+  python?: string;
+  /** The same as `python`, under python-shell's name. */
+  pythonPath?: string;
   args?: string[];
   cwd?: string;
   /** The child's environment (default: process.env); trainbridge adds its variables. */
@@ -55,6 +79,13 @@ export interface LaunchOptions {
   detached?: boolean;
   /** The hub (ROUTER) to use; default: one shared hub per Node process. */
   hub?: Hub;
+  /** Cancels the job when aborted (as child_process and execa take one). */
+  signal?: AbortSignal;
+  /**
+   * Make `done` reject with a JobFailedError when the outcome is failed, crashed or hung
+   * (a cancel still resolves). Default false: `done` resolves to every report.
+   */
+  rejectOnFailure?: boolean;
 }
 
 export type JobState = 'starting' | 'running' | 'stalled' | 'ended';
@@ -92,7 +123,8 @@ export interface Report {
   started_at: string;
   hang: { reason: string; stage: string | null; after_s: number } | null;
   signals_sent: string[];
-  worker: { hello: boolean; bye: Record<string, unknown> | null; ranks: number[]; dump_signal: boolean };
+  /** off: why the worker could not load (zero-code mode off, e.g. pyzmq missing); null when it could. */
+  worker: { hello: boolean; bye: Record<string, unknown> | null; ranks: number[]; dump_signal: boolean; off: string | null };
   output: { lines: { stdout: number; stderr: number }; bytes: { stdout: number; stderr: number } };
   protocol: { rejected: Record<string, number>; lost: number };
   leftovers: number[];
@@ -121,7 +153,14 @@ export interface LogLine {
 
 export interface StalledInfo { stage: string | null; idle_s: number | null; stack: string | null }
 
+/** The process was started. */
+export interface SpawnInfo { pid: number; command: string[] }
+/** A process of the job cannot load the worker: `reason` is its one-line explanation. */
+export interface NoWorkerInfo { reason: string }
+
 export type JobEvent =
+  | { type: 'spawn'; data: SpawnInfo }
+  | { type: 'no_worker'; data: NoWorkerInfo }
   | { type: 'hello'; data: HelloBody }
   | { type: 'stage'; data: StageBody }
   | { type: 'progress'; data: ProgressBody }
@@ -153,6 +192,19 @@ export class LaunchError extends Error {
   code?: string;
 }
 
+/** `done`'s rejection with rejectOnFailure: the job failed, crashed or hung. */
+export class JobFailedError extends Error {
+  outcome: Outcome;
+  report: Report;
+}
+
+/** doctor() could not get an answer from the Python side (not found, crashed, no JSON, too slow). */
+export class DoctorError extends Error {
+  exitCode: number | null;
+  signal: string | null;
+  stderr: string;
+}
+
 /** A frame that is not a valid protocol v1 message; `reason` is a stable code. */
 export class ProtocolError extends Error {
   reason: string;
@@ -180,6 +232,8 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   events(): AsyncIterableIterator<JobEvent>;
   [Symbol.asyncIterator](): AsyncIterableIterator<JobEvent>;
 
+  on(event: 'spawn', listener: (info: SpawnInfo) => void): this;
+  on(event: 'no_worker', listener: (info: NoWorkerInfo) => void): this;
   on(event: 'hello', listener: (body: HelloBody) => void): this;
   on(event: 'stage', listener: (body: StageBody) => void): this;
   on(event: 'progress', listener: (body: ProgressBody) => void): this;
@@ -194,6 +248,8 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   on(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
   on(event: 'end', listener: (report: Report) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once(event: 'spawn', listener: (info: SpawnInfo) => void): this;
+  once(event: 'no_worker', listener: (info: NoWorkerInfo) => void): this;
   once(event: 'hello', listener: (body: HelloBody) => void): this;
   once(event: 'stage', listener: (body: StageBody) => void): this;
   once(event: 'progress', listener: (body: ProgressBody) => void): this;
@@ -226,10 +282,56 @@ export function toJSON(report: Report, indent?: number): string;
 /** The report's one readable paragraph. */
 export function summary(report: Report): string;
 
-/** The Python the package would use: the repo's .venv, else $TRAINBRIDGE_PYTHON, else python3. */
-export function resolvePython(): string;
+/**
+ * The Python the package would use: `python` when given, else $TRAINBRIDGE_PYTHON, else the
+ * active venv's ($VIRTUAL_ENV), else (in the repository) its .venv, else python3.
+ */
+export function resolvePython(options?: { python?: string }): string;
 
-/** Environment checks run through the Python side (trainbridge doctor). */
-export function doctor(options?: { python?: string; timeoutS?: number }): Promise<object>;
+export interface DoctorOptions {
+  /** The training venv's interpreter to check (default: the runner's own). */
+  python?: string;
+  /** Each check's deadline in seconds. Default 20. */
+  timeoutS?: number;
+  /** A Python that has trainbridge installed, or the `trainbridge` script (default: resolvePython()). */
+  trainbridge?: string;
+  /** Hosts to check connectivity to (multi-node). */
+  hosts?: string[];
+  connectTimeoutS?: number;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+export type DoctorVerdict = 'ok' | 'warn' | 'fail' | 'hung' | 'skip';
+
+/** One check of the doctor's report (docs/DOCTOR.md "Report"). */
+export interface DoctorCheck {
+  name: string;
+  verdict: DoctorVerdict;
+  /** One line: what was found, with the numbers. */
+  detail: string;
+  /** What to do, or null. */
+  fix: string | null;
+  /** The raw facts the verdict was decided from. */
+  facts: Record<string, unknown>;
+  duration_s: number;
+  /** A hung check: every thread's stack at the deadline; a crashed one: its stderr tail. */
+  stack: string | null;
+}
+
+/** The doctor's report (docs/DOCTOR.md); a "do not train" verdict (exit_code 1) still resolves. */
+export interface DoctorReport {
+  schema: string;
+  python: string;
+  ok: boolean;
+  exit_code: 0 | 1;
+  summary: Record<DoctorVerdict, number>;
+  duration_s: number;
+  checks: DoctorCheck[];
+  [extra: string]: unknown;
+}
+
+/** Environment checks run through the Python side (trainbridge doctor); rejects with DoctorError. */
+export function doctor(options?: DoctorOptions): Promise<DoctorReport>;
 
 export const DEFAULT_TIMEOUTS: Readonly<Record<string, number | null>>;

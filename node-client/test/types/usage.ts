@@ -1,0 +1,49 @@
+// A GUI author's use of the package, type-checked by test/types.test.js (tsc --noEmit).
+// Lines marked @ts-expect-error must NOT compile: if one does, tsc fails the test.
+import {
+  launch, doctor, DoctorError, JobFailedError, LaunchError, PythonError, resolvePython,
+  type Report, type Timeouts, type JobEvent, type DoctorReport,
+} from 'trainbridge';
+
+async function main(): Promise<void> {
+  const controller = new AbortController();
+  const timeouts: Timeouts = { stallTimeout: 600, startup_timeout: 120, killGrace: 5 };
+  const job = launch({
+    python: resolvePython({ python: '/venv/bin/python' }), args: ['train.py'], timeouts,
+    signal: controller.signal, rejectOnFailure: true,
+  });
+  job.on('spawn', (info) => { const pid: number = info.pid; void pid; });
+  job.on('no_worker', (info) => { const why: string = info.reason; void why; });
+  job.on('progress', (p) => {
+    const step: number | bigint = p.step; // BigInt steps are typed as such
+    void step;
+  });
+  for await (const event of job) {
+    const e: JobEvent = event;
+    if (e.type === 'spawn') void e.data.command.join(' ');
+  }
+  try {
+    const report: Report = await job.done;
+    const off: string | null = report.worker.off;
+    void off;
+  } catch (err) {
+    if (err instanceof JobFailedError) void err.report.outcome;
+    if (err instanceof LaunchError || err instanceof PythonError) void err.message;
+  }
+  try {
+    const checked: DoctorReport = await doctor({ python: '/venv/bin/python', timeoutS: 5 });
+    for (const check of checked.checks) void `${check.name} ${check.verdict} ${check.fix ?? ''}`;
+  } catch (err) {
+    if (err instanceof DoctorError) void err.stderr;
+  }
+
+  // @ts-expect-error: a misspelt timeout does not compile (Timeouts is closed)
+  launch({ command: 'python', timeouts: { stallTimout: 600 } });
+  // @ts-expect-error: a step is a number or a bigint, never a string
+  job.on('progress', (p) => { const s: string = p.step; void s; });
+  // @ts-expect-error: a verdict is one of five words
+  const verdict: DoctorReport['checks'][number]['verdict'] = 'great';
+  void verdict;
+}
+
+void main;
