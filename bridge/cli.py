@@ -1,12 +1,15 @@
 """`trainbridge`: the command line. `trainbridge run [options] -- CMD...` supervises CMD.
 
-Exit status of `trainbridge run` (also in docs/CLIENT.md and --help):
+Exit status of `trainbridge run` (also in docs/CLIENT.md and --help), as env(1) and
+timeout(1) have them:
   the child's own exit status when it exited by itself (0 = succeeded);
   1 when it failed but exited 0 (a fatal error was reported, or the worker was refused);
   128+N when it died by signal N (crashed: SIGSEGV -> 139, SIGKILL -> 137);
   124 when it was declared hung and stopped (like timeout(1));
   130 when it was cancelled (Ctrl-C, SIGTERM or SIGHUP to trainbridge);
-  125 when trainbridge itself could not start it (command not found, bad cwd);
+  126 when the command was found but could not be executed (permissions, not a program);
+  127 when the command was not found;
+  125 when trainbridge itself failed (a bad cwd, the client cannot load);
   2 for a usage error.
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import errno
 import json
 import os
 import signal
@@ -27,6 +31,8 @@ from trainbridge.bridge.report import to_json
 
 EXIT_HUNG = 124
 EXIT_LAUNCH_FAILED = 125
+EXIT_NOT_EXECUTABLE = 126
+EXIT_NOT_FOUND = 127
 EXIT_CANCELLED = 130
 EXIT_FAILED_ZERO = 1
 
@@ -37,10 +43,13 @@ exit status:
   128+N           crashed: died by signal N (139 = SIGSEGV, 137 = SIGKILL)
   124             hung: a deadline passed; stacks were taken and the tree was stopped
   130             cancelled (Ctrl-C, SIGTERM or SIGHUP to trainbridge)
-  125             trainbridge could not start the command
+  126             the command was found but cannot be executed (permissions?)
+  127             the command was not found
+  125             trainbridge itself failed (bad cwd, the client cannot load)
   2               usage error
 
-A timeout of 0 disables that deadline.
+Durations are seconds (90, 2.5) or take a unit: 90s, 10m, 1h. A timeout of 0
+disables that deadline.
 """
 
 
@@ -63,11 +72,26 @@ def exit_status(report: Dict[str, Any]) -> int:
     return int(code or 0) & 0xFF
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """'90' or '90s' -> 90.0, '10m' -> 600.0, '1h' -> 3600.0, '2.5' -> 2.5 (seconds, >= 0)."""
+    raw = text.strip().lower()
+    scale = _UNITS.get(raw[-1:], None) if raw else None
+    number = raw[:-1] if scale is not None else raw
+    try:
+        value = float(number) * (scale or 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: give seconds (90, 2.5) or 90s, 10m, 1h") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: a duration must be >= 0 and finite")
+    return value
+
+
 def _seconds(text: str) -> Optional[float]:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0 seconds")
-    return value or None
+    return parse_duration(text) or None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trainbridge",
         description="Supervise a training process: always know if it is progressing, "
                     "stalled, hung, crashed or failed, where and why.")
+    from trainbridge import __version__
+
+    parser.add_argument("--version", "-V", action="version",
+                        version=f"trainbridge {__version__} (Python {sys.version.split()[0]})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     run = sub.add_parser(
@@ -92,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--heartbeat-timeout", type=_seconds, default=d["heartbeat_timeout"],
                      metavar="S", help="hung if the worker's heartbeat is silent for S seconds "
                      f"while the process lives (default {d['heartbeat_timeout']:g})")
-    run.add_argument("--kill-grace", type=float, default=d["kill_grace"], metavar="S",
+    run.add_argument("--kill-grace", type=parse_duration, default=d["kill_grace"], metavar="S",
                      help=f"seconds between SIGTERM and SIGKILL (default {d['kill_grace']:g})")
     run.add_argument("--log", metavar="FILE", help="append every output line to FILE (UTF-8)")
     run.add_argument("--report", metavar="FILE", help="write the final report to FILE "
@@ -100,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true",
                      help="print events as JSON lines (ASCII) instead of the live view; "
                           "the last line is the end event with the report")
+    run.add_argument("--no-zero-code", dest="zero_code", action="store_false",
+                     help="do not load the worker into the command's Python processes; only "
+                          "scripts that import trainbridge.worker themselves then say hello")
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...",
                      help="the command and its arguments")
     _add_doctor(sub)
@@ -142,7 +173,8 @@ def run(args: argparse.Namespace, cmd: List[str]) -> int:
         job = bridge.launch(cmd, startup_timeout=args.startup_timeout,
                             stall_timeout=args.stall_timeout,
                             heartbeat_timeout=args.heartbeat_timeout,
-                            kill_grace=args.kill_grace, log_path=args.log)
+                            kill_grace=args.kill_grace, log_path=args.log,
+                            zero_code=args.zero_code)
     except (bridge.LaunchError, OSError) as exc:
         message = f"trainbridge: could not start the command: {exc}. Check the path and that " \
                   f"it is executable (use the full path, e.g. .venv/bin/python)."
@@ -151,7 +183,7 @@ def run(args: argparse.Namespace, cmd: List[str]) -> int:
                   flush=True)
         else:
             print(message, file=sys.stderr)
-        return EXIT_LAUNCH_FAILED
+        return launch_failure_status(exc)
     restore = _forward_stop_signals(job)
     try:
         report = view.follow(job)
@@ -161,6 +193,21 @@ def run(args: argparse.Namespace, cmd: List[str]) -> int:
         _write_report(args.report, report)
     view.close(report)
     return exit_status(report)
+
+
+def launch_failure_status(exc: BaseException) -> int:
+    """127 not found, 126 found but not executable, 125 trainbridge's own (as env(1))."""
+    from trainbridge.bridge.launcher import LaunchError
+
+    if not isinstance(exc, LaunchError):
+        return EXIT_LAUNCH_FAILED  # ours, e.g. the --log file cannot be opened
+    cause = exc.__cause__
+    if isinstance(cause, FileNotFoundError):
+        return EXIT_NOT_FOUND
+    if isinstance(cause, (PermissionError, IsADirectoryError)) or \
+            getattr(cause, "errno", None) == errno.ENOEXEC:  # not a program
+        return EXIT_NOT_EXECUTABLE
+    return EXIT_LAUNCH_FAILED
 
 
 def _forward_stop_signals(job) -> Any:

@@ -60,10 +60,59 @@ def test_hung_is_124(tmp_path):
     assert report["outcome"] == "hung" and report["hang"]["reason"] == "stall"
 
 
-def test_launch_failure_is_125():
+def test_a_command_not_found_is_127_and_one_not_executable_is_126(tmp_path):
     done = trainbridge("run", "--", "/nonexistent/train.sh")
-    assert done.returncode == 125
-    assert b"could not start" in done.stderr
+    assert done.returncode == 127
+    assert b"could not start" in done.stderr and b"No such file" in done.stderr
+    script = tmp_path / "train.sh"
+    script.write_text("echo never\n")
+    script.chmod(0o644)
+    done = trainbridge("run", "--", str(script))
+    assert done.returncode == 126 and b"Permission denied" in done.stderr
+
+
+def test_trainbridges_own_failure_is_125(tmp_path):
+    done = trainbridge("run", "--log", str(tmp_path / "no" / "such" / "dir.log"), "--",
+                       *py("print('never')"))
+    assert done.returncode == 125 and b"never" not in done.stdout
+
+
+def test_run_help_documents_every_exit_status_and_the_duration_units():
+    text = trainbridge("run", "--help").stdout.decode()
+    for status in ("128+N", "124", "130", "126", "127", "125"):
+        assert f"\n  {status} " in text, status
+    assert "90s, 10m, 1h" in text and "--no-zero-code" in text
+
+
+def test_durations_take_units_and_a_bad_one_is_a_usage_error():
+    from trainbridge.bridge.cli import parse_duration
+
+    assert [parse_duration(t) for t in ("90", "2.5", "90s", "10m", "1h", "0")] == \
+        [90.0, 2.5, 90.0, 600.0, 3600.0, 0.0]
+    done = trainbridge("run", "--stall-timeout", "10x", "--", *py("print('never')"))
+    assert done.returncode == 2 and b"not a duration" in done.stderr
+    done = trainbridge("run", "--stall-timeout=-1m", "--", *py("print('never')"))
+    assert done.returncode == 2 and b">= 0" in done.stderr
+
+
+def test_no_zero_code_leaves_an_unmodified_script_without_a_worker():
+    code = "import sys; print('loaded' if 'trainbridge' in sys.modules else 'untouched')"
+    events = [json.loads(line) for line in
+              trainbridge("run", "--json", "--no-zero-code", "--", *py(code)).stdout.splitlines()]
+    assert [e["text"] for e in events if e["event"] == "output"] == ["untouched"]
+    assert not any(e["event"] == "message" for e in events)
+    events = [json.loads(line) for line in
+              trainbridge("run", "--json", "--", *py(code)).stdout.splitlines()]
+    assert [e["text"] for e in events if e["event"] == "output"] == ["loaded"]
+
+
+def test_version_is_the_packages():
+    from trainbridge import __version__
+
+    for args in (("--version",), ("-V",)):
+        done = trainbridge(*args)
+        assert done.returncode == 0
+        assert done.stdout.decode().startswith(f"trainbridge {__version__} ")
 
 
 def test_json_mode_prints_ascii_event_lines_and_the_report():
