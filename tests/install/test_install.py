@@ -1,0 +1,254 @@
+"""Installed as a user installs it (issue 13 item 7): the wheel and the npm tarball are built
+from this checkout, installed into fresh environments in a temporary directory outside the
+repository, and an unmodified script with its own `worker.py` and a tqdm bar is supervised
+by the installed `trainbridge run` and by the installed Node package.
+
+Nothing here imports from the checkout into the children: their PYTHONPATH, TRAINBRIDGE_*
+variables and this machine's PYTHONUNBUFFERED are removed, and their cwd is the temp dir.
+Dependencies (pyzmq, msgpack, psutil, rich, nvidia-ml-py, tqdm; zeromq and msgpackr for
+Node) come from the registries through pip's and npm's caches. No torch is needed.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import textwrap
+import zipfile
+
+import psutil
+import pytest
+
+from trainbridge import __version__
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+STEP_S = 180  # an upper bound for one install step; a step that needs it has failed anyway
+TQDM = "tqdm==4.70.1"  # requirements-dev.txt's pin
+
+# What a fresh user would write: its own module named `worker` and a tqdm loop.
+USER_WORKER = '''\
+"""The training script's own module that happens to be called `worker`."""
+
+
+def fetch(i):
+    return i
+'''
+USER_TRAIN = '''\
+import sys
+import time
+
+import worker
+from tqdm import tqdm
+
+print("own worker:", worker.__file__, flush=True)
+# Not something a script does; it lets the test see which trainbridge (if any) was loaded.
+print("trainbridge from:", getattr(sys.modules.get("trainbridge"), "__file__", None), flush=True)
+for i in tqdm(range(20), desc="epoch", mininterval=0):
+    time.sleep(0.02)
+print("fetch ->", worker.fetch(1), flush=True)
+'''
+NODE_RUN = '''\
+const { launch } = require('trainbridge');
+const [python, cwd] = process.argv.slice(2);
+const env = JSON.parse(process.env.INSTALL_TEST_ENV);
+const job = launch({ python, args: ['train.py'], cwd, env, timeouts: { startupTimeout: 60 } });
+const seen = { spawn: null, noWorker: [], hellos: 0, stages: [], progress: [], lines: [] };
+job.on('spawn', (s) => { seen.spawn = s; });
+job.on('no_worker', (w) => seen.noWorker.push(w.reason));
+job.on('hello', () => { seen.hellos += 1; });
+job.on('stage', (s) => { if (s.event === 'begin') seen.stages.push(s.name); });
+job.on('progress', (p) => seen.progress.push({ step: p.step, total: p.total, metrics: p.metrics }));
+job.on('log', (l) => { if (l.stream !== 'worker') seen.lines.push(l.text); });
+job.done.then((report) => process.stdout.write(JSON.stringify({ seen, report }) + '\\n'));
+'''
+
+
+def sh(cmd, cwd, env=None, timeout=STEP_S):
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"{cmd} -> {proc.returncode}\n{proc.stdout[-3000:]}\n" \
+                                 f"{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def clean_env():
+    """This machine's environment without anything that points into the checkout."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONUNBUFFERED", "PYTHONPATH", "VIRTUAL_ENV", "NODE_PATH")
+           and not k.startswith("TRAINBRIDGE_")}
+    # Our own venv's bin (scripts/test puts it first) must not supply `python` or `trainbridge`.
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if not os.path.abspath(p).startswith(ROOT))
+    return env
+
+
+def venv(tmp, name, *requirements):
+    """A fresh venv (no pip of its own) with `requirements` installed by our pip."""
+    path = os.path.join(tmp, name)
+    sh([sys.executable, "-m", "venv", "--without-pip", path], tmp)
+    python = os.path.join(path, "bin", "python")
+    if requirements:
+        sh([sys.executable, "-m", "pip", "--python", python, "install", "-q",
+            "--disable-pip-version-check", *requirements], tmp)
+    return python
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The wheel and the tarball, built from a copy of the sources (the checkout stays clean)."""
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        pytest.fail("node and npm are needed (scripts/setup's requirements)")
+    tmp = str(tmp_path_factory.mktemp("install"))
+    src = os.path.join(tmp, "src")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules", "*.egg-info")
+    for name in ("trainbridge", "worker", "bridge"):
+        shutil.copytree(os.path.join(ROOT, name), os.path.join(src, name), ignore=ignore)
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(os.path.join(ROOT, name), os.path.join(src, name))
+    node_src = os.path.join(src, "node-client")
+    for name in ("src", "scripts"):
+        shutil.copytree(os.path.join(ROOT, "node-client", name), os.path.join(node_src, name),
+                        ignore=ignore)
+    for name in ("package.json", "index.d.ts", "README.md"):
+        shutil.copy(os.path.join(ROOT, "node-client", name), os.path.join(node_src, name))
+    dist = os.path.join(tmp, "dist")
+    # setuptools from our venv (requirements-dev.txt pins one that knows PEP 639).
+    sh([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
+        "--no-build-isolation", "-w", dist, src], tmp)
+    sh(["npm", "pack", "--silent", "--pack-destination", dist], node_src, env=clean_env())
+    wheel = os.path.join(dist, f"trainbridge-{__version__}-py3-none-any.whl")
+    tarball = os.path.join(dist, f"trainbridge-{__version__}.tgz")
+    assert os.path.isfile(wheel) and os.path.isfile(tarball), os.listdir(dist)
+    yield {"tmp": tmp, "wheel": wheel, "tarball": tarball}
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def script(built):
+    """The user's unmodified script, in a directory of its own outside the repository."""
+    path = os.path.join(built["tmp"], "user-script")
+    os.makedirs(path)
+    with open(os.path.join(path, "worker.py"), "w") as f:
+        f.write(USER_WORKER)
+    with open(os.path.join(path, "train.py"), "w") as f:
+        f.write(USER_TRAIN)
+    return path
+
+
+def test_the_wheel_holds_everything_and_asks_only_for_what_each_side_needs(built):
+    with zipfile.ZipFile(built["wheel"]) as whl:
+        names = set(whl.namelist())
+        meta = whl.read(f"trainbridge-{__version__}.dist-info/METADATA").decode()
+    for name in ("trainbridge/__init__.py", "trainbridge/__main__.py", "trainbridge/py.typed",
+                 "trainbridge/worker/__init__.py", "trainbridge/worker/auto.py",
+                 "trainbridge/bridge/cli.py", "trainbridge/bridge/inject/sitecustomize.py",
+                 f"trainbridge-{__version__}.dist-info/licenses/LICENSE"):
+        assert name in names, name
+    assert not any(n.split("/")[0] in ("worker", "bridge", "tests") for n in names), names
+    requires = [line.split(":", 1)[1].strip() for line in meta.splitlines()
+                if line.startswith("Requires-Dist:")]
+    base = sorted(r.split(">")[0] for r in requires if "extra ==" not in r)
+    client = sorted(r.split(">")[0] for r in requires if "extra == \"client\"" in r)
+    assert base == ["msgpack", "pyzmq"], requires  # the training venv: the worker only
+    assert client == ["nvidia-ml-py", "psutil", "rich"], requires
+    assert "License-Expression: MIT" in meta and "Project-URL:" in meta
+    assert "Operating System :: POSIX :: Linux" in meta
+
+
+def test_the_tarball_ships_the_worker_and_the_zero_code_hook(built):
+    with tarfile.open(built["tarball"]) as tgz:
+        names = set(tgz.getnames())
+        package = json.load(tgz.extractfile("package/package.json"))
+    for name in ("package/src/index.js", "package/index.d.ts", "package/LICENSE",
+                 "package/python/trainbridge/__init__.py",
+                 "package/python/trainbridge/worker/__init__.py",
+                 "package/python/trainbridge/worker/auto.py",
+                 "package/python/trainbridge/bridge/inject/sitecustomize.py"):
+        assert name in names, name
+    assert not any("/test/" in n or "node_modules" in n for n in names), names
+    assert package["version"] == __version__  # one version for both packages
+    assert package["os"] == ["linux"] and package["license"] == "MIT"
+    assert package["repository"]["url"]
+
+
+def test_installed_trainbridge_run_supervises_an_unmodified_script(built, script):
+    python = venv(built["tmp"], "gui", built["wheel"] + "[client]", TQDM)
+    bindir = os.path.dirname(python)
+    env = clean_env()
+    version = sh([os.path.join(bindir, "trainbridge"), "--version"], script, env=env)
+    assert version.startswith(f"trainbridge {__version__} ")
+    assert sh([python, "-m", "trainbridge", "--version"], script, env=env) == version
+    proc = subprocess.run([os.path.join(bindir, "trainbridge"), "run", "--json", "--",
+                           python, "train.py"], cwd=script, env=env, capture_output=True,
+                          text=True, timeout=STEP_S)
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert proc.returncode == 0, (proc.stderr, events[-1:])
+    assert events[0]["event"] == "spawn" and events[0]["command"] == [python, "train.py"]
+    messages = [e for e in events if e["event"] == "message"]
+    lines = [e["text"] for e in events if e["event"] == "output"]
+    hellos = [e for e in messages if e["kind"] == "hello"]
+    assert len(hellos) == 1 and hellos[0]["body"]["pid"] == events[0]["pid"]
+    began = [e["body"]["name"] for e in messages
+             if e["kind"] == "stage" and e["body"]["event"] == "begin"]
+    assert began[:2] == ["startup", "main"], began
+    progress = [e["body"] for e in messages if e["kind"] == "progress"]
+    assert progress and progress[-1]["step"] == 20 and progress[-1]["total"] == 20, progress
+    assert progress[-1]["metrics"]["bar"] == "epoch"
+    assert f"own worker: {os.path.join(script, 'worker.py')}" in lines, lines
+    site = os.path.join(built["tmp"], "gui", "lib")
+    loaded = [line for line in lines if line.startswith("trainbridge from: ")]
+    assert loaded and loaded[0].split(": ", 1)[1].startswith(site), loaded  # the wheel's copy
+    assert "fetch -> 1" in lines
+    report = events[-1]["report"]
+    assert report["outcome"] == "succeeded" and report["worker"]["off"] is None, report
+    assert not psutil.Process().children(recursive=True)
+
+
+def run_node(built, script, python):
+    app = os.path.join(built["tmp"], "gui-app")
+    if not os.path.isdir(os.path.join(app, "node_modules", "trainbridge")):
+        os.makedirs(app, exist_ok=True)
+        with open(os.path.join(app, "package.json"), "w") as f:
+            json.dump({"name": "gui-app", "private": True}, f)
+        with open(os.path.join(app, "run.js"), "w") as f:
+            f.write(NODE_RUN)
+        sh(["npm", "install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error",
+            built["tarball"]], app, env=clean_env())
+    env = clean_env()
+    env["INSTALL_TEST_ENV"] = json.dumps(clean_env())
+    out = sh(["node", "run.js", python, script], app, env=env, timeout=120)
+    result = json.loads(out.splitlines()[-1])
+    assert not psutil.Process().children(recursive=True)
+    return app, result["seen"], result["report"]
+
+
+def test_installed_node_package_brings_the_worker_to_a_venv_without_trainbridge(built, script):
+    # The training venv has what the worker needs and nothing of trainbridge: the worker
+    # and the zero-code hook come from the npm package.
+    python = venv(built["tmp"], "train", "pyzmq", "msgpack", TQDM)
+    app, seen, report = run_node(built, script, python)
+    assert seen["spawn"]["command"] == [python, "train.py"], seen["spawn"]
+    assert seen["hellos"] == 1 and seen["stages"][:2] == ["startup", "main"], seen
+    assert seen["progress"] and seen["progress"][-1]["step"] == 20, seen["progress"]
+    assert seen["progress"][-1]["total"] == 20
+    assert f"own worker: {os.path.join(script, 'worker.py')}" in seen["lines"], seen["lines"]
+    bundled = os.path.join(app, "node_modules", "trainbridge", "python", "trainbridge",
+                           "__init__.py")
+    assert f"trainbridge from: {bundled}" in seen["lines"], seen["lines"]
+    assert "fetch -> 1" in seen["lines"] and seen["noWorker"] == []
+    assert report["outcome"] == "succeeded" and report["worker"]["off"] is None, report
+
+
+def test_installed_node_package_says_why_zero_code_is_off_without_pyzmq(built, script):
+    python = venv(built["tmp"], "bare", TQDM)
+    _, seen, report = run_node(built, script, python)
+    assert seen["hellos"] == 0 and len(seen["noWorker"]) == 1, seen
+    reason = seen["noWorker"][0]
+    assert reason.startswith("[trainbridge] zero-code mode is off"), reason
+    assert "pyzmq" in reason and python in reason and "pip install" in reason, reason
+    assert report["worker"]["off"] == reason
+    # Supervised all the same: output, the script's own module, the outcome.
+    assert report["outcome"] == "succeeded", report
+    assert "fetch -> 1" in seen["lines"] and "trainbridge from: None" in seen["lines"]
