@@ -8,6 +8,12 @@
  *   const report = await job.done;
  */
 
+if (process.platform !== 'linux') {
+  // One sentence instead of a failure deep inside (no /proc, no process groups as used here).
+  throw new Error(`trainbridge's Node client supports Linux only and this is ${process.platform}; `
+    + 'the Python worker does run here, so supervise the training process from a Linux machine or container');
+}
+
 const { Job, LaunchError, JobFailedError } = require('./job.js');
 const { Hub, getDefaultHub } = require('./hub.js');
 const { ProtocolError, PythonError } = require('./errors.js');

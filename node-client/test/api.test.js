@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { execFileSync } = require('node:child_process');
+const { execFileSync, spawnSync } = require('node:child_process');
 const index = require('../src/index.js');
 const { launch, JobFailedError, resolvePython } = index;
 const { FIXTURE, PYTHON, userEnv, processesOfJob } = require('../test-support/e2e.js');
@@ -81,4 +81,12 @@ test('no_worker: zero-code mode that cannot load is an event and report.worker.o
 test('the package exports DoctorError (doctor() rejects with it)', () => {
   assert.equal(index.DoctorError, require('../src/doctor.js').DoctorError);
   assert.ok(new index.DoctorError('x') instanceof Error);
+});
+
+test('off Linux the package refuses at require with one sentence', () => {
+  const pretend = "Object.defineProperty(process, 'platform', { value: 'darwin' });";
+  const done = spawnSync(process.execPath, ['-e', `${pretend} require(${JSON.stringify(require.resolve('../src/index.js'))})`],
+    { encoding: 'utf8' });
+  assert.notEqual(done.status, 0);
+  assert.match(done.stderr, /Error: trainbridge's Node client supports Linux only and this is darwin; the Python worker does run here/);
 });
