@@ -29,7 +29,7 @@ from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequenc
 
 from trainbridge.bridge import launcher, machine, report as reports
 from trainbridge.bridge.hub import Channel, Hub
-from trainbridge.bridge.lines import LineSplitter, decode_line, log_text
+from trainbridge.bridge.lines import LineSplitter, RedrawThrottle, decode_line, log_text
 
 READ_SIZE = 64 * 1024
 TAIL_LINES = 40
@@ -120,6 +120,7 @@ class Job:
         self._pipes: Dict[int, str] = {}
         self._pipe_files: Dict[int, Any] = {}  # close through these: Popen owns the fds
         self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
+        self._redraws = RedrawThrottle()  # a bar's redraws reach the log once a second
         self._pidfd: Optional[int] = None
         self._drain_until: Optional[float] = None
         self._tree_next = 0.0
@@ -478,7 +479,11 @@ class Job:
             return
         decoded = [(decode_line(raw.data)[0], raw.end) for raw in raw_lines]
         # The log first: when a listener hears of a line, the file already has it.
-        self._write_log("\n".join(log_text(text) for text, _ in decoded))
+        now = time.monotonic()
+        logged = [log_text(kept) for text, end in decoded
+                  for kept in self._redraws.feed(stream, text, end, now)]
+        if logged:
+            self._write_log("\n".join(logged))
         for text, end in decoded:
             self.lines[stream] += 1
             # tqdm redraws replace each other in the tail instead of filling it.
@@ -596,10 +601,18 @@ class Job:
         except Exception as exc:  # never leave a waiter hanging on a report bug
             self.report = Report(reports.minimal(self, exc))
         self.hub.remove_job(self.id)
+        self._end_log()
         self._close_log()
         shutil.rmtree(self.dir, ignore_errors=True)  # the crash file is in the report now
         self._publish({"event": "end", "outcome": self.m["outcome"], "report": self.report})
         self._done.set()
+
+    def _end_log(self) -> None:
+        """The log file ends with the bar's last state, the verdict and the stacks."""
+        held = self._redraws.flush()
+        if held:
+            self._write_log("\n".join(log_text(text) for text in held))
+        self._write_log(log_text(reports.log_footer(self.report)))
 
     def _close_log(self) -> None:
         if self._log is not None:

@@ -140,3 +140,37 @@ def log_text(text: str) -> str:
     """A decoded line as it is written to a UTF-8 log file: undecodable bytes (lone
     surrogates) become visible \\udcXX escapes instead of failing the write."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+class RedrawThrottle:
+    """Which output lines go to the log file (a pure rule; vectors/redraws.json).
+
+    Every line does, except a progress bar's redraws (lines ended by a bare CR): of those a
+    stream's log keeps at most one per `interval` seconds. A redraw held back is dropped when
+    a full line follows on its stream (tqdm ends a bar with its final state and a newline),
+    and written by flush() when the output ends on it (a bar that never finished).
+    """
+
+    def __init__(self, interval: float = 1.0):
+        self.interval = interval
+        self._written: dict = {}  # stream -> time of the last redraw written
+        self._held: dict = {}     # stream -> the latest redraw not written
+
+    def feed(self, stream: str, text: str, end: str, t: float) -> List[str]:
+        """The texts to write now for one line (its time `t`, seconds)."""
+        if end != "cr":
+            self._held.pop(stream, None)
+            return [text]
+        last = self._written.get(stream)
+        if last is not None and t - last < self.interval:
+            self._held[stream] = text
+            return []
+        self._written[stream] = t
+        self._held.pop(stream, None)
+        return [text]
+
+    def flush(self) -> List[str]:
+        """At the end of the output: the redraws still held back, stdout's first."""
+        held = [self._held[s] for s in sorted(self._held, key=lambda s: s != "stdout")]
+        self._held.clear()
+        return held

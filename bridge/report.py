@@ -23,6 +23,15 @@ FATAL_LINES_MAX = 400           # stderr lines kept after "Fatal Python error"
 FATAL_MARKERS = ("Fatal Python error:", "Timeout (")  # faulthandler's crash and watchdog headers
 
 
+def log_footer(report: Dict[str, Any]) -> str:
+    """What a job's log file ends with: the verdict, then the stacks that explain it (the
+    crash file's are gone once the job ends; the log keeps them). Node: logFooter."""
+    lines = [f"[trainbridge] {report.get('summary') or report.get('outcome')}"]
+    if report.get("stacks"):
+        lines += ["[trainbridge] stacks:", str(report["stacks"]).rstrip("\n")]
+    return "\n".join(lines)
+
+
 def build(job: Any) -> Dict[str, Any]:
     """The report of a finished job (bridge.job.Job)."""
     m = job.m

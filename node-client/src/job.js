@@ -20,11 +20,11 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { EventEmitter } = require('node:events');
 const machine = require('./machine.js');
-const { LineSplitter, decodeLine, logText } = require('./lines.js');
+const { LineSplitter, RedrawThrottle, decodeLine, logText } = require('./lines.js');
 const launcher = require('./launcher.js');
 const evidence = require('./evidence.js');
 const { PythonError } = require('./errors.js');
-const { buildReport, minimalReport } = require('./report.js');
+const { buildReport, minimalReport, logFooter } = require('./report.js');
 
 const DEFAULT_TAIL_LINES = 40;
 const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
@@ -89,6 +89,7 @@ class Job extends EventEmitter {
     this._hub = hub;
     this._tailLines = options.tailLines ?? DEFAULT_TAIL_LINES;
     this._splitters = { stdout: new LineSplitter(), stderr: new LineSplitter() };
+    this._redraws = new RedrawThrottle(); // a bar's redraws reach the log once a second
     this._pipesOpen = 0;
     this._peers = new Set();
     this._lead = null; // routing id of the process that speaks for the job
@@ -451,6 +452,7 @@ class Job extends EventEmitter {
     }
     for (const resolve of this._stackRequests.values()) resolve(null);
     this._hub.unregister(this);
+    this._endLog();
     this._closeLog();
     if (this._unfollowAbort) this._unfollowAbort();
     fs.rmSync(this._dir, { recursive: true, force: true }); // the crash file is in the report now
@@ -467,6 +469,13 @@ class Job extends EventEmitter {
       m: this._m, facts: this._facts, crashFile: this._crashFile, pid: this.pid, id: this.id,
       command: this.command, logPath: this._options.logPath || null,
     };
+  }
+
+  /** The log file ends with the bar's last state, the verdict and the stacks. */
+  _endLog() {
+    const held = this._redraws.flush();
+    if (held.length) this._writeLog(held.map(logText).join('\n'));
+    this._writeLog(logText(logFooter(this.report)));
   }
 
   _closeLog() {
@@ -653,10 +662,11 @@ class Job extends EventEmitter {
     if (!rawLines.length) return;
     const { tail } = this._facts;
     const texts = [];
+    const t = now();
     for (const raw of rawLines) {
       const { text, encoding } = decodeLine(raw.data);
       this._facts.lines[stream] += 1;
-      texts.push(logText(text));
+      for (const kept of this._redraws.feed(stream, text, raw.end, t)) texts.push(logText(kept));
       // tqdm redraws replace each other in the tail instead of filling it.
       if (tail.length && tail[tail.length - 1].end === 'cr' && tail[tail.length - 1].stream === stream) tail.pop();
       tail.push({ stream, text, end: raw.end });
@@ -667,7 +677,7 @@ class Job extends EventEmitter {
       }
       this._emit('log', { stream, text, encoding, end: raw.end });
     }
-    this._writeLog(texts.join('\n'));
+    if (texts.length) this._writeLog(texts.join('\n'));
   }
 
   _captureFatal(text) {

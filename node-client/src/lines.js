@@ -255,4 +255,43 @@ function logText(text) {
   return text.replace(LONE_SURROGATE, (s) => '\\u' + s.charCodeAt(0).toString(16).padStart(4, '0'));
 }
 
-module.exports = { DEFAULT_MAX_LINE, LineSplitter, utf8SafeCut, decodeLine, lineBytes, logText, isGbk };
+
+/**
+ * Which output lines go to the log file (a pure rule; vectors/redraws.json), as
+ * bridge/lines.py's RedrawThrottle: every line, except a progress bar's redraws (ended by a
+ * bare CR), of which a stream's log keeps at most one per `interval` seconds. A held-back
+ * redraw is dropped when a full line follows on its stream, written by flush() at the end.
+ */
+class RedrawThrottle {
+  constructor(interval = 1.0) {
+    this.interval = interval;
+    this._written = new Map(); // stream -> time of the last redraw written
+    this._held = new Map(); // stream -> the latest redraw not written
+  }
+
+  /** The texts to write now for one line (its time `t`, seconds). */
+  feed(stream, text, end, t) {
+    if (end !== 'cr') {
+      this._held.delete(stream);
+      return [text];
+    }
+    const last = this._written.get(stream);
+    if (last !== undefined && t - last < this.interval) {
+      this._held.set(stream, text);
+      return [];
+    }
+    this._written.set(stream, t);
+    this._held.delete(stream);
+    return [text];
+  }
+
+  /** At the end of the output: the redraws still held back, stdout's first. */
+  flush() {
+    const streams = [...this._held.keys()].sort((a, b) => (a !== 'stdout') - (b !== 'stdout'));
+    const held = streams.map((s) => this._held.get(s));
+    this._held.clear();
+    return held;
+  }
+}
+
+module.exports = { DEFAULT_MAX_LINE, LineSplitter, utf8SafeCut, decodeLine, lineBytes, logText, isGbk, RedrawThrottle };

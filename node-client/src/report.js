@@ -284,4 +284,14 @@ function iso(wall) {
   return `${new Date(Math.floor(wall) * 1000).toISOString().slice(0, 19)}Z`;
 }
 
-module.exports = { REPORT_VERSION, buildReport, minimalReport, summary, toJSON, readCrashFile, joinStacks };
+/**
+ * What a job's log file ends with: the verdict, then the stacks that explain it (the crash
+ * file's are gone once the job ends; the log keeps them). Python: report.log_footer.
+ */
+function logFooter(report) {
+  const lines = [`[trainbridge] ${report.summary || report.outcome}`];
+  if (report.stacks) lines.push('[trainbridge] stacks:', String(report.stacks).replace(/\n+$/, ''));
+  return lines.join('\n');
+}
+
+module.exports = { REPORT_VERSION, buildReport, logFooter, minimalReport, summary, toJSON, readCrashFile, joinStacks };

@@ -90,3 +90,34 @@ test('off Linux the package refuses at require with one sentence', () => {
   assert.notEqual(done.status, 0);
   assert.match(done.stderr, /Error: trainbridge's Node client supports Linux only and this is darwin; the Python worker does run here/);
 });
+
+test('the log file: a bar is one line per second at most, then the verdict and the stacks', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-log-'));
+  try {
+    const bar = 'import sys, time\nprint("start", flush=True)\nfor i in range(41):\n'
+      + '    sys.stderr.write(f"\\rbar {i}/40"); sys.stderr.flush(); time.sleep(0.005)\n'
+      + 'sys.stderr.write("\\n")\nprint("end", flush=True)\n';
+    const logPath = path.join(dir, 'bar.log');
+    const report = await launch({ python: PYTHON, args: ['-c', bar], env: userEnv(), logPath }).done;
+    assert.equal(report.outcome, 'succeeded');
+    assert.equal(report.output.lines.stderr, 41);
+    const lines = fs.readFileSync(logPath, 'utf8').split('\n').slice(0, -1);
+    assert.equal(lines.at(-1), `[trainbridge] ${report.summary}`);
+    assert.deepEqual(lines.filter((l) => !l.startsWith('bar')).slice(0, -1), ['start', 'end']);
+    const bars = lines.filter((l) => l.startsWith('bar'));
+    assert.equal(bars[0], 'bar 0/40');
+    assert.equal(bars.at(-1), 'bar 40/40');
+    assert.ok(bars.length <= 2 + Math.floor(report.duration_s), bars.join(' | '));
+
+    const crashPath = path.join(dir, 'crash.log');
+    const crashed = await launch({ python: PYTHON, args: ['-c', "import ctypes\nprint('before', flush=True)\nctypes.string_at(0)"],
+      env: userEnv(), logPath: crashPath }).done;
+    assert.equal(crashed.outcome, 'crashed');
+    const text = fs.readFileSync(crashPath, 'utf8');
+    assert.ok(text.startsWith(`before\n[trainbridge] ${crashed.summary}\n[trainbridge] stacks:\n`), text.slice(0, 300));
+    assert.ok(text.endsWith(`${crashed.stacks.replace(/\n+$/, '')}\n`));
+    assert.match(text, /Fatal Python error: Segmentation fault/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -187,7 +187,8 @@ test('GBK and undecodable output: decoded, reversible, and logged', async () => 
     ['bad \udcff\udcfe bytes', 'escaped'],
   ]);
   assert.deepEqual(report.log_tail.slice(0, 2), lines.map((l) => l.text));
-  assert.equal(fs.readFileSync(logPath, 'utf8'), '\u635f\u5931 loss=0.5 \u4e2d\u6587\nbad \\udcff\\udcfe bytes\n');
+  assert.equal(fs.readFileSync(logPath, 'utf8'), '\u635f\u5931 loss=0.5 \u4e2d\u6587\nbad \\udcff\\udcfe bytes\n'
+    + `[trainbridge] ${report.summary}\n`); // the verdict ends the log
   fs.rmSync(path.dirname(logPath), { recursive: true, force: true });
 });
 
