@@ -334,17 +334,27 @@ class LiveView:
 
         self.job = job
         report = None
-        # Not transient: the last frame (stage, progress, the last output lines) stays on
-        # screen above the summary, so what the job printed last is not wiped away.
-        with Live(self, console=self.console, refresh_per_second=8, transient=False):
+        # Not transient: the last frame (stage, progress) stays on screen above the summary.
+        with Live(self, console=self.console, refresh_per_second=8, transient=False) as live:
             while report is None:
                 event = job.next_event(0.2)
                 if event is None:
                     continue
                 self.model.update(event)
+                if event["event"] == "output" and event["end"] != "cr":
+                    self._print_above(live.console, event)
                 if event["event"] == "end":
                     report = event["report"]
         return report
+
+    @staticmethod
+    def _print_above(console, event: Dict[str, Any]) -> None:
+        """A finished output line goes above the live view (as rich and tqdm print), so the
+        terminal's scrollback keeps every line; only a bar's redraw stays in the view."""
+        from rich.text import Text
+
+        console.print(Text(event["text"], style="red" if event["stream"] == "stderr" else ""),
+                      soft_wrap=True, highlight=False, markup=False, emoji=False)
 
     def __rich__(self):
         from rich.console import Group
@@ -384,7 +394,8 @@ class LiveView:
         for note in m.notes[-2:]:
             grid.add_row("note", Text(note, style="red"))
         out = Text()
-        for text, end, stream in m.lines:
+        if m.lines and m.lines[-1][1] == "cr":  # a bar redrawing itself; full lines are above
+            text, _, stream = m.lines[-1]
             out.append(text[:self.console.width - 4] + "\n",
                        style="red" if stream == "stderr" else "")
         return Group(head, grid, Text("-" * min(60, self.console.width), style="dim"), out)
@@ -432,7 +443,8 @@ def print_summary(console, report: Dict[str, Any]) -> None:
                "hung": "bold magenta", "cancelled": "bold yellow"}
     text = Text("trainbridge: ", style="bold")
     text.append(report.get("summary", ""), style=colours.get(report.get("outcome"), ""))
-    console.print(text, soft_wrap=False)
+    # soft_wrap: never hard-wrapped (a pipe or a file has no width; a terminal wraps itself).
+    console.print(text, soft_wrap=True)
 
 
 def _clock(seconds: float) -> str:

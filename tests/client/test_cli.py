@@ -154,3 +154,36 @@ def test_ctrl_c_cancels_the_job_and_exits_130(tmp_path):
         proc.wait()
     report = json.loads(report_path.read_text(encoding="ascii"))
     assert report["outcome"] == "cancelled"
+
+
+def test_the_live_view_prints_every_output_line_above_itself():
+    """On a terminal every finished line reaches the scrollback (not just the view's last
+    ones), in order; a bar's redraws stay in the view."""
+    import io
+
+    from rich.console import Console
+
+    from trainbridge import bridge
+    from trainbridge.bridge.cli import LiveView
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=100, color_system=None)
+    code = ("import sys\nfor i in range(30): print(f'line {i:02d}')\n"
+            "sys.stderr.write('bar 1\\rbar 2\\r'); sys.stderr.flush()\nprint('last')")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    job = bridge.launch(py(code), env=env)
+    report = LiveView(console, py(code)).follow(job)
+    assert report["outcome"] == "succeeded"
+    text = out.getvalue()
+    printed = [f"line {i:02d}" for i in range(30)] + ["last"]
+    positions = [text.find(line + "\n") for line in printed]
+    assert -1 not in positions and positions == sorted(positions), positions
+    assert "bar 1\n" not in text  # a redraw is never printed into the scrollback
+
+
+def test_the_plain_summary_is_not_wrapped_at_80_columns():
+    long = "x" * 150
+    done = trainbridge("run", "--", *py(f"raise RuntimeError('{long}')"))
+    assert done.returncode == 1
+    summary = [line for line in done.stdout.decode().splitlines() if line.startswith("trainbridge: ")]
+    assert len(summary) == 1 and long in summary[0], done.stdout.decode()[-600:]
