@@ -23,6 +23,8 @@ Events ({"type": ..., "t": ...} plus):
   no_worker  reason: str (a process said it cannot load the worker: no hello will come,
              so the startup deadline no longer applies)
   cancel     grace?: num (seconds between the in-band cancel and SIGTERM)
+  cancel_refused  reason: str (the worker answered the in-band cancel that it cannot
+             stop the script, e.g. SIGINT is ignored: SIGTERM at once, not after the grace)
   exit       code: int|null, signal: str|null (from the OS; the process is gone)
   drained    the shell has read what the dead process left in the socket and the pipes
   timer      a deadline may have passed
@@ -201,6 +203,12 @@ def _on_refused(s, e, t, actions):
         _terminate(s, t, actions)
 
 
+def _on_cancel_refused(s, e, t, actions):
+    ending = s["ending"]
+    if ending is not None and ending["reason"] == "cancel" and ending["step"] == "cancel":
+        _terminate(s, t, actions)
+
+
 def _on_cancel(s, e, t, actions):
     if s["ending"] is not None or s["exit"] is not None:
         return  # already ending: the running sequence finishes the job
@@ -251,7 +259,7 @@ _HANDLERS = {
     "hello": _on_hello, "stage": _on_stage, "progress": _on_progress, "beat": _on_beat,
     "error": _on_error, "bye": _on_bye, "dumped": _on_dumped,
     "snapshotted": _on_snapshotted, "refused": _on_refused, "no_worker": _on_no_worker,
-    "cancel": _on_cancel, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,
+    "cancel": _on_cancel, "cancel_refused": _on_cancel_refused, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,
 }
 
 

@@ -159,6 +159,11 @@ function onRefused(s, e, t, actions) {
   }
 }
 
+function onCancelRefused(s, e, t, actions) {
+  const { ending } = s;
+  if (ending !== null && ending.reason === 'cancel' && ending.step === 'cancel') terminate(s, t, actions);
+}
+
 function onCancel(s, e, t, actions) {
   if (s.ending !== null || s.exit !== null) return; // already ending: that sequence finishes the job
   let grace = get(e, 'grace');
@@ -206,7 +211,7 @@ function onTimer(s, e, t, actions) {
 
 const HANDLERS = {
   hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, error: onError,
-  bye: onBye, dumped: onDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, cancel: onCancel, exit: onExit,
+  bye: onBye, dumped: onDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, cancel: onCancel, cancel_refused: onCancelRefused, exit: onExit,
   drained: onDrained, timer: onTimer,
 };
 

@@ -170,6 +170,19 @@ CASES = [
         (2.6, "exit", ex(None, "SIGKILL"), RUN, ["drain"], 3.1),
         (2.7, "drained", {}, END, ["state:ended", "finish:cancelled"], None),
     ], "cancelled", None),
+    ("cancelled: the worker refuses the in-band cancel, so SIGTERM at once", {}, 10, [
+        (0, "hello", HELLO, RUN, ["state:running"], 3),
+        (1, "cancel", {}, RUN, ["cancel"], 3),
+        (1.1, "cancel_refused", {"reason": "SIGINT is not handled by Python here"}, RUN,
+         ["signal:SIGTERM"], 2.1),
+        (1.2, "cancel_refused", {"reason": "a second process refused too"}, RUN, [], 2.1),
+        (1.3, "exit", ex(None, "SIGTERM"), RUN, ["drain"], 1.8),
+        (1.4, "drained", {}, END, ["state:ended", "finish:cancelled"], None),
+    ], "cancelled", None),
+    ("a refusal without a cancel in flight changes nothing", {}, 10, [
+        (0, "hello", HELLO, RUN, ["state:running"], 3),
+        (1, "cancel_refused", {"reason": "stale"}, RUN, [], 3),
+    ], None, None),
     ("cancelled before hello: straight to SIGTERM", {}, 10, [
         (0.2, "cancel", {}, START, ["signal:SIGTERM"], 1.2),
         (0.3, "exit", ex(None, "SIGTERM"), START, ["drain"], 0.8),
