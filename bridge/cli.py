@@ -218,7 +218,8 @@ def _forward_stop_signals(job) -> Any:
 
     def handler(signum, frame):
         count[0] += 1
-        job.cancel(grace=None if count[0] == 1 else 0)
+        job.cancel(grace=None if count[0] == 1 else 0,
+                   reason=f"{signal.Signals(signum).name} to trainbridge")
 
     previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

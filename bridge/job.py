@@ -116,6 +116,9 @@ class Job:
         self.snapshot: Optional[Dict[str, Any]] = None
         self._snapshot_thread: Optional[threading.Thread] = None
         self._dump_seq: Optional[int] = None
+        # The user's cancel: its reason, and the worker's answer (report "cancel").
+        self.cancel_info: Optional[Dict[str, Any]] = None
+        self._cancel_seqs: range = range(0)
         self._pending_dumps: Dict[int, List[Any]] = {}  # command seq -> [Event, reply]
         self._pipes: Dict[int, str] = {}
         self._pipe_files: Dict[int, Any] = {}  # close through these: Popen owns the fds
@@ -214,10 +217,16 @@ class Job:
             return None
         return self.report
 
-    def cancel(self, grace: Optional[float] = None) -> None:
-        """Ask the job to stop: in-band cancel, then SIGTERM after `grace`, then SIGKILL."""
-        self.hub.call(lambda: self._step({"type": "cancel", "t": time.monotonic(),
-                                          "grace": grace}))
+    def cancel(self, grace: Optional[float] = None, reason: Optional[str] = None) -> None:
+        """Ask the job to stop: in-band cancel, then SIGTERM after `grace`, then SIGKILL.
+        `reason` is echoed in the report's "cancel"; a worker that cannot interrupt the
+        script (SIGINT ignored) says so, and SIGTERM follows at once."""
+        def ask() -> None:
+            if self.cancel_info is None:
+                self.cancel_info = {"reason": reason or "cancelled by the client",
+                                    "accepted": None, "refused": None, "traceback": None}
+            self._step({"type": "cancel", "t": time.monotonic(), "grace": grace})
+        self.hub.call(ask)
 
     def dump_stacks(self, timeout: float = 2.0) -> Optional[str]:
         """Every thread's Python stack from the worker, or None (no worker, no answer)."""
@@ -311,7 +320,10 @@ class Job:
         elif do == "dump_stacks":
             self._dump_seq = self.channel.command("dump_stacks")
         elif do == "cancel":
-            self.channel.command("cancel", {"reason": "cancelled by the client"})
+            first = self.channel.seq + 1
+            reason = (self.cancel_info or {}).get("reason") or "cancelled by the client"
+            last = self.channel.command("cancel", {"reason": reason})
+            self._cancel_seqs = range(first, last + 1) if last is not None else range(0)
         elif do == "signal":
             name = action["signal"]
             self.signals_sent.append(name)
@@ -381,6 +393,8 @@ class Job:
             self._on_reply(body)  # dumps answer from every process of the job
         if not lead:
             return  # another process of the job: published above, but it does not lead
+        if kind == "reply" and body.get("to") in self._cancel_seqs:
+            self._on_cancel_reply(body, now)
         if kind == "hello":
             self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
         elif kind == "stage":
@@ -417,6 +431,20 @@ class Job:
         if to is not None and to == self._dump_seq:
             self._dump_seq = None
             self._step({"type": "dumped", "t": time.monotonic()})
+
+    def _on_cancel_reply(self, body: Dict[str, Any], now: float) -> None:
+        """The lead's answer to the in-band cancel: accepted, or refused and why."""
+        self._cancel_seqs = range(0)
+        info = self.cancel_info if self.cancel_info is not None else {"reason": None}
+        self.cancel_info = info
+        if body.get("ok"):
+            info.update(accepted=True, refused=None)
+        else:
+            info.update(accepted=False, refused=str(body.get("error") or "refused"))
+        self._publish({"event": "cancel", "reason": info.get("reason"),
+                       "accepted": info["accepted"], "refused": info["refused"]})
+        if not info["accepted"]:
+            self._step({"type": "cancel_refused", "t": now, "reason": info["refused"]})
 
     def _on_refused(self, reason: str) -> None:
         self._step({"type": "refused", "t": time.monotonic(), "reason": reason})

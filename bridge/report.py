@@ -40,6 +40,9 @@ def build(job: Any) -> Dict[str, Any]:
     crash_text = read_crash_file(job.crash_file)
     stacks = join_stacks(job.stacks, crash_text, job.fatal_lines)
     error = _error(job.error, tail)
+    cancel = _cancel(outcome, getattr(job, "cancel_info", None), error)
+    if cancel and cancel["traceback"] is not None:
+        error = None  # the user's own stop is not an error; where it stopped is in "cancel"
     if m.get("refused") and error is None:
         error = {"type": "UnsupportedProtocol", "message": f"the client refused the worker: "
                  f"{m['refused']}", "traceback": "", "kind": "internal"}
@@ -88,6 +91,7 @@ def build(job: Any) -> Dict[str, Any]:
         "protocol": {"rejected": dict(job.channel.rejected), "lost": job.channel.lost},
         "leftovers": list(job.leftovers),
         "stages_dropped": job.stages_dropped,
+        "cancel": cancel,
         "log_path": job.log_path,
         "evidence": job.snapshot,
     }
@@ -161,6 +165,19 @@ def _diagnose(outcome, facts_end, job, stacks, stage):
         return diagnosis.diagnose_end(facts_end), None
     except Exception as exc:  # noqa: BLE001
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def _cancel(outcome: Optional[str], info: Optional[Dict[str, Any]],
+            error: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The user's cancel: reason, the worker's answer (accepted, or refused and why), and
+    the KeyboardInterrupt traceback that shows where the script was stopped."""
+    if info is None:
+        return None
+    out = {"reason": info.get("reason"), "accepted": info.get("accepted"),
+           "refused": info.get("refused"), "traceback": None}
+    if outcome == "cancelled" and error is not None and error.get("type") == "KeyboardInterrupt":
+        out["traceback"] = error.get("traceback") or ""
+    return out
 
 
 def _error(worker_error: Optional[Dict[str, Any]], tail: List[str]) -> Optional[Dict[str, Any]]:

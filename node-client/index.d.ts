@@ -130,6 +130,8 @@ export interface Report {
   leftovers: number[];
   log_path: string | null;
   evidence: Record<string, unknown> | null;
+  /** The user's cancel (null when none): reason, the worker's answer, where the script stopped. */
+  cancel: { reason: string | null; accepted: boolean | null; refused: string | null; traceback: string | null } | null;
   summary: string;
   [extra: string]: unknown;
 }
@@ -157,10 +159,13 @@ export interface StalledInfo { stage: string | null; idle_s: number | null; stac
 export interface SpawnInfo { pid: number; command: string[] }
 /** A process of the job cannot load the worker: `reason` is its one-line explanation. */
 export interface NoWorkerInfo { reason: string }
+/** The worker's answer to the in-band cancel. */
+export interface CancelAnswer { reason: string | null; accepted: boolean; refused: string | null }
 
 export type JobEvent =
   | { type: 'spawn'; data: SpawnInfo }
   | { type: 'no_worker'; data: NoWorkerInfo }
+  | { type: 'cancel'; data: CancelAnswer }
   | { type: 'hello'; data: HelloBody }
   | { type: 'stage'; data: StageBody }
   | { type: 'progress'; data: ProgressBody }
@@ -222,8 +227,11 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   readonly report: Report | null;
   /** Resolves to the report when the job is over; rejects with LaunchError if it never started. */
   readonly done: Promise<Report>;
-  /** In-band cancel, then SIGTERM to the tree after `grace` s, then SIGKILL. Resolves to the report. */
-  cancel(options?: { grace?: number }): Promise<Report>;
+  /**
+   * In-band cancel, then SIGTERM to the tree after `grace` s (at once if the worker refuses,
+   * e.g. SIGINT ignored), then SIGKILL. `reason` is echoed in report.cancel. Resolves to the report.
+   */
+  cancel(options?: { grace?: number; reason?: string }): Promise<Report>;
   /** Every thread's Python stack from the worker; null without a worker or an answer in time. */
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
   /** Round trip to the worker's beacon in seconds; null without a worker or an answer in time. */
@@ -234,6 +242,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
 
   on(event: 'spawn', listener: (info: SpawnInfo) => void): this;
   on(event: 'no_worker', listener: (info: NoWorkerInfo) => void): this;
+  on(event: 'cancel', listener: (answer: CancelAnswer) => void): this;
   on(event: 'hello', listener: (body: HelloBody) => void): this;
   on(event: 'stage', listener: (body: StageBody) => void): this;
   on(event: 'progress', listener: (body: ProgressBody) => void): this;
@@ -250,6 +259,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   on(event: string | symbol, listener: (...args: any[]) => void): this;
   once(event: 'spawn', listener: (info: SpawnInfo) => void): this;
   once(event: 'no_worker', listener: (info: NoWorkerInfo) => void): this;
+  once(event: 'cancel', listener: (answer: CancelAnswer) => void): this;
   once(event: 'hello', listener: (body: HelloBody) => void): this;
   once(event: 'stage', listener: (body: StageBody) => void): this;
   once(event: 'progress', listener: (body: ProgressBody) => void): this;

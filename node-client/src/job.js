@@ -39,7 +39,7 @@ const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in t
 const FATAL_MARKERS = ['Fatal Python error:', 'Timeout (']; // faulthandler's crash and watchdog headers
 const FATAL_LINES_MAX = 400; // stderr lines kept after "Fatal Python error"
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
-const EVENT_NAMES = ['spawn', 'no_worker', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'error', 'end'];
+const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'error', 'end'];
 const EVENT_QUEUE = 10000;
 // With rejectOnFailure, `done` rejects on these; a cancel (the user's own stop) still resolves.
 const FAILED_OUTCOMES = ['failed', 'crashed', 'hung']; // events kept for a slow events() consumer; the oldest go first
@@ -110,8 +110,9 @@ class Job extends EventEmitter {
       hellos: new Map(), leadPid: null, dumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
       heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
       leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
-      rejected: {}, lost: 0,
+      rejected: {}, lost: 0, cancel: null,
     };
+    this._cancelSeqs = null; // [first, last] seq of the in-band cancel in flight
     this._logFd = null;
     this.done = new Promise((resolve, reject) => { this._resolveDone = resolve; this._rejectDone = reject; });
     this.done.catch(() => undefined); // a launch error also reaches 'error' listeners; never unhandled
@@ -121,8 +122,15 @@ class Job extends EventEmitter {
   }
 
   // --- public API -------------------------------------------------------------------
-  /** Ask the job to stop: in-band cancel, then SIGTERM to the tree, then SIGKILL. */
-  cancel({ grace } = {}) {
+  /**
+   * Ask the job to stop: in-band cancel, then SIGTERM to the tree, then SIGKILL. `reason` is
+   * echoed in the report's `cancel`; a worker that cannot interrupt the script (SIGINT
+   * ignored) says so (the 'cancel' event), and SIGTERM follows at once.
+   */
+  cancel({ grace, reason } = {}) {
+    if (this._facts.cancel === null) {
+      this._facts.cancel = { reason: reason || 'cancelled by the client', accepted: null, refused: null, traceback: null };
+    }
     this._post({ type: 'cancel', ...(grace === undefined ? {} : { grace }) });
     return this.done;
   }
@@ -348,9 +356,12 @@ class Job extends EventEmitter {
       case 'dump_stacks':
         this._dumpSeq = this._command('dump_stacks');
         break;
-      case 'cancel':
-        this._command('cancel', { reason: 'cancelled by the client' });
+      case 'cancel': {
+        const first = this.clientSeq + 1;
+        const last = this._command('cancel', { reason: (this._facts.cancel || {}).reason || 'cancelled by the client' });
+        this._cancelSeqs = last === null ? null : [first, last];
         break;
+      }
       case 'signal':
         this._signal(action.signal);
         break;
@@ -515,6 +526,9 @@ class Job extends EventEmitter {
       this._fromOther(msg, peer);
       return;
     }
+    if (msg.kind === 'reply' && this._cancelSeqs && body.to >= this._cancelSeqs[0] && body.to <= this._cancelSeqs[1]) {
+      this._onCancelReply(body);
+    }
     switch (msg.kind) {
       case 'hello': {
         const rank = Number(peer.split('/')[1]);
@@ -603,6 +617,17 @@ class Job extends EventEmitter {
       case 'reply': this._onReply(body); break; // dumps answer from every process of the job
       default: break;
     }
+  }
+
+  /** The lead's answer to the in-band cancel: accepted, or refused and why. */
+  _onCancelReply(body) {
+    this._cancelSeqs = null;
+    if (this._facts.cancel === null) this._facts.cancel = { reason: null, accepted: null, refused: null, traceback: null };
+    const info = this._facts.cancel;
+    info.accepted = Boolean(body.ok);
+    info.refused = body.ok ? null : String(body.error || 'refused');
+    this._emit('cancel', { reason: info.reason, accepted: info.accepted, refused: info.refused });
+    if (!info.accepted) this._post({ type: 'cancel_refused', reason: info.refused });
   }
 
   _onReply(body) {

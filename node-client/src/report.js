@@ -43,6 +43,8 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   const crashText = readCrashFile(crashFile);
   const stacks = joinStacks(facts.stacks, crashText, facts.fatalLines);
   let error = errorOf(facts.error, tail);
+  const cancel = cancelOf(outcome, facts.cancel, error);
+  if (cancel && cancel.traceback !== null) error = null; // the user's own stop is not an error
   if (m.refused && error === null) {
     error = { type: 'UnsupportedProtocol', message: `the client refused the worker: ${m.refused}`, traceback: '', kind: 'internal' };
   }
@@ -89,6 +91,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     protocol: { rejected: { ...facts.rejected }, lost: facts.lost },
     leftovers: [...facts.leftovers],
     stages_dropped: facts.stagesDropped,
+    cancel,
     log_path: logPath,
     evidence: facts.snapshot,
   };
@@ -288,6 +291,17 @@ function iso(wall) {
  * What a job's log file ends with: the verdict, then the stacks that explain it (the crash
  * file's are gone once the job ends; the log keeps them). Python: report.log_footer.
  */
+/**
+ * The user's cancel: reason, the worker's answer (accepted, or refused and why), and the
+ * KeyboardInterrupt traceback that shows where the script was stopped (bridge: _cancel).
+ */
+function cancelOf(outcome, info, error) {
+  if (!info) return null;
+  const out = { reason: info.reason ?? null, accepted: info.accepted ?? null, refused: info.refused ?? null, traceback: null };
+  if (outcome === 'cancelled' && error && error.type === 'KeyboardInterrupt') out.traceback = error.traceback || '';
+  return out;
+}
+
 function logFooter(report) {
   const lines = [`[trainbridge] ${report.summary || report.outcome}`];
   if (report.stacks) lines.push('[trainbridge] stacks:', String(report.stacks).replace(/\n+$/, ''));

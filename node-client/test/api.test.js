@@ -121,3 +121,45 @@ test('the log file: a bar is one line per second at most, then the verdict and t
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+const LOOP = 'import time\nfrom trainbridge import worker\nfor i in range(100000):\n'
+  + '    worker.progress(i + 1)\n    time.sleep(0.02)\n';
+
+async function cancelAfterProgress(code, options) {
+  const job = launch({ python: PYTHON, args: ['-c', code], env: userEnv() });
+  const answers = [];
+  job.on('cancel', (answer) => answers.push(answer));
+  await new Promise((resolve) => job.once('progress', resolve));
+  const asked = performance.now();
+  const report = await job.cancel(options);
+  const took = (performance.now() - asked) / 1000;
+  assert.deepEqual(processesOfJob(report.job_id), []);
+  return { report, answers, took };
+}
+
+test('cancel({reason}): echoed in the report, answered by the worker, not an error', async () => {
+  const { report, answers, took } = await cancelAfterProgress(LOOP, { reason: 'user pressed Stop' });
+  assert.equal(report.outcome, 'cancelled');
+  assert.equal(report.error, null);
+  assert.doesNotMatch(report.summary, /Error/);
+  assert.equal(report.cancel.reason, 'user pressed Stop');
+  assert.equal(report.cancel.accepted, true);
+  assert.equal(report.cancel.refused, null);
+  assert.match(report.cancel.traceback, /KeyboardInterrupt/);
+  assert.deepEqual(answers, [{ reason: 'user pressed Stop', accepted: true, refused: null }]);
+  assert.deepEqual(report.signals_sent, []);
+  assert.ok(took < 5, `${took} s`);
+});
+
+test('a refused cancel (SIGINT ignored) says why, and SIGTERM follows at once', async () => {
+  const ignores = 'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n' + LOOP;
+  const { report, answers, took } = await cancelAfterProgress(ignores);
+  assert.equal(report.outcome, 'cancelled');
+  assert.equal(report.error, null);
+  assert.equal(report.cancel.accepted, false);
+  assert.match(report.cancel.refused, /SIGINT is not handled by Python/);
+  assert.equal(report.cancel.reason, 'cancelled by the client');
+  assert.equal(report.signals_sent[0], 'SIGTERM');
+  assert.deepEqual(answers.map((a) => a.accepted), [false]);
+  assert.ok(took < 3, `${took} s: the 5 s grace was waited out`);
+});

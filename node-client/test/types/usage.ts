@@ -14,6 +14,8 @@ async function main(): Promise<void> {
   });
   job.on('spawn', (info) => { const pid: number = info.pid; void pid; });
   job.on('no_worker', (info) => { const why: string = info.reason; void why; });
+  job.on('cancel', (answer) => { if (!answer.accepted) void answer.refused; });
+  void job.cancel({ reason: 'user pressed Stop', grace: 2 });
   job.on('progress', (p) => {
     const step: number | bigint = p.step; // BigInt steps are typed as such
     void step;
