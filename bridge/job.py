@@ -30,6 +30,7 @@ from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequenc
 from trainbridge.bridge import launcher, machine, report as reports
 from trainbridge.bridge.hub import Channel, Hub
 from trainbridge.bridge.lines import LineSplitter, RedrawThrottle, decode_line, log_text
+from trainbridge.bridge.status import StatusTracker
 
 READ_SIZE = 64 * 1024
 TAIL_LINES = 40
@@ -124,6 +125,8 @@ class Job:
         self._pipe_files: Dict[int, Any] = {}  # close through these: Popen owns the fds
         self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
         self._redraws = RedrawThrottle()  # a bar's redraws reach the log once a second
+        self._status = StatusTracker(time.monotonic())  # the lead's stages and progress
+        self._status_lock = threading.Lock()  # status() reads it from any thread
         self._pidfd: Optional[int] = None
         self._drain_until: Optional[float] = None
         self._tree_next = 0.0
@@ -210,6 +213,13 @@ class Job:
 
     def done(self) -> bool:
         return self._done.is_set()
+
+    def status(self) -> Dict[str, Any]:
+        """A snapshot for a GUI: state, pid, elapsed_s, stages (open, outermost first),
+        script_stages (without zero-code mode's own), step, total, rate (steps/s), eta_s,
+        progress_age_s (bridge/status.py)."""
+        with self._status_lock:
+            return self._status.snapshot(self.m["state"], self.pid, time.monotonic())
 
     def wait(self, timeout: Optional[float] = None) -> Optional[Report]:
         """Block until the job ended and its report is built; None on timeout."""
@@ -372,6 +382,8 @@ class Job:
                 self.lead, self._lead_priority = routing_id, priority
                 self.lead_pid = body.get("pid")
         lead = routing_id == self.lead
+        if lead and kind in ("stage", "progress"):
+            self._track_status(kind, body, now)  # before listeners hear: status() agrees
         if lead:
             self.last_message_t = now
         if kind == "logs":
@@ -431,6 +443,13 @@ class Job:
         if to is not None and to == self._dump_seq:
             self._dump_seq = None
             self._step({"type": "dumped", "t": time.monotonic()})
+
+    def _track_status(self, kind: str, body: Dict[str, Any], now: float) -> None:
+        with self._status_lock:
+            if kind == "stage":
+                self._status.stage(body)
+            else:
+                self._status.progress(body, now)
 
     def _on_cancel_reply(self, body: Dict[str, Any], now: float) -> None:
         """The lead's answer to the in-band cancel: accepted, or refused and why."""

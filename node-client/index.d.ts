@@ -155,6 +155,23 @@ export interface LogLine {
 
 export interface StalledInfo { stage: string | null; idle_s: number | null; stack: string | null }
 
+/** job.status(): what a GUI shows now (src/status.js). */
+export interface JobStatus {
+  state: JobState;
+  pid: number | null;
+  elapsed_s: number;
+  /** The open stages, outermost first. */
+  stages: string[];
+  /** The same without zero-code mode's own (startup, main, import X, first batch/train in main). */
+  script_stages: string[];
+  step: number | bigint | null;
+  total: number | bigint | null;
+  /** Steps per second over the last 20 progress messages; null until two. */
+  rate: number | null;
+  eta_s: number | null;
+  progress_age_s: number | null;
+}
+
 /** The process was started. */
 export interface SpawnInfo { pid: number; command: string[] }
 /** A process of the job cannot load the worker: `reason` is its one-line explanation. */
@@ -232,6 +249,8 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
    * e.g. SIGINT ignored), then SIGKILL. `reason` is echoed in report.cancel. Resolves to the report.
    */
   cancel(options?: { grace?: number; reason?: string }): Promise<Report>;
+  /** A snapshot: state, pid, stages, the script's own stages, step, total, rate, ETA, progress age. */
+  status(): JobStatus;
   /** Every thread's Python stack from the worker; null without a worker or an answer in time. */
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
   /** Round trip to the worker's beacon in seconds; null without a worker or an answer in time. */

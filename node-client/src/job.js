@@ -25,6 +25,7 @@ const launcher = require('./launcher.js');
 const evidence = require('./evidence.js');
 const { PythonError } = require('./errors.js');
 const { buildReport, minimalReport, logFooter } = require('./report.js');
+const { StatusTracker } = require('./status.js');
 
 const DEFAULT_TAIL_LINES = 40;
 const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
@@ -90,6 +91,7 @@ class Job extends EventEmitter {
     this._tailLines = options.tailLines ?? DEFAULT_TAIL_LINES;
     this._splitters = { stdout: new LineSplitter(), stderr: new LineSplitter() };
     this._redraws = new RedrawThrottle(); // a bar's redraws reach the log once a second
+    this._status = new StatusTracker(now()); // the lead's stages and progress, for status()
     this._pipesOpen = 0;
     this._peers = new Set();
     this._lead = null; // routing id of the process that speaks for the job
@@ -133,6 +135,15 @@ class Job extends EventEmitter {
     }
     this._post({ type: 'cancel', ...(grace === undefined ? {} : { grace }) });
     return this.done;
+  }
+
+  /**
+   * A snapshot for a GUI: state, pid, elapsed_s, stages (open, outermost first),
+   * script_stages (without zero-code mode's own), step, total, rate (steps/s), eta_s,
+   * progress_age_s (src/status.js).
+   */
+  status() {
+    return this._status.snapshot(this.state, this.pid, now());
   }
 
   /** Every thread's Python stack, from the worker (null: no worker, or no answer in time). */
@@ -541,11 +552,13 @@ class Job extends EventEmitter {
       }
       case 'stage':
         this._recordStage(body);
+        this._status.stage(body);
         this._emit('stage', body);
         this._post({ type: 'stage', event: body.event, name: body.name, depth: body.depth ?? null, budget_s: body.budget_s ?? null });
         break;
       case 'progress':
         this._facts.progress = { step: body.step, total: body.total ?? null, metrics: body.metrics || {} };
+        this._status.progress(body, now());
         this._emit('progress', body);
         this._post({ type: 'progress' });
         break;

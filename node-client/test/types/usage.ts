@@ -15,6 +15,8 @@ async function main(): Promise<void> {
   job.on('spawn', (info) => { const pid: number = info.pid; void pid; });
   job.on('no_worker', (info) => { const why: string = info.reason; void why; });
   job.on('cancel', (answer) => { if (!answer.accepted) void answer.refused; });
+  const now = job.status();
+  void `${now.state} ${now.script_stages.join(' > ')} ${now.eta_s ?? '?'} ${now.rate ?? 0}`;
   void job.cancel({ reason: 'user pressed Stop', grace: 2 });
   job.on('progress', (p) => {
     const step: number | bigint = p.step; // BigInt steps are typed as such

@@ -1,0 +1,84 @@
+"""A job's live status as a GUI shows it: a pure tracker (values in, values out).
+
+StatusTracker is fed the lead process's stage and progress messages with their receive time
+(seconds, the shell's monotonic clock) and answers snapshot(state, pid, now):
+
+  state, pid, elapsed_s
+  stages         the open stages, outermost first (every one the worker reported)
+  script_stages  the same without zero-code mode's own: "startup" and "main" at depth 0,
+                 "import <module>", and the "first batch" / "train" it opens directly
+                 inside "main" (worker/auto.py); what the script itself marked
+  step, total, rate (steps per second over the last RATE_SAMPLES progress messages),
+  eta_s (at that rate), progress_age_s (since the last progress message)
+
+node-client/src/status.js is the same tracker; vectors/status.json holds cases both run.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Deque, Dict, List, Optional, Tuple
+
+RATE_SAMPLES = 20
+ZERO_CODE_TOP = ("startup", "main")           # depth 0
+ZERO_CODE_IN_MAIN = ("first batch", "train")  # depth 1, directly inside "main"
+
+
+def is_zero_code_stage(name: str, depth: int, parent: Optional[str]) -> bool:
+    """Whether zero-code mode (worker/auto.py) opens a stage of this name at this place."""
+    if depth == 0:
+        return name in ZERO_CODE_TOP
+    if name.startswith("import "):
+        return True
+    return depth == 1 and parent == "main" and name in ZERO_CODE_IN_MAIN
+
+
+class StatusTracker:
+    def __init__(self, started: float):
+        self.started = started
+        self._open: List[Tuple[str, int]] = []  # (name, depth), outermost first
+        self._samples: Deque[Tuple[float, float]] = collections.deque(maxlen=RATE_SAMPLES)
+        self.step: Any = None
+        self.total: Any = None
+        self.progress_t: Optional[float] = None
+
+    def stage(self, body: Dict[str, Any]) -> None:
+        name, depth = body["name"], body.get("depth") or 0
+        if body["event"] == "begin":
+            self._open = [s for s in self._open if s[1] < depth] + [(name, depth)]
+        else:
+            for i in range(len(self._open) - 1, -1, -1):
+                if self._open[i][0] == name:
+                    del self._open[i:]
+                    break
+
+    def progress(self, body: Dict[str, Any], t: float) -> None:
+        self.step, self.total, self.progress_t = body.get("step"), body.get("total"), t
+        if isinstance(self.step, (int, float)) and not isinstance(self.step, bool):
+            if self._samples and self.step < self._samples[-1][1]:
+                self._samples.clear()  # a new bar or epoch restarted the count
+            self._samples.append((t, float(self.step)))
+
+    def rate(self) -> Optional[float]:
+        if len(self._samples) < 2:
+            return None
+        (t0, s0), (t1, s1) = self._samples[0], self._samples[-1]
+        return (s1 - s0) / (t1 - t0) if t1 > t0 and s1 > s0 else None
+
+    def snapshot(self, state: str, pid: Optional[int], now: float) -> Dict[str, Any]:
+        rate = self.rate()
+        eta = None
+        if rate and isinstance(self.total, (int, float)) and isinstance(self.step, (int, float)):
+            eta = round(max(0.0, (self.total - self.step) / rate), 3)
+        script, parent = [], None
+        for name, depth in self._open:
+            if not is_zero_code_stage(name, depth, parent):
+                script.append(name)
+            parent = name
+        return {
+            "state": state, "pid": pid, "elapsed_s": round(now - self.started, 3),
+            "stages": [name for name, _ in self._open], "script_stages": script,
+            "step": self.step, "total": self.total,
+            "rate": None if rate is None else round(rate, 6), "eta_s": eta,
+            "progress_age_s": None if self.progress_t is None else round(now - self.progress_t, 3),
+        }

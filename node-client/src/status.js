@@ -1,0 +1,88 @@
+'use strict';
+/**
+ * A job's live status as a GUI shows it: a pure tracker, the mirror of bridge/status.py
+ * (vectors/status.json holds cases both run). Fed the lead process's stage and progress
+ * messages with their receive time (seconds, monotonic); snapshot(state, pid, now) gives
+ * state, pid, elapsed_s, stages (open, outermost first), script_stages (without zero-code
+ * mode's own: "startup"/"main" at depth 0, "import <module>", "first batch"/"train" directly
+ * inside "main"), step, total, rate (steps/s over the last RATE_SAMPLES messages), eta_s,
+ * progress_age_s.
+ */
+
+const RATE_SAMPLES = 20;
+const ZERO_CODE_TOP = ['startup', 'main'];
+const ZERO_CODE_IN_MAIN = ['first batch', 'train'];
+
+function isZeroCodeStage(name, depth, parent) {
+  if (depth === 0) return ZERO_CODE_TOP.includes(name);
+  if (name.startsWith('import ')) return true;
+  return depth === 1 && parent === 'main' && ZERO_CODE_IN_MAIN.includes(name);
+}
+
+const round = (x, digits) => Math.round(x * 10 ** digits) / 10 ** digits;
+const isNum = (x) => typeof x === 'number' && Number.isFinite(x);
+
+class StatusTracker {
+  constructor(started) {
+    this.started = started;
+    this._open = []; // [name, depth], outermost first
+    this._samples = [];
+    this.step = null;
+    this.total = null;
+    this.progressT = null;
+  }
+
+  stage(body) {
+    const name = body.name;
+    const depth = body.depth ?? 0;
+    if (body.event === 'begin') {
+      this._open = [...this._open.filter(([, d]) => d < depth), [name, depth]];
+      return;
+    }
+    for (let i = this._open.length - 1; i >= 0; i--) {
+      if (this._open[i][0] === name) {
+        this._open.splice(i);
+        break;
+      }
+    }
+  }
+
+  progress(body, t) {
+    this.step = body.step ?? null;
+    this.total = body.total ?? null;
+    this.progressT = t;
+    if (isNum(this.step)) {
+      if (this._samples.length && this.step < this._samples[this._samples.length - 1][1]) this._samples = [];
+      this._samples.push([t, this.step]);
+      if (this._samples.length > RATE_SAMPLES) this._samples.shift();
+    }
+  }
+
+  rate() {
+    if (this._samples.length < 2) return null;
+    const [t0, s0] = this._samples[0];
+    const [t1, s1] = this._samples[this._samples.length - 1];
+    return t1 > t0 && s1 > s0 ? (s1 - s0) / (t1 - t0) : null;
+  }
+
+  snapshot(state, pid, now) {
+    const rate = this.rate();
+    let eta = null;
+    if (rate && isNum(this.total) && isNum(this.step)) eta = round(Math.max(0, (this.total - this.step) / rate), 3);
+    const script = [];
+    let parent = null;
+    for (const [name, depth] of this._open) {
+      if (!isZeroCodeStage(name, depth, parent)) script.push(name);
+      parent = name;
+    }
+    return {
+      state, pid, elapsed_s: round(now - this.started, 3),
+      stages: this._open.map(([name]) => name), script_stages: script,
+      step: this.step, total: this.total,
+      rate: rate === null ? null : round(rate, 6), eta_s: eta,
+      progress_age_s: this.progressT === null ? null : round(now - this.progressT, 3),
+    };
+  }
+}
+
+module.exports = { StatusTracker, isZeroCodeStage, RATE_SAMPLES };

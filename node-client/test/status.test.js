@@ -1,0 +1,43 @@
+'use strict';
+// vectors/status.json through src/status.js (tests/client/test_status.py runs the same
+// cases against bridge/status.py), and job.status() on a real job.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { StatusTracker } = require('../src/status.js');
+const { launch } = require('../src/index.js');
+const { PYTHON, userEnv } = require('../test-support/e2e.js');
+
+const { cases } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'status.json'), 'ascii'));
+
+for (const c of cases) {
+  test(`status: ${c.name}`, () => {
+    const tracker = new StatusTracker(c.t0);
+    for (const item of c.inputs) {
+      if (item[0] === 'stage') tracker.stage(item[1]);
+      else if (item[0] === 'progress') tracker.progress(item[1], item[2]);
+      else assert.deepEqual(tracker.snapshot(item[1], item[2], item[3]), item[4], JSON.stringify(item));
+    }
+  });
+}
+
+test('job.status() while the job runs and after', async () => {
+  const code = 'import time\nfrom trainbridge import worker\nwith worker.stage("fit"):\n'
+    + '    for i in range(1, 11):\n        worker.progress(i, 10); time.sleep(0.02)\n    time.sleep(30)\n';
+  const job = launch({ python: PYTHON, args: ['-c', code], env: userEnv() });
+  await new Promise((resolve) => job.on('progress', (p) => { if (p.step === 10) resolve(); }));
+  const status = job.status();
+  assert.equal(status.state, 'running');
+  assert.equal(status.pid, job.pid);
+  assert.deepEqual(status.stages, ['main', 'fit']);
+  assert.deepEqual(status.script_stages, ['fit']);
+  assert.equal(status.step, 10);
+  assert.equal(status.total, 10);
+  assert.ok(status.rate > 1, String(status.rate));
+  assert.equal(status.eta_s, 0);
+  assert.ok(status.progress_age_s >= 0 && status.progress_age_s < 10);
+  await job.cancel({ grace: 0 });
+  assert.equal(job.status().state, 'ended');
+});
