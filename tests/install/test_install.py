@@ -252,3 +252,39 @@ def test_installed_node_package_says_why_zero_code_is_off_without_pyzmq(built, s
     # Supervised all the same: output, the script's own module, the outcome.
     assert report["outcome"] == "succeeded", report
     assert "fetch -> 1" in seen["lines"] and "trainbridge from: None" in seen["lines"]
+
+
+def test_the_base_install_is_the_training_side_and_the_client_names_its_extra(built, script):
+    # `pip install trainbridge` in the training venv: pyzmq and msgpack, nothing of the
+    # client's; supervised from the GUI's venv it says hello; its own client asks for the
+    # extra in one sentence.
+    base = venv(built["tmp"], "base", built["wheel"], TQDM)
+    env = clean_env()
+    sh([base, "-c", "import zmq, msgpack, trainbridge.worker"], script, env=env)
+    for client_only in ("psutil", "rich"):
+        probe = subprocess.run([base, "-c", f"import {client_only}"], env=env,
+                               capture_output=True, timeout=60)
+        assert probe.returncode != 0, f"{client_only} came with the base install"
+    bindir = os.path.dirname(base)
+    version = sh([os.path.join(bindir, "trainbridge"), "--version"], script, env=env)
+    assert version.startswith(f"trainbridge {__version__} ")
+    refused = subprocess.run([os.path.join(bindir, "trainbridge"), "run", "--", base, "train.py"],
+                             cwd=script, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 125 and "Traceback" not in refused.stderr, refused.stderr
+    assert "the trainbridge client needs psutil, rich" in refused.stderr
+    assert f"{base} -m pip install 'trainbridge[client]'" in refused.stderr
+    gui = os.path.join(built["tmp"], "gui", "bin", "trainbridge")
+    if not os.path.exists(gui):
+        venv(built["tmp"], "gui", built["wheel"] + "[client]", TQDM)
+    proc = subprocess.run([gui, "run", "--json", "--", base, "train.py"], cwd=script, env=env,
+                          capture_output=True, text=True, timeout=STEP_S)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    hello = [e for e in events if e["event"] == "message" and e["kind"] == "hello"]
+    assert len(hello) == 1 and hello[0]["body"]["python"]["executable"] == base
+    assert events[-1]["report"]["progress"]["step"] == 20
+    # The zero-code hook loads the client's own copy of the worker (one version on both
+    # ends of the socket), not the training venv's.
+    lines = [e["text"] for e in events if e["event"] == "output"]
+    loaded = [line.split(": ", 1)[1] for line in lines if line.startswith("trainbridge from: ")]
+    assert loaded and loaded[0].startswith(os.path.join(built["tmp"], "gui", "lib")), loaded
