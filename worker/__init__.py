@@ -113,8 +113,9 @@ _LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 def log(message: Any, level: str = "info", **fields: Any) -> None:
-    """Send one log record (bounded queue: when 10,000 are waiting, more are counted as
-    dropped rather than queued)."""
+    """Send one log record. When 10,000 messages wait to be sent, the call waits (up to
+    TRAINBRIDGE_LOG_WAIT_S, 5 s) for room, as a write to a full pipe would; only then is the
+    record dropped, and counted (docs/WORKER.md)."""
     if not _STATE.enabled:
         return
     try:

@@ -85,6 +85,7 @@ class Beacon(threading.Thread):
         self.sock = None
         self.ctx = None
         self.go = threading.Event()
+        STATE.room = threading.Event()  # log() waits on it when its queue is full
         # Written to by wake(): last words and shutdown must not wait out a poll timeout.
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -152,6 +153,9 @@ class Beacon(threading.Thread):
             now = time.monotonic()
             self._arm_watchdog(now)
             busy = self._send_queued(now)
+            if STATE.log_waiting and len(STATE.events) < runtime.LOG_QUEUE_LIMIT:
+                STATE.log_waiting = False
+                STATE.room.set()  # a log() call waits for room: there is some now
             self._resend_finals(now)
             if now >= next_beat and not self.said_bye:  # nothing follows bye but resends
                 self._heartbeat(now)
@@ -223,6 +227,9 @@ class Beacon(threading.Thread):
                 else:
                     self._send_now(kind, _with_clean_fields(body) if kind == "error" else body)
                 continue
+            if final.kind == "bye" and any(STATE.dropped.values()):
+                # The final count, drops after the last heartbeat included (PROTOCOL.md).
+                final.body.setdefault("dropped", dict(STATE.dropped))
             frames = self._encode(final.kind, final.body)
             if frames is None:
                 final.acked.set()  # cannot be sent at all: do not hold the exit

@@ -18,12 +18,14 @@ _HEX_CHARS = frozenset("0123456789abcdef")
 
 class Config:
     __slots__ = ("endpoint", "job", "key", "rank", "crash_file", "heartbeat_s", "stall_s",
-                 "freeze_s", "ack_timeout_s", "client_pid", "detached", "kill_grace_s")
+                 "freeze_s", "ack_timeout_s", "client_pid", "detached", "kill_grace_s",
+                 "log_wait_s")
 
     def __init__(self, endpoint: str, job: str, key: bytes, rank: int,
                  crash_file: Optional[str], heartbeat_s: float, stall_s: float,
                  freeze_s: float, ack_timeout_s: float, client_pid: Optional[int] = None,
-                 detached: bool = False, kill_grace_s: float = 5.0):
+                 detached: bool = False, kill_grace_s: float = 5.0,
+                 log_wait_s: float = 5.0):
         self.endpoint = endpoint
         self.job = job
         self.key = key
@@ -38,6 +40,9 @@ class Config:
         self.client_pid = client_pid
         self.detached = detached
         self.kill_grace_s = kill_grace_s  # SIGTERM -> SIGKILL when the client is gone
+        # The longest one log() call waits for room in the full log queue (backpressure);
+        # past it the record is dropped and counted (0: never wait).
+        self.log_wait_s = log_wait_s
 
     @property
     def routing_id(self) -> bytes:
@@ -89,6 +94,7 @@ def from_env(env: Mapping[str, str]) -> Tuple[Optional[Config], Optional[str]]:
         freeze_s = _number(env, "TRAINBRIDGE_FREEZE_S", max(5.0, 3 * heartbeat_s), 0.0)
         ack_timeout_s = _number(env, "TRAINBRIDGE_ACK_TIMEOUT_S", 5.0, 0.0)
         kill_grace_s = _number(env, "TRAINBRIDGE_KILL_GRACE_S", 5.0, 0.0)
+        log_wait_s = _number(env, "TRAINBRIDGE_LOG_WAIT_S", 5.0, 0.0)
     except ValueError as exc:
         return None, f"bad setting: {exc}"
     rank = optional_int(env, "RANK")
@@ -101,5 +107,5 @@ def from_env(env: Mapping[str, str]) -> Tuple[Optional[Config], Optional[str]]:
         heartbeat_s=heartbeat_s, stall_s=stall_s, freeze_s=freeze_s,
         ack_timeout_s=ack_timeout_s,
         client_pid=client_pid if client_pid is not None and client_pid > 0 else None,
-        detached=detached, kill_grace_s=kill_grace_s,
+        detached=detached, kill_grace_s=kill_grace_s, log_wait_s=log_wait_s,
     ), None

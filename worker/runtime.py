@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from trainbridge.worker.config import Config
 
 LOG_QUEUE_LIMIT = 10_000
+# Backpressure (docs/WORKER.md): a log() call that finds LOG_QUEUE_LIMIT items waiting
+# waits, as a write to a full pipe would, until the beacon has made room, for at most
+# TRAINBRIDGE_LOG_WAIT_S (default 5 s). Only a record that found no room in that time is
+# dropped and counted (`dropped.log`), and later calls then do not wait again until the
+# queue has room: a client that stopped reading costs the script one wait, not one per call.
 
 # The latest progress as (step, total, metrics): progress() replaces the tuple and the
 # beacon notices the new identity. A one-item list so that the API module can keep a
@@ -58,6 +63,9 @@ class State:
         # LOG_QUEUE_LIMIT items wait; stage, error and last words are never refused.
         self.events: Deque[Any] = deque()
         self.dropped: Dict[str, int] = {"log": 0}
+        self.room: Optional[threading.Event] = None  # set by the beacon: the log queue has room
+        self.log_waiting = False   # a log() call waits for room (the beacon sets `room`)
+        self.log_gave_up = False   # a wait ran out: drop without waiting until there is room
         self.stages: List[str] = []
         self.activity = time.monotonic()  # last stage change on any thread
         self.started = time.monotonic()
@@ -91,10 +99,37 @@ def enqueue_event(kind: str, body: Dict[str, Any]) -> None:
 def enqueue_log(body: Dict[str, Any]) -> None:
     if not STATE.enabled:
         return
-    if len(STATE.events) >= LOG_QUEUE_LIMIT:
+    if len(STATE.events) >= LOG_QUEUE_LIMIT and not _wait_for_room():
         STATE.dropped["log"] += 1
     else:
+        STATE.log_gave_up = False
         STATE.events.append(("log", body, SLOT[0]))
+
+
+def _wait_for_room() -> bool:
+    """Wait (bounded) until the beacon has taken items out of the full queue; False when
+    the record must be dropped: no room in time, or nobody who could make room."""
+    config, beacon, room = STATE.config, STATE.beacon, STATE.room
+    if STATE.log_gave_up or config is None or beacon is None or room is None \
+            or config.log_wait_s <= 0:
+        return False
+    import threading  # loaded with the beacon already
+
+    if threading.current_thread() is beacon or not beacon.is_alive():
+        return False  # the beacon's own logging (or a forked child's) cannot wait on itself
+    deadline = time.monotonic() + config.log_wait_s
+    while len(STATE.events) >= LOG_QUEUE_LIMIT:
+        left = deadline - time.monotonic()
+        if left <= 0 or not STATE.enabled:
+            STATE.log_gave_up = True
+            return False
+        room.clear()
+        STATE.log_waiting = True
+        beacon.wake()  # type: ignore[attr-defined]
+        if len(STATE.events) < LOG_QUEUE_LIMIT:  # made room between the check and clear()
+            break
+        room.wait(min(left, 0.05))
+    return True
 
 
 def stage_begin(name: str, budget: Optional[float]) -> Optional[int]:
@@ -198,6 +233,8 @@ def disable() -> None:
     """Turn the worker off for the rest of the process: API calls become no-ops and
     anyone waiting for an ack stops waiting."""
     STATE.enabled = False
+    if STATE.room is not None:
+        STATE.room.set()  # a log() call waiting for room stops waiting
     for item in list(STATE.events):
         if isinstance(item, Final):
             item.acked.set()
