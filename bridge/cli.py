@@ -27,6 +27,7 @@ import time
 from typing import Any, Deque, Dict, List, Optional
 
 from trainbridge.bridge import machine
+from trainbridge.bridge.job import LogFileError, os_error_text
 from trainbridge.bridge.report import to_json
 
 EXIT_HUNG = 124
@@ -168,7 +169,7 @@ def run(args: argparse.Namespace, cmd: List[str]) -> int:
     from trainbridge import bridge
 
     json_mode = bool(args.json)
-    view = JsonView() if json_mode else make_view(cmd)
+    view = JsonView() if json_mode else make_view(cmd, args.log)
     try:
         job = bridge.launch(cmd, startup_timeout=args.startup_timeout,
                             stall_timeout=args.stall_timeout,
@@ -178,6 +179,8 @@ def run(args: argparse.Namespace, cmd: List[str]) -> int:
     except (bridge.LaunchError, OSError) as exc:
         message = f"trainbridge: could not start the command: {exc}. Check the path and that " \
                   f"it is executable (use the full path, e.g. .venv/bin/python)."
+        if isinstance(exc, LogFileError):  # not the command's fault: say what is wrong
+            message = f"trainbridge: {exc} (--log)."
         if json_mode:
             print(json.dumps({"event": "launch_failed", "message": message}, ensure_ascii=True),
                   flush=True)
@@ -189,9 +192,10 @@ def run(args: argparse.Namespace, cmd: List[str]) -> int:
         report = view.follow(job)
     finally:
         restore()
-    if args.report:
-        _write_report(args.report, report)
+    problem = _write_report(args.report, report) if args.report else None
     view.close(report)
+    if problem:
+        print(f"trainbridge: warning: {problem}", file=sys.stderr, flush=True)
     return exit_status(report)
 
 
@@ -231,11 +235,23 @@ def _forward_stop_signals(job) -> Any:
     return restore
 
 
-def _write_report(path: str, report: Dict[str, Any]) -> None:
+def _write_report(path: str, report: Dict[str, Any]) -> Optional[str]:
+    """Write the report atomically (a temp file renamed over `path`). A disk that refuses
+    it (read-only, full) changes neither the job's exit status nor its summary: returns
+    what went wrong, for one warning, and leaves no temp file behind."""
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="ascii") as f:
-        f.write(to_json(report) + "\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="ascii") as f:
+            f.write(to_json(report) + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return (f"could not write the report to {path}: {os_error_text(exc)}; the job's outcome "
+                f"and exit status are as shown (use --json to get the report on stdout)")
+    return None
 
 
 # --- views ----------------------------------------------------------------------------
@@ -257,11 +273,11 @@ class JsonView:
         pass
 
 
-def make_view(cmd: List[str]):
+def make_view(cmd: List[str], log_path: Optional[str] = None):
     from rich.console import Console
 
     console = Console()
-    return LiveView(console, cmd) if console.is_terminal else PlainView(console)
+    return LiveView(console, cmd) if console.is_terminal else PlainView(console, log_path)
 
 
 class ViewModel:
@@ -314,6 +330,8 @@ class ViewModel:
                               "then stopping the process tree")
         elif kind == "signal":
             self.notes.append(f"sent {event['signal']}")
+        elif kind == "log_error":
+            self.notes.append(loss_note(event, None))
 
     def eta(self) -> Optional[float]:
         if self.rate and self.total and isinstance(self.step, (int, float)):
@@ -405,11 +423,30 @@ class LiveView:
         print_summary(self.console, report)
 
 
-class PlainView:
-    """No terminal (a pipe or a file): output lines as they come, then the summary."""
+def loss_note(event: Dict[str, Any], log_path: Optional[str]) -> str:
+    """What a `dropped` or `log_error` event means for the user, and where to look."""
+    if event["event"] == "log_error":
+        return (f"warning: the log file {event['path']} is incomplete from line "
+                f"{event['from_line']} on: {event['error']}")
+    spans = [f"{stream} lines {first}-{last}" if first != last else f"{stream} line {first}"
+             for stream, (first, last) in sorted((event.get("lines") or {}).items())]
+    kinds = event.get("kinds") or {}
+    other = event["count"] - kinds.get("output", 0)
+    missed = ", ".join(spans) if spans else "no output lines"
+    if other:
+        missed += f" and {other} other event{'s' if other != 1 else ''}"
+    where = (f"every line is in {log_path}" if log_path
+             else "run with --log FILE to keep every line")
+    return f"not shown here: {missed} (this view fell behind the job's output); {where}"
 
-    def __init__(self, console):
+
+class PlainView:
+    """No terminal (a pipe or a file): output lines as they come, then the summary. What it
+    could not keep up with is said, exactly (loss_note), never skipped silently."""
+
+    def __init__(self, console, log_path: Optional[str] = None):
         self.console = console
+        self.log_path = log_path
 
     def follow(self, job) -> Dict[str, Any]:
         while True:
@@ -426,6 +463,8 @@ class PlainView:
                 self._note(f"stage {event['body']['name']}")
             elif kind == "hang":
                 self._note(f"hung ({event['reason']}): collecting stacks, then stopping the tree")
+            elif kind in ("dropped", "log_error"):
+                self._note(loss_note(event, self.log_path))
             elif kind == "end":
                 return event["report"]
 

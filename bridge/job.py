@@ -12,7 +12,9 @@ Events handed to callbacks and to events() are dicts with "event" and "t" (wall 
            error, bye, reply), strings already unescaped
   hang     reason: startup | stage_budget | stall | heartbeat | after_bye
   signal   signal: SIGUSR1 | SIGTERM | SIGKILL
-  dropped  count: events a slow events() consumer missed
+  dropped  count: events a slow events() consumer missed; kinds: how many of each event
+           kind, lines: per stream, the first and last output line number missed
+  log_error  path, from_line, error: the log file could not be written from that line on
   end      outcome, report
 """
 
@@ -66,6 +68,10 @@ class Job:
                  on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
                  tail_lines: int = TAIL_LINES, hub: Optional[Hub] = None,
                  zero_code: bool = True, detached: bool = False):
+        self.log_path = log_path
+        self._log = open_log(log_path) if log_path else None  # first: nothing to undo
+        self.log_lines = 0  # lines written to the log file
+        self.log_error: Optional[Dict[str, Any]] = None  # the log file is incomplete
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
         self.id = f"job-{secrets.token_hex(6)}"
@@ -73,13 +79,13 @@ class Job:
         self.dir = os.path.join(self.hub.runtime_dir, self.id)
         os.mkdir(self.dir, 0o700)
         self.crash_file = os.path.join(self.dir, "crash.txt")
-        self.log_path = log_path
-        self._log = open(log_path, "a", encoding="utf-8", errors="backslashreplace") \
-            if log_path else None
+        self.dropped: Dict[bytes, Dict[str, int]] = {}  # routing id -> the worker's drop counts
         self._callbacks: List[Callable[[Dict[str, Any]], None]] = [on_event] if on_event else []
         self._queue: Deque[Dict[str, Any]] = collections.deque(maxlen=EVENT_QUEUE)
         self._queue_cond = threading.Condition()
         self._queue_dropped = 0
+        self._dropped_kinds: Dict[str, int] = {}         # of _queue_dropped, per event kind
+        self._dropped_lines: Dict[str, List[int]] = {}   # stream -> [first, last] line missed
         self._queue_waiting = 0  # threads in next_event's wait (guarded by _queue_cond)
         self._done = threading.Event()
         self.report: Optional[Report] = None
@@ -293,8 +299,11 @@ class Job:
                 finally:
                     self._queue_waiting -= 1
             if self._queue_dropped:
-                dropped, self._queue_dropped = self._queue_dropped, 0
-                return {"event": "dropped", "t": self._queue[0]["t"], "count": dropped}
+                event = {"event": "dropped", "t": self._queue[0]["t"],
+                         "count": self._queue_dropped, "kinds": self._dropped_kinds,
+                         "lines": self._dropped_lines}
+                self._queue_dropped, self._dropped_kinds, self._dropped_lines = 0, {}, {}
+                return event
             return self._queue.popleft()
 
     # --- I/O thread: publishing -----------------------------------------------------------
@@ -302,7 +311,7 @@ class Job:
         event.setdefault("t", time.time())
         with self._queue_cond:
             if len(self._queue) == self._queue.maxlen:
-                self._queue_dropped += 1
+                self._note_dropped(self._queue[0])
             self._queue.append(event)
             if self._queue_waiting:  # notify costs more than the rest of a publish
                 self._queue_cond.notify_all()
@@ -313,6 +322,16 @@ class Job:
                 self._callbacks.remove(callback)
                 self._write_log(f"[trainbridge] event listener {callback!r} failed and was "
                                 f"removed: {type(exc).__name__}: {exc}")
+
+    def _note_dropped(self, event: Dict[str, Any]) -> None:
+        """Count an event the queue lets go, by kind, and the output lines it spans, so the
+        `dropped` event can say exactly what a slow consumer missed."""
+        self._queue_dropped += 1
+        kinds = self._dropped_kinds
+        kinds[event["event"]] = kinds.get(event["event"], 0) + 1
+        if event["event"] == "output":
+            span = self._dropped_lines.setdefault(event["stream"], [event["line"], 0])
+            span[1] = event["line"]
 
     # --- I/O thread: the machine ----------------------------------------------------------
     def _step(self, event: Dict[str, Any]) -> None:
@@ -401,6 +420,8 @@ class Job:
             # SIGUSR1 only to processes that registered faulthandler for it (it kills others).
             if body.get("dump_signal") == "SIGUSR1" and self._in_tree(body.get("pid")):
                 self.dump_pids.append(body["pid"])
+        if kind in ("heartbeat", "bye") and isinstance(body.get("dropped"), dict):
+            self.dropped[routing_id] = body["dropped"]  # counts only grow: the latest wins
         if kind == "reply":
             self._on_reply(body)  # dumps answer from every process of the job
         if not lead:
@@ -542,7 +563,8 @@ class Job:
                 if text.startswith(NO_WORKER_MARKERS):
                     self._publish({"event": "no_worker", "reason": text})
                     self._step({"type": "no_worker", "t": time.monotonic(), "reason": text})
-            self._publish({"event": "output", "stream": stream, "text": text, "end": end})
+            self._publish({"event": "output", "stream": stream, "text": text, "end": end,
+                           "line": self.lines[stream]})
 
     def _capture_fatal(self, text: str) -> None:
         # PYTHONFAULTHANDLER prints a crashed process's stacks on stderr; keep them whole
@@ -554,12 +576,23 @@ class Job:
             self.fatal_lines.append(text)
 
     def _write_log(self, text: str) -> None:
-        if self._log is not None:
-            try:
-                self._log.write(text + "\n")
-                self._log.flush()
-            except (OSError, ValueError):
-                pass  # a full disk must not stop supervision; the tail is still kept
+        """Append lines to the log file, unbuffered (it must survive our crash). A failed
+        write (a full disk) stops the log, never the supervision: the report and a
+        `log_error` event say from which line on the file is incomplete, and why."""
+        if self._log is None:
+            return
+        data = (text + "\n").encode("utf-8", "backslashreplace")
+        done = 0
+        try:
+            while done < len(data):
+                done += os.write(self._log, data[done:])
+        except OSError as exc:
+            self.log_error = log_failure(self.log_path, self.log_lines
+                                         + data.count(b"\n", 0, done) + 1, exc)
+            self._close_log()
+            self._publish({"event": "log_error", **self.log_error})
+            return
+        self.log_lines += data.count(b"\n")
 
     def _close_pipe(self, fd: int) -> None:
         stream = self._pipes.pop(fd, None)
@@ -664,7 +697,7 @@ class Job:
     def _close_log(self) -> None:
         if self._log is not None:
             try:
-                self._log.close()
+                os.close(self._log)
             except OSError:
                 pass
             self._log = None
@@ -696,6 +729,33 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
         config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
     return Job(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
                on_event=on_event, zero_code=zero_code, detached=detached).start()
+
+
+class LogFileError(launcher.LaunchError):
+    """The log file cannot be opened for writing (read-only, missing directory, ...)."""
+
+
+def open_log(path: str) -> int:
+    """An fd appending to the log file, or LogFileError saying what is wrong with it."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        raise LogFileError(f"cannot write the log file {path}: {os_error_text(exc)}; choose a "
+                           f"writable path for the log") from exc
+
+
+def log_failure(path: Optional[str], from_line: int, exc: OSError) -> Dict[str, Any]:
+    """The report's `log_error`: the log file has every line before from_line, none after."""
+    return {"path": path, "from_line": from_line, "error": os_error_text(exc)}
+
+
+def os_error_text(exc: OSError) -> str:
+    """'No space left on device (ENOSPC)': what went wrong, with the name to search for."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    text = exc.strerror or str(exc)
+    return f"{text} ({name})" if name else text
 
 
 def _oom_kill_count(pid: Optional[int]) -> Optional[int]:

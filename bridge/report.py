@@ -93,12 +93,39 @@ def build(job: Any) -> Dict[str, Any]:
         "stages_dropped": job.stages_dropped,
         "cancel": cancel,
         "log_path": job.log_path,
+        "log_error": job.log_error,
+        "dropped": dropped_total(job.dropped.values()),
         "evidence": job.snapshot,
     }
     if diagnosis_error:
         report["diagnosis_error"] = diagnosis_error
     report["summary"] = summary(report)
     return report
+
+
+def dropped_total(counts: Any) -> Dict[str, int]:
+    """What the job's worker processes dropped, per kind, summed over the processes (each
+    reports its own running totals in heartbeats and, when not zero, in its bye)."""
+    total: Dict[str, int] = {}
+    for per_process in counts:
+        for kind, count in per_process.items():
+            if isinstance(count, int) and not isinstance(count, bool):
+                total[str(kind)] = total.get(str(kind), 0) + count
+    return total
+
+
+def losses(report: Dict[str, Any]) -> List[str]:
+    """Sentences for the summary about anything the job's record is missing."""
+    out = []
+    dropped = {k: v for k, v in (report.get("dropped") or {}).items() if v}
+    for kind, count in sorted(dropped.items()):
+        out.append(f"The worker dropped {count} {kind} record{'s' if count != 1 else ''}: its "
+                   f"queue stayed full past TRAINBRIDGE_LOG_WAIT_S (report 'dropped').")
+    log_error = report.get("log_error")
+    if log_error:
+        out.append(f"The log file {log_error.get('path')} is incomplete from line "
+                   f"{log_error.get('from_line')} on: {log_error.get('error')}.")
+    return out
 
 
 def environment(hellos: Dict[int, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
@@ -292,6 +319,7 @@ def summary(report: Dict[str, Any]) -> str:
     elif report.get("error") and outcome != "succeeded":
         error = report["error"]
         parts.append(f"Error: {error.get('type')}: {error.get('message')}")
+    parts.extend(losses(report))
     return " ".join(p if p.endswith(".") else p + "." for p in parts)
 
 
