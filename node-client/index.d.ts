@@ -64,7 +64,9 @@ export interface LaunchOptions {
   /** The child's environment (default: process.env); trainbridge adds its variables. */
   env?: NodeJS.ProcessEnv;
   timeouts?: Timeouts;
-  /** Every output line is appended here (UTF-8) as it arrives: it survives a crash of this process. */
+  /** Every output line is appended here (UTF-8) as it arrives: it survives a crash of this process.
+   *  A path that cannot be written rejects the launch (LaunchError saying why); a disk that
+   *  fills up later gives 'log_error' and the report's log_error, and the job goes on. */
   logPath?: string;
   /** Lines kept for the report's log_tail. Default 40. */
   tailLines?: number;
@@ -129,6 +131,10 @@ export interface Report {
   protocol: { rejected: Record<string, number>; lost: number };
   leftovers: number[];
   log_path: string | null;
+  /** The log file could not be written from line from_line on (a full disk): it holds lines 1..from_line-1. */
+  log_error: LogError | null;
+  /** Records the job's worker processes dropped, per kind (log: queue full past TRAINBRIDGE_LOG_WAIT_S). */
+  dropped: Record<string, number>;
   evidence: Record<string, unknown> | null;
   /** The user's cancel (null when none): reason, the worker's answer, where the script stopped. */
   cancel: { reason: string | null; accepted: boolean | null; refused: string | null; traceback: string | null } | null;
@@ -140,6 +146,7 @@ export interface Report {
 export interface HelloBody { pid: number; argv: string[]; cwd: string; python: Record<string, unknown>; host: string; proto: string; worker: string; heartbeat_s: number; [k: string]: unknown }
 export interface StageBody { event: 'begin' | 'end'; name: string; depth: number; budget_s?: number | null; status?: string | null; duration_s?: number | null; [k: string]: unknown }
 export interface ProgressBody { step: number | bigint; total?: number | bigint | null; metrics: Record<string, number | string>; [k: string]: unknown }
+export interface LogError { path: string | null; from_line: number; error: string }
 export interface HeartbeatBody { beat: number; stage: string | null; stages: string[]; idle_s: number; progress_age_s: number | null; stack?: string | null; dropped: Record<string, number>; [k: string]: unknown }
 
 /** An output line (stream stdout/stderr) or a worker log record (stream "worker"). */
@@ -192,6 +199,7 @@ export type JobEvent =
   | { type: 'state'; data: JobState }
   | { type: 'hang'; data: { reason: string; stage: string | null } }
   | { type: 'signal'; data: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL' }
+  | { type: 'log_error'; data: LogError }
   | { type: 'dropped'; data: { count: number } }
   | { type: 'error'; data: PythonError }
   | { type: 'end'; data: Report };
@@ -272,6 +280,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   /** A hang was declared (startup, stage_budget, stall, heartbeat, after_bye): stacks, then the kill. */
   on(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
   on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL') => void): this;
+  on(event: 'log_error', listener: (problem: LogError) => void): this;
   /** Emitted only while someone listens: a Python error never crashes the supervisor. */
   on(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
   on(event: 'end', listener: (report: Report) => void): this;

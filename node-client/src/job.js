@@ -18,6 +18,7 @@
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
+const util = require('node:util');
 const { EventEmitter } = require('node:events');
 const machine = require('./machine.js');
 const { LineSplitter, RedrawThrottle, decodeLine, logText } = require('./lines.js');
@@ -40,10 +41,10 @@ const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in t
 const FATAL_MARKERS = ['Fatal Python error:', 'Timeout (']; // faulthandler's crash and watchdog headers
 const FATAL_LINES_MAX = 400; // stderr lines kept after "Fatal Python error"
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
-const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'error', 'end'];
-const EVENT_QUEUE = 10000;
+const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'error', 'end'];
+const EVENT_QUEUE = 10000; // events kept for a slow events() consumer; the oldest go first
 // With rejectOnFailure, `done` rejects on these; a cancel (the user's own stop) still resolves.
-const FAILED_OUTCOMES = ['failed', 'crashed', 'hung']; // events kept for a slow events() consumer; the oldest go first
+const FAILED_OUTCOMES = ['failed', 'crashed', 'hung'];
 
 const now = () => performance.now() / 1000; // the shell's monotonic clock, in seconds
 const snake = (name) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -113,6 +114,8 @@ class Job extends EventEmitter {
       heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
       leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
       rejected: {}, lost: 0, cancel: null,
+      dropped: new Map(), // routing id -> the worker's drop counts (heartbeat, bye)
+      logLines: 0, logError: null, // lines written to the log file; why it is incomplete
     };
     this._cancelSeqs = null; // [first, last] seq of the in-band cancel in flight
     this._logFd = null;
@@ -246,7 +249,7 @@ class Job extends EventEmitter {
   // --- start ------------------------------------------------------------------------
   async _start() {
     const endpoint = await this._hub.start();
-    if (this._options.logPath) this._logFd = fs.openSync(this._options.logPath, 'a');
+    if (this._options.logPath) this._logFd = openLog(this._options.logPath);
     this._dir = path.join(this._hub.runtimeDir, this.id);
     fs.mkdirSync(this._dir, { mode: 0o700 });
     this._crashFile = path.join(this._dir, 'crash.txt');
@@ -297,7 +300,8 @@ class Job extends EventEmitter {
   _launchFailed(err) {
     this._hub.unregister(this);
     this._closeLog();
-    const error = new LaunchError(`cannot start ${JSON.stringify(this.command[0])}: ${err.message}`, err);
+    const error = err instanceof LaunchError ? err
+      : new LaunchError(`cannot start ${JSON.stringify(this.command[0])}: ${err.message}`, err);
     if (this.listenerCount('error') > 0) this._emit('error', error);
     this._rejectDone(error);
   }
@@ -524,6 +528,9 @@ class Job extends EventEmitter {
   receive(msg, peer) {
     this._peers.add(peer);
     const { body } = msg;
+    if ((msg.kind === 'heartbeat' || msg.kind === 'bye') && body.dropped && typeof body.dropped === 'object') {
+      this._facts.dropped.set(peer, body.dropped); // counts only grow: the latest wins
+    }
     if (msg.kind === 'hello') {
       const priority = machine.leadPriority(body, this.pid);
       if (priority > this._leadPriority) {
@@ -728,14 +735,25 @@ class Job extends EventEmitter {
     if (this._fatalCapture && this._facts.fatalLines.length < FATAL_LINES_MAX) this._facts.fatalLines.push(text);
   }
 
+  /**
+   * Append lines to the log file, at once (it must survive a crash of this process). A
+   * failed write (a full disk) stops the log, never the supervision: the report and a
+   * 'log_error' event say from which line on the file is incomplete, and why.
+   */
   _writeLog(text) {
     if (this._logFd === null) return;
+    const data = Buffer.from(`${text}\n`, 'utf8');
+    let done = 0;
     try {
-      // Written at once, not buffered: the log must survive a crash of this process.
-      fs.writeSync(this._logFd, `${text}\n`);
-    } catch {
-      this._logFd = null; // a full disk must not stop the supervision; the tail is still kept
+      while (done < data.length) done += fs.writeSync(this._logFd, data, done, data.length - done);
+    } catch (err) {
+      const fromLine = this._facts.logLines + countLines(data, done) + 1;
+      this._facts.logError = { path: this._options.logPath, from_line: fromLine, error: osErrorText(err) };
+      this._closeLog();
+      this._emit('log_error', this._facts.logError);
+      return;
     }
+    this._facts.logLines += countLines(data, data.length);
   }
 
   _emit(name, value) {
@@ -746,6 +764,29 @@ class Job extends EventEmitter {
       queueMicrotask(() => { throw err; });
     }
   }
+}
+
+/** An fd appending to the log file, or a LaunchError saying what is wrong with it. */
+function openLog(logPath) {
+  try {
+    return fs.openSync(logPath, 'a');
+  } catch (err) {
+    throw new LaunchError(`cannot write the log file ${logPath}: ${osErrorText(err)}; choose a writable path for the log`, err);
+  }
+}
+
+/** 'No space left on device (ENOSPC)': what went wrong, with the name to search for (as bridge/job.py). */
+function osErrorText(err) {
+  const known = typeof err.errno === 'number' ? util.getSystemErrorMap().get(err.errno) : undefined;
+  if (!known) return err.message;
+  return `${known[1].charAt(0).toUpperCase()}${known[1].slice(1)} (${known[0]})`;
+}
+
+/** Newlines in the first `end` bytes of `data`. */
+function countLines(data, end) {
+  let count = 0;
+  for (let i = data.indexOf(10); i !== -1 && i < end; i = data.indexOf(10, i + 1)) count += 1;
+  return count;
 }
 
 /** The worker's timing variables, derived from the deadlines as bridge/job.py does. */

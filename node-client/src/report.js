@@ -93,11 +93,39 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     stages_dropped: facts.stagesDropped,
     cancel,
     log_path: logPath,
+    log_error: facts.logError ?? null,
+    dropped: droppedTotal(facts.dropped ? facts.dropped.values() : []),
     evidence: facts.snapshot,
   };
   if (diagnosisError) report.diagnosis_error = diagnosisError;
   report.summary = summary(report);
   return plain(report);
+}
+
+/**
+ * What the job's worker processes dropped, per kind, summed over the processes (each reports
+ * its own running totals in heartbeats and, when not zero, in its bye); bridge/report.py's.
+ */
+function droppedTotal(counts) {
+  const total = {};
+  for (const perProcess of counts) {
+    for (const [kind, count] of Object.entries(perProcess)) {
+      if (typeof count === 'number' || typeof count === 'bigint') total[kind] = (total[kind] || 0) + Number(count);
+    }
+  }
+  return total;
+}
+
+/** Sentences for the summary about anything the job's record is missing. */
+function losses(report) {
+  const out = [];
+  const dropped = Object.entries(report.dropped || {}).filter(([, n]) => n).sort(([a], [b]) => (a < b ? -1 : 1));
+  for (const [kind, count] of dropped) {
+    out.push(`The worker dropped ${count} ${kind} record${count !== 1 ? 's' : ''}: its queue stayed full past TRAINBRIDGE_LOG_WAIT_S (report 'dropped').`);
+  }
+  const logError = report.log_error;
+  if (logError) out.push(`The log file ${logError.path} is incomplete from line ${logError.from_line} on: ${logError.error}.`);
+  return out;
 }
 
 /**
@@ -274,6 +302,7 @@ function summary(report) {
   } else if (report.error && outcome !== 'succeeded') {
     parts.push(`Error: ${report.error.type}: ${report.error.message}.`);
   }
+  parts.push(...losses(report));
   return parts.map((p) => p.replace(/\.\./g, '.')).join(' ');
 }
 

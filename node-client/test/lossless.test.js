@@ -1,0 +1,37 @@
+'use strict';
+// Nothing is lost silently (issue 11 item 4), as in tests/client/test_lossless.py: 200,000
+// unpaced worker.log() calls all reach this client's 'log' listeners; what the worker had to
+// drop past its stated bound is counted in the report's `dropped` and said in its summary.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { launch } = require('../src/index.js');
+const { PYTHON, REPO, userEnv } = require('../test-support/e2e.js');
+
+function run(code, env = {}) {
+  const job = launch({ command: PYTHON, args: ['-c', code], env: userEnv(env), cwd: REPO, zeroCode: false });
+  const seen = [];
+  job.on('log', (rec) => { if (rec.stream === 'worker') seen.push(rec.text); });
+  return job.done.then((report) => ({ report, seen }));
+}
+
+test('200,000 unpaced worker.log() calls all reach the listener, in order', async () => {
+  const { report, seen } = await run('from trainbridge import worker\nfor i in range(200000): worker.log(str(i))\n');
+  assert.equal(report.outcome, 'succeeded');
+  assert.equal(seen.length, 200000);
+  assert.ok(seen.every((text, i) => text === String(i)), 'in order, none missing');
+  assert.deepEqual(report.dropped, { log: 0 });
+  assert.ok(!report.summary.includes('dropped'));
+});
+
+test('drops past the bound are counted in the report and its summary', async () => {
+  const { report, seen } = await run(
+    'import sys; from trainbridge import worker\nsys.setswitchinterval(30)\nfor i in range(30000): worker.log(str(i))\n',
+    { TRAINBRIDGE_LOG_WAIT_S: '0' },
+  );
+  assert.equal(report.outcome, 'succeeded');
+  const dropped = report.dropped.log;
+  assert.ok(dropped > 0, 'the beacon could not run: the queue stayed full');
+  assert.equal(dropped + seen.length, 30000, 'every record delivered or counted');
+  assert.ok(report.summary.includes(`The worker dropped ${dropped} log records`), report.summary);
+});
