@@ -29,6 +29,12 @@ import zmq
 from trainbridge.worker import codec
 
 IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
+# Memory budget for input not yet read (docs/PROTOCOL.md "Limits"): libzmq queues at most
+# RCVHWM messages per connection, each at most MAXMSGSIZE a frame, before it stops reading
+# that connection (the sender then waits: nothing is dropped, a flood only goes as fast as
+# the hub reads). 16 x 1 MiB = 16 MiB per connection; 100,000 allowed about 100 GiB.
+RCVHWM = 16
+PER_CONNECTION_BYTES = RCVHWM * (codec.MAX_MESSAGE_BYTES + 64)
 POLL_MAX_S = 0.5    # the longest the reactor sleeps: jobs also refresh process trees on ticks
 
 
@@ -118,7 +124,7 @@ class Hub:
             self._sock = self._ctx.socket(zmq.ROUTER)
             self._sock.setsockopt(zmq.MAXMSGSIZE, codec.MAX_MESSAGE_BYTES + 64)
             self._sock.setsockopt(zmq.LINGER, 0)
-            self._sock.setsockopt(zmq.RCVHWM, 100_000)
+            self._sock.setsockopt(zmq.RCVHWM, RCVHWM)
             self.endpoint = _bind(self._sock, self.runtime_dir)
             self._poller = zmq.Poller()
             self._poller.register(self._sock, zmq.POLLIN)

@@ -18,12 +18,24 @@ const codec = require('./codec.js');
 const { makeRuntimeDir, removeRuntimeDir } = require('./launcher.js');
 
 const IPC_PATH_MAX = 100; // sun_path is 108 bytes on Linux; keep a margin
+// Memory budget for input not yet read (docs/PROTOCOL.md "Limits"), as bridge/hub.py: libzmq
+// queues at most RCVHWM messages per connection, each at most maxMessageSize a frame, then
+// stops reading that connection (the sender waits; nothing is dropped). 16 x 1 MiB = 16 MiB
+// per connection; 100,000 allowed about 100 GiB.
+const RCVHWM = 16;
+// Received buffers live outside V8's heap and are freed only when a GC finds them; V8
+// collects after some 64 MiB of them. Input the hub rejects (unauthenticated, unroutable)
+// is garbage at once: past REJECTED_GC_BYTES of it, the hub asks for a collection, so a
+// flood of bad frames costs at most that much memory, not V8's allowance on top.
+const REJECTED_GC_BYTES = 16 * 1024 * 1024;
+const YIELD_MESSAGES = 1000; // the receive loop lets the event loop run after this many messages
+const YIELD_BYTES = 8 * 1024 * 1024; // ... or after this many bytes
 
 const ROUTER_OPTIONS = {
   maxMessageSize: codec.MAX_MESSAGE_BYTES + 64, // a larger frame drops the peer in libzmq
   linger: 0, // commands to a dead job are worthless; closing must never block
   sendHighWaterMark: 100000,
-  receiveHighWaterMark: 100000, // the worker's bounded queues, not libzmq, decide what drops
+  receiveHighWaterMark: RCVHWM, // a full queue makes the worker wait (its log backpressure), not drop
 };
 
 class Hub {
@@ -43,6 +55,7 @@ class Hub {
     this.jobs = new Map(); // job id -> job
     this.lastSeq = new Map(); // routing id -> last accepted seq
     this.unroutable = 0; // messages for no job we know
+    this.rejectedBytes = 0; // bytes of rejected input since the last collection
     this.sock = null;
     this.ready = null;
     this.sending = Promise.resolve();
@@ -80,6 +93,8 @@ class Hub {
   }
 
   async receiveLoop() {
+    let messages = 0;
+    let bytes = 0;
     try {
       for await (const [peer, ...frames] of this.sock) {
         try {
@@ -87,6 +102,17 @@ class Hub {
         } catch (err) {
           // A bug in one job's handling must not stop the socket that serves every job.
           process.emitWarning(`trainbridge: a message could not be handled: ${err && err.stack}`, 'TrainbridgeWarning');
+        }
+        // While messages keep coming, each receive resolves at once and the loop would run
+        // on microtasks alone: pipes, timers and the finalizers that free received buffers
+        // (napi, after GC, from the event loop) would wait for the flood to end. So after
+        // YIELD_MESSAGES messages or YIELD_BYTES bytes, the event loop gets a turn.
+        messages += 1;
+        for (const frame of frames) bytes += frame.length;
+        if (messages >= YIELD_MESSAGES || bytes >= YIELD_BYTES) {
+          messages = 0;
+          bytes = 0;
+          await new Promise(setImmediate);
         }
       }
     } catch (err) {
@@ -102,6 +128,7 @@ class Hub {
     const job = parts.length >= 2 && /^\d+$/.test(parts[1]) ? this.jobs.get(parts[0]) : undefined;
     if (!job) {
       this.unroutable += 1;
+      this.discard(frames);
       return;
     }
     let msg;
@@ -111,6 +138,7 @@ class Hub {
     } catch (err) {
       if (!(err instanceof codec.ProtocolError)) throw err;
       job.rejected(err.reason, err);
+      this.discard(frames);
       if (err.reason === 'unsupported_version') {
         this.send(job, peer, 'refuse', {
           reason: `this client speaks protocol v${codec.PROTOCOL_MAJOR} only (${err.detail})`,
@@ -131,6 +159,15 @@ class Hub {
     this.lastSeq.set(peer, last);
     if (codec.FINAL_KINDS.has(msg.kind)) this.send(job, peer, 'ack', { to: msg.seq });
     job.receive(msg, peer);
+  }
+
+  /** Rejected input: past REJECTED_GC_BYTES of it, have it collected (see there). */
+  discard(frames) {
+    for (const frame of frames) this.rejectedBytes += frame.length;
+    if (this.rejectedBytes >= REJECTED_GC_BYTES) {
+      this.rejectedBytes = 0;
+      collect();
+    }
   }
 
   /**
@@ -159,10 +196,29 @@ class Hub {
 
 let defaultHub = null;
 
+let collectGarbage;
+/** V8's gc(), without exposing it to the host program (the flag is set back at once). */
+function collect() {
+  if (collectGarbage === undefined) {
+    collectGarbage = typeof globalThis.gc === 'function' ? globalThis.gc : null;
+    if (!collectGarbage) {
+      try {
+        const v8 = require('node:v8');
+        v8.setFlagsFromString('--expose-gc');
+        collectGarbage = require('node:vm').runInNewContext('gc');
+        v8.setFlagsFromString('--no-expose-gc');
+      } catch {
+        collectGarbage = null; // the runtime's own GC will get to it
+      }
+    }
+  }
+  if (collectGarbage) collectGarbage();
+}
+
 /** The shared hub every launch() uses unless given one; made on first use. */
 function getDefaultHub() {
   if (!defaultHub || defaultHub.closed) defaultHub = new Hub({ closeWhenIdle: true });
   return defaultHub;
 }
 
-module.exports = { Hub, getDefaultHub, ROUTER_OPTIONS };
+module.exports = { Hub, getDefaultHub, ROUTER_OPTIONS, RCVHWM };
