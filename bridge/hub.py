@@ -64,6 +64,7 @@ class Hub:
         self._stop = False
         self._error: Optional[BaseException] = None
         self.endpoint = ""
+        self.server_key: Optional[str] = None  # CurveZMQ public key (z85) when on tcp
         self._thread = threading.Thread(target=self._run, name="trainbridge-hub", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -125,7 +126,7 @@ class Hub:
             self._sock.setsockopt(zmq.MAXMSGSIZE, codec.MAX_MESSAGE_BYTES + 64)
             self._sock.setsockopt(zmq.LINGER, 0)
             self._sock.setsockopt(zmq.RCVHWM, RCVHWM)
-            self.endpoint = _bind(self._sock, self.runtime_dir)
+            self.endpoint, self.server_key = _bind(self._sock, self.runtime_dir)
             self._poller = zmq.Poller()
             self._poller.register(self._sock, zmq.POLLIN)
             self._poller.register(self._wake_r, zmq.POLLIN)
@@ -296,13 +297,25 @@ def _make_runtime_dir() -> str:
     return path
 
 
-def _bind(sock: zmq.Socket, runtime_dir: str) -> str:
+def _bind(sock: zmq.Socket, runtime_dir: str) -> Tuple[str, Optional[str]]:
+    """(endpoint, server key or None). ipc lives in the private (0700) runtime directory:
+    only this user can connect. On the tcp fallback any local user could, so the socket is
+    a CurveZMQ server whose public key only the job's environment holds (TRAINBRIDGE_SERVER_KEY,
+    readable by this user alone): a peer without it fails the handshake, before libzmq
+    queues a byte of its input."""
     path = os.path.join(runtime_dir, "hub.sock")
     if zmq.has("ipc") and len(path) <= IPC_PATH_MAX:
         try:
             sock.bind(f"ipc://{path}")
-            return f"ipc://{path}"
+            return f"ipc://{path}", None
         except zmq.ZMQError:
             pass
+    if not zmq.has("curve"):
+        raise RuntimeError("trainbridge: ipc is not usable here and this libzmq has no CurveZMQ "
+                           "to authenticate the tcp fallback; set XDG_RUNTIME_DIR to a short "
+                           "path (ipc socket paths are limited to about 100 bytes)")
+    public, secret = zmq.curve_keypair()
+    sock.setsockopt(zmq.CURVE_SERVER, 1)
+    sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
     port = sock.bind_to_random_port("tcp://127.0.0.1")
-    return f"tcp://127.0.0.1:{port}"
+    return f"tcp://127.0.0.1:{port}", public.decode("ascii")

@@ -162,7 +162,11 @@ class Job:
         if hb_timeout is not None:
             # The GIL-freeze watchdog must write the main stack before we declare silence.
             variables["TRAINBRIDGE_FREEZE_S"] = _num(max(2 * heartbeat_s, hb_timeout / 2))
+        if self.hub.server_key:  # the tcp fallback: the worker must authenticate (hub.py)
+            variables["TRAINBRIDGE_SERVER_KEY"] = self.hub.server_key
         self.env = launcher.child_env(env, variables)
+        if not self.hub.server_key:  # an outer job's key must not reach this one's worker
+            self.env.pop("TRAINBRIDGE_SERVER_KEY", None)
         # An outer job's setting, inherited through `env`, must not decide for this one.
         self.env.pop("TRAINBRIDGE_CLIENT_PID" if detached else "TRAINBRIDGE_DETACHED", None)
         if zero_code:

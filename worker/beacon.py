@@ -120,6 +120,11 @@ class Beacon(threading.Thread):
         sock.setsockopt(zmq.MAXMSGSIZE, codec.MAX_MESSAGE_BYTES + 64)
         sock.setsockopt(zmq.LINGER, LINGER_MS)
         sock.setsockopt(zmq.SNDHWM, SNDHWM)
+        if self.config.server_key:  # the client's tcp fallback authenticates (CurveZMQ)
+            public, secret = zmq.curve_keypair()
+            sock.setsockopt(zmq.CURVE_SERVERKEY, self.config.server_key)
+            sock.setsockopt(zmq.CURVE_PUBLICKEY, public)
+            sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
         sock.connect(self.config.endpoint)
         self.sock = sock
 

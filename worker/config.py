@@ -19,13 +19,13 @@ _HEX_CHARS = frozenset("0123456789abcdef")
 class Config:
     __slots__ = ("endpoint", "job", "key", "rank", "crash_file", "heartbeat_s", "stall_s",
                  "freeze_s", "ack_timeout_s", "client_pid", "detached", "kill_grace_s",
-                 "log_wait_s")
+                 "log_wait_s", "server_key")
 
     def __init__(self, endpoint: str, job: str, key: bytes, rank: int,
                  crash_file: Optional[str], heartbeat_s: float, stall_s: float,
                  freeze_s: float, ack_timeout_s: float, client_pid: Optional[int] = None,
                  detached: bool = False, kill_grace_s: float = 5.0,
-                 log_wait_s: float = 5.0):
+                 log_wait_s: float = 5.0, server_key: Optional[bytes] = None):
         self.endpoint = endpoint
         self.job = job
         self.key = key
@@ -43,6 +43,8 @@ class Config:
         # The longest one log() call waits for room in the full log queue (backpressure);
         # past it the record is dropped and counted (0: never wait).
         self.log_wait_s = log_wait_s
+        # The client's CurveZMQ public key (z85) on a tcp endpoint: connect as a CURVE client.
+        self.server_key = server_key
 
     @property
     def routing_id(self) -> bytes:
@@ -97,6 +99,9 @@ def from_env(env: Mapping[str, str]) -> Tuple[Optional[Config], Optional[str]]:
         log_wait_s = _number(env, "TRAINBRIDGE_LOG_WAIT_S", 5.0, 0.0)
     except ValueError as exc:
         return None, f"bad setting: {exc}"
+    server_key = env.get("TRAINBRIDGE_SERVER_KEY") or None
+    if server_key is not None and (len(server_key) != 40 or not server_key.isascii()):
+        return None, "TRAINBRIDGE_SERVER_KEY is not a 40-character z85 CurveZMQ key"
     rank = optional_int(env, "RANK")
     detached = env.get("TRAINBRIDGE_DETACHED", "") not in ("", "0")
     client_pid = None if detached else optional_int(env, "TRAINBRIDGE_CLIENT_PID")
@@ -108,4 +113,5 @@ def from_env(env: Mapping[str, str]) -> Tuple[Optional[Config], Optional[str]]:
         ack_timeout_s=ack_timeout_s,
         client_pid=client_pid if client_pid is not None and client_pid > 0 else None,
         detached=detached, kill_grace_s=kill_grace_s, log_wait_s=log_wait_s,
+        server_key=server_key.encode("ascii") if server_key else None,
     ), None

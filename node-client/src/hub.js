@@ -50,6 +50,12 @@ class Hub {
     // Where a unix socket path would be too long, tcp on loopback (as bridge/hub.py does).
     this.requestedEndpoint = options.endpoint
       || (sockPath.length <= IPC_PATH_MAX ? `ipc://${sockPath}` : 'tcp://127.0.0.1:*');
+    // On tcp any local user could connect: the socket is a CurveZMQ server whose public key
+    // only the job's environment holds (TRAINBRIDGE_SERVER_KEY), so a peer without it fails
+    // the handshake before a byte of its input is queued (as bridge/hub.py). ipc lives in
+    // the private (0700) runtime directory: only this user can connect.
+    this.curve = this.requestedEndpoint.startsWith('tcp://') ? zmq.curveKeyPair() : null;
+    this.serverKey = this.curve ? this.curve.publicKey : null;
     this.closeWhenIdle = Boolean(options.closeWhenIdle);
     this.endpoint = null;
     this.jobs = new Map(); // job id -> job
@@ -65,7 +71,9 @@ class Hub {
   /** Bind (once); resolves to the endpoint workers connect to. */
   start() {
     if (!this.ready) {
-      this.sock = new zmq.Router(ROUTER_OPTIONS);
+      this.sock = new zmq.Router(this.curve
+        ? { ...ROUTER_OPTIONS, curveServer: true, curveSecretKey: this.curve.secretKey }
+        : ROUTER_OPTIONS);
       this.ready = this.sock.bind(this.requestedEndpoint).then(() => {
         this.endpoint = this.sock.lastEndpoint || this.requestedEndpoint;
         this.receiving = this.receiveLoop();

@@ -255,6 +255,7 @@ class Job extends EventEmitter {
     this._crashFile = path.join(this._dir, 'crash.txt');
     const env = launcher.childEnv(this._options.env, {
       endpoint, jobId: this.id, key: this.key, crashFile: this._crashFile, detached: this._options.detached === true,
+      serverKey: this._hub.serverKey,
       ...workerTimings(this._m.config), ...this._workerSettings,
     });
     if (this._options.zeroCode !== false) {

@@ -73,7 +73,8 @@ const TIMEOUT_ENV = {
 
 /**
  * The child's environment. `base` is the caller's env (default process.env); `worker`
- * holds endpoint, jobId, key (Buffer), crashFile, detached (bool) and optional heartbeat_s,
+ * holds endpoint, jobId, key (Buffer), crashFile, detached (bool), serverKey (z85, on tcp)
+ * and optional heartbeat_s,
  * stall_s, freeze_s, ack_timeout_s, kill_grace_s.
  */
 function childEnv(base, worker) {
@@ -88,6 +89,9 @@ function childEnv(base, worker) {
     TRAINBRIDGE_KEY: worker.key.toString('hex'),
   });
   if (worker.crashFile) env.TRAINBRIDGE_CRASH_FILE = worker.crashFile;
+  // The tcp fallback's CurveZMQ key (hub.js); an outer job's must not reach this one's worker.
+  if (worker.serverKey) env.TRAINBRIDGE_SERVER_KEY = worker.serverKey;
+  else delete env.TRAINBRIDGE_SERVER_KEY;
   // The worker ends the job's process group when this process is gone, unless the job is
   // meant to outlive us; an outer job's setting inherited through `base` must not decide.
   if (worker.detached) {
