@@ -14,7 +14,8 @@ import traceback
 
 from benchmarks.harness import ROOT, machine, table, write_results
 
-BENCHES = ["hotpath", "startup", "throughput", "roundtrip", "time_to_know", "scale", "loop"]
+BENCHES = ["hotpath", "startup", "throughput", "unpaced", "roundtrip", "time_to_know", "scale",
+           "loop"]
 DOC = os.path.join(ROOT, "docs", "PERFORMANCE.md")
 BEGIN, END = "<!-- RESULTS BEGIN -->", "<!-- RESULTS END -->"
 

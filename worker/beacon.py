@@ -158,7 +158,7 @@ class Beacon(threading.Thread):
             now = time.monotonic()
             self._arm_watchdog(now)
             busy = self._send_queued(now)
-            if STATE.log_waiting and len(STATE.events) < runtime.LOG_QUEUE_LIMIT:
+            if STATE.log_waiting and len(STATE.events) <= runtime.LOG_QUEUE_LOW:
                 STATE.log_waiting = False
                 STATE.room.set()  # a log() call waits for room: there is some now
             self._resend_finals(now)

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from trainbridge.worker.config import Config
 
 LOG_QUEUE_LIMIT = 10_000
+# A waiting log() call is woken when the queue is down to this: it then fills half the queue
+# without waiting again (waking it for every free slot would hand the GIL over per record).
+LOG_QUEUE_LOW = LOG_QUEUE_LIMIT // 2
 # Backpressure (docs/WORKER.md): a log() call that finds LOG_QUEUE_LIMIT items waiting
 # waits, as a write to a full pipe would, until the beacon has made room, for at most
 # TRAINBRIDGE_LOG_WAIT_S (default 5 s). Only a record that found no room in that time is
