@@ -23,7 +23,7 @@ function statusBytes(pid, field) {
 }
 
 async function flood(endpoint, job) {
-  const sock = new zmq.Dealer({ routingId: `${job}/0/4242`, sendHighWaterMark: 8, linger: -1 });
+  const sock = new zmq.Dealer({ routingId: `${job}/0/4242`, sendHighWaterMark: 8, sendTimeout: 60000, linger: -1 });
   sock.connect(endpoint);
   const envelope = Buffer.alloc(codec.MAX_MESSAGE_BYTES, 0x93);
   const mac = Buffer.alloc(32);

@@ -31,7 +31,13 @@ async function handshake(endpoint, job, curveServerKey = null) {
     })();
     sock.connect(endpoint);
     sock.send([Buffer.alloc(1024, 0x93), Buffer.alloc(32)]).catch(() => undefined);
-    return await ended;
+    let timer;
+    const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve('no handshake in 20 s'), 20000); });
+    try {
+      return await Promise.race([ended, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   } finally {
     sock.close();
   }

@@ -31,6 +31,7 @@ def flood(endpoint, job, frames=FRAMES):
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.ROUTING_ID, f"{job}/0/4242".encode("ascii"))
     sock.setsockopt(zmq.SNDHWM, 8)
+    sock.setsockopt(zmq.SNDTIMEO, 60_000)  # a client that stopped reading fails the test
     sock.connect(endpoint)
     envelope, mac = zmq.Frame(b"\x93" * codec.MAX_MESSAGE_BYTES), b"\x00" * codec.MAC_SIZE
     for _ in range(frames):
