@@ -423,8 +423,10 @@ class LiveView:
         print_summary(self.console, report)
 
 
-def loss_note(event: Dict[str, Any], log_path: Optional[str]) -> str:
-    """What a `dropped` or `log_error` event means for the user, and where to look."""
+def loss_note(event: Dict[str, Any], log_path: Optional[str],
+              log_error: Optional[Dict[str, Any]] = None) -> str:
+    """What a `dropped` or `log_error` event means for the user, and where to look
+    (`log_error`: the log file itself stopped at some line)."""
     if event["event"] == "log_error":
         return (f"warning: the log file {event['path']} is incomplete from line "
                 f"{event['from_line']} on: {event['error']}")
@@ -435,8 +437,13 @@ def loss_note(event: Dict[str, Any], log_path: Optional[str]) -> str:
     missed = ", ".join(spans) if spans else "no output lines"
     if other:
         missed += f" and {other} other event{'s' if other != 1 else ''}"
-    where = (f"every line is in {log_path}" if log_path
-             else "run with --log FILE to keep every line")
+    if log_path and log_error:
+        where = (f"{log_path} has the lines before its line {log_error['from_line']} only "
+                 f"({log_error['error']})")
+    elif log_path:
+        where = f"every line is in {log_path}"
+    else:
+        where = "run with --log FILE to keep every line"
     return f"not shown here: {missed} (this view fell behind the job's output); {where}"
 
 
@@ -447,6 +454,7 @@ class PlainView:
     def __init__(self, console, log_path: Optional[str] = None):
         self.console = console
         self.log_path = log_path
+        self.log_error: Optional[Dict[str, Any]] = None
 
     def follow(self, job) -> Dict[str, Any]:
         while True:
@@ -464,7 +472,9 @@ class PlainView:
             elif kind == "hang":
                 self._note(f"hung ({event['reason']}): collecting stacks, then stopping the tree")
             elif kind in ("dropped", "log_error"):
-                self._note(loss_note(event, self.log_path))
+                self._note(loss_note(event, self.log_path, self.log_error))
+                if kind == "log_error":
+                    self.log_error = event
             elif kind == "end":
                 return event["report"]
 
