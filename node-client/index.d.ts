@@ -200,7 +200,7 @@ export type JobEvent =
   | { type: 'hang'; data: { reason: string; stage: string | null } }
   | { type: 'signal'; data: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL' }
   | { type: 'log_error'; data: LogError }
-  | { type: 'dropped'; data: { count: number } }
+  | { type: 'dropped'; data: { count: number; kinds: Record<string, number> } }
   | { type: 'error'; data: PythonError }
   | { type: 'end'; data: Report };
 

@@ -180,18 +180,21 @@ class Job extends EventEmitter {
   /**
    * Events as an async iterator: {type, data}, from now until {type: "end", data: report}.
    * At most EVENT_QUEUE wait for a slow consumer; beyond that the oldest go, and the next
-   * event it gets is {type: "dropped", data: {count}} (as bridge's events() does).
+   * event it gets is {type: "dropped", data: {count, kinds}} (as bridge's events() does;
+   * kinds: how many of each event type).
    */
   events() {
     const buffer = [];
     let dropped = 0;
+    let kinds = {}; // of `dropped`, per event type (as bridge's `kinds`)
     let wake = null;
     let ended = false;
     const listeners = EVENT_NAMES.map((type) => {
       const fn = (data) => {
         if (buffer.length >= EVENT_QUEUE) {
-          buffer.shift();
+          const gone = buffer.shift();
           dropped += 1;
+          kinds[gone.type] = (kinds[gone.type] || 0) + 1;
         }
         buffer.push({ type, data });
         if (type === 'end') ended = true;
@@ -215,9 +218,10 @@ class Job extends EventEmitter {
           await new Promise((resolve) => { wake = resolve; });
         }
         if (dropped) {
-          const count = dropped;
+          const data = { count: dropped, kinds };
           dropped = 0;
-          return { done: false, value: { type: 'dropped', data: { count } } };
+          kinds = {};
+          return { done: false, value: { type: 'dropped', data } };
         }
         return { done: false, value: buffer.shift() };
       },

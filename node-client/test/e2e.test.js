@@ -256,6 +256,8 @@ test('a consumer of events() that falls 10,000 behind gets a dropped count, then
   for await (const event of events) seen.push(event);
   assert.equal(seen[0].type, 'dropped');
   assert.ok(seen[0].data.count > 0);
+  assert.equal(Object.values(seen[0].data.kinds).reduce((a, b) => a + b, 0), seen[0].data.count, 'each one counted by type');
+  assert.ok(seen[0].data.kinds.log > 0, 'the flood was output lines');
   assert.equal(seen.length, 10001);
   assert.equal(seen.at(-1).type, 'end');
 });

@@ -113,6 +113,11 @@ def test_a_slow_consumer_gets_a_dropped_count_not_unbounded_memory(script):
     report = job.wait(30)  # nobody read the events meanwhile
     events = list(job.events(timeout=5))
     assert events[0]["event"] == "dropped" and events[0]["count"] > 0
+    # It says exactly what went: per kind, and which output lines (numbered per stream).
+    dropped, first_kept = events[0], next(e for e in events if e["event"] == "output")
+    assert sum(dropped["kinds"].values()) == dropped["count"]
+    assert dropped["lines"] == {"stdout": [1, first_kept["line"] - 1]}
+    assert dropped["kinds"]["output"] == first_kept["line"] - 1
     assert len(events) <= EVENT_QUEUE + 1
     assert events[-1]["event"] == "end" and events[-1]["report"] is report
     assert report["output"]["lines"]["stdout"] == EVENT_QUEUE + 5000
