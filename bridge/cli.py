@@ -203,7 +203,7 @@ def launch_failure_status(exc: BaseException) -> int:
     """127 not found, 126 found but not executable, 125 trainbridge's own (as env(1))."""
     from trainbridge.bridge.launcher import LaunchError
 
-    if not isinstance(exc, LaunchError):
+    if not isinstance(exc, LaunchError) or isinstance(exc, LogFileError):
         return EXIT_LAUNCH_FAILED  # ours, e.g. the --log file cannot be opened
     cause = exc.__cause__
     if isinstance(cause, FileNotFoundError):
