@@ -1,0 +1,260 @@
+"""The job store: one SQLite file (WAL) that schedulers, keepers and the CLI share (docs/STORE.md).
+
+Only the standard library: a keeper, the CLI and the Node client's helper open it cheaply.
+Every connection is in autocommit mode; the few read-modify-write steps (claiming a queued
+job and its slots, cancelling) run in BEGIN IMMEDIATE transactions that hold the write lock
+for well under a millisecond. The live event stream never goes through here: a keeper writes
+each job's events to a file in the job's directory (docs/STORE.md "Events file"), and the
+row's stage and progress are coalesced copies.
+
+The schema is versioned with PRAGMA user_version; MIGRATIONS[n] takes version n to n+1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from typing import Any, Dict, Iterable, List, Optional
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 5000
+
+# Job states in the row: the Job's own (starting, running, stalled, ended) plus queued and
+# restarting (between two attempts, while the backoff runs).
+ACTIVE = ("starting", "running", "stalled", "restarting")
+STATES = ("queued",) + ACTIVE + ("ended",)
+
+# Row columns stored as JSON text.
+JSON_COLUMNS = ("command", "env_names", "config", "resources", "assigned", "progress", "report")
+
+MIGRATIONS = [
+    # 0 -> 1: the first schema.
+    """
+    CREATE TABLE jobs (
+        id TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL,
+        command TEXT NOT NULL,
+        cwd TEXT,
+        env_names TEXT,
+        config TEXT NOT NULL,
+        resources TEXT NOT NULL,
+        assigned TEXT,
+        priority INTEGER NOT NULL DEFAULT 0,
+        max_restarts INTEGER NOT NULL DEFAULT 0,
+        restart_backoff REAL NOT NULL DEFAULT 1.0,
+        state TEXT NOT NULL,
+        outcome TEXT,
+        exit_code INTEGER,
+        signal TEXT,
+        stage TEXT,
+        progress TEXT,
+        note TEXT,
+        submitted_at REAL NOT NULL,
+        started_at REAL,
+        ended_at REAL,
+        updated_at REAL NOT NULL,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        keeper_pid INTEGER,
+        keeper_start REAL,
+        job_pid INTEGER,
+        job_start REAL,
+        endpoint TEXT,
+        dir TEXT NOT NULL,
+        log_path TEXT NOT NULL,
+        events_path TEXT NOT NULL,
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        report TEXT
+    );
+    CREATE INDEX jobs_by_state ON jobs (state, priority, seq);
+    CREATE TABLE attempts (
+        job_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        started_at REAL,
+        ended_at REAL,
+        outcome TEXT,
+        exit_code INTEGER,
+        signal TEXT,
+        report TEXT,
+        PRIMARY KEY (job_id, attempt)
+    );
+    CREATE TABLE settings (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
+]
+
+
+class StoreError(Exception):
+    """The store cannot be used (newer schema than this trainbridge, unreadable file)."""
+
+
+def default_path() -> str:
+    """$TRAINBRIDGE_STORE, else <per-user data dir>/trainbridge/jobs.db (XDG on Linux)."""
+    explicit = os.environ.get("TRAINBRIDGE_STORE")
+    if explicit:
+        return explicit
+    if os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~")
+    elif os.uname().sysname == "Darwin":
+        base = os.path.expanduser("~/Library/Application Support")
+    else:
+        base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return os.path.join(base, "trainbridge", "jobs.db")
+
+
+class Store:
+    """One connection to the store file. Not shared between threads: open one per thread."""
+
+    def __init__(self, path: Optional[str] = None):
+        self.path = os.path.abspath(path or default_path())
+        self.jobs_dir = os.path.join(os.path.dirname(self.path), "jobs")
+        os.makedirs(self.jobs_dir, mode=0o700, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
+                                      isolation_level=None, check_same_thread=False)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open the job store {self.path}: {exc}. Check the path; "
+                             f"a store written by a newer trainbridge needs that version.") from exc
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"the job store {self.path} has schema version {version}; this "
+                             f"trainbridge knows up to {SCHEMA_VERSION}: upgrade trainbridge")
+        if version == SCHEMA_VERSION:
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]  # another won?
+            while version < SCHEMA_VERSION:
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+                version += 1
+                self.db.execute(f"PRAGMA user_version = {version}")
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self.db.close()
+
+    # --- transactions ---------------------------------------------------------------------
+    def transaction(self) -> "_Tx":
+        """`with store.transaction():` a BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error)."""
+        return _Tx(self.db)
+
+    # --- rows -----------------------------------------------------------------------------
+    def insert_job(self, row: Dict[str, Any]) -> None:
+        row = _encode(row)
+        row.setdefault("updated_at", time.time())
+        names = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self.transaction():
+            seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs").fetchone()[0]
+            self.db.execute(f"INSERT INTO jobs (seq, {names}) VALUES (?, {marks})",
+                            [seq, *row.values()])
+
+    def update(self, job_id: str, where_state: Optional[Iterable[str]] = None,
+               **fields: Any) -> bool:
+        """Set fields of one job (only while its state is one of where_state, if given).
+        True when the row was changed."""
+        fields = _encode(fields)
+        fields["updated_at"] = time.time()
+        sets = ", ".join(f"{name} = ?" for name in fields)
+        sql = f"UPDATE jobs SET {sets} WHERE id = ?"
+        args: List[Any] = [*fields.values(), job_id]
+        if where_state is not None:
+            states = list(where_state)
+            sql += f" AND state IN ({', '.join('?' for _ in states)})"
+            args += states
+        return self.db.execute(sql, args).rowcount == 1
+
+    def get(self, job_id: str) -> Optional[Dict[str, Any]]:
+        row = self.db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return _decode(row) if row else None
+
+    def jobs(self, state: Optional[Any] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """Jobs, newest first. state: one state, a list of states, or "active"."""
+        sql, args = "SELECT * FROM jobs", []  # type: str, List[Any]
+        if state is not None:
+            states = list(ACTIVE) if state == "active" else \
+                [state] if isinstance(state, str) else list(state)
+            sql += f" WHERE state IN ({', '.join('?' for _ in states)})"
+            args += states
+        sql += " ORDER BY seq DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(int(limit))
+        return [_decode(row) for row in self.db.execute(sql, args).fetchall()]
+
+    def queued(self) -> List[Dict[str, Any]]:
+        """Queued jobs in the order they start: priority (high first), then submission."""
+        rows = self.db.execute("SELECT * FROM jobs WHERE state = 'queued' "
+                               "ORDER BY priority DESC, seq ASC").fetchall()
+        return [_decode(row) for row in rows]
+
+    def delete(self, job_id: str) -> None:
+        with self.transaction():
+            self.db.execute("DELETE FROM attempts WHERE job_id = ?", (job_id,))
+            self.db.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
+
+    # --- attempts -------------------------------------------------------------------------
+    def put_attempt(self, job_id: str, attempt: int, **fields: Any) -> None:
+        fields = _encode(fields)
+        names = ", ".join(fields)
+        marks = ", ".join("?" for _ in fields)
+        self.db.execute(f"INSERT OR REPLACE INTO attempts (job_id, attempt, {names}) "
+                        f"VALUES (?, ?, {marks})", [job_id, attempt, *fields.values()])
+
+    def attempts(self, job_id: str) -> List[Dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM attempts WHERE job_id = ? ORDER BY attempt",
+                               (job_id,)).fetchall()
+        return [_decode(row) for row in rows]
+
+    # --- settings -------------------------------------------------------------------------
+    def setting(self, name: str) -> Any:
+        row = self.db.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_setting(self, name: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO settings (name, value) VALUES (?, ?)",
+                        (name, json.dumps(value, ensure_ascii=True)))
+
+
+class _Tx:
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, kind, value, tb) -> None:
+        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _encode(fields: Dict[str, Any]) -> Dict[str, Any]:
+    out = {}
+    for name, value in fields.items():
+        if name in JSON_COLUMNS and value is not None:
+            value = json.dumps(value, ensure_ascii=True, default=str)
+        out[name] = value
+    return out
+
+
+def _decode(row: sqlite3.Row) -> Dict[str, Any]:
+    out = dict(row)
+    for name in JSON_COLUMNS:
+        if out.get(name) is not None:
+            out[name] = json.loads(out[name])
+    return out
