@@ -34,5 +34,6 @@ _check_client_requirements()
 
 from trainbridge.bridge.job import Job, Report, launch  # noqa: E402
 from trainbridge.bridge.launcher import LaunchError  # noqa: E402
+from trainbridge.bridge.scheduler import Scheduler  # noqa: E402
 
-__all__ = ["Job", "LaunchError", "Report", "launch"]
+__all__ = ["Job", "LaunchError", "Report", "Scheduler", "launch"]

@@ -1,0 +1,212 @@
+"""Attached: a scheduled job seen from any process, with launch()'s Job API.
+
+It tails the job's events file (written by the job's keeper, docs/STORE.md "Events file")
+from its first line, so an attacher gets the log so far and then the live events, and it
+reads the store's row when the file has nothing new (a keeper that was lost writes no end:
+reconcile() appends one, and the row says it too). Commands go to the keeper: cancel through
+the store and SIGTERM, dump_stacks through SIGUSR1 (the stacks come back as a "stacks" event).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import threading
+import time
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional
+
+from trainbridge.bridge import procs
+from trainbridge.bridge.store import Store
+
+POLL_S = 0.05        # how often the events file is read for new lines
+ROW_EVERY_S = 0.5    # how often the row is read while the file is quiet
+
+
+class Report(dict):
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class Attached:
+    def __init__(self, store_path: str, job_id: str,
+                 on_event: Optional[Callable[[Dict[str, Any]], None]] = None):
+        self.id = job_id
+        self.store_path = store_path
+        self._store = Store(store_path)
+        row = self._store.get(job_id)
+        if row is None:
+            raise KeyError(f"no job {job_id!r} in {store_path}")
+        self.row = row
+        self.cmd = row["command"]
+        self.log_path = row["log_path"]
+        self._state = row["state"]
+        self.report: Optional[Report] = None
+        self._callbacks: List[Callable[[Dict[str, Any]], None]] = [on_event] if on_event else []
+        self._queue: Deque[Dict[str, Any]] = collections.deque()
+        self._cond = threading.Condition()
+        self._done = threading.Event()
+        self._closed = threading.Event()
+        self._stacks: List[Optional[str]] = []
+        self._thread = threading.Thread(target=self._tail, daemon=True,
+                                        name=f"trainbridge-attach-{job_id}")
+        self._thread.start()
+
+    # --- Job's API ------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def outcome(self) -> Optional[str]:
+        return self.report.get("outcome") if self.report else None
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self.row.get("job_pid")
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[Report]:
+        if not self._done.wait(timeout):
+            return None
+        return self.report
+
+    def cancel(self, grace: Optional[float] = None) -> bool:
+        """Cancel the job (queued or running) for everyone; `grace` is the keeper's."""
+        from trainbridge.bridge import scheduler
+        store = Store(self.store_path)
+        try:
+            return scheduler.cancel(store, self.id)
+        finally:
+            store.close()
+
+    def dump_stacks(self, timeout: float = 2.0) -> Optional[str]:
+        """Every thread's Python stack from the worker (through the keeper), or None."""
+        row = Store(self.store_path)
+        try:
+            current = row.get(self.id)
+        finally:
+            row.close()
+        if not current or not procs.same_process(current["keeper_pid"],
+                                                   current["keeper_start"]):
+            return None
+        with self._cond:
+            seen = len(self._stacks)
+        os.kill(current["keeper_pid"], signal.SIGUSR1)
+        deadline = time.monotonic() + timeout + 1.0
+        with self._cond:
+            while len(self._stacks) == seen:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+            return self._stacks[seen]
+
+    def add_listener(self, callback: Callable[[Dict[str, Any]], None]) -> None:
+        with self._cond:
+            self._callbacks.append(callback)
+
+    def events(self, timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
+        while True:
+            event = self.next_event(timeout)
+            if event is None:
+                return
+            yield event
+            if event["event"] == "end":
+                return
+
+    def next_event(self, timeout: Optional[float] = 0) -> Optional[Dict[str, Any]]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._queue:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self._cond.wait(left)
+            return self._queue.popleft()
+
+    def close(self) -> None:
+        """Stop following (the job goes on)."""
+        self._closed.set()
+        self._thread.join()
+
+    # --- the tail thread --------------------------------------------------------------------
+    def _publish(self, event: Dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "state":
+            self._state = event["state"]
+        elif kind == "end":
+            self._state = "ended"
+            self.report = Report(event.get("report") or {"outcome": event.get("outcome")})
+            event["report"] = self.report
+        with self._cond:
+            if kind == "stacks":
+                self._stacks.append(event.get("stacks"))
+            self._queue.append(event)
+            self._cond.notify_all()
+            callbacks = list(self._callbacks)
+        for callback in callbacks:
+            try:
+                callback(event)
+            except Exception:  # noqa: BLE001 - a listener's bug must not stop the tail
+                with self._cond:
+                    if callback in self._callbacks:
+                        self._callbacks.remove(callback)
+        if kind == "end":
+            self._done.set()
+
+    def _tail(self) -> None:
+        path = self.row["events_path"]
+        buf = b""
+        f = None
+        next_row = 0.0
+        try:
+            while not self._closed.is_set():
+                if f is None:
+                    try:
+                        f = open(path, "rb")
+                    except OSError:
+                        f = None
+                chunk = f.read() if f is not None else b""
+                if chunk:
+                    buf += chunk
+                    *lines, buf = buf.split(b"\n")
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        try:
+                            event = json.loads(line)
+                        except ValueError:
+                            continue  # a torn line cannot happen (one write per line)
+                        self._publish(event)
+                        if event.get("event") == "end":
+                            return
+                    continue
+                now = time.monotonic()
+                if now >= next_row:
+                    next_row = now + ROW_EVERY_S
+                    row = self._store.get(self.id)
+                    if row is None or row["state"] == "ended":
+                        # Read once more: the end line may have been written just before.
+                        more = f.read() if f is not None else b""
+                        if more:
+                            buf += more
+                            continue
+                        self._publish({"event": "end", "t": time.time(),
+                                       "outcome": row and row["outcome"],
+                                       "report": (row and row["report"]) or
+                                       {"outcome": row and row["outcome"],
+                                        "note": row and row["note"]}})
+                        return
+                    self.row = row
+                self._closed.wait(POLL_S)
+        finally:
+            if f is not None:
+                f.close()
+            self._store.close()

@@ -1,0 +1,267 @@
+"""The keeper: one small headless process per scheduled job, the training process's parent.
+
+    python -m trainbridge.bridge.keeper STORE JOB_ID
+
+A scheduler starts it (in its own session, so nothing that happens to the scheduler or a GUI
+reaches it) and may then come and go, like podman's conmon or containerd's shim. The keeper
+runs the job with bridge.launch (so deadlines, hang evidence, diagnosis and the report are
+exactly those of a launched job), and:
+
+- writes every event as one ASCII JSON line to the job's events file (<dir>/events.jsonl),
+  which is how anyone attaches, from the first line (docs/STORE.md "Events file");
+- writes the output to <dir>/output.log (the job's log_path);
+- keeps the store row true: state at once, stage and progress coalesced (PROGRESS_EVERY_S),
+  then outcome, exit code, signal and report; every attempt's report in `attempts`;
+- restarts a failed attempt up to max_restarts times, waiting restart_backoff * 2**n seconds;
+- on SIGTERM / SIGINT / SIGHUP cancels the job (docs/STORE.md "Cancel"); on SIGUSR1 asks the
+  worker for its stacks and writes them as a "stacks" event;
+- when its job ends, runs one scheduling pass so queued jobs start without a scheduler.
+
+The training process is launched supervised (not detached): it carries the keeper's pid in
+TRAINBRIDGE_CLIENT_PID, so if the keeper is SIGKILLed its worker ends the job's tree, and the
+next reconciliation marks the job lost (and ends any process of it still running).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, Dict, Optional
+
+from trainbridge.bridge.procs import ENV_FILE, process_start
+from trainbridge.bridge.store import Store
+
+PROGRESS_EVERY_S = 0.5   # stage/progress reach the row at most this often (latest wins)
+BACKOFF_MAX_S = 300.0
+
+
+def backoff(base: float, restarts_done: int) -> float:
+    """Seconds before restart number restarts_done + 1: base, 2 base, 4 base, ... capped."""
+    return min(BACKOFF_MAX_S, base * (2 ** restarts_done))
+
+
+class EventsFile:
+    """The job's events, one ASCII JSON object per line, flushed as written."""
+
+    def __init__(self, path: str):
+        self.lock = threading.Lock()
+        self.f = open(path, "a", encoding="ascii")
+        self.failed = 0
+
+    def write(self, event: Dict[str, Any]) -> None:
+        line = json.dumps(event, ensure_ascii=True, default=str) + "\n"
+        with self.lock:
+            try:
+                self.f.write(line)
+                self.f.flush()
+            except (OSError, ValueError):
+                self.failed += 1  # counted; the report and the row still tell the end
+
+    def close(self) -> None:
+        with self.lock:
+            self.f.close()
+
+
+class RowWriter(threading.Thread):
+    """Copies the live state into the row: state changes at once, stage/progress coalesced.
+    Runs on its own thread with its own connection, so the hub's I/O thread never waits
+    on the store."""
+
+    def __init__(self, store_path: str, job_id: str):
+        super().__init__(name="trainbridge-keeper-row", daemon=True)
+        self.store_path = store_path
+        self.job_id = job_id
+        self.cond = threading.Condition()
+        self.pending: Dict[str, Any] = {}
+        self.urgent = False
+        self.stopping = False
+        self.writes = 0
+
+    def set(self, urgent: bool = False, **fields: Any) -> None:
+        with self.cond:
+            self.pending.update(fields)
+            if urgent:
+                self.urgent = True
+                self.cond.notify()
+
+    def run(self) -> None:
+        store = Store(self.store_path)
+        try:
+            while True:
+                with self.cond:
+                    if not self.urgent and not self.stopping:
+                        self.cond.wait(PROGRESS_EVERY_S)
+                    fields, self.pending, self.urgent = self.pending, {}, False
+                    stopping = self.stopping
+                if fields:
+                    store.update(self.job_id, **fields)
+                    self.writes += 1
+                if stopping:
+                    return
+        finally:
+            store.close()
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopping = True
+            self.cond.notify()
+        self.join()
+
+
+class Keeper:
+    def __init__(self, store_path: str, job_id: str):
+        self.store_path = store_path
+        self.store = Store(store_path)
+        self.id = job_id
+        self.row = self.store.get(job_id)
+        if self.row is None:
+            raise SystemExit(f"trainbridge keeper: no job {job_id} in {store_path}")
+        self.cancelled = threading.Event()
+        self.job = None
+        self.events = EventsFile(self.row["events_path"])
+        self.rows = RowWriter(store_path, job_id)
+
+    # --- signals (main thread) ------------------------------------------------------------
+    def _on_cancel(self, signum, frame) -> None:
+        self.cancelled.set()
+        job = self.job
+        if job is not None:
+            job.cancel()
+
+    def _on_dump(self, signum, frame) -> None:
+        job = self.job
+        if job is None:
+            self.events.write({"event": "stacks", "t": time.time(), "stacks": None})
+            return
+        def ask() -> None:
+            stacks = job.dump_stacks(timeout=2.0)
+            self.events.write({"event": "stacks", "t": time.time(), "stacks": stacks})
+        threading.Thread(target=ask, name="trainbridge-keeper-dump", daemon=True).start()
+
+    # --- events (hub I/O thread) ----------------------------------------------------------
+    def _on_event(self, event: Dict[str, Any]) -> None:
+        kind = event["event"]
+        if kind == "end":
+            return  # written by run() once the last attempt is decided
+        self.events.write(event)
+        if kind == "state":
+            self.rows.set(urgent=True, state=event["state"])
+        elif kind == "message" and event.get("kind") == "stage":
+            body = event.get("body") or {}
+            if body.get("event", "begin") == "begin" and body.get("name"):
+                self.rows.set(stage=body["name"])
+        elif kind == "message" and event.get("kind") == "progress":
+            body = event.get("body") or {}
+            self.rows.set(progress={k: body.get(k) for k in ("step", "total") if k in body})
+
+    # --- the job --------------------------------------------------------------------------
+    def run(self) -> int:
+        from trainbridge import bridge
+
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._on_cancel)
+        signal.signal(signal.SIGUSR1, self._on_dump)
+        me = os.getpid()
+        if not self.store.update(self.id, where_state=["starting"], keeper_pid=me,
+                                 keeper_start=process_start(me)):
+            return 0  # not ours to run (cancelled while starting, or another keeper has it)
+        self.rows.start()
+        env = self._env()
+        row = self.row
+        config = dict(row["config"] or {})
+        attempt = row["attempt"] or 0
+        final: Optional[Dict[str, Any]] = None
+        outcome = None
+        while True:
+            attempt += 1
+            if self.cancelled.is_set() or self._cancel_requested():
+                outcome, final = "cancelled", None
+                break
+            started = time.time()
+            try:
+                self.job = bridge.launch(row["command"], cwd=row["cwd"], env=env,
+                                         log_path=row["log_path"], on_event=self._on_event,
+                                         **config)
+            except (bridge.LaunchError, OSError) as exc:
+                note = (f"could not start {row['command'][0]!r}: {exc}. Check the path and "
+                        f"that it is executable (use the full path, e.g. .venv/bin/python).")
+                self.events.write({"event": "launch_failed", "t": time.time(), "message": note})
+                outcome, final = "failed", {"outcome": "failed", "note": note}
+                self.store.put_attempt(self.id, attempt, started_at=started,
+                                       ended_at=time.time(), outcome="failed", report=final)
+                break
+            if self.cancelled.is_set():
+                self.job.cancel()
+            self.rows.set(urgent=True, attempt=attempt, job_pid=self.job.pid,
+                          job_start=process_start(self.job.pid), endpoint=self.job.hub.endpoint,
+                          started_at=started, note=None)
+            while not self.job.done():
+                self.job.wait(0.5)
+            final = dict(self.job.report or {})
+            outcome = final.get("outcome")
+            self.store.put_attempt(self.id, attempt, started_at=started, ended_at=time.time(),
+                                   outcome=outcome, exit_code=final.get("exit_code"),
+                                   signal=final.get("signal"), report=final)
+            restarts_done = attempt - 1 - (row["attempt"] or 0)
+            if outcome in ("succeeded", "cancelled") or self.cancelled.is_set() \
+                    or restarts_done >= row["max_restarts"]:
+                break
+            wait_s = backoff(row["restart_backoff"], restarts_done)
+            self.events.write({"event": "attempt", "t": time.time(), "attempt": attempt,
+                               "outcome": outcome, "report": final, "restart_in": wait_s})
+            self.rows.set(urgent=True, state="restarting", outcome=outcome,
+                          exit_code=final.get("exit_code"), signal=final.get("signal"),
+                          job_pid=None, job_start=None)
+            self.job = None
+            if self.cancelled.wait(wait_s):
+                outcome = "cancelled"
+                break
+        self._finish(outcome, final)
+        return 0
+
+    def _env(self) -> Dict[str, str]:
+        path = os.path.join(self.row["dir"], ENV_FILE)
+        with open(path, encoding="utf-8") as f:
+            env = json.load(f)
+        os.unlink(path)  # values live only in this process from now on
+        assigned = self.row.get("assigned") or {}
+        if assigned.get("gpus") is not None:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in assigned["gpus"])
+        return env
+
+    def _cancel_requested(self) -> bool:
+        row = self.store.get(self.id)
+        return bool(row and row["cancel_requested"])
+
+    def _finish(self, outcome: Optional[str], report: Optional[Dict[str, Any]]) -> None:
+        report = report or {"outcome": outcome}
+        report_obj = dict(report)
+        self.rows.stop()
+        self.store.update(self.id, state="ended", outcome=outcome,
+                          exit_code=report_obj.get("exit_code"), signal=report_obj.get("signal"),
+                          report=report_obj, ended_at=time.time(), job_pid=None, job_start=None)
+        self.events.write({"event": "end", "t": time.time(), "outcome": outcome,
+                           "report": report_obj})
+        self.events.close()
+        try:
+            from trainbridge.bridge import scheduler
+            scheduler.schedule_pass(self.store)
+        except Exception as exc:  # noqa: BLE001 - the job's end is recorded; say why not more
+            print(f"trainbridge keeper: could not start queued jobs: {type(exc).__name__}: "
+                  f"{exc}", file=sys.stderr)
+
+
+def main(argv=None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m trainbridge.bridge.keeper STORE JOB_ID", file=sys.stderr)
+        return 2
+    return Keeper(args[0], args[1]).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

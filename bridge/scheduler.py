@@ -1,0 +1,398 @@
+"""bridge.Scheduler: a job queue on a store that outlives any GUI (docs/STORE.md, CLIENT.md).
+
+    sched = bridge.Scheduler(store="~/jobs.db")
+    job_id = sched.submit(["python", "train.py"], resources={"gpus": 1}, max_restarts=2)
+    job = sched.attach(job_id)          # same events, wait(), cancel() as launch()'s Job
+    report = job.wait()
+
+The Scheduler owns nothing that dies with it: each started job runs under its own keeper
+(bridge/keeper.py), and everything else is in the store. So any number of Schedulers, CLIs
+and keepers may work on one store at once, and a Scheduler may be SIGKILLed at any moment:
+
+- schedule_pass() starts queued jobs whose slots are free. Claiming a job and its GPUs is one
+  BEGIN IMMEDIATE transaction, so two passes never give the same slot twice. Submit, every
+  Scheduler tick and every keeper at its job's end run a pass: the queue moves even when no
+  Scheduler is running.
+- reconcile() makes the store match the processes: an active job whose keeper (pid + start
+  time) is gone is marked lost (or cancelled, if a cancel was asked before it ran anything)
+  and what is left of its training process is killed.
+
+Slots: "jobs" (how many run at once; default the CPU count) and "gpus" (ids; default from
+NVML, else CUDA_VISIBLE_DEVICES, else none). Queue order: priority (high first), then
+submission; the head of the queue waits for its slots (no job overtakes it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from trainbridge.bridge import machine, procs
+from trainbridge.bridge.store import ACTIVE, Store
+
+TICK_S = 0.5            # how often a running Scheduler reconciles and starts queued jobs
+CLAIM_GRACE_S = 10.0    # a claimed job with no keeper pid after this long is queued again
+KEEP_ENDED = 1000       # ended jobs kept (with their logs) by a Scheduler's retention
+TIMEOUT_NAMES = set(machine.DEFAULTS) | {"startup_timeout", "stall_timeout",
+                                          "heartbeat_timeout", "kill_grace"}
+
+
+# --- slots ------------------------------------------------------------------------------
+def discover_gpus(environ: Optional[Mapping[str, str]] = None, nvml: Any = None) -> List[int]:
+    """GPU ids this machine offers: NVML's device count (pynvml, or the `nvml` given), else
+    the ids in CUDA_VISIBLE_DEVICES, else none (a CPU-only machine)."""
+    environ = os.environ if environ is None else environ
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [part.strip() for part in visible.split(",") if part.strip()]
+        return [int(part) for part in ids if part.lstrip("-").isdigit() and int(part) >= 0]
+    if nvml is None:
+        try:
+            import pynvml as nvml  # type: ignore[no-redef]
+        except ImportError:
+            return []
+    try:
+        nvml.nvmlInit()
+        try:
+            return list(range(int(nvml.nvmlDeviceGetCount())))
+        finally:
+            nvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no driver: a CPU-only machine
+        return []
+
+
+def default_slots() -> Dict[str, Any]:
+    return {"jobs": os.cpu_count() or 1, "gpus": discover_gpus()}
+
+
+def _slots(store: Store) -> Dict[str, Any]:
+    return store.setting("slots") or default_slots()
+
+
+# --- claiming and starting ----------------------------------------------------------------
+def schedule_pass(store: Store, python: Optional[str] = None,
+                  started: Optional[List[subprocess.Popen]] = None) -> List[str]:
+    """Start every queued job whose slots are free, head of the queue first. Returns the ids
+    started. Safe to run from many processes at once."""
+    ids = []
+    while True:
+        job_id = _claim_next(store)
+        if job_id is None:
+            return ids
+        proc = _spawn_keeper(store, job_id, python)
+        if started is not None and proc is not None:
+            started.append(proc)
+        ids.append(job_id)
+
+
+def _claim_next(store: Store) -> Optional[str]:
+    slots = _slots(store)
+    with store.transaction() as db:
+        active = db.execute("SELECT assigned FROM jobs WHERE state IN (%s)"
+                            % ", ".join("?" for _ in ACTIVE), ACTIVE).fetchall()
+        if len(active) >= slots["jobs"]:
+            return None
+        used = set()
+        for (assigned,) in active:
+            used.update((json.loads(assigned) or {}).get("gpus") or [] if assigned else [])
+        head = db.execute("SELECT id, resources FROM jobs WHERE state = 'queued' "
+                          "ORDER BY priority DESC, seq ASC LIMIT 1").fetchone()
+        if head is None:
+            return None
+        want = int(json.loads(head[1]).get("gpus", 0) or 0)
+        free = [g for g in slots["gpus"] if g not in used]
+        if want > len(free):
+            return None  # the head waits for its GPUs; nothing overtakes it
+        assigned = {"gpus": free[:want]} if slots["gpus"] else {}
+        db.execute("UPDATE jobs SET state = 'starting', assigned = ?, updated_at = ?, "
+                   "keeper_pid = NULL, keeper_start = NULL WHERE id = ?",
+                   (json.dumps(assigned), time.time(), head[0]))
+        return head[0]
+
+
+def keeper_command(store_path: str, job_id: str, python: Optional[str] = None) -> List[str]:
+    return [python or sys.executable, "-m", "trainbridge.bridge.keeper", store_path, job_id]
+
+
+def _spawn_keeper(store: Store, job_id: str, python: Optional[str]) -> Optional[subprocess.Popen]:
+    row = store.get(job_id)
+    env = dict(os.environ)
+    # The keeper must import this trainbridge, wherever the caller's cwd is.
+    import trainbridge
+    top = os.path.dirname(os.path.abspath(list(trainbridge.__path__)[0]))
+    env["PYTHONPATH"] = top + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    for name in ("TRAINBRIDGE_CLIENT_PID", "TRAINBRIDGE_DETACHED"):
+        env.pop(name, None)
+    try:
+        with open(os.path.join(row["dir"], procs.KEEPER_LOG), "ab") as log:
+            proc = subprocess.Popen(keeper_command(store.path, job_id, python), env=env,
+                                    cwd=row["dir"], stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=log, start_new_session=True, close_fds=True)
+    except OSError as exc:
+        store.update(job_id, where_state=["starting"], state="ended", outcome="failed",
+                     ended_at=time.time(), note=f"could not start the keeper: {exc}")
+        return None
+    # The keeper writes the same; whoever is first, the row names its keeper at once.
+    store.update(job_id, where_state=["starting"], keeper_pid=proc.pid,
+                 keeper_start=procs.process_start(proc.pid))
+    return proc
+
+
+# --- reconciliation ---------------------------------------------------------------------
+def reconcile(store: Store) -> List[str]:
+    """Mark active jobs whose keeper is gone as lost (ending their leftovers) and requeue
+    claims whose claimer died before starting a keeper. Returns the ids changed."""
+    changed = []
+    now = time.time()
+    for row in store.jobs(state="active"):
+        if row["keeper_pid"] is None:
+            if row["state"] == "starting" and now - row["updated_at"] > CLAIM_GRACE_S:
+                if store.update(row["id"], where_state=["starting"], state="queued",
+                                assigned=None, keeper_pid=None):
+                    changed.append(row["id"])
+            continue
+        if procs.same_process(row["keeper_pid"], row["keeper_start"]):
+            continue
+        fresh = store.get(row["id"])  # the keeper may have finished since we read
+        if fresh is None or fresh["state"] not in ACTIVE or \
+                fresh["keeper_pid"] != row["keeper_pid"]:
+            continue
+        _end_leftovers(fresh)
+        if fresh["cancel_requested"] and fresh["job_pid"] is None and fresh["attempt"] == 0:
+            outcome, note = "cancelled", "cancelled before its keeper started the command"
+        else:
+            outcome = "lost"
+            note = (f"its keeper (pid {fresh['keeper_pid']}) is gone: the job's end was not "
+                    f"seen. Last known: state {fresh['state']}, stage {fresh['stage']!r}, "
+                    f"progress {fresh['progress']}. Its processes were stopped; see "
+                    f"{fresh['log_path']} and {os.path.join(fresh['dir'], procs.KEEPER_LOG)}")
+        if store.update(row["id"], where_state=ACTIVE, state="ended", outcome=outcome,
+                        note=note, ended_at=now, job_pid=None, job_start=None):
+            _append_end_event(fresh, outcome, note)
+            changed.append(row["id"])
+    return changed
+
+
+def _end_leftovers(row: Dict[str, Any]) -> None:
+    """SIGKILL the training process's group if it still runs (it lost its supervisor)."""
+    pid, start = row["job_pid"], row["job_start"]
+    if not procs.same_process(pid, start):
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)  # the job leads its own process group
+    except OSError:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _append_end_event(row: Dict[str, Any], outcome: str, note: str) -> None:
+    """Attached clients learn the end from the events file, like any other end."""
+    report = {"outcome": outcome, "exit_code": None, "signal": None, "stage": row["stage"],
+              "progress": row["progress"], "note": note}
+    try:
+        with open(row["events_path"], "a", encoding="ascii") as f:
+            f.write(json.dumps({"event": "end", "t": time.time(), "outcome": outcome,
+                                "report": report}, ensure_ascii=True) + "\n")
+    except OSError:
+        pass  # the row says it; attach() also reads the row
+
+
+# --- the operations -------------------------------------------------------------------------
+def submit(store: Store, cmd: Sequence[str], cwd: Optional[str] = None,
+           env: Optional[Mapping[str, str]] = None, timeouts: Optional[Mapping[str, Any]] = None,
+           resources: Optional[Mapping[str, Any]] = None, priority: int = 0,
+           max_restarts: int = 0, restart_backoff: float = 1.0) -> str:
+    if isinstance(cmd, (str, bytes)) or not cmd:
+        raise ValueError("the command must be a non-empty list of arguments (no shell strings)")
+    config = dict(timeouts or {})
+    unknown = set(config) - TIMEOUT_NAMES
+    if unknown:
+        raise ValueError(f"unknown timeouts {sorted(unknown)}; known: {sorted(TIMEOUT_NAMES)}")
+    resources = dict(resources or {})
+    gpus = resources.get("gpus", 0)
+    if not isinstance(gpus, int) or gpus < 0:
+        raise ValueError(f"resources['gpus'] must be an int >= 0, got {gpus!r}")
+    have = len(_slots(store)["gpus"])
+    if gpus > have:
+        raise ValueError(f"the job asks for {gpus} GPU(s) but this store's slots have {have}; "
+                         f"set slots={{'gpus': [...]}} or CUDA_VISIBLE_DEVICES")
+    if max_restarts < 0 or restart_backoff < 0:
+        raise ValueError("max_restarts and restart_backoff must be >= 0")
+    job_id = f"j-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
+    job_dir = os.path.join(store.jobs_dir, job_id)
+    os.mkdir(job_dir, 0o700)
+    full_env = dict(os.environ if env is None else env)
+    env_path = os.path.join(job_dir, procs.ENV_FILE)
+    fd = os.open(env_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(full_env, f)
+    store.insert_job({
+        "id": job_id, "command": [str(part) for part in cmd],
+        "cwd": os.path.abspath(cwd) if cwd else os.getcwd(),
+        "env_names": None if env is None else sorted(env), "config": config,
+        "resources": resources, "priority": int(priority), "max_restarts": int(max_restarts),
+        "restart_backoff": float(restart_backoff), "state": "queued",
+        "submitted_at": time.time(), "dir": job_dir,
+        "log_path": os.path.join(job_dir, procs.OUTPUT_FILE),
+        "events_path": os.path.join(job_dir, procs.EVENTS_FILE)})
+    open(os.path.join(job_dir, procs.EVENTS_FILE), "a").close()
+    return job_id
+
+
+def cancel(store: Store, job_id: str) -> bool:
+    """Cancel a queued job (it never runs) or an active one (its keeper stops it: in-band
+    cancel, SIGTERM, SIGKILL). False when the job is unknown or already ended."""
+    with store.transaction() as db:
+        row = db.execute("SELECT state, keeper_pid, keeper_start, events_path FROM jobs "
+                         "WHERE id = ?", (job_id,)).fetchone()
+        if row is None or row[0] == "ended":
+            return False
+        if row[0] == "queued":
+            now = time.time()
+            db.execute("UPDATE jobs SET state = 'ended', outcome = 'cancelled', ended_at = ?, "
+                       "updated_at = ?, cancel_requested = 1, note = 'cancelled while queued' "
+                       "WHERE id = ?", (now, now, job_id))
+            queued = True
+        else:
+            db.execute("UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?",
+                       (time.time(), job_id))
+            queued = False
+    if queued:
+        _append_end_event({"events_path": row[3], "stage": None, "progress": None},
+                          "cancelled", "cancelled while queued")
+        return True
+    if procs.same_process(row[1], row[2]):
+        os.kill(row[1], signal.SIGTERM)
+    return True
+
+
+def forget(store: Store, job_id: str) -> bool:
+    """Delete an ended job's row, attempts and directory (logs, events). False if it is not
+    ended (cancel it first) or unknown."""
+    import shutil
+    row = store.get(job_id)
+    if row is None or row["state"] != "ended":
+        return False
+    store.delete(job_id)
+    shutil.rmtree(row["dir"], ignore_errors=True)
+    return True
+
+
+def retain(store: Store, keep_ended: int) -> int:
+    """Forget the oldest ended jobs beyond the newest keep_ended; returns how many."""
+    old = store.db.execute("SELECT id FROM jobs WHERE state = 'ended' ORDER BY seq DESC "
+                           "LIMIT -1 OFFSET ?", (keep_ended,)).fetchall()
+    return sum(forget(store, job_id) for (job_id,) in old)
+
+
+# --- the object a GUI holds ---------------------------------------------------------------------
+class Scheduler:
+    """A job queue on `store` (a path; default store.default_path()).
+
+    slots: {"jobs": N, "gpus": [ids]} saved in the store for every process that schedules on
+    it (default: CPU count, GPUs discovered). A background thread reconciles the store with
+    the processes and starts queued jobs every TICK_S (tick=None: only on calls)."""
+
+    def __init__(self, store: Optional[str] = None, slots: Optional[Mapping[str, Any]] = None,
+                 tick: Optional[float] = TICK_S, keep_ended: Optional[int] = KEEP_ENDED,
+                 python: Optional[str] = None):
+        self._store = Store(store)
+        self.path = self._store.path
+        self.python = python
+        self.keep_ended = keep_ended
+        self._lock = threading.Lock()  # one connection, used by the caller and the ticker
+        self._keepers: List[subprocess.Popen] = []  # reaped as they end (no zombies)
+        if slots is not None or self._store.setting("slots") is None:
+            merged = default_slots()
+            merged.update(dict(slots or {}))
+            merged["gpus"] = [int(g) for g in merged["gpus"]]
+            self._store.set_setting("slots", merged)
+        self.slots = self._store.setting("slots")
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.tick()
+        if tick:
+            self._thread = threading.Thread(target=self._run, args=(tick,), daemon=True,
+                                            name="trainbridge-scheduler")
+            self._thread.start()
+
+    def _run(self, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                self.tick()
+            except Exception as exc:  # noqa: BLE001 - keep ticking; say why once per tick
+                print(f"trainbridge scheduler: tick failed: {type(exc).__name__}: {exc}",
+                      file=sys.stderr)
+
+    def tick(self) -> None:
+        """Reconcile, start what fits, reap ended keepers, apply retention."""
+        with self._lock:
+            self._keepers = [p for p in self._keepers if p.poll() is None]
+            reconcile(self._store)
+            schedule_pass(self._store, self.python, self._keepers)
+            if self.keep_ended is not None:
+                retain(self._store, self.keep_ended)
+
+    def close(self) -> None:
+        """Stop ticking. Running jobs go on under their procs."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            self._store.close()
+
+    def __enter__(self) -> "Scheduler":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def submit(self, cmd: Sequence[str], cwd: Optional[str] = None,
+               env: Optional[Mapping[str, str]] = None,
+               timeouts: Optional[Mapping[str, Any]] = None,
+               resources: Optional[Mapping[str, Any]] = None, priority: int = 0,
+               max_restarts: int = 0, restart_backoff: float = 1.0) -> str:
+        """Queue cmd (a list, no shell) and start it if its slots are free; returns its id.
+        env: the job's whole environment (default: this process's, now); only the names go
+        in the store. timeouts: launch()'s deadlines by name (startup_timeout, ...)."""
+        with self._lock:
+            job_id = submit(self._store, cmd, cwd, env, timeouts, resources, priority,
+                            max_restarts, restart_backoff)
+            schedule_pass(self._store, self.python, self._keepers)
+        return job_id
+
+    def jobs(self, state: Optional[Any] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """Rows, newest first; state: a state, a list, or "active"."""
+        with self._lock:
+            return self._store.jobs(state, limit)
+
+    def get(self, job_id: str) -> Optional[Dict[str, Any]]:
+        with self._lock:
+            row = self._store.get(job_id)
+            if row is not None:
+                row["attempts"] = self._store.attempts(job_id)
+            return row
+
+    def attach(self, job_id: str, on_event=None):
+        """A handle on the job with launch()'s Job API (events from the first one)."""
+        from trainbridge.bridge.attach import Attached
+        if self.get(job_id) is None:
+            raise KeyError(f"no job {job_id!r} in {self.path}")
+        return Attached(self.path, job_id, on_event=on_event)
+
+    def cancel(self, job_id: str) -> bool:
+        with self._lock:
+            return cancel(self._store, job_id)
+
+    def forget(self, job_id: str) -> bool:
+        with self._lock:
+            return forget(self._store, job_id)
