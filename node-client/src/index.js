@@ -20,6 +20,7 @@ const { ProtocolError, PythonError } = require('./errors.js');
 const { toJSON, summary } = require('./report.js');
 const { resolvePython } = require('./launcher.js');
 const machine = require('./machine.js');
+const { openStore, defaultStorePath } = require('./store.js');
 
 /**
  * Start `command args` under supervision and return its Job at once (an EventEmitter).
@@ -43,7 +44,7 @@ try {
 }
 
 module.exports = {
-  launch, Job, Hub, ProtocolError, PythonError, LaunchError, JobFailedError, toJSON, summary, resolvePython,
-  doctor, DoctorError,
+  launch, openStore, defaultStorePath, Job, Hub, ProtocolError, PythonError, LaunchError, JobFailedError, toJSON,
+  summary, resolvePython, doctor, DoctorError,
   DEFAULT_TIMEOUTS: machine.DEFAULTS,
 };

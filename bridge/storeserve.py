@@ -1,0 +1,81 @@
+"""The Node client's way into a store: a Scheduler in a helper process, spoken to in JSON lines.
+
+    python -m trainbridge.bridge.storeserve STORE [SLOTS_JSON]
+
+Each request is one line on stdin, {"id": n, "op": name, "args": {...}}; each answer one
+line on stdout, {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "error": text}.
+Ops: jobs {state, limit}, get {id}, submit {cmd, cwd, env, timeouts, resources, priority,
+max_restarts, restart_backoff}, cancel {id}, forget {id}, dump_stacks {id} (sends SIGUSR1 to
+the keeper; the stacks come as a "stacks" event in the events file). All ASCII JSON.
+The helper is a full Scheduler (it reconciles and starts queued jobs while it runs) and ends
+when its stdin closes. So the Node package needs no native SQLite module: the one store
+implementation is Python's, which a Node user of trainbridge has for the worker anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from typing import Any, Dict
+
+from trainbridge.bridge import procs
+from trainbridge.bridge.scheduler import Scheduler
+
+
+def handle(sched: Scheduler, op: str, args: Dict[str, Any]) -> Any:
+    if op == "jobs":
+        return sched.jobs(args.get("state"), args.get("limit"))
+    if op == "get":
+        return sched.get(args["id"])
+    if op == "submit":
+        return sched.submit(args["cmd"], cwd=args.get("cwd"), env=args.get("env"),
+                            timeouts=args.get("timeouts"), resources=args.get("resources"),
+                            priority=args.get("priority", 0),
+                            max_restarts=args.get("max_restarts", 0),
+                            restart_backoff=args.get("restart_backoff", 1.0))
+    if op == "cancel":
+        return sched.cancel(args["id"])
+    if op == "forget":
+        return sched.forget(args["id"])
+    if op == "dump_stacks":
+        row = sched.get(args["id"])
+        if not row or not procs.same_process(row["keeper_pid"], row["keeper_start"]):
+            return False
+        os.kill(row["keeper_pid"], signal.SIGUSR1)
+        return True
+    if op == "ping":
+        return {"store": sched.path, "slots": sched.slots}
+    raise ValueError(f"unknown op {op!r}")
+
+
+def main(argv=None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print("usage: python -m trainbridge.bridge.storeserve STORE [SLOTS_JSON]", file=sys.stderr)
+        return 2
+    slots = json.loads(args[1]) if len(args) > 1 and args[1] else None
+    sched = Scheduler(store=args[0], slots=slots)
+    out = sys.stdout
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            request: Dict[str, Any] = {}
+            try:
+                request = json.loads(line)
+                answer = {"id": request.get("id"), "ok": True,
+                          "result": handle(sched, request.get("op"), request.get("args") or {})}
+            except Exception as exc:  # noqa: BLE001 - every failure is an answer, not a crash
+                answer = {"id": request.get("id"), "ok": False,
+                          "error": f"{type(exc).__name__}: {exc}"}
+            out.write(json.dumps(answer, ensure_ascii=True, default=str) + "\n")
+            out.flush()
+    finally:
+        sched.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+'use strict';
+/**
+ * The job store from Node: list, submit, cancel and attach to scheduled jobs (docs/STORE.md).
+ *
+ *   const { openStore } = require('trainbridge');
+ *   const store = openStore('/home/me/.local/share/trainbridge/jobs.db');
+ *   const id = await store.submit({ command: 'python', args: ['train.py'], resources: { gpus: 1 } });
+ *   const job = store.attach(id);            // the events of a launched Job, from the first one
+ *   job.on('progress', (p) => ...);
+ *   const report = await job.done;
+ *   await store.close();
+ *
+ * The mirror of bridge/scheduler.py + bridge/attach.py. Rows and commands go through one
+ * helper process, `python -m trainbridge.bridge.storeserve` (a Python Scheduler spoken to in
+ * JSON lines), so the package needs no native SQLite module and there is one implementation
+ * of the queue, the slots and reconciliation. Attaching needs no helper: it tails the job's
+ * events file (one ASCII JSON line per event, written by the job's keeper).
+ */
+
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { EventEmitter } = require('node:events');
+const { resolvePython } = require('./launcher.js');
+const { PythonError } = require('./errors.js');
+
+const POLL_MS = 50; // how often an attached job's events file is read
+const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
+const REPO_ROOT = path.resolve(__dirname, '../..');
+
+/** The default store: $TRAINBRIDGE_STORE, else the per-user data dir (bridge/store.py's rule). */
+function defaultStorePath() {
+  if (process.env.TRAINBRIDGE_STORE) return process.env.TRAINBRIDGE_STORE;
+  const home = require('node:os').homedir();
+  let base;
+  if (process.platform === 'win32') base = process.env.LOCALAPPDATA || home;
+  else if (process.platform === 'darwin') base = path.join(home, 'Library', 'Application Support');
+  else base = process.env.XDG_DATA_HOME || path.join(home, '.local', 'share');
+  return path.join(base, 'trainbridge', 'jobs.db');
+}
+
+class Store {
+  /** Use openStore(). options: python (default resolvePython()), slots ({jobs, gpus}). */
+  constructor(storePath, options = {}) {
+    this.path = path.resolve(storePath || defaultStorePath());
+    const env = { ...process.env };
+    if (fs.existsSync(path.join(REPO_ROOT, 'trainbridge', '__init__.py'))) {
+      env.PYTHONPATH = REPO_ROOT + (env.PYTHONPATH ? path.delimiter + env.PYTHONPATH : '');
+    }
+    const args = ['-m', 'trainbridge.bridge.storeserve', this.path];
+    if (options.slots) args.push(JSON.stringify(options.slots));
+    this._helper = spawn(options.python || resolvePython(), args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    this._pending = new Map();
+    this._nextId = 1;
+    this._stderr = '';
+    this._buf = '';
+    this._closed = false;
+    this._helper.stdout.setEncoding('utf8');
+    this._helper.stdout.on('data', (text) => this._onData(text));
+    this._helper.stderr.setEncoding('utf8');
+    this._helper.stderr.on('data', (text) => { this._stderr = (this._stderr + text).slice(-4000); });
+    this._exited = new Promise((resolve) => {
+      this._helper.on('close', (code, signal) => {
+        const why = `the store helper (python -m trainbridge.bridge.storeserve) exited (${signal || code})`
+          + (this._stderr ? `: ${this._stderr.trim()}` : '');
+        for (const { reject } of this._pending.values()) reject(new Error(why));
+        this._pending.clear();
+        this._closed = true;
+        resolve();
+      });
+    });
+    this._helper.on('error', (err) => {
+      for (const { reject } of this._pending.values()) reject(new Error(`cannot start the store helper: ${err.message}. Set options.python or TRAINBRIDGE_PYTHON to a Python with trainbridge installed.`));
+      this._pending.clear();
+    });
+  }
+
+  _onData(text) {
+    this._buf += text;
+    let nl;
+    while ((nl = this._buf.indexOf('\n')) >= 0) {
+      const line = this._buf.slice(0, nl);
+      this._buf = this._buf.slice(nl + 1);
+      if (!line.trim()) continue;
+      let answer;
+      try { answer = JSON.parse(line); } catch { continue; }
+      const waiter = this._pending.get(answer.id);
+      if (!waiter) continue;
+      this._pending.delete(answer.id);
+      if (answer.ok) waiter.resolve(answer.result);
+      else waiter.reject(new Error(answer.error));
+    }
+  }
+
+  _call(op, args = {}) {
+    if (this._closed) return Promise.reject(new Error('the store is closed'));
+    const id = this._nextId++;
+    return new Promise((resolve, reject) => {
+      this._pending.set(id, { resolve, reject });
+      this._helper.stdin.write(`${JSON.stringify({ id, op, args })}\n`);
+    });
+  }
+
+  /** Rows, newest first. state: a state, a list of states, or 'active'; limit: how many. */
+  jobs({ state, limit } = {}) { return this._call('jobs', { state, limit }); }
+
+  /** One row (with its attempts), or null. */
+  get(id) { return this._call('get', { id }); }
+
+  /**
+   * Queue a job; resolves to its id. options: command, args, cwd, env (the whole environment;
+   * default this process's), timeouts (snake_case or camelCase), resources ({gpus}),
+   * priority, maxRestarts, restartBackoff (seconds).
+   */
+  submit(options) {
+    if (!options || !options.command) throw new TypeError('submit() needs a command, e.g. {command: "python", args: ["train.py"]}');
+    const timeouts = {};
+    for (const [name, value] of Object.entries(options.timeouts || {})) {
+      timeouts[name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
+    }
+    return this._call('submit', {
+      cmd: [options.command, ...(options.args || [])].map(String),
+      cwd: options.cwd ? path.resolve(options.cwd) : process.cwd(),
+      env: options.env || { ...process.env },
+      timeouts,
+      resources: options.resources || {},
+      priority: options.priority || 0,
+      max_restarts: options.maxRestarts || 0,
+      restart_backoff: options.restartBackoff ?? 1.0,
+    });
+  }
+
+  /** Cancel a queued or running job; resolves to false when it is unknown or already ended. */
+  cancel(id) { return this._call('cancel', { id }); }
+
+  /** Delete an ended job's row and files; false when it is not ended. */
+  forget(id) { return this._call('forget', { id }); }
+
+  /** A handle on the job with a launched Job's events, `done`, cancel() and dumpStacks(). */
+  attach(id) { return new AttachedJob(this, id); }
+
+  /** Stop the helper (running jobs go on under their keepers). */
+  async close() {
+    if (!this._closed) this._helper.stdin.end();
+    await this._exited;
+  }
+}
+
+/**
+ * A scheduled job, followed through its events file. Emits what a launched Job emits:
+ * state, hello, stage, progress, log, heartbeat, stalled, hang, signal, error (only while
+ * listened to), end (the report); plus 'attempt' ({attempt, outcome, report, restart_in})
+ * when a failed attempt will be restarted. `done` resolves to the final report.
+ */
+class AttachedJob extends EventEmitter {
+  constructor(store, id) {
+    super();
+    this.id = id;
+    this.state = 'unknown';
+    this.report = null;
+    this._store = store;
+    this._stacksWaiters = [];
+    this._offset = 0;
+    this._buf = '';
+    this._nextRow = 0;
+    this._stopped = false;
+    this._closing = false;
+    this.done = new Promise((resolve, reject) => { this._resolve = resolve; this._reject = reject; });
+    this.done.catch(() => undefined);
+    this._start();
+  }
+
+  async _start() {
+    try {
+      this.row = await this._store.get(this.id);
+    } catch (err) {
+      this._fail(err);
+      return;
+    }
+    if (!this.row) { this._fail(new Error(`no job ${JSON.stringify(this.id)} in ${this._store.path}`)); return; }
+    this.state = this.row.state;
+    this._timer = setInterval(() => this._poll(), POLL_MS);
+    this._poll();
+  }
+
+  _fail(err) {
+    this._stopped = true;
+    if (this.listenerCount('error') > 0) this.emit('error', err);
+    this._reject(err);
+  }
+
+  /** Cancel the job for everyone (queued or running). */
+  cancel() { return this._store.cancel(this.id).then(() => this.done); }
+
+  /** Every thread's Python stack from the worker (through the keeper), or null. */
+  async dumpStacks({ timeout = 2000 } = {}) {
+    const got = new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(null), timeout + 1000);
+      this._stacksWaiters.push((stacks) => { clearTimeout(timer); resolve(stacks); });
+    });
+    const sent = await this._store._call('dump_stacks', { id: this.id });
+    if (!sent) { this._stacksWaiters.shift(); return null; }
+    return got;
+  }
+
+  /** Stop following (the job goes on). */
+  close() {
+    this._stopped = true;
+    clearInterval(this._timer);
+  }
+
+  _poll() {
+    if (this._stopped || this._reading) return;
+    this._reading = true;
+    try {
+      let fd;
+      try { fd = fs.openSync(this.row.events_path, 'r'); } catch { fd = null; }
+      let got = false;
+      if (fd !== null) {
+        try {
+          const chunk = Buffer.alloc(1 << 16);
+          let n;
+          while ((n = fs.readSync(fd, chunk, 0, chunk.length, this._offset)) > 0) {
+            this._offset += n;
+            this._buf += chunk.toString('latin1', 0, n); // the file is ASCII
+            got = true;
+          }
+        } finally { fs.closeSync(fd); }
+      }
+      let nl;
+      while (!this._stopped && (nl = this._buf.indexOf('\n')) >= 0) {
+        const line = this._buf.slice(0, nl);
+        this._buf = this._buf.slice(nl + 1);
+        if (!line.trim()) continue;
+        let event;
+        try { event = JSON.parse(line); } catch { continue; }
+        this._deliver(event);
+      }
+      if (!got && !this._stopped && Date.now() >= this._nextRow) {
+        this._nextRow = Date.now() + ROW_EVERY_MS;
+        this._checkRow();
+      }
+    } finally {
+      this._reading = false;
+    }
+  }
+
+  async _checkRow() {
+    let row;
+    try { row = await this._store.get(this.id); } catch { return; }
+    if (this._stopped) return;
+    if (row && row.state !== 'ended') { this.row = row; return; }
+    this._poll(); // the end line may have just been written
+    if (this._stopped) return;
+    this._end(row ? (row.report || { outcome: row.outcome, note: row.note }) : { outcome: null, note: 'the job was forgotten' });
+  }
+
+  _end(report) {
+    this.state = 'ended';
+    this.report = report;
+    this.close();
+    this._emit('end', report);
+    this._resolve(report);
+  }
+
+  _emit(name, value) {
+    try {
+      this.emit(name, value);
+    } catch (err) {
+      queueMicrotask(() => { throw err; });
+    }
+  }
+
+  /** One line of the events file -> the events a launched Job emits (bridge event names). */
+  _deliver(event) {
+    switch (event.event) {
+      case 'state':
+        this.state = event.state;
+        this._emit('state', event.state);
+        if (event.state === 'stalled') {
+          const hb = this._heartbeat || {};
+          this._emit('stalled', { stage: hb.stage ?? null, idle_s: hb.idle_s ?? null, stack: hb.stack ?? null });
+        }
+        break;
+      case 'output':
+        this._emit('log', { stream: event.stream, text: event.text, end: event.end });
+        break;
+      case 'message': {
+        const body = event.body || {};
+        if (event.kind === 'log') {
+          this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
+        } else if (event.kind === 'error') {
+          if (this.listenerCount('error') > 0) this._emit('error', new PythonError(body));
+        } else if (['hello', 'stage', 'progress', 'heartbeat'].includes(event.kind)) {
+          if (event.kind === 'heartbeat') this._heartbeat = body;
+          this._emit(event.kind, body);
+        }
+        break;
+      }
+      case 'hang':
+        this._emit('hang', { reason: event.reason, stage: null });
+        break;
+      case 'signal':
+        this._emit('signal', event.signal);
+        break;
+      case 'attempt':
+        this._emit('attempt', { attempt: event.attempt, outcome: event.outcome, report: event.report, restart_in: event.restart_in });
+        break;
+      case 'stacks': {
+        const waiter = this._stacksWaiters.shift();
+        if (waiter) waiter(event.stacks ?? null);
+        break;
+      }
+      case 'launch_failed':
+        if (this.listenerCount('error') > 0) this._emit('error', new Error(event.message));
+        break;
+      case 'end':
+        this._end(event.report || { outcome: event.outcome });
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+/** Open a store (default: defaultStorePath()); starts its helper. Close it when done. */
+function openStore(storePath, options) {
+  return new Store(storePath, options);
+}
+
+module.exports = { openStore, defaultStorePath, Store, AttachedJob };

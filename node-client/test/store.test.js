@@ -1,0 +1,70 @@
+'use strict';
+// The job store from Node, with real keepers and real Python children: a job submitted from
+// Node runs under its keeper and is seen with a launched Job's events; a job submitted by
+// Python (another process) is listed and attached from Node; cancel reaches a running job.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const { openStore } = require('../src/index.js');
+const { FIXTURE, PYTHON, userEnv, liveProcesses } = require('../test-support/e2e.js');
+
+function tempStore(t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-store-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return path.join(dir, 'jobs.db');
+}
+
+test('submit from Node, attach: the events and the report of a launched job', async (t) => {
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const id = await store.submit({ command: PYTHON, args: [FIXTURE, 'succeed'], env: userEnv() });
+  const job = store.attach(id);
+  const seen = { stage: [], progress: [], state: [], log: [] };
+  for (const name of Object.keys(seen)) job.on(name, (v) => seen[name].push(v));
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.equal(report.exit_code, 0);
+  assert.deepEqual(report.log_tail.slice(-2), ['step 5/5', 'done']);
+  assert.ok(seen.stage.some((s) => s.name === 'train' && s.event === 'end'));
+  assert.equal(seen.progress.at(-1).step, 5);
+  assert.deepEqual(seen.state.slice(-2), ['running', 'ended']);
+  assert.ok(seen.log.some((l) => l.stream === 'stdout' && l.text === 'done'));
+  const row = await store.get(id);
+  assert.equal(row.state, 'ended');
+  assert.equal(row.outcome, 'succeeded');
+  assert.equal(row.attempts.length, 1);
+  const listed = await store.jobs({ limit: 10 });
+  assert.deepEqual(listed.map((r) => r.id), [id]);
+});
+
+test('a job submitted by Python is listed and attached from Node; cancel stops it', async (t) => {
+  const storePath = tempStore(t);
+  const code = [
+    'import sys',
+    'from trainbridge import bridge',
+    's = bridge.Scheduler(store=sys.argv[1], tick=None)',
+    'print(s.submit([sys.argv[2], sys.argv[3], "stall"]))',
+  ].join('\n');
+  const made = spawnSync(PYTHON, ['-c', code, storePath, PYTHON, FIXTURE], { env: userEnv(), encoding: 'utf8' });
+  assert.equal(made.status, 0, made.stderr);
+  const id = made.stdout.trim();
+  const store = openStore(storePath, { python: PYTHON });
+  t.after(() => store.close());
+  const job = store.attach(id);
+  const running = new Promise((resolve) => job.on('progress', resolve));
+  await running;
+  const rows = await store.jobs({ state: 'active' });
+  assert.deepEqual(rows.map((r) => r.id), [id]);
+  const pid = rows[0].job_pid;
+  assert.ok(pid > 0);
+  const started = Date.now();
+  const report = await job.cancel();
+  assert.equal(report.outcome, 'cancelled');
+  assert.ok(Date.now() - started < 10000, `cancel took ${Date.now() - started} ms`);
+  assert.deepEqual(liveProcesses([pid]), []);
+  assert.equal((await store.get(id)).outcome, 'cancelled');
+});
