@@ -32,6 +32,7 @@ import threading
 import time
 from typing import Any, Dict, Optional
 
+from trainbridge.bridge import procs
 from trainbridge.bridge.procs import ENV_FILE, process_start
 from trainbridge.bridge.store import Store
 
@@ -148,7 +149,8 @@ class Keeper:
         if kind == "end":
             return  # written by run() once the last attempt is decided
         self.events.write(event)
-        if kind == "state":
+        if kind == "state" and event["state"] != "ended":
+            # An attempt's end is not the job's: _finish (or a restart) writes the row's.
             self.rows.set(urgent=True, state=event["state"])
         elif kind == "message" and event.get("kind") == "stage":
             body = event.get("body") or {}
@@ -228,6 +230,7 @@ class Keeper:
         with open(path, encoding="utf-8") as f:
             env = json.load(f)
         os.unlink(path)  # values live only in this process from now on
+        env[procs.JOB_VARIABLE] = self.id  # how leftovers of a lost job are found
         assigned = self.row.get("assigned") or {}
         if assigned.get("gpus") is not None:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in assigned["gpus"])

@@ -3,7 +3,9 @@ and the names of the files in a job's directory (docs/STORE.md)."""
 
 from __future__ import annotations
 
-from typing import Optional
+import os
+import signal
+from typing import List, Optional
 
 import psutil
 
@@ -11,6 +13,7 @@ ENV_FILE = "env.json"          # the job's environment, 0600, read and deleted b
 EVENTS_FILE = "events.jsonl"   # every event, one ASCII JSON line each
 OUTPUT_FILE = "output.log"     # the job's output (launch()'s log_path)
 KEEPER_LOG = "keeper.log"      # the keeper's own stdout/stderr
+JOB_VARIABLE = "TRAINBRIDGE_STORE_JOB"  # set in a scheduled job's environment: its store id
 
 
 def process_start(pid: int) -> Optional[float]:
@@ -30,3 +33,40 @@ def same_process(pid: Optional[int], start: Optional[float]) -> bool:
         return False
     now = process_start(pid)
     return now is not None and abs(now - start) < 0.01
+
+
+def processes_of(job_id: str) -> List[int]:
+    """Pids of live processes that carry JOB_VARIABLE=job_id (a scan of /proc: call it
+    rarely). Finds a lost job's processes, those that escaped its group included."""
+    marker = f"{JOB_VARIABLE}={job_id}".encode() + b"\0"
+    me = os.getpid()
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if marker in f.read() and process_start(int(name)) is not None:
+                    out.append(int(name))
+        except OSError:
+            continue
+    return out
+
+
+def kill_job_processes(job_id: str, pid: Optional[int], start: Optional[float]) -> int:
+    """SIGKILL what is left of a job whose keeper is gone: its group (when its lead process
+    is still the one recorded) and every process that carries its id. Returns how many."""
+    killed = 0
+    if same_process(pid, start):
+        try:
+            os.killpg(pid, signal.SIGKILL)  # the job leads its own process group
+            killed += 1
+        except OSError:
+            pass
+    for other in processes_of(job_id):
+        try:
+            os.kill(other, signal.SIGKILL)
+            killed += 1
+        except OSError:
+            pass
+    return killed

@@ -164,7 +164,7 @@ def reconcile(store: Store) -> List[str]:
         if fresh is None or fresh["state"] not in ACTIVE or \
                 fresh["keeper_pid"] != row["keeper_pid"]:
             continue
-        _end_leftovers(fresh)
+        procs.kill_job_processes(fresh["id"], fresh["job_pid"], fresh["job_start"])
         if fresh["cancel_requested"] and fresh["job_pid"] is None and fresh["attempt"] == 0:
             outcome, note = "cancelled", "cancelled before its keeper started the command"
         else:
@@ -178,20 +178,6 @@ def reconcile(store: Store) -> List[str]:
             _append_end_event(fresh, outcome, note)
             changed.append(row["id"])
     return changed
-
-
-def _end_leftovers(row: Dict[str, Any]) -> None:
-    """SIGKILL the training process's group if it still runs (it lost its supervisor)."""
-    pid, start = row["job_pid"], row["job_start"]
-    if not procs.same_process(pid, start):
-        return
-    try:
-        os.killpg(pid, signal.SIGKILL)  # the job leads its own process group
-    except OSError:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def _append_end_event(row: Dict[str, Any], outcome: str, note: str) -> None:

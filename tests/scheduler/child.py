@@ -1,0 +1,57 @@
+"""A training process for the scheduler tests: `child.py MODE [ARG]`. Each mode really does
+what it says.
+
+  steps N       N progress steps, 0.1 s apart, printing "step i"; then exits 0
+  forever       progress every 0.1 s until killed
+  exit CODE     a stage, then exits with CODE
+  flaky FILE    fails (exit 3) unless FILE exists; creates it, so the next attempt succeeds
+  gpus          prints CUDA_VISIBLE_DEVICES and exits 0
+  die N SIG     N progress steps, 0.1 s apart, then kills itself with signal SIG
+"""
+
+import os
+import sys
+import time
+
+from trainbridge import worker
+
+mode = sys.argv[1]
+arg = sys.argv[2] if len(sys.argv) > 2 else None
+
+if mode == "steps":
+    with worker.stage("train"):
+        for i in range(1, int(arg) + 1):
+            worker.progress(i, int(arg))
+            print(f"step {i}", flush=True)
+            time.sleep(0.1)
+elif mode == "forever":
+    with worker.stage("train"):
+        i = 0
+        while True:
+            i += 1
+            worker.progress(i, None)
+            print(f"step {i}", flush=True)
+            time.sleep(0.1)
+elif mode == "exit":
+    with worker.stage("train"):
+        print("failing on purpose", flush=True)
+    sys.exit(int(arg))
+elif mode == "flaky":
+    if not os.path.exists(arg):
+        open(arg, "w").close()
+        print("first attempt fails", flush=True)
+        sys.exit(3)
+    print("second attempt succeeds", flush=True)
+elif mode == "die":
+    import signal
+    n, sig = int(arg), sys.argv[3]
+    with worker.stage("train"):
+        for i in range(1, n + 1):
+            worker.progress(i, n)
+            print(f"step {i}", flush=True)
+            time.sleep(0.1)
+        os.kill(os.getpid(), getattr(signal, sig))
+elif mode == "gpus":
+    print(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}", flush=True)
+else:
+    raise SystemExit(f"unknown mode {mode}")

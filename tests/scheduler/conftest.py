@@ -1,0 +1,66 @@
+"""Helpers for the scheduler tests: a store in tmp_path, the fixture child, deadlines.
+
+Every test uses real keepers and real training processes, waits on conditions with
+deadlines (never a sleep as synchronisation) and checks that nothing is left running."""
+
+import os
+import sys
+import time
+
+import pytest
+
+from trainbridge.bridge import procs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHILD = os.path.join(HERE, "child.py")
+GUI = os.path.join(HERE, "gui.py")
+WAIT_S = 30  # generous: a test that needs it has failed anyway
+
+
+def child(*args):
+    return [sys.executable, CHILD, *map(str, args)]
+
+
+def user_env(**extra):
+    env = dict(os.environ)
+    env.pop("PYTHONUNBUFFERED", None)
+    env.update(extra)
+    return env
+
+
+def wait_for(predicate, timeout=WAIT_S, what="the condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)  # polling interval of the wait, not a synchronisation
+
+
+def leftovers(job_id):
+    """Live processes of a scheduled job (its training process and their children)."""
+    return procs.processes_of(job_id)
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    path = str(tmp_path / "jobs.db")
+    yield path
+    # Nothing of any job of this store may outlive the test.
+    from trainbridge.bridge.store import Store
+    store = Store(path)
+    try:
+        left = {row["id"]: leftovers(row["id"]) for row in store.jobs()}
+        keepers = [row["keeper_pid"] for row in store.jobs(state="active")
+                   if procs.same_process(row["keeper_pid"], row["keeper_start"])]
+    finally:
+        store.close()
+    for pids in left.values():
+        for pid in pids:
+            os.kill(pid, 9)
+    for pid in keepers:
+        os.kill(pid, 9)
+    assert not any(left.values()), f"processes left running: {left}"
+    assert not keepers, f"keepers left running: {keepers}"

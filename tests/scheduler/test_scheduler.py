@@ -1,0 +1,211 @@
+"""bridge.Scheduler with real keepers and real training processes: a job runs under its
+keeper and its report lands in the store; slots hold jobs back and the queue moves without
+a running Scheduler; GPUs are assigned through CUDA_VISIBLE_DEVICES; failed attempts are
+restarted with backoff and each attempt's report is kept; cancel works queued or running;
+forget removes a job and its files."""
+
+import os
+import time
+
+import pytest
+
+from trainbridge import bridge
+from trainbridge.bridge import procs, scheduler
+from trainbridge.bridge.store import Store
+
+from .conftest import WAIT_S, child, leftovers, wait_for
+
+
+def sched(store_path, **slots):
+    return bridge.Scheduler(store=store_path, slots={"jobs": 2, "gpus": [], **slots}, tick=0.1)
+
+
+def test_a_submitted_job_runs_under_its_keeper_and_its_report_lands_in_the_store(store_path):
+    with sched(store_path) as s:
+        t0 = time.monotonic()
+        job_id = s.submit(child("steps", 3), env={"PATH": os.environ["PATH"], "SECRET": "x"})
+        job = s.attach(job_id)
+        kinds = [e["event"] for e in job.events(timeout=WAIT_S)]
+        report = job.report
+        assert report.outcome == "succeeded" and report.exit_code == 0
+        assert report.log_tail == ["step 1", "step 2", "step 3"]
+        assert kinds[0] == "state" and kinds[-1] == "end" and "output" in kinds
+        row = s.get(job_id)
+        assert (row["state"], row["outcome"], row["exit_code"], row["signal"]) == \
+            ("ended", "succeeded", 0, None)
+        assert row["env_names"] == ["PATH", "SECRET"]  # names only
+        assert "x" not in open(store_path, "rb").read().decode("latin1").split("SECRET")[-1][:3]
+        assert not os.path.exists(os.path.join(row["dir"], procs.ENV_FILE))
+        assert row["stage"] == "train" and row["progress"] == {"step": 3, "total": 3}
+        assert [a["outcome"] for a in row["attempts"]] == ["succeeded"]
+        assert row["report"]["summary"] == report["summary"]
+        assert open(row["log_path"]).read().splitlines()[-1] == "step 3"
+        assert time.monotonic() - t0 < WAIT_S
+
+
+def test_slots_hold_jobs_back_and_the_queue_moves_without_a_scheduler(store_path):
+    # jobs=1: the second waits; the first's keeper starts it after the Scheduler is gone.
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=None)
+    first = s.submit(child("steps", 5))
+    second = s.submit(child("steps", 1))
+    assert s.get(first)["state"] in ("starting", "running")
+    assert s.get(second)["state"] == "queued"
+    s.close()
+    store = Store(store_path)
+    try:
+        row = wait_for(lambda: (lambda r: r if r["state"] == "ended" else None)(
+            store.get(second)), what="the queued job to run and end")
+        assert row["outcome"] == "succeeded"
+        assert store.get(first)["ended_at"] <= row["started_at"]
+    finally:
+        store.close()
+
+
+def test_priority_orders_the_queue(store_path):
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=None)
+    try:
+        blocker = s.submit(child("steps", 3))
+        low = s.submit(child("steps", 1), priority=0)
+        high = s.submit(child("steps", 1), priority=5)
+        job = s.attach(low)
+        assert job.wait(WAIT_S).outcome == "succeeded"
+        rows = {r["id"]: r for r in s.jobs()}
+        assert rows[blocker]["ended_at"] <= rows[high]["started_at"]
+        assert rows[high]["started_at"] < rows[low]["started_at"]
+    finally:
+        s.close()
+
+
+def test_gpus_are_assigned_through_cuda_visible_devices(store_path):
+    with sched(store_path, gpus=[0, 1, 2]) as s:
+        two = s.attach(s.submit(child("gpus"), resources={"gpus": 2}))
+        none = s.attach(s.submit(child("gpus")))
+        assert two.wait(WAIT_S).log_tail == ["CUDA_VISIBLE_DEVICES='0,1'"]
+        assert none.wait(WAIT_S).log_tail == ["CUDA_VISIBLE_DEVICES=''"]
+        with pytest.raises(ValueError, match="asks for 4 GPU"):
+            s.submit(child("gpus"), resources={"gpus": 4})
+
+
+def test_a_gpu_job_waits_for_its_gpus(store_path):
+    with sched(store_path, gpus=[7], jobs=4) as s:
+        first = s.submit(child("steps", 3), resources={"gpus": 1})
+        second = s.submit(child("gpus"), resources={"gpus": 1})
+        assert s.get(second)["state"] == "queued"
+        report = s.attach(second).wait(WAIT_S)
+        assert report.log_tail == ["CUDA_VISIBLE_DEVICES='7'"]
+        assert s.get(first)["ended_at"] <= s.get(second)["started_at"]
+
+
+def test_discover_gpus_from_nvml_or_cuda_visible_devices():
+    class FakeNvml:
+        def nvmlInit(self): pass
+        def nvmlShutdown(self): pass
+        def nvmlDeviceGetCount(self): return 3
+
+    class NoDriver(FakeNvml):
+        def nvmlInit(self): raise RuntimeError("NVML Shared Library Not Found")
+
+    assert scheduler.discover_gpus({}, FakeNvml()) == [0, 1, 2]
+    assert scheduler.discover_gpus({}, NoDriver()) == []
+    assert scheduler.discover_gpus({"CUDA_VISIBLE_DEVICES": "2,3"}, FakeNvml()) == [2, 3]
+    assert scheduler.discover_gpus({"CUDA_VISIBLE_DEVICES": ""}, FakeNvml()) == []
+
+
+def test_a_failed_attempt_is_restarted_with_backoff_and_every_report_kept(store_path, tmp_path):
+    with sched(store_path) as s:
+        marker = tmp_path / "tried"
+        job_id = s.submit(child("flaky", marker), max_restarts=2, restart_backoff=0.3)
+        job = s.attach(job_id)
+        events = list(job.events(timeout=WAIT_S))
+        assert job.report.outcome == "succeeded"
+        attempt = [e for e in events if e["event"] == "attempt"]
+        assert [(e["attempt"], e["outcome"], e["restart_in"]) for e in attempt] == \
+            [(1, "failed", 0.3)]
+        row = s.get(job_id)
+        assert [(a["attempt"], a["outcome"], a["exit_code"]) for a in row["attempts"]] == \
+            [(1, "failed", 3), (2, "succeeded", 0)]
+        gap = row["attempts"][1]["started_at"] - row["attempts"][0]["ended_at"]
+        assert gap >= 0.3
+        assert row["attempt"] == 2
+
+
+def test_restarts_stop_at_max_restarts(store_path):
+    with sched(store_path) as s:
+        job_id = s.submit(child("exit", 4), max_restarts=1, restart_backoff=0.05)
+        report = s.attach(job_id).wait(WAIT_S)
+        assert (report.outcome, report.exit_code) == ("failed", 4)
+        row = s.get(job_id)
+        assert [a["exit_code"] for a in row["attempts"]] == [4, 4]
+        assert (row["outcome"], row["exit_code"]) == ("failed", 4)
+
+
+def test_cancel_a_queued_job_and_a_running_one(store_path):
+    with sched(store_path, jobs=1) as s:
+        running = s.submit(child("forever"))
+        queued = s.submit(child("steps", 1))
+        job = s.attach(running)
+        wait_for(lambda: job.state == "running", what="the job to run")
+        assert s.cancel(queued) is True
+        assert s.get(queued)["outcome"] == "cancelled"
+        assert s.attach(queued).wait(WAIT_S).outcome == "cancelled"
+        t0 = time.monotonic()
+        assert s.cancel(running) is True
+        report = job.wait(WAIT_S)
+        assert report.outcome == "cancelled"
+        assert time.monotonic() - t0 < 10
+        assert leftovers(running) == []
+        assert s.get(running)["outcome"] == "cancelled"
+        assert s.cancel(running) is False  # already ended
+
+
+def test_dump_stacks_through_the_keeper(store_path):
+    with sched(store_path) as s:
+        job = s.attach(s.submit(child("forever")))
+        wait_for(lambda: job.state == "running", what="the job to run")
+        stacks = job.dump_stacks(timeout=5)
+        assert stacks and "child.py" in stacks
+        job.cancel()
+        assert job.wait(WAIT_S).outcome == "cancelled"
+
+
+def test_forget_removes_the_row_and_the_files_and_only_when_ended(store_path):
+    with sched(store_path) as s:
+        job_id = s.submit(child("steps", 1))
+        assert s.forget(job_id) is False or s.get(job_id) is None
+        report = s.attach(job_id).wait(WAIT_S)
+        assert report.outcome == "succeeded"
+        job_dir = s.get(job_id)["dir"]
+        assert s.forget(job_id) is True
+        assert s.get(job_id) is None and not os.path.exists(job_dir)
+
+
+def test_retention_keeps_the_newest_ended_jobs(store_path):
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=None,
+                         keep_ended=2)
+    try:
+        ids = [s.submit(child("exit", 0)) for _ in range(4)]
+        s.attach(ids[-1]).wait(WAIT_S)
+        s.tick()
+        assert [r["id"] for r in s.jobs()] == ids[:-3:-1]
+    finally:
+        s.close()
+
+
+def test_bad_submissions_say_what_is_wrong(store_path):
+    with sched(store_path) as s:
+        with pytest.raises(ValueError, match="non-empty list"):
+            s.submit("python train.py")
+        with pytest.raises(ValueError, match="unknown timeouts"):
+            s.submit(child("steps", 1), timeouts={"stall": 3})
+        with pytest.raises(ValueError, match="gpus"):
+            s.submit(child("steps", 1), resources={"gpus": -1})
+        assert s.jobs() == []
+
+
+def test_a_command_that_cannot_start_ends_failed_with_the_reason(store_path):
+    with sched(store_path) as s:
+        job_id = s.submit(["/nonexistent/python", "x.py"])
+        report = s.attach(job_id).wait(WAIT_S)
+        assert report["outcome"] == "failed"
+        assert "could not start '/nonexistent/python'" in report["note"]
+        assert s.get(job_id)["outcome"] == "failed"
