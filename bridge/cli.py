@@ -135,7 +135,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...",
                      help="the command and its arguments")
     _add_doctor(sub)
+    _add_job_commands(sub)
     return parser
+
+
+def _add_job_commands(sub) -> None:
+    """submit, jobs, attach, cancel, logs: the job store's verbs (bridge/cli_jobs.py)."""
+    from trainbridge.bridge import cli_jobs
+    cli_jobs.add_commands(sub)
 
 
 def _add_doctor(sub) -> None:

@@ -192,7 +192,9 @@ class Keeper:
                 note = (f"could not start {row['command'][0]!r}: {exc}. Check the path and "
                         f"that it is executable (use the full path, e.g. .venv/bin/python).")
                 self.events.write({"event": "launch_failed", "t": time.time(), "message": note})
-                outcome, final = "failed", {"outcome": "failed", "note": note}
+                outcome, final = "failed", {"outcome": "failed", "exit_code": None,
+                                             "signal": None, "note": note,
+                                             "summary": f"Job failed: {note}"}
                 self.store.put_attempt(self.id, attempt, started_at=started,
                                        ended_at=time.time(), outcome="failed", report=final)
                 break

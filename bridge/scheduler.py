@@ -173,20 +173,25 @@ def reconcile(store: Store) -> List[str]:
                     f"seen. Last known: state {fresh['state']}, stage {fresh['stage']!r}, "
                     f"progress {fresh['progress']}. Its processes were stopped; see "
                     f"{fresh['log_path']} and {os.path.join(fresh['dir'], procs.KEEPER_LOG)}")
+        report = _short_report(fresh, outcome, note)
         if store.update(row["id"], where_state=ACTIVE, state="ended", outcome=outcome,
-                        note=note, ended_at=now, job_pid=None, job_start=None):
-            _append_end_event(fresh, outcome, note)
+                        note=note, ended_at=now, job_pid=None, job_start=None, report=report):
+            _append_end_event(fresh, report)
             changed.append(row["id"])
     return changed
 
 
-def _append_end_event(row: Dict[str, Any], outcome: str, note: str) -> None:
+def _short_report(row: Dict[str, Any], outcome: str, note: str) -> Dict[str, Any]:
+    """The report of a job whose keeper could not write one: what the store knows."""
+    return {"outcome": outcome, "exit_code": None, "signal": None, "stage": row["stage"],
+            "progress": row["progress"], "note": note, "summary": f"Job {outcome}: {note}."}
+
+
+def _append_end_event(row: Dict[str, Any], report: Dict[str, Any]) -> None:
     """Attached clients learn the end from the events file, like any other end."""
-    report = {"outcome": outcome, "exit_code": None, "signal": None, "stage": row["stage"],
-              "progress": row["progress"], "note": note}
     try:
         with open(row["events_path"], "a", encoding="ascii") as f:
-            f.write(json.dumps({"event": "end", "t": time.time(), "outcome": outcome,
+            f.write(json.dumps({"event": "end", "t": time.time(), "outcome": report["outcome"],
                                 "report": report}, ensure_ascii=True) + "\n")
     except OSError:
         pass  # the row says it; attach() also reads the row
@@ -237,6 +242,8 @@ def submit(store: Store, cmd: Sequence[str], cwd: Optional[str] = None,
 def cancel(store: Store, job_id: str) -> bool:
     """Cancel a queued job (it never runs) or an active one (its keeper stops it: in-band
     cancel, SIGTERM, SIGKILL). False when the job is unknown or already ended."""
+    report = _short_report({"stage": None, "progress": None}, "cancelled",
+                           "cancelled while queued, it never ran")
     with store.transaction() as db:
         row = db.execute("SELECT state, keeper_pid, keeper_start, events_path FROM jobs "
                          "WHERE id = ?", (job_id,)).fetchone()
@@ -245,16 +252,15 @@ def cancel(store: Store, job_id: str) -> bool:
         if row[0] == "queued":
             now = time.time()
             db.execute("UPDATE jobs SET state = 'ended', outcome = 'cancelled', ended_at = ?, "
-                       "updated_at = ?, cancel_requested = 1, note = 'cancelled while queued' "
-                       "WHERE id = ?", (now, now, job_id))
+                       "updated_at = ?, cancel_requested = 1, note = ?, report = ? "
+                       "WHERE id = ?", (now, now, report["note"], json.dumps(report), job_id))
             queued = True
         else:
             db.execute("UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?",
                        (time.time(), job_id))
             queued = False
     if queued:
-        _append_end_event({"events_path": row[3], "stage": None, "progress": None},
-                          "cancelled", "cancelled while queued")
+        _append_end_event({"events_path": row[3]}, report)
         return True
     if procs.same_process(row[1], row[2]):
         os.kill(row[1], signal.SIGTERM)

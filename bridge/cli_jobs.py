@@ -1,0 +1,227 @@
+"""`trainbridge submit | jobs | attach | cancel | logs`: the CLI over the job store.
+
+    trainbridge submit --gpus 1 -- python train.py     # prints the job id
+    trainbridge jobs                                   # a table of the store's jobs
+    trainbridge attach ID                              # the live view of `run`, from the start
+    trainbridge cancel ID
+    trainbridge logs ID [-f]
+
+Every verb takes --store PATH (default $TRAINBRIDGE_STORE or the per-user data directory,
+docs/STORE.md). `attach` exits with the job's status, as `run` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+
+EXIT_NOT_FOUND = 3
+
+
+def add_commands(sub) -> None:
+    from trainbridge.bridge import machine
+
+    def store_option(parser):
+        parser.add_argument("--store", metavar="PATH", help="the job store (default: "
+                            "$TRAINBRIDGE_STORE or ~/.local/share/trainbridge/jobs.db)")
+
+    p = sub.add_parser("submit", help="queue a command in the job store (runs under a keeper)",
+                       description="Queue CMD; it starts at once when its slots are free and "
+                                   "runs under its own keeper, whatever happens to this shell.")
+    store_option(p)
+    d = machine.DEFAULTS
+    p.add_argument("--gpus", type=int, default=0, metavar="N", help="GPUs the job needs")
+    p.add_argument("--priority", type=int, default=0, help="higher starts first (default 0)")
+    p.add_argument("--max-restarts", type=int, default=0, metavar="N",
+                   help="restart a failed attempt up to N times (default 0)")
+    p.add_argument("--restart-backoff", type=float, default=1.0, metavar="S",
+                   help="seconds before the first restart, doubled each time (default 1)")
+    for name in ("startup_timeout", "stall_timeout", "heartbeat_timeout"):
+        p.add_argument("--" + name.replace("_", "-"), type=float, default=None, metavar="S",
+                       help=f"as for run (default {d[name]}; 0 disables)")
+    p.add_argument("--cwd", help="working directory (default: this one)")
+    p.add_argument("--attach", action="store_true", help="then follow it like `attach`")
+    p.add_argument("--json", action="store_true", help="print {\"id\": ...} as JSON")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    p.set_defaults(handler=submit)
+
+    p = sub.add_parser("jobs", help="list the store's jobs")
+    store_option(p)
+    p.add_argument("--state", help="only this state (queued, running, ended, ...; "
+                                   "'active' for every unfinished one)")
+    p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    p.add_argument("--json", action="store_true", help="the rows as a JSON list")
+    p.set_defaults(handler=jobs)
+
+    p = sub.add_parser("attach", help="follow a stored job with the live view of run")
+    store_option(p)
+    p.add_argument("id")
+    p.add_argument("--json", action="store_true", help="events as JSON lines, as run --json")
+    p.set_defaults(handler=attach)
+
+    p = sub.add_parser("cancel", help="cancel a queued or running job")
+    store_option(p)
+    p.add_argument("id")
+    p.add_argument("--wait", action="store_true", help="wait until it has ended")
+    p.set_defaults(handler=cancel)
+
+    p = sub.add_parser("logs", help="print a stored job's output")
+    store_option(p)
+    p.add_argument("id")
+    p.add_argument("-f", "--follow", action="store_true", help="go on until the job ends")
+    p.set_defaults(handler=logs)
+
+
+def _scheduler(args):
+    from trainbridge.bridge.scheduler import Scheduler
+    return Scheduler(store=args.store, tick=None)
+
+
+def _missing(args, sched) -> int:
+    print(f"trainbridge: no job {args.id!r} in {sched.path}; `trainbridge jobs` lists them",
+          file=sys.stderr)
+    return EXIT_NOT_FOUND
+
+
+def submit(args) -> int:
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        print("trainbridge submit: no command given (trainbridge submit [options] -- CMD ...)",
+              file=sys.stderr)
+        return 2
+    timeouts = {name: (getattr(args, name) or None) for name in
+                ("startup_timeout", "stall_timeout", "heartbeat_timeout")
+                if getattr(args, name) is not None}
+    with _scheduler(args) as sched:
+        try:
+            job_id = sched.submit(cmd, cwd=args.cwd, timeouts=timeouts,
+                                  resources={"gpus": args.gpus}, priority=args.priority,
+                                  max_restarts=args.max_restarts,
+                                  restart_backoff=args.restart_backoff)
+        except ValueError as exc:
+            print(f"trainbridge submit: {exc}", file=sys.stderr)
+            return 2
+        state = sched.get(job_id)["state"]
+    if args.json:
+        print(json.dumps({"id": job_id, "state": state}))
+    else:
+        print(job_id)
+        if state == "queued":
+            print(f"trainbridge: {job_id} is queued; it starts when a running job ends (or a "
+                  f"Scheduler frees its slots)", file=sys.stderr)
+    if args.attach:
+        args.id = job_id
+        return attach(args)
+    return 0
+
+
+def jobs(args) -> int:
+    with _scheduler(args) as sched:
+        rows = sched.jobs(args.state, args.limit)
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=True, default=str))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, header_style="bold")
+    for name in ("ID", "STATE", "OUTCOME", "STAGE", "PROGRESS", "TRY", "GPUS", "SUBMITTED",
+                 "COMMAND"):
+        table.add_column(name, no_wrap=True, overflow="ellipsis" if name == "COMMAND" else "fold")
+    colours = {"running": "green", "stalled": "magenta", "queued": "yellow",
+               "succeeded": "green", "failed": "red", "crashed": "red", "hung": "magenta",
+               "lost": "red", "cancelled": "yellow"}
+    for row in rows:
+        progress = row.get("progress") or {}
+        step = progress.get("step")
+        total = progress.get("total")
+        gpus = ",".join(map(str, (row.get("assigned") or {}).get("gpus") or [])) or \
+            (str((row.get("resources") or {}).get("gpus") or "") or "-")
+        table.add_row(
+            row["id"], Text(row["state"], style=colours.get(row["state"], "")),
+            Text(row["outcome"] or "-", style=colours.get(row["outcome"] or "", "")),
+            row.get("stage") or "-",
+            "-" if step is None else f"{step}/{total}" if total else str(step),
+            str(row.get("attempt") or 0), gpus,
+            datetime.datetime.fromtimestamp(row["submitted_at"]).strftime("%m-%d %H:%M:%S"),
+            " ".join(row["command"]))
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)  # a pipe: whole ids and commands, not ellipses
+    if rows:
+        console.print(table)
+    else:
+        console.print("no jobs" + (f" in state {args.state}" if args.state else ""))
+    return 0
+
+
+def attach(args) -> int:
+    from trainbridge.bridge import cli
+
+    with _scheduler(args) as sched:
+        if sched.get(args.id) is None:
+            return _missing(args, sched)
+        job = sched.attach(args.id)
+    view = cli.JsonView() if args.json else cli.make_view(job.cmd)
+    restore = cli._forward_stop_signals(job)
+    try:
+        report = view.follow(job)
+    finally:
+        restore()
+        job.close()
+    view.close(report)
+    return cli.exit_status(report)
+
+
+def cancel(args) -> int:
+    with _scheduler(args) as sched:
+        row = sched.get(args.id)
+        if row is None:
+            return _missing(args, sched)
+        if not sched.cancel(args.id):
+            print(f"trainbridge: {args.id} already ended ({row['outcome']})", file=sys.stderr)
+            return 0
+        if args.wait:
+            report = sched.attach(args.id).wait()
+            print(f"trainbridge: {args.id} {report.get('outcome')}")
+    return 0
+
+
+def logs(args) -> int:
+    with _scheduler(args) as sched:
+        row = sched.get(args.id)
+        if row is None:
+            return _missing(args, sched)
+        out = sys.stdout
+        try:
+            f = open(row["log_path"], encoding="utf-8", errors="backslashreplace")
+        except FileNotFoundError:
+            f = None
+        try:
+            while True:
+                if f is not None:
+                    chunk = f.read()
+                    if chunk:
+                        out.write(chunk)
+                        out.flush()
+                        continue
+                if not args.follow or (sched.get(args.id) or {}).get("state") == "ended":
+                    if f is not None:
+                        out.write(f.read())  # what came between the read and the check
+                    return 0
+                if f is None:
+                    try:
+                        f = open(row["log_path"], encoding="utf-8", errors="backslashreplace")
+                    except FileNotFoundError:
+                        pass
+                time.sleep(0.1)  # polling a file for --follow
+        finally:
+            if f is not None:
+                f.close()
+

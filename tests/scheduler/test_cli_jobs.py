@@ -1,0 +1,54 @@
+"""`trainbridge submit | jobs | attach | cancel | logs` over one store, as a user types them."""
+
+import json
+import subprocess
+import sys
+
+from .conftest import WAIT_S, child, leftovers, user_env, wait_for
+
+TRAINBRIDGE = [sys.executable, "-m", "trainbridge"]
+
+
+def tb(store_path, *args, timeout=WAIT_S):
+    verb, rest = args[0], args[1:]
+    return subprocess.run([*TRAINBRIDGE, verb, "--store", store_path, *rest], env=user_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_submit_then_attach_logs_and_jobs(store_path):
+    done = tb(store_path, "submit", "--", *child("steps", 3))
+    assert done.returncode == 0, done.stderr
+    job_id = done.stdout.strip()
+    assert job_id.startswith("j-")
+    followed = tb(store_path, "attach", job_id, "--json")
+    assert followed.returncode == 0, followed.stderr
+    events = [json.loads(line) for line in followed.stdout.splitlines()]
+    assert [e["text"] for e in events if e["event"] == "output"] == ["step 1", "step 2", "step 3"]
+    assert events[-1]["event"] == "end" and events[-1]["report"]["outcome"] == "succeeded"
+    assert tb(store_path, "logs", job_id).stdout == "step 1\nstep 2\nstep 3\n"
+    rows = json.loads(tb(store_path, "jobs", "--json").stdout)
+    assert [(r["id"], r["state"], r["outcome"]) for r in rows] == [(job_id, "ended", "succeeded")]
+    table = tb(store_path, "jobs").stdout
+    assert job_id in table and "succeeded" in table and "3/3" in table
+
+
+def test_attach_exits_with_the_jobs_status_as_run_does(store_path):
+    job_id = tb(store_path, "submit", "--", *child("exit", 3)).stdout.strip()
+    assert tb(store_path, "attach", job_id).returncode == 3
+
+
+def test_cancel_a_running_job_from_another_shell(store_path):
+    job_id = tb(store_path, "submit", "--", *child("forever")).stdout.strip()
+    wait_for(lambda: "step 2" in tb(store_path, "logs", job_id).stdout, what="output")
+    done = tb(store_path, "cancel", job_id, "--wait")
+    assert done.returncode == 0 and done.stdout.strip() == f"trainbridge: {job_id} cancelled"
+    assert leftovers(job_id) == []
+    rows = json.loads(tb(store_path, "jobs", "--json", "--state", "ended").stdout)
+    assert rows[0]["outcome"] == "cancelled"
+
+
+def test_unknown_ids_and_bad_submissions_say_so(store_path):
+    missing = tb(store_path, "attach", "j-nope")
+    assert missing.returncode == 3 and "no job 'j-nope'" in missing.stderr
+    bad = tb(store_path, "submit", "--gpus", "2", "--", *child("steps", 1))
+    assert bad.returncode == 2 and "asks for 2 GPU" in bad.stderr
