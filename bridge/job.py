@@ -49,6 +49,12 @@ TREE_REFRESH_PER_JOB_S = 0.05
 # will come from that process, so waiting for one (the startup deadline) would only kill it.
 NO_WORKER_MARKERS = ("[trainbridge] zero-code mode is off", "[trainbridge] worker disabled")
 SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
+# A job whose output is piped into this process cannot outlive it (it dies of a broken pipe
+# at its next print): a job that must outlive its client runs under a keeper instead.
+DETACHED_REMOVED = ("launch(detached=True) was removed: its output went into this process's "
+                    "pipes, so the job died of a broken pipe soon after this process. Use "
+                    "bridge.Scheduler(store=...).submit(cmd): the job runs under its own keeper, "
+                    "outlives this process, and any process can attach to it (docs/STORE.md)")
 
 
 class Report(dict):
@@ -68,6 +74,8 @@ class Job:
                  on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
                  tail_lines: int = TAIL_LINES, hub: Optional[Hub] = None,
                  zero_code: bool = True, detached: bool = False):
+        if detached:
+            raise TypeError(DETACHED_REMOVED)
         self.log_path = log_path
         self._log = open_log(log_path) if log_path else None  # first: nothing to undo
         self.log_lines = 0  # lines written to the log file
@@ -149,12 +157,9 @@ class Job:
             "TRAINBRIDGE_HEARTBEAT_S": _num(heartbeat_s),
             "TRAINBRIDGE_KILL_GRACE_S": _num(self.m["config"]["kill_grace"]),
         }
-        # The worker ends the job's process group when this process is gone, unless the
-        # job is meant to outlive us (PROTOCOL.md section 2).
-        if detached:
-            variables["TRAINBRIDGE_DETACHED"] = "1"
-        else:
-            variables["TRAINBRIDGE_CLIENT_PID"] = str(os.getpid())
+        # The worker ends the job's process group when this process is gone (PROTOCOL.md
+        # section 2).
+        variables["TRAINBRIDGE_CLIENT_PID"] = str(os.getpid())
         stalled_after = self.m["config"]["stalled_after"]
         if stalled_after is not None:
             variables["TRAINBRIDGE_STALL_S"] = _num(stalled_after)
@@ -168,7 +173,7 @@ class Job:
         if not self.hub.server_key:  # an outer job's key must not reach this one's worker
             self.env.pop("TRAINBRIDGE_SERVER_KEY", None)
         # An outer job's setting, inherited through `env`, must not decide for this one.
-        self.env.pop("TRAINBRIDGE_CLIENT_PID" if detached else "TRAINBRIDGE_DETACHED", None)
+        self.env.pop("TRAINBRIDGE_DETACHED", None)
         if zero_code:
             launcher.add_zero_code_hook(self.env)
         self.cwd = cwd
@@ -723,8 +728,9 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
     cancel_grace, dump_timeout, signal_dump_wait, drain_timeout) may be given by name.
     zero_code puts bridge/inject first on PYTHONPATH, so every Python process of the job
     that can import trainbridge loads the worker (and says hello) without code changes.
-    Unless `detached`, the job ends (SIGTERM, then SIGKILL after kill_grace) when this
-    process dies without ending it, as noticed by the job's worker-bearing processes.
+    The job ends (SIGTERM, then SIGKILL after kill_grace) when this process dies without
+    ending it, as noticed by the job's worker-bearing processes; a job that must outlive
+    this process is submitted to a bridge.Scheduler instead (detached=True raises).
     Raises launcher.LaunchError when the command cannot be started."""
     config = {"startup_timeout": startup_timeout, "stall_timeout": stall_timeout,
               "heartbeat_timeout": heartbeat_timeout, "kill_grace": kill_grace,

@@ -74,11 +74,6 @@ export interface LaunchOptions {
   zeroCode?: boolean;
   /** Where bridge/inject is (default: $TRAINBRIDGE_INJECT_DIR, else the repo's). */
   injectDir?: string;
-  /**
-   * Let the job outlive this process. Default false: if this process dies without ending
-   * the job, the job's workers end its process group (SIGTERM, then SIGKILL after killGrace).
-   */
-  detached?: boolean;
   /** The hub (ROUTER) to use; default: one shared hub per Node process. */
   hub?: Hub;
   /** Cancels the job when aborted (as child_process and execa take one). */
@@ -313,6 +308,88 @@ export class Hub {
 
 /** Start `command args` under supervision; returns the Job at once. */
 export function launch(options: LaunchOptions): Job;
+
+/** A row of the job store (docs/STORE.md "The jobs table"). */
+export interface StoredJob {
+  id: string;
+  command: string[];
+  cwd: string | null;
+  env_names: string[] | null;
+  config: Record<string, number | null>;
+  resources: { gpus?: number };
+  assigned: { gpus?: number[] } | null;
+  priority: number;
+  max_restarts: number;
+  restart_backoff: number;
+  state: 'queued' | 'starting' | 'running' | 'stalled' | 'restarting' | 'ended';
+  outcome: Outcome | 'lost' | null;
+  exit_code: number | null;
+  signal: string | null;
+  stage: string | null;
+  progress: { step?: number; total?: number | null } | null;
+  note: string | null;
+  submitted_at: number;
+  started_at: number | null;
+  ended_at: number | null;
+  updated_at: number;
+  attempt: number;
+  keeper_pid: number | null;
+  keeper_start: number | null;
+  job_pid: number | null;
+  job_start: number | null;
+  endpoint: string | null;
+  dir: string;
+  log_path: string;
+  events_path: string;
+  cancel_requested: number;
+  report: Report | null;
+  /** get() only: every attempt's outcome and report. */
+  attempts?: Array<{ attempt: number; started_at: number | null; ended_at: number | null; outcome: string | null; exit_code: number | null; signal: string | null; report: Report | null }>;
+}
+
+export interface SubmitOptions {
+  command: string;
+  args?: string[];
+  cwd?: string;
+  /** The job's whole environment (default: process.env now); only the names are stored. */
+  env?: NodeJS.ProcessEnv;
+  timeouts?: Timeouts;
+  resources?: { gpus?: number };
+  priority?: number;
+  maxRestarts?: number;
+  /** Seconds before the first restart, doubled for each next one. Default 1. */
+  restartBackoff?: number;
+}
+
+/** A scheduled job followed through its events file: a launched Job's events, from the first. */
+export class AttachedJob extends EventEmitter implements AsyncIterable<JobEvent> {
+  readonly id: string;
+  readonly state: string;
+  readonly report: Report | null;
+  readonly done: Promise<Report>;
+  cancel(): Promise<Report>;
+  dumpStacks(options?: { timeout?: number }): Promise<string | null>;
+  events(): AsyncIterableIterator<JobEvent>;
+  [Symbol.asyncIterator](): AsyncIterableIterator<JobEvent>;
+  /** Stop following (the job goes on). */
+  close(): void;
+}
+
+export interface JobStore {
+  readonly path: string;
+  jobs(options?: { state?: string | string[]; limit?: number }): Promise<StoredJob[]>;
+  get(id: string): Promise<StoredJob | null>;
+  submit(options: SubmitOptions): Promise<string>;
+  cancel(id: string): Promise<boolean>;
+  forget(id: string): Promise<boolean>;
+  attach(id: string): AttachedJob;
+  close(): Promise<void>;
+}
+
+/** Open a job store (default: defaultStorePath()); a Python helper serves it. Close it when done. */
+export function openStore(path?: string, options?: { python?: string; slots?: { jobs?: number; gpus?: number[] } }): JobStore;
+/** $TRAINBRIDGE_STORE, else the per-user data directory's trainbridge/jobs.db. */
+export function defaultStorePath(): string;
 
 /** The report as ASCII JSON (non-ASCII as \u escapes). */
 export function toJSON(report: Report, indent?: number): string;

@@ -45,6 +45,11 @@ const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress
 const EVENT_QUEUE = 10000; // events kept for a slow events() consumer; the oldest go first
 // With rejectOnFailure, `done` rejects on these; a cancel (the user's own stop) still resolves.
 const FAILED_OUTCOMES = ['failed', 'crashed', 'hung'];
+// A job whose output is piped into this process cannot outlive it (it dies of a broken pipe
+// at its next print): a job that must outlive its client runs under a keeper instead.
+const DETACHED_REMOVED = 'launch({detached: true}) was removed: its output went into this process\'s pipes, so the job '
+  + 'died of a broken pipe soon after this process. Use openStore(path).submit({...}): the job runs under its own '
+  + 'keeper, outlives this process, and any process can attach to it (docs/STORE.md)';
 
 const now = () => performance.now() / 1000; // the shell's monotonic clock, in seconds
 const snake = (name) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -69,11 +74,12 @@ function splitTimeouts(timeouts = {}) {
 class Job extends EventEmitter {
   /**
    * Use launch() (src/index.js). options: command, args, cwd, env, timeouts, logPath,
-   * tailLines, zeroCode, injectDir, detached; hub: the Hub that routes this job's messages.
+   * tailLines, zeroCode, injectDir; hub: the Hub that routes this job's messages.
    */
   constructor(options, hub) {
     super();
     if (!options) throw new TypeError('launch() needs options, e.g. {command: "python", args: ["train.py"]}');
+    if (options.detached) throw new TypeError(DETACHED_REMOVED);
     const { config, worker } = splitTimeouts(options.timeouts);
     this.id = `job-${crypto.randomBytes(6).toString('hex')}`;
     this.key = crypto.randomBytes(32);
@@ -258,7 +264,7 @@ class Job extends EventEmitter {
     fs.mkdirSync(this._dir, { mode: 0o700 });
     this._crashFile = path.join(this._dir, 'crash.txt');
     const env = launcher.childEnv(this._options.env, {
-      endpoint, jobId: this.id, key: this.key, crashFile: this._crashFile, detached: this._options.detached === true,
+      endpoint, jobId: this.id, key: this.key, crashFile: this._crashFile,
       serverKey: this._hub.serverKey,
       ...workerTimings(this._m.config), ...this._workerSettings,
     });

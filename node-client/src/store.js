@@ -203,6 +203,40 @@ class AttachedJob extends EventEmitter {
     return got;
   }
 
+  /** Events as an async iterator: {type, data}, from the first until {type: 'end'}. */
+  events() {
+    const buffer = [];
+    let wake = null;
+    const names = ['hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'attempt', 'end'];
+    const listeners = names.map((type) => {
+      const fn = (data) => {
+        buffer.push({ type, data });
+        if (wake) { wake(); wake = null; }
+      };
+      this.on(type, fn);
+      return [type, fn];
+    });
+    const detach = () => { for (const [type, fn] of listeners) this.off(type, fn); };
+    let ended = false;
+    return {
+      [Symbol.asyncIterator]() { return this; },
+      async next() {
+        while (!buffer.length) {
+          if (ended) { detach(); return { done: true, value: undefined }; }
+          await new Promise((resolve) => { wake = resolve; });
+        }
+        const value = buffer.shift();
+        if (value.type === 'end') ended = true;
+        return { done: false, value };
+      },
+      async return() { detach(); return { done: true, value: undefined }; },
+    };
+  }
+
+  [Symbol.asyncIterator]() {
+    return this.events();
+  }
+
   /** Stop following (the job goes on). */
   close() {
     this._stopped = true;

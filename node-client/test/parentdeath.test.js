@@ -1,6 +1,6 @@
 'use strict';
 // When the supervising Node client dies (SIGKILL), the job's whole tree ends within
-// killGrace (+ a little), unless it was launched detached. The client is a real Node
+// killGrace (+ a little); a job that must outlive it is a scheduled one (store.test.js). The client is a real Node
 // process running launch(); the job is tests/parentdeath/job_child.py with a grandchild.
 
 const test = require('node:test');
@@ -10,6 +10,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { PYTHON, userEnv, liveProcesses, processesOfJob } = require('../test-support/e2e.js');
+const { launch } = require('../src/index.js');
 
 const CHILD = path.resolve(__dirname, '../../tests/parentdeath/job_child.py');
 const INDEX = path.resolve(__dirname, '../src/index.js');
@@ -85,17 +86,7 @@ test('parent death: a job that ignores SIGTERM is killed after the grace', async
   fs.rmSync(started.dir, { recursive: true, force: true });
 });
 
-test('parent death: a detached job outlives its Node client', async () => {
-  const started = await startClient({ detached: true, childOptions: ['report_survival', String(KILL_GRACE + 1)] });
-  await killClient(started);
-  try {
-    // The job saw its client go, waited longer than the grace, and still runs.
-    await waitFor(() => fs.existsSync(`${started.pidsFile}.survived`), (KILL_GRACE + 10) * 1000,
-      'the detached job to report that it survived');
-    assert.equal(liveProcesses(started.info.pids).length, 2);
-  } finally {
-    killJob(started.info);
-  }
-  await waitFor(() => !jobAlive(started.info), 5000, "the test's own kill of the detached job");
-  fs.rmSync(started.dir, { recursive: true, force: true });
+test('launch({detached: true}) is refused with the way to a job that outlives its client', () => {
+  assert.throws(() => launch({ command: PYTHON, args: ['-c', 'pass'], detached: true }),
+    /detached: true\}\) was removed.*openStore\(path\)\.submit/);
 });

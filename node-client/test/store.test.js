@@ -25,7 +25,12 @@ test('submit from Node, attach: the events and the report of a launched job', as
   const job = store.attach(id);
   const seen = { stage: [], progress: [], state: [], log: [] };
   for (const name of Object.keys(seen)) job.on(name, (v) => seen[name].push(v));
+  const types = [];
+  const iterating = (async () => { for await (const event of job) types.push(event.type); })();
   const report = await job.done;
+  await iterating;
+  assert.equal(types.at(-1), 'end');
+  assert.ok(types.includes('progress') && types.includes('hello'));
   assert.equal(report.outcome, 'succeeded');
   assert.equal(report.exit_code, 0);
   assert.deepEqual(report.log_tail.slice(-2), ['step 5/5', 'done']);

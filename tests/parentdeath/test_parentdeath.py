@@ -1,5 +1,5 @@
-"""When the supervising client dies, the job's whole tree ends within kill_grace (+ a little),
-unless the job was launched detached. Real processes: a client script (bridge.launch) that
+"""When the supervising client dies, the job's whole tree ends within kill_grace (+ a little).
+(A job that must outlive its client is a scheduled one: tests/scheduler/test_reattach.py.) Real processes: a client script (bridge.launch) that
 the test SIGKILLs, a job that starts a grandchild without a worker, psutil to check.
 """
 
@@ -100,22 +100,6 @@ def test_a_job_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
     client, info, _ = start_client(tmp_path, False, "ignore_term")
     killed_at = kill_client(client)
     assert_tree_ends(info, killed_at)
-
-
-def test_a_detached_job_outlives_its_client(tmp_path):
-    client, info, pids_file = start_client(tmp_path, True, "report_survival",
-                                           repr(KILL_GRACE + 1))
-    kill_client(client)
-    try:
-        # The job saw its client go, waited longer than the grace, and still runs.
-        wait_for(lambda: os.path.exists(pids_file + ".survived"), KILL_GRACE + 10,
-                 "the detached job to report that it survived")
-        assert len(live(info["pids"])) == 2
-    finally:
-        for pid in live(info["pids"]) + job_processes(info["job_id"]):
-            os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: not live(info["pids"]) and not job_processes(info["job_id"]), 5,
-             "the test's own kill of the detached job")
 
 
 def test_a_worker_below_the_top_process_ends_the_job(tmp_path):
