@@ -101,3 +101,7 @@ async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
 def _late_end(holder: Dict[str, AsyncJob], report: Report) -> None:
     if "job" in holder:
         holder["job"]._resolve(report)
+
+
+# The job queue's asyncio twin lives in its own module (bridge/aio_scheduler.py).
+from trainbridge.bridge.aio_scheduler import Scheduler  # noqa: E402,F401

@@ -1,0 +1,72 @@
+"""bridge.aio.Scheduler: bridge.Scheduler for asyncio code, the same methods awaited.
+
+    sched = bridge.aio.Scheduler(store="jobs.db")
+    job_id = await sched.submit(["python", "train.py"])
+    job = await sched.attach(job_id)          # an AsyncJob, as bridge.aio.launch() returns
+    async for event in job.events():
+        ...
+    report = await job.wait()
+
+Store calls and process starts run in the default executor, so the loop never waits on
+SQLite or fork/exec; the attached job is bridge.aio.AsyncJob over the same Attached handle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any, Dict, List, Optional
+
+from trainbridge.bridge.scheduler import Scheduler as _Scheduler
+
+
+class Scheduler:
+    def __init__(self, *args: Any, **kwargs: Any):
+        """As bridge.Scheduler (opening the store and one reconciliation happen here)."""
+        self.sync = _Scheduler(*args, **kwargs)
+        self.path = self.sync.path
+
+    async def _run(self, fn, *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, functools.partial(fn, *args, **kwargs))
+
+    async def submit(self, cmd, **options: Any) -> str:
+        return await self._run(self.sync.submit, cmd, **options)
+
+    async def jobs(self, state: Optional[Any] = None,
+                   limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        return await self._run(self.sync.jobs, state, limit)
+
+    async def get(self, job_id: str) -> Optional[Dict[str, Any]]:
+        return await self._run(self.sync.get, job_id)
+
+    async def cancel(self, job_id: str) -> bool:
+        return await self._run(self.sync.cancel, job_id)
+
+    async def forget(self, job_id: str) -> bool:
+        return await self._run(self.sync.forget, job_id)
+
+    async def attach(self, job_id: str):
+        from trainbridge.bridge.aio import AsyncJob
+
+        loop = asyncio.get_running_loop()
+        holder: Dict[str, Any] = {}
+
+        def on_event(event: Dict[str, Any]) -> None:
+            if "job" in holder:
+                holder["job"]._on_event(event)
+
+        attached = await self._run(self.sync.attach, job_id, on_event)
+        holder["job"] = AsyncJob(attached, loop)
+        if attached.done():  # ended before the wrapper existed
+            holder["job"]._resolve(attached.report)
+        return holder["job"]
+
+    async def close(self) -> None:
+        await self._run(self.sync.close)
+
+    async def __aenter__(self) -> "Scheduler":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
