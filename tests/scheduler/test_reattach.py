@@ -51,7 +51,8 @@ def test_kill_the_gui_mid_job_and_a_new_scheduler_reattaches(store_path, mode, o
         # The log so far and then live events: stage, progress and output, in order.
         steps = [e["body"]["step"] for e in events
                  if e["event"] == "message" and e["kind"] == "progress"]
-        assert steps == list(range(1, 26))
+        # Progress is coalesced by the worker (latest wins): increasing, up to the last.
+        assert steps == sorted(set(steps)) and steps[-1] == 25 and len(steps) > 10
         lines = [e["text"] for e in events if e["event"] == "output"]
         assert lines == [f"step {i}" for i in range(1, 26)]
         assert any(e["event"] == "message" and e["kind"] == "stage" and
