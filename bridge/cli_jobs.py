@@ -3,6 +3,7 @@
     trainbridge submit --gpus 1 -- python train.py     # prints the job id
     trainbridge jobs                                   # a table of the store's jobs
     trainbridge attach ID                              # the live view of `run`, from the start
+                                                       # (Ctrl-C detaches; the job goes on)
     trainbridge cancel ID
     trainbridge logs ID [-f]
 
@@ -169,11 +170,14 @@ def attach(args) -> int:
             return _missing(args, sched)
         job = sched.attach(args.id)
     view = cli.JsonView() if args.json else cli.make_view(job.cmd)
-    restore = cli._forward_stop_signals(job)
+    # Ctrl-C stops following, not the job: it runs under its keeper for whoever comes next.
     try:
         report = view.follow(job)
+    except KeyboardInterrupt:
+        print(f"\ntrainbridge: stopped following {args.id}; it goes on under its keeper "
+              f"(trainbridge cancel {args.id} stops it)", file=sys.stderr)
+        return cli.EXIT_CANCELLED
     finally:
-        restore()
         job.close()
     view.close(report)
     return cli.exit_status(report)

@@ -37,6 +37,22 @@ def test_attach_exits_with_the_jobs_status_as_run_does(store_path):
     assert tb(store_path, "attach", job_id).returncode == 3
 
 
+def test_ctrl_c_in_attach_stops_following_and_the_job_goes_on(store_path):
+    import signal
+    job_id = tb(store_path, "submit", "--", *child("forever")).stdout.strip()
+    follower = subprocess.Popen([*TRAINBRIDGE, "attach", "--store", store_path, job_id, "--json"],
+                                env=user_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+    wait_for(lambda: '"output"' in follower.stdout.readline(), what="attach to show output")
+    follower.send_signal(signal.SIGINT)
+    _, err = follower.communicate(timeout=WAIT_S)
+    assert follower.returncode == 130
+    assert f"stopped following {job_id}; it goes on" in err
+    rows = json.loads(tb(store_path, "jobs", "--json").stdout)
+    assert rows[0]["state"] == "running" and leftovers(job_id)
+    assert tb(store_path, "cancel", job_id, "--wait").returncode == 0
+
+
 def test_cancel_a_running_job_from_another_shell(store_path):
     job_id = tb(store_path, "submit", "--", *child("forever")).stdout.strip()
     wait_for(lambda: "step 2" in tb(store_path, "logs", job_id).stdout, what="output")
