@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 const { openStore } = require('../src/index.js');
 const { FIXTURE, PYTHON, userEnv, liveProcesses } = require('../test-support/e2e.js');
 
@@ -72,4 +72,43 @@ test('a job submitted by Python is listed and attached from Node; cancel stops i
   assert.ok(Date.now() - started < 10000, `cancel took ${Date.now() - started} ms`);
   assert.deepEqual(liveProcesses([pid]), []);
   assert.equal((await store.get(id)).outcome, 'cancelled');
+});
+
+test('a Node GUI SIGKILLed mid-job: the job runs on, a new openStore sees it running and attaches', async (t) => {
+  const storePath = tempStore(t);
+  const INDEX = path.resolve(__dirname, '../src/index.js');
+  // The "GUI": submits a job and follows it until it is killed.
+  const gui = spawn(process.execPath, ['-e', `
+    const { openStore } = require(${JSON.stringify(INDEX)});
+    const store = openStore(process.argv[1], { python: process.argv[2] });
+    store.submit({ command: process.argv[2], args: [process.argv[3], 'stall'] }).then((id) => {
+      console.log(id);
+      store.attach(id).on('progress', () => console.log('progress'));
+    });`, storePath, PYTHON, FIXTURE], { env: userEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = [];
+  let text = '';
+  gui.stdout.setEncoding('utf8');
+  const progressed = new Promise((resolve) => gui.stdout.on('data', (chunk) => {
+    text += chunk;
+    lines.push(...text.split('\n').slice(0, -1));
+    text = text.slice(text.lastIndexOf('\n') + 1);
+    if (lines.includes('progress')) resolve();
+  }));
+  await progressed;
+  const id = lines[0];
+  gui.kill('SIGKILL');
+  await new Promise((resolve) => gui.on('close', resolve));
+  const store = openStore(storePath, { python: PYTHON });
+  t.after(() => store.close());
+  const row = await store.get(id);
+  assert.equal(row.state, 'running');
+  const started = Date.now();
+  const job = store.attach(id);
+  const progress = await new Promise((resolve) => job.on('progress', resolve));
+  assert.ok(Date.now() - started < 1000, `attached in ${Date.now() - started} ms`);
+  assert.equal(progress.step, 1);
+  assert.deepEqual(liveProcesses([row.job_pid]), [row.job_pid]); // it ran on, unharmed
+  const report = await job.cancel();
+  assert.equal(report.outcome, 'cancelled');
+  assert.deepEqual(liveProcesses([row.job_pid]), []);
 });
