@@ -30,13 +30,15 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from trainbridge.bridge import procs
 from trainbridge.bridge.procs import ENV_FILE, process_start
 from trainbridge.bridge.store import Store
 
 PROGRESS_EVERY_S = 0.5   # stage/progress reach the row at most this often (latest wins)
+FLUSH_EVERY_S = 0.02     # events reach the events file at most this late
+URGENT_EVENTS = ("state", "hang", "signal", "attempt", "stacks", "launch_failed", "end")
 BACKOFF_MAX_S = 300.0
 
 
@@ -45,26 +47,58 @@ def backoff(base: float, restarts_done: int) -> float:
     return min(BACKOFF_MAX_S, base * (2 ** restarts_done))
 
 
-class EventsFile:
-    """The job's events, one ASCII JSON object per line, flushed as written."""
+class EventsFile(threading.Thread):
+    """The job's events, one ASCII JSON object per line. The hub's I/O thread only appends
+    to a list; this thread encodes and writes them, at most FLUSH_EVERY_S after they came
+    (at once for a state change or the end), so an output flood costs the supervision
+    little. Write failures are counted (events_failed in the report)."""
 
     def __init__(self, path: str):
-        self.lock = threading.Lock()
+        super().__init__(name="trainbridge-keeper-events", daemon=True)
+        self.cond = threading.Condition()
+        self.pending: List[Dict[str, Any]] = []
+        self.urgent = False
+        self.stopping = False
         self.f = open(path, "a", encoding="ascii")
+        self.written = 0
         self.failed = 0
+        self.start()
 
-    def write(self, event: Dict[str, Any]) -> None:
-        line = json.dumps(event, ensure_ascii=True, default=str) + "\n"
-        with self.lock:
-            try:
-                self.f.write(line)
-                self.f.flush()
-            except (OSError, ValueError):
-                self.failed += 1  # counted; the report and the row still tell the end
+    def write(self, event: Dict[str, Any], urgent: bool = False) -> None:
+        with self.cond:
+            self.pending.append(event)
+            if urgent or event.get("event") in URGENT_EVENTS:
+                self.urgent = True
+                self.cond.notify()
+
+    def run(self) -> None:
+        while True:
+            with self.cond:
+                if not self.urgent and not self.stopping:
+                    self.cond.wait(FLUSH_EVERY_S)
+                batch, self.pending, self.urgent = self.pending, [], False
+                stopping = self.stopping
+            if batch:
+                text = "".join(json.dumps(event, ensure_ascii=True, default=str) + "\n"
+                               for event in batch)
+                try:
+                    self.f.write(text)
+                    self.f.flush()
+                    self.written += len(batch)
+                except (OSError, ValueError):
+                    self.failed += len(batch)  # counted; the row and the report still tell
+            if stopping:
+                return
 
     def close(self) -> None:
-        with self.lock:
+        with self.cond:
+            self.stopping = True
+            self.cond.notify()
+        self.join()
+        try:
             self.f.close()
+        except OSError:
+            self.failed += 1
 
 
 class RowWriter(threading.Thread):
@@ -246,6 +280,8 @@ class Keeper:
         report = report or {"outcome": outcome}
         report_obj = dict(report)
         self.rows.stop()
+        if self.events.failed:
+            report_obj["events_failed"] = self.events.failed  # attachers missed these
         self.store.update(self.id, state="ended", outcome=outcome,
                           exit_code=report_obj.get("exit_code"), signal=report_obj.get("signal"),
                           report=report_obj, ended_at=time.time(), job_pid=None, job_start=None)
