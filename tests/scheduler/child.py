@@ -7,6 +7,7 @@ what it says.
   flaky FILE    fails (exit 3) unless FILE exists; creates it, so the next attempt succeeds
   gpus          prints CUDA_VISIBLE_DEVICES and exits 0
   die N SIG     N progress steps, 0.1 s apart, then kills itself with signal SIG
+  stall         one progress step, then sleeps in a loop (no more progress)
 """
 
 import os
@@ -51,6 +52,12 @@ elif mode == "die":
             print(f"step {i}", flush=True)
             time.sleep(0.1)
         os.kill(os.getpid(), getattr(signal, sig))
+elif mode == "stall":
+    with worker.stage("train"):
+        worker.progress(1, 100)
+        print("step 1, then nothing", flush=True)
+        while True:
+            time.sleep(0.05)
 elif mode == "gpus":
     print(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}", flush=True)
 else:

@@ -158,6 +158,22 @@ def test_cancel_a_queued_job_and_a_running_one(store_path):
         assert s.cancel(running) is False  # already ended
 
 
+def test_the_keeper_applies_the_deadlines_and_keeps_the_hang_evidence(store_path):
+    with sched(store_path) as s:
+        job_id = s.submit(child("stall"), timeouts={"stall_timeout": 1.0, "kill_grace": 1.0})
+        job = s.attach(job_id)
+        kinds = [e["event"] for e in job.events(timeout=WAIT_S)]
+        assert "hang" in kinds
+        row = s.get(job_id)
+        assert row["outcome"] == "hung" and row["config"] == {"stall_timeout": 1.0,
+                                                              "kill_grace": 1.0}
+        report = row["report"]
+        assert report["hang"]["reason"] == "stall"
+        assert report["stacks"] and "child.py" in report["stacks"]
+        assert report["diagnosis"] is not None
+        assert leftovers(job_id) == []
+
+
 def test_dump_stacks_through_the_keeper(store_path):
     with sched(store_path) as s:
         job = s.attach(s.submit(child("forever")))
