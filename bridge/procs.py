@@ -40,7 +40,9 @@ def processes_of(job_id: str) -> List[int]:
     rarely). Finds a lost job's processes, those that escaped its group included."""
     marker = f"{JOB_VARIABLE}={job_id}".encode() + b"\0"
     me = os.getpid()
-    out = []
+    out: List[int] = []
+    if not os.path.isdir("/proc"):
+        return out  # no /proc (macOS): the group kill and the worker's own watch remain
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == me:
             continue
