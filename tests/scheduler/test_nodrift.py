@@ -61,9 +61,12 @@ class World:
             # Also wait out the transient: a started job runs and its row says so.
             moving = [r for r in self.store.jobs("active")
                       if r["state"] == "starting" or not r["job_pid"]]
-            return not moving and not violations(self.store)
+            # And the effect of our last action: a job we cancelled or killed has ended
+            # (else the next action could race it: a cancel before the kill is seen).
+            acted = [r for r in self.store.jobs("active") if r["id"] in self.expected]
+            return not moving and not acted and not violations(self.store)
         try:
-            wait_for(check, timeout=10, what="the store to match the processes")
+            wait_for(check, timeout=20, what="the store to match the processes")
         except AssertionError:
             raise AssertionError(f"drift: {violations(self.store)}") from None
 
