@@ -18,6 +18,7 @@ import time
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional
 
 from trainbridge.bridge import procs
+from trainbridge.bridge.status import StatusTracker
 from trainbridge.bridge.store import Store
 
 POLL_S = 0.05        # how often the events file is read for new lines
@@ -52,6 +53,9 @@ class Attached:
         self._done = threading.Event()
         self._closed = threading.Event()
         self._stacks: List[Optional[str]] = []
+        # status(): the same tracker as a launched Job's, on the events' wall-clock times.
+        self._status = StatusTracker(row["started_at"] or row["submitted_at"])
+        self._status_lock = threading.Lock()
         self._thread = threading.Thread(target=self._tail, daemon=True,
                                         name=f"trainbridge-attach-{job_id}")
         self._thread.start()
@@ -72,13 +76,20 @@ class Attached:
     def done(self) -> bool:
         return self._done.is_set()
 
+    def status(self) -> Dict[str, Any]:
+        """launch()'s Job.status() snapshot: state, pid, elapsed_s, stages, script_stages,
+        step, total, rate, eta_s, progress_age_s (times on the wall clock)."""
+        with self._status_lock:
+            return self._status.snapshot(self._state, self.pid, time.time())
+
     def wait(self, timeout: Optional[float] = None) -> Optional[Report]:
         if not self._done.wait(timeout):
             return None
         return self.report
 
-    def cancel(self, grace: Optional[float] = None) -> bool:
-        """Cancel the job (queued or running) for everyone; `grace` is the keeper's."""
+    def cancel(self, grace: Optional[float] = None, reason: Optional[str] = None) -> bool:
+        """Cancel the job (queued or running) for everyone. `grace` and `reason` are the
+        keeper's: its job's kill_grace, and "cancelled through the job store"."""
         from trainbridge.bridge import scheduler
         store = Store(self.store_path)
         try:
@@ -139,6 +150,13 @@ class Attached:
     # --- the tail thread --------------------------------------------------------------------
     def _publish(self, event: Dict[str, Any]) -> None:
         kind = event.get("event")
+        if kind == "message" and event.get("kind") in ("stage", "progress") \
+                and event.get("rank") in (None, 0):
+            with self._status_lock:
+                if event["kind"] == "stage":
+                    self._status.stage(event.get("body") or {})
+                else:
+                    self._status.progress(event.get("body") or {}, event.get("t") or time.time())
         if kind == "state":
             self._state = event["state"]
         elif kind == "end":

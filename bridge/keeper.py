@@ -38,6 +38,7 @@ from trainbridge.bridge.store import Store
 
 PROGRESS_EVERY_S = 0.5   # stage/progress reach the row at most this often (latest wins)
 FLUSH_EVERY_S = 0.02     # events reach the events file at most this late
+CANCEL_REASON = "cancelled through the job store (Scheduler.cancel / trainbridge cancel)"
 URGENT_EVENTS = ("state", "hang", "signal", "attempt", "stacks", "launch_failed", "end")
 BACKOFF_MAX_S = 300.0
 
@@ -165,7 +166,7 @@ class Keeper:
         self.cancelled.set()
         job = self.job
         if job is not None:
-            job.cancel()
+            job.cancel(reason=CANCEL_REASON)
 
     def _on_dump(self, signum, frame) -> None:
         job = self.job
@@ -233,7 +234,7 @@ class Keeper:
                                        ended_at=time.time(), outcome="failed", report=final)
                 break
             if self.cancelled.is_set():
-                self.job.cancel()
+                self.job.cancel(reason=CANCEL_REASON)
             self.rows.set(urgent=True, attempt=attempt, job_pid=self.job.pid,
                           job_start=process_start(self.job.pid), endpoint=self.job.hub.endpoint,
                           started_at=started, note=None)

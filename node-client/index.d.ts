@@ -365,6 +365,10 @@ export interface SubmitOptions {
 export class AttachedJob extends EventEmitter implements AsyncIterable<JobEvent> {
   readonly id: string;
   readonly state: string;
+  /** The running attempt's pid, once known. */
+  readonly pid: number | null;
+  /** A launched Job's status() snapshot, on the events' wall-clock times. */
+  status(): JobStatus;
   readonly report: Report | null;
   readonly done: Promise<Report>;
   cancel(): Promise<Report>;

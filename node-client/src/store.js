@@ -23,6 +23,7 @@ const { spawn } = require('node:child_process');
 const { EventEmitter } = require('node:events');
 const { resolvePython } = require('./launcher.js');
 const { PythonError } = require('./errors.js');
+const { StatusTracker } = require('./status.js');
 
 const POLL_MS = 50; // how often an attached job's events file is read
 const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
@@ -148,8 +149,8 @@ class Store {
 
 /**
  * A scheduled job, followed through its events file. Emits what a launched Job emits:
- * state, hello, stage, progress, log, heartbeat, stalled, hang, signal, error (only while
- * listened to), end (the report); plus 'attempt' ({attempt, outcome, report, restart_in})
+ * spawn, no_worker, cancel, state, hello, stage, progress, log, heartbeat, stalled, hang,
+ * signal, error (only while listened to), end (the report); status() as a Job's; plus 'attempt' ({attempt, outcome, report, restart_in})
  * when a failed attempt will be restarted. `done` resolves to the final report.
  */
 class AttachedJob extends EventEmitter {
@@ -164,7 +165,8 @@ class AttachedJob extends EventEmitter {
     this._buf = '';
     this._nextRow = 0;
     this._stopped = false;
-    this._closing = false;
+    this.pid = null;
+    this._status = null; // status(): the launched Job's tracker, on the events' wall-clock times
     this.done = new Promise((resolve, reject) => { this._resolve = resolve; this._reject = reject; });
     this.done.catch(() => undefined);
     this._start();
@@ -179,6 +181,8 @@ class AttachedJob extends EventEmitter {
     }
     if (!this.row) { this._fail(new Error(`no job ${JSON.stringify(this.id)} in ${this._store.path}`)); return; }
     this.state = this.row.state;
+    this.pid = this.row.job_pid;
+    this._status = new StatusTracker(this.row.started_at || this.row.submitted_at);
     this._timer = setInterval(() => this._poll(), POLL_MS);
     this._poll();
   }
@@ -187,6 +191,12 @@ class AttachedJob extends EventEmitter {
     this._stopped = true;
     if (this.listenerCount('error') > 0) this.emit('error', err);
     this._reject(err);
+  }
+
+  /** A launched Job's status() snapshot (state, pid, elapsed_s, stages, step, rate, eta_s, ...). */
+  status() {
+    const tracker = this._status || new StatusTracker(Date.now() / 1000);
+    return tracker.snapshot(this.state, this.pid, Date.now() / 1000);
   }
 
   /** Cancel the job for everyone (queued or running). */
@@ -207,7 +217,7 @@ class AttachedJob extends EventEmitter {
   events() {
     const buffer = [];
     let wake = null;
-    const names = ['hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'attempt', 'end'];
+    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'attempt', 'end'];
     const listeners = names.map((type) => {
       const fn = (data) => {
         buffer.push({ type, data });
@@ -319,8 +329,22 @@ class AttachedJob extends EventEmitter {
       case 'output':
         this._emit('log', { stream: event.stream, text: event.text, end: event.end });
         break;
+      case 'spawn':
+        this.pid = event.pid;
+        this._emit('spawn', { pid: event.pid, command: event.command });
+        break;
+      case 'no_worker':
+        this._emit('no_worker', { reason: event.reason });
+        break;
+      case 'cancel':
+        this._emit('cancel', { reason: event.reason, accepted: event.accepted, refused: event.refused });
+        break;
       case 'message': {
         const body = event.body || {};
+        if (this._status && (event.rank === undefined || event.rank === null || event.rank === 0)) {
+          if (event.kind === 'stage') this._status.stage(body);
+          else if (event.kind === 'progress') this._status.progress(body, event.t || Date.now() / 1000);
+        }
         if (event.kind === 'log') {
           this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
         } else if (event.kind === 'error') {

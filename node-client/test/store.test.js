@@ -36,6 +36,8 @@ test('submit from Node, attach: the events and the report of a launched job', as
   assert.deepEqual(report.log_tail.slice(-2), ['step 5/5', 'done']);
   assert.ok(seen.stage.some((s) => s.name === 'train' && s.event === 'end'));
   assert.equal(seen.progress.at(-1).step, 5);
+  const status = job.status();
+  assert.deepEqual([status.state, status.step, status.total], ['ended', 5, 5]);
   assert.deepEqual(seen.state.slice(-2), ['running', 'ended']);
   assert.ok(seen.log.some((l) => l.stream === 'stdout' && l.text === 'done'));
   const row = await store.get(id);

@@ -25,7 +25,9 @@ def test_submit_then_attach_logs_and_jobs(store_path):
     events = [json.loads(line) for line in followed.stdout.splitlines()]
     assert [e["text"] for e in events if e["event"] == "output"] == ["step 1", "step 2", "step 3"]
     assert events[-1]["event"] == "end" and events[-1]["report"]["outcome"] == "succeeded"
-    assert tb(store_path, "logs", job_id).stdout == "step 1\nstep 2\nstep 3\n"
+    logs = tb(store_path, "logs", job_id).stdout.splitlines()
+    assert logs[:3] == ["step 1", "step 2", "step 3"]
+    assert logs[-1].startswith("[trainbridge] Job succeeded")  # the log's own summary line
     rows = json.loads(tb(store_path, "jobs", "--json").stdout)
     assert [(r["id"], r["state"], r["outcome"]) for r in rows] == [(job_id, "ended", "succeeded")]
     table = tb(store_path, "jobs").stdout

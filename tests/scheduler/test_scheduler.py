@@ -29,7 +29,10 @@ def test_a_submitted_job_runs_under_its_keeper_and_its_report_lands_in_the_store
         report = job.report
         assert report.outcome == "succeeded" and report.exit_code == 0
         assert report.log_tail == ["step 1", "step 2", "step 3"]
-        assert kinds[0] == "state" and kinds[-1] == "end" and "output" in kinds
+        status = job.status()
+        assert (status["state"], status["step"], status["total"], status["stages"]) == \
+            ("ended", 3, 3, [])
+        assert kinds[:2] == ["spawn", "state"] and kinds[-1] == "end" and "output" in kinds
         row = s.get(job_id)
         assert (row["state"], row["outcome"], row["exit_code"], row["signal"]) == \
             ("ended", "succeeded", 0, None)
@@ -39,7 +42,9 @@ def test_a_submitted_job_runs_under_its_keeper_and_its_report_lands_in_the_store
         assert row["stage"] == "train" and row["progress"] == {"step": 3, "total": 3}
         assert [a["outcome"] for a in row["attempts"]] == ["succeeded"]
         assert row["report"]["summary"] == report["summary"]
-        assert open(row["log_path"]).read().splitlines()[-1] == "step 3"
+        logged = open(row["log_path"]).read().splitlines()
+        assert logged[:3] == ["step 1", "step 2", "step 3"]
+        assert logged[-1].startswith("[trainbridge] Job succeeded")
         assert time.monotonic() - t0 < WAIT_S
 
 
@@ -152,6 +157,7 @@ def test_cancel_a_queued_job_and_a_running_one(store_path):
         assert s.cancel(running) is True
         report = job.wait(WAIT_S)
         assert report.outcome == "cancelled"
+        assert "through the job store" in report["cancel"]["reason"]
         assert time.monotonic() - t0 < 10
         assert leftovers(running) == []
         assert s.get(running)["outcome"] == "cancelled"
