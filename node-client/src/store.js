@@ -150,7 +150,7 @@ class Store {
 /**
  * A scheduled job, followed through its events file. Emits what a launched Job emits:
  * spawn, no_worker, cancel, state, hello, stage, progress, log, heartbeat, stalled, hang,
- * signal, error (only while listened to), end (the report); status() as a Job's; plus 'attempt' ({attempt, outcome, report, restart_in})
+ * signal, log_error, error (only while listened to), end (the report); status() as a Job's; plus 'attempt' ({attempt, outcome, report, restart_in})
  * when a failed attempt will be restarted. `done` resolves to the final report.
  */
 class AttachedJob extends EventEmitter {
@@ -217,7 +217,7 @@ class AttachedJob extends EventEmitter {
   events() {
     const buffer = [];
     let wake = null;
-    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'attempt', 'end'];
+    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'attempt', 'end'];
     const listeners = names.map((type) => {
       const fn = (data) => {
         buffer.push({ type, data });
@@ -339,6 +339,11 @@ class AttachedJob extends EventEmitter {
       case 'cancel':
         this._emit('cancel', { reason: event.reason, accepted: event.accepted, refused: event.refused });
         break;
+      case 'log_error': {
+        const { event: _kind, t: _t, ...info } = event;
+        this._emit('log_error', info);
+        break;
+      }
       case 'message': {
         const body = event.body || {};
         if (this._status && (event.rank === undefined || event.rank === null || event.rank === 0)) {
