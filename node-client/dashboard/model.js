@@ -1,0 +1,276 @@
+'use strict';
+/**
+ * The dashboard's pure core: a job's view (what the page shows) built from the job's events,
+ * and the delta a page needs since its last update. Values in, values out: no I/O, no clock
+ * (every event carries its own time `t`, in ms since the epoch).
+ *
+ *   const view = createView({ id, title, command, spec, t });
+ *   apply(view, { type: 'progress', data: body, t });
+ *   const { message, cursor } = delta(view, previousCursor);
+ */
+
+const LOG_KEEP = 1000; // lines kept for the page; the full log is a download
+const SERIES_MAX = 4000; // points per series before it is thinned to half
+const RATE_WINDOW_MS = 5000; // progress rate over this window
+
+function createView({ id, title, command, spec = null, t, state = 'starting' }) {
+  return {
+    id, title: title || (command || []).join(' '), command: command || [], spec,
+    submittedAt: t, startedAt: null, endedAt: null,
+    state, outcome: null, pid: null,
+    ranks: [], // {rank, pid, host} per worker hello
+    stages: [], // {name, depth, start_s, end_s, status}
+    progress: null, // {step, total, rate, eta_s, metrics}
+    hang: null, stalled: null, signals: [],
+    report: null, stacks: [], // {at, text}
+    // Series: metrics over steps, resources over seconds since the start.
+    metrics: { epoch: 0, names: [], step: [], values: {} },
+    resources: { epoch: 0, t: [], cpu: [], rss_mb: [], gpu_mem_mb: [], gpu_util: [], gpu: false },
+    log: { lines: [], count: 0 }, // lines: {n, stream, text, encoding}; count: lines ever seen
+    version: 0,
+    _rate: [], // [t, step] samples inside the rate window
+  };
+}
+
+const since = (view, t) => Math.max(0, ((t ?? view.submittedAt) - (view.startedAt ?? view.submittedAt)) / 1000);
+
+/** Halve a series in place (keep every other point, and always the last one). */
+function thin(arrays) {
+  const n = arrays[0].length;
+  const keep = [];
+  for (let i = 0; i < n; i += 2) keep.push(i);
+  if (keep[keep.length - 1] !== n - 1) keep.push(n - 1);
+  for (const a of arrays) {
+    const copy = keep.map((i) => a[i]);
+    a.length = 0;
+    a.push(...copy);
+  }
+}
+
+function addMetrics(view, step, metrics) {
+  const m = view.metrics;
+  const numeric = Object.entries(metrics || {}).filter(([, v]) => typeof v === 'number' && Number.isFinite(v));
+  if (!numeric.length) return;
+  for (const [name] of numeric) {
+    if (!m.values[name]) {
+      m.names.push(name);
+      m.values[name] = m.step.map(() => null);
+    }
+  }
+  m.step.push(step);
+  for (const name of m.names) m.values[name].push(null);
+  for (const [name, v] of numeric) m.values[name][m.step.length - 1] = v;
+  if (m.step.length > SERIES_MAX) {
+    thin([m.step, ...m.names.map((n) => m.values[n])]);
+    m.epoch += 1;
+  }
+}
+
+function addResources(view, t, sample) {
+  const r = view.resources;
+  r.t.push(Number(since(view, t).toFixed(2)));
+  r.cpu.push(sample.cpu_percent ?? null);
+  r.rss_mb.push(sample.rss_bytes == null ? null : Math.round(sample.rss_bytes / 1048576 * 10) / 10);
+  r.gpu_mem_mb.push(sample.gpu_mem_bytes == null ? null : Math.round(sample.gpu_mem_bytes / 1048576));
+  r.gpu_util.push(sample.gpu_util ?? null);
+  if (sample.gpu_mem_bytes != null || sample.gpu_util != null) r.gpu = true;
+  if (r.t.length > SERIES_MAX) {
+    thin([r.t, r.cpu, r.rss_mb, r.gpu_mem_mb, r.gpu_util]);
+    r.epoch += 1;
+  }
+}
+
+function openStage(view, name) {
+  for (let i = view.stages.length - 1; i >= 0; i--) {
+    if (view.stages[i].name === name && view.stages[i].end_s === null) return view.stages[i];
+  }
+  return null;
+}
+
+function progress(view, body, t) {
+  const step = Number(body.step);
+  const total = body.total === null || body.total === undefined ? null : Number(body.total);
+  const samples = view._rate;
+  if (samples.length && step < samples[samples.length - 1][1]) samples.length = 0; // a new count
+  samples.push([t, step]);
+  while (samples.length > 2 && t - samples[0][0] > RATE_WINDOW_MS) samples.shift();
+  const [t0, s0] = samples[0];
+  const rate = t > t0 ? ((step - s0) * 1000) / (t - t0) : null;
+  const eta = total !== null && rate ? Math.max(0, (total - step) / rate) : null;
+  view.progress = {
+    step, total, rate: rate === null ? null : Math.round(rate * 10) / 10,
+    eta_s: eta === null ? null : Math.round(eta), metrics: body.metrics || {},
+    percent: total ? Math.min(100, Math.round((step / total) * 1000) / 10) : null,
+  };
+  addMetrics(view, step, body.metrics);
+}
+
+/** Fold one event into the view; returns the view. Unknown events are ignored. */
+function apply(view, { type, data, t }) {
+  view.version += 1;
+  switch (type) {
+    case 'spawn':
+      view.pid = data.pid ?? view.pid;
+      view.startedAt = view.startedAt ?? t;
+      break;
+    case 'state':
+      if (view.state === 'hung' && data !== 'ended') break; // hung until it has ended
+      if (data === 'running' || data === 'starting') view.stalled = null;
+      view.state = data;
+      if (view.startedAt === null && data !== 'queued') view.startedAt = t;
+      break;
+    case 'hello':
+      view.ranks.push({ rank: data.rank ?? 0, pid: data.pid ?? null, host: data.host ?? null,
+        local_rank: data.local_rank ?? null });
+      break;
+    case 'stage':
+      if (data.event === 'begin') {
+        view.stages.push({ name: String(data.name), depth: data.depth ?? 0, start_s: since(view, t),
+          end_s: null, status: 'running', budget_s: data.budget_s ?? null });
+      } else {
+        const s = openStage(view, String(data.name));
+        if (s) {
+          // The worker measured the duration; the begin arrived when the link delivered it
+          // (several at once after a slow start), so the bar ends now and is as long as measured.
+          s.end_s = since(view, t);
+          if (data.duration_s != null) s.start_s = Math.max(0, s.end_s - Number(data.duration_s));
+          s.status = data.status || 'ok';
+        }
+      }
+      break;
+    case 'progress':
+      progress(view, data, t);
+      break;
+    case 'log': {
+      if (data.stream === 'worker' && !data.text) break;
+      view.log.count += 1;
+      let text = String(data.text);
+      // Undecodable bytes arrive as lone surrogates (U+DC80..U+DCFF, Python's surrogateescape):
+      // shown as \xNN, as the log file has them, not as replacement characters.
+      if (data.encoding === 'escaped') text = text.replace(/[\udc80-\udcff]/g, (c) => `\\x${(c.charCodeAt(0) - 0xdc00).toString(16).padStart(2, '0')}`);
+      view.log.lines.push({ n: view.log.count, stream: data.stream, text,
+        encoding: data.encoding || null });
+      if (view.log.lines.length > LOG_KEEP) view.log.lines.splice(0, view.log.lines.length - LOG_KEEP);
+      break;
+    }
+    case 'stalled':
+      view.stalled = { stage: data.stage ?? null, idle_s: data.idle_s ?? null };
+      break;
+    case 'hang':
+      view.hang = { reason: data.reason, stage: data.stage ?? null };
+      view.state = 'hung';
+      break;
+    case 'signal':
+      view.signals.push(data);
+      break;
+    case 'resources':
+      addResources(view, t, data);
+      break;
+    case 'stacks':
+      view.stacks.push({ at_s: since(view, t), text: data === null ? null : String(data) });
+      break;
+    case 'end':
+      endWith(view, data, t);
+      break;
+    default:
+      view.version -= 1;
+  }
+  return view;
+}
+
+/** The part of the report the page shows (the whole report is at /api/jobs/:id/report). */
+function endWith(view, report, t) {
+  view.state = 'ended';
+  view.outcome = report.outcome;
+  view.endedAt = t;
+  view.stalled = null;
+  for (const s of view.stages) {
+    if (s.end_s === null) {
+      s.end_s = since(view, t);
+      s.status = report.outcome === 'succeeded' ? 'ok' : report.outcome;
+    }
+  }
+  if (!view.stages.length && Array.isArray(report.stages)) {
+    let at = 0;
+    for (const s of report.stages) {
+      const d = s.duration_s ?? 0;
+      view.stages.push({ name: s.name, depth: s.depth ?? 0, start_s: at, end_s: at + d, status: s.status });
+      if (!s.depth) at += d;
+    }
+  }
+  view.report = {
+    outcome: report.outcome, exit_code: report.exit_code ?? null, signal: report.signal ?? null,
+    stage: report.stage ?? null, duration_s: report.duration_s ?? null, summary: report.summary || '',
+    diagnosis: report.diagnosis ? {
+      kind: report.diagnosis.kind, summary: report.diagnosis.summary, hint: report.diagnosis.hint,
+      frame: (report.diagnosis.evidence || {}).frame ?? null,
+      user_frame: (report.diagnosis.evidence || {}).user_frame ?? null,
+    } : null,
+    error: report.error ? { type: report.error.type, message: report.error.message,
+      traceback: report.error.traceback || '' } : null,
+    hang: report.hang || null,
+    stacks: report.stacks || null,
+    log_path: report.log_path || null,
+  };
+}
+
+/** What the job list shows for a job. */
+function summaryOf(view) {
+  return {
+    id: view.id, title: view.title, state: view.state, outcome: view.outcome,
+    stage: currentStage(view), percent: view.progress ? view.progress.percent : null,
+    step: view.progress ? view.progress.step : null, total: view.progress ? view.progress.total : null,
+    submittedAt: view.submittedAt, duration_s: view.report ? view.report.duration_s : null,
+    version: view.version,
+  };
+}
+
+function currentStage(view) {
+  for (let i = view.stages.length - 1; i >= 0; i--) if (view.stages[i].end_s === null) return view.stages[i].name;
+  return null;
+}
+
+/** The scalar part of a view: everything except the series and the log. */
+function head(view) {
+  const { metrics, resources, log, _rate, ...rest } = view;
+  return { ...rest, stage: currentStage(view), log_count: log.count, gpu: resources.gpu };
+}
+
+/**
+ * What a page that has seen `cursor` needs to catch up (cursor null: everything). Series are
+ * sent from the last point the page has, or whole (`reset`) after a thinning; log lines from
+ * the last line number it has (lines no longer kept are counted as `skipped`).
+ */
+function delta(view, cursor) {
+  const c = cursor || { version: -1, mEpoch: -1, mLen: 0, rEpoch: -1, rLen: 0, logN: 0 };
+  if (c.version === view.version) return { message: null, cursor: c };
+  const m = view.metrics;
+  const r = view.resources;
+  const message = { head: head(view) };
+  if (m.epoch !== c.mEpoch || m.step.length < c.mLen) {
+    message.metrics = { reset: true, names: [...m.names], step: [...m.step],
+      values: Object.fromEntries(m.names.map((n) => [n, [...m.values[n]]])) };
+  } else if (m.step.length > c.mLen) {
+    message.metrics = { reset: false, names: [...m.names], step: m.step.slice(c.mLen),
+      values: Object.fromEntries(m.names.map((n) => [n, m.values[n].slice(c.mLen)])),
+      // a metric first seen now has nulls before; the page pads its own copy
+    };
+  }
+  const rkeys = ['t', 'cpu', 'rss_mb', 'gpu_mem_mb', 'gpu_util'];
+  if (r.epoch !== c.rEpoch || r.t.length < c.rLen) {
+    message.resources = { reset: true, ...Object.fromEntries(rkeys.map((k) => [k, [...r[k]]])) };
+  } else if (r.t.length > c.rLen) {
+    message.resources = { reset: false, ...Object.fromEntries(rkeys.map((k) => [k, r[k].slice(c.rLen)])) };
+  }
+  const fresh = view.log.lines.filter((l) => l.n > c.logN);
+  if (fresh.length) {
+    message.log = { lines: fresh, skipped: fresh[0].n - c.logN - 1 };
+  }
+  return {
+    message,
+    cursor: { version: view.version, mEpoch: m.epoch, mLen: m.step.length, rEpoch: r.epoch, rLen: r.t.length,
+      logN: view.log.count },
+  };
+}
+
+module.exports = { createView, apply, delta, summaryOf, head, currentStage, LOG_KEEP, SERIES_MAX };

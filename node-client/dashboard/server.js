@@ -1,0 +1,330 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * The dashboard's server: Node's http, Server-Sent Events for live updates, the page's static
+ * files and the chart library from node_modules (no CDN: it works offline).
+ *
+ *   npm run dashboard                          # http://127.0.0.1:8765/
+ *   npm run dashboard -- --port 9000
+ *   npm run dashboard -- --host 0.0.0.0 --token SECRET   # other interfaces need a token
+ *
+ * On loopback no token is needed; requests must still name this host (a DNS-rebinding page
+ * cannot reach it) and POSTs must be JSON from this origin (a cross-site form cannot submit).
+ * A token, when set, is taken from `Authorization: Bearer`, the `tb_token` cookie, or
+ * `?token=` on the page's address (which sets the cookie).
+ */
+
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const http = require('node:http');
+const path = require('node:path');
+const { toJSON } = require('../src/report.js');
+const model = require('./model.js');
+const { MemorySource, SpecError } = require('./source.js');
+
+const PUBLIC = path.join(__dirname, 'public');
+const UPLOT = path.dirname(require.resolve('uplot/dist/uPlot.esm.js'));
+const STATIC = {
+  '/': [path.join(PUBLIC, 'index.html'), 'text/html; charset=utf-8'],
+  '/app.js': [path.join(PUBLIC, 'app.js'), 'text/javascript; charset=utf-8'],
+  '/style.css': [path.join(PUBLIC, 'style.css'), 'text/css; charset=utf-8'],
+  '/vendor/uPlot.esm.js': [path.join(UPLOT, 'uPlot.esm.js'), 'text/javascript; charset=utf-8'],
+  '/vendor/uPlot.min.css': [path.join(UPLOT, 'uPlot.min.css'), 'text/css; charset=utf-8'],
+};
+const FLUSH_MS = 100; // a page gets at most ten updates a second, however fast the job talks
+const LIST_FLUSH_MS = 250;
+const BODY_MAX = 64 * 1024;
+
+const isLoopback = (host) => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+
+class HttpError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+function sendJSON(res, status, value) {
+  const body = typeof value === 'string' ? value : JSON.stringify(value);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' });
+  res.end(body);
+}
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    let size = 0;
+    req.on('data', (c) => {
+      size += c.length;
+      if (size > BODY_MAX) {
+        reject(new HttpError(413, `the request body is over ${BODY_MAX} bytes`));
+        req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => {
+      try {
+        resolve(size ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {});
+      } catch (err) {
+        reject(new HttpError(400, `the request body is not JSON: ${err.message}`));
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+/** The server's clock with each view, so a page can extend the open stage's bar in between. */
+function withNow(message) {
+  message.head.now = Date.now();
+  return message;
+}
+
+function cookie(req, name) {
+  for (const part of String(req.headers.cookie || '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return decodeURIComponent(v.join('='));
+  }
+  return null;
+}
+
+function sameToken(a, b) {
+  if (typeof a !== 'string' || typeof b !== 'string') return false;
+  const x = crypto.createHash('sha256').update(a).digest();
+  const y = crypto.createHash('sha256').update(b).digest();
+  return crypto.timingSafeEqual(x, y);
+}
+
+/** An SSE stream: send(event, data), plus a comment every 15 s so proxies keep it open. */
+function sse(req, res) {
+  res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store',
+    Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+  res.write('retry: 1000\n\n');
+  const ping = setInterval(() => res.write(': ping\n\n'), 15000);
+  const closers = [() => clearInterval(ping)];
+  req.on('close', () => { for (const c of closers) c(); });
+  return {
+    send: (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
+    onClose: (fn) => closers.push(fn),
+  };
+}
+
+/**
+ * Start serving. options: source (a job source, default a MemorySource), host (default
+ * 127.0.0.1), port (default 8765; 0 picks a free one), token (required off loopback).
+ * Resolves to {url, server, source, close()}.
+ */
+async function startDashboard({ source, host = '127.0.0.1', port = 8765, token = null, sourceOptions = {} } = {}) {
+  if (!isLoopback(host) && !token) {
+    throw new Error(`refusing to serve on ${host} without a token: anyone who reaches it could run commands. `
+      + 'Pass --token SECRET (or set TRAINBRIDGE_DASHBOARD_TOKEN), or serve on 127.0.0.1');
+  }
+  const jobs = source || new MemorySource(sourceOptions);
+  const streams = new Set();
+  let bound = port;
+
+  function allowedHost(req) {
+    if (token) return true; // the token is the guard
+    const h = String(req.headers.host || '').toLowerCase();
+    return [`127.0.0.1:${bound}`, `localhost:${bound}`, `[::1]:${bound}`].includes(h);
+  }
+
+  function authorised(req, url) {
+    if (!token) return true;
+    const auth = String(req.headers.authorization || '');
+    if (auth.startsWith('Bearer ') && sameToken(auth.slice(7), token)) return true;
+    if (sameToken(cookie(req, 'tb_token'), token)) return true;
+    return sameToken(url.searchParams.get('token'), token);
+  }
+
+  async function route(req, res) {
+    const url = new URL(req.url, 'http://dashboard');
+    if (!allowedHost(req)) throw new HttpError(421, `this dashboard answers only to 127.0.0.1:${bound} or localhost:${bound}`);
+    if (!authorised(req, url)) throw new HttpError(401, 'a token is needed: open the address with ?token=... or send Authorization: Bearer ...');
+    if (token && url.searchParams.get('token') && req.method === 'GET' && url.pathname === '/') {
+      res.writeHead(303, { Location: '/', 'Set-Cookie': `tb_token=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/` });
+      res.end();
+      return;
+    }
+    if (req.method === 'POST') {
+      if (!String(req.headers['content-type'] || '').startsWith('application/json')) {
+        throw new HttpError(415, 'POST bodies must be application/json');
+      }
+      const origin = req.headers.origin;
+      if (origin && new URL(origin).host !== req.headers.host) throw new HttpError(403, `cross-origin request from ${origin} refused`);
+    }
+    const p = url.pathname;
+    if (p === '/favicon.ico') {
+      res.writeHead(204);
+      res.end();
+      return;
+    }
+    if (req.method === 'GET' && STATIC[p]) {
+      const [file, type] = STATIC[p];
+      res.writeHead(200, { 'Content-Type': type, 'Cache-Control': 'no-cache' });
+      fs.createReadStream(file).pipe(res);
+      return;
+    }
+    if (p === '/api/jobs' && req.method === 'GET') return sendJSON(res, 200, jobs.list());
+    if (p === '/api/jobs' && req.method === 'POST') {
+      const spec = await readBody(req);
+      try {
+        return sendJSON(res, 201, { id: jobs.submit(spec) });
+      } catch (err) {
+        if (err instanceof SpecError) throw new HttpError(400, err.message);
+        throw err;
+      }
+    }
+    if (p === '/api/stream' && req.method === 'GET') return listStream(req, res);
+    const m = /^\/api\/jobs\/([A-Za-z0-9_.-]+)(?:\/(stream|report|log|cancel|stacks))?$/.exec(p);
+    if (!m) throw new HttpError(404, `no such page: ${p}`);
+    const [, id, what] = m;
+    const view = jobs.get(id);
+    if (!view) throw new HttpError(404, `no job ${id} (the dashboard lists the jobs it knows at /)`);
+    if (req.method === 'GET' && !what) return sendJSON(res, 200, withNow(model.delta(view, null).message));
+    if (req.method === 'GET' && what === 'stream') return jobStream(req, res, id);
+    if (req.method === 'GET' && what === 'report') {
+      const report = jobs.report(id);
+      if (!report) throw new HttpError(409, `job ${id} has not ended yet: its report comes when it does`);
+      return sendJSON(res, 200, toJSON(report, 2));
+    }
+    if (req.method === 'GET' && what === 'log') return sendLog(res, id);
+    if (req.method === 'POST' && what === 'cancel') {
+      if (view.state === 'ended') throw new HttpError(409, `job ${id} has already ended (${view.outcome})`);
+      jobs.cancel(id).catch(() => undefined); // the page sees the end through its stream
+      return sendJSON(res, 202, { id, cancelling: true });
+    }
+    if (req.method === 'POST' && what === 'stacks') {
+      if (view.state === 'ended') throw new HttpError(409, `job ${id} has ended: its last stacks are in the report`);
+      const stacks = await jobs.dumpStacks(id);
+      return sendJSON(res, 200, { id, stacks });
+    }
+    throw new HttpError(405, `${req.method} is not allowed on ${p}`);
+  }
+
+  function sendLog(res, id) {
+    const file = jobs.logPath(id);
+    let stat = null;
+    try { stat = file && fs.statSync(file); } catch { stat = null; }
+    res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store',
+      'Content-Disposition': `attachment; filename="${id}.log"`, ...(stat ? { 'Content-Length': stat.size } : {}) });
+    if (!stat) {
+      res.end('');
+      return;
+    }
+    // Up to the size seen now: the job may still be writing.
+    fs.createReadStream(file, { start: 0, end: Math.max(0, stat.size - 1) }).pipe(res);
+  }
+
+  function jobStream(req, res, id) {
+    const stream = sse(req, res);
+    let cursor = null;
+    let timer = null;
+    const flush = () => {
+      timer = null;
+      const view = jobs.get(id);
+      if (!view) return;
+      const d = model.delta(view, cursor);
+      cursor = d.cursor;
+      if (d.message) stream.send('update', withNow(d.message));
+    };
+    flush();
+    const detach = jobs.attach(id, () => { if (!timer) timer = setTimeout(flush, FLUSH_MS); });
+    stream.onClose(() => { if (detach) detach(); if (timer) clearTimeout(timer); });
+    streams.add(res);
+    stream.onClose(() => streams.delete(res));
+  }
+
+  function listStream(req, res) {
+    const stream = sse(req, res);
+    let timer = null;
+    const flush = () => { timer = null; stream.send('jobs', jobs.list()); };
+    flush();
+    const unwatch = jobs.watch(() => { if (!timer) timer = setTimeout(flush, LIST_FLUSH_MS); });
+    stream.onClose(() => { unwatch(); if (timer) clearTimeout(timer); });
+    streams.add(res);
+    stream.onClose(() => streams.delete(res));
+  }
+
+  const server = http.createServer((req, res) => {
+    route(req, res).catch((err) => {
+      const status = err.status || 500;
+      if (status === 500) process.stderr.write(`[dashboard] ${req.method} ${req.url}: ${err.stack}\n`);
+      if (res.headersSent) res.end();
+      else sendJSON(res, status, { error: String(err.message) });
+    });
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  bound = server.address().port;
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${bound}/`,
+    server,
+    source: jobs,
+    async close({ keepSource = false } = {}) {
+      for (const res of streams) res.end();
+      await new Promise((resolve) => server.close(resolve));
+      if (!keepSource && !source) await jobs.close();
+    },
+  };
+}
+
+function parseArgs(argv) {
+  const out = { host: '127.0.0.1', port: 8765, token: process.env.TRAINBRIDGE_DASHBOARD_TOKEN || null, dataDir: null };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
+      return argv[++i];
+    };
+    if (a === '--host') out.host = value();
+    else if (a === '--port') {
+      out.port = Number(value());
+      if (!Number.isInteger(out.port) || out.port < 0 || out.port > 65535) throw new Error(`--port takes 0..65535, not ${argv[i]}`);
+    } else if (a === '--token') out.token = value();
+    else if (a === '--data-dir') out.dataDir = path.resolve(value());
+    else if (a === '-h' || a === '--help') out.help = true;
+    else throw new Error(`unknown option ${a} (options: --host, --port, --token, --data-dir)`);
+  }
+  return out;
+}
+
+async function main() {
+  let args;
+  try {
+    args = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`trainbridge dashboard: ${err.message}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  if (args.help) {
+    process.stdout.write('usage: npm run dashboard -- [--host 127.0.0.1] [--port 8765] [--token SECRET] [--data-dir DIR]\n');
+    return;
+  }
+  let dash;
+  try {
+    dash = await startDashboard({ host: args.host, port: args.port, token: args.token,
+      sourceOptions: args.dataDir ? { dataDir: args.dataDir } : {} });
+  } catch (err) {
+    process.stderr.write(`trainbridge dashboard: ${err.message}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  process.stdout.write(`trainbridge dashboard: ${dash.url}${args.token ? ' (token required)' : ''}\n`);
+  let stopping = false;
+  const stop = async (signal) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`trainbridge dashboard: ${signal}, cancelling running jobs and stopping\n`);
+    await dash.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+if (require.main === module) main();
+
+module.exports = { startDashboard, parseArgs, isLoopback };

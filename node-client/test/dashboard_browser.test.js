@@ -1,0 +1,210 @@
+'use strict';
+// The dashboard in a real browser: Playwright (playwright-core) driving Debian's Chromium.
+// Each test runs a real job (the demo training script, or a command), watches the page show
+// it live, checks what a user reads there, and saves a screenshot under
+// test-output/dashboard/ (or $TRAINBRIDGE_SCREENSHOTS). The tests run concurrently: most of
+// their time is the jobs' own.
+
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { resolvePython } = require('../src/index.js');
+const { startDashboard } = require('../dashboard/server.js');
+
+const CHROMIUM = process.env.TRAINBRIDGE_CHROMIUM || '/usr/bin/chromium';
+const SHOTS = process.env.TRAINBRIDGE_SCREENSHOTS || path.join(__dirname, '..', 'test-output', 'dashboard');
+// The flags of a quiet, private, throw-away browser (the user data dir is a fresh temp dir).
+const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+  '--disable-sync', '--no-first-run'];
+
+let playwright = null;
+try { playwright = require('playwright-core'); } catch { playwright = null; }
+const skip = !playwright ? 'playwright-core is not installed: run scripts/setup (npm ci in node-client)'
+  : !fs.existsSync(CHROMIUM) ? `no Chromium at ${CHROMIUM}: scripts/setup installs it with apt-get install chromium (as root); set TRAINBRIDGE_CHROMIUM to use another`
+    : false;
+
+const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+
+describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, () => {
+  let dash;
+  let context;
+  let userDir;
+  const python = resolvePython();
+
+  before(async () => {
+    fs.mkdirSync(SHOTS, { recursive: true });
+    userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-chromium-'));
+    dash = await startDashboard({ port: 0 });
+    context = await playwright.chromium.launchPersistentContext(userDir, {
+      executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 800 },
+      acceptDownloads: true,
+    });
+  });
+
+  after(async () => {
+    if (context) await context.close();
+    if (dash) await dash.close();
+    fs.rmSync(userDir, { recursive: true, force: true });
+  });
+
+  async function open(url, viewport) {
+    const page = await context.newPage();
+    if (viewport) await page.setViewportSize(viewport);
+    const errors = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    page.on('console', (msg) => { if (msg.type() === 'error') errors.push(msg.text()); });
+    await page.goto(url);
+    return { page, errors };
+  }
+
+  async function submit(page, spec) {
+    const res = await page.request.post(`${dash.url}api/jobs`, { data: spec });
+    assert.equal(res.status(), 201, await res.text());
+    return (await res.json()).id;
+  }
+
+  const text = (page, sel) => page.locator(sel).innerText();
+
+  it('a succeeding demo job reaches 100% and "succeeded", with a loss curve drawn', async () => {
+    const { page, errors } = await open(dash.url);
+    // Through the form, as a user would.
+    await page.fill('#steps', '200');
+    await page.click('#submit-button');
+    await page.waitForURL(/#\/jobs\/job-/);
+    await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 90000 });
+    await page.screenshot({ path: path.join(SHOTS, 'succeeded.png'), fullPage: true });
+    assert.equal(await page.getAttribute('#progress', 'aria-valuenow'), '100');
+    assert.match(await text(page, '#progress-text'), /100% · step 200 \/ 200/);
+    // Progress messages are coalesced on the wire (docs/PROTOCOL.md): not one point per step.
+    await page.waitForFunction(() => Number(document.querySelector('#metrics-chart').dataset.points) >= 10);
+    // The curve is drawn: the canvas has pixels of the loss series' colour.
+    const drawn = await page.evaluate(() => {
+      const c = document.querySelector('#metrics-chart canvas');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i] < 40 && d[i + 1] > 80 && d[i + 1] < 130 && d[i + 2] > 190 && d[i + 3] > 200) n++;
+      return n;
+    });
+    assert.ok(drawn > 300, `loss curve pixels: ${drawn} ${await page.evaluate(() => {
+      const c = document.querySelector('#metrics-chart canvas');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      const seen = {};
+      for (let i = 0; i < d.length; i += 4) { const k = `${d[i]},${d[i + 1]},${d[i + 2]},${d[i + 3]}`; seen[k] = (seen[k] || 0) + 1; }
+      return JSON.stringify(Object.entries(seen).sort((a, b) => b[1] - a[1]).slice(0, 12)) + ` ${c.width}x${c.height}`;
+    })}`);
+    const stages = await page.locator('#stages li').allInnerTexts();
+    for (const name of ['config', 'data', 'model', 'optimizer', 'train', 'save']) {
+      assert.ok(stages.some((s) => s.startsWith(name)), `stage ${name} in the timeline: ${stages.join(' | ')}`);
+    }
+    assert.equal(await page.locator('#stages li.open').count(), 0);
+    assert.match(await text(page, '#summary'), /succeeded/);
+    assert.ok(Number(await page.getAttribute('#resources-chart', 'data-points')) >= 1, 'CPU/RSS sampled');
+    assert.deepEqual(errors, []);
+  });
+
+  it('a hang shows "hung" with the blocking frame and the hint', async () => {
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, { kind: 'demo', hangAt: 'config', stallTimeout: 3 });
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await page.locator('#state', { hasText: 'hung' }).waitFor({ timeout: 60000 });
+    await page.locator('#verdict-h', { hasText: 'Outcome: hung' }).waitFor({ timeout: 30000 });
+    assert.match(await text(page, '#frame'), /threading\.py:\d+ wait/);
+    assert.match(await text(page, '#verdict'), /demo_train\.py:\d+ misbehave/);
+    assert.match(await text(page, '#hint'), /^Try: /);
+    assert.equal(await page.locator('#stages li.hung', { hasText: 'config' }).count(), 1);
+    await page.screenshot({ path: path.join(SHOTS, 'hung.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  });
+
+  it('a crash shows "crashed" and SIGSEGV', async () => {
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, { kind: 'demo', crashAt: 'config' });
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await page.locator('#state', { hasText: 'crashed' }).waitFor({ timeout: 60000 });
+    assert.match(await text(page, '#verdict'), /SIGSEGV/);
+    assert.match(await text(page, '#diagnosis'), /native_crash/);
+    assert.match(await text(page, '#log'), /crashing in stage config/);
+    await page.screenshot({ path: path.join(SHOTS, 'crashed.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  });
+
+  it('keyboard: open a job from the list, dump its stacks, cancel it', async () => {
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, { kind: 'demo', hangAt: 'config' });
+    const link = page.locator(`tr[data-job="${id}"] a`);
+    await link.focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#title').waitFor();
+    assert.ok(page.url().endsWith(`#/jobs/${id}`), page.url());
+    await page.locator('#where', { hasText: 'stage config' }).waitFor({ timeout: 60000 });
+    assert.equal(await text(page, '#state'), 'running');
+    await page.locator('#dump').focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#stacks', { hasText: 'misbehave' }).waitFor({ timeout: 15000 });
+    const pid = dash.source.get(id).pid;
+    assert.ok(alive(pid));
+    const t0 = Date.now();
+    await page.locator('#cancel').focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 20000 });
+    const took = Date.now() - t0;
+    assert.ok(took < 10000, `cancelled in ${took} ms`);
+    assert.equal(alive(pid), false, `pid ${pid} left over`);
+    assert.ok(await page.locator('#cancel').isDisabled());
+    await page.screenshot({ path: path.join(SHOTS, 'cancelled.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  });
+
+  it('GBK and undecodable output read right; 1,000 lines/s keep the page still on a narrow window', async () => {
+    const script = [
+      'import sys, time',
+      'out = sys.stdout.buffer',
+      "out.write('训练开始：损失 0.25\\n'.encode('gbk'))",
+      "out.write(b'raw bytes \\xff\\xfe end\\n')",
+      'out.flush()',
+      't0 = time.monotonic()',
+      'for i in range(3000):',
+      "    out.write(b'fast line %d\\n' % i)",
+      '    if i % 50 == 49:',
+      '        out.flush()',
+      '        time.sleep(max(0.0, t0 + (i + 1) / 1000 - time.monotonic()))',
+      "out.write('完成：损失 0.01\\n'.encode('gbk'))",
+      "out.write(b'raw bytes \\xff\\xfe end\\n')",
+    ].join('\n');
+    const { page, errors } = await open(dash.url, { width: 420, height: 800 });
+    const id = await submit(page, { kind: 'command', argv: [python, '-c', script] });
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await page.locator('#log', { hasText: '训练开始：损失 0.25' }).waitFor({ timeout: 30000 });
+    await page.locator('#log', { hasText: 'fast line' }).waitFor({ timeout: 30000 });
+    const boxes = async () => page.evaluate(() => ['#verdict', '#progress', '#stages', '#log'].map((s) => {
+      const r = document.querySelector(s).getBoundingClientRect();
+      return [s, Math.round(r.top + window.scrollY), Math.round(r.height)];
+    }));
+    const during = [];
+    for (let i = 0; i < 4 && !(await page.getAttribute('#state', 'class')).includes('succeeded'); i++) {
+      during.push(await boxes());
+      await page.waitForTimeout(250); // sampling the layout while lines stream, not a sync point
+    }
+    await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 30000 });
+    assert.ok(during.length >= 2, 'sampled the layout while streaming');
+    for (const b of during) assert.deepEqual(b, during[0], `no layout jump while the log streams: ${JSON.stringify(during)}`);
+    // The first lines have left the bounded view by now; the same kinds come last.
+    const gbk = page.locator('#log div', { hasText: '完成：损失 0.01' });
+    assert.equal(await gbk.locator('.enc').innerText(), 'gbk');
+    assert.match(await text(page, '#log'), /raw bytes \\xff\\xfe end/);
+    const lines = await page.locator('#log > div').count();
+    assert.ok(lines <= 500, `${lines} lines in the page`);
+    assert.match(await text(page, '#log-info'), /the last \d+ of 30\d\d lines/);
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scroll at 420 px');
+    const log = await page.request.get(`${dash.url}api/jobs/${id}/log`);
+    const body = await log.text();
+    assert.match(body, /训练开始：损失 0\.25/);
+    assert.match(body, /完成：损失 0\.01/);
+    assert.match(body, /raw bytes \\udcff\\udcfe end/); // the log file's escapes (src/lines.js logText)
+    assert.equal(body.split('\n').filter((l) => l.startsWith('fast line')).length, 3000);
+    await page.screenshot({ path: path.join(SHOTS, 'gbk-narrow.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  });
+});
