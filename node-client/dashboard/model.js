@@ -32,7 +32,8 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
   };
 }
 
-const since = (view, t) => Math.max(0, ((t ?? view.submittedAt) - (view.startedAt ?? view.submittedAt)) / 1000);
+const ms = (x) => Math.round(x * 1000) / 1000;
+const since = (view, t) => ms(Math.max(0, ((t ?? view.submittedAt) - (view.startedAt ?? view.submittedAt)) / 1000));
 
 /** Halve a series in place (keep every other point, and always the last one). */
 function thin(arrays) {
@@ -133,7 +134,7 @@ function apply(view, { type, data, t }) {
           // The worker measured the duration; the begin arrived when the link delivered it
           // (several at once after a slow start), so the bar ends now and is as long as measured.
           s.end_s = since(view, t);
-          if (data.duration_s != null) s.start_s = Math.max(0, s.end_s - Number(data.duration_s));
+          if (data.duration_s != null) s.start_s = ms(Math.max(0, s.end_s - Number(data.duration_s)));
           s.status = data.status || 'ok';
         }
       }

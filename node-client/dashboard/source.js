@@ -91,7 +91,7 @@ function launchOptions(spec, { python = resolvePython(), env = process.env } = {
       cwd = path.resolve(REPO, String(spec.cwd));
       if (!fs.existsSync(cwd)) throw new SpecError(`the working directory ${cwd} does not exist`);
     }
-    const line = argv.map((a) => (/[\s'"]/.test(a) ? JSON.stringify(a) : a)).join(' ');
+    const line = argv.map((a) => (/[\s'"()$`\\;&|<>*?]/.test(a) ? JSON.stringify(a) : a)).join(' ');
     const title = line.length > 100 ? `${line.slice(0, 99)}…` : line;
     return { title, options: { command: argv[0], args: argv.slice(1), cwd, env, timeouts } };
   }

@@ -1,0 +1,215 @@
+'use strict';
+// The dashboard without a browser: its pure view model, the job specs it accepts, the
+// resource sampler (GPU through a fake nvidia-smi), and the server's guards.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const model = require('../dashboard/model.js');
+const { launchOptions, SpecError, MemorySource } = require('../dashboard/source.js');
+const { createSampler, nvidiaSmiProbe, parseApps } = require('../dashboard/resources.js');
+const { startDashboard } = require('../dashboard/server.js');
+
+const T0 = 1_800_000_000_000;
+const view0 = () => model.createView({ id: 'job-1', title: 'demo', command: ['python', 'x.py'], t: T0 });
+
+test('progress: percent, rate and ETA from the events\' own times; unknown total is indeterminate', () => {
+  const v = view0();
+  model.apply(v, { type: 'state', data: 'running', t: T0 });
+  model.apply(v, { type: 'progress', data: { step: 10, total: 100, metrics: { loss: 1.5 } }, t: T0 + 1000 });
+  model.apply(v, { type: 'progress', data: { step: 30, total: 100, metrics: { loss: 1.0, lr: 0.1 } }, t: T0 + 2000 });
+  assert.deepEqual({ ...v.progress, metrics: undefined },
+    { step: 30, total: 100, percent: 30, rate: 20, eta_s: 4, metrics: undefined });
+  assert.deepEqual(v.metrics.names, ['loss', 'lr']);
+  assert.deepEqual(v.metrics.values.lr, [null, 0.1]);
+  model.apply(v, { type: 'progress', data: { step: 40, total: null, metrics: {} }, t: T0 + 3000 });
+  assert.equal(v.progress.percent, null);
+  assert.equal(v.progress.eta_s, null);
+  assert.equal(v.progress.rate, 15);
+});
+
+test('a hang stays "hung" until the end; the end closes open stages with the outcome', () => {
+  const v = view0();
+  model.apply(v, { type: 'state', data: 'running', t: T0 });
+  model.apply(v, { type: 'stage', data: { event: 'begin', name: 'data', depth: 0 }, t: T0 + 500 });
+  model.apply(v, { type: 'hang', data: { reason: 'stall', stage: 'data' }, t: T0 + 4000 });
+  model.apply(v, { type: 'state', data: 'running', t: T0 + 4100 });
+  assert.equal(v.state, 'hung');
+  model.apply(v, { type: 'end', data: { outcome: 'hung', summary: 'Job hung.', signal: 'SIGTERM',
+    diagnosis: { kind: 'lock_wait', summary: 's', hint: 'h', evidence: { frame: 'threading.py:327 wait', user_frame: 'x.py:3 f' } } }, t: T0 + 5000 });
+  assert.equal(v.state, 'ended');
+  assert.equal(v.outcome, 'hung');
+  assert.deepEqual(v.stages.map((s) => [s.name, s.start_s, s.end_s, s.status]), [['data', 0.5, 5, 'hung']]);
+  assert.equal(v.report.diagnosis.frame, 'threading.py:327 wait');
+});
+
+test('a closed stage is as long as the worker measured, ending when its end arrived', () => {
+  const v = view0();
+  model.apply(v, { type: 'state', data: 'starting', t: T0 });
+  model.apply(v, { type: 'stage', data: { event: 'begin', name: 'config', depth: 0 }, t: T0 + 3000 });
+  model.apply(v, { type: 'stage', data: { event: 'end', name: 'config', status: 'ok', duration_s: 2.5 }, t: T0 + 3100 });
+  assert.deepEqual(v.stages.map((s) => [s.start_s, s.end_s, s.status]), [[0.6, 3.1, 'ok']]);
+});
+
+test('the log is bounded; undecodable bytes show as \\xNN; a page catches up by delta', () => {
+  const v = view0();
+  model.apply(v, { type: 'log', data: { stream: 'stdout', text: 'raw \udcff end', encoding: 'escaped' }, t: T0 });
+  assert.equal(v.log.lines[0].text, 'raw \\xff end');
+  let { message, cursor } = model.delta(v, null);
+  assert.equal(message.log.lines.length, 1);
+  assert.equal(model.delta(v, cursor).message, null, 'nothing new, nothing sent');
+  for (let i = 0; i < model.LOG_KEEP + 200; i++) model.apply(v, { type: 'log', data: { stream: 'stdout', text: `l${i}` }, t: T0 });
+  assert.equal(v.log.lines.length, model.LOG_KEEP);
+  ({ message, cursor } = model.delta(v, cursor));
+  assert.equal(message.log.skipped, 200, 'lines that left the bounded view are counted');
+  assert.equal(message.log.lines.at(-1).text, `l${model.LOG_KEEP + 199}`);
+  assert.equal(message.head.log_count, model.LOG_KEEP + 201);
+});
+
+test('series: a page gets the new points, or all of them after the series was thinned', () => {
+  const v = view0();
+  const step = (n) => model.apply(v, { type: 'progress', data: { step: n, total: null, metrics: { loss: 1 / n } }, t: T0 + n });
+  for (let n = 1; n <= 10; n++) step(n);
+  let { message, cursor } = model.delta(v, null);
+  assert.equal(message.metrics.reset, true);
+  step(11);
+  ({ message, cursor } = model.delta(v, cursor));
+  assert.deepEqual([message.metrics.reset, message.metrics.step], [false, [11]]);
+  for (let n = 12; n <= model.SERIES_MAX + 1; n++) step(n);
+  ({ message, cursor } = model.delta(v, cursor));
+  assert.equal(message.metrics.reset, true);
+  assert.ok(message.metrics.step.length <= model.SERIES_MAX / 2 + 2);
+  assert.equal(message.metrics.step.at(-1), model.SERIES_MAX + 1, 'the last point is kept');
+});
+
+test('specs: the demo\'s options and any command with its timeouts; a bad one says what is wrong', () => {
+  const demo = launchOptions({ kind: 'demo', steps: '50', hangAt: 'data', stallTimeout: '3' }, { python: 'py' });
+  assert.equal(demo.title, 'demo --hang-at data');
+  assert.deepEqual(demo.options.args.slice(1), ['--steps', '50', '--hang-at', 'data']);
+  assert.equal(demo.options.timeouts.stallTimeout, 3);
+  const cmd = launchOptions({ kind: 'command', argv: ['python', '-c', 'print(1)'], timeouts: { heartbeatTimeout: 10, stallTimeout: '' } });
+  assert.deepEqual([cmd.options.command, cmd.options.args, cmd.options.timeouts], ['python', ['-c', 'print(1)'], { heartbeatTimeout: 10 }]);
+  assert.equal(cmd.title, 'python -c "print(1)"');
+  const bad = [
+    [{ kind: 'demo', crashAt: 'nowhere' }, /--crash-at takes one of config, data/],
+    [{ kind: 'demo', steps: 0 }, /steps must be a whole number/],
+    [{ kind: 'demo', stallTimeout: -1 }, /stallTimeout must be a positive number/],
+    [{ kind: 'command', argv: [] }, /needs argv/],
+    [{ kind: 'command', argv: ['x'], timeouts: { stall: 3 } }, /unknown timeout "stall"/],
+    [{ kind: 'command', argv: ['x'], cwd: '/no/such/dir' }, /does not exist/],
+    [{ kind: 'shell' }, /kind must be "demo" or "command"/],
+  ];
+  for (const [spec, message] of bad) assert.throws(() => launchOptions(spec, { python: 'py' }), (err) => err instanceof SpecError && message.test(err.message));
+});
+
+function fakeNvidiaSmi(t, pid) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-nvsmi-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'nvidia-smi');
+  fs.writeFileSync(file, [
+    '#!/bin/sh',
+    'case "$1" in',
+    `  --query-compute-apps=*) echo "${pid}, 1536, GPU-aaaa"; echo "999999, 100, GPU-bbbb" ;;`,
+    '  --query-gpu=*) echo "GPU-aaaa, 87"; echo "GPU-bbbb, 5" ;;',
+    'esac',
+  ].join('\n'), { mode: 0o755 });
+  return file;
+}
+
+test('resources: CPU and RSS of the job\'s process tree, GPU memory and utilisation via (fake) nvidia-smi', async (t) => {
+  // A parent with a busy child: the tree's CPU counts the child.
+  const child = spawn('sh', ['-c', 'while :; do :; done & wait'], { stdio: 'ignore', detached: true });
+  t.after(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } });
+  const gpuProbe = nvidiaSmiProbe(fakeNvidiaSmi(t, child.pid));
+  const sample = createSampler({ gpuProbe });
+  const first = (await sample([child.pid])).get(child.pid);
+  assert.equal(first.cpu_percent, null, 'CPU needs two samples');
+  const deadline = Date.now() + 5000;
+  let s;
+  do {
+    await new Promise((r) => setTimeout(r, 300)); // the measuring window, not a synchronisation
+    s = (await sample([child.pid])).get(child.pid);
+  } while (!(s.cpu_percent > 20) && Date.now() < deadline);
+  assert.equal(s.processes, 2);
+  assert.ok(s.cpu_percent > 20, `busy child's CPU: ${s.cpu_percent}%`);
+  assert.ok(s.rss_bytes > 0);
+  assert.equal(s.gpu_mem_bytes, 1536 * 1048576);
+  assert.equal(s.gpu_util, 87);
+  // No nvidia-smi: no GPU fields, and no error.
+  const none = await createSampler({ gpuProbe: nvidiaSmiProbe('/nonexistent/nvidia-smi') })([child.pid]);
+  assert.equal(none.get(child.pid).gpu_mem_bytes, null);
+  assert.deepEqual(parseApps('No running processes found\n'), []);
+});
+
+async function request(url, options = {}) {
+  const res = await fetch(url, options);
+  return { status: res.status, body: await res.text(), headers: res.headers };
+}
+
+test('server: loopback only unless a token; Host, JSON and token guards; a job that cannot start says why', async (t) => {
+  await assert.rejects(startDashboard({ host: '0.0.0.0', port: 0 }), /refusing to serve on 0\.0\.0\.0 without a token/);
+  const dash = await startDashboard({ port: 0 });
+  t.after(() => dash.close());
+  const url = dash.url;
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+  assert.equal((await request(url)).status, 200);
+  assert.equal((await request(`${url}vendor/uPlot.esm.js`)).status, 200, 'the chart library is served from node_modules');
+  const rebinding = await new Promise((resolve, reject) => {
+    // fetch() will not send another Host; a DNS-rebinding page's requests do.
+    require('node:http').get(`${url}api/jobs`, { headers: { Host: `evil.example:${new URL(url).port}` } }, (res) => { res.resume(); resolve(res.statusCode); }).on('error', reject);
+  });
+  assert.equal(rebinding, 421);
+  const form = await request(`${url}api/jobs`, { method: 'POST', body: 'kind=demo', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+  assert.equal(form.status, 415);
+  const bad = await request(`${url}api/jobs`, { method: 'POST', body: JSON.stringify({ kind: 'demo', hangAt: 'x' }), headers: { 'Content-Type': 'application/json' } });
+  assert.equal(bad.status, 400);
+  assert.match(JSON.parse(bad.body).error, /--hang-at takes one of/);
+  const made = await request(`${url}api/jobs`, { method: 'POST', body: JSON.stringify({ kind: 'command', argv: ['/nonexistent/trainer'] }), headers: { 'Content-Type': 'application/json' } });
+  assert.equal(made.status, 201);
+  const { id } = JSON.parse(made.body);
+  const deadline = Date.now() + 10000;
+  let view;
+  while (Date.now() < deadline) {
+    view = dash.source.get(id);
+    if (view.state === 'ended') break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal(view.outcome, 'failed');
+  assert.match(view.report.summary, /did not start.*\/nonexistent\/trainer|\/nonexistent\/trainer.*did not start|did not start/);
+  assert.equal((await request(`${url}api/jobs/${id}/cancel`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } })).status, 409);
+  assert.equal((await request(`${url}api/jobs/job-nope`)).status, 404);
+});
+
+test('server with a token: needed for every request, taken from a header or the cookie the link sets', async (t) => {
+  const dash = await startDashboard({ host: '127.0.0.1', port: 0, token: 's3cret' });
+  t.after(() => dash.close());
+  const url = dash.url;
+  assert.equal((await request(`${url}api/jobs`)).status, 401);
+  assert.equal((await request(`${url}api/jobs`, { headers: { Authorization: 'Bearer wrong' } })).status, 401);
+  assert.equal((await request(`${url}api/jobs`, { headers: { Authorization: 'Bearer s3cret' } })).status, 200);
+  const link = await request(`${url}?token=s3cret`, { redirect: 'manual' });
+  assert.equal(link.status, 303);
+  const cookie = link.headers.get('set-cookie').split(';')[0];
+  assert.match(link.headers.get('set-cookie'), /HttpOnly; SameSite=Strict/);
+  assert.equal((await request(url, { headers: { Cookie: cookie } })).status, 200);
+});
+
+test('a job source records GPU use when the probe sees the job\'s processes', async (t) => {
+  const python = require('../src/index.js').resolvePython();
+  const source = new MemorySource({ sampleMs: 100, gpuProbe: async () => ({ apps: [...all()], gpus: new Map([['GPU-0', 42]]) }) });
+  function* all() { for (const v of source.list()) { const p = source.get(v.id).pid; if (p) yield { pid: p, mem_bytes: 2 * 2 ** 30, uuid: 'GPU-0' }; } }
+  t.after(() => source.close());
+  const id = source.submit({ kind: 'command', argv: [python, '-c', 'import time; time.sleep(30)'] });
+  const deadline = Date.now() + 15000;
+  while (Date.now() < deadline && !source.get(id).resources.gpu) await new Promise((r) => setTimeout(r, 50));
+  const r = source.get(id).resources;
+  assert.equal(r.gpu, true);
+  assert.equal(r.gpu_mem_mb.at(-1), 2048);
+  assert.equal(r.gpu_util.at(-1), 42);
+  const pid = source.get(id).pid;
+  await source.cancel(id);
+  assert.throws(() => process.kill(pid, 0), /ESRCH/, 'cancel leaves no process');
+});
