@@ -111,8 +111,7 @@ function apply(view, { type, data, t }) {
   view.version += 1;
   switch (type) {
     case 'spawn':
-      view.pid = data.pid ?? view.pid;
-      view.startedAt = view.startedAt ?? t;
+      view.pid = data.pid ?? view.pid; // the start is the first state's time (a replay has it)
       break;
     case 'state':
       if (view.state === 'hung' && data !== 'ended') break; // hung until it has ended

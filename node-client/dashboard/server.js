@@ -20,7 +20,7 @@ const http = require('node:http');
 const path = require('node:path');
 const { toJSON } = require('../src/report.js');
 const model = require('./model.js');
-const { MemorySource, SpecError } = require('./source.js');
+const { MemorySource, StoreSource, SpecError } = require('./source.js');
 
 const PUBLIC = path.join(__dirname, 'public');
 const UPLOT = path.dirname(require.resolve('uplot/dist/uPlot.esm.js'));
@@ -167,7 +167,7 @@ async function startDashboard({ source, host = '127.0.0.1', port = 8765, token =
     if (p === '/api/jobs' && req.method === 'POST') {
       const spec = await readBody(req);
       try {
-        return sendJSON(res, 201, { id: jobs.submit(spec) });
+        return sendJSON(res, 201, { id: await jobs.submit(spec) });
       } catch (err) {
         if (err instanceof SpecError) throw new HttpError(400, err.message);
         throw err;
@@ -271,7 +271,8 @@ async function startDashboard({ source, host = '127.0.0.1', port = 8765, token =
 }
 
 function parseArgs(argv) {
-  const out = { host: '127.0.0.1', port: 8765, token: process.env.TRAINBRIDGE_DASHBOARD_TOKEN || null, dataDir: null };
+  const out = { host: '127.0.0.1', port: 8765, token: process.env.TRAINBRIDGE_DASHBOARD_TOKEN || null, dataDir: null,
+    store: undefined, memory: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -284,8 +285,10 @@ function parseArgs(argv) {
       if (!Number.isInteger(out.port) || out.port < 0 || out.port > 65535) throw new Error(`--port takes 0..65535, not ${argv[i]}`);
     } else if (a === '--token') out.token = value();
     else if (a === '--data-dir') out.dataDir = path.resolve(value());
+    else if (a === '--store') out.store = path.resolve(value());
+    else if (a === '--memory') out.memory = true;
     else if (a === '-h' || a === '--help') out.help = true;
-    else throw new Error(`unknown option ${a} (options: --host, --port, --token, --data-dir)`);
+    else throw new Error(`unknown option ${a} (options: --host, --port, --token, --store, --memory, --data-dir)`);
   }
   return out;
 }
@@ -300,25 +303,37 @@ async function main() {
     return;
   }
   if (args.help) {
-    process.stdout.write('usage: npm run dashboard -- [--host 127.0.0.1] [--port 8765] [--token SECRET] [--data-dir DIR]\n');
+    process.stdout.write([
+      'usage: npm run dashboard -- [--host 127.0.0.1] [--port 8765] [--token SECRET] [--store FILE | --memory [--data-dir DIR]]',
+      '  --store FILE  the job store (default: $TRAINBRIDGE_STORE, else the per-user one): jobs outlive the dashboard',
+      '  --memory      run jobs inside the dashboard instead (they end with it); logs in --data-dir',
+      '',
+    ].join('\n'));
     return;
   }
   let dash;
+  let sourceToClose = null;
   try {
-    dash = await startDashboard({ host: args.host, port: args.port, token: args.token,
-      sourceOptions: args.dataDir ? { dataDir: args.dataDir } : {} });
+    const source = args.memory ? new MemorySource(args.dataDir ? { dataDir: args.dataDir } : {})
+      : new StoreSource({ storePath: args.store });
+    sourceToClose = source;
+    if (source.refresh) await source.refresh(); // the store answers before the page does
+    dash = await startDashboard({ host: args.host, port: args.port, token: args.token, source });
   } catch (err) {
     process.stderr.write(`trainbridge dashboard: ${err.message}\n`);
+    if (sourceToClose) await sourceToClose.close().catch(() => undefined);
     process.exitCode = 2;
     return;
   }
-  process.stdout.write(`trainbridge dashboard: ${dash.url}${args.token ? ' (token required)' : ''}\n`);
+  const where = sourceToClose.path ? `jobs in ${sourceToClose.path}` : 'jobs run inside this process and end with it';
+  process.stdout.write(`trainbridge dashboard: ${dash.url} (${where})${args.token ? ' (token required)' : ''}\n`);
   let stopping = false;
   const stop = async (signal) => {
     if (stopping) return;
     stopping = true;
-    process.stdout.write(`trainbridge dashboard: ${signal}, cancelling running jobs and stopping\n`);
+    process.stdout.write(`trainbridge dashboard: ${signal}, stopping${sourceToClose.path ? ' (the jobs go on)' : ' and cancelling running jobs'}\n`);
     await dash.close();
+    await sourceToClose.close();
     process.exit(0);
   };
   process.on('SIGINT', () => stop('SIGINT'));

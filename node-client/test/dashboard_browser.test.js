@@ -25,6 +25,26 @@ const skip = !playwright ? 'playwright-core is not installed: run scripts/setup 
   : !fs.existsSync(CHROMIUM) ? `no Chromium at ${CHROMIUM}: scripts/setup installs it with apt-get install chromium (as root); set TRAINBRIDGE_CHROMIUM to use another`
     : false;
 
+const { spawn } = require('node:child_process');
+
+/** `npm run dashboard` as its own process (so it can be killed); resolves once it serves. */
+function serve(args) {
+  const proc = spawn(process.execPath, [path.join(__dirname, '..', 'dashboard', 'server.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise((resolve) => proc.on('exit', resolve));
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`the dashboard did not start: ${out}`)); }, 30000);
+    const take = (chunk) => {
+      out += chunk;
+      const m = /trainbridge dashboard: (http:\/\/\S+)/.exec(out);
+      if (m) { clearTimeout(timer); resolve({ proc, url: m[1], exited }); }
+    };
+    proc.stdout.on('data', take);
+    proc.stderr.on('data', take);
+    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the dashboard exited (${code}): ${out}`)); });
+  });
+}
+
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
 describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, () => {
@@ -59,8 +79,8 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     return { page, errors };
   }
 
-  async function submit(page, spec) {
-    const res = await page.request.post(`${dash.url}api/jobs`, { data: spec });
+  async function submit(page, spec, base = dash.url) {
+    const res = await page.request.post(`${base}api/jobs`, { data: spec });
     assert.equal(res.status(), 201, await res.text());
     return (await res.json()).id;
   }
@@ -157,15 +177,17 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('GBK and undecodable output read right; 1,000 lines/s keep the page still on a narrow window', async () => {
+  it('GBK and undecodable output read right; 1,000 lines/s for 5 s keep the page still on a narrow window', async () => {
     const script = [
-      'import sys, time',
+      'import os, sys, time',
       'out = sys.stdout.buffer',
       "out.write('训练开始：损失 0.25\\n'.encode('gbk'))",
       "out.write(b'raw bytes \\xff\\xfe end\\n')",
       'out.flush()',
+      'while not os.path.exists(sys.argv[1]):  # the test has seen the first lines',
+      '    time.sleep(0.02)',
       't0 = time.monotonic()',
-      'for i in range(3000):',
+      'for i in range(5000):',
       "    out.write(b'fast line %d\\n' % i)",
       '    if i % 50 == 49:',
       '        out.flush()',
@@ -174,18 +196,21 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
       "out.write(b'raw bytes \\xff\\xfe end\\n')",
     ].join('\n');
     const { page, errors } = await open(dash.url, { width: 420, height: 800 });
-    const id = await submit(page, { kind: 'command', argv: [python, '-c', script] });
+    const go = path.join(userDir, `go-${process.hrtime.bigint()}`);
+    const id = await submit(page, { kind: 'command', argv: [python, '-c', script, go] });
     await page.goto(`${dash.url}#/jobs/${id}`);
     await page.locator('#log', { hasText: '训练开始：损失 0.25' }).waitFor({ timeout: 30000 });
+    assert.equal(await page.locator('#log div', { hasText: '训练开始' }).locator('.enc').innerText(), 'gbk');
+    fs.writeFileSync(go, '');
     await page.locator('#log', { hasText: 'fast line' }).waitFor({ timeout: 30000 });
     const boxes = async () => page.evaluate(() => ['#verdict', '#progress', '#stages', '#log'].map((s) => {
       const r = document.querySelector(s).getBoundingClientRect();
       return [s, Math.round(r.top + window.scrollY), Math.round(r.height)];
     }));
     const during = [];
-    for (let i = 0; i < 4 && !(await page.getAttribute('#state', 'class')).includes('succeeded'); i++) {
+    for (let i = 0; i < 8 && !(await page.getAttribute('#state', 'class')).includes('succeeded'); i++) {
       during.push(await boxes());
-      await page.waitForTimeout(250); // sampling the layout while lines stream, not a sync point
+      await page.waitForTimeout(200); // sampling the layout while lines stream, not a sync point
     }
     await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 30000 });
     assert.ok(during.length >= 2, 'sampled the layout while streaming');
@@ -196,15 +221,59 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.match(await text(page, '#log'), /raw bytes \\xff\\xfe end/);
     const lines = await page.locator('#log > div').count();
     assert.ok(lines <= 500, `${lines} lines in the page`);
-    assert.match(await text(page, '#log-info'), /the last \d+ of 30\d\d lines/);
+    assert.match(await text(page, '#log-info'), /the last \d+ of 50\d\d lines/);
     assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scroll at 420 px');
     const log = await page.request.get(`${dash.url}api/jobs/${id}/log`);
     const body = await log.text();
     assert.match(body, /训练开始：损失 0\.25/);
     assert.match(body, /完成：损失 0\.01/);
     assert.match(body, /raw bytes \\udcff\\udcfe end/); // the log file's escapes (src/lines.js logText)
-    assert.equal(body.split('\n').filter((l) => l.startsWith('fast line')).length, 3000);
+    assert.equal(body.split('\n').filter((l) => l.startsWith('fast line')).length, 5000);
     await page.screenshot({ path: path.join(SHOTS, 'gbk-narrow.png'), fullPage: true });
     assert.deepEqual(errors, []);
+  });
+
+  it('kill the server mid-job and start it again: the same job is live, a finished one keeps its report', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
+    const store = path.join(dir, 'jobs.db');
+    let srv = await serve(['--port', '0', '--store', store]);
+    try {
+      const { page, errors } = await open(srv.url);
+      const crashed = await submit(page, { kind: 'demo', crashAt: 'config' }, srv.url);
+      const id = await submit(page, { kind: 'demo', steps: 1500 }, srv.url);
+      await page.goto(`${srv.url}#/jobs/${id}`);
+      const percent = () => page.evaluate(() => Number(document.querySelector('#progress').getAttribute('aria-valuenow')));
+      await page.waitForFunction(() => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > 5, null, { timeout: 60000 });
+      const before = await percent();
+      const stagesBefore = await page.locator('#stages li').allInnerTexts();
+      srv.proc.kill('SIGKILL');
+      await srv.exited;
+      await page.locator('#conn', { hasText: 'reconnecting' }).waitFor({ timeout: 10000 });
+      const t0 = Date.now();
+      srv = await serve(['--port', new URL(srv.url).port, '--store', store]);
+      // The page reconnects by itself; the job went on meanwhile, under its keeper.
+      await page.waitForFunction((b) => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > b + 3, before, { timeout: 30000 });
+      const back = Date.now() - t0;
+      assert.equal(await text(page, '#state'), 'running');
+      assert.equal(await text(page, '#conn'), 'live');
+      // The timeline is rebuilt from the events' own times: the stages closed before keep their lengths.
+      const stagesAfter = await page.locator('#stages li').allInnerTexts();
+      for (const name of ['config', 'data', 'model', 'optimizer']) {
+        const was = stagesBefore.find((s) => s.startsWith(name));
+        const now = stagesAfter.find((s) => s.startsWith(name));
+        assert.ok(was && now && was.replace(/\s+/g, '') === now.replace(/\s+/g, ''), `stage ${name}: ${was} -> ${now}`);
+      }
+      await page.screenshot({ path: path.join(SHOTS, 'restarted.png'), fullPage: true });
+      await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 60000 });
+      await page.goto(`${srv.url}#/jobs/${crashed}`);
+      await page.locator('#state', { hasText: 'crashed' }).waitFor({ timeout: 10000 });
+      assert.match(await text(page, '#verdict'), /SIGSEGV/);
+      assert.ok(back < 15000, `live again ${back} ms after the restart began`);
+      assert.deepEqual(errors.filter((e) => !/ERR_CONNECTION_REFUSED|Failed to load resource/.test(e)), []);
+    } finally {
+      srv.proc.kill('SIGTERM');
+      await srv.exited;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
