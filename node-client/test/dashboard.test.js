@@ -213,3 +213,14 @@ test('a job source records GPU use when the probe sees the job\'s processes', as
   await source.cancel(id);
   assert.throws(() => process.kill(pid, 0), /ESRCH/, 'cancel leaves no process');
 });
+
+test('ranks: one row per worker hello (torchrun); string metrics (zero-code\'s source) are not plotted', () => {
+  const v = view0();
+  model.apply(v, { type: 'hello', data: { pid: 11, rank: 0, local_rank: 0, host: 'h' }, t: T0 });
+  model.apply(v, { type: 'hello', data: { pid: 12, rank: 1, local_rank: 1, host: 'h' }, t: T0 });
+  assert.deepEqual(v.ranks.map((r) => [r.rank, r.local_rank, r.pid]), [[0, 0, 11], [1, 1, 12]]);
+  model.apply(v, { type: 'progress', data: { step: 3, total: null, metrics: { source: 'optimizer' } }, t: T0 });
+  assert.deepEqual(v.metrics.names, []);
+  model.apply(v, { type: 'progress', data: { step: 4, total: null, metrics: { source: 'optimizer', loss: 0.5 } }, t: T0 + 10 });
+  assert.deepEqual([v.metrics.names, v.metrics.step], [['loss'], [4]]);
+});
