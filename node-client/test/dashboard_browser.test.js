@@ -150,7 +150,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('keyboard: open a job from the list, dump its stacks, cancel it', async () => {
+  it('keyboard: open a job from the list, dump its stacks, cancel it', async (t) => {
     const { page, errors } = await open(dash.url);
     const id = await submit(page, { kind: 'demo', hangAt: 'config' });
     const link = page.locator(`tr[data-job="${id}"] a`);
@@ -171,13 +171,14 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     await page.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 20000 });
     const took = Date.now() - t0;
     assert.ok(took < 10000, `cancelled in ${took} ms`);
+    t.diagnostic(`cancel click -> "cancelled" on the page: ${took} ms`);
     assert.equal(alive(pid), false, `pid ${pid} left over`);
     assert.ok(await page.locator('#cancel').isDisabled());
     await page.screenshot({ path: path.join(SHOTS, 'cancelled.png'), fullPage: true });
     assert.deepEqual(errors, []);
   });
 
-  it('GBK and undecodable output read right; 1,000 lines/s for 5 s keep the page still on a narrow window', async () => {
+  it('GBK and undecodable output read right; 1,000 lines/s for 5 s keep the page still on a narrow window', async (t) => {
     const script = [
       'import os, sys, time',
       'out = sys.stdout.buffer',
@@ -214,6 +215,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     }
     await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 30000 });
     assert.ok(during.length >= 2, 'sampled the layout while streaming');
+    t.diagnostic(`layout sampled ${during.length} times while streaming; ${await page.locator('#log > div').count()} lines in the page`);
     for (const b of during) assert.deepEqual(b, during[0], `no layout jump while the log streams: ${JSON.stringify(during)}`);
     // The first lines have left the bounded view by now; the same kinds come last.
     const gbk = page.locator('#log div', { hasText: '完成：损失 0.01' });
@@ -233,7 +235,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('kill the server mid-job and start it again: the same job is live, a finished one keeps its report', async () => {
+  it('kill the server mid-job and start it again: the same job is live, a finished one keeps its report', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
     const store = path.join(dir, 'jobs.db');
     let srv = await serve(['--port', '0', '--store', store]);
@@ -254,6 +256,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
       // The page reconnects by itself; the job went on meanwhile, under its keeper.
       await page.waitForFunction((b) => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > b + 3, before, { timeout: 30000 });
       const back = Date.now() - t0;
+      t.diagnostic(`restart -> the page shows the job progressing again: ${back} ms (progress ${before}% before the kill)`);
       assert.equal(await text(page, '#state'), 'running');
       assert.equal(await text(page, '#conn'), 'live');
       // The timeline is rebuilt from the events' own times: the stages closed before keep their lengths.
