@@ -1,12 +1,8 @@
-#!/usr/bin/env node
 'use strict';
 /**
  * The dashboard's server: Node's http, Server-Sent Events for live updates, the page's static
- * files and the chart library from node_modules (no CDN: it works offline).
- *
- *   npm run dashboard                          # http://127.0.0.1:8765/
- *   npm run dashboard -- --port 9000
- *   npm run dashboard -- --host 0.0.0.0 --token SECRET   # other interfaces need a token
+ * files and the chart library from node_modules (no CDN: it works offline). It speaks to a
+ * job source only (source.js). The command line is cli.js (`npm run dashboard`).
  *
  * On loopback no token is needed; requests must still name this host (a DNS-rebinding page
  * cannot reach it) and POSTs must be JSON from this origin (a cross-site form cannot submit).
@@ -20,13 +16,17 @@ const http = require('node:http');
 const path = require('node:path');
 const { toJSON } = require('../src/report.js');
 const model = require('./model.js');
-const { MemorySource, StoreSource, SpecError } = require('./source.js');
+const { MemorySource } = require('./source.js');
+const { SpecError } = require('./spec.js');
 
 const PUBLIC = path.join(__dirname, 'public');
 const UPLOT = path.dirname(require.resolve('uplot/dist/uPlot.esm.js'));
 const STATIC = {
   '/': [path.join(PUBLIC, 'index.html'), 'text/html; charset=utf-8'],
   '/app.js': [path.join(PUBLIC, 'app.js'), 'text/javascript; charset=utf-8'],
+  '/dom.js': [path.join(PUBLIC, 'dom.js'), 'text/javascript; charset=utf-8'],
+  '/list.js': [path.join(PUBLIC, 'list.js'), 'text/javascript; charset=utf-8'],
+  '/job.js': [path.join(PUBLIC, 'job.js'), 'text/javascript; charset=utf-8'],
   '/style.css': [path.join(PUBLIC, 'style.css'), 'text/css; charset=utf-8'],
   '/vendor/uPlot.esm.js': [path.join(UPLOT, 'uPlot.esm.js'), 'text/javascript; charset=utf-8'],
   '/vendor/uPlot.min.css': [path.join(UPLOT, 'uPlot.min.css'), 'text/css; charset=utf-8'],
@@ -270,76 +270,4 @@ async function startDashboard({ source, host = '127.0.0.1', port = 8765, token =
   };
 }
 
-function parseArgs(argv) {
-  const out = { host: '127.0.0.1', port: 8765, token: process.env.TRAINBRIDGE_DASHBOARD_TOKEN || null, dataDir: null,
-    store: undefined, memory: false };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const value = () => {
-      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
-      return argv[++i];
-    };
-    if (a === '--host') out.host = value();
-    else if (a === '--port') {
-      out.port = Number(value());
-      if (!Number.isInteger(out.port) || out.port < 0 || out.port > 65535) throw new Error(`--port takes 0..65535, not ${argv[i]}`);
-    } else if (a === '--token') out.token = value();
-    else if (a === '--data-dir') out.dataDir = path.resolve(value());
-    else if (a === '--store') out.store = path.resolve(value());
-    else if (a === '--memory') out.memory = true;
-    else if (a === '-h' || a === '--help') out.help = true;
-    else throw new Error(`unknown option ${a} (options: --host, --port, --token, --store, --memory, --data-dir)`);
-  }
-  return out;
-}
-
-async function main() {
-  let args;
-  try {
-    args = parseArgs(process.argv.slice(2));
-  } catch (err) {
-    process.stderr.write(`trainbridge dashboard: ${err.message}\n`);
-    process.exitCode = 2;
-    return;
-  }
-  if (args.help) {
-    process.stdout.write([
-      'usage: npm run dashboard -- [--host 127.0.0.1] [--port 8765] [--token SECRET] [--store FILE | --memory [--data-dir DIR]]',
-      '  --store FILE  the job store (default: $TRAINBRIDGE_STORE, else the per-user one): jobs outlive the dashboard',
-      '  --memory      run jobs inside the dashboard instead (they end with it); logs in --data-dir',
-      '',
-    ].join('\n'));
-    return;
-  }
-  let dash;
-  let sourceToClose = null;
-  try {
-    const source = args.memory ? new MemorySource(args.dataDir ? { dataDir: args.dataDir } : {})
-      : new StoreSource({ storePath: args.store });
-    sourceToClose = source;
-    if (source.refresh) await source.refresh(); // the store answers before the page does
-    dash = await startDashboard({ host: args.host, port: args.port, token: args.token, source });
-  } catch (err) {
-    process.stderr.write(`trainbridge dashboard: ${err.message}\n`);
-    if (sourceToClose) await sourceToClose.close().catch(() => undefined);
-    process.exitCode = 2;
-    return;
-  }
-  const where = sourceToClose.path ? `jobs in ${sourceToClose.path}` : 'jobs run inside this process and end with it';
-  process.stdout.write(`trainbridge dashboard: ${dash.url} (${where})${args.token ? ' (token required)' : ''}\n`);
-  let stopping = false;
-  const stop = async (signal) => {
-    if (stopping) return;
-    stopping = true;
-    process.stdout.write(`trainbridge dashboard: ${signal}, stopping${sourceToClose.path ? ' (the jobs go on)' : ' and cancelling running jobs'}\n`);
-    await dash.close();
-    await sourceToClose.close();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
-}
-
-if (require.main === module) main();
-
-module.exports = { startDashboard, parseArgs, isLoopback };
+module.exports = { startDashboard, isLoopback };

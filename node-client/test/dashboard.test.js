@@ -9,7 +9,8 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const model = require('../dashboard/model.js');
-const { launchOptions, SpecError, MemorySource } = require('../dashboard/source.js');
+const { launchOptions, SpecError } = require('../dashboard/spec.js');
+const { MemorySource } = require('../dashboard/source.js');
 const { createSampler, nvidiaSmiProbe, parseApps } = require('../dashboard/resources.js');
 const { startDashboard } = require('../dashboard/server.js');
 

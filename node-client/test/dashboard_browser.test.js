@@ -29,7 +29,7 @@ const { spawn } = require('node:child_process');
 
 /** `npm run dashboard` as its own process (so it can be killed); resolves once it serves. */
 function serve(args) {
-  const proc = spawn(process.execPath, [path.join(__dirname, '..', 'dashboard', 'server.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [path.join(__dirname, '..', 'dashboard', 'cli.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => proc.on('exit', resolve));
   let out = '';
   return new Promise((resolve, reject) => {

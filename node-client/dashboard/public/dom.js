@@ -1,0 +1,64 @@
+// Small helpers of the dashboard's page: DOM building, formatting, requests, streams.
+
+const conn = document.getElementById('conn');
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+export const seconds = (s) => {
+  if (s === null || s === undefined) return '';
+  if (s < 10) return `${s.toFixed(1)} s`;
+  if (s < 120) return `${Math.round(s)} s`;
+  const m = Math.floor(s / 60);
+  return m < 120 ? `${m} min ${Math.round(s % 60)} s` : `${Math.floor(m / 60)} h ${m % 60} min`;
+};
+export const shown = (head) => (head.state === 'ended' ? head.outcome : head.state);
+export const badgeClass = (word) => `badge s-${word}`;
+
+export async function post(url, body) {
+  const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body || {}) });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(data.error || `${res.status} ${res.statusText}`);
+  return data;
+}
+
+export function stream(url, handlers) {
+  const es = new EventSource(url);
+  es.onopen = () => { conn.textContent = 'live'; if (handlers.open) handlers.open(); };
+  es.onerror = () => { conn.textContent = 'reconnecting…'; };
+  for (const [name, fn] of Object.entries(handlers)) {
+    if (name !== 'open') es.addEventListener(name, (e) => fn(JSON.parse(e.data)));
+  }
+  return () => es.close();
+}
+
+/** Split a command line as a POSIX shell would for words and quotes (no expansions). */
+export function splitCommand(line) {
+  const out = [];
+  let word = null;
+  let quote = null;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (quote) {
+      if (c === quote) quote = null;
+      else if (c === '\\' && quote === '"' && i + 1 < line.length) word += line[++i];
+      else word += c;
+    } else if (c === '"' || c === "'") { quote = c; word = word ?? ''; }
+    else if (c === '\\' && i + 1 < line.length) word = (word ?? '') + line[++i];
+    else if (/\s/.test(c)) { if (word !== null) out.push(word); word = null; }
+    else word = (word ?? '') + c;
+  }
+  if (quote) throw new Error(`unclosed ${quote} in the command`);
+  if (word !== null) out.push(word);
+  return out;
+}
+

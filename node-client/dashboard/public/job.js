@@ -1,0 +1,277 @@
+// A job's page (#/jobs/<id>): verdict, progress, stages, charts, ranks, stacks, the live log.
+import uPlot from '/vendor/uPlot.esm.js';
+import { h, seconds, shown, badgeClass, post, stream } from '/dom.js';
+
+const LOG_VIEW = 500; // lines in the page; the full log is a download
+
+function chart(el, opts, data) {
+  let plot = null;
+  const make = () => {
+    const width = Math.max(200, el.clientWidth);
+    plot = new uPlot({ ...opts, width, height: 210 }, data(), el);
+  };
+  const ro = new ResizeObserver(() => { if (plot) plot.setSize({ width: Math.max(200, el.clientWidth), height: 210 }); });
+  ro.observe(el);
+  return {
+    update() {
+      const d = data();
+      if (!d[0].length) return;
+      if (!plot) { el.replaceChildren(); make(); } else plot.setData(d);
+      el.dataset.points = String(d[0].length);
+    },
+    rebuild() { if (plot) { plot.destroy(); plot = null; } this.update(); },
+    destroy() { ro.disconnect(); if (plot) plot.destroy(); },
+  };
+}
+
+const COLORS = ['#0969da', '#bc4c00', '#1a7f37', '#8250df', '#cf222e', '#57606a'];
+
+export function jobPage(main, id) {
+  document.title = `${id} - trainbridge dashboard`;
+  const state = h('span', { class: 'badge', id: 'state', 'data-testid': 'state', role: 'status', 'aria-live': 'polite', text: '…' });
+  const title = h('h1', { id: 'title', text: id });
+  const where = h('span', { class: 'muted', id: 'where' });
+  const cancel = h('button', { class: 'danger', id: 'cancel', type: 'button', text: 'Cancel' });
+  const dump = h('button', { id: 'dump', type: 'button', text: 'Dump stacks' });
+  const download = h('a', { class: 'button', id: 'download', href: `/api/jobs/${id}/log`, download: `${id}.log`, text: 'Download full log' });
+  const actionMsg = h('span', { class: 'muted', id: 'action-msg', role: 'status', 'aria-live': 'polite' });
+  const verdict = h('section', { class: 'panel verdict', id: 'verdict', 'aria-live': 'polite', 'aria-labelledby': 'verdict-h' });
+  const bar = h('div', { class: 'progress', id: 'progress', role: 'progressbar', 'aria-label': 'Training progress', 'aria-valuemin': '0', 'aria-valuemax': '100' }, h('div', { class: 'fill' }));
+  const progressText = h('p', { class: 'progress-text', id: 'progress-text', text: 'no progress reported yet' });
+  const stagesEl = h('ol', { class: 'stages', id: 'stages', 'aria-label': 'Stages' });
+  const lossEl = h('div', { class: 'chart', id: 'metrics-chart' }, h('p', { class: 'empty', text: 'No metrics reported yet.' }));
+  const resEl = h('div', { class: 'chart', id: 'resources-chart' }, h('p', { class: 'empty', text: 'Sampled once a second while the job runs.' }));
+  const ranksSection = h('section', { class: 'panel', id: 'ranks', hidden: true }, h('h2', { text: 'Ranks' }));
+  const stacksPre = h('pre', { class: 'stacks', id: 'stacks', tabindex: '0', 'aria-label': 'Stacks' });
+  const stacksSection = h('section', { class: 'panel', id: 'stacks-section', hidden: true }, h('h2', { text: 'Stacks' }), stacksPre);
+  const logInfo = h('span', { class: 'muted', id: 'log-info' });
+  const logEl = h('div', { class: 'log', id: 'log', role: 'log', tabindex: '0', 'aria-label': 'Job output, the latest lines' });
+
+  main.replaceChildren(
+    h('nav', {}, h('a', { href: '#/', id: 'back', text: '← All jobs' })),
+    h('div', { class: 'jobhead' }, title, state, where, h('div', { class: 'actions' }, cancel, dump, download, actionMsg)),
+    verdict,
+    h('section', { class: 'panel', 'aria-labelledby': 'progress-h' }, h('h2', { id: 'progress-h', text: 'Progress' }), bar, progressText),
+    h('section', { class: 'panel', 'aria-labelledby': 'stages-h' }, h('h2', { id: 'stages-h', text: 'Stages' }), stagesEl),
+    h('div', { class: 'grid2' },
+      h('figure', { class: 'panel' }, h('figcaption', {}, h('h2', { text: 'Loss and metrics by step' })), lossEl),
+      h('figure', { class: 'panel' }, h('figcaption', {}, h('h2', { id: 'res-h', text: 'CPU and memory' })), resEl)),
+    ranksSection, stacksSection,
+    h('section', { class: 'panel', 'aria-labelledby': 'log-h' }, h('div', { class: 'loghead' }, h('h2', { id: 'log-h', text: 'Log' }), logInfo), logEl));
+
+  // Series as the page has them; the stream sends what is new.
+  let head = null;
+  let clockOffset = 0;
+  const metrics = { names: [], step: [], values: {} };
+  const res = { t: [], cpu: [], rss_mb: [], gpu_mem_mb: [], gpu_util: [] };
+  let lossChart = null;
+  let resChart = null;
+  let resGpu = false;
+  let logShown = 0;
+  let skippedTotal = 0;
+
+  function metricsChart() {
+    return chart(lossEl, {
+      legend: { live: false },
+      scales: { x: { time: false } },
+      axes: [{ label: 'step' }, {}],
+      series: [{ label: 'step' }, ...metrics.names.map((n, i) => ({ label: n, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true }))],
+    }, () => [metrics.step, ...metrics.names.map((n) => metrics.values[n])]);
+  }
+  function resourcesChart() {
+    const series = [{ label: 's' }, { label: 'CPU %', stroke: COLORS[0], width: 2, scale: '%' },
+      { label: 'RSS MB', stroke: COLORS[1], width: 2, scale: 'MB' }];
+    if (resGpu) series.push({ label: 'GPU mem MB', stroke: COLORS[2], width: 2, scale: 'MB' },
+      { label: 'GPU util %', stroke: COLORS[3], width: 2, scale: '%' });
+    return chart(resEl, {
+      legend: { live: false },
+      scales: { x: { time: false }, '%': { range: (u, lo, hi) => [0, Math.max(100, hi)] }, MB: { range: (u, lo, hi) => [0, Math.max(1, hi * 1.1)] } },
+      axes: [{ label: 'seconds' }, { scale: '%', label: '%' }, { scale: 'MB', side: 1, label: 'MB', grid: { show: false } }],
+      series,
+    }, () => [res.t, res.cpu, res.rss_mb, ...(resGpu ? [res.gpu_mem_mb, res.gpu_util] : [])]);
+  }
+
+  function takeMetrics(m) {
+    if (m.reset) { metrics.names = []; metrics.step = []; metrics.values = {}; }
+    const before = metrics.names.length;
+    for (const n of m.names) if (!metrics.values[n]) { metrics.names.push(n); metrics.values[n] = metrics.step.map(() => null); }
+    metrics.step.push(...m.step);
+    for (const n of metrics.names) metrics.values[n].push(...(m.values[n] || m.step.map(() => null)));
+    if (!metrics.step.length) return;
+    if (lossChart && metrics.names.length !== before) { lossChart.destroy(); lossChart = null; } // a new series
+    if (!lossChart) lossChart = metricsChart();
+    lossChart.update();
+  }
+  function takeResources(r, gpu) {
+    for (const k of Object.keys(res)) { if (r.reset) res[k] = []; res[k].push(...r[k]); }
+    if (gpu && !resGpu) {
+      resGpu = true;
+      document.getElementById('res-h').textContent = 'CPU, memory and GPU';
+      if (resChart) { resChart.destroy(); resChart = null; }
+    }
+    if (!resChart) resChart = resourcesChart();
+    resChart.update();
+  }
+
+  function takeLog(l) {
+    skippedTotal += l.skipped;
+    const nearBottom = logEl.scrollHeight - logEl.scrollTop - logEl.clientHeight < 40;
+    const frag = document.createDocumentFragment();
+    for (const line of l.lines.slice(-LOG_VIEW)) {
+      const row = h('div', { class: line.stream });
+      if (line.encoding && line.encoding !== 'utf-8') {
+        row.append(h('span', { class: 'enc', title: line.encoding === 'gbk' ? 'decoded as GBK' : 'not valid UTF-8 or GBK: bytes shown as \\x escapes', text: line.encoding }));
+      }
+      row.append(line.text);
+      frag.append(row);
+    }
+    logEl.append(frag);
+    while (logEl.childElementCount > LOG_VIEW) logEl.firstElementChild.remove();
+    logShown = logEl.childElementCount;
+    if (nearBottom) logEl.scrollTop = logEl.scrollHeight;
+  }
+
+  function renderHead() {
+    const word = shown(head);
+    state.textContent = word;
+    state.className = badgeClass(word);
+    title.textContent = head.title;
+    title.title = head.command.join(' ');
+    const bits = [];
+    if (head.stage && head.state !== 'ended') bits.push(`stage ${head.stage}`);
+    if (head.pid) bits.push(`pid ${head.pid}`);
+    where.textContent = bits.join(' · ');
+    cancel.disabled = head.state === 'ended';
+    if (head.state === 'ended' && /…$/.test(actionMsg.textContent)) actionMsg.textContent = '';
+    dump.disabled = head.state === 'ended';
+    renderVerdict();
+    renderProgress();
+    renderStages();
+    renderRanks();
+    renderStacks();
+    const total = head.log_count;
+    logInfo.textContent = total > logShown ? `the last ${logShown} of ${total} lines (all: download)` : `${total} lines`;
+  }
+
+  function renderVerdict() {
+    const parts = [h('h2', { id: 'verdict-h', class: 'outcome', 'data-testid': 'verdict-outcome', text: verdictTitle() })];
+    const r = head.report;
+    if (r) {
+      parts.push(h('p', { id: 'summary', text: r.summary }));
+      if (r.diagnosis) {
+        const d = r.diagnosis;
+        parts.push(h('p', { id: 'diagnosis' }, h('strong', { text: `Diagnosis (${d.kind}): ` }), d.summary));
+        if (d.frame) parts.push(h('p', {}, 'Blocking frame: ', h('code', { class: 'frame', id: 'frame', text: d.frame }),
+          d.user_frame ? h('span', {}, ' from ', h('code', { class: 'frame', text: d.user_frame })) : null));
+        if (d.hint) parts.push(h('p', { id: 'hint' }, h('strong', { text: 'Try: ' }), d.hint));
+      }
+    } else if (head.state === 'hung') {
+      parts.push(h('p', { text: `Declared hung (${head.hang ? head.hang.reason : 'no progress'})${head.hang && head.hang.stage ? ` in stage ${head.hang.stage}` : ''}: collecting stacks, then stopping it.` }));
+    } else if (head.stalled) {
+      parts.push(h('p', { text: `No progress for ${head.stalled.idle_s ?? '?'} s in stage ${head.stalled.stage ?? '?'}. It may recover; a stall timeout declares it hung.` }));
+    } else {
+      parts.push(h('p', { class: 'muted', text: 'The verdict and the diagnosis appear here when the job ends.' }));
+    }
+    verdict.replaceChildren(...parts);
+  }
+  function verdictTitle() {
+    if (head.report) return `Outcome: ${head.outcome}`;
+    return { queued: 'Queued', starting: 'Starting', running: 'Running', stalled: 'Stalled', hung: 'Hung' }[head.state] || head.state;
+  }
+
+  function renderProgress() {
+    const p = head.progress;
+    const live = head.state !== 'ended';
+    if (!p || p.total === null) {
+      bar.classList.toggle('indeterminate', live && head.state !== 'starting');
+      bar.removeAttribute('aria-valuenow');
+      bar.firstElementChild.style.width = live ? '' : (head.outcome === 'succeeded' ? '100%' : '0');
+      progressText.textContent = p ? `step ${p.step} (total unknown)${p.rate ? ` · ${p.rate} steps/s` : ''}` : 'no progress reported';
+      return;
+    }
+    bar.classList.remove('indeterminate');
+    bar.setAttribute('aria-valuenow', String(p.percent));
+    bar.setAttribute('aria-valuetext', `${p.percent}%, step ${p.step} of ${p.total}`);
+    bar.firstElementChild.style.width = `${p.percent}%`;
+    const bits = [`${p.percent}%`, `step ${p.step} / ${p.total}`];
+    if (live && p.rate) bits.push(`${p.rate} steps/s`);
+    if (live && p.eta_s !== null) bits.push(`ETA ${seconds(p.eta_s)}`);
+    const loss = p.metrics && typeof p.metrics.loss === 'number' ? ` · loss ${p.metrics.loss.toFixed(4)}` : '';
+    progressText.textContent = bits.join(' · ') + loss;
+  }
+
+  function elapsed() {
+    if (!head.startedAt) return 0;
+    const end = head.endedAt ?? (Date.now() + clockOffset);
+    return Math.max(0.001, (end - head.startedAt) / 1000);
+  }
+  function renderStages() {
+    const span = Math.max(elapsed(), ...head.stages.map((s) => s.end_s ?? 0));
+    const rows = head.stages.map((s) => {
+      const open = s.end_s === null;
+      const end = open ? elapsed() : s.end_s;
+      const left = (100 * s.start_s) / span;
+      const width = Math.max(0.2, (100 * (end - s.start_s)) / span);
+      return h('li', { class: `${open ? 'open' : ''} ${s.status}`, 'aria-current': open ? 'step' : null },
+        h('span', { class: 'name', style: `padding-left:${s.depth}rem`, title: s.name, text: s.name }),
+        h('span', { class: 'track', 'aria-hidden': 'true' }, h('span', { class: 'bar', style: `left:${left}%;width:${width}%` })),
+        h('span', { class: 'dur', text: open ? `${seconds(end - s.start_s)}…` : seconds(end - s.start_s) }));
+    });
+    if (!rows.length) rows.push(h('li', { class: 'muted', text: 'No stages yet.' }));
+    stagesEl.replaceChildren(...rows);
+  }
+
+  function renderRanks() {
+    ranksSection.hidden = head.ranks.length < 2;
+    if (ranksSection.hidden) return;
+    ranksSection.replaceChildren(h('h2', { text: 'Ranks' }), h('table', {},
+      h('thead', {}, h('tr', {}, ...['rank', 'local rank', 'pid', 'host'].map((t) => h('th', { scope: 'col', text: t })))),
+      h('tbody', {}, ...head.ranks.map((r) => h('tr', {}, h('td', { text: r.rank }), h('td', { text: r.local_rank ?? '' }),
+        h('td', { text: r.pid ?? '' }), h('td', { text: r.host ?? '' }))))));
+  }
+
+  function renderStacks() {
+    const dumps = head.stacks.map((d) => `--- dump at ${seconds(d.at_s)} ---\n${d.text ?? '(no answer from the worker in time)'}`);
+    if (head.report && head.report.stacks) dumps.push(`--- stacks in the report ---\n${head.report.stacks}`);
+    stacksSection.hidden = dumps.length === 0;
+    const text = dumps.join('\n\n');
+    if (stacksPre.textContent !== text) stacksPre.textContent = text;
+  }
+
+  let reset = false;
+  const close = stream(`/api/jobs/${id}/stream`, {
+    open() { reset = true; },
+    update(msg) {
+      if (reset) { logEl.replaceChildren(); skippedTotal = 0; reset = false; }
+      head = msg.head;
+      clockOffset = head.now - Date.now();
+      if (msg.metrics) takeMetrics(msg.metrics);
+      if (msg.resources) takeResources(msg.resources, head.gpu);
+      if (msg.log) takeLog(msg.log);
+      renderHead();
+    },
+  });
+  const tick = setInterval(() => { if (head && head.state !== 'ended') renderStages(); }, 500);
+
+  cancel.addEventListener('click', async () => {
+    cancel.disabled = true;
+    actionMsg.textContent = 'Cancelling…';
+    try { await post(`/api/jobs/${id}/cancel`); } catch (err) { actionMsg.textContent = `Cancel failed: ${err.message}`; cancel.disabled = false; }
+  });
+  dump.addEventListener('click', async () => {
+    dump.disabled = true;
+    actionMsg.textContent = 'Asking the worker for its stacks…';
+    try {
+      const r = await post(`/api/jobs/${id}/stacks`);
+      actionMsg.textContent = r.stacks ? 'Stacks received (below).' : 'The worker did not answer in time.';
+      stacksSection.hidden = false;
+      document.getElementById('stacks').focus();
+    } catch (err) {
+      actionMsg.textContent = `Dump failed: ${err.message}`;
+    } finally {
+      dump.disabled = head && head.state === 'ended';
+    }
+  });
+  return () => { close(); clearInterval(tick); if (lossChart) lossChart.destroy(); if (resChart) resChart.destroy(); };
+}
+
