@@ -189,7 +189,8 @@ async function startDashboard({ source, host = '127.0.0.1', port = 8765, token =
     if (req.method === 'GET' && what === 'log') return sendLog(res, id);
     if (req.method === 'POST' && what === 'cancel') {
       if (view.state === 'ended') throw new HttpError(409, `job ${id} has already ended (${view.outcome})`);
-      jobs.cancel(id).catch(() => undefined); // the page sees the end through its stream
+      // The page sees the end through its stream; a failure is written where the server's user sees it.
+      jobs.cancel(id).catch((err) => process.stderr.write(`[dashboard] cancel ${id} failed: ${err.message}\n`));
       return sendJSON(res, 202, { id, cancelling: true });
     }
     if (req.method === 'POST' && what === 'stacks') {
