@@ -144,12 +144,14 @@ function apply(view, { type, data, t }) {
     case 'log': {
       if (data.stream === 'worker' && !data.text) break;
       view.log.count += 1;
-      let text = String(data.text);
-      // Undecodable bytes arrive as lone surrogates (U+DC80..U+DCFF, Python's surrogateescape):
-      // shown as \xNN, as the log file has them, not as replacement characters.
-      if (data.encoding === 'escaped') text = text.replace(/[\udc80-\udcff]/g, (c) => `\\x${(c.charCodeAt(0) - 0xdc00).toString(16).padStart(2, '0')}`);
-      view.log.lines.push({ n: view.log.count, stream: data.stream, text,
-        encoding: data.encoding || null });
+      // Undecodable bytes arrive as lone surrogates (U+DC80..U+DCFF, Python's surrogateescape),
+      // also from the store's events file, which has no encoding field: shown as \xNN.
+      let encoding = data.encoding || null;
+      const text = String(data.text).replace(/(?<![\ud800-\udbff])[\udc80-\udcff]/g, (c) => {
+        encoding = 'escaped';
+        return `\\x${(c.charCodeAt(0) - 0xdc00).toString(16).padStart(2, '0')}`;
+      });
+      view.log.lines.push({ n: view.log.count, stream: data.stream, text, encoding });
       if (view.log.lines.length > LOG_KEEP) view.log.lines.splice(0, view.log.lines.length - LOG_KEEP);
       break;
     }

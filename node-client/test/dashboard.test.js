@@ -59,15 +59,17 @@ test('the log is bounded; undecodable bytes show as \\xNN; a page catches up by 
   const v = view0();
   model.apply(v, { type: 'log', data: { stream: 'stdout', text: 'raw \udcff end', encoding: 'escaped' }, t: T0 });
   assert.equal(v.log.lines[0].text, 'raw \\xff end');
+  model.apply(v, { type: 'log', data: { stream: 'stdout', text: 'no tag \udcfe, a real pair \ud83d\ude00' }, t: T0 });
+  assert.deepEqual([v.log.lines[1].text, v.log.lines[1].encoding], ['no tag \\xfe, a real pair \ud83d\ude00', 'escaped']);
   let { message, cursor } = model.delta(v, null);
-  assert.equal(message.log.lines.length, 1);
+  assert.equal(message.log.lines.length, 2);
   assert.equal(model.delta(v, cursor).message, null, 'nothing new, nothing sent');
   for (let i = 0; i < model.LOG_KEEP + 200; i++) model.apply(v, { type: 'log', data: { stream: 'stdout', text: `l${i}` }, t: T0 });
   assert.equal(v.log.lines.length, model.LOG_KEEP);
   ({ message, cursor } = model.delta(v, cursor));
   assert.equal(message.log.skipped, 200, 'lines that left the bounded view are counted');
   assert.equal(message.log.lines.at(-1).text, `l${model.LOG_KEEP + 199}`);
-  assert.equal(message.head.log_count, model.LOG_KEEP + 201);
+  assert.equal(message.head.log_count, model.LOG_KEEP + 202);
 });
 
 test('series: a page gets the new points, or all of them after the series was thinned', () => {
