@@ -49,29 +49,26 @@ const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { retu
 
 describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, () => {
   let dash;
-  let context;
-  let userDir;
+  let browser;
   const python = resolvePython();
 
   before(async () => {
     fs.mkdirSync(SHOTS, { recursive: true });
-    userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-chromium-'));
     dash = await startDashboard({ port: 0 });
-    context = await playwright.chromium.launchPersistentContext(userDir, {
-      executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 800 },
-      acceptDownloads: true,
-    });
+    // launch() gives the browser a fresh temporary user data dir of its own (and removes it).
+    browser = await playwright.chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
   });
 
   after(async () => {
-    if (context) await context.close();
+    if (browser) await browser.close();
     if (dash) await dash.close();
-    fs.rmSync(userDir, { recursive: true, force: true });
   });
 
-  async function open(url, viewport) {
+  // A context per test, as a person per browser: a browser gives each host about six HTTP/1.1
+  // connections per profile, and every open page holds one for its event stream.
+  async function open(url, viewport = { width: 1280, height: 800 }) {
+    const context = await browser.newContext({ viewport, acceptDownloads: true });
     const page = await context.newPage();
-    if (viewport) await page.setViewportSize(viewport);
     const errors = [];
     page.on('pageerror', (err) => errors.push(err.message));
     page.on('console', (msg) => { if (msg.type() === 'error') errors.push(msg.text()); });
@@ -122,6 +119,25 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.match(await text(page, '#summary'), /succeeded/);
     assert.ok(Number(await page.getAttribute('#resources-chart', 'data-points')) >= 1, 'CPU/RSS sampled');
     assert.deepEqual(errors, []);
+  });
+
+  it('the form runs any command (quoted like a shell line) with its timeouts, and says why it refuses one', async () => {
+    const { page, errors } = await open(dash.url);
+    await page.check('input[name=kind][value=command]');
+    assert.ok(await page.locator('#demo-fields').isHidden());
+    await page.fill('#argv', `${python} -c "import sys; print('hello from', sys.argv[1])" 'two words'`);
+    await page.fill('#startupTimeout', '-5');
+    await page.click('#submit-button');
+    await page.locator('#submit-error', { hasText: 'startupTimeout must be a positive number' }).waitFor({ timeout: 10000 });
+    await page.fill('#startupTimeout', '60');
+    await page.click('#submit-button');
+    await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 60000 });
+    assert.match(await text(page, '#log'), /hello from two words/);
+    assert.match(await text(page, '#title'), /-c "import sys; print\('hello from', sys\.argv\[1\]\)" "two words"/);
+    // No progress reported: the bar is full at the end, the text says so.
+    assert.equal(await text(page, '#progress-text'), 'no progress reported');
+    await page.screenshot({ path: path.join(SHOTS, 'command.png'), fullPage: true });
+    assert.deepEqual(errors.filter((e) => !/status of 400 \(Bad Request\)/.test(e)), [], 'only the refused submit is an error');
   });
 
   it('a hang shows "hung" with the blocking frame and the hint', async () => {
@@ -197,12 +213,13 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
       "out.write(b'raw bytes \\xff\\xfe end\\n')",
     ].join('\n');
     const { page, errors } = await open(dash.url, { width: 420, height: 800 });
-    const go = path.join(userDir, `go-${process.hrtime.bigint()}`);
+    const go = path.join(os.tmpdir(), `tb-dash-go-${process.pid}-${process.hrtime.bigint()}`);
     const id = await submit(page, { kind: 'command', argv: [python, '-c', script, go] });
     await page.goto(`${dash.url}#/jobs/${id}`);
     await page.locator('#log', { hasText: '训练开始：损失 0.25' }).waitFor({ timeout: 30000 });
     assert.equal(await page.locator('#log div', { hasText: '训练开始' }).locator('.enc').innerText(), 'gbk');
     fs.writeFileSync(go, '');
+    t.after(() => fs.rmSync(go, { force: true }));
     await page.locator('#log', { hasText: 'fast line' }).waitFor({ timeout: 30000 });
     const boxes = async () => page.evaluate(() => ['#verdict', '#progress', '#stages', '#log'].map((s) => {
       const r = document.querySelector(s).getBoundingClientRect();

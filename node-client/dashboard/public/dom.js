@@ -31,14 +31,31 @@ export async function post(url, body) {
   return data;
 }
 
+/**
+ * A Server-Sent Events stream that a hidden tab lets go of: a browser gives each host about
+ * six HTTP/1.1 connections, and every open stream holds one, so background tabs must not
+ * starve the one in front. Opened again (from a fresh snapshot) when the tab shows.
+ */
 export function stream(url, handlers) {
-  const es = new EventSource(url);
-  es.onopen = () => { conn.textContent = 'live'; if (handlers.open) handlers.open(); };
-  es.onerror = () => { conn.textContent = 'reconnecting…'; };
-  for (const [name, fn] of Object.entries(handlers)) {
-    if (name !== 'open') es.addEventListener(name, (e) => fn(JSON.parse(e.data)));
-  }
-  return () => es.close();
+  let es = null;
+  const connect = () => {
+    es = new EventSource(url);
+    es.onopen = () => { conn.textContent = 'live'; if (handlers.open) handlers.open(); };
+    es.onerror = () => { conn.textContent = 'reconnecting…'; };
+    for (const [name, fn] of Object.entries(handlers)) {
+      if (name !== 'open') es.addEventListener(name, (e) => fn(JSON.parse(e.data)));
+    }
+  };
+  const onVisibility = () => {
+    if (document.hidden && es) { es.close(); es = null; conn.textContent = 'paused (tab hidden)'; }
+    else if (!document.hidden && !es) connect();
+  };
+  document.addEventListener('visibilitychange', onVisibility);
+  if (!document.hidden) connect();
+  return () => {
+    document.removeEventListener('visibilitychange', onVisibility);
+    if (es) es.close();
+  };
 }
 
 /** Split a command line as a POSIX shell would for words and quotes (no expansions). */

@@ -40,7 +40,9 @@ export function listPage(main) {
       progressCell.firstChild.hidden = pct === null;
       progressCell.firstChild.firstChild.style.width = `${pct ?? 0}%`;
       progressCell.lastChild.textContent = pct !== null ? ` ${Math.round(pct)}%` : (j.step !== null ? `step ${j.step}` : '');
-      tbody.insertBefore(row, before ? before : null);
+      // Moved only when out of place: moving a node drops its focus.
+      const want = before ? before : null;
+      if (row.parentNode !== tbody || row.nextSibling !== want) tbody.insertBefore(row, want);
       before = row;
     }
     for (const [id, row] of rows) if (!seen.has(id)) { row.remove(); rows.delete(id); }
