@@ -230,6 +230,7 @@ async function startDashboard({ source, host = '127.0.0.1', port = 8765, token =
     flush();
     const detach = jobs.attach(id, () => { if (!timer) timer = setTimeout(flush, FLUSH_MS); });
     stream.onClose(() => { if (detach) detach(); if (timer) clearTimeout(timer); });
+    res.jobId = id;
     streams.add(res);
     stream.onClose(() => streams.delete(res));
   }
@@ -263,6 +264,8 @@ async function startDashboard({ source, host = '127.0.0.1', port = 8765, token =
     url: `http://${shown}:${bound}/`,
     server,
     source: jobs,
+    /** How many event streams are open now: all, or those of one job's pages. */
+    openStreams: (id) => [...streams].filter((res) => id === undefined || res.jobId === id).length,
     async close({ keepSource = false } = {}) {
       for (const res of streams) res.end();
       await new Promise((resolve) => server.close(resolve));

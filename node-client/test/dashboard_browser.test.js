@@ -194,6 +194,30 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
+  it('a hidden tab lets go of its event stream and catches up when shown again', async () => {
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, { kind: 'demo', hangAt: 'config' });
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await page.locator('#where', { hasText: 'stage config' }).waitFor({ timeout: 60000 });
+    await page.locator('#conn', { hasText: 'live' }).waitFor();
+    const setHidden = (hidden) => page.evaluate((h) => {
+      // Headless pages are always visible: the tab switch is simulated as the browser reports it.
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => h });
+      document.dispatchEvent(new Event('visibilitychange'));
+    }, hidden);
+    assert.equal(dash.openStreams(id), 1);
+    await setHidden(true);
+    await page.locator('#conn', { hasText: 'paused (tab hidden)' }).waitFor();
+    const deadline = Date.now() + 5000;
+    while (dash.openStreams(id) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(dash.openStreams(id), 0, 'the server let go of the hidden page\'s stream');
+    await dash.source.cancel(id);
+    await setHidden(false);
+    await page.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 10000 });
+    assert.equal(await text(page, '#conn'), 'live');
+    assert.deepEqual(errors, []);
+  });
+
   it('GBK and undecodable output read right; 1,000 lines/s for 5 s keep the page still on a narrow window', async (t) => {
     const script = [
       'import os, sys, time',
