@@ -117,6 +117,9 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     }
     assert.equal(await page.locator('#stages li.open').count(), 0);
     assert.match(await text(page, '#summary'), /succeeded/);
+    // The report, as JSON, one click away.
+    const report = await page.request.get(await page.locator('#report-link').evaluate((a) => a.href));
+    assert.equal((await report.json()).outcome, 'succeeded');
     assert.ok(Number(await page.getAttribute('#resources-chart', 'data-points')) >= 1, 'CPU/RSS sampled');
     assert.deepEqual(errors, []);
   });
@@ -138,6 +141,13 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.equal(await text(page, '#progress-text'), 'no progress reported');
     await page.screenshot({ path: path.join(SHOTS, 'command.png'), fullPage: true });
     assert.deepEqual(errors.filter((e) => !/status of 400 \(Bad Request\)/.test(e)), [], 'only the refused submit is an error');
+  });
+
+  it('a link to a job the dashboard does not know says so', async () => {
+    const { page, errors } = await open(`${dash.url}#/jobs/job-000000000000`);
+    await page.locator('#title', { hasText: 'No job job-000000000000 here' }).waitFor({ timeout: 10000 });
+    assert.match(await text(page, '#not-found'), /no job job-000000000000/);
+    assert.deepEqual(errors.filter((e) => !/status of 404/.test(e)), []);
   });
 
   it('a hang shows "hung" with the blocking frame and the hint', async () => {
@@ -245,13 +255,20 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     fs.writeFileSync(go, '');
     t.after(() => fs.rmSync(go, { force: true }));
     await page.locator('#log', { hasText: 'fast line' }).waitFor({ timeout: 30000 });
-    const boxes = async () => page.evaluate(() => ['#verdict', '#progress', '#stages', '#log'].map((s) => {
-      const r = document.querySelector(s).getBoundingClientRect();
-      return [s, Math.round(r.top + window.scrollY), Math.round(r.height)];
+    // The layout while the job streams (a sample taken as it ends does not count: the end
+    // may rightly change the page).
+    const boxes = async () => page.evaluate(() => ({
+      streaming: ['starting', 'running', 'stalled'].includes(document.querySelector('#state').textContent),
+      boxes: ['#verdict', '#progress', '#stages', '#log'].map((s) => {
+        const r = document.querySelector(s).getBoundingClientRect();
+        return [s, Math.round(r.top + window.scrollY), Math.round(r.height)];
+      }),
     }));
     const during = [];
-    for (let i = 0; i < 8 && !(await page.getAttribute('#state', 'class')).includes('succeeded'); i++) {
-      during.push(await boxes());
+    for (let i = 0; i < 12 && during.length < 8; i++) {
+      const b = await boxes();
+      if (!b.streaming) break;
+      during.push(b.boxes);
       await page.waitForTimeout(200); // sampling the layout while lines stream, not a sync point
     }
     await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 30000 });

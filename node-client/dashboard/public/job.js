@@ -34,6 +34,7 @@ export function jobPage(main, id) {
   const cancel = h('button', { class: 'danger', id: 'cancel', type: 'button', text: 'Cancel' });
   const dump = h('button', { id: 'dump', type: 'button', text: 'Dump stacks' });
   const download = h('a', { class: 'button', id: 'download', href: `/api/jobs/${id}/log`, download: `${id}.log`, text: 'Download full log' });
+  const reportLink = h('a', { class: 'button', id: 'report-link', href: `/api/jobs/${id}/report`, target: '_blank', rel: 'noopener', hidden: true, text: 'Report (JSON)' });
   const actionMsg = h('span', { class: 'muted', id: 'action-msg', role: 'status', 'aria-live': 'polite' });
   const verdict = h('section', { class: 'panel verdict', id: 'verdict', 'aria-live': 'polite', 'aria-labelledby': 'verdict-h' });
   const bar = h('div', { class: 'progress', id: 'progress', role: 'progressbar', 'aria-label': 'Training progress', 'aria-valuemin': '0', 'aria-valuemax': '100' }, h('div', { class: 'fill' }));
@@ -49,7 +50,7 @@ export function jobPage(main, id) {
 
   main.replaceChildren(
     h('nav', {}, h('a', { href: '#/', id: 'back', text: '← All jobs' })),
-    h('div', { class: 'jobhead' }, title, state, where, h('div', { class: 'actions' }, cancel, dump, download, actionMsg)),
+    h('div', { class: 'jobhead' }, title, state, where, h('div', { class: 'actions' }, cancel, dump, download, reportLink, actionMsg)),
     verdict,
     h('section', { class: 'panel', 'aria-labelledby': 'progress-h' }, h('h2', { id: 'progress-h', text: 'Progress' }), bar, progressText),
     h('section', { class: 'panel', 'aria-labelledby': 'stages-h' }, h('h2', { id: 'stages-h', text: 'Stages' }), stagesEl),
@@ -142,6 +143,7 @@ export function jobPage(main, id) {
     if (head.pid) bits.push(`pid ${head.pid}`);
     where.textContent = bits.join(' · ');
     cancel.disabled = head.state === 'ended';
+    reportLink.hidden = head.state !== 'ended';
     if (head.state === 'ended' && /…$/.test(actionMsg.textContent)) actionMsg.textContent = '';
     dump.disabled = head.state === 'ended';
     renderVerdict();
@@ -251,6 +253,16 @@ export function jobPage(main, id) {
       renderHead();
     },
   });
+  // A job this dashboard does not know (an old link, another store): say so instead of
+  // reconnecting forever.
+  fetch(`/api/jobs/${id}`).then(async (res) => {
+    if (res.status !== 404) return;
+    close();
+    const why = (await res.json().catch(() => ({}))).error || `no job ${id}`;
+    main.replaceChildren(h('nav', {}, h('a', { href: '#/', id: 'back', text: '← All jobs' })),
+      h('section', { class: 'panel verdict', role: 'alert' }, h('h1', { id: 'title', text: `No job ${id} here` }),
+        h('p', { id: 'not-found', text: `${why}. A job run by a dashboard started with --memory ends with it; a stored job is in the store it was submitted to.` })));
+  }).catch(() => undefined);
   const tick = setInterval(() => { if (head && head.state !== 'ended') renderStages(); }, 500);
 
   cancel.addEventListener('click', async () => {
