@@ -227,3 +227,33 @@ test('ranks: one row per worker hello (torchrun); string metrics (zero-code\'s s
   model.apply(v, { type: 'progress', data: { step: 4, total: null, metrics: { source: 'optimizer', loss: 0.5 } }, t: T0 + 10 });
   assert.deepEqual([v.metrics.names, v.metrics.step], [['loss'], [4]]);
 });
+
+test('store source: a job outlives the source that started it; a new one replays it with its own times', async (t) => {
+  const { StoreSource } = require('../dashboard/store_source.js');
+  const python = require('../src/index.js').resolvePython();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const storePath = path.join(dir, 'jobs.db');
+  const until = async (what, ok, ms = 30000) => {
+    const deadline = Date.now() + ms;
+    while (!ok()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+  const first = new StoreSource({ storePath, python, refreshMs: 200 });
+  const id = await first.submit({ kind: 'command', argv: [python, '-c', "import time; print('before', flush=True); time.sleep(1.5); print('after')"] });
+  await until('the first line', () => first.get(id).log.lines.some((l) => l.text === 'before'));
+  const startedAt = first.get(id).startedAt;
+  await first.close(); // the job goes on under its keeper
+  const second = new StoreSource({ storePath, python, refreshMs: 200 });
+  t.after(() => second.close());
+  await second.refresh();
+  await until('the end', () => second.get(id) && second.get(id).state === 'ended');
+  const v = second.get(id);
+  assert.equal(v.outcome, 'succeeded');
+  assert.deepEqual(v.log.lines.map((l) => l.text).filter((x) => x === 'before' || x === 'after'), ['before', 'after']);
+  assert.equal(v.startedAt, startedAt, 'the replay keeps the events\' own times');
+  assert.equal(second.report(id).outcome, 'succeeded');
+  assert.ok(fs.readFileSync(second.logPath(id), 'utf8').includes('after'), 'the full log is the keeper\'s');
+});
