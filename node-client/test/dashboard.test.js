@@ -130,14 +130,16 @@ test('resources: CPU and RSS of the job\'s process tree, GPU memory and utilisat
   const sample = createSampler({ gpuProbe });
   const first = (await sample([child.pid])).get(child.pid);
   assert.equal(first.cpu_percent, null, 'CPU needs two samples');
-  const deadline = Date.now() + 5000;
+  // The parent only waits: any CPU is the busy child's, counted in the tree (a shared
+  // machine may give it little of a core).
+  const deadline = Date.now() + 10000;
   let s;
   do {
     await new Promise((r) => setTimeout(r, 300)); // the measuring window, not a synchronisation
     s = (await sample([child.pid])).get(child.pid);
-  } while (!(s.cpu_percent > 20) && Date.now() < deadline);
+  } while (!(s.cpu_percent >= 5) && Date.now() < deadline);
   assert.equal(s.processes, 2);
-  assert.ok(s.cpu_percent > 20, `busy child's CPU: ${s.cpu_percent}%`);
+  assert.ok(s.cpu_percent >= 5, `busy child's CPU: ${s.cpu_percent}%`);
   assert.ok(s.rss_bytes > 0);
   assert.equal(s.gpu_mem_bytes, 1536 * 1048576);
   assert.equal(s.gpu_util, 87);
