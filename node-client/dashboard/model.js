@@ -114,7 +114,10 @@ function apply(view, { type, data, t }) {
       view.pid = data.pid ?? view.pid; // the start is the first state's time (a replay has it)
       break;
     case 'state':
-      if (view.state === 'hung' && data !== 'ended') break; // hung until it has ended
+      // "ended" comes with the report ('end'): a replayed events file may have the state line
+      // a poll before the end line, and a page must not show an end without its outcome.
+      if (data === 'ended') break;
+      if (view.state === 'hung') break; // hung until it has ended
       if (data === 'running' || data === 'starting') view.stalled = null;
       view.state = data;
       if (view.startedAt === null && data !== 'queued') view.startedAt = t;

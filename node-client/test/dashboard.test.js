@@ -39,6 +39,8 @@ test('a hang stays "hung" until the end; the end closes open stages with the out
   model.apply(v, { type: 'hang', data: { reason: 'stall', stage: 'data' }, t: T0 + 4000 });
   model.apply(v, { type: 'state', data: 'running', t: T0 + 4100 });
   assert.equal(v.state, 'hung');
+  model.apply(v, { type: 'state', data: 'ended', t: T0 + 4900 });
+  assert.equal(v.state, 'hung', 'ended only with the report, which has the outcome');
   model.apply(v, { type: 'end', data: { outcome: 'hung', summary: 'Job hung.', signal: 'SIGTERM',
     diagnosis: { kind: 'lock_wait', summary: 's', hint: 'h', evidence: { frame: 'threading.py:327 wait', user_frame: 'x.py:3 f' } } }, t: T0 + 5000 });
   assert.equal(v.state, 'ended');
