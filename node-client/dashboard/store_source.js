@@ -22,7 +22,12 @@ class StoreSource extends MemorySource {
     this.path = this._store.path;
     this._limit = limit;
     this._refreshing = null;
-    this._refreshTimer = setInterval(() => this.refresh().catch(() => undefined), refreshMs);
+    this._lastError = null;
+    this._refreshTimer = setInterval(() => this.refresh().then(() => { this._lastError = null; }, (err) => {
+      // Said once per new failure, where the server's user sees it; the pages keep what they have.
+      if (err.message !== this._lastError) process.stderr.write(`[dashboard] cannot read the job store ${this.path}: ${err.message}\n`);
+      this._lastError = err.message;
+    }), refreshMs);
     this._refreshTimer.unref();
   }
 
