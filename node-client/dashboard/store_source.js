@@ -1,7 +1,8 @@
 'use strict';
+const fs = require('node:fs');
 const os = require('node:os');
+const path = require('node:path');
 const { resolvePython } = require('../src/index.js');
-const { openStore } = require('../src/store.js');
 const model = require('./model.js');
 const { MemorySource } = require('./source.js');
 const { launchOptions, titleOf } = require('./spec.js');
@@ -14,8 +15,19 @@ const { launchOptions, titleOf } = require('./spec.js');
  * options: storePath (default: the store's default path), python, sampleMs, gpuProbe,
  * refreshMs (how often the store's rows are read, default 1000), limit (jobs shown, 100).
  */
+const STORE_MODULE = path.join(__dirname, '..', 'src', 'store.js');
+
+/** Whether this build has the scheduler's job store (src/store.js, issue 17). */
+function storeAvailable() {
+  return fs.existsSync(STORE_MODULE);
+}
+
 class StoreSource extends MemorySource {
   constructor({ storePath, python, sampleMs = 1000, gpuProbe, refreshMs = 1000, limit = 100 } = {}) {
+    if (!storeAvailable()) {
+      throw new Error(`this build has no job store (${STORE_MODULE}, the scheduler's): run with --memory`);
+    }
+    const { openStore } = require(STORE_MODULE);
     super({ dataDir: os.tmpdir(), sampleMs, gpuProbe, python });
     this._ownDir = false;
     this._store = openStore(storePath, python ? { python } : {});
@@ -123,4 +135,4 @@ class StoreSource extends MemorySource {
   }
 }
 
-module.exports = { StoreSource };
+module.exports = { StoreSource, storeAvailable };
