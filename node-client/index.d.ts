@@ -361,8 +361,20 @@ export interface SubmitOptions {
   restartBackoff?: number;
 }
 
-/** A scheduled job followed through its events file: a launched Job's events, from the first. */
-export class AttachedJob extends EventEmitter implements AsyncIterable<JobEvent> {
+/**
+ * An attached job's event: a launched Job's, or `attempt` (a failed attempt that will be
+ * restarted), with `t`: its time in the events file (the keeper's wall clock, seconds since the
+ * epoch); null only for an end read from the row without its line.
+ */
+export type AttachedJobEvent =
+  (JobEvent | { type: 'attempt'; data: { attempt: number; outcome: string; report: Report; restart_in: number } })
+  & { t: number | null };
+
+/**
+ * A scheduled job followed through its events file: a launched Job's events, from the first.
+ * Every listener gets the event's time (AttachedJobEvent's `t`) as a second argument.
+ */
+export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJobEvent> {
   readonly id: string;
   readonly state: string;
   /** The running attempt's pid, once known. */
@@ -373,8 +385,9 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<JobEvent>
   readonly done: Promise<Report>;
   cancel(): Promise<Report>;
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
-  events(): AsyncIterableIterator<JobEvent>;
-  [Symbol.asyncIterator](): AsyncIterableIterator<JobEvent>;
+  events(): AsyncIterableIterator<AttachedJobEvent>;
+  [Symbol.asyncIterator](): AsyncIterableIterator<AttachedJobEvent>;
+  on(event: string, listener: (data: any, t: number | null) => void): this;
   /** Stop following (the job goes on). */
   close(): void;
 }

@@ -152,6 +152,9 @@ class Store {
  * spawn, no_worker, cancel, state, hello, stage, progress, log, heartbeat, stalled, hang,
  * signal, log_error, error (only while listened to), end (the report); status() as a Job's; plus 'attempt' ({attempt, outcome, report, restart_in})
  * when a failed attempt will be restarted. `done` resolves to the final report.
+ * Each listener gets the event's time as a second argument, `t`: the keeper's wall clock in
+ * seconds (as Python's events carry "t"), so a replay keeps the job's own timeline; null
+ * for an end read from the row without its line. events() yields {type, data, t}.
  */
 class AttachedJob extends EventEmitter {
   constructor(store, id) {
@@ -213,14 +216,14 @@ class AttachedJob extends EventEmitter {
     return got;
   }
 
-  /** Events as an async iterator: {type, data}, from the first until {type: 'end'}. */
+  /** Events as an async iterator: {type, data, t}, from the first until {type: 'end'}. */
   events() {
     const buffer = [];
     let wake = null;
     const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'attempt', 'end'];
     const listeners = names.map((type) => {
-      const fn = (data) => {
-        buffer.push({ type, data });
+      const fn = (data, t) => {
+        buffer.push({ type, data, t: t ?? null });
         if (wake) { wake(); wake = null; }
       };
       this.on(type, fn);
@@ -296,20 +299,21 @@ class AttachedJob extends EventEmitter {
     if (row && row.state !== 'ended') { this.row = row; return; }
     this._poll(); // the end line may have just been written
     if (this._stopped) return;
-    this._end(row ? (row.report || { outcome: row.outcome, note: row.note }) : { outcome: null, note: 'the job was forgotten' });
+    this._end(row ? (row.report || { outcome: row.outcome, note: row.note }) : { outcome: null, note: 'the job was forgotten' },
+      row && typeof row.ended_at === 'number' ? row.ended_at : null);
   }
 
-  _end(report) {
+  _end(report, t) {
     this.state = 'ended';
     this.report = report;
     this.close();
-    this._emit('end', report);
+    this._emit('end', report, t);
     this._resolve(report);
   }
 
-  _emit(name, value) {
+  _emit(name, value, t) {
     try {
-      this.emit(name, value);
+      this.emit(name, value, t);
     } catch (err) {
       queueMicrotask(() => { throw err; });
     }
@@ -317,57 +321,59 @@ class AttachedJob extends EventEmitter {
 
   /** One line of the events file -> the events a launched Job emits (bridge event names). */
   _deliver(event) {
+    const t = typeof event.t === 'number' ? event.t : null; // the keeper's wall clock, seconds
+    const emit = (name, value) => this._emit(name, value, t);
     switch (event.event) {
       case 'state':
         this.state = event.state;
-        this._emit('state', event.state);
+        emit('state', event.state);
         if (event.state === 'stalled') {
           const hb = this._heartbeat || {};
-          this._emit('stalled', { stage: hb.stage ?? null, idle_s: hb.idle_s ?? null, stack: hb.stack ?? null });
+          emit('stalled', { stage: hb.stage ?? null, idle_s: hb.idle_s ?? null, stack: hb.stack ?? null });
         }
         break;
       case 'output':
-        this._emit('log', { stream: event.stream, text: event.text, end: event.end });
+        emit('log', { stream: event.stream, text: event.text, end: event.end });
         break;
       case 'spawn':
         this.pid = event.pid;
-        this._emit('spawn', { pid: event.pid, command: event.command });
+        emit('spawn', { pid: event.pid, command: event.command });
         break;
       case 'no_worker':
-        this._emit('no_worker', { reason: event.reason });
+        emit('no_worker', { reason: event.reason });
         break;
       case 'cancel':
-        this._emit('cancel', { reason: event.reason, accepted: event.accepted, refused: event.refused });
+        emit('cancel', { reason: event.reason, accepted: event.accepted, refused: event.refused });
         break;
       case 'log_error': {
         const { event: _kind, t: _t, ...info } = event;
-        this._emit('log_error', info);
+        emit('log_error', info);
         break;
       }
       case 'message': {
         const body = event.body || {};
         if (this._status && (event.rank === undefined || event.rank === null || event.rank === 0)) {
           if (event.kind === 'stage') this._status.stage(body);
-          else if (event.kind === 'progress') this._status.progress(body, event.t || Date.now() / 1000);
+          else if (event.kind === 'progress') this._status.progress(body, t ?? Date.now() / 1000);
         }
         if (event.kind === 'log') {
-          this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
+          emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
         } else if (event.kind === 'error') {
-          if (this.listenerCount('error') > 0) this._emit('error', new PythonError(body));
+          if (this.listenerCount('error') > 0) emit('error', new PythonError(body));
         } else if (['hello', 'stage', 'progress', 'heartbeat'].includes(event.kind)) {
           if (event.kind === 'heartbeat') this._heartbeat = body;
-          this._emit(event.kind, body);
+          emit(event.kind, body);
         }
         break;
       }
       case 'hang':
-        this._emit('hang', { reason: event.reason, stage: null });
+        emit('hang', { reason: event.reason, stage: null });
         break;
       case 'signal':
-        this._emit('signal', event.signal);
+        emit('signal', event.signal);
         break;
       case 'attempt':
-        this._emit('attempt', { attempt: event.attempt, outcome: event.outcome, report: event.report, restart_in: event.restart_in });
+        emit('attempt', { attempt: event.attempt, outcome: event.outcome, report: event.report, restart_in: event.restart_in });
         break;
       case 'stacks': {
         const waiter = this._stacksWaiters.shift();
@@ -375,10 +381,10 @@ class AttachedJob extends EventEmitter {
         break;
       }
       case 'launch_failed':
-        if (this.listenerCount('error') > 0) this._emit('error', new Error(event.message));
+        if (this.listenerCount('error') > 0) emit('error', new Error(event.message));
         break;
       case 'end':
-        this._end(event.report || { outcome: event.outcome });
+        this._end(event.report || { outcome: event.outcome }, t);
         break;
       default:
         break;

@@ -26,7 +26,12 @@ test('submit from Node, attach: the events and the report of a launched job', as
   const seen = { stage: [], progress: [], state: [], log: [] };
   for (const name of Object.keys(seen)) job.on(name, (v) => seen[name].push(v));
   const types = [];
-  const iterating = (async () => { for await (const event of job) types.push(event.type); })();
+  const times = [];
+  const iterating = (async () => {
+    for await (const event of job) { types.push(event.type); times.push(event.t); }
+  })();
+  const progressTimes = [];
+  job.on('progress', (_body, time) => progressTimes.push(time));
   const report = await job.done;
   await iterating;
   assert.equal(types.at(-1), 'end');
@@ -44,6 +49,11 @@ test('submit from Node, attach: the events and the report of a launched job', as
   assert.equal(row.state, 'ended');
   assert.equal(row.outcome, 'succeeded');
   assert.equal(row.attempts.length, 1);
+  // Each event carries its own time from the events file (the keeper's wall clock, seconds).
+  assert.ok(times.every((time) => typeof time === 'number' && time >= row.submitted_at && time <= row.ended_at + 1),
+    `event times ${times} outside ${row.submitted_at}..${row.ended_at}`);
+  assert.equal(progressTimes.length, seen.progress.length);
+  assert.ok(progressTimes.every((time, i) => i === 0 || time >= progressTimes[i - 1]), 'progress times in order');
   const listed = await store.jobs({ limit: 10 });
   assert.deepEqual(listed.map((r) => r.id), [id]);
 });

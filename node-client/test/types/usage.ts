@@ -1,7 +1,7 @@
 // A GUI author's use of the package, type-checked by test/types.test.js (tsc --noEmit).
 // Lines marked @ts-expect-error must NOT compile: if one does, tsc fails the test.
 import {
-  launch, doctor, DoctorError, JobFailedError, LaunchError, PythonError, resolvePython,
+  launch, doctor, DoctorError, JobFailedError, LaunchError, PythonError, resolvePython, openStore,
   type Report, type Timeouts, type JobEvent, type DoctorReport,
 } from 'trainbridge';
 
@@ -40,6 +40,11 @@ async function main(): Promise<void> {
   } catch (err) {
     if (err instanceof DoctorError) void err.stderr;
   }
+
+  // A scheduled job's events carry their time (the events file's t, seconds).
+  const attached = openStore('/tmp/jobs.db').attach('id');
+  attached.on('progress', (_p, t) => { if (t !== null) void new Date(t * 1000); });
+  for await (const event of attached) { const t: number | null = event.t; void t; }
 
   // @ts-expect-error: a misspelt timeout does not compile (Timeouts is closed)
   launch({ command: 'python', timeouts: { stallTimout: 600 } });
