@@ -12,7 +12,7 @@
 const path = require('node:path');
 const { startDashboard } = require('./server.js');
 const { MemorySource } = require('./source.js');
-const { StoreSource, storeAvailable } = require('./store_source.js');
+const { StoreSource } = require('./store_source.js');
 
 function parseArgs(argv) {
   const out = { host: '127.0.0.1', port: 8765, token: process.env.TRAINBRIDGE_DASHBOARD_TOKEN || null, dataDir: null,
@@ -58,9 +58,8 @@ async function main() {
   let dash;
   let sourceToClose = null;
   try {
-    // The store by default; in a build without it (no src/store.js), jobs run in this process.
-    const memory = args.memory || (args.store === undefined && !storeAvailable());
-    const source = memory ? new MemorySource(args.dataDir ? { dataDir: args.dataDir } : {})
+    // The job store by default (jobs outlive the dashboard); --memory runs them in this process.
+    const source = args.memory ? new MemorySource(args.dataDir ? { dataDir: args.dataDir } : {})
       : new StoreSource({ storePath: args.store });
     sourceToClose = source;
     if (source.refresh) await source.refresh(); // the store answers before the page does

@@ -17,6 +17,7 @@ const path = require('node:path');
 const { toJSON } = require('../src/report.js');
 const model = require('./model.js');
 const { MemorySource } = require('./source.js');
+const { StoreSource } = require('./store_source.js');
 const { SpecError } = require('./spec.js');
 
 const PUBLIC = path.join(__dirname, 'public');
@@ -108,16 +109,29 @@ function sse(req, res) {
 }
 
 /**
- * Start serving. options: source (a job source, default a MemorySource), host (default
- * 127.0.0.1), port (default 8765; 0 picks a free one), token (required off loopback).
- * Resolves to {url, server, source, close()}.
+ * Start serving. options: source (a job source; default a StoreSource on `store`, the job
+ * store's path, default the per-user store: jobs outlive the dashboard; with `memory: true` a
+ * MemorySource: jobs run in this process and end with it), sourceOptions (for the default
+ * source), host (default 127.0.0.1), port (default 8765; 0 picks a free one), token (required
+ * off loopback). Resolves to {url, server, source, close()}; close() closes a default source.
  */
-async function startDashboard({ source, host = '127.0.0.1', port = 8765, token = null, sourceOptions = {} } = {}) {
+async function startDashboard({ source, store, memory = false, host = '127.0.0.1', port = 8765, token = null,
+  sourceOptions = {} } = {}) {
   if (!isLoopback(host) && !token) {
     throw new Error(`refusing to serve on ${host} without a token: anyone who reaches it could run commands. `
       + 'Pass --token SECRET (or set TRAINBRIDGE_DASHBOARD_TOKEN), or serve on 127.0.0.1');
   }
-  const jobs = source || new MemorySource(sourceOptions);
+  let jobs = source;
+  if (!jobs && memory) jobs = new MemorySource(sourceOptions);
+  else if (!jobs) {
+    jobs = new StoreSource({ storePath: store, ...sourceOptions });
+    try {
+      await jobs.refresh(); // the store answers before the page does
+    } catch (err) {
+      await jobs.close().catch(() => undefined);
+      throw err;
+    }
+  }
   const streams = new Set();
   let bound = port;
 
@@ -254,10 +268,15 @@ async function startDashboard({ source, host = '127.0.0.1', port = 8765, token =
       else sendJSON(res, status, { error: String(err.message) });
     });
   });
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, resolve);
-  });
+  try {
+    await new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, resolve);
+    });
+  } catch (err) {
+    if (!source) await jobs.close().catch(() => undefined); // e.g. the port is taken
+    throw err;
+  }
   bound = server.address().port;
   const shown = host.includes(':') ? `[${host}]` : host;
   return {

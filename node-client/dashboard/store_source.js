@@ -1,8 +1,6 @@
 'use strict';
-const fs = require('node:fs');
 const os = require('node:os');
-const path = require('node:path');
-const { resolvePython } = require('../src/index.js');
+const { resolvePython, openStore } = require('../src/index.js');
 const model = require('./model.js');
 const { MemorySource } = require('./source.js');
 const { launchOptions, titleOf } = require('./spec.js');
@@ -12,25 +10,15 @@ const { launchOptions, titleOf } = require('./spec.js');
  * keepers, not in this process, so they outlive the dashboard; a restarted dashboard attaches
  * to them again (each job's events from the first one) and shows the running ones live and the
  * ended ones with their reports. Jobs submitted elsewhere (`trainbridge submit`) appear too.
- * options: storePath (default: the store's default path), python, sampleMs, gpuProbe,
+ * options: storePath (default: the store's default path), python, slots (the store's, as
+ * openStore's: {jobs, gpus}; default the store's own), sampleMs, gpuProbe,
  * refreshMs (how often the store's rows are read, default 1000), limit (jobs shown, 100).
  */
-const STORE_MODULE = path.join(__dirname, '..', 'src', 'store.js');
-
-/** Whether this build has the scheduler's job store (src/store.js, issue 17). */
-function storeAvailable() {
-  return fs.existsSync(STORE_MODULE);
-}
-
 class StoreSource extends MemorySource {
-  constructor({ storePath, python, sampleMs = 1000, gpuProbe, refreshMs = 1000, limit = 100 } = {}) {
-    if (!storeAvailable()) {
-      throw new Error(`this build has no job store (${STORE_MODULE}, the scheduler's): run with --memory`);
-    }
-    const { openStore } = require(STORE_MODULE);
+  constructor({ storePath, python, slots, sampleMs = 1000, gpuProbe, refreshMs = 1000, limit = 100 } = {}) {
     super({ dataDir: os.tmpdir(), sampleMs, gpuProbe, python });
     this._ownDir = false;
-    this._store = openStore(storePath, python ? { python } : {});
+    this._store = openStore(storePath, { ...(python ? { python } : {}), ...(slots ? { slots } : {}) });
     this.path = this._store.path;
     this._limit = limit;
     this._refreshing = null;
@@ -68,21 +56,15 @@ class StoreSource extends MemorySource {
     const view = model.createView({ id: row.id, title: titleOf(row.command), command: row.command,
       t: Math.round(row.submitted_at * 1000), state: row.state === 'queued' ? 'queued' : 'starting' });
     const job = this._store.attach(row.id);
-    const entry = { view, job, row, logPath: row.log_path, listeners: new Set(), eventT: null };
+    const entry = { view, job, row, logPath: row.log_path, listeners: new Set() };
     this._jobs.set(row.id, entry);
-    // The events file has each event's time: a replay after a restart keeps the timeline.
-    // (AttachedJob keeps it to itself; its _deliver sees the line first.)
-    if (typeof job._deliver === 'function') {
-      const deliver = job._deliver.bind(job);
-      job._deliver = (event) => {
-        entry.eventT = typeof event.t === 'number' ? Math.round(event.t * 1000) : null;
-        try { deliver(event); } finally { entry.eventT = null; }
-      };
-    }
-    const fold = (type) => (data) => this._apply(entry, type, data);
+    // Each attached event carries its time from the events file (seconds): a replay after a
+    // restart keeps the job's own timeline, not the time it was read.
+    const fold = (type) => (data, t) => this._apply(entry, type, data, t);
     for (const type of ['state', 'hello', 'stage', 'progress', 'log', 'stalled', 'hang', 'signal']) job.on(type, fold(type));
     job.on('error', () => undefined);
-    job.done.then((report) => this._apply(entry, 'end', report), (err) => this._apply(entry, 'end', {
+    job.on('end', (report, t) => this._apply(entry, 'end', report, t));
+    job.done.then(() => undefined, (err) => this._apply(entry, 'end', {
       outcome: row.outcome || 'failed', summary: `The dashboard cannot follow this job: ${err.message}`, stages: [] }));
     this._notify(entry);
     return entry;
@@ -125,8 +107,9 @@ class StoreSource extends MemorySource {
     await this._store.close();
   }
 
-  _apply(entry, type, data) {
-    model.apply(entry.view, { type, data, t: entry.eventT ?? Date.now() });
+  /** Fold one event into the view; t: its time in seconds (the events file's), else now. */
+  _apply(entry, type, data, t) {
+    model.apply(entry.view, { type, data, t: typeof t === 'number' ? Math.round(t * 1000) : Date.now() });
     this._notify(entry);
   }
 
@@ -135,4 +118,4 @@ class StoreSource extends MemorySource {
   }
 }
 
-module.exports = { StoreSource, storeAvailable };
+module.exports = { StoreSource };

@@ -13,6 +13,8 @@ const { launchOptions, SpecError } = require('../dashboard/spec.js');
 const { MemorySource } = require('../dashboard/source.js');
 const { createSampler, nvidiaSmiProbe, parseApps } = require('../dashboard/resources.js');
 const { startDashboard } = require('../dashboard/server.js');
+const { StoreSource } = require('../dashboard/store_source.js');
+const { openStore } = require('../src/index.js');
 
 const T0 = 1_800_000_000_000;
 const view0 = () => model.createView({ id: 'job-1', title: 'demo', command: ['python', 'x.py'], t: T0 });
@@ -158,8 +160,13 @@ async function request(url, options = {}) {
 
 test('server: loopback only unless a token; Host, JSON and token guards; a job that cannot start says why', async (t) => {
   await assert.rejects(startDashboard({ host: '0.0.0.0', port: 0 }), /refusing to serve on 0\.0\.0\.0 without a token/);
-  const dash = await startDashboard({ port: 0 });
+  // The default source is the job store (here a fresh one): the job below is the store's.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const storePath = path.join(dir, 'jobs.db');
+  const dash = await startDashboard({ port: 0, store: storePath });
   t.after(() => dash.close());
+  assert.ok(dash.source instanceof StoreSource, 'jobs go to the job store unless memory: true');
   const url = dash.url;
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
   assert.equal((await request(url)).status, 200);
@@ -185,13 +192,17 @@ test('server: loopback only unless a token; Host, JSON and token guards; a job t
     await new Promise((r) => setTimeout(r, 20));
   }
   assert.equal(view.outcome, 'failed');
-  assert.match(view.report.summary, /did not start.*\/nonexistent\/trainer|\/nonexistent\/trainer.*did not start|did not start/);
+  assert.match(view.report.summary, /(could|did) not start '?\/nonexistent\/trainer.*Check the path/);
   assert.equal((await request(`${url}api/jobs/${id}/cancel`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } })).status, 409);
   assert.equal((await request(`${url}api/jobs/job-nope`)).status, 404);
+  const store = openStore(storePath);
+  t.after(() => store.close());
+  assert.equal((await store.get(id)).outcome, 'failed', 'the job is in the store: it outlives this dashboard');
 });
 
 test('server with a token: needed for every request, taken from a header or the cookie the link sets', async (t) => {
-  const dash = await startDashboard({ host: '127.0.0.1', port: 0, token: 's3cret' });
+  const dash = await startDashboard({ host: '127.0.0.1', port: 0, token: 's3cret', memory: true });
+  assert.ok(dash.source instanceof MemorySource && !(dash.source instanceof StoreSource));
   t.after(() => dash.close());
   const url = dash.url;
   assert.equal((await request(`${url}api/jobs`)).status, 401);
@@ -232,10 +243,7 @@ test('ranks: one row per worker hello (torchrun); string metrics (zero-code\'s s
   assert.deepEqual([v.metrics.names, v.metrics.step], [['loss'], [4]]);
 });
 
-const { StoreSource, storeAvailable } = require('../dashboard/store_source.js');
-const NO_STORE = storeAvailable() ? false : 'this build has no job store (src/store.js comes with the scheduler, issue 17)';
-
-test('store source: a job outlives the source that started it; a new one replays it with its own times', { skip: NO_STORE }, async (t) => {
+test('store source: a job outlives the source that started it; a new one replays it with its own times', async (t) => {
   const python = require('../src/index.js').resolvePython();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
