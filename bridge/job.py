@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence
 
-from trainbridge.bridge import launcher, machine, report as reports
+from trainbridge.bridge import jobenv, launcher, machine, report as reports
 from trainbridge.bridge.hub import Channel, Hub
 from trainbridge.bridge.lines import LineSplitter, RedrawThrottle, decode_line, log_text
 from trainbridge.bridge.status import StatusTracker
@@ -148,25 +148,10 @@ class Job:
         self.pid: Optional[int] = None
         self.tree: Optional[launcher.Tree] = None
 
-        heartbeat_s = _heartbeat_interval(self.m["config"])
-        variables = {
-            "TRAINBRIDGE_ENDPOINT": self.hub.endpoint,
-            "TRAINBRIDGE_JOB_ID": self.id,
-            "TRAINBRIDGE_KEY": self.key.hex(),
-            "TRAINBRIDGE_CRASH_FILE": self.crash_file,
-            "TRAINBRIDGE_HEARTBEAT_S": _num(heartbeat_s),
-            "TRAINBRIDGE_KILL_GRACE_S": _num(self.m["config"]["kill_grace"]),
-        }
         # The worker ends the job's process group when this process is gone (PROTOCOL.md
         # section 2).
-        variables["TRAINBRIDGE_CLIENT_PID"] = str(os.getpid())
-        stalled_after = self.m["config"]["stalled_after"]
-        if stalled_after is not None:
-            variables["TRAINBRIDGE_STALL_S"] = _num(stalled_after)
-        hb_timeout = self.m["config"]["heartbeat_timeout"]
-        if hb_timeout is not None:
-            # The GIL-freeze watchdog must write the main stack before we declare silence.
-            variables["TRAINBRIDGE_FREEZE_S"] = _num(max(2 * heartbeat_s, hb_timeout / 2))
+        variables = jobenv.variables(self.hub.endpoint, self.id, self.key, self.crash_file,
+                                     self.m["config"], client_pid=os.getpid())
         if self.hub.server_key:  # the tcp fallback: the worker must authenticate (hub.py)
             variables["TRAINBRIDGE_SERVER_KEY"] = self.hub.server_key
         self.env = launcher.child_env(env, variables)
@@ -774,13 +759,3 @@ def _oom_kill_count(pid: Optional[int]) -> Optional[int]:
         return evidence.oom_kill_count(pid)
     except Exception:  # noqa: BLE001 - best effort
         return None
-
-
-def _heartbeat_interval(config: Dict[str, Any]) -> float:
-    """A beat often enough that heartbeat_timeout spans several of them."""
-    timeout = config.get("heartbeat_timeout")
-    return 1.0 if timeout is None else max(0.05, min(1.0, timeout / 4))
-
-
-def _num(value: float) -> str:
-    return repr(float(value))
