@@ -45,14 +45,17 @@ class Hub:
     _instance_lock = threading.Lock()
 
     @classmethod
-    def get(cls) -> "Hub":
+    def get(cls, runtime_dir: Optional[str] = None) -> "Hub":
+        """The process's hub. `runtime_dir`: a private (0700) directory made by the caller,
+        used if the hub starts now (a wrapper that chose the endpoint before it spawned:
+        ipc://<runtime_dir>/hub.sock when that path is short enough)."""
         with cls._instance_lock:
             if cls._instance is None or not cls._instance._thread.is_alive():
-                cls._instance = cls()
+                cls._instance = cls(runtime_dir)
             return cls._instance
 
-    def __init__(self) -> None:
-        self.runtime_dir = _make_runtime_dir()
+    def __init__(self, runtime_dir: Optional[str] = None) -> None:
+        self.runtime_dir = runtime_dir or _make_runtime_dir()
         self.jobs: Dict[str, Any] = {}          # job id -> Job (I/O thread only)
         self.unrouted: Dict[str, int] = collections.Counter()  # rejections with no job
         self._calls: Deque[Callable[[], None]] = collections.deque()
@@ -248,6 +251,10 @@ class Channel:
         for routing_id in list(self.peers):
             seq = self._send_to(routing_id, kind, body or {})
         return seq
+
+    def send_to(self, routing_id: bytes, kind: str, body: Dict[str, Any]) -> int:
+        """Send to one process of the job (job.send() goes to the lead only)."""
+        return self._send_to(routing_id, kind, body)
 
     def _send_to(self, routing_id: bytes, kind: str, body: Dict[str, Any]) -> int:
         self.seq += 1

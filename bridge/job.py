@@ -33,6 +33,7 @@ from trainbridge.bridge import jobenv, launcher, machine, report as reports
 from trainbridge.bridge.hub import Channel, Hub
 from trainbridge.bridge.lines import LineSplitter, RedrawThrottle, decode_line, log_text
 from trainbridge.bridge.status import StatusTracker
+from trainbridge.bridge.streams import ChunkStream
 
 READ_SIZE = 64 * 1024
 TAIL_LINES = 40
@@ -48,6 +49,9 @@ TREE_REFRESH_PER_JOB_S = 0.05
 # What bridge/inject/sitecustomize.py and the worker print when they cannot run: no hello
 # will come from that process, so waiting for one (the startup deadline) would only kill it.
 NO_WORKER_MARKERS = ("[trainbridge] zero-code mode is off", "[trainbridge] worker disabled")
+# Keys of _pipes for streams the caller reads (start(read_pipes=False)): never real fds.
+PSEUDO_FDS = {"stdout": -1, "stderr": -2}
+OUTBOX_LIMIT = 1000        # job.send() messages held until the worker says hello
 SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
 # A job whose output is piped into this process cannot outlive it (it dies of a broken pipe
 # at its next print): a job that must outlive its client runs under a keeper instead.
@@ -73,7 +77,9 @@ class Job:
                  log_path: Optional[str] = None,
                  on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
                  tail_lines: int = TAIL_LINES, hub: Optional[Hub] = None,
-                 zero_code: bool = True, detached: bool = False):
+                 zero_code: bool = True, detached: bool = False, stdin: str = "devnull",
+                 raw: bool = False, transparent: bool = False,
+                 ident: Optional[Sequence[Any]] = None):
         if detached:
             raise TypeError(DETACHED_REMOVED)
         self.log_path = log_path
@@ -82,10 +88,17 @@ class Job:
         self.log_error: Optional[Dict[str, Any]] = None  # the log file is incomplete
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
-        self.id = f"job-{secrets.token_hex(6)}"
-        self.key = secrets.token_bytes(32)
+        # `ident` (job id, key): chosen by a caller that spawned the process already
+        # (bridge/transparent.py), whose directory then exists.
+        self.id, self.key = ident or (f"job-{secrets.token_hex(6)}", secrets.token_bytes(32))
         self.dir = os.path.join(self.hub.runtime_dir, self.id)
-        os.mkdir(self.dir, 0o700)
+        os.makedirs(self.dir, 0o700, exist_ok=ident is not None)
+        self.stdin_mode = stdin
+        self.stdin: Optional[Any] = None  # a writable binary file with stdin="pipe"
+        self.stdout = ChunkStream("stdout") if raw else None
+        self.stderr = ChunkStream("stderr") if raw else None
+        self._raw_listeners: List[Callable[[str, bytes], None]] = []
+        self._outbox: Deque[Any] = collections.deque()  # job.send() before any hello
         self.crash_file = os.path.join(self.dir, "crash.txt")
         self.dropped: Dict[bytes, Dict[str, int]] = {}  # routing id -> the worker's drop counts
         self._callbacks: List[Callable[[Dict[str, Any]], None]] = [on_event] if on_event else []
@@ -154,7 +167,7 @@ class Job:
                                      self.m["config"], client_pid=os.getpid())
         if self.hub.server_key:  # the tcp fallback: the worker must authenticate (hub.py)
             variables["TRAINBRIDGE_SERVER_KEY"] = self.hub.server_key
-        self.env = launcher.child_env(env, variables)
+        self.env = launcher.child_env(env, variables, python_env=not transparent)
         if not self.hub.server_key:  # an outer job's key must not reach this one's worker
             self.env.pop("TRAINBRIDGE_SERVER_KEY", None)
         # An outer job's setting, inherited through `env`, must not decide for this one.
@@ -164,26 +177,35 @@ class Job:
         self.cwd = cwd
 
     # --- start (caller's thread) ----------------------------------------------------------
-    def start(self) -> "Job":
+    def start(self, proc: Any = None, read_pipes: bool = True) -> "Job":
+        """Spawn the command, or supervise `proc`, a Popen already started with this
+        job's environment (ident given, stdout and stderr pipes). Without `read_pipes`
+        the caller reads proc's pipes and hands every chunk to feed_output()."""
         registered = threading.Event()
         self.hub.call(lambda: (self.hub.add_job(self), registered.set()))
         registered.wait()
-        try:
-            proc = launcher.spawn(self.cmd, self.cwd, self.env)
-        except launcher.LaunchError:
-            self.hub.call(lambda: self.hub.remove_job(self.id))
-            self._close_log()
-            raise
+        if proc is None:
+            try:
+                proc = launcher.spawn(self.cmd, self.cwd, self.env, stdin=self.stdin_mode)
+            except launcher.LaunchError:
+                self.hub.call(lambda: self.hub.remove_job(self.id))
+                self._close_log()
+                raise
         self.pid = proc.pid
+        self.stdin = proc.stdin
         attached = threading.Event()
-        self.hub.call(lambda: (self._attach(proc), attached.set()))
+        self.hub.call(lambda: (self._attach(proc, read_pipes), attached.set()))
         attached.wait()
         return self
 
-    def _attach(self, proc) -> None:
+    def _attach(self, proc, read_pipes: bool = True) -> None:
         self.proc = proc
         self.tree = launcher.Tree(proc.pid, self.id)
+        if not read_pipes:  # feed_output() brings the chunks
+            self._pipes.update({fd: stream for stream, fd in PSEUDO_FDS.items()})
         for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            if not read_pipes:
+                break
             fd = pipe.fileno()
             os.set_blocking(fd, False)
             self._pipes[fd] = stream
@@ -262,6 +284,36 @@ class Job:
         self.hub.call(ask)
         box[0].wait(timeout)
         return box[1]
+
+    def add_raw_listener(self, callback: Callable[[str, bytes], None]) -> None:
+        """Call `callback(stream, chunk)` on the I/O thread with every chunk of output as
+        read (b"" at EOF), before it is split into lines. Register before start()."""
+        self._raw_listeners.append(callback)
+
+    def send(self, data: Any) -> None:
+        """Send a message (any JSON-like value) to the training script, which gets it from
+        worker.on_message() / worker.receive() (PROTOCOL.md "user"). In order; held until
+        the worker said hello (at most OUTBOX_LIMIT). Raises ValueError when too large
+        and RuntimeError when the job ended or the outbox is full."""
+        from trainbridge.worker import codec
+
+        try:
+            codec.encode("user", 1, {"data": data}, self.key, self.id)
+        except codec.ProtocolError as exc:
+            raise ValueError(f"job.send: cannot send this message ({exc})") from None
+        if self._done.is_set():
+            raise RuntimeError(f"job.send: job {self.id} has ended")
+        if len(self._outbox) >= OUTBOX_LIMIT:
+            raise RuntimeError(f"job.send: {OUTBOX_LIMIT} messages wait for the worker's "
+                               "hello; does the script import trainbridge.worker?")
+        self._outbox.append(data)
+        self.hub.call(self._send_outbox)
+
+    def _send_outbox(self) -> None:
+        if self.lead is None or self._done.is_set():
+            return  # sent once the lead said hello
+        while self._outbox:
+            self.channel.send_to(self.lead, "user", {"data": self._outbox.popleft()})
 
     def add_listener(self, callback: Callable[[Dict[str, Any]], None]) -> None:
         """Call `callback(event)` on the I/O thread for every later event (keep it short)."""
@@ -424,6 +476,7 @@ class Job:
             self._on_cancel_reply(body, now)
         if kind == "hello":
             self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
+            self._send_outbox()
         elif kind == "stage":
             self._record_stage(body)
             self._step({"type": "stage", "t": now, "event": body["event"], "name": body["name"],
@@ -532,6 +585,33 @@ class Job:
             chunk = b""
         if chunk:
             self.bytes[stream] += len(chunk)
+            self._raw(stream, chunk)
+            self._lines(stream, self._splitters[stream].feed(chunk))
+        else:
+            self._close_pipe(fd)
+
+    def _raw(self, stream: str, chunk: bytes) -> None:
+        """The bytes as read, before any splitting; b"" at EOF."""
+        sink = self.stdout if stream == "stdout" else self.stderr
+        if sink is not None:
+            sink.feed(chunk or None)
+        for listener in list(self._raw_listeners):
+            try:
+                listener(stream, chunk)
+            except Exception as exc:  # noqa: BLE001 - a listener's bug must not stop us
+                self._raw_listeners.remove(listener)
+                self._write_log(f"[trainbridge] raw output listener failed and was removed: "
+                                f"{type(exc).__name__}: {exc}")
+
+    def feed_output(self, stream: str, chunk: bytes) -> None:
+        """I/O thread, for start(proc, read_pipes=False): a chunk the caller read from the
+        child's `stream` (b"" at EOF), handled as if the job had read it."""
+        fd = PSEUDO_FDS[stream]
+        if fd not in self._pipes:
+            return  # after EOF, or after the drain gave up on the pipe
+        if chunk:
+            self.bytes[stream] += len(chunk)
+            self._raw(stream, chunk)
             self._lines(stream, self._splitters[stream].feed(chunk))
         else:
             self._close_pipe(fd)
@@ -593,6 +673,7 @@ class Job:
         if stream is None:
             return
         self.hub.remove_fd(fd)
+        self._raw(stream, b"")
         self._lines(stream, self._splitters[stream].flush())
         try:
             # Closing the file object (not the bare fd) keeps Popen from closing the same
@@ -619,6 +700,7 @@ class Job:
                 return
             stream = self._pipes[fd]
             self.bytes[stream] += len(chunk)
+            self._raw(stream, chunk)
             self._lines(stream, self._splitters[stream].feed(chunk))
 
     # --- I/O thread: exit, drain, finish --------------------------------------------------
@@ -677,6 +759,7 @@ class Job:
         self.hub.remove_job(self.id)
         self._end_log()
         self._close_log()
+        self._close_stdin()
         shutil.rmtree(self.dir, ignore_errors=True)  # the crash file is in the report now
         self._publish({"event": "end", "outcome": self.m["outcome"], "report": self.report})
         self._done.set()
@@ -687,6 +770,13 @@ class Job:
         if held:
             self._write_log("\n".join(log_text(text) for text in held))
         self._write_log(log_text(reports.log_footer(self.report)))
+
+    def _close_stdin(self) -> None:
+        if self.stdin is not None:
+            try:
+                self.stdin.close()  # the process is gone: nobody reads it any more
+            except OSError:
+                pass
 
     def _close_log(self) -> None:
         if self._log is not None:
@@ -706,6 +796,8 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
            on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
            zero_code: bool = True,
            detached: bool = False,
+           stdin: str = "devnull",
+           raw: bool = False,
            **machine_config: Any) -> Job:
     """Start `cmd` (a list, no shell) under supervision and return its Job at once.
 
@@ -716,6 +808,9 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
     The job ends (SIGTERM, then SIGKILL after kill_grace) when this process dies without
     ending it, as noticed by the job's worker-bearing processes; a job that must outlive
     this process is submitted to a bridge.Scheduler instead (detached=True raises).
+    stdin="pipe" makes job.stdin a writable binary file (close it for EOF); "inherit"
+    passes this process's stdin. raw=True makes job.stdout and job.stderr iterators of
+    the output's bytes chunks, exactly as written, besides the line events.
     Raises launcher.LaunchError when the command cannot be started."""
     config = {"startup_timeout": startup_timeout, "stall_timeout": stall_timeout,
               "heartbeat_timeout": heartbeat_timeout, "kill_grace": kill_grace,
@@ -723,7 +818,8 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
     if stall_timeout is not None and "stalled_after" not in machine_config:
         config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
     return Job(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
-               on_event=on_event, zero_code=zero_code, detached=detached).start()
+               on_event=on_event, zero_code=zero_code, detached=detached, stdin=stdin,
+               raw=raw).start()
 
 
 class LogFileError(launcher.LaunchError):

@@ -33,10 +33,13 @@ class LaunchError(Exception):
     """The command could not be started (not found, not executable, bad cwd)."""
 
 
-def child_env(base: Optional[Mapping[str, str]], trainbridge: Mapping[str, str]) -> Dict[str, str]:
-    """The child's environment: the caller's (or ours), the Python settings, our variables."""
+def child_env(base: Optional[Mapping[str, str]], trainbridge: Mapping[str, str],
+              python_env: bool = True) -> Dict[str, str]:
+    """The child's environment: the caller's (or ours), the Python settings (unless
+    `python_env` is off: transparent mode keeps the caller's), our variables."""
     env = dict(os.environ if base is None else base)
-    env.update(PYTHON_ENV)
+    if python_env:
+        env.update(PYTHON_ENV)
     env.update(trainbridge)
     return env
 
@@ -50,13 +53,20 @@ def add_zero_code_hook(env: Dict[str, str]) -> None:
     env["PYTHONPATH"] = INJECT_DIR + (os.pathsep + rest if rest else "")
 
 
-def spawn(cmd: Sequence[str], cwd: Optional[str], env: Mapping[str, str]) -> subprocess.Popen:
-    """Start cmd in a new session with stdin=/dev/null and piped, unbuffered stdout/stderr."""
+STDIN_MODES = {"devnull": subprocess.DEVNULL, "pipe": subprocess.PIPE, "inherit": None}
+
+
+def spawn(cmd: Sequence[str], cwd: Optional[str], env: Mapping[str, str],
+          stdin: str = "devnull") -> subprocess.Popen:
+    """Start cmd in a new session with piped, unbuffered stdout/stderr. stdin is
+    "devnull", "pipe" (proc.stdin is writable) or "inherit" (this process's stdin)."""
     if isinstance(cmd, (str, bytes)) or not cmd:
         raise LaunchError("the command must be a non-empty list of arguments (no shell strings)")
+    if stdin not in STDIN_MODES:
+        raise LaunchError(f"stdin must be one of {sorted(STDIN_MODES)}, not {stdin!r}")
     try:
         return subprocess.Popen(
-            list(cmd), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            list(cmd), cwd=cwd, env=dict(env), stdin=STDIN_MODES[stdin],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
             start_new_session=True, close_fds=True)
     except (OSError, ValueError) as exc:

@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # typing costs milliseconds at import; annotations are string
 
     _F = TypeVar("_F", bound=Callable[..., Any])
 
-__all__ = ["stage", "progress", "log", "error", "enabled", "LogHandler"]
+__all__ = ["stage", "progress", "log", "error", "enabled", "send", "on_message", "receive",
+           "LogHandler"]
 
 
 def enabled() -> bool:
@@ -151,6 +152,33 @@ def error(exc_or_message: Any, **fields: Any) -> None:
         _runtime.enqueue_event("error", body)
     except BaseException as exc:  # noqa: BLE001
         _runtime.internal_error("error", exc)
+
+
+def send(data: Any, timeout: Optional[float] = 10.0) -> bool:
+    """Send a message (any JSON-like value) to the client: job.send()'s other direction.
+    In order with stages, progress and logs; False when not supervised. See
+    worker/messages.py for the limits (ValueError: too large; TimeoutError: no room)."""
+    if not _STATE.enabled:
+        return False
+    from trainbridge.worker import messages
+
+    return messages.send(data, timeout)
+
+
+def on_message(handler: Any) -> Any:
+    """Call handler(data) on the worker's thread for each message the client sends with
+    job.send() (keep it short). Without a handler, messages wait for receive()."""
+    from trainbridge.worker import messages
+
+    return messages.on_message(handler)
+
+
+def receive(timeout: Optional[float] = 0) -> Any:
+    """The next message the client sent with job.send(), or None when none came within
+    `timeout` seconds (0: just look; None: wait). For a training loop's safe points."""
+    from trainbridge.worker import messages
+
+    return messages.receive(timeout)
 
 
 def __getattr__(name: str) -> Any:

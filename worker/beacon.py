@@ -231,6 +231,10 @@ class Beacon(threading.Thread):
                     budget -= self._send_logs(events, _with_clean_fields(body), progress, budget)
                 else:
                     self._send_now(kind, _with_clean_fields(body) if kind == "error" else body)
+                    if kind == "user":
+                        from trainbridge.worker import messages
+
+                        messages.sent_one()
                 continue
             if final.kind == "bye" and any(STATE.dropped.values()):
                 # The final count, drops after the last heartbeat included (PROTOCOL.md).
@@ -376,6 +380,10 @@ class Beacon(threading.Thread):
                 STATE.cancelled = False
                 reply["error"] = error
             self._send_now("reply", reply)
+        elif kind == "user":
+            from trainbridge.worker import messages
+
+            messages.deliver(body.get("data"))
         elif kind == "refuse":
             self.refused = True
             runtime.disable()

@@ -123,6 +123,8 @@ WORKER_KINDS: Dict[str, Dict[str, str]] = {
               "kind": "str"},
     "bye": {"exit_code": "int?", "reason": "str"},
     "reply": {"to": "int", "ok": "bool"},
+    # An application message (PROTOCOL.md "user"): body {"data": any value}, both ways.
+    "user": {},
 }
 CLIENT_KINDS: Dict[str, Dict[str, str]] = {
     "ping": {},
@@ -130,6 +132,7 @@ CLIENT_KINDS: Dict[str, Dict[str, str]] = {
     "cancel": {"reason": "str?"},
     "ack": {"to": "int"},
     "refuse": {"reason": "str", "supported": "list"},
+    "user": {},
 }
 KINDS = {**WORKER_KINDS, **CLIENT_KINDS}
 # Messages the sender keeps until the client acks them (never dropped, never coalesced).

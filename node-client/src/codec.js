@@ -135,6 +135,8 @@ const WORKER_KINDS = {
     stage: 'str?', fatal: 'bool', thread: 'str', kind: 'str' },
   bye: { exit_code: 'int?', reason: 'str' },
   reply: { to: 'int', ok: 'bool' },
+  // An application message (PROTOCOL.md "user"): body {data: any value}, both ways.
+  user: {},
 };
 const CLIENT_KINDS = {
   ping: {},
@@ -142,6 +144,7 @@ const CLIENT_KINDS = {
   cancel: { reason: 'str?' },
   ack: { to: 'int' },
   refuse: { reason: 'str', supported: 'list' },
+  user: {},
 };
 const KINDS = { ...WORKER_KINDS, ...CLIENT_KINDS };
 // Messages the sender keeps until the client acks them (never dropped, never coalesced).
