@@ -7,6 +7,9 @@
     report = job.wait()
 
 The asyncio form of the same thing is bridge.aio.
+
+The names below are loaded on first use, so that importing a light submodule (the CLI's
+`run --transparent`, which spawns before it loads the rest) costs no zmq or psutil import.
 """
 
 import sys as _sys
@@ -32,8 +35,20 @@ def _check_client_requirements() -> None:
 
 _check_client_requirements()
 
-from trainbridge.bridge.job import Job, Report, launch  # noqa: E402
-from trainbridge.bridge.launcher import LaunchError  # noqa: E402
-from trainbridge.bridge.scheduler import Scheduler  # noqa: E402
-
 __all__ = ["Job", "LaunchError", "Report", "Scheduler", "launch"]
+
+
+def __getattr__(name):
+    if name in ("Job", "Report", "launch"):
+        from trainbridge.bridge import job
+
+        return getattr(job, name)
+    if name == "LaunchError":
+        from trainbridge.bridge.launcher import LaunchError
+
+        return LaunchError
+    if name == "Scheduler":
+        from trainbridge.bridge.scheduler import Scheduler
+
+        return Scheduler
+    raise AttributeError(f"module 'trainbridge.bridge' has no attribute {name!r}")

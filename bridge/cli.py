@@ -27,8 +27,6 @@ import time
 from typing import Any, Deque, Dict, List, Optional
 
 from trainbridge.bridge import machine
-from trainbridge.bridge.job import LogFileError, os_error_text
-from trainbridge.bridge.report import to_json
 
 EXIT_HUNG = 124
 EXIT_LAUNCH_FAILED = 125
@@ -95,7 +93,9 @@ def _seconds(text: str) -> Optional[float]:
     return parse_duration(text) or None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(light: bool = False) -> argparse.ArgumentParser:
+    """The CLI's parser; `light` leaves out subcommands with heavy imports (doctor, the
+    job store's), for `run --transparent`, which must spawn its command fast."""
     parser = argparse.ArgumentParser(
         prog="trainbridge",
         description="Supervise a training process: always know if it is progressing, "
@@ -132,10 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-zero-code", dest="zero_code", action="store_false",
                      help="do not load the worker into the command's Python processes; only "
                           "scripts that import trainbridge.worker themselves then say hello")
+    _add_transparent(run)
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...",
                      help="the command and its arguments")
-    _add_doctor(sub)
-    _add_job_commands(sub)
+    if not light:
+        _add_doctor(sub)
+        _add_job_commands(sub)
     return parser
 
 
@@ -143,6 +145,19 @@ def _add_job_commands(sub) -> None:
     """submit, jobs, attach, cancel, logs: the job store's verbs (bridge/cli_jobs.py)."""
     from trainbridge.bridge import cli_jobs
     cli_jobs.add_commands(sub)
+
+
+def _transparent_run(argv: List[str]) -> bool:
+    """`run ... --transparent ... -- CMD`: the flag among the options, before the command."""
+    options = argv[:argv.index("--")] if "--" in argv else argv
+    return bool(options) and options[0] == "run" and "--transparent" in options
+
+
+def _add_transparent(run) -> None:
+    """`run --transparent` and its options (bridge/transparent.py owns them)."""
+    from trainbridge.bridge import transparent
+
+    transparent.add_arguments(run)
 
 
 def _add_doctor(sub) -> None:
@@ -159,8 +174,9 @@ def _add_doctor(sub) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(light=_transparent_run(argv))
+    args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is not None:
         return int(handler(args) or 0)
@@ -169,6 +185,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         cmd = cmd[1:]
     if not cmd:
         parser.error("run: no command given (trainbridge run [options] -- CMD ...)")
+    if getattr(args, "transparent", False):
+        from trainbridge.bridge import transparent
+
+        return transparent.run(args, cmd)
     return run(args, cmd)
 
 
@@ -186,6 +206,8 @@ def run(args: argparse.Namespace, cmd: List[str]) -> int:
     except (bridge.LaunchError, OSError) as exc:
         message = f"trainbridge: could not start the command: {exc}. Check the path and that " \
                   f"it is executable (use the full path, e.g. .venv/bin/python)."
+        from trainbridge.bridge.job import LogFileError
+
         if isinstance(exc, LogFileError):  # not the command's fault: say what is wrong
             message = f"trainbridge: {exc} (--log)."
         if json_mode:
@@ -208,6 +230,7 @@ def run(args: argparse.Namespace, cmd: List[str]) -> int:
 
 def launch_failure_status(exc: BaseException) -> int:
     """127 not found, 126 found but not executable, 125 trainbridge's own (as env(1))."""
+    from trainbridge.bridge.job import LogFileError
     from trainbridge.bridge.launcher import LaunchError
 
     if not isinstance(exc, LaunchError) or isinstance(exc, LogFileError):
@@ -246,6 +269,9 @@ def _write_report(path: str, report: Dict[str, Any]) -> Optional[str]:
     """Write the report atomically (a temp file renamed over `path`). A disk that refuses
     it (read-only, full) changes neither the job's exit status nor its summary: returns
     what went wrong, for one warning, and leaves no temp file behind."""
+    from trainbridge.bridge.job import os_error_text
+    from trainbridge.bridge.report import to_json
+
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         with open(tmp, "w", encoding="ascii") as f:

@@ -1,0 +1,277 @@
+"""`trainbridge run --transparent -- CMD`: supervise CMD while changing nothing its caller
+relies on (docs/CLIENT.md, "Transparent mode").
+
+- stdin is the wrapper's own (inherited, not copied): EOF, a tty, `python - <<EOF` all work.
+- stdout and stderr are pipes that the client reads; every chunk is written to the wrapper's
+  own stdout / stderr at once and byte for byte (partial lines, "\\r", binary, any
+  encoding), while the same bytes are split into lines for the events, --log and the report.
+  A slow reader of the wrapper slows the child down (reading pauses), as without us; a
+  reader that went away makes the child's next write fail (EPIPE / SIGPIPE), as without us.
+- Nothing of trainbridge's own is written to stdout or stderr: the verdict goes to --report,
+  and to stderr only with --verdict.
+- The wrapper ends the way the child did: its exit code, or its signal raised again on the
+  wrapper (also after a cancel or a hang: the report says which it was).
+- SIGINT, SIGTERM and SIGHUP sent to the wrapper reach the child exactly once: forwarded
+  with kill(), except those the terminal sent to the foreground process group, which the
+  child (then in the wrapper's group) received already.
+- The child's environment is the caller's plus the TRAINBRIDGE_* variables and the zero-code
+  directory first on PYTHONPATH; no PYTHONUNBUFFERED / PYTHONIOENCODING / PYTHONUTF8.
+- Start-up: this module imports nothing heavy; the child is spawned first, and the client
+  (zmq, psutil, msgpack) is loaded while the child starts. The hub binds the ipc endpoint
+  the child was given; the worker's socket connects once it exists.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections import deque
+from typing import Any, Dict, List, Optional
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SI_KERNEL = 0x80          # siginfo.si_code of a signal the terminal generated
+IPC_PATH_MAX = 100        # as bridge/hub.py: sun_path is 108 bytes on Linux
+COPY_CHUNK = 64 * 1024
+COPY_JOIN_S = 2.0         # after the job's end, the longest we wait for the copies
+EXIT_NOT_FOUND = 127      # as a shell: the command does not exist
+EXIT_NOT_EXECUTABLE = 126
+
+
+def add_arguments(run: Any) -> None:
+    """The `run` subcommand's options for this mode."""
+    run.add_argument("--transparent", action="store_true",
+                     help="drop-in mode: stdin passed through, stdout/stderr copied byte for "
+                          "byte, nothing of trainbridge's own on them, the caller's environment, "
+                          "exit the way the child did (see docs/CLIENT.md)")
+    run.add_argument("--verdict", action="store_true",
+                     help="with --transparent: print the one-line verdict on stderr at the end")
+
+
+def run(args: Any, cmd: List[str]) -> int:
+    from trainbridge.bridge import jobenv, machine
+
+    config: Dict[str, Any] = {"startup_timeout": args.startup_timeout,
+                              "stall_timeout": args.stall_timeout,
+                              "heartbeat_timeout": args.heartbeat_timeout,
+                              "kill_grace": args.kill_grace}
+    if args.stall_timeout is not None:
+        config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], args.stall_timeout / 2)
+    full = {**machine.DEFAULTS, **config}
+    runtime_dir = _private_dir()
+    job_id, key = f"job-{os.urandom(6).hex()}", os.urandom(32)
+    os.mkdir(os.path.join(runtime_dir, job_id), 0o700)
+    crash_file = os.path.join(runtime_dir, job_id, "crash.txt")
+    sock_path = os.path.join(runtime_dir, "hub.sock")
+    hub = None
+    if len(sock_path) <= IPC_PATH_MAX:
+        endpoint = f"ipc://{sock_path}"
+    else:  # no short ipc path: the hub binds (tcp) first, and we pay for its imports
+        from trainbridge.bridge.hub import Hub
+        hub = Hub.get(runtime_dir)
+        endpoint = hub.endpoint
+
+    # In the terminal's foreground group, the child stays in ours, as it would without us
+    # (it may read the terminal; Ctrl-C reaches it from the terminal). Otherwise it gets a
+    # group of its own, so a signal to our group is not delivered twice.
+    interactive = _foreground()
+    env = dict(os.environ)
+    env.pop("TRAINBRIDGE_CLIENT_PID", None)
+    env.pop("TRAINBRIDGE_DETACHED", None)
+    # Without a group of its own the worker must not end "its" group (ours, maybe the
+    # caller's pipeline) when we die: the child is then left running, as without us.
+    env.update(jobenv.variables(endpoint, job_id, key, crash_file, full, detached=interactive))
+    inject = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inject")
+    env["PYTHONPATH"] = inject + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+
+    early: List[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: early.append(signum))
+                for sig in FORWARDED}
+    try:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                bufsize=0, close_fds=True,
+                                process_group=None if interactive else 0)
+    except OSError as exc:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        import shutil
+        shutil.rmtree(runtime_dir, ignore_errors=True)
+        sys.stderr.write(f"trainbridge: could not start {cmd[0]!r}: {exc}\n")
+        return EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
+    # From here on every thread (ours, the hub's, libzmq's) blocks the forwarded signals;
+    # one thread takes them with their siginfo.
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+    forwarder = Forwarder(proc, same_group=interactive)
+    for signum in early:
+        forwarder.forward(signum, None)
+    copiers = [Copier(proc.stdout, 1, "stdout"), Copier(proc.stderr, 2, "stderr")]
+
+    from trainbridge.bridge.hub import Hub
+    from trainbridge.bridge.job import Job
+
+    hub = hub or Hub.get(runtime_dir)
+    job = Job(cmd, config=config, log_path=args.log, hub=hub, transparent=True,
+              ident=(job_id, key), detached=interactive)
+    forwarder.job = job
+    job.start(proc, read_pipes=False)
+    for copier in copiers:
+        copier.attach(job)
+    if hub.endpoint != endpoint:  # the ipc bind failed: the child's worker cannot reach us
+        hub.call(lambda: job._step({"type": "no_worker", "t": _now(),
+                                    "reason": f"the hub could not bind {endpoint}"}))
+    report = job.wait()
+    for copier in copiers:  # the job's end killed what was left of the tree: EOF soon
+        copier.join(COPY_JOIN_S)
+    if args.report:
+        from trainbridge.bridge.cli import _write_report
+        _write_report(args.report, report)
+    if args.verdict:
+        sys.stderr.write(f"trainbridge: {report.get('summary', '')}\n")
+        sys.stderr.flush()
+    hub.close()
+    return exit_like(job.exit_code, job.exit_signal, previous)
+
+
+def exit_like(code: Optional[int], signal_name: Optional[str], previous: Dict[int, Any]) -> int:
+    """End this process the way the child ended: raise its signal on ourselves, or return
+    its exit code."""
+    if signal_name:
+        sig = getattr(signal, signal_name, None)
+        if sig is None and signal_name[3:].isdigit():
+            sig = int(signal_name[3:])
+        if sig is not None:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+            os.kill(os.getpid(), sig)
+            return 128 + int(sig)  # a signal that does not end a process by default
+    for sig, old in previous.items():
+        signal.signal(sig, old)
+    return 0 if code is None else code & 0xFF
+
+
+class Forwarder(threading.Thread):
+    """Takes SIGINT/SIGTERM/SIGHUP (blocked in every thread) and passes each to the child."""
+
+    def __init__(self, proc: subprocess.Popen, same_group: bool):
+        super().__init__(name="trainbridge-signals", daemon=True)
+        self.proc = proc
+        self.same_group = same_group
+        self.job: Any = None
+        self.forwarded: List[str] = []
+        self.start()
+
+    def run(self) -> None:
+        while True:
+            info = signal.sigwaitinfo(FORWARDED)
+            self.forward(info.si_signo, info.si_code)
+
+    def forward(self, signum: int, code: Optional[int]) -> None:
+        if self.same_group and code == SI_KERNEL:
+            return  # the terminal sent it to the whole foreground group: the child has it
+        job = self.job
+        if job is not None and (job.exit_code is not None or job.exit_signal is not None):
+            return  # reaped: the pid may belong to another process now
+        try:
+            os.kill(self.proc.pid, signum)
+            self.forwarded.append(signal.Signals(signum).name)
+        except OSError:
+            pass
+
+
+class Copier(threading.Thread):
+    """Copies one of the child's pipes to our own fd, chunk by chunk as read, and hands
+    each chunk to the job (on its I/O thread) for the lines, the log and the report.
+    Blocking on our reader blocks the child, as without us; when our reader is gone, the
+    pipe is closed so the child's next write fails (EPIPE / SIGPIPE), as without us."""
+
+    def __init__(self, pipe: Any, fd: int, stream: str):
+        super().__init__(name=f"trainbridge-copy-{stream}", daemon=True)
+        self.pipe = pipe
+        self.src = pipe.fileno()
+        self.fd = fd
+        self.stream = stream
+        self.job: Any = None
+        self.early: List[bytes] = []   # chunks read before the job existed
+        self.lock = threading.Lock()
+        self.broken = False
+        self.start()
+
+    def attach(self, job: Any) -> None:
+        with self.lock:
+            self.job = job
+            for chunk in self.early:
+                self._hand(chunk)
+            self.early = []
+
+    def _hand(self, chunk: bytes) -> None:
+        job = self.job
+        job.hub.call(lambda: job.feed_output(self.stream, chunk))
+
+    def run(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.src, COPY_CHUNK)
+            except InterruptedError:
+                continue
+            except OSError:
+                chunk = b""
+            if chunk and not self.broken:
+                if not _write_all(self.fd, chunk):
+                    self.broken = True
+                    self.pipe.close()  # the child's next write gets EPIPE
+                    chunk = b""
+            with self.lock:
+                if self.job is None:
+                    self.early.append(chunk)
+                else:
+                    self._hand(chunk)
+            if not chunk:
+                return
+
+
+def _write_all(fd: int, data: bytes) -> bool:
+    """Write every byte (waiting on a non-blocking fd); False when the reader is gone."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            import select
+            select.select([], [fd], [])
+        except InterruptedError:
+            continue
+        except OSError:  # EPIPE, EBADF, ENOSPC: nobody will get these bytes
+            return False
+    return True
+
+
+def _foreground() -> bool:
+    """Whether we run in the foreground process group of the terminal on stdin."""
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def _private_dir() -> str:
+    """A fresh 0700 directory for the hub's socket and the job's files (as hub.py)."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if not base or not os.path.isdir(base) or not os.access(base, os.W_OK):
+        base = os.environ.get("TMPDIR") or "/tmp"
+    while True:
+        path = os.path.join(base, f"trainbridge-{os.urandom(4).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+
+
+def _now() -> float:
+    import time
+    return time.monotonic()
