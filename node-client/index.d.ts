@@ -83,6 +83,10 @@ export interface LaunchOptions {
    * (a cancel still resolves). Default false: `done` resolves to every report.
    */
   rejectOnFailure?: boolean;
+  /** The child's stdin: 'ignore' (default, /dev/null), 'pipe' (job.stdin is a Writable) or 'inherit'. */
+  stdin?: 'ignore' | 'devnull' | 'pipe' | 'inherit';
+  /** Give job.stdout / job.stderr: Readables of the output's bytes exactly as written (besides 'log' lines). */
+  raw?: boolean;
 }
 
 export type JobState = 'starting' | 'running' | 'stalled' | 'ended';
@@ -258,6 +262,13 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
   /** Round trip to the worker's beacon in seconds; null without a worker or an answer in time. */
   ping(options?: { timeout?: number }): Promise<number | null>;
+  /** With stdin: 'pipe': the child's stdin (end() it for EOF). */
+  readonly stdin: import('node:stream').Writable | null;
+  /** With raw: true: the child's stdout / stderr bytes, exactly as written. */
+  readonly stdout: import('node:stream').Readable | null;
+  readonly stderr: import('node:stream').Readable | null;
+  /** Send a message (JSON-like) to the script (worker.on_message / worker.receive); held until its hello. */
+  send(data: unknown): void;
   /** Events from now on, until (and including) "end"; a consumer 10,000 behind gets "dropped". */
   events(): AsyncIterableIterator<JobEvent>;
   [Symbol.asyncIterator](): AsyncIterableIterator<JobEvent>;
@@ -279,6 +290,8 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   /** Emitted only while someone listens: a Python error never crashes the supervisor. */
   on(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
   on(event: 'end', listener: (report: Report) => void): this;
+  /** A message the script sent with worker.send(). */
+  on(event: 'message', listener: (data: unknown) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
   once(event: 'spawn', listener: (info: SpawnInfo) => void): this;
   once(event: 'no_worker', listener: (info: NoWorkerInfo) => void): this;

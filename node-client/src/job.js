@@ -20,6 +20,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const util = require('node:util');
 const { EventEmitter } = require('node:events');
+const { PassThrough } = require('node:stream');
+const codec = require('./codec.js');
 const machine = require('./machine.js');
 const { LineSplitter, RedrawThrottle, decodeLine, logText } = require('./lines.js');
 const launcher = require('./launcher.js');
@@ -29,6 +31,9 @@ const { buildReport, minimalReport, logFooter } = require('./report.js');
 const { StatusTracker } = require('./status.js');
 
 const DEFAULT_TAIL_LINES = 40;
+const OUTBOX_LIMIT = 1000; // job.send() messages held until the worker says hello (bridge/job.py's)
+const STDIN_MODES = { ignore: 'ignore', devnull: 'ignore', pipe: 'pipe', inherit: 'inherit' };
+const SIZE_KEY = Buffer.alloc(32);
 const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
 const DUMPS_KEPT = 4; // dump_stacks replies kept for the report
 // What bridge/inject/sitecustomize.py and the worker print when they cannot run: no hello
@@ -41,7 +46,7 @@ const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in t
 const FATAL_MARKERS = ['Fatal Python error:', 'Timeout (']; // faulthandler's crash and watchdog headers
 const FATAL_LINES_MAX = 400; // stderr lines kept after "Fatal Python error"
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
-const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'error', 'end'];
+const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'error', 'end', 'message'];
 const EVENT_QUEUE = 10000; // events kept for a slow events() consumer; the oldest go first
 // With rejectOnFailure, `done` rejects on these; a cancel (the user's own stop) still resolves.
 const FAILED_OUTCOMES = ['failed', 'crashed', 'hung'];
@@ -125,6 +130,17 @@ class Job extends EventEmitter {
     };
     this._cancelSeqs = null; // [first, last] seq of the in-band cancel in flight
     this._logFd = null;
+    // stdin: 'pipe' gives a Writable now (what is written before the spawn waits for it);
+    // raw: true gives stdout/stderr Readables of the output's bytes, exactly as written.
+    const stdinMode = options.stdin ?? 'ignore';
+    if (!Object.prototype.hasOwnProperty.call(STDIN_MODES, stdinMode)) {
+      throw new TypeError(`stdin must be one of ${Object.keys(STDIN_MODES).join(', ')}, not ${JSON.stringify(stdinMode)}`);
+    }
+    this._stdinMode = STDIN_MODES[stdinMode];
+    this.stdin = this._stdinMode === 'pipe' ? new PassThrough() : null;
+    this.stdout = options.raw ? new PassThrough() : null;
+    this.stderr = options.raw ? new PassThrough() : null;
+    this._outbox = [];
     this.done = new Promise((resolve, reject) => { this._resolveDone = resolve; this._rejectDone = reject; });
     this.done.catch(() => undefined); // a launch error also reaches 'error' listeners; never unhandled
     hub.register(this); // now, so a hub whose last job just ended does not close under us
@@ -153,6 +169,31 @@ class Job extends EventEmitter {
    */
   status() {
     return this._status.snapshot(this.state, this.pid, now());
+  }
+
+  /**
+   * Send a message (any JSON-like value) to the training script: worker.on_message() /
+   * worker.receive() get it (PROTOCOL.md "user"). In order; held until the worker says
+   * hello (at most OUTBOX_LIMIT). Throws a RangeError when too large, an Error when the
+   * job ended or the outbox is full.
+   */
+  send(data) {
+    try {
+      codec.encode('user', 1, { data }, SIZE_KEY, this.id);
+    } catch (err) {
+      throw new RangeError(`job.send: cannot send this message (${err.message})`);
+    }
+    if (this.report) throw new Error(`job.send: job ${this.id} has ended`);
+    if (this._outbox.length >= OUTBOX_LIMIT) {
+      throw new Error(`job.send: ${OUTBOX_LIMIT} messages wait for the worker's hello; does the script import trainbridge.worker?`);
+    }
+    this._outbox.push(data);
+    this._sendOutbox();
+  }
+
+  _sendOutbox() {
+    if (this._lead === null || this.report) return; // sent once the lead said hello
+    while (this._outbox.length) this._hub.send(this, this._lead, 'user', { data: this._outbox.shift() });
   }
 
   /** Every thread's Python stack, from the worker (null: no worker, or no answer in time). */
@@ -277,6 +318,7 @@ class Job extends EventEmitter {
     }
     const child = launcher.spawnChild({
       command: this.command[0], args: (this._options.args || []).map(String), cwd: this._options.cwd, env,
+      stdin: this._stdinMode,
     });
     this._child = child;
     await new Promise((resolve, reject) => {
@@ -285,6 +327,10 @@ class Job extends EventEmitter {
     });
     child.on('error', () => undefined); // after the spawn only a failed child.kill() emits it; we never call that
     this.pid = child.pid;
+    if (this.stdin && child.stdin) {
+      child.stdin.on('error', () => undefined); // EPIPE once the child is gone: it reads no more
+      this.stdin.pipe(child.stdin);
+    }
     this._tree = { rootPid: this.pid, pgid: this.pid, jobId: this.id };
     this._emit('spawn', { pid: this.pid, command: [...this.command] });
     if (this._zeroCodeMissing) {
@@ -298,6 +344,7 @@ class Job extends EventEmitter {
       child[stream].on('close', () => {
         this._pipesOpen -= 1;
         this._lines(stream, this._splitters[stream].flush());
+        if (this[stream]) this[stream].end();
       });
       child[stream].on('error', () => undefined);
     }
@@ -492,6 +539,7 @@ class Job extends EventEmitter {
     this._endLog();
     this._closeLog();
     if (this._unfollowAbort) this._unfollowAbort();
+    if (this.stdin) this.stdin.unpipe();
     fs.rmSync(this._dir, { recursive: true, force: true }); // the crash file is in the report now
     this._emit('end', this.report);
     if (this._options.rejectOnFailure && FAILED_OUTCOMES.includes(this.report.outcome)) {
@@ -566,6 +614,7 @@ class Job extends EventEmitter {
         if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
         this._emit('hello', body);
         this._post({ type: 'hello', dump_signal: this._facts.dumpPids.length > 0 });
+        this._sendOutbox();
         break;
       }
       case 'stage':
@@ -613,6 +662,10 @@ class Job extends EventEmitter {
         this._onReply(body);
         this._post({ type: 'beat' });
         break;
+      case 'user':
+        this._emit('message', body.data ?? null);
+        this._post({ type: 'beat' });
+        break;
       default:
         this._post({ type: 'beat' });
         break;
@@ -646,6 +699,7 @@ class Job extends EventEmitter {
         }
         break;
       case 'reply': this._onReply(body); break; // dumps answer from every process of the job
+      case 'user': this._emit('message', body.data ?? null); break;
       default: break;
     }
   }
@@ -711,6 +765,7 @@ class Job extends EventEmitter {
   // --- output -----------------------------------------------------------------------
   _output(stream, chunk) {
     this._facts.bytes[stream] += chunk.length;
+    if (this[stream]) this[stream].write(chunk); // raw: the bytes as read, before any split
     this._lines(stream, this._splitters[stream].feed(chunk));
   }
 

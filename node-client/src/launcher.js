@@ -128,13 +128,13 @@ function addZeroCodeHook(env, dir) {
   env.PYTHONPATH = dir + (rest ? path.delimiter + rest : '');
 }
 
-/** Spawn `command args` in its own process group with stdin from /dev/null. */
-function spawnChild({ command, args = [], cwd, env }) {
+/** Spawn `command args` in its own process group; stdin 'ignore' (/dev/null), 'pipe' or 'inherit'. */
+function spawnChild({ command, args = [], cwd, env, stdin = 'ignore' }) {
   return spawn(command, args, {
     cwd,
     env,
     detached: true, // setsid(): its own session and process group, so the tree can be signalled
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [stdin, 'pipe', 'pipe'],
     windowsHide: true,
   });
 }
