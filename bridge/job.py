@@ -78,7 +78,7 @@ class Job:
                  on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
                  tail_lines: int = TAIL_LINES, hub: Optional[Hub] = None,
                  zero_code: bool = True, detached: bool = False, stdin: str = "devnull",
-                 raw: bool = False, transparent: bool = False,
+                 raw: bool = False, python_env: bool = True,
                  ident: Optional[Sequence[Any]] = None):
         if detached:
             raise TypeError(DETACHED_REMOVED)
@@ -167,7 +167,7 @@ class Job:
                                      self.m["config"], client_pid=os.getpid())
         if self.hub.server_key:  # the tcp fallback: the worker must authenticate (hub.py)
             variables["TRAINBRIDGE_SERVER_KEY"] = self.hub.server_key
-        self.env = launcher.child_env(env, variables, python_env=not transparent)
+        self.env = launcher.child_env(env, variables, python_env=python_env)
         if not self.hub.server_key:  # an outer job's key must not reach this one's worker
             self.env.pop("TRAINBRIDGE_SERVER_KEY", None)
         # An outer job's setting, inherited through `env`, must not decide for this one.
@@ -798,6 +798,7 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
            detached: bool = False,
            stdin: str = "devnull",
            raw: bool = False,
+           python_env: bool = True,
            **machine_config: Any) -> Job:
     """Start `cmd` (a list, no shell) under supervision and return its Job at once.
 
@@ -810,7 +811,9 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
     this process is submitted to a bridge.Scheduler instead (detached=True raises).
     stdin="pipe" makes job.stdin a writable binary file (close it for EOF); "inherit"
     passes this process's stdin. raw=True makes job.stdout and job.stderr iterators of
-    the output's bytes chunks, exactly as written, besides the line events.
+    the output's bytes chunks, exactly as written, besides the line events. python_env=False
+    leaves PYTHONUNBUFFERED, PYTHONIOENCODING, PYTHONUTF8 and PYTHONFAULTHANDLER as the
+    caller's environment has them.
     Raises launcher.LaunchError when the command cannot be started."""
     config = {"startup_timeout": startup_timeout, "stall_timeout": stall_timeout,
               "heartbeat_timeout": heartbeat_timeout, "kill_grace": kill_grace,
@@ -819,7 +822,7 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
         config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
     return Job(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
                on_event=on_event, zero_code=zero_code, detached=detached, stdin=stdin,
-               raw=raw).start()
+               raw=raw, python_env=python_env).start()
 
 
 class LogFileError(launcher.LaunchError):

@@ -112,7 +112,7 @@ def run(args: Any, cmd: List[str]) -> int:
     from trainbridge.bridge.job import Job
 
     hub = hub or Hub.get(runtime_dir)
-    job = Job(cmd, config=config, log_path=args.log, hub=hub, transparent=True,
+    job = Job(cmd, config=config, log_path=args.log, hub=hub, python_env=False,
               ident=(job_id, key), detached=interactive)
     forwarder.job = job
     job.start(proc, read_pipes=False)

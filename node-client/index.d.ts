@@ -87,6 +87,8 @@ export interface LaunchOptions {
   stdin?: 'ignore' | 'devnull' | 'pipe' | 'inherit';
   /** Give job.stdout / job.stderr: Readables of the output's bytes exactly as written (besides 'log' lines). */
   raw?: boolean;
+  /** false: leave PYTHONUNBUFFERED, PYTHONIOENCODING, PYTHONUTF8, PYTHONFAULTHANDLER as env has them. Default true. */
+  pythonEnv?: boolean;
 }
 
 export type JobState = 'starting' | 'running' | 'stalled' | 'ended';

@@ -308,7 +308,7 @@ class Job extends EventEmitter {
       endpoint, jobId: this.id, key: this.key, crashFile: this._crashFile,
       serverKey: this._hub.serverKey,
       ...workerTimings(this._m.config), ...this._workerSettings,
-    });
+    }, { pythonEnv: this._options.pythonEnv !== false });
     if (this._options.zeroCode !== false) {
       // As bridge.launch(zero_code=True): every Python process of the job says hello and
       // reports startup/main stages even if the script never imports the worker.

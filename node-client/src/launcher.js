@@ -77,13 +77,17 @@ const TIMEOUT_ENV = {
  * and optional heartbeat_s,
  * stall_s, freeze_s, ack_timeout_s, kill_grace_s.
  */
-function childEnv(base, worker) {
+function childEnv(base, worker, { pythonEnv = true } = {}) {
   const env = { ...(base || process.env) };
+  if (pythonEnv) {
+    Object.assign(env, {
+      PYTHONUNBUFFERED: '1', // the pipe must not hold lines back: stalls are judged on output too
+      PYTHONIOENCODING: 'utf-8',
+      PYTHONUTF8: '1',
+      PYTHONFAULTHANDLER: '1', // a native crash prints a stack even without the worker
+    });
+  }
   Object.assign(env, {
-    PYTHONUNBUFFERED: '1', // the pipe must not hold lines back: stalls are judged on output too
-    PYTHONIOENCODING: 'utf-8',
-    PYTHONUTF8: '1',
-    PYTHONFAULTHANDLER: '1', // a native crash prints a stack even without the worker
     TRAINBRIDGE_ENDPOINT: worker.endpoint,
     TRAINBRIDGE_JOB_ID: worker.jobId,
     TRAINBRIDGE_KEY: worker.key.toString('hex'),

@@ -1,0 +1,261 @@
+'use strict';
+/**
+ * python-shell's surface, running under trainbridge supervision:
+ *
+ *   const { PythonShell } = require('trainbridge/shell');   // was: require('python-shell')
+ *
+ * Same constructor, options (mode text / json / binary, formatter, parser, stderrParser,
+ * encoding, pythonPath, pythonOptions, scriptPath, args, cwd, env), events ('message' per
+ * stdout line, 'stderr' per stderr line, 'pythonError', 'error', 'close'), send(), end(cb)
+ * with python-shell's error fields, kill(), and the statics run / runString / checkSyntax /
+ * getVersion. What it adds: `shell.job` (the supervised Job: stages, progress, hangs) and
+ * `shell.report` (the final report), also on the error as `err.report`. What it does not
+ * do, and why: docs/CLIENT.md, "python-shell adapter".
+ *
+ * The child's stdio is kept as it is: stdin is a pipe the script reads, stdout and stderr
+ * are the bytes it wrote (raw streams of the job), split into messages here exactly as
+ * python-shell splits them (on "\n", the last piece at the end).
+ */
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const crypto = require('node:crypto');
+const { EventEmitter } = require('node:events');
+const { Transform } = require('node:stream');
+const { execFile, execFileSync } = require('node:child_process');
+const { launch } = require('./index.js');
+
+/** The error of a script that exited with a non-zero status (python-shell's fields). */
+class PythonShellError extends Error {}
+class PythonShellErrorWithLogs extends PythonShellError {}
+
+/** Splits a text stream into "\n"-separated pieces; the rest comes at the end. */
+class NewlineTransformer extends Transform {
+  constructor() {
+    super({ readableObjectMode: true });
+    this._rest = '';
+  }
+
+  _transform(chunk, encoding, callback) {
+    const pieces = (this._rest + chunk.toString()).split('\n');
+    this._rest = pieces.pop();
+    for (const piece of pieces) this.push(piece);
+    callback();
+  }
+
+  _flush(callback) {
+    if (this._rest) this.push(this._rest);
+    this._rest = '';
+    callback();
+  }
+}
+
+const toArray = (value) => (value === undefined || value === null ? [] : Array.isArray(value) ? value : [value]);
+
+// Options that are trainbridge's, not spawn's.
+const BRIDGE_OPTIONS = ['timeouts', 'logPath', 'tailLines', 'zeroCode', 'injectDir', 'detached', 'hub', 'pythonEnv'];
+
+class PythonShell extends EventEmitter {
+  constructor(scriptPath, options, stdoutSplitter = null, stderrSplitter = null) {
+    super();
+    if (typeof scriptPath !== 'string' || scriptPath.trim().length === 0) {
+      throw new Error('scriptPath cannot be empty! You must give a script for python to run');
+    }
+    options = { ...PythonShell.defaultOptions, ...(options || {}) };
+    const resolve = (table, value) => (typeof value === 'string' ? PythonShell[table][value] : typeof value === 'function' ? value : undefined);
+    const pythonPath = options.pythonPath || PythonShell.defaultPythonPath;
+    const pythonOptions = toArray(options.pythonOptions);
+    const scriptArgs = toArray(options.args);
+    this.scriptPath = path.join(options.scriptPath || '', scriptPath);
+    this.command = pythonOptions.concat(this.scriptPath, scriptArgs);
+    this.mode = options.mode || 'text';
+    this.formatter = resolve('format', options.formatter || this.mode);
+    this.parser = resolve('parse', options.parser || this.mode);
+    this.stderrParser = resolve('parse', options.stderrParser || 'text');
+    this.terminated = false;
+    this.exitCode = null;
+    this.exitSignal = null;
+    this.report = null;
+    this._endCallback = null;
+
+    const bridge = {};
+    for (const name of BRIDGE_OPTIONS) if (options[name] !== undefined) bridge[name] = options[name];
+    // python-shell passes the caller's environment as it is: so do we (pythonEnv: false).
+    this.job = launch({
+      pythonEnv: false, ...bridge, command: pythonPath, args: this.command, cwd: options.cwd, env: options.env,
+      stdin: 'pipe', raw: true,
+    });
+    this.stdin = this.job.stdin;
+    this.stdout = this.job.stdout;
+    this.stderr = this.job.stderr;
+    const encoding = options.encoding || 'utf8';
+    let errorData = '';
+    let stdoutEnded = false;
+    let stderrEnded = false;
+    let exited = false;
+    const terminateIfNeeded = () => {
+      if (!stdoutEnded || !stderrEnded || !exited || this.terminated) return;
+      let err;
+      if (this.exitCode) {
+        err = errorData ? this._parseError(errorData) : new PythonShellError(`process exited with code ${this.exitCode}`);
+        Object.assign(err, {
+          executable: pythonPath, options: pythonOptions.length ? pythonOptions : null, script: this.scriptPath,
+          args: scriptArgs.length ? scriptArgs : null, exitCode: this.exitCode, report: this.report,
+        });
+        if (this.listenerCount('pythonError') > 0 || !this._endCallback) this.emit('pythonError', err);
+      }
+      this.terminated = true;
+      this.emit('close');
+      if (this._endCallback) this._endCallback(err, this.exitCode, this.exitSignal);
+    };
+
+    if (this.parser) {
+      this.stdout.setEncoding(encoding);
+      const splitter = stdoutSplitter || new NewlineTransformer();
+      splitter.setEncoding(encoding);
+      this.stdout.pipe(splitter).on('data', (line) => this.emit('message', this.parser(line)));
+      this.stdout.on('end', () => { stdoutEnded = true; terminateIfNeeded(); });
+    } else {
+      // binary: the bytes are the caller's to read from shell.stdout
+      this.stdout.on('end', () => { stdoutEnded = true; terminateIfNeeded(); });
+    }
+    if (this.stderrParser) {
+      this.stderr.setEncoding(encoding);
+      const splitter = stderrSplitter || new NewlineTransformer();
+      splitter.setEncoding(encoding);
+      this.stderr.pipe(splitter).on('data', (line) => this.emit('stderr', this.stderrParser(line)));
+    }
+    this.stderr.on('data', (data) => { errorData += String(data); });
+    this.stderr.on('end', () => { stderrEnded = true; terminateIfNeeded(); });
+
+    this.job.done.then((report) => {
+      this.report = report;
+      this.exitCode = report.exit_code ?? null;
+      this.exitSignal = report.signal ?? null;
+      this.emit('report', report);
+      exited = true;
+      terminateIfNeeded();
+    }, (err) => {
+      // The command could not be started (python-shell: the child process's 'error').
+      this.terminated = true;
+      this.emit('error', err);
+      if (this._endCallback) this._endCallback(err, null, null);
+    });
+  }
+
+  /** Send a message to the script's stdin: formatted per mode, then a newline (not in binary). */
+  send(message) {
+    if (!this.stdin) throw new Error('stdin not open for writing');
+    let data = this.formatter ? this.formatter(message) : message;
+    if (this.mode !== 'binary') data += os.EOL;
+    this.stdin.write(data);
+    return this;
+  }
+
+  /** Close stdin; callback(err, exitCode, exitSignal) once the script ended. */
+  end(callback) {
+    if (this.stdin) this.stdin.end();
+    this._endCallback = callback;
+    return this;
+  }
+
+  /** Send `signal` to the script's process (default SIGTERM). For a clean stop: job.cancel(). */
+  kill(signal) {
+    if (this.job.pid && !this.terminated) {
+      try { process.kill(this.job.pid, signal || 'SIGTERM'); } catch { /* already gone */ }
+    }
+    return this;
+  }
+
+  /** @deprecated python-shell's alias for kill(). */
+  terminate(signal) {
+    return this.kill(signal);
+  }
+
+  _parseError(data) {
+    const text = String(data);
+    if (/^Traceback/.test(text)) {
+      const lines = text.trim().split(os.EOL);
+      const error = new PythonShellError(lines.pop());
+      error.traceback = data;
+      error.stack += `${os.EOL}    ----- Python Traceback -----${os.EOL}  ${lines.slice(1).join(`${os.EOL}  `)}`;
+      return error;
+    }
+    return new PythonShellError(text);
+  }
+
+  /** Run a script; resolves to its messages, rejects with the error (err.logs: the messages). */
+  static run(scriptPath, options) {
+    return new Promise((resolve, reject) => {
+      const shell = new PythonShell(scriptPath, options);
+      const output = [];
+      shell.on('message', (message) => output.push(message));
+      shell.end((err) => {
+        if (err) {
+          err.logs = output;
+          reject(err);
+        } else {
+          resolve(output);
+        }
+      });
+    });
+  }
+
+  /** Run Python code given as a string (written to a temporary file, removed afterwards). */
+  static async runString(code, options) {
+    const file = path.join(os.tmpdir(), `trainbridgeShell${crypto.randomBytes(6).toString('hex')}.py`);
+    fs.writeFileSync(file, code);
+    try {
+      return await PythonShell.run(file, options);
+    } finally {
+      fs.rmSync(file, { force: true });
+    }
+  }
+
+  static getPythonPath() {
+    return PythonShell.defaultOptions.pythonPath || PythonShell.defaultPythonPath;
+  }
+
+  /** Compile `code` without running it; rejects with the compiler's output. */
+  static async checkSyntax(code) {
+    const file = path.join(os.tmpdir(), `trainbridgeSyntax${crypto.randomBytes(6).toString('hex')}.py`);
+    fs.writeFileSync(file, code);
+    try {
+      return await PythonShell.checkSyntaxFile(file);
+    } finally {
+      fs.rmSync(file, { force: true });
+    }
+  }
+
+  static checkSyntaxFile(filePath) {
+    return execPromise(PythonShell.getPythonPath(), ['-m', 'py_compile', filePath]);
+  }
+
+  static getVersion(pythonPath) {
+    return execPromise(pythonPath || PythonShell.getPythonPath(), ['--version']);
+  }
+
+  static getVersionSync(pythonPath) {
+    return execFileSync(pythonPath || PythonShell.getPythonPath(), ['--version']).toString();
+  }
+}
+
+function execPromise(file, args) {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, (err, stdout, stderr) => (err ? reject(stderr || err) : resolve({ stdout, stderr })));
+  });
+}
+
+PythonShell.defaultPythonPath = process.platform !== 'win32' ? 'python3' : 'python';
+PythonShell.defaultOptions = {};
+PythonShell.format = {
+  text: (data) => (data ? String(data) : ''),
+  json: (data) => JSON.stringify(data),
+};
+PythonShell.parse = {
+  text: (data) => String(data),
+  json: (data) => JSON.parse(data),
+};
+
+module.exports = { PythonShell, PythonShellError, PythonShellErrorWithLogs, NewlineTransformer };
