@@ -143,6 +143,11 @@ ENCODE_CASES = [
      {"records": [{"level": "info", "message": "epoch 1 \u5b8c\u6210", "created": 1764460800.5},
                   {"level": "warning", "message": "C:\\ckpt", "logger": "train",
                    "created": 1764460801, "fields": {"loss": 0.25, "note": "\u00e9"}}]}),
+    ("user message (worker.send): any JSON value, non-ASCII escaped", "user",
+     {"data": {"path": "/ckpt/\u6a21\u578b-3.pt", "step": 3, "ok": True,
+               "list": [1, 2.5, None, "C:\\out"]}}),
+    ("user message (job.send): a bare string", "user", {"data": "save a checkpoint now"}),
+    ("user message: null data", "user", {"data": None}),
 ]
 
 
@@ -246,6 +251,10 @@ def decode_cases():
         decode_case("nesting deeper than the limit",
                     sign_raw(envelope("progress", dict(ok_progress, metrics=deep))), "too_deep"),
         decode_case("oversize message", [b"\x80" * (codec.MAX_MESSAGE_BYTES + 1), b"\0" * 32], "oversize"),
+        decode_case("user message accepted from a worker",
+                    sign_raw(envelope("user", {"data": [1, "two"]})), expect="worker"),
+        decode_case("user message accepted from the client",
+                    sign_raw(envelope("user", {"data": {"cmd": "save"}})), expect="client"),
     ]
 
 
