@@ -137,6 +137,8 @@ CLIENT_KINDS: Dict[str, Dict[str, str]] = {
 KINDS = {**WORKER_KINDS, **CLIENT_KINDS}
 # Messages the sender keeps until the client acks them (never dropped, never coalesced).
 FINAL_KINDS = frozenset({"error", "bye"})
+# Application data is sent whole or not at all: a value over a limit is an error, not a cut.
+UNCUT_KINDS = frozenset({"user"})
 
 _TYPES = {"int": (int,), "num": (int, float), "str": (str,), "bool": (bool,), "list": (list,),
           "map": (dict,)}
@@ -217,6 +219,8 @@ def encode(kind: str, seq: int, body: Dict[str, Any], key: bytes, job: str,
         raise ProtocolError("unknown_kind", kind)
     trunc: List[str] = []
     prepared = _prepare(body, "body", trunc, 1)
+    if trunc and kind in UNCUT_KINDS:
+        raise ProtocolError("too_long", f"{kind} would be cut at {', '.join(trunc)[:200]}")
     envelope = {"body": prepared, "job": escape(job), "kind": kind, "seq": seq,
                 "ts": time.time() if ts is None else ts, "v": PROTOCOL_MAJOR}
     if trunc:

@@ -149,6 +149,8 @@ const CLIENT_KINDS = {
 const KINDS = { ...WORKER_KINDS, ...CLIENT_KINDS };
 // Messages the sender keeps until the client acks them (never dropped, never coalesced).
 const FINAL_KINDS = new Set(['error', 'bye']);
+// Application data is sent whole or not at all: a value over a limit is an error, not a cut.
+const UNCUT_KINDS = new Set(['user']);
 
 const isInt = (v) => (typeof v === 'number' && Number.isInteger(v)) || typeof v === 'bigint';
 const isPlainMap = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -251,6 +253,7 @@ function encode(kind, seq, body, key, job, ts = null) {
   if (!Object.prototype.hasOwnProperty.call(KINDS, kind)) throw new ProtocolError('unknown_kind', kind);
   const trunc = [];
   const prepared = prepare(body, 'body', trunc, 1);
+  if (trunc.length && UNCUT_KINDS.has(kind)) throw new ProtocolError('too_long', `${kind} would be cut at ${trunc.join(', ').slice(0, 200)}`);
   const envelope = new Map([['body', prepared], ['job', escape(job)], ['kind', kind], ['seq', seq]]);
   // Paths name the original keys; escaped so the envelope itself obeys the ASCII rule.
   if (trunc.length) envelope.set('trunc', trunc.map(escape));
@@ -394,6 +397,6 @@ function checkSeq(last, seq) {
 module.exports = {
   PROTOCOL_MAJOR, PROTOCOL_VERSION, SUPPORTED_MAJORS, MAC_SIZE, MAX_MESSAGE_BYTES,
   MAX_FIELD_CHARS, MAX_TEXT_CHARS, MAX_ARRAY_ITEMS, MAX_MAP_ITEMS, MAX_DEPTH, TEXT_FIELDS,
-  SAFE_INT, WORKER_KINDS, CLIENT_KINDS, KINDS, FINAL_KINDS,
+  SAFE_INT, WORKER_KINDS, CLIENT_KINDS, KINDS, FINAL_KINDS, UNCUT_KINDS,
   ProtocolError, escape, unescape, escapeWithin, encode, decode, sign, checkSeq,
 };

@@ -1,0 +1,153 @@
+"""The Python client as a drop-in (issue 14 items 2 and 3): launch(stdin="pipe"), raw output
+chunks besides the line events, and two-way messages (job.send / worker.send)."""
+
+import os
+import sys
+import time
+
+import pytest
+
+from tests.client.conftest import ROOT, WAIT_S, assert_tree_gone, validate_report
+from trainbridge import bridge
+
+GBK = "\u4e2d\u6587".encode("gbk")
+ECHO = r"""
+import sys
+data = sys.stdin.buffer.read()           # until EOF
+out = sys.stdout.buffer
+out.write(b"[%d]" % len(data) + data)
+out.write(b"prompt> 50%\r")
+out.write(GBK)
+out.write(bytes(range(256)))
+out.write(b"tail without newline")
+"""
+
+
+def py(code, **extra):
+    return [sys.executable, "-c", f"GBK = {GBK!r}\n" + code]
+
+
+def test_stdin_pipe_and_raw_output_are_byte_exact_besides_the_lines():
+    job = bridge.launch(py(ECHO), stdin="pipe", raw=True, startup_timeout=WAIT_S)
+    sent = b"abc\xff\r\n" + GBK + b"no newline at the end"
+    job.stdin.write(sent)
+    job.stdin.close()  # EOF
+    chunks = list(job.stdout)
+    report = job.wait(WAIT_S)
+    assert report is not None and report.outcome == "succeeded"
+    validate_report(report)
+    expected = (b"[%d]" % len(sent) + sent + b"prompt> 50%\r" + GBK + bytes(range(256))
+                + b"tail without newline")
+    assert b"".join(chunks) == expected
+    assert job.stderr.read() == b""
+    # The same bytes as lines for events and the report.
+    assert report["log_tail"][-1].endswith("tail without newline")
+    assert_tree_gone(job)
+
+
+def test_raw_chunks_arrive_before_the_line_is_complete():
+    code = "import sys\nsys.stdout.write('name? '); sys.stdout.flush()\nprint('hi', sys.stdin.readline().strip())\n"
+    job = bridge.launch([sys.executable, "-c", code], stdin="pipe", raw=True,
+                        startup_timeout=WAIT_S)
+    first = job.stdout.next_chunk(WAIT_S)
+    assert first == b"name? "  # a prompt without a newline, delivered at once
+    job.stdin.write(b"ada\n")
+    job.stdin.close()
+    assert job.stdout.read() == b"hi ada\n"
+    assert job.wait(WAIT_S).outcome == "succeeded"
+
+
+def test_stdin_defaults_to_devnull_and_rejects_unknown_modes():
+    job = bridge.launch([sys.executable, "-c", "import sys; print(repr(sys.stdin.read()))"],
+                        raw=True, startup_timeout=WAIT_S)
+    assert job.stdin is None and job.stdout.read() == b"''\n"
+    job.wait(WAIT_S)
+    with pytest.raises(bridge.LaunchError, match="stdin must be one of"):
+        bridge.launch([sys.executable, "-c", "pass"], stdin="tty")
+
+
+CHECKPOINT = r"""
+from trainbridge import worker
+import time
+worker.send({"ready": True, "path": "C:\\runs\\\u6a21\u578b"})
+for step in range(2000):
+    worker.progress(step, 2000)
+    msg = worker.receive(timeout=0.01)          # a safe point in the training loop
+    if msg is None:
+        continue
+    if msg == "stop":
+        break
+    if msg.get("cmd") == "checkpoint":
+        worker.send({"saved": "/ckpt/step-%d.pt" % step, "asked": msg["id"]})
+"""
+
+
+def test_two_way_messages_in_order_with_non_ascii_values():
+    events = []
+    job = bridge.launch([sys.executable, "-c", CHECKPOINT], on_event=events.append,
+                        startup_timeout=WAIT_S)
+    job.send({"cmd": "checkpoint", "id": 1})  # before the hello: held, then sent in order
+    job.send({"cmd": "checkpoint", "id": 2})
+    answers = []
+    for event in job.events(timeout=WAIT_S):
+        if event["event"] == "message" and event["kind"] == "user":
+            answers.append(event["body"]["data"])
+            if len(answers) == 3:
+                job.send("stop")
+    report = job.wait(WAIT_S)
+    assert report.outcome == "succeeded"
+    assert answers[0] == {"ready": True, "path": "C:\\runs\\\u6a21\u578b"}
+    assert [a["asked"] for a in answers[1:]] == [1, 2]
+    assert all(a["saved"].startswith("/ckpt/step-") for a in answers[1:])
+    with pytest.raises(RuntimeError, match="has ended"):
+        job.send("late")
+
+
+def test_on_message_handler_and_limits():
+    code = r"""
+from trainbridge import worker
+import threading
+got = threading.Event()
+box = []
+@worker.on_message
+def handle(data):
+    box.append(data)
+    got.set()
+worker.send("hello")
+assert got.wait(30)
+try:
+    worker.send("x" * (2 << 20))
+except ValueError as exc:
+    worker.send({"refused": str(exc)[:40]})
+worker.send({"echo": box[0]})
+"""
+    job = bridge.launch([sys.executable, "-c", code], startup_timeout=WAIT_S)
+    answers = []
+    for event in job.events(timeout=WAIT_S):
+        if event["event"] == "message" and event["kind"] == "user":
+            answers.append(event["body"]["data"])
+            if event["body"]["data"] == "hello":
+                job.send([1, 2.5, None, "\u00e9"])
+    assert job.wait(WAIT_S).outcome == "succeeded"
+    assert answers[0] == "hello"
+    assert answers[1]["refused"].startswith("worker.send: cannot send")
+    assert answers[2] == {"echo": [1, 2.5, None, "\u00e9"]}
+    with pytest.raises(ValueError, match="cannot send"):
+        job.send(b"x" * (2 << 20))
+
+
+def test_worker_send_without_a_client_is_a_no_op():
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINBRIDGE_")}
+    done = subprocess.run([sys.executable, "-c", "from trainbridge import worker; "
+                           "print(worker.send({'a': 1}), worker.receive())"],
+                          capture_output=True, env=env, cwd=ROOT, timeout=WAIT_S)
+    assert done.stdout == b"False None\n", done.stderr
+
+
+def test_the_checkpoint_demo_runs_under_the_python_client():
+    import subprocess
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "checkpoint_gui.py")],
+                          capture_output=True, cwd=ROOT, timeout=WAIT_S)
+    assert done.returncode == 0, done.stderr
+    assert b"checkpoint saved at /" in done.stdout and b"outcome: succeeded" in done.stdout
