@@ -1,0 +1,156 @@
+'use strict';
+// The python-shell adapter (require('trainbridge/shell')), behaviour by behaviour against
+// python-shell itself (a devDependency): the same script, the same calls, the same events,
+// messages, errors and exit; plus what supervision adds (the report).
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const Reference = require('python-shell');
+const Ours = require('trainbridge/shell');
+const { PYTHON, userEnv, processesOfJob } = require('../test-support/e2e.js');
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-shell-'));
+test.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+let counter = 0;
+function script(code) {
+  counter += 1;
+  const file = path.join(dir, `s${counter}.py`);
+  fs.writeFileSync(file, code);
+  return file;
+}
+const base = () => ({ pythonPath: PYTHON, env: userEnv() });
+
+/**
+ * Run one script with python-shell and with the adapter; drive(shell) sends/ends; returns
+ * each side's record: the events in order and the end callback's arguments.
+ */
+function runOne(Shell, file, options, drive) {
+  return new Promise((resolve) => {
+    const shell = new Shell(file, { ...base(), ...options });
+    const events = [];
+    shell.on('message', (m) => events.push(['message', m]));
+    shell.on('stderr', (l) => events.push(['stderr', l]));
+    shell.on('close', () => events.push(['close']));
+    const binary = [];
+    if (options.mode === 'binary') shell.stdout.on('data', (c) => binary.push(Buffer.from(c)));
+    drive(shell);
+    shell.end((err, code, signal) => resolve({ shell, events, err, code, signal, binary: Buffer.concat(binary) }));
+  });
+}
+async function both(code, options = {}, drive = () => undefined) {
+  const file = script(code);
+  const [ref, ours] = await Promise.all([
+    runOne(Reference.PythonShell, file, options, drive), runOne(Ours.PythonShell, file, options, drive)]);
+  return { ref, ours };
+}
+
+test('text mode: a message per stdout line, split as python-shell splits ("\\r", no final newline)', async () => {
+  const { ref, ours } = await both('import sys\nprint("a")\nsys.stdout.write("b\\r\\nprompt> 10%\\rc\\n")\nprint("\\u4e2d\\u6587")\nsys.stdout.write("last, no newline")\n');
+  assert.deepEqual(ours.events, ref.events);
+  assert.equal(ours.events.at(-2)[1], 'last, no newline');
+  assert.deepEqual([ours.err, ours.code, ours.signal], [undefined, 0, null]);
+  assert.equal(ours.shell.report.outcome, 'succeeded'); // what the adapter adds
+  assert.deepEqual(processesOfJob(ours.shell.report.job_id), []);
+});
+
+test('json mode: send() objects as JSON lines, messages parsed, stdin EOF ends the loop', async () => {
+  const code = 'import sys, json\nfor line in sys.stdin:\n    print(json.dumps({"got": json.loads(line)}))\n';
+  const drive = (shell) => { shell.send({ a: 1, s: '\u00e9' }); shell.send([1, 2]); shell.send('x'); };
+  const { ref, ours } = await both(code, { mode: 'json' }, drive);
+  assert.deepEqual(ours.events, ref.events);
+  assert.deepEqual(ours.events[0], ['message', { got: { a: 1, s: '\u00e9' } }]);
+});
+
+test('binary mode: raw bytes both ways, no message or stderr events', async () => {
+  const code = 'import sys\nd = sys.stdin.buffer.read()\nsys.stdout.buffer.write(d[::-1] + bytes(range(256)))\nsys.stderr.write("note\\n")\n';
+  const data = Buffer.from([0xd6, 0xd0, 0x0d, 0x00, 0xff, 0x0a]);
+  const { ref, ours } = await both(code, { mode: 'binary' }, (shell) => shell.send(data));
+  assert.deepEqual(ours.binary, ref.binary);
+  assert.deepEqual(ours.binary.subarray(0, 6), Buffer.from([...data].reverse()));
+  assert.deepEqual(ours.events, ref.events);
+});
+
+test('stderr: a "stderr" event per line; the error is the traceback\'s last line, with its fields', async () => {
+  const code = 'import sys\nprint("before")\nsys.stderr.write("warning one\\n")\nraise ValueError("bad \\u00e9 value")\n';
+  const { ref, ours } = await both(code, { args: ['--x', '1'], pythonOptions: ['-u'] });
+  assert.deepEqual(ours.events, ref.events);
+  for (const side of [ref, ours]) assert.equal(side.code, 1);
+  assert.equal(ours.err.message, ref.err.message);
+  // python-shell: stderr that does not start with a traceback is the message as a whole
+  assert.ok(ours.err.message.startsWith('warning one\nTraceback'));
+  assert.ok(ours.err.message.trimEnd().endsWith('ValueError: bad \u00e9 value'));
+  assert.equal(ours.err.constructor.name, 'PythonShellError');
+  for (const field of ['traceback', 'executable', 'options', 'script', 'args', 'exitCode']) {
+    assert.deepEqual(ours.err[field], ref.err[field], field);
+  }
+  assert.equal(ours.err.report.outcome, 'failed'); // what the adapter adds: the diagnosis
+  assert.equal(ours.err.report.error.type, 'ValueError');
+});
+
+test('a traceback alone on stderr: the message is its last line', async () => {
+  const { ref, ours } = await both('raise ValueError("bad \\u00e9 value")\n');
+  assert.equal(ours.err.message, ref.err.message);
+  assert.equal(ours.err.message, 'ValueError: bad \u00e9 value');
+  assert.equal(ours.err.traceback, ref.err.traceback);
+});
+
+test('a non-zero exit with nothing on stderr: "process exited with code N"', async () => {
+  const { ref, ours } = await both('import sys\nsys.exit(3)\n');
+  assert.equal(ours.err.message, ref.err.message);
+  assert.equal(ours.err.message, 'process exited with code 3');
+  assert.deepEqual([ours.code, ours.signal], [ref.code, ref.signal]);
+});
+
+test('kill(): the end callback sees the signal; terminated and close as python-shell', async () => {
+  const code = 'import sys, time\nprint("ready", flush=True)\ntime.sleep(30)\n';
+  const drive = (shell) => shell.on('message', (m) => { if (m === 'ready') shell.kill(); });
+  const { ref, ours } = await both(code, {}, drive);
+  assert.deepEqual([ours.code, ours.signal, ours.err], [ref.code, ref.signal, ref.err]);
+  assert.equal(ours.signal, 'SIGTERM');
+  assert.equal(ours.shell.terminated, true);
+  assert.deepEqual(ours.events, ref.events);
+});
+
+test('run() and runString() resolve to the messages; a failure rejects with err.logs', async () => {
+  const ok = 'print("one")\nprint("two")\n';
+  assert.deepEqual(await Ours.PythonShell.run(script(ok), base()), await Reference.PythonShell.run(script(ok), base()));
+  assert.deepEqual(await Ours.PythonShell.runString(ok, base()), ['one', 'two']);
+  const bad = 'print("partial")\nraise KeyError("k")\n';
+  const [ref, ours] = await Promise.all([
+    Reference.PythonShell.runString(bad, base()).catch((e) => e),
+    Ours.PythonShell.runString(bad, base()).catch((e) => e)]);
+  assert.equal(ours.message, ref.message);
+  assert.deepEqual(ours.logs, ref.logs);
+  assert.deepEqual(ours.logs, ['partial']);
+});
+
+test('pythonError is emitted when no end callback is given', async () => {
+  const shell = new Ours.PythonShell(script('raise RuntimeError("x")\n'), base());
+  const err = await new Promise((resolve) => shell.on('pythonError', resolve));
+  assert.equal(err.message, 'RuntimeError: x');
+  await new Promise((resolve) => (shell.terminated ? resolve() : shell.on('close', resolve)));
+});
+
+test('a python that does not exist: an error event and the end callback get it', async () => {
+  const shell = new Ours.PythonShell(script('pass\n'), { pythonPath: '/nonexistent/python3' });
+  const fromEvent = new Promise((resolve) => shell.on('error', resolve));
+  const fromEnd = new Promise((resolve) => shell.end(resolve));
+  assert.match((await fromEvent).message, /cannot start/);
+  assert.match((await fromEnd).message, /cannot start/);
+});
+
+test('the adapter supervises: stages and the environment the caller gave', async () => {
+  const code = 'import os\nfrom trainbridge import worker\nwith worker.stage("train"):\n    print(os.environ.get("PYTHONUNBUFFERED"), os.environ.get("MY_FLAG"))\n';
+  const shell = new Ours.PythonShell(script(code), { ...base(), env: { ...userEnv(), MY_FLAG: 'on' } });
+  const stages = [];
+  shell.job.on('stage', (s) => stages.push(`${s.event} ${s.name}`));
+  const messages = [];
+  shell.on('message', (m) => messages.push(m));
+  await new Promise((resolve) => shell.end(resolve));
+  assert.deepEqual(messages, ['None on']); // python-shell passes env as given: so do we
+  assert.ok(stages.includes('begin train') && stages.includes('end train'));
+  assert.ok(shell.report.stages.some((s) => s.name === 'train' && s.status === 'ok'));
+});
