@@ -151,3 +151,30 @@ def test_the_checkpoint_demo_runs_under_the_python_client():
                           capture_output=True, cwd=ROOT, timeout=WAIT_S)
     assert done.returncode == 0, done.stderr
     assert b"checkpoint saved at /" in done.stdout and b"outcome: succeeded" in done.stdout
+
+
+def test_a_full_inbox_counts_what_it_could_not_keep():
+    code = r"""
+from trainbridge import worker
+from trainbridge.worker import messages
+from trainbridge.worker.runtime import STATE
+import time
+worker.send("go")
+deadline = time.monotonic() + 30
+while STATE.dropped.get("user", 0) < 5 and time.monotonic() < deadline:
+    time.sleep(0.01)
+kept = 0
+while worker.receive() is not None:
+    kept += 1
+worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
+"""
+    job = bridge.launch([sys.executable, "-c", code], startup_timeout=WAIT_S)
+    answers = []
+    for event in job.events(timeout=WAIT_S):
+        if event["event"] == "message" and event["kind"] == "user":
+            answers.append(event["body"]["data"])
+            if event["body"]["data"] == "go":
+                for i in range(1005):
+                    job.send(i)
+    assert job.wait(WAIT_S).outcome == "succeeded"
+    assert answers[-1] == {"kept": 1000, "dropped": 5}
