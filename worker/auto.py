@@ -22,11 +22,16 @@ hooks below are chosen so that their cost is paid at most a few times a second.
 from __future__ import annotations
 
 import atexit
-import importlib.abc
 import importlib.machinery
 import sys
 import threading
-from typing import Any, Callable, Dict, Optional
+
+# importlib.abc (it loads importlib.resources, tempfile, random...) and typing would cost
+# every supervised process milliseconds at start-up: the finders and loaders below are
+# plain classes with the methods the import system calls.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Optional
 
 from trainbridge import worker
 from trainbridge.worker.runtime import SLOT, STATE
@@ -121,10 +126,10 @@ def _watch_for_main() -> None:
 
 
 # --- heavy imports ------------------------------------------------------------------------
-class _StageLoader(importlib.abc.Loader):
+class _StageLoader:
     """Runs the real loader inside an "import <name>" stage."""
 
-    def __init__(self, real: importlib.abc.Loader, name: str):
+    def __init__(self, real: Any, name: str):
         self._real = real
         self._name = name
 
@@ -139,7 +144,7 @@ class _StageLoader(importlib.abc.Loader):
         return getattr(self._real, attr)
 
 
-class _HeavyImportFinder(importlib.abc.MetaPathFinder):
+class _HeavyImportFinder:
     def __init__(self) -> None:
         self._busy = threading.local()
 
@@ -179,7 +184,7 @@ def _on_import(module_name: str, hook: Callable[[Any], None]) -> None:
     _pending[module_name] = hook
 
 
-class _PostImportLoader(importlib.abc.Loader):
+class _PostImportLoader:
     def __init__(self, real, name):
         self._real = real
         self._name = name
@@ -197,7 +202,7 @@ class _PostImportLoader(importlib.abc.Loader):
         return getattr(self._real, attr)
 
 
-class _PostImportFinder(importlib.abc.MetaPathFinder):
+class _PostImportFinder:
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in _pending:
             return None
