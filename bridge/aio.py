@@ -66,6 +66,10 @@ class AsyncJob:
     def cancel(self, grace: Optional[float] = None) -> None:
         self.job.cancel(grace)
 
+    def send(self, data: Any) -> None:
+        """Job.send(): a message to the script (never blocks: it is queued)."""
+        self.job.send(data)
+
     async def dump_stacks(self, timeout: float = 2.0) -> Optional[str]:
         return await self._loop.run_in_executor(
             None, functools.partial(self.job.dump_stacks, timeout))

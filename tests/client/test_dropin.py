@@ -178,3 +178,22 @@ worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
                     job.send(i)
     assert job.wait(WAIT_S).outcome == "succeeded"
     assert answers[-1] == {"kept": 1000, "dropped": 5}
+
+
+def test_asyncio_form_sends_and_receives_messages():
+    import asyncio
+
+    from trainbridge.bridge import aio
+
+    async def main():
+        job = await aio.launch([sys.executable, "-c", CHECKPOINT], startup_timeout=WAIT_S)
+        job.send({"cmd": "checkpoint", "id": 7})
+        answers = []
+        async for event in job.events():
+            if event["event"] == "message" and event["kind"] == "user":
+                answers.append(event["body"]["data"])
+                if len(answers) == 2:
+                    job.send("stop")
+        return answers, await job.wait(WAIT_S)
+    answers, report = asyncio.run(main())
+    assert report.outcome == "succeeded" and answers[1]["asked"] == 7
