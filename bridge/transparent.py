@@ -28,7 +28,6 @@ import signal
 import subprocess
 import sys
 import threading
-from collections import deque
 from typing import Any, Dict, List, Optional
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -89,59 +89,69 @@ class PythonShell extends EventEmitter {
     this.stdin = this.job.stdin;
     this.stdout = this.job.stdout;
     this.stderr = this.job.stderr;
-    const encoding = options.encoding || 'utf8';
-    let errorData = '';
-    let stdoutEnded = false;
-    let stderrEnded = false;
-    let exited = false;
-    const terminateIfNeeded = () => {
-      if (!stdoutEnded || !stderrEnded || !exited || this.terminated) return;
-      let err;
-      if (this.exitCode) {
-        err = errorData ? this._parseError(errorData) : new PythonShellError(`process exited with code ${this.exitCode}`);
-        Object.assign(err, {
-          executable: pythonPath, options: pythonOptions.length ? pythonOptions : null, script: this.scriptPath,
-          args: scriptArgs.length ? scriptArgs : null, exitCode: this.exitCode, report: this.report,
-        });
-        if (this.listenerCount('pythonError') > 0 || !this._endCallback) this.emit('pythonError', err);
-      }
-      this.terminated = true;
-      this.emit('close');
-      if (this._endCallback) this._endCallback(err, this.exitCode, this.exitSignal);
+    this._errorData = '';
+    this._ended = { stdout: false, stderr: false, exit: false };
+    this._errorFields = {
+      executable: pythonPath, options: pythonOptions.length ? pythonOptions : null, script: this.scriptPath,
+      args: scriptArgs.length ? scriptArgs : null,
     };
+    this._split(options.encoding || 'utf8', stdoutSplitter, stderrSplitter);
+    this.job.done.then((report) => this._exited(report), (err) => this._launchFailed(err));
+  }
 
+  /** Messages per stdout line and 'stderr' events per stderr line (not in binary mode). */
+  _split(encoding, stdoutSplitter, stderrSplitter) {
     if (this.parser) {
       this.stdout.setEncoding(encoding);
       const splitter = stdoutSplitter || new NewlineTransformer();
       splitter.setEncoding(encoding);
       this.stdout.pipe(splitter).on('data', (line) => this.emit('message', this.parser(line)));
-      this.stdout.on('end', () => { stdoutEnded = true; terminateIfNeeded(); });
-    } else {
-      // binary: the bytes are the caller's to read from shell.stdout
-      this.stdout.on('end', () => { stdoutEnded = true; terminateIfNeeded(); });
-    }
+    } // binary: the bytes are the caller's to read from shell.stdout
+    this.stdout.on('end', () => this._streamEnded('stdout'));
     if (this.stderrParser) {
       this.stderr.setEncoding(encoding);
       const splitter = stderrSplitter || new NewlineTransformer();
       splitter.setEncoding(encoding);
       this.stderr.pipe(splitter).on('data', (line) => this.emit('stderr', this.stderrParser(line)));
     }
-    this.stderr.on('data', (data) => { errorData += String(data); });
-    this.stderr.on('end', () => { stderrEnded = true; terminateIfNeeded(); });
+    this.stderr.on('data', (data) => { this._errorData += String(data); });
+    this.stderr.on('end', () => this._streamEnded('stderr'));
+  }
 
-    this.job.done.then((report) => {
-      this.report = report;
-      this.exitCode = report.exit_code ?? null;
-      this.exitSignal = report.signal ?? null;
-      this.emit('report', report);
-      exited = true;
-      terminateIfNeeded();
-    }, (err) => {
-      // The command could not be started (python-shell: the child process's 'error').
-      this.terminated = true;
-      this.emit('error', err);
-      if (this._endCallback) this._endCallback(err, null, null);
-    });
+  _streamEnded(name) {
+    this._ended[name] = true;
+    this._terminateIfNeeded();
+  }
+
+  _exited(report) {
+    this.report = report;
+    this.exitCode = report.exit_code ?? null;
+    this.exitSignal = report.signal ?? null;
+    this.emit('report', report);
+    this._ended.exit = true;
+    this._terminateIfNeeded();
+  }
+
+  /** The command could not be started (python-shell: the child process's 'error'). */
+  _launchFailed(err) {
+    this.terminated = true;
+    this.emit('error', err);
+    if (this._endCallback) this._endCallback(err, null, null);
+  }
+
+  /** Once both streams ended and the job is over: the error (if any), 'close', end's callback. */
+  _terminateIfNeeded() {
+    const { stdout, stderr, exit } = this._ended;
+    if (!stdout || !stderr || !exit || this.terminated) return;
+    let err;
+    if (this.exitCode) {
+      err = this._errorData ? this._parseError(this._errorData) : new PythonShellError(`process exited with code ${this.exitCode}`);
+      Object.assign(err, this._errorFields, { exitCode: this.exitCode, report: this.report });
+      if (this.listenerCount('pythonError') > 0 || !this._endCallback) this.emit('pythonError', err);
+    }
+    this.terminated = true;
+    this.emit('close');
+    if (this._endCallback) this._endCallback(err, this.exitCode, this.exitSignal);
   }
 
   /** Send a message to the script's stdin: formatted per mode, then a newline (not in binary). */
