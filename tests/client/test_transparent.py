@@ -48,7 +48,7 @@ out = sys.stdout.buffer
 out.write(b"prompt> 10%\r")
 out.write(b"line one\r\nline two\n")
 out.write(bytes(range(256)))
-out.write(GBK)
+out.write(b"\n" + GBK + b"\n")
 out.flush()
 sys.stderr.buffer.write(b"warning: partial")
 sys.stderr.flush()
@@ -65,9 +65,13 @@ def test_stdout_and_stderr_are_the_childs_bytes_exactly(tmp_path):
     assert wrap.stderr == plain.stderr == b"warning: partial"  # nothing of trainbridge's own
     assert wrap.returncode == 0
     # ... while the same bytes are still lines for the report
-    done = subprocess.run(wrapped(code, "--report", str(report)), capture_output=True,
-                          env=caller_env(), cwd=ROOT, timeout=WAIT_S)
+    log = tmp_path / "out.log"
+    done = subprocess.run(wrapped(code, "--report", str(report), "--log", str(log)),
+                          capture_output=True, env=caller_env(), cwd=ROOT, timeout=WAIT_S)
     assert done.stdout == plain.stdout
+    logged = log.read_text(encoding="utf-8").splitlines()
+    assert "prompt> 10%" in logged and "line one" in logged and "warning: partial" in logged
+    assert "\u4e2d\u6587 \u8bad\u7ec3" in logged  # a GBK line, decoded for the log
     data = json.loads(report.read_text(encoding="ascii"))
     validate_report(data)
     assert data["outcome"] == "succeeded"
