@@ -111,7 +111,14 @@ class Tree:
     def __init__(self, pid: int, job_id: Optional[str] = None):
         self.pid = pid
         self.job_id = job_id
-        self.pgid = pid  # start_new_session: the child leads its own group
+        # spawn(): the child leads its own group. One spawned by `run --transparent` in
+        # the terminal's foreground group shares the wrapper's: that group is never ours
+        # to signal, so only the processes themselves are.
+        try:
+            own_group = os.getpgid(pid) == pid
+        except OSError:  # gone already: as spawned
+            own_group = True
+        self.pgid: Optional[int] = pid if own_group else None
         self.known: Dict[int, float] = {}
         self.refresh()
 
@@ -151,6 +158,8 @@ class Tree:
 
     def _group_members(self) -> Iterable[psutil.Process]:
         # A descendant that was orphaned before we saw it may still be in the group.
+        if self.pgid is None:
+            return
         for proc in psutil.process_iter(["pid"]):
             try:
                 if os.getpgid(proc.pid) == self.pgid:
@@ -177,11 +186,12 @@ class Tree:
         """Send sig to the group and every known live descendant; returns how many got it."""
         self.refresh()
         sent = 0
-        try:
-            os.killpg(self.pgid, sig)
-            sent += 1
-        except (ProcessLookupError, PermissionError):
-            pass
+        if self.pgid is not None:
+            try:
+                os.killpg(self.pgid, sig)
+                sent += 1
+            except (ProcessLookupError, PermissionError):
+                pass
         for proc in self.alive(include_root):
             try:
                 if os.getpgid(proc.pid) == self.pgid:

@@ -285,3 +285,21 @@ def test_ctrl_c_at_a_terminal_reaches_the_child_once_and_it_can_read_the_termina
             os.waitpid(pid, 0)
         except OSError:
             pass
+
+
+def test_a_child_in_the_callers_group_is_never_signalled_through_that_group():
+    """The terminal case without a terminal: a child that shares the wrapper's group (its
+    tree has no group of its own) is stopped process by process, not with killpg."""
+    import subprocess as sp
+
+    from trainbridge.bridge import launcher
+
+    proc = sp.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # our group
+    try:
+        tree = launcher.Tree(proc.pid)
+        assert tree.pgid is None
+        assert tree.signal(signal.SIGTERM) == 1  # the child itself, not our group
+        assert proc.wait(WAIT_S) == -signal.SIGTERM
+    finally:
+        proc.kill()
+        proc.wait()
