@@ -52,6 +52,11 @@ def add_arguments(run: Any) -> None:
 def run(args: Any, cmd: List[str]) -> int:
     from trainbridge.bridge import jobenv, machine
 
+    if getattr(args, "json", False):  # stdout is the child's: no room for events
+        sys.stderr.write("trainbridge: --json cannot be combined with --transparent (stdout "
+                         "is the command's); use --report FILE for the verdict\n")
+        return 2
+
     config: Dict[str, Any] = {"startup_timeout": args.startup_timeout,
                               "stall_timeout": args.stall_timeout,
                               "heartbeat_timeout": args.heartbeat_timeout,

@@ -303,3 +303,9 @@ def test_a_child_in_the_callers_group_is_never_signalled_through_that_group():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_json_events_cannot_share_the_childs_stdout():
+    done = subprocess.run(wrapped("print('x')", "--json"), capture_output=True,
+                          env=caller_env(), cwd=ROOT, timeout=WAIT_S)
+    assert done.returncode == 2 and done.stdout == b"" and b"--report" in done.stderr
