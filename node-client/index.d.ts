@@ -203,6 +203,7 @@ export type JobEvent =
   | { type: 'log_error'; data: LogError }
   | { type: 'dropped'; data: { count: number; kinds: Record<string, number> } }
   | { type: 'error'; data: PythonError }
+  | { type: 'message'; data: unknown }
   | { type: 'end'; data: Report };
 
 /** An exception raised in the Python child: name = its type, stack = its traceback. */
