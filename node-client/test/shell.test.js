@@ -154,3 +154,42 @@ test('the adapter supervises: stages and the environment the caller gave', async
   assert.ok(stages.includes('begin train') && stages.includes('end train'));
   assert.ok(shell.report.stages.some((s) => s.name === 'train' && s.status === 'ok'));
 });
+
+test('options: scriptPath folder, custom formatter / parser / stderrParser, defaultOptions', async () => {
+  const file = script('import sys\nfor line in sys.stdin:\n    print(line.strip().upper())\nsys.stderr.write("e1\\ne2\\n")\n');
+  const options = {
+    scriptPath: path.dirname(file), formatter: (m) => `<${m}>`, parser: (l) => ({ line: l }),
+    stderrParser: (l) => `!${l}`,
+  };
+  const drive = (shell) => { shell.send('a'); shell.send('b'); };
+  const [ref, ours] = await Promise.all([Reference.PythonShell, Ours.PythonShell].map(
+    (Shell) => runOne(Shell, path.basename(file), options, drive)));
+  assert.deepEqual(ours.events, ref.events);
+  const kinds = (name) => ours.events.filter((e) => e[0] === name);
+  assert.deepEqual(kinds('message'), [['message', { line: '<A>' }], ['message', { line: '<B>' }]]);
+  assert.deepEqual(kinds('stderr'), [['stderr', '!e1'], ['stderr', '!e2']]);
+  assert.equal(ours.shell.scriptPath, file);
+  const saved = Ours.PythonShell.defaultOptions;
+  Ours.PythonShell.defaultOptions = { pythonPath: PYTHON, env: userEnv() };
+  try {
+    assert.equal(Ours.PythonShell.getPythonPath(), PYTHON);
+    assert.deepEqual(await Ours.PythonShell.runString('print(1)\n'), ['1']);
+  } finally {
+    Ours.PythonShell.defaultOptions = saved;
+  }
+});
+
+test('checkSyntax, getVersion and getVersionSync as python-shell', async () => {
+  const saved = [Ours.PythonShell.defaultOptions, Reference.PythonShell.defaultOptions];
+  Ours.PythonShell.defaultOptions = { pythonPath: PYTHON };
+  Reference.PythonShell.defaultOptions = { pythonPath: PYTHON };
+  try {
+    await Ours.PythonShell.checkSyntax('x = 1\n');
+    const bad = await Ours.PythonShell.checkSyntax('def (:\n').then(() => null, (e) => String(e));
+    assert.match(bad, /SyntaxError/);
+    assert.equal((await Ours.PythonShell.getVersion()).stdout, (await Reference.PythonShell.getVersion()).stdout);
+    assert.equal(Ours.PythonShell.getVersionSync(), Reference.PythonShell.getVersionSync());
+  } finally {
+    [Ours.PythonShell.defaultOptions, Reference.PythonShell.defaultOptions] = saved;
+  }
+});
