@@ -97,7 +97,6 @@ class Job:
         self.stdin: Optional[Any] = None  # a writable binary file with stdin="pipe"
         self.stdout = ChunkStream("stdout") if raw else None
         self.stderr = ChunkStream("stderr") if raw else None
-        self._raw_listeners: List[Callable[[str, bytes], None]] = []
         self._outbox: Deque[Any] = collections.deque()  # job.send() before any hello
         self.crash_file = os.path.join(self.dir, "crash.txt")
         self.dropped: Dict[bytes, Dict[str, int]] = {}  # routing id -> the worker's drop counts
@@ -203,9 +202,8 @@ class Job:
         self.tree = launcher.Tree(proc.pid, self.id)
         if not read_pipes:  # feed_output() brings the chunks
             self._pipes.update({fd: stream for stream, fd in PSEUDO_FDS.items()})
-        for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
-            if not read_pipes:
-                break
+        pipes = (("stdout", proc.stdout), ("stderr", proc.stderr)) if read_pipes else ()
+        for stream, pipe in pipes:
             fd = pipe.fileno()
             os.set_blocking(fd, False)
             self._pipes[fd] = stream
@@ -284,11 +282,6 @@ class Job:
         self.hub.call(ask)
         box[0].wait(timeout)
         return box[1]
-
-    def add_raw_listener(self, callback: Callable[[str, bytes], None]) -> None:
-        """Call `callback(stream, chunk)` on the I/O thread with every chunk of output as
-        read (b"" at EOF), before it is split into lines. Register before start()."""
-        self._raw_listeners.append(callback)
 
     def send(self, data: Any) -> None:
         """Send a message (any JSON-like value) to the training script, which gets it from
@@ -595,13 +588,6 @@ class Job:
         sink = self.stdout if stream == "stdout" else self.stderr
         if sink is not None:
             sink.feed(chunk or None)
-        for listener in list(self._raw_listeners):
-            try:
-                listener(stream, chunk)
-            except Exception as exc:  # noqa: BLE001 - a listener's bug must not stop us
-                self._raw_listeners.remove(listener)
-                self._write_log(f"[trainbridge] raw output listener failed and was removed: "
-                                f"{type(exc).__name__}: {exc}")
 
     def feed_output(self, stream: str, chunk: bytes) -> None:
         """I/O thread, for start(proc, read_pipes=False): a chunk the caller read from the
