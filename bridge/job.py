@@ -296,7 +296,7 @@ class Job:
             raise ValueError(f"job.send: cannot send this message ({exc})") from None
         if self._done.is_set():
             raise RuntimeError(f"job.send: job {self.id} has ended")
-        if len(self._outbox) >= OUTBOX_LIMIT:
+        if self.lead is None and len(self._outbox) >= OUTBOX_LIMIT:
             raise RuntimeError(f"job.send: {OUTBOX_LIMIT} messages wait for the worker's "
                                "hello; does the script import trainbridge.worker?")
         self._outbox.append(data)

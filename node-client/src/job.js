@@ -184,7 +184,7 @@ class Job extends EventEmitter {
       throw new RangeError(`job.send: cannot send this message (${err.message})`);
     }
     if (this.report) throw new Error(`job.send: job ${this.id} has ended`);
-    if (this._outbox.length >= OUTBOX_LIMIT) {
+    if (this._lead === null && this._outbox.length >= OUTBOX_LIMIT) {
       throw new Error(`job.send: ${OUTBOX_LIMIT} messages wait for the worker's hello; does the script import trainbridge.worker?`);
     }
     this._outbox.push(data);

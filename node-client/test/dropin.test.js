@@ -133,3 +133,10 @@ test('the checkpoint demo runs under the Node client', () => {
   assert.match(out, /checkpoint saved at \//);
   assert.match(out, /outcome: succeeded/);
 });
+
+test('messages wait for a hello, up to a limit', async () => {
+  const job = launch({ command: PYTHON, args: ['-c', 'import time; time.sleep(30)'], env: userEnv(), zeroCode: false, timeouts: { startupTimeout: 0 } });
+  for (let i = 0; i < 1000; i += 1) job.send(i);
+  assert.throws(() => job.send(1000), /wait for the worker's hello/);
+  await job.cancel({ grace: 0 });
+});

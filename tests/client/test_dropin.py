@@ -197,3 +197,16 @@ def test_asyncio_form_sends_and_receives_messages():
         return answers, await job.wait(WAIT_S)
     answers, report = asyncio.run(main())
     assert report.outcome == "succeeded" and answers[1]["asked"] == 7
+
+
+def test_messages_wait_for_a_hello_up_to_a_limit():
+    job = bridge.launch([sys.executable, "-c", "import time; time.sleep(30)"], zero_code=False,
+                        startup_timeout=None)
+    try:
+        for i in range(1000):
+            job.send(i)
+        with pytest.raises(RuntimeError, match="wait for the worker's hello"):
+            job.send(1000)
+    finally:
+        job.cancel(grace=0)
+        assert job.wait(WAIT_S) is not None
