@@ -95,8 +95,7 @@ def run(args: Any, cmd: List[str]) -> int:
                 for sig in FORWARDED}
     try:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                bufsize=0, close_fds=True,
-                                process_group=None if interactive else 0)
+                                bufsize=0, close_fds=True, **_group_option(interactive))
     except OSError as exc:
         for sig, old in previous.items():
             signal.signal(sig, old)
@@ -252,6 +251,16 @@ def _write_all(fd: int, data: bytes) -> bool:
         except OSError:  # EPIPE, EBADF, ENOSPC: nobody will get these bytes
             return False
     return True
+
+
+def _group_option(same_group: bool) -> Dict[str, Any]:
+    """Popen's way to give the child a process group of its own (Python 3.11 has
+    process_group; before it, a setpgid in the child between fork and exec)."""
+    if same_group:
+        return {}
+    if sys.version_info >= (3, 11):
+        return {"process_group": 0}
+    return {"preexec_fn": os.setpgrp}  # no threads yet: safe before 3.11
 
 
 def _foreground() -> bool:
