@@ -32,6 +32,7 @@ from typing import Any, Dict, List, Optional
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SI_KERNEL = 0x80          # siginfo.si_code of a signal the terminal generated
+HAVE_SIGINFO = hasattr(signal, "sigwaitinfo")  # Linux; not macOS
 IPC_PATH_MAX = 100        # as bridge/hub.py: sun_path is 108 bytes on Linux
 COPY_CHUNK = 64 * 1024
 COPY_JOIN_S = 2.0         # after the job's end, the longest we wait for the copies
@@ -105,8 +106,13 @@ def run(args: Any, cmd: List[str]) -> int:
         return EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
     # From here on every thread (ours, the hub's, libzmq's) blocks the forwarded signals;
     # one thread takes them with their siginfo.
-    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     forwarder = Forwarder(proc, same_group=interactive)
+    if HAVE_SIGINFO:
+        signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+        forwarder.start()
+    else:  # no siginfo (macOS): handlers on the main thread forward
+        for sig in FORWARDED:
+            signal.signal(sig, lambda signum, frame: forwarder.forward(signum, None))
     for signum in early:
         forwarder.forward(signum, None)
     copiers = [Copier(proc.stdout, 1, "stdout"), Copier(proc.stderr, 2, "stderr")]
@@ -149,7 +155,8 @@ def exit_like(code: Optional[int], signal_name: Optional[str], previous: Dict[in
             sys.stderr.flush()
             if sig not in (signal.SIGKILL, signal.SIGSTOP):
                 signal.signal(sig, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+            if HAVE_SIGINFO:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
             os.kill(os.getpid(), sig)
             return 128 + int(sig)  # a signal that does not end a process by default
     for sig, old in previous.items():
@@ -166,7 +173,6 @@ class Forwarder(threading.Thread):
         self.same_group = same_group
         self.job: Any = None
         self.forwarded: List[str] = []
-        self.start()
 
     def run(self) -> None:
         while True:
@@ -174,8 +180,10 @@ class Forwarder(threading.Thread):
             self.forward(info.si_signo, info.si_code)
 
     def forward(self, signum: int, code: Optional[int]) -> None:
-        if self.same_group and code == SI_KERNEL:
-            return  # the terminal sent it to the whole foreground group: the child has it
+        if self.same_group and (code == SI_KERNEL or not HAVE_SIGINFO):
+            # The terminal sent it to the whole foreground group: the child has it. (Without
+            # siginfo that cannot be told apart from a kill(): nothing is forwarded then.)
+            return
         job = self.job
         if job is not None and (job.exit_code is not None or job.exit_signal is not None):
             return  # reaped: the pid may belong to another process now
