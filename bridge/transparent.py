@@ -38,6 +38,7 @@ COPY_CHUNK = 64 * 1024
 COPY_JOIN_S = 2.0         # after the job's end, the longest we wait for the copies
 EXIT_NOT_FOUND = 127      # as a shell: the command does not exist
 EXIT_NOT_EXECUTABLE = 126
+EXIT_OWN_FAILURE = 125    # trainbridge's own (the --log file cannot be written), as env(1)
 
 
 def add_arguments(run: Any) -> None:
@@ -70,13 +71,22 @@ def run(args: Any, cmd: List[str]) -> int:
     os.mkdir(os.path.join(runtime_dir, job_id), 0o700)
     crash_file = os.path.join(runtime_dir, job_id, "crash.txt")
     sock_path = os.path.join(runtime_dir, "hub.sock")
+    if args.log:  # a log that cannot be written is found before the command runs
+        problem = _unwritable(args.log)
+        if problem:
+            os.rmdir(os.path.join(runtime_dir, job_id))
+            os.rmdir(runtime_dir)
+            sys.stderr.write(f"trainbridge: cannot write the log file {args.log}: {problem}; "
+                             "choose a writable path for the log (--log)\n")
+            return EXIT_OWN_FAILURE
     hub = None
+    server_key = None
     if len(sock_path) <= IPC_PATH_MAX:
         endpoint = f"ipc://{sock_path}"
     else:  # no short ipc path: the hub binds (tcp) first, and we pay for its imports
         from trainbridge.bridge.hub import Hub
         hub = Hub.get(runtime_dir)
-        endpoint = hub.endpoint
+        endpoint, server_key = hub.endpoint, hub.server_key
 
     # In the terminal's foreground group, the child stays in ours, as it would without us
     # (it may read the terminal; Ctrl-C reaches it from the terminal). Otherwise it gets a
@@ -85,11 +95,16 @@ def run(args: Any, cmd: List[str]) -> int:
     env = dict(os.environ)
     env.pop("TRAINBRIDGE_CLIENT_PID", None)
     env.pop("TRAINBRIDGE_DETACHED", None)
+    env.pop("TRAINBRIDGE_SERVER_KEY", None)
     # Without a group of its own the worker must not end "its" group (ours, maybe the
     # caller's pipeline) when we die: the child is then left running, as without us.
     env.update(jobenv.variables(endpoint, job_id, key, crash_file, full, detached=interactive))
-    inject = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inject")
-    env["PYTHONPATH"] = inject + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if server_key:  # the tcp fallback: the worker must authenticate the hub (hub.py)
+        env["TRAINBRIDGE_SERVER_KEY"] = server_key
+    if getattr(args, "zero_code", True):
+        inject = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inject")
+        env["PYTHONPATH"] = inject + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                      else "")
 
     early: List[int] = []
     previous = {sig: signal.signal(sig, lambda signum, frame: early.append(signum))
@@ -135,7 +150,9 @@ def run(args: Any, cmd: List[str]) -> int:
         copier.join(COPY_JOIN_S)
     if args.report:
         from trainbridge.bridge.cli import _write_report
-        _write_report(args.report, report)
+        problem = _write_report(args.report, report)
+        if problem:  # trainbridge's own failure: said, though stderr is the command's
+            sys.stderr.write(f"trainbridge: warning: {problem}\n")
     if args.verdict:
         sys.stderr.write(f"trainbridge: {report.get('summary', '')}\n")
         sys.stderr.flush()
@@ -269,6 +286,15 @@ def _group_option(same_group: bool) -> Dict[str, Any]:
     if sys.version_info >= (3, 11):
         return {"process_group": 0}
     return {"preexec_fn": os.setpgrp}  # no threads yet: safe before 3.11
+
+
+def _unwritable(path: str) -> Optional[str]:
+    """Why `path` cannot be appended to, or None (it is created if missing, as --log does)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666))
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 def _foreground() -> bool:

@@ -309,3 +309,20 @@ def test_json_events_cannot_share_the_childs_stdout():
     done = subprocess.run(wrapped("print('x')", "--json"), capture_output=True,
                           env=caller_env(), cwd=ROOT, timeout=WAIT_S)
     assert done.returncode == 2 and done.stdout == b"" and b"--report" in done.stderr
+
+
+def test_an_unwritable_log_stops_before_the_command_runs(tmp_path):
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').write('x')"
+    done = subprocess.run(wrapped(code, "--log", str(tmp_path / "no" / "such" / "dir.log")),
+                          capture_output=True, env=caller_env(), cwd=ROOT, timeout=WAIT_S)
+    assert done.returncode == 125 and b"cannot write the log file" in done.stderr
+    assert not marker.exists() and done.stdout == b""
+
+
+def test_no_zero_code_leaves_pythonpath_alone():
+    code = "import os; print(os.environ.get('PYTHONPATH'))"
+    done = subprocess.run(wrapped(code, "--no-zero-code", "--startup-timeout", "0"),
+                          capture_output=True, env=caller_env(PYTHONPATH="/x"), cwd=ROOT,
+                          timeout=WAIT_S)
+    assert done.stdout == b"/x\n" and done.returncode == 0
