@@ -97,8 +97,10 @@ def run(args: Any, cmd: List[str]) -> int:
     env.pop("TRAINBRIDGE_DETACHED", None)
     env.pop("TRAINBRIDGE_SERVER_KEY", None)
     # Without a group of its own the worker must not end "its" group (ours, maybe the
-    # caller's pipeline) when we die: the child is then left running, as without us.
-    env.update(jobenv.variables(endpoint, job_id, key, crash_file, full, detached=interactive))
+    # caller's pipeline) when we die: no client pid to watch, so the child is then left
+    # running, as without us.
+    env.update(jobenv.variables(endpoint, job_id, key, crash_file, full,
+                                client_pid=None if interactive else os.getpid()))
     if server_key:  # the tcp fallback: the worker must authenticate the hub (hub.py)
         env["TRAINBRIDGE_SERVER_KEY"] = server_key
     if getattr(args, "zero_code", True):
@@ -137,7 +139,7 @@ def run(args: Any, cmd: List[str]) -> int:
 
     hub = hub or Hub.get(runtime_dir)
     job = Job(cmd, config=config, log_path=args.log, hub=hub, python_env=False,
-              ident=(job_id, key), detached=interactive)
+              ident=(job_id, key))
     forwarder.job = job
     job.start(proc, read_pipes=False)
     for copier in copiers:

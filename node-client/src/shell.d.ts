@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import { Readable, Transform, Writable } from 'node:stream';
 import { Job, LaunchOptions, Report } from '../index';
 
-export interface Options extends Pick<LaunchOptions, 'timeouts' | 'logPath' | 'tailLines' | 'zeroCode' | 'injectDir' | 'detached' | 'hub' | 'pythonEnv'> {
+export interface Options extends Pick<LaunchOptions, 'timeouts' | 'logPath' | 'tailLines' | 'zeroCode' | 'injectDir' | 'hub' | 'pythonEnv'> {
   mode?: 'text' | 'json' | 'binary';
   formatter?: string | ((param: any) => any);
   parser?: string | ((param: string) => any);

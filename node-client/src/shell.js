@@ -54,7 +54,7 @@ class NewlineTransformer extends Transform {
 const toArray = (value) => (value === undefined || value === null ? [] : Array.isArray(value) ? value : [value]);
 
 // Options that are trainbridge's, not spawn's.
-const BRIDGE_OPTIONS = ['timeouts', 'logPath', 'tailLines', 'zeroCode', 'injectDir', 'detached', 'hub', 'pythonEnv'];
+const BRIDGE_OPTIONS = ['timeouts', 'logPath', 'tailLines', 'zeroCode', 'injectDir', 'hub', 'pythonEnv'];
 
 class PythonShell extends EventEmitter {
   constructor(scriptPath, options, stdoutSplitter = null, stderrSplitter = null) {
