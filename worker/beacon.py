@@ -92,6 +92,11 @@ class Beacon(threading.Thread):
 
     # --- thread body ---------------------------------------------------------------------
     def run(self) -> None:
+        # SIGUSR1 must land on the main thread: there it interrupts a blocking call, so that
+        # the dump handler (hooks.py) runs at once. Threads started from here (libzmq's,
+        # the freeze watchdog's) inherit the mask.
+        if hasattr(signal, "pthread_sigmask") and hasattr(signal, "SIGUSR1"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
         # Wait until Thread.start() has returned to the importing thread: importing zmq
         # right away would hold the GIL that start() needs to return (up to the 5 ms
         # switch interval, at every `import worker`).
