@@ -81,7 +81,10 @@ def build(job: Any) -> Dict[str, Any]:
         "command": list(job.cmd),
         "started_at": _iso(job.started_wall),
         "hang": hang and {"reason": hang["reason"], "stage": hang["stage"],
-                          "after_s": round(hang["t"] - job.started, 3)},
+                          "after_s": round(hang["t"] - job.started, 3),
+                          # what the last heartbeat said, as diagnose_hang read it
+                          "idle_s": (job.heartbeat or {}).get("idle_s"),
+                          "stack": (job.heartbeat or {}).get("stack")},
         "signals_sent": list(job.signals_sent),
         "environment": environment(job.hellos),
         "worker": {"hello": bool(job.hellos), "bye": job.bye,

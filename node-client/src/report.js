@@ -80,7 +80,11 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     job_id: id,
     command: [...command],
     started_at: iso(facts.startedWall),
-    hang: hang && { reason: hang.reason, stage: hang.stage, after_s: round(hang.t - facts.started) },
+    // idle_s and stack: what the last heartbeat said, as diagnoseHang read them
+    hang: hang && {
+      reason: hang.reason, stage: hang.stage, after_s: round(hang.t - facts.started),
+      idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
+    },
     signals_sent: [...facts.signalsSent],
     environment: environment(facts.hellos),
     worker: {

@@ -32,8 +32,11 @@ def test_stage_over_its_budget(run):
             time.sleep(60)
     """)
     assert r["outcome"] == "hung"
+    # idle_s and stack: the last heartbeat's (no stack: idle far below stalled_after)
     assert r["hang"] == {"reason": "stage_budget", "stage": "download",
-                         "after_s": r["hang"]["after_s"]}
+                         "after_s": r["hang"]["after_s"], "idle_s": r["hang"]["idle_s"],
+                         "stack": None}
+    assert isinstance(r["hang"]["idle_s"], (int, float))
     assert r["hang"]["after_s"] >= 0.5  # never before the budget ran out
     assert r["stage"] == "download"
     # Stacks: the in-band dump answered, then faulthandler's SIGUSR1 dump in the crash file.
