@@ -5,7 +5,9 @@
 - sys.exit is wrapped: SystemExit never reaches sys.excepthook, so its code is recorded here.
 - atexit: `bye` with the reason, after the `error` of a sys.exit("message").
 - faulthandler: native crashes and the freeze watchdog write to the crash file; so does
-  SIGUSR1, through a Python-level handler (every thread's stack, read under the GIL).
+  SIGUSR1, through a Python-level handler (every thread's stack, read under the GIL), and
+  SIGUSR2, faulthandler's C handler for the main thread alone, which the clients send only
+  when no Python answered (native code holding the GIL).
 - fork: a forked child (a DataLoader worker, say) is silent; the watchdog is disarmed
   across the fork because the child would inherit it armed with no thread behind it and
   block at exit in faulthandler's cancel.
@@ -72,6 +74,15 @@ def _install_faulthandler(path: str) -> None:
             and threading.current_thread() is threading.main_thread()):
         signal.signal(signal.SIGUSR1, _dump_stacks_on_signal)
         STATE.dump_signal = "SIGUSR1"
+    # The gap: native code holding the GIL runs no Python handler and answers no dump_stacks
+    # until the freeze watchdog fires (freeze_s), after a short stall deadline. Then, and
+    # only then (the clients send SIGUSR2 when neither dump was answered), faulthandler's C
+    # handler dumps the thread the signal lands on: the main thread, as every thread the
+    # worker starts blocks it. No thread runs Python, so no frame moves while it reads.
+    if (hasattr(signal, "SIGUSR2") and signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL
+            and threading.current_thread() is threading.main_thread()):
+        faulthandler.register(signal.SIGUSR2, file=crash, all_threads=False)
+        STATE.native_dump_signal = "SIGUSR2"
 
 
 def _dump_stacks_on_signal(signum: int, frame: Any) -> None:
@@ -82,7 +93,10 @@ def _dump_stacks_on_signal(signum: int, frame: Any) -> None:
         crash = STATE.crash_file
         if crash is None:
             return
-        text = errors.faulthandler_stacks(threading.get_ident()) + "\n"
+        # The marker line tells the clients this process answered (a process that did not
+        # gets SIGUSR2); readers of the crash file skip "[trainbridge]" lines.
+        text = (f"[trainbridge] pid {os.getpid()}: stacks on SIGUSR1\n"
+                + errors.faulthandler_stacks(threading.get_ident()) + "\n")
         data = text.encode("ascii", "backslashreplace")
         fd = crash.fileno()
         while data:

@@ -159,3 +159,70 @@ def test_a_busy_worker_process_dies_only_of_the_signal_it_was_sent():
             assert 'File "' in crash and "busy.py" in crash and "in churn" in crash, crash
     assert not wrong, f"seed {seed} (TB_STOP_SEED={seed} replays it):\n" + "\n\n".join(wrong)
     assert set(seen) == set(PLANS[:min(CHILDREN, len(PLANS))])
+
+
+GIL_HELD_CHILD = """
+import ctypes, os, threading, time
+from trainbridge import worker
+
+def loader():
+    while True:  # would run Python if it could get the GIL
+        sorted(range(100), key=lambda v: -v)
+
+def hold_gil():
+    libc = ctypes.PyDLL(None)
+    mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER
+    libc.pthread_mutex_lock(mutex)
+    libc.pthread_mutex_lock(mutex)  # PyDLL keeps the GIL; no signal ends this wait
+
+threading.Thread(target=loader, name="loader", daemon=True).start()
+with worker.stage("train"):
+    while not os.path.exists("go"):
+        time.sleep(0.01)
+    hold_gil()
+"""
+
+
+def test_sigusr2_dumps_the_main_thread_of_a_process_that_runs_no_python():
+    """What the clients do when neither dump_stacks nor SIGUSR1 is answered: SIGUSR2, whose
+    C handler (faulthandler, main thread only) writes the frame native code holds the GIL
+    in; a flood of them does not crash the process, which then dies of SIGTERM."""
+    directory = tempfile.mkdtemp(prefix="tbst-", dir="/tmp")
+    receiver = Receiver(directory)
+    crash = Path(directory) / "crash.txt"
+    script = Path(directory) / "gil.py"
+    script.write_text(GIL_HELD_CHILD)
+    child = subprocess.Popen([sys.executable, str(script)], cwd=directory,
+                             env=receiver.env(crash_file=str(crash), heartbeat_s="0.05"),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        hello = receiver.wait_for(lambda r: r.kind == "hello", timeout=20).body
+        assert hello["dump_signal"] == "SIGUSR1" and hello["native_dump_signal"] == "SIGUSR2"
+        (Path(directory) / "go").touch()
+        # In hold_gil once the beacon (a heartbeat every 0.05 s) has been silent for 0.5 s.
+        deadline = time.monotonic() + 20
+        while time.monotonic() - receiver.messages[-1].at < 0.5:
+            assert time.monotonic() < deadline, "the beacon never went silent"
+            time.sleep(0.05)  # polling for a condition, with a deadline
+        child.send_signal(signal.SIGUSR1)
+        start = time.monotonic()
+        while "in hold_gil" not in _text(crash):
+            # The SIGUSR1 handler cannot run; the clients wait signal_dump_wait (0.2 s) for it.
+            if time.monotonic() - start > 0.3:
+                child.send_signal(signal.SIGUSR2)
+            assert time.monotonic() - start < 10, f"no SIGUSR2 dump: {_text(crash)!r}"
+            time.sleep(0.05)  # polling a file for a condition, with a deadline
+        for _ in range(50):
+            child.send_signal(signal.SIGUSR2)
+        text = _text(crash)
+        assert "stacks on SIGUSR1" not in text  # no Python ran: the Python handler never did
+        assert "Fatal Python error" not in text and "in loader" not in text, text
+        assert 'gil.py", line 13 in hold_gil' in text, text
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=20) == -signal.SIGTERM
+    finally:
+        child.kill()
+        child.wait()
+        child.stderr.close()
+        receiver.close()
+        shutil.rmtree(directory, ignore_errors=True)
