@@ -535,11 +535,11 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
 
 
 def _hang_kind(reason: str, frames: Sequence[Frame], evidence: Dict[str, Any],
-               saw_hello: bool) -> str:
+               saw_hello: bool, python_silent: bool = False) -> str:
     kernel, stack = _kernel_says(evidence), _stack_says(frames)
     if kernel == "stopped":
         return "stopped"
-    if reason in BEACON_SILENT and saw_hello and evidence.get("alive", True):
+    if (reason in BEACON_SILENT or python_silent) and saw_hello and evidence.get("alive", True):
         # The beacon thread could not run: something holds the GIL (or the process froze).
         return "gil_held"
     if importing_module(frames):
@@ -573,15 +573,17 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
     facts: reason (startup | stage_budget | stall | heartbeat | after_bye; heartbeat_silence
     is read as heartbeat), stage, stages,
     idle_s, stack (main thread's Python stack from a heartbeat), stacks (dump text or
-    faulthandler text), saw_hello, evidence (bridge.evidence.collect's dict), progress
-    (the last {step, total, metrics}: a tqdm bar's name is quoted)."""
+    faulthandler text), saw_hello, python_silent (neither the in-band dump nor the SIGUSR1
+    handler answered, so the native SIGUSR2 dump was taken: nothing runs Python), evidence
+    (bridge.evidence.collect's dict), progress (the last {step, total, metrics}: a tqdm bar's
+    name is quoted)."""
     reason = facts.get("reason") or "stall"
     evidence = dict(facts.get("evidence") or {})
     saw_hello = bool(facts.get("saw_hello", True))
     frames = parse_stack(facts.get("stack")) or parse_stack(facts.get("stacks")) \
         or parse_stack(evidence.get("py_spy"))
     stage = facts.get("stage")
-    kind = _hang_kind(reason, frames, evidence, saw_hello)
+    kind = _hang_kind(reason, frames, evidence, saw_hello, bool(facts.get("python_silent")))
     at = where(frames)
     idle = _idle(facts)
     main = _main(evidence)

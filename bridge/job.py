@@ -53,6 +53,8 @@ NO_WORKER_MARKERS = ("[trainbridge] zero-code mode is off", "[trainbridge] worke
 PSEUDO_FDS = {"stdout": -1, "stderr": -2}
 OUTBOX_LIMIT = 1000        # job.send() messages held until the worker says hello
 SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
+if hasattr(signals, "SIGUSR2"):
+    SIGNALS["SIGUSR2"] = signals.SIGUSR2
 # A job whose output is piped into this process cannot outlive it (it dies of a broken pipe
 # at its next print): a job that must outlive its client runs under a keeper instead.
 DETACHED_REMOVED = ("launch(detached=True) was removed: its output went into this process's "
@@ -124,6 +126,8 @@ class Job:
         self.lead_pid: Optional[int] = None
         self._lead_priority = -1
         self.dump_pids: List[int] = []
+        self.native_dump_pids: List[int] = []  # SIGUSR2: faulthandler's C dump, main thread
+        self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
         self.stages: List[Dict[str, Any]] = []
         self.stages_dropped = 0
         self.progress: Optional[Dict[str, Any]] = None
@@ -397,8 +401,16 @@ class Job:
             self.signals_sent.append(name)
             self._publish({"event": "signal", "signal": name})
             if name == "SIGUSR1":
+                self._signal_dump_at = reports.crash_file_size(self.crash_file)
                 for pid in self.dump_pids:
                     launcher.signal_process(pid, signals.SIGUSR1)
+            elif name == "SIGUSR2":
+                # Only to the processes whose SIGUSR1 handler did not answer: Python runs
+                # in the others, and the C dump would race it (worker/hooks.py).
+                answered = reports.signal_dumped_pids(self.crash_file, self._signal_dump_at)
+                for pid in self.native_dump_pids:
+                    if pid not in answered:
+                        launcher.signal_process(pid, SIGNALS[name])
             elif self.tree is not None:
                 self.tree.signal(SIGNALS[name])
         elif do == "drain":
@@ -428,6 +440,10 @@ class Job:
             self._tree_next = now + TREE_REFRESH_S + TREE_REFRESH_PER_JOB_S * len(self.hub.jobs)
         deadline = machine.next_deadline(self.m)
         if deadline is not None and now >= deadline:
+            ending = self.m["ending"]
+            if ending is not None and ending["step"] == "signal_dump" and self.lead_pid in \
+                    reports.signal_dumped_pids(self.crash_file, self._signal_dump_at):
+                self._step({"type": "signal_dumped", "t": now})
             self._step({"type": "timer", "t": now})
 
     # --- I/O thread: worker messages ------------------------------------------------------
@@ -459,6 +475,8 @@ class Job:
             # SIGUSR1 only to processes that registered faulthandler for it (it kills others).
             if body.get("dump_signal") == "SIGUSR1" and self._in_tree(body.get("pid")):
                 self.dump_pids.append(body["pid"])
+            if body.get("native_dump_signal") == "SIGUSR2" and self._in_tree(body.get("pid")):
+                self.native_dump_pids.append(body["pid"])
         if kind in ("heartbeat", "bye") and isinstance(body.get("dropped"), dict):
             self.dropped[routing_id] = body["dropped"]  # counts only grow: the latest wins
         if kind == "reply":
@@ -468,7 +486,8 @@ class Job:
         if kind == "reply" and body.get("to") in self._cancel_seqs:
             self._on_cancel_reply(body, now)
         if kind == "hello":
-            self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
+            self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids),
+                        "native_dump": bool(self.native_dump_pids) and "SIGUSR2" in SIGNALS})
             self._send_outbox()
         elif kind == "stage":
             self._record_stage(body)

@@ -11,13 +11,15 @@ States: starting -> running <-> stalled -> ended.
 Outcomes: succeeded | failed | crashed | hung | cancelled, decided in one place: outcome().
 
 Events ({"type": ..., "t": ...} plus):
-  hello      dump_signal: bool (the worker can dump stacks on SIGUSR1)
+  hello      dump_signal: bool (the worker can dump stacks on SIGUSR1), native_dump: bool
+             (and its main thread's stack on SIGUSR2, faulthandler's C handler)
   stage      event: "begin"|"end", name, depth?: int, budget_s?: num
   progress   (step and total are the shell's business)
   beat       any other authentic worker message: heartbeat, log, reply (the beacon lives)
   error      fatal: bool, kind: str, exit_code?: int (the worker's error message)
   bye        reason: str, exit_code?: int
   dumped     the worker answered a dump_stacks command
+  signal_dumped  the lead's SIGUSR1 handler wrote its stacks (Python ran on its main thread)
   snapshotted  the hang evidence asked for by "snapshot" is collected
   refused    reason: str (the worker speaks an unsupported protocol version)
   no_worker  reason: str (a process said it cannot load the worker: no hello will come,
@@ -35,7 +37,10 @@ Actions ({"do": ...} plus):
              "snapshotted" when done (SIGTERM waits for it, up to snapshot_timeout)
   dump_stacks   send the in-band dump_stacks command
   cancel     send the in-band cancel command
-  signal     signal: "SIGUSR1" (the process only) | "SIGTERM" | "SIGKILL" (the whole tree)
+  signal     signal: "SIGUSR1" | "SIGUSR2" (the process only) | "SIGTERM" | "SIGKILL" (the
+             whole tree). SIGUSR2 only when neither dump_stacks nor SIGUSR1 was answered:
+             no Python runs in the process (native code holds the GIL), so faulthandler's C
+             handler can read the main thread's frames without racing anything.
   drain      read what is left (socket and pipes), then send "drained"
   finish     outcome: the job is over; build the report
 """
@@ -77,6 +82,8 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "t0": t,
         "hello": False,
         "dump_signal": False,
+        "native_dump": False,
+        "answered": False,        # a dump (in-band or SIGUSR1) was answered: Python runs
         "last_msg_t": None,       # beacon: last authentic worker message
         "last_activity_t": None,  # work: last progress or stage change; None = stall unarmed
         "stages": [],             # open stages, outermost first: {name, t, budget_s}
@@ -135,6 +142,7 @@ def _copy(state: State) -> State:
 def _on_hello(s, e, t, actions):
     s["hello"] = True
     s["dump_signal"] = bool(e.get("dump_signal"))
+    s["native_dump"] = bool(e.get("native_dump"))
     s["last_msg_t"] = t
     if s["state"] == "starting" and s["ending"] is None:
         _set_state(s, "running", actions)
@@ -178,9 +186,14 @@ def _on_bye(s, e, t, actions):
 
 
 def _on_dumped(s, e, t, actions):
+    s["answered"] = True
     ending = s["ending"]
     if ending is not None and ending["step"] == "dump" and s["exit"] is None:
         _after_dump(s, t, actions)
+
+
+def _on_signal_dumped(s, e, t, actions):
+    s["answered"] = True
 
 
 def _on_snapshotted(s, e, t, actions):
@@ -257,7 +270,7 @@ def _on_timer(s, e, t, actions):
 
 _HANDLERS = {
     "hello": _on_hello, "stage": _on_stage, "progress": _on_progress, "beat": _on_beat,
-    "error": _on_error, "bye": _on_bye, "dumped": _on_dumped,
+    "error": _on_error, "bye": _on_bye, "dumped": _on_dumped, "signal_dumped": _on_signal_dumped,
     "snapshotted": _on_snapshotted, "refused": _on_refused, "no_worker": _on_no_worker,
     "cancel": _on_cancel, "cancel_refused": _on_cancel_refused, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,
 }
@@ -342,7 +355,11 @@ def _advance_ending(s, t, actions):
     step_name = s["ending"]["step"]
     if step_name == "dump":
         _after_dump(s, t, actions)
-    elif step_name in ("signal_dump", "cancel"):
+    elif step_name == "signal_dump" and s["native_dump"] and not s["answered"]:
+        # Neither the beacon nor the main thread ran Python: native code holds the GIL.
+        s["ending"].update(step="native_dump", deadline=t + s["config"]["signal_dump_wait"])
+        actions.append({"do": "signal", "signal": "SIGUSR2"})
+    elif step_name in ("signal_dump", "native_dump", "cancel"):
         _terminate(s, t, actions)
     elif step_name == "snapshot":
         s["snapshot"] = "timed_out"

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from trainbridge.worker import codec
 
@@ -81,7 +82,10 @@ def build(job: Any) -> Dict[str, Any]:
         "command": list(job.cmd),
         "started_at": _iso(job.started_wall),
         "hang": hang and {"reason": hang["reason"], "stage": hang["stage"],
-                          "after_s": round(hang["t"] - job.started, 3)},
+                          "after_s": round(hang["t"] - job.started, 3),
+                          # what the last heartbeat said, as diagnose_hang read it
+                          "idle_s": (job.heartbeat or {}).get("idle_s"),
+                          "stack": (job.heartbeat or {}).get("stack")},
         "signals_sent": list(job.signals_sent),
         "environment": environment(job.hellos),
         "worker": {"hello": bool(job.hellos), "bye": job.bye,
@@ -186,6 +190,7 @@ def _diagnose(outcome, facts_end, job, stacks, stage):
                 "idle_s": (job.heartbeat or {}).get("idle_s"),
                 "stack": (job.heartbeat or {}).get("stack"), "stacks": stacks,
                 "saw_hello": bool(job.hellos), "evidence": job.snapshot or {},
+                "python_silent": "SIGUSR2" in job.signals_sent,
                 "pid": job.pid, "progress": job.progress,
             }
             return diagnosis.diagnose_hang(facts), None
@@ -280,6 +285,31 @@ def read_crash_file(path: Optional[str]) -> Optional[str]:
     text = "\n".join(line for line in text.splitlines()
                      if not line.startswith("[trainbridge]")).strip()
     return text or None
+
+
+def crash_file_size(path: Optional[str]) -> Optional[int]:
+    """Where the next dump will start in the crash file (None: there is none yet)."""
+    try:
+        return os.path.getsize(path) if path else None
+    except OSError:
+        return None
+
+
+_SIGNAL_DUMP_MARK = re.compile(r"^\[trainbridge\] pid (\d+): stacks on SIGUSR1$", re.M)
+
+
+def signal_dumped_pids(path: Optional[str], since: Optional[int]) -> Set[int]:
+    """The processes whose SIGUSR1 handler wrote its stacks after offset `since` of the crash
+    file (each marks its dump with a "[trainbridge] pid N: stacks on SIGUSR1" line)."""
+    if not path:
+        return set()
+    try:
+        with open(path, "rb") as f:
+            f.seek(since or 0)
+            data = f.read(CRASH_TEXT_MAX)
+    except OSError:
+        return set()
+    return {int(m) for m in _SIGNAL_DUMP_MARK.findall(data.decode("ascii", "replace"))}
 
 
 def join_stacks(dumps: List[str], crash_text: Optional[str],

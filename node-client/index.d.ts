@@ -22,7 +22,7 @@ export interface Timeouts {
   cancelGrace?: number;
   /** in-band dump_stacks -> give up on the reply. Default 1. */
   dumpTimeout?: number;
-  /** SIGUSR1 -> SIGTERM. Default 0.2. */
+  /** SIGUSR1 -> SIGUSR2 or SIGTERM, and SIGUSR2 -> SIGTERM. Default 0.2. */
   signalDumpWait?: number;
   /** hang -> SIGTERM at the latest while the hang evidence is collected. Default 2. */
   snapshotTimeout?: number;
@@ -199,7 +199,7 @@ export type JobEvent =
   | { type: 'stalled'; data: StalledInfo }
   | { type: 'state'; data: JobState }
   | { type: 'hang'; data: { reason: string; stage: string | null } }
-  | { type: 'signal'; data: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL' }
+  | { type: 'signal'; data: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL' }
   | { type: 'log_error'; data: LogError }
   | { type: 'dropped'; data: { count: number; kinds: Record<string, number> } }
   | { type: 'error'; data: PythonError }
@@ -288,7 +288,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   on(event: 'state', listener: (state: JobState) => void): this;
   /** A hang was declared (startup, stage_budget, stall, heartbeat, after_bye): stacks, then the kill. */
   on(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
-  on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL') => void): this;
+  on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   on(event: 'log_error', listener: (problem: LogError) => void): this;
   /** Emitted only while someone listens: a Python error never crashes the supervisor. */
   on(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
@@ -307,7 +307,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   once(event: 'stalled', listener: (info: StalledInfo) => void): this;
   once(event: 'state', listener: (state: JobState) => void): this;
   once(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
-  once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL') => void): this;
+  once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   once(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
   once(event: 'end', listener: (report: Report) => void): this;
   once(event: string | symbol, listener: (...args: any[]) => void): this;

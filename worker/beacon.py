@@ -92,6 +92,12 @@ class Beacon(threading.Thread):
 
     # --- thread body ---------------------------------------------------------------------
     def run(self) -> None:
+        # SIGUSR1 must land on the main thread: there it interrupts a blocking call, so that
+        # the dump handler (hooks.py) runs at once. SIGUSR2 too: faulthandler's C handler
+        # dumps the thread it lands on. Threads started from here (libzmq's, the freeze
+        # watchdog's) inherit the mask.
+        if hasattr(signal, "pthread_sigmask") and hasattr(signal, "SIGUSR1"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGUSR2})
         # Wait until Thread.start() has returned to the importing thread: importing zmq
         # right away would hold the GIL that start() needs to return (up to the 5 ms
         # switch interval, at every `import worker`).
@@ -133,6 +139,7 @@ class Beacon(threading.Thread):
 
         body = facts.hello(self.config.heartbeat_s, VERSION, self.codec.PROTOCOL_VERSION)
         body["dump_signal"] = STATE.dump_signal
+        body["native_dump_signal"] = STATE.native_dump_signal
         body["crash_file"] = self.config.crash_file if STATE.crash_file is not None else None
         body["detached"] = self.config.detached
         return body

@@ -451,11 +451,11 @@ function kernelSays(evidence) {
   return null;
 }
 
-function hangKind(reason, frames, evidence, sawHello) {
+function hangKind(reason, frames, evidence, sawHello, pythonSilent = false) {
   const kernel = kernelSays(evidence);
   const stack = stackSays(frames);
   if (kernel === 'stopped') return 'stopped';
-  if (BEACON_SILENT.has(reason) && sawHello && evidence.alive !== false) return 'gil_held';
+  if ((BEACON_SILENT.has(reason) || pythonSilent) && sawHello && evidence.alive !== false) return 'gil_held';
   if (importingModule(frames)) return 'import_hang';
   if (!sawHello && reason === 'startup') return 'startup';
   if (kernel === 'lock_wait' && ['child_wait', 'network_wait', 'sleeping'].includes(stack)) return stack;
@@ -485,7 +485,7 @@ function diagnoseHang(facts) {
   if (!frames.length) frames = parseStack(facts.stacks);
   if (!frames.length) frames = parseStack(evidence.py_spy);
   const stage = facts.stage ?? null;
-  const kind = hangKind(reason, frames, evidence, sawHello);
+  const kind = hangKind(reason, frames, evidence, sawHello, Boolean(facts.python_silent));
   const at = where(frames);
   const idle = idleText(facts);
   const main = evidence.main_thread || {};

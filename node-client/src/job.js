@@ -27,7 +27,7 @@ const { LineSplitter, RedrawThrottle, decodeLine, logText } = require('./lines.j
 const launcher = require('./launcher.js');
 const evidence = require('./evidence.js');
 const { PythonError } = require('./errors.js');
-const { buildReport, minimalReport, logFooter } = require('./report.js');
+const { buildReport, minimalReport, logFooter, crashFileSize, signalDumpedPids } = require('./report.js');
 const { StatusTracker } = require('./status.js');
 
 const DEFAULT_TAIL_LINES = 40;
@@ -114,6 +114,7 @@ class Job extends EventEmitter {
     this._lastMsgAt = 0;
     this._exitAt = null;
     this._dumpSeq = null;
+    this._signalDumpAt = null; // crash file size when SIGUSR1 went
     this._stackRequests = new Map(); // command seq -> resolve(reply body)
     this._fatalCapture = false;
     this._errorTaps = new Set(); // events() iterators: they get Python errors without listening to 'error'
@@ -121,7 +122,7 @@ class Job extends EventEmitter {
     this._facts = {
       started: now(), startedWall: Date.now() / 1000, ended: null,
       tail: [], lines: { stdout: 0, stderr: 0 }, bytes: { stdout: 0, stderr: 0 },
-      hellos: new Map(), leadPid: null, dumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
+      hellos: new Map(), leadPid: null, dumpPids: [], nativeDumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
       heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
       leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
       rejected: {}, lost: 0, cancel: null,
@@ -409,7 +410,17 @@ class Job extends EventEmitter {
     if (deadline === null) return;
     this._timerAt = deadline;
     const ms = Math.max(0, (deadline - now()) * 1000) + 1;
-    this._timer = setTimeout(() => { this._timer = null; this._post({ type: 'timer' }); }, ms);
+    this._timer = setTimeout(() => { this._timer = null; this._onTimer(); }, ms);
+  }
+
+  _onTimer() {
+    // Did the lead's SIGUSR1 handler answer? If not, the machine sends SIGUSR2 next.
+    const { ending } = this._m;
+    if (ending && ending.step === 'signal_dump' && !this._m.answered
+        && signalDumpedPids(this._crashFile, this._signalDumpAt).has(this._facts.leadPid)) {
+      this._post({ type: 'signal_dumped' });
+    }
+    this._post({ type: 'timer' });
   }
 
   _perform(action) {
@@ -460,7 +471,15 @@ class Job extends EventEmitter {
     this._facts.signalsSent.push(signal);
     this._emit('signal', signal);
     if (signal === 'SIGUSR1') {
+      this._signalDumpAt = crashFileSize(this._crashFile);
       for (const pid of this._facts.dumpPids) launcher.signalProcess(pid, signal);
+      return;
+    }
+    if (signal === 'SIGUSR2') {
+      // Only to the processes whose SIGUSR1 handler did not answer: Python runs in the
+      // others, and the C dump would race it (worker/hooks.py).
+      const answered = signalDumpedPids(this._crashFile, this._signalDumpAt);
+      for (const pid of this._facts.nativeDumpPids) if (!answered.has(pid)) launcher.signalProcess(pid, signal);
       return;
     }
     launcher.signalTree(this._tree, signal);
@@ -612,8 +631,12 @@ class Job extends EventEmitter {
         this._facts.hellos.set(rank, body);
         // SIGUSR1 only to processes that registered faulthandler for it (it kills others).
         if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
+        if (body.native_dump_signal === 'SIGUSR2' && this._inTree(body.pid)) this._facts.nativeDumpPids.push(body.pid);
         this._emit('hello', body);
-        this._post({ type: 'hello', dump_signal: this._facts.dumpPids.length > 0 });
+        this._post({
+          type: 'hello', dump_signal: this._facts.dumpPids.length > 0,
+          native_dump: this._facts.nativeDumpPids.length > 0 && process.platform !== 'win32',
+        });
         this._sendOutbox();
         break;
       }
@@ -684,6 +707,7 @@ class Job extends EventEmitter {
         const rank = Number(peer.split('/')[1]);
         if (!this._facts.hellos.has(rank)) this._facts.hellos.set(rank, body); // every rank is listed
         if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
+        if (body.native_dump_signal === 'SIGUSR2' && this._inTree(body.pid)) this._facts.nativeDumpPids.push(body.pid);
         this._emit('hello', body);
         break;
       }

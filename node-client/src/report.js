@@ -80,7 +80,11 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     job_id: id,
     command: [...command],
     started_at: iso(facts.startedWall),
-    hang: hang && { reason: hang.reason, stage: hang.stage, after_s: round(hang.t - facts.started) },
+    // idle_s and stack: what the last heartbeat said, as diagnoseHang read them
+    hang: hang && {
+      reason: hang.reason, stage: hang.stage, after_s: round(hang.t - facts.started),
+      idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
+    },
     signals_sent: [...facts.signalsSent],
     environment: environment(facts.hellos),
     worker: {
@@ -177,7 +181,7 @@ function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid) {
         stages: facts.stages.filter((s) => s.status === 'running').map((s) => s.name),
         idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
         stacks, saw_hello: facts.hellos.size > 0, evidence: facts.snapshot || {}, pid,
-        progress: facts.progress,
+        progress: facts.progress, python_silent: facts.signalsSent.includes('SIGUSR2'),
       }), null];
     }
     return [diagnoseEnd(factsEnd), null];
@@ -252,6 +256,39 @@ function readCrashFile(file) {
   const text = decodeUtf8Escaped(data).split(/\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/)
     .filter((line) => !line.startsWith('[trainbridge]')).join('\n').trim();
   return text || null;
+}
+
+/** Where the next dump will start in the crash file (null: there is none yet). */
+function crashFileSize(file) {
+  if (!file) return null;
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return null;
+  }
+}
+
+const SIGNAL_DUMP_MARK = /^\[trainbridge\] pid (\d+): stacks on SIGUSR1$/gm;
+
+/** The processes whose SIGUSR1 handler wrote its stacks after offset `since` of the crash
+ * file (each marks its dump with a "[trainbridge] pid N: stacks on SIGUSR1" line). */
+function signalDumpedPids(file, since) {
+  const pids = new Set();
+  if (!file) return pids;
+  let data;
+  try {
+    const fd = fs.openSync(file, 'r');
+    try {
+      const buf = Buffer.alloc(CRASH_TEXT_MAX);
+      data = buf.subarray(0, fs.readSync(fd, buf, 0, CRASH_TEXT_MAX, since || 0));
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return pids;
+  }
+  for (const m of data.toString('latin1').matchAll(SIGNAL_DUMP_MARK)) pids.add(Number(m[1]));
+  return pids;
 }
 
 /** All the stack text we got, each part under a header saying where it came from. */
@@ -337,4 +374,7 @@ function logFooter(report) {
   return lines.join('\n');
 }
 
-module.exports = { REPORT_VERSION, buildReport, logFooter, minimalReport, summary, toJSON, readCrashFile, joinStacks };
+module.exports = {
+  REPORT_VERSION, buildReport, logFooter, minimalReport, summary, toJSON, readCrashFile, joinStacks,
+  crashFileSize, signalDumpedPids,
+};

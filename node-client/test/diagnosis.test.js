@@ -40,6 +40,8 @@ const sleeping = { pid: 42, alive: true, status: 'sleeping', main_thread: { sysc
 const HANG_CASES = [
   { reason: 'stall', stage: 'train', stages: ['main', 'train'], idle_s: 31.2, stack: '  File "/home/u/train.py", line 40, in <module>\n    time.sleep(1)\n', saw_hello: true, evidence: sleeping },
   { reason: 'heartbeat', stage: 'tokenize', idle_s: 0.4, stacks: FH, saw_hello: true, evidence: { ...sleeping, cpu_fraction: 0.97 } },
+  // a stall where neither dump_stacks nor SIGUSR1 answered (SIGUSR2 sent): gil_held, not lock_wait
+  { reason: 'stall', stage: 'tokenize', idle_s: 1, stacks: FH, saw_hello: true, python_silent: true, evidence: { ...sleeping, main_thread: { syscall: 'futex', wchan: 'futex_wait_queue', state: 'S' } } },
   { reason: 'startup', saw_hello: false, idle_s: null, evidence: { ...sleeping, main_thread: { syscall: 'read', fd: 3, fd_target: 'socket:[123]', wchan: 'sk_wait_data', state: 'S' } } },
   { reason: 'stage_budget', stage: 'download', idle_s: 12, saw_hello: true, evidence: { ...sleeping, main_thread: { syscall: 'read', fd: 5, wchan: 'wait_woken', state: 'S' }, sockets: [{ fd: 5, raddr: ['10.0.0.1', 443], status: 'ESTABLISHED', pid: 42 }] } },
   { reason: 'stall', stage: 'data', idle_s: 40, saw_hello: true, evidence: { ...sleeping, main_thread: { syscall: 'futex', wchan: 'futex_wait_queue', state: 'S' }, children: [{ pid: 77, name: 'python', status: 'stopped' }] },
