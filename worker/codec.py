@@ -148,7 +148,9 @@ _SCHEMA = {kind: tuple((field, _TYPES[spec.rstrip("?")], spec.endswith("?"), spe
            for kind, fields in KINDS.items()}
 
 
-def _check_fields(kind: str, body: Dict[str, Any], records_checked: bool = False) -> None:
+def _check_fields(kind: str, body: Dict[str, Any], walked: Optional[List[int]] = None) -> None:
+    """Raise ProtocolError unless `body` has the fields of `kind`. `walked`: for a `logs`
+    body whose records _restore_records() checked, the records it left to check here."""
     for field, types, nullable, name in _SCHEMA[kind]:
         value = body.get(field)
         if value is None:
@@ -157,8 +159,10 @@ def _check_fields(kind: str, body: Dict[str, Any], records_checked: bool = False
             raise ProtocolError("bad_field", f"{kind}.{field} is missing")
         if type(value) not in types:  # exact types: bool is not an int here
             raise ProtocolError("bad_field", f"{kind}.{field} must be {name}")
-    if kind == "logs" and not records_checked:  # clients expand the records: each is a log
-        for i, record in enumerate(body["records"]):
+    if kind == "logs":  # clients expand the records into log events: each must be one
+        records = body["records"]
+        for i in range(len(records)) if walked is None else walked:
+            record = records[i]
             if type(record) is not dict:
                 raise ProtocolError("bad_field", f"logs.records[{i}] must be map")
             _check_fields("log", record)
@@ -245,27 +249,47 @@ _PLAIN_LOG_KEYS = frozenset({"created", "level", "message"})
 
 def _prepare_records(records: Any, trunc: List[str]) -> Any:
     """_prepare() of a `logs` body's records (body.records, depth 2), the same result: the
-    record shape worker.log() makes is rebuilt in key order directly, escaping only a
-    message that needs it; any other record takes the general walk."""
+    record shape worker.log() makes is rebuilt in key order directly, and the messages that
+    need escaping are escaped together (_escape_all); any other record takes the general
+    walk."""
     if type(records) is not list or len(records) > MAX_ARRAY_ITEMS:
         return _prepare(records, "body.records", trunc, 2, "records")
     out = []
     append = out.append
     plain = _PLAIN_LOG_KEYS
+    marked = len(trunc)
+    escaped = []  # the records in `out` whose message needs escaping
     for record in records:
         if type(record) is dict and record.keys() == plain:
             created, level, message = record["created"], record["level"], record["message"]
             if type(created) is float and not created.is_integer() and type(level) is str \
                     and level.isascii() and "\\" not in level and len(level) <= MAX_FIELD_CHARS \
                     and type(message) is str:
-                if len(message) > MAX_FIELD_CHARS or not message.isascii() or "\\" in message:
-                    message, cut = escape_within(message, MAX_FIELD_CHARS)
-                    if cut:
-                        trunc.append(f"body.records[{len(out)}].message")
-                append({"created": created, "level": level, "message": message})
+                record = {"created": created, "level": level, "message": message}
+                if not message.isascii() or "\\" in message or len(message) > MAX_FIELD_CHARS:
+                    escaped.append(record)
+                append(record)
                 continue
         append(_prepare(record, f"body.records[{len(out)}]", trunc, 3, "records"))
+    if escaped:
+        texts = _escape_all([record["message"] for record in escaped])
+        if max(map(len, texts)) > MAX_FIELD_CHARS:
+            # A message to cut (rare): the general walk, for the marks in walk order.
+            del trunc[marked:]
+            return _prepare(records, "body.records", trunc, 2, "records")
+        for record, text in zip(escaped, texts):
+            record["message"] = text
     return out
+
+
+def _escape_all(texts: List[str]) -> List[str]:
+    """[escape(t) for t in texts], in one C-level pass: escaping maps each code point on
+    its own, and NUL (ASCII, kept as is) joins them when none of them holds one."""
+    if len(texts) > 1:
+        joined = "\0".join(texts)
+        if joined.count("\0") == len(texts) - 1:
+            return escape(joined).split("\0")
+    return [escape(text) for text in texts]
 
 
 def sign(key: bytes, packed: bytes) -> bytes:
@@ -361,7 +385,8 @@ def _logs_records(raw: Dict[Any, Any]) -> Optional[List[Any]]:
     """The records list of a `logs` envelope, taken out of it so that _restore_records()
     can do the walk for them; None (and the envelope untouched) for any other message."""
     body = raw.get("body")
-    if raw.get("kind") != "logs" or type(body) is not dict:
+    if raw.get("kind") != "logs" or type(body) is not dict or body.keys() != {"records"} \
+            or next(iter(raw)) != "body":
         return None
     records = body.get("records")
     if type(records) is not list or len(records) > MAX_ARRAY_ITEMS:
@@ -370,25 +395,43 @@ def _logs_records(raw: Dict[Any, Any]) -> Optional[List[Any]]:
     return records
 
 
-def _restore_records(records: List[Any]) -> List[Any]:
-    """_restore() (at body.records' depth) and the `log` field check of each record, in one
-    pass: a record of worker.log()'s own shape is checked directly; any other takes both."""
+def _restore_records(records: List[Any]) -> List[int]:
+    """_restore() of a `logs` body's records (at their depth), in place: a record of
+    worker.log()'s own shape is checked directly (its fields too), and the messages that need
+    unescaping are unescaped together (_unescape_all); any other record takes the general
+    walk, and its index is returned for _check_fields(). Errors are the walk's, in order."""
     plain = _PLAIN_LOG_KEYS
+    escaped = []  # records whose message still needs unescaping
+    walked = []  # indexes of the records that took the general walk
     for i, record in enumerate(records):
         if type(record) is dict and record.keys() == plain:
             level, message = record["level"], record["message"]
-            if type(level) is str and type(message) is str \
-                    and type(record["created"]) in (int, float):
-                if not level.isascii() or "\\" in level:
-                    record["level"] = unescape(level)
+            if type(level) is str and level.isascii() and "\\" not in level \
+                    and type(message) is str and type(record["created"]) in (int, float):
                 if not message.isascii() or "\\" in message:
-                    record["message"] = unescape(message)
+                    escaped.append(record)
                 continue
-        records[i] = record = _restore(record, 3)
-        if type(record) is not dict:
-            raise ProtocolError("bad_field", f"logs.records[{i}] must be map")
-        _check_fields("log", record)
-    return records
+        _unescape_all(escaped)  # earlier records first, as the walk would judge them
+        escaped = []
+        records[i] = _restore(record, 3)
+        walked.append(i)
+    _unescape_all(escaped)
+    return walked
+
+
+def _unescape_all(records: List[Dict[str, Any]]) -> None:
+    """Unescape the records' messages in one C-level pass when they are all valid (joined by
+    NUL, which no valid escape produces); otherwise one by one, for the first one's error."""
+    if len(records) > 1:
+        joined = "\0".join([record["message"] for record in records])
+        if joined.isascii() and joined.count("\0") == len(records) - 1 \
+                and "\\" not in _ESCAPE.sub("", joined):
+            texts = _unicode_escape_decode(joined)[0].split("\0")
+            for record, text in zip(records, texts):
+                record["message"] = text
+            return
+    for record in records:
+        record["message"] = unescape(record["message"])
 
 
 def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
@@ -416,9 +459,11 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
     if version not in SUPPORTED_MAJORS:
         raise ProtocolError("unsupported_version", f"v{version}; this side speaks v{PROTOCOL_MAJOR}")
     records = _logs_records(raw)
+    if records is not None:  # body comes first: its records are walked first, as in _restore
+        walked = _restore_records(records)
     envelope = _restore(raw, 0)
-    if records is not None:  # a `logs` message's records, put back after the walk above
-        envelope["body"]["records"] = _restore_records(records)
+    if records is not None:
+        envelope["body"]["records"] = records
     kind, seq, ts, job, body = (envelope.get(k) for k in ("kind", "seq", "ts", "job", "body"))
     if type(kind) is not str or type(seq) is not int or seq < 1 or type(job) is not str \
             or type(body) is not dict or type(ts) not in (int, float):
@@ -426,7 +471,7 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
     allowed = {"worker": WORKER_KINDS, "client": CLIENT_KINDS}.get(expect, KINDS)
     if kind not in allowed:
         raise ProtocolError("unknown_kind", kind)
-    _check_fields(kind, body, records is not None)
+    _check_fields(kind, body, walked if records is not None else None)
     trunc = envelope.get("trunc") or []
     if type(trunc) is not list:
         raise ProtocolError("malformed", "envelope.trunc must be a list")

@@ -171,3 +171,35 @@ def _unescaped(value):
     if isinstance(value, list):
         return [_unescaped(v) for v in value]
     return value
+
+
+wire_texts = st.text(alphabet=st.sampled_from(list("ab\\xuU089f\x00\u00e9")), max_size=14)
+wire_records = st.one_of(
+    st.fixed_dictionaries({"created": st.one_of(st.floats(allow_nan=False), st.integers(0, 9)),
+                           "level": st.one_of(st.just("info"), wire_texts),
+                           "message": wire_texts}),
+    st.dictionaries(st.sampled_from(["created", "level", "message", "x\\u00e9"]),
+                    st.one_of(wire_texts, st.integers(0, 9)), max_size=4))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(wire_records, min_size=1, max_size=6), wire_texts, st.booleans())
+def test_a_logs_message_decodes_as_the_record_by_record_walk_would_even_when_malformed(
+        records, job, body_last):
+    """The decoder's shortcut for `logs` records (messages unescaped together) accepts,
+    returns and refuses (with the same reason) exactly what the general walk does."""
+    raw = {"body": {"records": records}, "job": job, "kind": "logs", "seq": 1, "ts": 1.5, "v": 1}
+    if body_last:
+        raw["body"] = raw.pop("body")
+    packed = msgpack.packb(raw, use_bin_type=True)
+    try:
+        envelope = codec._restore(msgpack.unpackb(packed, raw=False), 0)
+        codec._check_fields("logs", envelope["body"])
+        expected = ("ok", envelope["body"])
+    except codec.ProtocolError as exc:
+        expected = ("error", exc.reason)
+    try:
+        got = ("ok", codec.decode([packed, codec.sign(KEY, packed)], KEY).body)
+    except codec.ProtocolError as exc:
+        got = ("error", exc.reason)
+    assert got == expected
