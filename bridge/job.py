@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence
 
-from trainbridge.bridge import jobenv, launcher, machine, report as reports
+from trainbridge.bridge import jobenv, launcher, machine, ranks, report as reports
 from trainbridge.bridge.hub import Channel, Hub
 from trainbridge.bridge.lines import LineSplitter, RedrawThrottle, decode_line, log_text
 from trainbridge.bridge.status import StatusTracker
@@ -120,6 +120,7 @@ class Job:
         self.lines = {"stdout": 0, "stderr": 0}
         self.bytes = {"stdout": 0, "stderr": 0}
         self.hellos: Dict[int, Dict[str, Any]] = {}
+        self.ranks = ranks.initial()  # every worker process's own state (report `ranks`)
         self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
         self.lead_pid: Optional[int] = None
         self._lead_priority = -1
@@ -434,6 +435,7 @@ class Job:
     def _on_message(self, routing_id: bytes, rank: int, msg) -> None:
         now = time.monotonic()
         kind, body = msg.kind, msg.body
+        ranks.observe(self.ranks, routing_id.decode("ascii", "replace"), kind, body, msg.ts)
         if kind == "hello":
             priority = machine.lead_priority(body, self.pid)
             if priority > self._lead_priority:

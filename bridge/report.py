@@ -46,6 +46,9 @@ def build(job: Any) -> Dict[str, Any]:
     if m.get("refused") and error is None:
         error = {"type": "UnsupportedProtocol", "message": f"the client refused the worker: "
                  f"{m['refused']}", "traceback": "", "kind": "internal"}
+    rows, cause, cause_error = _ranks(job)
+    if cause_error is not None and outcome == "failed":
+        error = _error(cause_error, tail)  # the rank that failed first, not the lead's echo
     stage = _last_stage(job.stages)
     if job.bye is None:  # no last words: the stage box may know a stage the messages missed
         boxed = read_stage_box(job.crash_file, job.lead_pid or job.pid)  # no hello yet: ours
@@ -59,7 +62,12 @@ def build(job: Any) -> Dict[str, Any]:
         "hang_reason": hang and hang["reason"],
         "heartbeat_stack": (job.heartbeat or {}).get("stack"),
     }
+    if cause_error is not None and outcome == "failed":
+        facts_end["error"] = cause_error
+        facts_end["stage"] = cause_error.get("stage") or stage
     diagnosis, diagnosis_error = _diagnose(outcome, facts_end, job, stacks, stage)
+    if cause is not None and outcome == "failed" and diagnosis is not None:
+        diagnosis = dict(diagnosis, summary=cause["summary"])
     ended = job.ended or time.monotonic()
     report: Dict[str, Any] = {
         "outcome": outcome,
@@ -96,6 +104,8 @@ def build(job: Any) -> Dict[str, Any]:
         "log_error": job.log_error,
         "dropped": dropped_total(job.dropped.values()),
         "evidence": job.snapshot,
+        "ranks": rows,
+        "root_cause": cause,
     }
     if diagnosis_error:
         report["diagnosis_error"] = diagnosis_error
@@ -126,6 +136,21 @@ def losses(report: Dict[str, Any]) -> List[str]:
         out.append(f"The log file {log_error.get('path')} is incomplete from line "
                    f"{log_error.get('from_line')} on: {log_error.get('error')}.")
     return out
+
+
+def _ranks(job: Any):
+    """The per-process rows, and for a distributed job (two ranks or more) the root cause
+    and its rank's own error body (None when torchrun's error file is all there is)."""
+    from trainbridge.bridge import ranks
+
+    state = getattr(job, "ranks", None)
+    if state is None:
+        return [], None, None
+    rows = ranks.table(state)
+    if sum(1 for r in rows if r["role"] == "rank") < 2:
+        return rows, None, None
+    cause = ranks.root_cause(rows)
+    return rows, cause, ranks.error_body(state, cause)
 
 
 def environment(hellos: Dict[int, Dict[str, Any]]) -> Optional[Dict[str, Any]]:

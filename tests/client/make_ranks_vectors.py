@@ -1,0 +1,144 @@
+"""Writes vectors/ranks.json: per-process rows and the root cause of distributed jobs
+(bridge/ranks.py, node-client/src/ranks.js). Each case is the messages a job's worker
+processes sent, in arrival order: [key (routing id), kind, body, ts (the sender's clock)].
+The expectations are written by hand from docs/CLIENT.md ("Ranks and the root cause");
+tests/client/test_ranks.py and node-client/test/ranks.test.js run the committed JSON."""
+
+import json
+import os
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def hello(pid, ppid, rank=None, local_rank=None, world=None, host="a"):
+    return {"pid": pid, "ppid": ppid, "rank": rank, "local_rank": local_rank,
+            "world_size": world, "host": host}
+
+
+def error(type_, message, frames, stage=None, **extra):
+    return dict({"type": type_, "message": message, "stage": stage, "fatal": True,
+                 "frames": [{"file": f, "line": n, "function": fn} for f, n, fn in frames]},
+                **extra)
+
+
+TRAIN = ("/w/train.py", 15, "<module>")
+REDUCE = ("/v/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", 3252,
+          "all_reduce")
+PEER = "[pair.cc:553] Connection closed by peer [127.0.0.1]:1234."
+
+CASES = [
+    {"name": "the rank that failed first is the cause; a peer that lost it is a consequence",
+     "messages": [
+         ["j/100", "hello", hello(100, 9), 1.0],
+         ["j/0", "hello", hello(101, 100, 0, 0, 2), 2.0],
+         ["j/1", "hello", hello(102, 100, 1, 1, 2), 2.1],
+         ["j/1", "stage", {"event": "begin", "name": "data"}, 3.0],
+         ["j/0", "progress", {"step": 4, "total": 10}, 3.5],
+         # rank 0's error arrives first, but rank 1's clock says it failed first
+         ["j/0", "error", error("RuntimeError", PEER, [("/w/train.py", 16, "<module>"), REDUCE],
+                                "train"), 10.5],
+         ["j/1", "error", error("ValueError", "shard 3 is corrupt", [TRAIN], "data"), 10.0],
+         ["j/1", "bye", {"exit_code": 1, "reason": "after_error"}, 10.1],
+     ],
+     "root_cause": {"rank": 1, "why": {"0": "peer_gone"},
+                    "summary": "rank 1 (host a, pid 102) failed first: ValueError: shard 3 is "
+                               "corrupt in stage 'data' at w/train.py:15 <module>; then rank 0 "
+                               "lost its peer (RuntimeError at w/train.py:16 <module>) "
+                               "(consequences, not the cause)"},
+     "rows": [
+         {"rank": 0, "role": "rank", "pid": 101, "state": "failed", "stage": None,
+          "progress": {"step": 4, "total": 10}},
+         {"rank": 1, "role": "rank", "pid": 102, "state": "failed", "stage": "data",
+          "progress": None},
+         {"rank": None, "role": "launcher", "pid": 100, "state": "running", "stage": None,
+          "progress": None},
+     ]},
+    {"name": "a rank without a worker: torchrun's failure (its error file) names the cause",
+     "messages": [
+         ["j/100", "hello", hello(100, 9), 1.0],
+         ["j/0", "hello", hello(101, 100, 0, 0, 2), 2.0],
+         ["j/100", "error", error(
+             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError", "failed",
+             [("/v/bin/torchrun", 8, "<module>")], None,
+             failures=[
+                 {"rank": 0, "local_rank": 0, "pid": 101, "exit_code": -15, "time": 21,
+                  "error_file": "/t/attempt_0/0/error.json", "message": "", "traceback": None},
+                 {"rank": 1, "local_rank": 1, "pid": 102, "exit_code": 1, "time": 20,
+                  "error_file": "/t/attempt_0/1/error.json", "message": "KeyError: 'img'",
+                  "traceback": "Traceback (most recent call last):\n  File \"/w/train.py\", "
+                               "line 9, in load\nKeyError: 'img'\n"}]), 22.0],
+     ],
+     "root_cause": {"rank": 1, "why": {"0": "stopped"},
+                    "summary": "rank 1 (host a, pid 102) failed first: KeyError: 'img' at "
+                               "w/train.py:9 load; then rank 0 stopped by the launcher "
+                               "(consequences, not the cause)"},
+     "rows": [
+         {"rank": 0, "role": "rank", "pid": 101, "state": "failed", "stage": None,
+          "progress": None},
+         {"rank": 1, "role": "rank", "pid": 102, "state": "failed", "stage": None,
+          "progress": None},
+         {"rank": None, "role": "launcher", "pid": 100, "state": "failed", "stage": None,
+          "progress": None},
+     ]},
+    {"name": "ties by clock go to the lower rank; ranks on two hosts",
+     "messages": [
+         ["j/0", "hello", hello(50, 40, 0, 0, 4, host="a"), 1.0],
+         ["j/3", "hello", hello(50, 41, 3, 1, 4, host="b"), 1.0],
+         ["j/3", "error", error("OSError", "disk full", [TRAIN]), 5.0],
+         ["j/0", "error", error("OSError", "disk full", [TRAIN]), 5.0],
+     ],
+     "root_cause": {"rank": 0, "why": {"3": "later"},
+                    "summary": "rank 0 (host a, pid 50) failed first: OSError: disk full at "
+                               "w/train.py:15 <module>; then rank 3 failed later (OSError at "
+                               "w/train.py:15 <module>) (consequences, not the cause)"},
+     "rows": [
+         {"rank": 0, "role": "rank", "pid": 50, "state": "failed", "stage": None,
+          "progress": None},
+         {"rank": 3, "role": "rank", "pid": 50, "state": "failed", "stage": None,
+          "progress": None},
+     ]},
+    {"name": "one plain process: a row of role other, no root cause",
+     "messages": [
+         ["j/0", "hello", hello(7, 1), 1.0],
+         ["j/0", "stage", {"event": "begin", "name": "train"}, 1.5],
+         ["j/0", "stage", {"event": "begin", "name": "eval"}, 1.6],
+         ["j/0", "stage", {"event": "end", "name": "eval"}, 1.7],
+         ["j/0", "bye", {"exit_code": 0, "reason": "normal"}, 2.0],
+     ],
+     "root_cause": None,
+     "rows": [{"rank": None, "role": "other", "pid": 7, "state": "exited", "stage": "train",
+               "progress": None}]},
+]
+
+
+def check(case):
+    """The Python module agrees with the hand-written expectations (the JSON is the
+    contract; this keeps a typo in either from being committed)."""
+    from trainbridge.bridge import ranks
+
+    state = ranks.initial()
+    for key, kind, body, ts in case["messages"]:
+        ranks.observe(state, key, kind, body, ts)
+    rows = ranks.table(state)
+    got = [{k: r[k] for k in ("rank", "role", "pid", "state", "stage", "progress")} for r in rows]
+    assert got == case["rows"], (case["name"], got)
+    cause = ranks.root_cause(rows)
+    if case["root_cause"] is None:
+        assert cause is None, (case["name"], cause)
+        return
+    short = {"rank": cause["rank"], "summary": cause["summary"],
+             "why": {str(c["rank"]): c["why"] for c in cause["consequences"]}}
+    assert short == case["root_cause"], (case["name"], short)
+
+
+def main():
+    for case in CASES:
+        check(case)
+    path = os.path.join(ROOT, "vectors", "ranks.json")
+    with open(path, "w", encoding="ascii") as out:
+        json.dump({"cases": CASES}, out, indent=1, sort_keys=True)
+        out.write("\n")
+
+
+if __name__ == "__main__":
+    main()
