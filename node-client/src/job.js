@@ -29,6 +29,7 @@ const evidence = require('./evidence.js');
 const { PythonError } = require('./errors.js');
 const { buildReport, minimalReport, logFooter } = require('./report.js');
 const { StatusTracker } = require('./status.js');
+const ranks = require('./ranks.js');
 
 const DEFAULT_TAIL_LINES = 40;
 const OUTBOX_LIMIT = 1000; // job.send() messages held until the worker says hello (bridge/job.py's)
@@ -121,7 +122,7 @@ class Job extends EventEmitter {
     this._facts = {
       started: now(), startedWall: Date.now() / 1000, ended: null,
       tail: [], lines: { stdout: 0, stderr: 0 }, bytes: { stdout: 0, stderr: 0 },
-      hellos: new Map(), leadPid: null, dumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
+      hellos: new Map(), ranks: ranks.initial(), leadPid: null, dumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
       heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
       leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
       rejected: {}, lost: 0, cancel: null,
@@ -590,6 +591,7 @@ class Job extends EventEmitter {
     if ((msg.kind === 'heartbeat' || msg.kind === 'bye') && body.dropped && typeof body.dropped === 'object') {
       this._facts.dropped.set(peer, body.dropped); // counts only grow: the latest wins
     }
+    ranks.observe(this._facts.ranks, peer, msg.kind, body, msg.ts); // every process's own state
     if (msg.kind === 'hello') {
       const priority = machine.leadPriority(body, this.pid);
       if (priority > this._leadPriority) {

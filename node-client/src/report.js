@@ -15,6 +15,7 @@ const fs = require('node:fs');
 const codec = require('./codec.js');
 const { diagnoseEnd, diagnoseHang, tracebackInText } = require('./diagnosis.js');
 const { decodeUtf8Escaped } = require('./utf8.js');
+const ranks = require('./ranks.js');
 
 const REPORT_VERSION = 1;
 const CRASH_TEXT_MAX = 256 * 1024; // bytes of the crash file kept (its end: the newest dumps)
@@ -48,6 +49,8 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   if (m.refused && error === null) {
     error = { type: 'UnsupportedProtocol', message: `the client refused the worker: ${m.refused}`, traceback: '', kind: 'internal' };
   }
+  const [rows, cause, causeError] = ranksOf(facts);
+  if (causeError !== null && outcome === 'failed') error = errorOf(causeError, tail); // the rank that failed first
   let stage = lastStage(facts.stages);
   if (facts.bye === null) { // no last words: the stage box may know a stage the messages missed
     const boxed = readStageBox(crashFile, facts.leadPid ?? pid); // no hello yet: the launched one
@@ -60,7 +63,12 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     oom_killed: facts.oomKilled, hang_reason: hang && hang.reason,
     heartbeat_stack: (facts.heartbeat || {}).stack ?? null,
   };
-  const [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid);
+  if (causeError !== null && outcome === 'failed') {
+    factsEnd.error = causeError;
+    factsEnd.stage = causeError.stage || stage;
+  }
+  let [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid);
+  if (cause !== null && outcome === 'failed' && diagnosis) diagnosis = { ...diagnosis, summary: cause.summary };
   const ended = facts.ended ?? performance.now() / 1000;
   const report = {
     outcome,
@@ -96,6 +104,8 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     log_error: facts.logError ?? null,
     dropped: droppedTotal(facts.dropped ? facts.dropped.values() : []),
     evidence: facts.snapshot,
+    ranks: rows,
+    root_cause: cause,
   };
   if (diagnosisError) report.diagnosis_error = diagnosisError;
   report.summary = summary(report);
@@ -126,6 +136,19 @@ function losses(report) {
   const logError = report.log_error;
   if (logError) out.push(`The log file ${logError.path} is incomplete from line ${logError.from_line} on: ${logError.error}.`);
   return out;
+}
+
+/**
+ * The per-process rows, and for a distributed job (two ranks or more) the root cause and
+ * its rank's own error body (null when torchrun's error file is all there is), as
+ * bridge/report.py's _ranks().
+ */
+function ranksOf(facts) {
+  if (!facts.ranks) return [[], null, null];
+  const rows = ranks.table(facts.ranks);
+  if (rows.filter((r) => r.role === 'rank').length < 2) return [rows, null, null];
+  const cause = ranks.rootCause(rows);
+  return [rows, cause, ranks.errorBody(facts.ranks, cause)];
 }
 
 /**
