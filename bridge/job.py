@@ -8,8 +8,9 @@ machine's actions.
 Events handed to callbacks and to events() are dicts with "event" and "t" (wall clock):
   state    state: starting | running | stalled | ended
   output   stream: stdout | stderr, text, end: lf | cr | crlf | max | eof
-  message  kind, rank, body: a worker message (hello, stage, progress, heartbeat, log,
-           error, bye, reply), strings already unescaped
+  message  kind, rank, body, sender: a worker message (hello, stage, progress, heartbeat,
+           log, error, bye, reply), strings already unescaped; sender names the process
+           (rank, local_rank, host, pid, role: rank | launcher | other, lead: bool)
   hang     reason: startup | stage_budget | stall | heartbeat | after_bye
   signal   signal: SIGUSR1 | SIGTERM | SIGKILL
   dropped  count: events a slow events() consumer missed; kinds: how many of each event
@@ -435,13 +436,15 @@ class Job:
     def _on_message(self, routing_id: bytes, rank: int, msg) -> None:
         now = time.monotonic()
         kind, body = msg.kind, msg.body
-        ranks.observe(self.ranks, routing_id.decode("ascii", "replace"), kind, body, msg.ts)
+        key = routing_id.decode("ascii", "replace")
+        ranks.observe(self.ranks, key, kind, body, msg.ts)
         if kind == "hello":
             priority = machine.lead_priority(body, self.pid)
             if priority > self._lead_priority:
                 self.lead, self._lead_priority = routing_id, priority
                 self.lead_pid = body.get("pid")
         lead = routing_id == self.lead
+        sender = dict(ranks.sender(self.ranks, key), lead=lead)  # who said it (docs/CLIENT.md)
         if lead and kind in ("stage", "progress"):
             self._track_status(kind, body, now)  # before listeners hear: status() agrees
         if lead:
@@ -450,11 +453,13 @@ class Job:
             # A batch of consecutive records (PROTOCOL.md): listeners see each as a `log`
             # message, as if it had come alone; the machine hears of the message once.
             for record in body["records"]:
-                self._publish({"event": "message", "kind": "log", "rank": rank, "body": record})
+                self._publish({"event": "message", "kind": "log", "rank": rank, "body": record,
+                               "sender": sender})
             if lead:
                 self._step({"type": "beat", "t": now})
             return
-        self._publish({"event": "message", "kind": kind, "rank": rank, "body": body})
+        self._publish({"event": "message", "kind": kind, "rank": rank, "body": body,
+                       "sender": sender})
         if kind == "hello":
             if lead or rank not in self.hellos:  # every rank is listed; the lead's hello wins
                 self.hellos[rank] = body

@@ -81,6 +81,14 @@ def _where(frames: List[Dict[str, Any]]) -> Optional[str]:
     return f"{path}:{mine.get('line', '?')} {mine.get('function', '?')}"
 
 
+def sender(state: State, key: str) -> Dict[str, Any]:
+    """Who sent a message, for the events a client publishes: rank, local_rank, host, pid
+    and role as known when it arrived (a launcher is "other" until a rank of it says hello)."""
+    p = _proc(state, key)
+    return {"rank": p["rank"], "local_rank": p["local_rank"], "host": p["host"],
+            "pid": p["pid"], "role": _role(p, list(state["procs"].values()))}
+
+
 def _role(p: Dict[str, Any], procs: List[Dict[str, Any]]) -> str:
     """By the job's structure: a rank says RANK and WORLD_SIZE; the launcher is the parent
     of ranks (torchrun's agent starts each rank itself); anything else is other."""

@@ -600,6 +600,10 @@ class Job extends EventEmitter {
       }
     }
     const lead = peer === this._lead;
+    // Every emitted body names its sender (docs/CLIENT.md "Ranks"): rank, local_rank, host, pid, role, lead.
+    const sender = { ...ranks.sender(this._facts.ranks, peer), lead };
+    if (body && typeof body === 'object' && msg.kind !== 'logs') body.sender = sender;
+    this._sender = sender;
     if (lead) this._lastMsgAt = now();
     if (!lead) {
       this._fromOther(msg, peer);
@@ -649,14 +653,14 @@ class Job extends EventEmitter {
         this._post({ type: 'beat' });
         break;
       case 'log':
-        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
+        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });
         this._post({ type: 'beat' });
         break;
       case 'logs':
         // A batch of consecutive records (PROTOCOL.md): listeners see each as a worker
         // 'log', as if it had come alone; the machine hears of the message once.
         for (const record of body.records) {
-          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record });
+          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record, sender: this._sender });
         }
         this._post({ type: 'beat' });
         break;
@@ -693,11 +697,11 @@ class Job extends EventEmitter {
       case 'progress': this._emit('progress', body); break;
       case 'heartbeat': this._emit('heartbeat', body); break;
       case 'log':
-        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
+        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });
         break;
       case 'logs':
         for (const record of body.records) {
-          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record });
+          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record, sender: this._sender });
         }
         break;
       case 'reply': this._onReply(body); break; // dumps answer from every process of the job

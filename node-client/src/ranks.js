@@ -69,6 +69,15 @@ function where(frames) {
   return `${path}:${mine.line ?? '?'} ${mine.function ?? '?'}`;
 }
 
+/**
+ * Who sent a message, for the events the job emits: rank, local_rank, host, pid and role as
+ * known when it arrived (a launcher is "other" until a rank of it says hello).
+ */
+function sender(state, key) {
+  const p = proc(state, key);
+  return { rank: p.rank, local_rank: p.local_rank, host: p.host, pid: p.pid, role: role(p, [...state.procs.values()]) };
+}
+
 function role(p, procs) {
   if (p.rank !== null && p.world_size !== null) return 'rank';
   if (p.pid !== null && procs.some((q) => q.ppid === p.pid && q.world_size !== null)) return 'launcher';
@@ -180,4 +189,4 @@ function short(err) {
   return message ? `${err.type || 'Error'}: ${message}` : String(err.type || 'Error');
 }
 
-module.exports = { initial, observe, table, rootCause, errorBody };
+module.exports = { initial, observe, sender, table, rootCause, errorBody };

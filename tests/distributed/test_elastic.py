@@ -44,12 +44,17 @@ def test_torchrun_names_the_failed_rank_and_the_report_its_root_cause():
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
         env.update(TMPDIR=tmp, OMP_NUM_THREADS="1")
-        lines = []
+        lines, stages = [], []
+
+        def seen(event):
+            if event.get("event") == "output":
+                lines.append(event["text"])
+            elif event.get("event") == "message" and event["kind"] == "stage":
+                stages.append((event["sender"], event["body"]["event"], event["body"]["name"]))
         job = bridge.launch([sys.executable, "-m", "torch.distributed.run", "--standalone",
                              "--nproc_per_node=2", "torchrun_rank_fails.py"], cwd=SCENARIOS,
                             env=env, startup_timeout=60, heartbeat_timeout=30,
-                            stall_timeout=60, on_event=lambda e: e.get("event") == "output"
-                            and lines.append(e["text"]))
+                            stall_timeout=60, on_event=seen)
         report = job.wait(120)
         assert report is not None, "no report within 120 s"
         assert not psutil.Process().children(recursive=True), "a process was left over"
@@ -71,3 +76,12 @@ def test_torchrun_names_the_failed_rank_and_the_report_its_root_cause():
     assert [c["rank"] for c in report["root_cause"]["consequences"]] == [0]
     assert report["error"]["type"] == "ValueError"  # not rank 0's lost peer
     assert report["diagnosis"]["summary"].startswith("rank 1 (host ")
+    # every stage event names its sender; rank 1's 'data' is its own, never the job's
+    data = [sender for sender, event, name in stages if name == "data" and event == "begin"]
+    assert len(data) == 1 and data[0]["rank"] == 1 and data[0]["role"] == "rank", data
+    assert data[0]["lead"] is False and data[0]["pid"] == one["pid"]
+    assert "data" not in [s["name"] for s in report["stages"]]
+    mains = {s["pid"] for s, event, name in stages if name == "main"}
+    assert len(mains) == 3, mains  # the launcher's and each rank's, told apart
+    ends = {s["role"] for s, event, name in stages if name == "main" and event == "end"}
+    assert "launcher" in ends, ends  # known as the launcher once its ranks said hello
