@@ -471,11 +471,15 @@ class Job:
         if kind == "reply":
             self._on_reply(body)  # dumps answer from every process of the job
         if not lead:
+            if kind == "hello" and body.get("world_size") is not None \
+                    and self.m.get("awaiting_ranks"):  # a rank: the job has started
+                self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
             return  # another process of the job: published above, but it does not lead
         if kind == "reply" and body.get("to") in self._cancel_seqs:
             self._on_cancel_reply(body, now)
         if kind == "hello":
-            self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
+            self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids),
+                        "awaits_ranks": ranks.awaits_ranks(body)})
             self._send_outbox()
         elif kind == "stage":
             self._record_stage(body)

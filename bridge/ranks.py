@@ -89,6 +89,29 @@ def sender(state: State, key: str) -> Dict[str, Any]:
             "pid": p["pid"], "role": _role(p, list(state["procs"].values()))}
 
 
+_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+
+
+def awaits_ranks(hello: Dict[str, Any]) -> bool:
+    """Whether a hello is a distributed launcher's (torchrun, python -m
+    torch.distributed.run/launch), whose job has not started until a rank says hello.
+    (h2's machine.is_launcher reads argv the same way, with more care for interpreter
+    options; one should call the other once both are on main.)"""
+    argv = hello.get("argv")
+    if not isinstance(argv, list) or not argv or hello.get("world_size") is not None:
+        return False
+    words = [str(a).replace("\\", "/") for a in argv]
+    if words[0].rsplit("/", 1)[-1] == "torchrun":
+        return True
+    for i, word in enumerate(words[1:], 1):
+        if word == "-m":
+            return i + 1 < len(words) and words[i + 1] in _LAUNCHER_MODULES
+        if not word.startswith("-"):
+            return word.rsplit("/", 1)[-1] == "torchrun" \
+                or word.endswith(("torch/distributed/run.py", "torch/distributed/launch.py"))
+    return False
+
+
 def _role(p: Dict[str, Any], procs: List[Dict[str, Any]]) -> str:
     """By the job's structure: a rank says RANK and WORLD_SIZE; the launcher is the parent
     of ranks (torchrun's agent starts each rank itself); anything else is other."""
@@ -227,3 +250,45 @@ def _short(err: Dict[str, Any]) -> str:
     if len(message) > MESSAGE_CHARS:
         message = message[:MESSAGE_CHARS - 3] + "..."
     return f"{err.get('type') or 'Error'}: {message}" if message else str(err.get("type") or "Error")
+
+
+# --- rendezvous ---------------------------------------------------------------------------
+def _option(argv: List[str], *names: str) -> Optional[str]:
+    """The value of a launcher option given as `--name=value` or `--name value`."""
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(name + "="):
+                return arg[len(name) + 1:]
+    return None
+
+
+def rendezvous_wait(launcher: Dict[str, Any], ranks_said_hello: bool, waited_s: float,
+                    stacks: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The verdict for a job whose launcher waits in its rendezvous for nodes that never
+    come: its start-up deadline passed, no rank said hello, and the launcher's own stack
+    is in torch.distributed.elastic's rendezvous. None otherwise (e.g. it was still
+    importing torch: the plain start-up verdict stands)."""
+    if ranks_said_hello or not awaits_ranks(launcher) or "rendezvous" not in (stacks or ""):
+        return None
+    argv = [str(a) for a in launcher.get("argv") or []]
+    nnodes = _option(argv, "--nnodes") or "1"
+    needed = nnodes.split(":")[0]
+    endpoint = _option(argv, "--rdzv-endpoint", "--rdzv_endpoint")
+    if endpoint is None:
+        addr, port = _option(argv, "--master-addr", "--master_addr"), \
+            _option(argv, "--master-port", "--master_port")
+        endpoint = f"{addr or '127.0.0.1'}:{port or '29500'}"
+    backend = _option(argv, "--rdzv-backend", "--rdzv_backend") or "static"
+    host = launcher.get("host") or "?"
+    waited = f"{waited_s:.0f} s" if waited_s >= 10 else f"{waited_s:.1f} s"
+    summary = (f"rendezvous_wait: torchrun on host {host} waited {waited} for nodes that never "
+               f"came: its {backend} rendezvous at {endpoint} needs {needed} node(s) "
+               f"(--nnodes={nnodes}) and only this one is known to have joined; no rank started")
+    hint = (f"start torchrun on the other node(s) with the same --rdzv-endpoint={endpoint} and "
+            f"--rdzv-id, check that they can reach {endpoint}, or lower --nnodes")
+    return {"kind": "rendezvous_wait", "summary": summary, "hint": hint,
+            "evidence": {"endpoint": endpoint, "backend": backend, "nnodes": nnodes,
+                         "nnodes_expected": int(needed) if needed.isdigit() else None,
+                         "nnodes_joined": 1, "waited_s": round(waited_s, 1), "host": host}}

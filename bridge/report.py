@@ -68,6 +68,9 @@ def build(job: Any) -> Dict[str, Any]:
     diagnosis, diagnosis_error = _diagnose(outcome, facts_end, job, stacks, stage)
     if cause is not None and outcome == "failed" and diagnosis is not None:
         diagnosis = dict(diagnosis, summary=cause["summary"])
+    waiting = _rendezvous(job, outcome, stacks)
+    if waiting is not None:
+        diagnosis = waiting
     ended = job.ended or time.monotonic()
     report: Dict[str, Any] = {
         "outcome": outcome,
@@ -136,6 +139,21 @@ def losses(report: Dict[str, Any]) -> List[str]:
         out.append(f"The log file {log_error.get('path')} is incomplete from line "
                    f"{log_error.get('from_line')} on: {log_error.get('error')}.")
     return out
+
+
+def _rendezvous(job: Any, outcome: str, stacks: Optional[str]) -> Optional[Dict[str, Any]]:
+    """rendezvous_wait when the start-up deadline passed with only a launcher's hello."""
+    from trainbridge.bridge import ranks
+
+    hang = job.m.get("hang")
+    if outcome != "hung" or not hang or hang["reason"] != "startup" or not job.hellos:
+        return None
+    hellos = list(job.hellos.values())
+    launcher = next((h for h in hellos if ranks.awaits_ranks(h)), None)
+    if launcher is None:
+        return None
+    any_rank = any(h.get("world_size") is not None for h in hellos)
+    return ranks.rendezvous_wait(launcher, any_rank, hang["t"] - job.started, stacks)
 
 
 def _ranks(job: Any):

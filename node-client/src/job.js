@@ -619,7 +619,7 @@ class Job extends EventEmitter {
         // SIGUSR1 only to processes that registered faulthandler for it (it kills others).
         if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
         this._emit('hello', body);
-        this._post({ type: 'hello', dump_signal: this._facts.dumpPids.length > 0 });
+        this._post({ type: 'hello', dump_signal: this._facts.dumpPids.length > 0, awaits_ranks: ranks.awaitsRanks(body) });
         this._sendOutbox();
         break;
       }
@@ -689,6 +689,8 @@ class Job extends EventEmitter {
       case 'hello': {
         const rank = Number(peer.split('/')[1]);
         if (!this._facts.hellos.has(rank)) this._facts.hellos.set(rank, body); // every rank is listed
+        // A rank's hello: the job has started, even when its lead is a launcher elsewhere.
+        if ((body.world_size ?? null) !== null && this._m.awaiting_ranks) this._post({ type: 'hello', dump_signal: this._facts.dumpPids.length > 0 });
         if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
         this._emit('hello', body);
         break;

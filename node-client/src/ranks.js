@@ -189,4 +189,64 @@ function short(err) {
   return message ? `${err.type || 'Error'}: ${message}` : String(err.type || 'Error');
 }
 
-module.exports = { initial, observe, sender, table, rootCause, errorBody };
+const LAUNCHER_MODULES = ['torch.distributed.run', 'torch.distributed.launch'];
+const base = (w) => w.split('/').pop();
+
+/**
+ * Whether a hello is a distributed launcher's (torchrun, python -m torch.distributed.run /
+ * launch), whose job has not started until a rank says hello (bridge/ranks.py awaits_ranks).
+ */
+function awaitsRanks(hello) {
+  const { argv } = hello;
+  if (!Array.isArray(argv) || !argv.length || (hello.world_size ?? null) !== null) return false;
+  const words = argv.map((a) => String(a).replace(/\\/g, '/'));
+  if (base(words[0]) === 'torchrun') return true;
+  for (let i = 1; i < words.length; i += 1) {
+    const word = words[i];
+    if (word === '-m') return i + 1 < words.length && LAUNCHER_MODULES.includes(words[i + 1]);
+    if (!word.startsWith('-')) {
+      return base(word) === 'torchrun' || word.endsWith('torch/distributed/run.py') || word.endsWith('torch/distributed/launch.py');
+    }
+  }
+  return false;
+}
+
+function option(argv, ...names) {
+  for (let i = 0; i < argv.length; i += 1) {
+    for (const name of names) {
+      if (argv[i] === name && i + 1 < argv.length) return argv[i + 1];
+      if (argv[i].startsWith(`${name}=`)) return argv[i].slice(name.length + 1);
+    }
+  }
+  return null;
+}
+
+/**
+ * The verdict for a job whose launcher waits in its rendezvous for nodes that never come
+ * (bridge/ranks.py rendezvous_wait): null unless no rank said hello and the launcher's own
+ * stack is in torch.distributed.elastic's rendezvous.
+ */
+function rendezvousWait(launcher, ranksSaidHello, waitedS, stacks) {
+  if (ranksSaidHello || !awaitsRanks(launcher) || !String(stacks || '').includes('rendezvous')) return null;
+  const argv = (launcher.argv || []).map(String);
+  const nnodes = option(argv, '--nnodes') || '1';
+  const needed = nnodes.split(':')[0];
+  let endpoint = option(argv, '--rdzv-endpoint', '--rdzv_endpoint');
+  if (endpoint === null) {
+    endpoint = `${option(argv, '--master-addr', '--master_addr') || '127.0.0.1'}:${option(argv, '--master-port', '--master_port') || '29500'}`;
+  }
+  const backend = option(argv, '--rdzv-backend', '--rdzv_backend') || 'static';
+  const host = launcher.host || '?';
+  const waited = waitedS >= 10 ? `${waitedS.toFixed(0)} s` : `${waitedS.toFixed(1)} s`;
+  return {
+    kind: 'rendezvous_wait',
+    summary: `rendezvous_wait: torchrun on host ${host} waited ${waited} for nodes that never came: its ${backend} rendezvous at ${endpoint} needs ${needed} node(s) (--nnodes=${nnodes}) and only this one is known to have joined; no rank started`,
+    hint: `start torchrun on the other node(s) with the same --rdzv-endpoint=${endpoint} and --rdzv-id, check that they can reach ${endpoint}, or lower --nnodes`,
+    evidence: {
+      endpoint, backend, nnodes, nnodes_expected: /^\d+$/.test(needed) ? Number(needed) : null,
+      nnodes_joined: 1, waited_s: Math.round(waitedS * 10) / 10, host,
+    },
+  };
+}
+
+module.exports = { initial, observe, sender, table, rootCause, errorBody, awaitsRanks, rendezvousWait };

@@ -69,6 +69,8 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   }
   let [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid);
   if (cause !== null && outcome === 'failed' && diagnosis) diagnosis = { ...diagnosis, summary: cause.summary };
+  const waiting = rendezvousOf(m, facts, outcome, stacks);
+  if (waiting !== null) diagnosis = waiting;
   const ended = facts.ended ?? performance.now() / 1000;
   const report = {
     outcome,
@@ -110,6 +112,17 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   if (diagnosisError) report.diagnosis_error = diagnosisError;
   report.summary = summary(report);
   return plain(report);
+}
+
+/** rendezvous_wait when the start-up deadline passed with only a launcher's hello (bridge/report.py). */
+function rendezvousOf(m, facts, outcome, stacks) {
+  const { hang } = m;
+  if (outcome !== 'hung' || !hang || hang.reason !== 'startup' || !facts.hellos.size) return null;
+  const hellos = [...facts.hellos.values()];
+  const launcher = hellos.find((h) => ranks.awaitsRanks(h));
+  if (!launcher) return null;
+  const anyRank = hellos.some((h) => (h.world_size ?? null) !== null);
+  return ranks.rendezvousWait(launcher, anyRank, hang.t - facts.started, stacks);
 }
 
 /**

@@ -7,7 +7,7 @@ const path = require('node:path');
 const fs = require('node:fs');
 const ranks = require('../src/ranks');
 
-const { cases } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'ranks.json'), 'ascii'));
+const { cases, launchers, rendezvous } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'ranks.json'), 'ascii'));
 
 for (const c of cases) {
   test(`ranks: ${c.name}`, () => {
@@ -25,5 +25,22 @@ for (const c of cases) {
     assert.strictEqual(cause.rank, c.root_cause.rank);
     assert.strictEqual(cause.summary, c.root_cause.summary);
     assert.deepStrictEqual(Object.fromEntries(cause.consequences.map((x) => [String(x.rank), x.why])), c.root_cause.why);
+  });
+}
+
+for (const [argv, worldSize, expected] of launchers) {
+  test(`awaitsRanks: ${argv.join(' ')} (world_size ${worldSize})`, () => {
+    assert.strictEqual(ranks.awaitsRanks({ argv, world_size: worldSize }), expected);
+  });
+}
+
+for (const c of rendezvous) {
+  test(`rendezvousWait: ${c.name}`, () => {
+    const got = ranks.rendezvousWait(c.launcher, c.ranks_said_hello, c.waited_s, c.stacks);
+    if (c.summary === null) {
+      assert.strictEqual(got, null);
+      return;
+    }
+    assert.deepStrictEqual([got.kind, got.summary, got.evidence], ['rendezvous_wait', c.summary, c.evidence]);
   });
 }

@@ -111,6 +111,60 @@ CASES = [
 ]
 
 
+# Which hellos are a distributed launcher's (the job starts at a rank's hello, not theirs).
+LAUNCHERS = [
+    [["/v/bin/torchrun", "--nnodes=2", "train.py"], None, True],
+    [["/v/bin/python", "-m", "torch.distributed.run", "train.py"], None, True],
+    [["/v/bin/python", "-u", "/v/lib/torch/distributed/launch.py", "x.py"], None, True],
+    [["/v/bin/python", "train.py", "--via", "torchrun"], None, False],
+    [["/v/bin/python", "-m", "torch.distributed.run", "train.py"], 2, False],  # a rank
+    [["/v/bin/python", "-c", "import torch"], None, False],
+]
+
+RDZV_ARGV = ["/v/bin/torchrun", "--nnodes=2:4", "--nproc_per_node=2", "--rdzv-backend", "c10d",
+             "--rdzv_endpoint=10.0.0.1:29400", "train.py"]
+RENDEZVOUS = [
+    {"name": "a launcher in its rendezvous, no rank: rendezvous_wait",
+     "launcher": {"argv": RDZV_ARGV, "host": "a"}, "ranks_said_hello": False, "waited_s": 20.04,
+     "stacks": "File \"/v/torch/distributed/elastic/rendezvous/utils.py\", line 9, in _delay",
+     "summary": "rendezvous_wait: torchrun on host a waited 20 s for nodes that never came: its "
+                "c10d rendezvous at 10.0.0.1:29400 needs 2 node(s) (--nnodes=2:4) and only this "
+                "one is known to have joined; no rank started",
+     "evidence": {"endpoint": "10.0.0.1:29400", "backend": "c10d", "nnodes": "2:4",
+                  "nnodes_expected": 2, "nnodes_joined": 1, "waited_s": 20.0, "host": "a"}},
+    {"name": "static rendezvous: the master address and port are the endpoint",
+     "launcher": {"argv": ["/v/bin/torchrun", "--nnodes", "3", "--master_addr", "h1",
+                           "--master-port=1234", "t.py"], "host": "b"},
+     "ranks_said_hello": False, "waited_s": 6.24, "stacks": "rendezvous",
+     "summary": "rendezvous_wait: torchrun on host b waited 6.2 s for nodes that never came: its "
+                "static rendezvous at h1:1234 needs 3 node(s) (--nnodes=3) and only this one is "
+                "known to have joined; no rank started",
+     "evidence": {"endpoint": "h1:1234", "backend": "static", "nnodes": "3",
+                  "nnodes_expected": 3, "nnodes_joined": 1, "waited_s": 6.2, "host": "b"}},
+    {"name": "still importing torch: not a rendezvous wait",
+     "launcher": {"argv": RDZV_ARGV, "host": "a"}, "ranks_said_hello": False, "waited_s": 20,
+     "stacks": "File \"<frozen importlib._bootstrap>\", in _find_and_load", "summary": None},
+    {"name": "a rank said hello: not a rendezvous wait",
+     "launcher": {"argv": RDZV_ARGV, "host": "a"}, "ranks_said_hello": True, "waited_s": 20,
+     "stacks": "rendezvous", "summary": None},
+]
+
+
+def check_rendezvous():
+    from trainbridge.bridge import ranks
+
+    for argv, world, expected in LAUNCHERS:
+        assert ranks.awaits_ranks({"argv": argv, "world_size": world}) is expected, argv
+    for case in RENDEZVOUS:
+        got = ranks.rendezvous_wait(case["launcher"], case["ranks_said_hello"],
+                                    case["waited_s"], case["stacks"])
+        if case["summary"] is None:
+            assert got is None, case["name"]
+        else:
+            assert got["kind"] == "rendezvous_wait" and got["summary"] == case["summary"], got
+            assert got["evidence"] == case["evidence"], got["evidence"]
+
+
 def check(case):
     """The Python module agrees with the hand-written expectations (the JSON is the
     contract; this keeps a typo in either from being committed)."""
@@ -134,9 +188,10 @@ def check(case):
 def main():
     for case in CASES:
         check(case)
+    check_rendezvous()
     path = os.path.join(ROOT, "vectors", "ranks.json")
     with open(path, "w", encoding="ascii") as out:
-        json.dump({"cases": CASES}, out, indent=1, sort_keys=True)
+        json.dump({"cases": CASES, "launchers": LAUNCHERS, "rendezvous": RENDEZVOUS}, out, indent=1, sort_keys=True)
         out.write("\n")
 
 

@@ -8,8 +8,9 @@ import pytest
 
 from trainbridge.bridge import ranks
 
-VECTORS = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "vectors",
-                                      "ranks.json"), encoding="ascii"))["cases"]
+ALL = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "vectors",
+                                  "ranks.json"), encoding="ascii"))
+VECTORS = ALL["cases"]
 
 
 @pytest.mark.parametrize("case", VECTORS, ids=[c["name"] for c in VECTORS])
@@ -28,3 +29,19 @@ def test_rows_and_root_cause(case):
         assert cause["summary"] == case["root_cause"]["summary"]
         assert {str(c["rank"]): c["why"] for c in cause["consequences"]} \
             == case["root_cause"]["why"]
+
+
+@pytest.mark.parametrize("argv, world_size, expected", ALL["launchers"])
+def test_which_hellos_are_a_launchers(argv, world_size, expected):
+    assert ranks.awaits_ranks({"argv": argv, "world_size": world_size}) is expected
+
+
+@pytest.mark.parametrize("case", ALL["rendezvous"], ids=[c["name"] for c in ALL["rendezvous"]])
+def test_rendezvous_wait(case):
+    got = ranks.rendezvous_wait(case["launcher"], case["ranks_said_hello"], case["waited_s"],
+                                case["stacks"])
+    if case["summary"] is None:
+        assert got is None
+    else:
+        assert (got["kind"], got["summary"], got["evidence"]) == (
+            "rendezvous_wait", case["summary"], case["evidence"])
