@@ -62,6 +62,8 @@ def observe(state: State, key: str, kind: str, body: Dict[str, Any], ts: float) 
             p["failures"] = [f for f in body["failures"] if isinstance(f, dict)]
     elif kind == "bye":
         p["exit"] = {"code": body.get("exit_code"), "reason": body.get("reason")}
+    elif kind == "reply" and isinstance(body.get("stacks"), str):
+        p["stacks"] = body["stacks"]  # its answer to dump_stacks: where it is at hang time
 
 
 def _error(body: Dict[str, Any], t: Optional[float], source: str) -> Dict[str, Any]:
@@ -292,3 +294,61 @@ def rendezvous_wait(launcher: Dict[str, Any], ranks_said_hello: bool, waited_s: 
             "evidence": {"endpoint": endpoint, "backend": backend, "nnodes": nnodes,
                          "nnodes_expected": int(needed) if needed.isdigit() else None,
                          "nnodes_joined": 1, "waited_s": round(waited_s, 1), "host": host}}
+
+
+# --- the hung rank -----------------------------------------------------------------------
+_THREAD = re.compile(r'^Thread 0x[0-9a-f]+ "([^"]*)"', re.MULTILINE)
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)', re.MULTILINE)
+_COLLECTIVE_FILE = "torch/distributed/distributed_c10d.py"
+
+
+def main_thread_frames(stacks: str) -> List[Dict[str, Any]]:
+    """The main thread's frames (outermost first) from a worker's dump_stacks text."""
+    starts = [(m.start(), m.group(1)) for m in _THREAD.finditer(stacks)]
+    for i, (start, name) in enumerate(starts):
+        if name == "MainThread":
+            end = starts[i + 1][0] if i + 1 < len(starts) else len(stacks)
+            return [{"file": f, "line": int(n), "function": fn}
+                    for f, n, fn in _FRAME.findall(stacks[start:end])]
+    return []
+
+
+def _collective(frames: List[Dict[str, Any]]) -> Optional[str]:
+    """The torch.distributed collective a stack waits in (its outermost c10d frame)."""
+    for frame in frames:
+        if str(frame["file"]).replace("\\", "/").endswith(_COLLECTIVE_FILE):
+            return frame["function"]
+    return None
+
+
+def hung_rank(state: State) -> Optional[Dict[str, Any]]:
+    """When ranks wait in a collective and one does not arrive: that rank, with its frame,
+    and the others' collective. Needs every rank's stack at hang time (their dump_stacks
+    replies); None when fewer than two ranks answered, none waits, or none is missing."""
+    answered = [p for p in state["procs"].values()
+                if p["rank"] is not None and p["world_size"] is not None and p.get("stacks")]
+    if len(answered) < 2:
+        return None
+    waiting, away = [], []
+    for p in sorted(answered, key=lambda q: q["rank"]):
+        frames = main_thread_frames(p["stacks"])
+        op = _collective(frames)
+        (waiting if op else away).append((p, frames, op))
+    if not waiting or not away:
+        return None
+    ops = sorted({op for _, _, op in waiting})
+    missing = [{"rank": p["rank"], "host": p["host"], "pid": p["pid"], "frame": _where(frames)}
+               for p, frames, _ in away]
+    waiters = [{"rank": p["rank"], "host": p["host"], "pid": p["pid"], "collective": op,
+                "frame": _where(frames)} for p, frames, op in waiting]
+    first = away[0][0]
+    text = (f"rank {first['rank']} ({_who(first)}) is not in the collective: it is at "
+            f"{missing[0]['frame'] or 'an unknown frame'}")
+    if len(missing) > 1:
+        text += "; nor are rank(s) " + ", ".join(str(m["rank"]) for m in missing[1:])
+    text += (f"; rank(s) {', '.join(str(w['rank']) for w in waiters)} wait in "
+             f"{' / '.join(ops)} for it")
+    return {"rank": first["rank"], "host": first["host"], "pid": first["pid"],
+            "missing": missing, "waiting": waiters, "summary": text,
+            "hint": f"see why rank {first['rank']} is at {missing[0]['frame']} and not in "
+                    f"{ops[0]}: every rank must reach the same collectives in the same order"}

@@ -71,6 +71,11 @@ def build(job: Any) -> Dict[str, Any]:
     waiting = _rendezvous(job, outcome, stacks)
     if waiting is not None:
         diagnosis = waiting
+    stuck = _hung_rank(job, outcome)
+    if stuck is not None:
+        evidence = dict((diagnosis or {}).get("evidence") or {}, hung_rank=stuck)
+        diagnosis = {"kind": "collective_wait", "summary": stuck["summary"],
+                     "hint": stuck["hint"], "evidence": evidence}
     ended = job.ended or time.monotonic()
     report: Dict[str, Any] = {
         "outcome": outcome,
@@ -139,6 +144,16 @@ def losses(report: Dict[str, Any]) -> List[str]:
         out.append(f"The log file {log_error.get('path')} is incomplete from line "
                    f"{log_error.get('from_line')} on: {log_error.get('error')}.")
     return out
+
+
+def _hung_rank(job: Any, outcome: str) -> Optional[Dict[str, Any]]:
+    """The rank the others wait for in a collective, from every rank's hang-time stack."""
+    from trainbridge.bridge import ranks
+
+    state = getattr(job, "ranks", None)
+    if outcome != "hung" or state is None:
+        return None
+    return ranks.hung_rank(state)
 
 
 def _rendezvous(job: Any, outcome: str, stacks: Optional[str]) -> Optional[Dict[str, Any]]:

@@ -21,7 +21,7 @@ function proc(state, key) {
   if (!state.procs.has(key)) {
     state.procs.set(key, {
       key, rank: null, local_rank: null, world_size: null, host: null, pid: null, ppid: null,
-      stages: [], progress: null, last_beat: null, exit: null, error: null, hello: false, failures: [], body: null,
+      stages: [], progress: null, last_beat: null, exit: null, error: null, hello: false, failures: [], body: null, stacks: null,
     });
   }
   return state.procs.get(key);
@@ -49,6 +49,8 @@ function observe(state, key, kind, body, ts) {
     if (Array.isArray(body.failures)) p.failures = body.failures.filter((f) => f && typeof f === 'object');
   } else if (kind === 'bye') {
     p.exit = { code: nul(body.exit_code), reason: nul(body.reason) };
+  } else if (kind === 'reply' && typeof body.stacks === 'string') {
+    p.stacks = body.stacks; // its answer to dump_stacks: where it is at hang time
   }
 }
 
@@ -249,4 +251,50 @@ function rendezvousWait(launcher, ranksSaidHello, waitedS, stacks) {
   };
 }
 
-module.exports = { initial, observe, sender, table, rootCause, errorBody, awaitsRanks, rendezvousWait };
+// --- the hung rank (bridge/ranks.py hung_rank) ---
+const THREAD = /^Thread 0x[0-9a-f]+ "([^"]*)"/gm;
+const FRAME = /^\s*File "([^"]+)", line (\d+), in (\S+)/gm;
+const COLLECTIVE_FILE = 'torch/distributed/distributed_c10d.py';
+
+function mainThreadFrames(stacks) {
+  const starts = [...stacks.matchAll(THREAD)].map((m) => [m.index, m[1]]);
+  for (let i = 0; i < starts.length; i += 1) {
+    if (starts[i][1] !== 'MainThread') continue;
+    const end = i + 1 < starts.length ? starts[i + 1][0] : stacks.length;
+    return [...stacks.slice(starts[i][0], end).matchAll(FRAME)].map((m) => ({ file: m[1], line: Number(m[2]), function: m[3] }));
+  }
+  return [];
+}
+
+function collective(frames) {
+  const frame = frames.find((f) => String(f.file).replace(/\\/g, '/').endsWith(COLLECTIVE_FILE));
+  return frame ? frame.function : null;
+}
+
+function hungRank(state) {
+  const answered = [...state.procs.values()]
+    .filter((p) => p.rank !== null && p.world_size !== null && p.stacks)
+    .sort((a, b) => a.rank - b.rank);
+  if (answered.length < 2) return null;
+  const waiting = [];
+  const away = [];
+  for (const p of answered) {
+    const frames = mainThreadFrames(p.stacks);
+    const op = collective(frames);
+    (op ? waiting : away).push([p, frames, op]);
+  }
+  if (!waiting.length || !away.length) return null;
+  const ops = [...new Set(waiting.map(([, , op]) => op))].sort();
+  const missing = away.map(([p, frames]) => ({ rank: p.rank, host: p.host, pid: p.pid, frame: where(frames) }));
+  const waiters = waiting.map(([p, frames, op]) => ({ rank: p.rank, host: p.host, pid: p.pid, collective: op, frame: where(frames) }));
+  const first = away[0][0];
+  let text = `rank ${first.rank} (${who(first)}) is not in the collective: it is at ${missing[0].frame || 'an unknown frame'}`;
+  if (missing.length > 1) text += `; nor are rank(s) ${missing.slice(1).map((m) => m.rank).join(', ')}`;
+  text += `; rank(s) ${waiters.map((w) => w.rank).join(', ')} wait in ${ops.join(' / ')} for it`;
+  return {
+    rank: first.rank, host: first.host, pid: first.pid, missing, waiting: waiters, summary: text,
+    hint: `see why rank ${first.rank} is at ${missing[0].frame} and not in ${ops[0]}: every rank must reach the same collectives in the same order`,
+  };
+}
+
+module.exports = { initial, observe, sender, table, rootCause, errorBody, awaitsRanks, rendezvousWait, hungRank, mainThreadFrames };

@@ -71,6 +71,13 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   if (cause !== null && outcome === 'failed' && diagnosis) diagnosis = { ...diagnosis, summary: cause.summary };
   const waiting = rendezvousOf(m, facts, outcome, stacks);
   if (waiting !== null) diagnosis = waiting;
+  const stuck = outcome === 'hung' && facts.ranks ? ranks.hungRank(facts.ranks) : null;
+  if (stuck !== null) {
+    diagnosis = {
+      kind: 'collective_wait', summary: stuck.summary, hint: stuck.hint,
+      evidence: { ...((diagnosis && diagnosis.evidence) || {}), hung_rank: stuck },
+    };
+  }
   const ended = facts.ended ?? performance.now() / 1000;
   const report = {
     outcome,

@@ -7,7 +7,7 @@ const path = require('node:path');
 const fs = require('node:fs');
 const ranks = require('../src/ranks');
 
-const { cases, launchers, rendezvous } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'ranks.json'), 'ascii'));
+const { cases, launchers, rendezvous, hung } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'ranks.json'), 'ascii'));
 
 for (const c of cases) {
   test(`ranks: ${c.name}`, () => {
@@ -42,5 +42,14 @@ for (const c of rendezvous) {
       return;
     }
     assert.deepStrictEqual([got.kind, got.summary, got.evidence], ['rendezvous_wait', c.summary, c.evidence]);
+  });
+}
+
+for (const c of hung) {
+  test(`hungRank: ${c.name}`, () => {
+    const state = ranks.initial();
+    for (const [key, kind, body, ts] of c.messages) ranks.observe(state, key, kind, body, ts);
+    const got = ranks.hungRank(state);
+    assert.strictEqual(got ? got.summary : null, c.summary);
   });
 }

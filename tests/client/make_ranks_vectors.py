@@ -150,6 +150,58 @@ RENDEZVOUS = [
 ]
 
 
+def stacks(*frames, thread="MainThread"):
+    """A dump_stacks reply's text (worker/errors.py all_stacks), one thread."""
+    lines = [f'Thread 0x7f01 "trainbridge-beacon" (most recent call last):',
+             '  File "/v/lib/python3.11/threading.py", line 1002, in _bootstrap', "",
+             f'Thread 0x7f00 "{thread}" (most recent call last):']
+    lines += [f'  File "{f}", line {n}, in {fn}\n    code' for f, n, fn in frames]
+    return "\n".join(lines) + "\n"
+
+
+HUNG = [
+    {"name": "rank 0 waits in all_reduce; rank 1 is elsewhere: rank 1 is the hung rank",
+     "messages": [
+         ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+         ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
+         ["j/0", "reply", {"to": 9, "ok": True, "stacks": stacks(
+             ("/w/train.py", 22, "<module>"),
+             ("/v/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", 83, "wrapper"),
+             REDUCE)}, 30.0],
+         ["j/1", "reply", {"to": 9, "ok": True, "stacks": stacks(
+             ("/w/train.py", 20, "<module>"), ("/w/train.py", 14, "read_shard"))}, 30.0],
+     ],
+     "summary": "rank 1 (host a, pid 102) is not in the collective: it is at w/train.py:14 "
+                "read_shard; rank(s) 0 wait in all_reduce for it"},
+    {"name": "every rank waits in the collective: no hung rank named",
+     "messages": [
+         ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+         ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
+         ["j/0", "reply", {"to": 9, "ok": True, "stacks": stacks(("/w/t.py", 22, "<module>"), REDUCE)}, 30.0],
+         ["j/1", "reply", {"to": 9, "ok": True, "stacks": stacks(("/w/t.py", 22, "<module>"), REDUCE)}, 30.0],
+     ],
+     "summary": None},
+    {"name": "one rank did not answer the dump: no verdict from one stack",
+     "messages": [
+         ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+         ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
+         ["j/0", "reply", {"to": 9, "ok": True, "stacks": stacks(("/w/t.py", 22, "<module>"), REDUCE)}, 30.0],
+     ],
+     "summary": None},
+]
+
+
+def check_hung():
+    from trainbridge.bridge import ranks
+
+    for case in HUNG:
+        state = ranks.initial()
+        for key, kind, body, ts in case["messages"]:
+            ranks.observe(state, key, kind, body, ts)
+        got = ranks.hung_rank(state)
+        assert (got and got["summary"]) == case["summary"], (case["name"], got)
+
+
 def check_rendezvous():
     from trainbridge.bridge import ranks
 
@@ -189,9 +241,11 @@ def main():
     for case in CASES:
         check(case)
     check_rendezvous()
+    check_hung()
     path = os.path.join(ROOT, "vectors", "ranks.json")
     with open(path, "w", encoding="ascii") as out:
-        json.dump({"cases": CASES, "launchers": LAUNCHERS, "rendezvous": RENDEZVOUS}, out, indent=1, sort_keys=True)
+        json.dump({"cases": CASES, "launchers": LAUNCHERS, "rendezvous": RENDEZVOUS,
+                   "hung": HUNG}, out, indent=1, sort_keys=True)
         out.write("\n")
 
 

@@ -45,3 +45,12 @@ def test_rendezvous_wait(case):
     else:
         assert (got["kind"], got["summary"], got["evidence"]) == (
             "rendezvous_wait", case["summary"], case["evidence"])
+
+
+@pytest.mark.parametrize("case", ALL["hung"], ids=[c["name"] for c in ALL["hung"]])
+def test_hung_rank(case):
+    state = ranks.initial()
+    for key, kind, body, ts in case["messages"]:
+        ranks.observe(state, key, kind, body, ts)
+    got = ranks.hung_rank(state)
+    assert (got and got["summary"]) == case["summary"]
