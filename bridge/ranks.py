@@ -167,7 +167,8 @@ def _file_error(f: Dict[str, Any]) -> Dict[str, Any]:
     frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', f.get("traceback") or "")
     return {"type": kind if sep else None, "message": rest if sep else message, "stage": None,
             "frame": _where([{"file": a, "line": int(b), "function": c} for a, b, c in frames]),
-            "t": f.get("time"), "source": "error_file"}
+            "t": f.get("time"), "source": "error_file", "traceback": f.get("traceback"),
+            "frames": [{"file": a, "line": int(b), "function": c} for a, b, c in frames]}
 
 
 def _state(row: Dict[str, Any]) -> str:
@@ -184,6 +185,11 @@ def error_body(state: State, cause: Optional[Dict[str, Any]]) -> Optional[Dict[s
     for p in state["procs"].values():
         if p.get("body") is not None and p["pid"] == cause["pid"] and p["host"] == cause["host"]:
             return p["body"]
+    err = cause["error"]
+    if err.get("source") == "error_file" and err.get("traceback"):  # a rank without a worker
+        return {"type": err.get("type") or "Error", "message": err.get("message") or "",
+                "traceback": err["traceback"], "frames": err.get("frames") or [], "chain": [],
+                "stage": None, "fatal": True, "thread": "MainThread", "kind": "exception"}
     return None
 
 

@@ -147,7 +147,7 @@ export interface Report {
   [extra: string]: unknown;
 }
 
-export interface RankError { type: string | null; message: string | null; stage: string | null; frame: string | null; t: number | null; source: 'worker' | 'error_file' }
+export interface RankError { type: string | null; message: string | null; stage: string | null; frame: string | null; t: number | null; source: 'worker' | 'error_file'; traceback?: string | null; frames?: Frame[] }
 export interface RankRow {
   rank: number | null; local_rank: number | null; host: string | null; pid: number | null;
   role: 'rank' | 'launcher' | 'other'; state: 'running' | 'exited' | 'failed'; stage: string | null;

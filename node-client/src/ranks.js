@@ -121,7 +121,7 @@ function fileError(f) {
     .map((m) => ({ file: m[1], line: Number(m[2]), function: m[3] }));
   return {
     type: at >= 0 ? message.slice(0, at) : null, message: at >= 0 ? message.slice(at + 2) : message,
-    stage: null, frame: where(frames), t: nul(f.time), source: 'error_file',
+    stage: null, frame: where(frames), t: nul(f.time), source: 'error_file', traceback: nul(f.traceback), frames,
   };
 }
 
@@ -135,6 +135,13 @@ function errorBody(state, cause) {
   if (!cause) return null;
   for (const p of state.procs.values()) {
     if (p.body !== null && p.pid === cause.pid && p.host === cause.host) return p.body;
+  }
+  const err = cause.error;
+  if (err.source === 'error_file' && err.traceback) { // a rank without a worker
+    return {
+      type: err.type || 'Error', message: err.message || '', traceback: err.traceback, frames: err.frames || [], chain: [],
+      stage: null, fatal: true, thread: 'MainThread', kind: 'exception',
+    };
   }
   return null;
 }

@@ -24,6 +24,7 @@ for (const c of cases) {
     }
     assert.strictEqual(cause.rank, c.root_cause.rank);
     assert.strictEqual(cause.summary, c.root_cause.summary);
+    assert.strictEqual(ranks.errorBody(state, cause).type, c.root_cause.error_type);
     assert.deepStrictEqual(Object.fromEntries(cause.consequences.map((x) => [String(x.rank), x.why])), c.root_cause.why);
   });
 }

@@ -40,7 +40,7 @@ CASES = [
          ["j/1", "error", error("ValueError", "shard 3 is corrupt", [TRAIN], "data"), 10.0],
          ["j/1", "bye", {"exit_code": 1, "reason": "after_error"}, 10.1],
      ],
-     "root_cause": {"rank": 1, "why": {"0": "peer_gone"},
+     "root_cause": {"rank": 1, "why": {"0": "peer_gone"}, "error_type": "ValueError",
                     "summary": "rank 1 (host a, pid 102) failed first: ValueError: shard 3 is "
                                "corrupt in stage 'data' at w/train.py:15 <module>; then rank 0 "
                                "lost its peer (RuntimeError at w/train.py:16 <module>) "
@@ -68,7 +68,7 @@ CASES = [
                   "traceback": "Traceback (most recent call last):\n  File \"/w/train.py\", "
                                "line 9, in load\nKeyError: 'img'\n"}]), 22.0],
      ],
-     "root_cause": {"rank": 1, "why": {"0": "stopped"},
+     "root_cause": {"rank": 1, "why": {"0": "stopped"}, "error_type": "KeyError",
                     "summary": "rank 1 (host a, pid 102) failed first: KeyError: 'img' at "
                                "w/train.py:9 load; then rank 0 stopped by the launcher "
                                "(consequences, not the cause)"},
@@ -87,7 +87,7 @@ CASES = [
          ["j/3", "error", error("OSError", "disk full", [TRAIN]), 5.0],
          ["j/0", "error", error("OSError", "disk full", [TRAIN]), 5.0],
      ],
-     "root_cause": {"rank": 0, "why": {"3": "later"},
+     "root_cause": {"rank": 0, "why": {"3": "later"}, "error_type": "OSError",
                     "summary": "rank 0 (host a, pid 50) failed first: OSError: disk full at "
                                "w/train.py:15 <module>; then rank 3 failed later (OSError at "
                                "w/train.py:15 <module>) (consequences, not the cause)"},
@@ -232,8 +232,11 @@ def check(case):
     if case["root_cause"] is None:
         assert cause is None, (case["name"], cause)
         return
+    body = ranks.error_body(state, cause)
+    assert (body or {}).get("type") == case["root_cause"].get("error_type"), (case["name"], body)
     short = {"rank": cause["rank"], "summary": cause["summary"],
              "why": {str(c["rank"]): c["why"] for c in cause["consequences"]}}
+    short["error_type"] = case["root_cause"].get("error_type")
     assert short == case["root_cause"], (case["name"], short)
 
 
