@@ -8,8 +8,9 @@ machine's actions.
 Events handed to callbacks and to events() are dicts with "event" and "t" (wall clock):
   state    state: starting | running | stalled | ended
   output   stream: stdout | stderr, text, end: lf | cr | crlf | max | eof
-  message  kind, rank, body: a worker message (hello, stage, progress, heartbeat, log,
-           error, bye, reply), strings already unescaped
+  message  kind, rank, body, sender: a worker message (hello, stage, progress, heartbeat,
+           log, error, bye, reply), strings already unescaped; sender names the process
+           (rank, local_rank, host, pid, role: rank | launcher | other, lead: bool)
   hang     reason: startup | stage_budget | stall | heartbeat | after_bye
   signal   signal: SIGUSR1 | SIGTERM | SIGKILL
   dropped  count: events a slow events() consumer missed; kinds: how many of each event
@@ -29,7 +30,7 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence
 
-from trainbridge.bridge import jobenv, launcher, machine, report as reports
+from trainbridge.bridge import jobenv, launcher, machine, ranks, report as reports
 from trainbridge.bridge.hub import Channel, Hub
 from trainbridge.bridge.lines import LineSplitter, RedrawThrottle, decode_line, log_text
 from trainbridge.bridge.status import StatusTracker
@@ -122,6 +123,7 @@ class Job:
         self.lines = {"stdout": 0, "stderr": 0}
         self.bytes = {"stdout": 0, "stderr": 0}
         self.hellos: Dict[int, Dict[str, Any]] = {}
+        self.ranks = ranks.initial()  # every worker process's own state (report `ranks`)
         self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
         self.lead_pid: Optional[int] = None
         self._lead_priority = -1
@@ -366,12 +368,13 @@ class Job:
                 self._write_log(f"[trainbridge] event listener {callback!r} failed and was "
                                 f"removed: {type(exc).__name__}: {exc}")
 
-    def _publish_records(self, rank: int, records: List[Dict[str, Any]]) -> None:
+    def _publish_records(self, rank: int, records: List[Dict[str, Any]],
+                         sender: Dict[str, Any]) -> None:
         """_publish() each record of a `logs` batch as its own `log` message event, with one
         clock read and one lock for the batch (a batch holds up to 256 records)."""
         t = time.time()
-        events = [{"event": "message", "kind": "log", "rank": rank, "body": record, "t": t}
-                  for record in records]
+        events = [{"event": "message", "kind": "log", "rank": rank, "body": record, "t": t,
+                   "sender": sender} for record in records]
         queue = self._queue
         with self._queue_cond:
             for event in events:
@@ -473,12 +476,15 @@ class Job:
     def _on_message(self, routing_id: bytes, rank: int, msg) -> None:
         now = time.monotonic()
         kind, body = msg.kind, msg.body
+        key = routing_id.decode("ascii", "replace")
+        ranks.observe(self.ranks, key, kind, body, msg.ts)
         if kind == "hello":
             priority = machine.lead_priority(body, self.pid)
             if priority > self._lead_priority:
                 self.lead, self._lead_priority = routing_id, priority
                 self.lead_pid = body.get("pid")
         lead = routing_id == self.lead
+        sender = dict(ranks.sender(self.ranks, key), lead=lead)  # who said it (docs/CLIENT.md)
         if lead and kind in ("stage", "progress"):
             self._track_status(kind, body, now)  # before listeners hear: status() agrees
         if lead:
@@ -486,11 +492,12 @@ class Job:
         if kind == "logs":
             # A batch of consecutive records (PROTOCOL.md): listeners see each as a `log`
             # message, as if it had come alone; the machine hears of the message once.
-            self._publish_records(rank, body["records"])
+            self._publish_records(rank, body["records"], sender)
             if lead:
                 self._step({"type": "beat", "t": now})
             return
-        self._publish({"event": "message", "kind": kind, "rank": rank, "body": body})
+        self._publish({"event": "message", "kind": kind, "rank": rank, "body": body,
+                       "sender": sender})
         if kind == "hello":
             if lead or rank not in self.hellos:  # every rank is listed; the lead's hello wins
                 self.hellos[rank] = body
@@ -504,12 +511,16 @@ class Job:
         if kind == "reply":
             self._on_reply(body)  # dumps answer from every process of the job
         if not lead:
+            if kind == "hello" and body.get("world_size") is not None \
+                    and self.m.get("awaiting_ranks"):  # a rank: the job has started
+                self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
             return  # another process of the job: published above, but it does not lead
         if kind == "reply" and body.get("to") in self._cancel_seqs:
             self._on_cancel_reply(body, now)
         if kind == "hello":
             self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids),
-                        "native_dump": bool(self.native_dump_pids) and "SIGUSR2" in SIGNALS})
+                        "native_dump": bool(self.native_dump_pids) and "SIGUSR2" in SIGNALS,
+                        "awaits_ranks": ranks.awaits_ranks(body)})
             self._send_outbox()
         elif kind == "stage":
             self._record_stage(body)

@@ -12,7 +12,9 @@ Outcomes: succeeded | failed | crashed | hung | cancelled, decided in one place:
 
 Events ({"type": ..., "t": ...} plus):
   hello      dump_signal: bool (the worker can dump stacks on SIGUSR1), native_dump: bool
-             (and its main thread's stack on SIGUSR2, faulthandler's C handler)
+             (and its main thread's stack on SIGUSR2, faulthandler's C handler),
+             awaits_ranks: bool (a distributed launcher's hello: the job is still starting
+             until a hello without it; the startup deadline holds)
   stage      event: "begin"|"end", name, depth?: int, budget_s?: num
   progress   (step and total are the shell's business)
   beat       any other authentic worker message: heartbeat, log, reply (the beacon lives)
@@ -96,6 +98,7 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "drain_deadline": None,
         "refused": None,
         "no_worker": None,        # why no hello will come (the startup deadline is off)
+        "awaiting_ranks": False,  # only a distributed launcher said hello: still starting
     }
 
 
@@ -144,6 +147,11 @@ def _on_hello(s, e, t, actions):
     s["dump_signal"] = bool(e.get("dump_signal"))
     s["native_dump"] = bool(e.get("native_dump"))
     s["last_msg_t"] = t
+    # A distributed launcher's hello (torchrun) does not end start-up: its ranks have not
+    # started, and may never (a rendezvous waiting for nodes). The first rank's hello does.
+    s["awaiting_ranks"] = bool(e.get("awaits_ranks"))
+    if s["awaiting_ranks"]:
+        return
     if s["state"] == "starting" and s["ending"] is None:
         _set_state(s, "running", actions)
 
@@ -300,7 +308,7 @@ def _watch_deadlines(s) -> List[Tuple[str, float]]:
     out: List[Tuple[str, float]] = []
     if s["exit"] is not None or s["ending"] is not None or s["state"] == "ended":
         return out
-    if not s["hello"]:
+    if not s["hello"] or s.get("awaiting_ranks"):
         if c["startup_timeout"] is not None and s["no_worker"] is None:
             out.append(("startup", s["t0"] + c["startup_timeout"]))
         return out

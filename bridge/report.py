@@ -47,6 +47,9 @@ def build(job: Any) -> Dict[str, Any]:
     if m.get("refused") and error is None:
         error = {"type": "UnsupportedProtocol", "message": f"the client refused the worker: "
                  f"{m['refused']}", "traceback": "", "kind": "internal"}
+    rows, cause, cause_error = _ranks(job)
+    if cause_error is not None and outcome == "failed":
+        error = _error(cause_error, tail)  # the rank that failed first, not the lead's echo
     stage = _last_stage(job.stages)
     if job.bye is None:  # no last words: the stage box may know a stage the messages missed
         boxed = read_stage_box(job.crash_file, job.lead_pid or job.pid)  # no hello yet: ours
@@ -60,7 +63,20 @@ def build(job: Any) -> Dict[str, Any]:
         "hang_reason": hang and hang["reason"],
         "heartbeat_stack": (job.heartbeat or {}).get("stack"),
     }
+    if cause_error is not None and outcome == "failed":
+        facts_end["error"] = cause_error
+        facts_end["stage"] = cause_error.get("stage") or stage
     diagnosis, diagnosis_error = _diagnose(outcome, facts_end, job, stacks, stage)
+    if cause is not None and outcome == "failed" and diagnosis is not None:
+        diagnosis = dict(diagnosis, summary=cause["summary"])
+    waiting = _rendezvous(job, outcome, stacks)
+    if waiting is not None:
+        diagnosis = waiting
+    stuck = _hung_rank(job, outcome)
+    if stuck is not None:
+        evidence = dict((diagnosis or {}).get("evidence") or {}, hung_rank=stuck)
+        diagnosis = {"kind": "collective_wait", "summary": stuck["summary"],
+                     "hint": stuck["hint"], "evidence": evidence}
     ended = job.ended or time.monotonic()
     report: Dict[str, Any] = {
         "outcome": outcome,
@@ -100,6 +116,8 @@ def build(job: Any) -> Dict[str, Any]:
         "log_error": job.log_error,
         "dropped": dropped_total(job.dropped.values()),
         "evidence": job.snapshot,
+        "ranks": rows,
+        "root_cause": cause,
     }
     if diagnosis_error:
         report["diagnosis_error"] = diagnosis_error
@@ -130,6 +148,46 @@ def losses(report: Dict[str, Any]) -> List[str]:
         out.append(f"The log file {log_error.get('path')} is incomplete from line "
                    f"{log_error.get('from_line')} on: {log_error.get('error')}.")
     return out
+
+
+def _hung_rank(job: Any, outcome: str) -> Optional[Dict[str, Any]]:
+    """The rank the others wait for in a collective, from every rank's hang-time stack."""
+    from trainbridge.bridge import ranks
+
+    state = getattr(job, "ranks", None)
+    if outcome != "hung" or state is None:
+        return None
+    return ranks.hung_rank(state)
+
+
+def _rendezvous(job: Any, outcome: str, stacks: Optional[str]) -> Optional[Dict[str, Any]]:
+    """rendezvous_wait when the start-up deadline passed with only a launcher's hello."""
+    from trainbridge.bridge import ranks
+
+    hang = job.m.get("hang")
+    if outcome != "hung" or not hang or hang["reason"] != "startup" or not job.hellos:
+        return None
+    hellos = list(job.hellos.values())
+    launcher = next((h for h in hellos if ranks.awaits_ranks(h)), None)
+    if launcher is None:
+        return None
+    any_rank = any(h.get("world_size") is not None for h in hellos)
+    return ranks.rendezvous_wait(launcher, any_rank, hang["t"] - job.started, stacks)
+
+
+def _ranks(job: Any):
+    """The per-process rows, and for a distributed job (two ranks or more) the root cause
+    and its rank's own error body (None when torchrun's error file is all there is)."""
+    from trainbridge.bridge import ranks
+
+    state = getattr(job, "ranks", None)
+    if state is None:
+        return [], None, None
+    rows = ranks.table(state)
+    if sum(1 for r in rows if r["role"] == "rank") < 2:
+        return rows, None, None
+    cause = ranks.root_cause(rows)
+    return rows, cause, ranks.error_body(state, cause)
 
 
 def environment(hellos: Dict[int, Dict[str, Any]]) -> Optional[Dict[str, Any]]:

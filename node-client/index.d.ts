@@ -140,15 +140,34 @@ export interface Report {
   /** The user's cancel (null when none): reason, the worker's answer, where the script stopped. */
   cancel: { reason: string | null; accepted: boolean | null; refused: string | null; traceback: string | null } | null;
   summary: string;
+  /** One row per worker process (docs/CLIENT.md, Ranks and the root cause). */
+  ranks: RankRow[];
+  /** The rank that failed first by its own clock; null unless two ranks or more and a failure. */
+  root_cause: RootCause | null;
   [extra: string]: unknown;
 }
 
+export interface RankError { type: string | null; message: string | null; stage: string | null; frame: string | null; t: number | null; source: 'worker' | 'error_file'; traceback?: string | null; frames?: Frame[] }
+export interface RankRow {
+  rank: number | null; local_rank: number | null; host: string | null; pid: number | null;
+  role: 'rank' | 'launcher' | 'other'; state: 'running' | 'exited' | 'failed'; stage: string | null;
+  progress: { step: number; total: number | null } | null; last_beat: number | null;
+  exit: { code: number | null; reason: string | null } | null; error: RankError | null;
+}
+export interface RootCause {
+  rank: number | null; local_rank: number | null; host: string | null; pid: number | null; error: RankError;
+  consequences: { rank: number | null; host: string | null; pid: number | null; why: 'peer_gone' | 'stopped' | 'later'; error: RankError | null }[];
+  summary: string;
+}
+
 /** Worker message bodies, strings unescaped; integers beyond 2^53 arrive as BigInt. */
-export interface HelloBody { pid: number; argv: string[]; cwd: string; python: Record<string, unknown>; host: string; proto: string; worker: string; heartbeat_s: number; [k: string]: unknown }
-export interface StageBody { event: 'begin' | 'end'; name: string; depth: number; budget_s?: number | null; status?: string | null; duration_s?: number | null; [k: string]: unknown }
-export interface ProgressBody { step: number | bigint; total?: number | bigint | null; metrics: Record<string, number | string>; [k: string]: unknown }
+/** Who sent a worker message (docs/CLIENT.md, Ranks and the root cause). */
+export interface Sender { rank: number | null; local_rank: number | null; host: string | null; pid: number | null; role: 'rank' | 'launcher' | 'other'; lead: boolean }
+export interface HelloBody { pid: number; argv: string[]; cwd: string; python: Record<string, unknown>; host: string; proto: string; worker: string; heartbeat_s: number; sender: Sender; [k: string]: unknown }
+export interface StageBody { event: 'begin' | 'end'; name: string; depth: number; sender: Sender; budget_s?: number | null; status?: string | null; duration_s?: number | null; [k: string]: unknown }
+export interface ProgressBody { sender: Sender; step: number | bigint; total?: number | bigint | null; metrics: Record<string, number | string>; [k: string]: unknown }
 export interface LogError { path: string | null; from_line: number; error: string }
-export interface HeartbeatBody { beat: number; stage: string | null; stages: string[]; idle_s: number; progress_age_s: number | null; stack?: string | null; dropped: Record<string, number>; [k: string]: unknown }
+export interface HeartbeatBody { sender: Sender; beat: number; stage: string | null; stages: string[]; idle_s: number; progress_age_s: number | null; stack?: string | null; dropped: Record<string, number>; [k: string]: unknown }
 
 /** An output line (stream stdout/stderr) or a worker log record (stream "worker"). */
 export interface LogLine {
@@ -159,6 +178,8 @@ export interface LogLine {
   level?: string;
   logger?: string | null;
   record?: Record<string, unknown>;
+  /** worker records: the process that logged it */
+  sender?: Sender;
 }
 
 export interface StalledInfo { stage: string | null; idle_s: number | null; stack: string | null }
@@ -217,6 +238,8 @@ export class PythonError extends Error {
   kind: string;
   thread: string | null;
   exitCode: number | null;
+  /** The process that raised it. */
+  sender: Sender | null;
 }
 
 /** The command could not be started (not found, not executable, bad cwd). */

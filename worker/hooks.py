@@ -22,7 +22,7 @@ import signal
 import sys
 import threading
 
-from trainbridge.worker import errors, runtime
+from trainbridge.worker import elastic, errors, runtime
 from trainbridge.worker.config import Config
 from trainbridge.worker.runtime import STATE
 
@@ -125,6 +125,8 @@ def _report_uncaught(exc: Any, tb: Any) -> None:
                  and not sys.flags.inspect)
         body = errors.error_body(exc, fatal=fatal, thread=thread.name,
                                  stage=runtime.current_stage())
+        if elastic.is_child_failed(exc):
+            body["failures"] = elastic.failures_of(exc)
         if not fatal:
             runtime.enqueue_event("error", body)
             return
@@ -134,9 +136,22 @@ def _report_uncaught(exc: Any, tb: Any) -> None:
         interrupted = isinstance(exc, KeyboardInterrupt)
         STATE.exit_code = None if interrupted else 1
         STATE.keyboard_interrupt = interrupted
+        if not interrupted:
+            _record_for_torchrun(body)
         runtime.send_final("error", body)
     except BaseException as failure:  # noqa: BLE001
         runtime.internal_error("reporting an uncaught exception", failure)
+
+
+def _record_for_torchrun(body: Any) -> None:
+    """The error in torchrun's error file (a rank under torchrun has one), so torchrun's
+    own summary names it and orders the ranks' failures by time."""
+    try:
+        import time
+
+        elastic.write_error_file(body, time.time())
+    except BaseException as failure:  # noqa: BLE001 - e.g. its folder is gone
+        runtime.internal_error("writing TORCHELASTIC_ERROR_FILE", failure)
 
 
 def _thread_excepthook(args: Any) -> None:
@@ -189,6 +204,7 @@ def _at_exit() -> None:
             _report_uncaught(last, getattr(last, "__traceback__", None))
         if STATE.exit_error is not None and not STATE.fatal_sent:
             STATE.fatal_sent = True
+            _record_for_torchrun(STATE.exit_error)
             runtime.send_final("error", STATE.exit_error)
         # "normal" is also the path of a bare `raise SystemExit(n)`, which no hook sees:
         # the code is then unknown here (nil) and the client takes it from the OS.

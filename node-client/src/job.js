@@ -29,6 +29,7 @@ const evidence = require('./evidence.js');
 const { PythonError } = require('./errors.js');
 const { buildReport, minimalReport, logFooter, crashFileSize, signalDumpedPids } = require('./report.js');
 const { StatusTracker } = require('./status.js');
+const ranks = require('./ranks.js');
 
 const DEFAULT_TAIL_LINES = 40;
 const OUTBOX_LIMIT = 1000; // job.send() messages held until the worker says hello (bridge/job.py's)
@@ -122,7 +123,7 @@ class Job extends EventEmitter {
     this._facts = {
       started: now(), startedWall: Date.now() / 1000, ended: null,
       tail: [], lines: { stdout: 0, stderr: 0 }, bytes: { stdout: 0, stderr: 0 },
-      hellos: new Map(), leadPid: null, dumpPids: [], nativeDumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
+      hellos: new Map(), ranks: ranks.initial(), leadPid: null, dumpPids: [], nativeDumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
       heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
       leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
       rejected: {}, lost: 0, cancel: null,
@@ -609,6 +610,7 @@ class Job extends EventEmitter {
     if ((msg.kind === 'heartbeat' || msg.kind === 'bye') && body.dropped && typeof body.dropped === 'object') {
       this._facts.dropped.set(peer, body.dropped); // counts only grow: the latest wins
     }
+    ranks.observe(this._facts.ranks, peer, msg.kind, body, msg.ts); // every process's own state
     if (msg.kind === 'hello') {
       const priority = machine.leadPriority(body, this.pid);
       if (priority > this._leadPriority) {
@@ -617,6 +619,10 @@ class Job extends EventEmitter {
       }
     }
     const lead = peer === this._lead;
+    // Every emitted body names its sender (docs/CLIENT.md "Ranks"): rank, local_rank, host, pid, role, lead.
+    const sender = { ...ranks.sender(this._facts.ranks, peer), lead };
+    if (body && typeof body === 'object' && msg.kind !== 'logs') body.sender = sender;
+    this._sender = sender;
     if (lead) this._lastMsgAt = now();
     if (!lead) {
       this._fromOther(msg, peer);
@@ -636,6 +642,7 @@ class Job extends EventEmitter {
         this._post({
           type: 'hello', dump_signal: this._facts.dumpPids.length > 0,
           native_dump: this._facts.nativeDumpPids.length > 0 && process.platform !== 'win32',
+          awaits_ranks: ranks.awaitsRanks(body),
         });
         this._sendOutbox();
         break;
@@ -670,14 +677,14 @@ class Job extends EventEmitter {
         this._post({ type: 'beat' });
         break;
       case 'log':
-        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
+        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });
         this._post({ type: 'beat' });
         break;
       case 'logs':
         // A batch of consecutive records (PROTOCOL.md): listeners see each as a worker
         // 'log', as if it had come alone; the machine hears of the message once.
         for (const record of body.records) {
-          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record });
+          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record, sender: this._sender });
         }
         this._post({ type: 'beat' });
         break;
@@ -706,6 +713,8 @@ class Job extends EventEmitter {
       case 'hello': {
         const rank = Number(peer.split('/')[1]);
         if (!this._facts.hellos.has(rank)) this._facts.hellos.set(rank, body); // every rank is listed
+        // A rank's hello: the job has started, even when its lead is a launcher elsewhere.
+        if ((body.world_size ?? null) !== null && this._m.awaiting_ranks) this._post({ type: 'hello', dump_signal: this._facts.dumpPids.length > 0 });
         if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
         if (body.native_dump_signal === 'SIGUSR2' && this._inTree(body.pid)) this._facts.nativeDumpPids.push(body.pid);
         this._emit('hello', body);
@@ -715,11 +724,11 @@ class Job extends EventEmitter {
       case 'progress': this._emit('progress', body); break;
       case 'heartbeat': this._emit('heartbeat', body); break;
       case 'log':
-        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
+        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });
         break;
       case 'logs':
         for (const record of body.records) {
-          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record });
+          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record, sender: this._sender });
         }
         break;
       case 'reply': this._onReply(body); break; // dumps answer from every process of the job

@@ -66,6 +66,7 @@ function initial(config = null, t = 0.0) {
     drain_deadline: null,
     refused: null,
     no_worker: null, // why no hello will come (the startup deadline is off)
+    awaiting_ranks: false, // only a distributed launcher said hello: still starting
   };
 }
 
@@ -98,6 +99,10 @@ function onHello(s, e, t, actions) {
   s.dump_signal = Boolean(e.dump_signal);
   s.native_dump = Boolean(e.native_dump);
   s.last_msg_t = t;
+  // A distributed launcher's hello (torchrun) does not end start-up: its ranks have not
+  // started, and may never (a rendezvous waiting for nodes). The first rank's hello does.
+  s.awaiting_ranks = Boolean(e.awaits_ranks);
+  if (s.awaiting_ranks) return;
   if (s.state === 'starting' && s.ending === null) setState(s, 'running', actions);
 }
 
@@ -249,7 +254,7 @@ function watchDeadlines(s) {
   const c = s.config;
   const out = [];
   if (s.exit !== null || s.ending !== null || s.state === 'ended') return out;
-  if (!s.hello) {
+  if (!s.hello || s.awaiting_ranks) {
     if (c.startup_timeout !== null && s.no_worker === null) out.push(['startup', s.t0 + c.startup_timeout]);
     return out;
   }

@@ -15,6 +15,7 @@ const fs = require('node:fs');
 const codec = require('./codec.js');
 const { diagnoseEnd, diagnoseHang, tracebackInText } = require('./diagnosis.js');
 const { decodeUtf8Escaped } = require('./utf8.js');
+const ranks = require('./ranks.js');
 
 const REPORT_VERSION = 1;
 const CRASH_TEXT_MAX = 256 * 1024; // bytes of the crash file kept (its end: the newest dumps)
@@ -48,6 +49,8 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   if (m.refused && error === null) {
     error = { type: 'UnsupportedProtocol', message: `the client refused the worker: ${m.refused}`, traceback: '', kind: 'internal' };
   }
+  const [rows, cause, causeError] = ranksOf(facts);
+  if (causeError !== null && outcome === 'failed') error = errorOf(causeError, tail); // the rank that failed first
   let stage = lastStage(facts.stages);
   if (facts.bye === null) { // no last words: the stage box may know a stage the messages missed
     const boxed = readStageBox(crashFile, facts.leadPid ?? pid); // no hello yet: the launched one
@@ -60,7 +63,21 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     oom_killed: facts.oomKilled, hang_reason: hang && hang.reason,
     heartbeat_stack: (facts.heartbeat || {}).stack ?? null,
   };
-  const [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid);
+  if (causeError !== null && outcome === 'failed') {
+    factsEnd.error = causeError;
+    factsEnd.stage = causeError.stage || stage;
+  }
+  let [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid);
+  if (cause !== null && outcome === 'failed' && diagnosis) diagnosis = { ...diagnosis, summary: cause.summary };
+  const waiting = rendezvousOf(m, facts, outcome, stacks);
+  if (waiting !== null) diagnosis = waiting;
+  const stuck = outcome === 'hung' && facts.ranks ? ranks.hungRank(facts.ranks) : null;
+  if (stuck !== null) {
+    diagnosis = {
+      kind: 'collective_wait', summary: stuck.summary, hint: stuck.hint,
+      evidence: { ...((diagnosis && diagnosis.evidence) || {}), hung_rank: stuck },
+    };
+  }
   const ended = facts.ended ?? performance.now() / 1000;
   const report = {
     outcome,
@@ -100,10 +117,23 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     log_error: facts.logError ?? null,
     dropped: droppedTotal(facts.dropped ? facts.dropped.values() : []),
     evidence: facts.snapshot,
+    ranks: rows,
+    root_cause: cause,
   };
   if (diagnosisError) report.diagnosis_error = diagnosisError;
   report.summary = summary(report);
   return plain(report);
+}
+
+/** rendezvous_wait when the start-up deadline passed with only a launcher's hello (bridge/report.py). */
+function rendezvousOf(m, facts, outcome, stacks) {
+  const { hang } = m;
+  if (outcome !== 'hung' || !hang || hang.reason !== 'startup' || !facts.hellos.size) return null;
+  const hellos = [...facts.hellos.values()];
+  const launcher = hellos.find((h) => ranks.awaitsRanks(h));
+  if (!launcher) return null;
+  const anyRank = hellos.some((h) => (h.world_size ?? null) !== null);
+  return ranks.rendezvousWait(launcher, anyRank, hang.t - facts.started, stacks);
 }
 
 /**
@@ -130,6 +160,19 @@ function losses(report) {
   const logError = report.log_error;
   if (logError) out.push(`The log file ${logError.path} is incomplete from line ${logError.from_line} on: ${logError.error}.`);
   return out;
+}
+
+/**
+ * The per-process rows, and for a distributed job (two ranks or more) the root cause and
+ * its rank's own error body (null when torchrun's error file is all there is), as
+ * bridge/report.py's _ranks().
+ */
+function ranksOf(facts) {
+  if (!facts.ranks) return [[], null, null];
+  const rows = ranks.table(facts.ranks);
+  if (rows.filter((r) => r.role === 'rank').length < 2) return [rows, null, null];
+  const cause = ranks.rootCause(rows);
+  return [rows, cause, ranks.errorBody(facts.ranks, cause)];
 }
 
 /**

@@ -99,6 +99,19 @@ CASES = [
         (11.6, "exit", ex(None, "SIGKILL"), START, ["drain"], 12.1),
         (11.7, "drained", {}, END, ["state:ended", "finish:hung"], None),
     ], "hung", {"reason": "startup", "t": 10, "stage": None}),
+    ("a distributed launcher's hello does not end start-up; its first rank's does", {}, 10, [
+        (1, "hello", {"dump_signal": False, "awaits_ranks": True}, START, [], 10),
+        (2, "beat", {}, START, [], 10),
+        (4, "hello", HELLO, RUN, ["state:running"], 7),
+    ], None, None),
+    ("hung: a launcher said hello, no rank did before the startup deadline (rendezvous)", {}, 10, [
+        (1, "hello", {"dump_signal": False, "awaits_ranks": True}, START, [], 10),
+        (10, "timer", {}, START, ["snapshot:startup", "dump_stacks"], 10.5),
+        (10.2, "dumped", {}, START, [], 11.5),
+        (10.3, "snapshotted", {}, START, ["signal:SIGTERM"], 11.3),
+        (10.4, "exit", ex(None, "SIGTERM"), START, ["drain"], 10.9),
+        (10.5, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "startup", "t": 10, "stage": None}),
     ("hung: startup; the snapshot overruns its time; the process dies on SIGTERM", {}, 10, [
         (10, "timer", {}, START, ["snapshot:startup"], 11.5),
         (11.5, "timer", {}, START, ["signal:SIGTERM"], 12.5),
