@@ -4,7 +4,9 @@ and the names of the files in a job's directory (docs/STORE.md)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import stat
 from typing import List, Optional
 
 import psutil
@@ -14,6 +16,7 @@ EVENTS_FILE = "events.jsonl"   # every event, one ASCII JSON line each
 OUTPUT_FILE = "output.log"     # the job's output (launch()'s log_path)
 KEEPER_LOG = "keeper.log"      # the keeper's own stdout/stderr
 JOB_VARIABLE = "TRAINBRIDGE_STORE_JOB"  # set in a scheduled job's environment: its store id
+RUNTIME_PREFIX = "trainbridge-"  # the hub's private runtime directories (bridge/hub.py)
 
 
 def process_start(pid: int) -> Optional[float]:
@@ -72,3 +75,23 @@ def kill_job_processes(job_id: str, pid: Optional[int], start: Optional[float]) 
         except OSError:
             pass
     return killed
+
+
+def remove_runtime_dir(endpoint: Optional[str]) -> bool:
+    """Remove the runtime directory of a dead keeper's hub (its socket and per-job files),
+    which its atexit cleanup never removed: the directory of its ipc endpoint, when that is
+    one of this user's trainbridge-* directories. Call it only once the keeper is known to be
+    gone (pid + start time). A tcp endpoint names no directory: nothing is removed."""
+    if not endpoint or not endpoint.startswith("ipc://"):
+        return False
+    path = os.path.dirname(endpoint[len("ipc://"):])
+    if not os.path.basename(path).startswith(RUNTIME_PREFIX):
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    return True

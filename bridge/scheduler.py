@@ -15,7 +15,8 @@ and keepers may work on one store at once, and a Scheduler may be SIGKILLed at a
   Scheduler is running.
 - reconcile() makes the store match the processes: an active job whose keeper (pid + start
   time) is gone is marked lost (or cancelled, if a cancel was asked before it ran anything)
-  and what is left of its training process is killed.
+  and what is left of its training process is killed, and the keeper's runtime directory
+  (which its own exit would have removed) is removed.
 
 Slots: "jobs" (how many run at once; default the CPU count) and "gpus" (ids; default from
 NVML, else CUDA_VISIBLE_DEVICES, else none). Queue order: priority (high first), then
@@ -147,8 +148,9 @@ def _spawn_keeper(store: Store, job_id: str, python: Optional[str]) -> Optional[
 
 # --- reconciliation ---------------------------------------------------------------------
 def reconcile(store: Store) -> List[str]:
-    """Mark active jobs whose keeper is gone as lost (ending their leftovers) and requeue
-    claims whose claimer died before starting a keeper. Returns the ids changed."""
+    """Mark active jobs whose keeper is gone as lost (ending their leftovers and removing the
+    keeper's runtime directory) and requeue claims whose claimer died before starting a
+    keeper. Returns the ids changed."""
     changed = []
     now = time.time()
     for row in store.jobs(state="active"):
@@ -165,6 +167,7 @@ def reconcile(store: Store) -> List[str]:
                 fresh["keeper_pid"] != row["keeper_pid"]:
             continue
         procs.kill_job_processes(fresh["id"], fresh["job_pid"], fresh["job_start"])
+        procs.remove_runtime_dir(fresh["endpoint"])
         if fresh["cancel_requested"] and fresh["job_pid"] is None and fresh["attempt"] == 0:
             outcome, note = "cancelled", "cancelled before its keeper started the command"
         else:

@@ -44,6 +44,16 @@ def leftovers(job_id):
     return procs.processes_of(job_id)
 
 
+def runtime_dir_left(row):
+    """The keeper's runtime directory (from its ipc endpoint) when it still exists, else None.
+    A keeper that exits removes it; the reconciliation that finds it killed removes it."""
+    endpoint = row["endpoint"] or ""
+    if not endpoint.startswith("ipc://"):
+        return None
+    path = os.path.dirname(endpoint[len("ipc://"):])
+    return path if os.path.exists(path) else None
+
+
 @pytest.fixture
 def store_path(tmp_path):
     path = str(tmp_path / "jobs.db")
@@ -56,6 +66,7 @@ def store_path(tmp_path):
         left = {row["id"]: leftovers(row["id"]) for row in store.jobs()}
         keepers = [row["keeper_pid"] for row in store.jobs(state="active")
                    if procs.same_process(row["keeper_pid"], row["keeper_start"])]
+        ended = store.jobs(state="ended")
     finally:
         store.close()
     for pids in left.values():
@@ -69,6 +80,9 @@ def store_path(tmp_path):
     # for that, and reap the ones this process started, so later tests see no child of ours.
     wait_for(lambda: all(_gone(pid) for pid in ended_keepers), timeout=15,
              what=f"the keepers {ended_keepers} to exit")
+    # Each exited keeper removed its runtime directory; a killed one's, the reconciliation.
+    dirs = [runtime_dir_left(row) for row in ended]
+    assert not any(dirs), f"runtime directories of ended jobs' keepers left: {dirs}"
 
 
 def _gone(pid):

@@ -4,6 +4,7 @@ step, once the system settled (a deadline, not a sleep), the store matches reali
 
 - an active row's keeper (pid + start time) is alive, an ended row's is not;
 - no process of a queued or ended job runs (no orphans), and no more jobs run than slots;
+- a gone keeper's runtime directory is gone too;
 - each job we acted on ends with the outcome that action means: cancelled, lost (keeper
   killed), crashed by SIGKILL (training process killed).
 """
@@ -19,7 +20,7 @@ from trainbridge import bridge
 from trainbridge.bridge import procs
 from trainbridge.bridge.store import ACTIVE, Store
 
-from .conftest import child, leftovers, user_env, wait_for
+from .conftest import child, leftovers, runtime_dir_left, user_env, wait_for
 
 SLOTS = 2
 ACTIONS = ["submit_forever", "submit_forever", "submit_short", "cancel", "kill_scheduler",
@@ -42,6 +43,9 @@ def violations(store):
         if row["state"] == "ended" and (running or alive):
             found.append(f"{row['id']} ended but processes run: job {running}, "
                          f"keeper {alive and row['keeper_pid']}")
+        if row["state"] == "ended" and not alive and runtime_dir_left(row):
+            found.append(f"{row['id']} ended, its keeper is gone, but its runtime directory "
+                         f"{runtime_dir_left(row)} is left")
     return found
 
 

@@ -14,7 +14,7 @@ import pytest
 from trainbridge import bridge
 from trainbridge.bridge import procs
 
-from .conftest import GUI, WAIT_S, child, leftovers, user_env, wait_for
+from .conftest import GUI, WAIT_S, child, leftovers, runtime_dir_left, user_env, wait_for
 
 
 def start_gui(store_path, cmd):
@@ -93,6 +93,7 @@ def test_kill_a_keeper_and_the_store_says_lost_and_nothing_runs_on(store_path):
         assert ended["stage"] == "train" and ended["progress"]["step"] >= 1
         wait_for(lambda: leftovers(job_id) == [], timeout=5, what="the job's processes to end")
         assert not procs.same_process(row["job_pid"], row["job_start"])
+        assert row["endpoint"].startswith("ipc://") and runtime_dir_left(row) is None
     finally:
         s.close()
 
@@ -106,8 +107,10 @@ def test_a_keeper_killed_before_anyone_reconciles_takes_its_job_with_it(store_pa
     s.close()
     os.kill(row["keeper_pid"], signal.SIGKILL)
     wait_for(lambda: leftovers(job_id) == [], timeout=10, what="the job's processes to end")
+    assert runtime_dir_left(row)  # nobody has cleaned up after the keeper yet
     s = bridge.Scheduler(store=store_path, tick=None)  # a later start reconciles
     try:
         assert s.get(job_id)["outcome"] == "lost"
+        assert runtime_dir_left(row) is None
     finally:
         s.close()
