@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from trainbridge.bridge import doctor_net as N
-from trainbridge.bridge.doctor_rules import FAIL, OK, SKIP, WARN, reach_verdict
+from trainbridge.bridge.doctor import net as N
+from trainbridge.bridge.doctor.rules import FAIL, OK, SKIP, WARN, reach_verdict
 
 
 @pytest.mark.parametrize("text, want", [

@@ -1,8 +1,8 @@
 """The pure verdict rules of `trainbridge doctor`, as tables: facts in, verdict out."""
 import pytest
 
-from trainbridge.bridge import doctor_rules as R
-from trainbridge.bridge.doctor_probe import redact_url
+from trainbridge.bridge.doctor import rules as R
+from trainbridge.bridge.doctor.probe import redact_url
 
 GB = 1024 ** 3
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence
 
-PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "doctor_probe.py")
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
 STDERR_KEEP = 64 * 1024
 STACK_WAIT_S = 1.0   # faulthandler writes within milliseconds; a stuck write is given up on
 SIGNAL_DUMP_WAIT_S = 0.2  # SIGUSR1 -> SIGUSR2: the Python handler runs within milliseconds

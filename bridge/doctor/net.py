@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence
 from urllib.parse import unquote, urlsplit
 
-from .doctor_rules import is_truthy
+from .rules import is_truthy
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 DEFAULT_PORTS = {"https": 443, "http": 80, "socks5": 1080, "socks5h": 1080, "socks4": 1080}

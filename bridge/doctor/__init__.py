@@ -20,10 +20,10 @@ import threading
 import time
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from . import doctor_rules as rules
-from .doctor_net import Target, plan_targets, probe_all
-from .doctor_rules import FAIL, HUNG, SKIP, WARN, Verdict
-from .doctor_run import CRASHED, DONE, HUNG as RUN_HUNG, NOT_RUN, CheckRun, run_checks
+from . import rules
+from .net import Target, plan_targets, probe_all
+from .rules import FAIL, HUNG, SKIP, WARN, Verdict
+from .run import CRASHED, DONE, HUNG as RUN_HUNG, NOT_RUN, CheckRun, run_checks
 
 SCHEMA = "trainbridge.doctor/1"
 DEFAULT_TIMEOUT = 20.0          # per check; a cold `import torch` on a slow disk can take 10+ s
@@ -260,7 +260,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="trainbridge doctor", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return run_cli(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
