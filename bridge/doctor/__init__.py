@@ -1,12 +1,13 @@
 """`trainbridge doctor`: a hang-proof environment preflight for a training venv.
 
-    python -m bridge.doctor [--python PATH] [--json] [--timeout S] [--host HOST ...]
+    python -m trainbridge.bridge.doctor [--python PATH] [--json] [--timeout S] [--host HOST ...]
     trainbridge doctor ...                  (bridge/cli.py wires add_arguments/run_cli)
     bridge.doctor.doctor(python=None, timeout=20.0, hosts=None) -> dict
 
-The checks run in a child of the TARGET interpreter (bridge/doctor_probe.py, stdlib only), each
-under its own deadline (bridge/doctor_run.py); hosts are probed from here in parallel with a
-short timeout (bridge/doctor_net.py); the verdicts come from pure rules (bridge/doctor_rules.py).
+This module is the package's API, CLI, table and report assembly. The checks run in a child of
+the TARGET interpreter (probe.py, stdlib only), each under its own deadline (run.py); hosts are
+probed from here in parallel with a short timeout (net.py); the verdicts come from pure rules
+(rules.py).
 Exit status: 0 when nothing would stop a training job (only ok/warn/skip), 1 when a check
 failed or hung. The report schema is in docs/DOCTOR.md.
 """

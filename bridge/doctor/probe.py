@@ -1,9 +1,9 @@
 """Environment probe run by `trainbridge doctor` inside the TARGET interpreter.
 
-Run as a script by path (`python doctor_probe.py --checks a,b --stack-file F`), never imported
+Run as a script by path (`python probe.py --checks a,b --stack-file F`), never imported
 by it. It must stay standalone: stdlib only, Python 3.8+ syntax, and it never imports
 trainbridge (the target venv usually does not have it). It gathers raw facts only; the
-verdicts are decided on the doctor's side (bridge/doctor_rules.py).
+verdicts are decided on the doctor's side (bridge/doctor/rules.py).
 
 Wire, one ASCII JSON object per line on the ORIGINAL stdout fd:
   {"event": "ready", "pid": N}

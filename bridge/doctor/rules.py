@@ -1,8 +1,9 @@
 """Verdict rules of `trainbridge doctor`: raw facts in, (verdict, detail, fix) out.
 
 Pure: no processes, no sockets, no environment reads. Each rule takes the facts a check
-gathered (see bridge/doctor_probe.py and bridge/doctor_net.py) and says what they mean for a
-training job. docs/DOCTOR.md lists the verdicts; tests/doctor/test_rules.py holds the tables.
+gathered (see bridge/doctor/probe.py and bridge/doctor/net.py) and says what they mean for a
+training job. docs/DOCTOR.md lists the verdicts; tests/doctor/test_doctor_rules.py holds the
+tables.
 """
 from __future__ import annotations
 
@@ -426,7 +427,7 @@ REACH_ROLES = ("hf_endpoint", "proxy", "host")
 
 
 def reach_verdict(role: str, facts: Mapping) -> Verdict:
-    """facts from bridge.doctor_net.probe(): ok, stage, error, elapsed_s, target, via."""
+    """facts from bridge.doctor.net.probe(): ok, stage, error, elapsed_s, target, via."""
     target = facts.get("target")
     via = " via proxy %s" % facts["via"] if facts.get("via") else ""
     if facts.get("skipped"):

@@ -1,7 +1,7 @@
 'use strict';
 /**
  * doctor(): the hang-proof environment preflight, from Node. It runs the Python side
- * (`python -m bridge.doctor --json`, or `trainbridge doctor --json`) and resolves to its
+ * (`python -m trainbridge.bridge.doctor --json`, or `trainbridge doctor --json`) and resolves to its
  * report (schema in docs/DOCTOR.md). A report whose verdicts say "do not train" (exit 1) still
  * resolves: that is an answer, not an error. It rejects only when the Python side could not
  * answer (not found, crashed, no JSON) or ran past a deadline of its own.

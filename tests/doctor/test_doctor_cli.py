@@ -1,4 +1,4 @@
-"""The command line: `python -m bridge.doctor` (and `trainbridge doctor` once bridge/cli.py wires it)."""
+"""The command line: `python -m trainbridge.bridge.doctor` and `trainbridge doctor`."""
 import json
 import os
 import subprocess

@@ -307,7 +307,7 @@ def test_missing_interpreter(tmp_path):
 def test_interpreter_that_cannot_run_the_probe(tmp_path):
     """Like pointing --python at a Python 2: it starts, prints an error and exits."""
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\necho '  File \"doctor_probe.py\", line 1' >&2\n"
+    fake.write_text("#!/bin/sh\necho '  File \"probe.py\", line 1' >&2\n"
                     "echo 'SyntaxError: invalid syntax' >&2\nexit 1\n")
     fake.chmod(0o755)
     report = doctor(str(fake), timeout=5, env=base_env(), cwd=str(tmp_path))

@@ -144,6 +144,7 @@ def test_the_wheel_holds_everything_and_asks_only_for_what_each_side_needs(built
     for name in ("trainbridge/__init__.py", "trainbridge/__main__.py", "trainbridge/py.typed",
                  "trainbridge/worker/__init__.py", "trainbridge/worker/auto.py",
                  "trainbridge/bridge/cli.py", "trainbridge/bridge/inject/sitecustomize.py",
+                 "trainbridge/bridge/doctor/__main__.py", "trainbridge/bridge/doctor/probe.py",
                  f"trainbridge-{__version__}.dist-info/licenses/LICENSE"):
         assert name in names, name
     assert not any(n.split("/")[0] in ("worker", "bridge", "tests") for n in names), names
