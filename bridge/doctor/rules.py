@@ -423,9 +423,6 @@ def tensor_verdict(facts: Mapping) -> Verdict:
 
 # ---------------------------------------------------------------- reachability
 
-REACH_ROLES = ("hf_endpoint", "proxy", "host")
-
-
 def reach_verdict(role: str, facts: Mapping) -> Verdict:
     """facts from bridge.doctor.net.probe(): ok, stage, error, elapsed_s, target, via."""
     target = facts.get("target")

@@ -13,7 +13,6 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -305,7 +304,3 @@ def _after_exit(child, current, ready, pending, results, requires, started) -> L
     results[current] = CheckRun(current, CRASHED, error="the interpreter died (%s) during this check" % how,
                                 stack=tail or None, duration_s=round(time.monotonic() - started, 3))
     return _rest_after(current, pending, results, requires, "crashed")
-
-
-def default_python() -> str:
-    return sys.executable

@@ -21,6 +21,7 @@ const { toJSON, summary } = require('./report.js');
 const { resolvePython } = require('./launcher.js');
 const machine = require('./machine.js');
 const { openStore, defaultStorePath } = require('./store.js');
+const { doctor, DoctorError } = require('./doctor.js');
 
 /**
  * Start `command args` under supervision and return its Job at once (an EventEmitter).
@@ -30,17 +31,6 @@ const { openStore, defaultStorePath } = require('./store.js');
 function launch(options) {
   const hub = (options && options.hub) || getDefaultHub();
   return new Job(options, hub);
-}
-
-// The doctor is written separately (src/doctor.js); the package works without it.
-let doctor;
-let DoctorError;
-try {
-  ({ doctor, DoctorError } = require('./doctor.js'));
-} catch (err) {
-  if (err.code !== 'MODULE_NOT_FOUND' || !String(err.message).includes('doctor.js')) throw err;
-  DoctorError = class extends Error {};
-  doctor = async () => { throw new DoctorError('trainbridge doctor is not available in this build'); };
 }
 
 module.exports = {
