@@ -141,7 +141,7 @@ def test_the_probe_survives_a_flood_of_sigusr1_while_a_thread_runs_python(write_
     import signal
     import subprocess
     import time
-    from trainbridge.bridge import doctor_run
+    from trainbridge.bridge.doctor import run as doctor_run
     site, _marks = write_sitecustomize("""
         import json, sys, threading
         class Row:
