@@ -41,4 +41,9 @@ module.exports = [
     },
     rules: { strict: 'off' },
   },
+  {
+    // The browser tests hand functions to page.evaluate / waitForFunction: those run in the page.
+    files: ['test/dashboard_browser.test.js'],
+    languageOptions: { globals: { document: 'readonly', window: 'readonly' } },
+  },
 ];
