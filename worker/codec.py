@@ -449,7 +449,7 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
             packed, raw=False, strict_map_key=True, use_list=True,
             max_str_len=MAX_MESSAGE_BYTES, max_bin_len=MAX_MESSAGE_BYTES,
             max_ext_len=MAX_MESSAGE_BYTES, max_array_len=MAX_ARRAY_ITEMS, max_map_len=MAX_MAP_ITEMS)
-    except Exception as exc:  # msgpack raises many types for bad input
+    except Exception as exc:  # noqa: BLE001 - msgpack raises many types for bad input
         raise ProtocolError("malformed", type(exc).__name__) from None
     if type(raw) is not dict:
         raise ProtocolError("malformed", "envelope is not a map")
