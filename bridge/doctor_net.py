@@ -47,7 +47,8 @@ class Target:
 
 
 def parse_endpoint(text: str, default_scheme: str = "tcp") -> Endpoint:
-    """'https://h', 'http://u:p@h:8080', 'h:22', 'h' -> Endpoint. Raises ValueError when unusable."""
+    """'https://h', 'http://u:p@h:8080', 'h:22', 'h' -> Endpoint.
+    Raises ValueError when unusable."""
     text = text.strip()
     if "://" not in text:
         text = "%s://%s" % (default_scheme, text)

@@ -1,4 +1,5 @@
-"""The command line: `python -m bridge.doctor` (and `trainbridge doctor` once bridge/cli.py wires it)."""
+"""The command line: `python -m bridge.doctor` (and `trainbridge doctor` once bridge/cli.py
+wires it)."""
 import json
 import os
 import subprocess
