@@ -387,7 +387,7 @@ class Job:
             for callback in list(self._callbacks):
                 try:
                     callback(event)
-                except Exception as exc:  # a listener's bug must not kill supervision
+                except Exception as exc:  # noqa: BLE001 - a listener's bug must not kill supervision
                     self._callbacks.remove(callback)
                     self._write_log(f"[trainbridge] event listener {callback!r} failed and "
                                     f"was removed: {type(exc).__name__}: {exc}")

@@ -175,7 +175,7 @@ def _rendezvous(job: Any, outcome: str, stacks: Optional[str]) -> Optional[Dict[
     return ranks.rendezvous_wait(launcher, any_rank, hang["t"] - job.started, stacks)
 
 
-def _ranks(job: Any):
+def _ranks(job: Any) -> Tuple[List[Dict[str, Any]], Any, Optional[Dict[str, Any]]]:
     """The per-process rows, and for a distributed job (two ranks or more) the root cause
     and its rank's own error body (None when torchrun's error file is all there is)."""
     from trainbridge.bridge import ranks

@@ -254,7 +254,7 @@ def _prepare_records(records: Any, trunc: List[str]) -> Any:
     walk."""
     if type(records) is not list or len(records) > MAX_ARRAY_ITEMS:
         return _prepare(records, "body.records", trunc, 2, "records")
-    out = []
+    out: List[Any] = []
     append = out.append
     plain = _PLAIN_LOG_KEYS
     marked = len(trunc)
@@ -308,7 +308,7 @@ def encode(kind: str, seq: int, body: Dict[str, Any], key: bytes, job: str,
         prepared = _prepare(body, "body", trunc, 1)
     if trunc and kind in UNCUT_KINDS:
         raise ProtocolError("too_long", f"{kind} would be cut at {', '.join(trunc)[:200]}")
-    envelope = {"body": prepared, "job": escape(job), "kind": kind, "seq": seq,
+    envelope: Dict[str, Any] = {"body": prepared, "job": escape(job), "kind": kind, "seq": seq,
                 "ts": time.time() if ts is None else ts, "v": PROTOCOL_MAJOR}
     if trunc:
         envelope["trunc"] = trunc
