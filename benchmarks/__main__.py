@@ -37,7 +37,7 @@ def main(argv=None) -> int:
         print(f"[bench] {name} ...", file=sys.stderr, flush=True)
         try:
             rows += module.run(**({"rounds": 3} if args.quick else {}))
-        except Exception:  # one broken benchmark must not hide the others' numbers
+        except Exception:  # noqa: BLE001 - one broken benchmark must not hide the others' numbers
             failed.append(name)
             traceback.print_exc()
         print(f"[bench] {name} took {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)

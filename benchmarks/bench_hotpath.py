@@ -15,7 +15,8 @@ import json, os, time
 from tqdm import tqdm
 from trainbridge import worker
 deadline = time.monotonic() + 10
-while worker.enabled() and not getattr(__import__("trainbridge.worker.runtime").worker.runtime.STATE, "beacon", None) and time.monotonic() < deadline:
+rt = __import__("trainbridge.worker.runtime").worker.runtime
+while worker.enabled() and not getattr(rt.STATE, "beacon", None) and time.monotonic() < deadline:
     time.sleep(0.01)
 N = 300_000
 def bare():
@@ -73,7 +74,8 @@ def run(rounds: int = 9) -> list:
                 rows.append(Row("hot path", f"{name}, worker {mode} (ns/call over bare loop)", cost,
                                 "tqdm iteration", tqdm_cost, cost / tqdm_cost, "<= 0.5x tqdm",
                                 cost <= 0.5 * tqdm_cost,
-                                note=f"bare loop {bare:.1f} ns/iter; an empty call with this signature costs "
+                                note=f"bare loop {bare:.1f} ns/iter; "
+                                     "an empty call with this signature costs "
                                      f"{m['empty call, same signature'] - bare:.1f} ns",
                                 extra={"bare_ns": bare, "empty_call_ns": m["empty call, same signature"] - bare}))
     finally:

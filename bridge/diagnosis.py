@@ -106,7 +106,8 @@ def format_frame(frame: Optional[Frame]) -> str:
     """'file:line function' with the file shortened to its last two path parts."""
     if not frame:
         return "an unknown frame"
-    return f"{short_path(frame.get('file', '?'))}:{frame.get('line', '?')} {frame.get('function', '?')}"
+    where = f"{short_path(frame.get('file', '?'))}:{frame.get('line', '?')}"
+    return f"{where} {frame.get('function', '?')}"
 
 
 def short_path(path: str) -> str:
@@ -335,7 +336,8 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         return _diag("python_exception",
                      f"{error.get('type', 'Exception')}: {message}{_in_stage(stage)}{in_thread} "
                      f"at {where(frames)}",
-                     f"fix the error raised at {format_frame(user_frame(frames) or (frames[-1] if frames else None))}"
+                     "fix the error raised at "
+                     f"{format_frame(user_frame(frames) or (frames[-1] if frames else None))}"
                      "; the full traceback is in the report's error field", evidence)
     if exit_code not in (0, None):
         printed = traceback_in_text(log_tail)
@@ -619,7 +621,8 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
             state_hint = f"{who} has exited but nobody collected it: the worker died; check its output"
         else:
             state_hint = f"{who} is not answering: check its stack (py-spy dump --pid " \
-                         f"{child.get('pid') if child else '?'}) or use DataLoader(num_workers=0) to rule it out"
+                         f"{child.get('pid') if child else '?'}) or use " \
+                         "DataLoader(num_workers=0) to rule it out"
         return _diag(kind, f"waiting{idle} on {who}{where_stage} at {at}", state_hint, extra)
     if kind == "import_hang":
         module = importing_module(frames)
@@ -637,7 +640,8 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
         look = "check what the named frame waits on" if frames else \
             "install py-spy (pip install py-spy) to see the frame it is stuck in"
         return _diag(kind, f"never said hello{idle}{doing}{at_text}",
-                     "the script did not reach the worker's hello: from trainbridge import worker (or run it "
+                     "the script did not reach the worker's hello: "
+                     "from trainbridge import worker (or run it "
                      f"under trainbridge's zero-code mode) before heavy imports, and {look}",
                      extra)
     if kind == "gil_held":

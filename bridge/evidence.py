@@ -198,7 +198,7 @@ def gpu_facts(pids: Optional[List[int]] = None) -> Dict[str, Any]:
     try:
         import pynvml  # nvidia-ml-py; imported lazily so a missing driver costs nothing
         pynvml.nvmlInit()
-    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ImportError...
+    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ImportError...
         _gpu_unavailable = f"no NVIDIA GPU (pynvml: {type(exc).__name__}: {exc})"
         return {"gpu": None, "gpu_note": _gpu_unavailable}
     devices = []
@@ -212,21 +212,21 @@ def gpu_facts(pids: Optional[List[int]] = None) -> Dict[str, Any]:
             try:
                 name = pynvml.nvmlDeviceGetName(h)
                 entry["name"] = name.decode() if isinstance(name, bytes) else name
-            except Exception:
+            except Exception:  # noqa: BLE001 - the name is optional in the snapshot
                 pass
             if pids is not None:
                 try:
                     procs = pynvml.nvmlDeviceGetComputeRunningProcesses(h)
                     entry["used_by_job"] = any(p.pid in pids for p in procs)
-                except Exception:
+                except Exception:  # noqa: BLE001 - not supported on every GPU: used_by_job stays unknown
                     pass
             devices.append(entry)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - NVML failed mid-read: keep what was read, say why
         return {"gpu": devices or None, "gpu_note": f"pynvml failed: {type(exc).__name__}: {exc}"}
     finally:
         try:
             pynvml.nvmlShutdown()
-        except Exception:
+        except Exception:  # noqa: BLE001 - best effort: the readings are taken
             pass
     if not devices:
         return {"gpu": None, "gpu_note": "no NVIDIA GPU (pynvml: 0 devices)"}
@@ -270,7 +270,7 @@ def collect(pid: int, window_s: float = 0.5) -> Dict[str, Any]:
     ev: Dict[str, Any] = {"pid": pid, "window_s": window_s, "notes": notes}
     try:
         return _collect(pid, window_s, ev, notes)
-    except Exception as exc:  # evidence is best effort: a bug here must not hide the job
+    except Exception as exc:  # noqa: BLE001 - evidence is best effort: a bug here must not hide the job
         notes.append(f"evidence failed: {type(exc).__name__}: {exc}")
         return ev
 

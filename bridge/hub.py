@@ -133,7 +133,7 @@ class Hub:
             self._poller = zmq.Poller()
             self._poller.register(self._sock, zmq.POLLIN)
             self._poller.register(self._wake_r, zmq.POLLIN)
-        except BaseException as exc:  # reported to the thread that asked for the hub
+        except BaseException as exc:  # noqa: BLE001 - reported to the thread that asked for the hub
             self._error = exc
             self._ready.set()
             return

@@ -363,7 +363,7 @@ class Job:
         for callback in list(self._callbacks):
             try:
                 callback(event)
-            except Exception as exc:  # a listener's bug must not kill supervision
+            except Exception as exc:  # noqa: BLE001 - a listener's bug must not kill supervision
                 self._callbacks.remove(callback)
                 self._write_log(f"[trainbridge] event listener {callback!r} failed and was "
                                 f"removed: {type(exc).__name__}: {exc}")
@@ -387,7 +387,7 @@ class Job:
             for callback in list(self._callbacks):
                 try:
                     callback(event)
-                except Exception as exc:  # a listener's bug must not kill supervision
+                except Exception as exc:  # noqa: BLE001 - a listener's bug must not kill supervision
                     self._callbacks.remove(callback)
                     self._write_log(f"[trainbridge] event listener {callback!r} failed and "
                                     f"was removed: {type(exc).__name__}: {exc}")
@@ -777,7 +777,7 @@ class Job:
             try:
                 from trainbridge.bridge import evidence
                 self.snapshot = evidence.collect(pid)
-            except Exception as exc:  # evidence is best effort
+            except Exception as exc:  # noqa: BLE001 - evidence is best effort
                 self.snapshot = {"notes": [f"evidence failed: {type(exc).__name__}: {exc}"]}
             self.hub.call(lambda: self._step({"type": "snapshotted", "t": time.monotonic()}))
         self._snapshot_thread = threading.Thread(target=collect, name="trainbridge-snapshot",
@@ -792,7 +792,7 @@ class Job:
         self.hub.drain_router()
         try:
             self.report = Report(reports.build(self))
-        except Exception as exc:  # never leave a waiter hanging on a report bug
+        except Exception as exc:  # noqa: BLE001 - never leave a waiter hanging on a report bug
             self.report = Report(reports.minimal(self, exc))
         self.hub.remove_job(self.id)
         self._end_log()

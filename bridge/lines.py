@@ -20,7 +20,7 @@ and `line_bytes(text, encoding)` gives back the original bytes.
 from __future__ import annotations
 
 import re
-from typing import List, NamedTuple, Tuple
+from typing import Dict, List, NamedTuple, Tuple, Union
 
 DEFAULT_MAX_LINE = 64 * 1024
 _TERMINATOR = re.compile(rb"[\r\n]")
@@ -99,7 +99,7 @@ class LineSplitter:
         return out
 
 
-def utf8_safe_cut(buf: bytes, limit: int) -> int:
+def utf8_safe_cut(buf: Union[bytes, bytearray], limit: int) -> int:
     """A cut position <= limit that does not split a UTF-8 sequence.
 
     If the byte at `limit` continues a sequence whose lead byte (at most 3 bytes back)
@@ -153,8 +153,8 @@ class RedrawThrottle:
 
     def __init__(self, interval: float = 1.0):
         self.interval = interval
-        self._written: dict = {}  # stream -> time of the last redraw written
-        self._held: dict = {}     # stream -> the latest redraw not written
+        self._written: Dict[str, float] = {}  # stream -> time of the last redraw written
+        self._held: Dict[str, str] = {}     # stream -> the latest redraw not written
 
     def feed(self, stream: str, text: str, end: str, t: float) -> List[str]:
         """The texts to write now for one line (its time `t`, seconds)."""

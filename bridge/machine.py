@@ -121,10 +121,13 @@ def next_deadline(state: State) -> Optional[float]:
     """The earliest time at which a "timer" event may change something; None if none."""
     if state["state"] == "ended":
         return None
+    deadline: Optional[float]
     if state["exit"] is not None:
-        return state["drain_deadline"]
+        deadline = state["drain_deadline"]
+        return deadline
     if state["ending"] is not None:
-        return state["ending"]["deadline"]
+        deadline = state["ending"]["deadline"]
+        return deadline
     return min((d for _, d in _watch_deadlines(state)), default=None)
 
 
@@ -142,7 +145,7 @@ def _copy(state: State) -> State:
 
 
 # --- event handlers -------------------------------------------------------------------
-def _on_hello(s, e, t, actions):
+def _on_hello(s: State, e: Event, t: float, actions: List[Action]) -> None:
     s["hello"] = True
     s["dump_signal"] = bool(e.get("dump_signal"))
     s["native_dump"] = bool(e.get("native_dump"))
@@ -156,7 +159,7 @@ def _on_hello(s, e, t, actions):
         _set_state(s, "running", actions)
 
 
-def _on_stage(s, e, t, actions):
+def _on_stage(s: State, e: Event, t: float, actions: List[Action]) -> None:
     _beacon(s, t)
     name = e["name"]
     depth = e.get("depth")
@@ -173,38 +176,38 @@ def _on_stage(s, e, t, actions):
     _activity(s, t, actions)
 
 
-def _on_progress(s, e, t, actions):
+def _on_progress(s: State, e: Event, t: float, actions: List[Action]) -> None:
     _beacon(s, t)
     _activity(s, t, actions)
 
 
-def _on_beat(s, e, t, actions):
+def _on_beat(s: State, e: Event, t: float, actions: List[Action]) -> None:
     _beacon(s, t)
 
 
-def _on_error(s, e, t, actions):
+def _on_error(s: State, e: Event, t: float, actions: List[Action]) -> None:
     _beacon(s, t)
     if e.get("fatal"):
         s["error"] = {"kind": e.get("kind"), "exit_code": e.get("exit_code")}
 
 
-def _on_bye(s, e, t, actions):
+def _on_bye(s: State, e: Event, t: float, actions: List[Action]) -> None:
     _beacon(s, t)
     s["bye"] = {"reason": e.get("reason"), "exit_code": e.get("exit_code")}
 
 
-def _on_dumped(s, e, t, actions):
+def _on_dumped(s: State, e: Event, t: float, actions: List[Action]) -> None:
     s["answered"] = True
     ending = s["ending"]
     if ending is not None and ending["step"] == "dump" and s["exit"] is None:
         _after_dump(s, t, actions)
 
 
-def _on_signal_dumped(s, e, t, actions):
+def _on_signal_dumped(s: State, e: Event, t: float, actions: List[Action]) -> None:
     s["answered"] = True
 
 
-def _on_snapshotted(s, e, t, actions):
+def _on_snapshotted(s: State, e: Event, t: float, actions: List[Action]) -> None:
     if s["snapshot"] == "pending":
         s["snapshot"] = "done"
         ending = s["ending"]
@@ -212,38 +215,39 @@ def _on_snapshotted(s, e, t, actions):
             _terminate(s, t, actions)
 
 
-def _on_no_worker(s, e, t, actions):
+def _on_no_worker(s: State, e: Event, t: float, actions: List[Action]) -> None:
     if s["no_worker"] is None:
         s["no_worker"] = e.get("reason") or "the worker cannot be loaded"
 
 
-def _on_refused(s, e, t, actions):
+def _on_refused(s: State, e: Event, t: float, actions: List[Action]) -> None:
     s["refused"] = e.get("reason") or "unsupported protocol version"
     if s["ending"] is None and s["exit"] is None:
         s["ending"] = {"reason": "refused", "step": None, "deadline": None}
         _terminate(s, t, actions)
 
 
-def _on_cancel_refused(s, e, t, actions):
+def _on_cancel_refused(s: State, e: Event, t: float, actions: List[Action]) -> None:
     ending = s["ending"]
     if ending is not None and ending["reason"] == "cancel" and ending["step"] == "cancel":
         _terminate(s, t, actions)
 
 
-def _on_cancel(s, e, t, actions):
+def _on_cancel(s: State, e: Event, t: float, actions: List[Action]) -> None:
     if s["ending"] is not None or s["exit"] is not None:
         return  # already ending: the running sequence finishes the job
     grace = e.get("grace")
     grace = s["config"]["cancel_grace"] if grace is None else grace
-    s["ending"] = {"reason": "cancel", "step": None, "deadline": None}
+    ending: Dict[str, Any] = {"reason": "cancel", "step": None, "deadline": None}
+    s["ending"] = ending
     if s["hello"] and grace > 0:
-        s["ending"].update(step="cancel", deadline=t + grace)
+        ending.update(step="cancel", deadline=t + grace)
         actions.append({"do": "cancel"})
     else:
         _terminate(s, t, actions)
 
 
-def _on_exit(s, e, t, actions):
+def _on_exit(s: State, e: Event, t: float, actions: List[Action]) -> None:
     if s["exit"] is not None:
         return
     s["exit"] = {"code": e.get("code"), "signal": e.get("signal")}
@@ -251,12 +255,12 @@ def _on_exit(s, e, t, actions):
     actions.append({"do": "drain"})
 
 
-def _on_drained(s, e, t, actions):
+def _on_drained(s: State, e: Event, t: float, actions: List[Action]) -> None:
     if s["exit"] is not None:
         _finish(s, actions)
 
 
-def _on_timer(s, e, t, actions):
+def _on_timer(s: State, e: Event, t: float, actions: List[Action]) -> None:
     if s["exit"] is not None:
         if t >= s["drain_deadline"]:
             _finish(s, actions)
@@ -285,24 +289,24 @@ _HANDLERS = {
 
 
 # --- helpers --------------------------------------------------------------------------
-def _set_state(s, name, actions):
+def _set_state(s: State, name: str, actions: List[Action]) -> None:
     if s["state"] != name:
         s["state"] = name
         actions.append({"do": "state", "state": name})
 
 
-def _beacon(s, t):
+def _beacon(s: State, t: float) -> None:
     s["last_msg_t"] = t
 
 
-def _activity(s, t, actions):
+def _activity(s: State, t: float, actions: List[Action]) -> None:
     # Progress or a stage change: work moves, so a stalled job is running again.
     s["last_activity_t"] = t
     if s["state"] == "stalled" and s["ending"] is None:
         _set_state(s, "running", actions)
 
 
-def _watch_deadlines(s) -> List[Tuple[str, float]]:
+def _watch_deadlines(s: State) -> List[Tuple[str, float]]:
     """The deadlines watched while the job runs normally, in the order they are judged."""
     c = s["config"]
     out: List[Tuple[str, float]] = []
@@ -326,7 +330,7 @@ def _watch_deadlines(s) -> List[Tuple[str, float]]:
     return out
 
 
-def _hang(s, reason, t, actions):
+def _hang(s: State, reason: str, t: float, actions: List[Action]) -> None:
     stage = s["stages"][-1]["name"] if s["stages"] else None
     s["hang"] = {"reason": reason, "t": t, "stage": stage}
     s["ending"] = {"reason": "hang", "step": None, "deadline": None}
@@ -340,7 +344,7 @@ def _hang(s, reason, t, actions):
         _after_dump(s, t, actions)
 
 
-def _after_dump(s, t, actions):
+def _after_dump(s: State, t: float, actions: List[Action]) -> None:
     if s["dump_signal"]:
         s["ending"].update(step="signal_dump", deadline=t + s["config"]["signal_dump_wait"])
         actions.append({"do": "signal", "signal": "SIGUSR1"})
@@ -348,7 +352,7 @@ def _after_dump(s, t, actions):
         _terminate(s, t, actions)
 
 
-def _terminate(s, t, actions):
+def _terminate(s: State, t: float, actions: List[Action]) -> None:
     # The evidence of a hang is read from the live process: do not kill it mid-snapshot.
     if s["snapshot"] == "pending":
         limit = s["hang"]["t"] + s["config"]["snapshot_timeout"]
@@ -359,7 +363,7 @@ def _terminate(s, t, actions):
     actions.append({"do": "signal", "signal": "SIGTERM"})
 
 
-def _advance_ending(s, t, actions):
+def _advance_ending(s: State, t: float, actions: List[Action]) -> None:
     step_name = s["ending"]["step"]
     if step_name == "dump":
         _after_dump(s, t, actions)
@@ -377,7 +381,7 @@ def _advance_ending(s, t, actions):
         actions.append({"do": "signal", "signal": "SIGKILL"})
 
 
-def _finish(s, actions):
+def _finish(s: State, actions: List[Action]) -> None:
     s["outcome"] = outcome(s)
     s["ending"] = s["ending"] and {**s["ending"], "deadline": None}
     _set_state(s, "ended", actions)

@@ -14,7 +14,7 @@ import json
 import os
 import re
 import time
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from trainbridge.worker import codec
 
@@ -175,7 +175,7 @@ def _rendezvous(job: Any, outcome: str, stacks: Optional[str]) -> Optional[Dict[
     return ranks.rendezvous_wait(launcher, any_rank, hang["t"] - job.started, stacks)
 
 
-def _ranks(job: Any):
+def _ranks(job: Any) -> Tuple[List[Dict[str, Any]], Any, Optional[Dict[str, Any]]]:
     """The per-process rows, and for a distributed job (two ranks or more) the root cause
     and its rank's own error body (None when torchrun's error file is all there is)."""
     from trainbridge.bridge import ranks
@@ -235,7 +235,8 @@ def minimal(job: Any, exc: BaseException) -> Dict[str, Any]:
     return report
 
 
-def _diagnose(outcome, facts_end, job, stacks, stage):
+def _diagnose(outcome: str, facts_end: Dict[str, Any], job: Any, stacks: Optional[str],
+              stage: Optional[str]) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """(diagnosis or None, error text or None): bridge.diagnosis decides; a bug there must
     not cost the report."""
     try:
@@ -298,9 +299,8 @@ def _error(worker_error: Optional[Dict[str, Any]], tail: List[str]) -> Optional[
 def _last_stage(stages: List[Dict[str, Any]]) -> Optional[str]:
     """The innermost stage still open at the end, else the last one that began."""
     open_ = [s for s in stages if s["status"] == "running"]
-    if open_:
-        return open_[-1]["name"]
-    return stages[-1]["name"] if stages else None
+    last: Optional[str] = open_[-1]["name"] if open_ else stages[-1]["name"] if stages else None
+    return last
 
 
 def read_stage_box(crash_file: Optional[str], pid: Optional[int]) -> Optional[List[str]]:

@@ -276,7 +276,8 @@ SEQ_CASES = [(0, 1, "ok", 1), (1, 2, "ok", 2), (5, 9, "gap", 9), (5, 5, "replay"
 
 def main():
     vectors = {
-        "about": "Golden vectors for protocol v1. See docs/PROTOCOL.md and scripts/make_vectors.py.",
+        "about": "Golden vectors for protocol v1. "
+                 "See docs/PROTOCOL.md and scripts/make_vectors.py.",
         "key_hex": KEY.hex(),
         "encode": encode_cases(),
         "decode": decode_cases(),

@@ -23,5 +23,5 @@ if not _os.path.isdir(_os.path.join(_here, "worker")) and _os.path.isfile(
     _os.path.join(_top, "worker", "__init__.py")
 ):
     # Source checkout: trainbridge.worker is <top>/worker, trainbridge.bridge is <top>/bridge.
-    __path__.append(_top)  # type: ignore[name-defined]  # noqa: F821
+    __path__.append(_top)
 del _here, _top

@@ -21,10 +21,10 @@ import os as _os
 import sys as _sys
 import time as _time
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
-
 from trainbridge.worker import runtime as _runtime
 from trainbridge.worker.runtime import SLOT as _SLOT, STATE as _STATE
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
 
 if TYPE_CHECKING:  # typing costs milliseconds at import; annotations are strings here
     from typing import Any, Callable, Optional, TypeVar

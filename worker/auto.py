@@ -26,15 +26,15 @@ import importlib.machinery
 import sys
 import threading
 
+from trainbridge import worker
+from trainbridge.worker.runtime import SLOT, STATE
+
 # importlib.abc (it loads importlib.resources, tempfile, random...) and typing would cost
 # every supervised process milliseconds at start-up: the finders and loaders below are
 # plain classes with the methods the import system calls.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Optional
-
-from trainbridge import worker
-from trainbridge.worker.runtime import SLOT, STATE
 
 HEAVY_MODULES = frozenset({
     "torch", "torchvision", "torchaudio", "transformers", "diffusers", "datasets",

@@ -3,10 +3,10 @@
 It imports zmq and the codec itself, so `import worker` never waits for them; connects a
 DEALER; sends hello first; then loops: answer client commands, send queued stages, logs
 and errors in the order they happened, the latest progress (coalesced), heartbeats, and
-resend last words until they are acked. It also re-arms the GIL-freeze watchdog: if this thread cannot run
-for TRAINBRIDGE_FREEZE_S, faulthandler dumps every stack to the crash file. And it watches
-the supervising client (ParentWatch): when the client is gone, it ends the job's process
-group, so a GUI that crashes never leaves a training job running unsupervised.
+resend last words until they are acked. It also re-arms the GIL-freeze watchdog: if this
+thread cannot run for TRAINBRIDGE_FREEZE_S, faulthandler dumps every stack to the crash
+file. And it watches the supervising client (ParentWatch): when the client is gone, it ends
+the job's process group, so a GUI that crashes never leaves a training job running unsupervised.
 """
 
 from __future__ import annotations

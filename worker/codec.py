@@ -254,7 +254,7 @@ def _prepare_records(records: Any, trunc: List[str]) -> Any:
     walk."""
     if type(records) is not list or len(records) > MAX_ARRAY_ITEMS:
         return _prepare(records, "body.records", trunc, 2, "records")
-    out = []
+    out: List[Any] = []
     append = out.append
     plain = _PLAIN_LOG_KEYS
     marked = len(trunc)
@@ -308,7 +308,7 @@ def encode(kind: str, seq: int, body: Dict[str, Any], key: bytes, job: str,
         prepared = _prepare(body, "body", trunc, 1)
     if trunc and kind in UNCUT_KINDS:
         raise ProtocolError("too_long", f"{kind} would be cut at {', '.join(trunc)[:200]}")
-    envelope = {"body": prepared, "job": escape(job), "kind": kind, "seq": seq,
+    envelope: Dict[str, Any] = {"body": prepared, "job": escape(job), "kind": kind, "seq": seq,
                 "ts": time.time() if ts is None else ts, "v": PROTOCOL_MAJOR}
     if trunc:
         envelope["trunc"] = trunc
@@ -449,7 +449,7 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
             packed, raw=False, strict_map_key=True, use_list=True,
             max_str_len=MAX_MESSAGE_BYTES, max_bin_len=MAX_MESSAGE_BYTES,
             max_ext_len=MAX_MESSAGE_BYTES, max_array_len=MAX_ARRAY_ITEMS, max_map_len=MAX_MAP_ITEMS)
-    except Exception as exc:  # msgpack raises many types for bad input
+    except Exception as exc:  # noqa: BLE001 - msgpack raises many types for bad input
         raise ProtocolError("malformed", type(exc).__name__) from None
     if type(raw) is not dict:
         raise ProtocolError("malformed", "envelope is not a map")

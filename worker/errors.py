@@ -24,7 +24,7 @@ def safe_str(obj: Any) -> str:
 
 def qualified_name(cls: type) -> str:
     module = getattr(cls, "__module__", None)
-    name = getattr(cls, "__qualname__", None) or getattr(cls, "__name__", "?")
+    name = str(getattr(cls, "__qualname__", None) or getattr(cls, "__name__", "?"))
     return name if module in (None, "builtins") else f"{module}.{name}"
 
 

@@ -12,11 +12,11 @@ import re
 import sys
 import threading
 
+from trainbridge.worker.config import optional_int
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, Optional
-
-from trainbridge.worker.config import optional_int
 
 PACKAGES = ("torch", "numpy", "transformers", "datasets", "accelerate", "peft",
             "safetensors", "diffusers", "huggingface_hub", "tqdm")

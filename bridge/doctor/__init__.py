@@ -39,16 +39,21 @@ REPORT_ORDER = ("python", "platform", "encoding", "stdout_buffering", "network_c
                 "torch_tensor")
 
 HANG_FIX = {
-    "python": "the interpreter hangs at startup: a sitecustomize/usercustomize or .pth file blocks (see the "
+    "python": "the interpreter hangs at startup: a sitecustomize/usercustomize "
+              "or .pth file blocks (see the "
               "stack); `python -S -c pass` tells",
-    "torch": "`import torch` hangs (see the stack): an import hook in a sitecustomize/.pth, torch on a slow or "
+    "torch": "`import torch` hangs (see the stack): an import hook in a "
+             "sitecustomize/.pth, torch on a slow or "
              "dead network filesystem, or CUDA libraries probing a broken driver; compare with "
              "`CUDA_VISIBLE_DEVICES= python -c 'import torch'`",
-    "torch_cuda": "CUDA initialisation hangs: check `nvidia-smi` and dmesg for Xid errors; reset the GPU or "
+    "torch_cuda": "CUDA initialisation hangs: check `nvidia-smi` and dmesg for "
+                  "Xid errors; reset the GPU or "
                   "reboot",
-    "torch_tensor": "a GPU kernel hangs: the GPU may be wedged; check `nvidia-smi`, then reset or reboot",
+    "torch_tensor": "a GPU kernel hangs: the GPU may be wedged; check `nvidia-smi`, "
+                    "then reset or reboot",
     "nvidia_driver": "NVML hangs: the driver is wedged (dmesg shows Xid errors); reboot",
-    "disk": "a directory's filesystem hangs (a dead network mount?): check `df` on the working directory, "
+    "disk": "a directory's filesystem hangs (a dead network mount?): "
+            "check `df` on the working directory, "
             "HF_HOME and TORCH_HOME",
 }
 # What each probe check was doing, for the hung/crashed row's detail.
@@ -101,7 +106,8 @@ def _run_verdict(run: CheckRun, decide) -> Verdict:
 
 def assemble(python: str, runs: Mapping[str, CheckRun], net: Mapping[str, dict], targets: Sequence[Target],
              env: Mapping[str, str]) -> List[dict]:
-    """Pure: probe results, host results and the environment -> the report's check rows, in order."""
+    """Pure: probe results, host results and the environment -> the report's check rows,
+    in order."""
     def facts(name: str) -> dict:
         run = runs.get(name)
         return run.facts if run is not None and run.status == DONE else {}

@@ -47,7 +47,8 @@ class Target:
 
 
 def parse_endpoint(text: str, default_scheme: str = "tcp") -> Endpoint:
-    """'https://h', 'http://u:p@h:8080', 'h:22', 'h' -> Endpoint. Raises ValueError when unusable."""
+    """'https://h', 'http://u:p@h:8080', 'h:22', 'h' -> Endpoint.
+    Raises ValueError when unusable."""
     text = text.strip()
     if "://" not in text:
         text = "%s://%s" % (default_scheme, text)
@@ -235,7 +236,7 @@ def probe(target: Target, timeout: float, state: Optional[dict] = None) -> dict:
     try:
         reply = _exchange(target, _Deadline(timeout), state)
         facts.update(ok=True, stage="done", reply=reply)
-    except BaseException as exc:  # a report, never a crash
+    except BaseException as exc:  # noqa: BLE001 - a report, never a crash
         facts.update(ok=False, stage=state.get("stage"), error=_describe(exc))
     facts["elapsed_s"] = round(time.monotonic() - start, 3)
     return facts

@@ -39,7 +39,7 @@ def _stream_facts(stream):
         facts[attr] = getattr(stream, attr, None)
     try:
         facts["isatty"] = stream.isatty()
-    except Exception:  # a replaced stream without a real fd
+    except Exception:  # noqa: BLE001 - a replaced stream without a real fd
         facts["isatty"] = None
     return facts
 
@@ -83,7 +83,7 @@ def _version_of(dist):
         return None
     try:
         return metadata.version(dist)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken dist-info reads as unknown
         return None
 
 
@@ -136,7 +136,7 @@ def check_encoding():
         try:
             import ctypes
             facts["console_cp"] = ctypes.windll.kernel32.GetConsoleOutputCP()
-        except Exception:
+        except Exception:  # noqa: BLE001 - Windows API via ctypes: unknown, not a crash
             facts["console_cp"] = None
     return facts
 
@@ -192,7 +192,7 @@ def check_nvidia_driver():
         pass
     try:
         import pynvml
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a broken pynvml install is itself the finding
         facts["pynvml"] = "missing: %s" % (exc,)
         return facts
     facts["pynvml"] = "ok"
@@ -202,7 +202,7 @@ def check_nvidia_driver():
 
     try:
         pynvml.nvmlInit()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - NVMLError and its kin: the reason is the finding
         facts["nvml_error"] = str(exc) or type(exc).__name__
         return facts
     try:
@@ -210,7 +210,7 @@ def check_nvidia_driver():
         try:
             cuda = pynvml.nvmlSystemGetCudaDriverVersion()
             facts["driver_cuda"] = "%d.%d" % (cuda // 1000, (cuda % 1000) // 10)
-        except Exception:
+        except Exception:  # noqa: BLE001 - older drivers lack the call: unknown
             facts["driver_cuda"] = None
         gpus = []
         for i in range(pynvml.nvmlDeviceGetCount()):
@@ -220,14 +220,14 @@ def check_nvidia_driver():
             try:
                 mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
                 gpu.update(memory_total=int(mem.total), memory_used=int(mem.used))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - NVMLError: recorded for this GPU
                 gpu["memory_error"] = str(exc)
             gpus.append(gpu)
         facts["gpus"] = gpus
     finally:
         try:
             pynvml.nvmlShutdown()
-        except Exception:
+        except Exception:  # noqa: BLE001 - best effort: the facts are read
             pass
     return facts
 
@@ -250,7 +250,7 @@ def check_torch():
     try:
         import importlib
         torch, warns = _capture_warnings(lambda: importlib.import_module("torch"))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever torch's import raises is the finding
         facts["import_error"] = "%s: %s" % (type(exc).__name__, exc)
         facts["import_s"] = round(time.monotonic() - t0, 3)
         return facts
@@ -283,7 +283,7 @@ def check_torch_cuda():
     facts["device_count"] = torch.cuda.device_count() if available else 0
     try:
         facts["arch_list"] = torch.cuda.get_arch_list()
-    except Exception:
+    except Exception:  # noqa: BLE001 - old or broken torch builds: unknown
         facts["arch_list"] = []
     devices = []
     for i in range(facts["device_count"]):
@@ -293,13 +293,13 @@ def check_torch_cuda():
         try:
             free, _total = torch.cuda.mem_get_info(i)
             dev["free_memory"] = int(free)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - CUDA errors are recorded per device
             dev["memory_error"] = "%s: %s" % (type(exc).__name__, exc)
         devices.append(dev)
     facts["devices"] = devices
     try:
         facts["cudnn"] = torch.backends.cudnn.version() if available else None
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken cuDNN reads as unknown
         facts["cudnn"] = None
     return facts
 
@@ -321,7 +321,7 @@ def check_torch_tensor():
             entry["ok"] = value == 8.0
             if not entry["ok"]:
                 entry["error"] = "ones(4)*2 summed to %r, expected 8" % value
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any CUDA failure is the finding
             entry["ok"] = False
             entry["error"] = ("%s: %s" % (type(exc).__name__, exc))[:500]
         entry["seconds"] = round(time.monotonic() - t0, 3)
@@ -433,7 +433,7 @@ def main(argv):
             faulthandler.dump_traceback_later(deadline * 0.9, file=stack_out)
         try:
             facts = CHECKS[name]()
-        except BaseException:  # SystemExit / KeyboardInterrupt from a check are facts too
+        except BaseException:  # noqa: BLE001 - SystemExit / KeyboardInterrupt from a check are facts too
             error = traceback.format_exc()[-4000:]
         if self_dump:
             faulthandler.cancel_dump_traceback_later()

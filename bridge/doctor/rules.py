@@ -347,7 +347,8 @@ def torch_verdict(facts: Mapping, python: Optional[str] = None) -> Verdict:
     if facts.get("import_error"):
         return Verdict(FAIL, "torch %s is installed but `import torch` fails: %s" % (
             facts.get("metadata_version"), facts["import_error"]),
-            "reinstall torch in this venv; a missing libcudart/libcudnn means the CUDA wheels are incomplete")
+            "reinstall torch in this venv; a missing libcudart/libcudnn means "
+            "the CUDA wheels are incomplete")
     build = "CUDA %s build" % facts["cuda"] if facts.get("cuda") else (
         "ROCm %s build" % facts["hip"] if facts.get("hip") else "CPU-only build")
     detail = "torch %s (%s), imported in %.1f s" % (facts.get("version"), build, facts.get("import_s") or 0)
@@ -359,7 +360,8 @@ def torch_verdict(facts: Mapping, python: Optional[str] = None) -> Verdict:
 
 
 def arch_supported(capability: str, arch_list: Sequence[str]) -> bool:
-    """Does a torch build with arch_list (['sm_80', 'compute_90'...]) run on a GPU of capability 'M.m'?"""
+    """Does a torch build with arch_list (['sm_80', 'compute_90'...]) run on a GPU
+    of capability 'M.m'?"""
     if not arch_list:
         return True  # unknown: do not accuse
     major, minor = (version_tuple(capability) + (0, 0))[:2]
@@ -438,7 +440,8 @@ def reach_verdict(role: str, facts: Mapping) -> Verdict:
             "reply": "no reply"}.get(stage, stage)
     detail = "%s%s: %s (%s)" % (target, via, what, error)
     if role == "hf_endpoint":
-        fix = ("the hub is not reachable: set HTTPS_PROXY to a working proxy, or HF_ENDPOINT to a reachable "
+        fix = ("the hub is not reachable: set HTTPS_PROXY to a working proxy, "
+               "or HF_ENDPOINT to a reachable "
                "mirror, or HF_HUB_OFFLINE=1 if the models are already cached")
         return Verdict(WARN, detail, fix)
     if role == "proxy":

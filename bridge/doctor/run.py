@@ -144,7 +144,7 @@ class _Child:
         try:
             import psutil
             descendants = psutil.Process(self.proc.pid).children(recursive=True)
-        except Exception:
+        except Exception:  # noqa: BLE001 - no psutil or the process is gone: kill what we can
             pass
         if os.name == "posix":
             try:
@@ -154,7 +154,7 @@ class _Child:
         for p in descendants:  # those that left our session
             try:
                 p.kill()
-            except Exception:
+            except Exception:  # noqa: BLE001 - gone already or not ours: go on with the others
                 pass
         try:
             self.proc.kill()
@@ -168,7 +168,7 @@ class _Child:
             try:
                 import psutil
                 psutil.wait_procs(descendants, timeout=EXIT_WAIT_S)
-            except Exception:
+            except Exception:  # noqa: BLE001 - best effort: SIGKILL was sent
                 pass
 
     def exit_text(self) -> str:

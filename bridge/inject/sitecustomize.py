@@ -59,7 +59,7 @@ def _start_worker():
             _import_trainbridge()
         from trainbridge.worker import auto
         auto.install()
-    except Exception as exc:  # never break the training script's start
+    except Exception as exc:  # noqa: BLE001 - never break the training script's start
         sys.stderr.write("[trainbridge] zero-code mode is off in this process: %s: %s\n"
                          % (type(exc).__name__, str(exc).encode("ascii", "backslashreplace").decode()))
 

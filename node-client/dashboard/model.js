@@ -237,7 +237,7 @@ function currentStage(view) {
 
 /** The scalar part of a view: everything except the series and the log. */
 function head(view) {
-  const { metrics, resources, log, _rate, ...rest } = view;
+  const { metrics: _metrics, resources, log, _rate, ...rest } = view;
   return { ...rest, stage: currentStage(view), log_count: log.count, gpu: resources.gpu };
 }
 

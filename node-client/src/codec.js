@@ -37,6 +37,7 @@ const UINT64_MAX = 2n ** 64n - 1n;
 // too) -> \uhhhh; beyond -> \Uhhhhhhhh; hex lowercase. Undecodable bytes travel as the
 // PEP 383 surrogates U+DC80..U+DCFF, so they get a reversible \udcXX escape.
 const NEEDS_ESCAPE = /[\\\u0080-\uffff]/;
+// eslint-disable-next-line no-control-regex -- NUL..DEL is exactly the ASCII range tested here
 const NON_ASCII = /[^\x00-\x7f]/;
 const ESCAPE_AT = /\\(?:\\|x[89a-f][0-9a-f]|u(?!00)[0-9a-f]{4}|U0010[0-9a-f]{4}|U000[1-9a-f][0-9a-f]{4})/y;
 

@@ -23,6 +23,7 @@ const FH_FRAME = /^\s*File "(?<file>[^"]*)", line (?<line>\d+) in (?<func>.+?)\s
 const PYSPY_FRAME = /^\s+(?<func>\S[^()]*?) \((?<file>[^()]+?):(?<line>\d+)\)\s*$/;
 const HEADER = /^(?:Current thread|Thread|Traceback|Stack|Process|#|---|===)|:\s*$/;
 
+// eslint-disable-next-line no-control-regex -- \x1c-\x1e are line breaks for Python's str.splitlines
 const splitlines = (text) => String(text).split(/\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/);
 const isSpace = (ch) => /\s/.test(ch);
 

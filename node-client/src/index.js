@@ -20,7 +20,7 @@ const { ProtocolError, PythonError } = require('./errors.js');
 const { toJSON, summary } = require('./report.js');
 const { resolvePython } = require('./launcher.js');
 const machine = require('./machine.js');
-const { openStore, defaultStorePath } = require('./store.js');
+const { openStore, defaultStorePath, AttachedJob } = require('./store.js');
 const { doctor, DoctorError } = require('./doctor.js');
 
 /**
@@ -35,6 +35,6 @@ function launch(options) {
 
 module.exports = {
   launch, openStore, defaultStorePath, Job, Hub, ProtocolError, PythonError, LaunchError, JobFailedError, toJSON,
-  summary, resolvePython, doctor, DoctorError,
+  summary, resolvePython, doctor, DoctorError, AttachedJob,
   DEFAULT_TIMEOUTS: machine.DEFAULTS,
 };

@@ -296,6 +296,7 @@ function readCrashFile(file) {
   }
   data = data.subarray(Math.max(0, data.length - CRASH_TEXT_MAX));
   // The worker writes a "[trainbridge] ..." banner first; only dumps count as stacks.
+  // eslint-disable-next-line no-control-regex -- \x1c-\x1e break lines for Python's str.splitlines
   const text = decodeUtf8Escaped(data).split(/\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/)
     .filter((line) => !line.startsWith('[trainbridge]')).join('\n').trim();
   return text || null;

@@ -316,7 +316,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
       await page.goto(`${srv.url}#/jobs/${id}`);
       const percent = () => page.evaluate(() => Number(document.querySelector('#progress').getAttribute('aria-valuenow')));
       await page.waitForFunction(() => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > 5, null, { timeout: 60000 });
-      const before = await percent();
+      const shownBefore = await percent();
       const stagesBefore = await page.locator('#stages li').allInnerTexts();
       srv.proc.kill('SIGKILL');
       await srv.exited;
@@ -324,9 +324,9 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
       const t0 = Date.now();
       srv = await serve(['--port', new URL(srv.url).port, '--store', store]);
       // The page reconnects by itself; the job went on meanwhile, under its keeper.
-      await page.waitForFunction((b) => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > b + 3, before, { timeout: 30000 });
+      await page.waitForFunction((b) => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > b + 3, shownBefore, { timeout: 30000 });
       const back = Date.now() - t0;
-      t.diagnostic(`restart -> the page shows the job progressing again: ${back} ms (progress ${before}% before the kill)`);
+      t.diagnostic(`restart -> the page shows the job progressing again: ${back} ms (progress ${shownBefore}% before the kill)`);
       assert.equal(await text(page, '#state'), 'running');
       assert.equal(await text(page, '#conn'), 'live');
       // The timeline is rebuilt from the events' own times: the stages closed before keep their lengths.

@@ -42,7 +42,7 @@ test('unknown config keys and event types are refused', () => {
 });
 
 test('leadPriority ranks hellos as bridge/machine.py lead_priority does', () => {
-  const cases = [
+  const ranked = [
     [{ pid: 10, rank: 0, world_size: 2 }, 5, 2], // torchrun's rank 0 leads
     [{ pid: 11, rank: 1, world_size: 2 }, 5, 0], // other ranks never lead
     [{ pid: 5, rank: null, world_size: null }, 5, 1], // the launched process
@@ -50,5 +50,5 @@ test('leadPriority ranks hellos as bridge/machine.py lead_priority does', () => 
     [{ pid: 12, rank: null, world_size: null }, 5, 0], // a subprocess of the script
     [{ pid: 12 }, null, 0],
   ];
-  for (const [hello, launched, priority] of cases) assert.equal(machine.leadPriority(hello, launched), priority);
+  for (const [hello, launched, priority] of ranked) assert.equal(machine.leadPriority(hello, launched), priority);
 });

@@ -65,7 +65,8 @@ CASES = [
                   "error_file": "/t/attempt_0/0/error.json", "message": "", "traceback": None},
                  {"rank": 1, "local_rank": 1, "pid": 102, "exit_code": 1, "time": 20,
                   "error_file": "/t/attempt_0/1/error.json", "message": "KeyError: 'img'",
-                  "traceback": "Traceback (most recent call last):\n  File \"/w/train.py\", "
+                  "traceback": "Traceback (most recent call last):\n"
+                               "  File \"/w/train.py\", "
                                "line 9, in load\nKeyError: 'img'\n"}]), 22.0],
      ],
      "root_cause": {"rank": 1, "why": {"0": "stopped"}, "error_type": "KeyError",
@@ -127,8 +128,9 @@ RENDEZVOUS = [
     {"name": "a launcher in its rendezvous, no rank: rendezvous_wait",
      "launcher": {"argv": RDZV_ARGV, "host": "a"}, "ranks_said_hello": False, "waited_s": 20.04,
      "stacks": "File \"/v/torch/distributed/elastic/rendezvous/utils.py\", line 9, in _delay",
-     "summary": "rendezvous_wait: torchrun on host a waited 20 s for nodes that never came: its "
-                "c10d rendezvous at 10.0.0.1:29400 needs 2 node(s) (--nnodes=2:4) and only this "
+     "summary": "rendezvous_wait: torchrun on host a waited 20 s for nodes "
+                "that never came: its c10d rendezvous at 10.0.0.1:29400 "
+                "needs 2 node(s) (--nnodes=2:4) and only this "
                 "one is known to have joined; no rank started",
      "evidence": {"endpoint": "10.0.0.1:29400", "backend": "c10d", "nnodes": "2:4",
                   "nnodes_expected": 2, "nnodes_joined": 1, "waited_s": 20.0, "host": "a"}},
@@ -136,7 +138,8 @@ RENDEZVOUS = [
      "launcher": {"argv": ["/v/bin/torchrun", "--nnodes", "3", "--master_addr", "h1",
                            "--master-port=1234", "t.py"], "host": "b"},
      "ranks_said_hello": False, "waited_s": 6.24, "stacks": "rendezvous",
-     "summary": "rendezvous_wait: torchrun on host b waited 6.2 s for nodes that never came: its "
+     "summary": "rendezvous_wait: torchrun on host b waited 6.2 s for nodes "
+                "that never came: its "
                 "static rendezvous at h1:1234 needs 3 node(s) (--nnodes=3) and only this one is "
                 "known to have joined; no rank started",
      "evidence": {"endpoint": "h1:1234", "backend": "static", "nnodes": "3",

@@ -27,7 +27,7 @@ def death_to_report(imports, death, zero_code=False):
     for _ in range(RUNS):
         ended = {}
 
-        def on_event(event):
+        def on_event(event, ended=ended):
             if event["event"] == "end":
                 ended["t"] = time.time()
         job = bridge.launch([sys.executable, "-c", DIES.format(imports=imports, death=death)],
@@ -44,7 +44,7 @@ def stall_to_hung(stall_s=0.5):
     for _ in range(RUNS // 2):
         seen = {}
 
-        def on_event(event):
+        def on_event(event, seen=seen):
             if event["event"] == "message" and event["kind"] == "progress":
                 seen["progress"] = event["t"]
             elif event["event"] == "hang":

@@ -139,7 +139,8 @@ def test_ctrl_c_cancels_the_job_and_exits_130(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     proc = subprocess.Popen(
         [*TRAINBRIDGE, "run", "--json", "--report", str(report_path), "--",
-         *py("import threading; from trainbridge import worker\nworker.progress(1, 9)\nthreading.Event().wait()")],
+         *py("import threading; from trainbridge import worker\n"
+             "worker.progress(1, 9)\nthreading.Event().wait()")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE)
     try:
         for line in proc.stdout:  # wait until the child is known to be working

@@ -46,7 +46,8 @@ def test_stdin_pipe_and_raw_output_are_byte_exact_besides_the_lines():
 
 
 def test_raw_chunks_arrive_before_the_line_is_complete():
-    code = "import sys\nsys.stdout.write('name? '); sys.stdout.flush()\nprint('hi', sys.stdin.readline().strip())\n"
+    code = ("import sys\nsys.stdout.write('name? '); sys.stdout.flush()\n"
+            "print('hi', sys.stdin.readline().strip())\n")
     job = bridge.launch([sys.executable, "-c", code], stdin="pipe", raw=True,
                         startup_timeout=WAIT_S)
     first = job.stdout.next_chunk(WAIT_S)

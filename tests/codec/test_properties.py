@@ -150,7 +150,7 @@ def test_the_encoders_shortcuts_give_the_general_walks_bytes_and_decode_alike(re
         except codec.ProtocolError as exc2:
             assert exc2.reason == exc.reason
             return
-        raise AssertionError(f"the shortcut encoded what the general walk refuses: {exc}")
+        raise AssertionError(f"the shortcut encoded what the general walk refuses: {exc}") from exc
     frames = codec.encode(kind, 3, body, KEY, "job", ts=1.5)
     assert frames == reference
     try:

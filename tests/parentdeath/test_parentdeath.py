@@ -1,6 +1,7 @@
 """When the supervising client dies, the job's whole tree ends within kill_grace (+ a little).
-(A job that must outlive its client is a scheduled one: tests/scheduler/test_reattach.py.) Real processes: a client script (bridge.launch) that
-the test SIGKILLs, a job that starts a grandchild without a worker, psutil to check.
+(A job that must outlive its client is a scheduled one: tests/scheduler/test_reattach.py.)
+Real processes: a client script (bridge.launch) that the test SIGKILLs, a job that starts
+a grandchild without a worker, psutil to check.
 """
 
 import json

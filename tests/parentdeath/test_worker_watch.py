@@ -11,7 +11,8 @@ import textwrap
 from tests.parentdeath.test_parentdeath import live, wait_for
 from tests.worker.conftest import receiver  # noqa: F401 - the fixture
 
-JOB = "import time; from trainbridge import worker\nassert worker.enabled()\nwhile True:\n    time.sleep(0.05)\n"
+JOB = ("import time; from trainbridge import worker\nassert worker.enabled()\n"
+       "while True:\n    time.sleep(0.05)\n")
 
 STAND_IN = textwrap.dedent("""
     import os, subprocess, sys, threading

@@ -275,7 +275,7 @@ def test_internal_failure_is_reported_once_and_the_script_goes_on(receiver, tmp_
     """), receiver.env(heartbeat_s="0.2"), str(tmp_path))
     assert proc.returncode == 0
     assert b"still running" in proc.stdout
-    lines = [l for l in proc.stderr.decode("ascii").splitlines() if "[trainbridge]" in l]
+    lines = [line for line in proc.stderr.decode("ascii").splitlines() if "[trainbridge]" in line]
     assert len(lines) == 1 and lines[0].startswith("[trainbridge] worker internal error: ")
     error = receiver.wait_for(lambda r: r.kind == "error").body
     assert error["kind"] == "internal" and error["fatal"] is False

@@ -88,7 +88,8 @@ def test_import_worker_without_client_imports_nothing_heavy():
     code = textwrap.dedent("""
         import sys, threading; from trainbridge import worker
         heavy = [m for m in ("zmq", "msgpack", "psutil", "pynvml", "torch", "numpy",
-                             "logging", "trainbridge.worker.codec", "trainbridge.worker.beacon") if m in sys.modules]
+                             "logging", "trainbridge.worker.codec", "trainbridge.worker.beacon")
+                 if m in sys.modules]
         print(heavy, threading.active_count(), worker.enabled())
     """)
     out = subprocess.run([sys.executable, "-c", code], env=dict(plain_env(), PYTHONPATH=str(REPO)),
@@ -126,7 +127,8 @@ def test_incomplete_settings_disable_the_worker_with_one_line(tmp_path):
 def test_a_beacon_that_cannot_start_does_not_break_the_script(tmp_path):
     env = dict(plain_env(), PYTHONPATH=str(REPO), TRAINBRIDGE_ENDPOINT="bogus://nowhere",
                TRAINBRIDGE_JOB_ID="j", TRAINBRIDGE_KEY="ab" * 32)
-    code = "from trainbridge import worker\nworker.progress(1)\nworker.log('x')\nprint('done')\nraise SystemExit(5)"
+    code = ("from trainbridge import worker\nworker.progress(1)\nworker.log('x')\n"
+            "print('done')\nraise SystemExit(5)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=30)
     assert out.returncode == 5 and out.stdout == b"done\n"
     lines = out.stderr.decode("ascii").splitlines()

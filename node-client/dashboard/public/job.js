@@ -69,7 +69,6 @@ export function jobPage(main, id) {
   let resChart = null;
   let resGpu = false;
   let logShown = 0;
-  let skippedTotal = 0;
 
   function metricsChart() {
     return chart(lossEl, {
@@ -115,7 +114,6 @@ export function jobPage(main, id) {
   }
 
   function takeLog(l) {
-    skippedTotal += l.skipped;
     const nearBottom = logEl.scrollHeight - logEl.scrollTop - logEl.clientHeight < 40;
     const frag = document.createDocumentFragment();
     for (const line of l.lines.slice(-LOG_VIEW)) {
@@ -244,7 +242,7 @@ export function jobPage(main, id) {
   const close = stream(`/api/jobs/${id}/stream`, {
     open() { reset = true; },
     update(msg) {
-      if (reset) { logEl.replaceChildren(); skippedTotal = 0; reset = false; }
+      if (reset) { logEl.replaceChildren(); reset = false; }
       head = msg.head;
       clockOffset = head.now - Date.now();
       if (msg.metrics) takeMetrics(msg.metrics);
@@ -255,10 +253,10 @@ export function jobPage(main, id) {
   });
   // A job this dashboard does not know (an old link, another store): say so instead of
   // reconnecting forever.
-  fetch(`/api/jobs/${id}`).then(async (res) => {
-    if (res.status !== 404) return;
+  fetch(`/api/jobs/${id}`).then(async (answer) => {
+    if (answer.status !== 404) return;
     close();
-    const why = (await res.json().catch(() => ({}))).error || `no job ${id}`;
+    const why = (await answer.json().catch(() => ({}))).error || `no job ${id}`;
     main.replaceChildren(h('nav', {}, h('a', { href: '#/', id: 'back', text: '← All jobs' })),
       h('section', { class: 'panel verdict', role: 'alert' }, h('h1', { id: 'title', text: `No job ${id} here` }),
         h('p', { id: 'not-found', text: `${why}. A job run by a dashboard started with --memory ends with it; a stored job is in the store it was submitted to.` })));
