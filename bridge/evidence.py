@@ -6,7 +6,7 @@ wait (/proc/<pid>/task/<pid>/wchan and syscall, and what the syscall's fd points
 process state, CPU and I/O deltas, open TCP/UDP sockets with their remote ends, child
 processes and their states, the GPU through pynvml when there is one, and a py-spy dump when
 py-spy is installed. It is bounded in time and never raises: what could not be read becomes
-a note. The rules that judge this evidence live in bridge/diagnosis.py.
+a note. The rules that judge this evidence live in bridge/diagnosis_hang.py.
 """
 
 from __future__ import annotations

@@ -24,11 +24,13 @@ const CHILD_FUNCS = new Set(['wait', '_wait', 'poll', '_try_wait', 'communicate'
 const NET_FUNCS = new Set(['recv', 'recv_into', 'readinto', 'connect', 'create_connection', 'getaddrinfo', 'accept']);
 const BEACON_SILENT = new Set(['heartbeat', 'heartbeat_silence']);
 const CPU_BUSY = 0.5; // fraction of one core over the window: the main work is computing
-// As bridge/diagnosis.py: on a loaded machine a spinning thread gets a small share of a core,
+// As bridge/diagnosis_hang.py: on a loaded machine a spinning thread gets a small share of a core,
 // and a spinning Python thread also waits for the GIL (a futex, state S) whenever the beacon
 // runs; but a thread blocked in a call is never runnable. So the samples decide.
 const RUNNABLE_BUSY = 0.3; // fraction of state samples in R
 const CPU_SOME = 0.05;
+const GPU_BUSY = 50; // percent utilisation: the GPU is the thing that is busy
+const IO_BUSY_BYTES = 1 << 20; // bytes per window that count as "doing I/O"
 
 const mainOf = (evidence) => evidence.main_thread || {};
 
@@ -88,7 +90,7 @@ function stackSays(frames) {
   return null;
 }
 
-/** A hang kind from outside the interpreter: state, kernel wait, CPU. */
+/** A hang kind from outside the interpreter: state, kernel wait, CPU, I/O, GPU. */
 function kernelSays(evidence) {
   if (!evidence || evidence.alive === false) return null;
   const main = evidence.main_thread || {};
@@ -98,6 +100,8 @@ function kernelSays(evidence) {
   const target = String(main.fd_target || '');
   const cpu = evidence.cpu_fraction ?? null;
   if (status === 'stopped' || status === 'tracing-stop') return 'stopped';
+  const gpus = (evidence.gpu || []).filter((g) => g && typeof g === 'object' && !Array.isArray(g));
+  if (gpus.some((g) => (g.util_percent || 0) >= GPU_BUSY && (g.used_by_job ?? true))) return 'gpu_busy';
   if (status === 'disk-sleep' || IO_WCHAN.test(wchan)) return 'io_wait';
   const runnable = main.runnable_fraction ?? null;
   // "running" in /proc/.../syscall: caught executing user code, not waiting in the kernel.
@@ -118,6 +122,8 @@ function kernelSays(evidence) {
     return (evidence.children || []).length ? 'child_wait' : 'io_wait';
   }
   if (READ_SYSCALLS.has(syscall) && target.startsWith('/')) return 'io_wait';
+  const io = evidence.io_delta || {};
+  if ((io.read_bytes || 0) + (io.write_bytes || 0) >= IO_BUSY_BYTES) return 'io_wait';
   if (cpu !== null && cpu >= CPU_BUSY) return 'cpu_bound';
   return null;
 }
@@ -232,6 +238,9 @@ function diagnoseHang(facts) {
       return diag(kind, `waiting for I/O${on}${idle}${whereStage} at ${at}`,
         'disk or filesystem is slow or stuck (network mount, full disk, a FIFO): check the path and the mount', extra);
     }
+    case 'gpu_busy':
+      return diag(kind, `the GPU is busy but the job reports no progress${idle}${whereStage} at ${at}`,
+        'a long or stuck kernel: check nvidia-smi, lower the work per step, or run with CUDA_LAUNCH_BLOCKING=1 to find the kernel', extra);
     case 'stopped':
       return diag(kind, `the process is stopped (SIGSTOP or a debugger)${idle}${whereStage} at ${at}`,
         `resume it with kill -CONT ${evidence.pid ?? '<pid>'} or find who stopped it`, extra);
