@@ -75,7 +75,21 @@ def _blocking_socket(evidence: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return live[0] if live else (sockets[0] if sockets else None)
 
 
+def _peer_child(evidence: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The job process at the other end of the AF_UNIX socket the main thread reads, if any."""
+    peer = (evidence.get("unix_peer") or {}).get("pid")
+    if peer is None or peer == evidence.get("pid"):
+        return None
+    for child in evidence.get("children") or []:
+        if child.get("pid") == peer:
+            return child
+    return None
+
+
 def _child_to_name(evidence: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    peer = _peer_child(evidence)
+    if peer is not None:
+        return peer
     children = evidence.get("children") or []
     for child in children:  # a stopped or dead child is the likely culprit
         if child.get("status") in ("stopped", "tracing-stop", "zombie", "dead", "disk-sleep"):
@@ -83,7 +97,39 @@ def _child_to_name(evidence: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return children[0] if children else None
 
 
-def _describe_child(child: Dict[str, Any]) -> str:
+DATALOADER_WORKER = "pt_data_worker"  # /proc/<pid>/comm of a torch DataLoader worker
+
+
+def child_role(child: Dict[str, Any], children: Sequence[Dict[str, Any]]) -> Optional[str]:
+    """'DataLoader worker N' for a torch DataLoader worker: N is its place among its
+    siblings by start time (torch starts worker 0, 1, ... in order), else None."""
+    if child.get("name") != DATALOADER_WORKER:
+        return None
+    siblings = sorted((c for c in children if c.get("name") == DATALOADER_WORKER
+                       and c.get("ppid") == child.get("ppid")),
+                      key=lambda c: (c.get("started") or 0, c.get("pid") or 0))
+    ids = [c.get("pid") for c in siblings]
+    return f"DataLoader worker {ids.index(child.get('pid'))}" if child.get("pid") in ids else None
+
+
+def child_state(child: Dict[str, Any]) -> str:
+    """stopped / exited / spinning / in disk I/O / sleeping, from its state and CPU."""
+    status = child.get("status")
+    if status in ("stopped", "tracing-stop"):
+        return "stopped"
+    if status in ("zombie", "dead", "gone"):
+        return "exited"
+    if status == "running" or (child.get("cpu_fraction") or 0) >= CPU_BUSY:
+        return "spinning"
+    if status == "disk-sleep":
+        return "in disk I/O"
+    return "sleeping"
+
+
+def _describe_child(child: Dict[str, Any], children: Sequence[Dict[str, Any]] = ()) -> str:
+    role = child_role(child, children)
+    if role:
+        return f"{role} (pid {child.get('pid')}, {child_state(child)})"
     return f"child pid {child.get('pid')} ({child.get('name') or '?'}, {child.get('status') or '?'})"
 
 
@@ -96,9 +142,11 @@ def _stack_says(frames: Sequence[Frame]) -> Optional[str]:
     files = " ".join(str(f.get("file", "")) for f in frames[-4:])
     if func == "sleep":
         return "sleeping"
-    if any(k in files for k in _CHILD_FILES) and func in ("wait", "_wait", "poll", "_try_wait",
-                                                          "communicate", "join", "recv",
-                                                          "_recv", "_recv_bytes", "get"):
+    if any(k in files for k in _CHILD_FILES) and (
+            func in ("wait", "_wait", "poll", "_try_wait", "communicate", "join", "recv",
+                     "_recv", "_recv_bytes", "get") or "selectors.py" in path):
+        # A select under multiprocessing.connection.wait (a DataLoader's data queue) waits
+        # for a child, not for a network.
         return "child_wait"
     if any(k in path for k in _NET_FILES) or func in ("recv", "recv_into", "readinto",
                                                       "connect", "create_connection",
@@ -147,6 +195,12 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
         return "sleeping"
     if syscall in _LOCK_SYSCALLS or wchan.startswith("futex"):
         return "lock_wait"
+    if (main.get("fd_family") == "unix" or wchan.startswith("unix_")) and (
+            _peer_child(evidence) or evidence.get("children")):
+        # A local socket (socketpair, multiprocessing connection) into the job's own tree
+        # is a wait on that process, not on a network (issue 12: a stopped DataLoader
+        # worker was blamed on the proxy).
+        return "child_wait"
     if target.startswith("socket:") or _NET_WCHAN.search(wchan):
         return "network_wait"
     if target.startswith("pipe:") or "pipe" in wchan:
@@ -240,15 +294,26 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
     if kind == "child_wait":
         child = _child_to_name(evidence)
         extra["child"] = child
-        who = _describe_child(child) if child else "a child process"
+        children = evidence.get("children") or []
+        who = _describe_child(child, children) if child else "a child process"
+        role = child_role(child, children) if child else None
+        extra["child_role"] = role
+        extra["via"] = "unix socket" if child is not None and child is _peer_child(evidence) \
+            else None
+        # The hint says the state in its own words: name the child without it.
+        named = f"{role} (pid {child.get('pid')})" if role else who
         state_hint = ""
         if child and child.get("status") in ("stopped", "tracing-stop"):
-            state_hint = f"{who} is stopped (SIGSTOP or a debugger): resume it with kill -CONT " \
+            state_hint = f"{named} is stopped (SIGSTOP or a debugger): resume it with kill -CONT " \
                          f"{child.get('pid')} or find who stopped it"
         elif child and child.get("status") == "zombie":
-            state_hint = f"{who} has exited but nobody collected it: the worker died; check its output"
+            state_hint = f"{named} has exited but nobody collected it: the worker died; check its output"
+        elif role and child_state(child) == "spinning":
+            state_hint = f"{named} is busy computing: a slow or endless __getitem__ / collate_fn " \
+                         f"in the dataset; profile it (py-spy dump --pid {child.get('pid')}) " \
+                         "or use DataLoader(num_workers=0) to run it in the main process"
         else:
-            state_hint = f"{who} is not answering: check its stack (py-spy dump --pid " \
+            state_hint = f"{named} is not answering: check its stack (py-spy dump --pid " \
                          f"{child.get('pid') if child else '?'}) or use DataLoader(num_workers=0) to rule it out"
         return diag(kind, f"waiting{idle} on {who}{where_stage} at {at}", state_hint, extra)
     if kind == "import_hang":

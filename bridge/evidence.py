@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
+import socket
+import struct
 import subprocess
 import time
 from typing import Any, Dict, List, Optional
@@ -110,6 +113,93 @@ def _main_thread(pid: int, notes: List[str]) -> Dict[str, Any]:
     return info
 
 
+# --- local (AF_UNIX) sockets ------------------------------------------------------------
+# A read on socket:[N] is not a network wait when N is an AF_UNIX socket: socketpairs and
+# multiprocessing connections (a DataLoader worker, torch's fd sharing) end in another
+# process, often one of the job's own. /proc/net/unix tells the family; the peer's inode
+# comes from the kernel's sock_diag netlink (what `ss -x` shows); the process that holds the
+# peer is found through /proc/<pid>/fd of the job's processes.
+_SOCKET_TARGET = re.compile(r"^socket:\[(\d+)\]$")
+_NETLINK_SOCK_DIAG, _SOCK_DIAG_BY_FAMILY, _UDIAG_SHOW_PEER, _UNIX_DIAG_PEER = 4, 20, 0x4, 2
+
+
+def unix_socket_inodes(pid: int) -> Optional[set]:
+    """Inodes of the AF_UNIX sockets in pid's network namespace, or None if unreadable."""
+    text = _read(f"/proc/{pid}/net/unix")
+    if text is None:
+        return None
+    return {int(parts[6]) for parts in (line.split() for line in text.splitlines()[1:])
+            if len(parts) >= 7 and parts[6].isdigit()}
+
+
+def unix_peer_inode(inode: int) -> Optional[int]:
+    """The inode of the other end of the AF_UNIX socket `inode` (sock_diag), or None."""
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
+    except (OSError, AttributeError):
+        return None
+    try:
+        sock.settimeout(0.2)
+        # unix_diag_req: family, protocol, pad, states, ino, show, cookie (~0: no cookie)
+        req = struct.pack("=BBHIII2I", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, inode,
+                          _UDIAG_SHOW_PEER, 0xFFFFFFFF, 0xFFFFFFFF)
+        sock.send(struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY, 1, 1, 0) + req)
+        data = sock.recv(65536)
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    if len(data) < 32:
+        return None
+    length, kind = struct.unpack_from("=IH", data, 0)
+    if kind != _SOCK_DIAG_BY_FAMILY:
+        return None
+    offset, end = 16 + 16, min(length, len(data))  # nlmsghdr, unix_diag_msg
+    while offset + 4 <= end:
+        alen, atype = struct.unpack_from("=HH", data, offset)
+        if alen < 4:
+            break
+        if atype == _UNIX_DIAG_PEER and alen >= 8:
+            peer = struct.unpack_from("=I", data, offset + 4)[0]
+            return peer or None
+        offset += (alen + 3) & ~3
+    return None
+
+
+def socket_owner(inode: int, pids: List[int]) -> Optional[Dict[str, int]]:
+    """The first of `pids` that holds socket:[inode] open, as {pid, fd}."""
+    target = f"socket:[{inode}]"
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    return {"pid": pid, "fd": int(fd)}
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+def local_peer(pid: int, main: Dict[str, Any], job_pids: List[int]) -> Optional[Dict[str, Any]]:
+    """Marks main["fd_family"] = "unix" when the main thread waits on an AF_UNIX socket and
+    returns {inode, peer_inode, pid, fd} (pid None when the peer is not a job process)."""
+    m = _SOCKET_TARGET.match(str(main.get("fd_target") or ""))
+    if not m:
+        return None
+    inode = int(m.group(1))
+    inodes = unix_socket_inodes(pid)
+    if not inodes or inode not in inodes:
+        return None
+    main["fd_family"] = "unix"
+    peer = unix_peer_inode(inode)
+    owner = socket_owner(peer, [p for p in job_pids if p != pid] + [pid]) if peer else None
+    return {"inode": inode, "peer_inode": peer, "pid": (owner or {}).get("pid"),
+            "fd": (owner or {}).get("fd")}
+
+
 STATE_SAMPLE_S = 0.02
 
 
@@ -166,6 +256,16 @@ def _sockets(procs: List[psutil.Process], notes: List[str]) -> List[Dict[str, An
     return out
 
 
+def _start_ticks(pid: int) -> Optional[int]:
+    """The process's start time in clock ticks since boot (/proc/<pid>/stat field 22): only
+    its order matters (DataLoader workers start in worker-id order)."""
+    stat = _read(f"/proc/{pid}/stat")
+    try:
+        return int(stat.rsplit(")", 1)[1].split()[19]) if stat else None
+    except (IndexError, ValueError):
+        return None
+
+
 def _children(proc: psutil.Process, cpu0: Dict[int, float], cpu1: Dict[int, float],
               window: float) -> List[Dict[str, Any]]:
     out = []
@@ -178,7 +278,7 @@ def _children(proc: psutil.Process, cpu0: Dict[int, float], cpu1: Dict[int, floa
         try:
             with k.oneshot():
                 entry.update(name=k.name(), status=k.status(), ppid=k.ppid(),
-                             cmdline=" ".join(k.cmdline())[:200])
+                             cmdline=" ".join(k.cmdline())[:200], started=_start_ticks(k.pid))
         except (psutil.Error, OSError):
             entry.setdefault("status", "gone")
         if k.pid in cpu0 and k.pid in cpu1 and window > 0:
@@ -325,6 +425,9 @@ def _collect(pid: int, window_s: float, ev: Dict[str, Any], notes: List[str]) ->
         pass
     ev["sockets"] = _sockets(tree, notes)
     ev["children"] = _children(proc, cpu0, cpu1, elapsed)
+    peer = local_peer(pid, ev["main_thread"], [c["pid"] for c in ev["children"]])
+    if peer:
+        ev["unix_peer"] = peer
     ev.update(gpu_facts([p.pid for p in tree]))
     ev["py_spy"] = _finish_py_spy(spy, time.monotonic() + PY_SPY_TIMEOUT_S, notes)
     if spy is None:

@@ -53,7 +53,17 @@ function blockingSocket(evidence) {
   return live.length ? live[0] : (sockets.length ? sockets[0] : null);
 }
 
+/** The job process at the other end of the AF_UNIX socket the main thread reads, if any. */
+function peerChild(evidence) {
+  const peer = (evidence.unix_peer || {}).pid;
+  if (peer === undefined || peer === null || peer === evidence.pid) return null;
+  for (const child of evidence.children || []) if (child.pid === peer) return child;
+  return null;
+}
+
 function childToName(evidence) {
+  const peer = peerChild(evidence);
+  if (peer) return peer;
   const children = evidence.children || [];
   for (const child of children) { // a stopped or dead child is the likely culprit
     if (['stopped', 'tracing-stop', 'zombie', 'dead', 'disk-sleep'].includes(child.status)) return child;
@@ -61,7 +71,32 @@ function childToName(evidence) {
   return children.length ? children[0] : null;
 }
 
-const describeChild = (child) => `child pid ${child.pid ?? null} (${child.name || '?'}, ${child.status || '?'})`;
+const DATALOADER_WORKER = 'pt_data_worker'; // /proc/<pid>/comm of a torch DataLoader worker
+
+/** 'DataLoader worker N' for a torch DataLoader worker (N: its place by start time), else null. */
+function childRole(child, children) {
+  if (child.name !== DATALOADER_WORKER) return null;
+  const siblings = children.filter((c) => c.name === DATALOADER_WORKER && c.ppid === child.ppid)
+    .sort((a, b) => ((a.started || 0) - (b.started || 0)) || ((a.pid || 0) - (b.pid || 0)));
+  const i = siblings.findIndex((c) => c.pid === child.pid);
+  return i >= 0 ? `DataLoader worker ${i}` : null;
+}
+
+/** stopped / exited / spinning / in disk I/O / sleeping, from its state and CPU. */
+function childState(child) {
+  const { status } = child;
+  if (status === 'stopped' || status === 'tracing-stop') return 'stopped';
+  if (['zombie', 'dead', 'gone'].includes(status)) return 'exited';
+  if (status === 'running' || (child.cpu_fraction || 0) >= CPU_BUSY) return 'spinning';
+  if (status === 'disk-sleep') return 'in disk I/O';
+  return 'sleeping';
+}
+
+function describeChild(child, children = []) {
+  const role = childRole(child, children);
+  if (role) return `${role} (pid ${child.pid ?? null}, ${childState(child)})`;
+  return `child pid ${child.pid ?? null} (${child.name || '?'}, ${child.status || '?'})`;
+}
 
 /** The OS evidence for the report, with long lists cut (a fork bomb has many children). */
 function trim(evidence, items = 10) {
@@ -84,7 +119,9 @@ function stackSays(frames) {
   const p = String(inner.file ?? '').replace(/\\/g, '/');
   const files = frames.slice(-4).map((f) => String(f.file ?? '')).join(' ');
   if (func === 'sleep') return 'sleeping';
-  if (CHILD_FILES.some((k) => files.includes(k)) && CHILD_FUNCS.has(func)) return 'child_wait';
+  // A select under multiprocessing.connection.wait (a DataLoader's data queue) waits for a
+  // child, not for a network.
+  if (CHILD_FILES.some((k) => files.includes(k)) && (CHILD_FUNCS.has(func) || p.includes('selectors.py'))) return 'child_wait';
   if (NET_FILES.some((k) => p.includes(k)) || NET_FUNCS.has(func)) return 'network_wait';
   if (LOCK_FUNCS.has(func) && (p.includes('threading.py') || p.includes('queue.py') || !isLibraryFrame(inner))) return 'lock_wait';
   return null;
@@ -115,6 +152,10 @@ function kernelSays(evidence) {
   if (WAIT_SYSCALLS.has(syscall) || wchan === 'do_wait' || wchan === 'kernel_wait4') return 'child_wait';
   if (SLEEP_SYSCALLS.has(syscall) || wchan.includes('nanosleep')) return 'sleeping';
   if (LOCK_SYSCALLS.has(syscall) || wchan.startsWith('futex')) return 'lock_wait';
+  // A local socket (socketpair, multiprocessing connection) into the job's own tree is a
+  // wait on that process, not on a network (issue 12: a stopped DataLoader worker was
+  // blamed on the proxy).
+  if ((main.fd_family === 'unix' || wchan.startsWith('unix_')) && (peerChild(evidence) || (evidence.children || []).length)) return 'child_wait';
   if (target.startsWith('socket:') || NET_WCHAN.test(wchan)) return 'network_wait';
   if (target.startsWith('pipe:') || wchan.includes('pipe')) return (evidence.children || []).length ? 'child_wait' : 'io_wait';
   if (POLL_SYSCALLS.has(syscall)) {
@@ -186,14 +227,22 @@ function diagnoseHang(facts) {
     case 'child_wait': {
       const child = childToName(evidence);
       extra.child = child;
-      const who = child ? describeChild(child) : 'a child process';
+      const children = evidence.children || [];
+      const who = child ? describeChild(child, children) : 'a child process';
+      const role = child ? childRole(child, children) : null;
+      extra.child_role = role;
+      extra.via = child !== null && child === peerChild(evidence) ? 'unix socket' : null;
+      // The hint says the state in its own words: name the child without it.
+      const named = role ? `${role} (pid ${child.pid ?? null})` : who;
       let stateHint;
       if (child && ['stopped', 'tracing-stop'].includes(child.status)) {
-        stateHint = `${who} is stopped (SIGSTOP or a debugger): resume it with kill -CONT ${child.pid ?? null} or find who stopped it`;
+        stateHint = `${named} is stopped (SIGSTOP or a debugger): resume it with kill -CONT ${child.pid ?? null} or find who stopped it`;
       } else if (child && child.status === 'zombie') {
-        stateHint = `${who} has exited but nobody collected it: the worker died; check its output`;
+        stateHint = `${named} has exited but nobody collected it: the worker died; check its output`;
+      } else if (role && childState(child) === 'spinning') {
+        stateHint = `${named} is busy computing: a slow or endless __getitem__ / collate_fn in the dataset; profile it (py-spy dump --pid ${child.pid ?? null}) or use DataLoader(num_workers=0) to run it in the main process`;
       } else {
-        stateHint = `${who} is not answering: check its stack (py-spy dump --pid ${child ? child.pid ?? null : '?'}) or use DataLoader(num_workers=0) to rule it out`;
+        stateHint = `${named} is not answering: check its stack (py-spy dump --pid ${child ? child.pid ?? null : '?'}) or use DataLoader(num_workers=0) to rule it out`;
       }
       return diag(kind, `waiting${idle} on ${who}${whereStage} at ${at}`, stateHint, extra);
     }

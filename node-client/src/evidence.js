@@ -11,6 +11,7 @@
 
 const fs = require('node:fs');
 const os = require('node:os');
+const { execFileSync } = require('node:child_process');
 
 const SYSCALLS = {
   x64: { 0: 'read', 1: 'write', 7: 'poll', 17: 'pread64', 18: 'pwrite64', 19: 'readv', 20: 'writev', 23: 'select',
@@ -34,9 +35,10 @@ const read = (p) => { try { return fs.readFileSync(p, 'latin1'); } catch { retur
 function parseStat(text) {
   if (!text || !text.includes(')')) return null;
   const f = text.slice(text.lastIndexOf(')') + 2).trim().split(' ');
-  // fields after the name: state ppid pgrp ... utime(11) stime(12) ... num_threads(17) ... rss(21)
+  // fields after the name: state ppid pgrp ... utime(11) stime(12) ... num_threads(17)
+  // starttime(19) ... rss(21)
   return { state: f[0], ppid: Number(f[1]), cpu_s: (Number(f[11]) + Number(f[12])) / TICKS,
-    threads: Number(f[17]), rss_bytes: Number(f[21]) * PAGE };
+    threads: Number(f[17]), started: Number(f[19]), rss_bytes: Number(f[21]) * PAGE };
 }
 
 function parseSyscallLine(text) {
@@ -95,7 +97,7 @@ function descendants(pid) {
 
 function childEntry({ pid, stat }) {
   const entry = { pid, name: (read(`/proc/${pid}/comm`) || '').trim() || null,
-    status: STATE_WORDS[stat.state] || stat.state, ppid: stat.ppid,
+    status: STATE_WORDS[stat.state] || stat.state, ppid: stat.ppid, started: stat.started,
     cmdline: (read(`/proc/${pid}/cmdline`) || '').split('\0').filter(Boolean).join(' ').slice(0, 200) };
   const wchan = read(`/proc/${pid}/wchan`);
   if (wchan) entry.wchan = wchan.trim() || null;
@@ -188,6 +190,62 @@ function sockets(pids, notes) {
   return out;
 }
 
+// --- local (AF_UNIX) sockets, as bridge/evidence.py local_peer --------------------------
+// /proc/<pid>/net/unix tells the family; the peer's inode comes from `ss -x` (the kernel's
+// sock_diag, which Node cannot ask directly); without ss the peer stays unknown and the rule
+// falls back on the job's children. The holder of the peer is found through /proc/<pid>/fd.
+
+function unixSocketInodes(pid) {
+  const text = read(`/proc/${pid}/net/unix`);
+  if (text === null) return null;
+  const out = new Set();
+  for (const line of text.split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length >= 7 && /^\d+$/.test(f[6])) out.add(Number(f[6]));
+  }
+  return out;
+}
+
+function unixPeerInode(inode) {
+  let text;
+  try {
+    text = execFileSync('ss', ['-xnH'], { encoding: 'latin1', timeout: 500, stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch { return null; }
+  for (const line of text.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f.length >= 4 && Number(f[f.length - 3]) === inode) {
+      const peer = Number(f[f.length - 1]);
+      return Number.isInteger(peer) && peer > 0 ? peer : null;
+    }
+  }
+  return null;
+}
+
+function socketOwner(inode, pids) {
+  const target = `socket:[${inode}]`;
+  for (const pid of pids) {
+    let fds;
+    try { fds = fs.readdirSync(`/proc/${pid}/fd`); } catch { continue; }
+    for (const fd of fds) {
+      try { if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === target) return { pid, fd: Number(fd) }; } catch { /* gone */ }
+    }
+  }
+  return null;
+}
+
+/** Marks main.fd_family = 'unix' and returns {inode, peer_inode, pid, fd} for a wait on an AF_UNIX socket. */
+function localPeer(pid, main, jobPids) {
+  const m = /^socket:\[(\d+)\]$/.exec(String(main.fd_target || ''));
+  if (!m) return null;
+  const inode = Number(m[1]);
+  const inodes = unixSocketInodes(pid);
+  if (!inodes || !inodes.has(inode)) return null;
+  main.fd_family = 'unix';
+  const peer = unixPeerInode(inode);
+  const owner = peer ? socketOwner(peer, [...jobPids.filter((p) => p !== pid), pid]) : null;
+  return { inode, peer_inode: peer, pid: owner ? owner.pid : null, fd: owner ? owner.fd : null };
+}
+
 /** One look at the job's main process and its tree (no waiting). */
 function sample(pid) {
   const notes = [];
@@ -251,6 +309,8 @@ function measure(first, states = []) {
     }
     return entry;
   });
+  const peer = localPeer(pid, ev.main_thread, ev.children.map((c) => c.pid));
+  if (peer) ev.unix_peer = peer;
   return ev;
 }
 
@@ -300,4 +360,4 @@ function oomKilled(before, after) {
   return after > before;
 }
 
-module.exports = { sample, measure, mainThreadState, parseSyscallLine, sockets, ipv6, oomKillCount, oomKilled };
+module.exports = { sample, measure, mainThreadState, parseSyscallLine, sockets, ipv6, oomKillCount, oomKilled, localPeer };

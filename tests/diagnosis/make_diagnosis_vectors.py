@@ -105,6 +105,48 @@ def proc(syscall=None, wchan=None, status="sleeping", cpu=0.0, fd=None, fd_targe
             "gpu_note": None if gpu else "no NVIDIA GPU (pynvml: test)"}
 
 
+FH_UNIX_RECV = '''Current thread 0x00007f0000000001 (most recent call first):
+  File "/usr/lib/python3.11/multiprocessing/connection.py", line 395 in _recv
+  File "/usr/lib/python3.11/multiprocessing/connection.py", line 430 in _recv_bytes
+  File "/usr/lib/python3.11/multiprocessing/connection.py", line 250 in recv
+  File "/usr/lib/python3.11/multiprocessing/resource_sharer.py", line 86 in get_connection
+  File "/venv/site-packages/torch/multiprocessing/reductions.py", line 541 in rebuild_storage_fd
+  File "/venv/site-packages/torch/utils/data/dataloader.py", line 1325 in _next_data
+  File "/job/makemore.py", line 684 in <module>
+'''
+# The main thread of tests/faults/scenarios/dataloader_worker_stopped.py, from a real report.
+TB_DATALOADER_SELECT = '''Thread 0x7f71bd53cb80 "MainThread" (most recent call last):
+  File "/job/scenarios/dataloader_worker_stopped.py", line 34, in <module>
+    train()
+  File "/job/scenarios/dataloader_worker_stopped.py", line 28, in train
+    for batch in loader:
+  File "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 725, in __next__
+    data = self._next_data()
+  File "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 1505, in _next_data
+    idx, data = self._get_data()
+  File "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 1464, in _get_data
+    success, data = self._try_get_data()
+  File "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 1291, in _try_get_data
+    data = self._data_queue.get(timeout=timeout)
+  File "/usr/lib/python3.11/multiprocessing/queues.py", line 113, in get
+    if not self._poll(timeout):
+  File "/usr/lib/python3.11/multiprocessing/connection.py", line 257, in poll
+    return self._poll(timeout)
+  File "/usr/lib/python3.11/multiprocessing/connection.py", line 440, in _poll
+    r = wait([self], timeout)
+  File "/usr/lib/python3.11/multiprocessing/connection.py", line 947, in wait
+    ready = selector.select(timeout)
+  File "/usr/lib/python3.11/selectors.py", line 415, in select
+    fd_event_list = self._selector.poll(timeout)
+'''
+# Four DataLoader workers, started in pid order 201..204 except that 203 started last but
+# one: worker ids follow the start time, not the pid.
+DL_WORKERS = [
+    {"pid": 201, "name": "pt_data_worker", "status": "sleeping", "ppid": 100, "started": 5000},
+    {"pid": 202, "name": "pt_data_worker", "status": "sleeping", "ppid": 100, "started": 5001},
+    {"pid": 204, "name": "pt_data_worker", "status": "sleeping", "ppid": 100, "started": 5003},
+    {"pid": 203, "name": "pt_data_worker", "status": "stopped", "ppid": 100, "started": 5002},
+]
 HTTPS = {"pid": 100, "fd": 5, "type": "tcp", "laddr": ["10.0.0.2", 50000],
          "raddr": ["1.2.3.4", 443], "status": "ESTABLISHED"}
 ZOMBIE_OR_STOPPED = {"pid": 101, "name": "python", "status": "stopped", "ppid": 100}
@@ -306,6 +348,38 @@ NEW = [
      {"reason": "stall", "idle_s": 9,
       "evidence": proc("none", None, io={"read_bytes": 8 << 20, "write_bytes": 0})},
      "io_wait", ["waiting for I/O for 9 s"], ["mount"]),
+    # Issue 12 item 1: makemore --num-workers 4, one worker SIGSTOPped; the main thread
+    # reads an AF_UNIX socket (torch's fd sharing) in multiprocessing/connection.py.
+    ("read on a unix socket whose peer is a stopped DataLoader worker", "hang",
+     {"reason": "stall", "idle_s": 25, "stage": "train", "stack": FH_UNIX_RECV,
+      "evidence": {**proc("read", "unix_stream_read_generic", fd=9,
+                          fd_target="socket:[4711]", children=DL_WORKERS),
+                   "main_thread": {"tid": 100, "state": "S", "syscall": "read",
+                                   "wchan": "unix_stream_read_generic", "fd": 9,
+                                   "fd_target": "socket:[4711]", "fd_family": "unix"},
+                   "unix_peer": {"inode": 4711, "peer_inode": 4712, "pid": 203, "fd": 14}}},
+     "child_wait", ["DataLoader worker 2 (pid 203, stopped)", "stage 'train'",
+                    "connection.py:395 _recv"], ["kill -CONT 203"]),
+    ("unix socket, wchan only, peer unknown: the stopped worker is named", "hang",
+     {"reason": "stall", "idle_s": 25, "stack": FH_UNIX_RECV,
+      "evidence": proc("recvmsg", "unix_stream_read_generic", children=DL_WORKERS)},
+     "child_wait", ["DataLoader worker 2 (pid 203, stopped)"], ["kill -CONT 203"]),
+    ("unix socket to a spinning DataLoader worker", "hang",
+     {"reason": "stall", "idle_s": 25, "stack": FH_UNIX_RECV,
+      "evidence": {**proc("read", "unix_stream_read_generic", fd=9, fd_target="socket:[4711]",
+                          children=[dict(c, status="running", cpu_fraction=0.97)
+                                    if c["pid"] == 203 else c for c in DL_WORKERS]),
+                   "unix_peer": {"inode": 4711, "peer_inode": 4712, "pid": 203, "fd": 14}}},
+     "child_wait", ["DataLoader worker 2 (pid 203, spinning)"], ["__getitem__", "num_workers=0"]),
+    ("a DataLoader waiting in select for a stopped worker (no socket of its own)", "hang",
+     {"reason": "stall", "idle_s": 3, "stage": "train", "stack": TB_DATALOADER_SELECT,
+      "evidence": proc("poll", "poll_schedule_timeout.constprop.0", children=DL_WORKERS)},
+     "child_wait", ["DataLoader worker 2 (pid 203, stopped)", "selectors.py:415 select",
+                    "dataloader_worker_stopped.py:28 train"], ["kill -CONT 203"]),
+    ("unix socket with no process of the job behind it stays what it was", "hang",
+     {"reason": "stall", "stack": TB_SOCKET,
+      "evidence": proc("read", "unix_stream_read_generic", fd=9, fd_target="socket:[4711]")},
+     "network_wait", [], []),
 ]
 
 
