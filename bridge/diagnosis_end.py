@@ -44,6 +44,37 @@ def _error_frames(error: Optional[Dict[str, Any]]) -> List[Frame]:
     return parse_stack(error.get("traceback"))
 
 
+def stage_at_end(stages: Sequence[Dict[str, Any]],
+                 error: Optional[Dict[str, Any]] = None) -> Optional[str]:
+    """The job's stage when it ended: where a fatal error was raised, else the innermost stage
+    still open, else the innermost stage the end unwound through (closed with status "error"
+    after the last stage began), else the last stage to close -- never merely the last one
+    that began (issue 12: "import numpy", long finished, was named for an error in "main").
+
+    stages: records in begin order {name, status: running|ok|error, started, duration_s, depth}."""
+    if error and error.get("stage") and error.get("fatal", True):
+        return error["stage"]
+    if not stages:
+        return None
+    open_ = [s for s in stages if s.get("status") == "running"]
+    if open_:
+        return open_[-1]["name"]
+
+    def ended(s: Dict[str, Any]) -> Optional[float]:
+        if not isinstance(s.get("started"), (int, float)) or \
+                not isinstance(s.get("duration_s"), (int, float)):
+            return None
+        return s["started"] + s["duration_s"]
+
+    if any(ended(s) is None for s in stages):
+        return stages[-1]["name"]
+    last_begin = max(s["started"] for s in stages)
+    unwound = [s for s in stages if s.get("status") == "error" and ended(s) >= last_begin]
+    if unwound:
+        return min(unwound, key=ended)["name"]
+    return max(stages, key=ended)["name"]
+
+
 def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """Why a process ended; None for a clean success. See the module docstring for shape.
 

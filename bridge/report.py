@@ -46,7 +46,7 @@ def build(job: Any) -> Dict[str, Any]:
     if m.get("refused") and error is None:
         error = {"type": "UnsupportedProtocol", "message": f"the client refused the worker: "
                  f"{m['refused']}", "traceback": "", "kind": "internal"}
-    stage = _last_stage(job.stages)
+    stage = _last_stage(job.stages, job.error)
     if job.bye is None:  # no last words: the stage box may know a stage the messages missed
         boxed = read_stage_box(job.crash_file, job.lead_pid or job.pid)  # no hello yet: ours
         if boxed:
@@ -232,12 +232,11 @@ def _error(worker_error: Optional[Dict[str, Any]], tail: List[str]) -> Optional[
             "kind": "exception", "source": "stderr"}
 
 
-def _last_stage(stages: List[Dict[str, Any]]) -> Optional[str]:
-    """The innermost stage still open at the end, else the last one that began."""
-    open_ = [s for s in stages if s["status"] == "running"]
-    if open_:
-        return open_[-1]["name"]
-    return stages[-1]["name"] if stages else None
+def _last_stage(stages: List[Dict[str, Any]], error: Optional[Dict[str, Any]] = None
+                ) -> Optional[str]:
+    """The job's stage at its end (the rule: bridge/diagnosis_end.py stage_at_end)."""
+    from trainbridge.bridge.diagnosis import stage_at_end
+    return stage_at_end(stages, error)
 
 
 def read_stage_box(crash_file: Optional[str], pid: Optional[int]) -> Optional[List[str]]:

@@ -10,10 +10,10 @@
  */
 
 const { parseStack, formatFrame, where, userFrame, tracebackInText, importingModule } = require('./diagnosis_stack.js');
-const { NATIVE_SIGNALS, diagnoseEnd } = require('./diagnosis_end.js');
+const { NATIVE_SIGNALS, diagnoseEnd, stageAtEnd } = require('./diagnosis_end.js');
 const { diagnoseHang } = require('./diagnosis_hang.js');
 
 module.exports = {
   NATIVE_SIGNALS, parseStack, formatFrame, where, userFrame, tracebackInText, importingModule,
-  diagnoseEnd, diagnoseHang,
+  diagnoseEnd, diagnoseHang, stageAtEnd,
 };

@@ -13,7 +13,7 @@
 
 const fs = require('node:fs');
 const codec = require('./codec.js');
-const { diagnoseEnd, diagnoseHang, tracebackInText } = require('./diagnosis.js');
+const { diagnoseEnd, diagnoseHang, tracebackInText, stageAtEnd } = require('./diagnosis.js');
 const { decodeUtf8Escaped } = require('./utf8.js');
 
 const REPORT_VERSION = 1;
@@ -48,7 +48,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   if (m.refused && error === null) {
     error = { type: 'UnsupportedProtocol', message: `the client refused the worker: ${m.refused}`, traceback: '', kind: 'internal' };
   }
-  let stage = lastStage(facts.stages);
+  let stage = stageAtEnd(facts.stages, facts.error);
   if (facts.bye === null) { // no last words: the stage box may know a stage the messages missed
     const boxed = readStageBox(crashFile, facts.leadPid ?? pid); // no hello yet: the launched one
     if (boxed && boxed.length) stage = boxed[boxed.length - 1];
@@ -204,13 +204,6 @@ function errorOf(workerError, tail) {
   if (!parsed) return null;
   return { type: parsed.type, message: parsed.message, traceback: tail.slice(start).join('\n'),
     frames: parsed.frames, kind: 'exception', source: 'stderr' };
-}
-
-/** The innermost stage still open at the end, else the last one that began. */
-function lastStage(stages) {
-  const open = stages.filter((s) => s.status === 'running');
-  if (open.length) return open[open.length - 1].name;
-  return stages.length ? stages[stages.length - 1].name : null;
 }
 
 /**

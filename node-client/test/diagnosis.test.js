@@ -7,13 +7,17 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { diagnoseEnd, diagnoseHang } = require('../src/diagnosis.js');
+const { diagnoseEnd, diagnoseHang, stageAtEnd } = require('../src/diagnosis.js');
 
 const DATA = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'diagnosis.json'), 'ascii'));
 
 for (const c of DATA.cases) {
   test(`${c.verdict}: ${c.name}`, () => {
     const facts = JSON.parse(JSON.stringify(c.facts));
+    if (c.verdict === 'stage') {
+      assert.deepEqual({ stage: stageAtEnd(facts.stages, facts.error) }, c.expect);
+      return;
+    }
     const got = c.verdict === 'end' ? diagnoseEnd(facts) : diagnoseHang(facts);
     if (c.expect === null) {
       assert.equal(got, null);

@@ -383,6 +383,29 @@ NEW = [
 ]
 
 
+# The job's stage at its end (stage_at_end): (name, stages, error, stage). Issue 12 item 3.
+ST = lambda name, status, started, duration, depth=0: {  # noqa: E731
+    "name": name, "status": status, "started": started, "duration_s": duration, "depth": depth}
+STAGES = [
+    ("an import that finished is not where a later error was raised",
+     [ST("startup", "ok", 0.0, 0.015), ST("main", "error", 0.016, 0.2775),
+      ST("import numpy", "ok", 0.017, 0.2743, 1)], None, "main"),
+    ("the error names its stage",
+     [ST("main", "error", 0.0, 5.0), ST("import torch", "ok", 0.1, 3.0, 1)],
+     {"type": "ModuleNotFoundError", "stage": "main", "fatal": True}, "main"),
+    ("the innermost open stage", [ST("main", "running", 0.0, None), ST("train", "running", 1.0, None, 1),
+                                  ST("import PIL", "ok", 1.5, 0.2, 2)], None, "train"),
+    ("the innermost stage the end unwound through",
+     [ST("main", "error", 0.0, 9.0), ST("train", "error", 1.0, 7.9, 1),
+      ST("step", "ok", 2.0, 0.1, 2), ST("eval", "error", 5.0, 3.5, 2),
+      ST("import PIL", "ok", 6.0, 0.5, 3)], None, "eval"),
+    ("an error caught long ago does not count",
+     [ST("main", "ok", 0.0, 9.0), ST("download", "error", 1.0, 1.0, 1),
+      ST("train", "ok", 3.0, 5.0, 1)], None, "main"),
+    ("no stages", [], None, None),
+]
+
+
 def rows():
     out = []
     for name, facts, kind, summary_has, hint_has in HANGS:
@@ -395,6 +418,8 @@ def rows():
     for i, (facts, kind) in enumerate(zip(NODE_FACTS["HANG_CASES"], NODE_HANG_KINDS)):
         out.append((f"node hang {i}: {facts.get('reason')}", "hang", facts, kind, [], []))
     out.extend(NEW)
+    for name, stages, error, stage in STAGES:
+        out.append((name, "stage", {"stages": stages, "error": error}, stage, [], []))
     return out
 
 
@@ -406,6 +431,12 @@ def build():
         assert name not in names, f"two rows named {name!r}"
         names.add(name)
         facts = json.loads(json.dumps(facts))  # tuples -> lists, as the JSON will hold them
+        if verdict == "stage":
+            got = diagnosis.stage_at_end(facts["stages"], facts["error"])
+            assert got == kind, (name, kind, got)
+            cases.append({"name": name, "verdict": verdict, "facts": facts, "kind": None,
+                          "summary_has": [], "hint_has": [], "expect": {"stage": got}})
+            continue
         got = (diagnosis.diagnose_end if verdict == "end" else diagnosis.diagnose_hang)(facts)
         if kind is None:
             assert got is None, (name, got)
@@ -422,7 +453,8 @@ def build():
                       "summary_has": summary_has, "hint_has": hint_has, "expect": expect})
     return {"about": "Shared diagnosis cases (written by tests/diagnosis/make_diagnosis_vectors.py; "
                      "see its docstring). A case: verdict ('end': diagnose_end, 'hang': "
-                     "diagnose_hang), facts (the function's input), kind (null: no diagnosis), "
+                     "diagnose_hang, 'stage': stage_at_end(facts.stages, facts.error) -> "
+                     "expect.stage), facts (the function's input), kind (null: no diagnosis), "
                      "summary_has / hint_has (hand-written substrings), expect (kind, frame = "
                      "evidence.frame, summary, hint; null when there is no diagnosis). Both "
                      "clients must give expect exactly.",

@@ -17,6 +17,10 @@ CASES = DATA["cases"]
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_case(case):
+    if case["verdict"] == "stage":
+        got = diagnosis.stage_at_end(case["facts"]["stages"], case["facts"]["error"])
+        assert {"stage": got} == case["expect"]
+        return
     verdict = diagnosis.diagnose_end if case["verdict"] == "end" else diagnosis.diagnose_hang
     got = verdict(json.loads(json.dumps(case["facts"])))
     if case["expect"] is None:
