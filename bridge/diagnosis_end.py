@@ -13,7 +13,7 @@ from .diagnosis_stack import (Frame, diag, format_frame, frame_fields, in_stage,
                               one_line, parse_stack, traceback_in_text, user_frame, where)
 
 END_KINDS = ("python_exception", "cuda_oom", "native_crash", "killed", "oom_killed",
-             "exit_nonzero")
+             "exit_nonzero", "child_killed")
 
 NATIVE_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT"})
 _SIGNAL_WORDS = {
@@ -42,6 +42,60 @@ def _error_frames(error: Optional[Dict[str, Any]]) -> List[Frame]:
     if frames:
         return frames
     return parse_stack(error.get("traceback"))
+
+
+# torch's messages when a DataLoader worker dies: "DataLoader worker (pid 123) is killed by
+# signal: Killed. " (its SIGCHLD handler, strsignal's words) and "DataLoader worker (pid(s)
+# 123, 124) exited unexpectedly" (the loop that notices), usually chained.
+_WORKER_DIED = re.compile(r"DataLoader worker \(pid(?:\(s\))? (?P<pids>\d+(?:, \d+)*)\) "
+                          r"(?:is killed by signal: (?P<word>[A-Za-z ]+?)\.|exited unexpectedly)")
+_STRSIGNAL = {"Killed": "SIGKILL", "Bus error": "SIGBUS", "Segmentation fault": "SIGSEGV",
+              "Aborted": "SIGABRT", "Terminated": "SIGTERM", "Floating point exception": "SIGFPE",
+              "Illegal instruction": "SIGILL", "Interrupt": "SIGINT"}
+
+
+def _worker_died(error: Optional[Dict[str, Any]], log_tail: Sequence[str]
+                 ) -> Optional[Dict[str, Any]]:
+    """{pids, signal} when the error (its chain, or the printed output) says a DataLoader
+    worker died; the signal is None when torch only saw it exit."""
+    texts = []
+    if error:
+        texts.append(str(error.get("message") or ""))
+        texts.extend(str(c.get("message") or "") for c in error.get("chain") or []
+                     if isinstance(c, dict))
+    texts.extend(str(line) for line in list(log_tail)[-200:])
+    found: Optional[Dict[str, Any]] = None
+    for text in texts:
+        for m in _WORKER_DIED.finditer(text):
+            sig = _STRSIGNAL.get(m["word"], m["word"]) if m["word"] else None
+            if found is None:
+                found = {"pids": m["pids"], "signal": sig}
+            elif sig and not found["signal"]:
+                found["signal"] = sig
+    return found
+
+
+def _worker_died_hint(signal: Optional[str], oom_kills: Optional[int]) -> str:
+    memory = "lower num_workers, prefetch_factor or the batch size, or raise the memory limit"
+    if signal == "SIGKILL" or signal is None:
+        if oom_kills:
+            return (f"the kernel's OOM killer killed it (the job's memory cgroup counted "
+                    f"{oom_kills} OOM kill(s) during the job): the workers ran out of host "
+                    f"RAM; {memory}")
+        if oom_kills == 0 and signal:
+            return ("the job's memory cgroup logged no OOM kill: check dmesg for the host's "
+                    "OOM killer and who else kills processes here; num_workers too high for "
+                    f"the memory is the usual cause ({memory})")
+        if signal:
+            return ("likely the OOM killer (dmesg | grep -i 'killed process') or num_workers "
+                    f"too high for the memory: {memory}")
+        return ("the worker exited without a word: run with DataLoader(num_workers=0) to see "
+                "its error in the main process, and check dmesg for the OOM killer")
+    if signal == "SIGBUS":
+        return ("out of shared memory (/dev/shm), which workers use to pass batches: raise "
+                "it (docker run --shm-size=8g) or lower num_workers / the batch size")
+    return ("a crash inside the worker (a dataset transform, an image decoder, a native "
+            "extension): run with DataLoader(num_workers=0) to see it in the main process")
 
 
 def stage_at_end(stages: Sequence[Dict[str, Any]],
@@ -141,6 +195,18 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                      f"terminated by {signal}{in_stage(stage)}; last output: {last or '(none)'}",
                      f"something outside the job sent {signal}: check who stops jobs here "
                      "(a scheduler, a terminal closing, a service manager)", evidence)
+    died = _worker_died(error if fatal_error else None, log_tail) if ended_badly else None
+    if died:
+        frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
+        evidence.update(frame_fields(frames))
+        evidence.update(child_pids=died["pids"], child_signal=died["signal"],
+                        oom_kills=facts.get("oom_kills"))
+        how = f"died of {died['signal']}" if died["signal"] else "exited unexpectedly"
+        plural = "s" if "," in died["pids"] else ""
+        return diag("child_killed",
+                    f"a DataLoader worker (pid{plural} {died['pids']}) {how}{in_stage(stage)}; "
+                    f"the main process failed on it at {where(frames)}",
+                    _worker_died_hint(died["signal"], facts.get("oom_kills")), evidence)
     if fatal_error:
         frames = _error_frames(error)
         evidence.update(frame_fields(frames))

@@ -136,6 +136,7 @@ class Job:
         self._fatal_capture = False
         self.oom_killed: Optional[bool] = None
         self._oom_before: Optional[int] = None
+        self.oom_kills: Optional[int] = None  # OOM kills in the job's cgroup while it ran
         self.leftovers: List[int] = []  # pids that outlived the main process (then stopped)
         self.signals_sent: List[str] = []
         self.exit_code: Optional[int] = None
@@ -703,6 +704,7 @@ class Job:
         if self.exit_signal == "SIGKILL" and "SIGKILL" not in self.signals_sent:
             from trainbridge.bridge import evidence
             self.oom_killed = evidence.oom_killed(self._oom_before, _oom_kill_count(None))
+        self.oom_kills = _oom_kills_since(self._oom_before, self.exit_code, self.exit_signal)
         self._step({"type": "exit", "t": now, "code": self.exit_code, "signal": self.exit_signal})
 
     def _drain(self) -> None:
@@ -836,6 +838,16 @@ def os_error_text(exc: OSError) -> str:
     name = errno.errorcode.get(exc.errno or 0, "")
     text = exc.strerror or str(exc)
     return f"{text} ({name})" if name else text
+
+
+def _oom_kills_since(before: Optional[int], code: Optional[int],
+                     signal: Optional[str]) -> Optional[int]:
+    """How many processes the OOM killer took in our cgroup while a job that ended badly ran
+    (a DataLoader worker killed while the main process lived); None when unknown or clean."""
+    if before is None or (code == 0 and not signal):
+        return None
+    after = _oom_kill_count(None)
+    return None if after is None else max(0, after - before)
 
 
 def _oom_kill_count(pid: Optional[int]) -> Optional[int]:

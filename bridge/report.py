@@ -56,6 +56,7 @@ def build(job: Any) -> Dict[str, Any]:
         "outcome": outcome, "exit_code": job.exit_code, "signal": job.exit_signal,
         "error": job.error, "saw_bye": job.bye is not None, "crash_text": crash_text,
         "log_tail": tail, "stage": stage, "pid": job.pid, "oom_killed": job.oom_killed,
+        "oom_kills": getattr(job, "oom_kills", None),
         "hang_reason": hang and hang["reason"],
         "heartbeat_stack": (job.heartbeat or {}).get("stack"),
     }

@@ -55,6 +55,41 @@ function oomLine(logTail) {
   return '';
 }
 
+// torch's messages when a DataLoader worker dies (as bridge/diagnosis_end.py _WORKER_DIED).
+const WORKER_DIED = /DataLoader worker \(pid(?:\(s\))? (?<pids>\d+(?:, \d+)*)\) (?:is killed by signal: (?<word>[A-Za-z ]+?)\.|exited unexpectedly)/g;
+const STRSIGNAL = { Killed: 'SIGKILL', 'Bus error': 'SIGBUS', 'Segmentation fault': 'SIGSEGV', Aborted: 'SIGABRT',
+  Terminated: 'SIGTERM', 'Floating point exception': 'SIGFPE', 'Illegal instruction': 'SIGILL', Interrupt: 'SIGINT' };
+
+function workerDied(error, logTail) {
+  const texts = [];
+  if (error) {
+    texts.push(String(error.message ?? ''));
+    for (const c of error.chain || []) if (c && typeof c === 'object') texts.push(String(c.message ?? ''));
+  }
+  for (const line of logTail.slice(-200)) texts.push(String(line));
+  let found = null;
+  for (const text of texts) {
+    for (const m of text.matchAll(WORKER_DIED)) {
+      const sig = m.groups.word ? (STRSIGNAL[m.groups.word] || m.groups.word) : null;
+      if (found === null) found = { pids: m.groups.pids, signal: sig };
+      else if (sig && !found.signal) found.signal = sig;
+    }
+  }
+  return found;
+}
+
+function workerDiedHint(signal, oomKills) {
+  const memory = 'lower num_workers, prefetch_factor or the batch size, or raise the memory limit';
+  if (signal === 'SIGKILL' || signal === null) {
+    if (oomKills) return `the kernel's OOM killer killed it (the job's memory cgroup counted ${oomKills} OOM kill(s) during the job): the workers ran out of host RAM; ${memory}`;
+    if (oomKills === 0 && signal) return `the job's memory cgroup logged no OOM kill: check dmesg for the host's OOM killer and who else kills processes here; num_workers too high for the memory is the usual cause (${memory})`;
+    if (signal) return `likely the OOM killer (dmesg | grep -i 'killed process') or num_workers too high for the memory: ${memory}`;
+    return 'the worker exited without a word: run with DataLoader(num_workers=0) to see its error in the main process, and check dmesg for the OOM killer';
+  }
+  if (signal === 'SIGBUS') return 'out of shared memory (/dev/shm), which workers use to pass batches: raise it (docker run --shm-size=8g) or lower num_workers / the batch size';
+  return 'a crash inside the worker (a dataset transform, an image decoder, a native extension): run with DataLoader(num_workers=0) to see it in the main process';
+}
+
 /**
  * The job's stage when it ended: where a fatal error was raised, else the innermost stage
  * still open, else the innermost stage the end unwound through (closed with status "error"
@@ -132,6 +167,17 @@ function diagnoseEnd(facts) {
     return diag('killed', `terminated by ${signal}${inStage(stage)}; last output: ${last || '(none)'}`,
       `something outside the job sent ${signal}: check who stops jobs here (a scheduler, a terminal closing, a service manager)`,
       evidence);
+  }
+  const died = endedBadly ? workerDied(fatalError ? error : null, logTail) : null;
+  if (died) {
+    const errFrames = errorFrames(error);
+    const frames = errFrames.length ? errFrames : ((tracebackInText(logTail) || {}).frames || []);
+    Object.assign(evidence, frameFields(frames));
+    Object.assign(evidence, { child_pids: died.pids, child_signal: died.signal, oom_kills: facts.oom_kills ?? null });
+    const how = died.signal ? `died of ${died.signal}` : 'exited unexpectedly';
+    const plural = died.pids.includes(',') ? 's' : '';
+    return diag('child_killed', `a DataLoader worker (pid${plural} ${died.pids}) ${how}${inStage(stage)}; the main process failed on it at ${where(frames)}`,
+      workerDiedHint(died.signal, facts.oom_kills ?? null), evidence);
   }
   if (fatalError) {
     const frames = errorFrames(error);

@@ -46,6 +46,17 @@ const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in t
 const FATAL_MARKERS = ['Fatal Python error:', 'Timeout (']; // faulthandler's crash and watchdog headers
 const FATAL_LINES_MAX = 400; // stderr lines kept after "Fatal Python error"
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
+/**
+ * How many processes the OOM killer took in our cgroup while a job that ended badly ran (a
+ * DataLoader worker killed while the main process lived); null when unknown or clean. As
+ * bridge/job.py _oom_kills_since.
+ */
+function oomKillsSince(before, code, signal) {
+  if (before === null || before === undefined || (code === 0 && !signal)) return null;
+  const after = evidence.oomKillCount(null);
+  return after === null ? null : Math.max(0, after - before);
+}
+
 const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'error', 'end', 'message'];
 const EVENT_QUEUE = 10000; // events kept for a slow events() consumer; the oldest go first
 // With rejectOnFailure, `done` rejects on these; a cancel (the user's own stop) still resolves.
@@ -372,6 +383,7 @@ class Job extends EventEmitter {
     if (signal === 'SIGKILL' && !this._facts.signalsSent.includes('SIGKILL')) {
       this._facts.oomKilled = evidence.oomKilled(this._facts.oomBefore, evidence.oomKillCount(null));
     }
+    this._facts.oomKills = oomKillsSince(this._facts.oomBefore, code, signal);
     this._post({ type: 'exit', code, signal });
   }
 

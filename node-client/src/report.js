@@ -57,7 +57,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   const factsEnd = {
     outcome, exit_code: facts.exitCode, signal: facts.exitSignal, error: facts.error,
     saw_bye: facts.bye !== null, crash_text: crashText, log_tail: tail, stage, pid,
-    oom_killed: facts.oomKilled, hang_reason: hang && hang.reason,
+    oom_killed: facts.oomKilled, oom_kills: facts.oomKills ?? null, hang_reason: hang && hang.reason,
     heartbeat_stack: (facts.heartbeat || {}).stack ?? null,
   };
   const [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid);

@@ -284,6 +284,14 @@ ERR_EXIT = {"type": "SystemExit", "kind": "system_exit", "fatal": True,
             "frames": [{"file": "/job/train.py", "line": 5, "function": "load_config"}]}
 ERR_THREAD = {**ERR_VALUE, "fatal": False, "thread": "Thread-1"}
 ERR_ZH = {**ERR_VALUE, "message": "\u6570\u636e\u96c6\u4e0d\u5b58\u5728"}
+ERR_WORKER_KILLED = {
+    "type": "RuntimeError", "kind": "exception", "fatal": True, "thread": "MainThread",
+    "message": "DataLoader worker (pid(s) 17660) exited unexpectedly", "stage": "train",
+    "chain": [{"type": "RuntimeError", "relation": "cause",
+               "message": "DataLoader worker (pid 17660) is killed by signal: Killed. "}],
+    "frames": [{"file": "/job/makemore.py", "line": 684, "function": "<module>"},
+               {"file": "/venv/site-packages/torch/utils/data/dataloader.py", "line": 1304,
+                "function": "_try_get_data"}]}
 PRINTED_TB = ["step 1", "Traceback (most recent call last):",
               '  File "/job/plain.py", line 9, in <module>', "    load()",
               '  File "/job/plain.py", line 4, in load', "    raise KeyError('x')",
@@ -376,6 +384,30 @@ NEW = [
       "evidence": proc("poll", "poll_schedule_timeout.constprop.0", children=DL_WORKERS)},
      "child_wait", ["DataLoader worker 2 (pid 203, stopped)", "selectors.py:415 select",
                     "dataloader_worker_stopped.py:28 train"], ["kill -CONT 203"]),
+    # Issue 12 item 5: makemore, a DataLoader worker SIGKILLed; torch raises in the main
+    # process and the hint said "fix the error raised at makemore.py:684".
+    ("a DataLoader worker killed, the OOM killer counted", "end",
+     {"outcome": "failed", "exit_code": 1, "stage": "train", "oom_kills": 1,
+      "error": ERR_WORKER_KILLED},
+     "child_killed", ["a DataLoader worker (pid 17660) died of SIGKILL in stage 'train'",
+                      "makemore.py:684 <module>"], ["OOM killer killed it", "num_workers"]),
+    ("a DataLoader worker killed, no OOM kill in the cgroup", "end",
+     {"outcome": "failed", "exit_code": 1, "oom_kills": 0, "error": ERR_WORKER_KILLED},
+     "child_killed", ["died of SIGKILL"], ["logged no OOM kill", "dmesg"]),
+    ("a DataLoader worker killed, printed by a script without the worker", "end",
+     {"outcome": "failed", "exit_code": 1, "log_tail": [
+         "RuntimeError: DataLoader worker (pid 17660) is killed by signal: Killed. ", "",
+         "The above exception was the direct cause of the following exception:", "",
+         "Traceback (most recent call last):",
+         '  File "/job/makemore.py", line 684, in <module>', "    loss.backward()",
+         "RuntimeError: DataLoader worker (pid(s) 17660) exited unexpectedly"]},
+     "child_killed", ["died of SIGKILL", "makemore.py:684 <module>"], ["OOM killer"]),
+    ("a DataLoader worker out of shared memory", "end",
+     {"outcome": "failed", "exit_code": 1, "error": {
+         **ERR_WORKER_KILLED, "message": "DataLoader worker (pid 300) is killed by signal: Bus "
+         "error. It is possible that dataloader's workers are out of shared memory.",
+         "chain": []}},
+     "child_killed", ["died of SIGBUS"], ["/dev/shm"]),
     ("unix socket with no process of the job behind it stays what it was", "hang",
      {"reason": "stall", "stack": TB_SOCKET,
       "evidence": proc("read", "unix_stream_read_generic", fd=9, fd_target="socket:[4711]")},

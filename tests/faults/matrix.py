@@ -260,6 +260,13 @@ def judge(row: Dict[str, Any], report: Dict[str, Any], measures: Dict[str, Any],
             failures.append(f"progress step {step!r}, expected {row['progress_step']}")
     if "stage" in row and report.get("stage") != row["stage"]:
         failures.append(f"report stage {report.get('stage')!r}, expected {row['stage']!r}")
+    hint = diag.get("hint", "") if diag else ""
+    for part in row.get("hint_has") or []:
+        if part not in hint:
+            failures.append(f"hint lacks {part!r}: {hint!r}")
+    for part in row.get("hint_lacks") or []:
+        if part in hint:
+            failures.append(f"hint has {part!r}: {hint!r}")
     for part in row.get("report_summary_has") or []:
         if part not in (report.get("summary") or ""):
             failures.append(f"report summary lacks {part!r}: {report.get('summary')!r}")
