@@ -38,6 +38,7 @@ from trainbridge.bridge.streams import ChunkStream
 READ_SIZE = 64 * 1024
 TAIL_LINES = 40
 EVENT_QUEUE = 10_000       # events kept for events(); the oldest go first when it is full
+OUTPUT_EVENT_S = 0.25       # output lines reach the state machine at most this often (issue 12)
 STAGES_KEPT = 1_000        # stage records kept for the report (a stage per step must not grow)
 DUMPS_KEPT = 4             # dump_stacks replies kept for the report
 PIPE_LINGER_S = 0.2        # after the exit: how long a pipe held by a grandchild may keep us
@@ -117,6 +118,7 @@ class Job:
         self.started = time.monotonic()
         self.ended: Optional[float] = None
         self.tail: Deque[Dict[str, str]] = collections.deque(maxlen=tail_lines)
+        self.last_output_t: Optional[float] = None  # monotonic time of the last output line
         self.lines = {"stdout": 0, "stderr": 0}
         self.bytes = {"stdout": 0, "stderr": 0}
         self.hellos: Dict[int, Dict[str, Any]] = {}
@@ -626,6 +628,16 @@ class Job:
                     self._step({"type": "no_worker", "t": time.monotonic(), "reason": text})
             self._publish({"event": "output", "stream": stream, "text": text, "end": end,
                            "line": self.lines[stream]})
+        self._output_activity()
+
+    def _output_activity(self) -> None:
+        """Tell the state machine the job printed (activity while it has no progress source),
+        at most every OUTPUT_EVENT_S, and at once when that may end a stall."""
+        now = self.last_output_t = time.monotonic()
+        last = getattr(self, "_output_event_t", None)
+        if last is None or now - last >= OUTPUT_EVENT_S or self.m["state"] == "stalled":
+            self._output_event_t = now
+            self._step({"type": "output", "t": now})
 
     def _capture_fatal(self, text: str) -> None:
         # PYTHONFAULTHANDLER prints a crashed process's stacks on stderr; keep them whole

@@ -15,6 +15,11 @@ Events ({"type": ..., "t": ...} plus):
   stage      event: "begin"|"end", name, depth?: int, budget_s?: num
   progress   (step and total are the shell's business)
   beat       any other authentic worker message: heartbeat, log, reply (the beacon lives)
+  output     the job printed a line (stdout or stderr). It is activity for the stall
+             deadlines only while the job has never reported progress (a script that trains
+             by hand and prints): a job with a progress source keeps strict progress
+             semantics. It never arms the stall deadlines (a stage or progress does) and is
+             not a beacon message. Shells may send at most a few per second.
   error      fatal: bool, kind: str, exit_code?: int (the worker's error message)
   bye        reason: str, exit_code?: int
   dumped     the worker answered a dump_stacks command
@@ -79,6 +84,7 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "dump_signal": False,
         "last_msg_t": None,       # beacon: last authentic worker message
         "last_activity_t": None,  # work: last progress or stage change; None = stall unarmed
+        "progress_seen": False,   # a progress source exists: output no longer counts as work
         "stages": [],             # open stages, outermost first: {name, t, budget_s}
         "error": None,            # the last fatal error: {kind, exit_code}
         "bye": None,              # {reason, exit_code}
@@ -159,7 +165,16 @@ def _on_stage(s, e, t, actions):
 
 def _on_progress(s, e, t, actions):
     _beacon(s, t)
+    s["progress_seen"] = True
     _activity(s, t, actions)
+
+
+def _on_output(s, e, t, actions):
+    # Issue 12: a script with no progress source that prints a line every few seconds is
+    # working, not stalled.
+    if not s["progress_seen"] and s["last_activity_t"] is not None and s["bye"] is None \
+            and s["ending"] is None:
+        _activity(s, t, actions)
 
 
 def _on_beat(s, e, t, actions):
@@ -257,6 +272,7 @@ def _on_timer(s, e, t, actions):
 
 _HANDLERS = {
     "hello": _on_hello, "stage": _on_stage, "progress": _on_progress, "beat": _on_beat,
+    "output": _on_output,
     "error": _on_error, "bye": _on_bye, "dumped": _on_dumped,
     "snapshotted": _on_snapshotted, "refused": _on_refused, "no_worker": _on_no_worker,
     "cancel": _on_cancel, "cancel_refused": _on_cancel_refused, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,

@@ -34,6 +34,7 @@ const DEFAULT_TAIL_LINES = 40;
 const OUTBOX_LIMIT = 1000; // job.send() messages held until the worker says hello (bridge/job.py's)
 const STDIN_MODES = { ignore: 'ignore', devnull: 'ignore', pipe: 'pipe', inherit: 'inherit' };
 const SIZE_KEY = Buffer.alloc(32);
+const OUTPUT_EVENT_S = 0.25; // output lines reach the state machine at most this often (issue 12)
 const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
 const DUMPS_KEPT = 4; // dump_stacks replies kept for the report
 // What bridge/inject/sitecustomize.py and the worker print when they cannot run: no hello
@@ -801,6 +802,18 @@ class Job extends EventEmitter {
       this._emit('log', { stream, text, encoding, end: raw.end });
     }
     if (texts.length) this._writeLog(texts.join('\n'));
+    this._outputActivity();
+  }
+
+  /** As bridge/job.py _output_activity: the job printed (activity while it has no progress source). */
+  _outputActivity() {
+    const t = now();
+    this._facts.lastOutputT = t;
+    const last = this._outputEventT ?? null;
+    if (last === null || t - last >= OUTPUT_EVENT_S || this._m.state === 'stalled') {
+      this._outputEventT = t;
+      this._post({ type: 'output' });
+    }
   }
 
   _captureFatal(text) {

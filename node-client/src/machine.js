@@ -51,6 +51,7 @@ function initial(config = null, t = 0.0) {
     dump_signal: false,
     last_msg_t: null, // beacon: last authentic worker message
     last_activity_t: null, // work: last progress or stage change; null = stall unarmed
+    progress_seen: false, // a progress source exists: output no longer counts as work
     stages: [], // open stages, outermost first: {name, t, budget_s}
     error: null, // the last fatal error: {kind, exit_code}
     bye: null, // {reason, exit_code}
@@ -117,7 +118,14 @@ function onStage(s, e, t, actions) {
 
 function onProgress(s, e, t, actions) {
   beacon(s, t);
+  s.progress_seen = true;
   activity(s, t, actions);
+}
+
+// Issue 12: a script with no progress source that prints a line every few seconds is
+// working, not stalled. Output never arms the stall deadlines and is not a beacon message.
+function onOutput(s, e, t, actions) {
+  if (!s.progress_seen && s.last_activity_t !== null && s.bye === null && s.ending === null) activity(s, t, actions);
 }
 
 function onBeat(s, e, t) {
@@ -210,7 +218,7 @@ function onTimer(s, e, t, actions) {
 }
 
 const HANDLERS = {
-  hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, error: onError,
+  hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, output: onOutput, error: onError,
   bye: onBye, dumped: onDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, cancel: onCancel, cancel_refused: onCancelRefused, exit: onExit,
   drained: onDrained, timer: onTimer,
 };
