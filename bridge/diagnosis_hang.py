@@ -28,6 +28,7 @@ _READ_SYSCALLS = frozenset({"read", "readv", "pread64", "preadv", "preadv2", "re
                             "recvmsg", "recvmmsg", "connect", "accept", "accept4", "write",
                             "writev", "sendto", "sendmsg", "pwrite64", "fsync", "fdatasync"})
 _NET_WCHAN = re.compile(r"sk_wait|tcp_|inet_|sock_|wait_woken|unix_stream")
+_POLL_WCHAN = re.compile(r"poll_schedule_timeout|do_select|do_sys_poll|ep_poll")
 _IO_WCHAN = re.compile(r"io_schedule|folio_wait|wait_on_page|nfs|fuse|blk|jbd2|ext4|xfs|btrfs")
 _LOCK_FUNCS = frozenset({"acquire", "wait", "_wait_for_tstate_lock", "join", "get", "put",
                          "__enter__"})
@@ -46,6 +47,11 @@ CPU_BUSY = 0.5       # fraction of one core over the window: the main work is co
 # caught it in the GIL's futex; a sleeping or blocked main thread shows 0 %.
 RUNNABLE_BUSY = 0.3  # fraction of state samples in R
 CPU_SOME = 0.05
+# Margins against sampling jitter (issue 20): the two clients sample the same process at
+# different moments, so no verdict may turn on one sample.
+RUNNABLE_SOME = 0.15  # below this share of R samples the main thread is not spinning
+WAIT_MAJORITY = 0.6   # share of samples in one kernel wait for that wait to decide
+WAIT_MIN_SAMPLES = 5  # fewer samples than this decide nothing
 GPU_BUSY = 50        # percent utilisation: the GPU is the thing that is busy
 IO_BUSY_BYTES = 1 << 20  # bytes per window that count as "doing I/O"
 
@@ -158,6 +164,21 @@ def _stack_says(frames: Sequence[Frame]) -> Optional[str]:
     return None
 
 
+def dominant_wait(main: Dict[str, Any]) -> Optional[str]:
+    """The kernel wait (wchan) the main thread was seen in for at least WAIT_MAJORITY of at
+    least WAIT_MIN_SAMPLES samples over the window, else None ("running" never counts)."""
+    samples = main.get("wait_samples") or {}
+    total = sum(n for n in samples.values() if isinstance(n, int))
+    if total < WAIT_MIN_SAMPLES:
+        return None
+    # Sorted so that a tie (impossible above one half, but cheap to rule out) cannot differ
+    # between the clients.
+    for wait, n in sorted(samples.items()):
+        if wait not in ("running", "unknown") and isinstance(n, int) and n >= WAIT_MAJORITY * total:
+            return wait
+    return None
+
+
 def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
     """A hang kind from outside the interpreter: state, kernel wait, CPU, I/O, GPU."""
     if not evidence or not evidence.get("alive", True):
@@ -167,6 +188,12 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
     syscall = main.get("syscall") or ""
     wchan = main.get("wchan") or ""
     target = str(main.get("fd_target") or "")
+    waited = dominant_wait(main)
+    if waited is not None and waited != wchan:
+        # The one read at the end disagrees with most samples over the window (a sleeping
+        # loop caught between two sleeps, or in the GIL's futex): the samples decide, and
+        # the end read's syscall and fd no longer describe the wait.
+        syscall, wchan, target = "", waited, ""
     cpu = evidence.get("cpu_fraction")
     io = evidence.get("io_delta") or {}
     if status in ("stopped", "tracing-stop"):
@@ -183,8 +210,10 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
     if runnable is not None:
         # The samples over the window judge the main thread; the one syscall read at the
         # end may well catch a spinning thread waiting for the GIL (a futex).
+        # Margins (issue 20): one or two runnable samples (a sleeping loop waking up) are
+        # not a loop; below RUNNABLE_BUSY a blocking wait that most samples saw decides.
         spinning = (cpu or 0) >= CPU_SOME and (runnable >= RUNNABLE_BUSY or (
-            in_user_code and runnable > 0))
+            in_user_code and runnable >= RUNNABLE_SOME and waited is None))
     else:
         spinning = cpu is not None and cpu >= CPU_BUSY and in_user_code
     if spinning:
@@ -205,7 +234,7 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
         return "network_wait"
     if target.startswith("pipe:") or "pipe" in wchan:
         return "child_wait" if evidence.get("children") else "io_wait"
-    if syscall in _POLL_SYSCALLS:
+    if syscall in _POLL_SYSCALLS or _POLL_WCHAN.search(wchan):
         if _blocking_socket(evidence):
             return "network_wait"
         if evidence.get("children"):

@@ -19,7 +19,7 @@ import socket
 import struct
 import subprocess
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import psutil
 
@@ -203,20 +203,28 @@ def local_peer(pid: int, main: Dict[str, Any], job_pids: List[int]) -> Optional[
 STATE_SAMPLE_S = 0.02
 
 
-def _sample_runnable(pid: int, until: float) -> Optional[float]:
-    """Fraction of samples, until `until`, in which the main thread was runnable (R)."""
-    path = f"/proc/{pid}/task/{pid}/stat"
+def _sample_main(pid: int, until: float) -> Tuple[Optional[float], Dict[str, int]]:
+    """Over the window, until `until`: the fraction of samples in which the main thread was
+    runnable (R), and how many samples saw it in each kernel wait (its wchan; "running" for
+    R). The rules judge by these counts, not by one read at the end that may catch a
+    sleeping loop between two sleeps (issue 20: margins against sampling jitter)."""
+    base = f"/proc/{pid}/task/{pid}"
     seen = running = 0
+    waits: Dict[str, int] = {}
     while True:
-        stat = _read(path)
+        stat = _read(f"{base}/stat")
         if stat and ")" in stat:
             seen += 1
-            running += stat.rsplit(")", 1)[1].split()[0] == "R"
+            state = stat.rsplit(")", 1)[1].split()[0]
+            running += state == "R"
+            wchan = "running" if state == "R" else ((_read(f"{base}/wchan") or "").strip()
+                                                    or "unknown")
+            waits[wchan] = waits.get(wchan, 0) + 1
         left = until - time.monotonic()
         if left <= 0:
             break
         time.sleep(min(STATE_SAMPLE_S, left))
-    return round(running / seen, 3) if seen else None
+    return (round(running / seen, 3) if seen else None), waits
 
 
 def _cpu_s(procs: List[psutil.Process]) -> Dict[int, float]:
@@ -400,7 +408,7 @@ def _collect(pid: int, window_s: float, ev: Dict[str, Any], notes: List[str]) ->
     # The window is a measurement interval, not synchronisation: deltas need two samples.
     # Meanwhile sample the main thread's state: on a loaded machine a spinning process gets
     # little CPU but is always runnable (R), which a sleeping one never is.
-    runnable = _sample_runnable(pid, t0 + max(0.0, window_s))
+    runnable, waits = _sample_main(pid, t0 + max(0.0, window_s))
     cpu1, io1 = _cpu_s(tree), _io(proc)
     elapsed = max(1e-6, time.monotonic() - t0)
     ev["window_s"] = round(elapsed, 3)
@@ -418,6 +426,7 @@ def _collect(pid: int, window_s: float, ev: Dict[str, Any], notes: List[str]) ->
     ev["main_thread"] = _main_thread(pid, notes)
     if runnable is not None:
         ev["main_thread"]["runnable_fraction"] = runnable
+        ev["main_thread"]["wait_samples"] = waits
     try:
         ev["threads"] = proc.num_threads()
         ev["rss_bytes"] = proc.memory_info().rss

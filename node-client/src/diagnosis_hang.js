@@ -29,6 +29,12 @@ const CPU_BUSY = 0.5; // fraction of one core over the window: the main work is 
 // runs; but a thread blocked in a call is never runnable. So the samples decide.
 const RUNNABLE_BUSY = 0.3; // fraction of state samples in R
 const CPU_SOME = 0.05;
+// Margins against sampling jitter (issue 20), as bridge/diagnosis_hang.py: the two clients
+// sample the same process at different moments, so no verdict may turn on one sample.
+const RUNNABLE_SOME = 0.15; // below this share of R samples the main thread is not spinning
+const WAIT_MAJORITY = 0.6; // share of samples in one kernel wait for that wait to decide
+const WAIT_MIN_SAMPLES = 5; // fewer samples than this decide nothing
+const POLL_WCHAN = /poll_schedule_timeout|do_select|do_sys_poll|ep_poll/;
 const GPU_BUSY = 50; // percent utilisation: the GPU is the thing that is busy
 const IO_BUSY_BYTES = 1 << 20; // bytes per window that count as "doing I/O"
 
@@ -127,14 +133,32 @@ function stackSays(frames) {
   return null;
 }
 
+/** The kernel wait seen in >= WAIT_MAJORITY of >= WAIT_MIN_SAMPLES samples, else null. */
+function dominantWait(main) {
+  const samples = main.wait_samples || {};
+  const total = Object.values(samples).filter(Number.isInteger).reduce((a, b) => a + b, 0);
+  if (total < WAIT_MIN_SAMPLES) return null;
+  for (const wait of Object.keys(samples).sort()) {
+    const n = samples[wait];
+    if (!['running', 'unknown'].includes(wait) && Number.isInteger(n) && n >= WAIT_MAJORITY * total) return wait;
+  }
+  return null;
+}
+
 /** A hang kind from outside the interpreter: state, kernel wait, CPU, I/O, GPU. */
 function kernelSays(evidence) {
   if (!evidence || evidence.alive === false) return null;
   const main = evidence.main_thread || {};
   const { status } = evidence;
-  const syscall = main.syscall || '';
-  const wchan = main.wchan || '';
-  const target = String(main.fd_target || '');
+  let syscall = main.syscall || '';
+  let wchan = main.wchan || '';
+  let target = String(main.fd_target || '');
+  const waited = dominantWait(main);
+  if (waited !== null && waited !== wchan) {
+    // The one read at the end disagrees with most samples over the window: the samples
+    // decide, and the end read's syscall and fd no longer describe the wait.
+    [syscall, wchan, target] = ['', waited, ''];
+  }
   const cpu = evidence.cpu_fraction ?? null;
   if (status === 'stopped' || status === 'tracing-stop') return 'stopped';
   const gpus = (evidence.gpu || []).filter((g) => g && typeof g === 'object' && !Array.isArray(g));
@@ -146,7 +170,9 @@ function kernelSays(evidence) {
   const spinning = runnable !== null
     // The samples over the window judge; the one syscall read at the end may well catch a
     // spinning thread waiting for the GIL (a futex).
-    ? (cpu || 0) >= CPU_SOME && (runnable >= RUNNABLE_BUSY || (inUserCode && runnable > 0))
+    // Margins (issue 20): one or two runnable samples are not a loop; below RUNNABLE_BUSY a
+    // blocking wait that most samples saw decides.
+    ? (cpu || 0) >= CPU_SOME && (runnable >= RUNNABLE_BUSY || (inUserCode && runnable >= RUNNABLE_SOME && waited === null))
     : cpu !== null && cpu >= CPU_BUSY && inUserCode;
   if (spinning) return 'cpu_bound';
   if (WAIT_SYSCALLS.has(syscall) || wchan === 'do_wait' || wchan === 'kernel_wait4') return 'child_wait';
@@ -158,7 +184,7 @@ function kernelSays(evidence) {
   if ((main.fd_family === 'unix' || wchan.startsWith('unix_')) && (peerChild(evidence) || (evidence.children || []).length)) return 'child_wait';
   if (target.startsWith('socket:') || NET_WCHAN.test(wchan)) return 'network_wait';
   if (target.startsWith('pipe:') || wchan.includes('pipe')) return (evidence.children || []).length ? 'child_wait' : 'io_wait';
-  if (POLL_SYSCALLS.has(syscall)) {
+  if (POLL_SYSCALLS.has(syscall) || POLL_WCHAN.test(wchan)) {
     if (blockingSocket(evidence)) return 'network_wait';
     return (evidence.children || []).length ? 'child_wait' : 'io_wait';
   }

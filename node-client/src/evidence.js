@@ -294,8 +294,13 @@ function measure(first, states = []) {
   if (first.io && io) ev.io_delta = Object.fromEntries(Object.keys(first.io).map((k) => [k, io[k] - first.io[k]]));
   else if (!first.io) notes.push('I/O counters not readable');
   ev.main_thread = mainThread(pid, notes);
-  const seen = states.filter((x) => x !== null);
-  if (seen.length) ev.main_thread.runnable_fraction = Math.round((seen.filter((x) => x === 'R').length / seen.length) * 1000) / 1000;
+  const seen = states.filter((x) => x !== null).map((x) => (typeof x === 'string' ? { state: x, wait: null } : x));
+  if (seen.length) {
+    ev.main_thread.runnable_fraction = Math.round((seen.filter((x) => x.state === 'R').length / seen.length) * 1000) / 1000;
+    const waits = {};
+    for (const x of seen) if (x.wait !== null) waits[x.wait] = (waits[x.wait] || 0) + 1;
+    if (Object.keys(waits).length) ev.main_thread.wait_samples = waits;
+  }
   if (stat) {
     ev.threads = stat.threads;
     ev.rss_bytes = stat.rss_bytes;
@@ -318,6 +323,17 @@ function measure(first, states = []) {
 function mainThreadState(pid) {
   const stat = parseStat(read(`/proc/${pid}/task/${pid}/stat`));
   return stat ? stat.state : null;
+}
+
+/**
+ * The main thread's state letter and kernel wait now ({state, wait}, wait "running" for R),
+ * or null: measure() counts the waits over the window (as bridge/evidence.py _sample_main).
+ */
+function mainThreadSample(pid) {
+  const state = mainThreadState(pid);
+  if (state === null) return null;
+  const wchan = state === 'R' ? 'running' : ((read(`/proc/${pid}/task/${pid}/wchan`) || '').trim() || 'unknown');
+  return { state, wait: wchan };
 }
 
 // --- the kernel's OOM killer ------------------------------------------------------------
@@ -360,4 +376,4 @@ function oomKilled(before, after) {
   return after > before;
 }
 
-module.exports = { sample, measure, mainThreadState, parseSyscallLine, sockets, ipv6, oomKillCount, oomKilled, localPeer };
+module.exports = { sample, measure, mainThreadState, mainThreadSample, parseSyscallLine, sockets, ipv6, oomKillCount, oomKilled, localPeer };

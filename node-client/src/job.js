@@ -482,11 +482,11 @@ class Job extends EventEmitter {
   /** Hang evidence from the live process over SNAPSHOT_WINDOW_MS, then "snapshotted". */
   _snapshot() {
     const first = evidence.sample(this.pid);
-    const states = [evidence.mainThreadState(this.pid)];
+    const states = [evidence.mainThreadSample(this.pid)];
     const { pid, status, name, alive, notes, sockets, children, main_thread: mainThread } = first;
     // Until the window is over: what can be read at once (no CPU deltas yet).
     this._facts.snapshot = { pid, status, name, alive, notes, sockets, children, main_thread: mainThread };
-    const sampler = setInterval(() => states.push(evidence.mainThreadState(this.pid)), STATE_SAMPLE_MS);
+    const sampler = setInterval(() => states.push(evidence.mainThreadSample(this.pid)), STATE_SAMPLE_MS);
     setTimeout(() => {
       clearInterval(sampler);
       if (this.report) return;
