@@ -448,8 +448,8 @@ class LiveView:
         out = Text()
         if m.lines and m.lines[-1][1] == "cr":  # a bar redrawing itself; full lines are above
             text, _, stream = m.lines[-1]
-            out.append(text[:self.console.width - 4] + "\n",
-                       style="red" if stream == "stderr" else "")
+            out.append_text(_screen_line(text, self.console.width - 4, stream == "stderr"))
+            out.append("\n")
         return Group(head, grid, Text("-" * min(60, self.console.width), style="dim"), out)
 
     def close(self, report: Dict[str, Any]) -> None:
@@ -528,6 +528,18 @@ def print_summary(console, report: Dict[str, Any]) -> None:
     text.append(report.get("summary", ""), style=colours.get(report.get("outcome"), ""))
     # soft_wrap: never hard-wrapped (a pipe or a file has no width; a terminal wraps itself).
     console.print(text, soft_wrap=True)
+
+
+def _screen_line(text: str, width: int, stderr: bool):
+    """One output line for the live view: its terminal escapes become styles (never cut in
+    the middle, which left a stray "[1" on screen), cut to `width` cells."""
+    from rich.text import Text
+
+    line = Text.from_ansi(text, no_wrap=True)
+    line.truncate(max(1, width))
+    if stderr:
+        line.stylize("red")
+    return line
 
 
 def _clock(seconds: float) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
-from .diagnosis_stack import (Frame, diag, format_frame, frame_fields, in_stage, last_line,
+from .diagnosis_stack import (MESSAGE_MAX, Frame, diag, format_frame, frame_fields, in_stage, last_line,
                               one_line, parse_stack, traceback_in_text, user_frame, where)
 
 END_KINDS = ("python_exception", "cuda_oom", "native_crash", "killed", "oom_killed",
@@ -155,7 +155,7 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         return None
     if ended_badly and _is_cuda_oom(error if fatal_error else None, log_tail):
         frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
-        message = one_line((error or {}).get("message") or _oom_line(log_tail), 160)
+        message = one_line((error or {}).get("message") or _oom_line(log_tail), MESSAGE_MAX)
         evidence.update(frame_fields(frames))
         return diag("cuda_oom",
                      f"CUDA out of memory{in_stage(stage)} at {where(frames)}: {message}",
@@ -211,7 +211,7 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         frames = _error_frames(error)
         evidence.update(frame_fields(frames))
         evidence["type"] = error.get("type")
-        message = one_line(error.get("message"), 160)
+        message = one_line(error.get("message"), MESSAGE_MAX)
         thread = error.get("thread")
         in_thread = f" in thread {thread}" if thread and thread != "MainThread" else ""
         return diag("python_exception",
@@ -226,7 +226,7 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             evidence.update(frame_fields(frames))
             evidence["type"] = printed["type"]
             return diag("python_exception",
-                         f"{printed['type']}: {one_line(printed['message'], 160)}"
+                         f"{printed['type']}: {one_line(printed['message'], MESSAGE_MAX)}"
                          f"{in_stage(stage)} at {where(frames)} (from the traceback on stderr)",
                          "fix the error at the named frame; the traceback is in the log tail",
                          evidence)

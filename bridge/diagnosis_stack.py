@@ -165,8 +165,22 @@ TB_LAST_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrup
                            r"|[A-Za-z_][\w.]*\.[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
 
 
+# Terminal escapes (ECMA-48): CSI ("\x1b[1m", colours, cursor moves), OSC (titles, links)
+# and two-byte escapes. torch puts "\x1b[1m...\x1b[0m" in some error messages; a person
+# reading a report or a GUI needs the words, not the escapes (the log keeps the raw bytes).
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-_])|\x9b[0-?]*[ -/]*[@-~]")
+SUMMARY_MAX = 900   # characters of a diagnosis summary
+MESSAGE_MAX = 600   # characters of an error message quoted in a summary: long enough to keep
+                    # the part that says what to do (torch.load's "weights_only=False ...")
+
+
+def strip_ansi(text: Any) -> str:
+    """The text without terminal escape sequences."""
+    return _ANSI.sub("", str(text if text is not None else ""))
+
+
 def one_line(text: Any, limit: int = 200) -> str:
-    s = " ".join(str(text if text is not None else "").split())
+    s = " ".join(strip_ansi(text).split())
     return s if len(s) <= limit else s[:limit - 3] + "..."
 
 
@@ -213,6 +227,6 @@ def in_stage(stage: Optional[str]) -> str:
 
 
 def diag(kind: str, summary: str, hint: str, evidence: Dict[str, Any]) -> Dict[str, Any]:
-    return {"kind": kind, "summary": one_line(summary, 400), "hint": one_line(hint, 300),
+    return {"kind": kind, "summary": one_line(summary, SUMMARY_MAX), "hint": one_line(hint, 300),
             "evidence": evidence}
 

@@ -211,9 +211,9 @@ def _cancel(outcome: Optional[str], info: Optional[Dict[str, Any]],
 def _error(worker_error: Optional[Dict[str, Any]], tail: List[str]) -> Optional[Dict[str, Any]]:
     """The worker's error, or the last traceback printed on stderr by a plain command."""
     if worker_error:
-        return {k: worker_error.get(k) for k in
-                ("type", "message", "traceback", "kind", "stage", "fatal", "thread",
-                 "frames", "chain", "exit_code") if k in worker_error}
+        return _for_people({k: worker_error.get(k) for k in
+                            ("type", "message", "traceback", "kind", "stage", "fatal", "thread",
+                             "frames", "chain", "exit_code") if k in worker_error})
     start = None
     for i in range(len(tail) - 1, -1, -1):
         if tail[i].startswith("Traceback (most recent call last)"):
@@ -228,9 +228,23 @@ def _error(worker_error: Optional[Dict[str, Any]], tail: List[str]) -> Optional[
         parsed = None
     if not parsed:
         return None
-    return {"type": parsed["type"], "message": parsed["message"],
-            "traceback": "\n".join(tail[start:]), "frames": parsed["frames"],
-            "kind": "exception", "source": "stderr"}
+    return _for_people({"type": parsed["type"], "message": parsed["message"],
+                        "traceback": "\n".join(tail[start:]), "frames": parsed["frames"],
+                        "kind": "exception", "source": "stderr"})
+
+
+def _for_people(error: Dict[str, Any]) -> Dict[str, Any]:
+    """The error's text fields without terminal escapes (issue 12: torch's "\x1b[1m" in a
+    message reached GUIs); the log file keeps the raw bytes."""
+    from trainbridge.bridge.diagnosis_stack import strip_ansi
+    for key in ("message", "traceback"):
+        if isinstance(error.get(key), str):
+            error[key] = strip_ansi(error[key])
+    if isinstance(error.get("chain"), list):
+        error["chain"] = [{**c, "message": strip_ansi(c["message"])}
+                          if isinstance(c, dict) and isinstance(c.get("message"), str) else c
+                          for c in error["chain"]]
+    return error
 
 
 def _last_stage(stages: List[Dict[str, Any]], error: Optional[Dict[str, Any]] = None

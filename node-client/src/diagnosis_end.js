@@ -6,7 +6,7 @@
  */
 
 const {
-  parseStack, formatFrame, userFrame, where, frameFields, oneLine, lastLine, tracebackInText, inStage, diag,
+  parseStack, formatFrame, userFrame, where, frameFields, oneLine, lastLine, tracebackInText, inStage, diag, MESSAGE_MAX,
 } = require('./diagnosis_stack.js');
 
 const NATIVE_SIGNALS = new Set(['SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGABRT']);
@@ -135,7 +135,7 @@ function diagnoseEnd(facts) {
     const printed = tracebackInText(logTail);
     const errFrames = errorFrames(error);
     const frames = errFrames.length ? errFrames : ((printed || {}).frames || []);
-    const message = oneLine((error || {}).message || oomLine(logTail), 160);
+    const message = oneLine((error || {}).message || oomLine(logTail), MESSAGE_MAX);
     Object.assign(evidence, frameFields(frames));
     return diag('cuda_oom', `CUDA out of memory${inStage(stage)} at ${where(frames)}: ${message}`,
       'lower the batch size or sequence length, enable gradient checkpointing or mixed precision, or free other jobs on the GPU (nvidia-smi)',
@@ -183,7 +183,7 @@ function diagnoseEnd(facts) {
     const frames = errorFrames(error);
     Object.assign(evidence, frameFields(frames));
     evidence.type = error.type ?? null;
-    const message = oneLine(error.message, 160);
+    const message = oneLine(error.message, MESSAGE_MAX);
     const { thread } = error;
     const inThread = thread && thread !== 'MainThread' ? ` in thread ${thread}` : '';
     const fixAt = formatFrame(userFrame(frames) || (frames.length ? frames[frames.length - 1] : null));
@@ -198,7 +198,7 @@ function diagnoseEnd(facts) {
       Object.assign(evidence, frameFields(frames));
       evidence.type = printed.type;
       return diag('python_exception',
-        `${printed.type}: ${oneLine(printed.message, 160)}${inStage(stage)} at ${where(frames)} (from the traceback on stderr)`,
+        `${printed.type}: ${oneLine(printed.message, MESSAGE_MAX)}${inStage(stage)} at ${where(frames)} (from the traceback on stderr)`,
         'fix the error at the named frame; the traceback is in the log tail', evidence);
     }
     const bye = facts.bye || {};

@@ -132,8 +132,17 @@ function importingModule(frames) {
 // --- text -----------------------------------------------------------------------------
 const TB_LAST_LINE = /^(?<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning)|[A-Za-z_][\w.]*\.[A-Z]\w*)(?::\s?(?<msg>.*))?$/;
 
+// Terminal escapes (ECMA-48: CSI, OSC, two-byte), as bridge/diagnosis_stack.py _ANSI: a
+// person reading a report needs the words, not the escapes (the log keeps the raw bytes).
+// eslint-disable-next-line no-control-regex
+const ANSI = /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-_])|\x9b[0-?]*[ -/]*[@-~]/g;
+const SUMMARY_MAX = 900; // characters of a diagnosis summary
+const MESSAGE_MAX = 600; // characters of an error message quoted in a summary
+
+const stripAnsi = (text) => String(text ?? '').replace(ANSI, '');
+
 function oneLine(text, limit = 200) {
-  const s = String(text ?? '').split(/\s+/).filter(Boolean).join(' ');
+  const s = stripAnsi(text).split(/\s+/).filter(Boolean).join(' ');
   return s.length <= limit ? s : `${s.slice(0, limit - 3)}...`;
 }
 
@@ -175,10 +184,10 @@ function tracebackInText(lines) {
 const inStage = (stage) => (stage ? ` in stage '${stage}'` : '');
 
 function diag(kind, summary, hint, evidence) {
-  return { kind, summary: oneLine(summary, 400), hint: oneLine(hint, 300), evidence };
+  return { kind, summary: oneLine(summary, SUMMARY_MAX), hint: oneLine(hint, 300), evidence };
 }
 
 module.exports = {
   TB_FRAME, parseStack, shortPath, formatFrame, isLibraryFrame, userFrame, where, frameFields, moduleName,
-  importingModule, oneLine, lastLine, tracebackInText, inStage, diag,
+  importingModule, oneLine, lastLine, tracebackInText, inStage, diag, stripAnsi, MESSAGE_MAX,
 };

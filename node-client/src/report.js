@@ -14,6 +14,7 @@
 const fs = require('node:fs');
 const codec = require('./codec.js');
 const { diagnoseEnd, diagnoseHang, tracebackInText, stageAtEnd } = require('./diagnosis.js');
+const { stripAnsi } = require('./diagnosis_stack.js');
 const { decodeUtf8Escaped } = require('./utf8.js');
 
 const REPORT_VERSION = 1;
@@ -193,7 +194,7 @@ function errorOf(workerError, tail) {
   if (workerError) {
     const out = {};
     for (const k of ERROR_KEYS) if (k in workerError) out[k] = workerError[k];
-    return out;
+    return forPeople(out);
   }
   let start = null;
   for (let i = tail.length - 1; i >= 0; i--) {
@@ -202,8 +203,17 @@ function errorOf(workerError, tail) {
   if (start === null) return null;
   const parsed = tracebackInText(tail.slice(start));
   if (!parsed) return null;
-  return { type: parsed.type, message: parsed.message, traceback: tail.slice(start).join('\n'),
-    frames: parsed.frames, kind: 'exception', source: 'stderr' };
+  return forPeople({ type: parsed.type, message: parsed.message, traceback: tail.slice(start).join('\n'),
+    frames: parsed.frames, kind: 'exception', source: 'stderr' });
+}
+
+/** The error's text fields without terminal escapes, as bridge/report.py _for_people. */
+function forPeople(error) {
+  for (const key of ['message', 'traceback']) if (typeof error[key] === 'string') error[key] = stripAnsi(error[key]);
+  if (Array.isArray(error.chain)) {
+    error.chain = error.chain.map((c) => (c && typeof c === 'object' && typeof c.message === 'string' ? { ...c, message: stripAnsi(c.message) } : c));
+  }
+  return error;
 }
 
 /**

@@ -454,6 +454,19 @@ NEW = [
                                    "wait_samples": {"poll_schedule_timeout.constprop.0": 24,
                                                     "running": 1}}}},
      "child_wait", ["DataLoader worker 2 (pid 203, stopped)"], []),
+    # Issue 12 item 6: escapes out of every text meant for people; the advice kept.
+    ("an error with terminal escapes and its advice after 300 characters", "end",
+     {"outcome": "failed", "exit_code": 1, "error": {
+         "type": "_pickle.UnpicklingError", "kind": "exception", "fatal": True,
+         "message": "Weights only load failed. This file can still be loaded, to do so you "
+                    "have two options, \x1b[1mdo those steps only if you trust the source of "
+                    "the checkpoint\x1b[0m. \n\t(1) In PyTorch 2.6, we changed the default "
+                    "value of the `weights_only` argument in `torch.load` from `False` to "
+                    "`True`. Re-running `torch.load` with `weights_only` set to `False` will "
+                    "likely succeed, but it can result in arbitrary code execution.",
+         "frames": [{"file": "/job/train.py", "line": 7, "function": "main"}]}},
+     "python_exception", ["trust the source of the checkpoint. (1) In PyTorch 2.6",
+                          "set to `False` will likely succeed"], []),
     ("unix socket with no process of the job behind it stays what it was", "hang",
      {"reason": "stall", "stack": TB_SOCKET,
       "evidence": proc("read", "unix_stream_read_generic", fd=9, fd_target="socket:[4711]")},

@@ -260,6 +260,13 @@ def judge(row: Dict[str, Any], report: Dict[str, Any], measures: Dict[str, Any],
             failures.append(f"progress step {step!r}, expected {row['progress_step']}")
     if "stage" in row and report.get("stage") != row["stage"]:
         failures.append(f"report stage {report.get('stage')!r}, expected {row['stage']!r}")
+    for part in row.get("summary_lacks") or []:
+        if part in summary:
+            failures.append(f"summary has {part!r}: {summary!r}")
+    message = str((report.get("error") or {}).get("message") or "")
+    for part in row.get("error_message_lacks") or []:
+        if part in message:
+            failures.append(f"error message has {part!r}: {message!r}")
     hint = diag.get("hint", "") if diag else ""
     for part in row.get("hint_has") or []:
         if part not in hint:
