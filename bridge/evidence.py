@@ -487,3 +487,84 @@ def oom_killed(before: Optional[int], after: Optional[int]) -> Optional[bool]:
     if before is None or after is None:
         return None
     return after > before
+
+
+# --- the live look while a job is stalled (issue 12 item 12) ----------------------------
+def _stat_fields(pid: int) -> Optional[List[str]]:
+    stat = _read(f"/proc/{pid}/stat")
+    return stat.rsplit(")", 1)[1].split() if stat and ")" in stat else None
+
+
+def _tree_pids(pid: int, limit: int = 200) -> List[int]:
+    """The job's descendants from /proc/<pid>/task/*/children (no scan of all of /proc)."""
+    out: List[int] = []
+    queue = [pid]
+    while queue and len(out) < limit:
+        parent = queue.pop(0)
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            for child in (_read(f"/proc/{parent}/task/{tid}/children") or "").split():
+                if child.isdigit() and int(child) not in out:
+                    out.append(int(child))
+                    queue.append(int(child))
+    return out[:limit]
+
+
+def live(pid: int, previous: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """A cheap look at a live job, for the diagnosis shown while it is stalled: no window
+    (the CPU fraction is measured since `previous`, the "mark" of the last look), no py-spy,
+    no GPU, and the socket the main thread waits on is looked up once per socket (the mark
+    remembers it: reading every TCP socket of the machine is what costs). Never raises."""
+    notes: List[str] = []
+    ev: Dict[str, Any] = {"pid": pid, "notes": notes, "live": True}
+    previous = previous or {}
+    try:
+        fields = _stat_fields(pid)
+        if fields is None:
+            ev["alive"] = False
+            return ev
+        ticks = os.sysconf("SC_CLK_TCK")
+        now = time.monotonic()
+        cpu_s = (int(fields[11]) + int(fields[12])) / ticks
+        ev["status"] = _STATE_LETTERS.get(fields[0], fields[0])
+        ev["alive"] = fields[0] != "Z"
+        mark: Dict[str, Any] = {"t": now, "cpu_s": cpu_s}
+        ev["mark"] = mark
+        if previous.get("t") is not None and now - previous["t"] >= 0.2:
+            ev["cpu_fraction"] = round((cpu_s - previous["cpu_s"]) / (now - previous["t"]), 3)
+            ev["window_s"] = round(now - previous["t"], 3)
+        main = _main_thread(pid, notes)
+        ev["main_thread"] = main
+        children = []
+        for kid in _tree_pids(pid):
+            kf = _stat_fields(kid)
+            if kf is None:
+                continue
+            children.append({"pid": kid, "name": (_read(f"/proc/{kid}/comm") or "").strip(),
+                             "status": _STATE_LETTERS.get(kf[0], kf[0]), "ppid": int(kf[1]),
+                             "started": int(kf[19])})
+        ev["children"] = children
+        target = str(main.get("fd_target") or "")
+        if target.startswith("socket:"):
+            if previous.get("socket") == target:
+                found = previous.get("found") or {}
+                if found.get("fd_family"):
+                    main["fd_family"] = found["fd_family"]
+            else:
+                found = {}
+                peer = local_peer(pid, main, [c["pid"] for c in children])
+                if peer:
+                    found = {"fd_family": "unix", "unix_peer": peer}
+                else:
+                    found = {"sockets": _sockets([psutil.Process(pid)], notes)}
+            mark.update(socket=target, found=found)
+            if "unix_peer" in found:
+                ev["unix_peer"] = found["unix_peer"]
+            if "sockets" in found:
+                ev["sockets"] = found["sockets"]
+    except Exception as exc:  # best effort, like collect()
+        notes.append(f"live evidence failed: {type(exc).__name__}: {exc}")
+    return ev

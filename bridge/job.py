@@ -7,6 +7,8 @@ machine's actions.
 
 Events handed to callbacks and to events() are dicts with "event" and "t" (wall clock):
   state    state: starting | running | stalled | ended
+  stalled  idle_s, diagnosis {kind, frame, summary, hint, idle_s}: the current diagnosis
+           while the job is stalled (on entering the state, then every few seconds)
   output   stream: stdout | stderr, text, end: lf | cr | crlf | max | eof
   message  kind, rank, body: a worker message (hello, stage, progress, heartbeat, log,
            error, bye, reply), strings already unescaped
@@ -38,6 +40,7 @@ from trainbridge.bridge.streams import ChunkStream
 READ_SIZE = 64 * 1024
 TAIL_LINES = 40
 EVENT_QUEUE = 10_000       # events kept for events(); the oldest go first when it is full
+LIVE_DIAGNOSIS_S = 2.0      # while stalled, the live diagnosis is refreshed at most this often
 OUTPUT_EVENT_S = 0.25       # output lines reach the state machine at most this often (issue 12)
 STAGES_KEPT = 1_000        # stage records kept for the report (a stage per step must not grow)
 DUMPS_KEPT = 4             # dump_stacks replies kept for the report
@@ -149,6 +152,10 @@ class Job:
         # The user's cancel: its reason, and the worker's answer (report "cancel").
         self.cancel_info: Optional[Dict[str, Any]] = None
         self._cancel_seqs: range = range(0)
+        # While stalled: the current diagnosis from a cheap look (issue 12 item 12).
+        self.live_diagnosis: Optional[Dict[str, Any]] = None
+        self._live_t: Optional[float] = None
+        self._live_mark: Optional[Dict[str, Any]] = None
         self._pending_dumps: Dict[int, List[Any]] = {}  # command seq -> [Event, reply]
         self._pipes: Dict[int, str] = {}
         self._pipe_files: Dict[int, Any] = {}  # close through these: Popen owns the fds
@@ -385,6 +392,8 @@ class Job:
         do = action["do"]
         if do == "state":
             self._publish({"event": "state", "state": action["state"]})
+            if action["state"] == "stalled":
+                self._live_diagnose(force=True)
         elif do == "snapshot":
             self._publish({"event": "hang", "reason": action["reason"]})
             self._start_snapshot()
@@ -494,6 +503,40 @@ class Job:
             if kind == "heartbeat":
                 self.heartbeat = body
             self._step({"type": "beat", "t": now})
+            if kind == "heartbeat" and self.m["state"] == "stalled":
+                self._live_diagnose()
+
+    def _live_diagnose(self, force: bool = False) -> None:
+        """While stalled, before any deadline: the diagnosis now, from the last heartbeat's
+        stack and a cheap look at the process (evidence.live, well under a millisecond), at
+        most every LIVE_DIAGNOSIS_S. Published as a "stalled" event and kept in
+        live_diagnosis; the verdict at the deadline uses the same rules on fuller evidence."""
+        now = time.monotonic()
+        if self.pid is None or (not force and self._live_t is not None
+                                and now - self._live_t < LIVE_DIAGNOSIS_S):
+            return
+        self._live_t = now
+        idle = None
+        try:
+            from trainbridge.bridge import diagnosis, evidence
+            ev = evidence.live(self.pid, self._live_mark)
+            self._live_mark = ev.pop("mark", None)
+            hb = self.heartbeat or {}
+            running = [s["name"] for s in self.stages if s["status"] == "running"]
+            last = self.m.get("last_activity_t")
+            idle = round(now - last, 1) if last is not None else hb.get("idle_s")
+            found = diagnosis.diagnose_hang({
+                "reason": "stall", "stage": running[-1] if running else None,
+                "stages": running, "idle_s": idle, "stack": hb.get("stack"),
+                "saw_hello": bool(self.hellos), "evidence": ev, "progress": self.progress})
+        except Exception as exc:  # noqa: BLE001 - a live view must not cost the job
+            found = {"kind": "unknown", "summary": f"live diagnosis failed: {exc}",
+                     "hint": "", "evidence": {}}
+        self.live_diagnosis = {"kind": found["kind"], "frame": found["evidence"].get("frame"),
+                               "summary": found["summary"], "hint": found["hint"],
+                               "idle_s": idle}
+        self._publish({"event": "stalled", "idle_s": self.live_diagnosis["idle_s"],
+                       "diagnosis": self.live_diagnosis})
 
     def _on_reply(self, body: Dict[str, Any]) -> None:
         to = body.get("to")

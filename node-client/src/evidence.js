@@ -319,6 +319,79 @@ function measure(first, states = []) {
   return ev;
 }
 
+// --- the live look while a job is stalled (issue 12 item 12), as bridge/evidence.py live --
+
+/** The job's descendants from /proc/<pid>/task/<tid>/children (no scan of all of /proc). */
+function treePids(pid, limit = 200) {
+  const out = [];
+  const queue = [pid];
+  while (queue.length && out.length < limit) {
+    const parent = queue.shift();
+    let tasks;
+    try { tasks = fs.readdirSync(`/proc/${parent}/task`); } catch { continue; }
+    for (const tid of tasks) {
+      for (const child of (read(`/proc/${parent}/task/${tid}/children`) || '').split(/\s+/)) {
+        if (/^\d+$/.test(child) && !out.includes(Number(child))) {
+          out.push(Number(child));
+          queue.push(Number(child));
+        }
+      }
+    }
+  }
+  return out.slice(0, limit);
+}
+
+/**
+ * A cheap look at a live job for the diagnosis shown while it is stalled: no window (CPU is
+ * measured since `previous`, the mark of the last look), and the socket the main thread
+ * waits on is looked up once per socket. The AF_UNIX peer is not asked for here (`ss` is a
+ * process spawn): the rule then names the likeliest child. Never throws.
+ */
+function live(pid, previous = null) {
+  const notes = [];
+  const ev = { pid, notes, live: true };
+  const prev = previous || {};
+  try {
+    const stat = parseStat(read(`/proc/${pid}/stat`));
+    if (!stat) return { ...ev, alive: false };
+    const t = performance.now() / 1000;
+    ev.status = STATE_WORDS[stat.state] || stat.state;
+    ev.alive = stat.state !== 'Z';
+    const mark = { t, cpu_s: stat.cpu_s };
+    ev.mark = mark;
+    if (prev.t !== undefined && t - prev.t >= 0.2) {
+      ev.cpu_fraction = Math.round(((stat.cpu_s - prev.cpu_s) / (t - prev.t)) * 1000) / 1000;
+      ev.window_s = Math.round((t - prev.t) * 1000) / 1000;
+    }
+    const main = mainThread(pid, notes);
+    ev.main_thread = main;
+    ev.children = [];
+    for (const kid of treePids(pid)) {
+      const ks = parseStat(read(`/proc/${kid}/stat`));
+      if (!ks) continue;
+      ev.children.push({ pid: kid, name: (read(`/proc/${kid}/comm`) || '').trim(), status: STATE_WORDS[ks.state] || ks.state,
+        ppid: ks.ppid, started: ks.started });
+    }
+    const target = String(main.fd_target || '');
+    if (target.startsWith('socket:')) {
+      let found;
+      if (prev.socket === target) {
+        found = prev.found || {};
+      } else {
+        const inodes = unixSocketInodes(pid);
+        const inode = Number(target.slice(8, -1));
+        found = inodes && inodes.has(inode) ? { fd_family: 'unix' } : { sockets: sockets([pid], notes) };
+      }
+      if (found.fd_family) main.fd_family = found.fd_family;
+      if (found.sockets) ev.sockets = found.sockets;
+      Object.assign(mark, { socket: target, found });
+    }
+  } catch (err) {
+    notes.push(`live evidence failed: ${err.name}: ${err.message}`);
+  }
+  return ev;
+}
+
 /** The main thread's state letter now (R, S, D, ...), or null. */
 function mainThreadState(pid) {
   const stat = parseStat(read(`/proc/${pid}/task/${pid}/stat`));
@@ -376,4 +449,4 @@ function oomKilled(before, after) {
   return after > before;
 }
 
-module.exports = { sample, measure, mainThreadState, mainThreadSample, parseSyscallLine, sockets, ipv6, oomKillCount, oomKilled, localPeer };
+module.exports = { sample, measure, live, mainThreadState, mainThreadSample, parseSyscallLine, sockets, ipv6, oomKillCount, oomKilled, localPeer };

@@ -26,6 +26,7 @@ const machine = require('./machine.js');
 const { LineSplitter, RedrawThrottle, decodeLine, logText } = require('./lines.js');
 const launcher = require('./launcher.js');
 const evidence = require('./evidence.js');
+const { diagnoseHang } = require('./diagnosis.js');
 const { PythonError } = require('./errors.js');
 const { buildReport, minimalReport, logFooter } = require('./report.js');
 const { StatusTracker } = require('./status.js');
@@ -34,6 +35,7 @@ const DEFAULT_TAIL_LINES = 40;
 const OUTBOX_LIMIT = 1000; // job.send() messages held until the worker says hello (bridge/job.py's)
 const STDIN_MODES = { ignore: 'ignore', devnull: 'ignore', pipe: 'pipe', inherit: 'inherit' };
 const SIZE_KEY = Buffer.alloc(32);
+const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed at most this often
 const OUTPUT_EVENT_S = 0.25; // output lines reach the state machine at most this often (issue 12)
 const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
 const DUMPS_KEPT = 4; // dump_stacks replies kept for the report
@@ -126,6 +128,10 @@ class Job extends EventEmitter {
     this._lastMsgAt = 0;
     this._exitAt = null;
     this._dumpSeq = null;
+    // While stalled: the current diagnosis from a cheap look (issue 12 item 12).
+    this.liveDiagnosis = null;
+    this._liveT = null;
+    this._liveMark = null;
     this._stackRequests = new Map(); // command seq -> resolve(reply body)
     this._fatalCapture = false;
     this._errorTaps = new Set(); // events() iterators: they get Python errors without listening to 'error'
@@ -430,10 +436,7 @@ class Job extends EventEmitter {
       case 'state':
         this.state = action.state;
         this._emit('state', action.state);
-        if (action.state === 'stalled') {
-          const hb = this._facts.heartbeat || {};
-          this._emit('stalled', { stage: hb.stage ?? null, idle_s: hb.idle_s ?? null, stack: hb.stack ?? null });
-        }
+        if (action.state === 'stalled') this._liveDiagnose(true);
         break;
       case 'snapshot':
         this._emit('hang', { reason: action.reason, stage: (this._m.hang || {}).stage ?? null });
@@ -658,6 +661,7 @@ class Job extends EventEmitter {
         this._facts.heartbeat = body;
         this._emit('heartbeat', body);
         this._post({ type: 'beat' });
+        if (this._m.state === 'stalled') this._liveDiagnose();
         break;
       case 'log':
         this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
@@ -726,6 +730,33 @@ class Job extends EventEmitter {
     info.refused = body.ok ? null : String(body.error || 'refused');
     this._emit('cancel', { reason: info.reason, accepted: info.accepted, refused: info.refused });
     if (!info.accepted) this._post({ type: 'cancel_refused', reason: info.refused });
+  }
+
+  /**
+   * While stalled, before any deadline: the diagnosis now, from the last heartbeat's stack
+   * and a cheap look at the process, at most every LIVE_DIAGNOSIS_S; emitted as 'stalled'
+   * {stage, idle_s, stack, diagnosis} and kept in job.liveDiagnosis (as bridge/job.py).
+   */
+  _liveDiagnose(force = false) {
+    const t = now();
+    if (this.pid === null || (!force && this._liveT !== null && t - this._liveT < LIVE_DIAGNOSIS_S)) return;
+    this._liveT = t;
+    const hb = this._facts.heartbeat || {};
+    const running = this._facts.stages.filter((s) => s.status === 'running').map((s) => s.name);
+    const last = this._m.last_activity_t;
+    const idle = last !== null && last !== undefined ? Math.round((t - last) * 10) / 10 : (hb.idle_s ?? null);
+    let found;
+    try {
+      const ev = evidence.live(this.pid, this._liveMark);
+      this._liveMark = ev.mark || null;
+      delete ev.mark;
+      found = diagnoseHang({ reason: 'stall', stage: running.length ? running[running.length - 1] : null, stages: running,
+        idle_s: idle, stack: hb.stack ?? null, saw_hello: this._facts.hellos.size > 0, evidence: ev, progress: this._facts.progress });
+    } catch (err) {
+      found = { kind: 'unknown', summary: `live diagnosis failed: ${err.message}`, hint: '', evidence: {} };
+    }
+    this.liveDiagnosis = { kind: found.kind, frame: found.evidence.frame ?? null, summary: found.summary, hint: found.hint, idle_s: idle };
+    this._emit('stalled', { stage: hb.stage ?? null, idle_s: idle, stack: hb.stack ?? null, diagnosis: this.liveDiagnosis });
   }
 
   _onReply(body) {
