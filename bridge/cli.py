@@ -123,7 +123,10 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
                      f"while the process lives (default {d['heartbeat_timeout']:g})")
     run.add_argument("--kill-grace", type=parse_duration, default=d["kill_grace"], metavar="S",
                      help=f"seconds between SIGTERM and SIGKILL (default {d['kill_grace']:g})")
-    run.add_argument("--log", metavar="FILE", help="append every output line to FILE (UTF-8)")
+    run.add_argument("--log", metavar="FILE", help="append every output line to FILE (UTF-8), "
+                     "and the final summary at the end")
+    run.add_argument("--log-timestamps", action="store_true",
+                     help="start each line of the --log file with its UTC time")
     run.add_argument("--report", metavar="FILE", help="write the final report to FILE "
                      "(ASCII JSON, docs/report.schema.json)")
     run.add_argument("--json", action="store_true",
@@ -202,7 +205,8 @@ def run(args: argparse.Namespace, cmd: List[str]) -> int:
                             stall_timeout=args.stall_timeout,
                             heartbeat_timeout=args.heartbeat_timeout,
                             kill_grace=args.kill_grace, log_path=args.log,
-                            zero_code=args.zero_code)
+                            zero_code=args.zero_code,
+                            log_timestamps=args.log_timestamps)
     except (bridge.LaunchError, OSError) as exc:
         message = f"trainbridge: could not start the command: {exc}. Check the path and that " \
                   f"it is executable (use the full path, e.g. .venv/bin/python)."

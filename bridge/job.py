@@ -83,13 +83,15 @@ class Job:
                  tail_lines: int = TAIL_LINES, hub: Optional[Hub] = None,
                  zero_code: bool = True, detached: bool = False, stdin: str = "devnull",
                  raw: bool = False, python_env: bool = True,
-                 ident: Optional[Sequence[Any]] = None):
+                 ident: Optional[Sequence[Any]] = None,
+                 log_timestamps: bool = False):
         if detached:
             raise TypeError(DETACHED_REMOVED)
         self.log_path = log_path
         self._log = open_log(log_path) if log_path else None  # first: nothing to undo
         self.log_lines = 0  # lines written to the log file
         self.log_error: Optional[Dict[str, Any]] = None  # the log file is incomplete
+        self.log_timestamps = log_timestamps  # prefix each log line with its UTC time
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
         # `ident` (job id, key): chosen by a caller that spawned the process already
@@ -654,7 +656,8 @@ class Job:
         decoded = [(decode_line(raw.data)[0], raw.end) for raw in raw_lines]
         # The log first: when a listener hears of a line, the file already has it.
         now = time.monotonic()
-        logged = [log_text(kept) for text, end in decoded
+        stamp = log_stamp(time.time()) + " " if self.log_timestamps else ""
+        logged = [stamp + log_text(kept) for text, end in decoded
                   for kept in self._redraws.feed(stream, text, end, now)]
         if logged:
             self._write_log("\n".join(logged))
@@ -842,6 +845,7 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
            stdin: str = "devnull",
            raw: bool = False,
            python_env: bool = True,
+           log_timestamps: bool = False,
            **machine_config: Any) -> Job:
     """Start `cmd` (a list, no shell) under supervision and return its Job at once.
 
@@ -865,7 +869,14 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
         config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
     return Job(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
                on_event=on_event, zero_code=zero_code, detached=detached, stdin=stdin,
-               raw=raw, python_env=python_env).start()
+               raw=raw, python_env=python_env,
+               log_timestamps=log_timestamps).start()
+
+
+def log_stamp(wall: float) -> str:
+    """'2026-11-30T18:23:23.123Z': the UTC time prefix of a log line (log_timestamps)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(wall)) + \
+        f".{int(wall * 1000) % 1000:03d}Z"
 
 
 class LogFileError(launcher.LaunchError):

@@ -93,6 +93,7 @@ function splitTimeouts(timeouts = {}) {
 class Job extends EventEmitter {
   /**
    * Use launch() (src/index.js). options: command, args, cwd, env, timeouts, logPath,
+   * logTimestamps (prefix each log line with its UTC time),
    * tailLines, zeroCode, injectDir; hub: the Hub that routes this job's messages.
    */
   constructor(options, hub) {
@@ -818,10 +819,12 @@ class Job extends EventEmitter {
     const { tail } = this._facts;
     const texts = [];
     const t = now();
+    // With logTimestamps, each log line starts with its UTC time (issue 12 item 9).
+    const stamp = this._options.logTimestamps ? `${new Date().toISOString()} ` : '';
     for (const raw of rawLines) {
       const { text, encoding } = decodeLine(raw.data);
       this._facts.lines[stream] += 1;
-      for (const kept of this._redraws.feed(stream, text, raw.end, t)) texts.push(logText(kept));
+      for (const kept of this._redraws.feed(stream, text, raw.end, t)) texts.push(stamp + logText(kept));
       // tqdm redraws replace each other in the tail instead of filling it.
       if (tail.length && tail[tail.length - 1].end === 'cr' && tail[tail.length - 1].stream === stream) tail.pop();
       tail.push({ stream, text, end: raw.end });
