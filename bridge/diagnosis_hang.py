@@ -250,11 +250,12 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
 
 
 def _hang_kind(reason: str, frames: Sequence[Frame], evidence: Dict[str, Any],
-               saw_hello: bool) -> str:
+               saw_hello: bool, loaded: bool = False) -> str:
     kernel, stack = _kernel_says(evidence), _stack_says(frames)
     if kernel == "stopped":
         return "stopped"
-    if reason in BEACON_SILENT and saw_hello and evidence.get("alive", True):
+    if reason in BEACON_SILENT and (saw_hello or loaded) and evidence.get("alive", True):
+        # (loaded: the worker was imported but its beacon never spoke: issue 12 item 4)
         # The beacon thread could not run: something holds the GIL (or the process froze).
         return "gil_held"
     if importing_module(frames):
@@ -296,7 +297,8 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
     frames = parse_stack(facts.get("stack")) or parse_stack(facts.get("stacks")) \
         or parse_stack(evidence.get("py_spy"))
     stage = facts.get("stage")
-    kind = _hang_kind(reason, frames, evidence, saw_hello)
+    loaded = bool(facts.get("worker_loaded"))
+    kind = _hang_kind(reason, frames, evidence, saw_hello, loaded)
     at = where(frames)
     idle = _idle(facts)
     main = _main(evidence)
@@ -368,8 +370,9 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
         busy = evidence.get("cpu_fraction")
         doing = "spinning in native code" if busy is not None and busy >= CPU_BUSY \
             else "blocked in native code"
-        return diag(kind, f"beacon silent{idle} while the process lives: the GIL is held, "
-                           f"{doing}{where_stage} at {at}",
+        never = "" if saw_hello else " (the worker loaded but never said hello)"
+        return diag(kind, f"beacon silent{idle} while the process lives{never}: the GIL is "
+                          f"held, {doing}{where_stage} at {at}",
                      "a C extension or ctypes call holds the GIL: release it around long "
                      "calls (ctypes.CDLL instead of PyDLL, Py_BEGIN_ALLOW_THREADS), or check "
                      "the named frame", extra)

@@ -440,6 +440,8 @@ class Job:
         elif self.m["exit"] is None and now >= self._tree_next:
             self.tree.refresh()
             self._tree_next = now + TREE_REFRESH_S + TREE_REFRESH_PER_JOB_S * len(self.hub.jobs)
+            if not self.m["hello"] and self.m.get("loaded_t") is None:
+                self._check_loaded(now)
         deadline = machine.next_deadline(self.m)
         if deadline is not None and now >= deadline:
             self._step({"type": "timer", "t": now})
@@ -507,6 +509,26 @@ class Job:
             self._step({"type": "beat", "t": now})
             if kind == "heartbeat" and self.m["state"] == "stalled":
                 self._live_diagnose()
+
+    def _check_loaded(self, now: float) -> None:
+        """Before any hello: has the worker loaded in the launched process? Its stage box
+        is written synchronously at `import worker`, before the beacon can speak; a GIL held
+        right after would otherwise be seen only at the startup timeout (issue 12 item 4).
+        The box's mtime says when; /proc's SigCgt whether SIGUSR1 has a handler (the
+        faulthandler dump the worker registers at import), so it may be sent."""
+        if not self.crash_file or self.pid is None:
+            return
+        try:
+            mtime = os.stat(f"{self.crash_file}.stages.{self.pid}").st_mtime
+        except OSError:
+            return
+        loaded = min(now, now - (time.time() - mtime))
+        self._step({"type": "worker_loaded", "t": loaded,
+                    "dump_signal": _catches_sigusr1(self.pid)})
+        if self.m["exit"] is None:
+            deadline = machine.next_deadline(self.m)
+            if deadline is not None and now >= deadline:
+                self._step({"type": "timer", "t": now})
 
     def _live_diagnose(self, force: bool = False) -> None:
         """While stalled, before any deadline: the diagnosis now, from the last heartbeat's
@@ -871,6 +893,18 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
                on_event=on_event, zero_code=zero_code, detached=detached, stdin=stdin,
                raw=raw, python_env=python_env,
                log_timestamps=log_timestamps).start()
+
+
+def _catches_sigusr1(pid: int) -> bool:
+    """Whether `pid` has a handler for SIGUSR1 (/proc/<pid>/status SigCgt, bit 10)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signals.SIGUSR1 - 1)))
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 
 def log_stamp(wall: float) -> str:

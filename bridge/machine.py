@@ -25,6 +25,10 @@ Events ({"type": ..., "t": ...} plus):
   dumped     the worker answered a dump_stacks command
   snapshotted  the hang evidence asked for by "snapshot" is collected
   refused    reason: str (the worker speaks an unsupported protocol version)
+  worker_loaded  dump_signal: bool. The worker was imported (its stage box exists) but has
+             not said hello: from then on the heartbeat deadline applies, so a GIL held
+             right after `import worker` is known within heartbeat_timeout, not after the
+             startup timeout (issue 12 item 4). t is when it loaded.
   no_worker  reason: str (a process said it cannot load the worker: no hello will come,
              so the startup deadline no longer applies)
   cancel     grace?: num (seconds between the in-band cancel and SIGTERM)
@@ -95,6 +99,7 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "drain_deadline": None,
         "refused": None,
         "no_worker": None,        # why no hello will come (the startup deadline is off)
+        "loaded_t": None,         # the worker loaded (stage box) before any hello
     }
 
 
@@ -206,6 +211,12 @@ def _on_snapshotted(s, e, t, actions):
             _terminate(s, t, actions)
 
 
+def _on_worker_loaded(s, e, t, actions):
+    if not s["hello"] and s["loaded_t"] is None:
+        s["loaded_t"] = t
+        s["dump_signal"] = bool(e.get("dump_signal"))
+
+
 def _on_no_worker(s, e, t, actions):
     if s["no_worker"] is None:
         s["no_worker"] = e.get("reason") or "the worker cannot be loaded"
@@ -275,6 +286,7 @@ _HANDLERS = {
     "output": _on_output,
     "error": _on_error, "bye": _on_bye, "dumped": _on_dumped,
     "snapshotted": _on_snapshotted, "refused": _on_refused, "no_worker": _on_no_worker,
+    "worker_loaded": _on_worker_loaded,
     "cancel": _on_cancel, "cancel_refused": _on_cancel_refused, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,
 }
 
@@ -306,6 +318,8 @@ def _watch_deadlines(s) -> List[Tuple[str, float]]:
     if not s["hello"]:
         if c["startup_timeout"] is not None and s["no_worker"] is None:
             out.append(("startup", s["t0"] + c["startup_timeout"]))
+        if s.get("loaded_t") is not None and c["heartbeat_timeout"] is not None:
+            out.append(("heartbeat", s["loaded_t"] + c["heartbeat_timeout"]))
         return out
     budgets = [st["t"] + st["budget_s"] for st in s["stages"] if st.get("budget_s") is not None]
     if budgets:

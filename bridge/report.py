@@ -187,6 +187,7 @@ def _diagnose(outcome, facts_end, job, stacks, stage):
                 "idle_s": (job.heartbeat or {}).get("idle_s"),
                 "stack": (job.heartbeat or {}).get("stack"), "stacks": stacks,
                 "saw_hello": bool(job.hellos), "evidence": job.snapshot or {},
+                "worker_loaded": job.m.get("loaded_t") is not None,
                 "pid": job.pid, "progress": job.progress,
             }
             return diagnosis.diagnose_hang(facts), None

@@ -195,11 +195,12 @@ function kernelSays(evidence) {
   return null;
 }
 
-function hangKind(reason, frames, evidence, sawHello) {
+function hangKind(reason, frames, evidence, sawHello, loaded = false) {
   const kernel = kernelSays(evidence);
   const stack = stackSays(frames);
   if (kernel === 'stopped') return 'stopped';
-  if (BEACON_SILENT.has(reason) && sawHello && evidence.alive !== false) return 'gil_held';
+  // (loaded: the worker was imported but its beacon never spoke: issue 12 item 4)
+  if (BEACON_SILENT.has(reason) && (sawHello || loaded) && evidence.alive !== false) return 'gil_held';
   if (importingModule(frames)) return 'import_hang';
   if (!sawHello && reason === 'startup') return 'startup';
   if (kernel === 'lock_wait' && ['child_wait', 'network_wait', 'sleeping'].includes(stack)) return stack;
@@ -229,7 +230,8 @@ function diagnoseHang(facts) {
   if (!frames.length) frames = parseStack(facts.stacks);
   if (!frames.length) frames = parseStack(evidence.py_spy);
   const stage = facts.stage ?? null;
-  const kind = hangKind(reason, frames, evidence, sawHello);
+  const loaded = Boolean(facts.worker_loaded);
+  const kind = hangKind(reason, frames, evidence, sawHello, loaded);
   const at = where(frames);
   const idle = idleText(facts);
   const main = evidence.main_thread || {};
@@ -292,7 +294,8 @@ function diagnoseHang(facts) {
     case 'gil_held': {
       const busy = evidence.cpu_fraction;
       const doing = busy !== null && busy !== undefined && busy >= CPU_BUSY ? 'spinning in native code' : 'blocked in native code';
-      return diag(kind, `beacon silent${idle} while the process lives: the GIL is held, ${doing}${whereStage} at ${at}`,
+      const never = sawHello ? '' : ' (the worker loaded but never said hello)';
+      return diag(kind, `beacon silent${idle} while the process lives${never}: the GIL is held, ${doing}${whereStage} at ${at}`,
         'a C extension or ctypes call holds the GIL: release it around long calls (ctypes.CDLL instead of PyDLL, Py_BEGIN_ALLOW_THREADS), or check the named frame', extra);
     }
     case 'lock_wait':

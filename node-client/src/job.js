@@ -35,6 +35,7 @@ const DEFAULT_TAIL_LINES = 40;
 const OUTBOX_LIMIT = 1000; // job.send() messages held until the worker says hello (bridge/job.py's)
 const STDIN_MODES = { ignore: 'ignore', devnull: 'ignore', pipe: 'pipe', inherit: 'inherit' };
 const SIZE_KEY = Buffer.alloc(32);
+const LOADED_POLL_MS = 250; // before hello: how often to look for the worker's stage box
 const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed at most this often
 const OUTPUT_EVENT_S = 0.25; // output lines reach the state machine at most this often (issue 12)
 const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
@@ -368,6 +369,8 @@ class Job extends EventEmitter {
       child[stream].on('error', () => undefined);
     }
     child.on('exit', (code, signal) => this._onExit(code, signal));
+    // Before any hello: watch for the worker's stage box (issue 12 item 4, as bridge/job.py).
+    this._loadedPoll = setInterval(() => this._checkLoaded(), LOADED_POLL_MS);
     this._emit('state', this.state);
     this._pump(); // a cancel() made before the spawn
     this._schedule();
@@ -532,6 +535,7 @@ class Job extends EventEmitter {
 
   _finish() {
     if (this.report) return;
+    clearInterval(this._loadedPoll);
     if (this._timer) clearTimeout(this._timer);
     this._timer = null;
     for (const stream of ['stdout', 'stderr']) this._lines(stream, this._splitters[stream].flush());
@@ -738,6 +742,31 @@ class Job extends EventEmitter {
    * and a cheap look at the process, at most every LIVE_DIAGNOSIS_S; emitted as 'stalled'
    * {stage, idle_s, stack, diagnosis} and kept in job.liveDiagnosis (as bridge/job.py).
    */
+  /**
+   * Before any hello: has the worker loaded in the launched process? Its stage box is written
+   * synchronously at `import worker`, before the beacon can speak; a GIL held right after
+   * would otherwise be seen only at the startup timeout. The box's mtime says when, /proc's
+   * SigCgt whether SIGUSR1 has a handler (as bridge/job.py _check_loaded).
+   */
+  _checkLoaded() {
+    if (this._m.hello || this._m.exit !== null || (this._m.loaded_t ?? null) !== null || this.report) {
+      clearInterval(this._loadedPoll);
+      return;
+    }
+    let mtimeMs;
+    try { mtimeMs = fs.statSync(`${this._crashFile}.stages.${this.pid}`).mtimeMs; } catch { return; }
+    const t = now();
+    const loaded = Math.min(t, t - (Date.now() - mtimeMs) / 1000);
+    let caught = false;
+    try {
+      const m = /^SigCgt:\s*([0-9a-f]+)/m.exec(fs.readFileSync(`/proc/${this.pid}/status`, 'latin1'));
+      caught = m !== null && (BigInt(`0x${m[1]}`) & (1n << 9n)) !== 0n; // SIGUSR1 = 10
+    } catch { /* gone */ }
+    clearInterval(this._loadedPoll);
+    this._queue.push({ t: loaded, type: 'worker_loaded', dump_signal: caught });
+    this._post({ type: 'timer' });
+  }
+
   _liveDiagnose(force = false) {
     const t = now();
     if (this.pid === null || (!force && this._liveT !== null && t - this._liveT < LIVE_DIAGNOSIS_S)) return;

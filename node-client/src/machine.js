@@ -62,6 +62,7 @@ function initial(config = null, t = 0.0) {
     drain_deadline: null,
     refused: null,
     no_worker: null, // why no hello will come (the startup deadline is off)
+    loaded_t: null, // the worker loaded (stage box) before any hello
   };
 }
 
@@ -155,6 +156,15 @@ function onSnapshotted(s, e, t, actions) {
   }
 }
 
+// The worker was imported (its stage box exists) but has not said hello: the heartbeat
+// deadline applies from then (issue 12 item 4).
+function onWorkerLoaded(s, e, t) {
+  if (!s.hello && (s.loaded_t ?? null) === null) {
+    s.loaded_t = t;
+    s.dump_signal = Boolean(get(e, 'dump_signal'));
+  }
+}
+
 function onNoWorker(s, e) {
   if (s.no_worker === null) s.no_worker = e.reason || 'the worker cannot be loaded';
 }
@@ -219,7 +229,7 @@ function onTimer(s, e, t, actions) {
 
 const HANDLERS = {
   hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, output: onOutput, error: onError,
-  bye: onBye, dumped: onDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, cancel: onCancel, cancel_refused: onCancelRefused, exit: onExit,
+  bye: onBye, dumped: onDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, worker_loaded: onWorkerLoaded, cancel: onCancel, cancel_refused: onCancelRefused, exit: onExit,
   drained: onDrained, timer: onTimer,
 };
 
@@ -248,6 +258,7 @@ function watchDeadlines(s) {
   if (s.exit !== null || s.ending !== null || s.state === 'ended') return out;
   if (!s.hello) {
     if (c.startup_timeout !== null && s.no_worker === null) out.push(['startup', s.t0 + c.startup_timeout]);
+    if ((s.loaded_t ?? null) !== null && c.heartbeat_timeout !== null) out.push(['heartbeat', s.loaded_t + c.heartbeat_timeout]);
     return out;
   }
   const budgets = s.stages.filter((st) => st.budget_s !== null && st.budget_s !== undefined)

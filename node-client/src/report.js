@@ -178,6 +178,7 @@ function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid) {
         stages: facts.stages.filter((s) => s.status === 'running').map((s) => s.name),
         idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
         stacks, saw_hello: facts.hellos.size > 0, evidence: facts.snapshot || {}, pid,
+        worker_loaded: (m.loaded_t ?? null) !== null,
         progress: facts.progress,
       }), null];
     }

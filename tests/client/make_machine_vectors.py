@@ -287,6 +287,19 @@ CASES = [
         (2, "output", {}, RUN, [], 4),
         (3, "beat", {}, RUN, [], 6),
     ], None, None),
+    # Issue 12 item 4 (H4): the worker loaded (stage box) but the GIL is held before hello.
+    ("hung: worker loaded, no hello: heartbeat deadline, SIGUSR1 dump, no in-band dump", {}, 10, [
+        (0.8, "worker_loaded", {"dump_signal": True}, START, [], 3.8),
+        (3.8, "timer", {}, START, ["snapshot:heartbeat", "signal:SIGUSR1"], 4.05),
+        (3.9, "snapshotted", {}, START, [], 4.05),
+        (4.05, "timer", {}, START, ["signal:SIGTERM"], 5.05),
+        (4.2, "exit", ex(None, "SIGTERM"), START, ["drain"], 4.7),
+        (4.3, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "heartbeat", "t": 3.8, "stage": None}),
+    ("worker loaded then hello: the normal deadlines", {}, 10, [
+        (0.5, "worker_loaded", {"dump_signal": False}, START, [], 3.5),
+        (0.6, "hello", HELLO, RUN, ["state:running"], 3.6),
+    ], None, None),
 ]
 
 

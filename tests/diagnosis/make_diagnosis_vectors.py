@@ -467,6 +467,12 @@ NEW = [
          "frames": [{"file": "/job/train.py", "line": 7, "function": "main"}]}},
      "python_exception", ["trust the source of the checkpoint. (1) In PyTorch 2.6",
                           "set to `False` will likely succeed"], []),
+    # Issue 12 item 4: the worker loaded (stage box) but never said hello; SIGUSR1 gave the
+    # stack; heartbeat deadline.
+    ("GIL held right after import worker, before hello", "hang",
+     {"reason": "heartbeat", "saw_hello": False, "worker_loaded": True, "stacks": FH_GIL,
+      "evidence": proc("clock_nanosleep", "hrtimer_nanosleep")},
+     "gil_held", ["never said hello", "gil.py:5 hold"], ["GIL"]),
     ("unix socket with no process of the job behind it stays what it was", "hang",
      {"reason": "stall", "stack": TB_SOCKET,
       "evidence": proc("read", "unix_stream_read_generic", fd=9, fd_target="socket:[4711]")},
