@@ -105,7 +105,9 @@ def stage_at_end(stages: Sequence[Dict[str, Any]],
     after the last stage began), else the last stage to close -- never merely the last one
     that began (issue 12: "import numpy", long finished, was named for an error in "main").
 
-    stages: records in begin order {name, status: running|ok|error, started, duration_s, depth}."""
+    stages: records in begin order {name, status: running|ok|error, began, closed}; began and
+    closed number the begin and end messages in the order the client received them (times
+    would mix the worker's clock with message latency, and two clients could disagree)."""
     if error and error.get("stage") and error.get("fatal", True):
         return error["stage"]
     if not stages:
@@ -113,20 +115,14 @@ def stage_at_end(stages: Sequence[Dict[str, Any]],
     open_ = [s for s in stages if s.get("status") == "running"]
     if open_:
         return open_[-1]["name"]
-
-    def ended(s: Dict[str, Any]) -> Optional[float]:
-        if not isinstance(s.get("started"), (int, float)) or \
-                not isinstance(s.get("duration_s"), (int, float)):
-            return None
-        return s["started"] + s["duration_s"]
-
-    if any(ended(s) is None for s in stages):
+    if not all(isinstance(s.get("began"), int) and isinstance(s.get("closed"), int)
+               for s in stages):
         return stages[-1]["name"]
-    last_begin = max(s["started"] for s in stages)
-    unwound = [s for s in stages if s.get("status") == "error" and ended(s) >= last_begin]
+    last_begin = max(s["began"] for s in stages)
+    unwound = [s for s in stages if s.get("status") == "error" and s["closed"] > last_begin]
     if unwound:
-        return min(unwound, key=ended)["name"]
-    return max(stages, key=ended)["name"]
+        return min(unwound, key=lambda s: s["closed"])["name"]
+    return max(stages, key=lambda s: s["closed"])["name"]
 
 
 def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:

@@ -133,6 +133,7 @@ class Job:
         self.dump_pids: List[int] = []
         self.stages: List[Dict[str, Any]] = []
         self.stages_dropped = 0
+        self._stage_events = 0  # numbers the stage begins and ends, in the order received
         self.progress: Optional[Dict[str, Any]] = None
         self.error: Optional[Dict[str, Any]] = None
         self.bye: Optional[Dict[str, Any]] = None
@@ -603,15 +604,19 @@ class Job:
         if body["event"] == "begin":
             if len(self.stages) >= STAGES_KEPT:
                 self._forget_a_closed_stage()
+            self._stage_events += 1
             self.stages.append({"name": body["name"], "status": "running", "duration_s": None,
                                 "depth": body.get("depth", 0), "budget_s": body.get("budget_s"),
-                                "started": time.monotonic() - self.started})
+                                "started": time.monotonic() - self.started,
+                                "began": self._stage_events})
             return
         depth = body.get("depth")
         for entry in reversed(self.stages):
             if entry["name"] == body["name"] and entry["status"] == "running" \
                     and (depth is None or entry["depth"] == depth):
                 entry["status"] = body.get("status") or "ok"
+                self._stage_events += 1
+                entry["closed"] = self._stage_events  # the order of begins and ends
                 entry["duration_s"] = body.get("duration_s")
                 if entry["duration_s"] is None:
                     entry["duration_s"] = round(time.monotonic() - self.started - entry["started"], 6)

@@ -94,20 +94,19 @@ function workerDiedHint(signal, oomKills) {
  * The job's stage when it ended: where a fatal error was raised, else the innermost stage
  * still open, else the innermost stage the end unwound through (closed with status "error"
  * after the last stage began), else the last stage to close; as bridge/diagnosis_end.py
- * stage_at_end. stages: records in begin order {name, status, started, duration_s, depth}.
+ * stage_at_end. stages: records in begin order {name, status, began, closed} (the order of
+ * the begin and end messages as received).
  */
 function stageAtEnd(stages, error = null) {
   if (error && error.stage && (error.fatal ?? true)) return error.stage;
   if (!stages || !stages.length) return null;
   const open = stages.filter((s) => s.status === 'running');
   if (open.length) return open[open.length - 1].name;
-  const ended = (s) => (typeof s.started === 'number' && typeof s.duration_s === 'number' ? s.started + s.duration_s : null);
-  if (stages.some((s) => ended(s) === null)) return stages[stages.length - 1].name;
-  const lastBegin = Math.max(...stages.map((s) => s.started));
-  const unwound = stages.filter((s) => s.status === 'error' && ended(s) >= lastBegin);
-  const pick = (list, better) => list.reduce((a, b) => (better(ended(b), ended(a)) ? b : a));
-  if (unwound.length) return pick(unwound, (b, a) => b < a).name;
-  return pick(stages, (b, a) => b > a).name;
+  if (!stages.every((s) => Number.isInteger(s.began) && Number.isInteger(s.closed))) return stages[stages.length - 1].name;
+  const lastBegin = Math.max(...stages.map((s) => s.began));
+  const unwound = stages.filter((s) => s.status === 'error' && s.closed > lastBegin);
+  if (unwound.length) return unwound.reduce((a, b) => (b.closed < a.closed ? b : a)).name;
+  return stages.reduce((a, b) => (b.closed > a.closed ? b : a)).name;
 }
 
 /**

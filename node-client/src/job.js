@@ -804,8 +804,9 @@ class Job extends EventEmitter {
     const { stages } = this._facts;
     if (body.event === 'begin') {
       if (stages.length >= STAGES_KEPT) this._forgetAClosedStage();
+      this._stageEvents = (this._stageEvents || 0) + 1;
       stages.push({ name: body.name, status: 'running', duration_s: null, depth: body.depth ?? 0,
-        budget_s: body.budget_s ?? null, started: now() - this._facts.started });
+        budget_s: body.budget_s ?? null, started: now() - this._facts.started, began: this._stageEvents });
       return;
     }
     const depth = body.depth ?? null;
@@ -813,6 +814,8 @@ class Job extends EventEmitter {
       const entry = stages[i];
       if (entry.name === body.name && entry.status === 'running' && (depth === null || entry.depth === depth)) {
         entry.status = body.status || 'ok';
+        this._stageEvents = (this._stageEvents || 0) + 1;
+        entry.closed = this._stageEvents; // the order of begins and ends
         entry.duration_s = body.duration_s ?? null;
         if (entry.duration_s === null) entry.duration_s = Math.round((now() - this._facts.started - entry.started) * 1e6) / 1e6;
         return;

@@ -481,24 +481,27 @@ NEW = [
 
 
 # The job's stage at its end (stage_at_end): (name, stages, error, stage). Issue 12 item 3.
-ST = lambda name, status, started, duration, depth=0: {  # noqa: E731
-    "name": name, "status": status, "started": started, "duration_s": duration, "depth": depth}
+# began / closed: the order in which the client received the stage's begin and end.
+ST = lambda name, status, began, closed, depth=0: {  # noqa: E731
+    "name": name, "status": status, "began": began, "closed": closed, "depth": depth}
 STAGES = [
     ("an import that finished is not where a later error was raised",
-     [ST("startup", "ok", 0.0, 0.015), ST("main", "error", 0.016, 0.2775),
-      ST("import numpy", "ok", 0.017, 0.2743, 1)], None, "main"),
+     [ST("startup", "ok", 1, 2), ST("main", "error", 3, 6), ST("import numpy", "ok", 4, 5, 1)],
+     None, "main"),
     ("the error names its stage",
-     [ST("main", "error", 0.0, 5.0), ST("import torch", "ok", 0.1, 3.0, 1)],
+     [ST("main", "error", 1, 4), ST("import torch", "ok", 2, 3, 1)],
      {"type": "ModuleNotFoundError", "stage": "main", "fatal": True}, "main"),
-    ("the innermost open stage", [ST("main", "running", 0.0, None), ST("train", "running", 1.0, None, 1),
-                                  ST("import PIL", "ok", 1.5, 0.2, 2)], None, "train"),
+    ("the innermost open stage", [ST("main", "running", 1, None), ST("train", "running", 2, None, 1),
+                                  ST("import PIL", "ok", 3, 4, 2)], None, "train"),
     ("the innermost stage the end unwound through",
-     [ST("main", "error", 0.0, 9.0), ST("train", "error", 1.0, 7.9, 1),
-      ST("step", "ok", 2.0, 0.1, 2), ST("eval", "error", 5.0, 3.5, 2),
-      ST("import PIL", "ok", 6.0, 0.5, 3)], None, "eval"),
+     [ST("main", "error", 1, 12), ST("train", "error", 2, 11, 1), ST("step", "ok", 3, 4, 2),
+      ST("eval", "error", 5, 10, 2), ST("import PIL", "ok", 6, 7, 3)], None, "eval"),
     ("an error caught long ago does not count",
-     [ST("main", "ok", 0.0, 9.0), ST("download", "error", 1.0, 1.0, 1),
-      ST("train", "ok", 3.0, 5.0, 1)], None, "main"),
+     [ST("main", "ok", 1, 8), ST("download", "error", 2, 3, 1), ST("train", "ok", 4, 7, 1)],
+     None, "main"),
+    ("a clean end: the last stage to close (zero-code's main, closed at exit)",
+     [ST("startup", "ok", 1, 2), ST("main", "ok", 3, 8), ST("train", "ok", 4, 6, 1),
+      ST("save", "ok", 5, 7, 1)], None, "main"),
     ("no stages", [], None, None),
 ]
 
