@@ -15,7 +15,7 @@ import traceback
 from benchmarks.harness import ROOT, machine, table, write_results
 
 BENCHES = ["hotpath", "startup", "throughput", "unpaced", "roundtrip", "time_to_know", "scale",
-           "loop", "scheduler", "transparent"]
+           "loop", "scheduler", "transparent", "ddp"]
 DOC = os.path.join(ROOT, "docs", "PERFORMANCE.md")
 BEGIN, END = "<!-- RESULTS BEGIN -->", "<!-- RESULTS END -->"
 

@@ -86,12 +86,16 @@ def run(rounds: int = 1) -> list:
         note = f"{r.get('running', WORKERS)} of {WORKERS} running in the window"
         extra = {k: v for k, v in r.items() if isinstance(v, (int, float))}
         rows.append(Row("scale", f"{name}, {WORKERS} workers: CPU (share of one core)", r["cpu_share"],
-                        "one core", 1.0, r["cpu_share"], note=note, extra=extra))
+                        "one core", 1.0, r["cpu_share"], "<= 0.25 of a core",
+                        r["cpu_share"] <= 0.25, note=note, extra=extra))
         rows.append(Row("scale", f"{name}, {WORKERS} workers: RSS (MiB)", r["rss_mib"],
                         "the client before launching (MiB)", r["rss_before_mib"],
-                        r["rss_mib"] / r["rss_before_mib"], note=note))
+                        r["rss_mib"] / r["rss_before_mib"],
+                        *(("<= 2x idle", r["rss_mib"] <= 2 * r["rss_before_mib"]) if "node" in name
+                          else ()), note=note))
         if "lag_p99_ms" in r:
             rows.append(Row("scale", f"{name}, {WORKERS} workers: event-loop lag p99 (ms)", r["lag_p99_ms"],
                             "the same loop before launching (ms)", r["lag_idle_p99_ms"],
-                            r["lag_p99_ms"] / max(r["lag_idle_p99_ms"], 1e-3), note=note))
+                            r["lag_p99_ms"] / max(r["lag_idle_p99_ms"], 1e-3), "<= 20 ms",
+                            r["lag_p99_ms"] <= 20, note=note))
     return rows

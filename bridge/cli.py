@@ -336,6 +336,7 @@ class ViewModel:
         self.progress_t: Optional[float] = None  # when the last progress came
         self.output_t: Optional[float] = None    # when the last output line came
         self.live: Optional[Dict[str, Any]] = None  # the diagnosis while stalled (issue 12)
+        self.ranks: Dict[int, Dict[str, Any]] = {}  # rank -> its own stage, step, state
 
     def update(self, event: Dict[str, Any]) -> None:
         kind = event["event"]
@@ -353,6 +354,9 @@ class ViewModel:
         elif kind == "message":
             self.beat_t = time.monotonic()
             body = event["body"]
+            if not (event.get("sender") or {}).get("lead", True):
+                self._other(event)  # another process of the job: its own line, not the job's
+                return
             if event["kind"] == "hello":
                 self.worker = True
                 self.pid = body.get("pid")
@@ -377,6 +381,36 @@ class ViewModel:
             self.notes.append(f"sent {event['signal']}")
         elif kind == "log_error":
             self.notes.append(loss_note(event, None))
+
+    def _other(self, event: Dict[str, Any]) -> None:
+        """A process that does not lead: a distributed rank's stage, step and failure are
+        kept for its own compact line, never mixed into the job's."""
+        sender, body = event["sender"], event["body"]
+        if sender.get("rank") is None:
+            return
+        mine = self.ranks.setdefault(sender["rank"], {"stage": None, "step": None,
+                                                      "state": "running"})
+        if event["kind"] == "stage":
+            mine["stage"] = body["name"] if body["event"] == "begin" else None
+        elif event["kind"] == "progress":
+            mine["step"] = body.get("step")
+        elif event["kind"] == "error" and body.get("fatal"):
+            mine["state"] = "failed"
+
+    def ranks_line(self) -> Optional[str]:
+        """'1 data 40 | 2 failed | 3 train 41': the other ranks, compactly (the lead's are
+        the job's stage and progress above)."""
+        if not self.ranks:
+            return None
+        parts = []
+        for rank in sorted(self.ranks)[:8]:
+            r = self.ranks[rank]
+            bits = [str(rank), "failed" if r["state"] == "failed" else (r["stage"] or "-")]
+            if r["step"] is not None and r["state"] != "failed":
+                bits.append(_fmt(r["step"]))
+            parts.append(" ".join(bits))
+        more = len(self.ranks) - 8
+        return " | ".join(parts) + (f" | +{more} more" if more > 0 else "")
 
     def eta(self, now: Optional[float] = None) -> Optional[float]:
         rate = self.rate_now(now)
@@ -492,6 +526,9 @@ class LiveView:
             grid.add_row("heartbeat", f"{age:.1f} s ago" if age is not None else "-")
         else:
             grid.add_row("heartbeat", Text("no worker in this process (yet)", style="dim"))
+        ranks = m.ranks_line()
+        if ranks:
+            grid.add_row("ranks", ranks)
         for note in m.notes[-2:]:
             grid.add_row("note", Text(note, style="red"))
         out = Text()

@@ -250,12 +250,14 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
 
 
 def _hang_kind(reason: str, frames: Sequence[Frame], evidence: Dict[str, Any],
-               saw_hello: bool, loaded: bool = False) -> str:
+               saw_hello: bool, loaded: bool = False, python_silent: bool = False) -> str:
     kernel, stack = _kernel_says(evidence), _stack_says(frames)
     if kernel == "stopped":
         return "stopped"
-    if reason in BEACON_SILENT and (saw_hello or loaded) and evidence.get("alive", True):
-        # (loaded: the worker was imported but its beacon never spoke: issue 12 item 4)
+    if (reason in BEACON_SILENT or python_silent) and (saw_hello or loaded) \
+            and evidence.get("alive", True):
+        # (loaded: the worker was imported but its beacon never spoke: issue 12 item 4;
+        # python_silent: neither dump path answered, only the native SIGUSR2 one)
         # The beacon thread could not run: something holds the GIL (or the process froze).
         return "gil_held"
     if importing_module(frames):
@@ -289,8 +291,10 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
     facts: reason (startup | stage_budget | stall | heartbeat | after_bye; heartbeat_silence
     is read as heartbeat), stage, stages,
     idle_s, stack (main thread's Python stack from a heartbeat), stacks (dump text or
-    faulthandler text), saw_hello, evidence (bridge.evidence.collect's dict), progress
-    (the last {step, total, metrics}: a tqdm bar's name is quoted)."""
+    faulthandler text), saw_hello, python_silent (neither the in-band dump nor the SIGUSR1
+    handler answered, so the native SIGUSR2 dump was taken: nothing runs Python), evidence
+    (bridge.evidence.collect's dict), progress (the last {step, total, metrics}: a tqdm bar's
+    name is quoted)."""
     reason = facts.get("reason") or "stall"
     evidence = dict(facts.get("evidence") or {})
     saw_hello = bool(facts.get("saw_hello", True))
@@ -298,7 +302,8 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
         or parse_stack(evidence.get("py_spy"))
     stage = facts.get("stage")
     loaded = bool(facts.get("worker_loaded"))
-    kind = _hang_kind(reason, frames, evidence, saw_hello, loaded)
+    kind = _hang_kind(reason, frames, evidence, saw_hello, loaded,
+                      bool(facts.get("python_silent")))
     at = where(frames)
     idle = _idle(facts)
     main = _main(evidence)

@@ -12,7 +12,9 @@ Wire, one ASCII JSON object per line on the ORIGINAL stdout fd:
   {"event": "done"}
 fd 1 is then pointed at stderr, so whatever a check prints (torch warnings, C libraries
 writing to fd 1) cannot corrupt that channel. SIGUSR1 dumps every thread's Python stack to
-the stack file: the doctor sends it when a check passes its deadline, then kills us.
+the stack file: the doctor sends it when a check passes its deadline, then kills us. If that
+dump does not come (the main thread runs no Python: native code holds the GIL), the doctor
+sends SIGUSR2, faulthandler's C dump of the main thread alone.
 """
 import os
 import sys
@@ -358,6 +360,53 @@ def _parse_args(argv):
     return checks, stack_file, deadline
 
 
+def _stacks_text(current, current_frame):
+    """Every thread's Python stack in faulthandler's format, the interrupted one last as
+    "Current thread" (from the frame the signal interrupted, not the handler's own)."""
+    frames = sys._current_frames()
+    frames[current] = current_frame
+    order = [ident for ident in frames if ident != current][:99] + [current]
+    parts = []
+    for ident in order:
+        lines = ["%s 0x%016x (most recent call first):"
+                 % ("Current thread" if ident == current else "Thread", ident)]
+        frame, depth = frames[ident], 0
+        while frame is not None:
+            if depth >= 100:
+                lines.append("  ...")
+                break
+            lines.append('  File "%s", line %s in %s' % (
+                frame.f_code.co_filename, "???" if frame.f_lineno is None else frame.f_lineno,
+                frame.f_code.co_name))
+            frame, depth = frame.f_back, depth + 1
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
+
+
+def _register_dumps(stack_out):
+    """SIGUSR1: a Python-level handler, not faulthandler.register(all_threads=True), whose
+    dump in a C signal handler reads the frames of threads that keep running Python and can
+    die of SIGSEGV (CPython gh-116008; trainbridge issue 20). It runs on the main thread
+    between bytecodes, with the GIL: nothing moves while it reads. SIGUSR2: faulthandler's
+    C handler for the thread it lands on (the main one); the doctor sends it only when the
+    SIGUSR1 dump did not come, that is when no Python runs, so nothing moves either."""
+    import faulthandler
+    import signal
+    import threading
+    fd = stack_out.fileno()
+
+    def dump(signum, frame):
+        try:
+            data = _stacks_text(threading.get_ident(), frame).encode("ascii", "backslashreplace")
+            while data:
+                data = data[os.write(fd, data):]
+        except BaseException:  # noqa: BLE001 - never raise into the check we interrupted
+            pass
+
+    signal.signal(signal.SIGUSR1, dump)
+    faulthandler.register(signal.SIGUSR2, file=stack_out, all_threads=False)
+
+
 def main(argv):
     checks, stack_file, deadline = _parse_args(argv)
     import faulthandler
@@ -366,8 +415,7 @@ def main(argv):
     # Without SIGUSR1 (Windows) a watchdog thread in C dumps the stack just before the deadline.
     self_dump = stack_out is not None and deadline and not hasattr(signal, "SIGUSR1")
     if stack_out is not None and hasattr(signal, "SIGUSR1"):
-        # Works with the GIL held (a hang inside C code): the dump is written by the handler.
-        faulthandler.register(signal.SIGUSR1, file=stack_out, all_threads=True)
+        _register_dumps(stack_out)
     out_fd = os.dup(1)
     os.dup2(2, 1)
 

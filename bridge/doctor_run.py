@@ -1,10 +1,10 @@
 """Process part of `trainbridge doctor`: run probe checks in a child of the target interpreter.
 
 Each check has its own deadline, counted from the child's "begin" line. A check that passes it
-is `hung`: its stack is taken (SIGUSR1 -> faulthandler in the child, written to a file), the
-child's whole process tree is killed, and the remaining checks go on in a fresh child, minus
-those that need the hung one (torch_cuda after a hung `import torch`). A child that dies in a
-check makes that check `crashed`. Nothing here waits without a deadline.
+is `hung`: its stack is taken (SIGUSR1 in the child, then SIGUSR2 if no Python answered; the
+dumps go to a file), the child's whole process tree is killed, and the remaining checks go on
+in a fresh child, minus those that need the hung one (torch_cuda after a hung `import torch`).
+A child that dies in a check makes that check `crashed`. Nothing here waits without a deadline.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "doctor_probe.py")
 STDERR_KEEP = 64 * 1024
 STACK_WAIT_S = 1.0   # faulthandler writes within milliseconds; a stuck write is given up on
+SIGNAL_DUMP_WAIT_S = 0.2  # SIGUSR1 -> SIGUSR2: the Python handler runs within milliseconds
 EXIT_WAIT_S = 2.0
 
 DONE, HUNG, CRASHED, NOT_RUN = "done", "hung", "crashed", "not_run"
@@ -98,16 +99,31 @@ class _Child:
             self._stderr_done.wait(0.2)  # the pipe drains once the process is gone
             text = self.stderr_tail(STDERR_KEEP)[mark:]
             return text if "most recent call first" in text else None
+        before = self._stack_size()
         self._signal(signal.SIGUSR1)
+        # The probe's SIGUSR1 handler is Python: it runs unless native code holds the GIL.
+        # Only then SIGUSR2, faulthandler's C dump of the main thread (it would race a thread
+        # running Python, so never while one may be).
+        end = time.monotonic() + SIGNAL_DUMP_WAIT_S
+        while self._stack_size() == before and time.monotonic() < end:
+            time.sleep(0.01)  # polling a file the signal handler writes; bounded by the wait
+        if self._stack_size() == before and hasattr(signal, "SIGUSR2"):
+            self._signal(signal.SIGUSR2)
         end, last, stable_since = time.monotonic() + STACK_WAIT_S, -1, time.monotonic()
         while time.monotonic() < end:
-            size = os.path.getsize(self.stack_file) if os.path.exists(self.stack_file) else 0
+            size = self._stack_size()
             if size != last:
                 last, stable_since = size, time.monotonic()
             elif size and time.monotonic() - stable_since > 0.05:
                 break  # the dump stopped growing: complete
             time.sleep(0.01)  # polling a file the signal handler writes; bounded by STACK_WAIT_S
         return self._read_stack_file()
+
+    def _stack_size(self) -> int:
+        try:
+            return os.path.getsize(self.stack_file)
+        except OSError:
+            return 0
 
     def _read_stack_file(self) -> Optional[str]:
         try:

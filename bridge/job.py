@@ -10,8 +10,9 @@ Events handed to callbacks and to events() are dicts with "event" and "t" (wall 
   stalled  idle_s, diagnosis {kind, frame, summary, hint, idle_s}: the current diagnosis
            while the job is stalled (on entering the state, then every few seconds)
   output   stream: stdout | stderr, text, end: lf | cr | crlf | max | eof
-  message  kind, rank, body: a worker message (hello, stage, progress, heartbeat, log,
-           error, bye, reply), strings already unescaped
+  message  kind, rank, body, sender: a worker message (hello, stage, progress, heartbeat,
+           log, error, bye, reply), strings already unescaped; sender names the process
+           (rank, local_rank, host, pid, role: rank | launcher | other, lead: bool)
   hang     reason: startup | stage_budget | stall | heartbeat | after_bye
   signal   signal: SIGUSR1 | SIGTERM | SIGKILL
   dropped  count: events a slow events() consumer missed; kinds: how many of each event
@@ -31,7 +32,7 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence
 
-from trainbridge.bridge import jobenv, launcher, machine, report as reports
+from trainbridge.bridge import jobenv, launcher, machine, ranks, report as reports
 from trainbridge.bridge.hub import Channel, Hub
 from trainbridge.bridge.lines import LineSplitter, RedrawThrottle, decode_line, log_text
 from trainbridge.bridge.status import StatusTracker
@@ -57,6 +58,8 @@ NO_WORKER_MARKERS = ("[trainbridge] zero-code mode is off", "[trainbridge] worke
 PSEUDO_FDS = {"stdout": -1, "stderr": -2}
 OUTBOX_LIMIT = 1000        # job.send() messages held until the worker says hello
 SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
+if hasattr(signals, "SIGUSR2"):
+    SIGNALS["SIGUSR2"] = signals.SIGUSR2
 # A job whose output is piped into this process cannot outlive it (it dies of a broken pipe
 # at its next print): a job that must outlive its client runs under a keeper instead.
 DETACHED_REMOVED = ("launch(detached=True) was removed: its output went into this process's "
@@ -127,10 +130,13 @@ class Job:
         self.lines = {"stdout": 0, "stderr": 0}
         self.bytes = {"stdout": 0, "stderr": 0}
         self.hellos: Dict[int, Dict[str, Any]] = {}
+        self.ranks = ranks.initial()  # every worker process's own state (report `ranks`)
         self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
         self.lead_pid: Optional[int] = None
         self._lead_priority = -1
         self.dump_pids: List[int] = []
+        self.native_dump_pids: List[int] = []  # SIGUSR2: faulthandler's C dump, main thread
+        self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
         self.stages: List[Dict[str, Any]] = []
         self.stages_dropped = 0
         self._stage_events = 0  # numbers the stage begins and ends, in the order received
@@ -375,6 +381,30 @@ class Job:
                 self._write_log(f"[trainbridge] event listener {callback!r} failed and was "
                                 f"removed: {type(exc).__name__}: {exc}")
 
+    def _publish_records(self, rank: int, records: List[Dict[str, Any]],
+                         sender: Dict[str, Any]) -> None:
+        """_publish() each record of a `logs` batch as its own `log` message event, with one
+        clock read and one lock for the batch (a batch holds up to 256 records)."""
+        t = time.time()
+        events = [{"event": "message", "kind": "log", "rank": rank, "body": record, "t": t,
+                   "sender": sender} for record in records]
+        queue = self._queue
+        with self._queue_cond:
+            for event in events:
+                if len(queue) == queue.maxlen:
+                    self._note_dropped(queue[0])
+                queue.append(event)
+            if self._queue_waiting:
+                self._queue_cond.notify_all()
+        for event in events:  # the order _publish() would give: each event to every listener
+            for callback in list(self._callbacks):
+                try:
+                    callback(event)
+                except Exception as exc:  # a listener's bug must not kill supervision
+                    self._callbacks.remove(callback)
+                    self._write_log(f"[trainbridge] event listener {callback!r} failed and "
+                                    f"was removed: {type(exc).__name__}: {exc}")
+
     def _note_dropped(self, event: Dict[str, Any]) -> None:
         """Count an event the queue lets go, by kind, and the output lines it spans, so the
         `dropped` event can say exactly what a slow consumer missed."""
@@ -412,8 +442,16 @@ class Job:
             self.signals_sent.append(name)
             self._publish({"event": "signal", "signal": name})
             if name == "SIGUSR1":
+                self._signal_dump_at = reports.crash_file_size(self.crash_file)
                 for pid in self.dump_pids:
                     launcher.signal_process(pid, signals.SIGUSR1)
+            elif name == "SIGUSR2":
+                # Only to the processes whose SIGUSR1 handler did not answer: Python runs
+                # in the others, and the C dump would race it (worker/hooks.py).
+                answered = reports.signal_dumped_pids(self.crash_file, self._signal_dump_at)
+                for pid in self.native_dump_pids:
+                    if pid not in answered:
+                        launcher.signal_process(pid, SIGNALS[name])
             elif self.tree is not None:
                 self.tree.signal(SIGNALS[name])
         elif do == "drain":
@@ -445,18 +483,25 @@ class Job:
                 self._check_loaded(now)
         deadline = machine.next_deadline(self.m)
         if deadline is not None and now >= deadline:
+            ending = self.m["ending"]
+            if ending is not None and ending["step"] == "signal_dump" and self.lead_pid in \
+                    reports.signal_dumped_pids(self.crash_file, self._signal_dump_at):
+                self._step({"type": "signal_dumped", "t": now})
             self._step({"type": "timer", "t": now})
 
     # --- I/O thread: worker messages ------------------------------------------------------
     def _on_message(self, routing_id: bytes, rank: int, msg) -> None:
         now = time.monotonic()
         kind, body = msg.kind, msg.body
+        key = routing_id.decode("ascii", "replace")
+        ranks.observe(self.ranks, key, kind, body, msg.ts)
         if kind == "hello":
             priority = machine.lead_priority(body, self.pid)
             if priority > self._lead_priority:
                 self.lead, self._lead_priority = routing_id, priority
                 self.lead_pid = body.get("pid")
         lead = routing_id == self.lead
+        sender = dict(ranks.sender(self.ranks, key), lead=lead)  # who said it (docs/CLIENT.md)
         if lead and kind in ("stage", "progress"):
             self._track_status(kind, body, now)  # before listeners hear: status() agrees
         if lead:
@@ -464,28 +509,35 @@ class Job:
         if kind == "logs":
             # A batch of consecutive records (PROTOCOL.md): listeners see each as a `log`
             # message, as if it had come alone; the machine hears of the message once.
-            for record in body["records"]:
-                self._publish({"event": "message", "kind": "log", "rank": rank, "body": record})
+            self._publish_records(rank, body["records"], sender)
             if lead:
                 self._step({"type": "beat", "t": now})
             return
-        self._publish({"event": "message", "kind": kind, "rank": rank, "body": body})
+        self._publish({"event": "message", "kind": kind, "rank": rank, "body": body,
+                       "sender": sender})
         if kind == "hello":
             if lead or rank not in self.hellos:  # every rank is listed; the lead's hello wins
                 self.hellos[rank] = body
             # SIGUSR1 only to processes that registered faulthandler for it (it kills others).
             if body.get("dump_signal") == "SIGUSR1" and self._in_tree(body.get("pid")):
                 self.dump_pids.append(body["pid"])
+            if body.get("native_dump_signal") == "SIGUSR2" and self._in_tree(body.get("pid")):
+                self.native_dump_pids.append(body["pid"])
         if kind in ("heartbeat", "bye") and isinstance(body.get("dropped"), dict):
             self.dropped[routing_id] = body["dropped"]  # counts only grow: the latest wins
         if kind == "reply":
             self._on_reply(body)  # dumps answer from every process of the job
         if not lead:
+            if kind == "hello" and body.get("world_size") is not None \
+                    and self.m.get("awaiting_ranks"):  # a rank: the job has started
+                self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
             return  # another process of the job: published above, but it does not lead
         if kind == "reply" and body.get("to") in self._cancel_seqs:
             self._on_cancel_reply(body, now)
         if kind == "hello":
-            self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
+            self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids),
+                        "native_dump": bool(self.native_dump_pids) and "SIGUSR2" in SIGNALS,
+                        "awaits_ranks": ranks.awaits_ranks(body)})
             self._send_outbox()
         elif kind == "stage":
             self._record_stage(body)

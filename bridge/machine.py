@@ -11,7 +11,10 @@ States: starting -> running <-> stalled -> ended.
 Outcomes: succeeded | failed | crashed | hung | cancelled, decided in one place: outcome().
 
 Events ({"type": ..., "t": ...} plus):
-  hello      dump_signal: bool (the worker can dump stacks on SIGUSR1)
+  hello      dump_signal: bool (the worker can dump stacks on SIGUSR1), native_dump: bool
+             (and its main thread's stack on SIGUSR2, faulthandler's C handler),
+             awaits_ranks: bool (a distributed launcher's hello: the job is still starting
+             until a hello without it; the startup deadline holds)
   stage      event: "begin"|"end", name, depth?: int, budget_s?: num
   progress   (step and total are the shell's business)
   beat       any other authentic worker message: heartbeat, log, reply (the beacon lives)
@@ -23,6 +26,7 @@ Events ({"type": ..., "t": ...} plus):
   error      fatal: bool, kind: str, exit_code?: int (the worker's error message)
   bye        reason: str, exit_code?: int
   dumped     the worker answered a dump_stacks command
+  signal_dumped  the lead's SIGUSR1 handler wrote its stacks (Python ran on its main thread)
   snapshotted  the hang evidence asked for by "snapshot" is collected
   refused    reason: str (the worker speaks an unsupported protocol version)
   worker_loaded  dump_signal: bool. The worker was imported (its stage box exists) but has
@@ -44,7 +48,10 @@ Actions ({"do": ...} plus):
              "snapshotted" when done (SIGTERM waits for it, up to snapshot_timeout)
   dump_stacks   send the in-band dump_stacks command
   cancel     send the in-band cancel command
-  signal     signal: "SIGUSR1" (the process only) | "SIGTERM" | "SIGKILL" (the whole tree)
+  signal     signal: "SIGUSR1" | "SIGUSR2" (the process only) | "SIGTERM" | "SIGKILL" (the
+             whole tree). SIGUSR2 only when neither dump_stacks nor SIGUSR1 was answered:
+             no Python runs in the process (native code holds the GIL), so faulthandler's C
+             handler can read the main thread's frames without racing anything.
   drain      read what is left (socket and pipes), then send "drained"
   finish     outcome: the job is over; build the report
 """
@@ -86,6 +93,8 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "t0": t,
         "hello": False,
         "dump_signal": False,
+        "native_dump": False,
+        "answered": False,        # a dump (in-band or SIGUSR1) was answered: Python runs
         "last_msg_t": None,       # beacon: last authentic worker message
         "last_activity_t": None,  # work: last progress or stage change; None = stall unarmed
         "progress_seen": False,   # a progress source exists: output no longer counts as work
@@ -100,6 +109,7 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "refused": None,
         "no_worker": None,        # why no hello will come (the startup deadline is off)
         "loaded_t": None,         # the worker loaded (stage box) before any hello
+        "awaiting_ranks": False,  # only a distributed launcher said hello: still starting
     }
 
 
@@ -146,7 +156,13 @@ def _copy(state: State) -> State:
 def _on_hello(s, e, t, actions):
     s["hello"] = True
     s["dump_signal"] = bool(e.get("dump_signal"))
+    s["native_dump"] = bool(e.get("native_dump"))
     s["last_msg_t"] = t
+    # A distributed launcher's hello (torchrun) does not end start-up: its ranks have not
+    # started, and may never (a rendezvous waiting for nodes). The first rank's hello does.
+    s["awaiting_ranks"] = bool(e.get("awaits_ranks"))
+    if s["awaiting_ranks"]:
+        return
     if s["state"] == "starting" and s["ending"] is None:
         _set_state(s, "running", actions)
 
@@ -198,9 +214,14 @@ def _on_bye(s, e, t, actions):
 
 
 def _on_dumped(s, e, t, actions):
+    s["answered"] = True
     ending = s["ending"]
     if ending is not None and ending["step"] == "dump" and s["exit"] is None:
         _after_dump(s, t, actions)
+
+
+def _on_signal_dumped(s, e, t, actions):
+    s["answered"] = True
 
 
 def _on_snapshotted(s, e, t, actions):
@@ -284,7 +305,7 @@ def _on_timer(s, e, t, actions):
 _HANDLERS = {
     "hello": _on_hello, "stage": _on_stage, "progress": _on_progress, "beat": _on_beat,
     "output": _on_output,
-    "error": _on_error, "bye": _on_bye, "dumped": _on_dumped,
+    "error": _on_error, "bye": _on_bye, "dumped": _on_dumped, "signal_dumped": _on_signal_dumped,
     "snapshotted": _on_snapshotted, "refused": _on_refused, "no_worker": _on_no_worker,
     "worker_loaded": _on_worker_loaded,
     "cancel": _on_cancel, "cancel_refused": _on_cancel_refused, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,
@@ -315,10 +336,12 @@ def _watch_deadlines(s) -> List[Tuple[str, float]]:
     out: List[Tuple[str, float]] = []
     if s["exit"] is not None or s["ending"] is not None or s["state"] == "ended":
         return out
-    if not s["hello"]:
+    if not s["hello"] or s.get("awaiting_ranks"):
         if c["startup_timeout"] is not None and s["no_worker"] is None:
             out.append(("startup", s["t0"] + c["startup_timeout"]))
-        if s.get("loaded_t") is not None and c["heartbeat_timeout"] is not None:
+        # (a launcher's hello while its ranks start ends this: the launcher beats)
+        if not s["hello"] and s.get("loaded_t") is not None \
+                and c["heartbeat_timeout"] is not None:
             out.append(("heartbeat", s["loaded_t"] + c["heartbeat_timeout"]))
         return out
     budgets = [st["t"] + st["budget_s"] for st in s["stages"] if st.get("budget_s") is not None]
@@ -372,7 +395,11 @@ def _advance_ending(s, t, actions):
     step_name = s["ending"]["step"]
     if step_name == "dump":
         _after_dump(s, t, actions)
-    elif step_name in ("signal_dump", "cancel"):
+    elif step_name == "signal_dump" and s["native_dump"] and not s["answered"]:
+        # Neither the beacon nor the main thread ran Python: native code holds the GIL.
+        s["ending"].update(step="native_dump", deadline=t + s["config"]["signal_dump_wait"])
+        actions.append({"do": "signal", "signal": "SIGUSR2"})
+    elif step_name in ("signal_dump", "native_dump", "cancel"):
         _terminate(s, t, actions)
     elif step_name == "snapshot":
         s["snapshot"] = "timed_out"

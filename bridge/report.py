@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from trainbridge.worker import codec
 
@@ -46,6 +47,9 @@ def build(job: Any) -> Dict[str, Any]:
     if m.get("refused") and error is None:
         error = {"type": "UnsupportedProtocol", "message": f"the client refused the worker: "
                  f"{m['refused']}", "traceback": "", "kind": "internal"}
+    rows, cause, cause_error = _ranks(job)
+    if cause_error is not None and outcome == "failed":
+        error = _error(cause_error, tail)  # the rank that failed first, not the lead's echo
     stage = _last_stage(job.stages, job.error)
     if job.bye is None:  # no last words: the stage box may know a stage the messages missed
         boxed = read_stage_box(job.crash_file, job.lead_pid or job.pid)  # no hello yet: ours
@@ -60,7 +64,20 @@ def build(job: Any) -> Dict[str, Any]:
         "hang_reason": hang and hang["reason"],
         "heartbeat_stack": (job.heartbeat or {}).get("stack"),
     }
+    if cause_error is not None and outcome == "failed":
+        facts_end["error"] = cause_error
+        facts_end["stage"] = cause_error.get("stage") or stage
     diagnosis, diagnosis_error = _diagnose(outcome, facts_end, job, stacks, stage)
+    if cause is not None and outcome == "failed" and diagnosis is not None:
+        diagnosis = dict(diagnosis, summary=cause["summary"])
+    waiting = _rendezvous(job, outcome, stacks)
+    if waiting is not None:
+        diagnosis = waiting
+    stuck = _hung_rank(job, outcome)
+    if stuck is not None:
+        evidence = dict((diagnosis or {}).get("evidence") or {}, hung_rank=stuck)
+        diagnosis = {"kind": "collective_wait", "summary": stuck["summary"],
+                     "hint": stuck["hint"], "evidence": evidence}
     ended = job.ended or time.monotonic()
     report: Dict[str, Any] = {
         "outcome": outcome,
@@ -82,7 +99,10 @@ def build(job: Any) -> Dict[str, Any]:
         "command": list(job.cmd),
         "started_at": _iso(job.started_wall),
         "hang": hang and {"reason": hang["reason"], "stage": hang["stage"],
-                          "after_s": round(hang["t"] - job.started, 3)},
+                          "after_s": round(hang["t"] - job.started, 3),
+                          # what the last heartbeat said, as diagnose_hang read it
+                          "idle_s": (job.heartbeat or {}).get("idle_s"),
+                          "stack": (job.heartbeat or {}).get("stack")},
         "signals_sent": list(job.signals_sent),
         "environment": environment(job.hellos),
         "worker": {"hello": bool(job.hellos), "bye": job.bye,
@@ -97,6 +117,8 @@ def build(job: Any) -> Dict[str, Any]:
         "log_error": job.log_error,
         "dropped": dropped_total(job.dropped.values()),
         "evidence": job.snapshot,
+        "ranks": rows,
+        "root_cause": cause,
     }
     if diagnosis_error:
         report["diagnosis_error"] = diagnosis_error
@@ -127,6 +149,46 @@ def losses(report: Dict[str, Any]) -> List[str]:
         out.append(f"The log file {log_error.get('path')} is incomplete from line "
                    f"{log_error.get('from_line')} on: {log_error.get('error')}.")
     return out
+
+
+def _hung_rank(job: Any, outcome: str) -> Optional[Dict[str, Any]]:
+    """The rank the others wait for in a collective, from every rank's hang-time stack."""
+    from trainbridge.bridge import ranks
+
+    state = getattr(job, "ranks", None)
+    if outcome != "hung" or state is None:
+        return None
+    return ranks.hung_rank(state)
+
+
+def _rendezvous(job: Any, outcome: str, stacks: Optional[str]) -> Optional[Dict[str, Any]]:
+    """rendezvous_wait when the start-up deadline passed with only a launcher's hello."""
+    from trainbridge.bridge import ranks
+
+    hang = job.m.get("hang")
+    if outcome != "hung" or not hang or hang["reason"] != "startup" or not job.hellos:
+        return None
+    hellos = list(job.hellos.values())
+    launcher = next((h for h in hellos if ranks.awaits_ranks(h)), None)
+    if launcher is None:
+        return None
+    any_rank = any(h.get("world_size") is not None for h in hellos)
+    return ranks.rendezvous_wait(launcher, any_rank, hang["t"] - job.started, stacks)
+
+
+def _ranks(job: Any):
+    """The per-process rows, and for a distributed job (two ranks or more) the root cause
+    and its rank's own error body (None when torchrun's error file is all there is)."""
+    from trainbridge.bridge import ranks
+
+    state = getattr(job, "ranks", None)
+    if state is None:
+        return [], None, None
+    rows = ranks.table(state)
+    if sum(1 for r in rows if r["role"] == "rank") < 2:
+        return rows, None, None
+    cause = ranks.root_cause(rows)
+    return rows, cause, ranks.error_body(state, cause)
 
 
 def environment(hellos: Dict[int, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
@@ -188,6 +250,7 @@ def _diagnose(outcome, facts_end, job, stacks, stage):
                 "stack": (job.heartbeat or {}).get("stack"), "stacks": stacks,
                 "saw_hello": bool(job.hellos), "evidence": job.snapshot or {},
                 "worker_loaded": job.m.get("loaded_t") is not None,
+                "python_silent": "SIGUSR2" in job.signals_sent,
                 "pid": job.pid, "progress": job.progress,
             }
             return diagnosis.diagnose_hang(facts), None
@@ -295,6 +358,31 @@ def read_crash_file(path: Optional[str]) -> Optional[str]:
     text = "\n".join(line for line in text.splitlines()
                      if not line.startswith("[trainbridge]")).strip()
     return text or None
+
+
+def crash_file_size(path: Optional[str]) -> Optional[int]:
+    """Where the next dump will start in the crash file (None: there is none yet)."""
+    try:
+        return os.path.getsize(path) if path else None
+    except OSError:
+        return None
+
+
+_SIGNAL_DUMP_MARK = re.compile(r"^\[trainbridge\] pid (\d+): stacks on SIGUSR1$", re.M)
+
+
+def signal_dumped_pids(path: Optional[str], since: Optional[int]) -> Set[int]:
+    """The processes whose SIGUSR1 handler wrote its stacks after offset `since` of the crash
+    file (each marks its dump with a "[trainbridge] pid N: stacks on SIGUSR1" line)."""
+    if not path:
+        return set()
+    try:
+        with open(path, "rb") as f:
+            f.seek(since or 0)
+            data = f.read(CRASH_TEXT_MAX)
+    except OSError:
+        return set()
+    return {int(m) for m in _SIGNAL_DUMP_MARK.findall(data.decode("ascii", "replace"))}
 
 
 def join_stacks(dumps: List[str], crash_text: Optional[str],

@@ -5,6 +5,7 @@ its stages and progress to trainbridge, and can misbehave on purpose to show eac
     scripts/demo --fail-at train                  # failed: an exception in stage 'train'
     scripts/demo --crash-at model                 # crashed: SIGSEGV in native code
     scripts/demo --hang-at data                   # hung (needs --stall-timeout or a budget)
+    scripts/demo --hang-at save --hang-budget 2   # hung: 'save' overran its 2 s budget
 
 Under `trainbridge run` (scripts/demo does that) the worker reports to the live view; run
 alone (`python examples/demo_train.py`) it trains the same way and the worker stays silent.
@@ -46,17 +47,24 @@ def main() -> None:
     parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "trainbridge-demo",
                                                       "model.pt"),
                         help="where the trained weights go (default: in the temp dir)")
+    parser.add_argument("--hang-budget", type=float, default=None,
+                        help="time budget in seconds for the --hang-at stage only: the hang is "
+                             "declared there, however long the stages before it take")
     args = parser.parse_args()
-    budget = args.budget
 
-    with worker.stage("config", budget=budget):
+    def budget(stage: str):
+        if args.hang_budget is not None and stage == args.hang_at:
+            return args.hang_budget
+        return args.budget
+
+    with worker.stage("config", budget=budget("config")):
         misbehave("config", args)
         import torch  # inside a stage: a slow or stuck import is visible as such
         torch.manual_seed(0)
         torch.set_num_threads(1)
         print(f"torch {torch.__version__}, {args.steps} steps", flush=True)
 
-    with worker.stage("data", budget=budget):
+    with worker.stage("data", budget=budget("data")):
         misbehave("data", args)
         n, features = 4096, 32
         x = torch.randn(n, features)
@@ -65,17 +73,17 @@ def main() -> None:
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y),
                                              batch_size=64, shuffle=True)
 
-    with worker.stage("model", budget=budget):
+    with worker.stage("model", budget=budget("model")):
         misbehave("model", args)
         model = torch.nn.Sequential(torch.nn.Linear(features, 64), torch.nn.ReLU(),
                                     torch.nn.Linear(64, 1))
 
-    with worker.stage("optimizer", budget=budget):
+    with worker.stage("optimizer", budget=budget("optimizer")):
         misbehave("optimizer", args)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
         loss_fn = torch.nn.MSELoss()
 
-    with worker.stage("train", budget=budget):
+    with worker.stage("train", budget=budget("train")):
         step = 0
         started = time.monotonic()
         while step < args.steps:
@@ -100,7 +108,7 @@ def main() -> None:
         print(f"trained {step} steps at {rate:.0f} steps/s, final loss {loss.item():.4f}",
               flush=True)
 
-    with worker.stage("save", budget=budget):
+    with worker.stage("save", budget=budget("save")):
         misbehave("save", args)
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         torch.save(model.state_dict(), args.out)

@@ -22,7 +22,7 @@ export interface Timeouts {
   cancelGrace?: number;
   /** in-band dump_stacks -> give up on the reply. Default 1. */
   dumpTimeout?: number;
-  /** SIGUSR1 -> SIGTERM. Default 0.2. */
+  /** SIGUSR1 -> SIGUSR2 or SIGTERM, and SIGUSR2 -> SIGTERM. Default 0.2. */
   signalDumpWait?: number;
   /** hang -> SIGTERM at the latest while the hang evidence is collected. Default 2. */
   snapshotTimeout?: number;
@@ -140,15 +140,34 @@ export interface Report {
   /** The user's cancel (null when none): reason, the worker's answer, where the script stopped. */
   cancel: { reason: string | null; accepted: boolean | null; refused: string | null; traceback: string | null } | null;
   summary: string;
+  /** One row per worker process (docs/CLIENT.md, Ranks and the root cause). */
+  ranks: RankRow[];
+  /** The rank that failed first by its own clock; null unless two ranks or more and a failure. */
+  root_cause: RootCause | null;
   [extra: string]: unknown;
 }
 
+export interface RankError { type: string | null; message: string | null; stage: string | null; frame: string | null; t: number | null; source: 'worker' | 'error_file'; traceback?: string | null; frames?: Frame[] }
+export interface RankRow {
+  rank: number | null; local_rank: number | null; host: string | null; pid: number | null;
+  role: 'rank' | 'launcher' | 'other'; state: 'running' | 'exited' | 'failed'; stage: string | null;
+  progress: { step: number; total: number | null } | null; last_beat: number | null;
+  exit: { code: number | null; reason: string | null } | null; error: RankError | null;
+}
+export interface RootCause {
+  rank: number | null; local_rank: number | null; host: string | null; pid: number | null; error: RankError;
+  consequences: { rank: number | null; host: string | null; pid: number | null; why: 'peer_gone' | 'stopped' | 'later'; error: RankError | null }[];
+  summary: string;
+}
+
 /** Worker message bodies, strings unescaped; integers beyond 2^53 arrive as BigInt. */
-export interface HelloBody { pid: number; argv: string[]; cwd: string; python: Record<string, unknown>; host: string; proto: string; worker: string; heartbeat_s: number; [k: string]: unknown }
-export interface StageBody { event: 'begin' | 'end'; name: string; depth: number; budget_s?: number | null; status?: string | null; duration_s?: number | null; [k: string]: unknown }
-export interface ProgressBody { step: number | bigint; total?: number | bigint | null; metrics: Record<string, number | string>; [k: string]: unknown }
+/** Who sent a worker message (docs/CLIENT.md, Ranks and the root cause). */
+export interface Sender { rank: number | null; local_rank: number | null; host: string | null; pid: number | null; role: 'rank' | 'launcher' | 'other'; lead: boolean }
+export interface HelloBody { pid: number; argv: string[]; cwd: string; python: Record<string, unknown>; host: string; proto: string; worker: string; heartbeat_s: number; sender: Sender; [k: string]: unknown }
+export interface StageBody { event: 'begin' | 'end'; name: string; depth: number; sender: Sender; budget_s?: number | null; status?: string | null; duration_s?: number | null; [k: string]: unknown }
+export interface ProgressBody { sender: Sender; step: number | bigint; total?: number | bigint | null; metrics: Record<string, number | string>; [k: string]: unknown }
 export interface LogError { path: string | null; from_line: number; error: string }
-export interface HeartbeatBody { beat: number; stage: string | null; stages: string[]; idle_s: number; progress_age_s: number | null; stack?: string | null; dropped: Record<string, number>; [k: string]: unknown }
+export interface HeartbeatBody { sender: Sender; beat: number; stage: string | null; stages: string[]; idle_s: number; progress_age_s: number | null; stack?: string | null; dropped: Record<string, number>; [k: string]: unknown }
 
 /** An output line (stream stdout/stderr) or a worker log record (stream "worker"). */
 export interface LogLine {
@@ -159,6 +178,8 @@ export interface LogLine {
   level?: string;
   logger?: string | null;
   record?: Record<string, unknown>;
+  /** worker records: the process that logged it */
+  sender?: Sender;
 }
 
 export interface StalledInfo { stage: string | null; idle_s: number | null; stack: string | null }
@@ -199,7 +220,7 @@ export type JobEvent =
   | { type: 'stalled'; data: StalledInfo }
   | { type: 'state'; data: JobState }
   | { type: 'hang'; data: { reason: string; stage: string | null } }
-  | { type: 'signal'; data: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL' }
+  | { type: 'signal'; data: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL' }
   | { type: 'log_error'; data: LogError }
   | { type: 'dropped'; data: { count: number; kinds: Record<string, number> } }
   | { type: 'error'; data: PythonError }
@@ -217,6 +238,8 @@ export class PythonError extends Error {
   kind: string;
   thread: string | null;
   exitCode: number | null;
+  /** The process that raised it. */
+  sender: Sender | null;
 }
 
 /** The command could not be started (not found, not executable, bad cwd). */
@@ -288,7 +311,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   on(event: 'state', listener: (state: JobState) => void): this;
   /** A hang was declared (startup, stage_budget, stall, heartbeat, after_bye): stacks, then the kill. */
   on(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
-  on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL') => void): this;
+  on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   on(event: 'log_error', listener: (problem: LogError) => void): this;
   /** Emitted only while someone listens: a Python error never crashes the supervisor. */
   on(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
@@ -307,7 +330,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   once(event: 'stalled', listener: (info: StalledInfo) => void): this;
   once(event: 'state', listener: (state: JobState) => void): this;
   once(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
-  once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL') => void): this;
+  once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   once(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
   once(event: 'end', listener: (report: Report) => void): this;
   once(event: string | symbol, listener: (...args: any[]) => void): this;

@@ -111,6 +111,7 @@ class stage:
 
 
 _LEVELS = ("debug", "info", "warning", "error", "critical")
+_LOG_QUEUE_LIMIT = _runtime.LOG_QUEUE_LIMIT
 
 
 def log(message: Any, level: str = "info", **fields: Any) -> None:
@@ -124,7 +125,11 @@ def log(message: Any, level: str = "info", **fields: Any) -> None:
                 "created": _time.time()}
         if fields:
             body["fields"] = fields
-        _runtime.enqueue_log(body)
+        events = _STATE.events
+        if len(events) < _LOG_QUEUE_LIMIT and not _STATE.log_gave_up:
+            events.append(("log", body, _SLOT[0]))  # runtime.enqueue_log() when there is room
+        else:
+            _runtime.enqueue_log(body)
     except BaseException as exc:  # noqa: BLE001
         _runtime.internal_error("log", exc)
 

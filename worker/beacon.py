@@ -92,6 +92,12 @@ class Beacon(threading.Thread):
 
     # --- thread body ---------------------------------------------------------------------
     def run(self) -> None:
+        # SIGUSR1 must land on the main thread: there it interrupts a blocking call, so that
+        # the dump handler (hooks.py) runs at once. SIGUSR2 too: faulthandler's C handler
+        # dumps the thread it lands on. Threads started from here (libzmq's, the freeze
+        # watchdog's) inherit the mask.
+        if hasattr(signal, "pthread_sigmask") and hasattr(signal, "SIGUSR1"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGUSR2})
         # Wait until Thread.start() has returned to the importing thread: importing zmq
         # right away would hold the GIL that start() needs to return (up to the 5 ms
         # switch interval, at every `import worker`).
@@ -133,6 +139,7 @@ class Beacon(threading.Thread):
 
         body = facts.hello(self.config.heartbeat_s, VERSION, self.codec.PROTOCOL_VERSION)
         body["dump_signal"] = STATE.dump_signal
+        body["native_dump_signal"] = STATE.native_dump_signal
         body["crash_file"] = self.config.crash_file if STATE.crash_file is not None else None
         body["detached"] = self.config.detached
         return body
@@ -256,18 +263,29 @@ class Beacon(threading.Thread):
         order of logs, stages, errors and progress is the script's. Returns how many more
         queue items it took (at most `room`)."""
         records = [first]
+        append = records.append
         size = _record_size(first)
         limit = min(LOG_BATCH, room + 1)
-        while events and len(records) < limit and size < LOG_BATCH_BYTES:
+        taken = 1
+        while events and taken < limit and size < LOG_BATCH_BYTES:
             item = events[0]
             if type(item) is not tuple or item[0] != "log" or item[2] is not progress:
                 break
             events.popleft()
-            body = _with_clean_fields(item[1])
-            records.append(body)
+            taken += 1
+            body = item[1]
+            message = body.get("message")
+            # The record worker.log() makes without fields: _record_size() inline.
+            if "fields" not in body and "logger" not in body and type(message) is str:
+                append(body)
+                size += 64 + (len(message) if message.isascii()
+                              else min(10 * len(message), 16_400))
+                continue
+            body = _with_clean_fields(body)
+            append(body)
             size += _record_size(body)
         self._send_records(records)
-        return len(records) - 1
+        return taken - 1
 
     def _send_records(self, records: List[Dict[str, Any]]) -> None:
         if len(records) == 1:

@@ -148,7 +148,9 @@ _SCHEMA = {kind: tuple((field, _TYPES[spec.rstrip("?")], spec.endswith("?"), spe
            for kind, fields in KINDS.items()}
 
 
-def _check_fields(kind: str, body: Dict[str, Any]) -> None:
+def _check_fields(kind: str, body: Dict[str, Any], walked: Optional[List[int]] = None) -> None:
+    """Raise ProtocolError unless `body` has the fields of `kind`. `walked`: for a `logs`
+    body whose records _restore_records() checked, the records it left to check here."""
     for field, types, nullable, name in _SCHEMA[kind]:
         value = body.get(field)
         if value is None:
@@ -158,7 +160,9 @@ def _check_fields(kind: str, body: Dict[str, Any]) -> None:
         if type(value) not in types:  # exact types: bool is not an int here
             raise ProtocolError("bad_field", f"{kind}.{field} must be {name}")
     if kind == "logs":  # clients expand the records into log events: each must be one
-        for i, record in enumerate(body["records"]):
+        records = body["records"]
+        for i in range(len(records)) if walked is None else walked:
+            record = records[i]
             if type(record) is not dict:
                 raise ProtocolError("bad_field", f"logs.records[{i}] must be map")
             _check_fields("log", record)
@@ -187,6 +191,10 @@ def _prepare(value: Any, path: str, trunc: List[str], depth: int, key: str = "")
         return value
     if depth >= MAX_DEPTH:
         raise ProtocolError("too_deep", path)
+    if t is dict and len(value) <= MAX_MAP_ITEMS:
+        plain = _prepare_plain_map(value, path, trunc, depth)
+        if plain is not None:
+            return plain
     if isinstance(value, dict):
         items = sorted(value.items(), key=lambda kv: escape(str(kv[0])))
         if len(items) > MAX_MAP_ITEMS:
@@ -208,6 +216,82 @@ def _prepare(value: Any, path: str, trunc: List[str], depth: int, key: str = "")
     return _prepare(str(value), path, trunc, depth, key)
 
 
+def _prepare_plain_map(value: Dict[Any, Any], path: str, trunc: List[str],
+                       depth: int) -> Optional[Dict[str, Any]]:
+    """_prepare() of a dict whose keys are all ASCII strings without a backslash (a log
+    record, a body): the same result, without escaping keys or building a path per value.
+    None when a key needs the general walk."""
+    for k in value:
+        if type(k) is not str or not k.isascii() or "\\" in k:
+            return None
+    out = {}
+    for k in sorted(value):  # escape(k) is k: the same order as the general walk
+        v = value[k]
+        t = type(v)
+        if t is str:
+            if len(v) <= MAX_FIELD_CHARS and v.isascii() and "\\" not in v:
+                out[k] = v  # escape(v) is v and fits any limit: nothing to do
+                continue
+        elif t is float:
+            if not v.is_integer():
+                out[k] = v
+                continue
+        elif t is bool or v is None:
+            out[k] = v
+            continue
+        out[k] = _prepare(v, f"{path}.{k}", trunc, depth + 1, k)
+    return out
+
+
+# The record worker.log() makes: these keys, a float time, a level name, a text.
+_PLAIN_LOG_KEYS = frozenset({"created", "level", "message"})
+
+
+def _prepare_records(records: Any, trunc: List[str]) -> Any:
+    """_prepare() of a `logs` body's records (body.records, depth 2), the same result: the
+    record shape worker.log() makes is rebuilt in key order directly, and the messages that
+    need escaping are escaped together (_escape_all); any other record takes the general
+    walk."""
+    if type(records) is not list or len(records) > MAX_ARRAY_ITEMS:
+        return _prepare(records, "body.records", trunc, 2, "records")
+    out = []
+    append = out.append
+    plain = _PLAIN_LOG_KEYS
+    marked = len(trunc)
+    escaped = []  # the records in `out` whose message needs escaping
+    for record in records:
+        if type(record) is dict and record.keys() == plain:
+            created, level, message = record["created"], record["level"], record["message"]
+            if type(created) is float and not created.is_integer() and type(level) is str \
+                    and level.isascii() and "\\" not in level and len(level) <= MAX_FIELD_CHARS \
+                    and type(message) is str:
+                record = {"created": created, "level": level, "message": message}
+                if not message.isascii() or "\\" in message or len(message) > MAX_FIELD_CHARS:
+                    escaped.append(record)
+                append(record)
+                continue
+        append(_prepare(record, f"body.records[{len(out)}]", trunc, 3, "records"))
+    if escaped:
+        texts = _escape_all([record["message"] for record in escaped])
+        if max(map(len, texts)) > MAX_FIELD_CHARS:
+            # A message to cut (rare): the general walk, for the marks in walk order.
+            del trunc[marked:]
+            return _prepare(records, "body.records", trunc, 2, "records")
+        for record, text in zip(escaped, texts):
+            record["message"] = text
+    return out
+
+
+def _escape_all(texts: List[str]) -> List[str]:
+    """[escape(t) for t in texts], in one C-level pass: escaping maps each code point on
+    its own, and NUL (ASCII, kept as is) joins them when none of them holds one."""
+    if len(texts) > 1:
+        joined = "\0".join(texts)
+        if joined.count("\0") == len(texts) - 1:
+            return escape(joined).split("\0")
+    return [escape(text) for text in texts]
+
+
 def sign(key: bytes, packed: bytes) -> bytes:
     return hmac.new(key, packed, hashlib.sha256).digest()
 
@@ -218,7 +302,10 @@ def encode(kind: str, seq: int, body: Dict[str, Any], key: bytes, job: str,
     if kind not in KINDS:
         raise ProtocolError("unknown_kind", kind)
     trunc: List[str] = []
-    prepared = _prepare(body, "body", trunc, 1)
+    if kind == "logs" and type(body) is dict and body.keys() == {"records"}:
+        prepared = {"records": _prepare_records(body["records"], trunc)}
+    else:
+        prepared = _prepare(body, "body", trunc, 1)
     if trunc and kind in UNCUT_KINDS:
         raise ProtocolError("too_long", f"{kind} would be cut at {', '.join(trunc)[:200]}")
     envelope = {"body": prepared, "job": escape(job), "kind": kind, "seq": seq,
@@ -294,6 +381,59 @@ def _restore(value: Any, depth: int) -> Any:
     raise ProtocolError("bad_type", t.__name__)
 
 
+def _logs_records(raw: Dict[Any, Any]) -> Optional[List[Any]]:
+    """The records list of a `logs` envelope, taken out of it so that _restore_records()
+    can do the walk for them; None (and the envelope untouched) for any other message."""
+    body = raw.get("body")
+    if raw.get("kind") != "logs" or type(body) is not dict or body.keys() != {"records"} \
+            or next(iter(raw)) != "body":
+        return None
+    records = body.get("records")
+    if type(records) is not list or len(records) > MAX_ARRAY_ITEMS:
+        return None
+    body["records"] = []
+    return records
+
+
+def _restore_records(records: List[Any]) -> List[int]:
+    """_restore() of a `logs` body's records (at their depth), in place: a record of
+    worker.log()'s own shape is checked directly (its fields too), and the messages that need
+    unescaping are unescaped together (_unescape_all); any other record takes the general
+    walk, and its index is returned for _check_fields(). Errors are the walk's, in order."""
+    plain = _PLAIN_LOG_KEYS
+    escaped = []  # records whose message still needs unescaping
+    walked = []  # indexes of the records that took the general walk
+    for i, record in enumerate(records):
+        if type(record) is dict and record.keys() == plain:
+            level, message = record["level"], record["message"]
+            if type(level) is str and level.isascii() and "\\" not in level \
+                    and type(message) is str and type(record["created"]) in (int, float):
+                if not message.isascii() or "\\" in message:
+                    escaped.append(record)
+                continue
+        _unescape_all(escaped)  # earlier records first, as the walk would judge them
+        escaped = []
+        records[i] = _restore(record, 3)
+        walked.append(i)
+    _unescape_all(escaped)
+    return walked
+
+
+def _unescape_all(records: List[Dict[str, Any]]) -> None:
+    """Unescape the records' messages in one C-level pass when they are all valid (joined by
+    NUL, which no valid escape produces); otherwise one by one, for the first one's error."""
+    if len(records) > 1:
+        joined = "\0".join([record["message"] for record in records])
+        if joined.isascii() and joined.count("\0") == len(records) - 1 \
+                and "\\" not in _ESCAPE.sub("", joined):
+            texts = _unicode_escape_decode(joined)[0].split("\0")
+            for record, text in zip(records, texts):
+                record["message"] = text
+            return
+    for record in records:
+        record["message"] = unescape(record["message"])
+
+
 def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
     """Check and unpack one message. `expect` is "worker" (client side), "client" (worker
     side) or "any". Raises ProtocolError with a stable reason; never anything else."""
@@ -318,7 +458,12 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
         raise ProtocolError("malformed", "envelope.v must be an int")
     if version not in SUPPORTED_MAJORS:
         raise ProtocolError("unsupported_version", f"v{version}; this side speaks v{PROTOCOL_MAJOR}")
+    records = _logs_records(raw)
+    if records is not None:  # body comes first: its records are walked first, as in _restore
+        walked = _restore_records(records)
     envelope = _restore(raw, 0)
+    if records is not None:
+        envelope["body"]["records"] = records
     kind, seq, ts, job, body = (envelope.get(k) for k in ("kind", "seq", "ts", "job", "body"))
     if type(kind) is not str or type(seq) is not int or seq < 1 or type(job) is not str \
             or type(body) is not dict or type(ts) not in (int, float):
@@ -326,7 +471,7 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
     allowed = {"worker": WORKER_KINDS, "client": CLIENT_KINDS}.get(expect, KINDS)
     if kind not in allowed:
         raise ProtocolError("unknown_kind", kind)
-    _check_fields(kind, body)
+    _check_fields(kind, body, walked if records is not None else None)
     trunc = envelope.get("trunc") or []
     if type(trunc) is not list:
         raise ProtocolError("malformed", "envelope.trunc must be a list")

@@ -131,3 +131,36 @@ def all_stacks() -> str:
         parts.append(f'Thread {ident:#x} "{names.get(ident, "?")}" (most recent call last):\n'
                      + format_stack(frame))
     return "\n".join(parts)
+
+
+FH_MAX_THREADS = 100  # faulthandler's limits, so its readers see what they expect
+FH_MAX_DEPTH = 100
+
+
+def faulthandler_stacks(current: Optional[int]) -> str:
+    """Every thread's stack in faulthandler's own format ("Thread 0x... (most recent call
+    first):", '  File "x.py", line 3 in f'), the thread `current` last and headed "Current
+    thread", so that whatever reads faulthandler's dumps reads this one too. Call it with
+    the GIL held (from Python): the frames cannot change while they are read."""
+    frames = sys._current_frames()
+    order = [ident for ident in frames if ident != current][:FH_MAX_THREADS - 1]
+    if current in frames:
+        order.append(current)
+    parts = []
+    for ident in order:
+        head = "Current thread" if ident == current else "Thread"
+        lines = [f"{head} {ident:#018x} (most recent call first):"]
+        frame: Any = frames[ident]
+        depth = 0
+        while frame is not None:
+            if depth >= FH_MAX_DEPTH:
+                lines.append("  ...")
+                break
+            code = frame.f_code
+            line = frame.f_lineno
+            lines.append(f'  File "{code.co_filename}", line '
+                         f'{"???" if line is None else line} in {code.co_name}')
+            frame = frame.f_back
+            depth += 1
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)

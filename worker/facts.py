@@ -75,6 +75,8 @@ def hello(heartbeat_s: float, version: str, protocol: str) -> Dict[str, Any]:
         "rank": optional_int(env, "RANK"),
         "local_rank": optional_int(env, "LOCAL_RANK"),
         "world_size": optional_int(env, "WORLD_SIZE"),
+        # Where torchrun reads this rank's error (worker/elastic.py), or nil.
+        "error_file": env.get("TORCHELASTIC_ERROR_FILE") or None,
         "env": {name: (redact(env[name]) if name in env else None) for name in ENV_VARS},
         "packages": package_versions(),
         "cpu_count": os.cpu_count(),

@@ -4,7 +4,10 @@
   for the main thread, where the process ends); the previous hook still prints them.
 - sys.exit is wrapped: SystemExit never reaches sys.excepthook, so its code is recorded here.
 - atexit: `bye` with the reason, after the `error` of a sys.exit("message").
-- faulthandler: native crashes, SIGUSR1 dumps and the freeze watchdog write to the crash file.
+- faulthandler: native crashes and the freeze watchdog write to the crash file; so does
+  SIGUSR1, through a Python-level handler (every thread's stack, read under the GIL), and
+  SIGUSR2, faulthandler's C handler for the main thread alone, which the clients send only
+  when no Python answered (native code holding the GIL).
 - fork: a forked child (a DataLoader worker, say) is silent; the watchdog is disarmed
   across the fork because the child would inherit it armed with no thread behind it and
   block at exit in faulthandler's cancel.
@@ -19,7 +22,7 @@ import signal
 import sys
 import threading
 
-from trainbridge.worker import errors, runtime
+from trainbridge.worker import elastic, errors, runtime
 from trainbridge.worker.config import Config
 from trainbridge.worker.runtime import STATE
 
@@ -58,12 +61,48 @@ def _install_faulthandler(path: str) -> None:
     crash.write(f"[trainbridge] pid {os.getpid()}: native crashes, SIGUSR1 dumps and GIL-freeze "
                 f"watchdog dumps (headed 'Timeout') of this process are written below\n")
     faulthandler.enable(crash, all_threads=True)
-    # SIGUSR1 kills an unprepared process, so hello advertises it only once registered,
-    # and a handler the script installed itself is left alone.
-    if hasattr(signal, "SIGUSR1") and signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL:
-        faulthandler.register(signal.SIGUSR1, crash, all_threads=True)
-        STATE.dump_signal = "SIGUSR1"
     STATE.crash_file = crash
+    # SIGUSR1 kills an unprepared process, so hello advertises it only once registered,
+    # and a handler the script installed itself is left alone. Not faulthandler.register:
+    # its dump, in a C signal handler, reads the frames of threads that go on running
+    # Python (and of the interrupted one in the middle of a call), and a process being
+    # stopped died of SIGSEGV in it (issue 20, CPython gh-116008). A Python-level handler
+    # runs on the main thread between bytecodes, with the GIL: nothing moves while it reads.
+    # Python code that cannot run (native code holding the GIL) is what the freeze
+    # watchdog dumps instead, and the in-band dump_stacks covers native code that released it.
+    if (hasattr(signal, "SIGUSR1") and signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+            and threading.current_thread() is threading.main_thread()):
+        signal.signal(signal.SIGUSR1, _dump_stacks_on_signal)
+        STATE.dump_signal = "SIGUSR1"
+    # The gap: native code holding the GIL runs no Python handler and answers no dump_stacks
+    # until the freeze watchdog fires (freeze_s), after a short stall deadline. Then, and
+    # only then (the clients send SIGUSR2 when neither dump was answered), faulthandler's C
+    # handler dumps the thread the signal lands on: the main thread, as every thread the
+    # worker starts blocks it. No thread runs Python, so no frame moves while it reads.
+    if (hasattr(signal, "SIGUSR2") and signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL
+            and threading.current_thread() is threading.main_thread()):
+        faulthandler.register(signal.SIGUSR2, file=crash, all_threads=False)
+        STATE.native_dump_signal = "SIGUSR2"
+
+
+def _dump_stacks_on_signal(signum: int, frame: Any) -> None:
+    """SIGUSR1: every thread's stack to the crash file, in faulthandler's format. Written
+    with os.write, past the file object's buffer and lock (the interrupted code may hold
+    them), and never raising into the code it interrupted."""
+    try:
+        crash = STATE.crash_file
+        if crash is None:
+            return
+        # The marker line tells the clients this process answered (a process that did not
+        # gets SIGUSR2); readers of the crash file skip "[trainbridge]" lines.
+        text = (f"[trainbridge] pid {os.getpid()}: stacks on SIGUSR1\n"
+                + errors.faulthandler_stacks(threading.get_ident()) + "\n")
+        data = text.encode("ascii", "backslashreplace")
+        fd = crash.fileno()
+        while data:
+            data = data[os.write(fd, data):]
+    except BaseException as failure:  # noqa: BLE001 - a full disk must not stop the script
+        runtime.internal_error("dumping stacks on SIGUSR1", failure)
 
 
 # --- uncaught exceptions -------------------------------------------------------------------
@@ -86,6 +125,8 @@ def _report_uncaught(exc: Any, tb: Any) -> None:
                  and not sys.flags.inspect)
         body = errors.error_body(exc, fatal=fatal, thread=thread.name,
                                  stage=runtime.current_stage())
+        if elastic.is_child_failed(exc):
+            body["failures"] = elastic.failures_of(exc)
         if not fatal:
             runtime.enqueue_event("error", body)
             return
@@ -95,9 +136,22 @@ def _report_uncaught(exc: Any, tb: Any) -> None:
         interrupted = isinstance(exc, KeyboardInterrupt)
         STATE.exit_code = None if interrupted else 1
         STATE.keyboard_interrupt = interrupted
+        if not interrupted:
+            _record_for_torchrun(body)
         runtime.send_final("error", body)
     except BaseException as failure:  # noqa: BLE001
         runtime.internal_error("reporting an uncaught exception", failure)
+
+
+def _record_for_torchrun(body: Any) -> None:
+    """The error in torchrun's error file (a rank under torchrun has one), so torchrun's
+    own summary names it and orders the ranks' failures by time."""
+    try:
+        import time
+
+        elastic.write_error_file(body, time.time())
+    except BaseException as failure:  # noqa: BLE001 - e.g. its folder is gone
+        runtime.internal_error("writing TORCHELASTIC_ERROR_FILE", failure)
 
 
 def _thread_excepthook(args: Any) -> None:
@@ -150,6 +204,7 @@ def _at_exit() -> None:
             _report_uncaught(last, getattr(last, "__traceback__", None))
         if STATE.exit_error is not None and not STATE.fatal_sent:
             STATE.fatal_sent = True
+            _record_for_torchrun(STATE.exit_error)
             runtime.send_final("error", STATE.exit_error)
         # "normal" is also the path of a bare `raise SystemExit(n)`, which no hook sees:
         # the code is then unknown here (nil) and the client takes it from the OS.

@@ -73,6 +73,7 @@ class State:
         self.activity = time.monotonic()  # last stage change on any thread
         self.started = time.monotonic()
         self.dump_signal: Optional[str] = None
+        self.native_dump_signal: Optional[str] = None  # faulthandler's C dump, main thread only
         self.crash_file = None  # the open file faulthandler writes to
         self.stage_box: Optional[int] = None  # fd of <crash file>.stages.<pid>
         self.forking = False  # the beacon must not arm the watchdog across a fork

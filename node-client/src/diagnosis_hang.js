@@ -195,12 +195,13 @@ function kernelSays(evidence) {
   return null;
 }
 
-function hangKind(reason, frames, evidence, sawHello, loaded = false) {
+function hangKind(reason, frames, evidence, sawHello, loaded = false, pythonSilent = false) {
   const kernel = kernelSays(evidence);
   const stack = stackSays(frames);
   if (kernel === 'stopped') return 'stopped';
-  // (loaded: the worker was imported but its beacon never spoke: issue 12 item 4)
-  if (BEACON_SILENT.has(reason) && (sawHello || loaded) && evidence.alive !== false) return 'gil_held';
+  // (loaded: the worker was imported but its beacon never spoke: issue 12 item 4;
+  // pythonSilent: neither dump path answered, only the native SIGUSR2 one)
+  if ((BEACON_SILENT.has(reason) || pythonSilent) && (sawHello || loaded) && evidence.alive !== false) return 'gil_held';
   if (importingModule(frames)) return 'import_hang';
   if (!sawHello && reason === 'startup') return 'startup';
   if (kernel === 'lock_wait' && ['child_wait', 'network_wait', 'sleeping'].includes(stack)) return stack;
@@ -220,7 +221,7 @@ function pyRound0(x) {
 
 /**
  * Why a job that is still alive makes no progress. Always returns a diagnosis.
- * facts: reason, stage, stages, idle_s, stack, stacks, saw_hello, evidence.
+ * facts: reason, stage, stages, idle_s, stack, stacks, saw_hello, python_silent, evidence.
  */
 function diagnoseHang(facts) {
   const reason = facts.reason || 'stall';
@@ -231,7 +232,7 @@ function diagnoseHang(facts) {
   if (!frames.length) frames = parseStack(evidence.py_spy);
   const stage = facts.stage ?? null;
   const loaded = Boolean(facts.worker_loaded);
-  const kind = hangKind(reason, frames, evidence, sawHello, loaded);
+  const kind = hangKind(reason, frames, evidence, sawHello, loaded, Boolean(facts.python_silent));
   const at = where(frames);
   const idle = idleText(facts);
   const main = evidence.main_thread || {};

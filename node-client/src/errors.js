@@ -32,6 +32,7 @@ class PythonError extends Error {
     this.kind = body.kind || 'exception';
     this.thread = body.thread || null;
     this.exitCode = body.exit_code ?? null;
+    this.sender = body.sender ?? null; // the process that raised it (rank, host, pid, role, lead)
   }
 }
 

@@ -28,8 +28,9 @@ const launcher = require('./launcher.js');
 const evidence = require('./evidence.js');
 const { diagnoseHang } = require('./diagnosis.js');
 const { PythonError } = require('./errors.js');
-const { buildReport, minimalReport, logFooter } = require('./report.js');
+const { buildReport, minimalReport, logFooter, crashFileSize, signalDumpedPids } = require('./report.js');
 const { StatusTracker } = require('./status.js');
+const ranks = require('./ranks.js');
 
 const DEFAULT_TAIL_LINES = 40;
 const OUTBOX_LIMIT = 1000; // job.send() messages held until the worker says hello (bridge/job.py's)
@@ -134,6 +135,7 @@ class Job extends EventEmitter {
     this.liveDiagnosis = null;
     this._liveT = null;
     this._liveMark = null;
+    this._signalDumpAt = null; // crash file size when SIGUSR1 went
     this._stackRequests = new Map(); // command seq -> resolve(reply body)
     this._fatalCapture = false;
     this._errorTaps = new Set(); // events() iterators: they get Python errors without listening to 'error'
@@ -141,7 +143,7 @@ class Job extends EventEmitter {
     this._facts = {
       started: now(), startedWall: Date.now() / 1000, ended: null,
       tail: [], lines: { stdout: 0, stderr: 0 }, bytes: { stdout: 0, stderr: 0 },
-      hellos: new Map(), leadPid: null, dumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
+      hellos: new Map(), ranks: ranks.initial(), leadPid: null, dumpPids: [], nativeDumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
       heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
       leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
       rejected: {}, lost: 0, cancel: null,
@@ -432,7 +434,17 @@ class Job extends EventEmitter {
     if (deadline === null) return;
     this._timerAt = deadline;
     const ms = Math.max(0, (deadline - now()) * 1000) + 1;
-    this._timer = setTimeout(() => { this._timer = null; this._post({ type: 'timer' }); }, ms);
+    this._timer = setTimeout(() => { this._timer = null; this._onTimer(); }, ms);
+  }
+
+  _onTimer() {
+    // Did the lead's SIGUSR1 handler answer? If not, the machine sends SIGUSR2 next.
+    const { ending } = this._m;
+    if (ending && ending.step === 'signal_dump' && !this._m.answered
+        && signalDumpedPids(this._crashFile, this._signalDumpAt).has(this._facts.leadPid)) {
+      this._post({ type: 'signal_dumped' });
+    }
+    this._post({ type: 'timer' });
   }
 
   _perform(action) {
@@ -480,7 +492,15 @@ class Job extends EventEmitter {
     this._facts.signalsSent.push(signal);
     this._emit('signal', signal);
     if (signal === 'SIGUSR1') {
+      this._signalDumpAt = crashFileSize(this._crashFile);
       for (const pid of this._facts.dumpPids) launcher.signalProcess(pid, signal);
+      return;
+    }
+    if (signal === 'SIGUSR2') {
+      // Only to the processes whose SIGUSR1 handler did not answer: Python runs in the
+      // others, and the C dump would race it (worker/hooks.py).
+      const answered = signalDumpedPids(this._crashFile, this._signalDumpAt);
+      for (const pid of this._facts.nativeDumpPids) if (!answered.has(pid)) launcher.signalProcess(pid, signal);
       return;
     }
     launcher.signalTree(this._tree, signal);
@@ -611,6 +631,7 @@ class Job extends EventEmitter {
     if ((msg.kind === 'heartbeat' || msg.kind === 'bye') && body.dropped && typeof body.dropped === 'object') {
       this._facts.dropped.set(peer, body.dropped); // counts only grow: the latest wins
     }
+    ranks.observe(this._facts.ranks, peer, msg.kind, body, msg.ts); // every process's own state
     if (msg.kind === 'hello') {
       const priority = machine.leadPriority(body, this.pid);
       if (priority > this._leadPriority) {
@@ -619,6 +640,10 @@ class Job extends EventEmitter {
       }
     }
     const lead = peer === this._lead;
+    // Every emitted body names its sender (docs/CLIENT.md "Ranks"): rank, local_rank, host, pid, role, lead.
+    const sender = { ...ranks.sender(this._facts.ranks, peer), lead };
+    if (body && typeof body === 'object' && msg.kind !== 'logs') body.sender = sender;
+    this._sender = sender;
     if (lead) this._lastMsgAt = now();
     if (!lead) {
       this._fromOther(msg, peer);
@@ -633,8 +658,13 @@ class Job extends EventEmitter {
         this._facts.hellos.set(rank, body);
         // SIGUSR1 only to processes that registered faulthandler for it (it kills others).
         if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
+        if (body.native_dump_signal === 'SIGUSR2' && this._inTree(body.pid)) this._facts.nativeDumpPids.push(body.pid);
         this._emit('hello', body);
-        this._post({ type: 'hello', dump_signal: this._facts.dumpPids.length > 0 });
+        this._post({
+          type: 'hello', dump_signal: this._facts.dumpPids.length > 0,
+          native_dump: this._facts.nativeDumpPids.length > 0 && process.platform !== 'win32',
+          awaits_ranks: ranks.awaitsRanks(body),
+        });
         this._sendOutbox();
         break;
       }
@@ -669,14 +699,14 @@ class Job extends EventEmitter {
         if (this._m.state === 'stalled') this._liveDiagnose();
         break;
       case 'log':
-        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
+        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });
         this._post({ type: 'beat' });
         break;
       case 'logs':
         // A batch of consecutive records (PROTOCOL.md): listeners see each as a worker
         // 'log', as if it had come alone; the machine hears of the message once.
         for (const record of body.records) {
-          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record });
+          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record, sender: this._sender });
         }
         this._post({ type: 'beat' });
         break;
@@ -705,7 +735,10 @@ class Job extends EventEmitter {
       case 'hello': {
         const rank = Number(peer.split('/')[1]);
         if (!this._facts.hellos.has(rank)) this._facts.hellos.set(rank, body); // every rank is listed
+        // A rank's hello: the job has started, even when its lead is a launcher elsewhere.
+        if ((body.world_size ?? null) !== null && this._m.awaiting_ranks) this._post({ type: 'hello', dump_signal: this._facts.dumpPids.length > 0 });
         if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
+        if (body.native_dump_signal === 'SIGUSR2' && this._inTree(body.pid)) this._facts.nativeDumpPids.push(body.pid);
         this._emit('hello', body);
         break;
       }
@@ -713,11 +746,11 @@ class Job extends EventEmitter {
       case 'progress': this._emit('progress', body); break;
       case 'heartbeat': this._emit('heartbeat', body); break;
       case 'log':
-        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
+        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });
         break;
       case 'logs':
         for (const record of body.records) {
-          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record });
+          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record, sender: this._sender });
         }
         break;
       case 'reply': this._onReply(body); break; // dumps answer from every process of the job

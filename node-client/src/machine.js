@@ -11,14 +11,17 @@
  * States: starting -> running <-> stalled -> ended.
  * Outcomes: succeeded | failed | crashed | hung | cancelled, decided in one place: outcome().
  *
- * Events ({type, t} plus): hello {dump_signal}, stage {event, name, depth?, budget_s?}, progress,
- * beat, error {fatal, kind, exit_code?}, bye {reason, exit_code?}, dumped, snapshotted
+ * Events ({type, t} plus): hello {dump_signal, native_dump}, stage {event, name, depth?,
+ * budget_s?}, progress, beat, error {fatal, kind, exit_code?}, bye {reason, exit_code?}, dumped,
+ * signal_dumped (the lead's SIGUSR1 handler wrote its stacks: Python ran), snapshotted
  * (the hang evidence asked for by "snapshot" is collected), refused {reason}, no_worker
  * {reason} (a process said it cannot load the worker: the startup deadline is off),
  * cancel {grace?}, exit {code, signal}, drained, timer.
  * Actions ({do} plus): state {state}, snapshot {reason} (collect hang evidence now, then
  * send "snapshotted"; SIGTERM waits for it, up to snapshot_timeout), dump_stacks, cancel,
- * signal {signal: SIGUSR1 (the process only) | SIGTERM | SIGKILL (the whole tree)}, drain,
+ * signal {signal: SIGUSR1 | SIGUSR2 (the process only) | SIGTERM | SIGKILL (the whole tree);
+ * SIGUSR2 only when neither dump_stacks nor SIGUSR1 was answered: no Python runs, so
+ * faulthandler's C handler reads the main thread's frames without racing anything}, drain,
  * finish {outcome}.
  */
 
@@ -49,6 +52,8 @@ function initial(config = null, t = 0.0) {
     t0: t,
     hello: false,
     dump_signal: false,
+    native_dump: false,
+    answered: false, // a dump (in-band or SIGUSR1) was answered: Python runs
     last_msg_t: null, // beacon: last authentic worker message
     last_activity_t: null, // work: last progress or stage change; null = stall unarmed
     progress_seen: false, // a progress source exists: output no longer counts as work
@@ -63,6 +68,7 @@ function initial(config = null, t = 0.0) {
     refused: null,
     no_worker: null, // why no hello will come (the startup deadline is off)
     loaded_t: null, // the worker loaded (stage box) before any hello
+    awaiting_ranks: false, // only a distributed launcher said hello: still starting
   };
 }
 
@@ -93,7 +99,12 @@ const get = (e, k) => (e[k] === undefined ? null : e[k]);
 function onHello(s, e, t, actions) {
   s.hello = true;
   s.dump_signal = Boolean(e.dump_signal);
+  s.native_dump = Boolean(e.native_dump);
   s.last_msg_t = t;
+  // A distributed launcher's hello (torchrun) does not end start-up: its ranks have not
+  // started, and may never (a rendezvous waiting for nodes). The first rank's hello does.
+  s.awaiting_ranks = Boolean(e.awaits_ranks);
+  if (s.awaiting_ranks) return;
   if (s.state === 'starting' && s.ending === null) setState(s, 'running', actions);
 }
 
@@ -144,8 +155,13 @@ function onBye(s, e, t) {
 }
 
 function onDumped(s, e, t, actions) {
+  s.answered = true;
   const { ending } = s;
   if (ending !== null && ending.step === 'dump' && s.exit === null) afterDump(s, t, actions);
+}
+
+function onSignalDumped(s) {
+  s.answered = true;
 }
 
 function onSnapshotted(s, e, t, actions) {
@@ -229,7 +245,7 @@ function onTimer(s, e, t, actions) {
 
 const HANDLERS = {
   hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, output: onOutput, error: onError,
-  bye: onBye, dumped: onDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, worker_loaded: onWorkerLoaded, cancel: onCancel, cancel_refused: onCancelRefused, exit: onExit,
+  bye: onBye, dumped: onDumped, signal_dumped: onSignalDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, worker_loaded: onWorkerLoaded, cancel: onCancel, cancel_refused: onCancelRefused, exit: onExit,
   drained: onDrained, timer: onTimer,
 };
 
@@ -256,9 +272,10 @@ function watchDeadlines(s) {
   const c = s.config;
   const out = [];
   if (s.exit !== null || s.ending !== null || s.state === 'ended') return out;
-  if (!s.hello) {
+  if (!s.hello || s.awaiting_ranks) {
     if (c.startup_timeout !== null && s.no_worker === null) out.push(['startup', s.t0 + c.startup_timeout]);
-    if ((s.loaded_t ?? null) !== null && c.heartbeat_timeout !== null) out.push(['heartbeat', s.loaded_t + c.heartbeat_timeout]);
+    // (a launcher's hello while its ranks start ends this: the launcher beats)
+    if (!s.hello && (s.loaded_t ?? null) !== null && c.heartbeat_timeout !== null) out.push(['heartbeat', s.loaded_t + c.heartbeat_timeout]);
     return out;
   }
   const budgets = s.stages.filter((st) => st.budget_s !== null && st.budget_s !== undefined)
@@ -316,7 +333,11 @@ function advanceEnding(s, t, actions) {
   const stepName = s.ending.step;
   if (stepName === 'dump') {
     afterDump(s, t, actions);
-  } else if (stepName === 'signal_dump' || stepName === 'cancel') {
+  } else if (stepName === 'signal_dump' && s.native_dump && !s.answered) {
+    // Neither the beacon nor the main thread ran Python: native code holds the GIL.
+    Object.assign(s.ending, { step: 'native_dump', deadline: t + s.config.signal_dump_wait });
+    actions.push({ do: 'signal', signal: 'SIGUSR2' });
+  } else if (stepName === 'signal_dump' || stepName === 'native_dump' || stepName === 'cancel') {
     terminate(s, t, actions);
   } else if (stepName === 'snapshot') {
     s.snapshot = 'timed_out';

@@ -16,6 +16,7 @@ const codec = require('./codec.js');
 const { diagnoseEnd, diagnoseHang, tracebackInText, stageAtEnd } = require('./diagnosis.js');
 const { stripAnsi } = require('./diagnosis_stack.js');
 const { decodeUtf8Escaped } = require('./utf8.js');
+const ranks = require('./ranks.js');
 
 const REPORT_VERSION = 1;
 const CRASH_TEXT_MAX = 256 * 1024; // bytes of the crash file kept (its end: the newest dumps)
@@ -49,6 +50,8 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   if (m.refused && error === null) {
     error = { type: 'UnsupportedProtocol', message: `the client refused the worker: ${m.refused}`, traceback: '', kind: 'internal' };
   }
+  const [rows, cause, causeError] = ranksOf(facts);
+  if (causeError !== null && outcome === 'failed') error = errorOf(causeError, tail); // the rank that failed first
   let stage = stageAtEnd(facts.stages, facts.error);
   if (facts.bye === null) { // no last words: the stage box may know a stage the messages missed
     const boxed = readStageBox(crashFile, facts.leadPid ?? pid); // no hello yet: the launched one
@@ -61,7 +64,21 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     oom_killed: facts.oomKilled, oom_kills: facts.oomKills ?? null, hang_reason: hang && hang.reason,
     heartbeat_stack: (facts.heartbeat || {}).stack ?? null,
   };
-  const [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid);
+  if (causeError !== null && outcome === 'failed') {
+    factsEnd.error = causeError;
+    factsEnd.stage = causeError.stage || stage;
+  }
+  let [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid);
+  if (cause !== null && outcome === 'failed' && diagnosis) diagnosis = { ...diagnosis, summary: cause.summary };
+  const waiting = rendezvousOf(m, facts, outcome, stacks);
+  if (waiting !== null) diagnosis = waiting;
+  const stuck = outcome === 'hung' && facts.ranks ? ranks.hungRank(facts.ranks) : null;
+  if (stuck !== null) {
+    diagnosis = {
+      kind: 'collective_wait', summary: stuck.summary, hint: stuck.hint,
+      evidence: { ...((diagnosis && diagnosis.evidence) || {}), hung_rank: stuck },
+    };
+  }
   const ended = facts.ended ?? performance.now() / 1000;
   const report = {
     outcome,
@@ -81,7 +98,11 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     job_id: id,
     command: [...command],
     started_at: iso(facts.startedWall),
-    hang: hang && { reason: hang.reason, stage: hang.stage, after_s: round(hang.t - facts.started) },
+    // idle_s and stack: what the last heartbeat said, as diagnoseHang read them
+    hang: hang && {
+      reason: hang.reason, stage: hang.stage, after_s: round(hang.t - facts.started),
+      idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
+    },
     signals_sent: [...facts.signalsSent],
     environment: environment(facts.hellos),
     worker: {
@@ -97,10 +118,23 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     log_error: facts.logError ?? null,
     dropped: droppedTotal(facts.dropped ? facts.dropped.values() : []),
     evidence: facts.snapshot,
+    ranks: rows,
+    root_cause: cause,
   };
   if (diagnosisError) report.diagnosis_error = diagnosisError;
   report.summary = summary(report);
   return plain(report);
+}
+
+/** rendezvous_wait when the start-up deadline passed with only a launcher's hello (bridge/report.py). */
+function rendezvousOf(m, facts, outcome, stacks) {
+  const { hang } = m;
+  if (outcome !== 'hung' || !hang || hang.reason !== 'startup' || !facts.hellos.size) return null;
+  const hellos = [...facts.hellos.values()];
+  const launcher = hellos.find((h) => ranks.awaitsRanks(h));
+  if (!launcher) return null;
+  const anyRank = hellos.some((h) => (h.world_size ?? null) !== null);
+  return ranks.rendezvousWait(launcher, anyRank, hang.t - facts.started, stacks);
 }
 
 /**
@@ -127,6 +161,19 @@ function losses(report) {
   const logError = report.log_error;
   if (logError) out.push(`The log file ${logError.path} is incomplete from line ${logError.from_line} on: ${logError.error}.`);
   return out;
+}
+
+/**
+ * The per-process rows, and for a distributed job (two ranks or more) the root cause and
+ * its rank's own error body (null when torchrun's error file is all there is), as
+ * bridge/report.py's _ranks().
+ */
+function ranksOf(facts) {
+  if (!facts.ranks) return [[], null, null];
+  const rows = ranks.table(facts.ranks);
+  if (rows.filter((r) => r.role === 'rank').length < 2) return [rows, null, null];
+  const cause = ranks.rootCause(rows);
+  return [rows, cause, ranks.errorBody(facts.ranks, cause)];
 }
 
 /**
@@ -179,7 +226,7 @@ function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid) {
         idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
         stacks, saw_hello: facts.hellos.size > 0, evidence: facts.snapshot || {}, pid,
         worker_loaded: (m.loaded_t ?? null) !== null,
-        progress: facts.progress,
+        progress: facts.progress, python_silent: facts.signalsSent.includes('SIGUSR2'),
       }), null];
     }
     return [diagnoseEnd(factsEnd), null];
@@ -256,6 +303,39 @@ function readCrashFile(file) {
   const text = decodeUtf8Escaped(data).split(/\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/)
     .filter((line) => !line.startsWith('[trainbridge]')).join('\n').trim();
   return text || null;
+}
+
+/** Where the next dump will start in the crash file (null: there is none yet). */
+function crashFileSize(file) {
+  if (!file) return null;
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return null;
+  }
+}
+
+const SIGNAL_DUMP_MARK = /^\[trainbridge\] pid (\d+): stacks on SIGUSR1$/gm;
+
+/** The processes whose SIGUSR1 handler wrote its stacks after offset `since` of the crash
+ * file (each marks its dump with a "[trainbridge] pid N: stacks on SIGUSR1" line). */
+function signalDumpedPids(file, since) {
+  const pids = new Set();
+  if (!file) return pids;
+  let data;
+  try {
+    const fd = fs.openSync(file, 'r');
+    try {
+      const buf = Buffer.alloc(CRASH_TEXT_MAX);
+      data = buf.subarray(0, fs.readSync(fd, buf, 0, CRASH_TEXT_MAX, since || 0));
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return pids;
+  }
+  for (const m of data.toString('latin1').matchAll(SIGNAL_DUMP_MARK)) pids.add(Number(m[1]));
+  return pids;
 }
 
 /** All the stack text we got, each part under a header saying where it came from. */
@@ -341,4 +421,7 @@ function logFooter(report) {
   return lines.join('\n');
 }
 
-module.exports = { REPORT_VERSION, buildReport, logFooter, minimalReport, summary, toJSON, readCrashFile, joinStacks };
+module.exports = {
+  REPORT_VERSION, buildReport, logFooter, minimalReport, summary, toJSON, readCrashFile, joinStacks,
+  crashFileSize, signalDumpedPids,
+};

@@ -148,6 +148,27 @@ test('heartbeat silence with the GIL held -> hung, with the SIGUSR1 stack', asyn
   assert.deepEqual(liveProcesses([report.pid]), []);
 });
 
+test('a stall shorter than the freeze watchdog, native deadlock with the GIL held -> SIGUSR2 stack, gil_held', async () => {
+  // No signal ends a pthread mutex wait: the main thread never runs Python again, so neither
+  // the in-band dump nor the SIGUSR1 handler answers; the stall (1 s) comes long before the
+  // freeze watchdog (15 s). SIGUSR2: faulthandler's C handler dumps the main thread.
+  const goFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tb-node-')), 'go');
+  const job = run('gil_mutex', {
+    timeouts: { stallTimeout: 1, heartbeatTimeout: 30, killGrace: 1 }, env: userEnv({ TB_GO_FILE: goFile }),
+  });
+  job.once('progress', () => fs.writeFileSync(goFile, ''));
+  const report = await job.done;
+  fs.rmSync(path.dirname(goFile), { recursive: true, force: true });
+  assert.equal(report.outcome, 'hung');
+  assert.equal(report.hang.reason, 'stall');
+  assert.deepEqual(report.signals_sent.slice(0, 3), ['SIGUSR1', 'SIGUSR2', 'SIGTERM']);
+  assert.match(report.stacks, /faulthandler \(crash file\)[\s\S]*child\.py", line \d+ in hold_gil/);
+  assert.doesNotMatch(report.stacks, /Timeout \(/); // the native dump, not the freeze watchdog's
+  assert.equal(report.diagnosis.kind, 'gil_held');
+  assert.ok(report.duration_s < 10, `took ${report.duration_s} s`);
+  assert.deepEqual(liveProcesses([report.pid]), []);
+});
+
 test('no hello before the startup deadline -> hung (startup)', async () => {
   const job = launch({ command: 'sleep', args: ['30'], timeouts: { startupTimeout: 0.5, killGrace: 1 } });
   const report = await job.done;

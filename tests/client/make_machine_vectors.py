@@ -20,6 +20,7 @@ CONFIG = {"startup_timeout": 10, "heartbeat_timeout": 3, "stall_timeout": 6, "st
 RUN, STALL, START, END = "running", "stalled", "starting", "ended"
 HELLO = {"dump_signal": False}
 HELLO_SIG = {"dump_signal": True}
+HELLO_NATIVE = {"dump_signal": True, "native_dump": True}  # SIGUSR1 and SIGUSR2 registered
 
 
 def ex(code=None, signal=None):
@@ -98,6 +99,19 @@ CASES = [
         (11.6, "exit", ex(None, "SIGKILL"), START, ["drain"], 12.1),
         (11.7, "drained", {}, END, ["state:ended", "finish:hung"], None),
     ], "hung", {"reason": "startup", "t": 10, "stage": None}),
+    ("a distributed launcher's hello does not end start-up; its first rank's does", {}, 10, [
+        (1, "hello", {"dump_signal": False, "awaits_ranks": True}, START, [], 10),
+        (2, "beat", {}, START, [], 10),
+        (4, "hello", HELLO, RUN, ["state:running"], 7),
+    ], None, None),
+    ("hung: a launcher said hello, no rank did before the startup deadline (rendezvous)", {}, 10, [
+        (1, "hello", {"dump_signal": False, "awaits_ranks": True}, START, [], 10),
+        (10, "timer", {}, START, ["snapshot:startup", "dump_stacks"], 10.5),
+        (10.2, "dumped", {}, START, [], 11.5),
+        (10.3, "snapshotted", {}, START, ["signal:SIGTERM"], 11.3),
+        (10.4, "exit", ex(None, "SIGTERM"), START, ["drain"], 10.9),
+        (10.5, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "startup", "t": 10, "stage": None}),
     ("hung: startup; the snapshot overruns its time; the process dies on SIGTERM", {}, 10, [
         (10, "timer", {}, START, ["snapshot:startup"], 11.5),
         (11.5, "timer", {}, START, ["signal:SIGTERM"], 12.5),
@@ -143,6 +157,47 @@ CASES = [
         (3.75, "timer", {}, STALL, ["signal:SIGTERM"], 4.75),
         (4, "exit", ex(None, "SIGTERM"), STALL, ["drain"], 4.5),
         (4.1, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "heartbeat", "t": 3.5, "stage": None}),
+    ("hung: stall; neither dump_stacks nor SIGUSR1 answered (native code holds the GIL), "
+     "then SIGUSR2", {}, 10, [
+        (0, "hello", HELLO_NATIVE, RUN, ["state:running"], 3),
+        (0.5, "progress", {}, RUN, [], 2.5),
+        (2, "beat", {}, RUN, [], 2.5),
+        (4, "beat", {}, RUN, [], 2.5),
+        (6, "beat", {}, RUN, [], 2.5),
+        (6.5, "timer", {}, STALL, ["state:stalled", "snapshot:stall", "dump_stacks"], 7.0),
+        (7.0, "timer", {}, STALL, ["signal:SIGUSR1"], 7.25),
+        (7.25, "timer", {}, STALL, ["signal:SIGUSR2"], 7.5),
+        (7.3, "snapshotted", {}, STALL, [], 7.5),
+        (7.5, "timer", {}, STALL, ["signal:SIGTERM"], 8.5),
+        (7.6, "exit", ex(None, "SIGTERM"), STALL, ["drain"], 8.1),
+        (7.7, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "stall", "t": 6.5, "stage": None}),
+    ("hung: stall; dump_stacks unanswered but the SIGUSR1 handler wrote: no SIGUSR2", {}, 10, [
+        (0, "hello", HELLO_NATIVE, RUN, ["state:running"], 3),
+        (0.5, "progress", {}, RUN, [], 2.5),
+        (2, "beat", {}, RUN, [], 2.5),
+        (4, "beat", {}, RUN, [], 2.5),
+        (6, "beat", {}, RUN, [], 2.5),
+        (6.5, "timer", {}, STALL, ["state:stalled", "snapshot:stall", "dump_stacks"], 7.0),
+        (7.0, "timer", {}, STALL, ["signal:SIGUSR1"], 7.25),
+        (7.1, "signal_dumped", {}, STALL, [], 7.25),
+        (7.2, "snapshotted", {}, STALL, [], 7.25),
+        (7.25, "timer", {}, STALL, ["signal:SIGTERM"], 8.25),
+        (7.6, "exit", ex(None, "SIGTERM"), STALL, ["drain"], 8.1),
+        (7.7, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "stall", "t": 6.5, "stage": None}),
+    ("hung: heartbeat silence; SIGUSR1 unanswered, then SIGUSR2, then SIGTERM once "
+     "snapshotted", {}, 10, [
+        (0, "hello", HELLO_NATIVE, RUN, ["state:running"], 3),
+        (0.5, "progress", {}, RUN, [], 2.5),
+        (2.5, "timer", {}, STALL, ["state:stalled"], 3.5),
+        (3.5, "timer", {}, STALL, ["snapshot:heartbeat", "signal:SIGUSR1"], 3.75),
+        (3.75, "timer", {}, STALL, ["signal:SIGUSR2"], 4.0),
+        (4.0, "timer", {}, STALL, [], 5.0),
+        (4.1, "snapshotted", {}, STALL, ["signal:SIGTERM"], 5.1),
+        (4.2, "exit", ex(None, "SIGTERM"), STALL, ["drain"], 4.7),
+        (4.3, "drained", {}, END, ["state:ended", "finish:hung"], None),
     ], "hung", {"reason": "heartbeat", "t": 3.5, "stage": None}),
     ("hung: bye sent but the process does not exit", {}, 10, [
         (0, "hello", HELLO, RUN, ["state:running"], 3),

@@ -32,8 +32,11 @@ def test_stage_over_its_budget(run):
             time.sleep(60)
     """)
     assert r["outcome"] == "hung"
+    # idle_s and stack: the last heartbeat's (no stack: idle far below stalled_after)
     assert r["hang"] == {"reason": "stage_budget", "stage": "download",
-                         "after_s": r["hang"]["after_s"]}
+                         "after_s": r["hang"]["after_s"], "idle_s": r["hang"]["idle_s"],
+                         "stack": None}
+    assert isinstance(r["hang"]["idle_s"], (int, float))
     assert r["hang"]["after_s"] >= 0.5  # never before the budget ran out
     assert r["stage"] == "download"
     # Stacks: the in-band dump answered, then faulthandler's SIGUSR1 dump in the crash file.
@@ -73,6 +76,32 @@ def test_heartbeat_silence_with_the_gil_held(run):
     assert "faulthandler (crash file)" in r["stacks"]
     assert f'line {line_of(job, "PyDLL")} in <module>' in r["stacks"]
     assert r["diagnosis"]["kind"] == "gil_held"
+
+
+def test_stall_shorter_than_the_freeze_watchdog_with_the_gil_held(run):
+    # A native deadlock with the GIL held: a signal does not end a pthread mutex wait, so
+    # the main thread never runs Python again (unlike sleep(), which SIGUSR1 cuts short).
+    # The stall deadline (1 s) comes long before the freeze watchdog (15 s, from the 30 s
+    # heartbeat timeout): the in-band dump and the SIGUSR1 handler get no answer, so the
+    # client sends SIGUSR2 and faulthandler's C handler dumps the main thread.
+    job, r = run("""
+        import ctypes; from trainbridge import worker
+        def hold_gil():
+            libc = ctypes.PyDLL(None)
+            mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER
+            libc.pthread_mutex_lock(mutex)
+            libc.pthread_mutex_lock(mutex)  # PyDLL keeps the GIL; waits forever
+        worker.progress(1, 10)
+        wait_go()
+        hold_gil()
+    """, stall_timeout=1, heartbeat_timeout=30, go_when=message("progress"))
+    assert r["outcome"] == "hung" and r["hang"]["reason"] == "stall"
+    assert r["signals_sent"][:3] == ["SIGUSR1", "SIGUSR2", "SIGTERM"]
+    assert "faulthandler (crash file)" in r["stacks"]
+    assert f'line {line_of(job, "waits forever")} in hold_gil' in r["stacks"]
+    assert "Timeout (" not in r["stacks"]  # the native dump, not the freeze watchdog's
+    assert r["diagnosis"]["kind"] == "gil_held"
+    assert r["duration_s"] < 10
 
 
 def test_a_job_that_keeps_working_is_never_hung(run):

@@ -112,3 +112,94 @@ def test_a_cut_value_under_a_non_ascii_key_is_flagged_by_its_escaped_path():
     raw = msgpack.unpackb(frames[0], raw=False)
     assert raw["trunc"] == ["body.metrics.\\u635f\\u5931"]
     assert codec.decode(frames, KEY).truncated == ("body.metrics.\u635f\u5931",)
+
+
+class _Walked(dict):
+    """A dict subclass: the encoder's shortcuts for plain dicts and worker.log() records
+    (exact type checks) pass it by, so it takes the general walk: the reference."""
+
+
+def _walked(value):
+    if isinstance(value, dict):
+        return _Walked({k: _walked(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_walked(v) for v in value]
+    return value
+
+
+long_texts = st.one_of(texts, st.builds(lambda t, n: t * n, texts, st.integers(0, 2000)))
+log_records = st.one_of(
+    st.fixed_dictionaries({"created": st.one_of(st.floats(allow_nan=False), st.integers(0, 2**40)),
+                           "level": st.one_of(st.sampled_from(["info", "warning"]), texts),
+                           "message": long_texts}),
+    st.dictionaries(st.one_of(st.sampled_from(["created", "level", "message", "fields"]), texts),
+                    values, max_size=5))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(log_records, min_size=1, max_size=8), st.sampled_from(["logs", "log"]))
+def test_the_encoders_shortcuts_give_the_general_walks_bytes_and_decode_alike(records, kind):
+    """The fast paths for worker.log()'s records (encode and decode) are only shortcuts: the
+    bytes, the truncation marks and the decoded message are those of the general walk."""
+    body = {"records": records} if kind == "logs" else records[0]
+    try:
+        reference = codec.encode(kind, 3, _walked(body), KEY, "job", ts=1.5)
+    except codec.ProtocolError as exc:
+        try:
+            codec.encode(kind, 3, body, KEY, "job", ts=1.5)
+        except codec.ProtocolError as exc2:
+            assert exc2.reason == exc.reason
+            return
+        raise AssertionError(f"the shortcut encoded what the general walk refuses: {exc}")
+    frames = codec.encode(kind, 3, body, KEY, "job", ts=1.5)
+    assert frames == reference
+    try:
+        msg = codec.decode(frames, KEY)
+    except codec.ProtocolError as exc:  # e.g. a record without a message: refused as a log
+        raw = msgpack.unpackb(frames[0], raw=False)
+        assert exc.reason == "bad_field", exc
+        return
+    raw = msgpack.unpackb(frames[0], raw=False)
+    assert msg.body == _unescaped(raw["body"])
+
+
+def _unescaped(value):
+    if isinstance(value, str):
+        return codec.unescape(value)
+    if isinstance(value, dict):
+        return {codec.unescape(k): _unescaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unescaped(v) for v in value]
+    return value
+
+
+wire_texts = st.text(alphabet=st.sampled_from(list("ab\\xuU089f\x00\u00e9")), max_size=14)
+wire_records = st.one_of(
+    st.fixed_dictionaries({"created": st.one_of(st.floats(allow_nan=False), st.integers(0, 9)),
+                           "level": st.one_of(st.just("info"), wire_texts),
+                           "message": wire_texts}),
+    st.dictionaries(st.sampled_from(["created", "level", "message", "x\\u00e9"]),
+                    st.one_of(wire_texts, st.integers(0, 9)), max_size=4))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(wire_records, min_size=1, max_size=6), wire_texts, st.booleans())
+def test_a_logs_message_decodes_as_the_record_by_record_walk_would_even_when_malformed(
+        records, job, body_last):
+    """The decoder's shortcut for `logs` records (messages unescaped together) accepts,
+    returns and refuses (with the same reason) exactly what the general walk does."""
+    raw = {"body": {"records": records}, "job": job, "kind": "logs", "seq": 1, "ts": 1.5, "v": 1}
+    if body_last:
+        raw["body"] = raw.pop("body")
+    packed = msgpack.packb(raw, use_bin_type=True)
+    try:
+        envelope = codec._restore(msgpack.unpackb(packed, raw=False), 0)
+        codec._check_fields("logs", envelope["body"])
+        expected = ("ok", envelope["body"])
+    except codec.ProtocolError as exc:
+        expected = ("error", exc.reason)
+    try:
+        got = ("ok", codec.decode([packed, codec.sign(KEY, packed)], KEY).body)
+    except codec.ProtocolError as exc:
+        got = ("error", exc.reason)
+    assert got == expected

@@ -106,6 +106,112 @@ def test_hang_in_one_check_lets_the_rest_run_in_a_fresh_child(write_sitecustomiz
     assert report["exit_code"] == 1
 
 
+def test_hang_while_a_thread_runs_python_is_dumped_from_python(write_sitecustomize, tmp_path):
+    """The stack of a hung check whose process has another thread running Python comes from
+    the probe's Python-level SIGUSR1 handler (every thread, the hung one last), not from
+    faulthandler's C handler, whose read of the running thread's frames can crash (gh-116008)."""
+    site, _marks = write_sitecustomize("""
+        import json, sys, threading
+        def churn():
+            while True:  # Python frames entered from C all the time, as in a loader thread
+                json.loads('[{"a": 1}, {"b": 2}]', object_hook=dict)
+        class _HangOnTorch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch":
+                    threading.Thread(target=churn, name="churn", daemon=True).start()
+                    threading.Event().wait()
+        sys.meta_path.insert(0, _HangOnTorch())
+    """)
+    report = doctor(timeout=SHORT, env=base_env(PYTHONPATH=site), cwd=str(tmp_path))
+    torch = by_name(report)["torch"]
+    assert torch["verdict"] == "hung"
+    stack = torch["stack"]
+    assert "in churn" in stack  # every thread, as only the Python-level dump writes it here
+    hung = stack[stack.index("Current thread"):]  # the interrupted thread: the main one
+    assert "in find_spec" in hung and "in churn" not in hung, stack
+    assert "Fatal Python error" not in stack
+
+
+def test_the_probe_survives_a_flood_of_sigusr1_while_a_thread_runs_python(write_sitecustomize, tmp_path):
+    """The race itself: 3,000 SIGUSR1s to a probe hung in a check while another thread runs
+    Python that C keeps calling back into. With the old faulthandler.register(all_threads=True)
+    4 of 5 runs of this test died of SIGSEGV (issue 20); now each dump is written by Python
+    with the GIL held, and the probe dies of the SIGTERM that follows."""
+    import os
+    import signal
+    import subprocess
+    import time
+    from trainbridge.bridge import doctor_run
+    site, _marks = write_sitecustomize("""
+        import json, sys, threading
+        class Row:
+            def __init__(self, d):
+                self.d = d
+        def churn():
+            rows = json.dumps([{"a": i} for i in range(40)])
+            while True:
+                json.loads(rows, object_hook=Row)
+                sorted(range(100), key=lambda v: -v)
+        class _HangOnTorch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch":
+                    threading.Thread(target=churn, name="churn", daemon=True).start()
+                    threading.Event().wait()
+        sys.meta_path.insert(0, _HangOnTorch())
+    """)
+    stack_file = tmp_path / "stack.txt"
+    probe = subprocess.Popen(
+        [sys.executable, doctor_run.PROBE, "--checks", "torch", "--stack-file", str(stack_file),
+         "--deadline", "60"], env=base_env(PYTHONPATH=site), cwd=str(tmp_path),
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        for line in probe.stdout:  # the probe's own JSON lines, until the check has begun
+            if b'"begin"' in line:
+                break
+        deadline = time.monotonic() + 20
+        while "in churn" not in stack_file.read_text():
+            assert time.monotonic() < deadline, "the churn thread never showed up"
+            probe.send_signal(signal.SIGUSR1)
+            time.sleep(0.05)  # polling the dump for a condition, with a deadline
+        for i in range(3000):
+            probe.send_signal(signal.SIGUSR1)
+            if i % 10 == 0:
+                time.sleep(0.002)  # let some dumps run while the next signals arrive
+        probe.send_signal(signal.SIGTERM)
+        code = probe.wait(timeout=20)
+        text = stack_file.read_text()
+        assert code == -signal.SIGTERM, f"died of {code}: {text[-1500:]}"
+        assert "Fatal Python error" not in text
+    finally:
+        if probe.poll() is None:
+            os.kill(probe.pid, signal.SIGKILL)
+            probe.wait()
+        probe.stdout.close()
+
+
+def test_hang_in_c_with_the_gil_held_is_dumped_by_sigusr2(write_sitecustomize, tmp_path):
+    """No Python runs (a native deadlock through ctypes.PyDLL keeps the GIL; no signal ends
+    a mutex wait): the SIGUSR1 handler never runs, so doctor sends SIGUSR2 and faulthandler's
+    C handler writes the main thread's stack."""
+    site, _marks = write_sitecustomize("""
+        import ctypes, sys
+        class _HangOnTorch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch":
+                    libc = ctypes.PyDLL(None)
+                    mutex = ctypes.create_string_buffer(64)  # PTHREAD_MUTEX_INITIALIZER
+                    libc.pthread_mutex_lock(mutex)
+                    libc.pthread_mutex_lock(mutex)
+        sys.meta_path.insert(0, _HangOnTorch())
+    """)
+    report = doctor(timeout=SHORT, env=base_env(PYTHONPATH=site), cwd=str(tmp_path))
+    torch = by_name(report)["torch"]
+    assert torch["verdict"] == "hung"
+    assert torch["stack"].startswith("Stack (most recent call first):"), torch["stack"]  # C's
+    assert "sitecustomize.py" in torch["stack"] and "in find_spec" in torch["stack"]
+    assert report["duration_s"] < 3 * SHORT + 10
+
+
 def test_interpreter_that_hangs_at_startup(write_sitecustomize, bare_python, tmp_path):
     site, _marks = write_sitecustomize("""
         import threading

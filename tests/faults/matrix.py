@@ -150,8 +150,9 @@ def run(name: str) -> Tuple[Dict[str, Any], Dict[str, Any], List[str]]:
     config = {**MATRIX["config"], **(row.get("config") or {})}
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(row.get("env") or {})
     subs: Dict[str, str] = {}
-    with _needs(row, env, subs) as go:
+    with _needs(row, env, subs) as go, _tmpdir(row, env):
         timing = Timing(_sub(row.get("last_line"), subs), go)
         launched = time.monotonic()
         job = bridge.launch([sys.executable, *row["argv"]], cwd=str(SCENARIOS), env=env,
@@ -202,6 +203,24 @@ def _needs(row: Dict[str, Any], env: Dict[str, str],
     finally:
         if go is not None:
             go.close()
+
+
+@contextmanager
+def _tmpdir(row: Dict[str, Any], env: Dict[str, str]) -> Iterator[None]:
+    """A row with tmpdir: its own TMPDIR (torchrun leaves its log folders there), removed
+    after the row."""
+    if not row.get("tmpdir"):
+        yield
+        return
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="fault-")
+    env["TMPDIR"] = path
+    try:
+        yield
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _sub(text: Optional[str], subs: Dict[str, str]) -> Optional[str]:

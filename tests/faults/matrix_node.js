@@ -56,8 +56,14 @@ async function run(name) {
   const config = { ...MATRIX.config, ...(row.config || {}) };
   const env = { ...process.env };
   env.PYTHONPATH = ROOT + (env.PYTHONPATH ? path.delimiter + env.PYTHONPATH : '');
+  Object.assign(env, row.env || {});
   const subs = {};
   const closers = [];
+  if (row.tmpdir) { // its own TMPDIR (torchrun leaves its log folders there), removed after the row
+    const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'fault-'));
+    env.TMPDIR = dir;
+    closers.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  }
   let go = null;
   if (row.go_when) {
     go = await goSignal(row.go_when);

@@ -52,6 +52,7 @@ def store_path(tmp_path):
     from trainbridge.bridge.store import Store
     store = Store(path)
     try:
+        ended_keepers = [row["keeper_pid"] for row in store.jobs() if row["keeper_pid"]]
         left = {row["id"]: leftovers(row["id"]) for row in store.jobs()}
         keepers = [row["keeper_pid"] for row in store.jobs(state="active")
                    if procs.same_process(row["keeper_pid"], row["keeper_start"])]
@@ -64,3 +65,22 @@ def store_path(tmp_path):
         os.kill(pid, 9)
     assert not any(left.values()), f"processes left running: {left}"
     assert not keepers, f"keepers left running: {keepers}"
+    # A keeper whose job ended exits on its own (it may still be starting queued jobs): wait
+    # for that, and reap the ones this process started, so later tests see no child of ours.
+    wait_for(lambda: all(_gone(pid) for pid in ended_keepers), timeout=15,
+             what=f"the keepers {ended_keepers} to exit")
+
+
+def _gone(pid):
+    """True once pid has exited (reaping it if it is a child of this process)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return True
+    except ChildProcessError:
+        pass  # not our child: a GUI or scheduler subprocess started it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False

@@ -1,0 +1,307 @@
+'use strict';
+/**
+ * Per-process state of a distributed job, and its root cause: the mirror of bridge/ranks.py
+ * (pure: values in, values out; vectors/ranks.json pins both). observe() folds one worker
+ * message into the state, table() gives the report's `ranks` rows, rootCause() names the
+ * rank that failed first by the ranks' own clocks (the envelope's `ts`; torchrun's
+ * error-file timestamps, whole seconds, for a rank without a worker) and lists the other
+ * failed ranks as consequences.
+ */
+
+const PEER_GONE = /connection closed by peer|connection reset by peer|broken pipe|peer.*(closed|gone|disconnect)/i;
+const LIBRARY = ['/lib/python', 'site-packages', 'dist-packages', '<frozen', '/worker/', '/bridge/', '<string>'];
+const MESSAGE_CHARS = 160;
+const nul = (x) => (x === undefined ? null : x);
+
+function initial() {
+  return { procs: new Map() };
+}
+
+function proc(state, key) {
+  if (!state.procs.has(key)) {
+    state.procs.set(key, {
+      key, rank: null, local_rank: null, world_size: null, host: null, pid: null, ppid: null,
+      stages: [], progress: null, last_beat: null, exit: null, error: null, hello: false, failures: [], body: null, stacks: null,
+    });
+  }
+  return state.procs.get(key);
+}
+
+function observe(state, key, kind, body, ts) {
+  const p = proc(state, key);
+  p.last_beat = ts;
+  if (kind === 'hello') {
+    Object.assign(p, {
+      hello: true, rank: nul(body.rank), local_rank: nul(body.local_rank), world_size: nul(body.world_size),
+      host: nul(body.host), pid: nul(body.pid), ppid: nul(body.ppid),
+    });
+  } else if (kind === 'stage') {
+    if (body.event === 'begin') p.stages.push(body.name);
+    else {
+      const i = p.stages.lastIndexOf(body.name);
+      if (i >= 0) p.stages.length = i;
+    }
+  } else if (kind === 'progress') {
+    p.progress = { step: nul(body.step), total: nul(body.total) };
+  } else if (kind === 'error' && body.fatal && p.error === null) {
+    p.error = errorOf(body, ts, 'worker');
+    p.body = body; // the full error, should this rank be the root cause
+    if (Array.isArray(body.failures)) p.failures = body.failures.filter((f) => f && typeof f === 'object');
+  } else if (kind === 'bye') {
+    p.exit = { code: nul(body.exit_code), reason: nul(body.reason) };
+  } else if (kind === 'reply' && typeof body.stacks === 'string') {
+    p.stacks = body.stacks; // its answer to dump_stacks: where it is at hang time
+  }
+}
+
+function errorOf(body, t, source) {
+  const frames = Array.isArray(body.frames) ? body.frames : [];
+  return { type: nul(body.type), message: nul(body.message), stage: nul(body.stage), frame: where(frames), t, source };
+}
+
+function where(frames) {
+  if (!frames.length) return null;
+  let mine = frames[frames.length - 1];
+  for (let i = frames.length - 1; i >= 0; i -= 1) {
+    const file = String(frames[i].file ?? '').replace(/\\/g, '/');
+    if (!LIBRARY.some((m) => file.includes(m))) { mine = frames[i]; break; }
+  }
+  const parts = String(mine.file ?? '?').replace(/\\/g, '/').split('/');
+  const path = parts.length > 1 && parts[parts.length - 2] ? parts.slice(-2).join('/') : parts[parts.length - 1];
+  return `${path}:${mine.line ?? '?'} ${mine.function ?? '?'}`;
+}
+
+/**
+ * Who sent a message, for the events the job emits: rank, local_rank, host, pid and role as
+ * known when it arrived (a launcher is "other" until a rank of it says hello).
+ */
+function sender(state, key) {
+  const p = proc(state, key);
+  return { rank: p.rank, local_rank: p.local_rank, host: p.host, pid: p.pid, role: role(p, [...state.procs.values()]) };
+}
+
+function role(p, procs) {
+  if (p.rank !== null && p.world_size !== null) return 'rank';
+  if (p.pid !== null && procs.some((q) => q.ppid === p.pid && q.world_size !== null)) return 'launcher';
+  return 'other';
+}
+
+function table(state) {
+  const procs = [...state.procs.values()];
+  const rows = procs.map((p) => ({
+    rank: p.rank, local_rank: p.local_rank, host: p.host, pid: p.pid, role: role(p, procs),
+    stage: p.stages.length ? p.stages[p.stages.length - 1] : null, progress: p.progress,
+    last_beat: p.last_beat, exit: p.exit, error: p.error,
+  }));
+  for (const launcher of procs.filter((p) => p.failures.length)) {
+    for (const f of launcher.failures) {
+      let row = rows.find((r) => r.role === 'rank' && (
+        (nul(f.pid) !== null && r.pid === f.pid) || (r.rank === nul(f.rank) && r.host === launcher.host)));
+      if (!row) { // a rank that never said hello: torchrun's word is all we have
+        row = {
+          rank: nul(f.rank), local_rank: nul(f.local_rank), host: launcher.host, pid: nul(f.pid), role: 'rank',
+          stage: null, progress: null, last_beat: null, exit: null, error: null,
+        };
+        rows.push(row);
+      }
+      if (row.exit === null || row.exit.code === null) row.exit = { code: nul(f.exit_code), reason: 'torchrun' };
+      if (row.error === null && f.traceback) row.error = fileError(f);
+    }
+  }
+  for (const row of rows) row.state = stateOf(row);
+  const order = { rank: 0, launcher: 1, other: 2 };
+  rows.sort((a, b) => (order[a.role] - order[b.role]) || ((a.rank ?? 0) - (b.rank ?? 0)) || ((a.pid || 0) - (b.pid || 0)));
+  return rows;
+}
+
+function fileError(f) {
+  const message = String(f.message || '');
+  const at = message.indexOf(': ');
+  const frames = [...String(f.traceback || '').matchAll(/File "([^"]+)", line (\d+), in (\S+)/g)]
+    .map((m) => ({ file: m[1], line: Number(m[2]), function: m[3] }));
+  return {
+    type: at >= 0 ? message.slice(0, at) : null, message: at >= 0 ? message.slice(at + 2) : message,
+    stage: null, frame: where(frames), t: nul(f.time), source: 'error_file', traceback: nul(f.traceback), frames,
+  };
+}
+
+function stateOf(row) {
+  const code = row.exit ? row.exit.code : null;
+  if (row.error !== null || (code !== null && code !== 0)) return 'failed';
+  return row.exit !== null ? 'exited' : 'running';
+}
+
+function errorBody(state, cause) {
+  if (!cause) return null;
+  for (const p of state.procs.values()) {
+    if (p.body !== null && p.pid === cause.pid && p.host === cause.host) return p.body;
+  }
+  const err = cause.error;
+  if (err.source === 'error_file' && err.traceback) { // a rank without a worker
+    return {
+      type: err.type || 'Error', message: err.message || '', traceback: err.traceback, frames: err.frames || [], chain: [],
+      stage: null, fatal: true, thread: 'MainThread', kind: 'exception',
+    };
+  }
+  return null;
+}
+
+function rootCause(rows) {
+  const failed = rows.filter((r) => r.role === 'rank' && r.error !== null && r.error.t !== null && r.error.t !== undefined);
+  if (!failed.length) return null;
+  let first = failed[0];
+  for (const r of failed.slice(1)) {
+    if (r.error.t < first.error.t || (r.error.t === first.error.t && (r.rank ?? 0) < (first.rank ?? 0))) first = r;
+  }
+  const consequences = rows
+    .filter((r) => r !== first && r.role === 'rank' && r.state === 'failed')
+    .map((r) => ({ rank: r.rank, host: r.host, pid: r.pid, why: why(r), error: r.error }));
+  return {
+    rank: first.rank, local_rank: first.local_rank, host: first.host, pid: first.pid, error: first.error,
+    consequences, summary: sentence(first, consequences),
+  };
+}
+
+function why(row) {
+  const err = row.error || {};
+  const code = row.exit ? row.exit.code : null;
+  if (PEER_GONE.test(String(err.message ?? ''))) return 'peer_gone';
+  if (String(err.type ?? '').endsWith('SignalException') || (code !== null && code < 0)) return 'stopped';
+  return 'later';
+}
+
+const WHY_TEXT = { stopped: 'stopped by the launcher', peer_gone: 'lost its peer', later: 'failed later' };
+
+function sentence(first, consequences) {
+  const err = first.error;
+  let text = `rank ${first.rank} (${who(first)}) failed first: ${short(err)}`;
+  if (err.stage) text += ` in stage '${err.stage}'`;
+  if (err.frame) text += ` at ${err.frame}`;
+  if (consequences.length) {
+    text += '; then ' + consequences.map((c) => `rank ${c.rank} ${WHY_TEXT[c.why]}`
+      + (c.error && c.why !== 'stopped' ? ` (${brief(c.error)})` : '')).join(', ');
+    text += ' (consequences, not the cause)';
+  }
+  return text;
+}
+
+const who = (row) => `host ${row.host || '?'}, pid ${row.pid ?? '?'}`;
+
+function brief(err) {
+  const kind = String(err.type || 'Error').split('.').pop();
+  return err.frame ? `${kind} at ${err.frame}` : kind;
+}
+
+function short(err) {
+  let message = String(err.message ?? '').split(/\s+/).filter(Boolean).join(' ');
+  if (message.length > MESSAGE_CHARS) message = `${message.slice(0, MESSAGE_CHARS - 3)}...`;
+  return message ? `${err.type || 'Error'}: ${message}` : String(err.type || 'Error');
+}
+
+const LAUNCHER_MODULES = ['torch.distributed.run', 'torch.distributed.launch'];
+const base = (w) => w.split('/').pop();
+
+/**
+ * Whether a hello is a distributed launcher's (torchrun, python -m torch.distributed.run /
+ * launch), whose job has not started until a rank says hello (bridge/ranks.py awaits_ranks).
+ */
+function awaitsRanks(hello) {
+  const { argv } = hello;
+  if (!Array.isArray(argv) || !argv.length || (hello.world_size ?? null) !== null) return false;
+  const words = argv.map((a) => String(a).replace(/\\/g, '/'));
+  if (base(words[0]) === 'torchrun') return true;
+  for (let i = 1; i < words.length; i += 1) {
+    const word = words[i];
+    if (word === '-m') return i + 1 < words.length && LAUNCHER_MODULES.includes(words[i + 1]);
+    if (!word.startsWith('-')) {
+      return base(word) === 'torchrun' || word.endsWith('torch/distributed/run.py') || word.endsWith('torch/distributed/launch.py');
+    }
+  }
+  return false;
+}
+
+function option(argv, ...names) {
+  for (let i = 0; i < argv.length; i += 1) {
+    for (const name of names) {
+      if (argv[i] === name && i + 1 < argv.length) return argv[i + 1];
+      if (argv[i].startsWith(`${name}=`)) return argv[i].slice(name.length + 1);
+    }
+  }
+  return null;
+}
+
+/**
+ * The verdict for a job whose launcher waits in its rendezvous for nodes that never come
+ * (bridge/ranks.py rendezvous_wait): null unless no rank said hello and the launcher's own
+ * stack is in torch.distributed.elastic's rendezvous.
+ */
+function rendezvousWait(launcher, ranksSaidHello, waitedS, stacks) {
+  if (ranksSaidHello || !awaitsRanks(launcher) || !String(stacks || '').includes('rendezvous')) return null;
+  const argv = (launcher.argv || []).map(String);
+  const nnodes = option(argv, '--nnodes') || '1';
+  const needed = nnodes.split(':')[0];
+  let endpoint = option(argv, '--rdzv-endpoint', '--rdzv_endpoint');
+  if (endpoint === null) {
+    endpoint = `${option(argv, '--master-addr', '--master_addr') || '127.0.0.1'}:${option(argv, '--master-port', '--master_port') || '29500'}`;
+  }
+  const backend = option(argv, '--rdzv-backend', '--rdzv_backend') || 'static';
+  const host = launcher.host || '?';
+  const waited = waitedS >= 10 ? `${waitedS.toFixed(0)} s` : `${waitedS.toFixed(1)} s`;
+  return {
+    kind: 'rendezvous_wait',
+    summary: `rendezvous_wait: torchrun on host ${host} waited ${waited} for nodes that never came: its ${backend} rendezvous at ${endpoint} needs ${needed} node(s) (--nnodes=${nnodes}) and only this one is known to have joined; no rank started`,
+    hint: `start torchrun on the other node(s) with the same --rdzv-endpoint=${endpoint} and --rdzv-id, check that they can reach ${endpoint}, or lower --nnodes`,
+    evidence: {
+      endpoint, backend, nnodes, nnodes_expected: /^\d+$/.test(needed) ? Number(needed) : null,
+      nnodes_joined: 1, waited_s: Math.round(waitedS * 10) / 10, host,
+    },
+  };
+}
+
+// --- the hung rank (bridge/ranks.py hung_rank) ---
+const THREAD = /^Thread 0x[0-9a-f]+ "([^"]*)"/gm;
+const FRAME = /^\s*File "([^"]+)", line (\d+), in (\S+)/gm;
+const COLLECTIVE_FILE = 'torch/distributed/distributed_c10d.py';
+
+function mainThreadFrames(stacks) {
+  const starts = [...stacks.matchAll(THREAD)].map((m) => [m.index, m[1]]);
+  for (let i = 0; i < starts.length; i += 1) {
+    if (starts[i][1] !== 'MainThread') continue;
+    const end = i + 1 < starts.length ? starts[i + 1][0] : stacks.length;
+    return [...stacks.slice(starts[i][0], end).matchAll(FRAME)].map((m) => ({ file: m[1], line: Number(m[2]), function: m[3] }));
+  }
+  return [];
+}
+
+function collective(frames) {
+  const frame = frames.find((f) => String(f.file).replace(/\\/g, '/').endsWith(COLLECTIVE_FILE));
+  return frame ? frame.function : null;
+}
+
+function hungRank(state) {
+  const answered = [...state.procs.values()]
+    .filter((p) => p.rank !== null && p.world_size !== null && p.stacks)
+    .sort((a, b) => a.rank - b.rank);
+  if (answered.length < 2) return null;
+  const waiting = [];
+  const away = [];
+  for (const p of answered) {
+    const frames = mainThreadFrames(p.stacks);
+    const op = collective(frames);
+    (op ? waiting : away).push([p, frames, op]);
+  }
+  if (!waiting.length || !away.length) return null;
+  const ops = [...new Set(waiting.map(([, , op]) => op))].sort();
+  const missing = away.map(([p, frames]) => ({ rank: p.rank, host: p.host, pid: p.pid, frame: where(frames) }));
+  const waiters = waiting.map(([p, frames, op]) => ({ rank: p.rank, host: p.host, pid: p.pid, collective: op, frame: where(frames) }));
+  const first = away[0][0];
+  let text = `rank ${first.rank} (${who(first)}) is not in the collective: it is at ${missing[0].frame || 'an unknown frame'}`;
+  if (missing.length > 1) text += `; nor are rank(s) ${missing.slice(1).map((m) => m.rank).join(', ')}`;
+  text += `; rank(s) ${waiters.map((w) => w.rank).join(', ')} wait in ${ops.join(' / ')} for it`;
+  return {
+    rank: first.rank, host: first.host, pid: first.pid, missing, waiting: waiters, summary: text,
+    hint: `see why rank ${first.rank} is at ${missing[0].frame} and not in ${ops[0]}: every rank must reach the same collectives in the same order`,
+  };
+}
+
+module.exports = { initial, observe, sender, table, rootCause, errorBody, awaitsRanks, rendezvousWait, hungRank, mainThreadFrames };

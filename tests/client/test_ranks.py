@@ -1,0 +1,57 @@
+"""Per-rank rows and the root cause (bridge/ranks.py) against vectors/ranks.json, the
+contract node-client/test/ranks.test.js runs too."""
+
+import json
+import os
+
+import pytest
+
+from trainbridge.bridge import ranks
+
+ALL = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "vectors",
+                                  "ranks.json"), encoding="ascii"))
+VECTORS = ALL["cases"]
+
+
+@pytest.mark.parametrize("case", VECTORS, ids=[c["name"] for c in VECTORS])
+def test_rows_and_root_cause(case):
+    state = ranks.initial()
+    for key, kind, body, ts in case["messages"]:
+        ranks.observe(state, key, kind, body, ts)
+    rows = ranks.table(state)
+    assert [{k: r[k] for k in ("rank", "role", "pid", "state", "stage", "progress")}
+            for r in rows] == case["rows"]
+    cause = ranks.root_cause(rows)
+    if case["root_cause"] is None:
+        assert cause is None
+    else:
+        assert cause["rank"] == case["root_cause"]["rank"]
+        assert cause["summary"] == case["root_cause"]["summary"]
+        assert ranks.error_body(state, cause)["type"] == case["root_cause"]["error_type"]
+        assert {str(c["rank"]): c["why"] for c in cause["consequences"]} \
+            == case["root_cause"]["why"]
+
+
+@pytest.mark.parametrize("argv, world_size, expected", ALL["launchers"])
+def test_which_hellos_are_a_launchers(argv, world_size, expected):
+    assert ranks.awaits_ranks({"argv": argv, "world_size": world_size}) is expected
+
+
+@pytest.mark.parametrize("case", ALL["rendezvous"], ids=[c["name"] for c in ALL["rendezvous"]])
+def test_rendezvous_wait(case):
+    got = ranks.rendezvous_wait(case["launcher"], case["ranks_said_hello"], case["waited_s"],
+                                case["stacks"])
+    if case["summary"] is None:
+        assert got is None
+    else:
+        assert (got["kind"], got["summary"], got["evidence"]) == (
+            "rendezvous_wait", case["summary"], case["evidence"])
+
+
+@pytest.mark.parametrize("case", ALL["hung"], ids=[c["name"] for c in ALL["hung"]])
+def test_hung_rank(case):
+    state = ranks.initial()
+    for key, kind, body, ts in case["messages"]:
+        ranks.observe(state, key, kind, body, ts)
+    got = ranks.hung_rank(state)
+    assert (got and got["summary"]) == case["summary"]

@@ -1,0 +1,87 @@
+"""torchrun interop: the worker writes a rank's fatal error to TORCHELASTIC_ERROR_FILE in
+torchelastic's format (torch's own reader takes it), and torchrun's failure summary then
+names the real error; the report has every rank and names the one that failed first."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import psutil
+import pytest
+
+from trainbridge import bridge
+from trainbridge.worker import elastic
+
+torch_errors = pytest.importorskip("torch.distributed.elastic.multiprocessing.errors")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCENARIOS = os.path.join(ROOT, "tests", "faults", "scenarios")
+
+
+def test_torch_reads_the_error_file_the_worker_writes(tmp_path):
+    path = str(tmp_path / "error.json")
+    body = {"type": "builtins.ValueError", "message": "shard 3 is corrupt \u00e9",
+            "traceback": "Traceback (most recent call last):\nValueError: shard 3\n"}
+    assert elastic.write_error_file(body, 1700000000.7, {"TORCHELASTIC_ERROR_FILE": path}) == path
+    failure = torch_errors.ProcessFailure(local_rank=1, pid=5, exitcode=1, error_file=path)
+    assert failure.message["message"] == "ValueError: shard 3 is corrupt \u00e9"
+    assert failure.message["extraInfo"]["py_callstack"] == body["traceback"]
+    assert failure.timestamp == 1700000000
+    open(path, "rb").read().decode("ascii")  # ASCII on disk
+
+
+def test_an_error_file_the_script_wrote_itself_is_kept(tmp_path):
+    path = tmp_path / "error.json"
+    path.write_text('{"message": "from @record"}')
+    assert elastic.write_error_file({"type": "X", "message": "m"}, 1.0,
+                                    {"TORCHELASTIC_ERROR_FILE": str(path)}) is None
+    assert json.loads(path.read_text()) == {"message": "from @record"}
+    assert elastic.write_error_file({"type": "X", "message": "m"}, 1.0, {}) is None
+
+
+def test_torchrun_names_the_failed_rank_and_the_report_its_root_cause():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+        env.update(TMPDIR=tmp, OMP_NUM_THREADS="1")
+        lines, stages = [], []
+
+        def seen(event):
+            if event.get("event") == "output":
+                lines.append(event["text"])
+            elif event.get("event") == "message" and event["kind"] == "stage":
+                stages.append((event["sender"], event["body"]["event"], event["body"]["name"]))
+        job = bridge.launch([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                             "--nproc_per_node=2", "torchrun_rank_fails.py"], cwd=SCENARIOS,
+                            env=env, startup_timeout=60, heartbeat_timeout=30,
+                            stall_timeout=60, on_event=seen)
+        report = job.wait(120)
+        assert report is not None, "no report within 120 s"
+        assert not psutil.Process().children(recursive=True), "a process was left over"
+    # torchrun's own summary: the root cause is rank 1's error as the worker wrote it
+    cause_at = lines.index("Root Cause (first observed failure):")
+    block = "\n".join(lines[cause_at:cause_at + 16])
+    assert "rank      : 1 (local_rank: 1)" in block, block
+    assert "ValueError: shard 3 is corrupt" in block, block
+    assert "To enable traceback" not in "\n".join(lines)
+    # the report: every process, the root cause by the ranks' own clocks
+    roles = sorted((r["role"], r["rank"]) for r in report["ranks"])
+    assert roles == [("launcher", None), ("rank", 0), ("rank", 1)], report["ranks"]
+    one = next(r for r in report["ranks"] if r["rank"] == 1)
+    assert one["state"] == "failed" and one["error"]["type"] == "ValueError"
+    assert one["error"]["stage"] == "data" and one["pid"] and one["host"]
+    launcher = next(r for r in report["ranks"] if r["role"] == "launcher")
+    assert launcher["error"]["type"].endswith("ChildFailedError")
+    assert report["root_cause"]["rank"] == 1
+    assert [c["rank"] for c in report["root_cause"]["consequences"]] == [0]
+    assert report["error"]["type"] == "ValueError"  # not rank 0's lost peer
+    assert report["diagnosis"]["summary"].startswith("rank 1 (host ")
+    # every stage event names its sender; rank 1's 'data' is its own, never the job's
+    data = [sender for sender, event, name in stages if name == "data" and event == "begin"]
+    assert len(data) == 1 and data[0]["rank"] == 1 and data[0]["role"] == "rank", data
+    assert data[0]["lead"] is False and data[0]["pid"] == one["pid"]
+    assert "data" not in [s["name"] for s in report["stages"]]
+    mains = {s["pid"] for s, event, name in stages if name == "main"}
+    assert len(mains) == 3, mains  # the launcher's and each rank's, told apart
+    ends = {s["role"] for s, event, name in stages if name == "main" and event == "end"}
+    assert "launcher" in ends, ends  # known as the launcher once its ranks said hello
