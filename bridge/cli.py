@@ -123,7 +123,10 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
                      f"while the process lives (default {d['heartbeat_timeout']:g})")
     run.add_argument("--kill-grace", type=parse_duration, default=d["kill_grace"], metavar="S",
                      help=f"seconds between SIGTERM and SIGKILL (default {d['kill_grace']:g})")
-    run.add_argument("--log", metavar="FILE", help="append every output line to FILE (UTF-8)")
+    run.add_argument("--log", metavar="FILE", help="append every output line to FILE (UTF-8), "
+                     "and the final summary at the end")
+    run.add_argument("--log-timestamps", action="store_true",
+                     help="start each line of the --log file with its UTC time")
     run.add_argument("--report", metavar="FILE", help="write the final report to FILE "
                      "(ASCII JSON, docs/report.schema.json)")
     run.add_argument("--json", action="store_true",
@@ -202,7 +205,8 @@ def run(args: argparse.Namespace, cmd: List[str]) -> int:
                             stall_timeout=args.stall_timeout,
                             heartbeat_timeout=args.heartbeat_timeout,
                             kill_grace=args.kill_grace, log_path=args.log,
-                            zero_code=args.zero_code)
+                            zero_code=args.zero_code,
+                            log_timestamps=args.log_timestamps)
     except (bridge.LaunchError, OSError) as exc:
         message = f"trainbridge: could not start the command: {exc}. Check the path and that " \
                   f"it is executable (use the full path, e.g. .venv/bin/python)."
@@ -329,13 +333,21 @@ class ViewModel:
         self.notes: List[str] = []
         self.lines: Deque = collections.deque(maxlen=lines)
         self.started = time.monotonic()
+        self.progress_t: Optional[float] = None  # when the last progress came
+        self.output_t: Optional[float] = None    # when the last output line came
+        self.live: Optional[Dict[str, Any]] = None  # the diagnosis while stalled (issue 12)
         self.ranks: Dict[int, Dict[str, Any]] = {}  # rank -> its own stage, step, state
 
     def update(self, event: Dict[str, Any]) -> None:
         kind = event["event"]
         if kind == "state":
             self.state = event["state"]
+            if self.state != "stalled":
+                self.live = None
+        elif kind == "stalled":
+            self.live = event.get("diagnosis")
         elif kind == "output":
+            self.output_t = time.monotonic()
             if self.lines and self.lines[-1][1] == "cr":
                 self.lines.pop()  # a progress bar redrawing itself
             self.lines.append((event["text"], event["end"], event["stream"]))
@@ -357,7 +369,7 @@ class ViewModel:
             elif event["kind"] == "progress":
                 self.step, self.total = body.get("step"), body.get("total")
                 self.metrics = body.get("metrics") or {}
-                now = time.monotonic()
+                now = self.progress_t = time.monotonic()
                 self._samples.append((now, self.step))
                 t0, s0 = self._samples[0]
                 if now > t0 and isinstance(self.step, (int, float)) and self.step > s0:
@@ -400,10 +412,47 @@ class ViewModel:
         more = len(self.ranks) - 8
         return " | ".join(parts) + (f" | +{more} more" if more > 0 else "")
 
-    def eta(self) -> Optional[float]:
-        if self.rate and self.total and isinstance(self.step, (int, float)):
-            return max(0.0, (self.total - self.step) / self.rate)
+    def eta(self, now: Optional[float] = None) -> Optional[float]:
+        rate = self.rate_now(now)
+        if rate and self.total and isinstance(self.step, (int, float)):
+            return max(0.0, (self.total - self.step) / rate)
         return None
+
+    def idle_s(self, now: Optional[float] = None) -> Optional[float]:
+        """Seconds since the last progress (None before any)."""
+        if self.progress_t is None:
+            return None
+        return max(0.0, (now if now is not None else time.monotonic()) - self.progress_t)
+
+    def rate_now(self, now: Optional[float] = None) -> Optional[float]:
+        """The rate over the recent samples measured up to now, not up to the last sample:
+        during a stall it falls instead of freezing (issue 12 item 8: "38.77 step/s" was
+        shown while nothing moved)."""
+        now = now if now is not None else time.monotonic()
+        if not self._samples or not isinstance(self.step, (int, float)):
+            return None
+        t0, s0 = self._samples[0]
+        if now <= t0 or self.step <= s0:
+            return 0.0 if self.rate else None
+        return (self.step - s0) / (now - t0)
+
+    def progress_text(self, now: Optional[float] = None) -> str:
+        """'301/?  12.40 step/s  loss=2.31' (no ETA without a total; metadata keys such as
+        source=optimizer are not metrics), plus 'idle 14 s' once progress stops."""
+        now = now if now is not None else time.monotonic()
+        info = f"{_fmt(self.step)}/{_fmt(self.total) if self.total else '?'}"
+        rate = self.rate_now(now)
+        if rate is not None:
+            info += f"  {rate:.2f} step/s"
+        eta = self.eta(now)
+        if eta is not None:
+            info += f"  ETA {_clock(eta)}"
+        idle = self.idle_s(now)
+        if idle is not None and (idle >= 2 or self.state == "stalled"):
+            info += f"  idle {idle:.0f} s"
+        shown = [(k, v) for k, v in self.metrics.items() if k not in _PROGRESS_METADATA]
+        metrics = "  ".join(f"{k}={_fmt(v)}" for k, v in shown[:4])
+        return f"{info}  {metrics}".rstrip()
 
 
 class LiveView:
@@ -460,18 +509,18 @@ class LiveView:
         grid.add_column()
         grid.add_row("stage", " > ".join(name for name, _ in m.stages) if m.stages else "-")
         if m.step is not None:
-            bar = ProgressBar(total=float(m.total) if m.total else None,
-                              completed=float(m.step) if m.total else 0, width=30)
-            info = f"{_fmt(m.step)}/{_fmt(m.total) if m.total else '?'}"
-            if m.rate:
-                info += f"  {m.rate:.2f} step/s"
-            eta = m.eta()
-            if eta is not None:
-                info += f"  ETA {_clock(eta)}"
-            metrics = "  ".join(f"{k}={_fmt(v)}" for k, v in list(m.metrics.items())[:4])
             row = Table.grid(padding=(0, 1))
-            row.add_row(bar, Text(f"{info}  {metrics}"))
+            if m.total:
+                row.add_row(ProgressBar(total=float(m.total), completed=float(m.step), width=30),
+                            Text(m.progress_text()))
+            else:  # an unknown total is no bar at all, not a full one
+                row.add_row(Text(m.progress_text() + "  (total unknown)"))
             grid.add_row("progress", row)
+        elif m.output_t is not None:
+            grid.add_row("output", f"last output {time.monotonic() - m.output_t:.0f} s ago")
+        if m.state == "stalled" and m.live:
+            grid.add_row("why", Text(f"{m.live.get('kind')}: {m.live.get('summary')}",
+                                     style="magenta"))
         if m.worker:
             age = time.monotonic() - m.beat_t if m.beat_t else None
             grid.add_row("heartbeat", f"{age:.1f} s ago" if age is not None else "-")
@@ -485,8 +534,8 @@ class LiveView:
         out = Text()
         if m.lines and m.lines[-1][1] == "cr":  # a bar redrawing itself; full lines are above
             text, _, stream = m.lines[-1]
-            out.append(text[:self.console.width - 4] + "\n",
-                       style="red" if stream == "stderr" else "")
+            out.append_text(_screen_line(text, self.console.width - 4, stream == "stderr"))
+            out.append("\n")
         return Group(head, grid, Text("-" * min(60, self.console.width), style="dim"), out)
 
     def close(self, report: Dict[str, Any]) -> None:
@@ -565,6 +614,23 @@ def print_summary(console, report: Dict[str, Any]) -> None:
     text.append(report.get("summary", ""), style=colours.get(report.get("outcome"), ""))
     # soft_wrap: never hard-wrapped (a pipe or a file has no width; a terminal wraps itself).
     console.print(text, soft_wrap=True)
+
+
+# Progress metrics that describe the source, not the training (zero-code's source=optimizer,
+# a tqdm bar's name and unit): shown elsewhere or not at all.
+_PROGRESS_METADATA = frozenset({"source", "bar", "unit"})
+
+
+def _screen_line(text: str, width: int, stderr: bool):
+    """One output line for the live view: its terminal escapes become styles (never cut in
+    the middle, which left a stray "[1" on screen), cut to `width` cells."""
+    from rich.text import Text
+
+    line = Text.from_ansi(text, no_wrap=True)
+    line.truncate(max(1, width))
+    if stderr:
+        line.stylize("red")
+    return line
 
 
 def _clock(seconds: float) -> str:

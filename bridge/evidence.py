@@ -6,17 +6,20 @@ wait (/proc/<pid>/task/<pid>/wchan and syscall, and what the syscall's fd points
 process state, CPU and I/O deltas, open TCP/UDP sockets with their remote ends, child
 processes and their states, the GPU through pynvml when there is one, and a py-spy dump when
 py-spy is installed. It is bounded in time and never raises: what could not be read becomes
-a note. The rules that judge this evidence live in bridge/diagnosis.py.
+a note. The rules that judge this evidence live in bridge/diagnosis_hang.py.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
+import socket
+import struct
 import subprocess
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import psutil
 
@@ -110,23 +113,118 @@ def _main_thread(pid: int, notes: List[str]) -> Dict[str, Any]:
     return info
 
 
+# --- local (AF_UNIX) sockets ------------------------------------------------------------
+# A read on socket:[N] is not a network wait when N is an AF_UNIX socket: socketpairs and
+# multiprocessing connections (a DataLoader worker, torch's fd sharing) end in another
+# process, often one of the job's own. /proc/net/unix tells the family; the peer's inode
+# comes from the kernel's sock_diag netlink (what `ss -x` shows); the process that holds the
+# peer is found through /proc/<pid>/fd of the job's processes.
+_SOCKET_TARGET = re.compile(r"^socket:\[(\d+)\]$")
+_NETLINK_SOCK_DIAG, _SOCK_DIAG_BY_FAMILY, _UDIAG_SHOW_PEER, _UNIX_DIAG_PEER = 4, 20, 0x4, 2
+
+
+def unix_socket_inodes(pid: int) -> Optional[set]:
+    """Inodes of the AF_UNIX sockets in pid's network namespace, or None if unreadable."""
+    text = _read(f"/proc/{pid}/net/unix")
+    if text is None:
+        return None
+    return {int(parts[6]) for parts in (line.split() for line in text.splitlines()[1:])
+            if len(parts) >= 7 and parts[6].isdigit()}
+
+
+def unix_peer_inode(inode: int) -> Optional[int]:
+    """The inode of the other end of the AF_UNIX socket `inode` (sock_diag), or None."""
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
+    except (OSError, AttributeError):
+        return None
+    try:
+        sock.settimeout(0.2)
+        # unix_diag_req: family, protocol, pad, states, ino, show, cookie (~0: no cookie)
+        req = struct.pack("=BBHIII2I", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, inode,
+                          _UDIAG_SHOW_PEER, 0xFFFFFFFF, 0xFFFFFFFF)
+        sock.send(struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY, 1, 1, 0) + req)
+        data = sock.recv(65536)
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    if len(data) < 32:
+        return None
+    length, kind = struct.unpack_from("=IH", data, 0)
+    if kind != _SOCK_DIAG_BY_FAMILY:
+        return None
+    offset, end = 16 + 16, min(length, len(data))  # nlmsghdr, unix_diag_msg
+    while offset + 4 <= end:
+        alen, atype = struct.unpack_from("=HH", data, offset)
+        if alen < 4:
+            break
+        if atype == _UNIX_DIAG_PEER and alen >= 8:
+            peer = struct.unpack_from("=I", data, offset + 4)[0]
+            return peer or None
+        offset += (alen + 3) & ~3
+    return None
+
+
+def socket_owner(inode: int, pids: List[int]) -> Optional[Dict[str, int]]:
+    """The first of `pids` that holds socket:[inode] open, as {pid, fd}."""
+    target = f"socket:[{inode}]"
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    return {"pid": pid, "fd": int(fd)}
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+def local_peer(pid: int, main: Dict[str, Any], job_pids: List[int]) -> Optional[Dict[str, Any]]:
+    """Marks main["fd_family"] = "unix" when the main thread waits on an AF_UNIX socket and
+    returns {inode, peer_inode, pid, fd} (pid None when the peer is not a job process)."""
+    m = _SOCKET_TARGET.match(str(main.get("fd_target") or ""))
+    if not m:
+        return None
+    inode = int(m.group(1))
+    inodes = unix_socket_inodes(pid)
+    if not inodes or inode not in inodes:
+        return None
+    main["fd_family"] = "unix"
+    peer = unix_peer_inode(inode)
+    owner = socket_owner(peer, [p for p in job_pids if p != pid] + [pid]) if peer else None
+    return {"inode": inode, "peer_inode": peer, "pid": (owner or {}).get("pid"),
+            "fd": (owner or {}).get("fd")}
+
+
 STATE_SAMPLE_S = 0.02
 
 
-def _sample_runnable(pid: int, until: float) -> Optional[float]:
-    """Fraction of samples, until `until`, in which the main thread was runnable (R)."""
-    path = f"/proc/{pid}/task/{pid}/stat"
+def _sample_main(pid: int, until: float) -> Tuple[Optional[float], Dict[str, int]]:
+    """Over the window, until `until`: the fraction of samples in which the main thread was
+    runnable (R), and how many samples saw it in each kernel wait (its wchan; "running" for
+    R). The rules judge by these counts, not by one read at the end that may catch a
+    sleeping loop between two sleeps (issue 20: margins against sampling jitter)."""
+    base = f"/proc/{pid}/task/{pid}"
     seen = running = 0
+    waits: Dict[str, int] = {}
     while True:
-        stat = _read(path)
+        stat = _read(f"{base}/stat")
         if stat and ")" in stat:
             seen += 1
-            running += stat.rsplit(")", 1)[1].split()[0] == "R"
+            state = stat.rsplit(")", 1)[1].split()[0]
+            running += state == "R"
+            wchan = "running" if state == "R" else ((_read(f"{base}/wchan") or "").strip()
+                                                    or "unknown")
+            waits[wchan] = waits.get(wchan, 0) + 1
         left = until - time.monotonic()
         if left <= 0:
             break
         time.sleep(min(STATE_SAMPLE_S, left))
-    return round(running / seen, 3) if seen else None
+    return (round(running / seen, 3) if seen else None), waits
 
 
 def _cpu_s(procs: List[psutil.Process]) -> Dict[int, float]:
@@ -166,6 +264,16 @@ def _sockets(procs: List[psutil.Process], notes: List[str]) -> List[Dict[str, An
     return out
 
 
+def _start_ticks(pid: int) -> Optional[int]:
+    """The process's start time in clock ticks since boot (/proc/<pid>/stat field 22): only
+    its order matters (DataLoader workers start in worker-id order)."""
+    stat = _read(f"/proc/{pid}/stat")
+    try:
+        return int(stat.rsplit(")", 1)[1].split()[19]) if stat else None
+    except (IndexError, ValueError):
+        return None
+
+
 def _children(proc: psutil.Process, cpu0: Dict[int, float], cpu1: Dict[int, float],
               window: float) -> List[Dict[str, Any]]:
     out = []
@@ -178,7 +286,7 @@ def _children(proc: psutil.Process, cpu0: Dict[int, float], cpu1: Dict[int, floa
         try:
             with k.oneshot():
                 entry.update(name=k.name(), status=k.status(), ppid=k.ppid(),
-                             cmdline=" ".join(k.cmdline())[:200])
+                             cmdline=" ".join(k.cmdline())[:200], started=_start_ticks(k.pid))
         except (psutil.Error, OSError):
             entry.setdefault("status", "gone")
         if k.pid in cpu0 and k.pid in cpu1 and window > 0:
@@ -300,7 +408,7 @@ def _collect(pid: int, window_s: float, ev: Dict[str, Any], notes: List[str]) ->
     # The window is a measurement interval, not synchronisation: deltas need two samples.
     # Meanwhile sample the main thread's state: on a loaded machine a spinning process gets
     # little CPU but is always runnable (R), which a sleeping one never is.
-    runnable = _sample_runnable(pid, t0 + max(0.0, window_s))
+    runnable, waits = _sample_main(pid, t0 + max(0.0, window_s))
     cpu1, io1 = _cpu_s(tree), _io(proc)
     elapsed = max(1e-6, time.monotonic() - t0)
     ev["window_s"] = round(elapsed, 3)
@@ -318,6 +426,7 @@ def _collect(pid: int, window_s: float, ev: Dict[str, Any], notes: List[str]) ->
     ev["main_thread"] = _main_thread(pid, notes)
     if runnable is not None:
         ev["main_thread"]["runnable_fraction"] = runnable
+        ev["main_thread"]["wait_samples"] = waits
     try:
         ev["threads"] = proc.num_threads()
         ev["rss_bytes"] = proc.memory_info().rss
@@ -325,6 +434,9 @@ def _collect(pid: int, window_s: float, ev: Dict[str, Any], notes: List[str]) ->
         pass
     ev["sockets"] = _sockets(tree, notes)
     ev["children"] = _children(proc, cpu0, cpu1, elapsed)
+    peer = local_peer(pid, ev["main_thread"], [c["pid"] for c in ev["children"]])
+    if peer:
+        ev["unix_peer"] = peer
     ev.update(gpu_facts([p.pid for p in tree]))
     ev["py_spy"] = _finish_py_spy(spy, time.monotonic() + PY_SPY_TIMEOUT_S, notes)
     if spy is None:
@@ -375,3 +487,84 @@ def oom_killed(before: Optional[int], after: Optional[int]) -> Optional[bool]:
     if before is None or after is None:
         return None
     return after > before
+
+
+# --- the live look while a job is stalled (issue 12 item 12) ----------------------------
+def _stat_fields(pid: int) -> Optional[List[str]]:
+    stat = _read(f"/proc/{pid}/stat")
+    return stat.rsplit(")", 1)[1].split() if stat and ")" in stat else None
+
+
+def _tree_pids(pid: int, limit: int = 200) -> List[int]:
+    """The job's descendants from /proc/<pid>/task/*/children (no scan of all of /proc)."""
+    out: List[int] = []
+    queue = [pid]
+    while queue and len(out) < limit:
+        parent = queue.pop(0)
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            for child in (_read(f"/proc/{parent}/task/{tid}/children") or "").split():
+                if child.isdigit() and int(child) not in out:
+                    out.append(int(child))
+                    queue.append(int(child))
+    return out[:limit]
+
+
+def live(pid: int, previous: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """A cheap look at a live job, for the diagnosis shown while it is stalled: no window
+    (the CPU fraction is measured since `previous`, the "mark" of the last look), no py-spy,
+    no GPU, and the socket the main thread waits on is looked up once per socket (the mark
+    remembers it: reading every TCP socket of the machine is what costs). Never raises."""
+    notes: List[str] = []
+    ev: Dict[str, Any] = {"pid": pid, "notes": notes, "live": True}
+    previous = previous or {}
+    try:
+        fields = _stat_fields(pid)
+        if fields is None:
+            ev["alive"] = False
+            return ev
+        ticks = os.sysconf("SC_CLK_TCK")
+        now = time.monotonic()
+        cpu_s = (int(fields[11]) + int(fields[12])) / ticks
+        ev["status"] = _STATE_LETTERS.get(fields[0], fields[0])
+        ev["alive"] = fields[0] != "Z"
+        mark: Dict[str, Any] = {"t": now, "cpu_s": cpu_s}
+        ev["mark"] = mark
+        if previous.get("t") is not None and now - previous["t"] >= 0.2:
+            ev["cpu_fraction"] = round((cpu_s - previous["cpu_s"]) / (now - previous["t"]), 3)
+            ev["window_s"] = round(now - previous["t"], 3)
+        main = _main_thread(pid, notes)
+        ev["main_thread"] = main
+        children = []
+        for kid in _tree_pids(pid):
+            kf = _stat_fields(kid)
+            if kf is None:
+                continue
+            children.append({"pid": kid, "name": (_read(f"/proc/{kid}/comm") or "").strip(),
+                             "status": _STATE_LETTERS.get(kf[0], kf[0]), "ppid": int(kf[1]),
+                             "started": int(kf[19])})
+        ev["children"] = children
+        target = str(main.get("fd_target") or "")
+        if target.startswith("socket:"):
+            if previous.get("socket") == target:
+                found = previous.get("found") or {}
+                if found.get("fd_family"):
+                    main["fd_family"] = found["fd_family"]
+            else:
+                found = {}
+                peer = local_peer(pid, main, [c["pid"] for c in children])
+                if peer:
+                    found = {"fd_family": "unix", "unix_peer": peer}
+                else:
+                    found = {"sockets": _sockets([psutil.Process(pid)], notes)}
+            mark.update(socket=target, found=found)
+            if "unix_peer" in found:
+                ev["unix_peer"] = found["unix_peer"]
+            if "sockets" in found:
+                ev["sockets"] = found["sockets"]
+    except Exception as exc:  # best effort, like collect()
+        notes.append(f"live evidence failed: {type(exc).__name__}: {exc}")
+    return ev

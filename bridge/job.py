@@ -7,6 +7,8 @@ machine's actions.
 
 Events handed to callbacks and to events() are dicts with "event" and "t" (wall clock):
   state    state: starting | running | stalled | ended
+  stalled  idle_s, diagnosis {kind, frame, summary, hint, idle_s}: the current diagnosis
+           while the job is stalled (on entering the state, then every few seconds)
   output   stream: stdout | stderr, text, end: lf | cr | crlf | max | eof
   message  kind, rank, body, sender: a worker message (hello, stage, progress, heartbeat,
            log, error, bye, reply), strings already unescaped; sender names the process
@@ -39,6 +41,8 @@ from trainbridge.bridge.streams import ChunkStream
 READ_SIZE = 64 * 1024
 TAIL_LINES = 40
 EVENT_QUEUE = 10_000       # events kept for events(); the oldest go first when it is full
+LIVE_DIAGNOSIS_S = 2.0      # while stalled, the live diagnosis is refreshed at most this often
+OUTPUT_EVENT_S = 0.25       # output lines reach the state machine at most this often (issue 12)
 STAGES_KEPT = 1_000        # stage records kept for the report (a stage per step must not grow)
 DUMPS_KEPT = 4             # dump_stacks replies kept for the report
 PIPE_LINGER_S = 0.2        # after the exit: how long a pipe held by a grandchild may keep us
@@ -82,13 +86,15 @@ class Job:
                  tail_lines: int = TAIL_LINES, hub: Optional[Hub] = None,
                  zero_code: bool = True, detached: bool = False, stdin: str = "devnull",
                  raw: bool = False, python_env: bool = True,
-                 ident: Optional[Sequence[Any]] = None):
+                 ident: Optional[Sequence[Any]] = None,
+                 log_timestamps: bool = False):
         if detached:
             raise TypeError(DETACHED_REMOVED)
         self.log_path = log_path
         self._log = open_log(log_path) if log_path else None  # first: nothing to undo
         self.log_lines = 0  # lines written to the log file
         self.log_error: Optional[Dict[str, Any]] = None  # the log file is incomplete
+        self.log_timestamps = log_timestamps  # prefix each log line with its UTC time
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
         # `ident` (job id, key): chosen by a caller that spawned the process already
@@ -120,6 +126,7 @@ class Job:
         self.started = time.monotonic()
         self.ended: Optional[float] = None
         self.tail: Deque[Dict[str, str]] = collections.deque(maxlen=tail_lines)
+        self.last_output_t: Optional[float] = None  # monotonic time of the last output line
         self.lines = {"stdout": 0, "stderr": 0}
         self.bytes = {"stdout": 0, "stderr": 0}
         self.hellos: Dict[int, Dict[str, Any]] = {}
@@ -132,6 +139,7 @@ class Job:
         self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
         self.stages: List[Dict[str, Any]] = []
         self.stages_dropped = 0
+        self._stage_events = 0  # numbers the stage begins and ends, in the order received
         self.progress: Optional[Dict[str, Any]] = None
         self.error: Optional[Dict[str, Any]] = None
         self.bye: Optional[Dict[str, Any]] = None
@@ -142,6 +150,7 @@ class Job:
         self._fatal_capture = False
         self.oom_killed: Optional[bool] = None
         self._oom_before: Optional[int] = None
+        self.oom_kills: Optional[int] = None  # OOM kills in the job's cgroup while it ran
         self.leftovers: List[int] = []  # pids that outlived the main process (then stopped)
         self.signals_sent: List[str] = []
         self.exit_code: Optional[int] = None
@@ -152,6 +161,10 @@ class Job:
         # The user's cancel: its reason, and the worker's answer (report "cancel").
         self.cancel_info: Optional[Dict[str, Any]] = None
         self._cancel_seqs: range = range(0)
+        # While stalled: the current diagnosis from a cheap look (issue 12 item 12).
+        self.live_diagnosis: Optional[Dict[str, Any]] = None
+        self._live_t: Optional[float] = None
+        self._live_mark: Optional[Dict[str, Any]] = None
         self._pending_dumps: Dict[int, List[Any]] = {}  # command seq -> [Event, reply]
         self._pipes: Dict[int, str] = {}
         self._pipe_files: Dict[int, Any] = {}  # close through these: Popen owns the fds
@@ -412,6 +425,8 @@ class Job:
         do = action["do"]
         if do == "state":
             self._publish({"event": "state", "state": action["state"]})
+            if action["state"] == "stalled":
+                self._live_diagnose(force=True)
         elif do == "snapshot":
             self._publish({"event": "hang", "reason": action["reason"]})
             self._start_snapshot()
@@ -464,6 +479,8 @@ class Job:
         elif self.m["exit"] is None and now >= self._tree_next:
             self.tree.refresh()
             self._tree_next = now + TREE_REFRESH_S + TREE_REFRESH_PER_JOB_S * len(self.hub.jobs)
+            if not self.m["hello"] and self.m.get("loaded_t") is None:
+                self._check_loaded(now)
         deadline = machine.next_deadline(self.m)
         if deadline is not None and now >= deadline:
             ending = self.m["ending"]
@@ -543,6 +560,60 @@ class Job:
             if kind == "heartbeat":
                 self.heartbeat = body
             self._step({"type": "beat", "t": now})
+            if kind == "heartbeat" and self.m["state"] == "stalled":
+                self._live_diagnose()
+
+    def _check_loaded(self, now: float) -> None:
+        """Before any hello: has the worker loaded in the launched process? Its stage box
+        is written synchronously at `import worker`, before the beacon can speak; a GIL held
+        right after would otherwise be seen only at the startup timeout (issue 12 item 4).
+        The box's mtime says when; /proc's SigCgt whether SIGUSR1 has a handler (the
+        faulthandler dump the worker registers at import), so it may be sent."""
+        if not self.crash_file or self.pid is None:
+            return
+        try:
+            mtime = os.stat(f"{self.crash_file}.stages.{self.pid}").st_mtime
+        except OSError:
+            return
+        loaded = min(now, now - (time.time() - mtime))
+        self._step({"type": "worker_loaded", "t": loaded,
+                    "dump_signal": _catches_sigusr1(self.pid)})
+        if self.m["exit"] is None:
+            deadline = machine.next_deadline(self.m)
+            if deadline is not None and now >= deadline:
+                self._step({"type": "timer", "t": now})
+
+    def _live_diagnose(self, force: bool = False) -> None:
+        """While stalled, before any deadline: the diagnosis now, from the last heartbeat's
+        stack and a cheap look at the process (evidence.live, well under a millisecond), at
+        most every LIVE_DIAGNOSIS_S. Published as a "stalled" event and kept in
+        live_diagnosis; the verdict at the deadline uses the same rules on fuller evidence."""
+        now = time.monotonic()
+        if self.pid is None or (not force and self._live_t is not None
+                                and now - self._live_t < LIVE_DIAGNOSIS_S):
+            return
+        self._live_t = now
+        idle = None
+        try:
+            from trainbridge.bridge import diagnosis, evidence
+            ev = evidence.live(self.pid, self._live_mark)
+            self._live_mark = ev.pop("mark", None)
+            hb = self.heartbeat or {}
+            running = [s["name"] for s in self.stages if s["status"] == "running"]
+            last = self.m.get("last_activity_t")
+            idle = round(now - last, 1) if last is not None else hb.get("idle_s")
+            found = diagnosis.diagnose_hang({
+                "reason": "stall", "stage": running[-1] if running else None,
+                "stages": running, "idle_s": idle, "stack": hb.get("stack"),
+                "saw_hello": bool(self.hellos), "evidence": ev, "progress": self.progress})
+        except Exception as exc:  # noqa: BLE001 - a live view must not cost the job
+            found = {"kind": "unknown", "summary": f"live diagnosis failed: {exc}",
+                     "hint": "", "evidence": {}}
+        self.live_diagnosis = {"kind": found["kind"], "frame": found["evidence"].get("frame"),
+                               "summary": found["summary"], "hint": found["hint"],
+                               "idle_s": idle}
+        self._publish({"event": "stalled", "idle_s": self.live_diagnosis["idle_s"],
+                       "diagnosis": self.live_diagnosis})
 
     def _on_reply(self, body: Dict[str, Any]) -> None:
         to = body.get("to")
@@ -585,15 +656,19 @@ class Job:
         if body["event"] == "begin":
             if len(self.stages) >= STAGES_KEPT:
                 self._forget_a_closed_stage()
+            self._stage_events += 1
             self.stages.append({"name": body["name"], "status": "running", "duration_s": None,
                                 "depth": body.get("depth", 0), "budget_s": body.get("budget_s"),
-                                "started": time.monotonic() - self.started})
+                                "started": time.monotonic() - self.started,
+                                "began": self._stage_events})
             return
         depth = body.get("depth")
         for entry in reversed(self.stages):
             if entry["name"] == body["name"] and entry["status"] == "running" \
                     and (depth is None or entry["depth"] == depth):
                 entry["status"] = body.get("status") or "ok"
+                self._stage_events += 1
+                entry["closed"] = self._stage_events  # the order of begins and ends
                 entry["duration_s"] = body.get("duration_s")
                 if entry["duration_s"] is None:
                     entry["duration_s"] = round(time.monotonic() - self.started - entry["started"], 6)
@@ -660,7 +735,8 @@ class Job:
         decoded = [(decode_line(raw.data)[0], raw.end) for raw in raw_lines]
         # The log first: when a listener hears of a line, the file already has it.
         now = time.monotonic()
-        logged = [log_text(kept) for text, end in decoded
+        stamp = log_stamp(time.time()) + " " if self.log_timestamps else ""
+        logged = [stamp + log_text(kept) for text, end in decoded
                   for kept in self._redraws.feed(stream, text, end, now)]
         if logged:
             self._write_log("\n".join(logged))
@@ -677,6 +753,16 @@ class Job:
                     self._step({"type": "no_worker", "t": time.monotonic(), "reason": text})
             self._publish({"event": "output", "stream": stream, "text": text, "end": end,
                            "line": self.lines[stream]})
+        self._output_activity()
+
+    def _output_activity(self) -> None:
+        """Tell the state machine the job printed (activity while it has no progress source),
+        at most every OUTPUT_EVENT_S, and at once when that may end a stall."""
+        now = self.last_output_t = time.monotonic()
+        last = getattr(self, "_output_event_t", None)
+        if last is None or now - last >= OUTPUT_EVENT_S or self.m["state"] == "stalled":
+            self._output_event_t = now
+            self._step({"type": "output", "t": now})
 
     def _capture_fatal(self, text: str) -> None:
         # PYTHONFAULTHANDLER prints a crashed process's stacks on stderr; keep them whole
@@ -755,6 +841,7 @@ class Job:
         if self.exit_signal == "SIGKILL" and "SIGKILL" not in self.signals_sent:
             from trainbridge.bridge import evidence
             self.oom_killed = evidence.oom_killed(self._oom_before, _oom_kill_count(None))
+        self.oom_kills = _oom_kills_since(self._oom_before, self.exit_code, self.exit_signal)
         self._step({"type": "exit", "t": now, "code": self.exit_code, "signal": self.exit_signal})
 
     def _drain(self) -> None:
@@ -837,6 +924,7 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
            stdin: str = "devnull",
            raw: bool = False,
            python_env: bool = True,
+           log_timestamps: bool = False,
            **machine_config: Any) -> Job:
     """Start `cmd` (a list, no shell) under supervision and return its Job at once.
 
@@ -860,7 +948,26 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
         config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
     return Job(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
                on_event=on_event, zero_code=zero_code, detached=detached, stdin=stdin,
-               raw=raw, python_env=python_env).start()
+               raw=raw, python_env=python_env,
+               log_timestamps=log_timestamps).start()
+
+
+def _catches_sigusr1(pid: int) -> bool:
+    """Whether `pid` has a handler for SIGUSR1 (/proc/<pid>/status SigCgt, bit 10)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signals.SIGUSR1 - 1)))
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def log_stamp(wall: float) -> str:
+    """'2026-11-30T18:23:23.123Z': the UTC time prefix of a log line (log_timestamps)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(wall)) + \
+        f".{int(wall * 1000) % 1000:03d}Z"
 
 
 class LogFileError(launcher.LaunchError):
@@ -888,6 +995,16 @@ def os_error_text(exc: OSError) -> str:
     name = errno.errorcode.get(exc.errno or 0, "")
     text = exc.strerror or str(exc)
     return f"{text} ({name})" if name else text
+
+
+def _oom_kills_since(before: Optional[int], code: Optional[int],
+                     signal: Optional[str]) -> Optional[int]:
+    """How many processes the OOM killer took in our cgroup while a job that ended badly ran
+    (a DataLoader worker killed while the main process lived); None when unknown or clean."""
+    if before is None or (code == 0 and not signal):
+        return None
+    after = _oom_kill_count(None)
+    return None if after is None else max(0, after - before)
 
 
 def _oom_kill_count(pid: Optional[int]) -> Optional[int]:

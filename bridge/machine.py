@@ -18,12 +18,21 @@ Events ({"type": ..., "t": ...} plus):
   stage      event: "begin"|"end", name, depth?: int, budget_s?: num
   progress   (step and total are the shell's business)
   beat       any other authentic worker message: heartbeat, log, reply (the beacon lives)
+  output     the job printed a line (stdout or stderr). It is activity for the stall
+             deadlines only while the job has never reported progress (a script that trains
+             by hand and prints): a job with a progress source keeps strict progress
+             semantics. It never arms the stall deadlines (a stage or progress does) and is
+             not a beacon message. Shells may send at most a few per second.
   error      fatal: bool, kind: str, exit_code?: int (the worker's error message)
   bye        reason: str, exit_code?: int
   dumped     the worker answered a dump_stacks command
   signal_dumped  the lead's SIGUSR1 handler wrote its stacks (Python ran on its main thread)
   snapshotted  the hang evidence asked for by "snapshot" is collected
   refused    reason: str (the worker speaks an unsupported protocol version)
+  worker_loaded  dump_signal: bool. The worker was imported (its stage box exists) but has
+             not said hello: from then on the heartbeat deadline applies, so a GIL held
+             right after `import worker` is known within heartbeat_timeout, not after the
+             startup timeout (issue 12 item 4). t is when it loaded.
   no_worker  reason: str (a process said it cannot load the worker: no hello will come,
              so the startup deadline no longer applies)
   cancel     grace?: num (seconds between the in-band cancel and SIGTERM)
@@ -88,6 +97,7 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "answered": False,        # a dump (in-band or SIGUSR1) was answered: Python runs
         "last_msg_t": None,       # beacon: last authentic worker message
         "last_activity_t": None,  # work: last progress or stage change; None = stall unarmed
+        "progress_seen": False,   # a progress source exists: output no longer counts as work
         "stages": [],             # open stages, outermost first: {name, t, budget_s}
         "error": None,            # the last fatal error: {kind, exit_code}
         "bye": None,              # {reason, exit_code}
@@ -98,6 +108,7 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "drain_deadline": None,
         "refused": None,
         "no_worker": None,        # why no hello will come (the startup deadline is off)
+        "loaded_t": None,         # the worker loaded (stage box) before any hello
         "awaiting_ranks": False,  # only a distributed launcher said hello: still starting
     }
 
@@ -178,7 +189,16 @@ def _on_stage(s: State, e: Event, t: float, actions: List[Action]) -> None:
 
 def _on_progress(s: State, e: Event, t: float, actions: List[Action]) -> None:
     _beacon(s, t)
+    s["progress_seen"] = True
     _activity(s, t, actions)
+
+
+def _on_output(s: State, e: Event, t: float, actions: List[Action]) -> None:
+    # Issue 12: a script with no progress source that prints a line every few seconds is
+    # working, not stalled.
+    if not s["progress_seen"] and s["last_activity_t"] is not None and s["bye"] is None \
+            and s["ending"] is None:
+        _activity(s, t, actions)
 
 
 def _on_beat(s: State, e: Event, t: float, actions: List[Action]) -> None:
@@ -213,6 +233,12 @@ def _on_snapshotted(s: State, e: Event, t: float, actions: List[Action]) -> None
         ending = s["ending"]
         if ending is not None and ending["step"] == "snapshot" and s["exit"] is None:
             _terminate(s, t, actions)
+
+
+def _on_worker_loaded(s: State, e: Event, t: float, actions: List[Action]) -> None:
+    if not s["hello"] and s["loaded_t"] is None:
+        s["loaded_t"] = t
+        s["dump_signal"] = bool(e.get("dump_signal"))
 
 
 def _on_no_worker(s: State, e: Event, t: float, actions: List[Action]) -> None:
@@ -282,8 +308,10 @@ def _on_timer(s: State, e: Event, t: float, actions: List[Action]) -> None:
 
 _HANDLERS = {
     "hello": _on_hello, "stage": _on_stage, "progress": _on_progress, "beat": _on_beat,
+    "output": _on_output,
     "error": _on_error, "bye": _on_bye, "dumped": _on_dumped, "signal_dumped": _on_signal_dumped,
     "snapshotted": _on_snapshotted, "refused": _on_refused, "no_worker": _on_no_worker,
+    "worker_loaded": _on_worker_loaded,
     "cancel": _on_cancel, "cancel_refused": _on_cancel_refused, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,
 }
 
@@ -315,6 +343,10 @@ def _watch_deadlines(s: State) -> List[Tuple[str, float]]:
     if not s["hello"] or s.get("awaiting_ranks"):
         if c["startup_timeout"] is not None and s["no_worker"] is None:
             out.append(("startup", s["t0"] + c["startup_timeout"]))
+        # (a launcher's hello while its ranks start ends this: the launcher beats)
+        if not s["hello"] and s.get("loaded_t") is not None \
+                and c["heartbeat_timeout"] is not None:
+            out.append(("heartbeat", s["loaded_t"] + c["heartbeat_timeout"]))
         return out
     budgets = [st["t"] + st["budget_s"] for st in s["stages"] if st.get("budget_s") is not None]
     if budgets:

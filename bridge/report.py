@@ -50,7 +50,7 @@ def build(job: Any) -> Dict[str, Any]:
     rows, cause, cause_error = _ranks(job)
     if cause_error is not None and outcome == "failed":
         error = _error(cause_error, tail)  # the rank that failed first, not the lead's echo
-    stage = _last_stage(job.stages)
+    stage = _last_stage(job.stages, job.error)
     if job.bye is None:  # no last words: the stage box may know a stage the messages missed
         boxed = read_stage_box(job.crash_file, job.lead_pid or job.pid)  # no hello yet: ours
         if boxed:
@@ -60,6 +60,7 @@ def build(job: Any) -> Dict[str, Any]:
         "outcome": outcome, "exit_code": job.exit_code, "signal": job.exit_signal,
         "error": job.error, "saw_bye": job.bye is not None, "crash_text": crash_text,
         "log_tail": tail, "stage": stage, "pid": job.pid, "oom_killed": job.oom_killed,
+        "oom_kills": getattr(job, "oom_kills", None),
         "hang_reason": hang and hang["reason"],
         "heartbeat_stack": (job.heartbeat or {}).get("stack"),
     }
@@ -249,6 +250,7 @@ def _diagnose(outcome: str, facts_end: Dict[str, Any], job: Any, stacks: Optiona
                 "idle_s": (job.heartbeat or {}).get("idle_s"),
                 "stack": (job.heartbeat or {}).get("stack"), "stacks": stacks,
                 "saw_hello": bool(job.hellos), "evidence": job.snapshot or {},
+                "worker_loaded": job.m.get("loaded_t") is not None,
                 "python_silent": "SIGUSR2" in job.signals_sent,
                 "pid": job.pid, "progress": job.progress,
             }
@@ -274,9 +276,9 @@ def _cancel(outcome: Optional[str], info: Optional[Dict[str, Any]],
 def _error(worker_error: Optional[Dict[str, Any]], tail: List[str]) -> Optional[Dict[str, Any]]:
     """The worker's error, or the last traceback printed on stderr by a plain command."""
     if worker_error:
-        return {k: worker_error.get(k) for k in
-                ("type", "message", "traceback", "kind", "stage", "fatal", "thread",
-                 "frames", "chain", "exit_code") if k in worker_error}
+        return _for_people({k: worker_error.get(k) for k in
+                            ("type", "message", "traceback", "kind", "stage", "fatal", "thread",
+                             "frames", "chain", "exit_code") if k in worker_error})
     start = None
     for i in range(len(tail) - 1, -1, -1):
         if tail[i].startswith("Traceback (most recent call last)"):
@@ -291,16 +293,30 @@ def _error(worker_error: Optional[Dict[str, Any]], tail: List[str]) -> Optional[
         parsed = None
     if not parsed:
         return None
-    return {"type": parsed["type"], "message": parsed["message"],
-            "traceback": "\n".join(tail[start:]), "frames": parsed["frames"],
-            "kind": "exception", "source": "stderr"}
+    return _for_people({"type": parsed["type"], "message": parsed["message"],
+                        "traceback": "\n".join(tail[start:]), "frames": parsed["frames"],
+                        "kind": "exception", "source": "stderr"})
 
 
-def _last_stage(stages: List[Dict[str, Any]]) -> Optional[str]:
-    """The innermost stage still open at the end, else the last one that began."""
-    open_ = [s for s in stages if s["status"] == "running"]
-    last: Optional[str] = open_[-1]["name"] if open_ else stages[-1]["name"] if stages else None
-    return last
+def _for_people(error: Dict[str, Any]) -> Dict[str, Any]:
+    """The error's text fields without terminal escapes (issue 12: torch's "\x1b[1m" in a
+    message reached GUIs); the log file keeps the raw bytes."""
+    from trainbridge.bridge.diagnosis_stack import strip_ansi
+    for key in ("message", "traceback"):
+        if isinstance(error.get(key), str):
+            error[key] = strip_ansi(error[key])
+    if isinstance(error.get("chain"), list):
+        error["chain"] = [{**c, "message": strip_ansi(c["message"])}
+                          if isinstance(c, dict) and isinstance(c.get("message"), str) else c
+                          for c in error["chain"]]
+    return error
+
+
+def _last_stage(stages: List[Dict[str, Any]], error: Optional[Dict[str, Any]] = None
+                ) -> Optional[str]:
+    """The job's stage at its end (the rule: bridge/diagnosis_end.py stage_at_end)."""
+    from trainbridge.bridge.diagnosis import stage_at_end
+    return stage_at_end(stages, error)
 
 
 def read_stage_box(crash_file: Optional[str], pid: Optional[int]) -> Optional[List[str]]:

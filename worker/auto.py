@@ -10,7 +10,9 @@ hooks below are chosen so that their cost is paid at most a few times a second.
   a hang inside that import names it (a meta-path finder that wraps the real loader).
 - once torch is imported: "first batch" from the first DataLoader iterator until its
   first batch arrives, then "train"; progress counted from optimizer steps through
-  torch's global optimizer step hook. A script that names its own stages or reports its
+  torch's global optimizer step hook, with the loss the script passes to backward() (a
+  0-dim tensor kept by reference, read only when the beacon sends) and the total a
+  OneCycleLR schedule was given. A script that names its own stages or reports its
   own progress through the worker API keeps them: these automatic ones stand aside.
 - at exit, the stages opened here are closed (status "error" after an uncaught exception),
   so the report's stage is where the process really was when it died without exiting.
@@ -61,6 +63,7 @@ def install() -> None:
     _on_import("tqdm.std", _hook_tqdm)
     _on_import("torch.utils.data", _hook_torch_data)
     _on_import("torch.optim.optimizer", _hook_torch_optim)
+    _on_import("torch.optim.lr_scheduler", _hook_lr_scheduler)
 
 
 # --- long-lived stages ------------------------------------------------------------------
@@ -321,10 +324,89 @@ class _FirstBatch:
 _steps = 0
 
 
-_OPTIMIZER_METRICS = {"source": "optimizer"}  # shared, never changed: no dict per step
+# The loss an unmodified script passes to backward() (issue 12 item 10): a reference to the
+# detached 0-dim tensor is kept per step (a few microseconds); its value is read only when
+# the beacon sends progress (a few times a second), and for a CUDA tensor only once an event
+# recorded after it has completed, so neither the step nor the beacon waits for the GPU.
+_LOSS: "list" = [None, None, None]  # [tensor, cuda event or None, last value read]
+_TOTAL: "list" = [None]             # a total the script declared to a library (OneCycleLR)
+
+
+class _OptimizerMetrics(dict):
+    """The zero-code progress metrics: source=optimizer, and the loss read lazily, on the
+    beacon thread, when progress is sent (the beacon reads metrics through items())."""
+
+    def items(self):
+        loss = _loss_value()
+        return [("source", "optimizer")] + ([("loss", loss)] if loss is not None else [])
+
+
+def _loss_value():
+    tensor, event, last = _LOSS
+    if tensor is None:
+        return last
+    try:
+        if event is not None and not event.query():
+            return last  # not computed yet: the last value read, never a wait for the GPU
+        value = float(tensor.item())
+    except Exception:  # noqa: BLE001 - a metric must never cost the job
+        return last
+    _LOSS[2] = value
+    return value
+
+
+def _remember_loss(tensor) -> None:
+    loss = tensor.detach()
+    event = None
+    if loss.is_cuda:
+        import torch
+
+        event = torch.cuda.Event()
+        event.record()
+    _LOSS[0], _LOSS[1] = loss, event
+
+
+def _hook_backward(tensor_cls) -> None:
+    real_backward = tensor_cls.backward
+
+    def backward(self, *args, **kwargs):
+        if self.ndim == 0 and (SLOT[0] is None or SLOT[0] is _last_auto_progress):
+            try:
+                _remember_loss(self)
+            except Exception:  # noqa: BLE001
+                pass
+        return real_backward(self, *args, **kwargs)
+
+    backward.__doc__ = real_backward.__doc__
+    backward.__wrapped__ = real_backward
+    tensor_cls.backward = backward
+
+
+def _hook_lr_scheduler(module) -> None:
+    """OneCycleLR is told the length of the run in steps (total_steps, or epochs times
+    steps_per_epoch): that is the progress total. CosineAnnealingLR's T_max may count
+    epochs or steps, so it is not used."""
+    cls = getattr(module, "OneCycleLR", None)
+    if cls is None:
+        return
+    real_init = cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        total = getattr(self, "total_steps", None)
+        if isinstance(total, int) and total > 0:
+            _TOTAL[0] = total
+
+    cls.__init__ = __init__
+
+
+_OPTIMIZER_METRICS = _OptimizerMetrics(source="optimizer")  # shared: no dict per step
 
 
 def _hook_torch_optim(module) -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "Tensor"):
+        _hook_backward(torch.Tensor)
     def after_step(optimizer, args, kwargs):
         # Runs on every optimizer step, so it is kept to a few stores: measured, the former
         # version (a worker.progress call with keyword arguments) cost a training loop ~1.5%.
@@ -336,6 +418,6 @@ def _hook_torch_optim(module) -> None:
         if _steps == 1 and "train" not in _open and not _user_stages_open():
             _end("first batch")
             _begin("train")
-        _last_auto_progress = SLOT[0] = (_steps, None, _OPTIMIZER_METRICS)
+        _last_auto_progress = SLOT[0] = (_steps, _TOTAL[0], _OPTIMIZER_METRICS)
 
     module.register_optimizer_step_post_hook(after_step)

@@ -11,6 +11,7 @@
 
 const fs = require('node:fs');
 const os = require('node:os');
+const { execFileSync } = require('node:child_process');
 
 const SYSCALLS = {
   x64: { 0: 'read', 1: 'write', 7: 'poll', 17: 'pread64', 18: 'pwrite64', 19: 'readv', 20: 'writev', 23: 'select',
@@ -34,9 +35,10 @@ const read = (p) => { try { return fs.readFileSync(p, 'latin1'); } catch { retur
 function parseStat(text) {
   if (!text || !text.includes(')')) return null;
   const f = text.slice(text.lastIndexOf(')') + 2).trim().split(' ');
-  // fields after the name: state ppid pgrp ... utime(11) stime(12) ... num_threads(17) ... rss(21)
+  // fields after the name: state ppid pgrp ... utime(11) stime(12) ... num_threads(17)
+  // starttime(19) ... rss(21)
   return { state: f[0], ppid: Number(f[1]), cpu_s: (Number(f[11]) + Number(f[12])) / TICKS,
-    threads: Number(f[17]), rss_bytes: Number(f[21]) * PAGE };
+    threads: Number(f[17]), started: Number(f[19]), rss_bytes: Number(f[21]) * PAGE };
 }
 
 function parseSyscallLine(text) {
@@ -95,7 +97,7 @@ function descendants(pid) {
 
 function childEntry({ pid, stat }) {
   const entry = { pid, name: (read(`/proc/${pid}/comm`) || '').trim() || null,
-    status: STATE_WORDS[stat.state] || stat.state, ppid: stat.ppid,
+    status: STATE_WORDS[stat.state] || stat.state, ppid: stat.ppid, started: stat.started,
     cmdline: (read(`/proc/${pid}/cmdline`) || '').split('\0').filter(Boolean).join(' ').slice(0, 200) };
   const wchan = read(`/proc/${pid}/wchan`);
   if (wchan) entry.wchan = wchan.trim() || null;
@@ -188,6 +190,62 @@ function sockets(pids, notes) {
   return out;
 }
 
+// --- local (AF_UNIX) sockets, as bridge/evidence.py local_peer --------------------------
+// /proc/<pid>/net/unix tells the family; the peer's inode comes from `ss -x` (the kernel's
+// sock_diag, which Node cannot ask directly); without ss the peer stays unknown and the rule
+// falls back on the job's children. The holder of the peer is found through /proc/<pid>/fd.
+
+function unixSocketInodes(pid) {
+  const text = read(`/proc/${pid}/net/unix`);
+  if (text === null) return null;
+  const out = new Set();
+  for (const line of text.split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length >= 7 && /^\d+$/.test(f[6])) out.add(Number(f[6]));
+  }
+  return out;
+}
+
+function unixPeerInode(inode) {
+  let text;
+  try {
+    text = execFileSync('ss', ['-xnH'], { encoding: 'latin1', timeout: 500, stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch { return null; }
+  for (const line of text.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f.length >= 4 && Number(f[f.length - 3]) === inode) {
+      const peer = Number(f[f.length - 1]);
+      return Number.isInteger(peer) && peer > 0 ? peer : null;
+    }
+  }
+  return null;
+}
+
+function socketOwner(inode, pids) {
+  const target = `socket:[${inode}]`;
+  for (const pid of pids) {
+    let fds;
+    try { fds = fs.readdirSync(`/proc/${pid}/fd`); } catch { continue; }
+    for (const fd of fds) {
+      try { if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === target) return { pid, fd: Number(fd) }; } catch { /* gone */ }
+    }
+  }
+  return null;
+}
+
+/** Marks main.fd_family = 'unix' and returns {inode, peer_inode, pid, fd} for a wait on an AF_UNIX socket. */
+function localPeer(pid, main, jobPids) {
+  const m = /^socket:\[(\d+)\]$/.exec(String(main.fd_target || ''));
+  if (!m) return null;
+  const inode = Number(m[1]);
+  const inodes = unixSocketInodes(pid);
+  if (!inodes || !inodes.has(inode)) return null;
+  main.fd_family = 'unix';
+  const peer = unixPeerInode(inode);
+  const owner = peer ? socketOwner(peer, [...jobPids.filter((p) => p !== pid), pid]) : null;
+  return { inode, peer_inode: peer, pid: owner ? owner.pid : null, fd: owner ? owner.fd : null };
+}
+
 /** One look at the job's main process and its tree (no waiting). */
 function sample(pid) {
   const notes = [];
@@ -236,8 +294,13 @@ function measure(first, states = []) {
   if (first.io && io) ev.io_delta = Object.fromEntries(Object.keys(first.io).map((k) => [k, io[k] - first.io[k]]));
   else if (!first.io) notes.push('I/O counters not readable');
   ev.main_thread = mainThread(pid, notes);
-  const seen = states.filter((x) => x !== null);
-  if (seen.length) ev.main_thread.runnable_fraction = Math.round((seen.filter((x) => x === 'R').length / seen.length) * 1000) / 1000;
+  const seen = states.filter((x) => x !== null).map((x) => (typeof x === 'string' ? { state: x, wait: null } : x));
+  if (seen.length) {
+    ev.main_thread.runnable_fraction = Math.round((seen.filter((x) => x.state === 'R').length / seen.length) * 1000) / 1000;
+    const waits = {};
+    for (const x of seen) if (x.wait !== null) waits[x.wait] = (waits[x.wait] || 0) + 1;
+    if (Object.keys(waits).length) ev.main_thread.wait_samples = waits;
+  }
   if (stat) {
     ev.threads = stat.threads;
     ev.rss_bytes = stat.rss_bytes;
@@ -251,6 +314,81 @@ function measure(first, states = []) {
     }
     return entry;
   });
+  const peer = localPeer(pid, ev.main_thread, ev.children.map((c) => c.pid));
+  if (peer) ev.unix_peer = peer;
+  return ev;
+}
+
+// --- the live look while a job is stalled (issue 12 item 12), as bridge/evidence.py live --
+
+/** The job's descendants from /proc/<pid>/task/<tid>/children (no scan of all of /proc). */
+function treePids(pid, limit = 200) {
+  const out = [];
+  const queue = [pid];
+  while (queue.length && out.length < limit) {
+    const parent = queue.shift();
+    let tasks;
+    try { tasks = fs.readdirSync(`/proc/${parent}/task`); } catch { continue; }
+    for (const tid of tasks) {
+      for (const child of (read(`/proc/${parent}/task/${tid}/children`) || '').split(/\s+/)) {
+        if (/^\d+$/.test(child) && !out.includes(Number(child))) {
+          out.push(Number(child));
+          queue.push(Number(child));
+        }
+      }
+    }
+  }
+  return out.slice(0, limit);
+}
+
+/**
+ * A cheap look at a live job for the diagnosis shown while it is stalled: no window (CPU is
+ * measured since `previous`, the mark of the last look), and the socket the main thread
+ * waits on is looked up once per socket. The AF_UNIX peer is not asked for here (`ss` is a
+ * process spawn): the rule then names the likeliest child. Never throws.
+ */
+function live(pid, previous = null) {
+  const notes = [];
+  const ev = { pid, notes, live: true };
+  const prev = previous || {};
+  try {
+    const stat = parseStat(read(`/proc/${pid}/stat`));
+    if (!stat) return { ...ev, alive: false };
+    const t = performance.now() / 1000;
+    ev.status = STATE_WORDS[stat.state] || stat.state;
+    ev.alive = stat.state !== 'Z';
+    const mark = { t, cpu_s: stat.cpu_s };
+    ev.mark = mark;
+    if (prev.t !== undefined && t - prev.t >= 0.2) {
+      ev.cpu_fraction = Math.round(((stat.cpu_s - prev.cpu_s) / (t - prev.t)) * 1000) / 1000;
+      ev.window_s = Math.round((t - prev.t) * 1000) / 1000;
+    }
+    const main = mainThread(pid, notes);
+    ev.main_thread = main;
+    ev.children = [];
+    for (const kid of treePids(pid)) {
+      const ks = parseStat(read(`/proc/${kid}/stat`));
+      if (!ks) continue;
+      ev.children.push({ pid: kid, name: (read(`/proc/${kid}/comm`) || '').trim(), status: STATE_WORDS[ks.state] || ks.state,
+        ppid: ks.ppid, started: ks.started });
+    }
+    const target = String(main.fd_target || '');
+    if (target.startsWith('socket:')) {
+      let found;
+      if (prev.socket === target) {
+        found = prev.found || {};
+      } else {
+        const inodes = unixSocketInodes(pid);
+        const inode = Number(target.slice(8, -1));
+        found = inodes && inodes.has(inode) ? { fd_family: 'unix' } : { sockets: sockets([pid], notes) };
+      }
+      if (found.fd_family) main.fd_family = found.fd_family;
+      if (found.sockets) ev.sockets = found.sockets;
+      Object.assign(mark, { socket: target, found });
+    }
+  } catch (err) {
+    notes.push(`live evidence failed: ${err.name}: ${err.message}`);
+  }
   return ev;
 }
 
@@ -258,6 +396,17 @@ function measure(first, states = []) {
 function mainThreadState(pid) {
   const stat = parseStat(read(`/proc/${pid}/task/${pid}/stat`));
   return stat ? stat.state : null;
+}
+
+/**
+ * The main thread's state letter and kernel wait now ({state, wait}, wait "running" for R),
+ * or null: measure() counts the waits over the window (as bridge/evidence.py _sample_main).
+ */
+function mainThreadSample(pid) {
+  const state = mainThreadState(pid);
+  if (state === null) return null;
+  const wchan = state === 'R' ? 'running' : ((read(`/proc/${pid}/task/${pid}/wchan`) || '').trim() || 'unknown');
+  return { state, wait: wchan };
 }
 
 // --- the kernel's OOM killer ------------------------------------------------------------
@@ -300,4 +449,4 @@ function oomKilled(before, after) {
   return after > before;
 }
 
-module.exports = { sample, measure, mainThreadState, parseSyscallLine, sockets, ipv6, oomKillCount, oomKilled };
+module.exports = { sample, measure, live, mainThreadState, mainThreadSample, parseSyscallLine, sockets, ipv6, oomKillCount, oomKilled, localPeer };

@@ -26,7 +26,7 @@ const { doctor, DoctorError } = require('./doctor.js');
 /**
  * Start `command args` under supervision and return its Job at once (an EventEmitter).
  * options: command, args, cwd, env (default process.env), timeouts (machine deadlines and
- * worker settings, snake_case or camelCase), logPath, tailLines, hub.
+ * worker settings, snake_case or camelCase), logPath, logTimestamps, tailLines, hub.
  */
 function launch(options) {
   const hub = (options && options.hub) || getDefaultHub();

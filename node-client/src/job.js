@@ -26,6 +26,7 @@ const machine = require('./machine.js');
 const { LineSplitter, RedrawThrottle, decodeLine, logText } = require('./lines.js');
 const launcher = require('./launcher.js');
 const evidence = require('./evidence.js');
+const { diagnoseHang } = require('./diagnosis.js');
 const { PythonError } = require('./errors.js');
 const { buildReport, minimalReport, logFooter, crashFileSize, signalDumpedPids } = require('./report.js');
 const { StatusTracker } = require('./status.js');
@@ -35,6 +36,9 @@ const DEFAULT_TAIL_LINES = 40;
 const OUTBOX_LIMIT = 1000; // job.send() messages held until the worker says hello (bridge/job.py's)
 const STDIN_MODES = { ignore: 'ignore', devnull: 'ignore', pipe: 'pipe', inherit: 'inherit' };
 const SIZE_KEY = Buffer.alloc(32);
+const LOADED_POLL_MS = 250; // before hello: how often to look for the worker's stage box
+const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed at most this often
+const OUTPUT_EVENT_S = 0.25; // output lines reach the state machine at most this often (issue 12)
 const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
 const DUMPS_KEPT = 4; // dump_stacks replies kept for the report
 // What bridge/inject/sitecustomize.py and the worker print when they cannot run: no hello
@@ -47,6 +51,17 @@ const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in t
 const FATAL_MARKERS = ['Fatal Python error:', 'Timeout (']; // faulthandler's crash and watchdog headers
 const FATAL_LINES_MAX = 400; // stderr lines kept after "Fatal Python error"
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
+/**
+ * How many processes the OOM killer took in our cgroup while a job that ended badly ran (a
+ * DataLoader worker killed while the main process lived); null when unknown or clean. As
+ * bridge/job.py _oom_kills_since.
+ */
+function oomKillsSince(before, code, signal) {
+  if (before === null || before === undefined || (code === 0 && !signal)) return null;
+  const after = evidence.oomKillCount(null);
+  return after === null ? null : Math.max(0, after - before);
+}
+
 const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'error', 'end', 'message'];
 const EVENT_QUEUE = 10000; // events kept for a slow events() consumer; the oldest go first
 // With rejectOnFailure, `done` rejects on these; a cancel (the user's own stop) still resolves.
@@ -80,6 +95,7 @@ function splitTimeouts(timeouts = {}) {
 class Job extends EventEmitter {
   /**
    * Use launch() (src/index.js). options: command, args, cwd, env, timeouts, logPath,
+   * logTimestamps (prefix each log line with its UTC time),
    * tailLines, zeroCode, injectDir; hub: the Hub that routes this job's messages.
    */
   constructor(options, hub) {
@@ -115,6 +131,10 @@ class Job extends EventEmitter {
     this._lastMsgAt = 0;
     this._exitAt = null;
     this._dumpSeq = null;
+    // While stalled: the current diagnosis from a cheap look (issue 12 item 12).
+    this.liveDiagnosis = null;
+    this._liveT = null;
+    this._liveMark = null;
     this._signalDumpAt = null; // crash file size when SIGUSR1 went
     this._stackRequests = new Map(); // command seq -> resolve(reply body)
     this._fatalCapture = false;
@@ -351,6 +371,8 @@ class Job extends EventEmitter {
       child[stream].on('error', () => undefined);
     }
     child.on('exit', (code, signal) => this._onExit(code, signal));
+    // Before any hello: watch for the worker's stage box (issue 12 item 4, as bridge/job.py).
+    this._loadedPoll = setInterval(() => this._checkLoaded(), LOADED_POLL_MS);
     this._emit('state', this.state);
     this._pump(); // a cancel() made before the spawn
     this._schedule();
@@ -374,6 +396,7 @@ class Job extends EventEmitter {
     if (signal === 'SIGKILL' && !this._facts.signalsSent.includes('SIGKILL')) {
       this._facts.oomKilled = evidence.oomKilled(this._facts.oomBefore, evidence.oomKillCount(null));
     }
+    this._facts.oomKills = oomKillsSince(this._facts.oomBefore, code, signal);
     this._post({ type: 'exit', code, signal });
   }
 
@@ -429,10 +452,7 @@ class Job extends EventEmitter {
       case 'state':
         this.state = action.state;
         this._emit('state', action.state);
-        if (action.state === 'stalled') {
-          const hb = this._facts.heartbeat || {};
-          this._emit('stalled', { stage: hb.stage ?? null, idle_s: hb.idle_s ?? null, stack: hb.stack ?? null });
-        }
+        if (action.state === 'stalled') this._liveDiagnose(true);
         break;
       case 'snapshot':
         this._emit('hang', { reason: action.reason, stage: (this._m.hang || {}).stage ?? null });
@@ -489,11 +509,11 @@ class Job extends EventEmitter {
   /** Hang evidence from the live process over SNAPSHOT_WINDOW_MS, then "snapshotted". */
   _snapshot() {
     const first = evidence.sample(this.pid);
-    const states = [evidence.mainThreadState(this.pid)];
+    const states = [evidence.mainThreadSample(this.pid)];
     const { pid, status, name, alive, notes, sockets, children, main_thread: mainThread } = first;
     // Until the window is over: what can be read at once (no CPU deltas yet).
     this._facts.snapshot = { pid, status, name, alive, notes, sockets, children, main_thread: mainThread };
-    const sampler = setInterval(() => states.push(evidence.mainThreadState(this.pid)), STATE_SAMPLE_MS);
+    const sampler = setInterval(() => states.push(evidence.mainThreadSample(this.pid)), STATE_SAMPLE_MS);
     setTimeout(() => {
       clearInterval(sampler);
       if (this.report) return;
@@ -535,6 +555,7 @@ class Job extends EventEmitter {
 
   _finish() {
     if (this.report) return;
+    clearInterval(this._loadedPoll);
     if (this._timer) clearTimeout(this._timer);
     this._timer = null;
     for (const stream of ['stdout', 'stderr']) this._lines(stream, this._splitters[stream].flush());
@@ -675,6 +696,7 @@ class Job extends EventEmitter {
         this._facts.heartbeat = body;
         this._emit('heartbeat', body);
         this._post({ type: 'beat' });
+        if (this._m.state === 'stalled') this._liveDiagnose();
         break;
       case 'log':
         this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });
@@ -748,6 +770,58 @@ class Job extends EventEmitter {
     if (!info.accepted) this._post({ type: 'cancel_refused', reason: info.refused });
   }
 
+  /**
+   * While stalled, before any deadline: the diagnosis now, from the last heartbeat's stack
+   * and a cheap look at the process, at most every LIVE_DIAGNOSIS_S; emitted as 'stalled'
+   * {stage, idle_s, stack, diagnosis} and kept in job.liveDiagnosis (as bridge/job.py).
+   */
+  /**
+   * Before any hello: has the worker loaded in the launched process? Its stage box is written
+   * synchronously at `import worker`, before the beacon can speak; a GIL held right after
+   * would otherwise be seen only at the startup timeout. The box's mtime says when, /proc's
+   * SigCgt whether SIGUSR1 has a handler (as bridge/job.py _check_loaded).
+   */
+  _checkLoaded() {
+    if (this._m.hello || this._m.exit !== null || (this._m.loaded_t ?? null) !== null || this.report) {
+      clearInterval(this._loadedPoll);
+      return;
+    }
+    let mtimeMs;
+    try { mtimeMs = fs.statSync(`${this._crashFile}.stages.${this.pid}`).mtimeMs; } catch { return; }
+    const t = now();
+    const loaded = Math.min(t, t - (Date.now() - mtimeMs) / 1000);
+    let caught = false;
+    try {
+      const m = /^SigCgt:\s*([0-9a-f]+)/m.exec(fs.readFileSync(`/proc/${this.pid}/status`, 'latin1'));
+      caught = m !== null && (BigInt(`0x${m[1]}`) & (1n << 9n)) !== 0n; // SIGUSR1 = 10
+    } catch { /* gone */ }
+    clearInterval(this._loadedPoll);
+    this._queue.push({ t: loaded, type: 'worker_loaded', dump_signal: caught });
+    this._post({ type: 'timer' });
+  }
+
+  _liveDiagnose(force = false) {
+    const t = now();
+    if (this.pid === null || (!force && this._liveT !== null && t - this._liveT < LIVE_DIAGNOSIS_S)) return;
+    this._liveT = t;
+    const hb = this._facts.heartbeat || {};
+    const running = this._facts.stages.filter((s) => s.status === 'running').map((s) => s.name);
+    const last = this._m.last_activity_t;
+    const idle = last !== null && last !== undefined ? Math.round((t - last) * 10) / 10 : (hb.idle_s ?? null);
+    let found;
+    try {
+      const ev = evidence.live(this.pid, this._liveMark);
+      this._liveMark = ev.mark || null;
+      delete ev.mark;
+      found = diagnoseHang({ reason: 'stall', stage: running.length ? running[running.length - 1] : null, stages: running,
+        idle_s: idle, stack: hb.stack ?? null, saw_hello: this._facts.hellos.size > 0, evidence: ev, progress: this._facts.progress });
+    } catch (err) {
+      found = { kind: 'unknown', summary: `live diagnosis failed: ${err.message}`, hint: '', evidence: {} };
+    }
+    this.liveDiagnosis = { kind: found.kind, frame: found.evidence.frame ?? null, summary: found.summary, hint: found.hint, idle_s: idle };
+    this._emit('stalled', { stage: hb.stage ?? null, idle_s: idle, stack: hb.stack ?? null, diagnosis: this.liveDiagnosis });
+  }
+
   _onReply(body) {
     const text = body.stacks ?? null;
     if (text) this._facts.stacks = [...this._facts.stacks, String(text)].slice(-DUMPS_KEPT);
@@ -763,8 +837,9 @@ class Job extends EventEmitter {
     const { stages } = this._facts;
     if (body.event === 'begin') {
       if (stages.length >= STAGES_KEPT) this._forgetAClosedStage();
+      this._stageEvents = (this._stageEvents || 0) + 1;
       stages.push({ name: body.name, status: 'running', duration_s: null, depth: body.depth ?? 0,
-        budget_s: body.budget_s ?? null, started: now() - this._facts.started });
+        budget_s: body.budget_s ?? null, started: now() - this._facts.started, began: this._stageEvents });
       return;
     }
     const depth = body.depth ?? null;
@@ -772,6 +847,8 @@ class Job extends EventEmitter {
       const entry = stages[i];
       if (entry.name === body.name && entry.status === 'running' && (depth === null || entry.depth === depth)) {
         entry.status = body.status || 'ok';
+        this._stageEvents = (this._stageEvents || 0) + 1;
+        entry.closed = this._stageEvents; // the order of begins and ends
         entry.duration_s = body.duration_s ?? null;
         if (entry.duration_s === null) entry.duration_s = Math.round((now() - this._facts.started - entry.started) * 1e6) / 1e6;
         return;
@@ -807,10 +884,12 @@ class Job extends EventEmitter {
     const { tail } = this._facts;
     const texts = [];
     const t = now();
+    // With logTimestamps, each log line starts with its UTC time (issue 12 item 9).
+    const stamp = this._options.logTimestamps ? `${new Date().toISOString()} ` : '';
     for (const raw of rawLines) {
       const { text, encoding } = decodeLine(raw.data);
       this._facts.lines[stream] += 1;
-      for (const kept of this._redraws.feed(stream, text, raw.end, t)) texts.push(logText(kept));
+      for (const kept of this._redraws.feed(stream, text, raw.end, t)) texts.push(stamp + logText(kept));
       // tqdm redraws replace each other in the tail instead of filling it.
       if (tail.length && tail[tail.length - 1].end === 'cr' && tail[tail.length - 1].stream === stream) tail.pop();
       tail.push({ stream, text, end: raw.end });
@@ -822,6 +901,18 @@ class Job extends EventEmitter {
       this._emit('log', { stream, text, encoding, end: raw.end });
     }
     if (texts.length) this._writeLog(texts.join('\n'));
+    this._outputActivity();
+  }
+
+  /** As bridge/job.py _output_activity: the job printed (activity while it has no progress source). */
+  _outputActivity() {
+    const t = now();
+    this._facts.lastOutputT = t;
+    const last = this._outputEventT ?? null;
+    if (last === null || t - last >= OUTPUT_EVENT_S || this._m.state === 'stalled') {
+      this._outputEventT = t;
+      this._post({ type: 'output' });
+    }
   }
 
   _captureFatal(text) {

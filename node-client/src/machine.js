@@ -56,6 +56,7 @@ function initial(config = null, t = 0.0) {
     answered: false, // a dump (in-band or SIGUSR1) was answered: Python runs
     last_msg_t: null, // beacon: last authentic worker message
     last_activity_t: null, // work: last progress or stage change; null = stall unarmed
+    progress_seen: false, // a progress source exists: output no longer counts as work
     stages: [], // open stages, outermost first: {name, t, budget_s}
     error: null, // the last fatal error: {kind, exit_code}
     bye: null, // {reason, exit_code}
@@ -66,6 +67,7 @@ function initial(config = null, t = 0.0) {
     drain_deadline: null,
     refused: null,
     no_worker: null, // why no hello will come (the startup deadline is off)
+    loaded_t: null, // the worker loaded (stage box) before any hello
     awaiting_ranks: false, // only a distributed launcher said hello: still starting
   };
 }
@@ -128,7 +130,14 @@ function onStage(s, e, t, actions) {
 
 function onProgress(s, e, t, actions) {
   beacon(s, t);
+  s.progress_seen = true;
   activity(s, t, actions);
+}
+
+// Issue 12: a script with no progress source that prints a line every few seconds is
+// working, not stalled. Output never arms the stall deadlines and is not a beacon message.
+function onOutput(s, e, t, actions) {
+  if (!s.progress_seen && s.last_activity_t !== null && s.bye === null && s.ending === null) activity(s, t, actions);
 }
 
 function onBeat(s, e, t) {
@@ -160,6 +169,15 @@ function onSnapshotted(s, e, t, actions) {
     s.snapshot = 'done';
     const { ending } = s;
     if (ending !== null && ending.step === 'snapshot' && s.exit === null) terminate(s, t, actions);
+  }
+}
+
+// The worker was imported (its stage box exists) but has not said hello: the heartbeat
+// deadline applies from then (issue 12 item 4).
+function onWorkerLoaded(s, e, t) {
+  if (!s.hello && (s.loaded_t ?? null) === null) {
+    s.loaded_t = t;
+    s.dump_signal = Boolean(get(e, 'dump_signal'));
   }
 }
 
@@ -226,8 +244,8 @@ function onTimer(s, e, t, actions) {
 }
 
 const HANDLERS = {
-  hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, error: onError,
-  bye: onBye, dumped: onDumped, signal_dumped: onSignalDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, cancel: onCancel, cancel_refused: onCancelRefused, exit: onExit,
+  hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, output: onOutput, error: onError,
+  bye: onBye, dumped: onDumped, signal_dumped: onSignalDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, worker_loaded: onWorkerLoaded, cancel: onCancel, cancel_refused: onCancelRefused, exit: onExit,
   drained: onDrained, timer: onTimer,
 };
 
@@ -256,6 +274,8 @@ function watchDeadlines(s) {
   if (s.exit !== null || s.ending !== null || s.state === 'ended') return out;
   if (!s.hello || s.awaiting_ranks) {
     if (c.startup_timeout !== null && s.no_worker === null) out.push(['startup', s.t0 + c.startup_timeout]);
+    // (a launcher's hello while its ranks start ends this: the launcher beats)
+    if (!s.hello && (s.loaded_t ?? null) !== null && c.heartbeat_timeout !== null) out.push(['heartbeat', s.loaded_t + c.heartbeat_timeout]);
     return out;
   }
   const budgets = s.stages.filter((st) => st.budget_s !== null && st.budget_s !== undefined)

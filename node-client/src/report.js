@@ -13,7 +13,8 @@
 
 const fs = require('node:fs');
 const codec = require('./codec.js');
-const { diagnoseEnd, diagnoseHang, tracebackInText } = require('./diagnosis.js');
+const { diagnoseEnd, diagnoseHang, tracebackInText, stageAtEnd } = require('./diagnosis.js');
+const { stripAnsi } = require('./diagnosis_stack.js');
 const { decodeUtf8Escaped } = require('./utf8.js');
 const ranks = require('./ranks.js');
 
@@ -51,7 +52,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   }
   const [rows, cause, causeError] = ranksOf(facts);
   if (causeError !== null && outcome === 'failed') error = errorOf(causeError, tail); // the rank that failed first
-  let stage = lastStage(facts.stages);
+  let stage = stageAtEnd(facts.stages, facts.error);
   if (facts.bye === null) { // no last words: the stage box may know a stage the messages missed
     const boxed = readStageBox(crashFile, facts.leadPid ?? pid); // no hello yet: the launched one
     if (boxed && boxed.length) stage = boxed[boxed.length - 1];
@@ -60,7 +61,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   const factsEnd = {
     outcome, exit_code: facts.exitCode, signal: facts.exitSignal, error: facts.error,
     saw_bye: facts.bye !== null, crash_text: crashText, log_tail: tail, stage, pid,
-    oom_killed: facts.oomKilled, hang_reason: hang && hang.reason,
+    oom_killed: facts.oomKilled, oom_kills: facts.oomKills ?? null, hang_reason: hang && hang.reason,
     heartbeat_stack: (facts.heartbeat || {}).stack ?? null,
   };
   if (causeError !== null && outcome === 'failed') {
@@ -224,6 +225,7 @@ function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid) {
         stages: facts.stages.filter((s) => s.status === 'running').map((s) => s.name),
         idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
         stacks, saw_hello: facts.hellos.size > 0, evidence: facts.snapshot || {}, pid,
+        worker_loaded: (m.loaded_t ?? null) !== null,
         progress: facts.progress, python_silent: facts.signalsSent.includes('SIGUSR2'),
       }), null];
     }
@@ -240,7 +242,7 @@ function errorOf(workerError, tail) {
   if (workerError) {
     const out = {};
     for (const k of ERROR_KEYS) if (k in workerError) out[k] = workerError[k];
-    return out;
+    return forPeople(out);
   }
   let start = null;
   for (let i = tail.length - 1; i >= 0; i--) {
@@ -249,15 +251,17 @@ function errorOf(workerError, tail) {
   if (start === null) return null;
   const parsed = tracebackInText(tail.slice(start));
   if (!parsed) return null;
-  return { type: parsed.type, message: parsed.message, traceback: tail.slice(start).join('\n'),
-    frames: parsed.frames, kind: 'exception', source: 'stderr' };
+  return forPeople({ type: parsed.type, message: parsed.message, traceback: tail.slice(start).join('\n'),
+    frames: parsed.frames, kind: 'exception', source: 'stderr' });
 }
 
-/** The innermost stage still open at the end, else the last one that began. */
-function lastStage(stages) {
-  const open = stages.filter((s) => s.status === 'running');
-  if (open.length) return open[open.length - 1].name;
-  return stages.length ? stages[stages.length - 1].name : null;
+/** The error's text fields without terminal escapes, as bridge/report.py _for_people. */
+function forPeople(error) {
+  for (const key of ['message', 'traceback']) if (typeof error[key] === 'string') error[key] = stripAnsi(error[key]);
+  if (Array.isArray(error.chain)) {
+    error.chain = error.chain.map((c) => (c && typeof c === 'object' && typeof c.message === 'string' ? { ...c, message: stripAnsi(c.message) } : c));
+  }
+  return error;
 }
 
 /**

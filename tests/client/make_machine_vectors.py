@@ -311,6 +311,50 @@ CASES = [
         (0.8, "cancel", {}, END, [], None),
         (0.9, "timer", {}, END, [], None),
     ], "succeeded", None),
+    # Issue 12 item 2 (H4): output is activity only while the job has no progress source.
+    ("running: output keeps a job with no progress source from stalling", {}, 10, [
+        (1, "hello", HELLO, RUN, ["state:running"], 4),
+        (1.5, "stage", {"event": "begin", "name": "main"}, RUN, [], 3.5),
+        (2, "beat", {}, RUN, [], 3.5),
+        (3, "output", {}, RUN, [], 5),
+        (4, "beat", {}, RUN, [], 5),
+        (4.5, "output", {}, RUN, [], 6.5),
+        (6, "beat", {}, RUN, [], 6.5),
+        (6.5, "timer", {}, STALL, ["state:stalled"], 9),
+        (7, "output", {}, RUN, ["state:running"], 9),
+        (7.5, "exit", ex(0), RUN, ["drain"], 8.0),
+        (7.6, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
+    ("hung: output does not hide a stall once progress was seen", {}, 10, [
+        (1, "hello", HELLO, RUN, ["state:running"], 4),
+        (1.5, "progress", {}, RUN, [], 3.5),
+        (2.5, "output", {}, RUN, [], 3.5),
+        (3.5, "timer", {}, STALL, ["state:stalled"], 4.5),
+        (4, "beat", {}, STALL, [], 7),
+        (5, "output", {}, STALL, [], 7),
+        (6.5, "beat", {}, STALL, [], 7.5),
+        (7, "output", {}, STALL, [], 7.5),
+        (7.5, "timer", {}, STALL, ["snapshot:stall", "dump_stacks"], 8.0),
+        (7.8, "dumped", {}, STALL, [], 9.0),
+    ], None, {"reason": "stall", "t": 7.5, "stage": None}),
+    ("output alone never arms the stall deadlines", {}, 10, [
+        (1, "hello", HELLO, RUN, ["state:running"], 4),
+        (2, "output", {}, RUN, [], 4),
+        (3, "beat", {}, RUN, [], 6),
+    ], None, None),
+    # Issue 12 item 4 (H4): the worker loaded (stage box) but the GIL is held before hello.
+    ("hung: worker loaded, no hello: heartbeat deadline, SIGUSR1 dump, no in-band dump", {}, 10, [
+        (0.8, "worker_loaded", {"dump_signal": True}, START, [], 3.8),
+        (3.8, "timer", {}, START, ["snapshot:heartbeat", "signal:SIGUSR1"], 4.05),
+        (3.9, "snapshotted", {}, START, [], 4.05),
+        (4.05, "timer", {}, START, ["signal:SIGTERM"], 5.05),
+        (4.2, "exit", ex(None, "SIGTERM"), START, ["drain"], 4.7),
+        (4.3, "drained", {}, END, ["state:ended", "finish:hung"], None),
+    ], "hung", {"reason": "heartbeat", "t": 3.8, "stage": None}),
+    ("worker loaded then hello: the normal deadlines", {}, 10, [
+        (0.5, "worker_loaded", {"dump_signal": False}, START, [], 3.5),
+        (0.6, "hello", HELLO, RUN, ["state:running"], 3.6),
+    ], None, None),
 ]
 
 

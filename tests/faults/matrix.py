@@ -277,6 +277,28 @@ def judge(row: Dict[str, Any], report: Dict[str, Any], measures: Dict[str, Any],
         step = (report.get("progress") or {}).get("step")
         if step != row["progress_step"]:
             failures.append(f"progress step {step!r}, expected {row['progress_step']}")
+    if "stage" in row and report.get("stage") != row["stage"]:
+        failures.append(f"report stage {report.get('stage')!r}, expected {row['stage']!r}")
+    for part in row.get("summary_lacks") or []:
+        if part in summary:
+            failures.append(f"summary has {part!r}: {summary!r}")
+    message = str((report.get("error") or {}).get("message") or "")
+    for part in row.get("error_message_lacks") or []:
+        if part in message:
+            failures.append(f"error message has {part!r}: {message!r}")
+    hint = diag.get("hint", "") if diag else ""
+    for part in row.get("hint_has") or []:
+        if part not in hint:
+            failures.append(f"hint lacks {part!r}: {hint!r}")
+    for part in row.get("hint_lacks") or []:
+        if part in hint:
+            failures.append(f"hint has {part!r}: {hint!r}")
+    for part in row.get("report_summary_has") or []:
+        if part not in (report.get("summary") or ""):
+            failures.append(f"report summary lacks {part!r}: {report.get('summary')!r}")
+    for part in row.get("report_summary_lacks") or []:
+        if part in (report.get("summary") or ""):
+            failures.append(f"report summary has {part!r}: {report.get('summary')!r}")
     rejected = (report.get("protocol") or {}).get("rejected") or {}
     for reason, least in (row.get("rejected_at_least") or {}).items():
         if (rejected.get(reason) or 0) < least:

@@ -116,6 +116,34 @@ def test_network_wait_names_the_remote(silent_server):
         kill_tree(proc)
 
 
+def test_unix_socket_peer_is_the_job_process_that_holds_it():
+    """Issue 12 item 1: a read on a socketpair whose other end is held by a stopped child is
+    a wait on that child, found through the socket inodes, not a network wait."""
+    proc = spawn("""
+        import os, signal, socket
+        mine, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            mine.close()
+            os.kill(os.getpid(), signal.SIGSTOP)
+            os._exit(0)
+        theirs.close()
+        print(pid, flush=True)
+        mine.recv(1)
+    """)
+    try:
+        child = int(proc.stdout.readline())
+        wait_in_syscall(proc.pid, {"recvfrom", "read"})
+        ev, diag = collect_and_judge(proc.pid)
+        assert ev["main_thread"]["fd_family"] == "unix"
+        assert ev["unix_peer"]["pid"] == child, ev.get("unix_peer")
+        assert diag["kind"] == "child_wait", diag
+        assert f"child pid {child} " in diag["summary"]
+        assert diag["evidence"]["via"] == "unix socket"
+    finally:
+        kill_tree(proc)
+
+
 def test_lock_wait():
     proc = spawn("""
         import threading

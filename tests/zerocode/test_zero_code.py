@@ -120,7 +120,9 @@ def test_a_script_with_its_own_stages_and_progress_keeps_them():
         "startup", "main", "config", "data", "model", "optimizer", "train", "save"]
     assert "import torch" in names(report)
     assert all(s["status"] == "ok" for s in report["stages"])  # "main" closes at exit
-    assert report["stage"] == "save"
+    # The innermost stage still open at the end (zero-code's "main", closed at exit), not
+    # the last one that began (issue 12 item 3).
+    assert report["stage"] == "main"
     assert report["progress"]["metrics"].keys() == {"loss"}  # the script's, not the optimizer hook's
 
 

@@ -1,0 +1,232 @@
+"""Diagnosis, part 1: reading Python stacks and text (pure).
+
+Parses the three stack formats that reach a client (traceback, faulthandler, py-spy) into
+frames, finds the user's frame and the module being imported, reads the last traceback
+printed in output lines, and holds the small text helpers every verdict uses (one ASCII-safe
+line, the diagnosis dict). The verdicts are in diagnosis_end.py and diagnosis_hang.py;
+diagnosis.py is the one name the rest of the client imports.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+Frame = Dict[str, Any]  # {"file": str, "line": int, "function": str}
+
+# --- Python stack text ------------------------------------------------------------------
+# Three formats reach us: traceback ('File "x.py", line 3, in f', innermost last),
+# faulthandler ('File "x.py", line 3 in f', innermost first) and py-spy ('f (x.py:3)',
+# innermost first). Every parser below returns frames innermost LAST, like the protocol's
+# error.frames.
+TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>.+?)\s*$')
+_FH_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+) in (?P<func>.+?)\s*$')
+_PYSPY_FRAME = re.compile(r'^\s+(?P<func>\S[^()]*?) \((?P<file>[^()]+?):(?P<line>\d+)\)\s*$')
+_HEADER = re.compile(r"^(?:Current thread|Thread|Traceback|Stack|Process|#|---|===)|:\s*$")
+
+
+def _split_blocks(text: str) -> List[Tuple[str, List[str]]]:
+    """Split a dump into (header, lines) per thread. A header is an unindented line."""
+    blocks: List[Tuple[str, List[str]]] = []
+    header, lines = "", []
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        if not raw[0].isspace() and _HEADER.search(raw) and not TB_FRAME.match(raw) \
+                and not _FH_FRAME.match(raw):
+            if lines or header:
+                blocks.append((header, lines))
+            header, lines = raw.strip(), []
+        else:
+            lines.append(raw)
+    if lines or header:
+        blocks.append((header, lines))
+    return blocks
+
+
+def _frames_of_block(header: str, lines: Sequence[str]) -> List[Frame]:
+    frames: List[Frame] = []
+    innermost_first = None
+    for line in lines:
+        for pattern, first in ((TB_FRAME, False), (_FH_FRAME, True), (_PYSPY_FRAME, True)):
+            m = pattern.match(line)
+            if m:
+                frames.append({"file": m["file"], "line": int(m["line"]),
+                               "function": m["func"]})
+                if innermost_first is None:
+                    innermost_first = first
+                break
+    if "most recent call first" in header:
+        innermost_first = True
+    elif "most recent call last" in header:
+        innermost_first = False
+    if innermost_first:
+        frames.reverse()
+    return frames
+
+
+def parse_stack(text: Optional[str], prefer: str = "main") -> List[Frame]:
+    """Frames (innermost last) of one thread in a stack dump.
+
+    prefer="main": the thread named MainThread, else the last thread in the dump
+    (faulthandler and threading list the oldest thread, the main one, last).
+    prefer="current": the faulthandler "Current thread" (the one that crashed)."""
+    if not text:
+        return []
+    blocks = [(h, _frames_of_block(h, ls)) for h, ls in _split_blocks(text)]
+    blocks = [(h, f) for h, f in blocks if f]
+    if not blocks:
+        return []
+    if prefer == "current":
+        for header, frames in blocks:
+            if header.startswith("Current thread"):
+                return frames
+    for header, frames in blocks:
+        if "MainThread" in header:
+            return frames
+    return blocks[-1][1]
+
+
+def format_frame(frame: Optional[Frame]) -> str:
+    """'file:line function' with the file shortened to its last two path parts."""
+    if not frame:
+        return "an unknown frame"
+    return f"{short_path(frame.get('file', '?'))}:{frame.get('line', '?')} {frame.get('function', '?')}"
+
+
+def short_path(path: str) -> str:
+    parts = str(path).replace("\\", "/").split("/")
+    return "/".join(parts[-2:]) if len(parts) > 1 and parts[-2] else parts[-1]
+
+
+_LIBRARY_MARKERS = ("/lib/python", "site-packages", "dist-packages", "<frozen", "/worker/",
+                    "/bridge/", "<string>")
+
+
+def is_library_frame(frame: Frame) -> bool:
+    path = str(frame.get("file", "")).replace("\\", "/")
+    return any(m in path for m in _LIBRARY_MARKERS)
+
+
+def user_frame(frames: Sequence[Frame]) -> Optional[Frame]:
+    """The innermost frame in the user's own code (not the stdlib, site-packages, us)."""
+    for frame in reversed(frames):
+        if not is_library_frame(frame):
+            return frame
+    return None
+
+
+def where(frames: Sequence[Frame]) -> str:
+    """'train.py:12 load' or 'socket.py:706 readinto (from train.py:12 load)'."""
+    if not frames:
+        return "an unknown frame (no Python stack)"
+    inner, mine = frames[-1], user_frame(frames)
+    if mine is None or mine is inner:
+        return format_frame(inner)
+    return f"{format_frame(inner)} (from {format_frame(mine)})"
+
+
+def frame_fields(frames: Sequence[Frame]) -> Dict[str, Any]:
+    inner, mine = (frames[-1] if frames else None), user_frame(frames)
+    return {"frame": format_frame(inner) if inner else None,
+            "user_frame": format_frame(mine) if mine else None}
+
+
+# --- imports ----------------------------------------------------------------------------
+def importing_module(frames: Sequence[Frame]) -> Optional[str]:
+    """The module being imported when the stack is inside importlib, else None.
+
+    Names the innermost module whose top level (a "<module>" frame) runs under an
+    importlib._bootstrap frame: that is the import that has not finished."""
+    in_import = False
+    name = None
+    for frame in frames:  # outermost first
+        fname = str(frame.get("file", ""))
+        if "importlib._bootstrap" in fname or "importlib/_bootstrap" in fname:
+            in_import = True
+            continue
+        if in_import and frame.get("function") == "<module>":
+            name = module_name(fname)
+    if in_import and name is None:
+        return "an unknown module"
+    return name
+
+
+def module_name(path: str) -> str:
+    parts = str(path).replace("\\", "/").split("/")
+    stem = parts[-1]
+    if stem in ("__init__.py", "__init__.pyc") and len(parts) > 1:
+        return parts[-2]
+    return re.sub(r"\.(py|pyc|so|pyd)$", "", stem)
+
+
+# --- text -------------------------------------------------------------------------------
+TB_LAST_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning)"
+                           r"|[A-Za-z_][\w.]*\.[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
+
+
+# Terminal escapes (ECMA-48): CSI ("\x1b[1m", colours, cursor moves), OSC (titles, links)
+# and two-byte escapes. torch puts "\x1b[1m...\x1b[0m" in some error messages; a person
+# reading a report or a GUI needs the words, not the escapes (the log keeps the raw bytes).
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-_])|\x9b[0-?]*[ -/]*[@-~]")
+SUMMARY_MAX = 900   # characters of a diagnosis summary
+MESSAGE_MAX = 600   # characters of an error message quoted in a summary: long enough to keep
+                    # the part that says what to do (torch.load's "weights_only=False ...")
+
+
+def strip_ansi(text: Any) -> str:
+    """The text without terminal escape sequences."""
+    return _ANSI.sub("", str(text if text is not None else ""))
+
+
+def one_line(text: Any, limit: int = 200) -> str:
+    s = " ".join(strip_ansi(text).split())
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def last_line(log_tail: Optional[Sequence[str]]) -> Optional[str]:
+    for line in reversed(list(log_tail or [])):
+        if str(line).strip():
+            return one_line(line)
+    return None
+
+
+def traceback_in_text(lines: Optional[Sequence[str]]) -> Optional[Dict[str, Any]]:
+    """The last Python traceback printed in output lines: {type, message, frames}.
+
+    Used when the script never imported the worker, so no error message came over the
+    wire; the traceback on stderr is still the best word on what happened."""
+    lines = [str(x) for x in (lines or [])]
+    start = None
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("Traceback (most recent call last)"):
+            start = i
+            break
+    if start is None:
+        return None
+    frames: List[Frame] = []
+    exc_type, message = None, ""
+    for line in lines[start + 1:]:
+        m = TB_FRAME.match(line)
+        if m:
+            frames.append({"file": m["file"], "line": int(m["line"]), "function": m["func"]})
+            continue
+        if line.startswith((" ", "\t")) or not line.strip():
+            continue
+        t = TB_LAST_LINE.match(line.strip())
+        if t:
+            exc_type, message = t["type"], t["msg"] or ""
+            break
+    if exc_type is None:
+        return None
+    return {"type": exc_type, "message": message, "frames": frames}
+
+
+def in_stage(stage: Optional[str]) -> str:
+    return f" in stage '{stage}'" if stage else ""
+
+
+def diag(kind: str, summary: str, hint: str, evidence: Dict[str, Any]) -> Dict[str, Any]:
+    return {"kind": kind, "summary": one_line(summary, SUMMARY_MAX), "hint": one_line(hint, 300),
+            "evidence": evidence}
+

@@ -1,0 +1,224 @@
+'use strict';
+/**
+ * Diagnosis, part 2: end verdicts (pure) -- why a process ended. A port of
+ * bridge/diagnosis_end.py rule for rule: the same facts give the same kind, summary and hint
+ * (vectors/diagnosis.json holds the shared cases).
+ */
+
+const {
+  parseStack, formatFrame, userFrame, where, frameFields, oneLine, lastLine, tracebackInText, inStage, diag, MESSAGE_MAX,
+} = require('./diagnosis_stack.js');
+
+const NATIVE_SIGNALS = new Set(['SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGABRT']);
+const SIGNAL_WORDS = {
+  SIGSEGV: 'segmentation fault', SIGBUS: 'bus error', SIGILL: 'illegal instruction',
+  SIGFPE: 'floating point exception', SIGABRT: 'abort',
+};
+
+// --- ends -----------------------------------------------------------------------------
+const CUDA_OOM_TEXT = /CUDA out of memory|CUDA error: out of memory|OutOfMemoryError/i;
+
+function isCudaOom(error, logTail) {
+  if (error) {
+    if (error.kind === 'cuda_oom') return true;
+    if (CUDA_OOM_TEXT.test(`${error.type ?? ''} ${error.message ?? ''}`)) return true;
+  }
+  return (logTail || []).slice(-50).some((line) => CUDA_OOM_TEXT.test(String(line)));
+}
+
+function errorFrames(error) {
+  if (!error) return [];
+  const frames = (error.frames || []).filter((f) => f && typeof f === 'object' && !Array.isArray(f));
+  if (frames.length) return frames;
+  return parseStack(error.traceback);
+}
+
+/** Python's repr() of a str (quotes and escapes), for messages quoted as Python shows them. */
+function pyRepr(text) {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  let out = '';
+  for (const ch of text) {
+    const cp = ch.codePointAt(0);
+    if (ch === '\\' || ch === quote) out += `\\${ch}`;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\r') out += '\\r';
+    else if (ch === '\t') out += '\\t';
+    else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) out += `\\x${cp.toString(16).padStart(2, '0')}`;
+    else if (cp >= 0xd800 && cp <= 0xdfff) out += `\\u${cp.toString(16).padStart(4, '0')}`;
+    else out += ch;
+  }
+  return quote + out + quote;
+}
+
+function oomLine(logTail) {
+  for (let i = logTail.length - 1; i >= 0; i--) if (CUDA_OOM_TEXT.test(String(logTail[i]))) return String(logTail[i]);
+  return '';
+}
+
+// torch's messages when a DataLoader worker dies (as bridge/diagnosis_end.py _WORKER_DIED).
+const WORKER_DIED = /DataLoader worker \(pid(?:\(s\))? (?<pids>\d+(?:, \d+)*)\) (?:is killed by signal: (?<word>[A-Za-z ]+?)\.|exited unexpectedly)/g;
+const STRSIGNAL = { Killed: 'SIGKILL', 'Bus error': 'SIGBUS', 'Segmentation fault': 'SIGSEGV', Aborted: 'SIGABRT',
+  Terminated: 'SIGTERM', 'Floating point exception': 'SIGFPE', 'Illegal instruction': 'SIGILL', Interrupt: 'SIGINT' };
+
+function workerDied(error, logTail) {
+  const texts = [];
+  if (error) {
+    texts.push(String(error.message ?? ''));
+    for (const c of error.chain || []) if (c && typeof c === 'object') texts.push(String(c.message ?? ''));
+  }
+  for (const line of logTail.slice(-200)) texts.push(String(line));
+  let found = null;
+  for (const text of texts) {
+    for (const m of text.matchAll(WORKER_DIED)) {
+      const sig = m.groups.word ? (STRSIGNAL[m.groups.word] || m.groups.word) : null;
+      if (found === null) found = { pids: m.groups.pids, signal: sig };
+      else if (sig && !found.signal) found.signal = sig;
+    }
+  }
+  return found;
+}
+
+function workerDiedHint(signal, oomKills) {
+  const memory = 'lower num_workers, prefetch_factor or the batch size, or raise the memory limit';
+  if (signal === 'SIGKILL' || signal === null) {
+    if (oomKills) return `the kernel's OOM killer killed it (the job's memory cgroup counted ${oomKills} OOM kill(s) during the job): the workers ran out of host RAM; ${memory}`;
+    if (oomKills === 0 && signal) return `the job's memory cgroup logged no OOM kill: check dmesg for the host's OOM killer and who else kills processes here; num_workers too high for the memory is the usual cause (${memory})`;
+    if (signal) return `likely the OOM killer (dmesg | grep -i 'killed process') or num_workers too high for the memory: ${memory}`;
+    return 'the worker exited without a word: run with DataLoader(num_workers=0) to see its error in the main process, and check dmesg for the OOM killer';
+  }
+  if (signal === 'SIGBUS') return 'out of shared memory (/dev/shm), which workers use to pass batches: raise it (docker run --shm-size=8g) or lower num_workers / the batch size';
+  return 'a crash inside the worker (a dataset transform, an image decoder, a native extension): run with DataLoader(num_workers=0) to see it in the main process';
+}
+
+/**
+ * The job's stage when it ended: where a fatal error was raised, else the innermost stage
+ * still open, else the innermost stage the end unwound through (closed with status "error"
+ * after the last stage began), else the last stage to close; as bridge/diagnosis_end.py
+ * stage_at_end. stages: records in begin order {name, status, began, closed} (the order of
+ * the begin and end messages as received).
+ */
+function stageAtEnd(stages, error = null) {
+  if (error && error.stage && (error.fatal ?? true)) return error.stage;
+  if (!stages || !stages.length) return null;
+  const open = stages.filter((s) => s.status === 'running');
+  if (open.length) return open[open.length - 1].name;
+  if (!stages.every((s) => Number.isInteger(s.began) && Number.isInteger(s.closed))) return stages[stages.length - 1].name;
+  const lastBegin = Math.max(...stages.map((s) => s.began));
+  const unwound = stages.filter((s) => s.status === 'error' && s.closed > lastBegin);
+  if (unwound.length) return unwound.reduce((a, b) => (b.closed < a.closed ? b : a)).name;
+  return stages.reduce((a, b) => (b.closed > a.closed ? b : a)).name;
+}
+
+/**
+ * Why a process ended; null for a clean success. facts (all optional): outcome, exit_code,
+ * signal ("SIGSEGV" or null), error (the worker's error body), saw_bye, crash_text,
+ * log_tail, stage, oom_killed, pid.
+ */
+function diagnoseEnd(facts) {
+  const exitCode = facts.exit_code ?? null;
+  const signal = facts.signal ?? null;
+  const error = facts.error || null;
+  const logTail = [...(facts.log_tail || [])];
+  // The error knows the stage it was raised in; the client's last stage may be an outer one
+  // (the inner stage closed with status "error" while the exception unwound).
+  const stage = (error || {}).stage || facts.stage || null;
+  const last = lastLine(logTail);
+  const evidence = { exit_code: exitCode, signal, stage, last_line: last };
+  // A fatal error event decides the end even when the exit status is 0; SystemExit is an
+  // exit status, not an exception.
+  const fatalError = Boolean(error) && Boolean(error.fatal ?? true) && error.kind !== 'system_exit';
+  const endedBadly = fatalError || (exitCode !== 0 && exitCode !== null) || Boolean(signal);
+
+  if (facts.outcome === 'cancelled') return null;
+  if (endedBadly && isCudaOom(fatalError ? error : null, logTail)) {
+    const printed = tracebackInText(logTail);
+    const errFrames = errorFrames(error);
+    const frames = errFrames.length ? errFrames : ((printed || {}).frames || []);
+    const message = oneLine((error || {}).message || oomLine(logTail), MESSAGE_MAX);
+    Object.assign(evidence, frameFields(frames));
+    return diag('cuda_oom', `CUDA out of memory${inStage(stage)} at ${where(frames)}: ${message}`,
+      'lower the batch size or sequence length, enable gradient checkpointing or mixed precision, or free other jobs on the GPU (nvidia-smi)',
+      evidence);
+  }
+  if (facts.oom_killed) {
+    return diag('oom_killed', `killed by the kernel's out-of-memory killer${inStage(stage)} (signal ${signal || 'SIGKILL'})`,
+      'the job ran out of host RAM: lower the batch size or DataLoader num_workers / prefetch, or raise the memory limit',
+      { ...evidence, oom_killed: true });
+  }
+  if (NATIVE_SIGNALS.has(signal)) {
+    const text = facts.crash_text || logTail.join('\n');
+    const frames = parseStack(text, 'current');
+    Object.assign(evidence, frameFields(frames));
+    evidence.crash_text_present = Boolean(facts.crash_text);
+    const word = SIGNAL_WORDS[signal] || signal;
+    let hint = 'a crash in native code (C/C++/CUDA extension, ctypes): check that torch, CUDA and extension versions match; run with CUDA_LAUNCH_BLOCKING=1 to find the failing call';
+    if (signal === 'SIGABRT') {
+      hint = 'the process aborted (a C/C++ assertion, abort() or a fatal error in an extension): read the last output lines and check library versions';
+    }
+    return diag('native_crash', `native crash: ${signal} (${word})${inStage(stage)} at ${where(frames)}`, hint, evidence);
+  }
+  if (signal === 'SIGKILL') {
+    return diag('killed', `killed by SIGKILL${inStage(stage)}; last output: ${last || '(none)'}`,
+      'something outside the job sent SIGKILL (a user, a scheduler, a container limit, or the OOM killer when the cgroup cannot tell): check dmesg, the scheduler\'s log and memory limits',
+      evidence);
+  }
+  if (signal) {
+    return diag('killed', `terminated by ${signal}${inStage(stage)}; last output: ${last || '(none)'}`,
+      `something outside the job sent ${signal}: check who stops jobs here (a scheduler, a terminal closing, a service manager)`,
+      evidence);
+  }
+  const died = endedBadly ? workerDied(fatalError ? error : null, logTail) : null;
+  if (died) {
+    const errFrames = errorFrames(error);
+    const frames = errFrames.length ? errFrames : ((tracebackInText(logTail) || {}).frames || []);
+    Object.assign(evidence, frameFields(frames));
+    Object.assign(evidence, { child_pids: died.pids, child_signal: died.signal, oom_kills: facts.oom_kills ?? null });
+    const how = died.signal ? `died of ${died.signal}` : 'exited unexpectedly';
+    const plural = died.pids.includes(',') ? 's' : '';
+    return diag('child_killed', `a DataLoader worker (pid${plural} ${died.pids}) ${how}${inStage(stage)}; the main process failed on it at ${where(frames)}`,
+      workerDiedHint(died.signal, facts.oom_kills ?? null), evidence);
+  }
+  if (fatalError) {
+    const frames = errorFrames(error);
+    Object.assign(evidence, frameFields(frames));
+    evidence.type = error.type ?? null;
+    const message = oneLine(error.message, MESSAGE_MAX);
+    const { thread } = error;
+    const inThread = thread && thread !== 'MainThread' ? ` in thread ${thread}` : '';
+    const fixAt = formatFrame(userFrame(frames) || (frames.length ? frames[frames.length - 1] : null));
+    return diag('python_exception',
+      `${error.type ?? 'Exception'}: ${message}${inStage(stage)}${inThread} at ${where(frames)}`,
+      `fix the error raised at ${fixAt}; the full traceback is in the report's error field`, evidence);
+  }
+  if (exitCode !== 0 && exitCode !== null) {
+    const printed = tracebackInText(logTail);
+    if (printed && !error) {
+      const { frames } = printed;
+      Object.assign(evidence, frameFields(frames));
+      evidence.type = printed.type;
+      return diag('python_exception',
+        `${printed.type}: ${oneLine(printed.message, MESSAGE_MAX)}${inStage(stage)} at ${where(frames)} (from the traceback on stderr)`,
+        'fix the error at the named frame; the traceback is in the log tail', evidence);
+    }
+    const bye = facts.bye || {};
+    const byeReason = facts.bye_reason || bye.reason || null;
+    let hint = 'the script chose to exit with an error status: read the last output lines for its reason';
+    let reason = '';
+    if (error && error.kind === 'system_exit') {
+      const frames = errorFrames(error);
+      Object.assign(evidence, frameFields(frames));
+      const at = frames.length ? ` at ${where(frames)}` : '';
+      reason = ` from sys.exit(${pyRepr(oneLine(error.message, 80))})${at}`;
+    } else if (byeReason === 'sys_exit') {
+      reason = ` from sys.exit(${exitCode})`;
+    } else if (!facts.saw_bye) {
+      reason = ' with no last words (os._exit or exit from native code)';
+      hint = "the process left without Python's shutdown (os._exit, exit() in native code, a library calling _exit): search for those calls near the last output line";
+    }
+    return diag('exit_nonzero', `exited with status ${exitCode}${reason}${inStage(stage)}; last output: ${last || '(none)'}`,
+      hint, evidence);
+  }
+  return null;
+}
+
+module.exports = { NATIVE_SIGNALS, diagnoseEnd, stageAtEnd };

@@ -1,0 +1,18 @@
+"""Native code holds the GIL right after `import worker`, before the beacon thread could say
+hello (issue 12 item 4: known only at the startup timeout, as a startup hang with no stack).
+The line is printed before the import so the time to know counts from it."""
+import ctypes
+import sys
+
+print("importing the worker, then holding the GIL", flush=True)
+from trainbridge import worker  # noqa: E402,F401
+
+
+def hold_gil_at_once():
+    libc = ctypes.PyDLL(None)
+    while True:
+        libc.sleep(3600)
+
+
+hold_gil_at_once()
+sys.exit(0)
