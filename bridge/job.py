@@ -44,6 +44,7 @@ EVENT_QUEUE = 10_000       # events kept for events(); the oldest go first when 
 LIVE_DIAGNOSIS_S = 2.0      # while stalled, the live diagnosis is refreshed at most this often
 OUTPUT_EVENT_S = 0.25       # output lines reach the state machine at most this often (issue 12)
 STAGES_KEPT = 1_000        # stage records kept for the report (a stage per step must not grow)
+LEADS_KEPT = 16            # lead changes kept for the report
 DUMPS_KEPT = 4             # dump_stacks replies kept for the report
 PIPE_LINGER_S = 0.2        # after the exit: how long a pipe held by a grandchild may keep us
 TREE_REFRESH_S = 1.0       # how often the process tree is re-read while the job runs
@@ -133,7 +134,11 @@ class Job:
         self.ranks = ranks.initial()  # every worker process's own state (report `ranks`)
         self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
         self.lead_pid: Optional[int] = None
-        self._lead_priority = -1
+        # Hellos of the processes that may lead (said hello, have not left), in order.
+        self._present: Dict[bytes, Dict[str, Any]] = {}
+        self._foreign: set = set()  # routing ids whose hello came from outside the tree
+        self.foreign_hellos = 0
+        self.leads: List[Optional[int]] = []  # pids that spoke for the job, in turn (None: none)
         self.dump_pids: List[int] = []
         self.native_dump_pids: List[int] = []  # SIGUSR2: faulthandler's C dump, main thread
         self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
@@ -218,7 +223,8 @@ class Job:
 
     def _attach(self, proc, read_pipes: bool = True) -> None:
         self.proc = proc
-        self.tree = launcher.Tree(proc.pid, self.id)
+        if self.tree is None:
+            self.tree = launcher.Tree(proc.pid, self.id)
         if not read_pipes:  # feed_output() brings the chunks
             self._pipes.update({fd: stream for stream, fd in PSEUDO_FDS.items()})
         pipes = (("stdout", proc.stdout), ("stderr", proc.stderr)) if read_pipes else ()
@@ -478,6 +484,7 @@ class Job:
                 return
         elif self.m["exit"] is None and now >= self._tree_next:
             self.tree.refresh()
+            self._check_lead_alive(now)
             self._tree_next = now + TREE_REFRESH_S + TREE_REFRESH_PER_JOB_S * len(self.hub.jobs)
             if not self.m["hello"] and self.m.get("loaded_t") is None:
                 self._check_loaded(now)
@@ -493,14 +500,22 @@ class Job:
     def _on_message(self, routing_id: bytes, rank: int, msg) -> None:
         now = time.monotonic()
         kind, body = msg.kind, msg.body
+        if routing_id in self._foreign:
+            self.channel.rejected["foreign"] += 1
+            return
         key = routing_id.decode("ascii", "replace")
+        if kind == "hello" and not self._in_tree(body.get("pid")):
+            # Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither
+            # leads nor is listed, and what it sends later is rejected and counted.
+            self._foreign.add(routing_id)
+            self.foreign_hellos += 1
+            return
         ranks.observe(self.ranks, key, kind, body, msg.ts)
         if kind == "hello":
-            priority = machine.lead_priority(body, self.pid)
-            if priority > self._lead_priority:
-                self.lead, self._lead_priority = routing_id, priority
-                self.lead_pid = body.get("pid")
-        lead = routing_id == self.lead
+            self._present[routing_id] = body
+            if self._elect() and routing_id != self.lead:
+                self._step({"type": "lead", "t": now, "present": self.lead is not None})
+        lead = routing_id is not None and routing_id == self.lead
         sender = dict(ranks.sender(self.ranks, key), lead=lead)  # who said it (docs/CLIENT.md)
         if lead and kind in ("stage", "progress"):
             self._track_status(kind, body, now)  # before listeners hear: status() agrees
@@ -531,6 +546,8 @@ class Job:
             if kind == "hello" and body.get("world_size") is not None \
                     and self.m.get("awaiting_ranks"):  # a rank: the job has started
                 self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
+            if kind == "bye":
+                self._leave(routing_id, now)  # it can no longer lead
             return  # another process of the job: published above, but it does not lead
         if kind == "reply" and body.get("to") in self._cancel_seqs:
             self._on_cancel_reply(body, now)
@@ -556,6 +573,7 @@ class Job:
             self.bye = body
             self._step({"type": "bye", "t": now, "reason": body.get("reason"),
                         "exit_code": body.get("exit_code")})
+            self._leave(routing_id, now)
         else:
             if kind == "heartbeat":
                 self.heartbeat = body
@@ -614,6 +632,35 @@ class Job:
                                "idle_s": idle}
         self._publish({"event": "stalled", "idle_s": self.live_diagnosis["idle_s"],
                        "diagnosis": self.live_diagnosis})
+
+    # --- I/O thread: who speaks for the job -------------------------------------------------
+    def _elect(self) -> bool:
+        """Apply machine.choose_lead to the processes present; True when the lead changed."""
+        pid = machine.choose_lead(list(self._present.values()), self.pid)
+        lead = next((rid for rid, hello in self._present.items() if hello.get("pid") == pid),
+                    None)
+        if lead == self.lead:
+            return False
+        self.lead, self.lead_pid = lead, pid
+        self.leads = (self.leads + [pid])[-LEADS_KEPT:]
+        return True
+
+    def _leave(self, routing_id: bytes, now: float) -> None:
+        """A process said bye or is gone. The launched process never leaves: its last words
+        are the job's. Another one that led hands the lead back (machine event "lead")."""
+        hello = self._present.get(routing_id)
+        if hello is None or hello.get("pid") == self.pid:
+            return
+        del self._present[routing_id]
+        if self._elect() and self.m["exit"] is None:
+            self._step({"type": "lead", "t": now, "present": self.lead is not None})
+
+    def _check_lead_alive(self, now: float) -> None:
+        if self.lead is None or self.lead_pid == self.pid or self.tree is None:
+            return
+        created = self.tree.known.get(self.lead_pid)
+        if not _process_alive(self.lead_pid, created):
+            self._leave(self.lead, now)
 
     def _on_reply(self, body: Dict[str, Any]) -> None:
         to = body.get("to")
@@ -688,7 +735,9 @@ class Job:
         if pid == self.pid:  # ours for sure; the tree's snapshot can miss it in a race
             return True
         if self.tree is None:
-            return False
+            if self.pid is None:
+                return False
+            self.tree = launcher.Tree(self.pid, self.id)  # a hello before _attach ran
         self.tree.refresh()
         return pid in self.tree.known
 
@@ -1005,6 +1054,21 @@ def _oom_kills_since(before: Optional[int], code: Optional[int],
         return None
     after = _oom_kill_count(None)
     return None if after is None else max(0, after - before)
+
+
+def _process_alive(pid: Any, created: Optional[float]) -> bool:
+    """Whether `pid` is still the process that was seen (same start time), not a zombie."""
+    import psutil
+
+    if not isinstance(pid, int):
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if created is not None and proc.create_time() != created:
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _oom_kill_count(pid: Optional[int]) -> Optional[int]:

@@ -40,6 +40,10 @@ Events ({"type": ..., "t": ...} plus):
              stop the script, e.g. SIGINT is ignored: SIGTERM at once, not after the grace)
   exit       code: int|null, signal: str|null (from the OS; the process is gone)
   drained    the shell has read what the dead process left in the socket and the pipes
+  lead       present: bool. The process that spoke for the job left (said bye, or is gone)
+             while the job goes on, and another one speaks for it now (present) or none
+             does (no heartbeat is watched until one says hello). The leaver's last words
+             are not the job's: its bye is forgotten, and the new lead's clocks start now.
   timer      a deadline may have passed
 
 Actions ({"do": ...} plus):
@@ -110,6 +114,7 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "no_worker": None,        # why no hello will come (the startup deadline is off)
         "loaded_t": None,         # the worker loaded (stage box) before any hello
         "awaiting_ranks": False,  # only a distributed launcher said hello: still starting
+        "lead_gone": False,       # the lead left and no other process speaks for the job
     }
 
 
@@ -158,6 +163,7 @@ def _copy(state: State) -> State:
 # --- event handlers -------------------------------------------------------------------
 def _on_hello(s: State, e: Event, t: float, actions: List[Action]) -> None:
     s["hello"] = True
+    s["lead_gone"] = False
     s["dump_signal"] = bool(e.get("dump_signal"))
     s["native_dump"] = bool(e.get("native_dump"))
     s["last_msg_t"] = t
@@ -214,6 +220,18 @@ def _on_error(s: State, e: Event, t: float, actions: List[Action]) -> None:
 def _on_bye(s: State, e: Event, t: float, actions: List[Action]) -> None:
     _beacon(s, t)
     s["bye"] = {"reason": e.get("reason"), "exit_code": e.get("exit_code")}
+
+
+def _on_lead(s: State, e: Event, t: float, actions: List[Action]) -> None:
+    s["bye"] = None
+    s["stages"] = []  # the leaver's open stages (and their budgets) went with it
+    s["lead_gone"] = not e.get("present")
+    if not s["lead_gone"]:
+        s["last_msg_t"] = t
+        if s["last_activity_t"] is not None:
+            s["last_activity_t"] = t
+            if s["state"] == "stalled" and s["ending"] is None:
+                _set_state(s, "running", actions)
 
 
 def _on_dumped(s: State, e: Event, t: float, actions: List[Action]) -> None:
@@ -309,7 +327,8 @@ def _on_timer(s: State, e: Event, t: float, actions: List[Action]) -> None:
 _HANDLERS = {
     "hello": _on_hello, "stage": _on_stage, "progress": _on_progress, "beat": _on_beat,
     "output": _on_output,
-    "error": _on_error, "bye": _on_bye, "dumped": _on_dumped, "signal_dumped": _on_signal_dumped,
+    "error": _on_error, "bye": _on_bye, "lead": _on_lead, "dumped": _on_dumped,
+    "signal_dumped": _on_signal_dumped,
     "snapshotted": _on_snapshotted, "refused": _on_refused, "no_worker": _on_no_worker,
     "worker_loaded": _on_worker_loaded,
     "cancel": _on_cancel, "cancel_refused": _on_cancel_refused, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,
@@ -348,6 +367,8 @@ def _watch_deadlines(s: State) -> List[Tuple[str, float]]:
                 and c["heartbeat_timeout"] is not None:
             out.append(("heartbeat", s["loaded_t"] + c["heartbeat_timeout"]))
         return out
+    if s["lead_gone"]:
+        return out  # nobody speaks for the job: its exit decides
     budgets = [st["t"] + st["budget_s"] for st in s["stages"] if st.get("budget_s") is not None]
     if budgets:
         out.append(("stage_budget", min(budgets)))
@@ -420,17 +441,80 @@ def _finish(s: State, actions: List[Action]) -> None:
     actions.append({"do": "finish", "outcome": s["outcome"]})
 
 
-def lead_priority(hello: Dict[str, Any], launched_pid: Optional[int]) -> int:
-    """Which of a job's worker processes speaks for it (docs/CLIENT.md, "The lead process").
+# The launchers whose ranks are their own children (torchrun's elastic agent starts each
+# rank with Popen). A hello says which program a process runs in its argv.
+LAUNCHER_SCRIPTS = ("torchrun",)
+LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+LAUNCHER_PATHS = ("torch/distributed/run.py", "torch/distributed/launch.py")
+_OPTIONS_WITH_VALUE = ("-W", "-X", "-Q")
 
-    A job can hold many: torchrun's launcher and its ranks, a script's own Python
-    subprocesses in zero-code mode. Only the lead's stages, progress, heartbeats and last
-    words drive the machine and the report; the others are published as events. The
-    highest priority that said hello leads: 2 = distributed rank 0 (RANK set, world_size
-    known), 1 = the process the client launched, 0 = any other."""
-    if hello.get("rank") == 0 and hello.get("world_size") is not None:
-        return 2
-    return 1 if launched_pid is not None and hello.get("pid") == launched_pid else 0
+
+def is_launcher(hello: Dict[str, Any]) -> bool:
+    """Whether the hello's process runs a distributed launcher (torchrun,
+    python -m torch.distributed.run/launch). Only the interpreter's own arguments count:
+    `python train.py --via torchrun` is a training script, not a launcher."""
+    argv = hello.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        return False
+    if _basename(argv[0]) in LAUNCHER_SCRIPTS:  # sys.argv form: the script itself first
+        return True
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-m":
+            return i + 1 < len(argv) and argv[i + 1] in LAUNCHER_MODULES
+        if arg == "-c" or arg == "-":
+            return False
+        if arg in _OPTIONS_WITH_VALUE:
+            i += 2
+            continue
+        if arg.startswith("-"):
+            i += 1
+            continue
+        path = arg.replace("\\", "/")
+        return _basename(path) in LAUNCHER_SCRIPTS or path.endswith(LAUNCHER_PATHS)
+    return False
+
+
+def _basename(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _rank0(hello: Dict[str, Any]) -> bool:
+    return hello.get("rank") == 0 and hello.get("world_size") is not None
+
+
+def choose_lead(present: List[Dict[str, Any]], launched_pid: Optional[int]) -> Optional[int]:
+    """Which of a job's worker processes speaks for it: its pid, or None when none is left
+    (docs/CLIENT.md, "The lead process"; vectors/lead.json pins this for both clients).
+
+    `present` lists the hellos (pid, ppid, rank, world_size, argv) of the job's processes
+    that said hello and have not left, in the order they said it. The job's structure
+    decides, never what a hello claims alone:
+    - the launched process leads, unless it is a launcher (is_launcher) and one of its own
+      children says it is distributed rank 0: then that rank leads;
+    - when the launched process has no worker (a shell script, a launcher without Python),
+      the top workers (those whose parent said no hello) stand in for it: if every one is
+      a rank started by the same parent, rank 0 leads; otherwise the first of them to say
+      hello is judged as the launched process would be.
+    A rank 0 anywhere else (a script's own torchrun step) never leads."""
+    by_pid = {h.get("pid"): h for h in present}
+    top = by_pid.get(launched_pid) if launched_pid is not None else None
+    if top is None:
+        roots = [h for h in present if h.get("ppid") not in by_pid]
+        if not roots:
+            return None
+        if len({h.get("ppid") for h in roots}) == 1 \
+                and all(h.get("world_size") is not None for h in roots):
+            for hello in roots:
+                if _rank0(hello):
+                    return hello.get("pid")
+        top = roots[0]
+    if is_launcher(top):
+        for hello in present:
+            if hello.get("ppid") == top.get("pid") and _rank0(hello):
+                return hello.get("pid")
+    return top.get("pid")
 
 
 def outcome(s: State) -> str:

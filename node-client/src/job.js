@@ -41,6 +41,8 @@ const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed 
 const OUTPUT_EVENT_S = 0.25; // output lines reach the state machine at most this often (issue 12)
 const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
 const DUMPS_KEPT = 4; // dump_stacks replies kept for the report
+const LEADS_KEPT = 16; // lead changes kept for the report
+const LEAD_CHECK_MS = 1000; // how often a lead other than the launched process is checked
 // What bridge/inject/sitecustomize.py and the worker print when they cannot run: no hello
 // will come from that process, so waiting for one (the startup deadline) would only kill it.
 const NO_WORKER_MARKERS = ['[trainbridge] zero-code mode is off', '[trainbridge] worker disabled'];
@@ -124,7 +126,9 @@ class Job extends EventEmitter {
     this._pipesOpen = 0;
     this._peers = new Set();
     this._lead = null; // routing id of the process that speaks for the job
-    this._leadPriority = -1;
+    this._present = new Map(); // routing id -> hello, of the processes that may lead, in order
+    this._foreign = new Set(); // routing ids whose hello came from outside the job's tree
+    this._leadWatch = null; // interval that notices a lead (not the launched process) gone
     this._queue = [];
     this._stepping = false;
     this._timer = null;
@@ -146,7 +150,7 @@ class Job extends EventEmitter {
       hellos: new Map(), ranks: ranks.initial(), leadPid: null, dumpPids: [], nativeDumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
       heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
       leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
-      rejected: {}, lost: 0, cancel: null,
+      rejected: {}, lost: 0, cancel: null, foreignHellos: 0, leads: [],
       dropped: new Map(), // routing id -> the worker's drop counts (heartbeat, bye)
       logLines: 0, logError: null, // lines written to the log file; why it is incomplete
     };
@@ -558,6 +562,8 @@ class Job extends EventEmitter {
     clearInterval(this._loadedPoll);
     if (this._timer) clearTimeout(this._timer);
     this._timer = null;
+    if (this._leadWatch !== null) clearInterval(this._leadWatch);
+    this._leadWatch = null;
     for (const stream of ['stdout', 'stderr']) this._lines(stream, this._splitters[stream].flush());
     // Nothing of the job outlives it: a grandchild still holding a pipe, say. The /proc
     // scan costs milliseconds; when the drain's scan (after the main process's exit) found
@@ -628,18 +634,26 @@ class Job extends EventEmitter {
   receive(msg, peer) {
     this._peers.add(peer);
     const { body } = msg;
+    if (this._foreign.has(peer)) {
+      this.rejected('foreign');
+      return;
+    }
     if ((msg.kind === 'heartbeat' || msg.kind === 'bye') && body.dropped && typeof body.dropped === 'object') {
       this._facts.dropped.set(peer, body.dropped); // counts only grow: the latest wins
     }
+    if (msg.kind === 'hello' && !this._inTree(body.pid)) {
+      // Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither leads
+      // nor is listed, and what it sends later is rejected and counted.
+      this._foreign.add(peer);
+      this._facts.foreignHellos += 1;
+      return;
+    }
     ranks.observe(this._facts.ranks, peer, msg.kind, body, msg.ts); // every process's own state
     if (msg.kind === 'hello') {
-      const priority = machine.leadPriority(body, this.pid);
-      if (priority > this._leadPriority) {
-        [this._lead, this._leadPriority] = [peer, priority];
-        this._facts.leadPid = body.pid ?? null;
-      }
+      this._present.set(peer, body);
+      if (this._elect() && peer !== this._lead) this._post({ type: 'lead', present: this._lead !== null });
     }
-    const lead = peer === this._lead;
+    const lead = peer !== null && peer === this._lead;
     // Every emitted body names its sender (docs/CLIENT.md "Ranks"): rank, local_rank, host, pid, role, lead.
     const sender = { ...ranks.sender(this._facts.ranks, peer), lead };
     if (body && typeof body === 'object' && msg.kind !== 'logs') body.sender = sender;
@@ -647,6 +661,7 @@ class Job extends EventEmitter {
     if (lead) this._lastMsgAt = now();
     if (!lead) {
       this._fromOther(msg, peer);
+      if (msg.kind === 'bye') this._leave(peer); // it can no longer lead
       return;
     }
     if (msg.kind === 'reply' && this._cancelSeqs && body.to >= this._cancelSeqs[0] && body.to <= this._cancelSeqs[1]) {
@@ -691,6 +706,7 @@ class Job extends EventEmitter {
       case 'bye':
         this._facts.bye = body;
         this._post({ type: 'bye', reason: body.reason, exit_code: body.exit_code ?? null });
+        this._leave(peer);
         break;
       case 'heartbeat':
         this._facts.heartbeat = body;
@@ -721,6 +737,46 @@ class Job extends EventEmitter {
       default:
         this._post({ type: 'beat' });
         break;
+    }
+  }
+
+  // --- who speaks for the job (bridge/job.py's twins) --------------------------------
+  /** Apply machine.chooseLead to the processes present; true when the lead changed. */
+  _elect() {
+    const pid = machine.chooseLead([...this._present.values()], this.pid);
+    let lead = null;
+    for (const [peer, hello] of this._present) if (hello.pid === pid) { lead = peer; break; }
+    if (lead === this._lead) return false;
+    this._lead = lead;
+    this._facts.leadPid = pid;
+    this._facts.leads = [...this._facts.leads, pid].slice(-LEADS_KEPT);
+    this._watchLead();
+    return true;
+  }
+
+  /**
+   * A process said bye or is gone. The launched process never leaves: its last words are
+   * the job's. Another one that led hands the lead back (machine event "lead").
+   */
+  _leave(peer) {
+    const hello = this._present.get(peer);
+    if (hello === undefined || hello.pid === this.pid) return;
+    this._present.delete(peer);
+    if (this._elect() && this._m.exit === null) this._post({ type: 'lead', present: this._lead !== null });
+  }
+
+  /** While a process other than the launched one leads, notice when it is gone. */
+  _watchLead() {
+    const watch = this._lead !== null && this._facts.leadPid !== this.pid;
+    if (watch && this._leadWatch === null) {
+      this._leadWatch = setInterval(() => {
+        if (this._lead === null || this._m.state === 'ended') return;
+        if (!launcher.jobProcesses(this._tree).some((p) => p.pid === this._facts.leadPid)) this._leave(this._lead);
+      }, LEAD_CHECK_MS);
+      this._leadWatch.unref();
+    } else if (!watch && this._leadWatch !== null) {
+      clearInterval(this._leadWatch);
+      this._leadWatch = null;
     }
   }
 

@@ -16,7 +16,10 @@
  * signal_dumped (the lead's SIGUSR1 handler wrote its stacks: Python ran), snapshotted
  * (the hang evidence asked for by "snapshot" is collected), refused {reason}, no_worker
  * {reason} (a process said it cannot load the worker: the startup deadline is off),
- * cancel {grace?}, exit {code, signal}, drained, timer.
+ * cancel {grace?}, exit {code, signal}, drained, timer, lead {present} (the process that spoke
+ * for the job left while the job goes on: another one speaks for it now, or none does and
+ * no heartbeat is watched until one says hello; the leaver's bye and open stages are
+ * forgotten and the new lead's clocks start now).
  * Actions ({do} plus): state {state}, snapshot {reason} (collect hang evidence now, then
  * send "snapshotted"; SIGTERM waits for it, up to snapshot_timeout), dump_stacks, cancel,
  * signal {signal: SIGUSR1 | SIGUSR2 (the process only) | SIGTERM | SIGKILL (the whole tree);
@@ -69,6 +72,7 @@ function initial(config = null, t = 0.0) {
     no_worker: null, // why no hello will come (the startup deadline is off)
     loaded_t: null, // the worker loaded (stage box) before any hello
     awaiting_ranks: false, // only a distributed launcher said hello: still starting
+    lead_gone: false, // the lead left and no other process speaks for the job
   };
 }
 
@@ -98,6 +102,7 @@ const get = (e, k) => (e[k] === undefined ? null : e[k]);
 
 function onHello(s, e, t, actions) {
   s.hello = true;
+  s.lead_gone = false;
   s.dump_signal = Boolean(e.dump_signal);
   s.native_dump = Boolean(e.native_dump);
   s.last_msg_t = t;
@@ -152,6 +157,19 @@ function onError(s, e, t) {
 function onBye(s, e, t) {
   beacon(s, t);
   s.bye = { reason: get(e, 'reason'), exit_code: get(e, 'exit_code') };
+}
+
+function onLead(s, e, t, actions) {
+  s.bye = null;
+  s.stages = []; // the leaver's open stages (and their budgets) went with it
+  s.lead_gone = !e.present;
+  if (!s.lead_gone) {
+    s.last_msg_t = t;
+    if (s.last_activity_t !== null) {
+      s.last_activity_t = t;
+      if (s.state === 'stalled' && s.ending === null) setState(s, 'running', actions);
+    }
+  }
 }
 
 function onDumped(s, e, t, actions) {
@@ -245,7 +263,7 @@ function onTimer(s, e, t, actions) {
 
 const HANDLERS = {
   hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, output: onOutput, error: onError,
-  bye: onBye, dumped: onDumped, signal_dumped: onSignalDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, worker_loaded: onWorkerLoaded, cancel: onCancel, cancel_refused: onCancelRefused, exit: onExit,
+  bye: onBye, lead: onLead, dumped: onDumped, signal_dumped: onSignalDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, worker_loaded: onWorkerLoaded, cancel: onCancel, cancel_refused: onCancelRefused, exit: onExit,
   drained: onDrained, timer: onTimer,
 };
 
@@ -278,6 +296,7 @@ function watchDeadlines(s) {
     if (!s.hello && (s.loaded_t ?? null) !== null && c.heartbeat_timeout !== null) out.push(['heartbeat', s.loaded_t + c.heartbeat_timeout]);
     return out;
   }
+  if (s.lead_gone) return out; // nobody speaks for the job: its exit decides
   const budgets = s.stages.filter((st) => st.budget_s !== null && st.budget_s !== undefined)
     .map((st) => st.t + st.budget_s);
   if (budgets.length) out.push(['stage_budget', Math.min(...budgets)]);
@@ -355,18 +374,68 @@ function finish(s, actions) {
   actions.push({ do: 'finish', outcome: s.outcome });
 }
 
-/** The one place that decides how a job ended (docs/CLIENT.md, "Outcomes"). */
+// The launchers whose ranks are their own children; a hello says what a process runs in argv.
+const LAUNCHER_SCRIPTS = ['torchrun'];
+const LAUNCHER_MODULES = ['torch.distributed.run', 'torch.distributed.launch'];
+const LAUNCHER_PATHS = ['torch/distributed/run.py', 'torch/distributed/launch.py'];
+const OPTIONS_WITH_VALUE = ['-W', '-X', '-Q'];
+const basename = (p) => p.replace(/\\/g, '/').split('/').pop();
+
 /**
- * Which of a job's worker processes speaks for it (docs/CLIENT.md, "The lead process"); mirrors
- * bridge/machine.py lead_priority. Only the lead's stages, progress, heartbeats and last words
- * drive the machine and the report. 2 = distributed rank 0 (RANK set, world_size known),
- * 1 = the process the client launched, 0 = any other; the highest that said hello leads.
+ * Whether a hello's process runs a distributed launcher (torchrun, python -m
+ * torch.distributed.run/launch); only the interpreter's own arguments count. Mirrors
+ * bridge/machine.py is_launcher; vectors/lead.json pins both.
  */
-function leadPriority(hello, launchedPid) {
-  if (hello.rank === 0 && hello.world_size !== null && hello.world_size !== undefined) return 2;
-  return launchedPid !== null && launchedPid !== undefined && hello.pid === launchedPid ? 1 : 0;
+function isLauncher(hello) {
+  const argv = hello.argv;
+  if (!Array.isArray(argv) || argv.length === 0 || !argv.every((a) => typeof a === 'string')) return false;
+  if (LAUNCHER_SCRIPTS.includes(basename(argv[0]))) return true;
+  let i = 1;
+  while (i < argv.length) {
+    const arg = argv[i];
+    if (arg === '-m') return i + 1 < argv.length && LAUNCHER_MODULES.includes(argv[i + 1]);
+    if (arg === '-c' || arg === '-') return false;
+    if (OPTIONS_WITH_VALUE.includes(arg)) { i += 2; continue; }
+    if (arg.startsWith('-')) { i += 1; continue; }
+    const p = arg.replace(/\\/g, '/');
+    return LAUNCHER_SCRIPTS.includes(basename(p)) || LAUNCHER_PATHS.some((end) => p.endsWith(end));
+  }
+  return false;
 }
 
+const isRank0 = (h) => h.rank === 0 && h.world_size !== null && h.world_size !== undefined;
+const pidOf = (h) => (h.pid === undefined ? null : h.pid);
+const ppidOf = (h) => (h.ppid === undefined ? null : h.ppid);
+
+/**
+ * Which of a job's worker processes speaks for it: its pid, or null when none is left
+ * (docs/CLIENT.md, "The lead process"); mirrors bridge/machine.py choose_lead, pinned by
+ * vectors/lead.json. `present`: the hellos of the processes that said hello and have not
+ * left, in arrival order. The launched process leads unless it is a launcher and one of its
+ * own children is distributed rank 0; a launched process without a worker is stood in for
+ * by the top workers (rank 0 if they are all ranks of one parent, else the first).
+ */
+function chooseLead(present, launchedPid) {
+  const byPid = new Map(present.map((h) => [pidOf(h), h]));
+  let top = launchedPid !== null && launchedPid !== undefined ? byPid.get(launchedPid) : undefined;
+  if (top === undefined) {
+    const roots = present.filter((h) => !byPid.has(ppidOf(h)));
+    if (roots.length === 0) return null;
+    const parents = new Set(roots.map(ppidOf));
+    if (parents.size === 1 && roots.every((h) => h.world_size !== null && h.world_size !== undefined)) {
+      const rank0 = roots.find(isRank0);
+      if (rank0) return pidOf(rank0);
+    }
+    [top] = roots;
+  }
+  if (isLauncher(top)) {
+    const rank0 = present.find((h) => ppidOf(h) === pidOf(top) && isRank0(h));
+    if (rank0) return pidOf(rank0);
+  }
+  return pidOf(top);
+}
+
+/** The one place that decides how a job ended (docs/CLIENT.md, "Outcomes"). */
 function outcome(s) {
   const { ending, error } = s;
   if (ending !== null && ending.reason === 'cancel') return 'cancelled';
@@ -383,4 +452,4 @@ function outcome(s) {
   return 'failed'; // a plain command's non-zero exit
 }
 
-module.exports = { DEFAULTS, HANG_REASONS, initial, step, nextDeadline, outcome, leadPriority };
+module.exports = { DEFAULTS, HANG_REASONS, initial, step, nextDeadline, outcome, chooseLead, isLauncher };

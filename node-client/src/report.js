@@ -106,11 +106,11 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     signals_sent: [...facts.signalsSent],
     environment: environment(facts.hellos),
     worker: {
-      hello: facts.hellos.size > 0, bye: facts.bye, ranks: [...facts.hellos.keys()].sort((a, b) => a - b),
+      hello: facts.hellos.size > 0, bye: facts.bye, lead_pid: facts.leadPid, leads: [...facts.leads], ranks: [...facts.hellos.keys()].sort((a, b) => a - b),
       dump_signal: facts.dumpPids.length > 0, off: m.no_worker ?? null,
     },
     output: { lines: { ...facts.lines }, bytes: { ...facts.bytes } },
-    protocol: { rejected: { ...facts.rejected }, lost: facts.lost },
+    protocol: { rejected: { ...facts.rejected }, lost: facts.lost, foreign_hello: facts.foreignHellos },
     leftovers: [...facts.leftovers],
     stages_dropped: facts.stagesDropped,
     cancel,

@@ -41,14 +41,8 @@ test('unknown config keys and event types are refused', () => {
   assert.throws(() => machine.step(machine.initial(), { type: 'hullo', t: 0 }), /hullo/);
 });
 
-test('leadPriority ranks hellos as bridge/machine.py lead_priority does', () => {
-  const ranked = [
-    [{ pid: 10, rank: 0, world_size: 2 }, 5, 2], // torchrun's rank 0 leads
-    [{ pid: 11, rank: 1, world_size: 2 }, 5, 0], // other ranks never lead
-    [{ pid: 5, rank: null, world_size: null }, 5, 1], // the launched process
-    [{ pid: 5, rank: 0, world_size: null }, 5, 1], // RANK=0 alone is not distributed
-    [{ pid: 12, rank: null, world_size: null }, 5, 0], // a subprocess of the script
-    [{ pid: 12 }, null, 0],
-  ];
-  for (const [hello, launched, priority] of ranked) assert.equal(machine.leadPriority(hello, launched), priority);
+test('chooseLead and isLauncher follow vectors/lead.json', () => {
+  const vectors = loadVectors('lead.json');
+  for (const c of vectors.lead) assert.equal(machine.chooseLead(c.present, c.launched_pid), c.lead, c.name);
+  for (const c of vectors.launcher) assert.equal(machine.isLauncher({ argv: c.argv }), c.launcher, c.argv.join(' '));
 });

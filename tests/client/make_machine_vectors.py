@@ -355,6 +355,37 @@ CASES = [
         (0.5, "worker_loaded", {"dump_signal": False}, START, [], 3.5),
         (0.6, "hello", HELLO, RUN, ["state:running"], 3.6),
     ], None, None),
+    ("succeeded: rank 0 said bye, its launcher leads again and ends the job", {}, 10, [
+        (1, "hello", HELLO, RUN, ["state:running"], 4),
+        (2, "progress", {}, RUN, [], 4),
+        (3, "bye", {"reason": "normal", "exit_code": 0}, RUN, [], 6),
+        # the leaver's bye is forgotten; the new lead's clocks start now
+        (3.2, "lead", {"present": True}, RUN, [], 5.2),
+        (4, "beat", {}, RUN, [], 5.2),
+        (4.5, "exit", ex(0), RUN, ["drain"], 5.0),
+        (4.6, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
+    ("a stalled job whose lead passes on runs again; the leaver's stage budget went with it", {}, 10, [
+        (1, "hello", HELLO, RUN, ["state:running"], 4),
+        (1.5, "stage", {"event": "begin", "name": "eval", "budget_s": 4}, RUN, [], 3.5),
+        (3, "beat", {}, RUN, [], 3.5),
+        (3.5, "timer", {}, STALL, ["state:stalled"], 5.5),
+        # without the hand-over the budget would end the job at 5.5 (stage_budget)
+        (4, "lead", {"present": True}, RUN, ["state:running"], 6),
+        (5, "beat", {}, RUN, [], 6),
+        (6, "timer", {}, STALL, ["state:stalled"], 8),
+        (7.5, "beat", {}, STALL, [], 10),
+        (10, "timer", {}, STALL, ["snapshot:stall", "dump_stacks"], 10.5),
+    ], None, {"reason": "stall", "t": 10, "stage": None}),
+    ("lead gone: nobody speaks for the job, its exit decides", {}, 10, [
+        (1, "hello", HELLO, RUN, ["state:running"], 4),
+        (2, "bye", {"reason": "normal", "exit_code": 0}, RUN, [], 5),
+        (2.1, "lead", {"present": False}, RUN, [], None),
+        (60, "timer", {}, RUN, [], None),
+        (61, "hello", HELLO, RUN, [], 64),
+        (62, "exit", ex(0), RUN, ["drain"], 62.5),
+        (62.1, "drained", {}, END, ["state:ended", "finish:succeeded"], None),
+    ], "succeeded", None),
 ]
 
 

@@ -46,7 +46,8 @@ print(first.kind, first.body["to"], second.kind, second.body["to"], flush=True)
     validate_report(r)
     assert r["outcome"] == "succeeded", (r["summary"], r["log_tail"], r["protocol"])
     assert r["log_tail"] == ["ack 6 ack 6"]
-    assert r["protocol"] == {"rejected": {"bad_signature": 1, "replay": 1}, "lost": 3}
+    assert r["protocol"] == {"rejected": {"bad_signature": 1, "replay": 1}, "lost": 3,
+                             "foreign_hello": 0}
     assert r["progress"]["step"] == 1
 
 

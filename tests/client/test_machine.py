@@ -49,13 +49,15 @@ def test_unknown_config_and_events_are_rejected():
         machine.step(machine.initial(), {"type": "helo", "t": 0})
 
 
-@pytest.mark.parametrize("hello, launched, priority", [
-    ({"pid": 10, "rank": 0, "world_size": 2}, 5, 2),      # torchrun's rank 0 leads
-    ({"pid": 11, "rank": 1, "world_size": 2}, 5, 0),      # other ranks never lead
-    ({"pid": 5, "rank": None, "world_size": None}, 5, 1),  # the launched process
-    ({"pid": 5, "rank": 0, "world_size": None}, 5, 1),     # RANK=0 alone is not distributed
-    ({"pid": 12, "rank": None, "world_size": None}, 5, 0),  # a subprocess of the script
-    ({"pid": 12}, None, 0),
-])
-def test_lead_priority(hello, launched, priority):
-    assert machine.lead_priority(hello, launched) == priority
+LEAD = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "lead.json"),
+                      encoding="ascii"))
+
+
+@pytest.mark.parametrize("case", LEAD["lead"], ids=lambda c: c["name"])
+def test_lead_vectors(case):
+    assert machine.choose_lead(case["present"], case["launched_pid"]) == case["lead"]
+
+
+@pytest.mark.parametrize("case", LEAD["launcher"], ids=lambda c: " ".join(c["argv"]))
+def test_launcher_vectors(case):
+    assert machine.is_launcher({"argv": case["argv"]}) is case["launcher"]

@@ -1,0 +1,51 @@
+"""Trust in hellos (issue 11 item 1): a process outside the job's tree that holds the key
+and says "rank 0" is ignored and counted, never leads. Real processes: the foreign one gets
+the job's variables the way a same-user process could, from /proc/<pid>/environ."""
+
+import os
+import subprocess
+import sys
+import threading
+
+from trainbridge import bridge
+from tests.client.conftest import ROOT, WAIT_S, assert_tree_gone, validate_report
+
+
+def test_a_rank_0_hello_from_outside_the_tree_is_ignored_and_counted(script, tmp_path):
+    gate = str(tmp_path / "go")
+    path = script("""
+        from trainbridge import worker
+        worker.progress(1, total=2)
+        wait_go()
+        worker.progress(2, total=2)
+    """)
+    first_step = threading.Event()
+
+    def on_event(event):
+        if event["event"] == "message" and event["kind"] == "progress":
+            first_step.set()
+    job = bridge.launch([sys.executable, path], cwd=ROOT, zero_code=False, on_event=on_event,
+                        env={**os.environ, "TB_TEST_GO": gate}, heartbeat_timeout=10)
+    assert first_step.wait(WAIT_S), "the job never reported its first step"
+
+    with open(f"/proc/{job.pid}/environ", "rb") as f:
+        environ = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+    env = {k.decode(): v.decode() for k, v in environ.items()}
+    env.pop("TRAINBRIDGE_CLIENT_PID", None)
+    env.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1")
+    foreign = subprocess.run(
+        [sys.executable, "-c", "from trainbridge import worker\nworker.progress(99, total=99)"],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=WAIT_S)
+    assert foreign.returncode == 0, foreign.stderr[-2000:]
+
+    open(gate, "w").close()
+    report = job.wait(WAIT_S)
+    assert report is not None, job.state
+    validate_report(report)
+    assert_tree_gone(job)
+    assert report["outcome"] == "succeeded", report["summary"]
+    assert (report["progress"]["step"], report["progress"]["total"]) == (2, 2), report["progress"]
+    assert report["protocol"]["foreign_hello"] == 1, report["protocol"]
+    assert report["protocol"]["rejected"].get("foreign", 0) >= 1, report["protocol"]
+    assert report["worker"]["leads"] == [job.pid], report["worker"]
+    assert report["worker"]["ranks"] == [0] and report["environment"]["host"]
