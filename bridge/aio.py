@@ -15,7 +15,8 @@ import asyncio
 import functools
 from typing import Any, AsyncIterator, Dict, Optional, Sequence
 
-from trainbridge.bridge.job import Job, Report, launch as _launch
+from trainbridge.bridge import machine
+from trainbridge.bridge.job import Job, Report, check_arguments, launch as _launch
 
 
 class AsyncJob:
@@ -83,6 +84,10 @@ async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
     loop = asyncio.get_running_loop()
     holder: Dict[str, AsyncJob] = {}
     user_callback = options.pop("on_event", None)
+    # Bad arguments fail here, on the caller's loop, before a thread or a job exists.
+    check_arguments(cmd, cwd=options.get("cwd"), env=options.get("env"),
+                    log_path=options.get("log_path"), on_event=user_callback,
+                    config={k: v for k, v in options.items() if k in machine.DEFAULTS})
 
     def on_event(event: Dict[str, Any]) -> None:
         if user_callback is not None:

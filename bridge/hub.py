@@ -63,6 +63,7 @@ class Hub:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._fds: Dict[int, Callable[[], None]] = {}
+        self._owners: Dict[int, Any] = {}  # fd -> the job it belongs to (None: the hub's)
         self._ready = threading.Event()
         self._stop = False
         self._error: Optional[BaseException] = None
@@ -110,11 +111,15 @@ class Hub:
     def remove_job(self, job_id: str) -> None:
         self.jobs.pop(job_id, None)
 
-    def add_fd(self, fd: int, on_ready: Callable[[], None]) -> None:
+    def add_fd(self, fd: int, on_ready: Callable[[], None], owner: Any = None) -> None:
+        """Call on_ready when fd is readable. `owner`: the job it belongs to, which fails
+        alone (internal) if on_ready raises."""
         self._fds[fd] = on_ready
+        self._owners[fd] = owner
         self._poller.register(fd, zmq.POLLIN)
 
     def remove_fd(self, fd: int) -> None:
+        self._owners.pop(fd, None)
         if self._fds.pop(fd, None) is not None:
             self._poller.unregister(fd)
 
@@ -149,8 +154,8 @@ class Hub:
 
     def _once(self) -> None:
         now = time.monotonic()
-        wakes = [job.next_wakeup() for job in list(self.jobs.values())]
-        wake = min((w for w in wakes if w is not None), default=None)
+        wakes = [self._for_job(job, job.next_wakeup) for job in list(self.jobs.values())]
+        wake = min((w for w in wakes if isinstance(w, (int, float))), default=None)
         timeout = POLL_MAX_S if wake is None else min(POLL_MAX_S, max(0.0, wake - now))
         ready = dict(self._poller.poll(int(timeout * 1000) + (1 if timeout > 0 else 0)))
         # Messages first: a worker's last words must count before the exit it precedes.
@@ -167,10 +172,24 @@ class Hub:
         for fd in [fd for fd in ready if isinstance(fd, int) and fd in self._fds]:
             callback = self._fds.get(fd)
             if callback is not None:
-                _guarded(callback)
+                owner = self._owners.get(fd)
+                if owner is None:
+                    _guarded(callback)
+                else:
+                    self._for_job(owner, callback)
         now = time.monotonic()
         for job in list(self.jobs.values()):
-            _guarded(job.tick, now)
+            self._for_job(job, job.tick, now)
+
+    def _for_job(self, job: Any, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run one job's piece of reactor work. If it raises (a bug in trainbridge), that
+        job alone fails with an `internal` diagnosis; the reactor serves the others."""
+        try:
+            return fn(*args)
+        except Exception as exc:  # noqa: BLE001
+            _guarded(job.fail_internal, exc)
+            self.remove_job(job.id)  # whatever happened, it is not handled again
+            return None
 
     def drain_router(self) -> None:
         """Process every message already queued (a job calls this when its process exits)."""
@@ -194,7 +213,7 @@ class Hub:
         if job is None:
             self.unrouted["bad_route"] += 1
             return
-        job.channel.receive(routing_id, rank, frames[1:])
+        self._for_job(job, job.channel.receive, routing_id, rank, frames[1:])
 
 
 class Channel:

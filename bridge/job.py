@@ -24,6 +24,7 @@ Events handed to callbacks and to events() are dicts with "event" and "t" (wall 
 from __future__ import annotations
 
 import collections
+import collections.abc
 import os
 import secrets
 import shutil
@@ -34,6 +35,7 @@ from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequenc
 
 from trainbridge.bridge import jobenv, launcher, machine, ranks, report as reports
 from trainbridge.bridge.hub import Channel, Hub
+from trainbridge.bridge.launcher import LaunchError
 from trainbridge.bridge.lines import LineSplitter, RedrawThrottle, decode_line, log_text
 from trainbridge.bridge.status import StatusTracker
 from trainbridge.bridge.streams import ChunkStream
@@ -91,6 +93,8 @@ class Job:
                  log_timestamps: bool = False):
         if detached:
             raise TypeError(DETACHED_REMOVED)
+        check_arguments(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
+                        on_event=on_event, tail_lines=tail_lines)  # before anything exists
         self.log_path = log_path
         self._log = open_log(log_path) if log_path else None  # first: nothing to undo
         self.log_lines = 0  # lines written to the log file
@@ -139,6 +143,7 @@ class Job:
         self._foreign: set = set()  # routing ids whose hello came from outside the tree
         self.foreign_hellos = 0
         self.leads: List[Optional[int]] = []  # pids that spoke for the job, in turn (None: none)
+        self.internal_error: Optional[Dict[str, Any]] = None  # a trainbridge bug ended the job
         self.dump_pids: List[int] = []
         self.native_dump_pids: List[int] = []  # SIGUSR2: faulthandler's C dump, main thread
         self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
@@ -233,11 +238,11 @@ class Job:
             os.set_blocking(fd, False)
             self._pipes[fd] = stream
             self._pipe_files[fd] = pipe
-            self.hub.add_fd(fd, lambda fd=fd: self._read_pipe(fd))
+            self.hub.add_fd(fd, lambda fd=fd: self._read_pipe(fd), owner=self)
         self._oom_before = _oom_kill_count(proc.pid)
         self._pidfd = launcher.open_pidfd(proc.pid)
         if self._pidfd is not None:
-            self.hub.add_fd(self._pidfd, self._on_exit_ready)
+            self.hub.add_fd(self._pidfd, self._on_exit_ready, owner=self)
         else:
             launcher.watch_exit_in_thread(proc, lambda: self.hub.call(self._on_exit_ready))
         self._publish({"event": "spawn", "pid": proc.pid, "command": list(self.cmd)})
@@ -662,6 +667,53 @@ class Job:
         if not _process_alive(self.lead_pid, created):
             self._leave(self.lead, now)
 
+    # --- I/O thread: a bug while handling this job ------------------------------------------
+    def fail_internal(self, exc: BaseException) -> None:
+        """The hub calls this when handling this job raised (a bug in trainbridge): the job
+        is stopped at once and ends `failed` with an `internal` diagnosis that carries the
+        traceback. Other jobs are not touched."""
+        if self._done.is_set():
+            return
+        import traceback
+
+        self.internal_error = {
+            "type": type(exc).__name__,
+            "message": f"trainbridge failed while supervising this job: {exc}",
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+            "kind": "internal", "fatal": True}
+        self.error = self.internal_error
+        for fd in list(self._pipes):
+            self.hub.remove_fd(fd)
+        if self._pidfd is not None:
+            self.hub.remove_fd(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self.tree is not None:
+            self.tree.signal(signals.SIGKILL)
+            self.signals_sent.append("SIGKILL")
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)
+                self.exit_code, self.exit_signal = launcher.exit_status(self.proc.returncode)
+            except Exception:  # noqa: BLE001 - the report goes out regardless
+                pass
+        self.ended = time.monotonic()
+        for fd in list(self._pipes):
+            try:
+                self._close_pipe(fd)
+            except Exception:  # noqa: BLE001
+                self._pipes.pop(fd, None)
+        self.m = {**self.m, "state": "ended", "outcome": "failed", "ending": None}
+        self._publish({"event": "state", "state": "ended"})
+        try:
+            self._finish()
+        finally:
+            if not self._done.is_set():  # _finish itself failed: a waiter still gets a report
+                self.report = Report(reports.minimal(self, exc))
+                self.hub.remove_job(self.id)
+                self._publish({"event": "end", "outcome": "failed", "report": self.report})
+                self._done.set()
+
     def _on_reply(self, body: Dict[str, Any]) -> None:
         to = body.get("to")
         text = body.get("stacks")
@@ -993,6 +1045,7 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
     config = {"startup_timeout": startup_timeout, "stall_timeout": stall_timeout,
               "heartbeat_timeout": heartbeat_timeout, "kill_grace": kill_grace,
               **machine_config}
+    check_arguments(cmd, cwd=cwd, env=env, config=config, log_path=log_path, on_event=on_event)
     if stall_timeout is not None and "stalled_after" not in machine_config:
         config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
     return Job(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
@@ -1054,6 +1107,59 @@ def _oom_kills_since(before: Optional[int], code: Optional[int],
         return None
     after = _oom_kill_count(None)
     return None if after is None else max(0, after - before)
+
+
+def check_arguments(cmd: Any, cwd: Any = None, env: Any = None, config: Any = None,
+                    log_path: Any = None, on_event: Any = None,
+                    tail_lines: Any = TAIL_LINES) -> None:
+    """Refuse bad arguments with a LaunchError that says which and why, before anything is
+    registered or spawned (launch, Job, aio.launch and the CLI all come through here)."""
+    if isinstance(cmd, (str, bytes)):
+        raise LaunchError(f"the command must be a list of arguments, not a string: got {cmd!r}; "
+                          f"write [{', '.join(repr(a) for a in str(cmd).split()[:3])}"
+                          f"{', ...' if len(str(cmd).split()) > 3 else ''}] (there is no shell)")
+    if not isinstance(cmd, (list, tuple)) or not cmd:
+        raise LaunchError(f"the command must be a non-empty list of strings, got {cmd!r}")
+    for i, arg in enumerate(cmd):
+        if not isinstance(arg, (str, os.PathLike)):
+            raise LaunchError(f"command argument {i} must be a string, got {arg!r} "
+                              f"({type(arg).__name__}) in {list(cmd)!r}")
+    for name, value in (("cwd", cwd), ("log_path", log_path)):
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise LaunchError(f"{name} must be a path (a string) or None, got {value!r}")
+    if env is not None:
+        if not isinstance(env, collections.abc.Mapping):
+            raise LaunchError(f"env must be a dict of strings or None, got "
+                              f"{type(env).__name__}")
+        for key, value in env.items():
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+                raise LaunchError(f"env keys must be non-empty strings without '=', got {key!r}")
+            if not isinstance(value, str) or "\0" in value:
+                raise LaunchError(f"env[{key!r}] must be a string, got {value!r}; to leave a "
+                                  f"variable out, do not put it in env")
+    if on_event is not None and not callable(on_event):
+        raise LaunchError(f"on_event must be a function or None, got {on_event!r}")
+    if type(tail_lines) is not int or tail_lines < 0:
+        raise LaunchError(f"tail_lines must be a whole number >= 0, got {tail_lines!r}")
+    if config is not None:
+        if not isinstance(config, dict):
+            raise LaunchError(f"config must be a dict, got {type(config).__name__}")
+        problem = machine.config_problem(config)
+        if problem is not None:
+            raise LaunchError(config_message(problem[0], problem[1], config.get(problem[0])))
+
+
+def config_message(key: str, problem: str, value: Any) -> str:
+    """The words for one machine.config_problem answer."""
+    if problem == "unknown":
+        return (f"unknown setting {key!r}; the settings are "
+                f"{', '.join(sorted(machine.DEFAULTS))}")
+    if problem == "type":
+        allowed = " or None (off)" if key in machine.OPTIONAL else ""
+        return f"{key} must be a number of seconds{allowed}, got {value!r}"
+    if problem == "not_finite":
+        return f"{key} must be a finite number of seconds, got {value!r}"
+    return f"{key} must be >= 0 seconds, got {value!r}"
 
 
 def _process_alive(pid: Any, created: Optional[float]) -> bool:

@@ -82,6 +82,34 @@ DEFAULTS: Dict[str, Optional[float]] = {
     "drain_timeout": 1.0,       # exit -> outcome, at the latest, if "drained" never comes
 }
 
+# The deadlines None may switch off; the other settings are always a number of seconds.
+OPTIONAL = ("startup_timeout", "heartbeat_timeout", "stall_timeout", "stalled_after")
+
+
+def config_problem(config: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+    """The first bad setting in `config`, as (key, problem), or None when all are good.
+    problem: "unknown" (no such setting), "type" (not a number of seconds, or None where
+    that is not allowed; a bool is not a number), "not_finite" (NaN or an infinity),
+    "negative". vectors/config.json pins this for both clients, which word the message
+    in their own option names. Checked before anything is registered or spawned."""
+    for key in sorted(config):
+        if key not in DEFAULTS:
+            return key, "unknown"
+    for key in DEFAULTS:
+        if key not in config:
+            continue
+        value = config[key]
+        if value is None and key in OPTIONAL:
+            continue
+        if type(value) not in (int, float):
+            return key, "type"
+        if value != value or value in (float("inf"), float("-inf")):
+            return key, "not_finite"
+        if value < 0:
+            return key, "negative"
+    return None
+
+
 HANG_REASONS = ("startup", "stage_budget", "stall", "heartbeat", "after_bye")
 
 

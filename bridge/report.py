@@ -78,6 +78,8 @@ def build(job: Any) -> Dict[str, Any]:
         evidence = dict((diagnosis or {}).get("evidence") or {}, hung_rank=stuck)
         diagnosis = {"kind": "collective_wait", "summary": stuck["summary"],
                      "hint": stuck["hint"], "evidence": evidence}
+    if getattr(job, "internal_error", None):
+        diagnosis = internal_diagnosis(job.internal_error)
     ended = job.ended or time.monotonic()
     report: Dict[str, Any] = {
         "outcome": outcome,
@@ -191,6 +193,15 @@ def _ranks(job: Any) -> Tuple[List[Dict[str, Any]], Any, Optional[Dict[str, Any]
         return rows, None, None
     cause = ranks.root_cause(rows)
     return rows, cause, ranks.error_body(state, cause)
+
+
+def internal_diagnosis(error: Dict[str, Any]) -> Dict[str, Any]:
+    """A bug in trainbridge ended the job (Job.fail_internal): say so, not the job's fault."""
+    return {"kind": "internal",
+            "summary": f"{error['message']} ({error['type']}); the job was stopped",
+            "hint": "this is a bug in trainbridge, not in the job: please report it with this "
+                    "report (error.traceback); other jobs of this client were not affected",
+            "evidence": {"traceback": error["traceback"][-4000:]}}
 
 
 def environment(hellos: Dict[int, Dict[str, Any]]) -> Optional[Dict[str, Any]]:

@@ -108,7 +108,7 @@ class Hub {
         try {
           this.dispatch(peer, frames);
         } catch (err) {
-          // A bug in one job's handling must not stop the socket that serves every job.
+          // dispatch() gives a job's failure to that job; this is for a bug in routing itself.
           process.emitWarning(`trainbridge: a message could not be handled: ${err && err.stack}`, 'TrainbridgeWarning');
         }
         // While messages keep coming, each receive resolves at once and the loop would run
@@ -139,6 +139,21 @@ class Hub {
       this.discard(frames);
       return;
     }
+    try {
+      this.dispatchTo(job, peer, frames);
+    } catch (err) {
+      // A bug in one job's handling fails that job alone (internal); the socket that
+      // serves every job goes on.
+      try {
+        job.failInternal(err);
+      } catch (err2) {
+        process.emitWarning(`trainbridge: internal error in the hub: ${err2 && err2.stack}`, 'TrainbridgeWarning');
+      }
+    }
+  }
+
+  /** The part of dispatch() that belongs to one job. */
+  dispatchTo(job, peer, frames) {
     let msg;
     try {
       msg = codec.decode(frames, job.key, 'worker');

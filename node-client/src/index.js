@@ -14,7 +14,7 @@ if (process.platform !== 'linux') {
     + 'the Python worker does run here, so supervise the training process from a Linux machine or container');
 }
 
-const { Job, LaunchError, JobFailedError } = require('./job.js');
+const { Job, LaunchError, JobFailedError, checkOptions } = require('./job.js');
 const { Hub, getDefaultHub } = require('./hub.js');
 const { ProtocolError, PythonError } = require('./errors.js');
 const { toJSON, summary } = require('./report.js');
@@ -29,6 +29,7 @@ const { doctor, DoctorError } = require('./doctor.js');
  * worker settings, snake_case or camelCase), logPath, logTimestamps, tailLines, hub.
  */
 function launch(options) {
+  checkOptions(options); // bad options fail here, before a hub or a job exists
   const hub = (options && options.hub) || getDefaultHub();
   return new Job(options, hub);
 }

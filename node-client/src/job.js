@@ -85,7 +85,7 @@ function splitTimeouts(timeouts = {}) {
     const key = snake(name);
     if (key in machine.DEFAULTS) config[key] = value;
     else if (WORKER_SETTINGS.includes(key)) worker[key] = value;
-    else throw new RangeError(`unknown timeout ${JSON.stringify(name)}; known: ${[...Object.keys(machine.DEFAULTS), ...WORKER_SETTINGS].join(', ')}`);
+    else throw new LaunchError(`unknown timeout ${JSON.stringify(name)}; known: ${[...Object.keys(machine.DEFAULTS), ...WORKER_SETTINGS].join(', ')}`);
   }
   // As bridge.job.launch: a stall deadline makes the job show "stalled" halfway there.
   if (config.stall_timeout !== undefined && config.stall_timeout !== null && !('stalled_after' in config)) {
@@ -102,7 +102,7 @@ class Job extends EventEmitter {
    */
   constructor(options, hub) {
     super();
-    if (!options) throw new TypeError('launch() needs options, e.g. {command: "python", args: ["train.py"]}');
+    checkOptions(options); // before anything is registered or spawned
     if (options.detached) throw new TypeError(DETACHED_REMOVED);
     const { config, worker } = splitTimeouts(options.timeouts);
     this.id = `job-${crypto.randomBytes(6).toString('hex')}`;
@@ -142,6 +142,7 @@ class Job extends EventEmitter {
     this._signalDumpAt = null; // crash file size when SIGUSR1 went
     this._stackRequests = new Map(); // command seq -> resolve(reply body)
     this._fatalCapture = false;
+    this._internal = false; // failInternal ran: a bug in trainbridge ended the job
     this._errorTaps = new Set(); // events() iterators: they get Python errors without listening to 'error'
     // Facts for the report, gathered as they come (the names of bridge/job.py's).
     this._facts = {
@@ -150,7 +151,7 @@ class Job extends EventEmitter {
       hellos: new Map(), ranks: ranks.initial(), leadPid: null, dumpPids: [], nativeDumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
       heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
       leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
-      rejected: {}, lost: 0, cancel: null, foreignHellos: 0, leads: [],
+      rejected: {}, lost: 0, cancel: null, foreignHellos: 0, leads: [], internalError: null,
       dropped: new Map(), // routing id -> the worker's drop counts (heartbeat, bye)
       logLines: 0, logError: null, // lines written to the log file; why it is incomplete
     };
@@ -366,7 +367,7 @@ class Job extends EventEmitter {
     this._facts.oomBefore = evidence.oomKillCount(this.pid);
     for (const stream of ['stdout', 'stderr']) {
       this._pipesOpen += 1;
-      child[stream].on('data', (chunk) => this._output(stream, chunk));
+      child[stream].on('data', (chunk) => this._guard(() => this._output(stream, chunk)));
       child[stream].on('close', () => {
         this._pipesOpen -= 1;
         this._lines(stream, this._splitters[stream].flush());
@@ -374,9 +375,9 @@ class Job extends EventEmitter {
       });
       child[stream].on('error', () => undefined);
     }
-    child.on('exit', (code, signal) => this._onExit(code, signal));
+    child.on('exit', (code, signal) => this._guard(() => this._onExit(code, signal)));
     // Before any hello: watch for the worker's stage box (issue 12 item 4, as bridge/job.py).
-    this._loadedPoll = setInterval(() => this._checkLoaded(), LOADED_POLL_MS);
+    this._loadedPoll = setInterval(() => this._guard(() => this._checkLoaded()), LOADED_POLL_MS);
     this._emit('state', this.state);
     this._pump(); // a cancel() made before the spawn
     this._schedule();
@@ -393,6 +394,7 @@ class Job extends EventEmitter {
   }
 
   _onExit(code, signal) {
+    if (this._internal) return; // failInternal ends the job itself
     this._exitAt = now();
     this._facts.ended = this._exitAt;
     this._facts.exitCode = code;
@@ -402,6 +404,67 @@ class Job extends EventEmitter {
     }
     this._facts.oomKills = oomKillsSince(this._facts.oomBefore, code, signal);
     this._post({ type: 'exit', code, signal });
+  }
+
+  // --- a bug while handling this job --------------------------------------------------
+  /** Run one piece of this job's handling; if it throws (a bug), this job alone fails. */
+  _guard(fn) {
+    try {
+      fn();
+    } catch (err) {
+      this.failInternal(err);
+    }
+  }
+
+  /**
+   * Handling this job threw (a bug in trainbridge): the job is stopped at once and ends
+   * `failed` with an `internal` diagnosis that carries the stack; other jobs go on. The hub
+   * calls this too. Mirrors bridge/job.py fail_internal.
+   */
+  failInternal(err) {
+    if (this.report || this._internal) return;
+    this._internal = true;
+    const message = err && err.message !== undefined ? err.message : String(err);
+    this._facts.internalError = {
+      type: (err && err.name) || 'Error', message: `trainbridge failed while supervising this job: ${message}`,
+      traceback: String((err && err.stack) || message), kind: 'internal', fatal: true,
+    };
+    this._facts.error = this._facts.internalError;
+    if (this._timer) clearTimeout(this._timer);
+    this._timer = null;
+    this._queue = [];
+    this._m = { ...this._m, state: 'ended', outcome: 'failed', ending: null };
+    this.state = 'ended';
+    const end = () => {
+      if (this.report) return;
+      clearTimeout(fallback);
+      try {
+        this._emit('state', 'ended');
+        this._finish();
+      } catch (err2) {
+        if (!this.report) {
+          this.report = minimalReport(this._reportInput(), err2);
+          this._hub.unregister(this);
+          this._resolveDone(this.report);
+        }
+      }
+    };
+    // Wait (bounded) for the killed process's exit, so that nothing of the job outlives the report.
+    const fallback = setTimeout(end, 5000);
+    if (this._child && this._child.exitCode === null && this._child.signalCode === null) {
+      this._child.once('exit', (code, signal) => {
+        this._facts.exitCode = code;
+        this._facts.exitSignal = signal;
+        this._facts.ended = now();
+        end();
+      });
+    } else {
+      setImmediate(end);
+    }
+    if (this._tree) {
+      this._facts.signalsSent.push('SIGKILL');
+      launcher.signalTree(this._tree, 'SIGKILL');
+    }
   }
 
   // --- the machine ------------------------------------------------------------------
@@ -438,7 +501,7 @@ class Job extends EventEmitter {
     if (deadline === null) return;
     this._timerAt = deadline;
     const ms = Math.max(0, (deadline - now()) * 1000) + 1;
-    this._timer = setTimeout(() => { this._timer = null; this._onTimer(); }, ms);
+    this._timer = setTimeout(() => { this._timer = null; this._guard(() => this._onTimer()); }, ms);
   }
 
   _onTimer() {
@@ -1064,6 +1127,80 @@ class JobFailedError extends Error {
   }
 }
 
+const show = (value) => (value === undefined ? 'undefined' : typeof value === 'string' ? JSON.stringify(value)
+  : typeof value === 'number' || typeof value === 'boolean' || value === null ? String(value)
+    : Array.isArray(value) ? 'an array' : typeof value === 'function' ? 'a function' : `a ${typeof value}`);
+
+/**
+ * Refuse bad launch() options with a LaunchError that says which and why, before anything
+ * is registered or spawned; the rules of bridge/job.py check_arguments (settings:
+ * machine.configProblem, pinned by vectors/config.json).
+ */
+function checkOptions(options) {
+  if (!options || typeof options !== 'object') {
+    throw new LaunchError('launch() needs options, e.g. {command: "python", args: ["train.py"]}');
+  }
+  const { command, args, cwd, env, logPath, tailLines, timeouts } = options;
+  // No command at all: the resolved Python runs `args` (see the constructor).
+  if (command !== undefined && command !== null && (typeof command !== 'string' || command === '')) {
+    throw new LaunchError(`command must be the program to run (a non-empty string), got ${show(command)}; e.g. {command: "python", args: ["train.py"]}`);
+  }
+  if (typeof command === 'string' && /\s/.test(command) && !fs.existsSync(command)) {
+    const [program, ...rest] = command.trim().split(/\s+/);
+    throw new LaunchError(`command must be one program, not a shell line: got ${JSON.stringify(command)}; write {command: ${JSON.stringify(program)}, args: ${JSON.stringify(rest)}} (there is no shell)`);
+  }
+  if (args !== undefined && args !== null) {
+    if (!Array.isArray(args)) throw new LaunchError(`args must be an array of strings, got ${show(args)}`);
+    args.forEach((arg, i) => {
+      if (typeof arg !== 'string') throw new LaunchError(`args[${i}] must be a string, got ${show(arg)} in ${JSON.stringify(args)}`);
+    });
+  }
+  for (const [name, value] of [['cwd', cwd], ['logPath', logPath], ['python', options.python], ['pythonPath', options.pythonPath]]) {
+    if (value !== undefined && value !== null && typeof value !== 'string') {
+      throw new LaunchError(`${name} must be a path (a string) or null, got ${show(value)}`);
+    }
+  }
+  if (env !== undefined && env !== null) {
+    if (typeof env !== 'object' || Array.isArray(env)) throw new LaunchError(`env must be an object of strings or null, got ${show(env)}`);
+    for (const [key, value] of Object.entries(env)) {
+      if (key === '' || key.includes('=') || key.includes('\0')) throw new LaunchError(`env keys must be non-empty strings without '=', got ${JSON.stringify(key)}`);
+      if (typeof value !== 'string' || value.includes('\0')) {
+        throw new LaunchError(`env[${JSON.stringify(key)}] must be a string, got ${show(value)}; to leave a variable out, do not put it in env`);
+      }
+    }
+  }
+  if (tailLines !== undefined && !(Number.isInteger(tailLines) && tailLines >= 0)) {
+    throw new LaunchError(`tailLines must be a whole number >= 0, got ${show(tailLines)}`);
+  }
+  if (timeouts !== undefined && timeouts !== null && (typeof timeouts !== 'object' || Array.isArray(timeouts))) {
+    throw new LaunchError(`timeouts must be an object, got ${show(timeouts)}`);
+  }
+  const names = {};
+  const config = {};
+  const worker = {};
+  for (const [name, value] of Object.entries(timeouts || {})) {
+    const key = snake(name);
+    names[key] = name;
+    if (WORKER_SETTINGS.includes(key)) worker[key] = value;
+    else config[key] = value;
+  }
+  const problem = machine.configProblem(config);
+  if (problem !== null) {
+    const [key, what] = problem;
+    const name = `timeouts.${names[key]}`;
+    const value = config[key];
+    if (what === 'unknown') throw new LaunchError(`unknown timeout ${JSON.stringify(names[key])}; known: ${[...Object.keys(machine.DEFAULTS), ...WORKER_SETTINGS].join(', ')}`);
+    if (what === 'type') throw new LaunchError(`${name} must be a number of seconds${machine.OPTIONAL.includes(key) ? ' or null (off)' : ''}, got ${show(value)}`);
+    if (what === 'not_finite') throw new LaunchError(`${name} must be a finite number of seconds, got ${show(value)}`);
+    throw new LaunchError(`${name} must be >= 0 seconds, got ${show(value)}`);
+  }
+  for (const [key, value] of Object.entries(worker)) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+      throw new LaunchError(`timeouts.${names[key]} must be a finite number of seconds > 0, got ${show(value)}`);
+    }
+  }
+}
+
 class LaunchError extends Error {
   /** The command could not be started (not found, not executable, bad cwd). */
   constructor(message, cause) {
@@ -1073,4 +1210,4 @@ class LaunchError extends Error {
   }
 }
 
-module.exports = { Job, LaunchError, JobFailedError, splitTimeouts, workerTimings, DEFAULT_TAIL_LINES };
+module.exports = { Job, LaunchError, JobFailedError, checkOptions, splitTimeouts, workerTimings, DEFAULT_TAIL_LINES };

@@ -42,6 +42,29 @@ const DEFAULTS = Object.freeze({
   drain_timeout: 1.0, // exit -> outcome, at the latest, if "drained" never comes
 });
 
+// The deadlines null may switch off; the other settings are always a number of seconds.
+const OPTIONAL = Object.freeze(['startup_timeout', 'heartbeat_timeout', 'stall_timeout', 'stalled_after']);
+
+/**
+ * The first bad setting in `config` as [key, problem], or null when all are good; problem:
+ * unknown, type (not a number of seconds, or null where that is not allowed), not_finite,
+ * negative. Mirrors bridge/machine.py config_problem; vectors/config.json pins both.
+ */
+function configProblem(config) {
+  for (const key of Object.keys(config).sort()) {
+    if (!(key in DEFAULTS)) return [key, 'unknown'];
+  }
+  for (const key of Object.keys(DEFAULTS)) {
+    if (!(key in config)) continue;
+    const value = config[key];
+    if (value === null && OPTIONAL.includes(key)) continue;
+    if (typeof value !== 'number') return [key, 'type'];
+    if (!Number.isFinite(value)) return [key, 'not_finite'];
+    if (value < 0) return [key, 'negative'];
+  }
+  return null;
+}
+
 const HANG_REASONS = Object.freeze(['startup', 'stage_budget', 'stall', 'heartbeat', 'after_bye']);
 
 /** The state of a job spawned at time t. */
@@ -452,4 +475,4 @@ function outcome(s) {
   return 'failed'; // a plain command's non-zero exit
 }
 
-module.exports = { DEFAULTS, HANG_REASONS, initial, step, nextDeadline, outcome, chooseLead, isLauncher };
+module.exports = { DEFAULTS, OPTIONAL, configProblem, HANG_REASONS, initial, step, nextDeadline, outcome, chooseLead, isLauncher };

@@ -39,6 +39,16 @@ function plain(value) {
  * input: m (the machine's final state), facts (what the job gathered), crashFile, pid, id,
  * command, logPath.
  */
+/** A bug in trainbridge ended the job (Job.failInternal): say so, not the job's fault. */
+function internalDiagnosis(error) {
+  return {
+    kind: 'internal',
+    summary: `${error.message} (${error.type}); the job was stopped`,
+    hint: 'this is a bug in trainbridge, not in the job: please report it with this report (error.traceback); other jobs of this client were not affected',
+    evidence: { traceback: error.traceback.slice(-4000) },
+  };
+}
+
 function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   const { outcome } = m;
   const tail = facts.tail.map((line) => line.text);
@@ -79,6 +89,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
       evidence: { ...((diagnosis && diagnosis.evidence) || {}), hung_rank: stuck },
     };
   }
+  if (facts.internalError) diagnosis = internalDiagnosis(facts.internalError);
   const ended = facts.ended ?? performance.now() / 1000;
   const report = {
     outcome,
