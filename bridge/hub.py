@@ -26,6 +26,7 @@ from typing import Any, Callable, Deque, Dict, Optional, Tuple
 
 import zmq
 
+from trainbridge.bridge import intake
 from trainbridge.worker import codec
 
 IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
@@ -57,7 +58,7 @@ class Hub:
     def __init__(self, runtime_dir: Optional[str] = None) -> None:
         self.runtime_dir = runtime_dir or _make_runtime_dir()
         self.jobs: Dict[str, Any] = {}          # job id -> Job (I/O thread only)
-        self.unrouted: Dict[str, int] = collections.Counter()  # rejections with no job
+        self.unrouted = 0  # messages for no job this client serves (reports show their share)
         self._calls: Deque[Callable[[], None]] = collections.deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -204,16 +205,13 @@ class Hub:
             self._route(frames)
 
     def _route(self, frames: list) -> None:
-        if len(frames) != 3:
-            self.unrouted["bad_frames"] += 1
-            return
         routing_id = frames[0]
-        job_id, rank = _parse_routing_id(routing_id)
+        job_id, _ = intake.parse_routing_id(routing_id)
         job = self.jobs.get(job_id) if job_id is not None else None
         if job is None:
-            self.unrouted["bad_route"] += 1
+            self.unrouted += 1
             return
-        self._for_job(job, job.channel.receive, routing_id, rank, frames[1:])
+        self._for_job(job, job.channel.receive, routing_id, frames[1:])
 
 
 class Channel:
@@ -233,34 +231,23 @@ class Channel:
         self.peers: Dict[bytes, int] = {}   # routing id -> rank, for commands
         self.seq = 0                        # our own per-job sequence
 
-    def receive(self, routing_id: bytes, rank: int, frames: list) -> None:
-        try:
-            msg = codec.decode(frames, self.key, expect="worker")
-        except codec.ProtocolError as exc:
-            self.rejected[exc.reason] += 1
-            if exc.reason == "unsupported_version":
+    def receive(self, routing_id: bytes, frames: list) -> None:
+        verdict = intake.judge(routing_id, frames, {self.job_id: self.key}, self.last_seq)
+        if verdict["ack"] is not None:
+            self._send_to(routing_id, "ack", {"to": verdict["ack"]})
+        if verdict["reject"] is not None:
+            self.rejected[verdict["reject"]] += 1
+            if verdict["refuse"] is not None:
                 self._send_to(routing_id, "refuse", {
                     "reason": f"this client speaks protocol v{codec.PROTOCOL_MAJOR} only "
-                              f"({exc.detail})",
+                              f"({verdict['refuse']})",
                     "supported": list(codec.SUPPORTED_MAJORS)})
-                self.on_refused(exc.detail or "unsupported protocol version")
+                self.on_refused(verdict["refuse"])
             return
-        if msg.job != self.job_id:
-            self.rejected["bad_route"] += 1
-            return
-        previous = self.last_seq.get(routing_id, 0)
-        verdict, self.last_seq[routing_id] = codec.check_seq(previous, msg.seq)
-        if verdict == "replay":
-            self.rejected["replay"] += 1
-            if msg.kind in codec.FINAL_KINDS:
-                self._send_to(routing_id, "ack", {"to": msg.seq})  # our ack was lost: again
-            return
-        if verdict == "gap":
-            self.lost += msg.seq - previous - 1
-        self.peers[routing_id] = rank
-        if msg.kind in codec.FINAL_KINDS:
-            self._send_to(routing_id, "ack", {"to": msg.seq})
-        self.on_message(routing_id, rank, msg)
+        self.last_seq[routing_id] = verdict["last_seq"]
+        self.lost += verdict["lost"]
+        self.peers[routing_id] = verdict["rank"]
+        self.on_message(routing_id, verdict["rank"], verdict["message"])
 
     def command(self, kind: str, body: Optional[Dict[str, Any]] = None) -> Optional[int]:
         """Send a command to every process of the job that said hello; returns its seq."""
@@ -295,22 +282,6 @@ def _guarded(fn: Callable[..., None], *args: Any) -> None:
         import traceback
         sys.stderr.write("[trainbridge] internal error in the hub (please report it):\n"
                          + traceback.format_exc())
-
-
-def _parse_routing_id(routing_id: bytes) -> Tuple[Optional[str], int]:
-    try:
-        text = routing_id.decode("ascii")
-    except UnicodeDecodeError:
-        return None, 0
-    # "<job id>/<rank>" (PROTOCOL.md section 1); job ids have no "/", so anything after the
-    # rank (a pid, to keep two processes of one rank apart) is accepted and ignored here.
-    parts = text.split("/")
-    if len(parts) < 2:
-        return None, 0
-    try:
-        return parts[0], int(parts[1])
-    except ValueError:
-        return None, 0
 
 
 def _make_runtime_dir() -> str:

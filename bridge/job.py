@@ -125,6 +125,7 @@ class Job:
         self.report: Optional[Report] = None
 
         self.m = machine.initial(config, time.monotonic())
+        self._unrouted_at_start = self.hub.unrouted  # the report shows what came meanwhile
         self.channel = Channel(self.hub, self.id, self.key, self._on_message, self._on_refused)
         # Facts for the report, gathered as they come.
         self.started_wall = time.time()
@@ -713,6 +714,11 @@ class Job:
                 self.hub.remove_job(self.id)
                 self._publish({"event": "end", "outcome": "failed", "report": self.report})
                 self._done.set()
+
+    @property
+    def unrouted(self) -> int:
+        """Messages for no job of this client while this job ran (docs/PROTOCOL.md 8)."""
+        return self.hub.unrouted - self._unrouted_at_start
 
     def _on_reply(self, body: Dict[str, Any]) -> None:
         to = body.get("to")

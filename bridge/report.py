@@ -113,7 +113,7 @@ def build(job: Any) -> Dict[str, Any]:
                    "off": m.get("no_worker")},
         "output": {"lines": dict(job.lines), "bytes": dict(job.bytes)},
         "protocol": {"rejected": dict(job.channel.rejected), "lost": job.channel.lost,
-                     "foreign_hello": job.foreign_hellos},
+                     "foreign_hello": job.foreign_hellos, "unrouted": job.unrouted},
         "leftovers": list(job.leftovers),
         "stages_dropped": job.stages_dropped,
         "cancel": cancel,

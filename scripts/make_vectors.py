@@ -148,6 +148,10 @@ ENCODE_CASES = [
                "list": [1, 2.5, None, "C:\\out"]}}),
     ("user message (job.send): a bare string", "user", {"data": "save a checkpoint now"}),
     ("user message: null data", "user", {"data": None}),
+    ("progress signed with its sender's routing id (1.1)", "progress",
+     {"step": 7, "total": 10, "metrics": {}}, "job-7f3a/0/4242"),
+    ("user message (worker.send) signed with its sender's routing id (1.1)", "user",
+     {"data": {"step": 3}}, "job-7f3a/0/4242"),
 ]
 
 
@@ -159,14 +163,16 @@ def frames_field(frames):
 
 def encode_cases():
     out = []
-    for i, (name, kind, body) in enumerate(ENCODE_CASES):
+    for i, (name, kind, body, *sender) in enumerate(ENCODE_CASES):
         seq = i + 1
-        frames = codec.encode(kind, seq, body, KEY, JOB, ts=TS)
+        sender = sender[0] if sender else None
+        frames = codec.encode(kind, seq, body, KEY, JOB, ts=TS, sender=sender)
         msg = codec.decode(frames, KEY)
         case = {"name": name, "op": "encode", "kind": kind, "seq": seq, "job": JOB, "ts": TS,
-                "body": tag(body), **frames_field(frames),
+                "sender": sender, "body": tag(body), **frames_field(frames),
                 "decoded": {"kind": msg.kind, "seq": msg.seq, "ts": msg.ts, "job": msg.job,
-                            "body": tag(msg.body), "truncated": list(msg.truncated)}}
+                            "body": tag(msg.body), "truncated": list(msg.truncated),
+                            "sender": msg.sender}}
         if not msg.truncated:
             assert msg.body == restored(body) or name.startswith("progress: nan"), name
         out.append(case)
@@ -188,7 +194,8 @@ def decode_case(name, frames, reason=None, expect="any", key=KEY):
     else:
         assert reason is None, (name, "decoded but expected", reason)
         case["decoded"] = {"kind": msg.kind, "seq": msg.seq, "ts": msg.ts, "job": msg.job,
-                           "body": tag(msg.body), "truncated": list(msg.truncated)}
+                           "body": tag(msg.body), "truncated": list(msg.truncated),
+                           "sender": msg.sender}
     return case
 
 
@@ -202,6 +209,12 @@ def decode_cases():
         deep = {"d": deep}
     return [
         decode_case("valid ack", good),
+        decode_case("a signed sender (1.1) is returned",
+                    sign_raw(envelope("bye", {"exit_code": 0, "reason": "normal"},
+                                      **{"from": "job-7f3a/0/4242"}))),
+        decode_case("a sender that is not a string is malformed",
+                    sign_raw(envelope("bye", {"exit_code": 0, "reason": "normal"},
+                                      **{"from": 4242})), "malformed"),
         decode_case("JavaScript float 3.0 arrives as int 3 (decoder accepts int for num)",
                     sign_raw(envelope("progress", {"step": 3, "total": 3, "metrics": {"x": 3}}))),
         decode_case("float timestamp and float step accepted",

@@ -67,6 +67,7 @@ class Beacon(threading.Thread):
         self.config = config
         self.stop = False
         self.seq = 0
+        self.sender: Optional[str] = None  # our routing id, once connected (signed as "from")
         self.beat = 0
         # Encoded messages libzmq refused (send queue full), sent first and in order, so a
         # refusal loses nothing and leaves no gap in the sequence numbers.
@@ -122,7 +123,9 @@ class Beacon(threading.Thread):
         # A private context: the global instance may be shared with the script's own zmq.
         self.ctx = zmq.Context()
         sock = self.ctx.socket(zmq.DEALER)
-        sock.setsockopt(zmq.ROUTING_ID, self.config.routing_id)
+        routing_id = self.config.routing_id
+        self.sender = routing_id.decode("ascii")  # signed into every message (PROTOCOL.md 1)
+        sock.setsockopt(zmq.ROUTING_ID, routing_id)
         sock.setsockopt(zmq.MAXMSGSIZE, codec.MAX_MESSAGE_BYTES + 64)
         sock.setsockopt(zmq.LINGER, LINGER_MS)
         sock.setsockopt(zmq.SNDHWM, SNDHWM)
@@ -184,7 +187,7 @@ class Beacon(threading.Thread):
                 shrunk: bool = False) -> Optional[List[bytes]]:
         try:
             frames = self.codec.encode(kind, self.seq + 1, body, self.config.key,
-                                       self.config.job)
+                                       self.config.job, sender=self.sender)
         except Exception as exc:  # noqa: BLE001 - e.g. an integer beyond 64 bits
             if kind == "error" and not shrunk and getattr(exc, "reason", "") == "oversize":
                 return self._encode(kind, _shrunk_error(body), shrunk=True)
@@ -294,7 +297,7 @@ class Beacon(threading.Thread):
         codec = self.codec
         try:
             frames = codec.encode("logs", self.seq + 1, {"records": records}, self.config.key,
-                                  self.config.job)
+                                  self.config.job, sender=self.sender)
         except codec.ProtocolError as exc:
             # Too big after all (the size estimate is cheap, not exact): halve it. Anything
             # else (an integer beyond 64 bits in a field) costs only its own record.

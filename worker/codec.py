@@ -20,7 +20,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import msgpack
 
 PROTOCOL_MAJOR = 1
-PROTOCOL_VERSION = "1.0"
+PROTOCOL_VERSION = "1.1"
 SUPPORTED_MAJORS = (1,)
 MAC_SIZE = 32
 
@@ -297,8 +297,10 @@ def sign(key: bytes, packed: bytes) -> bytes:
 
 
 def encode(kind: str, seq: int, body: Dict[str, Any], key: bytes, job: str,
-           ts: Optional[float] = None) -> List[bytes]:
-    """Build the two frames [envelope, mac] of one message. Raises ProtocolError."""
+           ts: Optional[float] = None, sender: Optional[str] = None) -> List[bytes]:
+    """Build the two frames [envelope, mac] of one message. Raises ProtocolError.
+    `sender`: the sending socket's routing id (a worker's "<job>/<rank>/<pid>"), signed into
+    the envelope as "from" so a message replayed through another routing id is refused."""
     if kind not in KINDS:
         raise ProtocolError("unknown_kind", kind)
     trunc: List[str] = []
@@ -310,6 +312,8 @@ def encode(kind: str, seq: int, body: Dict[str, Any], key: bytes, job: str,
         raise ProtocolError("too_long", f"{kind} would be cut at {', '.join(trunc)[:200]}")
     envelope: Dict[str, Any] = {"body": prepared, "job": escape(job), "kind": kind, "seq": seq,
                 "ts": time.time() if ts is None else ts, "v": PROTOCOL_MAJOR}
+    if sender is not None:
+        envelope["from"] = escape(sender)
     if trunc:
         envelope["trunc"] = trunc
     envelope = {k: envelope[k] for k in sorted(envelope)}
@@ -329,6 +333,7 @@ class Message(NamedTuple):
     job: str
     body: Dict[str, Any]
     truncated: Tuple[str, ...] = ()
+    sender: Optional[str] = None  # the signed "from": the sender's routing id, if it said
 
 
 _SCALARS = (int, float, bool, type(None))
@@ -475,7 +480,10 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
     trunc = envelope.get("trunc") or []
     if type(trunc) is not list:
         raise ProtocolError("malformed", "envelope.trunc must be a list")
-    return Message(kind, seq, float(ts), job, body, tuple(str(p) for p in trunc))
+    sender = envelope.get("from")
+    if sender is not None and type(sender) is not str:
+        raise ProtocolError("malformed", "envelope.from must be a string")
+    return Message(kind, seq, float(ts), job, body, tuple(str(p) for p in trunc), sender)
 
 
 # --- sequence numbers -----------------------------------------------------------------

@@ -44,8 +44,9 @@ def send(data: "Any", timeout: "Optional[float]" = 10.0) -> bool:
         return False
     from trainbridge.worker import codec
 
-    try:  # the size (and encodability) is judged now, on the caller's thread
-        codec.encode("user", 1, {"data": data}, _SIZE_KEY, STATE.config.job)
+    try:  # the size (and encodability) is judged now, on the caller's thread, signed as sent
+        codec.encode("user", 1, {"data": data}, _SIZE_KEY, STATE.config.job,
+                     sender=STATE.config.routing_id.decode("ascii"))
     except codec.ProtocolError as exc:
         raise ValueError(f"worker.send: cannot send this message ({exc})") from None
     deadline = None if timeout is None else time.monotonic() + timeout

@@ -16,7 +16,7 @@ const { decodeUtf8Escaped } = require('./utf8.js');
 const { ProtocolError } = require('./errors.js');
 
 const PROTOCOL_MAJOR = 1;
-const PROTOCOL_VERSION = '1.0';
+const PROTOCOL_VERSION = '1.1';
 const SUPPORTED_MAJORS = [1];
 const MAC_SIZE = 32;
 
@@ -250,12 +250,17 @@ function sign(key, packed) {
 }
 
 /** Build the two frames [envelope, mac] of one message. Throws ProtocolError. */
-function encode(kind, seq, body, key, job, ts = null) {
+function encode(kind, seq, body, key, job, ts = null, sender = null) {
   if (!Object.prototype.hasOwnProperty.call(KINDS, kind)) throw new ProtocolError('unknown_kind', kind);
   const trunc = [];
   const prepared = prepare(body, 'body', trunc, 1);
   if (trunc.length && UNCUT_KINDS.has(kind)) throw new ProtocolError('too_long', `${kind} would be cut at ${trunc.join(', ').slice(0, 200)}`);
-  const envelope = new Map([['body', prepared], ['job', escape(job)], ['kind', kind], ['seq', seq]]);
+  const envelope = new Map([['body', prepared]]);
+  // The sender's routing id, signed (bridge: worker/codec.py encode): keys stay sorted.
+  if (sender !== null && sender !== undefined) envelope.set('from', escape(sender));
+  envelope.set('job', escape(job));
+  envelope.set('kind', kind);
+  envelope.set('seq', seq);
   // Paths name the original keys; escaped so the envelope itself obeys the ASCII rule.
   if (trunc.length) envelope.set('trunc', trunc.map(escape));
   envelope.set('ts', ts === null ? Date.now() / 1000 : ts);
@@ -381,7 +386,9 @@ function decode(frames, key, expect = 'any') {
   checkFields(kind, body);
   const trunc = envelope.trunc === undefined || envelope.trunc === null ? [] : envelope.trunc;
   if (!Array.isArray(trunc)) throw new ProtocolError('malformed', 'envelope.trunc must be a list');
-  return { kind, seq, ts: Number(ts), job, body, truncated: trunc.map(String) };
+  const sender = envelope.from === undefined ? null : envelope.from;
+  if (sender !== null && typeof sender !== 'string') throw new ProtocolError('malformed', 'envelope.from must be a string');
+  return { kind, seq, ts: Number(ts), job, body, truncated: trunc.map(String), sender };
 }
 
 // --- sequence numbers -----------------------------------------------------------------

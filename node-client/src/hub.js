@@ -15,6 +15,7 @@
 const path = require('node:path');
 const zmq = require('zeromq');
 const codec = require('./codec.js');
+const intake = require('./intake.js');
 const { makeRuntimeDir, removeRuntimeDir } = require('./launcher.js');
 
 const IPC_PATH_MAX = 100; // sun_path is 108 bytes on Linux; keep a margin
@@ -60,7 +61,7 @@ class Hub {
     this.endpoint = null;
     this.jobs = new Map(); // job id -> job
     this.lastSeq = new Map(); // routing id -> last accepted seq
-    this.unroutable = 0; // messages for no job we know
+    this.unrouted = 0; // messages for no job this hub serves (each report shows its share)
     this.rejectedBytes = 0; // bytes of rejected input since the last collection
     this.sock = null;
     this.ready = null;
@@ -131,11 +132,10 @@ class Hub {
   /** One incoming message: route, authenticate, judge its seq, hand it to its job. */
   dispatch(peerBuf, frames) {
     const peer = peerBuf.toString('latin1');
-    // "<job id>/<rank>/<pid>" (docs/PROTOCOL.md section 1): job ids have no "/".
-    const parts = peer.split('/');
-    const job = parts.length >= 2 && /^\d+$/.test(parts[1]) ? this.jobs.get(parts[0]) : undefined;
+    const [jobId] = intake.parseRoutingId(peer);
+    const job = jobId === null ? undefined : this.jobs.get(jobId);
     if (!job) {
-      this.unroutable += 1;
+      this.unrouted += 1;
       this.discard(frames);
       return;
     }
@@ -152,36 +152,25 @@ class Hub {
     }
   }
 
-  /** The part of dispatch() that belongs to one job. */
+  /** The part of dispatch() that belongs to one job: intake.judge decides, this counts. */
   dispatchTo(job, peer, frames) {
-    let msg;
-    try {
-      msg = codec.decode(frames, job.key, 'worker');
-      if (msg.job !== job.id) throw new codec.ProtocolError('bad_route', `${msg.job} via ${peer}`);
-    } catch (err) {
-      if (!(err instanceof codec.ProtocolError)) throw err;
-      job.rejected(err.reason, err);
+    const verdict = intake.judge(peer, frames, new Map([[job.id, job.key]]), this.lastSeq);
+    if (verdict.ack !== null) this.send(job, peer, 'ack', { to: verdict.ack });
+    if (verdict.reject !== null) {
+      job.rejected(verdict.reject);
       this.discard(frames);
-      if (err.reason === 'unsupported_version') {
+      if (verdict.refuse !== null) {
         this.send(job, peer, 'refuse', {
-          reason: `this client speaks protocol v${codec.PROTOCOL_MAJOR} only (${err.detail})`,
+          reason: `this client speaks protocol v${codec.PROTOCOL_MAJOR} only (${verdict.refuse})`,
           supported: codec.SUPPORTED_MAJORS,
         });
-        job.refused(err.detail || 'unsupported protocol version');
+        job.refused(verdict.refuse);
       }
       return;
     }
-    const [verdict, last] = codec.checkSeq(this.lastSeq.get(peer) || 0, msg.seq);
-    if (verdict === 'replay') {
-      job.rejected('replay');
-      // The worker resends its last words until acked: our ack may have been lost.
-      if (codec.FINAL_KINDS.has(msg.kind)) this.send(job, peer, 'ack', { to: msg.seq });
-      return;
-    }
-    if (verdict === 'gap') job.lost(msg.seq - (this.lastSeq.get(peer) || 0) - 1);
-    this.lastSeq.set(peer, last);
-    if (codec.FINAL_KINDS.has(msg.kind)) this.send(job, peer, 'ack', { to: msg.seq });
-    job.receive(msg, peer);
+    this.lastSeq.set(peer, verdict.lastSeq);
+    if (verdict.lost) job.lost(verdict.lost);
+    job.receive(verdict.message, peer);
   }
 
   /** Rejected input: past REJECTED_GC_BYTES of it, have it collected (see there). */

@@ -154,6 +154,7 @@ class Job extends EventEmitter {
       rejected: {}, lost: 0, cancel: null, foreignHellos: 0, leads: [], internalError: null,
       dropped: new Map(), // routing id -> the worker's drop counts (heartbeat, bye)
       logLines: 0, logError: null, // lines written to the log file; why it is incomplete
+      unroutedAtStart: hub.unrouted, unrouted: 0,
     };
     this._cancelSeqs = null; // [first, last] seq of the in-band cancel in flight
     this._logFd = null;
@@ -660,6 +661,7 @@ class Job extends EventEmitter {
   }
 
   _reportInput() {
+    this._facts.unrouted = this._hub.unrouted - this._facts.unroutedAtStart; // for no job, meanwhile
     return {
       m: this._m, facts: this._facts, crashFile: this._crashFile, pid: this.pid, id: this.id,
       command: this.command, logPath: this._options.logPath || null,

@@ -18,14 +18,14 @@ function framesOf(c) {
 }
 
 function expectedMessage(d) {
-  return { kind: d.kind, seq: d.seq, ts: d.ts, job: d.job, body: untag(d.body), truncated: d.truncated };
+  return { kind: d.kind, seq: d.seq, ts: d.ts, job: d.job, body: untag(d.body), truncated: d.truncated, sender: d.sender };
 }
 
 test('encode vectors: byte-identical frames and the documented decoded value', async (t) => {
   const key = Buffer.from(vectors.key_hex, 'hex');
   for (const c of vectors.encode) {
     await t.test(c.name, () => {
-      const frames = codec.encode(c.kind, c.seq, untag(c.body), key, c.job, c.ts);
+      const frames = codec.encode(c.kind, c.seq, untag(c.body), key, c.job, c.ts, c.sender);
       if (c.frames_hex) assert.deepEqual(frames.map((f) => f.toString('hex')), c.frames_hex);
       else assert.deepEqual(frames.map(sha256), c.frames_sha256);
       assert.deepEqual(codec.decode(frames, key), expectedMessage(c.decoded));

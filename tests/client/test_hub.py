@@ -47,8 +47,53 @@ print(first.kind, first.body["to"], second.kind, second.body["to"], flush=True)
     assert r["outcome"] == "succeeded", (r["summary"], r["log_tail"], r["protocol"])
     assert r["log_tail"] == ["ack 6 ack 6"]
     assert r["protocol"] == {"rejected": {"bad_signature": 1, "replay": 1}, "lost": 3,
-                             "foreign_hello": 0}
+                             "foreign_hello": 0, "unrouted": 0}
     assert r["progress"]["step"] == 1
+
+
+def test_a_message_replayed_through_another_routing_id_is_refused(script):
+    """Seq is judged per routing id; the signed sender ("from") ties a message to its own,
+    so frames captured from one sender and replayed through a fresh routing id (where a
+    fresh seq would accept them) are refused as bad_sender and counted."""
+    path = script(PEER + """
+me = f"{job}/0/{os.getpid()}"
+sock.close()
+sock = ctx.socket(zmq.DEALER)
+sock.setsockopt(zmq.LINGER, 0)
+sock.setsockopt(zmq.ROUTING_ID, me.encode())
+sock.connect(endpoint)
+hello = codec.encode("hello", 1, HELLO, key, job, sender=me)
+step = codec.encode("progress", 2, {"step": 1, "total": 2, "metrics": {}}, key, job, sender=me)
+sock.send_multipart(hello)
+sock.send_multipart(step)
+thief_id = f"{job}/0/1"
+thief = ctx.socket(zmq.DEALER)
+thief.setsockopt(zmq.LINGER, 0)
+thief.setsockopt(zmq.ROUTING_ID, thief_id.encode())
+thief.connect(endpoint)
+thief.send_multipart(hello)   # the same frames, through another routing id of the job
+thief.send_multipart(step)
+thief.send_multipart([b"one frame"])
+# Its own last words, acked once the hub has judged everything before them on this pipe.
+thief.send_multipart(codec.encode("bye", 1, {"exit_code": 0, "reason": "normal"}, key, job,
+                                  sender=thief_id))
+if not thief.poll(10000):
+    raise SystemExit("no ack for the thief's own bye")
+sock.send_multipart(codec.encode("bye", 3, {"exit_code": 0, "reason": "normal"}, key, job,
+                                 sender=me))
+print(receive().kind, flush=True)
+thief.close()
+""")
+    events = []
+    job = bridge.launch([sys.executable, path], zero_code=False, on_event=events.append)
+    r = job.wait(20)
+    validate_report(r)
+    assert r["outcome"] == "succeeded", (r["summary"], r["log_tail"], r["protocol"])
+    assert r["log_tail"] == ["ack"]
+    assert r["protocol"]["rejected"] == {"bad_sender": 2, "bad_frames": 1}, r["protocol"]
+    steps = [e for e in events if e["event"] == "message" and e["kind"] == "progress"]
+    assert len(steps) == 1, steps
+    assert r["worker"]["leads"] == [job.pid]
 
 
 def test_unsupported_version_is_refused_and_the_job_fails(script):

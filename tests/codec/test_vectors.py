@@ -14,7 +14,8 @@ KEY = bytes.fromhex(V["key_hex"])
 
 @pytest.mark.parametrize("case", V["encode"], ids=lambda c: c["name"])
 def test_encode_gives_the_golden_bytes(case):
-    frames = codec.encode(case["kind"], case["seq"], untag(case["body"]), KEY, case["job"], ts=case["ts"])
+    frames = codec.encode(case["kind"], case["seq"], untag(case["body"]), KEY, case["job"], ts=case["ts"],
+                          sender=case.get("sender"))
     if "frames_hex" in case:
         assert [f.hex() for f in frames] == case["frames_hex"]
     else:
@@ -24,10 +25,12 @@ def test_encode_gives_the_golden_bytes(case):
 
 @pytest.mark.parametrize("case", V["encode"], ids=lambda c: c["name"])
 def test_encoded_vectors_decode_to_the_expected_value(case):
-    frames = codec.encode(case["kind"], case["seq"], untag(case["body"]), KEY, case["job"], ts=case["ts"])
+    frames = codec.encode(case["kind"], case["seq"], untag(case["body"]), KEY, case["job"], ts=case["ts"],
+                          sender=case.get("sender"))
     msg = codec.decode(frames, KEY)
     want = untag(case["decoded"])
     assert (msg.kind, msg.seq, msg.ts, msg.job) == (want["kind"], want["seq"], want["ts"], want["job"])
+    assert msg.sender == want["sender"]
     assert same(msg.body, want["body"])
     assert list(msg.truncated) == want["truncated"]
     assert codec.decode(frames, KEY).body is not msg.body  # no shared mutable state between calls
@@ -45,6 +48,7 @@ def test_decode_vectors(case):
         msg = codec.decode(frames, key, expect=case["expect"])
         want = untag(case["decoded"])
         assert (msg.kind, msg.seq, msg.ts, msg.job) == (want["kind"], want["seq"], want["ts"], want["job"])
+        assert msg.sender == want["sender"]
         assert same(msg.body, want["body"])
 
 

@@ -1,0 +1,71 @@
+"""What the hub does with one incoming message, decided without sockets.
+
+The pure core of bridge/hub.py (node-client/src/intake.js is its twin; vectors/intake.json
+pins both): route by the routing id's job part, verify and decode with that job's key,
+check the envelope's job and its signed sender ("from") against the route, and judge the
+per-sender sequence number. The caller counts what this returns, the same way in both
+clients (docs/PROTOCOL.md section 8):
+
+- `job` None: the message names no job this client serves; counted once in the client's
+  `unrouted`, which every report shows for its own lifetime (`protocol.unrouted`);
+- `reject` set: counted in that job's `protocol.rejected[reject]`;
+- otherwise the message is delivered; `lost` (messages missing in a seq gap) is added to
+  the job's `protocol.lost`, and `last_seq` becomes the sender's new last seq.
+`ack` is the seq to acknowledge (last words, also when replayed: our ack may have been
+lost); `refuse` is the detail of an unsupported protocol version, to answer with `refuse`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+from trainbridge.worker import codec
+
+
+def parse_routing_id(routing_id: bytes) -> Tuple[Optional[str], int]:
+    """(job id, rank) of "<job id>/<rank>[/<pid>]" (PROTOCOL.md section 1), or (None, 0)."""
+    try:
+        text = routing_id.decode("ascii")
+    except UnicodeDecodeError:
+        return None, 0
+    # Job ids have no "/", so anything after the rank (the pid) is accepted and ignored here.
+    parts = text.split("/")
+    if len(parts) < 2 or not parts[1].isdigit():  # ASCII digits only (decoded as ASCII)
+        return None, 0
+    return parts[0], int(parts[1])
+
+
+def judge(routing_id: bytes, frames: Sequence[bytes], keys: Mapping[str, bytes],
+          last_seq: Mapping[bytes, int]) -> Dict[str, Any]:
+    """Judge one message (the frames after the routing id). `keys`: job id -> key of the
+    jobs served; `last_seq`: routing id -> last accepted seq. Changes neither."""
+    out: Dict[str, Any] = {"job": None, "rank": 0, "reject": None, "message": None, "lost": 0,
+                           "last_seq": None, "ack": None, "refuse": None}
+    job_id, rank = parse_routing_id(routing_id)
+    if job_id is None or job_id not in keys:
+        return out
+    out.update(job=job_id, rank=rank)
+    try:
+        msg = codec.decode(frames, keys[job_id], expect="worker")
+    except codec.ProtocolError as exc:
+        out["reject"] = exc.reason
+        if exc.reason == "unsupported_version":
+            out["refuse"] = exc.detail or "unsupported protocol version"
+        return out
+    if msg.job != job_id:
+        out["reject"] = "bad_route"
+        return out
+    # A 1.1 worker signs its routing id: the same frames through another routing id (a
+    # replay that would start a fresh seq there) are refused. A 1.0 peer signs none.
+    if msg.sender is not None and msg.sender != routing_id.decode("ascii"):
+        out["reject"] = "bad_sender"
+        return out
+    previous = last_seq.get(routing_id, 0)
+    verdict, last = codec.check_seq(previous, msg.seq)
+    final = msg.kind in codec.FINAL_KINDS
+    if verdict == "replay":
+        out.update(reject="replay", ack=msg.seq if final else None)
+        return out
+    out.update(message=msg, last_seq=last, ack=msg.seq if final else None,
+               lost=msg.seq - previous - 1 if verdict == "gap" else 0)
+    return out
