@@ -47,12 +47,67 @@ function resolvePython({ python } = {}) {
  * A private (0700) runtime directory for ipc endpoints and crash files; the caller removes
  * it (removeRuntimeDir) when its last job is over.
  */
+const RUNTIME_PREFIX = 'trainbridge-';
+const OWNER_FILE = 'client.pid'; // "<pid> <start time in clock ticks>" of the client that made it
+
+/**
+ * A private (0700) directory for the ipc socket and per-job files. Directories left by dead
+ * clients of this user (SIGKILLed: no exit handler ran) are swept first, as bridge/hub.py does.
+ */
 function makeRuntimeDir() {
   const base = process.env.XDG_RUNTIME_DIR && fs.existsSync(process.env.XDG_RUNTIME_DIR)
     ? process.env.XDG_RUNTIME_DIR : os.tmpdir();
-  const dir = fs.mkdtempSync(path.join(base, 'trainbridge-'));
+  sweepDeadRuntimeDirs(base);
+  const dir = fs.mkdtempSync(path.join(base, RUNTIME_PREFIX));
   fs.chmodSync(dir, 0o700); // mkdtemp already makes it 0700; say it, since it is the point
+  fs.writeFileSync(path.join(dir, OWNER_FILE), `${process.pid} ${processStart(process.pid)}\n`);
   return dir;
+}
+
+/** A process's start time (/proc/<pid>/stat field 22); null when gone or a zombie. */
+function processStart(pid) {
+  let stat;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return null;
+  }
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  if (fields.length < 20 || fields[0] === 'Z') return null;
+  return fields[19];
+}
+
+/**
+ * Remove the runtime directories in `base` that this user's dead clients left (Python's or
+ * Node's: the same OWNER_FILE). One without an owner file, or of a live client, stays.
+ */
+function sweepDeadRuntimeDirs(base) {
+  let removed = 0;
+  let names;
+  try {
+    names = fs.readdirSync(base);
+  } catch {
+    return 0;
+  }
+  const uid = process.getuid ? process.getuid() : null;
+  for (const name of names) {
+    if (!name.startsWith(RUNTIME_PREFIX)) continue;
+    const dir = path.join(base, name);
+    let pid;
+    let start;
+    try {
+      const st = fs.lstatSync(dir);
+      if (!st.isDirectory() || (uid !== null && st.uid !== uid)) continue;
+      [pid, start] = fs.readFileSync(path.join(dir, OWNER_FILE), 'ascii').trim().split(/\s+/);
+      pid = Number(pid);
+    } catch {
+      continue;
+    }
+    if (!Number.isInteger(pid) || pid === process.pid || processStart(pid) === start) continue;
+    removeRuntimeDir(dir);
+    removed += 1;
+  }
+  return removed;
 }
 
 function removeRuntimeDir(dir) {
@@ -228,6 +283,6 @@ function signalProcess(pid, signal) {
 }
 
 module.exports = {
-  resolvePython, makeRuntimeDir, removeRuntimeDir, childEnv, injectDir, addZeroCodeHook, spawnChild, jobProcesses,
+  resolvePython, makeRuntimeDir, removeRuntimeDir, sweepDeadRuntimeDirs, childEnv, injectDir, addZeroCodeHook, spawnChild, jobProcesses,
   signalTree, signalProcess,
 };
