@@ -13,6 +13,7 @@ Events handed to callbacks and to events() are dicts with "event" and "t" (wall 
   message  kind, rank, body, sender: a worker message (hello, stage, progress, heartbeat,
            log, error, bye, reply), strings already unescaped; sender names the process
            (rank, local_rank, host, pid, role: rank | launcher | other, lead: bool)
+  lead     pid: the process that speaks for the job now (None: none), docs/CLIENT.md
   hang     reason: startup | stage_budget | stall | heartbeat | after_bye
   signal   signal: SIGUSR1 | SIGTERM | SIGKILL
   dropped  count: events a slow events() consumer missed; kinds: how many of each event
@@ -649,6 +650,7 @@ class Job:
             return False
         self.lead, self.lead_pid = lead, pid
         self.leads = (self.leads + [pid])[-LEADS_KEPT:]
+        self._publish({"event": "lead", "pid": pid})
         return True
 
     def _leave(self, routing_id: bytes, now: float) -> None:

@@ -127,9 +127,9 @@ export interface Report {
   hang: { reason: string; stage: string | null; after_s: number } | null;
   signals_sent: string[];
   /** off: why the worker could not load (zero-code mode off, e.g. pyzmq missing); null when it could. */
-  worker: { hello: boolean; bye: Record<string, unknown> | null; ranks: number[]; dump_signal: boolean; off: string | null };
+  worker: { hello: boolean; bye: Record<string, unknown> | null; lead_pid: number | null; leads: (number | null)[]; ranks: number[]; dump_signal: boolean; off: string | null };
   output: { lines: { stdout: number; stderr: number }; bytes: { stdout: number; stderr: number } };
-  protocol: { rejected: Record<string, number>; lost: number };
+  protocol: { rejected: Record<string, number>; lost: number; foreign_hello: number; unrouted: number };
   leftovers: number[];
   log_path: string | null;
   /** The log file could not be written from line from_line on (a full disk): it holds lines 1..from_line-1. */
@@ -309,6 +309,8 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   on(event: 'heartbeat', listener: (body: HeartbeatBody) => void): this;
   on(event: 'stalled', listener: (info: StalledInfo) => void): this;
   on(event: 'state', listener: (state: JobState) => void): this;
+  /** Another process speaks for the job now (docs/CLIENT.md "The lead process"); pid null: none. */
+  on(event: 'lead', listener: (lead: { pid: number | null }) => void): this;
   /** A hang was declared (startup, stage_budget, stall, heartbeat, after_bye): stacks, then the kill. */
   on(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
   on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
@@ -329,6 +331,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   once(event: 'heartbeat', listener: (body: HeartbeatBody) => void): this;
   once(event: 'stalled', listener: (info: StalledInfo) => void): this;
   once(event: 'state', listener: (state: JobState) => void): this;
+  once(event: 'lead', listener: (lead: { pid: number | null }) => void): this;
   once(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
   once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   once(event: 'error', listener: (err: PythonError | LaunchError) => void): this;

@@ -64,7 +64,7 @@ function oomKillsSince(before, code, signal) {
   return after === null ? null : Math.max(0, after - before);
 }
 
-const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'error', 'end', 'message'];
+const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'lead', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'error', 'end', 'message'];
 const EVENT_QUEUE = 10000; // events kept for a slow events() consumer; the oldest go first
 // With rejectOnFailure, `done` rejects on these; a cancel (the user's own stop) still resolves.
 const FAILED_OUTCOMES = ['failed', 'crashed', 'hung'];
@@ -816,6 +816,7 @@ class Job extends EventEmitter {
     this._facts.leadPid = pid;
     this._facts.leads = [...this._facts.leads, pid].slice(-LEADS_KEPT);
     this._watchLead();
+    this._emit('lead', { pid });
     return true;
   }
 

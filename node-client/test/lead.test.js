@@ -79,3 +79,27 @@ test('lead: a rank 0 hello from outside the job tree is ignored and counted', as
   assert.deepEqual(report.worker.leads, [report.pid]);
   assert.deepEqual(processesOfJob(report.job_id), []);
 });
+
+test('lead: when the lead rank dies, the lead passes back to the launcher', async (t) => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-lead-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const [gate, rankGate] = [path.join(dir, 'back'), path.join(dir, 'rank0')];
+  const job = launch({ command: PYTHON, args: [path.join(SCRIPTS, 'launcher', 'torchrun')],
+    env: userEnv({ TB_GATE: gate, TB_GATE_RANK: rankGate }), timeouts: { startupTimeout: 60, heartbeatTimeout: 5 } });
+  const leads = [];
+  job.on('lead', ({ pid }) => {
+    leads.push(pid); // the first to lead is the launcher
+    if (pid !== leads[0]) fs.writeFileSync(rankGate, ''); // rank 0 leads: now it may die
+    else if (leads.length >= 2) fs.writeFileSync(gate, '');
+  });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded', `${report.summary} ${JSON.stringify(leads)}`);
+  assert.equal(report.worker.leads.length, 3, JSON.stringify(report.worker.leads));
+  assert.equal(report.worker.leads[0], report.pid);
+  assert.equal(report.worker.leads[2], report.pid);
+  assert.equal(report.progress.step, 3);
+  assert.ok(report.log_tail.includes('rank 0 ended with -9'));
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});

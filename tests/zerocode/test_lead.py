@@ -32,3 +32,36 @@ def test_a_two_rank_torchrun_job_is_led_by_rank_0():
     # rank 0 spoke for the job; when it said bye, the launcher it belongs to took over
     assert report["worker"]["leads"][-2:] == [rank0["pid"], torchrun_pid], \
         (report["worker"]["leads"], rank0["pid"], torchrun_pid)
+
+
+def test_when_the_lead_rank_dies_the_lead_passes_back_to_the_launcher(tmp_path):
+    """Rank 0 leads the launched launcher's job, then is SIGKILLed (no bye). Its silence must
+    not hang the job: the client notices it is gone and the launcher leads again (event
+    "lead"), whose later progress counts; the job succeeds."""
+    import threading
+
+    from trainbridge import bridge
+
+    gate, rank_gate = str(tmp_path / "back"), str(tmp_path / "rank0")
+    launcher = os.path.join(os.path.dirname(__file__), "scripts", "launcher", "torchrun")
+    leads = []
+    handed_back = threading.Event()
+
+    def on_event(event):
+        if event["event"] == "lead":
+            leads.append(event["pid"])  # the first to lead is the launcher
+            if event["pid"] != leads[0]:
+                open(rank_gate, "w").close()  # rank 0 leads: now it may die
+            elif len(leads) >= 2:
+                open(gate, "w").close()
+                handed_back.set()
+    job = bridge.launch([PY, launcher], env=user_env(TB_GATE=gate, TB_GATE_RANK=rank_gate), heartbeat_timeout=5,
+                        startup_timeout=60, on_event=on_event)
+    report = job.wait(90)
+    assert report is not None
+    assert handed_back.is_set(), (leads, report["outcome"], report["hang"])
+    assert report["outcome"] == "succeeded", (report["summary"], report["hang"])
+    assert report["worker"]["leads"][0] == job.pid and report["worker"]["leads"][-1] == job.pid
+    assert len(report["worker"]["leads"]) == 3, report["worker"]["leads"]  # launcher, rank 0, launcher
+    assert report["progress"]["step"] == 3
+    assert "rank 0 ended with -9" in report["log_tail"]
