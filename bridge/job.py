@@ -229,6 +229,13 @@ class Job:
         return self
 
     def _attach(self, proc, read_pipes: bool = True) -> None:
+        if self._done.is_set():  # failed (internal) between spawn and here: nothing may run on
+            launcher.Tree(proc.pid, self.id).signal(signals.SIGKILL)
+            try:
+                proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001 - SIGKILLed: it goes; never block the reactor
+                pass
+            return
         self.proc = proc
         if self.tree is None:
             self.tree = launcher.Tree(proc.pid, self.id)
