@@ -518,7 +518,7 @@ class Job:
             self.channel.rejected["foreign"] += 1
             return
         key = routing_id.decode("ascii", "replace")
-        if kind == "hello" and not self._in_tree(body.get("pid")):
+        if kind == "hello" and not self._hello_in_tree(body):
             # Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither
             # leads nor is listed, and what it sends later is rejected and counted.
             self._foreign.add(routing_id)
@@ -795,6 +795,15 @@ class Job:
                 del self.stages[i]
                 self.stages_dropped += 1
                 return
+
+    def _hello_in_tree(self, hello: Dict[str, Any]) -> bool:
+        """Whether a hello comes from the job's tree: its pid is, or (a subprocess that said
+        hello and exited before we looked) its pid is gone and its parent is ours."""
+        pid = hello.get("pid")
+        if self._in_tree(pid):
+            return True
+        return isinstance(pid, int) and not _process_alive(pid, None) \
+            and self._in_tree(hello.get("ppid"))
 
     def _in_tree(self, pid: Any) -> bool:
         if not isinstance(pid, int):

@@ -706,7 +706,7 @@ class Job extends EventEmitter {
     if ((msg.kind === 'heartbeat' || msg.kind === 'bye') && body.dropped && typeof body.dropped === 'object') {
       this._facts.dropped.set(peer, body.dropped); // counts only grow: the latest wins
     }
-    if (msg.kind === 'hello' && !this._inTree(body.pid)) {
+    if (msg.kind === 'hello' && !this._helloInTree(body)) {
       // Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither leads
       // nor is listed, and what it sends later is rejected and counted.
       this._foreign.add(peer);
@@ -987,6 +987,15 @@ class Job extends EventEmitter {
     }
   }
 
+  /**
+   * Whether a hello comes from the job's tree: its pid is, or (a subprocess that said hello
+   * and exited before we looked) its pid is gone and its parent is ours (bridge/job.py's rule).
+   */
+  _helloInTree(hello) {
+    if (this._inTree(hello.pid)) return true;
+    return Number.isInteger(hello.pid) && processGone(hello.pid) && this._inTree(hello.ppid);
+  }
+
   _inTree(pid) {
     if (!Number.isInteger(pid)) return false;
     if (pid === this.pid) return true; // ours for sure, as in bridge/job.py
@@ -1099,6 +1108,16 @@ function countLines(data, end) {
   let count = 0;
   for (let i = data.indexOf(10); i !== -1 && i < end; i = data.indexOf(10, i + 1)) count += 1;
   return count;
+}
+
+/** Whether a process is gone (no /proc entry, or a zombie). */
+function processGone(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.charAt(stat.lastIndexOf(')') + 2) === 'Z';
+  } catch {
+    return true;
+  }
 }
 
 /** The worker's timing variables, derived from the deadlines as bridge/job.py does. */
