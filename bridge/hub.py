@@ -231,9 +231,10 @@ class Channel:
         self.last_seq: Dict[bytes, int] = {}
         self.peers: Dict[bytes, int] = {}   # routing id -> rank, for commands
         self.seq = 0                        # our own per-job sequence
+        self._keys = {job_id: key}          # what intake.judge verifies with
 
     def receive(self, routing_id: bytes, frames: list) -> None:
-        verdict = intake.judge(routing_id, frames, {self.job_id: self.key}, self.last_seq)
+        verdict = intake.judge(routing_id, frames, self._keys, self.last_seq)
         if verdict["ack"] is not None:
             self._send_to(routing_id, "ack", {"to": verdict["ack"]})
         if verdict["reject"] is not None:

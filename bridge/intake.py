@@ -28,44 +28,53 @@ def parse_routing_id(routing_id: bytes) -> Tuple[Optional[str], int]:
         text = routing_id.decode("ascii")
     except UnicodeDecodeError:
         return None, 0
+    return _parse(text)
+
+
+def _parse(text: str) -> Tuple[Optional[str], int]:
     # Job ids have no "/", so anything after the rank (the pid) is accepted and ignored here.
-    parts = text.split("/")
-    if len(parts) < 2 or not parts[1].isdigit():  # ASCII digits only (decoded as ASCII)
+    parts = text.split("/", 2)
+    if len(parts) < 2 or not parts[1].isdigit():  # ASCII digits only (text is ASCII)
         return None, 0
     return parts[0], int(parts[1])
+
+
+def _verdict(job: Optional[str] = None, rank: int = 0, reject: Optional[str] = None,
+             message: Optional[codec.Message] = None, lost: int = 0,
+             last_seq: Optional[int] = None, ack: Optional[int] = None,
+             refuse: Optional[str] = None) -> Dict[str, Any]:
+    return {"job": job, "rank": rank, "reject": reject, "message": message, "lost": lost,
+            "last_seq": last_seq, "ack": ack, "refuse": refuse}
 
 
 def judge(routing_id: bytes, frames: Sequence[bytes], keys: Mapping[str, bytes],
           last_seq: Mapping[bytes, int]) -> Dict[str, Any]:
     """Judge one message (the frames after the routing id). `keys`: job id -> key of the
     jobs served; `last_seq`: routing id -> last accepted seq. Changes neither."""
-    out: Dict[str, Any] = {"job": None, "rank": 0, "reject": None, "message": None, "lost": 0,
-                           "last_seq": None, "ack": None, "refuse": None}
-    job_id, rank = parse_routing_id(routing_id)
-    if job_id is None or job_id not in keys:
-        return out
-    out.update(job=job_id, rank=rank)
     try:
-        msg = codec.decode(frames, keys[job_id], expect="worker")
+        sender = routing_id.decode("ascii")
+    except UnicodeDecodeError:
+        return _verdict()
+    job_id, rank = _parse(sender)
+    key = keys.get(job_id) if job_id is not None else None
+    if key is None:
+        return _verdict()
+    try:
+        msg = codec.decode(frames, key, expect="worker")
     except codec.ProtocolError as exc:
-        out["reject"] = exc.reason
-        if exc.reason == "unsupported_version":
-            out["refuse"] = exc.detail or "unsupported protocol version"
-        return out
+        refuse = (exc.detail or "unsupported protocol version") \
+            if exc.reason == "unsupported_version" else None
+        return _verdict(job_id, rank, exc.reason, refuse=refuse)
     if msg.job != job_id:
-        out["reject"] = "bad_route"
-        return out
+        return _verdict(job_id, rank, "bad_route")
     # A 1.1 worker signs its routing id: the same frames through another routing id (a
     # replay that would start a fresh seq there) are refused. A 1.0 peer signs none.
-    if msg.sender is not None and msg.sender != routing_id.decode("ascii"):
-        out["reject"] = "bad_sender"
-        return out
+    if msg.sender is not None and msg.sender != sender:
+        return _verdict(job_id, rank, "bad_sender")
     previous = last_seq.get(routing_id, 0)
     verdict, last = codec.check_seq(previous, msg.seq)
-    final = msg.kind in codec.FINAL_KINDS
+    ack = msg.seq if msg.kind in codec.FINAL_KINDS else None
     if verdict == "replay":
-        out.update(reject="replay", ack=msg.seq if final else None)
-        return out
-    out.update(message=msg, last_seq=last, ack=msg.seq if final else None,
-               lost=msg.seq - previous - 1 if verdict == "gap" else 0)
-    return out
+        return _verdict(job_id, rank, "replay", ack=ack)
+    return _verdict(job_id, rank, message=msg, last_seq=last, ack=ack,
+                    lost=msg.seq - previous - 1 if verdict == "gap" else 0)

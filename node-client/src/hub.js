@@ -60,6 +60,7 @@ class Hub {
     this.closeWhenIdle = Boolean(options.closeWhenIdle);
     this.endpoint = null;
     this.jobs = new Map(); // job id -> job
+    this.keys = new Map(); // job id -> key, what intake.judge verifies with
     this.lastSeq = new Map(); // routing id -> last accepted seq
     this.unrouted = 0; // messages for no job this hub serves (each report shows its share)
     this.rejectedBytes = 0; // bytes of rejected input since the last collection
@@ -91,10 +92,12 @@ class Hub {
 
   register(job) {
     this.jobs.set(job.id, job);
+    this.keys.set(job.id, job.key);
   }
 
   unregister(job) {
     this.jobs.delete(job.id);
+    this.keys.delete(job.id);
     for (const peer of this.lastSeq.keys()) {
       if (peer.split('/')[0] === job.id) this.lastSeq.delete(peer);
     }
@@ -154,7 +157,7 @@ class Hub {
 
   /** The part of dispatch() that belongs to one job: intake.judge decides, this counts. */
   dispatchTo(job, peer, frames) {
-    const verdict = intake.judge(peer, frames, new Map([[job.id, job.key]]), this.lastSeq);
+    const verdict = intake.judge(peer, frames, this.keys, this.lastSeq);
     if (verdict.ack !== null) this.send(job, peer, 'ack', { to: verdict.ack });
     if (verdict.reject !== null) {
       job.rejected(verdict.reject);
