@@ -516,6 +516,7 @@ class Job:
         kind, body = msg.kind, msg.body
         if routing_id in self._foreign:
             self.channel.rejected["foreign"] += 1
+            self.channel.peers.pop(routing_id, None)
             return
         key = routing_id.decode("ascii", "replace")
         if kind == "hello" and not self._hello_in_tree(body):
@@ -523,6 +524,7 @@ class Job:
             # leads nor is listed, and what it sends later is rejected and counted.
             self._foreign.add(routing_id)
             self.foreign_hellos += 1
+            self.channel.peers.pop(routing_id, None)  # commands go to the job's own only
             return
         ranks.observe(self.ranks, key, kind, body, msg.ts)
         if kind == "hello":

@@ -697,7 +697,6 @@ class Job extends EventEmitter {
 
   /** One authentic, in-order message from a worker process (`peer`: its routing id). */
   receive(msg, peer) {
-    this._peers.add(peer);
     const { body } = msg;
     if (this._foreign.has(peer)) {
       this.rejected('foreign');
@@ -713,6 +712,7 @@ class Job extends EventEmitter {
       this._facts.foreignHellos += 1;
       return;
     }
+    this._peers.add(peer); // commands (cancel, dumps) go to the job's own processes only
     ranks.observe(this._facts.ranks, peer, msg.kind, body, msg.ts); // every process's own state
     if (msg.kind === 'hello') {
       this._present.set(peer, body);
