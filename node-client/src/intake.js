@@ -13,6 +13,7 @@ const codec = require('./codec.js');
 
 /** [job id, rank] of "<job id>/<rank>[/<pid>]" (PROTOCOL.md section 1), or [null, 0]. */
 function parseRoutingId(peer) {
+  // eslint-disable-next-line no-control-regex -- NUL..DEL is exactly the ASCII range tested here
   if (!/^[\x00-\x7f]*$/.test(peer)) return [null, 0];
   const parts = peer.split('/');
   if (parts.length < 2 || !/^\d+$/.test(parts[1])) return [null, 0];

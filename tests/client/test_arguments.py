@@ -13,11 +13,11 @@ import threading
 import psutil
 import pytest
 
+from tests.client.conftest import ROOT, WAIT_S, assert_tree_gone, validate_report
+from tests.codec.vectors import untag
 from trainbridge import bridge
 from trainbridge.bridge import aio, machine
 from trainbridge.bridge.hub import Hub
-from tests.client.conftest import ROOT, WAIT_S, assert_tree_gone, validate_report
-from tests.codec.vectors import untag
 
 CONFIG = json.load(open(os.path.join(ROOT, "vectors", "config.json"), encoding="ascii"))
 
@@ -124,7 +124,8 @@ def test_a_bug_while_handling_one_job_fails_it_alone(script):
     assert report_a["outcome"] == "failed"
     assert report_a["diagnosis"]["kind"] == "internal", report_a["diagnosis"]
     assert "injected bug" in report_a["diagnosis"]["summary"]
-    assert "RuntimeError" in report_a["error"]["traceback"] or report_a["error"]["type"] == "RuntimeError"
+    error = report_a["error"]
+    assert "RuntimeError" in error["traceback"] or error["type"] == "RuntimeError"
     assert_tree_gone(a)
 
     open(gate + ".b", "w").close()

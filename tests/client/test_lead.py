@@ -7,8 +7,8 @@ import subprocess
 import sys
 import threading
 
-from trainbridge import bridge
 from tests.client.conftest import ROOT, WAIT_S, assert_tree_gone, validate_report
+from trainbridge import bridge
 
 
 def test_a_rank_0_hello_from_outside_the_tree_is_ignored_and_counted(script, tmp_path):

@@ -18,7 +18,8 @@ PY_CLIENT = ("from trainbridge.bridge.hub import Hub\n"
              "import sys; sys.stdin.read()\n")
 NODE_CLIENT = ("const { Hub } = require('./src/hub.js');\n"
                "const hub = new Hub(); hub.start().then(() => console.log(hub.runtimeDir));\n"
-               "process.stdin.on('end', () => { hub.close(); process.exit(0); }); process.stdin.resume();\n")
+               "process.stdin.on('end', () => { hub.close(); process.exit(0); });\n"
+               "process.stdin.resume();\n")
 
 
 def start_client(kind, base):

@@ -2,7 +2,6 @@
 hello's claim. vectors/lead.json pins the rule for both clients; these run real jobs."""
 
 import os
-import sys
 
 from tests.zerocode.test_zero_code import PY, names, run, user_env
 
@@ -55,13 +54,15 @@ def test_when_the_lead_rank_dies_the_lead_passes_back_to_the_launcher(tmp_path):
             elif len(leads) >= 2:
                 open(gate, "w").close()
                 handed_back.set()
-    job = bridge.launch([PY, launcher], env=user_env(TB_GATE=gate, TB_GATE_RANK=rank_gate), heartbeat_timeout=5,
+    job = bridge.launch([PY, launcher], env=user_env(TB_GATE=gate, TB_GATE_RANK=rank_gate),
+                        heartbeat_timeout=5,
                         startup_timeout=60, on_event=on_event)
     report = job.wait(90)
     assert report is not None
     assert handed_back.is_set(), (leads, report["outcome"], report["hang"])
     assert report["outcome"] == "succeeded", (report["summary"], report["hang"])
     assert report["worker"]["leads"][0] == job.pid and report["worker"]["leads"][-1] == job.pid
-    assert len(report["worker"]["leads"]) == 3, report["worker"]["leads"]  # launcher, rank 0, launcher
+    in_turn = report["worker"]["leads"]
+    assert len(in_turn) == 3, in_turn  # launcher, rank 0, launcher
     assert report["progress"]["step"] == 3
     assert "rank 0 ended with -9" in report["log_tail"]
