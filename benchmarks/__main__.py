@@ -14,8 +14,19 @@ import traceback
 
 from benchmarks.harness import ROOT, machine, table, write_results
 
-BENCHES = ["hotpath", "startup", "throughput", "unpaced", "roundtrip", "time_to_know", "scale",
-           "loop", "scheduler", "transparent", "ddp"]
+BENCHES = [
+    "hotpath",
+    "startup",
+    "throughput",
+    "unpaced",
+    "roundtrip",
+    "time_to_know",
+    "scale",
+    "loop",
+    "scheduler",
+    "transparent",
+    "ddp",
+]
 DOC = os.path.join(ROOT, "docs", "PERFORMANCE.md")
 BEGIN, END = "<!-- RESULTS BEGIN -->", "<!-- RESULTS END -->"
 
@@ -24,7 +35,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     parser.add_argument("--only", nargs="*", choices=BENCHES, help="run only these benchmarks")
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run, noisier)")
-    parser.add_argument("--write-doc", action="store_true", help="put the table into docs/PERFORMANCE.md")
+    parser.add_argument(
+        "--write-doc", action="store_true", help="put the table into docs/PERFORMANCE.md"
+    )
     args = parser.parse_args(argv)
     rows, failed = [], []
     started = time.perf_counter()
@@ -48,8 +61,10 @@ def main(argv=None) -> int:
     write_results(rows, os.path.join(ROOT, "benchmarks", "results", "latest.json"))
     if args.write_doc:
         m = machine()
-        block = (f"{BEGIN}\nRun {m['date']} on {m['cpu']} ({m['cores']} cores), Python {m['python']}, "
-                 f"Node {m['node']}; {total:.0f} s in all.\n\n{text}\n{END}")
+        block = (
+            f"{BEGIN}\nRun {m['date']} on {m['cpu']} ({m['cores']} cores), Python {m['python']}, "
+            f"Node {m['node']}; {total:.0f} s in all.\n\n{text}\n{END}"
+        )
         with open(DOC, encoding="utf-8") as f:
             doc = f.read()
         a, b = doc.index(BEGIN), doc.index(END) + len(END)

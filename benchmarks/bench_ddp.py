@@ -19,8 +19,15 @@ CPU_S: list = []
 
 
 def _cmd():
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc_per_node={RANKS}", SCRIPT, str(STEPS)]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={RANKS}",
+        SCRIPT,
+        str(STEPS),
+    ]
 
 
 def _env(tmp: str):
@@ -30,14 +37,15 @@ def _env(tmp: str):
 def _loop_s(lines) -> float:
     for line in lines:
         if line.startswith("LOOP_S="):
-            return float(line[len("LOOP_S="):])
+            return float(line[len("LOOP_S=") :])
     raise RuntimeError(f"no LOOP_S line in {lines[-5:]}")
 
 
 def plain() -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run(_cmd(), env=_env(tmp), cwd=ROOT, capture_output=True, text=True,
-                             timeout=300, check=True)
+        out = subprocess.run(
+            _cmd(), env=_env(tmp), cwd=ROOT, capture_output=True, text=True, timeout=300, check=True
+        )
     return _loop_s(out.stdout.splitlines())
 
 
@@ -46,13 +54,23 @@ def supervised() -> float:
 
     with tempfile.TemporaryDirectory() as tmp:
         before = resource.getrusage(resource.RUSAGE_SELF)
-        job = bridge.launch(_cmd(), env=_env(tmp), cwd=ROOT, startup_timeout=120,
-                            heartbeat_timeout=60, stall_timeout=None)
+        job = bridge.launch(
+            _cmd(),
+            env=_env(tmp),
+            cwd=ROOT,
+            startup_timeout=120,
+            heartbeat_timeout=60,
+            stall_timeout=None,
+        )
         report = job.wait(300)
         after = resource.getrusage(resource.RUSAGE_SELF)
     assert report["outcome"] == "succeeded", report["summary"]
-    CPU_S.append(((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
-                  report["duration_s"]))
+    CPU_S.append(
+        (
+            (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+            report["duration_s"],
+        )
+    )
     return _loop_s(report["log_tail"])
 
 
@@ -63,12 +81,26 @@ def run(rounds: int = 5) -> list:
     cpu = median([c for c, _ in CPU_S])
     wall = median([d for _, d in CPU_S])
     return [
-        Row("torchrun DDP", f"{STEPS} DDP steps x {RANKS} ranks, supervised (ms)", ours,
-            "unsupervised (ms)", base, ratio, "< 1% overhead", ratio < 1.01,
-            note=f"overhead {100 * (ratio - 1):+.2f}%"),
-        Row("torchrun DDP", "client CPU per rank over a supervised run (ms)",
-            cpu * 1000 / (RANKS + 1), "job wall time (ms)", wall * 1000,
-            cpu / (RANKS + 1) / wall if wall else 0.0, "< 2% of a core per process",
+        Row(
+            "torchrun DDP",
+            f"{STEPS} DDP steps x {RANKS} ranks, supervised (ms)",
+            ours,
+            "unsupervised (ms)",
+            base,
+            ratio,
+            "< 1% overhead",
+            ratio < 1.01,
+            note=f"overhead {100 * (ratio - 1):+.2f}%",
+        ),
+        Row(
+            "torchrun DDP",
+            "client CPU per rank over a supervised run (ms)",
+            cpu * 1000 / (RANKS + 1),
+            "job wall time (ms)",
+            wall * 1000,
+            cpu / (RANKS + 1) / wall if wall else 0.0,
+            "< 2% of a core per process",
             cpu / (RANKS + 1) / wall < 0.02 if wall else False,
-            note=f"{RANKS} ranks + the launcher; the client's whole CPU time / 3"),
+            note=f"{RANKS} ranks + the launcher; the client's whole CPU time / 3",
+        ),
     ]

@@ -71,13 +71,25 @@ def run(rounds: int = 9) -> list:
             tqdm_cost = m["tqdm"] - bare
             for name in ("progress(step)", "progress(step, total, loss=)"):
                 cost = m[name] - bare
-                rows.append(Row("hot path", f"{name}, worker {mode} (ns/call over bare loop)", cost,
-                                "tqdm iteration", tqdm_cost, cost / tqdm_cost, "<= 0.5x tqdm",
-                                cost <= 0.5 * tqdm_cost,
-                                note=f"bare loop {bare:.1f} ns/iter; "
-                                     "an empty call with this signature costs "
-                                     f"{m['empty call, same signature'] - bare:.1f} ns",
-                                extra={"bare_ns": bare, "empty_call_ns": m["empty call, same signature"] - bare}))
+                rows.append(
+                    Row(
+                        "hot path",
+                        f"{name}, worker {mode} (ns/call over bare loop)",
+                        cost,
+                        "tqdm iteration",
+                        tqdm_cost,
+                        cost / tqdm_cost,
+                        "<= 0.5x tqdm",
+                        cost <= 0.5 * tqdm_cost,
+                        note=f"bare loop {bare:.1f} ns/iter; "
+                        "an empty call with this signature costs "
+                        f"{m['empty call, same signature'] - bare:.1f} ns",
+                        extra={
+                            "bare_ns": bare,
+                            "empty_call_ns": m["empty call, same signature"] - bare,
+                        },
+                    )
+                )
     finally:
         receiver.close()
     return rows

@@ -16,39 +16,62 @@ STEPS = 1500
 def _loop_s(lines) -> float:
     for line in lines:
         if line.startswith("LOOP_S="):
-            return float(line[len("LOOP_S="):])
+            return float(line[len("LOOP_S=") :])
     raise RuntimeError(f"no LOOP_S line in {lines[-5:]}")
 
 
 def plain(*flags) -> float:
-    out = subprocess.run([sys.executable, SCRIPT, str(STEPS), *flags], env=child_env(), cwd=ROOT,
-                         capture_output=True, text=True, timeout=300, check=True)
+    out = subprocess.run(
+        [sys.executable, SCRIPT, str(STEPS), *flags],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     return _loop_s(out.stdout.splitlines())
 
 
 def supervised(zero_code: bool, *flags) -> float:
     from trainbridge import bridge
 
-    job = bridge.launch([sys.executable, SCRIPT, str(STEPS), *flags], env=child_env(), cwd=ROOT,
-                        zero_code=zero_code)
+    job = bridge.launch(
+        [sys.executable, SCRIPT, str(STEPS), *flags], env=child_env(), cwd=ROOT, zero_code=zero_code
+    )
     report = job.wait(300)
     assert report["outcome"] == "succeeded", report["outcome"]
     return _loop_s(report["log_tail"])
 
 
 def run(rounds: int = 5) -> list:
-    s = interleave({
-        "unsupervised, api": lambda: plain("--api"),
-        "supervised, api": lambda: supervised(False, "--api"),
-        "unsupervised, unmodified": lambda: plain(),
-        "supervised, zero-code": lambda: supervised(True),
-    }, rounds)
+    s = interleave(
+        {
+            "unsupervised, api": lambda: plain("--api"),
+            "supervised, api": lambda: supervised(False, "--api"),
+            "unsupervised, unmodified": lambda: plain(),
+            "supervised, zero-code": lambda: supervised(True),
+        },
+        rounds,
+    )
     m = {k: median(v) * 1000 for k, v in s.items()}
     rows = []
-    for ours, base, label in (("supervised, api", "unsupervised, api", "explicit API"),
-                              ("supervised, zero-code", "unsupervised, unmodified", "zero-code")):
+    for ours, base, label in (
+        ("supervised, api", "unsupervised, api", "explicit API"),
+        ("supervised, zero-code", "unsupervised, unmodified", "zero-code"),
+    ):
         ratio = m[ours] / m[base]
-        rows.append(Row("real loop", f"{STEPS} demo-model steps, {label}, supervised (ms)", m[ours],
-                        f"{base} (ms)", m[base], ratio, "<= 1.005x", ratio <= 1.005,
-                        note=f"overhead {100 * (ratio - 1):+.2f}%"))
+        rows.append(
+            Row(
+                "real loop",
+                f"{STEPS} demo-model steps, {label}, supervised (ms)",
+                m[ours],
+                f"{base} (ms)",
+                m[base],
+                ratio,
+                "<= 1.005x",
+                ratio <= 1.005,
+                note=f"overhead {100 * (ratio - 1):+.2f}%",
+            )
+        )
     return rows

@@ -15,13 +15,15 @@ import zmq
 from benchmarks.harness import ROOT, Row, child_env, median, percentile
 
 PINGS = 500
-ECHO = ("import sys, zmq\n"
-        "s = zmq.Context().socket(zmq.DEALER); s.connect(sys.argv[1])\n"
-        "s.send(b'ready')\n"
-        "while True:\n"
-        "    m = s.recv()\n"
-        "    if m == b'stop': break\n"
-        "    s.send(m)\n")
+ECHO = (
+    "import sys, zmq\n"
+    "s = zmq.Context().socket(zmq.DEALER); s.connect(sys.argv[1])\n"
+    "s.send(b'ready')\n"
+    "while True:\n"
+    "    m = s.recv()\n"
+    "    if m == b'stop': break\n"
+    "    s.send(m)\n"
+)
 IDLE = "import time; from trainbridge import worker\ntime.sleep(120)\n"
 
 
@@ -29,7 +31,9 @@ def raw() -> list:
     ctx = zmq.Context.instance()
     router = ctx.socket(zmq.ROUTER)
     port = router.bind_to_random_port("tcp://127.0.0.1")
-    proc = subprocess.Popen([sys.executable, "-c", ECHO, f"tcp://127.0.0.1:{port}"], env=child_env(), cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ECHO, f"tcp://127.0.0.1:{port}"], env=child_env(), cwd=ROOT
+    )
     peer, _ = router.recv_multipart()
     out = []
     for _ in range(PINGS):
@@ -64,8 +68,20 @@ def python_client() -> list:
 
 
 def node_client() -> list:
-    out = subprocess.run(["node", os.path.join(ROOT, "benchmarks", "node_roundtrip.js"), sys.executable, IDLE,
-                          str(PINGS)], capture_output=True, text=True, timeout=120, cwd=ROOT, env=child_env())
+    out = subprocess.run(
+        [
+            "node",
+            os.path.join(ROOT, "benchmarks", "node_roundtrip.js"),
+            sys.executable,
+            IDLE,
+            str(PINGS),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=child_env(),
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     return json.loads(out.stdout.strip().splitlines()[-1])["rtts_s"]
@@ -85,6 +101,17 @@ def run(rounds: int = 3) -> list:
         for p in (50, 99):
             ours, base = percentile(us[who], p), percentile(us["raw"], p)
             limit = 1.5 if p == 50 else 3.0  # issue 19's targets
-            rows.append(Row("ping round trip", f"{who} client p{p} (us)", ours, f"raw zmq ping-pong p{p}", base,
-                            ours / base, f"<= {limit:g}x raw", ours / base <= limit, note=f"median {median(us[who]):.0f} us over {len(us[who])} pings"))
+            rows.append(
+                Row(
+                    "ping round trip",
+                    f"{who} client p{p} (us)",
+                    ours,
+                    f"raw zmq ping-pong p{p}",
+                    base,
+                    ours / base,
+                    f"<= {limit:g}x raw",
+                    ours / base <= limit,
+                    note=f"median {median(us[who]):.0f} us over {len(us[who])} pings",
+                )
+            )
     return rows

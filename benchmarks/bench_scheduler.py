@@ -23,8 +23,11 @@ import time
 
 from benchmarks.harness import Row, median, percentile
 
-CHILD = [sys.executable, "-c",
-         "from trainbridge import worker\nimport time\nworker.progress(1, 1)\ntime.sleep(0.2)"]
+CHILD = [
+    sys.executable,
+    "-c",
+    "from trainbridge import worker\nimport time\nworker.progress(1, 1)\ntime.sleep(0.2)",
+]
 
 
 def _until_running(events_path: str, timeout: float = 30) -> None:
@@ -51,6 +54,7 @@ def _submit_to_running(sched) -> float:
 
 def _launch_to_running() -> float:
     from trainbridge import bridge
+
     t = time.perf_counter()
     job = bridge.launch(CHILD)
     while job.state == "starting":
@@ -62,6 +66,7 @@ def _launch_to_running() -> float:
 
 def _writers(store_path: str, job_ids, seconds: float, out) -> None:
     from trainbridge.bridge.keeper import RowWriter
+
     writers = [RowWriter(store_path, job_id) for job_id in job_ids]
     for w in writers:
         w.start()
@@ -104,9 +109,17 @@ def run(rounds: int = 5) -> list:
             ours.append(_submit_to_running(sched))
             base.append(_launch_to_running())
         sched.close()
-        rows.append(Row("scheduler", "submit -> running (ms)", median(ours),
-                        "bridge.launch -> running", median(base), median(ours) / median(base),
-                        note=f"p max {max(ours):.0f} ms"))
+        rows.append(
+            Row(
+                "scheduler",
+                "submit -> running (ms)",
+                median(ours),
+                "bridge.launch -> running",
+                median(base),
+                median(ours) / median(base),
+                note=f"p max {max(ours):.0f} ms",
+            )
+        )
 
         # --- 200 queued -------------------------------------------------------------------
         path = os.path.join(tmp, "queue.db")
@@ -130,9 +143,17 @@ def run(rounds: int = 5) -> list:
             sched.tick()
             ticks.append((time.perf_counter() - t) * 1000)
         sched.close()
-        rows.append(Row("scheduler", "tick with 200 queued (ms)", median(ticks),
-                        "tick, empty queue", median(empty), median(ticks) / median(empty),
-                        note=f"submit {per_submit:.1f} ms each; jobs() {median(listing):.1f} ms"))
+        rows.append(
+            Row(
+                "scheduler",
+                "tick with 200 queued (ms)",
+                median(ticks),
+                "tick, empty queue",
+                median(empty),
+                median(ticks) / median(empty),
+                note=f"submit {per_submit:.1f} ms each; jobs() {median(listing):.1f} ms",
+            )
+        )
 
         # --- 50 live jobs at 10 Hz -----------------------------------------------------------
         path = os.path.join(tmp, "writes.db")
@@ -142,8 +163,10 @@ def run(rounds: int = 5) -> list:
         ctx = multiprocessing.get_context("spawn")
         out = ctx.Queue()
         seconds = 4.0
-        procs = [ctx.Process(target=_writers, args=(path, ids[i * 10:(i + 1) * 10], seconds, out))
-                 for i in range(5)]
+        procs = [
+            ctx.Process(target=_writers, args=(path, ids[i * 10 : (i + 1) * 10], seconds, out))
+            for i in range(5)
+        ]
         for p in procs:
             p.start()
         time.sleep(0.5)  # let the writers start before probing
@@ -152,18 +175,30 @@ def run(rounds: int = 5) -> list:
         for p in procs:
             p.join()
         store.close()
-        rows.append(Row("scheduler", "store update p99 with 50 jobs at 10 Hz (ms)",
-                        percentile(busy, 99), "idle store p99", percentile(idle, 99),
-                        percentile(busy, 99) / max(percentile(idle, 99), 1e-6),
-                        note=f"{writes / seconds:.0f} row writes/s (coalesced from 500 "
-                             f"updates/s); max {max(busy):.1f} ms"))
+        rows.append(
+            Row(
+                "scheduler",
+                "store update p99 with 50 jobs at 10 Hz (ms)",
+                percentile(busy, 99),
+                "idle store p99",
+                percentile(idle, 99),
+                percentile(busy, 99) / max(percentile(idle, 99), 1e-6),
+                note=f"{writes / seconds:.0f} row writes/s (coalesced from 500 "
+                f"updates/s); max {max(busy):.1f} ms",
+            )
+        )
 
         # --- reattach -------------------------------------------------------------------
         path = os.path.join(tmp, "reattach.db")
         sched = bridge.Scheduler(store=path, slots={"jobs": 1, "gpus": []}, tick=None)
-        job_id = sched.submit([sys.executable, "-c",
-                               "from trainbridge import worker\nimport time\n"
-                               "for i in range(600):\n worker.progress(i, 600)\n time.sleep(0.1)"])
+        job_id = sched.submit(
+            [
+                sys.executable,
+                "-c",
+                "from trainbridge import worker\nimport time\n"
+                "for i in range(600):\n worker.progress(i, 600)\n time.sleep(0.1)",
+            ]
+        )
         _until_running(sched.get(job_id)["events_path"])
         sched.close()
         times = []
@@ -179,9 +214,19 @@ def run(rounds: int = 5) -> list:
         scheduler.cancel(s, job_id)
         s.close()
         bridge.Scheduler(store=path, tick=None).attach(job_id).wait(30)
-        rows.append(Row("scheduler", "reattach: new Scheduler -> first event (ms)", median(times),
-                        "target", 1000.0, median(times) / 1000.0, target="< 1 s",
-                        met=max(times) < 1000, note=f"max {max(times):.0f} ms"))
+        rows.append(
+            Row(
+                "scheduler",
+                "reattach: new Scheduler -> first event (ms)",
+                median(times),
+                "target",
+                1000.0,
+                median(times) / 1000.0,
+                target="< 1 s",
+                met=max(times) < 1000,
+                note=f"max {max(times):.0f} ms",
+            )
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return rows

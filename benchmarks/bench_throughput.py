@@ -60,8 +60,11 @@ def raw_pyzmq() -> float:
     pull.setsockopt(zmq.RCVHWM, 0)
     port = pull.bind_to_random_port("tcp://127.0.0.1")
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", RAW_CHILD, f"tcp://127.0.0.1:{port}", str(N), MESSAGE],
-                            env=child_env(), cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RAW_CHILD, f"tcp://127.0.0.1:{port}", str(N), MESSAGE],
+        env=child_env(),
+        cwd=ROOT,
+    )
     for _ in range(N):
         msgpack.unpackb(pull.recv())
     elapsed = time.perf_counter() - t
@@ -72,8 +75,12 @@ def raw_pyzmq() -> float:
 
 def newline_json() -> float:
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", JSON_CHILD, str(N), MESSAGE], env=child_env(), cwd=ROOT,
-                            stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", JSON_CHILD, str(N), MESSAGE],
+        env=child_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+    )
     count = 0
     for line in proc.stdout:
         json.loads(line)
@@ -98,8 +105,12 @@ def python_client() -> float:
                 done.append(time.perf_counter())
 
     t = time.perf_counter()
-    job = bridge.launch([sys.executable, "-c", WORKER_CHILD, str(N), MESSAGE], env=child_env(),
-                        on_event=on_event, cwd=ROOT)
+    job = bridge.launch(
+        [sys.executable, "-c", WORKER_CHILD, str(N), MESSAGE],
+        env=child_env(),
+        on_event=on_event,
+        cwd=ROOT,
+    )
     report = job.wait(timeout=300)
     assert received == N and report["outcome"] == "succeeded", (received, report["outcome"])
     return N / (done[0] - t)
@@ -107,24 +118,52 @@ def python_client() -> float:
 
 def node_client() -> float:
     script = os.path.join(ROOT, "benchmarks", "node_throughput.js")
-    out = subprocess.run(["node", script, sys.executable, str(N), MESSAGE, WORKER_CHILD], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300, env=child_env())
+    out = subprocess.run(
+        ["node", script, sys.executable, str(N), MESSAGE, WORKER_CHILD],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=child_env(),
+    )
     if out.returncode != 0:
         raise RuntimeError(f"node throughput failed: {out.stderr[-2000:]}")
     return float(json.loads(out.stdout.strip().splitlines()[-1])["per_s"])
 
 
 def run(rounds: int = 5) -> list:
-    variants = {"raw pyzmq": raw_pyzmq, "newline JSON": newline_json, "python client": python_client}
+    variants = {
+        "raw pyzmq": raw_pyzmq,
+        "newline JSON": newline_json,
+        "python client": python_client,
+    }
     if os.path.exists(os.path.join(ROOT, "benchmarks", "node_throughput.js")):
         variants["node client"] = node_client
     s = {k: median(v) for k, v in interleave(variants, rounds).items()}
     rows = []
     for ours in [k for k in ("python client", "node client") if k in s]:
-        rows.append(Row("throughput", f"worker -> {ours} (msg/s)", s[ours], "raw pyzmq PUSH/PULL",
-                        s["raw pyzmq"], s[ours] / s["raw pyzmq"], ">= 0.5x raw pyzmq",
-                        s[ours] >= 0.5 * s["raw pyzmq"]))
-        rows.append(Row("throughput", f"worker -> {ours} (msg/s)", s[ours], "newline JSON over stdout",
-                        s["newline JSON"], s[ours] / s["newline JSON"], ">= 2x newline JSON",
-                        s[ours] >= 2 * s["newline JSON"]))
+        rows.append(
+            Row(
+                "throughput",
+                f"worker -> {ours} (msg/s)",
+                s[ours],
+                "raw pyzmq PUSH/PULL",
+                s["raw pyzmq"],
+                s[ours] / s["raw pyzmq"],
+                ">= 0.5x raw pyzmq",
+                s[ours] >= 0.5 * s["raw pyzmq"],
+            )
+        )
+        rows.append(
+            Row(
+                "throughput",
+                f"worker -> {ours} (msg/s)",
+                s[ours],
+                "newline JSON over stdout",
+                s["newline JSON"],
+                s[ours] / s["newline JSON"],
+                ">= 2x newline JSON",
+                s[ours] >= 2 * s["newline JSON"],
+            )
+        )
     return rows

@@ -20,19 +20,25 @@ import time
 
 from benchmarks.harness import ROOT, Row, child_env, interleave, median, percentile
 
-DIE = ("import os, signal, sys, time; from trainbridge import worker\n"
-       "time.sleep(0.2)\n"
-       "sys.stdout.write('T=%r\\n' % time.monotonic()); sys.stdout.flush()\n"
-       "os.kill(os.getpid(), signal.SIGKILL)\n")
-STALL = ("import sys, time; from trainbridge import worker\n"
-         "time.sleep(0.2)\n"
-         "sys.stdout.write('T=%r\\n' % time.monotonic()); sys.stdout.flush()\n"
-         "worker.progress(1, 10)\n"
-         "time.sleep(60)\n")
-FREEZE = ("import ctypes, sys, time; from trainbridge import worker\n"
-          "time.sleep(0.3)\n"
-          "sys.stdout.write('T=%r\\n' % time.monotonic()); sys.stdout.flush()\n"
-          "ctypes.PyDLL(None).sleep(60)\n")
+DIE = (
+    "import os, signal, sys, time; from trainbridge import worker\n"
+    "time.sleep(0.2)\n"
+    "sys.stdout.write('T=%r\\n' % time.monotonic()); sys.stdout.flush()\n"
+    "os.kill(os.getpid(), signal.SIGKILL)\n"
+)
+STALL = (
+    "import sys, time; from trainbridge import worker\n"
+    "time.sleep(0.2)\n"
+    "sys.stdout.write('T=%r\\n' % time.monotonic()); sys.stdout.flush()\n"
+    "worker.progress(1, 10)\n"
+    "time.sleep(60)\n"
+)
+FREEZE = (
+    "import ctypes, sys, time; from trainbridge import worker\n"
+    "time.sleep(0.3)\n"
+    "sys.stdout.write('T=%r\\n' % time.monotonic()); sys.stdout.flush()\n"
+    "ctypes.PyDLL(None).sleep(60)\n"
+)
 STALL_S, HEARTBEAT_S = 1.0, 1.0
 
 
@@ -44,9 +50,20 @@ def _stamp(lines) -> float:
 
 
 def pidfd_floor() -> float:
-    proc = subprocess.Popen([sys.executable, "-c", DIE.replace("import os, signal, sys, time; from trainbridge import worker",
-                                                               "import os, signal, sys, time")],
-                            stdout=subprocess.PIPE, text=True, env=child_env(), cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            DIE.replace(
+                "import os, signal, sys, time; from trainbridge import worker",
+                "import os, signal, sys, time",
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+        cwd=ROOT,
+    )
     fd = os.pidfd_open(proc.pid)
     stamp = _stamp([proc.stdout.readline()])
     select.select([fd], [], [], 30)
@@ -60,18 +77,37 @@ def python_client(code: str, **timeouts) -> float:
     from trainbridge import bridge
 
     known = []
-    job = bridge.launch([sys.executable, "-c", code], env=child_env(), cwd=ROOT, kill_grace=0.5,
-                        on_event=lambda e: known.append(time.monotonic())
-                        if e.get("event") in ("end", "hang") and len(known) == 0 else None,
-                        **timeouts)
+    job = bridge.launch(
+        [sys.executable, "-c", code],
+        env=child_env(),
+        cwd=ROOT,
+        kill_grace=0.5,
+        on_event=lambda e: (
+            known.append(time.monotonic())
+            if e.get("event") in ("end", "hang") and len(known) == 0
+            else None
+        ),
+        **timeouts,
+    )
     report = job.wait(120)
     return known[0] - _stamp(report["log_tail"])
 
 
 def node_client(code: str, **timeouts) -> float:
-    out = subprocess.run(["node", os.path.join(ROOT, "benchmarks", "node_time_to_know.js"), sys.executable,
-                          code, json.dumps(timeouts)], capture_output=True, text=True, timeout=120,
-                         cwd=ROOT, env=child_env())
+    out = subprocess.run(
+        [
+            "node",
+            os.path.join(ROOT, "benchmarks", "node_time_to_know.js"),
+            sys.executable,
+            code,
+            json.dumps(timeouts),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=child_env(),
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     return float(json.loads(out.stdout.strip().splitlines()[-1])["known_after_s"])
@@ -87,26 +123,52 @@ def run(rounds: int = 11) -> list:
     floor = median(death["pidfd"]) * 1000
     for who in [k for k in ("python death", "node death") if k in death]:
         ms = [x * 1000 for x in death[who]]
-        rows.append(Row("time to know", f"death -> final report, {who.split()[0]} client, p50 (ms)",
-                        median(ms), "pidfd notice p50", floor, median(ms) / floor,
-                        note=f"p99 {percentile(ms, 99):.1f} ms over {len(ms)} runs",
-                        extra={"p99_ms": percentile(ms, 99)}))
+        rows.append(
+            Row(
+                "time to know",
+                f"death -> final report, {who.split()[0]} client, p50 (ms)",
+                median(ms),
+                "pidfd notice p50",
+                floor,
+                median(ms) / floor,
+                note=f"p99 {percentile(ms, 99):.1f} ms over {len(ms)} runs",
+                extra={"p99_ms": percentile(ms, 99)},
+            )
+        )
         p99 = percentile(ms, 99)  # issue 19's target: p99 <= 10 ms in both clients
-        rows.append(Row("time to know", f"death -> final report, {who.split()[0]} client, p99 (ms)",
-                        p99, "pidfd notice p99", percentile(death["pidfd"], 99) * 1000,
-                        p99 / (percentile(death["pidfd"], 99) * 1000), "p99 <= 10 ms", p99 <= 10,
-                        note=f"over {len(ms)} runs"))
+        rows.append(
+            Row(
+                "time to know",
+                f"death -> final report, {who.split()[0]} client, p99 (ms)",
+                p99,
+                "pidfd notice p99",
+                percentile(death["pidfd"], 99) * 1000,
+                p99 / (percentile(death["pidfd"], 99) * 1000),
+                "p99 <= 10 ms",
+                p99 <= 10,
+                note=f"over {len(ms)} runs",
+            )
+        )
     slow = max(3, rounds // 3)
-    hangs = {"python stall": lambda: python_client(STALL, stall_timeout=STALL_S),
-             "python freeze": lambda: python_client(FREEZE, heartbeat_timeout=HEARTBEAT_S)}
+    hangs = {
+        "python stall": lambda: python_client(STALL, stall_timeout=STALL_S),
+        "python freeze": lambda: python_client(FREEZE, heartbeat_timeout=HEARTBEAT_S),
+    }
     if has_node:
         hangs["node stall"] = lambda: node_client(STALL, stall_timeout=STALL_S)
         hangs["node freeze"] = lambda: node_client(FREEZE, heartbeat_timeout=HEARTBEAT_S)
     for name, samples in interleave(hangs, slow).items():
         ms = [x * 1000 for x in samples]
         what = "last progress -> hung" if "stall" in name else "GIL freeze -> hung"
-        rows.append(Row("time to know", f"{what}, {name.split()[0]} client, p50 (ms)", median(ms),
-                        "deadline (ms)", (STALL_S if "stall" in name else HEARTBEAT_S) * 1000,
-                        median(ms) / ((STALL_S if "stall" in name else HEARTBEAT_S) * 1000),
-                        note=f"max {max(ms):.0f} ms over {len(ms)} runs"))
+        rows.append(
+            Row(
+                "time to know",
+                f"{what}, {name.split()[0]} client, p50 (ms)",
+                median(ms),
+                "deadline (ms)",
+                (STALL_S if "stall" in name else HEARTBEAT_S) * 1000,
+                median(ms) / ((STALL_S if "stall" in name else HEARTBEAT_S) * 1000),
+                note=f"max {max(ms):.0f} ms over {len(ms)} runs",
+            )
+        )
     return rows

@@ -23,8 +23,9 @@ ECHO_CHILD = ["/bin/echo", "x"]
 def _times(cmd, env):
     """(ms to the first stdout byte, ms to the exit)."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env,
-                            cwd=ROOT)
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, cwd=ROOT
+    )
     proc.stdout.read(1)
     first = time.perf_counter()
     proc.stdout.read()
@@ -38,8 +39,8 @@ def run(rounds: int = 15) -> list:
     cases = {"python": PY_CHILD, "echo": ECHO_CHILD}
     variants = {}
     for name, cmd in cases.items():
-        variants[f"{name} bare"] = (lambda c=cmd: _times(c, env))
-        variants[f"{name} wrapped"] = (lambda c=cmd: _times(WRAP + c, env))
+        variants[f"{name} bare"] = lambda c=cmd: _times(c, env)
+        variants[f"{name} wrapped"] = lambda c=cmd: _times(WRAP + c, env)
     samples = interleave(variants, rounds)
     rows = []
     for name in cases:
@@ -48,13 +49,23 @@ def run(rounds: int = 15) -> list:
             b = median([s[i] for s in bare])
             w = median([s[i] for s in wrapped])
             target = f"<= +{TARGET_MS:g} ms" if what == "first byte" else ""
-            rows.append(Row("transparent", f"{name} child: {what} (ms added over bare)", w - b,
-                            f"bare {name}", b, w / b if b else 0.0, target=target,
-                            met=(w - b <= TARGET_MS) if target else None,
-                            note=f"absolute {w:.1f} ms"))
+            rows.append(
+                Row(
+                    "transparent",
+                    f"{name} child: {what} (ms added over bare)",
+                    w - b,
+                    f"bare {name}",
+                    b,
+                    w / b if b else 0.0,
+                    target=target,
+                    met=(w - b <= TARGET_MS) if target else None,
+                    note=f"absolute {w:.1f} ms",
+                )
+            )
     return rows
 
 
 if __name__ == "__main__":
     from benchmarks.harness import table
+
     print(table(run(int(sys.argv[1]) if len(sys.argv) > 1 else 15)))

@@ -30,8 +30,14 @@ seen = {}  # variant -> [delivered, dropped] of its last run
 
 
 def node(mode: str) -> float:
-    out = subprocess.run(["node", NODE, mode, sys.executable, str(N), MESSAGE], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600, env=child_env())
+    out = subprocess.run(
+        ["node", NODE, mode, sys.executable, str(N), MESSAGE],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=child_env(),
+    )
     if out.returncode != 0:
         raise RuntimeError(f"node_unpaced {mode} failed: {out.stderr[-2000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -51,8 +57,12 @@ def python_client() -> float:
                 done.append(time.perf_counter())
 
     t = time.perf_counter()
-    job = bridge.launch([sys.executable, "-c", WORKER_CHILD, str(N), MESSAGE], env=child_env(),
-                        on_event=on_event, cwd=ROOT)
+    job = bridge.launch(
+        [sys.executable, "-c", WORKER_CHILD, str(N), MESSAGE],
+        env=child_env(),
+        on_event=on_event,
+        cwd=ROOT,
+    )
     report = job.wait(timeout=600)
     assert report["outcome"] == "succeeded", report["summary"]
     seen["python"] = [received[0], report["dropped"].get("log", 0)]
@@ -68,8 +78,11 @@ def raw_pyzmq() -> float:
     pull.setsockopt(zmq.RCVHWM, 0)
     port = pull.bind_to_random_port("tcp://127.0.0.1")
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", RAW_CHILD, f"tcp://127.0.0.1:{port}", str(N),
-                             MESSAGE], env=child_env(), cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RAW_CHILD, f"tcp://127.0.0.1:{port}", str(N), MESSAGE],
+        env=child_env(),
+        cwd=ROOT,
+    )
     for _ in range(N):
         msgpack.unpackb(pull.recv())
     elapsed = time.perf_counter() - t
@@ -81,19 +94,34 @@ def raw_pyzmq() -> float:
 def run(rounds: int = 5) -> list:
     if not os.path.isdir(SHELL):
         raise RuntimeError("python-shell is missing: run scripts/setup (npm ci in benchmarks/)")
-    variants = {"python-shell": lambda: node("shell"), "node client": lambda: node("client"),
-                "python client": python_client, "raw pyzmq": raw_pyzmq}
+    variants = {
+        "python-shell": lambda: node("shell"),
+        "node client": lambda: node("client"),
+        "python client": python_client,
+        "raw pyzmq": raw_pyzmq,
+    }
     s = {k: median(v) for k, v in interleave(variants, rounds).items()}
     rows = []
-    for ours, key, base in (("node client", "client", "python-shell"),
-                            ("python client", "python", "raw pyzmq")):
+    for ours, key, base in (
+        ("node client", "client", "python-shell"),
+        ("python client", "python", "raw pyzmq"),
+    ):
         delivered, dropped = seen[key]
         factor = 1.0 if base == "python-shell" else 0.5
-        base_name = ("python-shell NDJSON (mode 'json')" if base == "python-shell"
-                     else "raw pyzmq PUSH/PULL")
-        rows.append(Row("unpaced", f"{N:,} unpaced worker.log() -> {ours} (records/s)", s[ours],
-                        base_name, s[base], s[ours] / s[base],
-                        f"0 lost, >= {factor:g}x {base}",
-                        delivered == N and dropped == 0 and s[ours] >= factor * s[base],
-                        note=f"delivered {delivered:,} of {N:,}, dropped {dropped:,} (last run)"))
+        base_name = (
+            "python-shell NDJSON (mode 'json')" if base == "python-shell" else "raw pyzmq PUSH/PULL"
+        )
+        rows.append(
+            Row(
+                "unpaced",
+                f"{N:,} unpaced worker.log() -> {ours} (records/s)",
+                s[ours],
+                base_name,
+                s[base],
+                s[ours] / s[base],
+                f"0 lost, >= {factor:g}x {base}",
+                delivered == N and dropped == 0 and s[ours] >= factor * s[base],
+                note=f"delivered {delivered:,} of {N:,}, dropped {dropped:,} (last run)",
+            )
+        )
     return rows

@@ -10,7 +10,8 @@ STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 200
 dist.init_process_group("gloo")
 torch.manual_seed(0)
 model = torch.nn.parallel.DistributedDataParallel(
-    torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1)))
+    torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(32, 64), torch.randn(32, 1)
 dist.barrier()

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = sys.executable
@@ -22,55 +22,66 @@ PYTHON = sys.executable
 
 @dataclass
 class Row:
-    bench: str            # which benchmark
-    metric: str           # what is measured, with its unit
+    bench: str  # which benchmark
+    metric: str  # what is measured, with its unit
     ours: float
     baseline_name: str
     baseline: float
-    ratio: float          # ours / baseline (or baseline / ours where "higher is better")
-    target: str = ""      # e.g. "<= 0.5x tqdm"
+    ratio: float  # ours / baseline (or baseline / ours where "higher is better")
+    target: str = ""  # e.g. "<= 0.5x tqdm"
     met: Optional[bool] = None
     note: str = ""
-    extra: Dict[str, float] = field(default_factory=dict)
+    extra: dict[str, float] = field(default_factory=dict)
 
 
-def interleave(variants: Dict[str, Callable[[], float]], rounds: int) -> Dict[str, List[float]]:
+def interleave(variants: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
     """Run each variant once per round, in rotating order; return every sample."""
-    samples: Dict[str, List[float]] = {name: [] for name in variants}
+    samples: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
     for r in range(rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             samples[name].append(variants[name]())
     return samples
 
 
-def median(values: List[float]) -> float:
+def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def percentile(values: List[float], p: float) -> float:
+def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
     return ordered[k]
 
 
-def child_env(**extra: str) -> Dict[str, str]:
+def child_env(**extra: str) -> dict[str, str]:
     """The environment a real user has. This machine sets PYTHONUNBUFFERED and
     PYTHONDONTWRITEBYTECODE (no .pyc files: every import looks ~3 ms slower); users don't."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE") and not k.startswith("TRAINBRIDGE_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")
+        and not k.startswith("TRAINBRIDGE_")
+    }
     env.update(extra)
     return env
 
 
-def run_py(code: str, env: Optional[Dict[str, str]] = None, timeout: float = 120.0) -> str:
-    out = subprocess.run([PYTHON, "-c", code], env=env or child_env(), capture_output=True,
-                         timeout=timeout, check=True, text=True, cwd=ROOT)
+def run_py(code: str, env: Optional[dict[str, str]] = None, timeout: float = 120.0) -> str:
+    out = subprocess.run(
+        [PYTHON, "-c", code],
+        env=env or child_env(),
+        capture_output=True,
+        timeout=timeout,
+        check=True,
+        text=True,
+        cwd=ROOT,
+    )
     return out.stdout
 
 
-def machine() -> Dict[str, str]:
+def machine() -> dict[str, str]:
     return {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "host": platform.node(),
@@ -95,25 +106,36 @@ def _cpu_model() -> str:
 
 def _node_version() -> str:
     try:
-        return subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+        return subprocess.run(
+            ["node", "--version"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "not found"
 
 
-def write_results(rows: List[Row], path: str) -> None:
+def write_results(rows: list[Row], path: str) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="ascii") as f:
-        json.dump({"machine": machine(), "rows": [asdict(r) for r in rows]}, f, indent=1, ensure_ascii=True)
+        json.dump(
+            {"machine": machine(), "rows": [asdict(r) for r in rows]},
+            f,
+            indent=1,
+            ensure_ascii=True,
+        )
         f.write("\n")
 
 
-def table(rows: List[Row]) -> str:
-    lines = ["| bench | metric | ours | baseline | ratio | target | met |",
-             "|---|---|---|---|---|---|---|"]
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| bench | metric | ours | baseline | ratio | target | met |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         met = "" if r.met is None else ("yes" if r.met else "NO")
-        lines.append(f"| {r.bench} | {r.metric} | {_fmt(r.ours)} | {r.baseline_name}: {_fmt(r.baseline)} | "
-                     f"{r.ratio:.2f}x | {r.target} | {met} |")
+        lines.append(
+            f"| {r.bench} | {r.metric} | {_fmt(r.ours)} | {r.baseline_name}: {_fmt(r.baseline)} | "
+            f"{r.ratio:.2f}x | {r.target} | {met} |"
+        )
     return "\n".join(lines)
 
 

@@ -14,7 +14,9 @@ torch.manual_seed(0)
 torch.set_num_threads(1)
 x = torch.randn(4096, 32)
 y = x @ torch.randn(32, 1) + 0.1 * torch.randn(4096, 1)
-loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=64, shuffle=True)
+loader = torch.utils.data.DataLoader(
+    torch.utils.data.TensorDataset(x, y), batch_size=64, shuffle=True
+)
 model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
 loss_fn = torch.nn.MSELoss()

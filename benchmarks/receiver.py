@@ -7,7 +7,6 @@ import os
 import secrets
 import tempfile
 import threading
-from typing import Dict
 
 import zmq
 
@@ -20,7 +19,7 @@ class Receiver:
         os.chmod(self.dir, 0o700)
         self.endpoint = f"ipc://{self.dir}/r.sock"
         self.key = secrets.token_bytes(32)
-        self.counts: Dict[str, int] = {}
+        self.counts: dict[str, int] = {}
         self.hello = threading.Event()
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -28,9 +27,12 @@ class Receiver:
         self._thread.start()
         self._ready.wait(5)
 
-    def env(self, job: str = "bench") -> Dict[str, str]:
-        return {"TRAINBRIDGE_ENDPOINT": self.endpoint, "TRAINBRIDGE_JOB_ID": job,
-                "TRAINBRIDGE_KEY": self.key.hex()}
+    def env(self, job: str = "bench") -> dict[str, str]:
+        return {
+            "TRAINBRIDGE_ENDPOINT": self.endpoint,
+            "TRAINBRIDGE_JOB_ID": job,
+            "TRAINBRIDGE_KEY": self.key.hex(),
+        }
 
     def _run(self) -> None:
         ctx = zmq.Context.instance()
@@ -38,7 +40,7 @@ class Receiver:
         sock.setsockopt(zmq.LINGER, 0)
         sock.bind(self.endpoint)
         self._ready.set()
-        seqs: Dict[bytes, int] = {}
+        seqs: dict[bytes, int] = {}
         while not self._stop.is_set():
             if not sock.poll(50):
                 continue
@@ -57,7 +59,9 @@ class Receiver:
                 if msg.kind in codec.FINAL_KINDS:
                     seq = seqs.get(frames[0], 0) + 1
                     seqs[frames[0]] = seq
-                    sock.send_multipart([frames[0], *codec.encode("ack", seq, {"to": msg.seq}, self.key, msg.job)])
+                    sock.send_multipart(
+                        [frames[0], *codec.encode("ack", seq, {"to": msg.seq}, self.key, msg.job)]
+                    )
         sock.close()
 
     def close(self) -> None:

@@ -21,16 +21,25 @@ def _check_client_requirements() -> None:
         raise ImportError(
             f"the trainbridge client (trainbridge.bridge, the `trainbridge` command) supports "
             f"Linux only and this is {_sys.platform}; the worker (trainbridge.worker) does run "
-            f"here, so supervise the training process from a Linux machine or container")
+            f"here, so supervise the training process from a Linux machine or container"
+        )
     import importlib.util
 
-    missing = [dist for mod, dist in (("psutil", "psutil"), ("rich", "rich"),
-                                      ("zmq", "pyzmq"), ("msgpack", "msgpack"))
-               if importlib.util.find_spec(mod) is None]
+    missing = [
+        dist
+        for mod, dist in (
+            ("psutil", "psutil"),
+            ("rich", "rich"),
+            ("zmq", "pyzmq"),
+            ("msgpack", "msgpack"),
+        )
+        if importlib.util.find_spec(mod) is None
+    ]
     if missing:
         raise ImportError(
             f"the trainbridge client needs {', '.join(missing)}, not installed for "
-            f"{_sys.executable}; run `{_sys.executable} -m pip install 'trainbridge[client]'`")
+            f"{_sys.executable}; run `{_sys.executable} -m pip install 'trainbridge[client]'`"
+        )
 
 
 _check_client_requirements()

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, AsyncIterator, Dict, Optional, Sequence
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Optional
 
 from trainbridge.bridge import machine
-from trainbridge.bridge.job import Job, Report, check_arguments, launch as _launch
+from trainbridge.bridge.job import Job, Report, check_arguments
+from trainbridge.bridge.job import launch as _launch
 
 
 class AsyncJob:
@@ -24,10 +26,10 @@ class AsyncJob:
         self.job = job
         self._loop = loop
         self._wakeup = asyncio.Event()
-        self._ended: "asyncio.Future[Report]" = loop.create_future()
+        self._ended: asyncio.Future[Report] = loop.create_future()
 
     # Called on the hub's I/O thread for every event.
-    def _on_event(self, event: Dict[str, Any]) -> None:
+    def _on_event(self, event: dict[str, Any]) -> None:
         self._loop.call_soon_threadsafe(self._wakeup.set)
         if event["event"] == "end":
             self._loop.call_soon_threadsafe(self._resolve, event["report"])
@@ -52,7 +54,7 @@ class AsyncJob:
         """The report, once the job ended (asyncio.TimeoutError after `timeout`)."""
         return await asyncio.wait_for(asyncio.shield(self._ended), timeout)
 
-    async def events(self) -> AsyncIterator[Dict[str, Any]]:
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
         """The same events as Job.events(), without blocking the loop."""
         while True:
             self._wakeup.clear()
@@ -73,7 +75,8 @@ class AsyncJob:
 
     async def dump_stacks(self, timeout: float = 2.0) -> Optional[str]:
         return await self._loop.run_in_executor(
-            None, functools.partial(self.job.dump_stacks, timeout))
+            None, functools.partial(self.job.dump_stacks, timeout)
+        )
 
     async def ping(self, timeout: float = 2.0) -> Optional[float]:
         return await self._loop.run_in_executor(None, functools.partial(self.job.ping, timeout))
@@ -82,14 +85,19 @@ class AsyncJob:
 async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
     """bridge.launch() for asyncio code: same options, returns an AsyncJob."""
     loop = asyncio.get_running_loop()
-    holder: Dict[str, AsyncJob] = {}
+    holder: dict[str, AsyncJob] = {}
     user_callback = options.pop("on_event", None)
     # Bad arguments fail here, on the caller's loop, before a thread or a job exists.
-    check_arguments(cmd, cwd=options.get("cwd"), env=options.get("env"),
-                    log_path=options.get("log_path"), on_event=user_callback,
-                    config={k: v for k, v in options.items() if k in machine.DEFAULTS})
+    check_arguments(
+        cmd,
+        cwd=options.get("cwd"),
+        env=options.get("env"),
+        log_path=options.get("log_path"),
+        on_event=user_callback,
+        config={k: v for k, v in options.items() if k in machine.DEFAULTS},
+    )
 
-    def on_event(event: Dict[str, Any]) -> None:
+    def on_event(event: dict[str, Any]) -> None:
         if user_callback is not None:
             user_callback(event)
         async_job = holder.get("job")
@@ -99,15 +107,16 @@ async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
             loop.call_soon_threadsafe(_late_end, holder, event["report"])
 
     # Spawning blocks briefly (fork/exec and a hop to the I/O thread): not on the loop.
-    job = await loop.run_in_executor(None, functools.partial(_launch, cmd, on_event=on_event,
-                                                             **options))
+    job = await loop.run_in_executor(
+        None, functools.partial(_launch, cmd, on_event=on_event, **options)
+    )
     holder["job"] = AsyncJob(job, loop)
     if job.done():
         holder["job"]._resolve(job.report)
     return holder["job"]
 
 
-def _late_end(holder: Dict[str, AsyncJob], report: Report) -> None:
+def _late_end(holder: dict[str, AsyncJob], report: Report) -> None:
     if "job" in holder:
         holder["job"]._resolve(report)
 

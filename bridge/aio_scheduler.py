@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 from trainbridge.bridge.scheduler import Scheduler as _Scheduler
 
@@ -33,11 +33,12 @@ class Scheduler:
     async def submit(self, cmd, **options: Any) -> str:
         return await self._run(self.sync.submit, cmd, **options)
 
-    async def jobs(self, state: Optional[Any] = None,
-                   limit: Optional[int] = None) -> List[Dict[str, Any]]:
+    async def jobs(
+        self, state: Optional[Any] = None, limit: Optional[int] = None
+    ) -> list[dict[str, Any]]:
         return await self._run(self.sync.jobs, state, limit)
 
-    async def get(self, job_id: str) -> Optional[Dict[str, Any]]:
+    async def get(self, job_id: str) -> Optional[dict[str, Any]]:
         return await self._run(self.sync.get, job_id)
 
     async def cancel(self, job_id: str) -> bool:
@@ -50,9 +51,9 @@ class Scheduler:
         from trainbridge.bridge.aio import AsyncJob
 
         loop = asyncio.get_running_loop()
-        holder: Dict[str, Any] = {}
+        holder: dict[str, Any] = {}
 
-        def on_event(event: Dict[str, Any]) -> None:
+        def on_event(event: dict[str, Any]) -> None:
             if "job" in holder:
                 holder["job"]._on_event(event)
 
@@ -65,7 +66,7 @@ class Scheduler:
     async def close(self) -> None:
         await self._run(self.sync.close)
 
-    async def __aenter__(self) -> "Scheduler":
+    async def __aenter__(self) -> Scheduler:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

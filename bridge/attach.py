@@ -15,14 +15,15 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, Iterator, List, Optional
+from collections.abc import Iterator
+from typing import Any, Callable, Optional
 
 from trainbridge.bridge import procs
 from trainbridge.bridge.status import StatusTracker
 from trainbridge.bridge.store import Store
 
-POLL_S = 0.05        # how often the events file is read for new lines
-ROW_EVERY_S = 0.5    # how often the row is read while the file is quiet
+POLL_S = 0.05  # how often the events file is read for new lines
+ROW_EVERY_S = 0.5  # how often the row is read while the file is quiet
 
 
 class Report(dict):
@@ -34,8 +35,12 @@ class Report(dict):
 
 
 class Attached:
-    def __init__(self, store_path: str, job_id: str,
-                 on_event: Optional[Callable[[Dict[str, Any]], None]] = None):
+    def __init__(
+        self,
+        store_path: str,
+        job_id: str,
+        on_event: Optional[Callable[[dict[str, Any]], None]] = None,
+    ):
         self.id = job_id
         self.store_path = store_path
         self._store = Store(store_path)
@@ -47,17 +52,18 @@ class Attached:
         self.log_path = row["log_path"]
         self._state = row["state"]
         self.report: Optional[Report] = None
-        self._callbacks: List[Callable[[Dict[str, Any]], None]] = [on_event] if on_event else []
-        self._queue: Deque[Dict[str, Any]] = collections.deque()
+        self._callbacks: list[Callable[[dict[str, Any]], None]] = [on_event] if on_event else []
+        self._queue: collections.deque[dict[str, Any]] = collections.deque()
         self._cond = threading.Condition()
         self._done = threading.Event()
         self._closed = threading.Event()
-        self._stacks: List[Optional[str]] = []
+        self._stacks: list[Optional[str]] = []
         # status(): the same tracker as a launched Job's, on the events' wall-clock times.
         self._status = StatusTracker(row["started_at"] or row["submitted_at"])
         self._status_lock = threading.Lock()
-        self._thread = threading.Thread(target=self._tail, daemon=True,
-                                        name=f"trainbridge-attach-{job_id}")
+        self._thread = threading.Thread(
+            target=self._tail, daemon=True, name=f"trainbridge-attach-{job_id}"
+        )
         self._thread.start()
 
     # --- Job's API ------------------------------------------------------------------------
@@ -76,7 +82,7 @@ class Attached:
     def done(self) -> bool:
         return self._done.is_set()
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         """launch()'s Job.status() snapshot: state, pid, elapsed_s, stages, script_stages,
         step, total, rate, eta_s, progress_age_s (times on the wall clock)."""
         with self._status_lock:
@@ -91,6 +97,7 @@ class Attached:
         """Cancel the job (queued or running) for everyone. `grace` and `reason` are the
         keeper's: its job's kill_grace, and "cancelled through the job store"."""
         from trainbridge.bridge import scheduler
+
         store = Store(self.store_path)
         try:
             return scheduler.cancel(store, self.id)
@@ -104,8 +111,7 @@ class Attached:
             current = row.get(self.id)
         finally:
             row.close()
-        if not current or not procs.same_process(current["keeper_pid"],
-                                                   current["keeper_start"]):
+        if not current or not procs.same_process(current["keeper_pid"], current["keeper_start"]):
             return None
         with self._cond:
             seen = len(self._stacks)
@@ -119,11 +125,11 @@ class Attached:
                 self._cond.wait(left)
             return self._stacks[seen]
 
-    def add_listener(self, callback: Callable[[Dict[str, Any]], None]) -> None:
+    def add_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
         with self._cond:
             self._callbacks.append(callback)
 
-    def events(self, timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
+    def events(self, timeout: Optional[float] = None) -> Iterator[dict[str, Any]]:
         while True:
             event = self.next_event(timeout)
             if event is None:
@@ -132,7 +138,7 @@ class Attached:
             if event["event"] == "end":
                 return
 
-    def next_event(self, timeout: Optional[float] = 0) -> Optional[Dict[str, Any]]:
+    def next_event(self, timeout: Optional[float] = 0) -> Optional[dict[str, Any]]:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while not self._queue:
@@ -148,10 +154,13 @@ class Attached:
         self._thread.join()
 
     # --- the tail thread --------------------------------------------------------------------
-    def _publish(self, event: Dict[str, Any]) -> None:
+    def _publish(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
-        if kind == "message" and event.get("kind") in ("stage", "progress") \
-                and event.get("rank") in (None, 0):
+        if (
+            kind == "message"
+            and event.get("kind") in ("stage", "progress")
+            and event.get("rank") in (None, 0)
+        ):
             with self._status_lock:
                 if event["kind"] == "stage":
                     self._status.stage(event.get("body") or {})
@@ -216,11 +225,15 @@ class Attached:
                         if more:
                             buf += more
                             continue
-                        self._publish({"event": "end", "t": time.time(),
-                                       "outcome": row and row["outcome"],
-                                       "report": (row and row["report"]) or
-                                       {"outcome": row and row["outcome"],
-                                        "note": row and row["note"]}})
+                        self._publish(
+                            {
+                                "event": "end",
+                                "t": time.time(),
+                                "outcome": row and row["outcome"],
+                                "report": (row and row["report"])
+                                or {"outcome": row and row["outcome"], "note": row and row["note"]},
+                            }
+                        )
                         return
                     self.row = row
                 self._closed.wait(POLL_S)

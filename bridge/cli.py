@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Deque, Dict, List, Optional
+from typing import Any, Optional
 
 from trainbridge.bridge import machine
 
@@ -52,7 +52,7 @@ disables that deadline.
 """
 
 
-def exit_status(report: Dict[str, Any]) -> int:
+def exit_status(report: dict[str, Any]) -> int:
     """The CLI's exit status for a finished job (see EXIT_HELP)."""
     outcome = report.get("outcome")
     if outcome == "hung":
@@ -83,7 +83,8 @@ def parse_duration(text: str) -> float:
         value = float(number) * (scale or 1.0)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a duration: give seconds (90, 2.5) or 90s, 10m, 1h") from None
+            f"{text!r} is not a duration: give seconds (90, 2.5) or 90s, 10m, 1h"
+        ) from None
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r}: a duration must be >= 0 and finite")
     return value
@@ -99,45 +100,90 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trainbridge",
         description="Supervise a training process: always know if it is progressing, "
-                    "stalled, hung, crashed or failed, where and why.")
+        "stalled, hung, crashed or failed, where and why.",
+    )
     from trainbridge import __version__
 
-    parser.add_argument("--version", "-V", action="version",
-                        version=f"trainbridge {__version__} (Python {sys.version.split()[0]})")
+    parser.add_argument(
+        "--version",
+        "-V",
+        action="version",
+        version=f"trainbridge {__version__} (Python {sys.version.split()[0]})",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     run = sub.add_parser(
-        "run", help="run a command under supervision",
+        "run",
+        help="run a command under supervision",
         description="Run CMD under supervision with a live view; exit with its status.",
-        epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     d = machine.DEFAULTS
-    run.add_argument("--startup-timeout", type=_seconds, default=d["startup_timeout"],
-                     metavar="S", help="hung if the worker has not said hello after S seconds "
-                     f"(default {d['startup_timeout']:g}); only counts for scripts that import "
-                     "worker, others are never in 'starting' long")
-    run.add_argument("--stall-timeout", type=_seconds, default=d["stall_timeout"], metavar="S",
-                     help="hung if no progress or stage change for S seconds once the script "
-                          "reported any (default: off)")
-    run.add_argument("--heartbeat-timeout", type=_seconds, default=d["heartbeat_timeout"],
-                     metavar="S", help="hung if the worker's heartbeat is silent for S seconds "
-                     f"while the process lives (default {d['heartbeat_timeout']:g})")
-    run.add_argument("--kill-grace", type=parse_duration, default=d["kill_grace"], metavar="S",
-                     help=f"seconds between SIGTERM and SIGKILL (default {d['kill_grace']:g})")
-    run.add_argument("--log", metavar="FILE", help="append every output line to FILE (UTF-8), "
-                     "and the final summary at the end")
-    run.add_argument("--log-timestamps", action="store_true",
-                     help="start each line of the --log file with its UTC time")
-    run.add_argument("--report", metavar="FILE", help="write the final report to FILE "
-                     "(ASCII JSON, docs/report.schema.json)")
-    run.add_argument("--json", action="store_true",
-                     help="print events as JSON lines (ASCII) instead of the live view; "
-                          "the last line is the end event with the report")
-    run.add_argument("--no-zero-code", dest="zero_code", action="store_false",
-                     help="do not load the worker into the command's Python processes; only "
-                          "scripts that import trainbridge.worker themselves then say hello")
+    run.add_argument(
+        "--startup-timeout",
+        type=_seconds,
+        default=d["startup_timeout"],
+        metavar="S",
+        help="hung if the worker has not said hello after S seconds "
+        f"(default {d['startup_timeout']:g}); only counts for scripts that import "
+        "worker, others are never in 'starting' long",
+    )
+    run.add_argument(
+        "--stall-timeout",
+        type=_seconds,
+        default=d["stall_timeout"],
+        metavar="S",
+        help="hung if no progress or stage change for S seconds once the script "
+        "reported any (default: off)",
+    )
+    run.add_argument(
+        "--heartbeat-timeout",
+        type=_seconds,
+        default=d["heartbeat_timeout"],
+        metavar="S",
+        help="hung if the worker's heartbeat is silent for S seconds "
+        f"while the process lives (default {d['heartbeat_timeout']:g})",
+    )
+    run.add_argument(
+        "--kill-grace",
+        type=parse_duration,
+        default=d["kill_grace"],
+        metavar="S",
+        help=f"seconds between SIGTERM and SIGKILL (default {d['kill_grace']:g})",
+    )
+    run.add_argument(
+        "--log",
+        metavar="FILE",
+        help="append every output line to FILE (UTF-8), and the final summary at the end",
+    )
+    run.add_argument(
+        "--log-timestamps",
+        action="store_true",
+        help="start each line of the --log file with its UTC time",
+    )
+    run.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write the final report to FILE (ASCII JSON, docs/report.schema.json)",
+    )
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print events as JSON lines (ASCII) instead of the live view; "
+        "the last line is the end event with the report",
+    )
+    run.add_argument(
+        "--no-zero-code",
+        dest="zero_code",
+        action="store_false",
+        help="do not load the worker into the command's Python processes; only "
+        "scripts that import trainbridge.worker themselves then say hello",
+    )
     _add_transparent(run)
-    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...",
-                     help="the command and its arguments")
+    run.add_argument(
+        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command and its arguments"
+    )
     if not light:
         _add_doctor(sub)
         _add_job_commands(sub)
@@ -147,12 +193,13 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
 def _add_job_commands(sub) -> None:
     """submit, jobs, attach, cancel, logs: the job store's verbs (bridge/cli_jobs.py)."""
     from trainbridge.bridge import cli_jobs
+
     cli_jobs.add_commands(sub)
 
 
-def _transparent_run(argv: List[str]) -> bool:
+def _transparent_run(argv: list[str]) -> bool:
     """`run ... --transparent ... -- CMD`: the flag among the options, before the command."""
-    options = argv[:argv.index("--")] if "--" in argv else argv
+    options = argv[: argv.index("--")] if "--" in argv else argv
     return bool(options) and options[0] == "run" and "--transparent" in options
 
 
@@ -169,14 +216,16 @@ def _add_doctor(sub) -> None:
         from trainbridge.bridge import doctor
     except ImportError:
         return
-    parser = sub.add_parser("doctor", help="check this machine and environment before a run",
-                            description=(doctor.__doc__ or "").strip().splitlines()[0]
-                            if doctor.__doc__ else None)
+    parser = sub.add_parser(
+        "doctor",
+        help="check this machine and environment before a run",
+        description=(doctor.__doc__ or "").strip().splitlines()[0] if doctor.__doc__ else None,
+    )
     doctor.add_arguments(parser)
     parser.set_defaults(handler=doctor.run_cli)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(light=_transparent_run(argv))
     args = parser.parse_args(argv)
@@ -195,28 +244,36 @@ def main(argv: Optional[List[str]] = None) -> int:
     return run(args, cmd)
 
 
-def run(args: argparse.Namespace, cmd: List[str]) -> int:
+def run(args: argparse.Namespace, cmd: list[str]) -> int:
     from trainbridge import bridge
 
     json_mode = bool(args.json)
     view = JsonView() if json_mode else make_view(cmd, args.log)
     try:
-        job = bridge.launch(cmd, startup_timeout=args.startup_timeout,
-                            stall_timeout=args.stall_timeout,
-                            heartbeat_timeout=args.heartbeat_timeout,
-                            kill_grace=args.kill_grace, log_path=args.log,
-                            zero_code=args.zero_code,
-                            log_timestamps=args.log_timestamps)
+        job = bridge.launch(
+            cmd,
+            startup_timeout=args.startup_timeout,
+            stall_timeout=args.stall_timeout,
+            heartbeat_timeout=args.heartbeat_timeout,
+            kill_grace=args.kill_grace,
+            log_path=args.log,
+            zero_code=args.zero_code,
+            log_timestamps=args.log_timestamps,
+        )
     except (bridge.LaunchError, OSError) as exc:
-        message = f"trainbridge: could not start the command: {exc}. Check the path and that " \
-                  f"it is executable (use the full path, e.g. .venv/bin/python)."
+        message = (
+            f"trainbridge: could not start the command: {exc}. Check the path and that "
+            f"it is executable (use the full path, e.g. .venv/bin/python)."
+        )
         from trainbridge.bridge.job import LogFileError
 
         if isinstance(exc, LogFileError):  # not the command's fault: say what is wrong
             message = f"trainbridge: {exc} (--log)."
         if json_mode:
-            print(json.dumps({"event": "launch_failed", "message": message}, ensure_ascii=True),
-                  flush=True)
+            print(
+                json.dumps({"event": "launch_failed", "message": message}, ensure_ascii=True),
+                flush=True,
+            )
         else:
             print(message, file=sys.stderr)
         return launch_failure_status(exc)
@@ -242,8 +299,10 @@ def launch_failure_status(exc: BaseException) -> int:
     cause = exc.__cause__
     if isinstance(cause, FileNotFoundError):
         return EXIT_NOT_FOUND
-    if isinstance(cause, (PermissionError, IsADirectoryError)) or \
-            getattr(cause, "errno", None) == errno.ENOEXEC:  # not a program
+    if (
+        isinstance(cause, (PermissionError, IsADirectoryError))
+        or getattr(cause, "errno", None) == errno.ENOEXEC
+    ):  # not a program
         return EXIT_NOT_EXECUTABLE
     return EXIT_LAUNCH_FAILED
 
@@ -256,8 +315,10 @@ def _forward_stop_signals(job) -> Any:
 
     def handler(signum, frame):
         count[0] += 1
-        job.cancel(grace=None if count[0] == 1 else 0,
-                   reason=f"{signal.Signals(signum).name} to trainbridge")
+        job.cancel(
+            grace=None if count[0] == 1 else 0,
+            reason=f"{signal.Signals(signum).name} to trainbridge",
+        )
 
     previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -266,10 +327,11 @@ def _forward_stop_signals(job) -> Any:
     def restore():
         for sig, old in previous.items():
             signal.signal(sig, old)
+
     return restore
 
 
-def _write_report(path: str, report: Dict[str, Any]) -> Optional[str]:
+def _write_report(path: str, report: dict[str, Any]) -> Optional[str]:
     """Write the report atomically (a temp file renamed over `path`). A disk that refuses
     it (read-only, full) changes neither the job's exit status nor its summary: returns
     what went wrong, for one warning, and leaves no temp file behind."""
@@ -286,8 +348,10 @@ def _write_report(path: str, report: Dict[str, Any]) -> Optional[str]:
             os.unlink(tmp)
         except OSError:
             pass
-        return (f"could not write the report to {path}: {os_error_text(exc)}; the job's outcome "
-                f"and exit status are as shown (use --json to get the report on stdout)")
+        return (
+            f"could not write the report to {path}: {os_error_text(exc)}; the job's outcome "
+            f"and exit status are as shown (use --json to get the report on stdout)"
+        )
     return None
 
 
@@ -295,7 +359,7 @@ def _write_report(path: str, report: Dict[str, Any]) -> Optional[str]:
 class JsonView:
     """One ASCII JSON object per event on stdout; the last is "end" with the report."""
 
-    def follow(self, job) -> Dict[str, Any]:
+    def follow(self, job) -> dict[str, Any]:
         report = None
         while report is None:
             event = job.next_event(0.2)
@@ -306,11 +370,11 @@ class JsonView:
                 report = event["report"]
         return report
 
-    def close(self, report: Dict[str, Any]) -> None:
+    def close(self, report: dict[str, Any]) -> None:
         pass
 
 
-def make_view(cmd: List[str], log_path: Optional[str] = None):
+def make_view(cmd: list[str], log_path: Optional[str] = None):
     from rich.console import Console
 
     console = Console()
@@ -323,22 +387,22 @@ class ViewModel:
     def __init__(self, lines: int = 8):
         self.state = "starting"
         self.pid: Optional[int] = None
-        self.stages: List[str] = []
+        self.stages: list[str] = []
         self.step = self.total = None
-        self.metrics: Dict[str, Any] = {}
+        self.metrics: dict[str, Any] = {}
         self.rate: Optional[float] = None
-        self._samples: Deque = collections.deque(maxlen=20)
+        self._samples: collections.deque = collections.deque(maxlen=20)
         self.beat_t: Optional[float] = None
         self.worker = False
-        self.notes: List[str] = []
-        self.lines: Deque = collections.deque(maxlen=lines)
+        self.notes: list[str] = []
+        self.lines: collections.deque = collections.deque(maxlen=lines)
         self.started = time.monotonic()
         self.progress_t: Optional[float] = None  # when the last progress came
-        self.output_t: Optional[float] = None    # when the last output line came
-        self.live: Optional[Dict[str, Any]] = None  # the diagnosis while stalled (issue 12)
-        self.ranks: Dict[int, Dict[str, Any]] = {}  # rank -> its own stage, step, state
+        self.output_t: Optional[float] = None  # when the last output line came
+        self.live: Optional[dict[str, Any]] = None  # the diagnosis while stalled (issue 12)
+        self.ranks: dict[int, dict[str, Any]] = {}  # rank -> its own stage, step, state
 
-    def update(self, event: Dict[str, Any]) -> None:
+    def update(self, event: dict[str, Any]) -> None:
         kind = event["event"]
         if kind == "state":
             self.state = event["state"]
@@ -365,7 +429,7 @@ class ViewModel:
                 if body["event"] == "begin":
                     self.stages.append(key)
                 elif key in self.stages:
-                    del self.stages[len(self.stages) - 1 - self.stages[::-1].index(key):]
+                    del self.stages[len(self.stages) - 1 - self.stages[::-1].index(key) :]
             elif event["kind"] == "progress":
                 self.step, self.total = body.get("step"), body.get("total")
                 self.metrics = body.get("metrics") or {}
@@ -375,21 +439,24 @@ class ViewModel:
                 if now > t0 and isinstance(self.step, (int, float)) and self.step > s0:
                     self.rate = (self.step - s0) / (now - t0)
         elif kind == "hang":
-            self.notes.append(f"hung ({event['reason'].replace('_', ' ')}): collecting stacks, "
-                              "then stopping the process tree")
+            self.notes.append(
+                f"hung ({event['reason'].replace('_', ' ')}): collecting stacks, "
+                "then stopping the process tree"
+            )
         elif kind == "signal":
             self.notes.append(f"sent {event['signal']}")
         elif kind == "log_error":
             self.notes.append(loss_note(event, None))
 
-    def _other(self, event: Dict[str, Any]) -> None:
+    def _other(self, event: dict[str, Any]) -> None:
         """A process that does not lead: a distributed rank's stage, step and failure are
         kept for its own compact line, never mixed into the job's."""
         sender, body = event["sender"], event["body"]
         if sender.get("rank") is None:
             return
-        mine = self.ranks.setdefault(sender["rank"], {"stage": None, "step": None,
-                                                      "state": "running"})
+        mine = self.ranks.setdefault(
+            sender["rank"], {"stage": None, "step": None, "state": "running"}
+        )
         if event["kind"] == "stage":
             mine["stage"] = body["name"] if body["event"] == "begin" else None
         elif event["kind"] == "progress":
@@ -458,13 +525,13 @@ class ViewModel:
 class LiveView:
     """rich live view: state, stage, progress bar with rate and ETA, heartbeat age, output."""
 
-    def __init__(self, console, cmd: List[str]):
+    def __init__(self, console, cmd: list[str]):
         self.console = console
         self.cmd = cmd
         self.model = ViewModel()
         self.job = None
 
-    def follow(self, job) -> Dict[str, Any]:
+    def follow(self, job) -> dict[str, Any]:
         from rich.live import Live
 
         self.job = job
@@ -483,13 +550,18 @@ class LiveView:
         return report
 
     @staticmethod
-    def _print_above(console, event: Dict[str, Any]) -> None:
+    def _print_above(console, event: dict[str, Any]) -> None:
         """A finished output line goes above the live view (as rich and tqdm print), so the
         terminal's scrollback keeps every line; only a bar's redraw stays in the view."""
         from rich.text import Text
 
-        console.print(Text(event["text"], style="red" if event["stream"] == "stderr" else ""),
-                      soft_wrap=True, highlight=False, markup=False, emoji=False)
+        console.print(
+            Text(event["text"], style="red" if event["stream"] == "stderr" else ""),
+            soft_wrap=True,
+            highlight=False,
+            markup=False,
+            emoji=False,
+        )
 
     def __rich__(self):
         from rich.console import Group
@@ -498,12 +570,14 @@ class LiveView:
         from rich.text import Text
 
         m = self.model
-        colours = {"starting": "yellow", "running": "green", "stalled": "magenta",
-                   "ended": "cyan"}
-        head = Text.assemble(("trainbridge ", "bold"), (m.state, f"bold {colours.get(m.state, '')}"),
-                             f"  pid {self.job.pid if self.job else '?'}",
-                             f"  {_clock(time.monotonic() - m.started)}  ",
-                             (" ".join(self.cmd)[:80], "dim"))
+        colours = {"starting": "yellow", "running": "green", "stalled": "magenta", "ended": "cyan"}
+        head = Text.assemble(
+            ("trainbridge ", "bold"),
+            (m.state, f"bold {colours.get(m.state, '')}"),
+            f"  pid {self.job.pid if self.job else '?'}",
+            f"  {_clock(time.monotonic() - m.started)}  ",
+            (" ".join(self.cmd)[:80], "dim"),
+        )
         grid = Table.grid(padding=(0, 1))
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column()
@@ -511,16 +585,19 @@ class LiveView:
         if m.step is not None:
             row = Table.grid(padding=(0, 1))
             if m.total:
-                row.add_row(ProgressBar(total=float(m.total), completed=float(m.step), width=30),
-                            Text(m.progress_text()))
+                row.add_row(
+                    ProgressBar(total=float(m.total), completed=float(m.step), width=30),
+                    Text(m.progress_text()),
+                )
             else:  # an unknown total is no bar at all, not a full one
                 row.add_row(Text(m.progress_text() + "  (total unknown)"))
             grid.add_row("progress", row)
         elif m.output_t is not None:
             grid.add_row("output", f"last output {time.monotonic() - m.output_t:.0f} s ago")
         if m.state == "stalled" and m.live:
-            grid.add_row("why", Text(f"{m.live.get('kind')}: {m.live.get('summary')}",
-                                     style="magenta"))
+            grid.add_row(
+                "why", Text(f"{m.live.get('kind')}: {m.live.get('summary')}", style="magenta")
+            )
         if m.worker:
             age = time.monotonic() - m.beat_t if m.beat_t else None
             grid.add_row("heartbeat", f"{age:.1f} s ago" if age is not None else "-")
@@ -538,27 +615,34 @@ class LiveView:
             out.append("\n")
         return Group(head, grid, Text("-" * min(60, self.console.width), style="dim"), out)
 
-    def close(self, report: Dict[str, Any]) -> None:
+    def close(self, report: dict[str, Any]) -> None:
         print_summary(self.console, report)
 
 
-def loss_note(event: Dict[str, Any], log_path: Optional[str],
-              log_error: Optional[Dict[str, Any]] = None) -> str:
+def loss_note(
+    event: dict[str, Any], log_path: Optional[str], log_error: Optional[dict[str, Any]] = None
+) -> str:
     """What a `dropped` or `log_error` event means for the user, and where to look
     (`log_error`: the log file itself stopped at some line)."""
     if event["event"] == "log_error":
-        return (f"warning: the log file {event['path']} is incomplete from line "
-                f"{event['from_line']} on: {event['error']}")
-    spans = [f"{stream} lines {first}-{last}" if first != last else f"{stream} line {first}"
-             for stream, (first, last) in sorted((event.get("lines") or {}).items())]
+        return (
+            f"warning: the log file {event['path']} is incomplete from line "
+            f"{event['from_line']} on: {event['error']}"
+        )
+    spans = [
+        f"{stream} lines {first}-{last}" if first != last else f"{stream} line {first}"
+        for stream, (first, last) in sorted((event.get("lines") or {}).items())
+    ]
     kinds = event.get("kinds") or {}
     other = event["count"] - kinds.get("output", 0)
     missed = ", ".join(spans) if spans else "no output lines"
     if other:
         missed += f" and {other} other event{'s' if other != 1 else ''}"
     if log_path and log_error:
-        where = (f"{log_path} has the lines before its line {log_error['from_line']} only "
-                 f"({log_error['error']})")
+        where = (
+            f"{log_path} has the lines before its line {log_error['from_line']} only "
+            f"({log_error['error']})"
+        )
     elif log_path:
         where = f"every line is in {log_path}"
     else:
@@ -573,9 +657,9 @@ class PlainView:
     def __init__(self, console, log_path: Optional[str] = None):
         self.console = console
         self.log_path = log_path
-        self.log_error: Optional[Dict[str, Any]] = None
+        self.log_error: Optional[dict[str, Any]] = None
 
-    def follow(self, job) -> Dict[str, Any]:
+    def follow(self, job) -> dict[str, Any]:
         while True:
             event = job.next_event(0.2)
             if event is None:
@@ -583,10 +667,13 @@ class PlainView:
             kind = event["event"]
             if kind == "output" and event["end"] != "cr":
                 stream = sys.stdout if event["stream"] == "stdout" else sys.stderr
-                stream.write(event["text"].encode("utf-8", "backslashreplace").decode("utf-8")
-                             + "\n")
+                stream.write(
+                    event["text"].encode("utf-8", "backslashreplace").decode("utf-8") + "\n"
+                )
                 stream.flush()
-            elif kind == "message" and event["kind"] == "stage" and event["body"]["event"] == "begin":
+            elif (
+                kind == "message" and event["kind"] == "stage" and event["body"]["event"] == "begin"
+            ):
                 self._note(f"stage {event['body']['name']}")
             elif kind == "hang":
                 self._note(f"hung ({event['reason']}): collecting stacks, then stopping the tree")
@@ -601,15 +688,20 @@ class PlainView:
         sys.stderr.write(f"[trainbridge] {text}\n")
         sys.stderr.flush()
 
-    def close(self, report: Dict[str, Any]) -> None:
+    def close(self, report: dict[str, Any]) -> None:
         print_summary(self.console, report)
 
 
-def print_summary(console, report: Dict[str, Any]) -> None:
+def print_summary(console, report: dict[str, Any]) -> None:
     from rich.text import Text
 
-    colours = {"succeeded": "bold green", "failed": "bold red", "crashed": "bold red",
-               "hung": "bold magenta", "cancelled": "bold yellow"}
+    colours = {
+        "succeeded": "bold green",
+        "failed": "bold red",
+        "crashed": "bold red",
+        "hung": "bold magenta",
+        "cancelled": "bold yellow",
+    }
     text = Text("trainbridge: ", style="bold")
     text.append(report.get("summary", ""), style=colours.get(report.get("outcome"), ""))
     # soft_wrap: never hard-wrapped (a pipe or a file has no width; a terminal wraps itself).

@@ -26,23 +26,45 @@ def add_commands(sub) -> None:
     from trainbridge.bridge import machine
 
     def store_option(parser):
-        parser.add_argument("--store", metavar="PATH", help="the job store (default: "
-                            "$TRAINBRIDGE_STORE or ~/.local/share/trainbridge/jobs.db)")
+        parser.add_argument(
+            "--store",
+            metavar="PATH",
+            help="the job store (default: "
+            "$TRAINBRIDGE_STORE or ~/.local/share/trainbridge/jobs.db)",
+        )
 
-    p = sub.add_parser("submit", help="queue a command in the job store (runs under a keeper)",
-                       description="Queue CMD; it starts at once when its slots are free and "
-                                   "runs under its own keeper, whatever happens to this shell.")
+    p = sub.add_parser(
+        "submit",
+        help="queue a command in the job store (runs under a keeper)",
+        description="Queue CMD; it starts at once when its slots are free and "
+        "runs under its own keeper, whatever happens to this shell.",
+    )
     store_option(p)
     d = machine.DEFAULTS
     p.add_argument("--gpus", type=int, default=0, metavar="N", help="GPUs the job needs")
     p.add_argument("--priority", type=int, default=0, help="higher starts first (default 0)")
-    p.add_argument("--max-restarts", type=int, default=0, metavar="N",
-                   help="restart a failed attempt up to N times (default 0)")
-    p.add_argument("--restart-backoff", type=float, default=1.0, metavar="S",
-                   help="seconds before the first restart, doubled each time (default 1)")
+    p.add_argument(
+        "--max-restarts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="restart a failed attempt up to N times (default 0)",
+    )
+    p.add_argument(
+        "--restart-backoff",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds before the first restart, doubled each time (default 1)",
+    )
     for name in ("startup_timeout", "stall_timeout", "heartbeat_timeout"):
-        p.add_argument("--" + name.replace("_", "-"), type=float, default=None, metavar="S",
-                       help=f"as for run (default {d[name]}; 0 disables)")
+        p.add_argument(
+            "--" + name.replace("_", "-"),
+            type=float,
+            default=None,
+            metavar="S",
+            help=f"as for run (default {d[name]}; 0 disables)",
+        )
     p.add_argument("--cwd", help="working directory (default: this one)")
     p.add_argument("--attach", action="store_true", help="then follow it like `attach`")
     p.add_argument("--json", action="store_true", help="print {\"id\": ...} as JSON")
@@ -51,8 +73,10 @@ def add_commands(sub) -> None:
 
     p = sub.add_parser("jobs", help="list the store's jobs")
     store_option(p)
-    p.add_argument("--state", help="only this state (queued, running, ended, ...; "
-                                   "'active' for every unfinished one)")
+    p.add_argument(
+        "--state",
+        help="only this state (queued, running, ended, ...; 'active' for every unfinished one)",
+    )
     p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
     p.add_argument("--json", action="store_true", help="the rows as a JSON list")
     p.set_defaults(handler=jobs)
@@ -78,12 +102,15 @@ def add_commands(sub) -> None:
 
 def _scheduler(args):
     from trainbridge.bridge.scheduler import Scheduler
+
     return Scheduler(store=args.store, tick=None)
 
 
 def _missing(args, sched) -> int:
-    print(f"trainbridge: no job {args.id!r} in {sched.path}; `trainbridge jobs` lists them",
-          file=sys.stderr)
+    print(
+        f"trainbridge: no job {args.id!r} in {sched.path}; `trainbridge jobs` lists them",
+        file=sys.stderr,
+    )
     return EXIT_NOT_FOUND
 
 
@@ -92,18 +119,27 @@ def submit(args) -> int:
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     if not cmd:
-        print("trainbridge submit: no command given (trainbridge submit [options] -- CMD ...)",
-              file=sys.stderr)
+        print(
+            "trainbridge submit: no command given (trainbridge submit [options] -- CMD ...)",
+            file=sys.stderr,
+        )
         return 2
-    timeouts = {name: (getattr(args, name) or None) for name in
-                ("startup_timeout", "stall_timeout", "heartbeat_timeout")
-                if getattr(args, name) is not None}
+    timeouts = {
+        name: (getattr(args, name) or None)
+        for name in ("startup_timeout", "stall_timeout", "heartbeat_timeout")
+        if getattr(args, name) is not None
+    }
     with _scheduler(args) as sched:
         try:
-            job_id = sched.submit(cmd, cwd=args.cwd, timeouts=timeouts,
-                                  resources={"gpus": args.gpus}, priority=args.priority,
-                                  max_restarts=args.max_restarts,
-                                  restart_backoff=args.restart_backoff)
+            job_id = sched.submit(
+                cmd,
+                cwd=args.cwd,
+                timeouts=timeouts,
+                resources={"gpus": args.gpus},
+                priority=args.priority,
+                max_restarts=args.max_restarts,
+                restart_backoff=args.restart_backoff,
+            )
         except ValueError as exc:
             print(f"trainbridge submit: {exc}", file=sys.stderr)
             return 2
@@ -113,8 +149,11 @@ def submit(args) -> int:
     else:
         print(job_id)
         if state == "queued":
-            print(f"trainbridge: {job_id} is queued; it starts when a running job ends (or a "
-                  f"Scheduler frees its slots)", file=sys.stderr)
+            print(
+                f"trainbridge: {job_id} is queued; it starts when a running job ends (or a "
+                f"Scheduler frees its slots)",
+                file=sys.stderr,
+            )
     if args.attach:
         args.id = job_id
         return attach(args)
@@ -132,26 +171,47 @@ def jobs(args) -> int:
     from rich.text import Text
 
     table = Table(box=None, header_style="bold")
-    for name in ("ID", "STATE", "OUTCOME", "STAGE", "PROGRESS", "TRY", "GPUS", "SUBMITTED",
-                 "COMMAND"):
+    for name in (
+        "ID",
+        "STATE",
+        "OUTCOME",
+        "STAGE",
+        "PROGRESS",
+        "TRY",
+        "GPUS",
+        "SUBMITTED",
+        "COMMAND",
+    ):
         table.add_column(name, no_wrap=True, overflow="ellipsis" if name == "COMMAND" else "fold")
-    colours = {"running": "green", "stalled": "magenta", "queued": "yellow",
-               "succeeded": "green", "failed": "red", "crashed": "red", "hung": "magenta",
-               "lost": "red", "cancelled": "yellow"}
+    colours = {
+        "running": "green",
+        "stalled": "magenta",
+        "queued": "yellow",
+        "succeeded": "green",
+        "failed": "red",
+        "crashed": "red",
+        "hung": "magenta",
+        "lost": "red",
+        "cancelled": "yellow",
+    }
     for row in rows:
         progress = row.get("progress") or {}
         step = progress.get("step")
         total = progress.get("total")
-        gpus = ",".join(map(str, (row.get("assigned") or {}).get("gpus") or [])) or \
-            (str((row.get("resources") or {}).get("gpus") or "") or "-")
+        gpus = ",".join(map(str, (row.get("assigned") or {}).get("gpus") or [])) or (
+            str((row.get("resources") or {}).get("gpus") or "") or "-"
+        )
         table.add_row(
-            row["id"], Text(row["state"], style=colours.get(row["state"], "")),
+            row["id"],
+            Text(row["state"], style=colours.get(row["state"], "")),
             Text(row["outcome"] or "-", style=colours.get(row["outcome"] or "", "")),
             row.get("stage") or "-",
             "-" if step is None else f"{step}/{total}" if total else str(step),
-            str(row.get("attempt") or 0), gpus,
+            str(row.get("attempt") or 0),
+            gpus,
             datetime.datetime.fromtimestamp(row["submitted_at"]).strftime("%m-%d %H:%M:%S"),
-            " ".join(row["command"]))
+            " ".join(row["command"]),
+        )
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)  # a pipe: whole ids and commands, not ellipses
@@ -174,8 +234,11 @@ def attach(args) -> int:
     try:
         report = view.follow(job)
     except KeyboardInterrupt:
-        print(f"\ntrainbridge: stopped following {args.id}; it goes on under its keeper "
-              f"(trainbridge cancel {args.id} stops it)", file=sys.stderr)
+        print(
+            f"\ntrainbridge: stopped following {args.id}; it goes on under its keeper "
+            f"(trainbridge cancel {args.id} stops it)",
+            file=sys.stderr,
+        )
         return cli.EXIT_CANCELLED
     finally:
         job.close()
@@ -228,4 +291,3 @@ def logs(args) -> int:
         finally:
             if f is not None:
                 f.close()
-

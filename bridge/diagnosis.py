@@ -20,19 +20,35 @@ ASCII-safe line each (the report is ASCII JSON; non-ASCII text is kept by the JS
 
 from __future__ import annotations
 
-from typing import Tuple
-
 from .diagnosis_end import END_KINDS, NATIVE_SIGNALS, diagnose_end, stage_at_end
 from .diagnosis_hang import HANG_KINDS, diagnose_hang
-from .diagnosis_stack import (format_frame, importing_module, parse_stack, traceback_in_text,
-                              user_frame, where)
+from .diagnosis_stack import (
+    format_frame,
+    importing_module,
+    parse_stack,
+    traceback_in_text,
+    user_frame,
+    where,
+)
 
 
-def kinds() -> Tuple[str, ...]:
+def kinds() -> tuple[str, ...]:
     """Every kind a diagnosis can have (ends first)."""
     return END_KINDS + HANG_KINDS
 
 
-__all__ = ("diagnose_end", "diagnose_hang", "parse_stack", "format_frame", "importing_module",
-           "traceback_in_text", "kinds", "where", "user_frame", "NATIVE_SIGNALS", "END_KINDS",
-           "HANG_KINDS", "stage_at_end")
+__all__ = (
+    "diagnose_end",
+    "diagnose_hang",
+    "parse_stack",
+    "format_frame",
+    "importing_module",
+    "traceback_in_text",
+    "kinds",
+    "where",
+    "user_frame",
+    "NATIVE_SIGNALS",
+    "END_KINDS",
+    "HANG_KINDS",
+    "stage_at_end",
+)

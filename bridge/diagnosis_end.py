@@ -7,26 +7,50 @@ Stack and text reading is in diagnosis_stack.py.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, Optional
 
-from .diagnosis_stack import (MESSAGE_MAX, Frame, diag, format_frame, frame_fields, in_stage, last_line,
-                              one_line, parse_stack, traceback_in_text, user_frame, where)
+from .diagnosis_stack import (
+    MESSAGE_MAX,
+    Frame,
+    diag,
+    format_frame,
+    frame_fields,
+    in_stage,
+    last_line,
+    one_line,
+    parse_stack,
+    traceback_in_text,
+    user_frame,
+    where,
+)
 
-END_KINDS = ("python_exception", "cuda_oom", "native_crash", "killed", "oom_killed",
-             "exit_nonzero", "child_killed")
+END_KINDS = (
+    "python_exception",
+    "cuda_oom",
+    "native_crash",
+    "killed",
+    "oom_killed",
+    "exit_nonzero",
+    "child_killed",
+)
 
 NATIVE_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT"})
 _SIGNAL_WORDS = {
-    "SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGILL": "illegal instruction",
-    "SIGFPE": "floating point exception", "SIGABRT": "abort",
+    "SIGSEGV": "segmentation fault",
+    "SIGBUS": "bus error",
+    "SIGILL": "illegal instruction",
+    "SIGFPE": "floating point exception",
+    "SIGABRT": "abort",
 }
 
 # --- ends -------------------------------------------------------------------------------
-_CUDA_OOM_TEXT = re.compile(r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError",
-                            re.IGNORECASE)
+_CUDA_OOM_TEXT = re.compile(
+    r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError", re.IGNORECASE
+)
 
 
-def _is_cuda_oom(error: Optional[Dict[str, Any]], log_tail: Optional[Sequence[str]]) -> bool:
+def _is_cuda_oom(error: Optional[dict[str, Any]], log_tail: Optional[Sequence[str]]) -> bool:
     if error:
         if error.get("kind") == "cuda_oom":
             return True
@@ -35,7 +59,7 @@ def _is_cuda_oom(error: Optional[Dict[str, Any]], log_tail: Optional[Sequence[st
     return any(_CUDA_OOM_TEXT.search(str(line)) for line in (log_tail or [])[-50:])
 
 
-def _error_frames(error: Optional[Dict[str, Any]]) -> List[Frame]:
+def _error_frames(error: Optional[dict[str, Any]]) -> list[Frame]:
     if not error:
         return []
     frames = [f for f in (error.get("frames") or []) if isinstance(f, dict)]
@@ -47,24 +71,35 @@ def _error_frames(error: Optional[Dict[str, Any]]) -> List[Frame]:
 # torch's messages when a DataLoader worker dies: "DataLoader worker (pid 123) is killed by
 # signal: Killed. " (its SIGCHLD handler, strsignal's words) and "DataLoader worker (pid(s)
 # 123, 124) exited unexpectedly" (the loop that notices), usually chained.
-_WORKER_DIED = re.compile(r"DataLoader worker \(pid(?:\(s\))? (?P<pids>\d+(?:, \d+)*)\) "
-                          r"(?:is killed by signal: (?P<word>[A-Za-z ]+?)\.|exited unexpectedly)")
-_STRSIGNAL = {"Killed": "SIGKILL", "Bus error": "SIGBUS", "Segmentation fault": "SIGSEGV",
-              "Aborted": "SIGABRT", "Terminated": "SIGTERM", "Floating point exception": "SIGFPE",
-              "Illegal instruction": "SIGILL", "Interrupt": "SIGINT"}
+_WORKER_DIED = re.compile(
+    r"DataLoader worker \(pid(?:\(s\))? (?P<pids>\d+(?:, \d+)*)\) "
+    r"(?:is killed by signal: (?P<word>[A-Za-z ]+?)\.|exited unexpectedly)"
+)
+_STRSIGNAL = {
+    "Killed": "SIGKILL",
+    "Bus error": "SIGBUS",
+    "Segmentation fault": "SIGSEGV",
+    "Aborted": "SIGABRT",
+    "Terminated": "SIGTERM",
+    "Floating point exception": "SIGFPE",
+    "Illegal instruction": "SIGILL",
+    "Interrupt": "SIGINT",
+}
 
 
-def _worker_died(error: Optional[Dict[str, Any]], log_tail: Sequence[str]
-                 ) -> Optional[Dict[str, Any]]:
+def _worker_died(
+    error: Optional[dict[str, Any]], log_tail: Sequence[str]
+) -> Optional[dict[str, Any]]:
     """{pids, signal} when the error (its chain, or the printed output) says a DataLoader
     worker died; the signal is None when torch only saw it exit."""
     texts = []
     if error:
         texts.append(str(error.get("message") or ""))
-        texts.extend(str(c.get("message") or "") for c in error.get("chain") or []
-                     if isinstance(c, dict))
+        texts.extend(
+            str(c.get("message") or "") for c in error.get("chain") or [] if isinstance(c, dict)
+        )
     texts.extend(str(line) for line in list(log_tail)[-200:])
-    found: Optional[Dict[str, Any]] = None
+    found: Optional[dict[str, Any]] = None
     for text in texts:
         for m in _WORKER_DIED.finditer(text):
             sig = _STRSIGNAL.get(m["word"], m["word"]) if m["word"] else None
@@ -79,27 +114,40 @@ def _worker_died_hint(signal: Optional[str], oom_kills: Optional[int]) -> str:
     memory = "lower num_workers, prefetch_factor or the batch size, or raise the memory limit"
     if signal == "SIGKILL" or signal is None:
         if oom_kills:
-            return (f"the kernel's OOM killer killed it (the job's memory cgroup counted "
-                    f"{oom_kills} OOM kill(s) during the job): the workers ran out of host "
-                    f"RAM; {memory}")
+            return (
+                f"the kernel's OOM killer killed it (the job's memory cgroup counted "
+                f"{oom_kills} OOM kill(s) during the job): the workers ran out of host "
+                f"RAM; {memory}"
+            )
         if oom_kills == 0 and signal:
-            return ("the job's memory cgroup logged no OOM kill: check dmesg for the host's "
-                    "OOM killer and who else kills processes here; num_workers too high for "
-                    f"the memory is the usual cause ({memory})")
+            return (
+                "the job's memory cgroup logged no OOM kill: check dmesg for the host's "
+                "OOM killer and who else kills processes here; num_workers too high for "
+                f"the memory is the usual cause ({memory})"
+            )
         if signal:
-            return ("likely the OOM killer (dmesg | grep -i 'killed process') or num_workers "
-                    f"too high for the memory: {memory}")
-        return ("the worker exited without a word: run with DataLoader(num_workers=0) to see "
-                "its error in the main process, and check dmesg for the OOM killer")
+            return (
+                "likely the OOM killer (dmesg | grep -i 'killed process') or num_workers "
+                f"too high for the memory: {memory}"
+            )
+        return (
+            "the worker exited without a word: run with DataLoader(num_workers=0) to see "
+            "its error in the main process, and check dmesg for the OOM killer"
+        )
     if signal == "SIGBUS":
-        return ("out of shared memory (/dev/shm), which workers use to pass batches: raise "
-                "it (docker run --shm-size=8g) or lower num_workers / the batch size")
-    return ("a crash inside the worker (a dataset transform, an image decoder, a native "
-            "extension): run with DataLoader(num_workers=0) to see it in the main process")
+        return (
+            "out of shared memory (/dev/shm), which workers use to pass batches: raise "
+            "it (docker run --shm-size=8g) or lower num_workers / the batch size"
+        )
+    return (
+        "a crash inside the worker (a dataset transform, an image decoder, a native "
+        "extension): run with DataLoader(num_workers=0) to see it in the main process"
+    )
 
 
-def stage_at_end(stages: Sequence[Dict[str, Any]],
-                 error: Optional[Dict[str, Any]] = None) -> Optional[str]:
+def stage_at_end(
+    stages: Sequence[dict[str, Any]], error: Optional[dict[str, Any]] = None
+) -> Optional[str]:
     """The job's stage when it ended: where a fatal error was raised, else the innermost stage
     still open, else the innermost stage the end unwound through (closed with status "error"
     after the last stage began), else the last stage to close -- never merely the last one
@@ -115,8 +163,9 @@ def stage_at_end(stages: Sequence[Dict[str, Any]],
     open_ = [s for s in stages if s.get("status") == "running"]
     if open_:
         return open_[-1]["name"]
-    if not all(isinstance(s.get("began"), int) and isinstance(s.get("closed"), int)
-               for s in stages):
+    if not all(
+        isinstance(s.get("began"), int) and isinstance(s.get("closed"), int) for s in stages
+    ):
         return stages[-1]["name"]
     last_begin = max(s["began"] for s in stages)
     unwound = [s for s in stages if s.get("status") == "error" and s["closed"] > last_begin]
@@ -125,7 +174,7 @@ def stage_at_end(stages: Sequence[Dict[str, Any]],
     return max(stages, key=lambda s: s["closed"])["name"]
 
 
-def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
     """Why a process ended; None for a clean success. See the module docstring for shape.
 
     facts (all optional): outcome, exit_code, signal ("SIGSEGV" or None), error (the
@@ -139,12 +188,17 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     stage = (error or {}).get("stage") or facts.get("stage")
     last = last_line(log_tail)
     outcome = facts.get("outcome")
-    evidence: Dict[str, Any] = {"exit_code": exit_code, "signal": signal, "stage": stage,
-                                "last_line": last}
+    evidence: dict[str, Any] = {
+        "exit_code": exit_code,
+        "signal": signal,
+        "stage": stage,
+        "last_line": last,
+    }
     # A fatal error event decides the end even when the exit status is 0 (issue 3's rule);
     # SystemExit is an exit status, not an exception.
-    fatal_error = bool(error) and bool(error.get("fatal", True)) and \
-        error.get("kind") != "system_exit"
+    fatal_error = (
+        bool(error) and bool(error.get("fatal", True)) and error.get("kind") != "system_exit"
+    )
     ended_badly = fatal_error or exit_code not in (0, None) or bool(signal)
 
     if outcome == "cancelled":
@@ -153,56 +207,77 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
         message = one_line((error or {}).get("message") or _oom_line(log_tail), MESSAGE_MAX)
         evidence.update(frame_fields(frames))
-        return diag("cuda_oom",
-                     f"CUDA out of memory{in_stage(stage)} at {where(frames)}: {message}",
-                     "lower the batch size or sequence length, enable gradient checkpointing "
-                     "or mixed precision, or free other jobs on the GPU (nvidia-smi)",
-                     evidence)
+        return diag(
+            "cuda_oom",
+            f"CUDA out of memory{in_stage(stage)} at {where(frames)}: {message}",
+            "lower the batch size or sequence length, enable gradient checkpointing "
+            "or mixed precision, or free other jobs on the GPU (nvidia-smi)",
+            evidence,
+        )
     if facts.get("oom_killed"):
-        return diag("oom_killed",
-                     f"killed by the kernel's out-of-memory killer{in_stage(stage)} "
-                     f"(signal {signal or 'SIGKILL'})",
-                     "the job ran out of host RAM: lower the batch size or DataLoader "
-                     "num_workers / prefetch, or raise the memory limit",
-                     {**evidence, "oom_killed": True})
+        return diag(
+            "oom_killed",
+            f"killed by the kernel's out-of-memory killer{in_stage(stage)} "
+            f"(signal {signal or 'SIGKILL'})",
+            "the job ran out of host RAM: lower the batch size or DataLoader "
+            "num_workers / prefetch, or raise the memory limit",
+            {**evidence, "oom_killed": True},
+        )
     if signal in NATIVE_SIGNALS:
         text = facts.get("crash_text") or "\n".join(log_tail)
         frames = parse_stack(text, prefer="current")
         evidence.update(frame_fields(frames))
         evidence["crash_text_present"] = bool(facts.get("crash_text"))
         word = _SIGNAL_WORDS.get(signal, signal)
-        hint = ("a crash in native code (C/C++/CUDA extension, ctypes): check that torch, "
-                "CUDA and extension versions match; run with CUDA_LAUNCH_BLOCKING=1 "
-                "to find the failing call")
+        hint = (
+            "a crash in native code (C/C++/CUDA extension, ctypes): check that torch, "
+            "CUDA and extension versions match; run with CUDA_LAUNCH_BLOCKING=1 "
+            "to find the failing call"
+        )
         if signal == "SIGABRT":
-            hint = ("the process aborted (a C/C++ assertion, abort() or a fatal error in an "
-                    "extension): read the last output lines and check library versions")
-        return diag("native_crash",
-                     f"native crash: {signal} ({word}){in_stage(stage)} at {where(frames)}",
-                     hint, evidence)
+            hint = (
+                "the process aborted (a C/C++ assertion, abort() or a fatal error in an "
+                "extension): read the last output lines and check library versions"
+            )
+        return diag(
+            "native_crash",
+            f"native crash: {signal} ({word}){in_stage(stage)} at {where(frames)}",
+            hint,
+            evidence,
+        )
     if signal == "SIGKILL":
-        return diag("killed",
-                     f"killed by SIGKILL{in_stage(stage)}; last output: {last or '(none)'}",
-                     "something outside the job sent SIGKILL (a user, a scheduler, a "
-                     "container limit, or the OOM killer when the cgroup cannot tell): check "
-                     "dmesg, the scheduler's log and memory limits", evidence)
+        return diag(
+            "killed",
+            f"killed by SIGKILL{in_stage(stage)}; last output: {last or '(none)'}",
+            "something outside the job sent SIGKILL (a user, a scheduler, a "
+            "container limit, or the OOM killer when the cgroup cannot tell): check "
+            "dmesg, the scheduler's log and memory limits",
+            evidence,
+        )
     if signal:
-        return diag("killed",
-                     f"terminated by {signal}{in_stage(stage)}; last output: {last or '(none)'}",
-                     f"something outside the job sent {signal}: check who stops jobs here "
-                     "(a scheduler, a terminal closing, a service manager)", evidence)
+        return diag(
+            "killed",
+            f"terminated by {signal}{in_stage(stage)}; last output: {last or '(none)'}",
+            f"something outside the job sent {signal}: check who stops jobs here "
+            "(a scheduler, a terminal closing, a service manager)",
+            evidence,
+        )
     died = _worker_died(error if fatal_error else None, log_tail) if ended_badly else None
     if died:
         frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
         evidence.update(frame_fields(frames))
-        evidence.update(child_pids=died["pids"], child_signal=died["signal"],
-                        oom_kills=facts.get("oom_kills"))
+        evidence.update(
+            child_pids=died["pids"], child_signal=died["signal"], oom_kills=facts.get("oom_kills")
+        )
         how = f"died of {died['signal']}" if died["signal"] else "exited unexpectedly"
         plural = "s" if "," in died["pids"] else ""
-        return diag("child_killed",
-                    f"a DataLoader worker (pid{plural} {died['pids']}) {how}{in_stage(stage)}; "
-                    f"the main process failed on it at {where(frames)}",
-                    _worker_died_hint(died["signal"], facts.get("oom_kills")), evidence)
+        return diag(
+            "child_killed",
+            f"a DataLoader worker (pid{plural} {died['pids']}) {how}{in_stage(stage)}; "
+            f"the main process failed on it at {where(frames)}",
+            _worker_died_hint(died["signal"], facts.get("oom_kills")),
+            evidence,
+        )
     if fatal_error:
         frames = _error_frames(error)
         evidence.update(frame_fields(frames))
@@ -210,26 +285,34 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         message = one_line(error.get("message"), MESSAGE_MAX)
         thread = error.get("thread")
         in_thread = f" in thread {thread}" if thread and thread != "MainThread" else ""
-        return diag("python_exception",
-                     f"{error.get('type', 'Exception')}: {message}{in_stage(stage)}{in_thread} "
-                     f"at {where(frames)}",
-                     f"fix the error raised at {format_frame(user_frame(frames) or (frames[-1] if frames else None))}"
-                     "; the full traceback is in the report's error field", evidence)
+        return diag(
+            "python_exception",
+            f"{error.get('type', 'Exception')}: {message}{in_stage(stage)}{in_thread} "
+            f"at {where(frames)}",
+            f"fix the error raised at "
+            f"{format_frame(user_frame(frames) or (frames[-1] if frames else None))}"
+            "; the full traceback is in the report's error field",
+            evidence,
+        )
     if exit_code not in (0, None):
         printed = traceback_in_text(log_tail)
         if printed and not error:
             frames = printed["frames"]
             evidence.update(frame_fields(frames))
             evidence["type"] = printed["type"]
-            return diag("python_exception",
-                         f"{printed['type']}: {one_line(printed['message'], MESSAGE_MAX)}"
-                         f"{in_stage(stage)} at {where(frames)} (from the traceback on stderr)",
-                         "fix the error at the named frame; the traceback is in the log tail",
-                         evidence)
+            return diag(
+                "python_exception",
+                f"{printed['type']}: {one_line(printed['message'], MESSAGE_MAX)}"
+                f"{in_stage(stage)} at {where(frames)} (from the traceback on stderr)",
+                "fix the error at the named frame; the traceback is in the log tail",
+                evidence,
+            )
         bye = facts.get("bye") or {}
         bye_reason = facts.get("bye_reason") or bye.get("reason")
-        hint = ("the script chose to exit with an error status: read the last output lines "
-                "for its reason")
+        hint = (
+            "the script chose to exit with an error status: read the last output lines "
+            "for its reason"
+        )
         reason = ""
         if error and error.get("kind") == "system_exit":
             frames = _error_frames(error)
@@ -240,12 +323,18 @@ def diagnose_end(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             reason = f" from sys.exit({exit_code})"
         elif not facts.get("saw_bye"):
             reason = " with no last words (os._exit or exit from native code)"
-            hint = ("the process left without Python's shutdown (os._exit, exit() in native "
-                    "code, a library calling _exit): search for those calls near the last "
-                    "output line")
-        return diag("exit_nonzero",
-                     f"exited with status {exit_code}{reason}{in_stage(stage)}; "
-                     f"last output: {last or '(none)'}", hint, evidence)
+            hint = (
+                "the process left without Python's shutdown (os._exit, exit() in native "
+                "code, a library calling _exit): search for those calls near the last "
+                "output line"
+            )
+        return diag(
+            "exit_nonzero",
+            f"exited with status {exit_code}{reason}{in_stage(stage)}; "
+            f"last output: {last or '(none)'}",
+            hint,
+            evidence,
+        )
     return None
 
 
@@ -254,4 +343,3 @@ def _oom_line(log_tail: Sequence[str]) -> str:
         if _CUDA_OOM_TEXT.search(str(line)):
             return str(line)
     return ""
-

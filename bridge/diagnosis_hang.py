@@ -7,13 +7,34 @@ bridge/evidence.py (node-client/src/evidence.js); stack reading is in diagnosis_
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, Optional
 
-from .diagnosis_stack import (Frame, diag, frame_fields, importing_module, in_stage,
-                              is_library_frame, parse_stack, where)
+from .diagnosis_stack import (
+    Frame,
+    diag,
+    frame_fields,
+    importing_module,
+    in_stage,
+    is_library_frame,
+    parse_stack,
+    where,
+)
 
-HANG_KINDS = ("network_wait", "lock_wait", "cpu_bound", "io_wait", "gil_held", "child_wait",
-              "sleeping", "gpu_busy", "import_hang", "startup", "stopped", "unknown")
+HANG_KINDS = (
+    "network_wait",
+    "lock_wait",
+    "cpu_bound",
+    "io_wait",
+    "gil_held",
+    "child_wait",
+    "sleeping",
+    "gpu_busy",
+    "import_hang",
+    "startup",
+    "stopped",
+    "unknown",
+)
 
 # --- hangs ------------------------------------------------------------------------------
 # Kernel waits, by the main thread's syscall name and wchan (bridge/evidence.py maps
@@ -22,24 +43,55 @@ HANG_KINDS = ("network_wait", "lock_wait", "cpu_bound", "io_wait", "gil_held", "
 _SLEEP_SYSCALLS = frozenset({"nanosleep", "clock_nanosleep"})
 _LOCK_SYSCALLS = frozenset({"futex", "futex_waitv"})
 _WAIT_SYSCALLS = frozenset({"wait4", "waitid", "waitpid"})
-_POLL_SYSCALLS = frozenset({"poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait",
-                            "epoll_pwait2"})
-_READ_SYSCALLS = frozenset({"read", "readv", "pread64", "preadv", "preadv2", "recvfrom",
-                            "recvmsg", "recvmmsg", "connect", "accept", "accept4", "write",
-                            "writev", "sendto", "sendmsg", "pwrite64", "fsync", "fdatasync"})
+_POLL_SYSCALLS = frozenset(
+    {"poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2"}
+)
+_READ_SYSCALLS = frozenset(
+    {
+        "read",
+        "readv",
+        "pread64",
+        "preadv",
+        "preadv2",
+        "recvfrom",
+        "recvmsg",
+        "recvmmsg",
+        "connect",
+        "accept",
+        "accept4",
+        "write",
+        "writev",
+        "sendto",
+        "sendmsg",
+        "pwrite64",
+        "fsync",
+        "fdatasync",
+    }
+)
 _NET_WCHAN = re.compile(r"sk_wait|tcp_|inet_|sock_|wait_woken|unix_stream")
 _POLL_WCHAN = re.compile(r"poll_schedule_timeout|do_select|do_sys_poll|ep_poll")
 _IO_WCHAN = re.compile(r"io_schedule|folio_wait|wait_on_page|nfs|fuse|blk|jbd2|ext4|xfs|btrfs")
-_LOCK_FUNCS = frozenset({"acquire", "wait", "_wait_for_tstate_lock", "join", "get", "put",
-                         "__enter__"})
-_NET_FILES = ("socket.py", "ssl.py", "http/client.py", "urllib3", "requests", "httpx",
-              "huggingface_hub", "aiohttp", "selectors.py", "asyncio")
+_LOCK_FUNCS = frozenset(
+    {"acquire", "wait", "_wait_for_tstate_lock", "join", "get", "put", "__enter__"}
+)
+_NET_FILES = (
+    "socket.py",
+    "ssl.py",
+    "http/client.py",
+    "urllib3",
+    "requests",
+    "httpx",
+    "huggingface_hub",
+    "aiohttp",
+    "selectors.py",
+    "asyncio",
+)
 _CHILD_FILES = ("subprocess.py", "multiprocessing", "popen_fork.py", "torch/utils/data")
 
 # Hang reasons (bridge/machine.py names first) that mean the worker's beacon went quiet.
 BEACON_SILENT = frozenset({"heartbeat", "heartbeat_silence"})
 
-CPU_BUSY = 0.5       # fraction of one core over the window: the main work is computing
+CPU_BUSY = 0.5  # fraction of one core over the window: the main work is computing
 # On a loaded machine a spinning thread gets a small share of a core, and a spinning Python
 # thread also waits for the GIL (a futex, state S) whenever the beacon thread runs; but a
 # thread blocked in a call is never runnable. Measured here under load: a CPU loop showed
@@ -50,17 +102,17 @@ CPU_SOME = 0.05
 # Margins against sampling jitter (issue 20): the two clients sample the same process at
 # different moments, so no verdict may turn on one sample.
 RUNNABLE_SOME = 0.15  # below this share of R samples the main thread is not spinning
-WAIT_MAJORITY = 0.6   # share of samples in one kernel wait for that wait to decide
+WAIT_MAJORITY = 0.6  # share of samples in one kernel wait for that wait to decide
 WAIT_MIN_SAMPLES = 5  # fewer samples than this decide nothing
-GPU_BUSY = 50        # percent utilisation: the GPU is the thing that is busy
+GPU_BUSY = 50  # percent utilisation: the GPU is the thing that is busy
 IO_BUSY_BYTES = 1 << 20  # bytes per window that count as "doing I/O"
 
 
-def _main(evidence: Dict[str, Any]) -> Dict[str, Any]:
+def _main(evidence: dict[str, Any]) -> dict[str, Any]:
     return evidence.get("main_thread") or {}
 
 
-def _remote(conn: Dict[str, Any]) -> str:
+def _remote(conn: dict[str, Any]) -> str:
     raddr = conn.get("raddr") or ""
     if isinstance(raddr, (list, tuple)) and len(raddr) == 2:
         host, port = raddr
@@ -68,7 +120,7 @@ def _remote(conn: Dict[str, Any]) -> str:
     return str(raddr) or "an unknown peer"
 
 
-def _blocking_socket(evidence: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+def _blocking_socket(evidence: dict[str, Any]) -> Optional[dict[str, Any]]:
     """The socket the main thread waits on: the one whose fd is the syscall's fd, else the
     one connection with a remote end (ESTABLISHED or connecting)."""
     sockets = [s for s in (evidence.get("sockets") or []) if s.get("raddr")]
@@ -76,12 +128,16 @@ def _blocking_socket(evidence: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     for sock in sockets:
         if fd is not None and sock.get("fd") == fd:
             return sock
-    live = [s for s in sockets if s.get("status") in ("ESTABLISHED", "SYN_SENT", "CLOSE_WAIT")
-            and s.get("pid") in (None, evidence.get("pid"))]
+    live = [
+        s
+        for s in sockets
+        if s.get("status") in ("ESTABLISHED", "SYN_SENT", "CLOSE_WAIT")
+        and s.get("pid") in (None, evidence.get("pid"))
+    ]
     return live[0] if live else (sockets[0] if sockets else None)
 
 
-def _peer_child(evidence: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+def _peer_child(evidence: dict[str, Any]) -> Optional[dict[str, Any]]:
     """The job process at the other end of the AF_UNIX socket the main thread reads, if any."""
     peer = (evidence.get("unix_peer") or {}).get("pid")
     if peer is None or peer == evidence.get("pid"):
@@ -92,7 +148,7 @@ def _peer_child(evidence: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return None
 
 
-def _child_to_name(evidence: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+def _child_to_name(evidence: dict[str, Any]) -> Optional[dict[str, Any]]:
     peer = _peer_child(evidence)
     if peer is not None:
         return peer
@@ -106,19 +162,24 @@ def _child_to_name(evidence: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 DATALOADER_WORKER = "pt_data_worker"  # /proc/<pid>/comm of a torch DataLoader worker
 
 
-def child_role(child: Dict[str, Any], children: Sequence[Dict[str, Any]]) -> Optional[str]:
+def child_role(child: dict[str, Any], children: Sequence[dict[str, Any]]) -> Optional[str]:
     """'DataLoader worker N' for a torch DataLoader worker: N is its place among its
     siblings by start time (torch starts worker 0, 1, ... in order), else None."""
     if child.get("name") != DATALOADER_WORKER:
         return None
-    siblings = sorted((c for c in children if c.get("name") == DATALOADER_WORKER
-                       and c.get("ppid") == child.get("ppid")),
-                      key=lambda c: (c.get("started") or 0, c.get("pid") or 0))
+    siblings = sorted(
+        (
+            c
+            for c in children
+            if c.get("name") == DATALOADER_WORKER and c.get("ppid") == child.get("ppid")
+        ),
+        key=lambda c: (c.get("started") or 0, c.get("pid") or 0),
+    )
     ids = [c.get("pid") for c in siblings]
     return f"DataLoader worker {ids.index(child.get('pid'))}" if child.get("pid") in ids else None
 
 
-def child_state(child: Dict[str, Any]) -> str:
+def child_state(child: dict[str, Any]) -> str:
     """stopped / exited / spinning / in disk I/O / sleeping, from its state and CPU."""
     status = child.get("status")
     if status in ("stopped", "tracing-stop"):
@@ -132,11 +193,13 @@ def child_state(child: Dict[str, Any]) -> str:
     return "sleeping"
 
 
-def _describe_child(child: Dict[str, Any], children: Sequence[Dict[str, Any]] = ()) -> str:
+def _describe_child(child: dict[str, Any], children: Sequence[dict[str, Any]] = ()) -> str:
     role = child_role(child, children)
     if role:
         return f"{role} (pid {child.get('pid')}, {child_state(child)})"
-    return f"child pid {child.get('pid')} ({child.get('name') or '?'}, {child.get('status') or '?'})"
+    return (
+        f"child pid {child.get('pid')} ({child.get('name') or '?'}, {child.get('status') or '?'})"
+    )
 
 
 def _stack_says(frames: Sequence[Frame]) -> Optional[str]:
@@ -149,22 +212,42 @@ def _stack_says(frames: Sequence[Frame]) -> Optional[str]:
     if func == "sleep":
         return "sleeping"
     if any(k in files for k in _CHILD_FILES) and (
-            func in ("wait", "_wait", "poll", "_try_wait", "communicate", "join", "recv",
-                     "_recv", "_recv_bytes", "get") or "selectors.py" in path):
+        func
+        in (
+            "wait",
+            "_wait",
+            "poll",
+            "_try_wait",
+            "communicate",
+            "join",
+            "recv",
+            "_recv",
+            "_recv_bytes",
+            "get",
+        )
+        or "selectors.py" in path
+    ):
         # A select under multiprocessing.connection.wait (a DataLoader's data queue) waits
         # for a child, not for a network.
         return "child_wait"
-    if any(k in path for k in _NET_FILES) or func in ("recv", "recv_into", "readinto",
-                                                      "connect", "create_connection",
-                                                      "getaddrinfo", "accept"):
+    if any(k in path for k in _NET_FILES) or func in (
+        "recv",
+        "recv_into",
+        "readinto",
+        "connect",
+        "create_connection",
+        "getaddrinfo",
+        "accept",
+    ):
         return "network_wait"
-    if func in _LOCK_FUNCS and ("threading.py" in path or "queue.py" in path or
-                                not is_library_frame(inner)):
+    if func in _LOCK_FUNCS and (
+        "threading.py" in path or "queue.py" in path or not is_library_frame(inner)
+    ):
         return "lock_wait"
     return None
 
 
-def dominant_wait(main: Dict[str, Any]) -> Optional[str]:
+def dominant_wait(main: dict[str, Any]) -> Optional[str]:
     """The kernel wait (wchan) the main thread was seen in for at least WAIT_MAJORITY of at
     least WAIT_MIN_SAMPLES samples over the window, else None ("running" never counts)."""
     samples = main.get("wait_samples") or {}
@@ -179,7 +262,7 @@ def dominant_wait(main: Dict[str, Any]) -> Optional[str]:
     return None
 
 
-def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
+def _kernel_says(evidence: dict[str, Any]) -> Optional[str]:
     """A hang kind from outside the interpreter: state, kernel wait, CPU, I/O, GPU."""
     if not evidence or not evidence.get("alive", True):
         return None
@@ -199,8 +282,11 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
     if status in ("stopped", "tracing-stop"):
         return "stopped"
     gpus = evidence.get("gpu") or []
-    if any((g.get("util_percent") or 0) >= GPU_BUSY and g.get("used_by_job", True)
-           for g in gpus if isinstance(g, dict)):
+    if any(
+        (g.get("util_percent") or 0) >= GPU_BUSY and g.get("used_by_job", True)
+        for g in gpus
+        if isinstance(g, dict)
+    ):
         return "gpu_busy"
     if status == "disk-sleep" or _IO_WCHAN.search(wchan):
         return "io_wait"
@@ -212,8 +298,10 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
         # end may well catch a spinning thread waiting for the GIL (a futex).
         # Margins (issue 20): one or two runnable samples (a sleeping loop waking up) are
         # not a loop; below RUNNABLE_BUSY a blocking wait that most samples saw decides.
-        spinning = (cpu or 0) >= CPU_SOME and (runnable >= RUNNABLE_BUSY or (
-            in_user_code and runnable >= RUNNABLE_SOME and waited is None))
+        spinning = (cpu or 0) >= CPU_SOME and (
+            runnable >= RUNNABLE_BUSY
+            or (in_user_code and runnable >= RUNNABLE_SOME and waited is None)
+        )
     else:
         spinning = cpu is not None and cpu >= CPU_BUSY and in_user_code
     if spinning:
@@ -225,7 +313,8 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
     if syscall in _LOCK_SYSCALLS or wchan.startswith("futex"):
         return "lock_wait"
     if (main.get("fd_family") == "unix" or wchan.startswith("unix_")) and (
-            _peer_child(evidence) or evidence.get("children")):
+        _peer_child(evidence) or evidence.get("children")
+    ):
         # A local socket (socketpair, multiprocessing connection) into the job's own tree
         # is a wait on that process, not on a network (issue 12: a stopped DataLoader
         # worker was blamed on the proxy).
@@ -249,13 +338,22 @@ def _kernel_says(evidence: Dict[str, Any]) -> Optional[str]:
     return None
 
 
-def _hang_kind(reason: str, frames: Sequence[Frame], evidence: Dict[str, Any],
-               saw_hello: bool, loaded: bool = False, python_silent: bool = False) -> str:
+def _hang_kind(
+    reason: str,
+    frames: Sequence[Frame],
+    evidence: dict[str, Any],
+    saw_hello: bool,
+    loaded: bool = False,
+    python_silent: bool = False,
+) -> str:
     kernel, stack = _kernel_says(evidence), _stack_says(frames)
     if kernel == "stopped":
         return "stopped"
-    if (reason in BEACON_SILENT or python_silent) and (saw_hello or loaded) \
-            and evidence.get("alive", True):
+    if (
+        (reason in BEACON_SILENT or python_silent)
+        and (saw_hello or loaded)
+        and evidence.get("alive", True)
+    ):
         # (loaded: the worker was imported but its beacon never spoke: issue 12 item 4;
         # python_silent: neither dump path answered, only the native SIGUSR2 one)
         # The beacon thread could not run: something holds the GIL (or the process froze).
@@ -279,13 +377,13 @@ def _hang_kind(reason: str, frames: Sequence[Frame], evidence: Dict[str, Any],
     return "unknown"
 
 
-def _idle(facts: Dict[str, Any]) -> str:
+def _idle(facts: dict[str, Any]) -> str:
     idle = facts.get("idle_s")
     # A beat sent just before the hang says ~0 s: a number that small informs nobody.
     return f" for {idle:.0f} s" if isinstance(idle, (int, float)) and idle >= 1 else ""
 
 
-def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
+def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
     """Why a job that is still alive makes no progress. Always returns a diagnosis.
 
     facts: reason (startup | stage_budget | stall | heartbeat | after_bye; heartbeat_silence
@@ -298,20 +396,28 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
     reason = facts.get("reason") or "stall"
     evidence = dict(facts.get("evidence") or {})
     saw_hello = bool(facts.get("saw_hello", True))
-    frames = parse_stack(facts.get("stack")) or parse_stack(facts.get("stacks")) \
+    frames = (
+        parse_stack(facts.get("stack"))
+        or parse_stack(facts.get("stacks"))
         or parse_stack(evidence.get("py_spy"))
+    )
     stage = facts.get("stage")
     loaded = bool(facts.get("worker_loaded"))
-    kind = _hang_kind(reason, frames, evidence, saw_hello, loaded,
-                      bool(facts.get("python_silent")))
+    kind = _hang_kind(reason, frames, evidence, saw_hello, loaded, bool(facts.get("python_silent")))
     at = where(frames)
     idle = _idle(facts)
     main = _main(evidence)
     kernel_wait = main.get("wchan") or main.get("syscall")
-    extra = {"reason": reason, "stage": stage, "stages": facts.get("stages"),
-             "idle_s": facts.get("idle_s"), "kernel_wait": kernel_wait,
-             "cpu_fraction": evidence.get("cpu_fraction"), **frame_fields(frames),
-             "os": _trim(evidence)}
+    extra = {
+        "reason": reason,
+        "stage": stage,
+        "stages": facts.get("stages"),
+        "idle_s": facts.get("idle_s"),
+        "kernel_wait": kernel_wait,
+        "cpu_fraction": evidence.get("cpu_fraction"),
+        **frame_fields(frames),
+        "os": _trim(evidence),
+    }
     where_stage = in_stage(stage) + _stuck_bar(facts.get("progress"))
     if reason == "after_bye":
         # The script finished (bye) but the process did not exit: say so before the cause.
@@ -323,10 +429,13 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
         extra["remote"] = remote if sock else None
         extra["socket_status"] = sock.get("status") if sock else None
         verb = "connecting to" if sock and sock.get("status") == "SYN_SENT" else "reading from"
-        return diag(kind, f"blocked {verb} {remote}{idle}{where_stage} at {at}",
-                     f"blocked {verb} {remote}{idle}: check HTTPS_PROXY / HF_ENDPOINT, the "
-                     "server, or go offline (HF_HUB_OFFLINE=1); put a timeout on the call",
-                     extra)
+        return diag(
+            kind,
+            f"blocked {verb} {remote}{idle}{where_stage} at {at}",
+            f"blocked {verb} {remote}{idle}: check HTTPS_PROXY / HF_ENDPOINT, the "
+            "server, or go offline (HF_HUB_OFFLINE=1); put a timeout on the call",
+            extra,
+        )
     if kind == "child_wait":
         child = _child_to_name(evidence)
         extra["child"] = child
@@ -334,89 +443,140 @@ def diagnose_hang(facts: Dict[str, Any]) -> Dict[str, Any]:
         who = _describe_child(child, children) if child else "a child process"
         role = child_role(child, children) if child else None
         extra["child_role"] = role
-        extra["via"] = "unix socket" if child is not None and child is _peer_child(evidence) \
-            else None
+        extra["via"] = (
+            "unix socket" if child is not None and child is _peer_child(evidence) else None
+        )
         # The hint says the state in its own words: name the child without it.
         named = f"{role} (pid {child.get('pid')})" if role else who
         state_hint = ""
         if child and child.get("status") in ("stopped", "tracing-stop"):
-            state_hint = f"{named} is stopped (SIGSTOP or a debugger): resume it with kill -CONT " \
-                         f"{child.get('pid')} or find who stopped it"
+            state_hint = (
+                f"{named} is stopped (SIGSTOP or a debugger): resume it with kill -CONT "
+                f"{child.get('pid')} or find who stopped it"
+            )
         elif child and child.get("status") == "zombie":
-            state_hint = f"{named} has exited but nobody collected it: the worker died; check its output"
+            state_hint = (
+                f"{named} has exited but nobody collected it: the worker died; check its output"
+            )
         elif role and child_state(child) == "spinning":
-            state_hint = f"{named} is busy computing: a slow or endless __getitem__ / collate_fn " \
-                         f"in the dataset; profile it (py-spy dump --pid {child.get('pid')}) " \
-                         "or use DataLoader(num_workers=0) to run it in the main process"
+            state_hint = (
+                f"{named} is busy computing: a slow or endless __getitem__ / collate_fn "
+                f"in the dataset; profile it (py-spy dump --pid {child.get('pid')}) "
+                "or use DataLoader(num_workers=0) to run it in the main process"
+            )
         else:
-            state_hint = f"{named} is not answering: check its stack (py-spy dump --pid " \
-                         f"{child.get('pid') if child else '?'}) or use DataLoader(num_workers=0) to rule it out"
+            state_hint = (
+                f"{named} is not answering: check its stack (py-spy dump --pid "
+                f"{child.get('pid') if child else '?'}) or use DataLoader(num_workers=0) "
+                "to rule it out"
+            )
         return diag(kind, f"waiting{idle} on {who}{where_stage} at {at}", state_hint, extra)
     if kind == "import_hang":
         module = importing_module(frames)
         extra["module"] = module
         never = "" if saw_hello else "; never said hello"
-        return diag(kind, f"stuck importing {module}{idle}{never}{where_stage} at {at}",
-                     f"the import of {module} does not finish: run python -X importtime -c "
-                     f"'import {module}' to see where, and check the network, CUDA init and "
-                     "lock files it may wait on", extra)
+        return diag(
+            kind,
+            f"stuck importing {module}{idle}{never}{where_stage} at {at}",
+            f"the import of {module} does not finish: run python -X importtime -c "
+            f"'import {module}' to see where, and check the network, CUDA init and "
+            "lock files it may wait on",
+            extra,
+        )
     if kind == "startup":
         what = _kernel_says(evidence) or _stack_says(frames)
         extra["blocking"] = what
         doing = f" (main thread {what.replace('_', ' ')})" if what else ""
         at_text = f" at {at}" if frames else ""
-        look = "check what the named frame waits on" if frames else \
-            "install py-spy (pip install py-spy) to see the frame it is stuck in"
-        return diag(kind, f"never said hello{idle}{doing}{at_text}",
-                     "the script did not reach the worker's hello: from trainbridge import worker (or run it "
-                     f"under trainbridge's zero-code mode) before heavy imports, and {look}",
-                     extra)
+        look = (
+            "check what the named frame waits on"
+            if frames
+            else "install py-spy (pip install py-spy) to see the frame it is stuck in"
+        )
+        return diag(
+            kind,
+            f"never said hello{idle}{doing}{at_text}",
+            "the script did not reach the worker's hello: from trainbridge import worker "
+            "(or run it "
+            f"under trainbridge's zero-code mode) before heavy imports, and {look}",
+            extra,
+        )
     if kind == "gil_held":
         busy = evidence.get("cpu_fraction")
-        doing = "spinning in native code" if busy is not None and busy >= CPU_BUSY \
+        doing = (
+            "spinning in native code"
+            if busy is not None and busy >= CPU_BUSY
             else "blocked in native code"
+        )
         never = "" if saw_hello else " (the worker loaded but never said hello)"
-        return diag(kind, f"beacon silent{idle} while the process lives{never}: the GIL is "
-                          f"held, {doing}{where_stage} at {at}",
-                     "a C extension or ctypes call holds the GIL: release it around long "
-                     "calls (ctypes.CDLL instead of PyDLL, Py_BEGIN_ALLOW_THREADS), or check "
-                     "the named frame", extra)
+        return diag(
+            kind,
+            f"beacon silent{idle} while the process lives{never}: the GIL is "
+            f"held, {doing}{where_stage} at {at}",
+            "a C extension or ctypes call holds the GIL: release it around long "
+            "calls (ctypes.CDLL instead of PyDLL, Py_BEGIN_ALLOW_THREADS), or check "
+            "the named frame",
+            extra,
+        )
     if kind == "lock_wait":
-        return diag(kind, f"waiting on a lock{idle}{where_stage} at {at}",
-                     "a lock, queue or join that nobody releases: look for a deadlock "
-                     "(two locks taken in opposite order, a thread that died holding one)",
-                     extra)
+        return diag(
+            kind,
+            f"waiting on a lock{idle}{where_stage} at {at}",
+            "a lock, queue or join that nobody releases: look for a deadlock "
+            "(two locks taken in opposite order, a thread that died holding one)",
+            extra,
+        )
     if kind == "sleeping":
-        return diag(kind, f"sleeping{idle}{where_stage} at {at}",
-                     "the main thread keeps sleeping: check retry/backoff or polling loops at "
-                     "the named frame", extra)
+        return diag(
+            kind,
+            f"sleeping{idle}{where_stage} at {at}",
+            "the main thread keeps sleeping: check retry/backoff or polling loops at "
+            "the named frame",
+            extra,
+        )
     if kind == "cpu_bound":
-        return diag(kind, f"computing without progress{idle} (CPU {_pct(evidence)}){where_stage} "
-                           f"at {at}",
-                     "busy on the CPU but not reporting progress: an infinite loop, or slow "
-                     "preprocessing; report progress inside it or profile the named frame",
-                     extra)
+        return diag(
+            kind,
+            f"computing without progress{idle} (CPU {_pct(evidence)}){where_stage} at {at}",
+            "busy on the CPU but not reporting progress: an infinite loop, or slow "
+            "preprocessing; report progress inside it or profile the named frame",
+            extra,
+        )
     if kind == "io_wait":
         target = main.get("fd_target")
         extra["file"] = target
         on = f" on {target}" if target else ""
-        return diag(kind, f"waiting for I/O{on}{idle}{where_stage} at {at}",
-                     "disk or filesystem is slow or stuck (network mount, full disk, a FIFO): "
-                     "check the path and the mount", extra)
+        return diag(
+            kind,
+            f"waiting for I/O{on}{idle}{where_stage} at {at}",
+            "disk or filesystem is slow or stuck (network mount, full disk, a FIFO): "
+            "check the path and the mount",
+            extra,
+        )
     if kind == "gpu_busy":
-        return diag(kind, f"the GPU is busy but the job reports no progress{idle}{where_stage} at {at}",
-                     "a long or stuck kernel: check nvidia-smi, lower the work per step, or "
-                     "run with CUDA_LAUNCH_BLOCKING=1 to find the kernel", extra)
+        return diag(
+            kind,
+            f"the GPU is busy but the job reports no progress{idle}{where_stage} at {at}",
+            "a long or stuck kernel: check nvidia-smi, lower the work per step, or "
+            "run with CUDA_LAUNCH_BLOCKING=1 to find the kernel",
+            extra,
+        )
     if kind == "stopped":
-        return diag(kind, f"the process is stopped (SIGSTOP or a debugger){idle}{where_stage} at {at}",
-                     f"resume it with kill -CONT {evidence.get('pid', '<pid>')} or find who "
-                     "stopped it", extra)
-    return diag("unknown", f"no progress{idle}{where_stage} at {at}; cause not recognised",
-                 "read the stacks in the report; py-spy dump --pid <pid> shows native frames",
-                 extra)
+        return diag(
+            kind,
+            f"the process is stopped (SIGSTOP or a debugger){idle}{where_stage} at {at}",
+            f"resume it with kill -CONT {evidence.get('pid', '<pid>')} or find who stopped it",
+            extra,
+        )
+    return diag(
+        "unknown",
+        f"no progress{idle}{where_stage} at {at}; cause not recognised",
+        "read the stacks in the report; py-spy dump --pid <pid> shows native frames",
+        extra,
+    )
 
 
-def _trim(evidence: Dict[str, Any], items: int = 10) -> Dict[str, Any]:
+def _trim(evidence: dict[str, Any], items: int = 10) -> dict[str, Any]:
     """The OS evidence for the report, with long lists cut (a fork bomb has many children)."""
     out = {k: v for k, v in evidence.items() if k != "py_spy"}
     for key in ("sockets", "children"):
@@ -426,12 +586,12 @@ def _trim(evidence: Dict[str, Any], items: int = 10) -> Dict[str, Any]:
     return out
 
 
-def _pct(evidence: Dict[str, Any]) -> str:
+def _pct(evidence: dict[str, Any]) -> str:
     cpu = evidence.get("cpu_fraction")
     return f"{cpu * 100:.0f}%" if isinstance(cpu, (int, float)) else "?"
 
 
-def _stuck_bar(progress: Optional[Dict[str, Any]]) -> str:
+def _stuck_bar(progress: Optional[dict[str, Any]]) -> str:
     """Name the progress bar that stopped (zero-code tqdm bars carry their description, e.g.
     a huggingface_hub download's file name), so 'download stuck at 0 B/s' names the file."""
     metrics = (progress or {}).get("metrics") or {}

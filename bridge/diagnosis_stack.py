@@ -10,9 +10,10 @@ diagnosis.py is the one name the rest of the client imports.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any, Optional
 
-Frame = Dict[str, Any]  # {"file": str, "line": int, "function": str}
+Frame = dict[str, Any]  # {"file": str, "line": int, "function": str}
 
 # --- Python stack text ------------------------------------------------------------------
 # Three formats reach us: traceback ('File "x.py", line 3, in f', innermost last),
@@ -25,15 +26,19 @@ _PYSPY_FRAME = re.compile(r'^\s+(?P<func>\S[^()]*?) \((?P<file>[^()]+?):(?P<line
 _HEADER = re.compile(r"^(?:Current thread|Thread|Traceback|Stack|Process|#|---|===)|:\s*$")
 
 
-def _split_blocks(text: str) -> List[Tuple[str, List[str]]]:
+def _split_blocks(text: str) -> list[tuple[str, list[str]]]:
     """Split a dump into (header, lines) per thread. A header is an unindented line."""
-    blocks: List[Tuple[str, List[str]]] = []
+    blocks: list[tuple[str, list[str]]] = []
     header, lines = "", []
     for raw in text.splitlines():
         if not raw.strip():
             continue
-        if not raw[0].isspace() and _HEADER.search(raw) and not TB_FRAME.match(raw) \
-                and not _FH_FRAME.match(raw):
+        if (
+            not raw[0].isspace()
+            and _HEADER.search(raw)
+            and not TB_FRAME.match(raw)
+            and not _FH_FRAME.match(raw)
+        ):
             if lines or header:
                 blocks.append((header, lines))
             header, lines = raw.strip(), []
@@ -44,15 +49,14 @@ def _split_blocks(text: str) -> List[Tuple[str, List[str]]]:
     return blocks
 
 
-def _frames_of_block(header: str, lines: Sequence[str]) -> List[Frame]:
-    frames: List[Frame] = []
+def _frames_of_block(header: str, lines: Sequence[str]) -> list[Frame]:
+    frames: list[Frame] = []
     innermost_first = None
     for line in lines:
         for pattern, first in ((TB_FRAME, False), (_FH_FRAME, True), (_PYSPY_FRAME, True)):
             m = pattern.match(line)
             if m:
-                frames.append({"file": m["file"], "line": int(m["line"]),
-                               "function": m["func"]})
+                frames.append({"file": m["file"], "line": int(m["line"]), "function": m["func"]})
                 if innermost_first is None:
                     innermost_first = first
                 break
@@ -65,7 +69,7 @@ def _frames_of_block(header: str, lines: Sequence[str]) -> List[Frame]:
     return frames
 
 
-def parse_stack(text: Optional[str], prefer: str = "main") -> List[Frame]:
+def parse_stack(text: Optional[str], prefer: str = "main") -> list[Frame]:
     """Frames (innermost last) of one thread in a stack dump.
 
     prefer="main": the thread named MainThread, else the last thread in the dump
@@ -91,7 +95,8 @@ def format_frame(frame: Optional[Frame]) -> str:
     """'file:line function' with the file shortened to its last two path parts."""
     if not frame:
         return "an unknown frame"
-    return f"{short_path(frame.get('file', '?'))}:{frame.get('line', '?')} {frame.get('function', '?')}"
+    where = f"{short_path(frame.get('file', '?'))}:{frame.get('line', '?')}"
+    return f"{where} {frame.get('function', '?')}"
 
 
 def short_path(path: str) -> str:
@@ -99,8 +104,15 @@ def short_path(path: str) -> str:
     return "/".join(parts[-2:]) if len(parts) > 1 and parts[-2] else parts[-1]
 
 
-_LIBRARY_MARKERS = ("/lib/python", "site-packages", "dist-packages", "<frozen", "/worker/",
-                    "/bridge/", "<string>")
+_LIBRARY_MARKERS = (
+    "/lib/python",
+    "site-packages",
+    "dist-packages",
+    "<frozen",
+    "/worker/",
+    "/bridge/",
+    "<string>",
+)
 
 
 def is_library_frame(frame: Frame) -> bool:
@@ -126,10 +138,12 @@ def where(frames: Sequence[Frame]) -> str:
     return f"{format_frame(inner)} (from {format_frame(mine)})"
 
 
-def frame_fields(frames: Sequence[Frame]) -> Dict[str, Any]:
+def frame_fields(frames: Sequence[Frame]) -> dict[str, Any]:
     inner, mine = (frames[-1] if frames else None), user_frame(frames)
-    return {"frame": format_frame(inner) if inner else None,
-            "user_frame": format_frame(mine) if mine else None}
+    return {
+        "frame": format_frame(inner) if inner else None,
+        "user_frame": format_frame(mine) if mine else None,
+    }
 
 
 # --- imports ----------------------------------------------------------------------------
@@ -161,17 +175,21 @@ def module_name(path: str) -> str:
 
 
 # --- text -------------------------------------------------------------------------------
-TB_LAST_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning)"
-                           r"|[A-Za-z_][\w.]*\.[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
+TB_LAST_LINE = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning)"
+    r"|[A-Za-z_][\w.]*\.[A-Z]\w*)(?::\s?(?P<msg>.*))?$"
+)
 
 
 # Terminal escapes (ECMA-48): CSI ("\x1b[1m", colours, cursor moves), OSC (titles, links)
 # and two-byte escapes. torch puts "\x1b[1m...\x1b[0m" in some error messages; a person
 # reading a report or a GUI needs the words, not the escapes (the log keeps the raw bytes).
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-_])|\x9b[0-?]*[ -/]*[@-~]")
-SUMMARY_MAX = 900   # characters of a diagnosis summary
-MESSAGE_MAX = 600   # characters of an error message quoted in a summary: long enough to keep
-                    # the part that says what to do (torch.load's "weights_only=False ...")
+_ANSI = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-_])|\x9b[0-?]*[ -/]*[@-~]"
+)
+SUMMARY_MAX = 900  # characters of a diagnosis summary
+MESSAGE_MAX = 600  # characters of an error message quoted in a summary: long enough to keep
+# the part that says what to do (torch.load's "weights_only=False ...")
 
 
 def strip_ansi(text: Any) -> str:
@@ -181,7 +199,7 @@ def strip_ansi(text: Any) -> str:
 
 def one_line(text: Any, limit: int = 200) -> str:
     s = " ".join(strip_ansi(text).split())
-    return s if len(s) <= limit else s[:limit - 3] + "..."
+    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 def last_line(log_tail: Optional[Sequence[str]]) -> Optional[str]:
@@ -191,7 +209,7 @@ def last_line(log_tail: Optional[Sequence[str]]) -> Optional[str]:
     return None
 
 
-def traceback_in_text(lines: Optional[Sequence[str]]) -> Optional[Dict[str, Any]]:
+def traceback_in_text(lines: Optional[Sequence[str]]) -> Optional[dict[str, Any]]:
     """The last Python traceback printed in output lines: {type, message, frames}.
 
     Used when the script never imported the worker, so no error message came over the
@@ -204,9 +222,9 @@ def traceback_in_text(lines: Optional[Sequence[str]]) -> Optional[Dict[str, Any]
             break
     if start is None:
         return None
-    frames: List[Frame] = []
+    frames: list[Frame] = []
     exc_type, message = None, ""
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         m = TB_FRAME.match(line)
         if m:
             frames.append({"file": m["file"], "line": int(m["line"]), "function": m["func"]})
@@ -226,7 +244,10 @@ def in_stage(stage: Optional[str]) -> str:
     return f" in stage '{stage}'" if stage else ""
 
 
-def diag(kind: str, summary: str, hint: str, evidence: Dict[str, Any]) -> Dict[str, Any]:
-    return {"kind": kind, "summary": one_line(summary, SUMMARY_MAX), "hint": one_line(hint, 300),
-            "evidence": evidence}
-
+def diag(kind: str, summary: str, hint: str, evidence: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "summary": one_line(summary, SUMMARY_MAX),
+        "hint": one_line(hint, 300),
+        "evidence": evidence,
+    }

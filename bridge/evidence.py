@@ -19,33 +19,105 @@ import socket
 import struct
 import subprocess
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Optional
 
 import psutil
 
 # Syscall numbers of the waits that matter, per architecture (from the kernel's unistd
 # tables). Anything else is reported by number.
 _SYSCALLS = {
-    "x86_64": {0: "read", 1: "write", 7: "poll", 17: "pread64", 18: "pwrite64", 19: "readv",
-               20: "writev", 23: "select", 34: "pause", 35: "nanosleep", 42: "connect",
-               43: "accept", 44: "sendto", 45: "recvfrom", 46: "sendmsg", 47: "recvmsg",
-               61: "wait4", 74: "fsync", 75: "fdatasync", 202: "futex", 230: "clock_nanosleep",
-               232: "epoll_wait", 247: "waitid", 270: "pselect6", 271: "ppoll",
-               281: "epoll_pwait", 288: "accept4", 299: "recvmmsg", 441: "epoll_pwait2",
-               449: "futex_waitv"},
-    "aarch64": {22: "epoll_pwait", 63: "read", 64: "write", 65: "readv", 66: "writev",
-                67: "pread64", 68: "pwrite64", 72: "pselect6", 73: "ppoll", 82: "fsync",
-                83: "fdatasync", 95: "waitid", 98: "futex", 101: "nanosleep",
-                115: "clock_nanosleep", 202: "accept", 203: "connect", 206: "sendto",
-                207: "recvfrom", 211: "sendmsg", 212: "recvmsg", 242: "accept4",
-                243: "recvmmsg", 260: "wait4", 441: "epoll_pwait2", 449: "futex_waitv"},
+    "x86_64": {
+        0: "read",
+        1: "write",
+        7: "poll",
+        17: "pread64",
+        18: "pwrite64",
+        19: "readv",
+        20: "writev",
+        23: "select",
+        34: "pause",
+        35: "nanosleep",
+        42: "connect",
+        43: "accept",
+        44: "sendto",
+        45: "recvfrom",
+        46: "sendmsg",
+        47: "recvmsg",
+        61: "wait4",
+        74: "fsync",
+        75: "fdatasync",
+        202: "futex",
+        230: "clock_nanosleep",
+        232: "epoll_wait",
+        247: "waitid",
+        270: "pselect6",
+        271: "ppoll",
+        281: "epoll_pwait",
+        288: "accept4",
+        299: "recvmmsg",
+        441: "epoll_pwait2",
+        449: "futex_waitv",
+    },
+    "aarch64": {
+        22: "epoll_pwait",
+        63: "read",
+        64: "write",
+        65: "readv",
+        66: "writev",
+        67: "pread64",
+        68: "pwrite64",
+        72: "pselect6",
+        73: "ppoll",
+        82: "fsync",
+        83: "fdatasync",
+        95: "waitid",
+        98: "futex",
+        101: "nanosleep",
+        115: "clock_nanosleep",
+        202: "accept",
+        203: "connect",
+        206: "sendto",
+        207: "recvfrom",
+        211: "sendmsg",
+        212: "recvmsg",
+        242: "accept4",
+        243: "recvmmsg",
+        260: "wait4",
+        441: "epoll_pwait2",
+        449: "futex_waitv",
+    },
 }
 # Syscalls whose first argument is the file descriptor being waited on.
-_FD_SYSCALLS = frozenset({"read", "write", "pread64", "pwrite64", "readv", "writev", "connect",
-                          "accept", "accept4", "sendto", "recvfrom", "sendmsg", "recvmsg",
-                          "recvmmsg", "fsync", "fdatasync"})
-_STATE_LETTERS = {"R": "running", "S": "sleeping", "D": "disk-sleep", "T": "stopped",
-                  "t": "tracing-stop", "Z": "zombie", "X": "dead", "I": "idle"}
+_FD_SYSCALLS = frozenset(
+    {
+        "read",
+        "write",
+        "pread64",
+        "pwrite64",
+        "readv",
+        "writev",
+        "connect",
+        "accept",
+        "accept4",
+        "sendto",
+        "recvfrom",
+        "sendmsg",
+        "recvmsg",
+        "recvmmsg",
+        "fsync",
+        "fdatasync",
+    }
+)
+_STATE_LETTERS = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "disk-sleep",
+    "T": "stopped",
+    "t": "tracing-stop",
+    "Z": "zombie",
+    "X": "dead",
+    "I": "idle",
+}
 PY_SPY_TIMEOUT_S = 0.25  # on top of the window, so collect() stays bounded
 
 _gpu_unavailable: Optional[str] = None  # cached: pynvml's answer does not change in a run
@@ -53,7 +125,7 @@ _gpu_unavailable: Optional[str] = None  # cached: pynvml's answer does not chang
 
 def _read(path: str) -> Optional[str]:
     try:
-        with open(path, "r", encoding="ascii", errors="replace") as f:
+        with open(path, encoding="ascii", errors="replace") as f:
             return f.read()
     except OSError:
         return None
@@ -64,7 +136,7 @@ def syscall_name(number: int, machine: Optional[str] = None) -> str:
     return table.get(number, f"syscall_{number}")
 
 
-def parse_syscall_line(text: Optional[str], machine: Optional[str] = None) -> Dict[str, Any]:
+def parse_syscall_line(text: Optional[str], machine: Optional[str] = None) -> dict[str, Any]:
     """/proc/<pid>/task/<tid>/syscall: 'nr arg0 .. arg5 sp pc', 'running' or '-1 sp pc'."""
     if not text:
         return {}
@@ -80,7 +152,7 @@ def parse_syscall_line(text: Optional[str], machine: Optional[str] = None) -> Di
     if number < 0:
         return {"syscall": "none"}  # blocked, but not in a syscall (e.g. a page fault)
     name = syscall_name(number, machine)
-    out: Dict[str, Any] = {"syscall": name, "syscall_nr": number}
+    out: dict[str, Any] = {"syscall": name, "syscall_nr": number}
     if name in _FD_SYSCALLS and len(parts) > 1:
         try:
             out["fd"] = int(parts[1], 16)
@@ -89,9 +161,9 @@ def parse_syscall_line(text: Optional[str], machine: Optional[str] = None) -> Di
     return out
 
 
-def _main_thread(pid: int, notes: List[str]) -> Dict[str, Any]:
+def _main_thread(pid: int, notes: list[str]) -> dict[str, Any]:
     base = f"/proc/{pid}/task/{pid}"
-    info: Dict[str, Any] = {"tid": pid}
+    info: dict[str, Any] = {"tid": pid}
     wchan = _read(f"{base}/wchan")
     if wchan is None:
         notes.append("wchan not readable")
@@ -128,8 +200,11 @@ def unix_socket_inodes(pid: int) -> Optional[set]:
     text = _read(f"/proc/{pid}/net/unix")
     if text is None:
         return None
-    return {int(parts[6]) for parts in (line.split() for line in text.splitlines()[1:])
-            if len(parts) >= 7 and parts[6].isdigit()}
+    return {
+        int(parts[6])
+        for parts in (line.split() for line in text.splitlines()[1:])
+        if len(parts) >= 7 and parts[6].isdigit()
+    }
 
 
 def unix_peer_inode(inode: int) -> Optional[int]:
@@ -141,8 +216,17 @@ def unix_peer_inode(inode: int) -> Optional[int]:
     try:
         sock.settimeout(0.2)
         # unix_diag_req: family, protocol, pad, states, ino, show, cookie (~0: no cookie)
-        req = struct.pack("=BBHIII2I", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, inode,
-                          _UDIAG_SHOW_PEER, 0xFFFFFFFF, 0xFFFFFFFF)
+        req = struct.pack(
+            "=BBHIII2I",
+            socket.AF_UNIX,
+            0,
+            0,
+            0xFFFFFFFF,
+            inode,
+            _UDIAG_SHOW_PEER,
+            0xFFFFFFFF,
+            0xFFFFFFFF,
+        )
         sock.send(struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY, 1, 1, 0) + req)
         data = sock.recv(65536)
     except OSError:
@@ -166,7 +250,7 @@ def unix_peer_inode(inode: int) -> Optional[int]:
     return None
 
 
-def socket_owner(inode: int, pids: List[int]) -> Optional[Dict[str, int]]:
+def socket_owner(inode: int, pids: list[int]) -> Optional[dict[str, int]]:
     """The first of `pids` that holds socket:[inode] open, as {pid, fd}."""
     target = f"socket:[{inode}]"
     for pid in pids:
@@ -183,7 +267,7 @@ def socket_owner(inode: int, pids: List[int]) -> Optional[Dict[str, int]]:
     return None
 
 
-def local_peer(pid: int, main: Dict[str, Any], job_pids: List[int]) -> Optional[Dict[str, Any]]:
+def local_peer(pid: int, main: dict[str, Any], job_pids: list[int]) -> Optional[dict[str, Any]]:
     """Marks main["fd_family"] = "unix" when the main thread waits on an AF_UNIX socket and
     returns {inode, peer_inode, pid, fd} (pid None when the peer is not a job process)."""
     m = _SOCKET_TARGET.match(str(main.get("fd_target") or ""))
@@ -196,29 +280,34 @@ def local_peer(pid: int, main: Dict[str, Any], job_pids: List[int]) -> Optional[
     main["fd_family"] = "unix"
     peer = unix_peer_inode(inode)
     owner = socket_owner(peer, [p for p in job_pids if p != pid] + [pid]) if peer else None
-    return {"inode": inode, "peer_inode": peer, "pid": (owner or {}).get("pid"),
-            "fd": (owner or {}).get("fd")}
+    return {
+        "inode": inode,
+        "peer_inode": peer,
+        "pid": (owner or {}).get("pid"),
+        "fd": (owner or {}).get("fd"),
+    }
 
 
 STATE_SAMPLE_S = 0.02
 
 
-def _sample_main(pid: int, until: float) -> Tuple[Optional[float], Dict[str, int]]:
+def _sample_main(pid: int, until: float) -> tuple[Optional[float], dict[str, int]]:
     """Over the window, until `until`: the fraction of samples in which the main thread was
     runnable (R), and how many samples saw it in each kernel wait (its wchan; "running" for
     R). The rules judge by these counts, not by one read at the end that may catch a
     sleeping loop between two sleeps (issue 20: margins against sampling jitter)."""
     base = f"/proc/{pid}/task/{pid}"
     seen = running = 0
-    waits: Dict[str, int] = {}
+    waits: dict[str, int] = {}
     while True:
         stat = _read(f"{base}/stat")
         if stat and ")" in stat:
             seen += 1
             state = stat.rsplit(")", 1)[1].split()[0]
             running += state == "R"
-            wchan = "running" if state == "R" else ((_read(f"{base}/wchan") or "").strip()
-                                                    or "unknown")
+            wchan = (
+                "running" if state == "R" else ((_read(f"{base}/wchan") or "").strip() or "unknown")
+            )
             waits[wchan] = waits.get(wchan, 0) + 1
         left = until - time.monotonic()
         if left <= 0:
@@ -227,7 +316,7 @@ def _sample_main(pid: int, until: float) -> Tuple[Optional[float], Dict[str, int
     return (round(running / seen, 3) if seen else None), waits
 
 
-def _cpu_s(procs: List[psutil.Process]) -> Dict[int, float]:
+def _cpu_s(procs: list[psutil.Process]) -> dict[int, float]:
     out = {}
     for p in procs:
         try:
@@ -238,17 +327,21 @@ def _cpu_s(procs: List[psutil.Process]) -> Dict[int, float]:
     return out
 
 
-def _io(proc: psutil.Process) -> Optional[Dict[str, int]]:
+def _io(proc: psutil.Process) -> Optional[dict[str, int]]:
     try:
         c = proc.io_counters()
     except (psutil.Error, OSError, AttributeError):
         return None
-    return {"read_bytes": c.read_bytes, "write_bytes": c.write_bytes,
-            "rchar": getattr(c, "read_chars", 0), "wchar": getattr(c, "write_chars", 0)}
+    return {
+        "read_bytes": c.read_bytes,
+        "write_bytes": c.write_bytes,
+        "rchar": getattr(c, "read_chars", 0),
+        "wchar": getattr(c, "write_chars", 0),
+    }
 
 
-def _sockets(procs: List[psutil.Process], notes: List[str]) -> List[Dict[str, Any]]:
-    out: List[Dict[str, Any]] = []
+def _sockets(procs: list[psutil.Process], notes: list[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for p in procs:
         try:
             conns = p.net_connections(kind="inet")
@@ -256,11 +349,16 @@ def _sockets(procs: List[psutil.Process], notes: List[str]) -> List[Dict[str, An
             notes.append(f"sockets of {p.pid} not readable ({type(exc).__name__})")
             continue
         for c in conns:
-            out.append({"pid": p.pid, "fd": c.fd if c.fd >= 0 else None,
-                        "type": "tcp" if c.type == 1 else "udp",
-                        "laddr": list(c.laddr) if c.laddr else None,
-                        "raddr": list(c.raddr) if c.raddr else None,
-                        "status": c.status})
+            out.append(
+                {
+                    "pid": p.pid,
+                    "fd": c.fd if c.fd >= 0 else None,
+                    "type": "tcp" if c.type == 1 else "udp",
+                    "laddr": list(c.laddr) if c.laddr else None,
+                    "raddr": list(c.raddr) if c.raddr else None,
+                    "status": c.status,
+                }
+            )
     return out
 
 
@@ -274,19 +372,25 @@ def _start_ticks(pid: int) -> Optional[int]:
         return None
 
 
-def _children(proc: psutil.Process, cpu0: Dict[int, float], cpu1: Dict[int, float],
-              window: float) -> List[Dict[str, Any]]:
+def _children(
+    proc: psutil.Process, cpu0: dict[int, float], cpu1: dict[int, float], window: float
+) -> list[dict[str, Any]]:
     out = []
     try:
         kids = proc.children(recursive=True)
     except (psutil.Error, OSError):
         return out
     for k in kids:
-        entry: Dict[str, Any] = {"pid": k.pid}
+        entry: dict[str, Any] = {"pid": k.pid}
         try:
             with k.oneshot():
-                entry.update(name=k.name(), status=k.status(), ppid=k.ppid(),
-                             cmdline=" ".join(k.cmdline())[:200], started=_start_ticks(k.pid))
+                entry.update(
+                    name=k.name(),
+                    status=k.status(),
+                    ppid=k.ppid(),
+                    cmdline=" ".join(k.cmdline())[:200],
+                    started=_start_ticks(k.pid),
+                )
         except (psutil.Error, OSError):
             entry.setdefault("status", "gone")
         if k.pid in cpu0 and k.pid in cpu1 and window > 0:
@@ -298,13 +402,14 @@ def _children(proc: psutil.Process, cpu0: Dict[int, float], cpu1: Dict[int, floa
     return out
 
 
-def gpu_facts(pids: Optional[List[int]] = None) -> Dict[str, Any]:
+def gpu_facts(pids: Optional[list[int]] = None) -> dict[str, Any]:
     """GPU utilisation and memory per device via pynvml, or a clear note why there is none."""
     global _gpu_unavailable
     if _gpu_unavailable is not None:
         return {"gpu": None, "gpu_note": _gpu_unavailable}
     try:
         import pynvml  # nvidia-ml-py; imported lazily so a missing driver costs nothing
+
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ImportError...
         _gpu_unavailable = f"no NVIDIA GPU (pynvml: {type(exc).__name__}: {exc})"
@@ -315,8 +420,12 @@ def gpu_facts(pids: Optional[List[int]] = None) -> Dict[str, Any]:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             util = pynvml.nvmlDeviceGetUtilizationRates(h)
             mem = pynvml.nvmlDeviceGetMemoryInfo(h)
-            entry = {"index": i, "util_percent": util.gpu, "mem_used": mem.used,
-                     "mem_total": mem.total}
+            entry = {
+                "index": i,
+                "util_percent": util.gpu,
+                "mem_used": mem.used,
+                "mem_total": mem.total,
+            }
             try:
                 name = pynvml.nvmlDeviceGetName(h)
                 entry["name"] = name.decode() if isinstance(name, bytes) else name
@@ -346,14 +455,19 @@ def _start_py_spy(pid: int) -> Optional[subprocess.Popen]:
     if not exe:
         return None
     try:
-        return subprocess.Popen([exe, "dump", "--pid", str(pid)], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return subprocess.Popen(
+            [exe, "dump", "--pid", str(pid)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     except OSError:
         return None
 
 
-def _finish_py_spy(proc: Optional[subprocess.Popen], deadline: float,
-                   notes: List[str]) -> Optional[str]:
+def _finish_py_spy(
+    proc: Optional[subprocess.Popen], deadline: float, notes: list[str]
+) -> Optional[str]:
     if proc is None:
         return None
     try:
@@ -370,12 +484,12 @@ def _finish_py_spy(proc: Optional[subprocess.Popen], deadline: float,
     return text
 
 
-def collect(pid: int, window_s: float = 0.5) -> Dict[str, Any]:
+def collect(pid: int, window_s: float = 0.5) -> dict[str, Any]:
     """Evidence about the job whose main process is `pid`; never raises.
 
     Takes about window_s (CPU/I/O deltas are measured over it) plus a little reading."""
-    notes: List[str] = []
-    ev: Dict[str, Any] = {"pid": pid, "window_s": window_s, "notes": notes}
+    notes: list[str] = []
+    ev: dict[str, Any] = {"pid": pid, "window_s": window_s, "notes": notes}
     try:
         return _collect(pid, window_s, ev, notes)
     except Exception as exc:  # noqa: BLE001 - evidence is best effort: a bug here must not hide the job
@@ -383,7 +497,7 @@ def collect(pid: int, window_s: float = 0.5) -> Dict[str, Any]:
         return ev
 
 
-def _collect(pid: int, window_s: float, ev: Dict[str, Any], notes: List[str]) -> Dict[str, Any]:
+def _collect(pid: int, window_s: float, ev: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     try:
         proc = psutil.Process(pid)
         ev["status"] = proc.status()
@@ -445,7 +559,7 @@ def _collect(pid: int, window_s: float, ev: Dict[str, Any], notes: List[str]) ->
 
 
 # --- the kernel's OOM killer ------------------------------------------------------------
-def _cgroup_dirs(pid: Optional[int]) -> List[str]:
+def _cgroup_dirs(pid: Optional[int]) -> list[str]:
     """Candidate memory cgroup directories of `pid` (v2 unified first, then v1)."""
     text = _read(f"/proc/{pid or 'self'}/cgroup") or ""
     dirs = []
@@ -490,14 +604,14 @@ def oom_killed(before: Optional[int], after: Optional[int]) -> Optional[bool]:
 
 
 # --- the live look while a job is stalled (issue 12 item 12) ----------------------------
-def _stat_fields(pid: int) -> Optional[List[str]]:
+def _stat_fields(pid: int) -> Optional[list[str]]:
     stat = _read(f"/proc/{pid}/stat")
     return stat.rsplit(")", 1)[1].split() if stat and ")" in stat else None
 
 
-def _tree_pids(pid: int, limit: int = 200) -> List[int]:
+def _tree_pids(pid: int, limit: int = 200) -> list[int]:
     """The job's descendants from /proc/<pid>/task/*/children (no scan of all of /proc)."""
-    out: List[int] = []
+    out: list[int] = []
     queue = [pid]
     while queue and len(out) < limit:
         parent = queue.pop(0)
@@ -513,13 +627,13 @@ def _tree_pids(pid: int, limit: int = 200) -> List[int]:
     return out[:limit]
 
 
-def live(pid: int, previous: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def live(pid: int, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """A cheap look at a live job, for the diagnosis shown while it is stalled: no window
     (the CPU fraction is measured since `previous`, the "mark" of the last look), no py-spy,
     no GPU, and the socket the main thread waits on is looked up once per socket (the mark
     remembers it: reading every TCP socket of the machine is what costs). Never raises."""
-    notes: List[str] = []
-    ev: Dict[str, Any] = {"pid": pid, "notes": notes, "live": True}
+    notes: list[str] = []
+    ev: dict[str, Any] = {"pid": pid, "notes": notes, "live": True}
     previous = previous or {}
     try:
         fields = _stat_fields(pid)
@@ -531,7 +645,7 @@ def live(pid: int, previous: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         cpu_s = (int(fields[11]) + int(fields[12])) / ticks
         ev["status"] = _STATE_LETTERS.get(fields[0], fields[0])
         ev["alive"] = fields[0] != "Z"
-        mark: Dict[str, Any] = {"t": now, "cpu_s": cpu_s}
+        mark: dict[str, Any] = {"t": now, "cpu_s": cpu_s}
         ev["mark"] = mark
         if previous.get("t") is not None and now - previous["t"] >= 0.2:
             ev["cpu_fraction"] = round((cpu_s - previous["cpu_s"]) / (now - previous["t"]), 3)
@@ -543,9 +657,15 @@ def live(pid: int, previous: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
             kf = _stat_fields(kid)
             if kf is None:
                 continue
-            children.append({"pid": kid, "name": (_read(f"/proc/{kid}/comm") or "").strip(),
-                             "status": _STATE_LETTERS.get(kf[0], kf[0]), "ppid": int(kf[1]),
-                             "started": int(kf[19])})
+            children.append(
+                {
+                    "pid": kid,
+                    "name": (_read(f"/proc/{kid}/comm") or "").strip(),
+                    "status": _STATE_LETTERS.get(kf[0], kf[0]),
+                    "ppid": int(kf[1]),
+                    "started": int(kf[19]),
+                }
+            )
         ev["children"] = children
         target = str(main.get("fd_target") or "")
         if target.startswith("socket:"):
@@ -565,6 +685,6 @@ def live(pid: int, previous: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
                 ev["unix_peer"] = found["unix_peer"]
             if "sockets" in found:
                 ev["sockets"] = found["sockets"]
-    except Exception as exc:  # best effort, like collect()
+    except Exception as exc:  # noqa: BLE001 - best effort, like collect(): say why, go on
         notes.append(f"live evidence failed: {type(exc).__name__}: {exc}")
     return ev

@@ -23,7 +23,7 @@ import stat
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, Optional, Tuple
+from typing import Any, Callable, Optional
 
 import zmq
 
@@ -37,17 +37,17 @@ IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
 # the hub reads). 16 x 1 MiB = 16 MiB per connection; 100,000 allowed about 100 GiB.
 RCVHWM = 16
 PER_CONNECTION_BYTES = RCVHWM * (codec.MAX_MESSAGE_BYTES + 64)
-POLL_MAX_S = 0.5    # the longest the reactor sleeps: jobs also refresh process trees on ticks
+POLL_MAX_S = 0.5  # the longest the reactor sleeps: jobs also refresh process trees on ticks
 
 
 class Hub:
     """Use Hub.get(): one per process, started on first use."""
 
-    _instance: Optional["Hub"] = None
+    _instance: Optional[Hub] = None
     _instance_lock = threading.Lock()
 
     @classmethod
-    def get(cls, runtime_dir: Optional[str] = None) -> "Hub":
+    def get(cls, runtime_dir: Optional[str] = None) -> Hub:
         """The process's hub. `runtime_dir`: a private (0700) directory made by the caller,
         used if the hub starts now (a wrapper that chose the endpoint before it spawned:
         ipc://<runtime_dir>/hub.sock when that path is short enough)."""
@@ -58,14 +58,14 @@ class Hub:
 
     def __init__(self, runtime_dir: Optional[str] = None) -> None:
         self.runtime_dir = runtime_dir or _make_runtime_dir()
-        self.jobs: Dict[str, Any] = {}          # job id -> Job (I/O thread only)
+        self.jobs: dict[str, Any] = {}  # job id -> Job (I/O thread only)
         self.unrouted = 0  # messages for no job this client serves (reports show their share)
-        self._calls: Deque[Callable[[], None]] = collections.deque()
+        self._calls: collections.deque[Callable[[], None]] = collections.deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self._fds: Dict[int, Callable[[], None]] = {}
-        self._owners: Dict[int, Any] = {}  # fd -> the job it belongs to (None: the hub's)
+        self._fds: dict[int, Callable[[], None]] = {}
+        self._owners: dict[int, Any] = {}  # fd -> the job it belongs to (None: the hub's)
         self._ready = threading.Event()
         self._stop = False
         self._error: Optional[BaseException] = None
@@ -218,20 +218,25 @@ class Hub:
 class Channel:
     """One job's side of the protocol: decode, check, count, ack, send commands."""
 
-    def __init__(self, hub: Hub, job_id: str, key: bytes,
-                 on_message: Callable[[bytes, int, codec.Message], None],
-                 on_refused: Callable[[str], None]):
+    def __init__(
+        self,
+        hub: Hub,
+        job_id: str,
+        key: bytes,
+        on_message: Callable[[bytes, int, codec.Message], None],
+        on_refused: Callable[[str], None],
+    ):
         self.hub = hub
         self.job_id = job_id
         self.key = key
         self.on_message = on_message
         self.on_refused = on_refused
-        self.rejected: Dict[str, int] = collections.Counter()
-        self.lost = 0                       # messages missing in seq gaps
-        self.last_seq: Dict[bytes, int] = {}
-        self.peers: Dict[bytes, int] = {}   # routing id -> rank, for commands
-        self.seq = 0                        # our own per-job sequence
-        self._keys = {job_id: key}          # what intake.judge verifies with
+        self.rejected: dict[str, int] = collections.Counter()
+        self.lost = 0  # messages missing in seq gaps
+        self.last_seq: dict[bytes, int] = {}
+        self.peers: dict[bytes, int] = {}  # routing id -> rank, for commands
+        self.seq = 0  # our own per-job sequence
+        self._keys = {job_id: key}  # what intake.judge verifies with
 
     def receive(self, routing_id: bytes, frames: list) -> None:
         verdict = intake.judge(routing_id, frames, self._keys, self.last_seq)
@@ -240,10 +245,15 @@ class Channel:
         if verdict["reject"] is not None:
             self.rejected[verdict["reject"]] += 1
             if verdict["refuse"] is not None:
-                self._send_to(routing_id, "refuse", {
-                    "reason": f"this client speaks protocol v{codec.PROTOCOL_MAJOR} only "
-                              f"({verdict['refuse']})",
-                    "supported": list(codec.SUPPORTED_MAJORS)})
+                self._send_to(
+                    routing_id,
+                    "refuse",
+                    {
+                        "reason": f"this client speaks protocol v{codec.PROTOCOL_MAJOR} only "
+                        f"({verdict['refuse']})",
+                        "supported": list(codec.SUPPORTED_MAJORS),
+                    },
+                )
                 self.on_refused(verdict["refuse"])
             return
         self.last_seq[routing_id] = verdict["last_seq"]
@@ -251,7 +261,7 @@ class Channel:
         self.peers[routing_id] = verdict["rank"]
         self.on_message(routing_id, verdict["rank"], verdict["message"])
 
-    def command(self, kind: str, body: Optional[Dict[str, Any]] = None) -> Optional[int]:
+    def command(self, kind: str, body: Optional[dict[str, Any]] = None) -> Optional[int]:
         """Send a command to every process of the job that said hello; returns its seq."""
         if not self.peers:
             return None
@@ -260,11 +270,11 @@ class Channel:
             seq = self._send_to(routing_id, kind, body or {})
         return seq
 
-    def send_to(self, routing_id: bytes, kind: str, body: Dict[str, Any]) -> int:
+    def send_to(self, routing_id: bytes, kind: str, body: dict[str, Any]) -> int:
         """Send to one process of the job (job.send() goes to the lead only)."""
         return self._send_to(routing_id, kind, body)
 
-    def _send_to(self, routing_id: bytes, kind: str, body: Dict[str, Any]) -> int:
+    def _send_to(self, routing_id: bytes, kind: str, body: dict[str, Any]) -> int:
         self.seq += 1
         frames = codec.encode(kind, self.seq, body, self.key, self.job_id)
         try:
@@ -282,8 +292,10 @@ def _guarded(fn: Callable[..., None], *args: Any) -> None:
     except Exception:  # noqa: BLE001
         import sys
         import traceback
-        sys.stderr.write("[trainbridge] internal error in the hub (please report it):\n"
-                         + traceback.format_exc())
+
+        sys.stderr.write(
+            "[trainbridge] internal error in the hub (please report it):\n" + traceback.format_exc()
+        )
 
 
 RUNTIME_PREFIX = "trainbridge-"
@@ -312,7 +324,7 @@ def process_start(pid: int) -> Optional[str]:
             stat = f.read().decode("ascii", "replace")
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2:].split()
+    fields = stat[stat.rfind(")") + 2 :].split()
     if len(fields) < 20 or fields[0] == "Z":
         return None
     return fields[19]
@@ -348,7 +360,7 @@ def sweep_dead_runtime_dirs(base: str) -> int:
     return removed
 
 
-def _bind(sock: zmq.Socket, runtime_dir: str) -> Tuple[str, Optional[str]]:
+def _bind(sock: zmq.Socket, runtime_dir: str) -> tuple[str, Optional[str]]:
     """(endpoint, server key or None). ipc lives in the private (0700) runtime directory:
     only this user can connect. On the tcp fallback any local user could, so the socket is
     a CurveZMQ server whose public key only the job's environment holds (TRAINBRIDGE_SERVER_KEY,
@@ -362,9 +374,11 @@ def _bind(sock: zmq.Socket, runtime_dir: str) -> Tuple[str, Optional[str]]:
         except zmq.ZMQError:
             pass
     if not zmq.has("curve"):
-        raise RuntimeError("trainbridge: ipc is not usable here and this libzmq has no CurveZMQ "
-                           "to authenticate the tcp fallback; set XDG_RUNTIME_DIR to a short "
-                           "path (ipc socket paths are limited to about 100 bytes)")
+        raise RuntimeError(
+            "trainbridge: ipc is not usable here and this libzmq has no CurveZMQ "
+            "to authenticate the tcp fallback; set XDG_RUNTIME_DIR to a short "
+            "path (ipc socket paths are limited to about 100 bytes)"
+        )
     public, secret = zmq.curve_keypair()
     sock.setsockopt(zmq.CURVE_SERVER, 1)
     sock.setsockopt(zmq.CURVE_SECRETKEY, secret)

@@ -17,12 +17,13 @@ lost); `refuse` is the detail of an unsupported protocol version, to answer with
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
 from trainbridge.worker import codec
 
 
-def parse_routing_id(routing_id: bytes) -> Tuple[Optional[str], int]:
+def parse_routing_id(routing_id: bytes) -> tuple[Optional[str], int]:
     """(job id, rank) of "<job id>/<rank>[/<pid>]" (PROTOCOL.md section 1), or (None, 0)."""
     try:
         text = routing_id.decode("ascii")
@@ -31,7 +32,7 @@ def parse_routing_id(routing_id: bytes) -> Tuple[Optional[str], int]:
     return _parse(text)
 
 
-def _parse(text: str) -> Tuple[Optional[str], int]:
+def _parse(text: str) -> tuple[Optional[str], int]:
     # Job ids have no "/", so anything after the rank (the pid) is accepted and ignored here.
     parts = text.split("/", 2)
     if len(parts) < 2 or not parts[1].isdigit():  # ASCII digits only (text is ASCII)
@@ -39,16 +40,34 @@ def _parse(text: str) -> Tuple[Optional[str], int]:
     return parts[0], int(parts[1])
 
 
-def _verdict(job: Optional[str] = None, rank: int = 0, reject: Optional[str] = None,
-             message: Optional[codec.Message] = None, lost: int = 0,
-             last_seq: Optional[int] = None, ack: Optional[int] = None,
-             refuse: Optional[str] = None) -> Dict[str, Any]:
-    return {"job": job, "rank": rank, "reject": reject, "message": message, "lost": lost,
-            "last_seq": last_seq, "ack": ack, "refuse": refuse}
+def _verdict(
+    job: Optional[str] = None,
+    rank: int = 0,
+    reject: Optional[str] = None,
+    message: Optional[codec.Message] = None,
+    lost: int = 0,
+    last_seq: Optional[int] = None,
+    ack: Optional[int] = None,
+    refuse: Optional[str] = None,
+) -> dict[str, Any]:
+    return {
+        "job": job,
+        "rank": rank,
+        "reject": reject,
+        "message": message,
+        "lost": lost,
+        "last_seq": last_seq,
+        "ack": ack,
+        "refuse": refuse,
+    }
 
 
-def judge(routing_id: bytes, frames: Sequence[bytes], keys: Mapping[str, bytes],
-          last_seq: Mapping[bytes, int]) -> Dict[str, Any]:
+def judge(
+    routing_id: bytes,
+    frames: Sequence[bytes],
+    keys: Mapping[str, bytes],
+    last_seq: Mapping[bytes, int],
+) -> dict[str, Any]:
     """Judge one message (the frames after the routing id). `keys`: job id -> key of the
     jobs served; `last_seq`: routing id -> last accepted seq. Changes neither."""
     try:
@@ -62,8 +81,11 @@ def judge(routing_id: bytes, frames: Sequence[bytes], keys: Mapping[str, bytes],
     try:
         msg = codec.decode(frames, key, expect="worker")
     except codec.ProtocolError as exc:
-        refuse = (exc.detail or "unsupported protocol version") \
-            if exc.reason == "unsupported_version" else None
+        refuse = (
+            (exc.detail or "unsupported protocol version")
+            if exc.reason == "unsupported_version"
+            else None
+        )
         return _verdict(job_id, rank, exc.reason, refuse=refuse)
     if msg.job != job_id:
         return _verdict(job_id, rank, "bad_route")
@@ -76,5 +98,11 @@ def judge(routing_id: bytes, frames: Sequence[bytes], keys: Mapping[str, bytes],
     ack = msg.seq if msg.kind in codec.FINAL_KINDS else None
     if verdict == "replay":
         return _verdict(job_id, rank, "replay", ack=ack)
-    return _verdict(job_id, rank, message=msg, last_seq=last, ack=ack,
-                    lost=msg.seq - previous - 1 if verdict == "gap" else 0)
+    return _verdict(
+        job_id,
+        rank,
+        message=msg,
+        last_seq=last,
+        ack=ack,
+        lost=msg.seq - previous - 1 if verdict == "gap" else 0,
+    )

@@ -32,9 +32,11 @@ import shutil
 import signal as signals
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, Callable, Optional
 
-from trainbridge.bridge import jobenv, launcher, machine, ranks, report as reports
+from trainbridge.bridge import jobenv, launcher, machine, ranks
+from trainbridge.bridge import report as reports
 from trainbridge.bridge.hub import Channel, Hub
 from trainbridge.bridge.launcher import LaunchError
 from trainbridge.bridge.lines import LineSplitter, RedrawThrottle, decode_line, log_text
@@ -43,14 +45,14 @@ from trainbridge.bridge.streams import ChunkStream
 
 READ_SIZE = 64 * 1024
 TAIL_LINES = 40
-EVENT_QUEUE = 10_000       # events kept for events(); the oldest go first when it is full
-LIVE_DIAGNOSIS_S = 2.0      # while stalled, the live diagnosis is refreshed at most this often
-OUTPUT_EVENT_S = 0.25       # output lines reach the state machine at most this often (issue 12)
-STAGES_KEPT = 1_000        # stage records kept for the report (a stage per step must not grow)
-LEADS_KEPT = 16            # lead changes kept for the report
-DUMPS_KEPT = 4             # dump_stacks replies kept for the report
-PIPE_LINGER_S = 0.2        # after the exit: how long a pipe held by a grandchild may keep us
-TREE_REFRESH_S = 1.0       # how often the process tree is re-read while the job runs
+EVENT_QUEUE = 10_000  # events kept for events(); the oldest go first when it is full
+LIVE_DIAGNOSIS_S = 2.0  # while stalled, the live diagnosis is refreshed at most this often
+OUTPUT_EVENT_S = 0.25  # output lines reach the state machine at most this often (issue 12)
+STAGES_KEPT = 1_000  # stage records kept for the report (a stage per step must not grow)
+LEADS_KEPT = 16  # lead changes kept for the report
+DUMPS_KEPT = 4  # dump_stacks replies kept for the report
+PIPE_LINGER_S = 0.2  # after the exit: how long a pipe held by a grandchild may keep us
+TREE_REFRESH_S = 1.0  # how often the process tree is re-read while the job runs
 # ... plus this much per job the hub serves: each refresh scans all of /proc, so a round
 # over every job costs jobs x processes and saturated the I/O thread at 200 jobs. The tree
 # is a safety net (the group kill and the end-of-job scan by job id find the rest).
@@ -60,16 +62,18 @@ TREE_REFRESH_PER_JOB_S = 0.05
 NO_WORKER_MARKERS = ("[trainbridge] zero-code mode is off", "[trainbridge] worker disabled")
 # Keys of _pipes for streams the caller reads (start(read_pipes=False)): never real fds.
 PSEUDO_FDS = {"stdout": -1, "stderr": -2}
-OUTBOX_LIMIT = 1000        # job.send() messages held until the worker says hello
+OUTBOX_LIMIT = 1000  # job.send() messages held until the worker says hello
 SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
 if hasattr(signals, "SIGUSR2"):
     SIGNALS["SIGUSR2"] = signals.SIGUSR2
 # A job whose output is piped into this process cannot outlive it (it dies of a broken pipe
 # at its next print): a job that must outlive its client runs under a keeper instead.
-DETACHED_REMOVED = ("launch(detached=True) was removed: its output went into this process's "
-                    "pipes, so the job died of a broken pipe soon after this process. Use "
-                    "bridge.Scheduler(store=...).submit(cmd): the job runs under its own keeper, "
-                    "outlives this process, and any process can attach to it (docs/STORE.md)")
+DETACHED_REMOVED = (
+    "launch(detached=True) was removed: its output went into this process's "
+    "pipes, so the job died of a broken pipe soon after this process. Use "
+    "bridge.Scheduler(store=...).submit(cmd): the job runs under its own keeper, "
+    "outlives this process, and any process can attach to it (docs/STORE.md)"
+)
 
 
 class Report(dict):
@@ -83,23 +87,39 @@ class Report(dict):
 
 
 class Job:
-    def __init__(self, cmd: Sequence[str], cwd: Optional[str] = None,
-                 env: Optional[Dict[str, str]] = None, config: Optional[Dict[str, Any]] = None,
-                 log_path: Optional[str] = None,
-                 on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
-                 tail_lines: int = TAIL_LINES, hub: Optional[Hub] = None,
-                 zero_code: bool = True, detached: bool = False, stdin: str = "devnull",
-                 raw: bool = False, python_env: bool = True,
-                 ident: Optional[Sequence[Any]] = None,
-                 log_timestamps: bool = False):
+    def __init__(
+        self,
+        cmd: Sequence[str],
+        cwd: Optional[str] = None,
+        env: Optional[dict[str, str]] = None,
+        config: Optional[dict[str, Any]] = None,
+        log_path: Optional[str] = None,
+        on_event: Optional[Callable[[dict[str, Any]], None]] = None,
+        tail_lines: int = TAIL_LINES,
+        hub: Optional[Hub] = None,
+        zero_code: bool = True,
+        detached: bool = False,
+        stdin: str = "devnull",
+        raw: bool = False,
+        python_env: bool = True,
+        ident: Optional[Sequence[Any]] = None,
+        log_timestamps: bool = False,
+    ):
         if detached:
             raise TypeError(DETACHED_REMOVED)
-        check_arguments(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
-                        on_event=on_event, tail_lines=tail_lines)  # before anything exists
+        check_arguments(
+            cmd,
+            cwd=cwd,
+            env=env,
+            config=config,
+            log_path=log_path,
+            on_event=on_event,
+            tail_lines=tail_lines,
+        )  # before anything exists
         self.log_path = log_path
         self._log = open_log(log_path) if log_path else None  # first: nothing to undo
         self.log_lines = 0  # lines written to the log file
-        self.log_error: Optional[Dict[str, Any]] = None  # the log file is incomplete
+        self.log_error: Optional[dict[str, Any]] = None  # the log file is incomplete
         self.log_timestamps = log_timestamps  # prefix each log line with its UTC time
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
@@ -112,15 +132,15 @@ class Job:
         self.stdin: Optional[Any] = None  # a writable binary file with stdin="pipe"
         self.stdout = ChunkStream("stdout") if raw else None
         self.stderr = ChunkStream("stderr") if raw else None
-        self._outbox: Deque[Any] = collections.deque()  # job.send() before any hello
+        self._outbox: collections.deque[Any] = collections.deque()  # job.send() before any hello
         self.crash_file = os.path.join(self.dir, "crash.txt")
-        self.dropped: Dict[bytes, Dict[str, int]] = {}  # routing id -> the worker's drop counts
-        self._callbacks: List[Callable[[Dict[str, Any]], None]] = [on_event] if on_event else []
-        self._queue: Deque[Dict[str, Any]] = collections.deque(maxlen=EVENT_QUEUE)
+        self.dropped: dict[bytes, dict[str, int]] = {}  # routing id -> the worker's drop counts
+        self._callbacks: list[Callable[[dict[str, Any]], None]] = [on_event] if on_event else []
+        self._queue: collections.deque[dict[str, Any]] = collections.deque(maxlen=EVENT_QUEUE)
         self._queue_cond = threading.Condition()
         self._queue_dropped = 0
-        self._dropped_kinds: Dict[str, int] = {}         # of _queue_dropped, per event kind
-        self._dropped_lines: Dict[str, List[int]] = {}   # stream -> [first, last] line missed
+        self._dropped_kinds: dict[str, int] = {}  # of _queue_dropped, per event kind
+        self._dropped_lines: dict[str, list[int]] = {}  # stream -> [first, last] line missed
         self._queue_waiting = 0  # threads in next_event's wait (guarded by _queue_cond)
         self._done = threading.Event()
         self.report: Optional[Report] = None
@@ -132,54 +152,54 @@ class Job:
         self.started_wall = time.time()
         self.started = time.monotonic()
         self.ended: Optional[float] = None
-        self.tail: Deque[Dict[str, str]] = collections.deque(maxlen=tail_lines)
+        self.tail: collections.deque[dict[str, str]] = collections.deque(maxlen=tail_lines)
         self.last_output_t: Optional[float] = None  # monotonic time of the last output line
         self.lines = {"stdout": 0, "stderr": 0}
         self.bytes = {"stdout": 0, "stderr": 0}
-        self.hellos: Dict[int, Dict[str, Any]] = {}
+        self.hellos: dict[int, dict[str, Any]] = {}
         self.ranks = ranks.initial()  # every worker process's own state (report `ranks`)
         self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
         self.lead_pid: Optional[int] = None
         # Hellos of the processes that may lead (said hello, have not left), in order.
-        self._present: Dict[bytes, Dict[str, Any]] = {}
+        self._present: dict[bytes, dict[str, Any]] = {}
         self._foreign: set = set()  # routing ids whose hello came from outside the tree
         self.foreign_hellos = 0
-        self.leads: List[Optional[int]] = []  # pids that spoke for the job, in turn (None: none)
-        self.internal_error: Optional[Dict[str, Any]] = None  # a trainbridge bug ended the job
-        self.dump_pids: List[int] = []
-        self.native_dump_pids: List[int] = []  # SIGUSR2: faulthandler's C dump, main thread
+        self.leads: list[Optional[int]] = []  # pids that spoke for the job, in turn (None: none)
+        self.internal_error: Optional[dict[str, Any]] = None  # a trainbridge bug ended the job
+        self.dump_pids: list[int] = []
+        self.native_dump_pids: list[int] = []  # SIGUSR2: faulthandler's C dump, main thread
         self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
-        self.stages: List[Dict[str, Any]] = []
+        self.stages: list[dict[str, Any]] = []
         self.stages_dropped = 0
         self._stage_events = 0  # numbers the stage begins and ends, in the order received
-        self.progress: Optional[Dict[str, Any]] = None
-        self.error: Optional[Dict[str, Any]] = None
-        self.bye: Optional[Dict[str, Any]] = None
-        self.heartbeat: Optional[Dict[str, Any]] = None
+        self.progress: Optional[dict[str, Any]] = None
+        self.error: Optional[dict[str, Any]] = None
+        self.bye: Optional[dict[str, Any]] = None
+        self.heartbeat: Optional[dict[str, Any]] = None
         self.last_message_t: Optional[float] = None
-        self.stacks: List[str] = []
-        self.fatal_lines: List[str] = []   # faulthandler's report on stderr, after a crash
+        self.stacks: list[str] = []
+        self.fatal_lines: list[str] = []  # faulthandler's report on stderr, after a crash
         self._fatal_capture = False
         self.oom_killed: Optional[bool] = None
         self._oom_before: Optional[int] = None
         self.oom_kills: Optional[int] = None  # OOM kills in the job's cgroup while it ran
-        self.leftovers: List[int] = []  # pids that outlived the main process (then stopped)
-        self.signals_sent: List[str] = []
+        self.leftovers: list[int] = []  # pids that outlived the main process (then stopped)
+        self.signals_sent: list[str] = []
         self.exit_code: Optional[int] = None
         self.exit_signal: Optional[str] = None
-        self.snapshot: Optional[Dict[str, Any]] = None
+        self.snapshot: Optional[dict[str, Any]] = None
         self._snapshot_thread: Optional[threading.Thread] = None
         self._dump_seq: Optional[int] = None
         # The user's cancel: its reason, and the worker's answer (report "cancel").
-        self.cancel_info: Optional[Dict[str, Any]] = None
+        self.cancel_info: Optional[dict[str, Any]] = None
         self._cancel_seqs: range = range(0)
         # While stalled: the current diagnosis from a cheap look (issue 12 item 12).
-        self.live_diagnosis: Optional[Dict[str, Any]] = None
+        self.live_diagnosis: Optional[dict[str, Any]] = None
         self._live_t: Optional[float] = None
-        self._live_mark: Optional[Dict[str, Any]] = None
-        self._pending_dumps: Dict[int, List[Any]] = {}  # command seq -> [Event, reply]
-        self._pipes: Dict[int, str] = {}
-        self._pipe_files: Dict[int, Any] = {}  # close through these: Popen owns the fds
+        self._live_mark: Optional[dict[str, Any]] = None
+        self._pending_dumps: dict[int, list[Any]] = {}  # command seq -> [Event, reply]
+        self._pipes: dict[int, str] = {}
+        self._pipe_files: dict[int, Any] = {}  # close through these: Popen owns the fds
         self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
         self._redraws = RedrawThrottle()  # a bar's redraws reach the log once a second
         self._status = StatusTracker(time.monotonic())  # the lead's stages and progress
@@ -193,8 +213,14 @@ class Job:
 
         # The worker ends the job's process group when this process is gone (PROTOCOL.md
         # section 2).
-        variables = jobenv.variables(self.hub.endpoint, self.id, self.key, self.crash_file,
-                                     self.m["config"], client_pid=os.getpid())
+        variables = jobenv.variables(
+            self.hub.endpoint,
+            self.id,
+            self.key,
+            self.crash_file,
+            self.m["config"],
+            client_pid=os.getpid(),
+        )
         if self.hub.server_key:  # the tcp fallback: the worker must authenticate (hub.py)
             variables["TRAINBRIDGE_SERVER_KEY"] = self.hub.server_key
         self.env = launcher.child_env(env, variables, python_env=python_env)
@@ -207,7 +233,7 @@ class Job:
         self.cwd = cwd
 
     # --- start (caller's thread) ----------------------------------------------------------
-    def start(self, proc: Any = None, read_pipes: bool = True) -> "Job":
+    def start(self, proc: Any = None, read_pipes: bool = True) -> Job:
         """Spawn the command, or supervise `proc`, a Popen already started with this
         job's environment (ident given, stdout and stderr pipes). Without `read_pipes`
         the caller reads proc's pipes and hands every chunk to feed_output()."""
@@ -273,7 +299,7 @@ class Job:
     def done(self) -> bool:
         return self._done.is_set()
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         """A snapshot for a GUI: state, pid, elapsed_s, stages (open, outermost first),
         script_stages (without zero-code mode's own), step, total, rate (steps/s), eta_s,
         progress_age_s (bridge/status.py)."""
@@ -290,11 +316,17 @@ class Job:
         """Ask the job to stop: in-band cancel, then SIGTERM after `grace`, then SIGKILL.
         `reason` is echoed in the report's "cancel"; a worker that cannot interrupt the
         script (SIGINT ignored) says so, and SIGTERM follows at once."""
+
         def ask() -> None:
             if self.cancel_info is None:
-                self.cancel_info = {"reason": reason or "cancelled by the client",
-                                    "accepted": None, "refused": None, "traceback": None}
+                self.cancel_info = {
+                    "reason": reason or "cancelled by the client",
+                    "accepted": None,
+                    "refused": None,
+                    "traceback": None,
+                }
             self._step({"type": "cancel", "t": time.monotonic(), "grace": grace})
+
         self.hub.call(ask)
 
     def dump_stacks(self, timeout: float = 2.0) -> Optional[str]:
@@ -308,9 +340,9 @@ class Job:
         reply = self._ask("ping", timeout)
         return time.monotonic() - started if reply and reply.get("ok") else None
 
-    def _ask(self, kind: str, timeout: float) -> Optional[Dict[str, Any]]:
+    def _ask(self, kind: str, timeout: float) -> Optional[dict[str, Any]]:
         """Send a command to the worker and wait for its reply body."""
-        box: List[Any] = [threading.Event(), None]
+        box: list[Any] = [threading.Event(), None]
 
         def ask() -> None:
             seq = self.channel.command(kind)
@@ -318,6 +350,7 @@ class Job:
                 box[0].set()  # no worker said hello: nobody to ask
             else:
                 self._pending_dumps[seq] = box
+
         self.hub.call(ask)
         box[0].wait(timeout)
         return box[1]
@@ -336,8 +369,10 @@ class Job:
         if self._done.is_set():
             raise RuntimeError(f"job.send: job {self.id} has ended")
         if self.lead is None and len(self._outbox) >= OUTBOX_LIMIT:
-            raise RuntimeError(f"job.send: {OUTBOX_LIMIT} messages wait for the worker's "
-                               "hello; does the script import trainbridge.worker?")
+            raise RuntimeError(
+                f"job.send: {OUTBOX_LIMIT} messages wait for the worker's "
+                "hello; does the script import trainbridge.worker?"
+            )
         self._outbox.append(data)
         self.hub.call(self._send_outbox)
 
@@ -347,11 +382,11 @@ class Job:
         while self._outbox:
             self.channel.send_to(self.lead, "user", {"data": self._outbox.popleft()})
 
-    def add_listener(self, callback: Callable[[Dict[str, Any]], None]) -> None:
+    def add_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
         """Call `callback(event)` on the I/O thread for every later event (keep it short)."""
         self.hub.call(lambda: self._callbacks.append(callback))
 
-    def events(self, timeout: Optional[float] = None) -> Iterator[Dict[str, Any]]:
+    def events(self, timeout: Optional[float] = None) -> Iterator[dict[str, Any]]:
         """Events since the job started, in order, until "end". One consumer at a time; a
         consumer that falls EVENT_QUEUE behind gets a "dropped" event instead of the oldest.
         With a timeout, the iteration stops when no event came for that long."""
@@ -363,7 +398,7 @@ class Job:
             if event["event"] == "end":
                 return
 
-    def next_event(self, timeout: Optional[float] = 0) -> Optional[Dict[str, Any]]:
+    def next_event(self, timeout: Optional[float] = 0) -> Optional[dict[str, Any]]:
         """The next event from the job's queue, waiting up to `timeout` (None: forever)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._queue_cond:
@@ -377,15 +412,19 @@ class Job:
                 finally:
                     self._queue_waiting -= 1
             if self._queue_dropped:
-                event = {"event": "dropped", "t": self._queue[0]["t"],
-                         "count": self._queue_dropped, "kinds": self._dropped_kinds,
-                         "lines": self._dropped_lines}
+                event = {
+                    "event": "dropped",
+                    "t": self._queue[0]["t"],
+                    "count": self._queue_dropped,
+                    "kinds": self._dropped_kinds,
+                    "lines": self._dropped_lines,
+                }
                 self._queue_dropped, self._dropped_kinds, self._dropped_lines = 0, {}, {}
                 return event
             return self._queue.popleft()
 
     # --- I/O thread: publishing -----------------------------------------------------------
-    def _publish(self, event: Dict[str, Any]) -> None:
+    def _publish(self, event: dict[str, Any]) -> None:
         event.setdefault("t", time.time())
         with self._queue_cond:
             if len(self._queue) == self._queue.maxlen:
@@ -398,16 +437,28 @@ class Job:
                 callback(event)
             except Exception as exc:  # noqa: BLE001 - a listener's bug must not kill supervision
                 self._callbacks.remove(callback)
-                self._write_log(f"[trainbridge] event listener {callback!r} failed and was "
-                                f"removed: {type(exc).__name__}: {exc}")
+                self._write_log(
+                    f"[trainbridge] event listener {callback!r} failed and was "
+                    f"removed: {type(exc).__name__}: {exc}"
+                )
 
-    def _publish_records(self, rank: int, records: List[Dict[str, Any]],
-                         sender: Dict[str, Any]) -> None:
+    def _publish_records(
+        self, rank: int, records: list[dict[str, Any]], sender: dict[str, Any]
+    ) -> None:
         """_publish() each record of a `logs` batch as its own `log` message event, with one
         clock read and one lock for the batch (a batch holds up to 256 records)."""
         t = time.time()
-        events = [{"event": "message", "kind": "log", "rank": rank, "body": record, "t": t,
-                   "sender": sender} for record in records]
+        events = [
+            {
+                "event": "message",
+                "kind": "log",
+                "rank": rank,
+                "body": record,
+                "t": t,
+                "sender": sender,
+            }
+            for record in records
+        ]
         queue = self._queue
         with self._queue_cond:
             for event in events:
@@ -422,10 +473,12 @@ class Job:
                     callback(event)
                 except Exception as exc:  # noqa: BLE001 - a listener's bug must not kill supervision
                     self._callbacks.remove(callback)
-                    self._write_log(f"[trainbridge] event listener {callback!r} failed and "
-                                    f"was removed: {type(exc).__name__}: {exc}")
+                    self._write_log(
+                        f"[trainbridge] event listener {callback!r} failed and "
+                        f"was removed: {type(exc).__name__}: {exc}"
+                    )
 
-    def _note_dropped(self, event: Dict[str, Any]) -> None:
+    def _note_dropped(self, event: dict[str, Any]) -> None:
         """Count an event the queue lets go, by kind, and the output lines it spans, so the
         `dropped` event can say exactly what a slow consumer missed."""
         self._queue_dropped += 1
@@ -436,12 +489,12 @@ class Job:
             span[1] = event["line"]
 
     # --- I/O thread: the machine ----------------------------------------------------------
-    def _step(self, event: Dict[str, Any]) -> None:
+    def _step(self, event: dict[str, Any]) -> None:
         self.m, actions = machine.step(self.m, event)
         for action in actions:
             self._perform(action)
 
-    def _perform(self, action: Dict[str, Any]) -> None:
+    def _perform(self, action: dict[str, Any]) -> None:
         do = action["do"]
         if do == "state":
             self._publish({"event": "state", "state": action["state"]})
@@ -505,8 +558,12 @@ class Job:
         deadline = machine.next_deadline(self.m)
         if deadline is not None and now >= deadline:
             ending = self.m["ending"]
-            if ending is not None and ending["step"] == "signal_dump" and self.lead_pid in \
-                    reports.signal_dumped_pids(self.crash_file, self._signal_dump_at):
+            if (
+                ending is not None
+                and ending["step"] == "signal_dump"
+                and self.lead_pid
+                in reports.signal_dumped_pids(self.crash_file, self._signal_dump_at)
+            ):
                 self._step({"type": "signal_dumped", "t": now})
             self._step({"type": "timer", "t": now})
 
@@ -544,8 +601,9 @@ class Job:
             if lead:
                 self._step({"type": "beat", "t": now})
             return
-        self._publish({"event": "message", "kind": kind, "rank": rank, "body": body,
-                       "sender": sender})
+        self._publish(
+            {"event": "message", "kind": kind, "rank": rank, "body": body, "sender": sender}
+        )
         if kind == "hello":
             if lead or rank not in self.hellos:  # every rank is listed; the lead's hello wins
                 self.hellos[rank] = body
@@ -559,8 +617,11 @@ class Job:
         if kind == "reply":
             self._on_reply(body)  # dumps answer from every process of the job
         if not lead:
-            if kind == "hello" and body.get("world_size") is not None \
-                    and self.m.get("awaiting_ranks"):  # a rank: the job has started
+            if (
+                kind == "hello"
+                and body.get("world_size") is not None
+                and self.m.get("awaiting_ranks")
+            ):  # a rank: the job has started
                 self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
             if kind == "bye":
                 self._leave(routing_id, now)  # it can no longer lead
@@ -568,27 +629,57 @@ class Job:
         if kind == "reply" and body.get("to") in self._cancel_seqs:
             self._on_cancel_reply(body, now)
         if kind == "hello":
-            self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids),
-                        "native_dump": bool(self.native_dump_pids) and "SIGUSR2" in SIGNALS,
-                        "awaits_ranks": ranks.awaits_ranks(body)})
+            self._step(
+                {
+                    "type": "hello",
+                    "t": now,
+                    "dump_signal": bool(self.dump_pids),
+                    "native_dump": bool(self.native_dump_pids) and "SIGUSR2" in SIGNALS,
+                    "awaits_ranks": ranks.awaits_ranks(body),
+                }
+            )
             self._send_outbox()
         elif kind == "stage":
             self._record_stage(body)
-            self._step({"type": "stage", "t": now, "event": body["event"], "name": body["name"],
-                        "depth": body.get("depth"), "budget_s": body.get("budget_s")})
+            self._step(
+                {
+                    "type": "stage",
+                    "t": now,
+                    "event": body["event"],
+                    "name": body["name"],
+                    "depth": body.get("depth"),
+                    "budget_s": body.get("budget_s"),
+                }
+            )
         elif kind == "progress":
-            self.progress = {"step": body["step"], "total": body.get("total"),
-                             "metrics": body.get("metrics") or {}}
+            self.progress = {
+                "step": body["step"],
+                "total": body.get("total"),
+                "metrics": body.get("metrics") or {},
+            }
             self._step({"type": "progress", "t": now})
         elif kind == "error":
             if body.get("fatal") or self.error is None:
                 self.error = body
-            self._step({"type": "error", "t": now, "fatal": bool(body.get("fatal")),
-                        "kind": body.get("kind"), "exit_code": body.get("exit_code")})
+            self._step(
+                {
+                    "type": "error",
+                    "t": now,
+                    "fatal": bool(body.get("fatal")),
+                    "kind": body.get("kind"),
+                    "exit_code": body.get("exit_code"),
+                }
+            )
         elif kind == "bye":
             self.bye = body
-            self._step({"type": "bye", "t": now, "reason": body.get("reason"),
-                        "exit_code": body.get("exit_code")})
+            self._step(
+                {
+                    "type": "bye",
+                    "t": now,
+                    "reason": body.get("reason"),
+                    "exit_code": body.get("exit_code"),
+                }
+            )
             self._leave(routing_id, now)
         else:
             if kind == "heartbeat":
@@ -610,8 +701,9 @@ class Job:
         except OSError:
             return
         loaded = min(now, now - (time.time() - mtime))
-        self._step({"type": "worker_loaded", "t": loaded,
-                    "dump_signal": _catches_sigusr1(self.pid)})
+        self._step(
+            {"type": "worker_loaded", "t": loaded, "dump_signal": _catches_sigusr1(self.pid)}
+        )
         if self.m["exit"] is None:
             deadline = machine.next_deadline(self.m)
             if deadline is not None and now >= deadline:
@@ -623,38 +715,60 @@ class Job:
         most every LIVE_DIAGNOSIS_S. Published as a "stalled" event and kept in
         live_diagnosis; the verdict at the deadline uses the same rules on fuller evidence."""
         now = time.monotonic()
-        if self.pid is None or (not force and self._live_t is not None
-                                and now - self._live_t < LIVE_DIAGNOSIS_S):
+        if self.pid is None or (
+            not force and self._live_t is not None and now - self._live_t < LIVE_DIAGNOSIS_S
+        ):
             return
         self._live_t = now
         idle = None
         try:
             from trainbridge.bridge import diagnosis, evidence
+
             ev = evidence.live(self.pid, self._live_mark)
             self._live_mark = ev.pop("mark", None)
             hb = self.heartbeat or {}
             running = [s["name"] for s in self.stages if s["status"] == "running"]
             last = self.m.get("last_activity_t")
             idle = round(now - last, 1) if last is not None else hb.get("idle_s")
-            found = diagnosis.diagnose_hang({
-                "reason": "stall", "stage": running[-1] if running else None,
-                "stages": running, "idle_s": idle, "stack": hb.get("stack"),
-                "saw_hello": bool(self.hellos), "evidence": ev, "progress": self.progress})
+            found = diagnosis.diagnose_hang(
+                {
+                    "reason": "stall",
+                    "stage": running[-1] if running else None,
+                    "stages": running,
+                    "idle_s": idle,
+                    "stack": hb.get("stack"),
+                    "saw_hello": bool(self.hellos),
+                    "evidence": ev,
+                    "progress": self.progress,
+                }
+            )
         except Exception as exc:  # noqa: BLE001 - a live view must not cost the job
-            found = {"kind": "unknown", "summary": f"live diagnosis failed: {exc}",
-                     "hint": "", "evidence": {}}
-        self.live_diagnosis = {"kind": found["kind"], "frame": found["evidence"].get("frame"),
-                               "summary": found["summary"], "hint": found["hint"],
-                               "idle_s": idle}
-        self._publish({"event": "stalled", "idle_s": self.live_diagnosis["idle_s"],
-                       "diagnosis": self.live_diagnosis})
+            found = {
+                "kind": "unknown",
+                "summary": f"live diagnosis failed: {exc}",
+                "hint": "",
+                "evidence": {},
+            }
+        self.live_diagnosis = {
+            "kind": found["kind"],
+            "frame": found["evidence"].get("frame"),
+            "summary": found["summary"],
+            "hint": found["hint"],
+            "idle_s": idle,
+        }
+        self._publish(
+            {
+                "event": "stalled",
+                "idle_s": self.live_diagnosis["idle_s"],
+                "diagnosis": self.live_diagnosis,
+            }
+        )
 
     # --- I/O thread: who speaks for the job -------------------------------------------------
     def _elect(self) -> bool:
         """Apply machine.choose_lead to the processes present; True when the lead changed."""
         pid = machine.choose_lead(list(self._present.values()), self.pid)
-        lead = next((rid for rid, hello in self._present.items() if hello.get("pid") == pid),
-                    None)
+        lead = next((rid for rid, hello in self._present.items() if hello.get("pid") == pid), None)
         if lead == self.lead:
             return False
         self.lead, self.lead_pid = lead, pid
@@ -692,7 +806,9 @@ class Job:
             "type": type(exc).__name__,
             "message": f"trainbridge failed while supervising this job: {exc}",
             "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-            "kind": "internal", "fatal": True}
+            "kind": "internal",
+            "fatal": True,
+        }
         self.error = self.internal_error
         for fd in list(self._pipes):
             self.hub.remove_fd(fd)
@@ -731,7 +847,7 @@ class Job:
         """Messages for no job of this client while this job ran (docs/PROTOCOL.md 8)."""
         return self.hub.unrouted - self._unrouted_at_start
 
-    def _on_reply(self, body: Dict[str, Any]) -> None:
+    def _on_reply(self, body: dict[str, Any]) -> None:
         to = body.get("to")
         text = body.get("stacks")
         if text:
@@ -744,14 +860,14 @@ class Job:
             self._dump_seq = None
             self._step({"type": "dumped", "t": time.monotonic()})
 
-    def _track_status(self, kind: str, body: Dict[str, Any], now: float) -> None:
+    def _track_status(self, kind: str, body: dict[str, Any], now: float) -> None:
         with self._status_lock:
             if kind == "stage":
                 self._status.stage(body)
             else:
                 self._status.progress(body, now)
 
-    def _on_cancel_reply(self, body: Dict[str, Any], now: float) -> None:
+    def _on_cancel_reply(self, body: dict[str, Any], now: float) -> None:
         """The lead's answer to the in-band cancel: accepted, or refused and why."""
         self._cancel_seqs = range(0)
         info = self.cancel_info if self.cancel_info is not None else {"reason": None}
@@ -760,34 +876,52 @@ class Job:
             info.update(accepted=True, refused=None)
         else:
             info.update(accepted=False, refused=str(body.get("error") or "refused"))
-        self._publish({"event": "cancel", "reason": info.get("reason"),
-                       "accepted": info["accepted"], "refused": info["refused"]})
+        self._publish(
+            {
+                "event": "cancel",
+                "reason": info.get("reason"),
+                "accepted": info["accepted"],
+                "refused": info["refused"],
+            }
+        )
         if not info["accepted"]:
             self._step({"type": "cancel_refused", "t": now, "reason": info["refused"]})
 
     def _on_refused(self, reason: str) -> None:
         self._step({"type": "refused", "t": time.monotonic(), "reason": reason})
 
-    def _record_stage(self, body: Dict[str, Any]) -> None:
+    def _record_stage(self, body: dict[str, Any]) -> None:
         if body["event"] == "begin":
             if len(self.stages) >= STAGES_KEPT:
                 self._forget_a_closed_stage()
             self._stage_events += 1
-            self.stages.append({"name": body["name"], "status": "running", "duration_s": None,
-                                "depth": body.get("depth", 0), "budget_s": body.get("budget_s"),
-                                "started": time.monotonic() - self.started,
-                                "began": self._stage_events})
+            self.stages.append(
+                {
+                    "name": body["name"],
+                    "status": "running",
+                    "duration_s": None,
+                    "depth": body.get("depth", 0),
+                    "budget_s": body.get("budget_s"),
+                    "started": time.monotonic() - self.started,
+                    "began": self._stage_events,
+                }
+            )
             return
         depth = body.get("depth")
         for entry in reversed(self.stages):
-            if entry["name"] == body["name"] and entry["status"] == "running" \
-                    and (depth is None or entry["depth"] == depth):
+            if (
+                entry["name"] == body["name"]
+                and entry["status"] == "running"
+                and (depth is None or entry["depth"] == depth)
+            ):
                 entry["status"] = body.get("status") or "ok"
                 self._stage_events += 1
                 entry["closed"] = self._stage_events  # the order of begins and ends
                 entry["duration_s"] = body.get("duration_s")
                 if entry["duration_s"] is None:
-                    entry["duration_s"] = round(time.monotonic() - self.started - entry["started"], 6)
+                    entry["duration_s"] = round(
+                        time.monotonic() - self.started - entry["started"], 6
+                    )
                 break
 
     def _forget_a_closed_stage(self) -> None:
@@ -798,14 +932,17 @@ class Job:
                 self.stages_dropped += 1
                 return
 
-    def _hello_in_tree(self, hello: Dict[str, Any]) -> bool:
+    def _hello_in_tree(self, hello: dict[str, Any]) -> bool:
         """Whether a hello comes from the job's tree: its pid is, or (a subprocess that said
         hello and exited before we looked) its pid is gone and its parent is ours."""
         pid = hello.get("pid")
         if self._in_tree(pid):
             return True
-        return isinstance(pid, int) and not _process_alive(pid, None) \
+        return (
+            isinstance(pid, int)
+            and not _process_alive(pid, None)
             and self._in_tree(hello.get("ppid"))
+        )
 
     def _in_tree(self, pid: Any) -> bool:
         if not isinstance(pid, int):
@@ -863,8 +1000,11 @@ class Job:
         # The log first: when a listener hears of a line, the file already has it.
         now = time.monotonic()
         stamp = log_stamp(time.time()) + " " if self.log_timestamps else ""
-        logged = [stamp + log_text(kept) for text, end in decoded
-                  for kept in self._redraws.feed(stream, text, end, now)]
+        logged = [
+            stamp + log_text(kept)
+            for text, end in decoded
+            for kept in self._redraws.feed(stream, text, end, now)
+        ]
         if logged:
             self._write_log("\n".join(logged))
         for text, end in decoded:
@@ -878,8 +1018,15 @@ class Job:
                 if text.startswith(NO_WORKER_MARKERS):
                     self._publish({"event": "no_worker", "reason": text})
                     self._step({"type": "no_worker", "t": time.monotonic(), "reason": text})
-            self._publish({"event": "output", "stream": stream, "text": text, "end": end,
-                           "line": self.lines[stream]})
+            self._publish(
+                {
+                    "event": "output",
+                    "stream": stream,
+                    "text": text,
+                    "end": end,
+                    "line": self.lines[stream],
+                }
+            )
         self._output_activity()
 
     def _output_activity(self) -> None:
@@ -912,8 +1059,9 @@ class Job:
             while done < len(data):
                 done += os.write(self._log, data[done:])
         except OSError as exc:
-            self.log_error = log_failure(self.log_path, self.log_lines
-                                         + data.count(b"\n", 0, done) + 1, exc)
+            self.log_error = log_failure(
+                self.log_path, self.log_lines + data.count(b"\n", 0, done) + 1, exc
+            )
             self._close_log()
             self._publish({"event": "log_error", **self.log_error})
             return
@@ -967,6 +1115,7 @@ class Job:
         self.exit_code, self.exit_signal = launcher.exit_status(self.proc.returncode)
         if self.exit_signal == "SIGKILL" and "SIGKILL" not in self.signals_sent:
             from trainbridge.bridge import evidence
+
             self.oom_killed = evidence.oom_killed(self._oom_before, _oom_kill_count(None))
         self.oom_kills = _oom_kills_since(self._oom_before, self.exit_code, self.exit_signal)
         self._step({"type": "exit", "t": now, "code": self.exit_code, "signal": self.exit_signal})
@@ -990,12 +1139,15 @@ class Job:
         def collect() -> None:
             try:
                 from trainbridge.bridge import evidence
+
                 self.snapshot = evidence.collect(pid)
             except Exception as exc:  # noqa: BLE001 - evidence is best effort
                 self.snapshot = {"notes": [f"evidence failed: {type(exc).__name__}: {exc}"]}
             self.hub.call(lambda: self._step({"type": "snapshotted", "t": time.monotonic()}))
-        self._snapshot_thread = threading.Thread(target=collect, name="trainbridge-snapshot",
-                                                 daemon=True)
+
+        self._snapshot_thread = threading.Thread(
+            target=collect, name="trainbridge-snapshot", daemon=True
+        )
         self._snapshot_thread.start()
 
     def _finish(self) -> None:
@@ -1039,20 +1191,24 @@ class Job:
             self._log = None
 
 
-def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str, str]] = None,
-           startup_timeout: Optional[float] = machine.DEFAULTS["startup_timeout"],
-           stall_timeout: Optional[float] = machine.DEFAULTS["stall_timeout"],
-           heartbeat_timeout: Optional[float] = machine.DEFAULTS["heartbeat_timeout"],
-           kill_grace: float = machine.DEFAULTS["kill_grace"],
-           log_path: Optional[str] = None,
-           on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
-           zero_code: bool = True,
-           detached: bool = False,
-           stdin: str = "devnull",
-           raw: bool = False,
-           python_env: bool = True,
-           log_timestamps: bool = False,
-           **machine_config: Any) -> Job:
+def launch(
+    cmd: Sequence[str],
+    cwd: Optional[str] = None,
+    env: Optional[dict[str, str]] = None,
+    startup_timeout: Optional[float] = machine.DEFAULTS["startup_timeout"],
+    stall_timeout: Optional[float] = machine.DEFAULTS["stall_timeout"],
+    heartbeat_timeout: Optional[float] = machine.DEFAULTS["heartbeat_timeout"],
+    kill_grace: float = machine.DEFAULTS["kill_grace"],
+    log_path: Optional[str] = None,
+    on_event: Optional[Callable[[dict[str, Any]], None]] = None,
+    zero_code: bool = True,
+    detached: bool = False,
+    stdin: str = "devnull",
+    raw: bool = False,
+    python_env: bool = True,
+    log_timestamps: bool = False,
+    **machine_config: Any,
+) -> Job:
     """Start `cmd` (a list, no shell) under supervision and return its Job at once.
 
     Timeouts are seconds; None disables one. More machine settings (stalled_after,
@@ -1068,16 +1224,30 @@ def launch(cmd: Sequence[str], cwd: Optional[str] = None, env: Optional[Dict[str
     leaves PYTHONUNBUFFERED, PYTHONIOENCODING, PYTHONUTF8 and PYTHONFAULTHANDLER as the
     caller's environment has them.
     Raises launcher.LaunchError when the command cannot be started."""
-    config = {"startup_timeout": startup_timeout, "stall_timeout": stall_timeout,
-              "heartbeat_timeout": heartbeat_timeout, "kill_grace": kill_grace,
-              **machine_config}
+    config = {
+        "startup_timeout": startup_timeout,
+        "stall_timeout": stall_timeout,
+        "heartbeat_timeout": heartbeat_timeout,
+        "kill_grace": kill_grace,
+        **machine_config,
+    }
     check_arguments(cmd, cwd=cwd, env=env, config=config, log_path=log_path, on_event=on_event)
     if stall_timeout is not None and "stalled_after" not in machine_config:
         config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
-    return Job(cmd, cwd=cwd, env=env, config=config, log_path=log_path,
-               on_event=on_event, zero_code=zero_code, detached=detached, stdin=stdin,
-               raw=raw, python_env=python_env,
-               log_timestamps=log_timestamps).start()
+    return Job(
+        cmd,
+        cwd=cwd,
+        env=env,
+        config=config,
+        log_path=log_path,
+        on_event=on_event,
+        zero_code=zero_code,
+        detached=detached,
+        stdin=stdin,
+        raw=raw,
+        python_env=python_env,
+        log_timestamps=log_timestamps,
+    ).start()
 
 
 def _catches_sigusr1(pid: int) -> bool:
@@ -1094,8 +1264,9 @@ def _catches_sigusr1(pid: int) -> bool:
 
 def log_stamp(wall: float) -> str:
     """'2026-11-30T18:23:23.123Z': the UTC time prefix of a log line (log_timestamps)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(wall)) + \
-        f".{int(wall * 1000) % 1000:03d}Z"
+    return (
+        time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(wall)) + f".{int(wall * 1000) % 1000:03d}Z"
+    )
 
 
 class LogFileError(launcher.LaunchError):
@@ -1107,11 +1278,13 @@ def open_log(path: str) -> int:
     try:
         return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
     except OSError as exc:
-        raise LogFileError(f"cannot write the log file {path}: {os_error_text(exc)}; choose a "
-                           f"writable path for the log") from exc
+        raise LogFileError(
+            f"cannot write the log file {path}: {os_error_text(exc)}; choose a "
+            f"writable path for the log"
+        ) from exc
 
 
-def log_failure(path: Optional[str], from_line: int, exc: OSError) -> Dict[str, Any]:
+def log_failure(path: Optional[str], from_line: int, exc: OSError) -> dict[str, Any]:
     """The report's `log_error`: the log file has every line before from_line, none after."""
     return {"path": path, "from_line": from_line, "error": os_error_text(exc)}
 
@@ -1125,8 +1298,9 @@ def os_error_text(exc: OSError) -> str:
     return f"{text} ({name})" if name else text
 
 
-def _oom_kills_since(before: Optional[int], code: Optional[int],
-                     signal: Optional[str]) -> Optional[int]:
+def _oom_kills_since(
+    before: Optional[int], code: Optional[int], signal: Optional[str]
+) -> Optional[int]:
     """How many processes the OOM killer took in our cgroup while a job that ended badly ran
     (a DataLoader worker killed while the main process lived); None when unknown or clean."""
     if before is None or (code == 0 and not signal):
@@ -1135,34 +1309,45 @@ def _oom_kills_since(before: Optional[int], code: Optional[int],
     return None if after is None else max(0, after - before)
 
 
-def check_arguments(cmd: Any, cwd: Any = None, env: Any = None, config: Any = None,
-                    log_path: Any = None, on_event: Any = None,
-                    tail_lines: Any = TAIL_LINES) -> None:
+def check_arguments(
+    cmd: Any,
+    cwd: Any = None,
+    env: Any = None,
+    config: Any = None,
+    log_path: Any = None,
+    on_event: Any = None,
+    tail_lines: Any = TAIL_LINES,
+) -> None:
     """Refuse bad arguments with a LaunchError that says which and why, before anything is
     registered or spawned (launch, Job, aio.launch and the CLI all come through here)."""
     if isinstance(cmd, (str, bytes)):
-        raise LaunchError(f"the command must be a list of arguments, not a string: got {cmd!r}; "
-                          f"write [{', '.join(repr(a) for a in str(cmd).split()[:3])}"
-                          f"{', ...' if len(str(cmd).split()) > 3 else ''}] (there is no shell)")
+        raise LaunchError(
+            f"the command must be a list of arguments, not a string: got {cmd!r}; "
+            f"write [{', '.join(repr(a) for a in str(cmd).split()[:3])}"
+            f"{', ...' if len(str(cmd).split()) > 3 else ''}] (there is no shell)"
+        )
     if not isinstance(cmd, (list, tuple)) or not cmd:
         raise LaunchError(f"the command must be a non-empty list of strings, got {cmd!r}")
     for i, arg in enumerate(cmd):
         if not isinstance(arg, (str, os.PathLike)):
-            raise LaunchError(f"command argument {i} must be a string, got {arg!r} "
-                              f"({type(arg).__name__}) in {list(cmd)!r}")
+            raise LaunchError(
+                f"command argument {i} must be a string, got {arg!r} "
+                f"({type(arg).__name__}) in {list(cmd)!r}"
+            )
     for name, value in (("cwd", cwd), ("log_path", log_path)):
         if value is not None and not isinstance(value, (str, os.PathLike)):
             raise LaunchError(f"{name} must be a path (a string) or None, got {value!r}")
     if env is not None:
         if not isinstance(env, collections.abc.Mapping):
-            raise LaunchError(f"env must be a dict of strings or None, got "
-                              f"{type(env).__name__}")
+            raise LaunchError(f"env must be a dict of strings or None, got {type(env).__name__}")
         for key, value in env.items():
             if not isinstance(key, str) or not key or "=" in key or "\0" in key:
                 raise LaunchError(f"env keys must be non-empty strings without '=', got {key!r}")
             if not isinstance(value, str) or "\0" in value:
-                raise LaunchError(f"env[{key!r}] must be a string, got {value!r}; to leave a "
-                                  f"variable out, do not put it in env")
+                raise LaunchError(
+                    f"env[{key!r}] must be a string, got {value!r}; to leave a "
+                    f"variable out, do not put it in env"
+                )
     if on_event is not None and not callable(on_event):
         raise LaunchError(f"on_event must be a function or None, got {on_event!r}")
     if type(tail_lines) is not int or tail_lines < 0:
@@ -1178,8 +1363,7 @@ def check_arguments(cmd: Any, cwd: Any = None, env: Any = None, config: Any = No
 def config_message(key: str, problem: str, value: Any) -> str:
     """The words for one machine.config_problem answer."""
     if problem == "unknown":
-        return (f"unknown setting {key!r}; the settings are "
-                f"{', '.join(sorted(machine.DEFAULTS))}")
+        return f"unknown setting {key!r}; the settings are {', '.join(sorted(machine.DEFAULTS))}"
     if problem == "type":
         allowed = " or None (off)" if key in machine.OPTIONAL else ""
         return f"{key} must be a number of seconds{allowed}, got {value!r}"
@@ -1206,6 +1390,7 @@ def _process_alive(pid: Any, created: Optional[float]) -> bool:
 def _oom_kill_count(pid: Optional[int]) -> Optional[int]:
     try:
         from trainbridge.bridge import evidence
+
         return evidence.oom_kill_count(pid)
     except Exception:  # noqa: BLE001 - best effort
         return None

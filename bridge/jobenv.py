@@ -4,10 +4,10 @@ spawns, so the child starts before the client's heavy imports."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 
-def heartbeat_interval(config: Dict[str, Any]) -> float:
+def heartbeat_interval(config: dict[str, Any]) -> float:
     """A beat often enough that heartbeat_timeout spans several of them."""
     timeout = config.get("heartbeat_timeout")
     return 1.0 if timeout is None else max(0.05, min(1.0, timeout / 4))
@@ -17,8 +17,14 @@ def num(value: float) -> str:
     return repr(float(value))
 
 
-def variables(endpoint: str, job_id: str, key: bytes, crash_file: str,
-              config: Dict[str, Any], client_pid: Optional[int]) -> Dict[str, str]:
+def variables(
+    endpoint: str,
+    job_id: str,
+    key: bytes,
+    crash_file: str,
+    config: dict[str, Any],
+    client_pid: Optional[int],
+) -> dict[str, str]:
     """The variables for one job; `config` is the machine's full config. With a
     `client_pid` the job's workers end its process group when that process is gone
     (PROTOCOL.md section 2); None leaves the job running when its client dies (only

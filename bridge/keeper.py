@@ -30,14 +30,14 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 from trainbridge.bridge import procs
 from trainbridge.bridge.procs import ENV_FILE, process_start
 from trainbridge.bridge.store import Store
 
-PROGRESS_EVERY_S = 0.5   # stage/progress reach the row at most this often (latest wins)
-FLUSH_EVERY_S = 0.02     # events reach the events file at most this late
+PROGRESS_EVERY_S = 0.5  # stage/progress reach the row at most this often (latest wins)
+FLUSH_EVERY_S = 0.02  # events reach the events file at most this late
 CANCEL_REASON = "cancelled through the job store (Scheduler.cancel / trainbridge cancel)"
 URGENT_EVENTS = ("state", "hang", "signal", "attempt", "stacks", "launch_failed", "end")
 BACKOFF_MAX_S = 300.0
@@ -45,7 +45,7 @@ BACKOFF_MAX_S = 300.0
 
 def backoff(base: float, restarts_done: int) -> float:
     """Seconds before restart number restarts_done + 1: base, 2 base, 4 base, ... capped."""
-    return min(BACKOFF_MAX_S, base * (2 ** restarts_done))
+    return min(BACKOFF_MAX_S, base * (2**restarts_done))
 
 
 class EventsFile(threading.Thread):
@@ -57,7 +57,7 @@ class EventsFile(threading.Thread):
     def __init__(self, path: str):
         super().__init__(name="trainbridge-keeper-events", daemon=True)
         self.cond = threading.Condition()
-        self.pending: List[Dict[str, Any]] = []
+        self.pending: list[dict[str, Any]] = []
         self.urgent = False
         self.stopping = False
         self.f = open(path, "a", encoding="ascii")
@@ -65,7 +65,7 @@ class EventsFile(threading.Thread):
         self.failed = 0
         self.start()
 
-    def write(self, event: Dict[str, Any], urgent: bool = False) -> None:
+    def write(self, event: dict[str, Any], urgent: bool = False) -> None:
         with self.cond:
             self.pending.append(event)
             if urgent or event.get("event") in URGENT_EVENTS:
@@ -80,8 +80,9 @@ class EventsFile(threading.Thread):
                 batch, self.pending, self.urgent = self.pending, [], False
                 stopping = self.stopping
             if batch:
-                text = "".join(json.dumps(event, ensure_ascii=True, default=str) + "\n"
-                               for event in batch)
+                text = "".join(
+                    json.dumps(event, ensure_ascii=True, default=str) + "\n" for event in batch
+                )
                 try:
                     self.f.write(text)
                     self.f.flush()
@@ -112,7 +113,7 @@ class RowWriter(threading.Thread):
         self.store_path = store_path
         self.job_id = job_id
         self.cond = threading.Condition()
-        self.pending: Dict[str, Any] = {}
+        self.pending: dict[str, Any] = {}
         self.urgent = False
         self.stopping = False
         self.writes = 0
@@ -173,13 +174,15 @@ class Keeper:
         if job is None:
             self.events.write({"event": "stacks", "t": time.time(), "stacks": None})
             return
+
         def ask() -> None:
             stacks = job.dump_stacks(timeout=2.0)
             self.events.write({"event": "stacks", "t": time.time(), "stacks": stacks})
+
         threading.Thread(target=ask, name="trainbridge-keeper-dump", daemon=True).start()
 
     # --- events (hub I/O thread) ----------------------------------------------------------
-    def _on_event(self, event: Dict[str, Any]) -> None:
+    def _on_event(self, event: dict[str, Any]) -> None:
         kind = event["event"]
         if kind == "end":
             return  # written by run() once the last attempt is decided
@@ -203,15 +206,16 @@ class Keeper:
             signal.signal(sig, self._on_cancel)
         signal.signal(signal.SIGUSR1, self._on_dump)
         me = os.getpid()
-        if not self.store.update(self.id, where_state=["starting"], keeper_pid=me,
-                                 keeper_start=process_start(me)):
+        if not self.store.update(
+            self.id, where_state=["starting"], keeper_pid=me, keeper_start=process_start(me)
+        ):
             return 0  # not ours to run (cancelled while starting, or another keeper has it)
         self.rows.start()
         env = self._env()
         row = self.row
         config = dict(row["config"] or {})
         attempt = row["attempt"] or 0
-        final: Optional[Dict[str, Any]] = None
+        final: Optional[dict[str, Any]] = None
         outcome = None
         while True:
             attempt += 1
@@ -220,41 +224,91 @@ class Keeper:
                 break
             started = time.time()
             try:
-                self.job = bridge.launch(row["command"], cwd=row["cwd"], env=env,
-                                         log_path=row["log_path"], on_event=self._on_event,
-                                         **config)
+                self.job = bridge.launch(
+                    row["command"],
+                    cwd=row["cwd"],
+                    env=env,
+                    log_path=row["log_path"],
+                    on_event=self._on_event,
+                    **config,
+                )
             except (bridge.LaunchError, OSError) as exc:
-                note = (f"could not start {row['command'][0]!r}: {exc}. Check the path and "
-                        f"that it is executable (use the full path, e.g. .venv/bin/python).")
+                note = (
+                    f"could not start {row['command'][0]!r}: {exc}. Check the path and "
+                    f"that it is executable (use the full path, e.g. .venv/bin/python)."
+                )
                 self.events.write({"event": "launch_failed", "t": time.time(), "message": note})
-                outcome, final = "failed", {"outcome": "failed", "exit_code": None,
-                                             "signal": None, "note": note,
-                                             "summary": f"Job failed: {note}"}
-                self.store.put_attempt(self.id, attempt, started_at=started,
-                                       ended_at=time.time(), outcome="failed", report=final)
+                outcome, final = (
+                    "failed",
+                    {
+                        "outcome": "failed",
+                        "exit_code": None,
+                        "signal": None,
+                        "note": note,
+                        "summary": f"Job failed: {note}",
+                    },
+                )
+                self.store.put_attempt(
+                    self.id,
+                    attempt,
+                    started_at=started,
+                    ended_at=time.time(),
+                    outcome="failed",
+                    report=final,
+                )
                 break
             if self.cancelled.is_set():
                 self.job.cancel(reason=CANCEL_REASON)
-            self.rows.set(urgent=True, attempt=attempt, job_pid=self.job.pid,
-                          job_start=process_start(self.job.pid), endpoint=self.job.hub.endpoint,
-                          started_at=started, note=None)
+            self.rows.set(
+                urgent=True,
+                attempt=attempt,
+                job_pid=self.job.pid,
+                job_start=process_start(self.job.pid),
+                endpoint=self.job.hub.endpoint,
+                started_at=started,
+                note=None,
+            )
             while not self.job.done():
                 self.job.wait(0.5)
             final = dict(self.job.report or {})
             outcome = final.get("outcome")
-            self.store.put_attempt(self.id, attempt, started_at=started, ended_at=time.time(),
-                                   outcome=outcome, exit_code=final.get("exit_code"),
-                                   signal=final.get("signal"), report=final)
+            self.store.put_attempt(
+                self.id,
+                attempt,
+                started_at=started,
+                ended_at=time.time(),
+                outcome=outcome,
+                exit_code=final.get("exit_code"),
+                signal=final.get("signal"),
+                report=final,
+            )
             restarts_done = attempt - 1 - (row["attempt"] or 0)
-            if outcome in ("succeeded", "cancelled") or self.cancelled.is_set() \
-                    or restarts_done >= row["max_restarts"]:
+            if (
+                outcome in ("succeeded", "cancelled")
+                or self.cancelled.is_set()
+                or restarts_done >= row["max_restarts"]
+            ):
                 break
             wait_s = backoff(row["restart_backoff"], restarts_done)
-            self.events.write({"event": "attempt", "t": time.time(), "attempt": attempt,
-                               "outcome": outcome, "report": final, "restart_in": wait_s})
-            self.rows.set(urgent=True, state="restarting", outcome=outcome,
-                          exit_code=final.get("exit_code"), signal=final.get("signal"),
-                          job_pid=None, job_start=None)
+            self.events.write(
+                {
+                    "event": "attempt",
+                    "t": time.time(),
+                    "attempt": attempt,
+                    "outcome": outcome,
+                    "report": final,
+                    "restart_in": wait_s,
+                }
+            )
+            self.rows.set(
+                urgent=True,
+                state="restarting",
+                outcome=outcome,
+                exit_code=final.get("exit_code"),
+                signal=final.get("signal"),
+                job_pid=None,
+                job_start=None,
+            )
             self.job = None
             if self.cancelled.wait(wait_s):
                 outcome = "cancelled"
@@ -262,7 +316,7 @@ class Keeper:
         self._finish(outcome, final)
         return 0
 
-    def _env(self) -> Dict[str, str]:
+    def _env(self) -> dict[str, str]:
         path = os.path.join(self.row["dir"], ENV_FILE)
         with open(path, encoding="utf-8") as f:
             env = json.load(f)
@@ -277,24 +331,36 @@ class Keeper:
         row = self.store.get(self.id)
         return bool(row and row["cancel_requested"])
 
-    def _finish(self, outcome: Optional[str], report: Optional[Dict[str, Any]]) -> None:
+    def _finish(self, outcome: Optional[str], report: Optional[dict[str, Any]]) -> None:
         report = report or {"outcome": outcome}
         report_obj = dict(report)
         self.rows.stop()
         if self.events.failed:
             report_obj["events_failed"] = self.events.failed  # attachers missed these
-        self.store.update(self.id, state="ended", outcome=outcome,
-                          exit_code=report_obj.get("exit_code"), signal=report_obj.get("signal"),
-                          report=report_obj, ended_at=time.time(), job_pid=None, job_start=None)
-        self.events.write({"event": "end", "t": time.time(), "outcome": outcome,
-                           "report": report_obj})
+        self.store.update(
+            self.id,
+            state="ended",
+            outcome=outcome,
+            exit_code=report_obj.get("exit_code"),
+            signal=report_obj.get("signal"),
+            report=report_obj,
+            ended_at=time.time(),
+            job_pid=None,
+            job_start=None,
+        )
+        self.events.write(
+            {"event": "end", "t": time.time(), "outcome": outcome, "report": report_obj}
+        )
         self.events.close()
         try:
             from trainbridge.bridge import scheduler
+
             scheduler.schedule_pass(self.store)
         except Exception as exc:  # noqa: BLE001 - the job's end is recorded; say why not more
-            print(f"trainbridge keeper: could not start queued jobs: {type(exc).__name__}: "
-                  f"{exc}", file=sys.stderr)
+            print(
+                f"trainbridge keeper: could not start queued jobs: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+            )
 
 
 def main(argv=None) -> int:

@@ -15,7 +15,8 @@ import os
 import signal
 import subprocess
 import threading
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Callable, Optional
 
 import psutil
 
@@ -33,8 +34,9 @@ class LaunchError(Exception):
     """The command could not be started (not found, not executable, bad cwd)."""
 
 
-def child_env(base: Optional[Mapping[str, str]], trainbridge: Mapping[str, str],
-              python_env: bool = True) -> Dict[str, str]:
+def child_env(
+    base: Optional[Mapping[str, str]], trainbridge: Mapping[str, str], python_env: bool = True
+) -> dict[str, str]:
     """The child's environment: the caller's (or ours), the Python settings (unless
     `python_env` is off: transparent mode keeps the caller's), our variables."""
     env = dict(os.environ if base is None else base)
@@ -47,7 +49,7 @@ def child_env(base: Optional[Mapping[str, str]], trainbridge: Mapping[str, str],
 INJECT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inject")
 
 
-def add_zero_code_hook(env: Dict[str, str]) -> None:
+def add_zero_code_hook(env: dict[str, str]) -> None:
     """Put bridge/inject (its sitecustomize loads worker.auto) first on PYTHONPATH."""
     rest = env.get("PYTHONPATH")
     env["PYTHONPATH"] = INJECT_DIR + (os.pathsep + rest if rest else "")
@@ -56,8 +58,9 @@ def add_zero_code_hook(env: Dict[str, str]) -> None:
 STDIN_MODES = {"devnull": subprocess.DEVNULL, "pipe": subprocess.PIPE, "inherit": None}
 
 
-def spawn(cmd: Sequence[str], cwd: Optional[str], env: Mapping[str, str],
-          stdin: str = "devnull") -> subprocess.Popen:
+def spawn(
+    cmd: Sequence[str], cwd: Optional[str], env: Mapping[str, str], stdin: str = "devnull"
+) -> subprocess.Popen:
     """Start cmd in a new session with piped, unbuffered stdout/stderr. stdin is
     "devnull", "pipe" (proc.stdin is writable) or "inherit" (this process's stdin)."""
     if isinstance(cmd, (str, bytes)) or not cmd:
@@ -66,9 +69,16 @@ def spawn(cmd: Sequence[str], cwd: Optional[str], env: Mapping[str, str],
         raise LaunchError(f"stdin must be one of {sorted(STDIN_MODES)}, not {stdin!r}")
     try:
         return subprocess.Popen(
-            list(cmd), cwd=cwd, env=dict(env), stdin=STDIN_MODES[stdin],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
-            start_new_session=True, close_fds=True)
+            list(cmd),
+            cwd=cwd,
+            env=dict(env),
+            stdin=STDIN_MODES[stdin],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            start_new_session=True,
+            close_fds=True,
+        )
     except (OSError, ValueError) as exc:
         raise LaunchError(f"cannot start {cmd[0]!r}: {exc}") from exc
 
@@ -86,15 +96,17 @@ def open_pidfd(pid: int) -> Optional[int]:
 
 def watch_exit_in_thread(proc: subprocess.Popen, on_exit: Callable[[], None]) -> threading.Thread:
     """Fallback without pidfd: a thread blocks in wait() and calls on_exit()."""
+
     def wait() -> None:
         proc.wait()
         on_exit()
+
     thread = threading.Thread(target=wait, name=f"trainbridge-wait-{proc.pid}", daemon=True)
     thread.start()
     return thread
 
 
-def exit_status(returncode: int) -> Tuple[Optional[int], Optional[str]]:
+def exit_status(returncode: int) -> tuple[Optional[int], Optional[str]]:
     """Popen's returncode -> (exit code, signal name): exactly one is set."""
     if returncode < 0:
         try:
@@ -119,7 +131,7 @@ class Tree:
         except OSError:  # gone already: as spawned
             own_group = True
         self.pgid: Optional[int] = pid if own_group else None
-        self.known: Dict[int, float] = {}
+        self.known: dict[int, float] = {}
         self.refresh()
 
     def refresh(self) -> None:
@@ -167,7 +179,7 @@ class Tree:
             except (OSError, psutil.Error):
                 continue
 
-    def alive(self, include_root: bool = True) -> List[psutil.Process]:
+    def alive(self, include_root: bool = True) -> list[psutil.Process]:
         """Known processes that still run (zombies count as gone)."""
         out = []
         for pid, created in list(self.known.items()):
@@ -213,4 +225,3 @@ def signal_process(pid: int, sig: int) -> bool:
         return True
     except OSError:
         return False
-

@@ -20,7 +20,7 @@ and `line_bytes(text, encoding)` gives back the original bytes.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, NamedTuple, Tuple, Union
+from typing import NamedTuple, Union
 
 DEFAULT_MAX_LINE = 64 * 1024
 _TERMINATOR = re.compile(rb"[\r\n]")
@@ -41,8 +41,8 @@ class LineSplitter:
         self._buf = bytearray()
         self._cr_pending = False  # the last chunk ended in "\r"; "\n" may follow
 
-    def feed(self, chunk: bytes) -> List[RawLine]:
-        out: List[RawLine] = []
+    def feed(self, chunk: bytes) -> list[RawLine]:
+        out: list[RawLine] = []
         raw = bytes(chunk)
         n = len(raw)
         pos = 0
@@ -72,9 +72,9 @@ class LineSplitter:
             self._emit(out, end)
         return out
 
-    def flush(self) -> List[RawLine]:
+    def flush(self) -> list[RawLine]:
         """EOF: the line held back by a trailing "\\r", then any unterminated rest."""
-        out: List[RawLine] = []
+        out: list[RawLine] = []
         if self._cr_pending:
             self._cr_pending = False
             self._emit(out, "cr")
@@ -83,15 +83,15 @@ class LineSplitter:
             self._buf.clear()
         return out
 
-    def _emit(self, out: List[RawLine], end: str) -> None:
+    def _emit(self, out: list[RawLine], end: str) -> None:
         # An empty line ended by a lone "\r" is no line: tqdm starts every redraw with "\r".
         if self._buf or end != "cr":
             out.append(RawLine(bytes(self._buf), end))
         self._buf.clear()
 
-    def _cut_long(self) -> List[RawLine]:
+    def _cut_long(self) -> list[RawLine]:
         """Cut pieces off the buffer while it holds more than max_line bytes."""
-        out: List[RawLine] = []
+        out: list[RawLine] = []
         while len(self._buf) > self.max_line:
             cut = utf8_safe_cut(self._buf, self.max_line)
             out.append(RawLine(bytes(self._buf[:cut]), "max"))
@@ -116,7 +116,7 @@ def utf8_safe_cut(buf: Union[bytes, bytearray], limit: int) -> int:
     return limit
 
 
-def decode_line(data: bytes) -> Tuple[str, str]:
+def decode_line(data: bytes) -> tuple[str, str]:
     """Bytes of one line -> (text, encoding): "utf-8", "gbk" or "escaped" (PEP 383)."""
     try:
         return data.decode("utf-8"), "utf-8"
@@ -153,10 +153,10 @@ class RedrawThrottle:
 
     def __init__(self, interval: float = 1.0):
         self.interval = interval
-        self._written: Dict[str, float] = {}  # stream -> time of the last redraw written
-        self._held: Dict[str, str] = {}     # stream -> the latest redraw not written
+        self._written: dict[str, float] = {}  # stream -> time of the last redraw written
+        self._held: dict[str, str] = {}  # stream -> the latest redraw not written
 
-    def feed(self, stream: str, text: str, end: str, t: float) -> List[str]:
+    def feed(self, stream: str, text: str, end: str, t: float) -> list[str]:
         """The texts to write now for one line (its time `t`, seconds)."""
         if end != "cr":
             self._held.pop(stream, None)
@@ -169,7 +169,7 @@ class RedrawThrottle:
         self._held.pop(stream, None)
         return [text]
 
-    def flush(self) -> List[str]:
+    def flush(self) -> list[str]:
         """At the end of the output: the redraws still held back, stdout's first."""
         held = [self._held[s] for s in sorted(self._held, key=lambda s: s != "stdout")]
         self._held.clear()

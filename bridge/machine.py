@@ -62,31 +62,31 @@ Actions ({"do": ...} plus):
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Optional
 
-State = Dict[str, Any]
-Event = Dict[str, Any]
-Action = Dict[str, Any]
+State = dict[str, Any]
+Event = dict[str, Any]
+Action = dict[str, Any]
 
 # Seconds; None disables a deadline. The CLI and launch() override these.
-DEFAULTS: Dict[str, Optional[float]] = {
-    "startup_timeout": 120.0,   # spawn -> hello
+DEFAULTS: dict[str, Optional[float]] = {
+    "startup_timeout": 120.0,  # spawn -> hello
     "heartbeat_timeout": 30.0,  # last worker message -> hung, while the process lives
-    "stall_timeout": None,      # last progress/stage change -> hung (off unless asked for)
-    "stalled_after": 30.0,      # last progress/stage change -> state "stalled" (reversible)
-    "kill_grace": 5.0,          # SIGTERM -> SIGKILL
-    "cancel_grace": 5.0,        # in-band cancel -> SIGTERM, unless the cancel event says
-    "dump_timeout": 1.0,        # dump_stacks command -> give up on the reply
-    "signal_dump_wait": 0.2,    # SIGUSR1 -> SIGTERM: faulthandler writes synchronously
-    "snapshot_timeout": 2.0,    # hang -> SIGTERM at the latest while evidence is collected
-    "drain_timeout": 1.0,       # exit -> outcome, at the latest, if "drained" never comes
+    "stall_timeout": None,  # last progress/stage change -> hung (off unless asked for)
+    "stalled_after": 30.0,  # last progress/stage change -> state "stalled" (reversible)
+    "kill_grace": 5.0,  # SIGTERM -> SIGKILL
+    "cancel_grace": 5.0,  # in-band cancel -> SIGTERM, unless the cancel event says
+    "dump_timeout": 1.0,  # dump_stacks command -> give up on the reply
+    "signal_dump_wait": 0.2,  # SIGUSR1 -> SIGTERM: faulthandler writes synchronously
+    "snapshot_timeout": 2.0,  # hang -> SIGTERM at the latest while evidence is collected
+    "drain_timeout": 1.0,  # exit -> outcome, at the latest, if "drained" never comes
 }
 
 # The deadlines None may switch off; the other settings are always a number of seconds.
 OPTIONAL = ("startup_timeout", "heartbeat_timeout", "stall_timeout", "stalled_after")
 
 
-def config_problem(config: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+def config_problem(config: dict[str, Any]) -> Optional[tuple[str, str]]:
     """The first bad setting in `config`, as (key, problem), or None when all are good.
     problem: "unknown" (no such setting), "type" (not a number of seconds, or None where
     that is not allowed; a bool is not a number), "not_finite" (NaN or an infinity),
@@ -113,7 +113,7 @@ def config_problem(config: Dict[str, Any]) -> Optional[Tuple[str, str]]:
 HANG_REASONS = ("startup", "stage_budget", "stall", "heartbeat", "after_bye")
 
 
-def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
+def initial(config: Optional[dict[str, Any]] = None, t: float = 0.0) -> State:
     """The state of a job spawned at time t."""
     unknown = set(config or {}) - set(DEFAULTS)
     if unknown:
@@ -126,30 +126,30 @@ def initial(config: Optional[Dict[str, Any]] = None, t: float = 0.0) -> State:
         "hello": False,
         "dump_signal": False,
         "native_dump": False,
-        "answered": False,        # a dump (in-band or SIGUSR1) was answered: Python runs
-        "last_msg_t": None,       # beacon: last authentic worker message
+        "answered": False,  # a dump (in-band or SIGUSR1) was answered: Python runs
+        "last_msg_t": None,  # beacon: last authentic worker message
         "last_activity_t": None,  # work: last progress or stage change; None = stall unarmed
-        "progress_seen": False,   # a progress source exists: output no longer counts as work
-        "stages": [],             # open stages, outermost first: {name, t, budget_s}
-        "error": None,            # the last fatal error: {kind, exit_code}
-        "bye": None,              # {reason, exit_code}
-        "exit": None,             # {code, signal}
-        "hang": None,             # {reason, t, stage}
-        "snapshot": None,         # None | "pending" | "done" | "timed_out": hang evidence
-        "ending": None,           # {reason: hang|cancel|refused, step, deadline}
+        "progress_seen": False,  # a progress source exists: output no longer counts as work
+        "stages": [],  # open stages, outermost first: {name, t, budget_s}
+        "error": None,  # the last fatal error: {kind, exit_code}
+        "bye": None,  # {reason, exit_code}
+        "exit": None,  # {code, signal}
+        "hang": None,  # {reason, t, stage}
+        "snapshot": None,  # None | "pending" | "done" | "timed_out": hang evidence
+        "ending": None,  # {reason: hang|cancel|refused, step, deadline}
         "drain_deadline": None,
         "refused": None,
-        "no_worker": None,        # why no hello will come (the startup deadline is off)
-        "loaded_t": None,         # the worker loaded (stage box) before any hello
+        "no_worker": None,  # why no hello will come (the startup deadline is off)
+        "loaded_t": None,  # the worker loaded (stage box) before any hello
         "awaiting_ranks": False,  # only a distributed launcher said hello: still starting
-        "lead_gone": False,       # the lead left and no other process speaks for the job
+        "lead_gone": False,  # the lead left and no other process speaks for the job
     }
 
 
-def step(state: State, event: Event) -> Tuple[State, List[Action]]:
+def step(state: State, event: Event) -> tuple[State, list[Action]]:
     """Apply one event. Returns the new state and the actions for the shell, in order."""
     s = _copy(state)
-    actions: List[Action] = []
+    actions: list[Action] = []
     if s["state"] == "ended":
         return s, actions
     t = float(event["t"])
@@ -189,7 +189,7 @@ def _copy(state: State) -> State:
 
 
 # --- event handlers -------------------------------------------------------------------
-def _on_hello(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_hello(s: State, e: Event, t: float, actions: list[Action]) -> None:
     s["hello"] = True
     s["lead_gone"] = False
     s["dump_signal"] = bool(e.get("dump_signal"))
@@ -204,7 +204,7 @@ def _on_hello(s: State, e: Event, t: float, actions: List[Action]) -> None:
         _set_state(s, "running", actions)
 
 
-def _on_stage(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_stage(s: State, e: Event, t: float, actions: list[Action]) -> None:
     _beacon(s, t)
     name = e["name"]
     depth = e.get("depth")
@@ -221,36 +221,40 @@ def _on_stage(s: State, e: Event, t: float, actions: List[Action]) -> None:
     _activity(s, t, actions)
 
 
-def _on_progress(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_progress(s: State, e: Event, t: float, actions: list[Action]) -> None:
     _beacon(s, t)
     s["progress_seen"] = True
     _activity(s, t, actions)
 
 
-def _on_output(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_output(s: State, e: Event, t: float, actions: list[Action]) -> None:
     # Issue 12: a script with no progress source that prints a line every few seconds is
     # working, not stalled.
-    if not s["progress_seen"] and s["last_activity_t"] is not None and s["bye"] is None \
-            and s["ending"] is None:
+    if (
+        not s["progress_seen"]
+        and s["last_activity_t"] is not None
+        and s["bye"] is None
+        and s["ending"] is None
+    ):
         _activity(s, t, actions)
 
 
-def _on_beat(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_beat(s: State, e: Event, t: float, actions: list[Action]) -> None:
     _beacon(s, t)
 
 
-def _on_error(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_error(s: State, e: Event, t: float, actions: list[Action]) -> None:
     _beacon(s, t)
     if e.get("fatal"):
         s["error"] = {"kind": e.get("kind"), "exit_code": e.get("exit_code")}
 
 
-def _on_bye(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_bye(s: State, e: Event, t: float, actions: list[Action]) -> None:
     _beacon(s, t)
     s["bye"] = {"reason": e.get("reason"), "exit_code": e.get("exit_code")}
 
 
-def _on_lead(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_lead(s: State, e: Event, t: float, actions: list[Action]) -> None:
     s["bye"] = None
     s["stages"] = []  # the leaver's open stages (and their budgets) went with it
     s["lead_gone"] = not e.get("present")
@@ -262,18 +266,18 @@ def _on_lead(s: State, e: Event, t: float, actions: List[Action]) -> None:
                 _set_state(s, "running", actions)
 
 
-def _on_dumped(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_dumped(s: State, e: Event, t: float, actions: list[Action]) -> None:
     s["answered"] = True
     ending = s["ending"]
     if ending is not None and ending["step"] == "dump" and s["exit"] is None:
         _after_dump(s, t, actions)
 
 
-def _on_signal_dumped(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_signal_dumped(s: State, e: Event, t: float, actions: list[Action]) -> None:
     s["answered"] = True
 
 
-def _on_snapshotted(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_snapshotted(s: State, e: Event, t: float, actions: list[Action]) -> None:
     if s["snapshot"] == "pending":
         s["snapshot"] = "done"
         ending = s["ending"]
@@ -281,36 +285,36 @@ def _on_snapshotted(s: State, e: Event, t: float, actions: List[Action]) -> None
             _terminate(s, t, actions)
 
 
-def _on_worker_loaded(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_worker_loaded(s: State, e: Event, t: float, actions: list[Action]) -> None:
     if not s["hello"] and s["loaded_t"] is None:
         s["loaded_t"] = t
         s["dump_signal"] = bool(e.get("dump_signal"))
 
 
-def _on_no_worker(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_no_worker(s: State, e: Event, t: float, actions: list[Action]) -> None:
     if s["no_worker"] is None:
         s["no_worker"] = e.get("reason") or "the worker cannot be loaded"
 
 
-def _on_refused(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_refused(s: State, e: Event, t: float, actions: list[Action]) -> None:
     s["refused"] = e.get("reason") or "unsupported protocol version"
     if s["ending"] is None and s["exit"] is None:
         s["ending"] = {"reason": "refused", "step": None, "deadline": None}
         _terminate(s, t, actions)
 
 
-def _on_cancel_refused(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_cancel_refused(s: State, e: Event, t: float, actions: list[Action]) -> None:
     ending = s["ending"]
     if ending is not None and ending["reason"] == "cancel" and ending["step"] == "cancel":
         _terminate(s, t, actions)
 
 
-def _on_cancel(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_cancel(s: State, e: Event, t: float, actions: list[Action]) -> None:
     if s["ending"] is not None or s["exit"] is not None:
         return  # already ending: the running sequence finishes the job
     grace = e.get("grace")
     grace = s["config"]["cancel_grace"] if grace is None else grace
-    ending: Dict[str, Any] = {"reason": "cancel", "step": None, "deadline": None}
+    ending: dict[str, Any] = {"reason": "cancel", "step": None, "deadline": None}
     s["ending"] = ending
     if s["hello"] and grace > 0:
         ending.update(step="cancel", deadline=t + grace)
@@ -319,7 +323,7 @@ def _on_cancel(s: State, e: Event, t: float, actions: List[Action]) -> None:
         _terminate(s, t, actions)
 
 
-def _on_exit(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_exit(s: State, e: Event, t: float, actions: list[Action]) -> None:
     if s["exit"] is not None:
         return
     s["exit"] = {"code": e.get("code"), "signal": e.get("signal")}
@@ -327,12 +331,12 @@ def _on_exit(s: State, e: Event, t: float, actions: List[Action]) -> None:
     actions.append({"do": "drain"})
 
 
-def _on_drained(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_drained(s: State, e: Event, t: float, actions: list[Action]) -> None:
     if s["exit"] is not None:
         _finish(s, actions)
 
 
-def _on_timer(s: State, e: Event, t: float, actions: List[Action]) -> None:
+def _on_timer(s: State, e: Event, t: float, actions: list[Action]) -> None:
     if s["exit"] is not None:
         if t >= s["drain_deadline"]:
             _finish(s, actions)
@@ -353,18 +357,30 @@ def _on_timer(s: State, e: Event, t: float, actions: List[Action]) -> None:
 
 
 _HANDLERS = {
-    "hello": _on_hello, "stage": _on_stage, "progress": _on_progress, "beat": _on_beat,
+    "hello": _on_hello,
+    "stage": _on_stage,
+    "progress": _on_progress,
+    "beat": _on_beat,
     "output": _on_output,
-    "error": _on_error, "bye": _on_bye, "lead": _on_lead, "dumped": _on_dumped,
+    "error": _on_error,
+    "bye": _on_bye,
+    "lead": _on_lead,
+    "dumped": _on_dumped,
     "signal_dumped": _on_signal_dumped,
-    "snapshotted": _on_snapshotted, "refused": _on_refused, "no_worker": _on_no_worker,
+    "snapshotted": _on_snapshotted,
+    "refused": _on_refused,
+    "no_worker": _on_no_worker,
     "worker_loaded": _on_worker_loaded,
-    "cancel": _on_cancel, "cancel_refused": _on_cancel_refused, "exit": _on_exit, "drained": _on_drained, "timer": _on_timer,
+    "cancel": _on_cancel,
+    "cancel_refused": _on_cancel_refused,
+    "exit": _on_exit,
+    "drained": _on_drained,
+    "timer": _on_timer,
 }
 
 
 # --- helpers --------------------------------------------------------------------------
-def _set_state(s: State, name: str, actions: List[Action]) -> None:
+def _set_state(s: State, name: str, actions: list[Action]) -> None:
     if s["state"] != name:
         s["state"] = name
         actions.append({"do": "state", "state": name})
@@ -374,25 +390,24 @@ def _beacon(s: State, t: float) -> None:
     s["last_msg_t"] = t
 
 
-def _activity(s: State, t: float, actions: List[Action]) -> None:
+def _activity(s: State, t: float, actions: list[Action]) -> None:
     # Progress or a stage change: work moves, so a stalled job is running again.
     s["last_activity_t"] = t
     if s["state"] == "stalled" and s["ending"] is None:
         _set_state(s, "running", actions)
 
 
-def _watch_deadlines(s: State) -> List[Tuple[str, float]]:
+def _watch_deadlines(s: State) -> list[tuple[str, float]]:
     """The deadlines watched while the job runs normally, in the order they are judged."""
     c = s["config"]
-    out: List[Tuple[str, float]] = []
+    out: list[tuple[str, float]] = []
     if s["exit"] is not None or s["ending"] is not None or s["state"] == "ended":
         return out
     if not s["hello"] or s.get("awaiting_ranks"):
         if c["startup_timeout"] is not None and s["no_worker"] is None:
             out.append(("startup", s["t0"] + c["startup_timeout"]))
         # (a launcher's hello while its ranks start ends this: the launcher beats)
-        if not s["hello"] and s.get("loaded_t") is not None \
-                and c["heartbeat_timeout"] is not None:
+        if not s["hello"] and s.get("loaded_t") is not None and c["heartbeat_timeout"] is not None:
             out.append(("heartbeat", s["loaded_t"] + c["heartbeat_timeout"]))
         return out
     if s["lead_gone"]:
@@ -411,7 +426,7 @@ def _watch_deadlines(s: State) -> List[Tuple[str, float]]:
     return out
 
 
-def _hang(s: State, reason: str, t: float, actions: List[Action]) -> None:
+def _hang(s: State, reason: str, t: float, actions: list[Action]) -> None:
     stage = s["stages"][-1]["name"] if s["stages"] else None
     s["hang"] = {"reason": reason, "t": t, "stage": stage}
     s["ending"] = {"reason": "hang", "step": None, "deadline": None}
@@ -425,7 +440,7 @@ def _hang(s: State, reason: str, t: float, actions: List[Action]) -> None:
         _after_dump(s, t, actions)
 
 
-def _after_dump(s: State, t: float, actions: List[Action]) -> None:
+def _after_dump(s: State, t: float, actions: list[Action]) -> None:
     if s["dump_signal"]:
         s["ending"].update(step="signal_dump", deadline=t + s["config"]["signal_dump_wait"])
         actions.append({"do": "signal", "signal": "SIGUSR1"})
@@ -433,7 +448,7 @@ def _after_dump(s: State, t: float, actions: List[Action]) -> None:
         _terminate(s, t, actions)
 
 
-def _terminate(s: State, t: float, actions: List[Action]) -> None:
+def _terminate(s: State, t: float, actions: list[Action]) -> None:
     # The evidence of a hang is read from the live process: do not kill it mid-snapshot.
     if s["snapshot"] == "pending":
         limit = s["hang"]["t"] + s["config"]["snapshot_timeout"]
@@ -444,7 +459,7 @@ def _terminate(s: State, t: float, actions: List[Action]) -> None:
     actions.append({"do": "signal", "signal": "SIGTERM"})
 
 
-def _advance_ending(s: State, t: float, actions: List[Action]) -> None:
+def _advance_ending(s: State, t: float, actions: list[Action]) -> None:
     step_name = s["ending"]["step"]
     if step_name == "dump":
         _after_dump(s, t, actions)
@@ -462,7 +477,7 @@ def _advance_ending(s: State, t: float, actions: List[Action]) -> None:
         actions.append({"do": "signal", "signal": "SIGKILL"})
 
 
-def _finish(s: State, actions: List[Action]) -> None:
+def _finish(s: State, actions: list[Action]) -> None:
     s["outcome"] = outcome(s)
     s["ending"] = s["ending"] and {**s["ending"], "deadline": None}
     _set_state(s, "ended", actions)
@@ -477,7 +492,7 @@ LAUNCHER_PATHS = ("torch/distributed/run.py", "torch/distributed/launch.py")
 _OPTIONS_WITH_VALUE = ("-W", "-X", "-Q")
 
 
-def is_launcher(hello: Dict[str, Any]) -> bool:
+def is_launcher(hello: dict[str, Any]) -> bool:
     """Whether the hello's process runs a distributed launcher (torchrun,
     python -m torch.distributed.run/launch). Only the interpreter's own arguments count:
     `python train.py --via torchrun` is a training script, not a launcher."""
@@ -508,11 +523,11 @@ def _basename(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def _rank0(hello: Dict[str, Any]) -> bool:
+def _rank0(hello: dict[str, Any]) -> bool:
     return hello.get("rank") == 0 and hello.get("world_size") is not None
 
 
-def choose_lead(present: List[Dict[str, Any]], launched_pid: Optional[int]) -> Optional[int]:
+def choose_lead(present: list[dict[str, Any]], launched_pid: Optional[int]) -> Optional[int]:
     """Which of a job's worker processes speaks for it: its pid, or None when none is left
     (docs/CLIENT.md, "The lead process"; vectors/lead.json pins this for both clients).
 
@@ -532,8 +547,9 @@ def choose_lead(present: List[Dict[str, Any]], launched_pid: Optional[int]) -> O
         roots = [h for h in present if h.get("ppid") not in by_pid]
         if not roots:
             return None
-        if len({h.get("ppid") for h in roots}) == 1 \
-                and all(h.get("world_size") is not None for h in roots):
+        if len({h.get("ppid") for h in roots}) == 1 and all(
+            h.get("world_size") is not None for h in roots
+        ):
             for hello in roots:
                 if _rank0(hello):
                     return hello.get("pid")

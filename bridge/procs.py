@@ -7,14 +7,14 @@ import os
 import shutil
 import signal
 import stat
-from typing import List, Optional
+from typing import Optional
 
 import psutil
 
-ENV_FILE = "env.json"          # the job's environment, 0600, read and deleted by its keeper
-EVENTS_FILE = "events.jsonl"   # every event, one ASCII JSON line each
-OUTPUT_FILE = "output.log"     # the job's output (launch()'s log_path)
-KEEPER_LOG = "keeper.log"      # the keeper's own stdout/stderr
+ENV_FILE = "env.json"  # the job's environment, 0600, read and deleted by its keeper
+EVENTS_FILE = "events.jsonl"  # every event, one ASCII JSON line each
+OUTPUT_FILE = "output.log"  # the job's output (launch()'s log_path)
+KEEPER_LOG = "keeper.log"  # the keeper's own stdout/stderr
 JOB_VARIABLE = "TRAINBRIDGE_STORE_JOB"  # set in a scheduled job's environment: its store id
 RUNTIME_PREFIX = "trainbridge-"  # the hub's private runtime directories (bridge/hub.py)
 
@@ -38,12 +38,12 @@ def same_process(pid: Optional[int], start: Optional[float]) -> bool:
     return now is not None and abs(now - start) < 0.01
 
 
-def processes_of(job_id: str) -> List[int]:
+def processes_of(job_id: str) -> list[int]:
     """Pids of live processes that carry JOB_VARIABLE=job_id (a scan of /proc: call it
     rarely). Finds a lost job's processes, those that escaped its group included."""
     marker = f"{JOB_VARIABLE}={job_id}".encode() + b"\0"
     me = os.getpid()
-    out: List[int] = []
+    out: list[int] = []
     if not os.path.isdir("/proc"):
         return out  # no /proc (macOS): the group kill and the worker's own watch remain
     for name in os.listdir("/proc"):
@@ -84,7 +84,7 @@ def remove_runtime_dir(endpoint: Optional[str]) -> bool:
     gone (pid + start time). A tcp endpoint names no directory: nothing is removed."""
     if not endpoint or not endpoint.startswith("ipc://"):
         return False
-    path = os.path.dirname(endpoint[len("ipc://"):])
+    path = os.path.dirname(endpoint[len("ipc://") :])
     if not os.path.basename(path).startswith(RUNTIME_PREFIX):
         return False
     try:

@@ -12,15 +12,25 @@ vectors/ranks.json pins all three for both clients (node-client/src/ranks.js).
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
-State = Dict[str, Any]
+State = dict[str, Any]
 
 # A failure that follows from another rank's: its peer went away, or the agent stopped it.
-_PEER_GONE = re.compile(r"connection closed by peer|connection reset by peer|broken pipe"
-                        r"|peer.*(closed|gone|disconnect)", re.IGNORECASE)
-_LIBRARY = ("/lib/python", "site-packages", "dist-packages", "<frozen", "/worker/",
-            "/bridge/", "<string>")
+_PEER_GONE = re.compile(
+    r"connection closed by peer|connection reset by peer|broken pipe"
+    r"|peer.*(closed|gone|disconnect)",
+    re.IGNORECASE,
+)
+_LIBRARY = (
+    "/lib/python",
+    "site-packages",
+    "dist-packages",
+    "<frozen",
+    "/worker/",
+    "/bridge/",
+    "<string>",
+)
 MESSAGE_CHARS = 160
 
 
@@ -28,31 +38,49 @@ def initial() -> State:
     return {"procs": {}, "order": []}
 
 
-def _proc(state: State, key: str) -> Dict[str, Any]:
+def _proc(state: State, key: str) -> dict[str, Any]:
     procs = state["procs"]
     if key not in procs:
-        procs[key] = {"key": key, "rank": None, "local_rank": None, "world_size": None,
-                      "host": None, "pid": None, "ppid": None, "stages": [],
-                      "progress": None, "last_beat": None, "exit": None, "error": None,
-                      "hello": False, "failures": []}
+        procs[key] = {
+            "key": key,
+            "rank": None,
+            "local_rank": None,
+            "world_size": None,
+            "host": None,
+            "pid": None,
+            "ppid": None,
+            "stages": [],
+            "progress": None,
+            "last_beat": None,
+            "exit": None,
+            "error": None,
+            "hello": False,
+            "failures": [],
+        }
         state["order"].append(key)
     return procs[key]
 
 
-def observe(state: State, key: str, kind: str, body: Dict[str, Any], ts: float) -> None:
+def observe(state: State, key: str, kind: str, body: dict[str, Any], ts: float) -> None:
     """Fold one worker message (kind, body) from the process `key` (its routing id), sent
     at `ts` by its own clock, into `state`."""
     p = _proc(state, key)
     p["last_beat"] = ts
     if kind == "hello":
-        p.update(hello=True, rank=body.get("rank"), local_rank=body.get("local_rank"),
-                 world_size=body.get("world_size"), host=body.get("host"),
-                 pid=body.get("pid"), ppid=body.get("ppid"))
+        p.update(
+            hello=True,
+            rank=body.get("rank"),
+            local_rank=body.get("local_rank"),
+            world_size=body.get("world_size"),
+            host=body.get("host"),
+            pid=body.get("pid"),
+            ppid=body.get("ppid"),
+        )
     elif kind == "stage":
         if body.get("event") == "begin":
             p["stages"].append(body.get("name"))
         elif body.get("name") in p["stages"]:
-            del p["stages"][len(p["stages"]) - 1 - p["stages"][::-1].index(body.get("name")):]
+            del p["stages"][len(p["stages"]) - 1 - p["stages"][::-1].index(body.get("name")) :]
     elif kind == "progress":
         p["progress"] = {"step": body.get("step"), "total": body.get("total")}
     elif kind == "error" and body.get("fatal") and p["error"] is None:
@@ -66,35 +94,51 @@ def observe(state: State, key: str, kind: str, body: Dict[str, Any], ts: float) 
         p["stacks"] = body["stacks"]  # its answer to dump_stacks: where it is at hang time
 
 
-def _error(body: Dict[str, Any], t: Optional[float], source: str) -> Dict[str, Any]:
+def _error(body: dict[str, Any], t: Optional[float], source: str) -> dict[str, Any]:
     frames = body.get("frames") if isinstance(body.get("frames"), list) else []
-    return {"type": body.get("type"), "message": body.get("message"),
-            "stage": body.get("stage"), "frame": _where(frames), "t": t, "source": source}
+    return {
+        "type": body.get("type"),
+        "message": body.get("message"),
+        "stage": body.get("stage"),
+        "frame": _where(frames),
+        "t": t,
+        "source": source,
+    }
 
 
-def _where(frames: List[Dict[str, Any]]) -> Optional[str]:
+def _where(frames: list[dict[str, Any]]) -> Optional[str]:
     if not frames:
         return None
-    mine = next((f for f in reversed(frames)
-                 if not any(m in str(f.get("file", "")).replace("\\", "/") for m in _LIBRARY)),
-                frames[-1])
+    mine = next(
+        (
+            f
+            for f in reversed(frames)
+            if not any(m in str(f.get("file", "")).replace("\\", "/") for m in _LIBRARY)
+        ),
+        frames[-1],
+    )
     parts = str(mine.get("file", "?")).replace("\\", "/").split("/")
     path = "/".join(parts[-2:]) if len(parts) > 1 and parts[-2] else parts[-1]
     return f"{path}:{mine.get('line', '?')} {mine.get('function', '?')}"
 
 
-def sender(state: State, key: str) -> Dict[str, Any]:
+def sender(state: State, key: str) -> dict[str, Any]:
     """Who sent a message, for the events a client publishes: rank, local_rank, host, pid
     and role as known when it arrived (a launcher is "other" until a rank of it says hello)."""
     p = _proc(state, key)
-    return {"rank": p["rank"], "local_rank": p["local_rank"], "host": p["host"],
-            "pid": p["pid"], "role": _role(p, list(state["procs"].values()))}
+    return {
+        "rank": p["rank"],
+        "local_rank": p["local_rank"],
+        "host": p["host"],
+        "pid": p["pid"],
+        "role": _role(p, list(state["procs"].values())),
+    }
 
 
 _LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 
 
-def awaits_ranks(hello: Dict[str, Any]) -> bool:
+def awaits_ranks(hello: dict[str, Any]) -> bool:
     """Whether a hello is a distributed launcher's (torchrun, python -m
     torch.distributed.run/launch), whose job has not started until a rank says hello.
     (h2's machine.is_launcher reads argv the same way, with more care for interpreter
@@ -109,43 +153,71 @@ def awaits_ranks(hello: Dict[str, Any]) -> bool:
         if word == "-m":
             return i + 1 < len(words) and words[i + 1] in _LAUNCHER_MODULES
         if not word.startswith("-"):
-            return word.rsplit("/", 1)[-1] == "torchrun" \
-                or word.endswith(("torch/distributed/run.py", "torch/distributed/launch.py"))
+            return word.rsplit("/", 1)[-1] == "torchrun" or word.endswith(
+                ("torch/distributed/run.py", "torch/distributed/launch.py")
+            )
     return False
 
 
-def _role(p: Dict[str, Any], procs: List[Dict[str, Any]]) -> str:
+def _role(p: dict[str, Any], procs: list[dict[str, Any]]) -> str:
     """By the job's structure: a rank says RANK and WORLD_SIZE; the launcher is the parent
     of ranks (torchrun's agent starts each rank itself); anything else is other."""
     if p["rank"] is not None and p["world_size"] is not None:
         return "rank"
-    if p["pid"] is not None and any(q["ppid"] == p["pid"] and q["world_size"] is not None
-                                    for q in procs):
+    if p["pid"] is not None and any(
+        q["ppid"] == p["pid"] and q["world_size"] is not None for q in procs
+    ):
         return "launcher"
     return "other"
 
 
-def table(state: State) -> List[Dict[str, Any]]:
+def table(state: State) -> list[dict[str, Any]]:
     """The report's `ranks`: one row per worker process (and per failed rank torchrun
     reported that never said hello), ranks first by rank, then the launcher, then others."""
     procs = [state["procs"][k] for k in state["order"]]
     rows = []
     for p in procs:
-        rows.append({"rank": p["rank"], "local_rank": p["local_rank"], "host": p["host"],
-                     "pid": p["pid"], "role": _role(p, procs),
-                     "stage": p["stages"][-1] if p["stages"] else None,
-                     "progress": p["progress"], "last_beat": p["last_beat"],
-                     "exit": p["exit"], "error": p["error"]})
+        rows.append(
+            {
+                "rank": p["rank"],
+                "local_rank": p["local_rank"],
+                "host": p["host"],
+                "pid": p["pid"],
+                "role": _role(p, procs),
+                "stage": p["stages"][-1] if p["stages"] else None,
+                "progress": p["progress"],
+                "last_beat": p["last_beat"],
+                "exit": p["exit"],
+                "error": p["error"],
+            }
+        )
     for launcher in [p for p in procs if p["failures"]]:
         for f in launcher["failures"]:
-            row = next((r for r in rows if r["role"] == "rank" and (
-                (f.get("pid") is not None and r["pid"] == f.get("pid"))
-                or (r["rank"] == f.get("rank") and r["host"] == launcher["host"]))), None)
+            row = next(
+                (
+                    r
+                    for r in rows
+                    if r["role"] == "rank"
+                    and (
+                        (f.get("pid") is not None and r["pid"] == f.get("pid"))
+                        or (r["rank"] == f.get("rank") and r["host"] == launcher["host"])
+                    )
+                ),
+                None,
+            )
             if row is None:  # a rank that never said hello: torchrun's word is all we have
-                row = {"rank": f.get("rank"), "local_rank": f.get("local_rank"),
-                       "host": launcher["host"], "pid": f.get("pid"), "role": "rank",
-                       "stage": None, "progress": None, "last_beat": None, "exit": None,
-                       "error": None}
+                row = {
+                    "rank": f.get("rank"),
+                    "local_rank": f.get("local_rank"),
+                    "host": launcher["host"],
+                    "pid": f.get("pid"),
+                    "role": "rank",
+                    "stage": None,
+                    "progress": None,
+                    "last_beat": None,
+                    "exit": None,
+                    "error": None,
+                }
                 rows.append(row)
             if row["exit"] is None or row["exit"].get("code") is None:
                 row["exit"] = {"code": f.get("exit_code"), "reason": "torchrun"}
@@ -154,31 +226,38 @@ def table(state: State) -> List[Dict[str, Any]]:
     for row in rows:
         row["state"] = _state(row)
     order = {"rank": 0, "launcher": 1, "other": 2}
-    rows.sort(key=lambda r: (order[r["role"]], r["rank"] if r["rank"] is not None else 0,
-                             r["pid"] or 0))
+    rows.sort(
+        key=lambda r: (order[r["role"]], r["rank"] if r["rank"] is not None else 0, r["pid"] or 0)
+    )
     return rows
 
 
-def _file_error(f: Dict[str, Any]) -> Dict[str, Any]:
+def _file_error(f: dict[str, Any]) -> dict[str, Any]:
     """The error torchrun read from the rank's TORCHELASTIC_ERROR_FILE ("Type: message",
     the traceback text, whole-second timestamp)."""
     message = str(f.get("message") or "")
     kind, sep, rest = message.partition(": ")
     frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', f.get("traceback") or "")
-    return {"type": kind if sep else None, "message": rest if sep else message, "stage": None,
-            "frame": _where([{"file": a, "line": int(b), "function": c} for a, b, c in frames]),
-            "t": f.get("time"), "source": "error_file", "traceback": f.get("traceback"),
-            "frames": [{"file": a, "line": int(b), "function": c} for a, b, c in frames]}
+    return {
+        "type": kind if sep else None,
+        "message": rest if sep else message,
+        "stage": None,
+        "frame": _where([{"file": a, "line": int(b), "function": c} for a, b, c in frames]),
+        "t": f.get("time"),
+        "source": "error_file",
+        "traceback": f.get("traceback"),
+        "frames": [{"file": a, "line": int(b), "function": c} for a, b, c in frames],
+    }
 
 
-def _state(row: Dict[str, Any]) -> str:
+def _state(row: dict[str, Any]) -> str:
     exit_ = row["exit"] or {}
     if row["error"] is not None or (exit_.get("code") not in (None, 0)):
         return "failed"
     return "exited" if row["exit"] is not None else "running"
 
 
-def error_body(state: State, cause: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+def error_body(state: State, cause: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
     """The root-cause rank's own error message body (traceback and frames), if it sent one."""
     if cause is None:
         return None
@@ -187,17 +266,28 @@ def error_body(state: State, cause: Optional[Dict[str, Any]]) -> Optional[Dict[s
             return p["body"]
     err = cause["error"]
     if err.get("source") == "error_file" and err.get("traceback"):  # a rank without a worker
-        return {"type": err.get("type") or "Error", "message": err.get("message") or "",
-                "traceback": err["traceback"], "frames": err.get("frames") or [], "chain": [],
-                "stage": None, "fatal": True, "thread": "MainThread", "kind": "exception"}
+        return {
+            "type": err.get("type") or "Error",
+            "message": err.get("message") or "",
+            "traceback": err["traceback"],
+            "frames": err.get("frames") or [],
+            "chain": [],
+            "stage": None,
+            "fatal": True,
+            "thread": "MainThread",
+            "kind": "exception",
+        }
     return None
 
 
-def root_cause(rows: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+def root_cause(rows: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
     """The rank that failed first by its own clock (ties: the lower rank), with the other
     failed ranks as consequences; None when no rank failed with an error."""
-    failed = [r for r in rows if r["role"] == "rank" and r["error"] is not None
-              and r["error"].get("t") is not None]
+    failed = [
+        r
+        for r in rows
+        if r["role"] == "rank" and r["error"] is not None and r["error"].get("t") is not None
+    ]
     if not failed:
         return None
     first = min(failed, key=lambda r: (r["error"]["t"], r["rank"] if r["rank"] is not None else 0))
@@ -205,14 +295,27 @@ def root_cause(rows: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     for r in rows:
         if r is first or r["role"] != "rank" or r["state"] != "failed":
             continue
-        consequences.append({"rank": r["rank"], "host": r["host"], "pid": r["pid"],
-                             "why": _why(r), "error": r["error"]})
-    return {"rank": first["rank"], "local_rank": first["local_rank"], "host": first["host"],
-            "pid": first["pid"], "error": first["error"], "consequences": consequences,
-            "summary": _sentence(first, consequences)}
+        consequences.append(
+            {
+                "rank": r["rank"],
+                "host": r["host"],
+                "pid": r["pid"],
+                "why": _why(r),
+                "error": r["error"],
+            }
+        )
+    return {
+        "rank": first["rank"],
+        "local_rank": first["local_rank"],
+        "host": first["host"],
+        "pid": first["pid"],
+        "error": first["error"],
+        "consequences": consequences,
+        "summary": _sentence(first, consequences),
+    }
 
 
-def _why(row: Dict[str, Any]) -> str:
+def _why(row: dict[str, Any]) -> str:
     """peer_gone (its collective lost the failed peer), stopped (a signal from the agent),
     or later (an error of its own, after the first)."""
     err = row["error"] or {}
@@ -224,11 +327,14 @@ def _why(row: Dict[str, Any]) -> str:
     return "later"
 
 
-_WHY_TEXT = {"stopped": "stopped by the launcher", "peer_gone": "lost its peer",
-             "later": "failed later"}
+_WHY_TEXT = {
+    "stopped": "stopped by the launcher",
+    "peer_gone": "lost its peer",
+    "later": "failed later",
+}
 
 
-def _sentence(first: Dict[str, Any], consequences: List[Dict[str, Any]]) -> str:
+def _sentence(first: dict[str, Any], consequences: list[dict[str, Any]]) -> str:
     err = first["error"]
     text = f"rank {first['rank']} ({_who(first)}) failed first: {_short(err)}"
     if err.get("stage"):
@@ -239,41 +345,45 @@ def _sentence(first: Dict[str, Any], consequences: List[Dict[str, Any]]) -> str:
         text += "; then " + ", ".join(
             f"rank {c['rank']} {_WHY_TEXT[c['why']]}"
             + (f" ({_brief(c['error'])})" if c["error"] and c["why"] != "stopped" else "")
-            for c in consequences)
+            for c in consequences
+        )
         text += " (consequences, not the cause)"
     return text
 
 
-def _who(row: Dict[str, Any]) -> str:
+def _who(row: dict[str, Any]) -> str:
     return f"host {row['host'] or '?'}, pid {row['pid'] if row['pid'] is not None else '?'}"
 
 
-def _brief(err: Dict[str, Any]) -> str:
+def _brief(err: dict[str, Any]) -> str:
     kind = str(err.get("type") or "Error").rsplit(".", 1)[-1]
     return f"{kind} at {err['frame']}" if err.get("frame") else kind
 
 
-def _short(err: Dict[str, Any]) -> str:
+def _short(err: dict[str, Any]) -> str:
     message = " ".join(str(err.get("message") or "").split())
     if len(message) > MESSAGE_CHARS:
-        message = message[:MESSAGE_CHARS - 3] + "..."
-    return f"{err.get('type') or 'Error'}: {message}" if message else str(err.get("type") or "Error")
+        message = message[: MESSAGE_CHARS - 3] + "..."
+    return (
+        f"{err.get('type') or 'Error'}: {message}" if message else str(err.get("type") or "Error")
+    )
 
 
 # --- rendezvous ---------------------------------------------------------------------------
-def _option(argv: List[str], *names: str) -> Optional[str]:
+def _option(argv: list[str], *names: str) -> Optional[str]:
     """The value of a launcher option given as `--name=value` or `--name value`."""
     for i, arg in enumerate(argv):
         for name in names:
             if arg == name and i + 1 < len(argv):
                 return argv[i + 1]
             if arg.startswith(name + "="):
-                return arg[len(name) + 1:]
+                return arg[len(name) + 1 :]
     return None
 
 
-def rendezvous_wait(launcher: Dict[str, Any], ranks_said_hello: bool, waited_s: float,
-                    stacks: Optional[str]) -> Optional[Dict[str, Any]]:
+def rendezvous_wait(
+    launcher: dict[str, Any], ranks_said_hello: bool, waited_s: float, stacks: Optional[str]
+) -> Optional[dict[str, Any]]:
     """The verdict for a job whose launcher waits in its rendezvous for nodes that never
     come: its start-up deadline passed, no rank said hello, and the launcher's own stack
     is in torch.distributed.elastic's rendezvous. None otherwise (e.g. it was still
@@ -285,21 +395,37 @@ def rendezvous_wait(launcher: Dict[str, Any], ranks_said_hello: bool, waited_s: 
     needed = nnodes.split(":")[0]
     endpoint = _option(argv, "--rdzv-endpoint", "--rdzv_endpoint")
     if endpoint is None:
-        addr, port = _option(argv, "--master-addr", "--master_addr"), \
-            _option(argv, "--master-port", "--master_port")
+        addr, port = (
+            _option(argv, "--master-addr", "--master_addr"),
+            _option(argv, "--master-port", "--master_port"),
+        )
         endpoint = f"{addr or '127.0.0.1'}:{port or '29500'}"
     backend = _option(argv, "--rdzv-backend", "--rdzv_backend") or "static"
     host = launcher.get("host") or "?"
     waited = f"{waited_s:.0f} s" if waited_s >= 10 else f"{waited_s:.1f} s"
-    summary = (f"rendezvous_wait: torchrun on host {host} waited {waited} for nodes that never "
-               f"came: its {backend} rendezvous at {endpoint} needs {needed} node(s) "
-               f"(--nnodes={nnodes}) and only this one is known to have joined; no rank started")
-    hint = (f"start torchrun on the other node(s) with the same --rdzv-endpoint={endpoint} and "
-            f"--rdzv-id, check that they can reach {endpoint}, or lower --nnodes")
-    return {"kind": "rendezvous_wait", "summary": summary, "hint": hint,
-            "evidence": {"endpoint": endpoint, "backend": backend, "nnodes": nnodes,
-                         "nnodes_expected": int(needed) if needed.isdigit() else None,
-                         "nnodes_joined": 1, "waited_s": round(waited_s, 1), "host": host}}
+    summary = (
+        f"rendezvous_wait: torchrun on host {host} waited {waited} for nodes that never "
+        f"came: its {backend} rendezvous at {endpoint} needs {needed} node(s) "
+        f"(--nnodes={nnodes}) and only this one is known to have joined; no rank started"
+    )
+    hint = (
+        f"start torchrun on the other node(s) with the same --rdzv-endpoint={endpoint} and "
+        f"--rdzv-id, check that they can reach {endpoint}, or lower --nnodes"
+    )
+    return {
+        "kind": "rendezvous_wait",
+        "summary": summary,
+        "hint": hint,
+        "evidence": {
+            "endpoint": endpoint,
+            "backend": backend,
+            "nnodes": nnodes,
+            "nnodes_expected": int(needed) if needed.isdigit() else None,
+            "nnodes_joined": 1,
+            "waited_s": round(waited_s, 1),
+            "host": host,
+        },
+    }
 
 
 # --- the hung rank -----------------------------------------------------------------------
@@ -308,18 +434,20 @@ _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)', re.MULTILINE)
 _COLLECTIVE_FILE = "torch/distributed/distributed_c10d.py"
 
 
-def main_thread_frames(stacks: str) -> List[Dict[str, Any]]:
+def main_thread_frames(stacks: str) -> list[dict[str, Any]]:
     """The main thread's frames (outermost first) from a worker's dump_stacks text."""
     starts = [(m.start(), m.group(1)) for m in _THREAD.finditer(stacks)]
     for i, (start, name) in enumerate(starts):
         if name == "MainThread":
             end = starts[i + 1][0] if i + 1 < len(starts) else len(stacks)
-            return [{"file": f, "line": int(n), "function": fn}
-                    for f, n, fn in _FRAME.findall(stacks[start:end])]
+            return [
+                {"file": f, "line": int(n), "function": fn}
+                for f, n, fn in _FRAME.findall(stacks[start:end])
+            ]
     return []
 
 
-def _collective(frames: List[Dict[str, Any]]) -> Optional[str]:
+def _collective(frames: list[dict[str, Any]]) -> Optional[str]:
     """The torch.distributed collective a stack waits in (its outermost c10d frame)."""
     for frame in frames:
         if str(frame["file"]).replace("\\", "/").endswith(_COLLECTIVE_FILE):
@@ -327,12 +455,15 @@ def _collective(frames: List[Dict[str, Any]]) -> Optional[str]:
     return None
 
 
-def hung_rank(state: State) -> Optional[Dict[str, Any]]:
+def hung_rank(state: State) -> Optional[dict[str, Any]]:
     """When ranks wait in a collective and one does not arrive: that rank, with its frame,
     and the others' collective. Needs every rank's stack at hang time (their dump_stacks
     replies); None when fewer than two ranks answered, none waits, or none is missing."""
-    answered = [p for p in state["procs"].values()
-                if p["rank"] is not None and p["world_size"] is not None and p.get("stacks")]
+    answered = [
+        p
+        for p in state["procs"].values()
+        if p["rank"] is not None and p["world_size"] is not None and p.get("stacks")
+    ]
     if len(answered) < 2:
         return None
     waiting, away = [], []
@@ -343,18 +474,37 @@ def hung_rank(state: State) -> Optional[Dict[str, Any]]:
     if not waiting or not away:
         return None
     ops = sorted({op for _, _, op in waiting})
-    missing = [{"rank": p["rank"], "host": p["host"], "pid": p["pid"], "frame": _where(frames)}
-               for p, frames, _ in away]
-    waiters = [{"rank": p["rank"], "host": p["host"], "pid": p["pid"], "collective": op,
-                "frame": _where(frames)} for p, frames, op in waiting]
+    missing = [
+        {"rank": p["rank"], "host": p["host"], "pid": p["pid"], "frame": _where(frames)}
+        for p, frames, _ in away
+    ]
+    waiters = [
+        {
+            "rank": p["rank"],
+            "host": p["host"],
+            "pid": p["pid"],
+            "collective": op,
+            "frame": _where(frames),
+        }
+        for p, frames, op in waiting
+    ]
     first = away[0][0]
-    text = (f"rank {first['rank']} ({_who(first)}) is not in the collective: it is at "
-            f"{missing[0]['frame'] or 'an unknown frame'}")
+    text = (
+        f"rank {first['rank']} ({_who(first)}) is not in the collective: it is at "
+        f"{missing[0]['frame'] or 'an unknown frame'}"
+    )
     if len(missing) > 1:
         text += "; nor are rank(s) " + ", ".join(str(m["rank"]) for m in missing[1:])
-    text += (f"; rank(s) {', '.join(str(w['rank']) for w in waiters)} wait in "
-             f"{' / '.join(ops)} for it")
-    return {"rank": first["rank"], "host": first["host"], "pid": first["pid"],
-            "missing": missing, "waiting": waiters, "summary": text,
-            "hint": f"see why rank {first['rank']} is at {missing[0]['frame']} and not in "
-                    f"{ops[0]}: every rank must reach the same collectives in the same order"}
+    text += (
+        f"; rank(s) {', '.join(str(w['rank']) for w in waiters)} wait in {' / '.join(ops)} for it"
+    )
+    return {
+        "rank": first["rank"],
+        "host": first["host"],
+        "pid": first["pid"],
+        "missing": missing,
+        "waiting": waiters,
+        "summary": text,
+        "hint": f"see why rank {first['rank']} is at {missing[0]['frame']} and not in "
+        f"{ops[0]}: every rank must reach the same collectives in the same order",
+    }

@@ -14,17 +14,17 @@ import json
 import os
 import re
 import time
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Optional
 
 from trainbridge.worker import codec
 
 REPORT_VERSION = 1
-CRASH_TEXT_MAX = 256 * 1024     # bytes of the crash file kept (its end: the newest dumps)
-FATAL_LINES_MAX = 400           # stderr lines kept after "Fatal Python error"
+CRASH_TEXT_MAX = 256 * 1024  # bytes of the crash file kept (its end: the newest dumps)
+FATAL_LINES_MAX = 400  # stderr lines kept after "Fatal Python error"
 FATAL_MARKERS = ("Fatal Python error:", "Timeout (")  # faulthandler's crash and watchdog headers
 
 
-def log_footer(report: Dict[str, Any]) -> str:
+def log_footer(report: dict[str, Any]) -> str:
     """What a job's log file ends with: the verdict, then the stacks that explain it (the
     crash file's are gone once the job ends; the log keeps them). Node: logFooter."""
     lines = [f"[trainbridge] {report.get('summary') or report.get('outcome')}"]
@@ -33,7 +33,7 @@ def log_footer(report: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def build(job: Any) -> Dict[str, Any]:
+def build(job: Any) -> dict[str, Any]:
     """The report of a finished job (bridge.job.Job)."""
     m = job.m
     outcome = m["outcome"]
@@ -45,8 +45,12 @@ def build(job: Any) -> Dict[str, Any]:
     if cancel and cancel["traceback"] is not None:
         error = None  # the user's own stop is not an error; where it stopped is in "cancel"
     if m.get("refused") and error is None:
-        error = {"type": "UnsupportedProtocol", "message": f"the client refused the worker: "
-                 f"{m['refused']}", "traceback": "", "kind": "internal"}
+        error = {
+            "type": "UnsupportedProtocol",
+            "message": f"the client refused the worker: {m['refused']}",
+            "traceback": "",
+            "kind": "internal",
+        }
     rows, cause, cause_error = _ranks(job)
     if cause_error is not None and outcome == "failed":
         error = _error(cause_error, tail)  # the rank that failed first, not the lead's echo
@@ -57,9 +61,16 @@ def build(job: Any) -> Dict[str, Any]:
             stage = boxed[-1]
     hang = m.get("hang")
     facts_end = {
-        "outcome": outcome, "exit_code": job.exit_code, "signal": job.exit_signal,
-        "error": job.error, "saw_bye": job.bye is not None, "crash_text": crash_text,
-        "log_tail": tail, "stage": stage, "pid": job.pid, "oom_killed": job.oom_killed,
+        "outcome": outcome,
+        "exit_code": job.exit_code,
+        "signal": job.exit_signal,
+        "error": job.error,
+        "saw_bye": job.bye is not None,
+        "crash_text": crash_text,
+        "log_tail": tail,
+        "stage": stage,
+        "pid": job.pid,
+        "oom_killed": job.oom_killed,
         "oom_kills": getattr(job, "oom_kills", None),
         "hang_reason": hang and hang["reason"],
         "heartbeat_stack": (job.heartbeat or {}).get("stack"),
@@ -76,18 +87,29 @@ def build(job: Any) -> Dict[str, Any]:
     stuck = _hung_rank(job, outcome)
     if stuck is not None:
         evidence = dict((diagnosis or {}).get("evidence") or {}, hung_rank=stuck)
-        diagnosis = {"kind": "collective_wait", "summary": stuck["summary"],
-                     "hint": stuck["hint"], "evidence": evidence}
+        diagnosis = {
+            "kind": "collective_wait",
+            "summary": stuck["summary"],
+            "hint": stuck["hint"],
+            "evidence": evidence,
+        }
     if getattr(job, "internal_error", None):
         diagnosis = internal_diagnosis(job.internal_error)
     ended = job.ended or time.monotonic()
-    report: Dict[str, Any] = {
+    report: dict[str, Any] = {
         "outcome": outcome,
         "exit_code": job.exit_code,
         "signal": job.exit_signal,
         "stage": stage,
-        "stages": [{"name": s["name"], "status": s["status"], "duration_s": s["duration_s"],
-                    "depth": s["depth"]} for s in job.stages],
+        "stages": [
+            {
+                "name": s["name"],
+                "status": s["status"],
+                "duration_s": s["duration_s"],
+                "depth": s["depth"],
+            }
+            for s in job.stages
+        ],
         "progress": job.progress,
         "error": error,
         "diagnosis": diagnosis,
@@ -100,20 +122,33 @@ def build(job: Any) -> Dict[str, Any]:
         "job_id": job.id,
         "command": list(job.cmd),
         "started_at": _iso(job.started_wall),
-        "hang": hang and {"reason": hang["reason"], "stage": hang["stage"],
-                          "after_s": round(hang["t"] - job.started, 3),
-                          # what the last heartbeat said, as diagnose_hang read it
-                          "idle_s": (job.heartbeat or {}).get("idle_s"),
-                          "stack": (job.heartbeat or {}).get("stack")},
+        "hang": hang
+        and {
+            "reason": hang["reason"],
+            "stage": hang["stage"],
+            "after_s": round(hang["t"] - job.started, 3),
+            # what the last heartbeat said, as diagnose_hang read it
+            "idle_s": (job.heartbeat or {}).get("idle_s"),
+            "stack": (job.heartbeat or {}).get("stack"),
+        },
         "signals_sent": list(job.signals_sent),
         "environment": environment(job.hellos),
-        "worker": {"hello": bool(job.hellos), "bye": job.bye, "lead_pid": job.lead_pid,
-                   "leads": list(job.leads),
-                   "ranks": sorted(job.hellos), "dump_signal": bool(job.dump_pids),
-                   "off": m.get("no_worker")},
+        "worker": {
+            "hello": bool(job.hellos),
+            "bye": job.bye,
+            "lead_pid": job.lead_pid,
+            "leads": list(job.leads),
+            "ranks": sorted(job.hellos),
+            "dump_signal": bool(job.dump_pids),
+            "off": m.get("no_worker"),
+        },
         "output": {"lines": dict(job.lines), "bytes": dict(job.bytes)},
-        "protocol": {"rejected": dict(job.channel.rejected), "lost": job.channel.lost,
-                     "foreign_hello": job.foreign_hellos, "unrouted": job.unrouted},
+        "protocol": {
+            "rejected": dict(job.channel.rejected),
+            "lost": job.channel.lost,
+            "foreign_hello": job.foreign_hellos,
+            "unrouted": job.unrouted,
+        },
         "leftovers": list(job.leftovers),
         "stages_dropped": job.stages_dropped,
         "cancel": cancel,
@@ -130,10 +165,10 @@ def build(job: Any) -> Dict[str, Any]:
     return report
 
 
-def dropped_total(counts: Any) -> Dict[str, int]:
+def dropped_total(counts: Any) -> dict[str, int]:
     """What the job's worker processes dropped, per kind, summed over the processes (each
     reports its own running totals in heartbeats and, when not zero, in its bye)."""
-    total: Dict[str, int] = {}
+    total: dict[str, int] = {}
     for per_process in counts:
         for kind, count in per_process.items():
             if isinstance(count, int) and not isinstance(count, bool):
@@ -141,21 +176,25 @@ def dropped_total(counts: Any) -> Dict[str, int]:
     return total
 
 
-def losses(report: Dict[str, Any]) -> List[str]:
+def losses(report: dict[str, Any]) -> list[str]:
     """Sentences for the summary about anything the job's record is missing."""
     out = []
     dropped = {k: v for k, v in (report.get("dropped") or {}).items() if v}
     for kind, count in sorted(dropped.items()):
-        out.append(f"The worker dropped {count} {kind} record{'s' if count != 1 else ''}: its "
-                   f"queue stayed full past TRAINBRIDGE_LOG_WAIT_S (report 'dropped').")
+        out.append(
+            f"The worker dropped {count} {kind} record{'s' if count != 1 else ''}: its "
+            f"queue stayed full past TRAINBRIDGE_LOG_WAIT_S (report 'dropped')."
+        )
     log_error = report.get("log_error")
     if log_error:
-        out.append(f"The log file {log_error.get('path')} is incomplete from line "
-                   f"{log_error.get('from_line')} on: {log_error.get('error')}.")
+        out.append(
+            f"The log file {log_error.get('path')} is incomplete from line "
+            f"{log_error.get('from_line')} on: {log_error.get('error')}."
+        )
     return out
 
 
-def _hung_rank(job: Any, outcome: str) -> Optional[Dict[str, Any]]:
+def _hung_rank(job: Any, outcome: str) -> Optional[dict[str, Any]]:
     """The rank the others wait for in a collective, from every rank's hang-time stack."""
     from trainbridge.bridge import ranks
 
@@ -165,7 +204,7 @@ def _hung_rank(job: Any, outcome: str) -> Optional[Dict[str, Any]]:
     return ranks.hung_rank(state)
 
 
-def _rendezvous(job: Any, outcome: str, stacks: Optional[str]) -> Optional[Dict[str, Any]]:
+def _rendezvous(job: Any, outcome: str, stacks: Optional[str]) -> Optional[dict[str, Any]]:
     """rendezvous_wait when the start-up deadline passed with only a launcher's hello."""
     from trainbridge.bridge import ranks
 
@@ -180,7 +219,7 @@ def _rendezvous(job: Any, outcome: str, stacks: Optional[str]) -> Optional[Dict[
     return ranks.rendezvous_wait(launcher, any_rank, hang["t"] - job.started, stacks)
 
 
-def _ranks(job: Any) -> Tuple[List[Dict[str, Any]], Any, Optional[Dict[str, Any]]]:
+def _ranks(job: Any) -> tuple[list[dict[str, Any]], Any, Optional[dict[str, Any]]]:
     """The per-process rows, and for a distributed job (two ranks or more) the root cause
     and its rank's own error body (None when torchrun's error file is all there is)."""
     from trainbridge.bridge import ranks
@@ -195,16 +234,18 @@ def _ranks(job: Any) -> Tuple[List[Dict[str, Any]], Any, Optional[Dict[str, Any]
     return rows, cause, ranks.error_body(state, cause)
 
 
-def internal_diagnosis(error: Dict[str, Any]) -> Dict[str, Any]:
+def internal_diagnosis(error: dict[str, Any]) -> dict[str, Any]:
     """A bug in trainbridge ended the job (Job.fail_internal): say so, not the job's fault."""
-    return {"kind": "internal",
-            "summary": f"{error['message']} ({error['type']}); the job was stopped",
-            "hint": "this is a bug in trainbridge, not in the job: please report it with this "
-                    "report (error.traceback); other jobs of this client were not affected",
-            "evidence": {"traceback": error["traceback"][-4000:]}}
+    return {
+        "kind": "internal",
+        "summary": f"{error['message']} ({error['type']}); the job was stopped",
+        "hint": "this is a bug in trainbridge, not in the job: please report it with this "
+        "report (error.traceback); other jobs of this client were not affected",
+        "evidence": {"traceback": error["traceback"][-4000:]},
+    }
 
 
-def environment(hellos: Dict[int, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+def environment(hellos: dict[int, dict[str, Any]]) -> Optional[dict[str, Any]]:
     """What the job ran on, from rank 0's hello (the lowest rank's), or None when no worker
     said hello. Fields an older worker does not send are None."""
     if not hellos:
@@ -230,18 +271,26 @@ def environment(hellos: Dict[int, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     }
 
 
-def _map(value: Any) -> Dict[str, Any]:
+def _map(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def minimal(job: Any, exc: BaseException) -> Dict[str, Any]:
+def minimal(job: Any, exc: BaseException) -> dict[str, Any]:
     """The contract's fields only, when build() itself failed (a bug): never leave a waiter
     without a report."""
     report = {
-        "outcome": job.m.get("outcome"), "exit_code": job.exit_code, "signal": job.exit_signal,
-        "stage": None, "stages": [], "progress": None, "error": None, "diagnosis": None,
-        "stacks": None, "log_tail": [line["text"] for line in job.tail],
-        "duration_s": round((job.ended or time.monotonic()) - job.started, 3), "pid": job.pid,
+        "outcome": job.m.get("outcome"),
+        "exit_code": job.exit_code,
+        "signal": job.exit_signal,
+        "stage": None,
+        "stages": [],
+        "progress": None,
+        "error": None,
+        "diagnosis": None,
+        "stacks": None,
+        "log_tail": [line["text"] for line in job.tail],
+        "duration_s": round((job.ended or time.monotonic()) - job.started, 3),
+        "pid": job.pid,
         "report_version": REPORT_VERSION,
         "report_error": f"{type(exc).__name__}: {exc}",
     }
@@ -249,23 +298,29 @@ def minimal(job: Any, exc: BaseException) -> Dict[str, Any]:
     return report
 
 
-def _diagnose(outcome: str, facts_end: Dict[str, Any], job: Any, stacks: Optional[str],
-              stage: Optional[str]) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+def _diagnose(
+    outcome: str, facts_end: dict[str, Any], job: Any, stacks: Optional[str], stage: Optional[str]
+) -> tuple[Optional[dict[str, Any]], Optional[str]]:
     """(diagnosis or None, error text or None): bridge.diagnosis decides; a bug there must
     not cost the report."""
     try:
         from trainbridge.bridge import diagnosis
+
         if outcome == "hung":
             hang = job.m["hang"]
             facts = {
-                "reason": hang["reason"], "stage": hang["stage"] or stage,
+                "reason": hang["reason"],
+                "stage": hang["stage"] or stage,
                 "stages": [s["name"] for s in job.stages if s["status"] == "running"],
                 "idle_s": (job.heartbeat or {}).get("idle_s"),
-                "stack": (job.heartbeat or {}).get("stack"), "stacks": stacks,
-                "saw_hello": bool(job.hellos), "evidence": job.snapshot or {},
+                "stack": (job.heartbeat or {}).get("stack"),
+                "stacks": stacks,
+                "saw_hello": bool(job.hellos),
+                "evidence": job.snapshot or {},
                 "worker_loaded": job.m.get("loaded_t") is not None,
                 "python_silent": "SIGUSR2" in job.signals_sent,
-                "pid": job.pid, "progress": job.progress,
+                "pid": job.pid,
+                "progress": job.progress,
             }
             return diagnosis.diagnose_hang(facts), None
         return diagnosis.diagnose_end(facts_end), None
@@ -273,25 +328,45 @@ def _diagnose(outcome: str, facts_end: Dict[str, Any], job: Any, stacks: Optiona
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def _cancel(outcome: Optional[str], info: Optional[Dict[str, Any]],
-            error: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+def _cancel(
+    outcome: Optional[str], info: Optional[dict[str, Any]], error: Optional[dict[str, Any]]
+) -> Optional[dict[str, Any]]:
     """The user's cancel: reason, the worker's answer (accepted, or refused and why), and
     the KeyboardInterrupt traceback that shows where the script was stopped."""
     if info is None:
         return None
-    out = {"reason": info.get("reason"), "accepted": info.get("accepted"),
-           "refused": info.get("refused"), "traceback": None}
+    out = {
+        "reason": info.get("reason"),
+        "accepted": info.get("accepted"),
+        "refused": info.get("refused"),
+        "traceback": None,
+    }
     if outcome == "cancelled" and error is not None and error.get("type") == "KeyboardInterrupt":
         out["traceback"] = error.get("traceback") or ""
     return out
 
 
-def _error(worker_error: Optional[Dict[str, Any]], tail: List[str]) -> Optional[Dict[str, Any]]:
+def _error(worker_error: Optional[dict[str, Any]], tail: list[str]) -> Optional[dict[str, Any]]:
     """The worker's error, or the last traceback printed on stderr by a plain command."""
     if worker_error:
-        return _for_people({k: worker_error.get(k) for k in
-                            ("type", "message", "traceback", "kind", "stage", "fatal", "thread",
-                             "frames", "chain", "exit_code") if k in worker_error})
+        return _for_people(
+            {
+                k: worker_error.get(k)
+                for k in (
+                    "type",
+                    "message",
+                    "traceback",
+                    "kind",
+                    "stage",
+                    "fatal",
+                    "thread",
+                    "frames",
+                    "chain",
+                    "exit_code",
+                )
+                if k in worker_error
+            }
+        )
     start = None
     for i in range(len(tail) - 1, -1, -1):
         if tail[i].startswith("Traceback (most recent call last)"):
@@ -301,38 +376,52 @@ def _error(worker_error: Optional[Dict[str, Any]], tail: List[str]) -> Optional[
         return None
     try:
         from trainbridge.bridge.diagnosis import traceback_in_text
+
         parsed = traceback_in_text(tail[start:])
     except Exception:  # noqa: BLE001
         parsed = None
     if not parsed:
         return None
-    return _for_people({"type": parsed["type"], "message": parsed["message"],
-                        "traceback": "\n".join(tail[start:]), "frames": parsed["frames"],
-                        "kind": "exception", "source": "stderr"})
+    return _for_people(
+        {
+            "type": parsed["type"],
+            "message": parsed["message"],
+            "traceback": "\n".join(tail[start:]),
+            "frames": parsed["frames"],
+            "kind": "exception",
+            "source": "stderr",
+        }
+    )
 
 
-def _for_people(error: Dict[str, Any]) -> Dict[str, Any]:
+def _for_people(error: dict[str, Any]) -> dict[str, Any]:
     """The error's text fields without terminal escapes (issue 12: torch's "\x1b[1m" in a
     message reached GUIs); the log file keeps the raw bytes."""
     from trainbridge.bridge.diagnosis_stack import strip_ansi
+
     for key in ("message", "traceback"):
         if isinstance(error.get(key), str):
             error[key] = strip_ansi(error[key])
     if isinstance(error.get("chain"), list):
-        error["chain"] = [{**c, "message": strip_ansi(c["message"])}
-                          if isinstance(c, dict) and isinstance(c.get("message"), str) else c
-                          for c in error["chain"]]
+        error["chain"] = [
+            {**c, "message": strip_ansi(c["message"])}
+            if isinstance(c, dict) and isinstance(c.get("message"), str)
+            else c
+            for c in error["chain"]
+        ]
     return error
 
 
-def _last_stage(stages: List[Dict[str, Any]], error: Optional[Dict[str, Any]] = None
-                ) -> Optional[str]:
+def _last_stage(
+    stages: list[dict[str, Any]], error: Optional[dict[str, Any]] = None
+) -> Optional[str]:
     """The job's stage at its end (the rule: bridge/diagnosis_end.py stage_at_end)."""
     from trainbridge.bridge.diagnosis import stage_at_end
+
     return stage_at_end(stages, error)
 
 
-def read_stage_box(crash_file: Optional[str], pid: Optional[int]) -> Optional[List[str]]:
+def read_stage_box(crash_file: Optional[str], pid: Optional[int]) -> Optional[list[str]]:
     """The stages a worker process had open when it last changed stage, from the file it
     writes synchronously beside the crash file (worker/runtime.py, PROTOCOL.md section 2),
     outermost first; None when there is none. Newer than the stage messages, which wait up
@@ -344,7 +433,7 @@ def read_stage_box(crash_file: Optional[str], pid: Optional[int]) -> Optional[Li
             data = f.read(64 * 1024)
     except OSError:
         return None
-    names: List[str] = []
+    names: list[str] = []
     for line in data.decode("ascii", "replace").split("\n"):
         if line == ".":
             return names
@@ -369,8 +458,9 @@ def read_crash_file(path: Optional[str]) -> Optional[str]:
         return None
     text = data.decode("utf-8", "surrogateescape")
     # The worker writes a "[trainbridge] ..." banner first; only dumps count as stacks.
-    text = "\n".join(line for line in text.splitlines()
-                     if not line.startswith("[trainbridge]")).strip()
+    text = "\n".join(
+        line for line in text.splitlines() if not line.startswith("[trainbridge]")
+    ).strip()
     return text or None
 
 
@@ -385,7 +475,7 @@ def crash_file_size(path: Optional[str]) -> Optional[int]:
 _SIGNAL_DUMP_MARK = re.compile(r"^\[trainbridge\] pid (\d+): stacks on SIGUSR1$", re.M)
 
 
-def signal_dumped_pids(path: Optional[str], since: Optional[int]) -> Set[int]:
+def signal_dumped_pids(path: Optional[str], since: Optional[int]) -> set[int]:
     """The processes whose SIGUSR1 handler wrote its stacks after offset `since` of the crash
     file (each marks its dump with a "[trainbridge] pid N: stacks on SIGUSR1" line)."""
     if not path:
@@ -399,8 +489,9 @@ def signal_dumped_pids(path: Optional[str], since: Optional[int]) -> Set[int]:
     return {int(m) for m in _SIGNAL_DUMP_MARK.findall(data.decode("ascii", "replace"))}
 
 
-def join_stacks(dumps: List[str], crash_text: Optional[str],
-                fatal_lines: List[str]) -> Optional[str]:
+def join_stacks(
+    dumps: list[str], crash_text: Optional[str], fatal_lines: list[str]
+) -> Optional[str]:
     """All the stack text we got, each part under a header saying where it came from."""
     parts = [f"--- in-band dump_stacks (worker) ---\n{text.rstrip()}" for text in dumps]
     if crash_text:
@@ -410,7 +501,7 @@ def join_stacks(dumps: List[str], crash_text: Optional[str],
     return "\n\n".join(parts) if parts else None
 
 
-def summary(report: Dict[str, Any]) -> str:
+def summary(report: dict[str, Any]) -> str:
     """One readable paragraph: what happened, where, why, and what to try."""
     outcome = report.get("outcome") or "unknown"
     parts = [f"Job {outcome} after {report.get('duration_s', 0):.1f} s"]
@@ -426,8 +517,10 @@ def summary(report: Dict[str, Any]) -> str:
         parts[0] += f", at step {_fmt(progress['step'])}" + (f" of {_fmt(total)}" if total else "")
     hang = report.get("hang")
     if hang:
-        parts.append(f"It was declared hung ({hang['reason'].replace('_', ' ')}) "
-                     f"{hang['after_s']:.1f} s after the start, and stopped.")
+        parts.append(
+            f"It was declared hung ({hang['reason'].replace('_', ' ')}) "
+            f"{hang['after_s']:.1f} s after the start, and stopped."
+        )
     diagnosis = report.get("diagnosis")
     if diagnosis:
         parts.append(f"Diagnosis ({diagnosis.get('kind')}): {diagnosis.get('summary')}")
@@ -440,7 +533,7 @@ def summary(report: Dict[str, Any]) -> str:
     return " ".join(p if p.endswith(".") else p + "." for p in parts)
 
 
-def to_json(report: Dict[str, Any], indent: Optional[int] = 2) -> str:
+def to_json(report: dict[str, Any], indent: Optional[int] = 2) -> str:
     """ASCII JSON: non-ASCII text and undecodable bytes (lone surrogates) become \\u escapes."""
     return json.dumps(report, ensure_ascii=True, indent=indent, default=str)
 

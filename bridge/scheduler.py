@@ -33,20 +33,25 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
 from trainbridge.bridge import machine, procs
 from trainbridge.bridge.store import ACTIVE, Store
 
-TICK_S = 0.5            # how often a running Scheduler reconciles and starts queued jobs
-CLAIM_GRACE_S = 10.0    # a claimed job with no keeper pid after this long is queued again
-KEEP_ENDED = 1000       # ended jobs kept (with their logs) by a Scheduler's retention
-TIMEOUT_NAMES = set(machine.DEFAULTS) | {"startup_timeout", "stall_timeout",
-                                          "heartbeat_timeout", "kill_grace"}
+TICK_S = 0.5  # how often a running Scheduler reconciles and starts queued jobs
+CLAIM_GRACE_S = 10.0  # a claimed job with no keeper pid after this long is queued again
+KEEP_ENDED = 1000  # ended jobs kept (with their logs) by a Scheduler's retention
+TIMEOUT_NAMES = set(machine.DEFAULTS) | {
+    "startup_timeout",
+    "stall_timeout",
+    "heartbeat_timeout",
+    "kill_grace",
+}
 
 
 # --- slots ------------------------------------------------------------------------------
-def discover_gpus(environ: Optional[Mapping[str, str]] = None, nvml: Any = None) -> List[int]:
+def discover_gpus(environ: Optional[Mapping[str, str]] = None, nvml: Any = None) -> list[int]:
     """GPU ids this machine offers: NVML's device count (pynvml, or the `nvml` given), else
     the ids in CUDA_VISIBLE_DEVICES, else none (a CPU-only machine)."""
     environ = os.environ if environ is None else environ
@@ -69,17 +74,18 @@ def discover_gpus(environ: Optional[Mapping[str, str]] = None, nvml: Any = None)
         return []
 
 
-def default_slots() -> Dict[str, Any]:
+def default_slots() -> dict[str, Any]:
     return {"jobs": os.cpu_count() or 1, "gpus": discover_gpus()}
 
 
-def _slots(store: Store) -> Dict[str, Any]:
+def _slots(store: Store) -> dict[str, Any]:
     return store.setting("slots") or default_slots()
 
 
 # --- claiming and starting ----------------------------------------------------------------
-def schedule_pass(store: Store, python: Optional[str] = None,
-                  started: Optional[List[subprocess.Popen]] = None) -> List[str]:
+def schedule_pass(
+    store: Store, python: Optional[str] = None, started: Optional[list[subprocess.Popen]] = None
+) -> list[str]:
     """Start every queued job whose slots are free, head of the queue first. Returns the ids
     started. Safe to run from many processes at once."""
     ids = []
@@ -96,15 +102,18 @@ def schedule_pass(store: Store, python: Optional[str] = None,
 def _claim_next(store: Store) -> Optional[str]:
     slots = _slots(store)
     with store.transaction() as db:
-        active = db.execute("SELECT assigned FROM jobs WHERE state IN (%s)"
-                            % ", ".join("?" for _ in ACTIVE), ACTIVE).fetchall()
+        active = db.execute(
+            "SELECT assigned FROM jobs WHERE state IN (%s)" % ", ".join("?" for _ in ACTIVE), ACTIVE
+        ).fetchall()
         if len(active) >= slots["jobs"]:
             return None
         used = set()
         for (assigned,) in active:
             used.update((json.loads(assigned) or {}).get("gpus") or [] if assigned else [])
-        head = db.execute("SELECT id, resources FROM jobs WHERE state = 'queued' "
-                          "ORDER BY priority DESC, seq ASC LIMIT 1").fetchone()
+        head = db.execute(
+            "SELECT id, resources FROM jobs WHERE state = 'queued' "
+            "ORDER BY priority DESC, seq ASC LIMIT 1"
+        ).fetchone()
         if head is None:
             return None
         want = int(json.loads(head[1]).get("gpus", 0) or 0)
@@ -112,13 +121,15 @@ def _claim_next(store: Store) -> Optional[str]:
         if want > len(free):
             return None  # the head waits for its GPUs; nothing overtakes it
         assigned = {"gpus": free[:want]} if slots["gpus"] else {}
-        db.execute("UPDATE jobs SET state = 'starting', assigned = ?, updated_at = ?, "
-                   "keeper_pid = NULL, keeper_start = NULL WHERE id = ?",
-                   (json.dumps(assigned), time.time(), head[0]))
+        db.execute(
+            "UPDATE jobs SET state = 'starting', assigned = ?, updated_at = ?, "
+            "keeper_pid = NULL, keeper_start = NULL WHERE id = ?",
+            (json.dumps(assigned), time.time(), head[0]),
+        )
         return head[0]
 
 
-def keeper_command(store_path: str, job_id: str, python: Optional[str] = None) -> List[str]:
+def keeper_command(store_path: str, job_id: str, python: Optional[str] = None) -> list[str]:
     return [python or sys.executable, "-m", "trainbridge.bridge.keeper", store_path, job_id]
 
 
@@ -127,27 +138,45 @@ def _spawn_keeper(store: Store, job_id: str, python: Optional[str]) -> Optional[
     env = dict(os.environ)
     # The keeper must import this trainbridge, wherever the caller's cwd is.
     import trainbridge
+
     top = os.path.dirname(os.path.abspath(list(trainbridge.__path__)[0]))
     env["PYTHONPATH"] = top + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     for name in ("TRAINBRIDGE_CLIENT_PID", "TRAINBRIDGE_DETACHED"):
         env.pop(name, None)
     try:
         with open(os.path.join(row["dir"], procs.KEEPER_LOG), "ab") as log:
-            proc = subprocess.Popen(keeper_command(store.path, job_id, python), env=env,
-                                    cwd=row["dir"], stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=log, start_new_session=True, close_fds=True)
+            proc = subprocess.Popen(
+                keeper_command(store.path, job_id, python),
+                env=env,
+                cwd=row["dir"],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                close_fds=True,
+            )
     except OSError as exc:
-        store.update(job_id, where_state=["starting"], state="ended", outcome="failed",
-                     ended_at=time.time(), note=f"could not start the keeper: {exc}")
+        store.update(
+            job_id,
+            where_state=["starting"],
+            state="ended",
+            outcome="failed",
+            ended_at=time.time(),
+            note=f"could not start the keeper: {exc}",
+        )
         return None
     # The keeper writes the same; whoever is first, the row names its keeper at once.
-    store.update(job_id, where_state=["starting"], keeper_pid=proc.pid,
-                 keeper_start=procs.process_start(proc.pid))
+    store.update(
+        job_id,
+        where_state=["starting"],
+        keeper_pid=proc.pid,
+        keeper_start=procs.process_start(proc.pid),
+    )
     return proc
 
 
 # --- reconciliation ---------------------------------------------------------------------
-def reconcile(store: Store) -> List[str]:
+def reconcile(store: Store) -> list[str]:
     """Mark active jobs whose keeper is gone as lost (ending their leftovers and removing the
     keeper's runtime directory) and requeue claims whose claimer died before starting a
     keeper. Returns the ids changed."""
@@ -156,15 +185,23 @@ def reconcile(store: Store) -> List[str]:
     for row in store.jobs(state="active"):
         if row["keeper_pid"] is None:
             if row["state"] == "starting" and now - row["updated_at"] > CLAIM_GRACE_S:
-                if store.update(row["id"], where_state=["starting"], state="queued",
-                                assigned=None, keeper_pid=None):
+                if store.update(
+                    row["id"],
+                    where_state=["starting"],
+                    state="queued",
+                    assigned=None,
+                    keeper_pid=None,
+                ):
                     changed.append(row["id"])
             continue
         if procs.same_process(row["keeper_pid"], row["keeper_start"]):
             continue
         fresh = store.get(row["id"])  # the keeper may have finished since we read
-        if fresh is None or fresh["state"] not in ACTIVE or \
-                fresh["keeper_pid"] != row["keeper_pid"]:
+        if (
+            fresh is None
+            or fresh["state"] not in ACTIVE
+            or fresh["keeper_pid"] != row["keeper_pid"]
+        ):
             continue
         procs.kill_job_processes(fresh["id"], fresh["job_pid"], fresh["job_start"])
         procs.remove_runtime_dir(fresh["endpoint"])
@@ -172,39 +209,74 @@ def reconcile(store: Store) -> List[str]:
             outcome, note = "cancelled", "cancelled before its keeper started the command"
         else:
             outcome = "lost"
-            note = (f"its keeper (pid {fresh['keeper_pid']}) is gone: the job's end was not "
-                    f"seen. Last known: state {fresh['state']}, stage {fresh['stage']!r}, "
-                    f"progress {fresh['progress']}. Its processes were stopped; see "
-                    f"{fresh['log_path']} and {os.path.join(fresh['dir'], procs.KEEPER_LOG)}")
+            note = (
+                f"its keeper (pid {fresh['keeper_pid']}) is gone: the job's end was not "
+                f"seen. Last known: state {fresh['state']}, stage {fresh['stage']!r}, "
+                f"progress {fresh['progress']}. Its processes were stopped; see "
+                f"{fresh['log_path']} and {os.path.join(fresh['dir'], procs.KEEPER_LOG)}"
+            )
         report = _short_report(fresh, outcome, note)
-        if store.update(row["id"], where_state=ACTIVE, state="ended", outcome=outcome,
-                        note=note, ended_at=now, job_pid=None, job_start=None, report=report):
+        if store.update(
+            row["id"],
+            where_state=ACTIVE,
+            state="ended",
+            outcome=outcome,
+            note=note,
+            ended_at=now,
+            job_pid=None,
+            job_start=None,
+            report=report,
+        ):
             _append_end_event(fresh, report)
             changed.append(row["id"])
     return changed
 
 
-def _short_report(row: Dict[str, Any], outcome: str, note: str) -> Dict[str, Any]:
+def _short_report(row: dict[str, Any], outcome: str, note: str) -> dict[str, Any]:
     """The report of a job whose keeper could not write one: what the store knows."""
-    return {"outcome": outcome, "exit_code": None, "signal": None, "stage": row["stage"],
-            "progress": row["progress"], "note": note, "summary": f"Job {outcome}: {note}."}
+    return {
+        "outcome": outcome,
+        "exit_code": None,
+        "signal": None,
+        "stage": row["stage"],
+        "progress": row["progress"],
+        "note": note,
+        "summary": f"Job {outcome}: {note}.",
+    }
 
 
-def _append_end_event(row: Dict[str, Any], report: Dict[str, Any]) -> None:
+def _append_end_event(row: dict[str, Any], report: dict[str, Any]) -> None:
     """Attached clients learn the end from the events file, like any other end."""
     try:
         with open(row["events_path"], "a", encoding="ascii") as f:
-            f.write(json.dumps({"event": "end", "t": time.time(), "outcome": report["outcome"],
-                                "report": report}, ensure_ascii=True) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "event": "end",
+                        "t": time.time(),
+                        "outcome": report["outcome"],
+                        "report": report,
+                    },
+                    ensure_ascii=True,
+                )
+                + "\n"
+            )
     except OSError:
         pass  # the row says it; attach() also reads the row
 
 
 # --- the operations -------------------------------------------------------------------------
-def submit(store: Store, cmd: Sequence[str], cwd: Optional[str] = None,
-           env: Optional[Mapping[str, str]] = None, timeouts: Optional[Mapping[str, Any]] = None,
-           resources: Optional[Mapping[str, Any]] = None, priority: int = 0,
-           max_restarts: int = 0, restart_backoff: float = 1.0) -> str:
+def submit(
+    store: Store,
+    cmd: Sequence[str],
+    cwd: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+    timeouts: Optional[Mapping[str, Any]] = None,
+    resources: Optional[Mapping[str, Any]] = None,
+    priority: int = 0,
+    max_restarts: int = 0,
+    restart_backoff: float = 1.0,
+) -> str:
     if isinstance(cmd, (str, bytes)) or not cmd:
         raise ValueError("the command must be a non-empty list of arguments (no shell strings)")
     config = dict(timeouts or {})
@@ -217,8 +289,10 @@ def submit(store: Store, cmd: Sequence[str], cwd: Optional[str] = None,
         raise ValueError(f"resources['gpus'] must be an int >= 0, got {gpus!r}")
     have = len(_slots(store)["gpus"])
     if gpus > have:
-        raise ValueError(f"the job asks for {gpus} GPU(s) but this store's slots have {have}; "
-                         f"set slots={{'gpus': [...]}} or CUDA_VISIBLE_DEVICES")
+        raise ValueError(
+            f"the job asks for {gpus} GPU(s) but this store's slots have {have}; "
+            f"set slots={{'gpus': [...]}} or CUDA_VISIBLE_DEVICES"
+        )
     if max_restarts < 0 or restart_backoff < 0:
         raise ValueError("max_restarts and restart_backoff must be >= 0")
     job_id = f"j-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
@@ -229,15 +303,24 @@ def submit(store: Store, cmd: Sequence[str], cwd: Optional[str] = None,
     fd = os.open(env_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(full_env, f)
-    store.insert_job({
-        "id": job_id, "command": [str(part) for part in cmd],
-        "cwd": os.path.abspath(cwd) if cwd else os.getcwd(),
-        "env_names": None if env is None else sorted(env), "config": config,
-        "resources": resources, "priority": int(priority), "max_restarts": int(max_restarts),
-        "restart_backoff": float(restart_backoff), "state": "queued",
-        "submitted_at": time.time(), "dir": job_dir,
-        "log_path": os.path.join(job_dir, procs.OUTPUT_FILE),
-        "events_path": os.path.join(job_dir, procs.EVENTS_FILE)})
+    store.insert_job(
+        {
+            "id": job_id,
+            "command": [str(part) for part in cmd],
+            "cwd": os.path.abspath(cwd) if cwd else os.getcwd(),
+            "env_names": None if env is None else sorted(env),
+            "config": config,
+            "resources": resources,
+            "priority": int(priority),
+            "max_restarts": int(max_restarts),
+            "restart_backoff": float(restart_backoff),
+            "state": "queued",
+            "submitted_at": time.time(),
+            "dir": job_dir,
+            "log_path": os.path.join(job_dir, procs.OUTPUT_FILE),
+            "events_path": os.path.join(job_dir, procs.EVENTS_FILE),
+        }
+    )
     open(os.path.join(job_dir, procs.EVENTS_FILE), "a").close()
     return job_id
 
@@ -245,22 +328,29 @@ def submit(store: Store, cmd: Sequence[str], cwd: Optional[str] = None,
 def cancel(store: Store, job_id: str) -> bool:
     """Cancel a queued job (it never runs) or an active one (its keeper stops it: in-band
     cancel, SIGTERM, SIGKILL). False when the job is unknown or already ended."""
-    report = _short_report({"stage": None, "progress": None}, "cancelled",
-                           "cancelled while queued, it never ran")
+    report = _short_report(
+        {"stage": None, "progress": None}, "cancelled", "cancelled while queued, it never ran"
+    )
     with store.transaction() as db:
-        row = db.execute("SELECT state, keeper_pid, keeper_start, events_path FROM jobs "
-                         "WHERE id = ?", (job_id,)).fetchone()
+        row = db.execute(
+            "SELECT state, keeper_pid, keeper_start, events_path FROM jobs WHERE id = ?", (job_id,)
+        ).fetchone()
         if row is None or row[0] == "ended":
             return False
         if row[0] == "queued":
             now = time.time()
-            db.execute("UPDATE jobs SET state = 'ended', outcome = 'cancelled', ended_at = ?, "
-                       "updated_at = ?, cancel_requested = 1, note = ?, report = ? "
-                       "WHERE id = ?", (now, now, report["note"], json.dumps(report), job_id))
+            db.execute(
+                "UPDATE jobs SET state = 'ended', outcome = 'cancelled', ended_at = ?, "
+                "updated_at = ?, cancel_requested = 1, note = ?, report = ? "
+                "WHERE id = ?",
+                (now, now, report["note"], json.dumps(report), job_id),
+            )
             queued = True
         else:
-            db.execute("UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?",
-                       (time.time(), job_id))
+            db.execute(
+                "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?",
+                (time.time(), job_id),
+            )
             queued = False
     if queued:
         _append_end_event({"events_path": row[3]}, report)
@@ -274,6 +364,7 @@ def forget(store: Store, job_id: str) -> bool:
     """Delete an ended job's row, attempts and directory (logs, events). False if it is not
     ended (cancel it first) or unknown."""
     import shutil
+
     row = store.get(job_id)
     if row is None or row["state"] != "ended":
         return False
@@ -284,8 +375,10 @@ def forget(store: Store, job_id: str) -> bool:
 
 def retain(store: Store, keep_ended: int) -> int:
     """Forget the oldest ended jobs beyond the newest keep_ended; returns how many."""
-    old = store.db.execute("SELECT id FROM jobs WHERE state = 'ended' ORDER BY seq DESC "
-                           "LIMIT -1 OFFSET ?", (keep_ended,)).fetchall()
+    old = store.db.execute(
+        "SELECT id FROM jobs WHERE state = 'ended' ORDER BY seq DESC LIMIT -1 OFFSET ?",
+        (keep_ended,),
+    ).fetchall()
     return sum(forget(store, job_id) for (job_id,) in old)
 
 
@@ -297,15 +390,20 @@ class Scheduler:
     it (default: CPU count, GPUs discovered). A background thread reconciles the store with
     the processes and starts queued jobs every TICK_S (tick=None: only on calls)."""
 
-    def __init__(self, store: Optional[str] = None, slots: Optional[Mapping[str, Any]] = None,
-                 tick: Optional[float] = TICK_S, keep_ended: Optional[int] = KEEP_ENDED,
-                 python: Optional[str] = None):
+    def __init__(
+        self,
+        store: Optional[str] = None,
+        slots: Optional[Mapping[str, Any]] = None,
+        tick: Optional[float] = TICK_S,
+        keep_ended: Optional[int] = KEEP_ENDED,
+        python: Optional[str] = None,
+    ):
         self._store = Store(store)
         self.path = self._store.path
         self.python = python
         self.keep_ended = keep_ended
         self._lock = threading.Lock()  # one connection, used by the caller and the ticker
-        self._keepers: List[subprocess.Popen] = []  # reaped as they end (no zombies)
+        self._keepers: list[subprocess.Popen] = []  # reaped as they end (no zombies)
         if slots is not None or self._store.setting("slots") is None:
             merged = default_slots()
             merged.update(dict(slots or {}))
@@ -316,8 +414,9 @@ class Scheduler:
         self._thread: Optional[threading.Thread] = None
         self.tick()
         if tick:
-            self._thread = threading.Thread(target=self._run, args=(tick,), daemon=True,
-                                            name="trainbridge-scheduler")
+            self._thread = threading.Thread(
+                target=self._run, args=(tick,), daemon=True, name="trainbridge-scheduler"
+            )
             self._thread.start()
 
     def _run(self, every: float) -> None:
@@ -325,8 +424,10 @@ class Scheduler:
             try:
                 self.tick()
             except Exception as exc:  # noqa: BLE001 - keep ticking; say why once per tick
-                print(f"trainbridge scheduler: tick failed: {type(exc).__name__}: {exc}",
-                      file=sys.stderr)
+                print(
+                    f"trainbridge scheduler: tick failed: {type(exc).__name__}: {exc}",
+                    file=sys.stderr,
+                )
 
     def tick(self) -> None:
         """Reconcile, start what fits, reap ended keepers, apply retention."""
@@ -345,32 +446,49 @@ class Scheduler:
         with self._lock:
             self._store.close()
 
-    def __enter__(self) -> "Scheduler":
+    def __enter__(self) -> Scheduler:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def submit(self, cmd: Sequence[str], cwd: Optional[str] = None,
-               env: Optional[Mapping[str, str]] = None,
-               timeouts: Optional[Mapping[str, Any]] = None,
-               resources: Optional[Mapping[str, Any]] = None, priority: int = 0,
-               max_restarts: int = 0, restart_backoff: float = 1.0) -> str:
+    def submit(
+        self,
+        cmd: Sequence[str],
+        cwd: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        timeouts: Optional[Mapping[str, Any]] = None,
+        resources: Optional[Mapping[str, Any]] = None,
+        priority: int = 0,
+        max_restarts: int = 0,
+        restart_backoff: float = 1.0,
+    ) -> str:
         """Queue cmd (a list, no shell) and start it if its slots are free; returns its id.
         env: the job's whole environment (default: this process's, now); only the names go
         in the store. timeouts: launch()'s deadlines by name (startup_timeout, ...)."""
         with self._lock:
-            job_id = submit(self._store, cmd, cwd, env, timeouts, resources, priority,
-                            max_restarts, restart_backoff)
+            job_id = submit(
+                self._store,
+                cmd,
+                cwd,
+                env,
+                timeouts,
+                resources,
+                priority,
+                max_restarts,
+                restart_backoff,
+            )
             schedule_pass(self._store, self.python, self._keepers)
         return job_id
 
-    def jobs(self, state: Optional[Any] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+    def jobs(
+        self, state: Optional[Any] = None, limit: Optional[int] = None
+    ) -> list[dict[str, Any]]:
         """Rows, newest first; state: a state, a list, or "active"."""
         with self._lock:
             return self._store.jobs(state, limit)
 
-    def get(self, job_id: str) -> Optional[Dict[str, Any]]:
+    def get(self, job_id: str) -> Optional[dict[str, Any]]:
         with self._lock:
             row = self._store.get(job_id)
             if row is not None:
@@ -380,6 +498,7 @@ class Scheduler:
     def attach(self, job_id: str, on_event=None):
         """A handle on the job with launch()'s Job API (events from the first one)."""
         from trainbridge.bridge.attach import Attached
+
         if self.get(job_id) is None:
             raise KeyError(f"no job {job_id!r} in {self.path}")
         return Attached(self.path, job_id, on_event=on_event)

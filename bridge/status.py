@@ -17,10 +17,10 @@ node-client/src/status.js is the same tracker; vectors/status.json holds cases b
 from __future__ import annotations
 
 import collections
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Optional
 
 RATE_SAMPLES = 20
-ZERO_CODE_TOP = ("startup", "main")           # depth 0
+ZERO_CODE_TOP = ("startup", "main")  # depth 0
 ZERO_CODE_IN_MAIN = ("first batch", "train")  # depth 1, directly inside "main"
 
 
@@ -36,13 +36,15 @@ def is_zero_code_stage(name: str, depth: int, parent: Optional[str]) -> bool:
 class StatusTracker:
     def __init__(self, started: float):
         self.started = started
-        self._open: List[Tuple[str, int]] = []  # (name, depth), outermost first
-        self._samples: Deque[Tuple[float, float]] = collections.deque(maxlen=RATE_SAMPLES)
+        self._open: list[tuple[str, int]] = []  # (name, depth), outermost first
+        self._samples: collections.deque[tuple[float, float]] = collections.deque(
+            maxlen=RATE_SAMPLES
+        )
         self.step: Any = None
         self.total: Any = None
         self.progress_t: Optional[float] = None
 
-    def stage(self, body: Dict[str, Any]) -> None:
+    def stage(self, body: dict[str, Any]) -> None:
         name, depth = body["name"], body.get("depth") or 0
         if body["event"] == "begin":
             self._open = [s for s in self._open if s[1] < depth] + [(name, depth)]
@@ -52,7 +54,7 @@ class StatusTracker:
                     del self._open[i:]
                     break
 
-    def progress(self, body: Dict[str, Any], t: float) -> None:
+    def progress(self, body: dict[str, Any], t: float) -> None:
         self.step, self.total, self.progress_t = body.get("step"), body.get("total"), t
         if isinstance(self.step, (int, float)) and not isinstance(self.step, bool):
             if self._samples and self.step < self._samples[-1][1]:
@@ -65,7 +67,7 @@ class StatusTracker:
         (t0, s0), (t1, s1) = self._samples[0], self._samples[-1]
         return (s1 - s0) / (t1 - t0) if t1 > t0 and s1 > s0 else None
 
-    def snapshot(self, state: str, pid: Optional[int], now: float) -> Dict[str, Any]:
+    def snapshot(self, state: str, pid: Optional[int], now: float) -> dict[str, Any]:
         rate = self.rate()
         eta = None
         if rate and isinstance(self.total, (int, float)) and isinstance(self.step, (int, float)):
@@ -76,9 +78,14 @@ class StatusTracker:
                 script.append(name)
             parent = name
         return {
-            "state": state, "pid": pid, "elapsed_s": round(now - self.started, 3),
-            "stages": [name for name, _ in self._open], "script_stages": script,
-            "step": self.step, "total": self.total,
-            "rate": None if rate is None else round(rate, 6), "eta_s": eta,
+            "state": state,
+            "pid": pid,
+            "elapsed_s": round(now - self.started, 3),
+            "stages": [name for name, _ in self._open],
+            "script_stages": script,
+            "step": self.step,
+            "total": self.total,
+            "rate": None if rate is None else round(rate, 6),
+            "eta_s": eta,
             "progress_age_s": None if self.progress_t is None else round(now - self.progress_t, 3),
         }

@@ -16,7 +16,8 @@ import json
 import os
 import sqlite3
 import time
-from typing import Any, Dict, Iterable, List, Optional
+from collections.abc import Iterable
+from typing import Any, Optional
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 5000
@@ -113,22 +114,30 @@ class Store:
         self.jobs_dir = os.path.join(os.path.dirname(self.path), "jobs")
         os.makedirs(self.jobs_dir, mode=0o700, exist_ok=True)
         try:
-            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
-                                      isolation_level=None, check_same_thread=False)
+            self.db = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
             self.db.row_factory = sqlite3.Row
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA journal_mode = WAL")
             self.db.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open the job store {self.path}: {exc}. Check the path; "
-                             f"a store written by a newer trainbridge needs that version.") from exc
+            raise StoreError(
+                f"cannot open the job store {self.path}: {exc}. Check the path; "
+                f"a store written by a newer trainbridge needs that version."
+            ) from exc
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise StoreError(f"the job store {self.path} has schema version {version}; this "
-                             f"trainbridge knows up to {SCHEMA_VERSION}: upgrade trainbridge")
+            raise StoreError(
+                f"the job store {self.path} has schema version {version}; this "
+                f"trainbridge knows up to {SCHEMA_VERSION}: upgrade trainbridge"
+            )
         if version == SCHEMA_VERSION:
             return
         self.db.execute("BEGIN IMMEDIATE")
@@ -149,46 +158,55 @@ class Store:
         self.db.close()
 
     # --- transactions ---------------------------------------------------------------------
-    def transaction(self) -> "_Tx":
+    def transaction(self) -> _Tx:
         """`with store.transaction():` a BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error)."""
         return _Tx(self.db)
 
     # --- rows -----------------------------------------------------------------------------
-    def insert_job(self, row: Dict[str, Any]) -> None:
+    def insert_job(self, row: dict[str, Any]) -> None:
         row = _encode(row)
         row.setdefault("updated_at", time.time())
         names = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         with self.transaction():
             seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs").fetchone()[0]
-            self.db.execute(f"INSERT INTO jobs (seq, {names}) VALUES (?, {marks})",
-                            [seq, *row.values()])
+            self.db.execute(
+                f"INSERT INTO jobs (seq, {names}) VALUES (?, {marks})", [seq, *row.values()]
+            )
 
-    def update(self, job_id: str, where_state: Optional[Iterable[str]] = None,
-               **fields: Any) -> bool:
+    def update(
+        self, job_id: str, where_state: Optional[Iterable[str]] = None, **fields: Any
+    ) -> bool:
         """Set fields of one job (only while its state is one of where_state, if given).
         True when the row was changed."""
         fields = _encode(fields)
         fields["updated_at"] = time.time()
         sets = ", ".join(f"{name} = ?" for name in fields)
         sql = f"UPDATE jobs SET {sets} WHERE id = ?"
-        args: List[Any] = [*fields.values(), job_id]
+        args: list[Any] = [*fields.values(), job_id]
         if where_state is not None:
             states = list(where_state)
             sql += f" AND state IN ({', '.join('?' for _ in states)})"
             args += states
         return self.db.execute(sql, args).rowcount == 1
 
-    def get(self, job_id: str) -> Optional[Dict[str, Any]]:
+    def get(self, job_id: str) -> Optional[dict[str, Any]]:
         row = self.db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return _decode(row) if row else None
 
-    def jobs(self, state: Optional[Any] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+    def jobs(
+        self, state: Optional[Any] = None, limit: Optional[int] = None
+    ) -> list[dict[str, Any]]:
         """Jobs, newest first. state: one state, a list of states, or "active"."""
         sql, args = "SELECT * FROM jobs", []  # type: str, List[Any]
         if state is not None:
-            states = list(ACTIVE) if state == "active" else \
-                [state] if isinstance(state, str) else list(state)
+            states = (
+                list(ACTIVE)
+                if state == "active"
+                else [state]
+                if isinstance(state, str)
+                else list(state)
+            )
             sql += f" WHERE state IN ({', '.join('?' for _ in states)})"
             args += states
         sql += " ORDER BY seq DESC"
@@ -197,10 +215,11 @@ class Store:
             args.append(int(limit))
         return [_decode(row) for row in self.db.execute(sql, args).fetchall()]
 
-    def queued(self) -> List[Dict[str, Any]]:
+    def queued(self) -> list[dict[str, Any]]:
         """Queued jobs in the order they start: priority (high first), then submission."""
-        rows = self.db.execute("SELECT * FROM jobs WHERE state = 'queued' "
-                               "ORDER BY priority DESC, seq ASC").fetchall()
+        rows = self.db.execute(
+            "SELECT * FROM jobs WHERE state = 'queued' ORDER BY priority DESC, seq ASC"
+        ).fetchall()
         return [_decode(row) for row in rows]
 
     def delete(self, job_id: str) -> None:
@@ -213,12 +232,15 @@ class Store:
         fields = _encode(fields)
         names = ", ".join(fields)
         marks = ", ".join("?" for _ in fields)
-        self.db.execute(f"INSERT OR REPLACE INTO attempts (job_id, attempt, {names}) "
-                        f"VALUES (?, ?, {marks})", [job_id, attempt, *fields.values()])
+        self.db.execute(
+            f"INSERT OR REPLACE INTO attempts (job_id, attempt, {names}) VALUES (?, ?, {marks})",
+            [job_id, attempt, *fields.values()],
+        )
 
-    def attempts(self, job_id: str) -> List[Dict[str, Any]]:
-        rows = self.db.execute("SELECT * FROM attempts WHERE job_id = ? ORDER BY attempt",
-                               (job_id,)).fetchall()
+    def attempts(self, job_id: str) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT * FROM attempts WHERE job_id = ? ORDER BY attempt", (job_id,)
+        ).fetchall()
         return [_decode(row) for row in rows]
 
     # --- settings -------------------------------------------------------------------------
@@ -227,8 +249,10 @@ class Store:
         return json.loads(row[0]) if row else None
 
     def set_setting(self, name: str, value: Any) -> None:
-        self.db.execute("INSERT OR REPLACE INTO settings (name, value) VALUES (?, ?)",
-                        (name, json.dumps(value, ensure_ascii=True)))
+        self.db.execute(
+            "INSERT OR REPLACE INTO settings (name, value) VALUES (?, ?)",
+            (name, json.dumps(value, ensure_ascii=True)),
+        )
 
 
 class _Tx:
@@ -243,7 +267,7 @@ class _Tx:
         self.db.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
-def _encode(fields: Dict[str, Any]) -> Dict[str, Any]:
+def _encode(fields: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for name, value in fields.items():
         if name in JSON_COLUMNS and value is not None:
@@ -252,7 +276,7 @@ def _encode(fields: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def _decode(row: sqlite3.Row) -> Dict[str, Any]:
+def _decode(row: sqlite3.Row) -> dict[str, Any]:
     out = dict(row)
     for name in JSON_COLUMNS:
         if out.get(name) is not None:

@@ -18,23 +18,28 @@ import json
 import os
 import signal
 import sys
-from typing import Any, Dict
+from typing import Any
 
 from trainbridge.bridge import procs
 from trainbridge.bridge.scheduler import Scheduler
 
 
-def handle(sched: Scheduler, op: str, args: Dict[str, Any]) -> Any:
+def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
     if op == "jobs":
         return sched.jobs(args.get("state"), args.get("limit"))
     if op == "get":
         return sched.get(args["id"])
     if op == "submit":
-        return sched.submit(args["cmd"], cwd=args.get("cwd"), env=args.get("env"),
-                            timeouts=args.get("timeouts"), resources=args.get("resources"),
-                            priority=args.get("priority", 0),
-                            max_restarts=args.get("max_restarts", 0),
-                            restart_backoff=args.get("restart_backoff", 1.0))
+        return sched.submit(
+            args["cmd"],
+            cwd=args.get("cwd"),
+            env=args.get("env"),
+            timeouts=args.get("timeouts"),
+            resources=args.get("resources"),
+            priority=args.get("priority", 0),
+            max_restarts=args.get("max_restarts", 0),
+            restart_backoff=args.get("restart_backoff", 1.0),
+        )
     if op == "cancel":
         return sched.cancel(args["id"])
     if op == "forget":
@@ -62,14 +67,20 @@ def main(argv=None) -> int:
         for line in sys.stdin:
             if not line.strip():
                 continue
-            request: Dict[str, Any] = {}
+            request: dict[str, Any] = {}
             try:
                 request = json.loads(line)
-                answer = {"id": request.get("id"), "ok": True,
-                          "result": handle(sched, request.get("op"), request.get("args") or {})}
+                answer = {
+                    "id": request.get("id"),
+                    "ok": True,
+                    "result": handle(sched, request.get("op"), request.get("args") or {}),
+                }
             except Exception as exc:  # noqa: BLE001 - every failure is an answer, not a crash
-                answer = {"id": request.get("id"), "ok": False,
-                          "error": f"{type(exc).__name__}: {exc}"}
+                answer = {
+                    "id": request.get("id"),
+                    "ok": False,
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
             out.write(json.dumps(answer, ensure_ascii=True, default=str) + "\n")
             out.flush()
     finally:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Deque, Iterator, Optional
+from collections.abc import Iterator
+from typing import Optional
 
 
 class ChunkStream:
@@ -19,7 +20,7 @@ class ChunkStream:
 
     def __init__(self, name: str):
         self.name = name
-        self._chunks: Deque[Optional[bytes]] = collections.deque()
+        self._chunks: collections.deque[Optional[bytes]] = collections.deque()
         self._cond = threading.Condition()
         self._eof = False
 

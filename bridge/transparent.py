@@ -28,41 +28,51 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-SI_KERNEL = 0x80          # siginfo.si_code of a signal the terminal generated
+SI_KERNEL = 0x80  # siginfo.si_code of a signal the terminal generated
 HAVE_SIGINFO = hasattr(signal, "sigwaitinfo")  # Linux; not macOS
-IPC_PATH_MAX = 100        # as bridge/hub.py: sun_path is 108 bytes on Linux
+IPC_PATH_MAX = 100  # as bridge/hub.py: sun_path is 108 bytes on Linux
 COPY_CHUNK = 64 * 1024
-COPY_JOIN_S = 2.0         # after the job's end, the longest we wait for the copies
-EXIT_NOT_FOUND = 127      # as a shell: the command does not exist
+COPY_JOIN_S = 2.0  # after the job's end, the longest we wait for the copies
+EXIT_NOT_FOUND = 127  # as a shell: the command does not exist
 EXIT_NOT_EXECUTABLE = 126
-EXIT_OWN_FAILURE = 125    # trainbridge's own (the --log file cannot be written), as env(1)
+EXIT_OWN_FAILURE = 125  # trainbridge's own (the --log file cannot be written), as env(1)
 
 
 def add_arguments(run: Any) -> None:
     """The `run` subcommand's options for this mode."""
-    run.add_argument("--transparent", action="store_true",
-                     help="drop-in mode: stdin passed through, stdout/stderr copied byte for "
-                          "byte, nothing of trainbridge's own on them, the caller's environment, "
-                          "exit the way the child did (see docs/CLIENT.md)")
-    run.add_argument("--verdict", action="store_true",
-                     help="with --transparent: print the one-line verdict on stderr at the end")
+    run.add_argument(
+        "--transparent",
+        action="store_true",
+        help="drop-in mode: stdin passed through, stdout/stderr copied byte for "
+        "byte, nothing of trainbridge's own on them, the caller's environment, "
+        "exit the way the child did (see docs/CLIENT.md)",
+    )
+    run.add_argument(
+        "--verdict",
+        action="store_true",
+        help="with --transparent: print the one-line verdict on stderr at the end",
+    )
 
 
-def run(args: Any, cmd: List[str]) -> int:
+def run(args: Any, cmd: list[str]) -> int:
     from trainbridge.bridge import jobenv, machine
 
     if getattr(args, "json", False):  # stdout is the child's: no room for events
-        sys.stderr.write("trainbridge: --json cannot be combined with --transparent (stdout "
-                         "is the command's); use --report FILE for the verdict\n")
+        sys.stderr.write(
+            "trainbridge: --json cannot be combined with --transparent (stdout "
+            "is the command's); use --report FILE for the verdict\n"
+        )
         return 2
 
-    config: Dict[str, Any] = {"startup_timeout": args.startup_timeout,
-                              "stall_timeout": args.stall_timeout,
-                              "heartbeat_timeout": args.heartbeat_timeout,
-                              "kill_grace": args.kill_grace}
+    config: dict[str, Any] = {
+        "startup_timeout": args.startup_timeout,
+        "stall_timeout": args.stall_timeout,
+        "heartbeat_timeout": args.heartbeat_timeout,
+        "kill_grace": args.kill_grace,
+    }
     if args.stall_timeout is not None:
         config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], args.stall_timeout / 2)
     full = {**machine.DEFAULTS, **config}
@@ -76,8 +86,10 @@ def run(args: Any, cmd: List[str]) -> int:
         if problem:
             os.rmdir(os.path.join(runtime_dir, job_id))
             os.rmdir(runtime_dir)
-            sys.stderr.write(f"trainbridge: cannot write the log file {args.log}: {problem}; "
-                             "choose a writable path for the log (--log)\n")
+            sys.stderr.write(
+                f"trainbridge: cannot write the log file {args.log}: {problem}; "
+                "choose a writable path for the log (--log)\n"
+            )
             return EXIT_OWN_FAILURE
     hub = None
     server_key = None
@@ -85,6 +97,7 @@ def run(args: Any, cmd: List[str]) -> int:
         endpoint = f"ipc://{sock_path}"
     else:  # no short ipc path: the hub binds (tcp) first, and we pay for its imports
         from trainbridge.bridge.hub import Hub
+
         hub = Hub.get(runtime_dir)
         endpoint, server_key = hub.endpoint, hub.server_key
 
@@ -99,25 +112,38 @@ def run(args: Any, cmd: List[str]) -> int:
     # Without a group of its own the worker must not end "its" group (ours, maybe the
     # caller's pipeline) when we die: no client pid to watch, so the child is then left
     # running, as without us.
-    env.update(jobenv.variables(endpoint, job_id, key, crash_file, full,
-                                client_pid=None if interactive else os.getpid()))
+    env.update(
+        jobenv.variables(
+            endpoint, job_id, key, crash_file, full, client_pid=None if interactive else os.getpid()
+        )
+    )
     if server_key:  # the tcp fallback: the worker must authenticate the hub (hub.py)
         env["TRAINBRIDGE_SERVER_KEY"] = server_key
     if getattr(args, "zero_code", True):
         inject = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inject")
-        env["PYTHONPATH"] = inject + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
-                                      else "")
+        env["PYTHONPATH"] = inject + (
+            os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+        )
 
-    early: List[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: early.append(signum))
-                for sig in FORWARDED}
+    early: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda signum, frame: early.append(signum)) for sig in FORWARDED
+    }
     try:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                bufsize=0, close_fds=True, **_group_option(interactive))
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            close_fds=True,
+            **_group_option(interactive),
+        )
     except OSError as exc:
         for sig, old in previous.items():
             signal.signal(sig, old)
         import shutil
+
         shutil.rmtree(runtime_dir, ignore_errors=True)
         sys.stderr.write(f"trainbridge: could not start {cmd[0]!r}: {exc}\n")
         return EXIT_NOT_FOUND if isinstance(exc, FileNotFoundError) else EXIT_NOT_EXECUTABLE
@@ -138,20 +164,23 @@ def run(args: Any, cmd: List[str]) -> int:
     from trainbridge.bridge.job import Job
 
     hub = hub or Hub.get(runtime_dir)
-    job = Job(cmd, config=config, log_path=args.log, hub=hub, python_env=False,
-              ident=(job_id, key))
+    job = Job(cmd, config=config, log_path=args.log, hub=hub, python_env=False, ident=(job_id, key))
     forwarder.job = job
     job.start(proc, read_pipes=False)
     for copier in copiers:
         copier.attach(job)
     if hub.endpoint != endpoint:  # the ipc bind failed: the child's worker cannot reach us
-        hub.call(lambda: job._step({"type": "no_worker", "t": _now(),
-                                    "reason": f"the hub could not bind {endpoint}"}))
+        hub.call(
+            lambda: job._step(
+                {"type": "no_worker", "t": _now(), "reason": f"the hub could not bind {endpoint}"}
+            )
+        )
     report = job.wait()
     for copier in copiers:  # the job's end killed what was left of the tree: EOF soon
         copier.join(COPY_JOIN_S)
     if args.report:
         from trainbridge.bridge.cli import _write_report
+
         problem = _write_report(args.report, report)
         if problem:  # trainbridge's own failure: said, though stderr is the command's
             sys.stderr.write(f"trainbridge: warning: {problem}\n")
@@ -162,7 +191,7 @@ def run(args: Any, cmd: List[str]) -> int:
     return exit_like(job.exit_code, job.exit_signal, previous)
 
 
-def exit_like(code: Optional[int], signal_name: Optional[str], previous: Dict[int, Any]) -> int:
+def exit_like(code: Optional[int], signal_name: Optional[str], previous: dict[int, Any]) -> int:
     """End this process the way the child ended: raise its signal on ourselves, or return
     its exit code."""
     if signal_name:
@@ -191,7 +220,7 @@ class Forwarder(threading.Thread):
         self.proc = proc
         self.same_group = same_group
         self.job: Any = None
-        self.forwarded: List[str] = []
+        self.forwarded: list[str] = []
 
     def run(self) -> None:
         while True:
@@ -226,7 +255,7 @@ class Copier(threading.Thread):
         self.fd = fd
         self.stream = stream
         self.job: Any = None
-        self.early: List[bytes] = []   # chunks read before the job existed
+        self.early: list[bytes] = []  # chunks read before the job existed
         self.lock = threading.Lock()
         self.broken = False
         self.start()
@@ -269,9 +298,10 @@ def _write_all(fd: int, data: bytes) -> bool:
     view = memoryview(data)
     while view:
         try:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         except BlockingIOError:
             import select
+
             select.select([], [fd], [])
         except InterruptedError:
             continue
@@ -280,7 +310,7 @@ def _write_all(fd: int, data: bytes) -> bool:
     return True
 
 
-def _group_option(same_group: bool) -> Dict[str, Any]:
+def _group_option(same_group: bool) -> dict[str, Any]:
     """Popen's way to give the child a process group of its own (Python 3.11 has
     process_group; before it, a setpgid in the child between fork and exec)."""
     if same_group:
@@ -323,4 +353,5 @@ def _private_dir() -> str:
 
 def _now() -> float:
     import time
+
     return time.monotonic()

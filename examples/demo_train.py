@@ -42,14 +42,24 @@ def main() -> None:
     parser.add_argument("--fail-at", choices=STAGES, help="raise an exception in this stage")
     parser.add_argument("--hang-at", choices=STAGES, help="block forever in this stage")
     parser.add_argument("--crash-at", choices=STAGES, help="segfault in this stage")
-    parser.add_argument("--budget", type=float, default=None,
-                        help="time budget in seconds for every stage (hung when overrun)")
-    parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "trainbridge-demo",
-                                                      "model.pt"),
-                        help="where the trained weights go (default: in the temp dir)")
-    parser.add_argument("--hang-budget", type=float, default=None,
-                        help="time budget in seconds for the --hang-at stage only: the hang is "
-                             "declared there, however long the stages before it take")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="time budget in seconds for every stage (hung when overrun)",
+    )
+    parser.add_argument(
+        "--out",
+        default=os.path.join(tempfile.gettempdir(), "trainbridge-demo", "model.pt"),
+        help="where the trained weights go (default: in the temp dir)",
+    )
+    parser.add_argument(
+        "--hang-budget",
+        type=float,
+        default=None,
+        help="time budget in seconds for the --hang-at stage only: the hang is "
+        "declared there, however long the stages before it take",
+    )
     args = parser.parse_args()
 
     def budget(stage: str):
@@ -60,6 +70,7 @@ def main() -> None:
     with worker.stage("config", budget=budget("config")):
         misbehave("config", args)
         import torch  # inside a stage: a slow or stuck import is visible as such
+
         torch.manual_seed(0)
         torch.set_num_threads(1)
         print(f"torch {torch.__version__}, {args.steps} steps", flush=True)
@@ -70,13 +81,15 @@ def main() -> None:
         x = torch.randn(n, features)
         true_w = torch.randn(features, 1)
         y = x @ true_w + 0.1 * torch.randn(n, 1)
-        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y),
-                                             batch_size=64, shuffle=True)
+        loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(x, y), batch_size=64, shuffle=True
+        )
 
     with worker.stage("model", budget=budget("model")):
         misbehave("model", args)
-        model = torch.nn.Sequential(torch.nn.Linear(features, 64), torch.nn.ReLU(),
-                                    torch.nn.Linear(64, 1))
+        model = torch.nn.Sequential(
+            torch.nn.Linear(features, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1)
+        )
 
     with worker.stage("optimizer", budget=budget("optimizer")):
         misbehave("optimizer", args)
@@ -105,8 +118,9 @@ def main() -> None:
         if not math.isfinite(loss.item()):
             raise FloatingPointError(f"loss diverged: {loss.item()}")
         rate = step / max(time.monotonic() - started, 1e-9)
-        print(f"trained {step} steps at {rate:.0f} steps/s, final loss {loss.item():.4f}",
-              flush=True)
+        print(
+            f"trained {step} steps at {rate:.0f} steps/s, final loss {loss.item():.4f}", flush=True
+        )
 
     with worker.stage("save", budget=budget("save")):
         misbehave("save", args)

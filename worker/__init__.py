@@ -22,7 +22,8 @@ import sys as _sys
 import time as _time
 
 from trainbridge.worker import runtime as _runtime
-from trainbridge.worker.runtime import SLOT as _SLOT, STATE as _STATE
+from trainbridge.worker.runtime import SLOT as _SLOT
+from trainbridge.worker.runtime import STATE as _STATE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
 
@@ -31,8 +32,17 @@ if TYPE_CHECKING:  # typing costs milliseconds at import; annotations are string
 
     _F = TypeVar("_F", bound=Callable[..., Any])
 
-__all__ = ["stage", "progress", "log", "error", "enabled", "send", "on_message", "receive",
-           "LogHandler"]
+__all__ = [
+    "stage",
+    "progress",
+    "log",
+    "error",
+    "enabled",
+    "send",
+    "on_message",
+    "receive",
+    "LogHandler",
+]
 
 
 def enabled() -> bool:
@@ -73,7 +83,7 @@ class stage:
         self.budget = budget
         self._open: list = []  # (depth, start) per entry, so one object can be re-entered
 
-    def __enter__(self) -> "stage":
+    def __enter__(self) -> stage:
         try:
             depth = _runtime.stage_begin(self.name, self.budget)
             if depth is not None:
@@ -92,8 +102,12 @@ class stage:
                     exc.__trainbridge_stage__ = self.name
                 except Exception:  # noqa: BLE001 - exceptions without a __dict__
                     pass
-            _runtime.stage_end(self.name, depth, "ok" if exc is None else "error",
-                               round(_time.monotonic() - start, 6))
+            _runtime.stage_end(
+                self.name,
+                depth,
+                "ok" if exc is None else "error",
+                round(_time.monotonic() - start, 6),
+            )
         except BaseException as failure:  # noqa: BLE001
             _runtime.internal_error("stage end", failure)
 
@@ -121,8 +135,11 @@ def log(message: Any, level: str = "info", **fields: Any) -> None:
     if not _STATE.enabled:
         return
     try:
-        body = {"level": level if level in _LEVELS else "info", "message": str(message),
-                "created": _time.time()}
+        body = {
+            "level": level if level in _LEVELS else "info",
+            "message": str(message),
+            "created": _time.time(),
+        }
         if fields:
             body["fields"] = fields
         events = _STATE.events
@@ -147,11 +164,11 @@ def error(exc_or_message: Any, **fields: Any) -> None:
         thread = threading.current_thread().name
         stage_name = _runtime.current_stage()
         if isinstance(exc_or_message, BaseException):
-            body = errors.error_body(exc_or_message, fatal=False, thread=thread,
-                                     stage=stage_name)
+            body = errors.error_body(exc_or_message, fatal=False, thread=thread, stage=stage_name)
         else:
-            body = errors.message_body(str(exc_or_message), fatal=False, thread=thread,
-                                       stage=stage_name, skip=1)
+            body = errors.message_body(
+                str(exc_or_message), fatal=False, thread=thread, stage=stage_name, skip=1
+            )
         if fields:
             body["fields"] = fields
         _runtime.enqueue_event("error", body)
@@ -202,8 +219,9 @@ def _in_multiprocessing_child() -> bool:
     if process is None:
         return False
     try:
-        return (process.parent_process() is not None
-                or bool(getattr(process.current_process(), "_inheriting", False)))
+        return process.parent_process() is not None or bool(
+            getattr(process.current_process(), "_inheriting", False)
+        )
     except Exception:  # noqa: BLE001
         return False
 
@@ -236,4 +254,4 @@ def _start() -> None:
 
 _start()
 if not _STATE.enabled:
-    progress = _progress_off  # noqa: F811 - nothing will read the slot
+    progress = _progress_off

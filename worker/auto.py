@@ -36,17 +36,40 @@ from trainbridge.worker.runtime import SLOT, STATE
 # plain classes with the methods the import system calls.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Optional
+    from typing import Any, Callable, Optional
 
-HEAVY_MODULES = frozenset({
-    "torch", "torchvision", "torchaudio", "transformers", "diffusers", "datasets",
-    "accelerate", "peft", "safetensors", "huggingface_hub", "tensorflow", "jax", "xformers",
-    "bitsandbytes", "deepspeed", "lightning", "pytorch_lightning", "timm", "open_clip",
-    "numpy", "pandas", "scipy", "sklearn", "cv2", "PIL",
-})
+HEAVY_MODULES = frozenset(
+    {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "transformers",
+        "diffusers",
+        "datasets",
+        "accelerate",
+        "peft",
+        "safetensors",
+        "huggingface_hub",
+        "tensorflow",
+        "jax",
+        "xformers",
+        "bitsandbytes",
+        "deepspeed",
+        "lightning",
+        "pytorch_lightning",
+        "timm",
+        "open_clip",
+        "numpy",
+        "pandas",
+        "scipy",
+        "sklearn",
+        "cv2",
+        "PIL",
+    }
+)
 
 _installed = False
-_open: Dict[str, Any] = {}  # stage name -> its context manager, for the long-lived stages
+_open: dict[str, Any] = {}  # stage name -> its context manager, for the long-lived stages
 _lock = threading.Lock()
 
 
@@ -173,7 +196,7 @@ class _HeavyImportFinder:
 
 
 # --- library hooks, installed when the library is imported --------------------------------
-_pending: Dict[str, Callable[[Any], None]] = {}
+_pending: dict[str, Callable[[Any], None]] = {}
 
 
 def _on_import(module_name: str, hook: Callable[[Any], None]) -> None:
@@ -210,7 +233,11 @@ class _PostImportFinder:
         if fullname not in _pending:
             return None
         for finder in sys.meta_path:
-            if finder is self or isinstance(finder, _HeavyImportFinder) or not hasattr(finder, "find_spec"):
+            if (
+                finder is self
+                or isinstance(finder, _HeavyImportFinder)
+                or not hasattr(finder, "find_spec")
+            ):
                 continue
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
@@ -238,8 +265,11 @@ def _report_internal(exc: BaseException) -> None:
         return
     _reported = True
     try:
-        worker.log(f"zero-code hook failed ({type(exc).__name__}: {exc}); supervision goes on "
-                   "without automatic stages", level="warning")
+        worker.log(
+            f"zero-code hook failed ({type(exc).__name__}: {exc}); supervision goes on "
+            "without automatic stages",
+            level="warning",
+        )
     except Exception:  # noqa: BLE001
         pass
 
@@ -253,7 +283,10 @@ def _hook_tqdm(module) -> None:
             return
         try:
             fmt = bar.format_dict
-            metrics = {"bar": str(fmt.get("prefix") or bar.desc or ""), "unit": str(fmt.get("unit") or "it")}
+            metrics = {
+                "bar": str(fmt.get("prefix") or bar.desc or ""),
+                "unit": str(fmt.get("unit") or "it"),
+            }
             rate = fmt.get("rate")
             if rate is None and fmt.get("elapsed"):
                 rate = fmt.get("n", 0) / fmt["elapsed"]
@@ -328,8 +361,8 @@ _steps = 0
 # detached 0-dim tensor is kept per step (a few microseconds); its value is read only when
 # the beacon sends progress (a few times a second), and for a CUDA tensor only once an event
 # recorded after it has completed, so neither the step nor the beacon waits for the GPU.
-_LOSS: "list" = [None, None, None]  # [tensor, cuda event or None, last value read]
-_TOTAL: "list" = [None]             # a total the script declared to a library (OneCycleLR)
+_LOSS: list = [None, None, None]  # [tensor, cuda event or None, last value read]
+_TOTAL: list = [None]  # a total the script declared to a library (OneCycleLR)
 
 
 class _OptimizerMetrics(dict):
@@ -407,6 +440,7 @@ def _hook_torch_optim(module) -> None:
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "Tensor"):
         _hook_backward(torch.Tensor)
+
     def after_step(optimizer, args, kwargs):
         # Runs on every optimizer step, so it is kept to a few stores: measured, the former
         # version (a worker.progress call with keyword arguments) cost a training loop ~1.5%.

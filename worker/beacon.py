@@ -24,7 +24,7 @@ from trainbridge.worker.runtime import SLOT, STATE, Final, deque
 
 TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Optional
 
 VERSION = "0.1.0"
 # Longest sleep between loops (commands, a client's exit and last words wake it at once).
@@ -34,9 +34,9 @@ VERSION = "0.1.0"
 # that window is still placed in its stage by the stage box (runtime.write_stage_box).
 POLL_S = 0.1
 PROGRESS_EVERY_S = 0.05  # coalescing window for progress
-RESEND_EVERY_S = 0.5     # last words are resent until acked (PROTOCOL.md section 6)
-EVENT_BATCH = 512        # queued messages sent per loop, so commands stay prompt
-LOG_BATCH = 256          # log records in one `logs` message at most
+RESEND_EVERY_S = 0.5  # last words are resent until acked (PROTOCOL.md section 6)
+EVENT_BATCH = 512  # queued messages sent per loop, so commands stay prompt
+LOG_BATCH = 256  # log records in one `logs` message at most
 LOG_BATCH_BYTES = 256 * 1024  # estimated size of one `logs` message, well under 1 MiB
 LINGER_MS = 1000
 SNDHWM = 100_000
@@ -57,7 +57,7 @@ def _clean_metric(value: Any) -> Any:
     return f"<{type(value).__name__}>"
 
 
-def _clean_map(values: Dict[str, Any]) -> Dict[str, Any]:
+def _clean_map(values: dict[str, Any]) -> dict[str, Any]:
     return {str(k): _clean_metric(v) for k, v in values.items()}
 
 
@@ -73,7 +73,7 @@ class Beacon(threading.Thread):
         # refusal loses nothing and leaves no gap in the sequence numbers.
         self.unsent: deque = deque()
         self.said_bye = False
-        self.finals: Dict[int, list] = {}  # seq -> [Final, frames, last_sent]
+        self.finals: dict[int, list] = {}  # seq -> [Final, frames, last_sent]
         self.last_slot: Any = None
         self.progress_sent: Any = None
         self.progress_seen_at: Optional[float] = None
@@ -117,6 +117,7 @@ class Beacon(threading.Thread):
 
     def _connect(self) -> None:
         import zmq
+
         from trainbridge.worker import codec
 
         self.zmq, self.codec = zmq, codec
@@ -137,7 +138,7 @@ class Beacon(threading.Thread):
         sock.connect(self.config.endpoint)
         self.sock = sock
 
-    def _hello(self) -> Dict[str, Any]:
+    def _hello(self) -> dict[str, Any]:
         from trainbridge.worker import facts
 
         body = facts.hello(self.config.heartbeat_s, VERSION, self.codec.PROTOCOL_VERSION)
@@ -183,11 +184,13 @@ class Beacon(threading.Thread):
                 self._read_commands()
 
     # --- sending ---------------------------------------------------------------------------
-    def _encode(self, kind: str, body: Dict[str, Any],
-                shrunk: bool = False) -> Optional[List[bytes]]:
+    def _encode(
+        self, kind: str, body: dict[str, Any], shrunk: bool = False
+    ) -> Optional[list[bytes]]:
         try:
-            frames = self.codec.encode(kind, self.seq + 1, body, self.config.key,
-                                       self.config.job, sender=self.sender)
+            frames = self.codec.encode(
+                kind, self.seq + 1, body, self.config.key, self.config.job, sender=self.sender
+            )
         except Exception as exc:  # noqa: BLE001 - e.g. an integer beyond 64 bits
             if kind == "error" and not shrunk and getattr(exc, "reason", "") == "oversize":
                 return self._encode(kind, _shrunk_error(body), shrunk=True)
@@ -196,7 +199,7 @@ class Beacon(threading.Thread):
         self.seq += 1
         return frames
 
-    def _push(self, frames: List[bytes]) -> bool:
+    def _push(self, frames: list[bytes]) -> bool:
         """Hand frames to libzmq without blocking; False if its queue is full."""
         try:
             self.sock.send_multipart(frames, flags=self.zmq.NOBLOCK, copy=True)
@@ -204,7 +207,7 @@ class Beacon(threading.Thread):
         except self.zmq.Again:
             return False
 
-    def _send_now(self, kind: str, body: Dict[str, Any]) -> None:
+    def _send_now(self, kind: str, body: dict[str, Any]) -> None:
         """Encode and send, keeping the frames if libzmq is full (never lost, seq kept)."""
         frames = self._encode(kind, body)
         if frames is not None and (self.unsent or not self._push(frames)):
@@ -260,7 +263,7 @@ class Beacon(threading.Thread):
         self._send_progress(now)
         return bool(events or self.unsent)
 
-    def _send_logs(self, events: Any, first: Dict[str, Any], progress: Any, room: int) -> int:
+    def _send_logs(self, events: Any, first: dict[str, Any], progress: Any, room: int) -> int:
         """Send `first` with the log records queued right after it as one `logs` message
         (PROTOCOL.md): only consecutive logs between which no progress was recorded, so the
         order of logs, stages, errors and progress is the script's. Returns how many more
@@ -281,8 +284,7 @@ class Beacon(threading.Thread):
             # The record worker.log() makes without fields: _record_size() inline.
             if "fields" not in body and "logger" not in body and type(message) is str:
                 append(body)
-                size += 64 + (len(message) if message.isascii()
-                              else min(10 * len(message), 16_400))
+                size += 64 + (len(message) if message.isascii() else min(10 * len(message), 16_400))
                 continue
             body = _with_clean_fields(body)
             append(body)
@@ -290,14 +292,20 @@ class Beacon(threading.Thread):
         self._send_records(records)
         return taken - 1
 
-    def _send_records(self, records: List[Dict[str, Any]]) -> None:
+    def _send_records(self, records: list[dict[str, Any]]) -> None:
         if len(records) == 1:
             self._send_now("log", records[0])
             return
         codec = self.codec
         try:
-            frames = codec.encode("logs", self.seq + 1, {"records": records}, self.config.key,
-                                  self.config.job, sender=self.sender)
+            frames = codec.encode(
+                "logs",
+                self.seq + 1,
+                {"records": records},
+                self.config.key,
+                self.config.job,
+                sender=self.sender,
+            )
         except codec.ProtocolError as exc:
             # Too big after all (the size estimate is cheap, not exact): halve it. Anything
             # else (an integer beyond 64 bits in a field) costs only its own record.
@@ -331,8 +339,14 @@ class Beacon(threading.Thread):
             return
         step, total, metrics = value
         self.progress_sent, self.progress_sent_at = value, now
-        self._send_now("progress", {"step": _clean_metric(step), "total": _clean_metric(total),
-                                    "metrics": _clean_map(metrics)})
+        self._send_now(
+            "progress",
+            {
+                "step": _clean_metric(step),
+                "total": _clean_metric(total),
+                "metrics": _clean_map(metrics),
+            },
+        )
 
     def _resend_finals(self, now: float) -> None:
         for entry in self.finals.values():
@@ -346,12 +360,16 @@ class Beacon(threading.Thread):
         self.beat += 1
         idle_since = max(STATE.activity, self.progress_seen_at or STATE.started)
         idle_s = max(0.0, now - idle_since)
-        body: Dict[str, Any] = {
-            "beat": self.beat, "stage": runtime.current_stage(), "stages": list(STATE.stages),
+        body: dict[str, Any] = {
+            "beat": self.beat,
+            "stage": runtime.current_stage(),
+            "stages": list(STATE.stages),
             "idle_s": round(idle_s, 3),
-            "progress_age_s": (None if self.progress_seen_at is None
-                               else round(now - self.progress_seen_at, 3)),
-            "stack": None, "dropped": dict(STATE.dropped),
+            "progress_age_s": (
+                None if self.progress_seen_at is None else round(now - self.progress_seen_at, 3)
+            ),
+            "stack": None,
+            "dropped": dict(STATE.dropped),
         }
         if idle_s > self.config.stall_s:
             main = threading.main_thread().ident
@@ -409,8 +427,11 @@ class Beacon(threading.Thread):
             self.refused = True
             runtime.disable()
             reason = str(body.get("reason")).encode("ascii", "backslashreplace").decode("ascii")
-            os.write(2, f"[trainbridge] the client refused this worker: {reason}; "
-                        f"continuing without supervision\n".encode("ascii"))
+            os.write(
+                2,
+                f"[trainbridge] the client refused this worker: {reason}; "
+                f"continuing without supervision\n".encode("ascii"),
+            )
 
     # --- the client going away -------------------------------------------------------------
     def _client_gone(self, watch: ParentWatch) -> None:
@@ -419,9 +440,12 @@ class Beacon(threading.Thread):
         first: last words are not waited for and API calls become no-ops."""
         self.orphaned = True
         runtime.disable()
-        end_process_group(os.getpgrp(), self.config.kill_grace_s,
-                          f"[trainbridge] the supervising client (pid {watch.client_pid}) is "
-                          f"gone; ending the job")
+        end_process_group(
+            os.getpgrp(),
+            self.config.kill_grace_s,
+            f"[trainbridge] the supervising client (pid {watch.client_pid}) is "
+            f"gone; ending the job",
+        )
 
     # --- watchdog and shutdown -------------------------------------------------------------
     def _arm_watchdog(self, now: float) -> None:
@@ -430,8 +454,9 @@ class Beacon(threading.Thread):
             return
         # Re-arming starts a native thread each time, so not on every loop.
         if now - self.armed_at >= min(1.0, freeze_s / 4):
-            faulthandler.dump_traceback_later(freeze_s, repeat=False, file=STATE.crash_file,
-                                              exit=False)
+            faulthandler.dump_traceback_later(
+                freeze_s, repeat=False, file=STATE.crash_file, exit=False
+            )
             self.armed_at = now
 
     def _close(self) -> None:
@@ -506,16 +531,26 @@ def end_process_group(pgid: int, grace_s: float, message: str) -> None:
         try:
             devnull = os.devnull
             reaper = os.posix_spawn(
-                REAPER, ["sh", "-c", f"sleep {grace_s:.3f}; kill -KILL -{pgid} 2>/dev/null"],
-                {"PATH": os.defpath}, setsid=True,
-                file_actions=[(os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDWR, 0),
-                              (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])
+                REAPER,
+                ["sh", "-c", f"sleep {grace_s:.3f}; kill -KILL -{pgid} 2>/dev/null"],
+                {"PATH": os.defpath},
+                setsid=True,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDWR, 0),
+                    (os.POSIX_SPAWN_DUP2, 0, 1),
+                    (os.POSIX_SPAWN_DUP2, 0, 2),
+                ],
+            )
         except (AttributeError, OSError, NotImplementedError):
             reaper = None
     # The stderr pipe's reader may be the dead client: a failed write changes nothing.
     try:
-        os.write(2, (message + (f" (SIGTERM to process group {pgid}, SIGKILL after "
-                                f"{grace_s:g} s)\n")).encode("ascii", "backslashreplace"))
+        os.write(
+            2,
+            (
+                message + (f" (SIGTERM to process group {pgid}, SIGKILL after {grace_s:g} s)\n")
+            ).encode("ascii", "backslashreplace"),
+        )
     except OSError:
         pass
     try:
@@ -533,7 +568,7 @@ def end_process_group(pgid: int, grace_s: float, message: str) -> None:
             pass
 
 
-def _with_clean_fields(entry: Dict[str, Any]) -> Dict[str, Any]:
+def _with_clean_fields(entry: dict[str, Any]) -> dict[str, Any]:
     """The `fields` of worker.log() and worker.error() as _clean_metric sends them: an object
     the codec cannot carry must not cost the whole message."""
     fields = entry.get("fields")
@@ -542,7 +577,7 @@ def _with_clean_fields(entry: Dict[str, Any]) -> Dict[str, Any]:
     return entry
 
 
-def _record_size(record: Dict[str, Any]) -> int:
+def _record_size(record: dict[str, Any]) -> int:
     """A cheap upper-ish estimate of a log record's packed size: non-ASCII text travels as
     escapes of up to 10 chars per code point, but long text is cut at 16 KiB anyway."""
     message = record.get("message")
@@ -556,10 +591,14 @@ def _record_size(record: Dict[str, Any]) -> int:
     return size
 
 
-def _shrunk_error(body: Dict[str, Any]) -> Dict[str, Any]:
+def _shrunk_error(body: dict[str, Any]) -> dict[str, Any]:
     """An error too big for one message keeps its innermost frames and traceback tail."""
-    return dict(body, frames=body["frames"][-200:], traceback=body["traceback"][-65536:],
-                chain=body["chain"][:50])
+    return dict(
+        body,
+        frames=body["frames"][-200:],
+        traceback=body["traceback"][-65536:],
+        chain=body["chain"][:50],
+    )
 
 
 def _interrupt_main() -> Optional[str]:

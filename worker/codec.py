@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from codecs import unicode_escape_decode as _unicode_escape_decode
 import re
 import time
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from codecs import unicode_escape_decode as _unicode_escape_decode
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Optional
 
 import msgpack
 
@@ -73,7 +74,7 @@ def _check_escapes(text: str) -> None:
             return
         m = _ESCAPE.match(text, i)
         if m is None:
-            raise ProtocolError("bad_escape", repr(text[i:i + 12]))
+            raise ProtocolError("bad_escape", repr(text[i : i + 12]))
         pos = m.end()
 
 
@@ -87,7 +88,7 @@ def unescape(text: str) -> str:
     return _unicode_escape_decode(text)[0]  # the codec itself: no lookup by name
 
 
-def escape_within(text: str, limit: int) -> Tuple[str, bool]:
+def escape_within(text: str, limit: int) -> tuple[str, bool]:
     """escape(text), or if longer than `limit`, that of the longest prefix of `text` (in
     code points) whose escape fits; the flag says whether it was cut."""
     out = escape(text)
@@ -106,27 +107,60 @@ def escape_within(text: str, limit: int) -> Tuple[str, bool]:
 # --- schema ---------------------------------------------------------------------------
 # Field types: int, num (int or float: JavaScript's 3.0 arrives as 3), str, bool, list,
 # map; a trailing "?" allows nil. Unknown extra fields are kept (minor versions add them).
-WORKER_KINDS: Dict[str, Dict[str, str]] = {
-    "hello": {"pid": "int", "argv": "list", "cwd": "str", "python": "map", "host": "str",
-              "rank": "int?", "local_rank": "int?", "world_size": "int?", "env": "map",
-              "packages": "map", "proto": "str", "worker": "str", "heartbeat_s": "num"},
-    "stage": {"event": "str", "name": "str", "depth": "int", "budget_s": "num?",
-              "duration_s": "num?", "status": "str?"},
+WORKER_KINDS: dict[str, dict[str, str]] = {
+    "hello": {
+        "pid": "int",
+        "argv": "list",
+        "cwd": "str",
+        "python": "map",
+        "host": "str",
+        "rank": "int?",
+        "local_rank": "int?",
+        "world_size": "int?",
+        "env": "map",
+        "packages": "map",
+        "proto": "str",
+        "worker": "str",
+        "heartbeat_s": "num",
+    },
+    "stage": {
+        "event": "str",
+        "name": "str",
+        "depth": "int",
+        "budget_s": "num?",
+        "duration_s": "num?",
+        "status": "str?",
+    },
     "progress": {"step": "num", "total": "num?", "metrics": "map"},
-    "heartbeat": {"beat": "int", "stage": "str?", "stages": "list", "idle_s": "num",
-                  "progress_age_s": "num?", "stack": "str?", "dropped": "map"},
+    "heartbeat": {
+        "beat": "int",
+        "stage": "str?",
+        "stages": "list",
+        "idle_s": "num",
+        "progress_age_s": "num?",
+        "stack": "str?",
+        "dropped": "map",
+    },
     "log": {"level": "str", "message": "str"},
     # Consecutive log records in one message (PROTOCOL.md "logs"): each is a `log` body.
     "logs": {"records": "list"},
-    "error": {"type": "str", "message": "str", "traceback": "str", "frames": "list",
-              "chain": "list", "stage": "str?", "fatal": "bool", "thread": "str",
-              "kind": "str"},
+    "error": {
+        "type": "str",
+        "message": "str",
+        "traceback": "str",
+        "frames": "list",
+        "chain": "list",
+        "stage": "str?",
+        "fatal": "bool",
+        "thread": "str",
+        "kind": "str",
+    },
     "bye": {"exit_code": "int?", "reason": "str"},
     "reply": {"to": "int", "ok": "bool"},
     # An application message (PROTOCOL.md "user"): body {"data": any value}, both ways.
     "user": {},
 }
-CLIENT_KINDS: Dict[str, Dict[str, str]] = {
+CLIENT_KINDS: dict[str, dict[str, str]] = {
     "ping": {},
     "dump_stacks": {},
     "cancel": {"reason": "str?"},
@@ -140,15 +174,25 @@ FINAL_KINDS = frozenset({"error", "bye"})
 # Application data is sent whole or not at all: a value over a limit is an error, not a cut.
 UNCUT_KINDS = frozenset({"user"})
 
-_TYPES = {"int": (int,), "num": (int, float), "str": (str,), "bool": (bool,), "list": (list,),
-          "map": (dict,)}
+_TYPES = {
+    "int": (int,),
+    "num": (int, float),
+    "str": (str,),
+    "bool": (bool,),
+    "list": (list,),
+    "map": (dict,),
+}
 # kind -> ((field, accepted types, nullable, type name), ...): compiled once, checked per message.
-_SCHEMA = {kind: tuple((field, _TYPES[spec.rstrip("?")], spec.endswith("?"), spec.rstrip("?"))
-                       for field, spec in fields.items())
-           for kind, fields in KINDS.items()}
+_SCHEMA = {
+    kind: tuple(
+        (field, _TYPES[spec.rstrip("?")], spec.endswith("?"), spec.rstrip("?"))
+        for field, spec in fields.items()
+    )
+    for kind, fields in KINDS.items()
+}
 
 
-def _check_fields(kind: str, body: Dict[str, Any], walked: Optional[List[int]] = None) -> None:
+def _check_fields(kind: str, body: dict[str, Any], walked: Optional[list[int]] = None) -> None:
     """Raise ProtocolError unless `body` has the fields of `kind`. `walked`: for a `logs`
     body whose records _restore_records() checked, the records it left to check here."""
     for field, types, nullable, name in _SCHEMA[kind]:
@@ -169,7 +213,7 @@ def _check_fields(kind: str, body: Dict[str, Any], walked: Optional[List[int]] =
 
 
 # --- encode ---------------------------------------------------------------------------
-def _prepare(value: Any, path: str, trunc: List[str], depth: int, key: str = "") -> Any:
+def _prepare(value: Any, path: str, trunc: list[str], depth: int, key: str = "") -> Any:
     """Escape strings, cut long ones, canonicalise numbers; keys sorted for stable bytes."""
     t = type(value)
     if t is str:
@@ -201,8 +245,10 @@ def _prepare(value: Any, path: str, trunc: List[str], depth: int, key: str = "")
             trunc.append(path)
             items = items[:MAX_MAP_ITEMS]
         # Paths in "trunc" are wire strings too: built from escaped keys, so they are ASCII.
-        return {escape(str(k)): _prepare(v, f"{path}.{escape(str(k))}", trunc, depth + 1, str(k))
-                for k, v in items}
+        return {
+            escape(str(k)): _prepare(v, f"{path}.{escape(str(k))}", trunc, depth + 1, str(k))
+            for k, v in items
+        }
     if isinstance(value, (list, tuple)):
         if len(value) > MAX_ARRAY_ITEMS:
             trunc.append(path)
@@ -211,13 +257,15 @@ def _prepare(value: Any, path: str, trunc: List[str], depth: int, key: str = "")
     if isinstance(value, (bytes, bytearray)):
         return _prepare(bytes(value).decode("utf-8", "surrogateescape"), path, trunc, depth, key)
     if isinstance(value, (int, float)):  # bool is handled above; numpy scalars and the like
-        return _prepare(float(value) if isinstance(value, float) else int(value),
-                        path, trunc, depth, key)
+        return _prepare(
+            float(value) if isinstance(value, float) else int(value), path, trunc, depth, key
+        )
     return _prepare(str(value), path, trunc, depth, key)
 
 
-def _prepare_plain_map(value: Dict[Any, Any], path: str, trunc: List[str],
-                       depth: int) -> Optional[Dict[str, Any]]:
+def _prepare_plain_map(
+    value: dict[Any, Any], path: str, trunc: list[str], depth: int
+) -> Optional[dict[str, Any]]:
     """_prepare() of a dict whose keys are all ASCII strings without a backslash (a log
     record, a body): the same result, without escaping keys or building a path per value.
     None when a key needs the general walk."""
@@ -247,14 +295,14 @@ def _prepare_plain_map(value: Dict[Any, Any], path: str, trunc: List[str],
 _PLAIN_LOG_KEYS = frozenset({"created", "level", "message"})
 
 
-def _prepare_records(records: Any, trunc: List[str]) -> Any:
+def _prepare_records(records: Any, trunc: list[str]) -> Any:
     """_prepare() of a `logs` body's records (body.records, depth 2), the same result: the
     record shape worker.log() makes is rebuilt in key order directly, and the messages that
     need escaping are escaped together (_escape_all); any other record takes the general
     walk."""
     if type(records) is not list or len(records) > MAX_ARRAY_ITEMS:
         return _prepare(records, "body.records", trunc, 2, "records")
-    out: List[Any] = []
+    out: list[Any] = []
     append = out.append
     plain = _PLAIN_LOG_KEYS
     marked = len(trunc)
@@ -262,9 +310,15 @@ def _prepare_records(records: Any, trunc: List[str]) -> Any:
     for record in records:
         if type(record) is dict and record.keys() == plain:
             created, level, message = record["created"], record["level"], record["message"]
-            if type(created) is float and not created.is_integer() and type(level) is str \
-                    and level.isascii() and "\\" not in level and len(level) <= MAX_FIELD_CHARS \
-                    and type(message) is str:
+            if (
+                type(created) is float
+                and not created.is_integer()
+                and type(level) is str
+                and level.isascii()
+                and "\\" not in level
+                and len(level) <= MAX_FIELD_CHARS
+                and type(message) is str
+            ):
                 record = {"created": created, "level": level, "message": message}
                 if not message.isascii() or "\\" in message or len(message) > MAX_FIELD_CHARS:
                     escaped.append(record)
@@ -282,7 +336,7 @@ def _prepare_records(records: Any, trunc: List[str]) -> Any:
     return out
 
 
-def _escape_all(texts: List[str]) -> List[str]:
+def _escape_all(texts: list[str]) -> list[str]:
     """[escape(t) for t in texts], in one C-level pass: escaping maps each code point on
     its own, and NUL (ASCII, kept as is) joins them when none of them holds one."""
     if len(texts) > 1:
@@ -296,22 +350,35 @@ def sign(key: bytes, packed: bytes) -> bytes:
     return hmac.new(key, packed, hashlib.sha256).digest()
 
 
-def encode(kind: str, seq: int, body: Dict[str, Any], key: bytes, job: str,
-           ts: Optional[float] = None, sender: Optional[str] = None) -> List[bytes]:
+def encode(
+    kind: str,
+    seq: int,
+    body: dict[str, Any],
+    key: bytes,
+    job: str,
+    ts: Optional[float] = None,
+    sender: Optional[str] = None,
+) -> list[bytes]:
     """Build the two frames [envelope, mac] of one message. Raises ProtocolError.
     `sender`: the sending socket's routing id (a worker's "<job>/<rank>/<pid>"), signed into
     the envelope as "from" so a message replayed through another routing id is refused."""
     if kind not in KINDS:
         raise ProtocolError("unknown_kind", kind)
-    trunc: List[str] = []
+    trunc: list[str] = []
     if kind == "logs" and type(body) is dict and body.keys() == {"records"}:
         prepared = {"records": _prepare_records(body["records"], trunc)}
     else:
         prepared = _prepare(body, "body", trunc, 1)
     if trunc and kind in UNCUT_KINDS:
         raise ProtocolError("too_long", f"{kind} would be cut at {', '.join(trunc)[:200]}")
-    envelope: Dict[str, Any] = {"body": prepared, "job": escape(job), "kind": kind, "seq": seq,
-                "ts": time.time() if ts is None else ts, "v": PROTOCOL_MAJOR}
+    envelope: dict[str, Any] = {
+        "body": prepared,
+        "job": escape(job),
+        "kind": kind,
+        "seq": seq,
+        "ts": time.time() if ts is None else ts,
+        "v": PROTOCOL_MAJOR,
+    }
     if sender is not None:
         envelope["from"] = escape(sender)
     if trunc:
@@ -331,8 +398,8 @@ class Message(NamedTuple):
     seq: int
     ts: float
     job: str
-    body: Dict[str, Any]
-    truncated: Tuple[str, ...] = ()
+    body: dict[str, Any]
+    truncated: tuple[str, ...] = ()
     sender: Optional[str] = None  # the signed "from": the sender's routing id, if it said
 
 
@@ -386,12 +453,16 @@ def _restore(value: Any, depth: int) -> Any:
     raise ProtocolError("bad_type", t.__name__)
 
 
-def _logs_records(raw: Dict[Any, Any]) -> Optional[List[Any]]:
+def _logs_records(raw: dict[Any, Any]) -> Optional[list[Any]]:
     """The records list of a `logs` envelope, taken out of it so that _restore_records()
     can do the walk for them; None (and the envelope untouched) for any other message."""
     body = raw.get("body")
-    if raw.get("kind") != "logs" or type(body) is not dict or body.keys() != {"records"} \
-            or next(iter(raw)) != "body":
+    if (
+        raw.get("kind") != "logs"
+        or type(body) is not dict
+        or body.keys() != {"records"}
+        or next(iter(raw)) != "body"
+    ):
         return None
     records = body.get("records")
     if type(records) is not list or len(records) > MAX_ARRAY_ITEMS:
@@ -400,7 +471,7 @@ def _logs_records(raw: Dict[Any, Any]) -> Optional[List[Any]]:
     return records
 
 
-def _restore_records(records: List[Any]) -> List[int]:
+def _restore_records(records: list[Any]) -> list[int]:
     """_restore() of a `logs` body's records (at their depth), in place: a record of
     worker.log()'s own shape is checked directly (its fields too), and the messages that need
     unescaping are unescaped together (_unescape_all); any other record takes the general
@@ -411,8 +482,13 @@ def _restore_records(records: List[Any]) -> List[int]:
     for i, record in enumerate(records):
         if type(record) is dict and record.keys() == plain:
             level, message = record["level"], record["message"]
-            if type(level) is str and level.isascii() and "\\" not in level \
-                    and type(message) is str and type(record["created"]) in (int, float):
+            if (
+                type(level) is str
+                and level.isascii()
+                and "\\" not in level
+                and type(message) is str
+                and type(record["created"]) in (int, float)
+            ):
                 if not message.isascii() or "\\" in message:
                     escaped.append(record)
                 continue
@@ -424,13 +500,16 @@ def _restore_records(records: List[Any]) -> List[int]:
     return walked
 
 
-def _unescape_all(records: List[Dict[str, Any]]) -> None:
+def _unescape_all(records: list[dict[str, Any]]) -> None:
     """Unescape the records' messages in one C-level pass when they are all valid (joined by
     NUL, which no valid escape produces); otherwise one by one, for the first one's error."""
     if len(records) > 1:
         joined = "\0".join([record["message"] for record in records])
-        if joined.isascii() and joined.count("\0") == len(records) - 1 \
-                and "\\" not in _ESCAPE.sub("", joined):
+        if (
+            joined.isascii()
+            and joined.count("\0") == len(records) - 1
+            and "\\" not in _ESCAPE.sub("", joined)
+        ):
             texts = _unicode_escape_decode(joined)[0].split("\0")
             for record, text in zip(records, texts):
                 record["message"] = text
@@ -451,9 +530,16 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
         raise ProtocolError("bad_signature")
     try:
         raw = msgpack.unpackb(
-            packed, raw=False, strict_map_key=True, use_list=True,
-            max_str_len=MAX_MESSAGE_BYTES, max_bin_len=MAX_MESSAGE_BYTES,
-            max_ext_len=MAX_MESSAGE_BYTES, max_array_len=MAX_ARRAY_ITEMS, max_map_len=MAX_MAP_ITEMS)
+            packed,
+            raw=False,
+            strict_map_key=True,
+            use_list=True,
+            max_str_len=MAX_MESSAGE_BYTES,
+            max_bin_len=MAX_MESSAGE_BYTES,
+            max_ext_len=MAX_MESSAGE_BYTES,
+            max_array_len=MAX_ARRAY_ITEMS,
+            max_map_len=MAX_MAP_ITEMS,
+        )
     except Exception as exc:  # noqa: BLE001 - msgpack raises many types for bad input
         raise ProtocolError("malformed", type(exc).__name__) from None
     if type(raw) is not dict:
@@ -462,7 +548,9 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
     if type(version) is not int:
         raise ProtocolError("malformed", "envelope.v must be an int")
     if version not in SUPPORTED_MAJORS:
-        raise ProtocolError("unsupported_version", f"v{version}; this side speaks v{PROTOCOL_MAJOR}")
+        raise ProtocolError(
+            "unsupported_version", f"v{version}; this side speaks v{PROTOCOL_MAJOR}"
+        )
     records = _logs_records(raw)
     if records is not None:  # body comes first: its records are walked first, as in _restore
         walked = _restore_records(records)
@@ -470,8 +558,14 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
     if records is not None:
         envelope["body"]["records"] = records
     kind, seq, ts, job, body = (envelope.get(k) for k in ("kind", "seq", "ts", "job", "body"))
-    if type(kind) is not str or type(seq) is not int or seq < 1 or type(job) is not str \
-            or type(body) is not dict or type(ts) not in (int, float):
+    if (
+        type(kind) is not str
+        or type(seq) is not int
+        or seq < 1
+        or type(job) is not str
+        or type(body) is not dict
+        or type(ts) not in (int, float)
+    ):
         raise ProtocolError("malformed", "envelope needs kind, seq >= 1, ts, job, body")
     allowed = {"worker": WORKER_KINDS, "client": CLIENT_KINDS}.get(expect, KINDS)
     if kind not in allowed:
@@ -487,7 +581,7 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
 
 
 # --- sequence numbers -----------------------------------------------------------------
-def check_seq(last: int, seq: int) -> Tuple[str, int]:
+def check_seq(last: int, seq: int) -> tuple[str, int]:
     """Judge a sender's next seq against the last one accepted (0 before any).
 
     "ok": the next one; "gap": newer, with seq - last - 1 messages lost; "replay": not newer

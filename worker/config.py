@@ -10,22 +10,48 @@ import os
 
 TYPE_CHECKING = False  # typing and re cost milliseconds: this runs at `import worker`
 if TYPE_CHECKING:
-    from typing import Mapping, Optional, Tuple
+    from collections.abc import Mapping
+    from typing import Optional
 
 _JOB_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _HEX_CHARS = frozenset("0123456789abcdef")
 
 
 class Config:
-    __slots__ = ("endpoint", "job", "key", "rank", "crash_file", "heartbeat_s", "stall_s",
-                 "freeze_s", "ack_timeout_s", "client_pid", "detached", "kill_grace_s",
-                 "log_wait_s", "server_key")
+    __slots__ = (
+        "endpoint",
+        "job",
+        "key",
+        "rank",
+        "crash_file",
+        "heartbeat_s",
+        "stall_s",
+        "freeze_s",
+        "ack_timeout_s",
+        "client_pid",
+        "detached",
+        "kill_grace_s",
+        "log_wait_s",
+        "server_key",
+    )
 
-    def __init__(self, endpoint: str, job: str, key: bytes, rank: int,
-                 crash_file: Optional[str], heartbeat_s: float, stall_s: float,
-                 freeze_s: float, ack_timeout_s: float, client_pid: Optional[int] = None,
-                 detached: bool = False, kill_grace_s: float = 5.0,
-                 log_wait_s: float = 5.0, server_key: Optional[bytes] = None):
+    def __init__(
+        self,
+        endpoint: str,
+        job: str,
+        key: bytes,
+        rank: int,
+        crash_file: Optional[str],
+        heartbeat_s: float,
+        stall_s: float,
+        freeze_s: float,
+        ack_timeout_s: float,
+        client_pid: Optional[int] = None,
+        detached: bool = False,
+        kill_grace_s: float = 5.0,
+        log_wait_s: float = 5.0,
+        server_key: Optional[bytes] = None,
+    ):
         self.endpoint = endpoint
         self.job = job
         self.key = key
@@ -78,7 +104,7 @@ def optional_int(env: Mapping[str, str], name: str) -> Optional[int]:
         return None
 
 
-def from_env(env: Mapping[str, str]) -> Tuple[Optional[Config], Optional[str]]:
+def from_env(env: Mapping[str, str]) -> tuple[Optional[Config], Optional[str]]:
     """(config, None) when supervised; (None, None) when not; (None, reason) when the
     variables are present but unusable (the caller says so once on stderr)."""
     endpoint = env.get("TRAINBRIDGE_ENDPOINT")
@@ -106,12 +132,18 @@ def from_env(env: Mapping[str, str]) -> Tuple[Optional[Config], Optional[str]]:
     detached = env.get("TRAINBRIDGE_DETACHED", "") not in ("", "0")
     client_pid = None if detached else optional_int(env, "TRAINBRIDGE_CLIENT_PID")
     return Config(
-        endpoint=endpoint, job=job, key=bytes.fromhex(key_hex),
+        endpoint=endpoint,
+        job=job,
+        key=bytes.fromhex(key_hex),
         rank=rank if rank is not None and rank >= 0 else 0,
         crash_file=env.get("TRAINBRIDGE_CRASH_FILE") or None,
-        heartbeat_s=heartbeat_s, stall_s=stall_s, freeze_s=freeze_s,
+        heartbeat_s=heartbeat_s,
+        stall_s=stall_s,
+        freeze_s=freeze_s,
         ack_timeout_s=ack_timeout_s,
         client_pid=client_pid if client_pid is not None and client_pid > 0 else None,
-        detached=detached, kill_grace_s=kill_grace_s, log_wait_s=log_wait_s,
+        detached=detached,
+        kill_grace_s=kill_grace_s,
+        log_wait_s=log_wait_s,
         server_key=server_key.encode("ascii") if server_key else None,
     ), None

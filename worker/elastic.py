@@ -15,23 +15,27 @@ import os
 
 TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
+    from typing import Any, Optional
 
 ERROR_FILE_VAR = "TORCHELASTIC_ERROR_FILE"
 
 
-def error_file_record(body: Dict[str, Any], now: float) -> Dict[str, Any]:
+def error_file_record(body: dict[str, Any], now: float) -> dict[str, Any]:
     """The JSON torchelastic's ErrorHandler.record_exception writes, from an error body.
     Its message is "<class name>: <message>", the callstack the printed traceback, the
     timestamp whole seconds as a string (ChildFailedError compares them as ints)."""
     short = str(body.get("type") or "Error").rsplit(".", 1)[-1]
-    return {"message": {"message": f"{short}: {body.get('message', '')}",
-                        "extraInfo": {"py_callstack": body.get("traceback") or "",
-                                      "timestamp": str(int(now))}}}
+    return {
+        "message": {
+            "message": f"{short}: {body.get('message', '')}",
+            "extraInfo": {"py_callstack": body.get("traceback") or "", "timestamp": str(int(now))},
+        }
+    }
 
 
-def write_error_file(body: Dict[str, Any], now: float,
-                     environ: Optional[Dict[str, str]] = None) -> Optional[str]:
+def write_error_file(
+    body: dict[str, Any], now: float, environ: Optional[dict[str, str]] = None
+) -> Optional[str]:
     """Write `body` to the error file torchrun named, unless there is none or it exists
     already (the script's @record wrote it: its words stand). Returns the path written.
     Raises OSError when the file cannot be written; the caller reports that."""
@@ -51,16 +55,17 @@ def write_error_file(body: Dict[str, Any], now: float,
 
 def is_child_failed(exc: BaseException) -> bool:
     for cls in type(exc).__mro__:
-        if cls.__name__ == "ChildFailedError" \
-                and str(cls.__module__).startswith("torch.distributed.elastic"):
+        if cls.__name__ == "ChildFailedError" and str(cls.__module__).startswith(
+            "torch.distributed.elastic"
+        ):
             return True
     return False
 
 
-def failures_of(exc: BaseException) -> List[Dict[str, Any]]:
+def failures_of(exc: BaseException) -> list[dict[str, Any]]:
     """torchrun's record of each failed rank, from its ChildFailedError: rank, local_rank,
     pid, exit code, the failure's own timestamp (s), the error file and what it held."""
-    out: List[Dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
     failures = getattr(exc, "failures", None)
     if not isinstance(failures, dict):
         return out
@@ -71,16 +76,18 @@ def failures_of(exc: BaseException) -> List[Dict[str, Any]]:
             traceback = (message.get("extraInfo") or {}).get("py_callstack")
             message = message.get("message", "")
         error_file = getattr(failure, "error_file", None)
-        out.append({
-            "rank": rank if isinstance(rank, int) else None,
-            "local_rank": _int_or_none(getattr(failure, "local_rank", None)),
-            "pid": _int_or_none(getattr(failure, "pid", None)),
-            "exit_code": _int_or_none(getattr(failure, "exitcode", None)),
-            "time": _int_or_none(getattr(failure, "timestamp", None)),
-            "error_file": error_file if isinstance(error_file, str) else None,
-            "message": str(message),
-            "traceback": traceback if isinstance(traceback, str) else None,
-        })
+        out.append(
+            {
+                "rank": rank if isinstance(rank, int) else None,
+                "local_rank": _int_or_none(getattr(failure, "local_rank", None)),
+                "pid": _int_or_none(getattr(failure, "pid", None)),
+                "exit_code": _int_or_none(getattr(failure, "exitcode", None)),
+                "time": _int_or_none(getattr(failure, "timestamp", None)),
+                "error_file": error_file if isinstance(error_file, str) else None,
+                "message": str(message),
+                "traceback": traceback if isinstance(traceback, str) else None,
+            }
+        )
     return out
 
 

@@ -7,8 +7,8 @@ import sys
 
 TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
     from types import FrameType
+    from typing import Any, Optional
 
 # Attribute set on an exception by the innermost stage it escaped from, so that an error
 # reported later (sys.excepthook runs after every stage has closed) still names its stage.
@@ -37,9 +37,9 @@ def is_cuda_oom(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "CUDA out of memory" in safe_str(exc)
 
 
-def chain_of(exc: BaseException) -> List[Dict[str, str]]:
+def chain_of(exc: BaseException) -> list[dict[str, str]]:
     """The __cause__ / __context__ chain, nearest first, as Python prints it."""
-    out: List[Dict[str, str]] = []
+    out: list[dict[str, str]] = []
     seen = {id(exc)}
     current = exc
     while True:
@@ -52,12 +52,13 @@ def chain_of(exc: BaseException) -> List[Dict[str, str]]:
         if id(nxt) in seen:
             return out
         seen.add(id(nxt))
-        out.append({"type": qualified_name(type(nxt)), "message": safe_str(nxt),
-                    "relation": relation})
+        out.append(
+            {"type": qualified_name(type(nxt)), "message": safe_str(nxt), "relation": relation}
+        )
         current = nxt
 
 
-def _chain_exceptions(exc: BaseException) -> List[BaseException]:
+def _chain_exceptions(exc: BaseException) -> list[BaseException]:
     found, seen, current = [exc], {id(exc)}, exc
     while True:
         nxt = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
@@ -78,12 +79,18 @@ def kind_of(exc: BaseException) -> str:
     return "exception"
 
 
-def frames_of(summary: Any) -> List[Dict[str, Any]]:
+def frames_of(summary: Any) -> list[dict[str, Any]]:
     return [{"file": f.filename, "line": f.lineno or 0, "function": f.name} for f in summary]
 
 
-def error_body(exc: BaseException, *, fatal: bool, thread: str, stage: Optional[str],
-               kind: Optional[str] = None) -> Dict[str, Any]:
+def error_body(
+    exc: BaseException,
+    *,
+    fatal: bool,
+    thread: str,
+    stage: Optional[str],
+    kind: Optional[str] = None,
+) -> dict[str, Any]:
     import traceback
 
     try:
@@ -103,16 +110,31 @@ def error_body(exc: BaseException, *, fatal: bool, thread: str, stage: Optional[
     }
 
 
-def message_body(message: str, *, fatal: bool, thread: str, stage: Optional[str],
-                 kind: str = "exception", skip: int = 0) -> Dict[str, Any]:
+def message_body(
+    message: str,
+    *,
+    fatal: bool,
+    thread: str,
+    stage: Optional[str],
+    kind: str = "exception",
+    skip: int = 0,
+) -> dict[str, Any]:
     """An error that is not an exception: the caller's stack stands in for a traceback."""
     import traceback
 
     summary = traceback.extract_stack(sys._getframe(1 + skip))
     text = "".join(traceback.format_list(summary)) + f"Error: {message}\n"
-    return {"type": "Error", "message": message, "traceback": text,
-            "frames": frames_of(summary), "chain": [], "stage": stage, "fatal": fatal,
-            "thread": thread, "kind": kind}
+    return {
+        "type": "Error",
+        "message": message,
+        "traceback": text,
+        "frames": frames_of(summary),
+        "chain": [],
+        "stage": stage,
+        "fatal": fatal,
+        "thread": thread,
+        "kind": kind,
+    }
 
 
 def format_stack(frame: Optional[FrameType]) -> str:
@@ -128,8 +150,10 @@ def all_stacks() -> str:
     names = {t.ident: t.name for t in threading.enumerate()}
     parts = []
     for ident, frame in sys._current_frames().items():
-        parts.append(f'Thread {ident:#x} "{names.get(ident, "?")}" (most recent call last):\n'
-                     + format_stack(frame))
+        parts.append(
+            f'Thread {ident:#x} "{names.get(ident, "?")}" (most recent call last):\n'
+            + format_stack(frame)
+        )
     return "\n".join(parts)
 
 
@@ -143,7 +167,7 @@ def faulthandler_stacks(current: Optional[int]) -> str:
     thread", so that whatever reads faulthandler's dumps reads this one too. Call it with
     the GIL held (from Python): the frames cannot change while they are read."""
     frames = sys._current_frames()
-    order = [ident for ident in frames if ident != current][:FH_MAX_THREADS - 1]
+    order = [ident for ident in frames if ident != current][: FH_MAX_THREADS - 1]
     if current in frames:
         order.append(current)
     parts = []
@@ -158,8 +182,10 @@ def faulthandler_stacks(current: Optional[int]) -> str:
                 break
             code = frame.f_code
             line = frame.f_lineno
-            lines.append(f'  File "{code.co_filename}", line '
-                         f'{"???" if line is None else line} in {code.co_name}')
+            lines.append(
+                f'  File "{code.co_filename}", line '
+                f'{"???" if line is None else line} in {code.co_name}'
+            )
             frame = frame.f_back
             depth += 1
         parts.append("\n".join(lines) + "\n")

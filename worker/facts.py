@@ -16,13 +16,34 @@ from trainbridge.worker.config import optional_int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterable, Optional
+    from collections.abc import Iterable
+    from typing import Any, Optional
 
-PACKAGES = ("torch", "numpy", "transformers", "datasets", "accelerate", "peft",
-            "safetensors", "diffusers", "huggingface_hub", "tqdm")
-ENV_VARS = ("CUDA_VISIBLE_DEVICES", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
-            "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HF_ENDPOINT",
-            "HF_HUB_OFFLINE")
+PACKAGES = (
+    "torch",
+    "numpy",
+    "transformers",
+    "datasets",
+    "accelerate",
+    "peft",
+    "safetensors",
+    "diffusers",
+    "huggingface_hub",
+    "tqdm",
+)
+ENV_VARS = (
+    "CUDA_VISIBLE_DEVICES",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "HF_ENDPOINT",
+    "HF_HUB_OFFLINE",
+)
 _USERINFO = re.compile(r"(?<=//)[^/@\s]*@")
 
 
@@ -36,12 +57,12 @@ def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def package_versions(paths: Iterable[str] = ()) -> Dict[str, Optional[str]]:
+def package_versions(paths: Iterable[str] = ()) -> dict[str, Optional[str]]:
     """Versions from the `<name>-<version>.dist-info` / `.egg-info` folder names on
     sys.path (first one wins, as for imports): one listing per folder instead of a full
     importlib.metadata search per package (20 ms here, mostly for packages that are absent)."""
     wanted = {_normalise(p): p for p in PACKAGES}
-    out: Dict[str, Optional[str]] = dict.fromkeys(PACKAGES)
+    out: dict[str, Optional[str]] = dict.fromkeys(PACKAGES)
     found = set()
     for entry in paths or sys.path:
         try:
@@ -59,7 +80,7 @@ def package_versions(paths: Iterable[str] = ()) -> Dict[str, Optional[str]]:
     return out
 
 
-def hello(heartbeat_s: float, version: str, protocol: str) -> Dict[str, Any]:
+def hello(heartbeat_s: float, version: str, protocol: str) -> dict[str, Any]:
     env = os.environ
     uname = os.uname()
     return {
@@ -67,9 +88,12 @@ def hello(heartbeat_s: float, version: str, protocol: str) -> Dict[str, Any]:
         "ppid": os.getppid(),
         "argv": list(getattr(sys, "orig_argv", None) or sys.argv),
         "cwd": _cwd(),
-        "python": {"version": sys.version.split()[0], "executable": sys.executable,
-                   "implementation": sys.implementation.name,
-                   "venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix)},
+        "python": {
+            "version": sys.version.split()[0],
+            "executable": sys.executable,
+            "implementation": sys.implementation.name,
+            "venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
+        },
         "platform": f"{uname.sysname}-{uname.release}-{uname.machine}",
         "host": uname.nodename,
         "rank": optional_int(env, "RANK"),
@@ -96,7 +120,7 @@ def _stream(stream: Any) -> Any:
     return stream if stream is not None and hasattr(stream, "encoding") else None
 
 
-def encodings() -> Dict[str, Any]:
+def encodings() -> dict[str, Any]:
     """What text becomes on the way out. `locale` is the locale's own encoding (a GBK
     console says gbk here even when UTF-8 mode, which the clients turn on, hides it)."""
     out = sys.__stdout__ if _stream(sys.__stdout__) else None
@@ -120,14 +144,19 @@ def encodings() -> Dict[str, Any]:
     }
 
 
-def stdout_facts(env: Any) -> Dict[str, Any]:
+def stdout_facts(env: Any) -> dict[str, Any]:
     """Whether print() output reaches a pipe reader line by line or in 8 KiB blocks. The
     interpreter's own stdout (sys.__stdout__): what the process started with."""
     stream = _stream(sys.__stdout__)
     unbuffered_env = bool(env.get("PYTHONUNBUFFERED"))
     if stream is None:
-        return {"isatty": None, "line_buffering": None, "write_through": None,
-                "pythonunbuffered": unbuffered_env, "buffered": None}
+        return {
+            "isatty": None,
+            "line_buffering": None,
+            "write_through": None,
+            "pythonunbuffered": unbuffered_env,
+            "buffered": None,
+        }
     try:
         isatty = bool(stream.isatty())
     except Exception:  # noqa: BLE001 - a closed or replaced stream
@@ -136,15 +165,20 @@ def stdout_facts(env: Any) -> Dict[str, Any]:
     write_through = getattr(stream, "write_through", None)
     # -u and PYTHONUNBUFFERED make the text layer write through (sys.flags has no flag for it).
     buffered = not (isatty or line_buffering or write_through)
-    return {"isatty": isatty, "line_buffering": line_buffering, "write_through": write_through,
-            "pythonunbuffered": unbuffered_env, "buffered": buffered}
+    return {
+        "isatty": isatty,
+        "line_buffering": line_buffering,
+        "write_through": write_through,
+        "pythonunbuffered": unbuffered_env,
+        "buffered": buffered,
+    }
 
 
 NVIDIA_VERSION_FILE = "/proc/driver/nvidia/version"
 _DRIVER_VERSION = re.compile(r"Kernel Module(?: for [A-Za-z0-9_]+)?\s+([0-9][0-9.]*)")
 
 
-def nvidia_driver(path: str = NVIDIA_VERSION_FILE) -> Optional[Dict[str, Any]]:
+def nvidia_driver(path: str = NVIDIA_VERSION_FILE) -> Optional[dict[str, Any]]:
     """The loaded NVIDIA kernel driver (its version file's first line), or None: no driver,
     so no usable GPU whatever torch was built for."""
     try:
@@ -174,15 +208,17 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def resources() -> Dict[str, Any]:
+def resources() -> dict[str, Any]:
     """rss_bytes, cpu_s (user + system) and threads (native, all of them)."""
     try:
         with open("/proc/self/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
         # After the command name: field 3 is fields[0]; utime=14, stime=15, threads=20, rss=24.
-        return {"rss_bytes": int(fields[21]) * _PAGE,
-                "cpu_s": (int(fields[11]) + int(fields[12])) / _TICKS,
-                "threads": int(fields[17])}
+        return {
+            "rss_bytes": int(fields[21]) * _PAGE,
+            "cpu_s": (int(fields[11]) + int(fields[12])) / _TICKS,
+            "threads": int(fields[17]),
+        }
     except (OSError, IndexError, ValueError):
         times = os.times()
         return {"cpu_s": times.user + times.system, "threads": threading.active_count()}

@@ -51,15 +51,20 @@ def install(config: Config) -> None:
     _prev_thread_excepthook, threading.excepthook = threading.excepthook, _thread_excepthook
     _real_exit, sys.exit = sys.exit, _exit
     atexit.register(_at_exit)
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
-                        after_in_child=_after_fork_in_child)
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=_after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )
 
 
 def _install_faulthandler(path: str) -> None:
     # Line-buffered so our marker is on disk before anything native can happen.
     crash = open(path, "a", buffering=1, encoding="ascii", errors="backslashreplace")
-    crash.write(f"[trainbridge] pid {os.getpid()}: native crashes, SIGUSR1 dumps and GIL-freeze "
-                f"watchdog dumps (headed 'Timeout') of this process are written below\n")
+    crash.write(
+        f"[trainbridge] pid {os.getpid()}: native crashes, SIGUSR1 dumps and GIL-freeze "
+        f"watchdog dumps (headed 'Timeout') of this process are written below\n"
+    )
     faulthandler.enable(crash, all_threads=True)
     STATE.crash_file = crash
     # SIGUSR1 kills an unprepared process, so hello advertises it only once registered,
@@ -70,8 +75,11 @@ def _install_faulthandler(path: str) -> None:
     # runs on the main thread between bytecodes, with the GIL: nothing moves while it reads.
     # Python code that cannot run (native code holding the GIL) is what the freeze
     # watchdog dumps instead, and the in-band dump_stacks covers native code that released it.
-    if (hasattr(signal, "SIGUSR1") and signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
-            and threading.current_thread() is threading.main_thread()):
+    if (
+        hasattr(signal, "SIGUSR1")
+        and signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+        and threading.current_thread() is threading.main_thread()
+    ):
         signal.signal(signal.SIGUSR1, _dump_stacks_on_signal)
         STATE.dump_signal = "SIGUSR1"
     # The gap: native code holding the GIL runs no Python handler and answers no dump_stacks
@@ -79,8 +87,11 @@ def _install_faulthandler(path: str) -> None:
     # only then (the clients send SIGUSR2 when neither dump was answered), faulthandler's C
     # handler dumps the thread the signal lands on: the main thread, as every thread the
     # worker starts blocks it. No thread runs Python, so no frame moves while it reads.
-    if (hasattr(signal, "SIGUSR2") and signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL
-            and threading.current_thread() is threading.main_thread()):
+    if (
+        hasattr(signal, "SIGUSR2")
+        and signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL
+        and threading.current_thread() is threading.main_thread()
+    ):
         faulthandler.register(signal.SIGUSR2, file=crash, all_threads=False)
         STATE.native_dump_signal = "SIGUSR2"
 
@@ -95,12 +106,15 @@ def _dump_stacks_on_signal(signum: int, frame: Any) -> None:
             return
         # The marker line tells the clients this process answered (a process that did not
         # gets SIGUSR2); readers of the crash file skip "[trainbridge]" lines.
-        text = (f"[trainbridge] pid {os.getpid()}: stacks on SIGUSR1\n"
-                + errors.faulthandler_stacks(threading.get_ident()) + "\n")
+        text = (
+            f"[trainbridge] pid {os.getpid()}: stacks on SIGUSR1\n"
+            + errors.faulthandler_stacks(threading.get_ident())
+            + "\n"
+        )
         data = text.encode("ascii", "backslashreplace")
         fd = crash.fileno()
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
     except BaseException as failure:  # noqa: BLE001 - a full disk must not stop the script
         runtime.internal_error("dumping stacks on SIGUSR1", failure)
 
@@ -121,10 +135,12 @@ def _report_uncaught(exc: Any, tb: Any) -> None:
             exc = exc.with_traceback(tb)
         thread = threading.current_thread()
         # In an interactive session sys.excepthook runs for every failed statement.
-        fatal = (thread is threading.main_thread() and not hasattr(sys, "ps1")
-                 and not sys.flags.inspect)
-        body = errors.error_body(exc, fatal=fatal, thread=thread.name,
-                                 stage=runtime.current_stage())
+        fatal = (
+            thread is threading.main_thread() and not hasattr(sys, "ps1") and not sys.flags.inspect
+        )
+        body = errors.error_body(
+            exc, fatal=fatal, thread=thread.name, stage=runtime.current_stage()
+        )
         if elastic.is_child_failed(exc):
             body["failures"] = elastic.failures_of(exc)
         if not fatal:
@@ -161,8 +177,12 @@ def _thread_excepthook(args: Any) -> None:
         try:
             if STATE.enabled and args.exc_type is not SystemExit and args.exc_value is not None:
                 name = args.thread.name if args.thread is not None else "?"
-                runtime.enqueue_event("error", errors.error_body(
-                    args.exc_value, fatal=False, thread=name, stage=runtime.current_stage()))
+                runtime.enqueue_event(
+                    "error",
+                    errors.error_body(
+                        args.exc_value, fatal=False, thread=name, stage=runtime.current_stage()
+                    ),
+                )
         except BaseException as failure:  # noqa: BLE001
             runtime.internal_error("reporting a thread exception", failure)
 
@@ -187,8 +207,14 @@ def _record_exit(status: Any) -> None:
         return
     # sys.exit("message") prints the message and exits with 1: an error the user should see.
     STATE.exit_code = 1
-    body = errors.message_body(errors.safe_str(status), fatal=True, thread="MainThread",
-                               stage=runtime.current_stage(), kind="system_exit", skip=2)
+    body = errors.message_body(
+        errors.safe_str(status),
+        fatal=True,
+        thread="MainThread",
+        stage=runtime.current_stage(),
+        kind="system_exit",
+        skip=2,
+    )
     body.update(type="SystemExit", exit_code=1)
     STATE.exit_error = body
 

@@ -29,8 +29,13 @@ class LogHandler(logging.Handler):
         if not runtime.STATE.enabled:
             return
         try:
-            runtime.enqueue_log({"level": level_name(record.levelno),
-                                 "message": self.format(record),
-                                 "logger": record.name, "created": record.created})
+            runtime.enqueue_log(
+                {
+                    "level": level_name(record.levelno),
+                    "message": self.format(record),
+                    "logger": record.name,
+                    "created": record.created,
+                }
+            )
         except Exception as exc:  # noqa: BLE001 - logging must never break the script
             runtime.internal_error("LogHandler", exc)

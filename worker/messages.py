@@ -22,19 +22,19 @@ from trainbridge.worker.runtime import STATE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Deque, List, Optional
+    from typing import Any, Callable, Optional
 
 SEND_QUEUE_LIMIT = 1000
 INBOX_LIMIT = 1000
 _SIZE_KEY = b"\0" * 32
 
 _lock = threading.Condition()
-_pending = [0]                       # user messages queued, not yet handed to libzmq
-_inbox: "Deque[Any]" = deque()
-_handlers: "List[Callable[[Any], None]]" = []
+_pending = [0]  # user messages queued, not yet handed to libzmq
+_inbox: deque[Any] = deque()
+_handlers: list[Callable[[Any], None]] = []
 
 
-def send(data: "Any", timeout: "Optional[float]" = 10.0) -> bool:
+def send(data: Any, timeout: Optional[float] = 10.0) -> bool:
     """Queue `data` (JSON-like: dict, list, str, number, bool, None) for the client.
 
     Returns False when the script is not supervised (nothing to send to). Raises
@@ -45,8 +45,14 @@ def send(data: "Any", timeout: "Optional[float]" = 10.0) -> bool:
     from trainbridge.worker import codec
 
     try:  # the size (and encodability) is judged now, on the caller's thread, signed as sent
-        codec.encode("user", 1, {"data": data}, _SIZE_KEY, STATE.config.job,
-                     sender=STATE.config.routing_id.decode("ascii"))
+        codec.encode(
+            "user",
+            1,
+            {"data": data},
+            _SIZE_KEY,
+            STATE.config.job,
+            sender=STATE.config.routing_id.decode("ascii"),
+        )
     except codec.ProtocolError as exc:
         raise ValueError(f"worker.send: cannot send this message ({exc})") from None
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -54,9 +60,11 @@ def send(data: "Any", timeout: "Optional[float]" = 10.0) -> bool:
         while _pending[0] >= SEND_QUEUE_LIMIT:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                raise TimeoutError(f"worker.send: {SEND_QUEUE_LIMIT} messages are still "
-                                   f"waiting to be sent after {timeout} s; is the client "
-                                   "reading them?")
+                raise TimeoutError(
+                    f"worker.send: {SEND_QUEUE_LIMIT} messages are still "
+                    f"waiting to be sent after {timeout} s; is the client "
+                    "reading them?"
+                )
             _lock.wait(left if left is None else min(left, 0.05))
         _pending[0] += 1
     runtime.enqueue_event("user", {"data": data})
@@ -73,13 +81,13 @@ def sent_one() -> None:
         _lock.notify()
 
 
-def on_message(handler: "Callable[[Any], None]") -> "Callable[[Any], None]":
+def on_message(handler: Callable[[Any], None]) -> Callable[[Any], None]:
     """Call handler(data) for each message from the client (usable as a decorator)."""
     _handlers.append(handler)
     return handler
 
 
-def receive(timeout: "Optional[float]" = 0) -> "Any":
+def receive(timeout: Optional[float] = 0) -> Any:
     """The next message from the client, or None when none came within `timeout` s
     (0: do not wait, None: wait for ever). Messages go here only while no handler is
     registered with on_message()."""
@@ -93,7 +101,7 @@ def receive(timeout: "Optional[float]" = 0) -> "Any":
         return _inbox.popleft()
 
 
-def deliver(data: "Any") -> None:
+def deliver(data: Any) -> None:
     """Beacon thread: a message from the client arrived."""
     handlers = list(_handlers)
     if handlers:

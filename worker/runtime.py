@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - other Python implementations
 
 if TYPE_CHECKING:
     import threading
-    from typing import Any, Deque, Dict, List, Optional
+    from typing import Any, Optional
 
     from trainbridge.worker.config import Config
 
@@ -39,7 +39,7 @@ LOG_QUEUE_LOW = LOG_QUEUE_LIMIT // 2
 # The latest progress as (step, total, metrics): progress() replaces the tuple and the
 # beacon notices the new identity. A one-item list so that the API module can keep a
 # direct reference (one global lookup and one store on the hot path).
-SLOT: "List[Any]" = [None]
+SLOT: list[Any] = [None]
 
 
 class Final:
@@ -47,7 +47,7 @@ class Final:
 
     __slots__ = ("kind", "body", "acked", "progress")
 
-    def __init__(self, kind: str, body: Dict[str, Any]):
+    def __init__(self, kind: str, body: dict[str, Any]):
         import threading  # only ever needed when supervised
 
         self.kind = kind
@@ -64,12 +64,12 @@ class State:
         # Everything but progress and heartbeats, in the order it happened: (kind, body,
         # the progress recorded before it) or Final. Logs are refused (and counted) while
         # LOG_QUEUE_LIMIT items wait; stage, error and last words are never refused.
-        self.events: Deque[Any] = deque()
-        self.dropped: Dict[str, int] = {"log": 0}
+        self.events: deque[Any] = deque()
+        self.dropped: dict[str, int] = {"log": 0}
         self.room: Optional[threading.Event] = None  # set by the beacon: the log queue has room
-        self.log_waiting = False   # a log() call waits for room (the beacon sets `room`)
-        self.log_gave_up = False   # a wait ran out: drop without waiting until there is room
-        self.stages: List[str] = []
+        self.log_waiting = False  # a log() call waits for room (the beacon sets `room`)
+        self.log_gave_up = False  # a wait ran out: drop without waiting until there is room
+        self.stages: list[str] = []
         self.activity = time.monotonic()  # last stage change on any thread
         self.started = time.monotonic()
         self.dump_signal: Optional[str] = None
@@ -80,7 +80,7 @@ class State:
         # How the process is ending, filled in by hooks.py.
         self.exit_code: Optional[int] = None
         self.exit_reason: Optional[str] = None
-        self.exit_error: Optional[Dict[str, Any]] = None  # of a sys.exit("message")
+        self.exit_error: Optional[dict[str, Any]] = None  # of a sys.exit("message")
         self.fatal_sent = False
         self.keyboard_interrupt = False
         self.cancelled = False
@@ -93,14 +93,14 @@ STATE = State()
 
 
 # --- calls made by training code ---------------------------------------------------------
-def enqueue_event(kind: str, body: Dict[str, Any]) -> None:
+def enqueue_event(kind: str, body: dict[str, Any]) -> None:
     """Queue a never-dropped message. The progress recorded so far rides along, so the
     beacon can send it first and keep the order the script saw."""
     if STATE.enabled:
         STATE.events.append((kind, body, SLOT[0]))
 
 
-def enqueue_log(body: Dict[str, Any]) -> None:
+def enqueue_log(body: dict[str, Any]) -> None:
     if not STATE.enabled:
         return
     if len(STATE.events) >= LOG_QUEUE_LIMIT and not _wait_for_room():
@@ -114,8 +114,13 @@ def _wait_for_room() -> bool:
     """Wait (bounded) until the beacon has taken items out of the full queue; False when
     the record must be dropped: no room in time, or nobody who could make room."""
     config, beacon, room = STATE.config, STATE.beacon, STATE.room
-    if STATE.log_gave_up or config is None or beacon is None or room is None \
-            or config.log_wait_s <= 0:
+    if (
+        STATE.log_gave_up
+        or config is None
+        or beacon is None
+        or room is None
+        or config.log_wait_s <= 0
+    ):
         return False
     import threading  # loaded with the beacon already
 
@@ -144,8 +149,7 @@ def stage_begin(name: str, budget: Optional[float]) -> Optional[int]:
     STATE.stages.append(name)
     STATE.activity = time.monotonic()
     write_stage_box()
-    enqueue_event("stage", {"event": "begin", "name": name, "depth": depth,
-                            "budget_s": budget})
+    enqueue_event("stage", {"event": "begin", "name": name, "depth": depth, "budget_s": budget})
     return depth
 
 
@@ -157,8 +161,10 @@ def stage_end(name: str, depth: int, status: str, duration_s: float) -> None:
         del stages[len(stages) - 1 - stages[::-1].index(name)]
     STATE.activity = time.monotonic()
     write_stage_box()
-    enqueue_event("stage", {"event": "end", "name": name, "depth": depth,
-                            "status": status, "duration_s": duration_s})
+    enqueue_event(
+        "stage",
+        {"event": "end", "name": name, "depth": depth, "status": status, "duration_s": duration_s},
+    )
 
 
 # --- the stage box ------------------------------------------------------------------------
@@ -180,8 +186,10 @@ def write_stage_box() -> None:
     try:
         # The codec's escape (backslash doubled, non-ASCII as \x/\u/\U), one name a line,
         # and a "." line closing the list: what a longer earlier list left after it is ignored.
-        lines = [n.replace("\\", "\\\\").replace("\n", " ").encode("ascii", "backslashreplace")
-                 for n in STATE.stages]
+        lines = [
+            n.replace("\\", "\\\\").replace("\n", " ").encode("ascii", "backslashreplace")
+            for n in STATE.stages
+        ]
         os.pwrite(fd, b"".join(line + b"\n" for line in lines) + b".\n", 0)
     except Exception as exc:  # noqa: BLE001 - a full disk must not stop the script
         STATE.stage_box = None
@@ -193,7 +201,7 @@ def current_stage() -> Optional[str]:
     return stages[-1] if stages else None
 
 
-def send_final(kind: str, body: Dict[str, Any]) -> bool:
+def send_final(kind: str, body: dict[str, Any]) -> bool:
     """Queue an error (fatal) or bye and wait until the client acks it. All last words of
     one process share one deadline: TRAINBRIDGE_ACK_TIMEOUT_S from the first of them."""
     beacon = STATE.beacon
@@ -225,8 +233,14 @@ def internal_error(where: str, exc: BaseException) -> None:
             import threading
 
             from trainbridge.worker import errors
-            body = errors.error_body(exc, fatal=False, thread=threading.current_thread().name,
-                                     stage=current_stage(), kind="internal")
+
+            body = errors.error_body(
+                exc,
+                fatal=False,
+                thread=threading.current_thread().name,
+                stage=current_stage(),
+                kind="internal",
+            )
             body["message"] = f"worker internal error in {where}: {body['message']}"
             enqueue_event("error", body)
     except BaseException:  # noqa: BLE001 - reporting must never break the script

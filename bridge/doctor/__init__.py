@@ -11,6 +11,7 @@ probed from here in parallel with a short timeout (net.py); the verdicts come fr
 Exit status: 0 when nothing would stop a training job (only ok/warn/skip), 1 when a check
 failed or hung. The report schema is in docs/DOCTOR.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,55 +20,82 @@ import os
 import sys
 import threading
 import time
-from typing import Dict, List, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Optional
 
 from . import rules
 from .net import Target, plan_targets, probe_all
 from .rules import FAIL, HUNG, SKIP, WARN, Verdict
-from .run import CRASHED, DONE, HUNG as RUN_HUNG, NOT_RUN, CheckRun, run_checks
+from .run import CRASHED, DONE, NOT_RUN, CheckRun, run_checks
+from .run import HUNG as RUN_HUNG
 
 SCHEMA = "trainbridge.doctor/1"
-DEFAULT_TIMEOUT = 20.0          # per check; a cold `import torch` on a slow disk can take 10+ s
-DEFAULT_CONNECT_TIMEOUT = 3.0   # per host, DNS + connect + first reply together
+DEFAULT_TIMEOUT = 20.0  # per check; a cold `import torch` on a slow disk can take 10+ s
+DEFAULT_CONNECT_TIMEOUT = 3.0  # per host, DNS + connect + first reply together
 
-PROBE_CHECKS = ("python", "platform", "encoding", "stdout_buffering", "network_config", "packages",
-                "disk", "nvidia_driver", "torch", "torch_cuda", "torch_tensor")
+PROBE_CHECKS = (
+    "python",
+    "platform",
+    "encoding",
+    "stdout_buffering",
+    "network_config",
+    "packages",
+    "disk",
+    "nvidia_driver",
+    "torch",
+    "torch_cuda",
+    "torch_tensor",
+)
 # A check is not run in a fresh child when the one it needs hung or crashed.
 REQUIRES = {"torch_cuda": "torch", "torch_tensor": "torch_cuda"}
-REPORT_ORDER = ("python", "platform", "encoding", "stdout_buffering", "network_config", "packages", "disk",
-                "nvidia_driver", "cuda_visible_devices", "torch", "torch_cuda", "cuda_driver_compat",
-                "torch_tensor")
+REPORT_ORDER = (
+    "python",
+    "platform",
+    "encoding",
+    "stdout_buffering",
+    "network_config",
+    "packages",
+    "disk",
+    "nvidia_driver",
+    "cuda_visible_devices",
+    "torch",
+    "torch_cuda",
+    "cuda_driver_compat",
+    "torch_tensor",
+)
 
 HANG_FIX = {
     "python": "the interpreter hangs at startup: a sitecustomize/usercustomize "
-              "or .pth file blocks (see the "
-              "stack); `python -S -c pass` tells",
+    "or .pth file blocks (see the "
+    "stack); `python -S -c pass` tells",
     "torch": "`import torch` hangs (see the stack): an import hook in a "
-             "sitecustomize/.pth, torch on a slow or "
-             "dead network filesystem, or CUDA libraries probing a broken driver; compare with "
-             "`CUDA_VISIBLE_DEVICES= python -c 'import torch'`",
+    "sitecustomize/.pth, torch on a slow or "
+    "dead network filesystem, or CUDA libraries probing a broken driver; compare with "
+    "`CUDA_VISIBLE_DEVICES= python -c 'import torch'`",
     "torch_cuda": "CUDA initialisation hangs: check `nvidia-smi` and dmesg for "
-                  "Xid errors; reset the GPU or "
-                  "reboot",
+    "Xid errors; reset the GPU or "
+    "reboot",
     "torch_tensor": "a GPU kernel hangs: the GPU may be wedged; check `nvidia-smi`, "
-                    "then reset or reboot",
+    "then reset or reboot",
     "nvidia_driver": "NVML hangs: the driver is wedged (dmesg shows Xid errors); reboot",
     "disk": "a directory's filesystem hangs (a dead network mount?): "
-            "check `df` on the working directory, "
-            "HF_HOME and TORCH_HOME",
+    "check `df` on the working directory, "
+    "HF_HOME and TORCH_HOME",
 }
 # What each probe check was doing, for the hung/crashed row's detail.
 DOING = {
-    "python": "starting the interpreter", "torch": "`import torch`",
+    "python": "starting the interpreter",
+    "torch": "`import torch`",
     "torch_cuda": "CUDA initialisation (torch.cuda.is_available, device properties)",
-    "torch_tensor": "a tiny tensor operation", "nvidia_driver": "asking the driver through NVML (pynvml)",
+    "torch_tensor": "a tiny tensor operation",
+    "nvidia_driver": "asking the driver through NVML (pynvml)",
     "disk": "measuring free disk space",
 }
 # An exception inside these checks means the GPU stack is broken, not that doctor is.
 FAIL_ON_ERROR = ("torch", "torch_cuda", "torch_tensor")
 
 
-def _known_gpus(nvidia: Mapping, system: str) -> Optional[List[dict]]:
+def _known_gpus(nvidia: Mapping, system: str) -> Optional[list[dict]]:
     """The GPUs the driver lists: [] when there is certainly no driver, None when unknown."""
     if "gpus" in nvidia:
         return list(nvidia["gpus"])
@@ -79,35 +107,64 @@ def _known_gpus(nvidia: Mapping, system: str) -> Optional[List[dict]]:
     return None
 
 
-def _entry(name: str, verdict: Verdict, facts: Optional[dict] = None, duration_s: float = 0.0,
-           stack: Optional[str] = None) -> dict:
-    return {"name": name, "verdict": verdict.verdict, "detail": verdict.detail, "fix": verdict.fix,
-            "facts": facts or {}, "duration_s": duration_s, "stack": stack}
+def _entry(
+    name: str,
+    verdict: Verdict,
+    facts: Optional[dict] = None,
+    duration_s: float = 0.0,
+    stack: Optional[str] = None,
+) -> dict:
+    return {
+        "name": name,
+        "verdict": verdict.verdict,
+        "detail": verdict.detail,
+        "fix": verdict.fix,
+        "facts": facts or {},
+        "duration_s": duration_s,
+        "stack": stack,
+    }
 
 
 def _run_verdict(run: CheckRun, decide) -> Verdict:
     """A check's verdict, whatever became of its child: hung/crashed/not run come first."""
     if run.status == RUN_HUNG:
-        return Verdict(HUNG, "%s %s" % (DOING.get(run.name, run.name), run.error),
-                       HANG_FIX.get(run.name, "see the stack to find what blocks"))
+        return Verdict(
+            HUNG,
+            "%s %s" % (DOING.get(run.name, run.name), run.error),
+            HANG_FIX.get(run.name, "see the stack to find what blocks"),
+        )
     if run.status == CRASHED:
-        return Verdict(FAIL, "%s: %s" % (DOING.get(run.name, run.name), run.error),
-                       "see the stack/stderr: a native crash in this check would crash training too")
+        return Verdict(
+            FAIL,
+            "%s: %s" % (DOING.get(run.name, run.name), run.error),
+            "see the stack/stderr: a native crash in this check would crash training too",
+        )
     if run.status == NOT_RUN:
         if (run.error or "").startswith("cannot start"):
-            return Verdict(FAIL, run.error, "pass --python the path of the training venv's interpreter")
+            return Verdict(
+                FAIL, run.error, "pass --python the path of the training venv's interpreter"
+            )
         return Verdict(SKIP, "not run: %s" % run.error)
     if run.error:
         last = run.error.strip().splitlines()[-1]
-        return Verdict(FAIL if run.name in FAIL_ON_ERROR else WARN, "the check raised %s" % last,
-                       "see facts.error in --json for the traceback")
+        return Verdict(
+            FAIL if run.name in FAIL_ON_ERROR else WARN,
+            "the check raised %s" % last,
+            "see facts.error in --json for the traceback",
+        )
     return decide(run.facts)
 
 
-def assemble(python: str, runs: Mapping[str, CheckRun], net: Mapping[str, dict], targets: Sequence[Target],
-             env: Mapping[str, str]) -> List[dict]:
+def assemble(
+    python: str,
+    runs: Mapping[str, CheckRun],
+    net: Mapping[str, dict],
+    targets: Sequence[Target],
+    env: Mapping[str, str],
+) -> list[dict]:
     """Pure: probe results, host results and the environment -> the report's check rows,
     in order."""
+
     def facts(name: str) -> dict:
         run = runs.get(name)
         return run.facts if run is not None and run.status == DONE else {}
@@ -119,7 +176,9 @@ def assemble(python: str, runs: Mapping[str, CheckRun], net: Mapping[str, dict],
     nvidia = facts("nvidia_driver")
     expected_visible = None
     if gpus is not None:
-        expected_visible = len(gpus) if cvd is None else len(rules.parse_visible_devices(cvd, gpus)[0])
+        expected_visible = (
+            len(gpus) if cvd is None else len(rules.parse_visible_devices(cvd, gpus)[0])
+        )
 
     decide = {
         "python": rules.python_verdict,
@@ -131,23 +190,40 @@ def assemble(python: str, runs: Mapping[str, CheckRun], net: Mapping[str, dict],
         "disk": rules.disk_verdict,
         "nvidia_driver": rules.nvidia_verdict,
         "torch": lambda f: rules.torch_verdict(f, python),
-        "torch_cuda": lambda f: rules.torch_cuda_verdict(f, len(gpus) if gpus is not None else None,
-                                                         expected_visible),
+        "torch_cuda": lambda f: rules.torch_cuda_verdict(
+            f, len(gpus) if gpus is not None else None, expected_visible
+        ),
         "torch_tensor": rules.tensor_verdict,
     }
     rows = []
     for name in REPORT_ORDER:
         if name == "cuda_visible_devices":
             v = rules.visible_devices_verdict(cvd, gpus)
-            rows.append(_entry(name, v, {"value": cvd, "gpu_count": None if gpus is None else len(gpus)}))
+            rows.append(
+                _entry(name, v, {"value": cvd, "gpu_count": None if gpus is None else len(gpus)})
+            )
         elif name == "cuda_driver_compat":
-            if runs.get("torch") is None or runs["torch"].status != DONE or not torch_facts.get("installed"):
+            if (
+                runs.get("torch") is None
+                or runs["torch"].status != DONE
+                or not torch_facts.get("installed")
+            ):
                 v = Verdict(SKIP, "torch did not load")
             else:
-                v = rules.cuda_driver_compat(torch_facts.get("cuda"), nvidia.get("driver"),
-                                             nvidia.get("driver_cuda"), system)
-            rows.append(_entry(name, v, {"torch_cuda": torch_facts.get("cuda"), "driver": nvidia.get("driver"),
-                                         "driver_cuda": nvidia.get("driver_cuda")}))
+                v = rules.cuda_driver_compat(
+                    torch_facts.get("cuda"), nvidia.get("driver"), nvidia.get("driver_cuda"), system
+                )
+            rows.append(
+                _entry(
+                    name,
+                    v,
+                    {
+                        "torch_cuda": torch_facts.get("cuda"),
+                        "driver": nvidia.get("driver"),
+                        "driver_cuda": nvidia.get("driver_cuda"),
+                    },
+                )
+            )
         elif name in runs:
             run = runs[name]
             f = dict(run.facts)
@@ -156,14 +232,26 @@ def assemble(python: str, runs: Mapping[str, CheckRun], net: Mapping[str, dict],
             rows.append(_entry(name, _run_verdict(run, decide[name]), f, run.duration_s, run.stack))
     for t in targets:
         result = net.get(t.name, {"skipped": "not probed"})
-        rows.append(_entry(t.name, rules.reach_verdict(t.role, result), dict(result, role=t.role),
-                           result.get("elapsed_s", 0.0)))
+        rows.append(
+            _entry(
+                t.name,
+                rules.reach_verdict(t.role, result),
+                dict(result, role=t.role),
+                result.get("elapsed_s", 0.0),
+            )
+        )
     return rows
 
 
-def doctor(python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT, hosts: Optional[Sequence[str]] = None,
-           *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, env: Optional[Mapping[str, str]] = None,
-           cwd: Optional[str] = None) -> dict:
+def doctor(
+    python: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    hosts: Optional[Sequence[str]] = None,
+    *,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+) -> dict:
     """Check the environment of `python` (default: this interpreter) and return the report dict.
 
     timeout: deadline of each check in the target (a check past it is reported `hung`).
@@ -173,18 +261,30 @@ def doctor(python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT, hosts
     python = python or sys.executable
     env = dict(os.environ if env is None else env)
     targets = plan_targets(env, list(hosts or ()))
-    net: List[Dict[str, dict]] = []  # filled in one step by the thread: never read half-written
-    net_thread = threading.Thread(target=lambda: net.append(probe_all(targets, connect_timeout)),
-                                  daemon=True, name="doctor-net")
+    net: list[dict[str, dict]] = []  # filled in one step by the thread: never read half-written
+    net_thread = threading.Thread(
+        target=lambda: net.append(probe_all(targets, connect_timeout)),
+        daemon=True,
+        name="doctor-net",
+    )
     net_thread.start()  # hosts are probed while the target runs its checks
 
     runs = run_checks(python, PROBE_CHECKS, timeout, env, cwd, REQUIRES)
     nvidia = runs.get("nvidia_driver")
     ours = os.path.abspath(sys.executable) != os.path.abspath(python)  # venvs symlink one binary
-    if nvidia and nvidia.status == DONE and str(nvidia.facts.get("pynvml", "")).startswith("missing") and ours:
+    if (
+        nvidia
+        and nvidia.status == DONE
+        and str(nvidia.facts.get("pynvml", "")).startswith("missing")
+        and ours
+    ):
         # The target has no pynvml: ask the driver through ours, still in a child with a deadline.
-        again = run_checks(sys.executable, ["nvidia_driver"], timeout, env, cwd).get("nvidia_driver")
-        if again is not None and again.status != NOT_RUN:  # a hang here is news about the driver too
+        again = run_checks(sys.executable, ["nvidia_driver"], timeout, env, cwd).get(
+            "nvidia_driver"
+        )
+        if (
+            again is not None and again.status != NOT_RUN
+        ):  # a hang here is news about the driver too
             again.facts["source"] = "doctor's interpreter (%s has no pynvml)" % python
             runs = dict(runs, nvidia_driver=again)
 
@@ -205,19 +305,45 @@ def doctor(python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT, hosts
 
 # ---------------------------------------------------------------- CLI
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--python", metavar="PATH", default=None,
-                        help="interpreter of the training venv to check (default: this one)")
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        default=None,
+        help="interpreter of the training venv to check (default: this one)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as ASCII JSON")
-    parser.add_argument("--timeout", metavar="S", type=float, default=DEFAULT_TIMEOUT,
-                        help="deadline of each check, seconds (default %(default)s); past it: hung")
-    parser.add_argument("--connect-timeout", metavar="S", type=float, default=DEFAULT_CONNECT_TIMEOUT,
-                        help="deadline of each host probe, seconds (default %(default)s)")
-    parser.add_argument("--host", metavar="HOST", action="append", default=[],
-                        help="also probe this host (URL, host:port or host); repeatable")
+    parser.add_argument(
+        "--timeout",
+        metavar="S",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="deadline of each check, seconds (default %(default)s); past it: hung",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        metavar="S",
+        type=float,
+        default=DEFAULT_CONNECT_TIMEOUT,
+        help="deadline of each host probe, seconds (default %(default)s)",
+    )
+    parser.add_argument(
+        "--host",
+        metavar="HOST",
+        action="append",
+        default=[],
+        help="also probe this host (URL, host:port or host); repeatable",
+    )
 
 
-VERDICT_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "hung": "bold magenta", "skip": "dim"}
+VERDICT_STYLE = {
+    "ok": "green",
+    "warn": "yellow",
+    "fail": "bold red",
+    "hung": "bold magenta",
+    "skip": "dim",
+}
 
 
 def render(report: dict, file=None) -> None:
@@ -240,16 +366,35 @@ def render(report: dict, file=None) -> None:
     for col in ("check", "verdict", "detail", "fix"):
         table.add_column(col, overflow="fold")
     for row in report["checks"]:
-        table.add_row(safe(row["name"]), Text(row["verdict"], style=VERDICT_STYLE.get(row["verdict"], "")),
-                      safe(row["detail"]), safe(row["fix"] or ""))
+        table.add_row(
+            safe(row["name"]),
+            Text(row["verdict"], style=VERDICT_STYLE.get(row["verdict"], "")),
+            safe(row["detail"]),
+            safe(row["fix"] or ""),
+        )
     console.print(table)
     for row in report["checks"]:
         if row["stack"]:
-            console.print(Text(safe("--- %s: %s\n%s" % (row["name"], row["verdict"], row["stack"].rstrip()))))
+            console.print(
+                Text(safe("--- %s: %s\n%s" % (row["name"], row["verdict"], row["stack"].rstrip())))
+            )
     s = report["summary"]
-    console.print(Text("%d ok, %d warn, %d fail, %d hung, %d skip in %.1f s: %s" % (
-        s["ok"], s["warn"], s["fail"], s["hung"], s["skip"], report["duration_s"],
-        "nothing here would stop a training job" if report["ok"] else "fix the fail/hung rows before training")))
+    console.print(
+        Text(
+            "%d ok, %d warn, %d fail, %d hung, %d skip in %.1f s: %s"
+            % (
+                s["ok"],
+                s["warn"],
+                s["fail"],
+                s["hung"],
+                s["skip"],
+                report["duration_s"],
+                "nothing here would stop a training job"
+                if report["ok"]
+                else "fix the fail/hung rows before training",
+            )
+        )
+    )
 
 
 def run_cli(args: argparse.Namespace) -> int:
@@ -264,6 +409,8 @@ def run_cli(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="trainbridge doctor", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="trainbridge doctor", description=__doc__.split("\n\n")[0]
+    )
     add_arguments(parser)
     return run_cli(parser.parse_args(argv))

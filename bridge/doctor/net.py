@@ -5,6 +5,7 @@ daemon thread per target and one overall deadline, because getaddrinfo() has no 
 own; a thread still stuck when the deadline passes is abandoned and reported with the stage it
 was in. Every socket operation also carries the remaining time as its timeout.
 """
+
 from __future__ import annotations
 
 import base64
@@ -12,8 +13,9 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Optional
 from urllib.parse import unquote, urlsplit
 
 from .rules import is_truthy
@@ -24,7 +26,7 @@ DEFAULT_PORTS = {"https": 443, "http": 80, "socks5": 1080, "socks5h": 1080, "soc
 
 @dataclass(frozen=True)
 class Endpoint:
-    scheme: str          # https | http | tcp | socks5 ...
+    scheme: str  # https | http | tcp | socks5 ...
     host: str
     port: int
     user: Optional[str] = None
@@ -39,8 +41,8 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class Target:
-    name: str                      # stable check name, e.g. reach_hf_endpoint
-    role: str                      # hf_endpoint | proxy | host
+    name: str  # stable check name, e.g. reach_hf_endpoint
+    role: str  # hf_endpoint | proxy | host
     endpoint: Optional[Endpoint]
     via: Optional[Endpoint] = None  # proxy the request goes through
     skipped: Optional[str] = None
@@ -61,9 +63,13 @@ def parse_endpoint(text: str, default_scheme: str = "tcp") -> Endpoint:
         scheme, port = "https", 443  # a bare host name: assume a web service
     if not port:
         raise ValueError("no port in %r" % text)
-    return Endpoint(scheme, parts.hostname, port,
-                    unquote(parts.username) if parts.username else None,
-                    unquote(parts.password) if parts.password else None)
+    return Endpoint(
+        scheme,
+        parts.hostname,
+        port,
+        unquote(parts.username) if parts.username else None,
+        unquote(parts.password) if parts.password else None,
+    )
 
 
 def _get(env: Mapping[str, str], name: str) -> Optional[str]:
@@ -89,20 +95,39 @@ def proxy_for(scheme: str, host: str, env: Mapping[str, str]) -> Optional[str]:
     return _get(env, "HTTPS_PROXY" if scheme == "https" else "HTTP_PROXY") or _get(env, "ALL_PROXY")
 
 
-def plan_targets(env: Mapping[str, str], hosts: Sequence[str] = ()) -> List[Target]:
+def plan_targets(env: Mapping[str, str], hosts: Sequence[str] = ()) -> list[Target]:
     targets = []
     hf_url = env.get("HF_ENDPOINT") or DEFAULT_HF_ENDPOINT
     if is_truthy(env.get("HF_HUB_OFFLINE")):
-        targets.append(Target("reach_hf_endpoint", "hf_endpoint", None,
-                              skipped="HF_HUB_OFFLINE=%s: the hub is not contacted" % env["HF_HUB_OFFLINE"]))
+        targets.append(
+            Target(
+                "reach_hf_endpoint",
+                "hf_endpoint",
+                None,
+                skipped="HF_HUB_OFFLINE=%s: the hub is not contacted" % env["HF_HUB_OFFLINE"],
+            )
+        )
     else:
         try:
             hf = parse_endpoint(hf_url, "https")
             proxy = proxy_for(hf.scheme, hf.host, env)
-            targets.append(Target("reach_hf_endpoint", "hf_endpoint", hf,
-                                  via=parse_endpoint(proxy, "http") if proxy else None))
+            targets.append(
+                Target(
+                    "reach_hf_endpoint",
+                    "hf_endpoint",
+                    hf,
+                    via=parse_endpoint(proxy, "http") if proxy else None,
+                )
+            )
         except ValueError as exc:
-            targets.append(Target("reach_hf_endpoint", "hf_endpoint", None, skipped="HF_ENDPOINT unusable: %s" % exc))
+            targets.append(
+                Target(
+                    "reach_hf_endpoint",
+                    "hf_endpoint",
+                    None,
+                    skipped="HF_ENDPOINT unusable: %s" % exc,
+                )
+            )
     seen = set()
     for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         value = env.get(var)
@@ -112,7 +137,9 @@ def plan_targets(env: Mapping[str, str], hosts: Sequence[str] = ()) -> List[Targ
         try:
             ep = parse_endpoint(value, "http")
         except ValueError as exc:
-            targets.append(Target("reach_" + var.lower(), "proxy", None, skipped="unusable: %s" % exc))
+            targets.append(
+                Target("reach_" + var.lower(), "proxy", None, skipped="unusable: %s" % exc)
+            )
             continue
         # The proxy itself is probed at TCP level; the hub check goes through it end to end.
         targets.append(Target("reach_" + var.lower(), "proxy", Endpoint("tcp", ep.host, ep.port)))
@@ -121,11 +148,14 @@ def plan_targets(env: Mapping[str, str], hosts: Sequence[str] = ()) -> List[Targ
             ep = parse_endpoint(text)
             targets.append(Target("reach_host:%s:%d" % (ep.host, ep.port), "host", ep))
         except ValueError as exc:
-            targets.append(Target("reach_host:%s" % text, "host", None, skipped="unusable --host: %s" % exc))
+            targets.append(
+                Target("reach_host:%s" % text, "host", None, skipped="unusable --host: %s" % exc)
+            )
     return targets
 
 
 # ---------------------------------------------------------------- I/O
+
 
 class _Deadline:
     def __init__(self, seconds: float):
@@ -172,11 +202,15 @@ def _status_line(head: bytes) -> str:
     return head.split(b"\r\n", 1)[0].decode("ascii", "replace")[:80]
 
 
-def _tunnel(sock: socket.socket, proxy: Endpoint, ep: Endpoint, deadline: _Deadline, state: dict) -> None:
+def _tunnel(
+    sock: socket.socket, proxy: Endpoint, ep: Endpoint, deadline: _Deadline, state: dict
+) -> None:
     state["stage"] = "proxy"
     lines = ["CONNECT %s:%d HTTP/1.1" % (ep.host, ep.port), "Host: %s:%d" % (ep.host, ep.port)]
     if proxy.user:
-        token = base64.b64encode(("%s:%s" % (proxy.user, proxy.password or "")).encode()).decode("ascii")
+        token = base64.b64encode(("%s:%s" % (proxy.user, proxy.password or "")).encode()).decode(
+            "ascii"
+        )
         lines.append("Proxy-Authorization: Basic " + token)
     sock.settimeout(deadline.left())
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("ascii"))
@@ -220,15 +254,19 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return "timed out"
     if isinstance(exc, ssl.SSLCertVerificationError):
-        return "certificate not trusted (%s): an intercepting proxy needs its CA in SSL_CERT_FILE / " \
-               "REQUESTS_CA_BUNDLE" % exc.verify_message
+        return (
+            "certificate not trusted (%s): an intercepting proxy needs its CA in SSL_CERT_FILE / "
+            "REQUESTS_CA_BUNDLE" % exc.verify_message
+        )
     return ("%s: %s" % (type(exc).__name__, exc))[:200]
 
 
 def probe(target: Target, timeout: float, state: Optional[dict] = None) -> dict:
     state = state if state is not None else {}
-    facts = {"target": target.endpoint.display if target.endpoint else None,
-             "via": target.via.display if target.via else None}
+    facts = {
+        "target": target.endpoint.display if target.endpoint else None,
+        "via": target.via.display if target.via else None,
+    }
     if target.skipped:
         facts["skipped"] = target.skipped
         return facts
@@ -242,9 +280,9 @@ def probe(target: Target, timeout: float, state: Optional[dict] = None) -> dict:
     return facts
 
 
-def probe_all(targets: Sequence[Target], timeout: float) -> Dict[str, dict]:
+def probe_all(targets: Sequence[Target], timeout: float) -> dict[str, dict]:
     """Probe every target concurrently; returns within about `timeout` seconds whatever happens."""
-    results: Dict[str, dict] = {}
+    results: dict[str, dict] = {}
     states = {t.name: {"stage": "dns"} for t in targets}
     lock = threading.Lock()
 
@@ -253,7 +291,10 @@ def probe_all(targets: Sequence[Target], timeout: float) -> Dict[str, dict]:
         with lock:
             results[target.name] = facts
 
-    threads = [threading.Thread(target=run, args=(t,), daemon=True, name="doctor-" + t.name) for t in targets]
+    threads = [
+        threading.Thread(target=run, args=(t,), daemon=True, name="doctor-" + t.name)
+        for t in targets
+    ]
     start = time.monotonic()
     for th in threads:
         th.start()
@@ -263,8 +304,12 @@ def probe_all(targets: Sequence[Target], timeout: float) -> Dict[str, dict]:
         out = dict(results)
     for t in targets:
         if t.name not in out:  # stuck where no socket timeout applies (getaddrinfo): abandoned
-            out[t.name] = {"target": t.endpoint.display if t.endpoint else None,
-                           "via": t.via.display if t.via else None, "ok": False,
-                           "stage": states[t.name].get("stage"), "error": "no answer within %.1f s" % timeout,
-                           "elapsed_s": round(time.monotonic() - start, 3)}
+            out[t.name] = {
+                "target": t.endpoint.display if t.endpoint else None,
+                "via": t.via.display if t.via else None,
+                "ok": False,
+                "stage": states[t.name].get("stage"),
+                "error": "no answer within %.1f s" % timeout,
+                "elapsed_s": round(time.monotonic() - start, 3),
+            }
     return out

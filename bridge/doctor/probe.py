@@ -16,6 +16,7 @@ the stack file: the doctor sends it when a check passes its deadline, then kills
 dump does not come (the main thread runs no Python: native code holds the GIL), the doctor
 sends SIGUSR2, faulthandler's C dump of the main thread alone.
 """
+
 import os
 import sys
 
@@ -50,16 +51,42 @@ _STDOUT_AT_START = _stream_facts(sys.stdout)
 _STDERR_AT_START = _stream_facts(sys.stderr)
 
 HF_PACKAGES = (
-    "numpy", "torch", "transformers", "datasets", "accelerate", "peft", "safetensors",
-    "diffusers", "huggingface_hub", "nvidia-ml-py", "trainbridge",
+    "numpy",
+    "torch",
+    "transformers",
+    "datasets",
+    "accelerate",
+    "peft",
+    "safetensors",
+    "diffusers",
+    "huggingface_hub",
+    "nvidia-ml-py",
+    "trainbridge",
 )
 NETWORK_VARS = (
-    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-    "http_proxy", "https_proxy", "all_proxy", "no_proxy",
-    "HF_ENDPOINT", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE",
-    "HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "HF_ENDPOINT",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "HF_HUB_ETAG_TIMEOUT",
+    "HF_HUB_DOWNLOAD_TIMEOUT",
 )
-ENCODING_VARS = ("LANG", "LC_ALL", "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONLEGACYWINDOWSSTDIO")
+ENCODING_VARS = (
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "PYTHONIOENCODING",
+    "PYTHONUTF8",
+    "PYTHONLEGACYWINDOWSSTDIO",
+)
 
 _STATE = {}  # shared between checks of one child: the imported torch module
 
@@ -90,6 +117,7 @@ def _version_of(dist):
 def check_python():
     import platform
     import struct
+
     return {
         "version": platform.python_version(),
         "version_info": list(sys.version_info[:3]),
@@ -104,6 +132,7 @@ def check_python():
 
 def check_platform():
     import platform
+
     release = platform.release()
     facts = {
         "system": platform.system(),
@@ -122,6 +151,7 @@ def check_platform():
 
 def check_encoding():
     import locale
+
     facts = {
         "stdout": _STDOUT_AT_START.get("encoding"),
         "stderr": _STDERR_AT_START.get("encoding"),
@@ -135,6 +165,7 @@ def check_encoding():
     if sys.platform == "win32":
         try:
             import ctypes
+
             facts["console_cp"] = ctypes.windll.kernel32.GetConsoleOutputCP()
         except Exception:  # noqa: BLE001 - Windows API via ctypes: unknown, not a crash
             facts["console_cp"] = None
@@ -158,15 +189,25 @@ def check_packages():
 def _cache_dirs():
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
-    hf = os.environ.get("HF_HUB_CACHE") or os.environ.get("HF_HOME") or os.path.join(xdg, "huggingface")
+    hf = (
+        os.environ.get("HF_HUB_CACHE")
+        or os.environ.get("HF_HOME")
+        or os.path.join(xdg, "huggingface")
+    )
     torch_home = os.environ.get("TORCH_HOME") or os.path.join(xdg, "torch")
     import tempfile
-    return [("cwd", os.getcwd()), ("hf_cache", hf), ("torch_home", torch_home),
-            ("tmp", tempfile.gettempdir())]
+
+    return [
+        ("cwd", os.getcwd()),
+        ("hf_cache", hf),
+        ("torch_home", torch_home),
+        ("tmp", tempfile.gettempdir()),
+    ]
 
 
 def check_disk():
     import shutil
+
     dirs = []
     for role, path in _cache_dirs():
         measured = os.path.abspath(path)
@@ -175,8 +216,11 @@ def check_disk():
         entry = {"role": role, "path": path, "measured": measured}
         try:
             usage = shutil.disk_usage(measured)
-            entry.update(free_bytes=usage.free, total_bytes=usage.total,
-                         writable=os.access(measured, os.W_OK))
+            entry.update(
+                free_bytes=usage.free,
+                total_bytes=usage.total,
+                writable=os.access(measured, os.W_OK),
+            )
         except OSError as exc:
             entry["error"] = "%s: %s" % (type(exc).__name__, exc)
         dirs.append(entry)
@@ -215,8 +259,11 @@ def check_nvidia_driver():
         gpus = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            gpu = {"index": i, "name": text(pynvml.nvmlDeviceGetName(handle)),
-                   "uuid": text(pynvml.nvmlDeviceGetUUID(handle))}
+            gpu = {
+                "index": i,
+                "name": text(pynvml.nvmlDeviceGetName(handle)),
+                "uuid": text(pynvml.nvmlDeviceGetUUID(handle)),
+            }
             try:
                 mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
                 gpu.update(memory_total=int(mem.total), memory_used=int(mem.used))
@@ -234,6 +281,7 @@ def check_nvidia_driver():
 
 def _capture_warnings(fn):
     import warnings
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fn()
@@ -249,6 +297,7 @@ def check_torch():
     t0 = time.monotonic()
     try:
         import importlib
+
         torch, warns = _capture_warnings(lambda: importlib.import_module("torch"))
     except Exception as exc:  # noqa: BLE001 - whatever torch's import raises is the finding
         facts["import_error"] = "%s: %s" % (type(exc).__name__, exc)
@@ -288,8 +337,12 @@ def check_torch_cuda():
     devices = []
     for i in range(facts["device_count"]):
         props = torch.cuda.get_device_properties(i)
-        dev = {"index": i, "name": props.name, "capability": "%d.%d" % (props.major, props.minor),
-               "total_memory": int(props.total_memory)}
+        dev = {
+            "index": i,
+            "name": props.name,
+            "capability": "%d.%d" % (props.major, props.minor),
+            "total_memory": int(props.total_memory),
+        }
         try:
             free, _total = torch.cuda.mem_get_info(i)
             dev["free_memory"] = int(free)
@@ -368,16 +421,23 @@ def _stacks_text(current, current_frame):
     order = [ident for ident in frames if ident != current][:99] + [current]
     parts = []
     for ident in order:
-        lines = ["%s 0x%016x (most recent call first):"
-                 % ("Current thread" if ident == current else "Thread", ident)]
+        lines = [
+            "%s 0x%016x (most recent call first):"
+            % ("Current thread" if ident == current else "Thread", ident)
+        ]
         frame, depth = frames[ident], 0
         while frame is not None:
             if depth >= 100:
                 lines.append("  ...")
                 break
-            lines.append('  File "%s", line %s in %s' % (
-                frame.f_code.co_filename, "???" if frame.f_lineno is None else frame.f_lineno,
-                frame.f_code.co_name))
+            lines.append(
+                '  File "%s", line %s in %s'
+                % (
+                    frame.f_code.co_filename,
+                    "???" if frame.f_lineno is None else frame.f_lineno,
+                    frame.f_code.co_name,
+                )
+            )
             frame, depth = frame.f_back, depth + 1
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
@@ -393,13 +453,14 @@ def _register_dumps(stack_out):
     import faulthandler
     import signal
     import threading
+
     fd = stack_out.fileno()
 
     def dump(signum, frame):
         try:
             data = _stacks_text(threading.get_ident(), frame).encode("ascii", "backslashreplace")
             while data:
-                data = data[os.write(fd, data):]
+                data = data[os.write(fd, data) :]
         except BaseException:  # noqa: BLE001 - never raise into the check we interrupted
             pass
 
@@ -411,6 +472,7 @@ def main(argv):
     checks, stack_file, deadline = _parse_args(argv)
     import faulthandler
     import signal
+
     stack_out = open(stack_file, "w") if stack_file else None
     # Without SIGUSR1 (Windows) a watchdog thread in C dumps the stack just before the deadline.
     self_dump = stack_out is not None and deadline and not hasattr(signal, "SIGUSR1")
@@ -422,7 +484,7 @@ def main(argv):
     def emit(obj):
         data = (json.dumps(obj, ensure_ascii=True, default=repr) + "\n").encode("ascii")
         while data:
-            data = data[os.write(out_fd, data):]
+            data = data[os.write(out_fd, data) :]
 
     emit({"event": "ready", "pid": os.getpid()})
     for name in checks:
@@ -437,8 +499,15 @@ def main(argv):
             error = traceback.format_exc()[-4000:]
         if self_dump:
             faulthandler.cancel_dump_traceback_later()
-        emit({"event": "end", "check": name, "facts": facts, "error": error,
-              "duration_s": round(time.monotonic() - t0, 3)})
+        emit(
+            {
+                "event": "end",
+                "check": name,
+                "facts": facts,
+                "error": error,
+                "duration_s": round(time.monotonic() - t0, 3),
+            }
+        )
     emit({"event": "done"})
     return 0
 

@@ -6,6 +6,7 @@ dumps go to a file), the child's whole process tree is killed, and the remaining
 in a fresh child, minus those that need the hung one (torch_cuda after a hung `import torch`).
 A child that dies in a check makes that check `crashed`. Nothing here waits without a deadline.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,12 +17,13 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Optional
 
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
 STDERR_KEEP = 64 * 1024
-STACK_WAIT_S = 1.0   # faulthandler writes within milliseconds; a stuck write is given up on
+STACK_WAIT_S = 1.0  # faulthandler writes within milliseconds; a stuck write is given up on
 SIGNAL_DUMP_WAIT_S = 0.2  # SIGUSR1 -> SIGUSR2: the Python handler runs within milliseconds
 EXIT_WAIT_S = 2.0
 
@@ -31,33 +33,55 @@ DONE, HUNG, CRASHED, NOT_RUN = "done", "hung", "crashed", "not_run"
 @dataclass
 class CheckRun:
     name: str
-    status: str                      # done | hung | crashed | not_run
+    status: str  # done | hung | crashed | not_run
     facts: dict = field(default_factory=dict)
-    error: Optional[str] = None      # traceback from the check, or why it did not finish/run
-    stack: Optional[str] = None      # faulthandler dump of a hung check
+    error: Optional[str] = None  # traceback from the check, or why it did not finish/run
+    stack: Optional[str] = None  # faulthandler dump of a hung check
     duration_s: float = 0.0
 
 
 class _Child:
     """One probe process: its event queue, its stderr tail, and how to stop it."""
 
-    def __init__(self, python: str, checks: Sequence[str], env: Mapping[str, str],
-                 cwd: Optional[str], stack_file: str, timeout: float):
+    def __init__(
+        self,
+        python: str,
+        checks: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Optional[str],
+        stack_file: str,
+        timeout: float,
+    ):
         self.stack_file = stack_file
         child_env = dict(env)
         # Makes a hang *before* the probe runs (a sitecustomize) dumpable too: SIGABRT then
         # prints every thread's stack to stderr. It also turns a segfault into a stack.
         child_env.setdefault("PYTHONFAULTHANDLER", "1")
         self.proc = subprocess.Popen(
-            [python, PROBE, "--checks", ",".join(checks), "--stack-file", stack_file, "--deadline", str(timeout)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=child_env, cwd=cwd, start_new_session=(os.name == "posix"))
+            [
+                python,
+                PROBE,
+                "--checks",
+                ",".join(checks),
+                "--stack-file",
+                stack_file,
+                "--deadline",
+                str(timeout),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=child_env,
+            cwd=cwd,
+            start_new_session=(os.name == "posix"),
+        )
         try:  # the SIGABRT above must not leave a core file in the user's directory
             import resource
+
             resource.prlimit(self.proc.pid, resource.RLIMIT_CORE, (0, 0))
         except (ImportError, AttributeError, OSError, ValueError):
             pass
-        self.events: "queue.Queue[Optional[dict]]" = queue.Queue()
+        self.events: queue.Queue[Optional[dict]] = queue.Queue()
         self._stderr = bytearray()
         self._stderr_lock = threading.Lock()
         threading.Thread(target=self._read_events, daemon=True, name="doctor-events").start()
@@ -143,6 +167,7 @@ class _Child:
         descendants = []
         try:
             import psutil
+
             descendants = psutil.Process(self.proc.pid).children(recursive=True)
         except Exception:  # noqa: BLE001 - no psutil or the process is gone: kill what we can
             pass
@@ -167,6 +192,7 @@ class _Child:
         if descendants:  # SIGKILL is not instant on a loaded machine: see them gone too
             try:
                 import psutil
+
                 psutil.wait_procs(descendants, timeout=EXIT_WAIT_S)
             except Exception:  # noqa: BLE001 - best effort: SIGKILL was sent
                 pass
@@ -184,7 +210,7 @@ class _Child:
         return "exited with code %s" % code
 
 
-def _dependents(name: str, requires: Mapping[str, str], among: Sequence[str]) -> List[str]:
+def _dependents(name: str, requires: Mapping[str, str], among: Sequence[str]) -> list[str]:
     out = []
     for check in among:
         cur = requires.get(check)
@@ -196,11 +222,17 @@ def _dependents(name: str, requires: Mapping[str, str], among: Sequence[str]) ->
     return out
 
 
-def run_checks(python: str, checks: Sequence[str], timeout: float, env: Mapping[str, str],
-               cwd: Optional[str] = None, requires: Optional[Mapping[str, str]] = None) -> Dict[str, CheckRun]:
+def run_checks(
+    python: str,
+    checks: Sequence[str],
+    timeout: float,
+    env: Mapping[str, str],
+    cwd: Optional[str] = None,
+    requires: Optional[Mapping[str, str]] = None,
+) -> dict[str, CheckRun]:
     """Run the probe checks in order, in as many children as hangs and crashes need."""
     requires = requires or {}
-    results: Dict[str, CheckRun] = {}
+    results: dict[str, CheckRun] = {}
     pending = list(checks)
     tmp = tempfile.mkdtemp(prefix="trainbridge-doctor-")
     try:
@@ -212,7 +244,9 @@ def run_checks(python: str, checks: Sequence[str], timeout: float, env: Mapping[
             pending = _one_child(python, pending, timeout, env, cwd, stack_file, results, requires)
             if len(pending) >= before:  # the child left without running anything: do not loop
                 for name in pending:
-                    results[name] = CheckRun(name, NOT_RUN, error="the probe exited without running it")
+                    results[name] = CheckRun(
+                        name, NOT_RUN, error="the probe exited without running it"
+                    )
                 pending = []
     finally:
         for name in os.listdir(tmp):
@@ -221,7 +255,7 @@ def run_checks(python: str, checks: Sequence[str], timeout: float, env: Mapping[
     return results
 
 
-def _one_child(python, pending, timeout, env, cwd, stack_file, results, requires) -> List[str]:
+def _one_child(python, pending, timeout, env, cwd, stack_file, results, requires) -> list[str]:
     """Run `pending` in one child; returns the checks still to run in a fresh one."""
     try:
         child = _Child(python, pending, env, cwd, stack_file, timeout)
@@ -239,7 +273,9 @@ def _one_child(python, pending, timeout, env, cwd, stack_file, results, requires
             try:
                 event = child.events.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                return _after_hang(child, current, ready, pending, results, requires, timeout, started)
+                return _after_hang(
+                    child, current, ready, pending, results, requires, timeout, started
+                )
             now = time.monotonic()
             if event is None:  # the child's result pipe closed: it exited (or closed fd)
                 return _after_exit(child, current, ready, pending, results, requires, started)
@@ -250,8 +286,13 @@ def _one_child(python, pending, timeout, env, cwd, stack_file, results, requires
                 current, started = event["check"], now
             elif kind == "end":
                 name = event["check"]
-                results[name] = CheckRun(name, DONE, event.get("facts") or {}, event.get("error"),
-                                         duration_s=round(now - started, 3))
+                results[name] = CheckRun(
+                    name,
+                    DONE,
+                    event.get("facts") or {},
+                    event.get("error"),
+                    duration_s=round(now - started, 3),
+                )
                 current = None
             elif kind == "done":
                 return []
@@ -260,7 +301,9 @@ def _one_child(python, pending, timeout, env, cwd, stack_file, results, requires
         child.kill_tree()
 
 
-def _rest_after(name: Optional[str], pending: Sequence[str], results, requires, why: str) -> List[str]:
+def _rest_after(
+    name: Optional[str], pending: Sequence[str], results, requires, why: str
+) -> list[str]:
     rest = [c for c in pending if c not in results and c != name]
     if name is not None:
         for dep in _dependents(name, requires, rest):
@@ -269,38 +312,59 @@ def _rest_after(name: Optional[str], pending: Sequence[str], results, requires, 
     return rest
 
 
-def _after_hang(child, current, ready, pending, results, requires, timeout, started) -> List[str]:
+def _after_hang(child, current, ready, pending, results, requires, timeout, started) -> list[str]:
     stack = child.take_stack(startup=not ready)
     child.kill_tree()
     elapsed = round(time.monotonic() - started, 3)
     if not ready:  # stuck before our first line: the interpreter itself hangs at startup
         first = pending[0]
-        results[first] = CheckRun(first, HUNG, stack=stack or child.stderr_tail(), duration_s=elapsed,
-                                  error="did not finish within %.1f s: the interpreter never reached the probe"
-                                  % timeout)
+        results[first] = CheckRun(
+            first,
+            HUNG,
+            stack=stack or child.stderr_tail(),
+            duration_s=elapsed,
+            error="did not finish within %.1f s: the interpreter never reached the probe" % timeout,
+        )
         for name in pending[1:]:
             results[name] = CheckRun(name, NOT_RUN, error="the target interpreter hangs at startup")
         return []
     if current is None:  # between checks: nothing to blame, go on
         return _rest_after(None, pending, results, requires, "")
-    results[current] = CheckRun(current, HUNG, error="did not finish within %.1f s" % timeout,
-                                stack=stack, duration_s=elapsed)
+    results[current] = CheckRun(
+        current,
+        HUNG,
+        error="did not finish within %.1f s" % timeout,
+        stack=stack,
+        duration_s=elapsed,
+    )
     return _rest_after(current, pending, results, requires, "hung")
 
 
-def _after_exit(child, current, ready, pending, results, requires, started) -> List[str]:
+def _after_exit(child, current, ready, pending, results, requires, started) -> list[str]:
     how = child.exit_text()
     child._stderr_done.wait(0.5)
     tail = child.stderr_tail()
     if not ready:
         first = pending[0]
-        results[first] = CheckRun(first, CRASHED, error="the interpreter ended (%s) before running any check" % how,
-                                  stack=tail or None, duration_s=round(time.monotonic() - started, 3))
+        results[first] = CheckRun(
+            first,
+            CRASHED,
+            error="the interpreter ended (%s) before running any check" % how,
+            stack=tail or None,
+            duration_s=round(time.monotonic() - started, 3),
+        )
         for name in pending[1:]:
-            results[name] = CheckRun(name, NOT_RUN, error="the target interpreter cannot run the probe")
+            results[name] = CheckRun(
+                name, NOT_RUN, error="the target interpreter cannot run the probe"
+            )
         return []
     if current is None:
         return _rest_after(None, pending, results, requires, "")
-    results[current] = CheckRun(current, CRASHED, error="the interpreter died (%s) during this check" % how,
-                                stack=tail or None, duration_s=round(time.monotonic() - started, 3))
+    results[current] = CheckRun(
+        current,
+        CRASHED,
+        error="the interpreter died (%s) during this check" % how,
+        stack=tail or None,
+        duration_s=round(time.monotonic() - started, 3),
+    )
     return _rest_after(current, pending, results, requires, "crashed")

@@ -25,7 +25,8 @@ def _import_trainbridge():
     for init in (os.path.join(up, "__init__.py"), os.path.join(up, "trainbridge", "__init__.py")):
         if os.path.basename(os.path.dirname(init)) == "trainbridge" and os.path.isfile(init):
             spec = importlib.util.spec_from_file_location(
-                "trainbridge", init, submodule_search_locations=[os.path.dirname(init)])
+                "trainbridge", init, submodule_search_locations=[os.path.dirname(init)]
+            )
             module = importlib.util.module_from_spec(spec)
             sys.modules["trainbridge"] = module
             try:
@@ -35,6 +36,7 @@ def _import_trainbridge():
                 raise
             return module
     import trainbridge
+
     return trainbridge
 
 
@@ -42,12 +44,16 @@ def _check_requirements():
     """The worker needs pyzmq and msgpack in the training interpreter; say so plainly."""
     import importlib.util
 
-    missing = [dist for mod, dist in (("zmq", "pyzmq"), ("msgpack", "msgpack"))
-               if importlib.util.find_spec(mod) is None]
+    missing = [
+        dist
+        for mod, dist in (("zmq", "pyzmq"), ("msgpack", "msgpack"))
+        if importlib.util.find_spec(mod) is None
+    ]
     if missing:
-        raise ImportError("%s not installed for %s; run `%s -m pip install %s` to turn it on"
-                          % (" and ".join(missing), sys.executable, sys.executable,
-                             " ".join(missing)))
+        raise ImportError(
+            "%s not installed for %s; run `%s -m pip install %s` to turn it on"
+            % (" and ".join(missing), sys.executable, sys.executable, " ".join(missing))
+        )
 
 
 def _start_worker():
@@ -58,10 +64,13 @@ def _start_worker():
         if "trainbridge" not in sys.modules:
             _import_trainbridge()
         from trainbridge.worker import auto
+
         auto.install()
     except Exception as exc:  # noqa: BLE001 - never break the training script's start
-        sys.stderr.write("[trainbridge] zero-code mode is off in this process: %s: %s\n"
-                         % (type(exc).__name__, str(exc).encode("ascii", "backslashreplace").decode()))
+        sys.stderr.write(
+            "[trainbridge] zero-code mode is off in this process: %s: %s\n"
+            % (type(exc).__name__, str(exc).encode("ascii", "backslashreplace").decode())
+        )
 
 
 def _run_shadowed_sitecustomize():

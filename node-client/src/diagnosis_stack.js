@@ -16,6 +16,9 @@ const FH_FRAME = /^\s*File "(?<file>[^"]*)", line (?<line>\d+) in (?<func>.+?)\s
 const PYSPY_FRAME = /^\s+(?<func>\S[^()]*?) \((?<file>[^()]+?):(?<line>\d+)\)\s*$/;
 const HEADER = /^(?:Current thread|Thread|Traceback|Stack|Process|#|---|===)|:\s*$/;
 
+// The line breaks Python's str.splitlines() knows (FS, GS, RS among them), so both clients
+// split a dump alike.
+// eslint-disable-next-line no-control-regex -- these control characters are line breaks
 const splitlines = (text) => String(text).split(/\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/);
 const isSpace = (ch) => /\s/.test(ch);
 
@@ -134,7 +137,7 @@ const TB_LAST_LINE = /^(?<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|
 
 // Terminal escapes (ECMA-48: CSI, OSC, two-byte), as bridge/diagnosis_stack.py _ANSI: a
 // person reading a report needs the words, not the escapes (the log keeps the raw bytes).
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- ESC and BEL are what a terminal escape is
 const ANSI = /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-_])|\x9b[0-?]*[ -/]*[@-~]/g;
 const SUMMARY_MAX = 900; // characters of a diagnosis summary
 const MESSAGE_MAX = 600; // characters of an error message quoted in a summary

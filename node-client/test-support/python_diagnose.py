@@ -11,6 +11,6 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from trainbridge.bridge.diagnosis import diagnose_hang  # noqa: E402
+from trainbridge.bridge.diagnosis import diagnose_hang
 
 sys.stdout.write(json.dumps(diagnose_hang(json.load(sys.stdin)), ensure_ascii=True))

@@ -10,20 +10,23 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from trainbridge.bridge.job import launch  # noqa: E402
-from trainbridge.bridge.report import to_json  # noqa: E402
+from trainbridge.bridge.job import launch
+from trainbridge.bridge.report import to_json
 
 config = json.loads(sys.argv[1])
 cancel_after_progress = config.pop("_cancel_after_progress", False)
 go_file = config.pop("_go_file", None)  # created when the client has the message below
 # worker message kinds to see in order, comma-separated, each a kind or "stage:NAME"
 go_on = [w for w in (config.pop("_go_on", None) or "").split(",") if w]
-cmd = sys.argv[sys.argv.index("--") + 1:]
+cmd = sys.argv[sys.argv.index("--") + 1 :]
 job = launch(cmd, **config)
 if cancel_after_progress or go_file:
     for event in job.events():
-        if go_file and event["event"] == "message" and go_on[0] in (
-                event["kind"], f"stage:{event['body'].get('name')}"):
+        if (
+            go_file
+            and event["event"] == "message"
+            and go_on[0] in (event["kind"], f"stage:{event['body'].get('name')}")
+        ):
             go_on.pop(0)
             if not go_on:
                 open(go_file, "w").close()

@@ -25,6 +25,7 @@ def validate_report(report):
     import jsonschema
 
     from trainbridge.bridge.report import to_json
+
     text = to_json(report)
     assert text.isascii()
     jsonschema.validate(json.loads(text), SCHEMA)
@@ -71,22 +72,30 @@ def script(tmp_path):
         path = tmp_path / (name or f"child{counter[0]}.py")
         path.write_text(PRELUDE + textwrap.dedent(code), encoding="utf-8")
         return str(path)
+
     return make
 
 
 def opens_gate(path, when):
     """An on_event callback that creates the gate file once when(event) is true."""
+
     def on_event(event):
         if not os.path.exists(path) and when(event):
             open(path, "w").close()
+
     return on_event
 
 
 def message(kind, **fields):
     """A predicate: a worker message of this kind whose body has these fields."""
+
     def match(event):
-        return event["event"] == "message" and event["kind"] == kind and all(
-            event["body"].get(k) == v for k, v in fields.items())
+        return (
+            event["event"] == "message"
+            and event["kind"] == kind
+            and all(event["body"].get(k) == v for k, v in fields.items())
+        )
+
     return match
 
 
@@ -94,6 +103,7 @@ def message(kind, **fields):
 def run(script):
     """run(code, **launch options) -> (job, report): launch a Python child, wait for the end,
     check the report's schema and that the tree is gone."""
+
     def go(code, args=(), go_when=None, **options):
         gate = os.path.join(os.path.dirname(script("")), "go")
         if go_when is None:
@@ -111,4 +121,5 @@ def run(script):
         validate_report(report)
         assert_tree_gone(job)
         return job, report
+
     return go

@@ -11,8 +11,10 @@ import threading
 from trainbridge import bridge
 
 gate = sys.argv[1]
-child = (f"import os, time\nfrom trainbridge import worker\nworker.progress(1, 2)\n"
-         f"while not os.path.exists({gate!r}):\n    time.sleep(0.01)\nworker.progress(2, 2)\n")
+child = (
+    f"import os, time\nfrom trainbridge import worker\nworker.progress(1, 2)\n"
+    f"while not os.path.exists({gate!r}):\n    time.sleep(0.01)\nworker.progress(2, 2)\n"
+)
 hello = threading.Event()
 
 

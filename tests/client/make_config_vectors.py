@@ -11,10 +11,21 @@ NAN, INF, NINF = {"$float": "nan"}, {"$float": "inf"}, {"$float": "-inf"}
 
 CASES = [
     ("the defaults", {}, None),
-    ("every deadline off", {"startup_timeout": None, "heartbeat_timeout": None,
-                            "stall_timeout": None, "stalled_after": None}, None),
-    ("numbers, integers and zero", {"startup_timeout": 30, "kill_grace": 0, "stall_timeout": 2.5,
-                                    "cancel_grace": 0.0}, None),
+    (
+        "every deadline off",
+        {
+            "startup_timeout": None,
+            "heartbeat_timeout": None,
+            "stall_timeout": None,
+            "stalled_after": None,
+        },
+        None,
+    ),
+    (
+        "numbers, integers and zero",
+        {"startup_timeout": 30, "kill_grace": 0, "stall_timeout": 2.5, "cancel_grace": 0.0},
+        None,
+    ),
     ("a string is not seconds", {"startup_timeout": "30"}, ["startup_timeout", "type"]),
     ("a bool is not seconds", {"heartbeat_timeout": True}, ["heartbeat_timeout", "type"]),
     ("a list is not seconds", {"stall_timeout": [1]}, ["stall_timeout", "type"]),
@@ -27,18 +38,23 @@ CASES = [
     ("negative", {"kill_grace": -1}, ["kill_grace", "negative"]),
     ("negative deadline", {"startup_timeout": -0.5}, ["startup_timeout", "negative"]),
     ("unknown setting", {"startup_timout": 1}, ["startup_timout", "unknown"]),
-    ("the first bad one, in DEFAULTS order", {"stall_timeout": -1, "startup_timeout": "x"},
-     ["startup_timeout", "type"]),
+    (
+        "the first bad one, in DEFAULTS order",
+        {"stall_timeout": -1, "startup_timeout": "x"},
+        ["startup_timeout", "type"],
+    ),
 ]
 
 
 def main():
-    doc = {"about": "Launch settings checked before a job exists: config_problem(config) is "
-                    "null or [key, problem], problem one of unknown, type, not_finite, "
-                    "negative. Unknown keys are reported first (sorted), then the settings in "
-                    "the machine's DEFAULTS order. Values tagged {\"$float\": \"nan\"|\"inf\"|"
-                    "\"-inf\"} stand for those numbers.",
-           "cases": [{"name": n, "config": c, "problem": p} for n, c, p in CASES]}
+    doc = {
+        "about": "Launch settings checked before a job exists: config_problem(config) is "
+        "null or [key, problem], problem one of unknown, type, not_finite, "
+        "negative. Unknown keys are reported first (sorted), then the settings in "
+        "the machine's DEFAULTS order. Values tagged {\"$float\": \"nan\"|\"inf\"|"
+        "\"-inf\"} stand for those numbers.",
+        "cases": [{"name": n, "config": c, "problem": p} for n, c, p in CASES],
+    }
     with open(os.path.join(ROOT, "vectors", "config.json"), "w", encoding="ascii") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")

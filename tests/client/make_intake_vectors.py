@@ -20,8 +20,18 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 KEYS = {"job-a": bytes(range(32)), "job-b": bytes(range(32, 64))}
 A, A2, B = "job-a/0/10", "job-a/0/11", "job-b/1/20"
 TS = 1764460800.0
-HELLO = {"pid": 10, "argv": ["python", "t.py"], "cwd": "/", "python": {}, "host": "h",
-         "env": {}, "packages": {}, "proto": "1.1", "worker": "t", "heartbeat_s": 1.0}
+HELLO = {
+    "pid": 10,
+    "argv": ["python", "t.py"],
+    "cwd": "/",
+    "python": {},
+    "host": "h",
+    "env": {},
+    "packages": {},
+    "proto": "1.1",
+    "worker": "t",
+    "heartbeat_s": 1.0,
+}
 
 
 def enc(kind, seq, body, job="job-a", sender=A, key=None):
@@ -33,14 +43,15 @@ def progress(step):
 
 
 def version2():
-    packed = msgpack.packb({"body": {}, "job": "job-a", "kind": "heartbeat", "seq": 9, "ts": 0,
-                            "v": 2}, use_bin_type=True)
+    packed = msgpack.packb(
+        {"body": {}, "job": "job-a", "kind": "heartbeat", "seq": 9, "ts": 0, "v": 2},
+        use_bin_type=True,
+    )
     return [packed, hmac.new(KEYS["job-a"], packed, hashlib.sha256).digest()]
 
 
 def expect(job=None, reject=None, kind=None, lost=0, ack=None, refuse=False):
-    return {"job": job, "reject": reject, "kind": kind, "lost": lost, "ack": ack,
-            "refuse": refuse}
+    return {"job": job, "reject": reject, "kind": kind, "lost": lost, "ack": ack, "refuse": refuse}
 
 
 P2 = enc("progress", 2, progress(1))
@@ -51,36 +62,69 @@ STEPS = [
     ("the next seq", A, P2, expect("job-a", kind="progress")),
     ("a gap of 2", A, P5, expect("job-a", kind="progress", lost=2)),
     ("the same frames again: replay", A, P5, expect("job-a", "replay")),
-    ("A's frames through another routing id of the job: bad_sender, not a fresh sender", A2, P2,
-     expect("job-a", "bad_sender")),
-    ("A's hello through another routing id", A2, enc("hello", 1, HELLO),
-     expect("job-a", "bad_sender")),
-    ("that routing id with its own signed messages is a sender of its own", A2,
-     enc("hello", 1, HELLO, sender=A2), expect("job-a", kind="hello")),
+    (
+        "A's frames through another routing id of the job: bad_sender, not a fresh sender",
+        A2,
+        P2,
+        expect("job-a", "bad_sender"),
+    ),
+    (
+        "A's hello through another routing id",
+        A2,
+        enc("hello", 1, HELLO),
+        expect("job-a", "bad_sender"),
+    ),
+    (
+        "that routing id with its own signed messages is a sender of its own",
+        A2,
+        enc("hello", 1, HELLO, sender=A2),
+        expect("job-a", kind="hello"),
+    ),
     ("last words are acked", A, BYE, expect("job-a", kind="bye", ack=6)),
-    ("and acked again when replayed (our ack was lost), not delivered", A, BYE,
-     expect("job-a", "replay", ack=6)),
-    ("one frame for a known job: that job's bad_frames", A, [b"garbage"],
-     expect("job-a", "bad_frames")),
+    (
+        "and acked again when replayed (our ack was lost), not delivered",
+        A,
+        BYE,
+        expect("job-a", "replay", ack=6),
+    ),
+    (
+        "one frame for a known job: that job's bad_frames",
+        A,
+        [b"garbage"],
+        expect("job-a", "bad_frames"),
+    ),
     ("three frames", A, [P2[0], P2[1], b""], expect("job-a", "bad_frames")),
     ("a job this client does not serve: unrouted", "job-z/0/1", P2, expect()),
     ("no rank in the routing id: unrouted", "job-a", P2, expect()),
     ("a rank that is not digits: unrouted", "job-a/x/10", P2, expect()),
-    ("job-b's route, signed with job-a's key", B, enc("hello", 1, HELLO, job="job-b", sender=B,
-                                                     key=KEYS["job-a"]),
-     expect("job-b", "bad_signature")),
-    ("job-a's envelope through job-b's route", B, enc("hello", 1, HELLO, job="job-a", sender=B,
-                                                     key=KEYS["job-b"]),
-     expect("job-b", "bad_route")),
-    ("a 1.0 peer signs no sender: accepted", B, enc("hello", 1, HELLO, job="job-b", sender=None),
-     expect("job-b", kind="hello")),
+    (
+        "job-b's route, signed with job-a's key",
+        B,
+        enc("hello", 1, HELLO, job="job-b", sender=B, key=KEYS["job-a"]),
+        expect("job-b", "bad_signature"),
+    ),
+    (
+        "job-a's envelope through job-b's route",
+        B,
+        enc("hello", 1, HELLO, job="job-a", sender=B, key=KEYS["job-b"]),
+        expect("job-b", "bad_route"),
+    ),
+    (
+        "a 1.0 peer signs no sender: accepted",
+        B,
+        enc("hello", 1, HELLO, job="job-b", sender=None),
+        expect("job-b", kind="hello"),
+    ),
     ("protocol v2: refused", A, version2(), expect("job-a", "unsupported_version", refuse=True)),
 ]
 
 COUNTS = {
     "jobs": {
-        "job-a": {"rejected": {"replay": 2, "bad_sender": 2, "bad_frames": 2,
-                               "unsupported_version": 1}, "lost": 2, "delivered": 5},
+        "job-a": {
+            "rejected": {"replay": 2, "bad_sender": 2, "bad_frames": 2, "unsupported_version": 1},
+            "lost": 2,
+            "delivered": 5,
+        },
         "job-b": {"rejected": {"bad_signature": 1, "bad_route": 1}, "lost": 0, "delivered": 1},
     },
     "unrouted": 3,
@@ -90,15 +134,22 @@ COUNTS = {
 def main():
     doc = {
         "about": "Incoming messages in order: judge(routing_id, frames, keys, last_seq) must "
-                 "give each step's verdict (job: the routed job or null; reject: the reason "
-                 "or null; kind: the delivered message's kind; lost; ack: the seq to ack or "
-                 "null; refuse: whether to answer 'refuse'). Counting, as both hubs do: job "
-                 "null -> unrouted += 1; reject -> jobs[job].rejected[reject] += 1; else "
-                 "delivered += 1, lost += verdict lost, last_seq[routing_id] = the verdict's "
-                 "last_seq. After the last step the counts must equal 'counts'.",
+        "give each step's verdict (job: the routed job or null; reject: the reason "
+        "or null; kind: the delivered message's kind; lost; ack: the seq to ack or "
+        "null; refuse: whether to answer 'refuse'). Counting, as both hubs do: job "
+        "null -> unrouted += 1; reject -> jobs[job].rejected[reject] += 1; else "
+        "delivered += 1, lost += verdict lost, last_seq[routing_id] = the verdict's "
+        "last_seq. After the last step the counts must equal 'counts'.",
         "keys_hex": {job: key.hex() for job, key in KEYS.items()},
-        "steps": [{"name": name, "routing_id": rid, "frames_hex": [bytes(f).hex() for f in frames],
-                   "verdict": verdict} for name, rid, frames, verdict in STEPS],
+        "steps": [
+            {
+                "name": name,
+                "routing_id": rid,
+                "frames_hex": [bytes(f).hex() for f in frames],
+                "verdict": verdict,
+            }
+            for name, rid, frames, verdict in STEPS
+        ],
         "counts": COUNTS,
     }
     with open(os.path.join(ROOT, "vectors", "intake.json"), "w", encoding="ascii") as f:

@@ -22,29 +22,75 @@ def hello(pid, ppid, argv=SCRIPT, rank=None, world_size=None):
 RANK = [PY, "-u", "train.py"]
 LEAD_CASES = [
     ("a launched script leads", 10, [hello(10, 1)], 10),
-    ("a script's torchrun step and its rank 0 never lead", 10,
-     [hello(10, 1), hello(20, 10, TORCHRUN), hello(21, 20, RANK, 0, 1)], 10),
-    ("a rank 0 that is the script's own child (mp.spawn) does not lead", 10,
-     [hello(10, 1), hello(21, 10, RANK, 0, 2), hello(22, 10, RANK, 1, 2)], 10),
-    ("a rank 0 of no relation to the job does not lead", 10,
-     [hello(10, 1), hello(99, 7, RANK, 0, 1)], 10),
-    ("launched torchrun: its rank 0 leads", 10,
-     [hello(10, 1, TORCHRUN), hello(22, 10, RANK, 1, 2), hello(21, 10, RANK, 0, 2)], 21),
-    ("launched torchrun before rank 0 said hello: torchrun leads", 10,
-     [hello(10, 1, TORCHRUN), hello(22, 10, RANK, 1, 2)], 10),
-    ("launched torchrun: a grandchild's rank 0 is not its rank", 10,
-     [hello(10, 1, TORCHRUN), hello(30, 31, RANK, 0, 2)], 10),
-    ("python -m torch.distributed.run is a launcher", 10,
-     [hello(10, 1, [PY, "-m", "torch.distributed.run", "--nproc_per_node=2", "t.py"]),
-      hello(21, 10, RANK, 0, 2)], 21),
-    ("the launched process without a worker: the first top worker leads", 10,
-     [hello(20, 10), hello(21, 20)], 20),
-    ("a shell script started torchrun: torchrun's rank 0 leads", 10,
-     [hello(20, 10, TORCHRUN), hello(22, 20, RANK, 1, 2), hello(21, 20, RANK, 0, 2)], 21),
-    ("ranks of a launcher without a worker: rank 0 leads, whatever the order", 10,
-     [hello(22, 10, RANK, 1, 2), hello(21, 10, RANK, 0, 2)], 21),
-    ("RANK=0 without WORLD_SIZE is not distributed", 10,
-     [hello(10, 1, TORCHRUN), hello(21, 10, RANK, 0, None)], 10),
+    (
+        "a script's torchrun step and its rank 0 never lead",
+        10,
+        [hello(10, 1), hello(20, 10, TORCHRUN), hello(21, 20, RANK, 0, 1)],
+        10,
+    ),
+    (
+        "a rank 0 that is the script's own child (mp.spawn) does not lead",
+        10,
+        [hello(10, 1), hello(21, 10, RANK, 0, 2), hello(22, 10, RANK, 1, 2)],
+        10,
+    ),
+    (
+        "a rank 0 of no relation to the job does not lead",
+        10,
+        [hello(10, 1), hello(99, 7, RANK, 0, 1)],
+        10,
+    ),
+    (
+        "launched torchrun: its rank 0 leads",
+        10,
+        [hello(10, 1, TORCHRUN), hello(22, 10, RANK, 1, 2), hello(21, 10, RANK, 0, 2)],
+        21,
+    ),
+    (
+        "launched torchrun before rank 0 said hello: torchrun leads",
+        10,
+        [hello(10, 1, TORCHRUN), hello(22, 10, RANK, 1, 2)],
+        10,
+    ),
+    (
+        "launched torchrun: a grandchild's rank 0 is not its rank",
+        10,
+        [hello(10, 1, TORCHRUN), hello(30, 31, RANK, 0, 2)],
+        10,
+    ),
+    (
+        "python -m torch.distributed.run is a launcher",
+        10,
+        [
+            hello(10, 1, [PY, "-m", "torch.distributed.run", "--nproc_per_node=2", "t.py"]),
+            hello(21, 10, RANK, 0, 2),
+        ],
+        21,
+    ),
+    (
+        "the launched process without a worker: the first top worker leads",
+        10,
+        [hello(20, 10), hello(21, 20)],
+        20,
+    ),
+    (
+        "a shell script started torchrun: torchrun's rank 0 leads",
+        10,
+        [hello(20, 10, TORCHRUN), hello(22, 20, RANK, 1, 2), hello(21, 20, RANK, 0, 2)],
+        21,
+    ),
+    (
+        "ranks of a launcher without a worker: rank 0 leads, whatever the order",
+        10,
+        [hello(22, 10, RANK, 1, 2), hello(21, 10, RANK, 0, 2)],
+        21,
+    ),
+    (
+        "RANK=0 without WORLD_SIZE is not distributed",
+        10,
+        [hello(10, 1, TORCHRUN), hello(21, 10, RANK, 0, None)],
+        10,
+    ),
     ("nobody left", 10, [], None),
     ("no launched pid known: the first top worker", None, [hello(20, 1), hello(21, 20)], 20),
 ]
@@ -54,8 +100,16 @@ LAUNCHER_CASES = [
     (["/venv/bin/torchrun", "--nproc_per_node=2", "train.py"], True),
     ([PY, "-m", "torch.distributed.run", "train.py"], True),
     ([PY, "-m", "torch.distributed.launch", "train.py"], True),
-    ([PY, "-X", "faulthandler", "/venv/lib/python3.12/site-packages/torch/distributed/run.py",
-      "train.py"], True),
+    (
+        [
+            PY,
+            "-X",
+            "faulthandler",
+            "/venv/lib/python3.12/site-packages/torch/distributed/run.py",
+            "train.py",
+        ],
+        True,
+    ),
     ([PY, "train.py", "--launcher", "torchrun"], False),
     ([PY, "-m", "trainpkg", "torchrun"], False),
     ([PY, "-c", "import torchrun"], False),
@@ -68,11 +122,13 @@ LAUNCHER_CASES = [
 def main():
     out = {
         "about": "Which worker process speaks for a job: choose_lead(present, launched_pid) "
-                 "returns the lead's pid (null: none), given the hellos of the processes that "
-                 "said hello and have not left, in arrival order; is_launcher(hello) judges a "
-                 "hello's argv. See docs/CLIENT.md 'The lead process'.",
-        "lead": [{"name": n, "launched_pid": pid, "present": present, "lead": lead}
-                 for n, pid, present, lead in LEAD_CASES],
+        "returns the lead's pid (null: none), given the hellos of the processes that "
+        "said hello and have not left, in arrival order; is_launcher(hello) judges a "
+        "hello's argv. See docs/CLIENT.md 'The lead process'.",
+        "lead": [
+            {"name": n, "launched_pid": pid, "present": present, "lead": lead}
+            for n, pid, present, lead in LEAD_CASES
+        ],
         "launcher": [{"argv": argv, "launcher": flag} for argv, flag in LAUNCHER_CASES],
     }
     with open(os.path.join(ROOT, "vectors", "lead.json"), "w", encoding="ascii") as f:

@@ -56,13 +56,22 @@ def run(max_line, chunks):
 
 
 def main():
-    cases = [{"name": name, "max_line": max_line, "chunks_hex": [c.hex() for c in chunks],
-              "lines": run(max_line, chunks)} for name, max_line, chunks in CASES]
-    doc = {"about": "Output line splitting and decoding; see docs/CLIENT.md 'Output lines'. "
-                    "Feed chunks_hex in order to a splitter with max_line, then flush at EOF; "
-                    "each line has its bytes (hex), end (lf|cr|crlf|max|eof), encoding "
-                    "(utf-8|gbk|escaped) and text.",
-           "cases": cases}
+    cases = [
+        {
+            "name": name,
+            "max_line": max_line,
+            "chunks_hex": [c.hex() for c in chunks],
+            "lines": run(max_line, chunks),
+        }
+        for name, max_line, chunks in CASES
+    ]
+    doc = {
+        "about": "Output line splitting and decoding; see docs/CLIENT.md 'Output lines'. "
+        "Feed chunks_hex in order to a splitter with max_line, then flush at EOF; "
+        "each line has its bytes (hex), end (lf|cr|crlf|max|eof), encoding "
+        "(utf-8|gbk|escaped) and text.",
+        "cases": cases,
+    }
     path = os.path.join(ROOT, "vectors", "lines.json")
     with open(path, "w", encoding="ascii") as f:
         json.dump(doc, f, indent=1, ensure_ascii=True)

@@ -11,104 +11,224 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def hello(pid, ppid, rank=None, local_rank=None, world=None, host="a"):
-    return {"pid": pid, "ppid": ppid, "rank": rank, "local_rank": local_rank,
-            "world_size": world, "host": host}
+    return {
+        "pid": pid,
+        "ppid": ppid,
+        "rank": rank,
+        "local_rank": local_rank,
+        "world_size": world,
+        "host": host,
+    }
 
 
 def error(type_, message, frames, stage=None, **extra):
-    return dict({"type": type_, "message": message, "stage": stage, "fatal": True,
-                 "frames": [{"file": f, "line": n, "function": fn} for f, n, fn in frames]},
-                **extra)
+    return dict(
+        {
+            "type": type_,
+            "message": message,
+            "stage": stage,
+            "fatal": True,
+            "frames": [{"file": f, "line": n, "function": fn} for f, n, fn in frames],
+        },
+        **extra,
+    )
 
 
 TRAIN = ("/w/train.py", 15, "<module>")
-REDUCE = ("/v/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", 3252,
-          "all_reduce")
+REDUCE = (
+    "/v/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py",
+    3252,
+    "all_reduce",
+)
 PEER = "[pair.cc:553] Connection closed by peer [127.0.0.1]:1234."
 
 CASES = [
-    {"name": "the rank that failed first is the cause; a peer that lost it is a consequence",
-     "messages": [
-         ["j/100", "hello", hello(100, 9), 1.0],
-         ["j/0", "hello", hello(101, 100, 0, 0, 2), 2.0],
-         ["j/1", "hello", hello(102, 100, 1, 1, 2), 2.1],
-         ["j/1", "stage", {"event": "begin", "name": "data"}, 3.0],
-         ["j/0", "progress", {"step": 4, "total": 10}, 3.5],
-         # rank 0's error arrives first, but rank 1's clock says it failed first
-         ["j/0", "error", error("RuntimeError", PEER, [("/w/train.py", 16, "<module>"), REDUCE],
-                                "train"), 10.5],
-         ["j/1", "error", error("ValueError", "shard 3 is corrupt", [TRAIN], "data"), 10.0],
-         ["j/1", "bye", {"exit_code": 1, "reason": "after_error"}, 10.1],
-     ],
-     "root_cause": {"rank": 1, "why": {"0": "peer_gone"}, "error_type": "ValueError",
-                    "summary": "rank 1 (host a, pid 102) failed first: ValueError: shard 3 is "
-                               "corrupt in stage 'data' at w/train.py:15 <module>; then rank 0 "
-                               "lost its peer (RuntimeError at w/train.py:16 <module>) "
-                               "(consequences, not the cause)"},
-     "rows": [
-         {"rank": 0, "role": "rank", "pid": 101, "state": "failed", "stage": None,
-          "progress": {"step": 4, "total": 10}},
-         {"rank": 1, "role": "rank", "pid": 102, "state": "failed", "stage": "data",
-          "progress": None},
-         {"rank": None, "role": "launcher", "pid": 100, "state": "running", "stage": None,
-          "progress": None},
-     ]},
-    {"name": "a rank without a worker: torchrun's failure (its error file) names the cause",
-     "messages": [
-         ["j/100", "hello", hello(100, 9), 1.0],
-         ["j/0", "hello", hello(101, 100, 0, 0, 2), 2.0],
-         ["j/100", "error", error(
-             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError", "failed",
-             [("/v/bin/torchrun", 8, "<module>")], None,
-             failures=[
-                 {"rank": 0, "local_rank": 0, "pid": 101, "exit_code": -15, "time": 21,
-                  "error_file": "/t/attempt_0/0/error.json", "message": "", "traceback": None},
-                 {"rank": 1, "local_rank": 1, "pid": 102, "exit_code": 1, "time": 20,
-                  "error_file": "/t/attempt_0/1/error.json", "message": "KeyError: 'img'",
-                  "traceback": "Traceback (most recent call last):\n"
-                               "  File \"/w/train.py\", "
-                               "line 9, in load\nKeyError: 'img'\n"}]), 22.0],
-     ],
-     "root_cause": {"rank": 1, "why": {"0": "stopped"}, "error_type": "KeyError",
-                    "summary": "rank 1 (host a, pid 102) failed first: KeyError: 'img' at "
-                               "w/train.py:9 load; then rank 0 stopped by the launcher "
-                               "(consequences, not the cause)"},
-     "rows": [
-         {"rank": 0, "role": "rank", "pid": 101, "state": "failed", "stage": None,
-          "progress": None},
-         {"rank": 1, "role": "rank", "pid": 102, "state": "failed", "stage": None,
-          "progress": None},
-         {"rank": None, "role": "launcher", "pid": 100, "state": "failed", "stage": None,
-          "progress": None},
-     ]},
-    {"name": "ties by clock go to the lower rank; ranks on two hosts",
-     "messages": [
-         ["j/0", "hello", hello(50, 40, 0, 0, 4, host="a"), 1.0],
-         ["j/3", "hello", hello(50, 41, 3, 1, 4, host="b"), 1.0],
-         ["j/3", "error", error("OSError", "disk full", [TRAIN]), 5.0],
-         ["j/0", "error", error("OSError", "disk full", [TRAIN]), 5.0],
-     ],
-     "root_cause": {"rank": 0, "why": {"3": "later"}, "error_type": "OSError",
-                    "summary": "rank 0 (host a, pid 50) failed first: OSError: disk full at "
-                               "w/train.py:15 <module>; then rank 3 failed later (OSError at "
-                               "w/train.py:15 <module>) (consequences, not the cause)"},
-     "rows": [
-         {"rank": 0, "role": "rank", "pid": 50, "state": "failed", "stage": None,
-          "progress": None},
-         {"rank": 3, "role": "rank", "pid": 50, "state": "failed", "stage": None,
-          "progress": None},
-     ]},
-    {"name": "one plain process: a row of role other, no root cause",
-     "messages": [
-         ["j/0", "hello", hello(7, 1), 1.0],
-         ["j/0", "stage", {"event": "begin", "name": "train"}, 1.5],
-         ["j/0", "stage", {"event": "begin", "name": "eval"}, 1.6],
-         ["j/0", "stage", {"event": "end", "name": "eval"}, 1.7],
-         ["j/0", "bye", {"exit_code": 0, "reason": "normal"}, 2.0],
-     ],
-     "root_cause": None,
-     "rows": [{"rank": None, "role": "other", "pid": 7, "state": "exited", "stage": "train",
-               "progress": None}]},
+    {
+        "name": "the rank that failed first is the cause; a peer that lost it is a consequence",
+        "messages": [
+            ["j/100", "hello", hello(100, 9), 1.0],
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 2.0],
+            ["j/1", "hello", hello(102, 100, 1, 1, 2), 2.1],
+            ["j/1", "stage", {"event": "begin", "name": "data"}, 3.0],
+            ["j/0", "progress", {"step": 4, "total": 10}, 3.5],
+            # rank 0's error arrives first, but rank 1's clock says it failed first
+            [
+                "j/0",
+                "error",
+                error("RuntimeError", PEER, [("/w/train.py", 16, "<module>"), REDUCE], "train"),
+                10.5,
+            ],
+            ["j/1", "error", error("ValueError", "shard 3 is corrupt", [TRAIN], "data"), 10.0],
+            ["j/1", "bye", {"exit_code": 1, "reason": "after_error"}, 10.1],
+        ],
+        "root_cause": {
+            "rank": 1,
+            "why": {"0": "peer_gone"},
+            "error_type": "ValueError",
+            "summary": "rank 1 (host a, pid 102) failed first: ValueError: shard 3 is "
+            "corrupt in stage 'data' at w/train.py:15 <module>; then rank 0 "
+            "lost its peer (RuntimeError at w/train.py:16 <module>) "
+            "(consequences, not the cause)",
+        },
+        "rows": [
+            {
+                "rank": 0,
+                "role": "rank",
+                "pid": 101,
+                "state": "failed",
+                "stage": None,
+                "progress": {"step": 4, "total": 10},
+            },
+            {
+                "rank": 1,
+                "role": "rank",
+                "pid": 102,
+                "state": "failed",
+                "stage": "data",
+                "progress": None,
+            },
+            {
+                "rank": None,
+                "role": "launcher",
+                "pid": 100,
+                "state": "running",
+                "stage": None,
+                "progress": None,
+            },
+        ],
+    },
+    {
+        "name": "a rank without a worker: torchrun's failure (its error file) names the cause",
+        "messages": [
+            ["j/100", "hello", hello(100, 9), 1.0],
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 2.0],
+            [
+                "j/100",
+                "error",
+                error(
+                    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError",
+                    "failed",
+                    [("/v/bin/torchrun", 8, "<module>")],
+                    None,
+                    failures=[
+                        {
+                            "rank": 0,
+                            "local_rank": 0,
+                            "pid": 101,
+                            "exit_code": -15,
+                            "time": 21,
+                            "error_file": "/t/attempt_0/0/error.json",
+                            "message": "",
+                            "traceback": None,
+                        },
+                        {
+                            "rank": 1,
+                            "local_rank": 1,
+                            "pid": 102,
+                            "exit_code": 1,
+                            "time": 20,
+                            "error_file": "/t/attempt_0/1/error.json",
+                            "message": "KeyError: 'img'",
+                            "traceback": "Traceback (most recent call last):\n"
+                            "  File \"/w/train.py\", "
+                            "line 9, in load\nKeyError: 'img'\n",
+                        },
+                    ],
+                ),
+                22.0,
+            ],
+        ],
+        "root_cause": {
+            "rank": 1,
+            "why": {"0": "stopped"},
+            "error_type": "KeyError",
+            "summary": "rank 1 (host a, pid 102) failed first: KeyError: 'img' at "
+            "w/train.py:9 load; then rank 0 stopped by the launcher "
+            "(consequences, not the cause)",
+        },
+        "rows": [
+            {
+                "rank": 0,
+                "role": "rank",
+                "pid": 101,
+                "state": "failed",
+                "stage": None,
+                "progress": None,
+            },
+            {
+                "rank": 1,
+                "role": "rank",
+                "pid": 102,
+                "state": "failed",
+                "stage": None,
+                "progress": None,
+            },
+            {
+                "rank": None,
+                "role": "launcher",
+                "pid": 100,
+                "state": "failed",
+                "stage": None,
+                "progress": None,
+            },
+        ],
+    },
+    {
+        "name": "ties by clock go to the lower rank; ranks on two hosts",
+        "messages": [
+            ["j/0", "hello", hello(50, 40, 0, 0, 4, host="a"), 1.0],
+            ["j/3", "hello", hello(50, 41, 3, 1, 4, host="b"), 1.0],
+            ["j/3", "error", error("OSError", "disk full", [TRAIN]), 5.0],
+            ["j/0", "error", error("OSError", "disk full", [TRAIN]), 5.0],
+        ],
+        "root_cause": {
+            "rank": 0,
+            "why": {"3": "later"},
+            "error_type": "OSError",
+            "summary": "rank 0 (host a, pid 50) failed first: OSError: disk full at "
+            "w/train.py:15 <module>; then rank 3 failed later (OSError at "
+            "w/train.py:15 <module>) (consequences, not the cause)",
+        },
+        "rows": [
+            {
+                "rank": 0,
+                "role": "rank",
+                "pid": 50,
+                "state": "failed",
+                "stage": None,
+                "progress": None,
+            },
+            {
+                "rank": 3,
+                "role": "rank",
+                "pid": 50,
+                "state": "failed",
+                "stage": None,
+                "progress": None,
+            },
+        ],
+    },
+    {
+        "name": "one plain process: a row of role other, no root cause",
+        "messages": [
+            ["j/0", "hello", hello(7, 1), 1.0],
+            ["j/0", "stage", {"event": "begin", "name": "train"}, 1.5],
+            ["j/0", "stage", {"event": "begin", "name": "eval"}, 1.6],
+            ["j/0", "stage", {"event": "end", "name": "eval"}, 1.7],
+            ["j/0", "bye", {"exit_code": 0, "reason": "normal"}, 2.0],
+        ],
+        "root_cause": None,
+        "rows": [
+            {
+                "rank": None,
+                "role": "other",
+                "pid": 7,
+                "state": "exited",
+                "stage": "train",
+                "progress": None,
+            }
+        ],
+    },
 ]
 
 
@@ -122,75 +242,172 @@ LAUNCHERS = [
     [["/v/bin/python", "-c", "import torch"], None, False],
 ]
 
-RDZV_ARGV = ["/v/bin/torchrun", "--nnodes=2:4", "--nproc_per_node=2", "--rdzv-backend", "c10d",
-             "--rdzv_endpoint=10.0.0.1:29400", "train.py"]
+RDZV_ARGV = [
+    "/v/bin/torchrun",
+    "--nnodes=2:4",
+    "--nproc_per_node=2",
+    "--rdzv-backend",
+    "c10d",
+    "--rdzv_endpoint=10.0.0.1:29400",
+    "train.py",
+]
 RENDEZVOUS = [
-    {"name": "a launcher in its rendezvous, no rank: rendezvous_wait",
-     "launcher": {"argv": RDZV_ARGV, "host": "a"}, "ranks_said_hello": False, "waited_s": 20.04,
-     "stacks": "File \"/v/torch/distributed/elastic/rendezvous/utils.py\", line 9, in _delay",
-     "summary": "rendezvous_wait: torchrun on host a waited 20 s for nodes "
-                "that never came: its c10d rendezvous at 10.0.0.1:29400 "
-                "needs 2 node(s) (--nnodes=2:4) and only this "
-                "one is known to have joined; no rank started",
-     "evidence": {"endpoint": "10.0.0.1:29400", "backend": "c10d", "nnodes": "2:4",
-                  "nnodes_expected": 2, "nnodes_joined": 1, "waited_s": 20.0, "host": "a"}},
-    {"name": "static rendezvous: the master address and port are the endpoint",
-     "launcher": {"argv": ["/v/bin/torchrun", "--nnodes", "3", "--master_addr", "h1",
-                           "--master-port=1234", "t.py"], "host": "b"},
-     "ranks_said_hello": False, "waited_s": 6.24, "stacks": "rendezvous",
-     "summary": "rendezvous_wait: torchrun on host b waited 6.2 s for nodes "
-                "that never came: its "
-                "static rendezvous at h1:1234 needs 3 node(s) (--nnodes=3) and only this one is "
-                "known to have joined; no rank started",
-     "evidence": {"endpoint": "h1:1234", "backend": "static", "nnodes": "3",
-                  "nnodes_expected": 3, "nnodes_joined": 1, "waited_s": 6.2, "host": "b"}},
-    {"name": "still importing torch: not a rendezvous wait",
-     "launcher": {"argv": RDZV_ARGV, "host": "a"}, "ranks_said_hello": False, "waited_s": 20,
-     "stacks": "File \"<frozen importlib._bootstrap>\", in _find_and_load", "summary": None},
-    {"name": "a rank said hello: not a rendezvous wait",
-     "launcher": {"argv": RDZV_ARGV, "host": "a"}, "ranks_said_hello": True, "waited_s": 20,
-     "stacks": "rendezvous", "summary": None},
+    {
+        "name": "a launcher in its rendezvous, no rank: rendezvous_wait",
+        "launcher": {"argv": RDZV_ARGV, "host": "a"},
+        "ranks_said_hello": False,
+        "waited_s": 20.04,
+        "stacks": "File \"/v/torch/distributed/elastic/rendezvous/utils.py\", line 9, in _delay",
+        "summary": "rendezvous_wait: torchrun on host a waited 20 s for nodes "
+        "that never came: its c10d rendezvous at 10.0.0.1:29400 "
+        "needs 2 node(s) (--nnodes=2:4) and only this "
+        "one is known to have joined; no rank started",
+        "evidence": {
+            "endpoint": "10.0.0.1:29400",
+            "backend": "c10d",
+            "nnodes": "2:4",
+            "nnodes_expected": 2,
+            "nnodes_joined": 1,
+            "waited_s": 20.0,
+            "host": "a",
+        },
+    },
+    {
+        "name": "static rendezvous: the master address and port are the endpoint",
+        "launcher": {
+            "argv": [
+                "/v/bin/torchrun",
+                "--nnodes",
+                "3",
+                "--master_addr",
+                "h1",
+                "--master-port=1234",
+                "t.py",
+            ],
+            "host": "b",
+        },
+        "ranks_said_hello": False,
+        "waited_s": 6.24,
+        "stacks": "rendezvous",
+        "summary": "rendezvous_wait: torchrun on host b waited 6.2 s for nodes "
+        "that never came: its "
+        "static rendezvous at h1:1234 needs 3 node(s) (--nnodes=3) and only this one is "
+        "known to have joined; no rank started",
+        "evidence": {
+            "endpoint": "h1:1234",
+            "backend": "static",
+            "nnodes": "3",
+            "nnodes_expected": 3,
+            "nnodes_joined": 1,
+            "waited_s": 6.2,
+            "host": "b",
+        },
+    },
+    {
+        "name": "still importing torch: not a rendezvous wait",
+        "launcher": {"argv": RDZV_ARGV, "host": "a"},
+        "ranks_said_hello": False,
+        "waited_s": 20,
+        "stacks": "File \"<frozen importlib._bootstrap>\", in _find_and_load",
+        "summary": None,
+    },
+    {
+        "name": "a rank said hello: not a rendezvous wait",
+        "launcher": {"argv": RDZV_ARGV, "host": "a"},
+        "ranks_said_hello": True,
+        "waited_s": 20,
+        "stacks": "rendezvous",
+        "summary": None,
+    },
 ]
 
 
 def stacks(*frames, thread="MainThread"):
     """A dump_stacks reply's text (worker/errors.py all_stacks), one thread."""
-    lines = [f'Thread 0x7f01 "trainbridge-beacon" (most recent call last):',
-             '  File "/v/lib/python3.11/threading.py", line 1002, in _bootstrap', "",
-             f'Thread 0x7f00 "{thread}" (most recent call last):']
+    lines = [
+        'Thread 0x7f01 "trainbridge-beacon" (most recent call last):',
+        '  File "/v/lib/python3.11/threading.py", line 1002, in _bootstrap',
+        "",
+        f'Thread 0x7f00 "{thread}" (most recent call last):',
+    ]
     lines += [f'  File "{f}", line {n}, in {fn}\n    code' for f, n, fn in frames]
     return "\n".join(lines) + "\n"
 
 
 HUNG = [
-    {"name": "rank 0 waits in all_reduce; rank 1 is elsewhere: rank 1 is the hung rank",
-     "messages": [
-         ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
-         ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
-         ["j/0", "reply", {"to": 9, "ok": True, "stacks": stacks(
-             ("/w/train.py", 22, "<module>"),
-             ("/v/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", 83, "wrapper"),
-             REDUCE)}, 30.0],
-         ["j/1", "reply", {"to": 9, "ok": True, "stacks": stacks(
-             ("/w/train.py", 20, "<module>"), ("/w/train.py", 14, "read_shard"))}, 30.0],
-     ],
-     "summary": "rank 1 (host a, pid 102) is not in the collective: it is at w/train.py:14 "
-                "read_shard; rank(s) 0 wait in all_reduce for it"},
-    {"name": "every rank waits in the collective: no hung rank named",
-     "messages": [
-         ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
-         ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
-         ["j/0", "reply", {"to": 9, "ok": True, "stacks": stacks(("/w/t.py", 22, "<module>"), REDUCE)}, 30.0],
-         ["j/1", "reply", {"to": 9, "ok": True, "stacks": stacks(("/w/t.py", 22, "<module>"), REDUCE)}, 30.0],
-     ],
-     "summary": None},
-    {"name": "one rank did not answer the dump: no verdict from one stack",
-     "messages": [
-         ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
-         ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
-         ["j/0", "reply", {"to": 9, "ok": True, "stacks": stacks(("/w/t.py", 22, "<module>"), REDUCE)}, 30.0],
-     ],
-     "summary": None},
+    {
+        "name": "rank 0 waits in all_reduce; rank 1 is elsewhere: rank 1 is the hung rank",
+        "messages": [
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+            ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
+            [
+                "j/0",
+                "reply",
+                {
+                    "to": 9,
+                    "ok": True,
+                    "stacks": stacks(
+                        ("/w/train.py", 22, "<module>"),
+                        (
+                            "/v/lib/python3.11/site-packages/torch/distributed/c10d_logger.py",
+                            83,
+                            "wrapper",
+                        ),
+                        REDUCE,
+                    ),
+                },
+                30.0,
+            ],
+            [
+                "j/1",
+                "reply",
+                {
+                    "to": 9,
+                    "ok": True,
+                    "stacks": stacks(
+                        ("/w/train.py", 20, "<module>"), ("/w/train.py", 14, "read_shard")
+                    ),
+                },
+                30.0,
+            ],
+        ],
+        "summary": "rank 1 (host a, pid 102) is not in the collective: it is at w/train.py:14 "
+        "read_shard; rank(s) 0 wait in all_reduce for it",
+    },
+    {
+        "name": "every rank waits in the collective: no hung rank named",
+        "messages": [
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+            ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
+            [
+                "j/0",
+                "reply",
+                {"to": 9, "ok": True, "stacks": stacks(("/w/t.py", 22, "<module>"), REDUCE)},
+                30.0,
+            ],
+            [
+                "j/1",
+                "reply",
+                {"to": 9, "ok": True, "stacks": stacks(("/w/t.py", 22, "<module>"), REDUCE)},
+                30.0,
+            ],
+        ],
+        "summary": None,
+    },
+    {
+        "name": "one rank did not answer the dump: no verdict from one stack",
+        "messages": [
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+            ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
+            [
+                "j/0",
+                "reply",
+                {"to": 9, "ok": True, "stacks": stacks(("/w/t.py", 22, "<module>"), REDUCE)},
+                30.0,
+            ],
+        ],
+        "summary": None,
+    },
 ]
 
 
@@ -211,8 +428,9 @@ def check_rendezvous():
     for argv, world, expected in LAUNCHERS:
         assert ranks.awaits_ranks({"argv": argv, "world_size": world}) is expected, argv
     for case in RENDEZVOUS:
-        got = ranks.rendezvous_wait(case["launcher"], case["ranks_said_hello"],
-                                    case["waited_s"], case["stacks"])
+        got = ranks.rendezvous_wait(
+            case["launcher"], case["ranks_said_hello"], case["waited_s"], case["stacks"]
+        )
         if case["summary"] is None:
             assert got is None, case["name"]
         else:
@@ -237,8 +455,11 @@ def check(case):
         return
     body = ranks.error_body(state, cause)
     assert (body or {}).get("type") == case["root_cause"].get("error_type"), (case["name"], body)
-    short = {"rank": cause["rank"], "summary": cause["summary"],
-             "why": {str(c["rank"]): c["why"] for c in cause["consequences"]}}
+    short = {
+        "rank": cause["rank"],
+        "summary": cause["summary"],
+        "why": {str(c["rank"]): c["why"] for c in cause["consequences"]},
+    }
     short["error_type"] = case["root_cause"].get("error_type")
     assert short == case["root_cause"], (case["name"], short)
 
@@ -250,8 +471,12 @@ def main():
     check_hung()
     path = os.path.join(ROOT, "vectors", "ranks.json")
     with open(path, "w", encoding="ascii") as out:
-        json.dump({"cases": CASES, "launchers": LAUNCHERS, "rendezvous": RENDEZVOUS,
-                   "hung": HUNG}, out, indent=1, sort_keys=True)
+        json.dump(
+            {"cases": CASES, "launchers": LAUNCHERS, "rendezvous": RENDEZVOUS, "hung": HUNG},
+            out,
+            indent=1,
+            sort_keys=True,
+        )
         out.write("\n")
 
 

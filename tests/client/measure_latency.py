@@ -30,8 +30,12 @@ def death_to_report(imports, death, zero_code=False):
         def on_event(event, ended=ended):
             if event["event"] == "end":
                 ended["t"] = time.time()
-        job = bridge.launch([sys.executable, "-c", DIES.format(imports=imports, death=death)],
-                            on_event=on_event, zero_code=zero_code)
+
+        job = bridge.launch(
+            [sys.executable, "-c", DIES.format(imports=imports, death=death)],
+            on_event=on_event,
+            zero_code=zero_code,
+        )
         report = job.wait(30)
         waited = time.time()
         died = float(report["log_tail"][0])
@@ -51,8 +55,14 @@ def stall_to_hung(stall_s=0.5):
                 seen["hang"] = event["t"]
             elif event["event"] == "end":
                 seen["end"] = event["t"]
-        job = bridge.launch([sys.executable, "-c", STALLS], stall_timeout=stall_s,
-                            kill_grace=1, on_event=on_event, zero_code=False)
+
+        job = bridge.launch(
+            [sys.executable, "-c", STALLS],
+            stall_timeout=stall_s,
+            kill_grace=1,
+            on_event=on_event,
+            zero_code=False,
+        )
         report = job.wait(30)
         assert report["outcome"] == "hung", report["summary"]
         deadline = seen["progress"] + stall_s
@@ -63,16 +73,26 @@ def stall_to_hung(stall_s=0.5):
 def show(name, rows, labels):
     for i, label in enumerate(labels):
         values = sorted(r[i] for r in rows)
-        print(f"{name}: {label}: median {statistics.median(values):.1f} ms, "
-              f"min {values[0]:.1f}, max {values[-1]:.1f} (n={len(values)})")
+        print(
+            f"{name}: {label}: median {statistics.median(values):.1f} ms, "
+            f"min {values[0]:.1f}, max {values[-1]:.1f} (n={len(values)})"
+        )
 
 
 if __name__ == "__main__":
     labels = ("death -> end event (report built)", "death -> wait() returned")
-    show("SIGKILL, worker imported", death_to_report(
-        ", worker", "os.kill(os.getpid(), signal.SIGKILL)"), labels)
-    show("SIGSEGV, plain command", death_to_report(
-        ", ctypes", "ctypes.string_at(0)"), labels)
+    show(
+        "SIGKILL, worker imported",
+        death_to_report(", worker", "os.kill(os.getpid(), signal.SIGKILL)"),
+        labels,
+    )
+    show("SIGSEGV, plain command", death_to_report(", ctypes", "ctypes.string_at(0)"), labels)
     show("os._exit(3), plain command", death_to_report("", "os._exit(3)"), labels)
-    show("stall", stall_to_hung(), ("stall deadline -> hang declared",
-                                   "hang declared -> final report (snapshot, dumps, SIGTERM)"))
+    show(
+        "stall",
+        stall_to_hung(),
+        (
+            "stall deadline -> hang declared",
+            "hang declared -> final report (snapshot, dumps, SIGTERM)",
+        ),
+    )

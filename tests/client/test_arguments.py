@@ -34,8 +34,11 @@ def children():
 
 BAD = [
     ("w -h", {}, "not a string"),
-    (["true"], {"startup_timeout": "30"},
-     "startup_timeout must be a number of seconds or None (off), got '30'"),
+    (
+        ["true"],
+        {"startup_timeout": "30"},
+        "startup_timeout must be a number of seconds or None (off), got '30'",
+    ),
     (["true"], {"kill_grace": math.nan}, "kill_grace must be a finite number of seconds"),
     (["true"], {"heartbeat_timeout": math.inf}, "heartbeat_timeout must be a finite number"),
     (["true"], {"kill_grace": -1}, "kill_grace must be >= 0 seconds, got -1"),
@@ -71,17 +74,34 @@ def test_aio_launch_refuses_bad_arguments():
         asyncio.run(aio.launch(["true"], startup_timeout="30"))
 
 
-@pytest.mark.parametrize("flag, value, message", [
-    ("--kill-grace", "nan", "finite"), ("--kill-grace", "-1", ">= 0"),
-    ("--stall-timeout", "nan", "finite"), ("--heartbeat-timeout", "inf", "finite"),
-    ("--startup-timeout", "-2", ">= 0"),
-])
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--kill-grace", "nan", "finite"),
+        ("--kill-grace", "-1", ">= 0"),
+        ("--stall-timeout", "nan", "finite"),
+        ("--heartbeat-timeout", "inf", "finite"),
+        ("--startup-timeout", "-2", ">= 0"),
+    ],
+)
 def test_cli_refuses_bad_durations_before_it_starts_anything(flag, value, message, tmp_path):
     marker = tmp_path / "ran"
     trainbridge = os.path.join(os.path.dirname(sys.executable), "trainbridge")
-    out = subprocess.run([trainbridge, "run", flag, value, "--", sys.executable, "-c",
-                          f"open({str(marker)!r}, 'w')"],
-                         capture_output=True, text=True, timeout=WAIT_S)
+    out = subprocess.run(
+        [
+            trainbridge,
+            "run",
+            flag,
+            value,
+            "--",
+            sys.executable,
+            "-c",
+            f"open({str(marker)!r}, 'w')",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
     assert out.returncode == 2, (out.returncode, out.stderr)
     assert message in out.stderr and flag in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
@@ -101,14 +121,23 @@ def test_a_bug_while_handling_one_job_fails_it_alone(script):
             time.sleep(0.005)
         worker.progress(2, total=2)
     """)
-    a = bridge.launch([sys.executable, slow], zero_code=False, cwd=ROOT,
-                      env={**os.environ, "TB_GATE": gate + ".a"})
-    b = bridge.launch([sys.executable, slow], zero_code=False, cwd=ROOT,
-                      env={**os.environ, "TB_GATE": gate + ".b"})
+    a = bridge.launch(
+        [sys.executable, slow],
+        zero_code=False,
+        cwd=ROOT,
+        env={**os.environ, "TB_GATE": gate + ".a"},
+    )
+    b = bridge.launch(
+        [sys.executable, slow],
+        zero_code=False,
+        cwd=ROOT,
+        env={**os.environ, "TB_GATE": gate + ".b"},
+    )
     failing = threading.Event()
 
     def broken(*args, **kwargs):
         raise RuntimeError("injected bug")
+
     original = a.next_wakeup
 
     def next_wakeup():
@@ -116,6 +145,7 @@ def test_a_bug_while_handling_one_job_fails_it_alone(script):
             failing.set()
             broken()
         return original()
+
     a.next_wakeup = next_wakeup
     report_a = a.wait(WAIT_S)
     assert report_a is not None, "job A never got a report: the hub died with it"

@@ -4,8 +4,8 @@ import sys
 
 import psutil
 
-from trainbridge import bridge
 from tests.client.conftest import assert_tree_gone, message, validate_report
+from trainbridge import bridge
 
 # The child starts two grandchildren: one in its process group, one that escaped with
 # setsid(); it reports their pids as progress metrics so the test can check them too.
@@ -24,8 +24,11 @@ def grandchildren(report):
 
 
 def assert_gone(pids):
-    alive = [p for p in pids if psutil.pid_exists(p)
-             and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    alive = [
+        p
+        for p in pids
+        if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+    ]
     assert not alive, f"left behind: {alive}"
 
 
@@ -38,9 +41,12 @@ def cancel_on_first_progress(job, grace):
 
 
 def test_cancel_stops_the_job_and_its_grandchildren(script):
-    path = script(SPAWNS_GRANDCHILDREN + """
+    path = script(
+        SPAWNS_GRANDCHILDREN
+        + """
     threading.Event().wait(120)  # KeyboardInterrupt from the in-band cancel ends this
-    """)
+    """
+    )
     job = bridge.launch([sys.executable, path], kill_grace=0.5, zero_code=False)
     r = cancel_on_first_progress(job, grace=1.0)
     validate_report(r)
@@ -54,7 +60,9 @@ def test_cancel_stops_the_job_and_its_grandchildren(script):
 
 
 def test_cancel_escalates_to_sigkill_when_everything_is_ignored(script):
-    path = script(SPAWNS_GRANDCHILDREN + """
+    path = script(
+        SPAWNS_GRANDCHILDREN
+        + """
     import signal
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while True:
@@ -62,7 +70,8 @@ def test_cancel_escalates_to_sigkill_when_everything_is_ignored(script):
             threading.Event().wait(120)
         except KeyboardInterrupt:
             print("ignoring the cancel", flush=True)
-    """)
+    """
+    )
     job = bridge.launch([sys.executable, path], kill_grace=0.3, zero_code=False)
     r = cancel_on_first_progress(job, grace=0.3)
     validate_report(r)

@@ -11,8 +11,10 @@ import psutil
 from tests.client.conftest import WAIT_S, validate_report
 from trainbridge import bridge
 
-LOOP = "import time\nfrom trainbridge import worker\nfor i in range(100000):\n" \
-       "    worker.progress(i + 1)\n    time.sleep(0.02)\n"
+LOOP = (
+    "import time\nfrom trainbridge import worker\nfor i in range(100000):\n"
+    "    worker.progress(i + 1)\n    time.sleep(0.02)\n"
+)
 IGNORES_SIGINT = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + LOOP
 
 

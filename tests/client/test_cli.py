@@ -12,8 +12,9 @@ TRAINBRIDGE = [sys.executable, "-m", "trainbridge"]
 
 def trainbridge(*args, timeout=60):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    return subprocess.run([*TRAINBRIDGE, *args], cwd=ROOT, env=env, capture_output=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [*TRAINBRIDGE, *args], cwd=ROOT, env=env, capture_output=True, timeout=timeout
+    )
 
 
 def py(code):
@@ -51,10 +52,20 @@ def test_crash_is_128_plus_the_signal():
 
 def test_hung_is_124(tmp_path):
     report_path = tmp_path / "hung.json"
-    done = trainbridge("run", "--stall-timeout", "0.5", "--kill-grace", "0.5",
-                       "--report", str(report_path), "--",
-                       *py("import threading; from trainbridge import worker\nworker.progress(1, 2)\n"
-                           "threading.Event().wait()"))
+    done = trainbridge(
+        "run",
+        "--stall-timeout",
+        "0.5",
+        "--kill-grace",
+        "0.5",
+        "--report",
+        str(report_path),
+        "--",
+        *py(
+            "import threading; from trainbridge import worker\nworker.progress(1, 2)\n"
+            "threading.Event().wait()"
+        ),
+    )
     assert done.returncode == 124
     report = json.loads(report_path.read_text(encoding="ascii"))
     assert report["outcome"] == "hung" and report["hang"]["reason"] == "stall"
@@ -72,8 +83,9 @@ def test_a_command_not_found_is_127_and_one_not_executable_is_126(tmp_path):
 
 
 def test_trainbridges_own_failure_is_125(tmp_path):
-    done = trainbridge("run", "--log", str(tmp_path / "no" / "such" / "dir.log"), "--",
-                       *py("print('never')"))
+    done = trainbridge(
+        "run", "--log", str(tmp_path / "no" / "such" / "dir.log"), "--", *py("print('never')")
+    )
     assert done.returncode == 125 and b"never" not in done.stdout
 
 
@@ -87,8 +99,14 @@ def test_run_help_documents_every_exit_status_and_the_duration_units():
 def test_durations_take_units_and_a_bad_one_is_a_usage_error():
     from trainbridge.bridge.cli import parse_duration
 
-    assert [parse_duration(t) for t in ("90", "2.5", "90s", "10m", "1h", "0")] == \
-        [90.0, 2.5, 90.0, 600.0, 3600.0, 0.0]
+    assert [parse_duration(t) for t in ("90", "2.5", "90s", "10m", "1h", "0")] == [
+        90.0,
+        2.5,
+        90.0,
+        600.0,
+        3600.0,
+        0.0,
+    ]
     done = trainbridge("run", "--stall-timeout", "10x", "--", *py("print('never')"))
     assert done.returncode == 2 and b"not a duration" in done.stderr
     done = trainbridge("run", "--stall-timeout=-1m", "--", *py("print('never')"))
@@ -97,12 +115,18 @@ def test_durations_take_units_and_a_bad_one_is_a_usage_error():
 
 def test_no_zero_code_leaves_an_unmodified_script_without_a_worker():
     code = "import sys; print('loaded' if 'trainbridge' in sys.modules else 'untouched')"
-    events = [json.loads(line) for line in
-              trainbridge("run", "--json", "--no-zero-code", "--", *py(code)).stdout.splitlines()]
+    events = [
+        json.loads(line)
+        for line in trainbridge(
+            "run", "--json", "--no-zero-code", "--", *py(code)
+        ).stdout.splitlines()
+    ]
     assert [e["text"] for e in events if e["event"] == "output"] == ["untouched"]
     assert not any(e["event"] == "message" for e in events)
-    events = [json.loads(line) for line in
-              trainbridge("run", "--json", "--", *py(code)).stdout.splitlines()]
+    events = [
+        json.loads(line)
+        for line in trainbridge("run", "--json", "--", *py(code)).stdout.splitlines()
+    ]
     assert [e["text"] for e in events if e["event"] == "output"] == ["loaded"]
 
 
@@ -135,13 +159,26 @@ def test_help_documents_the_exit_statuses():
 
 def test_ctrl_c_cancels_the_job_and_exits_130(tmp_path):
     import signal
+
     report_path = tmp_path / "cancelled.json"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     proc = subprocess.Popen(
-        [*TRAINBRIDGE, "run", "--json", "--report", str(report_path), "--",
-         *py("import threading; from trainbridge import worker\n"
-             "worker.progress(1, 9)\nthreading.Event().wait()")],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE)
+        [
+            *TRAINBRIDGE,
+            "run",
+            "--json",
+            "--report",
+            str(report_path),
+            "--",
+            *py(
+                "import threading; from trainbridge import worker\n"
+                "worker.progress(1, 9)\nthreading.Event().wait()"
+            ),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+    )
     try:
         for line in proc.stdout:  # wait until the child is known to be working
             event = json.loads(line)
@@ -169,8 +206,10 @@ def test_the_live_view_prints_every_output_line_above_itself():
 
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=100, color_system=None)
-    code = ("import sys\nfor i in range(30): print(f'line {i:02d}')\n"
-            "sys.stderr.write('bar 1\\rbar 2\\r'); sys.stderr.flush()\nprint('last')")
+    code = (
+        "import sys\nfor i in range(30): print(f'line {i:02d}')\n"
+        "sys.stderr.write('bar 1\\rbar 2\\r'); sys.stderr.flush()\nprint('last')"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     job = bridge.launch(py(code), env=env)
     report = LiveView(console, py(code)).follow(job)
@@ -185,5 +224,7 @@ def test_the_plain_summary_is_not_wrapped_at_80_columns():
     long = "x" * 150
     done = trainbridge("run", "--", *py(f"raise RuntimeError('{long}')"))
     assert done.returncode == 1
-    summary = [line for line in done.stdout.decode().splitlines() if line.startswith("trainbridge: ")]
+    summary = [
+        line for line in done.stdout.decode().splitlines() if line.startswith("trainbridge: ")
+    ]
     assert len(summary) == 1 and long in summary[0], done.stdout.decode()[-600:]

@@ -15,13 +15,30 @@ N = 300_000
 def test_a_reader_that_falls_behind_is_told_exactly_which_lines_it_missed(tmp_path):
     done = tmp_path / "printed"
     log = tmp_path / "job.log"
-    child = (f"import sys\nfor i in range(1, {N + 1}): print(i)\nsys.stdout.flush()\n"
-             f"open({str(done)!r}, 'w').close()\n")
+    child = (
+        f"import sys\nfor i in range(1, {N + 1}): print(i)\nsys.stdout.flush()\n"
+        f"open({str(done)!r}, 'w').close()\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     with open(tmp_path / "stderr", "wb") as err:
-        cli = subprocess.Popen([sys.executable, "-m", "trainbridge", "run", "--log", str(log),
-                                "--", sys.executable, "-c", child], cwd=ROOT, env=env,
-                               stdout=subprocess.PIPE, stderr=err)
+        cli = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "trainbridge",
+                "run",
+                "--log",
+                str(log),
+                "--",
+                sys.executable,
+                "-c",
+                child,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
         try:
             # Nobody reads the CLI's stdout until the child has printed everything: the
             # view blocks on a full pipe while the job goes on, as behind a slow terminal.
@@ -45,5 +62,6 @@ def test_a_reader_that_falls_behind_is_told_exactly_which_lines_it_missed(tmp_pa
     assert f"every line is in {log}" in notes
     lines = log.read_text().splitlines()
     assert lines[:N] == [str(i) for i in range(1, N + 1)]
-    assert lines[N:] == [line for line in lines[N:] if line.startswith("[trainbridge] ")], \
+    assert lines[N:] == [line for line in lines[N:] if line.startswith("[trainbridge] ")], (
         "after the output, only the log's own verdict"
+    )

@@ -14,10 +14,13 @@ def line_of(job, needle):
 
 
 def test_no_hello_before_the_startup_deadline(run):
-    job, r = run("""
+    job, r = run(
+        """
         import time
         time.sleep(60)  # never imports worker: the "starting job..." forever case
-    """, startup_timeout=0.5)
+    """,
+        startup_timeout=0.5,
+    )
     assert r["outcome"] == "hung"
     assert r["hang"]["reason"] == "startup" and r["hang"]["after_s"] >= 0.5
     assert r["signals_sent"] == ["SIGTERM"]  # no worker: no in-band dump, no SIGUSR1
@@ -33,9 +36,13 @@ def test_stage_over_its_budget(run):
     """)
     assert r["outcome"] == "hung"
     # idle_s and stack: the last heartbeat's (no stack: idle far below stalled_after)
-    assert r["hang"] == {"reason": "stage_budget", "stage": "download",
-                         "after_s": r["hang"]["after_s"], "idle_s": r["hang"]["idle_s"],
-                         "stack": None}
+    assert r["hang"] == {
+        "reason": "stage_budget",
+        "stage": "download",
+        "after_s": r["hang"]["after_s"],
+        "idle_s": r["hang"]["idle_s"],
+        "stack": None,
+    }
     assert isinstance(r["hang"]["idle_s"], (int, float))
     assert r["hang"]["after_s"] >= 0.5  # never before the budget ran out
     assert r["stage"] == "download"
@@ -47,12 +54,15 @@ def test_stage_over_its_budget(run):
 
 
 def test_stall_while_heartbeats_arrive(run):
-    job, r = run("""
+    job, r = run(
+        """
         import threading; from trainbridge import worker
         for i in range(3):
             worker.progress(i + 1, 100)
         threading.Event().wait(60)  # the beacon keeps beating; the work stopped
-    """, stall_timeout=0.6)
+    """,
+        stall_timeout=0.6,
+    )
     assert r["outcome"] == "hung" and r["hang"]["reason"] == "stall"
     assert r["hang"]["after_s"] >= 0.6
     assert r["progress"]["step"] == 3
@@ -63,13 +73,17 @@ def test_stall_while_heartbeats_arrive(run):
 def test_heartbeat_silence_with_the_gil_held(run):
     # libc sleep() called through PyDLL keeps the GIL: the beacon thread cannot beat, and
     # only faulthandler's SIGUSR1 dump (a C signal handler) can say where the main thread is.
-    job, r = run("""
+    job, r = run(
+        """
         import ctypes; from trainbridge import worker
         worker.progress(1, 10)
         wait_go()
         while True:  # SIGUSR1 ends sleep() early: sleep again, the GIL still held
             ctypes.PyDLL(None).sleep(60)
-    """, heartbeat_timeout=0.8, go_when=message("hello"))
+    """,
+        heartbeat_timeout=0.8,
+        go_when=message("hello"),
+    )
     assert r["outcome"] == "hung" and r["hang"]["reason"] == "heartbeat"
     assert r["hang"]["after_s"] >= 0.8
     assert r["signals_sent"][0] == "SIGUSR1"  # no in-band dump: the beacon is the silent one
@@ -84,7 +98,8 @@ def test_stall_shorter_than_the_freeze_watchdog_with_the_gil_held(run):
     # The stall deadline (1 s) comes long before the freeze watchdog (15 s, from the 30 s
     # heartbeat timeout): the in-band dump and the SIGUSR1 handler get no answer, so the
     # client sends SIGUSR2 and faulthandler's C handler dumps the main thread.
-    job, r = run("""
+    job, r = run(
+        """
         import ctypes; from trainbridge import worker
         def hold_gil():
             libc = ctypes.PyDLL(None)
@@ -94,7 +109,11 @@ def test_stall_shorter_than_the_freeze_watchdog_with_the_gil_held(run):
         worker.progress(1, 10)
         wait_go()
         hold_gil()
-    """, stall_timeout=1, heartbeat_timeout=30, go_when=message("progress"))
+    """,
+        stall_timeout=1,
+        heartbeat_timeout=30,
+        go_when=message("progress"),
+    )
     assert r["outcome"] == "hung" and r["hang"]["reason"] == "stall"
     assert r["signals_sent"][:3] == ["SIGUSR1", "SIGUSR2", "SIGTERM"]
     assert "faulthandler (crash file)" in r["stacks"]
@@ -105,11 +124,15 @@ def test_stall_shorter_than_the_freeze_watchdog_with_the_gil_held(run):
 
 
 def test_a_job_that_keeps_working_is_never_hung(run):
-    job, r = run("""
+    job, r = run(
+        """
         import time; from trainbridge import worker
         with worker.stage("train", budget=10):
             for i in range(20):
                 worker.progress(i + 1, 20)
                 time.sleep(0.05)
-    """, stall_timeout=2, heartbeat_timeout=2)
+    """,
+        stall_timeout=2,
+        heartbeat_timeout=2,
+    )
     assert r["outcome"] == "succeeded" and r["hang"] is None

@@ -3,7 +3,6 @@ chunks besides the line events, and two-way messages (job.send / worker.send).""
 
 import os
 import sys
-import time
 
 import pytest
 
@@ -36,8 +35,14 @@ def test_stdin_pipe_and_raw_output_are_byte_exact_besides_the_lines():
     report = job.wait(WAIT_S)
     assert report is not None and report.outcome == "succeeded"
     validate_report(report)
-    expected = (b"[%d]" % len(sent) + sent + b"prompt> 50%\r" + GBK + bytes(range(256))
-                + b"tail without newline")
+    expected = (
+        b"[%d]" % len(sent)
+        + sent
+        + b"prompt> 50%\r"
+        + GBK
+        + bytes(range(256))
+        + b"tail without newline"
+    )
     assert b"".join(chunks) == expected
     assert job.stderr.read() == b""
     # The same bytes as lines for events and the report.
@@ -46,10 +51,13 @@ def test_stdin_pipe_and_raw_output_are_byte_exact_besides_the_lines():
 
 
 def test_raw_chunks_arrive_before_the_line_is_complete():
-    code = ("import sys\nsys.stdout.write('name? '); sys.stdout.flush()\n"
-            "print('hi', sys.stdin.readline().strip())\n")
-    job = bridge.launch([sys.executable, "-c", code], stdin="pipe", raw=True,
-                        startup_timeout=WAIT_S)
+    code = (
+        "import sys\nsys.stdout.write('name? '); sys.stdout.flush()\n"
+        "print('hi', sys.stdin.readline().strip())\n"
+    )
+    job = bridge.launch(
+        [sys.executable, "-c", code], stdin="pipe", raw=True, startup_timeout=WAIT_S
+    )
     first = job.stdout.next_chunk(WAIT_S)
     assert first == b"name? "  # a prompt without a newline, delivered at once
     job.stdin.write(b"ada\n")
@@ -59,8 +67,11 @@ def test_raw_chunks_arrive_before_the_line_is_complete():
 
 
 def test_stdin_defaults_to_devnull_and_rejects_unknown_modes():
-    job = bridge.launch([sys.executable, "-c", "import sys; print(repr(sys.stdin.read()))"],
-                        raw=True, startup_timeout=WAIT_S)
+    job = bridge.launch(
+        [sys.executable, "-c", "import sys; print(repr(sys.stdin.read()))"],
+        raw=True,
+        startup_timeout=WAIT_S,
+    )
     assert job.stdin is None and job.stdout.read() == b"''\n"
     job.wait(WAIT_S)
     with pytest.raises(bridge.LaunchError, match="stdin must be one of"):
@@ -85,8 +96,9 @@ for step in range(2000):
 
 def test_two_way_messages_in_order_with_non_ascii_values():
     events = []
-    job = bridge.launch([sys.executable, "-c", CHECKPOINT], on_event=events.append,
-                        startup_timeout=WAIT_S)
+    job = bridge.launch(
+        [sys.executable, "-c", CHECKPOINT], on_event=events.append, startup_timeout=WAIT_S
+    )
     job.send({"cmd": "checkpoint", "id": 1})  # before the hello: held, then sent in order
     job.send({"cmd": "checkpoint", "id": 2})
     answers = []
@@ -139,17 +151,31 @@ worker.send({"echo": box[0]})
 
 def test_worker_send_without_a_client_is_a_no_op():
     import subprocess
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINBRIDGE_")}
-    done = subprocess.run([sys.executable, "-c", "from trainbridge import worker; "
-                           "print(worker.send({'a': 1}), worker.receive())"],
-                          capture_output=True, env=env, cwd=ROOT, timeout=WAIT_S)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from trainbridge import worker; print(worker.send({'a': 1}), worker.receive())",
+        ],
+        capture_output=True,
+        env=env,
+        cwd=ROOT,
+        timeout=WAIT_S,
+    )
     assert done.stdout == b"False None\n", done.stderr
 
 
 def test_the_checkpoint_demo_runs_under_the_python_client():
     import subprocess
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "checkpoint_gui.py")],
-                          capture_output=True, cwd=ROOT, timeout=WAIT_S)
+
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "checkpoint_gui.py")],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=WAIT_S,
+    )
     assert done.returncode == 0, done.stderr
     assert b"checkpoint saved at /" in done.stdout and b"outcome: succeeded" in done.stdout
 
@@ -196,13 +222,15 @@ def test_asyncio_form_sends_and_receives_messages():
                 if len(answers) == 2:
                     job.send("stop")
         return answers, await job.wait(WAIT_S)
+
     answers, report = asyncio.run(main())
     assert report.outcome == "succeeded" and answers[1]["asked"] == 7
 
 
 def test_messages_wait_for_a_hello_up_to_a_limit():
-    job = bridge.launch([sys.executable, "-c", "import time; time.sleep(30)"], zero_code=False,
-                        startup_timeout=None)
+    job = bridge.launch(
+        [sys.executable, "-c", "import time; time.sleep(30)"], zero_code=False, startup_timeout=None
+    )
     try:
         for i in range(1000):
             job.send(i)

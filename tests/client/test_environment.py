@@ -7,18 +7,22 @@ import sys
 
 import pytest
 
+from tests.client.conftest import ROOT, WAIT_S, validate_report
 from trainbridge import bridge
 from trainbridge.bridge import report as reports
-from tests.client.conftest import ROOT, WAIT_S, validate_report
 
 
 def test_the_report_says_what_the_job_ran_on(run):
-    _, report = run("""
+    _, report = run(
+        """
         from trainbridge import worker
         wait_go()
-    """, env={"CUDA_VISIBLE_DEVICES": "0"})
+    """,
+        env={"CUDA_VISIBLE_DEVICES": "0"},
+    )
     env = report["environment"]
     from importlib import metadata
+
     assert env["python"] == sys.version.split()[0]
     assert env["python_executable"] == sys.executable
     assert env["venv"] == (sys.prefix != sys.base_prefix)
@@ -28,9 +32,13 @@ def test_the_report_says_what_the_job_ran_on(run):
     assert env["host"] == os.uname().nodename
     assert env["platform"].startswith(os.uname().sysname + "-")
     # The client's settings: UTF-8 output, not held back in blocks.
-    assert (env["stdout_encoding"], env["utf8_mode"], env["stdout_buffered"]) == \
-        ("utf-8", True, False)
+    assert (env["stdout_encoding"], env["utf8_mode"], env["stdout_buffered"]) == (
+        "utf-8",
+        True,
+        False,
+    )
     from trainbridge.worker import facts
+
     driver = facts.nvidia_driver()
     assert env["gpu_driver"] == (driver and driver["driver"])
 
@@ -52,8 +60,12 @@ def test_environment_takes_the_lowest_rank_and_tolerates_old_workers():
 
 
 def test_the_child_is_told_whom_to_watch():
-    job = bridge.launch([sys.executable, "-c", "pass"], cwd=ROOT, kill_grace=2.5,
-                        env={**os.environ, "TRAINBRIDGE_DETACHED": "1"})
+    job = bridge.launch(
+        [sys.executable, "-c", "pass"],
+        cwd=ROOT,
+        kill_grace=2.5,
+        env={**os.environ, "TRAINBRIDGE_DETACHED": "1"},
+    )
     assert job.env["TRAINBRIDGE_CLIENT_PID"] == str(os.getpid())
     assert job.env["TRAINBRIDGE_KILL_GRACE_S"] == "2.5"
     assert "TRAINBRIDGE_DETACHED" not in job.env  # an outer job's setting does not leak in

@@ -42,9 +42,12 @@ def flood(endpoint, job, frames=FRAMES):
 
 def test_a_bad_mac_flood_leaves_the_client_within_its_memory_budget(tmp_path):
     gate = tmp_path / "gate"
-    client = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "client",
-                                                           "flood_client.py"), str(gate)],
-                              cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    client = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "tests", "client", "flood_client.py"), str(gate)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     try:
         hello = json.loads(client.stdout.readline())
         before = status_kib(hello["pid"], "VmRSS")

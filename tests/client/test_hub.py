@@ -4,8 +4,8 @@ refuse on an unsupported version, and one ROUTER serving several jobs at once.""
 
 import sys
 
-from trainbridge import bridge
 from tests.client.conftest import assert_tree_gone, validate_report
+from trainbridge import bridge
 
 PEER = """
 import os, sys, time, msgpack, zmq
@@ -31,7 +31,9 @@ def receive(timeout=10):
 
 
 def test_replays_are_reacked_and_rejections_counted(script):
-    path = script(PEER + """
+    path = script(
+        PEER
+        + """
 send("hello", 1, HELLO, key=b"k" * 32)              # bad signature: ignored, counted
 send("hello", 1, HELLO)
 send("progress", 5, {"step": 1, "total": 2, "metrics": {}})   # a gap of 3
@@ -40,14 +42,19 @@ first = receive()
 send("bye", 6, {"exit_code": 0, "reason": "normal"})          # our ack was "lost": resend
 second = receive()
 print(first.kind, first.body["to"], second.kind, second.body["to"], flush=True)
-""")
+"""
+    )
     job = bridge.launch([sys.executable, path], zero_code=False)
     r = job.wait(20)
     validate_report(r)
     assert r["outcome"] == "succeeded", (r["summary"], r["log_tail"], r["protocol"])
     assert r["log_tail"] == ["ack 6 ack 6"]
-    assert r["protocol"] == {"rejected": {"bad_signature": 1, "replay": 1}, "lost": 3,
-                             "foreign_hello": 0, "unrouted": 0}
+    assert r["protocol"] == {
+        "rejected": {"bad_signature": 1, "replay": 1},
+        "lost": 3,
+        "foreign_hello": 0,
+        "unrouted": 0,
+    }
     assert r["progress"]["step"] == 1
 
 
@@ -55,7 +62,9 @@ def test_a_message_replayed_through_another_routing_id_is_refused(script):
     """Seq is judged per routing id; the signed sender ("from") ties a message to its own,
     so frames captured from one sender and replayed through a fresh routing id (where a
     fresh seq would accept them) are refused as bad_sender and counted."""
-    path = script(PEER + """
+    path = script(
+        PEER
+        + """
 me = f"{job}/0/{os.getpid()}"
 sock.close()
 sock = ctx.socket(zmq.DEALER)
@@ -83,7 +92,8 @@ sock.send_multipart(codec.encode("bye", 3, {"exit_code": 0, "reason": "normal"},
                                  sender=me))
 print(receive().kind, flush=True)
 thief.close()
-""")
+"""
+    )
     events = []
     job = bridge.launch([sys.executable, path], zero_code=False, on_event=events.append)
     r = job.wait(20)
@@ -97,7 +107,9 @@ thief.close()
 
 
 def test_unsupported_version_is_refused_and_the_job_fails(script):
-    path = script(PEER + """
+    path = script(
+        PEER
+        + """
 import hmac, hashlib
 envelope = msgpack.packb({"body": HELLO, "job": job, "kind": "hello", "seq": 1, "ts": 0,
                           "v": 2}, use_bin_type=True)
@@ -110,7 +122,8 @@ def on_term(signum, frame):
     os._exit(1)
 signal.signal(signal.SIGTERM, on_term)
 time.sleep(60)  # a worker that goes on unsupervised; the client must end the job
-""")
+"""
+    )
     job = bridge.launch([sys.executable, path], zero_code=False, kill_grace=0.5)
     r = job.wait(20)
     assert r is not None, (job.m, list(job.events(timeout=0)))
@@ -139,7 +152,9 @@ def test_one_router_serves_many_jobs_at_once(script):
 def test_runtime_dir_is_private():
     import os
     import stat
+
     from trainbridge.bridge.hub import Hub
+
     hub = Hub.get()
     mode = stat.S_IMODE(os.stat(hub.runtime_dir).st_mode)
     assert mode == 0o700

@@ -7,24 +7,37 @@ import os
 
 from trainbridge.bridge import intake
 
-V = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "intake.json"),
-                   encoding="ascii"))
+V = json.load(
+    open(
+        os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "intake.json"),
+        encoding="ascii",
+    )
+)
 
 
 def test_intake_vectors():
     keys = {job: bytes.fromhex(key) for job, key in V["keys_hex"].items()}
     last_seq = {}
-    counts = {"jobs": {job: {"rejected": collections.Counter(), "lost": 0, "delivered": 0}
-                       for job in keys}, "unrouted": 0}
+    counts = {
+        "jobs": {
+            job: {"rejected": collections.Counter(), "lost": 0, "delivered": 0} for job in keys
+        },
+        "unrouted": 0,
+    }
     for step in V["steps"]:
         rid = step["routing_id"].encode("ascii")
         frames = [bytes.fromhex(f) for f in step["frames_hex"]]
         before = dict(last_seq)
         v = intake.judge(rid, frames, keys, last_seq)
         assert last_seq == before, "judge must not change its input"
-        got = {"job": v["job"], "reject": v["reject"],
-               "kind": v["message"].kind if v["message"] is not None else None,
-               "lost": v["lost"], "ack": v["ack"], "refuse": v["refuse"] is not None}
+        got = {
+            "job": v["job"],
+            "reject": v["reject"],
+            "kind": v["message"].kind if v["message"] is not None else None,
+            "lost": v["lost"],
+            "ack": v["ack"],
+            "refuse": v["refuse"] is not None,
+        }
         assert got == step["verdict"], step["name"]
         if v["job"] is None:
             counts["unrouted"] += 1

@@ -6,9 +6,10 @@ import os
 import subprocess
 import sys
 
-from trainbridge.bridge import hub as hub_module, launcher
-from trainbridge.bridge.job import Job
 from tests.client.conftest import assert_tree_gone, validate_report
+from trainbridge.bridge import hub as hub_module
+from trainbridge.bridge import launcher
+from trainbridge.bridge.job import Job
 
 REAL_USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
 
@@ -27,14 +28,20 @@ def test_child_environment_stdin_and_session(script):
             "argv_has_key": any(os.environ["TRAINBRIDGE_KEY"] in a for a in sys.argv),
         }))
     """)
-    job = Job([sys.executable, path], env={**REAL_USER_ENV, "USER_SETTING": "kept"},
-              zero_code=False).start()
+    job = Job(
+        [sys.executable, path], env={**REAL_USER_ENV, "USER_SETTING": "kept"}, zero_code=False
+    ).start()
     report = job.wait(20)
     seen = json.loads(report["log_tail"][0])
     assert seen["stdin"] == "" and seen["sid_is_own"] and seen["pgid_is_own"]
-    assert seen["env"] == {"PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8",
-                           "PYTHONUTF8": "1", "PYTHONFAULTHANDLER": "1",
-                           "TRAINBRIDGE_JOB_ID": job.id, "USER_SETTING": "kept"}
+    assert seen["env"] == {
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONIOENCODING": "utf-8",
+        "PYTHONUTF8": "1",
+        "PYTHONFAULTHANDLER": "1",
+        "TRAINBRIDGE_JOB_ID": job.id,
+        "USER_SETTING": "kept",
+    }
     assert seen["crash_file_dir_mode"] == "0o700"
     assert not seen["argv_has_key"]
 
@@ -74,8 +81,9 @@ def test_zero_code_hook_makes_an_unmodified_script_say_hello(script):
     path = script("""
         print("no import of worker here")
     """)
-    job = Job([sys.executable, path], env=REAL_USER_ENV, zero_code=True,
-              config={"startup_timeout": 20}).start()
+    job = Job(
+        [sys.executable, path], env=REAL_USER_ENV, zero_code=True, config={"startup_timeout": 20}
+    ).start()
     report = job.wait(20)
     validate_report(report)
     assert report["outcome"] == "succeeded"
@@ -88,7 +96,9 @@ def test_an_interpreter_without_the_worker_is_not_killed_at_startup(script, tmp_
     # stderr, naming the interpreter and the fix, and the startup deadline must not end
     # this healthy run.
     venv = tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60
+    )
     python = str(venv / "bin" / "python")
     path = script("""
         import time
@@ -97,8 +107,9 @@ def test_an_interpreter_without_the_worker_is_not_killed_at_startup(script, tmp_
             time.sleep(0.05)
         print("finished")
     """)
-    job = Job([python, path], env=dict(REAL_USER_ENV), zero_code=True,
-              config={"startup_timeout": 0.5}).start()
+    job = Job(
+        [python, path], env=dict(REAL_USER_ENV), zero_code=True, config={"startup_timeout": 0.5}
+    ).start()
     report = job.wait(20)
     validate_report(report)
     assert report["outcome"] == "succeeded", report["summary"]

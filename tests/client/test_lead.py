@@ -24,8 +24,15 @@ def test_a_rank_0_hello_from_outside_the_tree_is_ignored_and_counted(script, tmp
     def on_event(event):
         if event["event"] == "message" and event["kind"] == "progress":
             first_step.set()
-    job = bridge.launch([sys.executable, path], cwd=ROOT, zero_code=False, on_event=on_event,
-                        env={**os.environ, "TB_TEST_GO": gate}, heartbeat_timeout=10)
+
+    job = bridge.launch(
+        [sys.executable, path],
+        cwd=ROOT,
+        zero_code=False,
+        on_event=on_event,
+        env={**os.environ, "TB_TEST_GO": gate},
+        heartbeat_timeout=10,
+    )
     assert first_step.wait(WAIT_S), "the job never reported its first step"
 
     with open(f"/proc/{job.pid}/environ", "rb") as f:
@@ -35,7 +42,12 @@ def test_a_rank_0_hello_from_outside_the_tree_is_ignored_and_counted(script, tmp
     env.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1")
     foreign = subprocess.run(
         [sys.executable, "-c", "from trainbridge import worker\nworker.progress(99, total=99)"],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=WAIT_S)
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
     assert foreign.returncode == 0, foreign.stderr[-2000:]
 
     open(gate, "w").close()

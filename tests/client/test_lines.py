@@ -5,7 +5,8 @@ import json
 import os
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trainbridge.bridge.lines import LineSplitter, decode_line, line_bytes, log_text
 
@@ -31,12 +32,14 @@ def test_vector(case):
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_vector_lines_do_not_depend_on_chunking(case):
     whole = b"".join(bytes.fromhex(h) for h in case["chunks_hex"])
-    one_by_one = [whole[i:i + 1] for i in range(len(whole))]
+    one_by_one = [whole[i : i + 1] for i in range(len(whole))]
     assert split_all([whole], case["max_line"]) == split_all(one_by_one, case["max_line"])
 
 
-stream = st.lists(st.sampled_from([b"a", b"\n", b"\r", b"\xe4\xb8\xad", b"\xd6\xd0", b"\xff", b"xyz"]),
-                  max_size=60).map(b"".join)
+stream = st.lists(
+    st.sampled_from([b"a", b"\n", b"\r", b"\xe4\xb8\xad", b"\xd6\xd0", b"\xff", b"xyz"]),
+    max_size=60,
+).map(b"".join)
 
 
 @settings(max_examples=300, deadline=None)

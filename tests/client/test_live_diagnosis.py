@@ -6,9 +6,9 @@ import socket
 import sys
 import time
 
+from tests.client.conftest import assert_tree_gone, validate_report
 from trainbridge import bridge
 from trainbridge.bridge import evidence
-from tests.client.conftest import assert_tree_gone, validate_report
 
 READS_A_SILENT_SERVER = """
     import socket, sys
@@ -30,8 +30,12 @@ def test_a_stalled_job_says_why_before_the_deadline(script):
     server.listen(1)
     port = server.getsockname()[1]
     try:
-        job = bridge.launch([sys.executable, script(READS_A_SILENT_SERVER), str(port)],
-                            stall_timeout=7, stalled_after=0.5, zero_code=False)
+        job = bridge.launch(
+            [sys.executable, script(READS_A_SILENT_SERVER), str(port)],
+            stall_timeout=7,
+            stalled_after=0.5,
+            zero_code=False,
+        )
         live, hang_t, stalled_t = [], None, None
         for event in job.events():
             if event["event"] == "state" and event["state"] == "stalled" and stalled_t is None:
@@ -57,7 +61,10 @@ def test_a_stalled_job_says_why_before_the_deadline(script):
     gaps = [b - a for (a, _), (b, _) in zip(live, live[1:])]
     assert all(gap >= 1.9 for gap in gaps), gaps  # at most every LIVE_DIAGNOSIS_S
     final = r["diagnosis"]
-    assert (final["kind"], final["evidence"]["frame"]) == (live[-1][1]["kind"], live[-1][1]["frame"])
+    assert (final["kind"], final["evidence"]["frame"]) == (
+        live[-1][1]["kind"],
+        live[-1][1]["frame"],
+    )
     assert job.live_diagnosis == live[-1][1]
     assert_tree_gone(job)
 
@@ -66,9 +73,13 @@ def test_the_live_look_is_cheap():
     """200 jobs refreshed every 2 s must not load the client: one look plus the rules is
     well under a millisecond here (measured: about 0.2-0.5 ms on this 2-core machine)."""
     import subprocess
+
     from trainbridge.bridge import diagnosis
-    proc = subprocess.Popen([sys.executable, "-c", "import time; print('r', flush=True); "
-                             "time.sleep(60)"], stdout=subprocess.PIPE)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('r', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE,
+    )
     try:
         proc.stdout.readline()
         mark = evidence.live(proc.pid)["mark"]

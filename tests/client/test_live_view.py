@@ -21,6 +21,7 @@ def test_colours_become_styles():
 
 def _model(**over):
     from trainbridge.bridge.cli import ViewModel
+
     m = ViewModel()
     for t, step in ((100.0, 10), (101.0, 20), (102.0, 30)):
         m._samples.append((t, step))
@@ -51,13 +52,23 @@ def test_metadata_is_not_a_metric_and_no_eta_without_a_total():
 def test_the_live_view_shows_why_while_stalled_and_no_bar_without_a_total():
     """Issue 12 items 8 and 12: the live diagnosis is on screen before any deadline."""
     import io
+
     from rich.console import Console
+
     from trainbridge.bridge.cli import LiveView
+
     console = Console(file=io.StringIO(), width=120, force_terminal=False)
     view = LiveView(console, ["python", "train.py"])
     view.model = _model(state="stalled", progress_t=0.0)
-    view.model.update({"event": "stalled", "diagnosis": {
-        "kind": "network_wait", "summary": "blocked reading from 13.33.0.1:443 for 25 s"}})
+    view.model.update(
+        {
+            "event": "stalled",
+            "diagnosis": {
+                "kind": "network_wait",
+                "summary": "blocked reading from 13.33.0.1:443 for 25 s",
+            },
+        }
+    )
     console.print(view)
     screen = console.file.getvalue()
     assert "why" in screen and "network_wait: blocked reading from 13.33.0.1:443" in screen

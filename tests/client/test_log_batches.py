@@ -10,19 +10,23 @@ def test_batched_records_reach_listeners_one_by_one_in_order(run):
     def on_event(event):
         if event["event"] == "message" and event["kind"] in ("log", "stage"):
             body = event["body"]
-            seen.append(body["message"] if event["kind"] == "log"
-                        else f"{body['event']} {body['name']}")
+            seen.append(
+                body["message"] if event["kind"] == "log" else f"{body['event']} {body['name']}"
+            )
             if event["kind"] == "log":
                 batches.append(sorted(body))
         assert not (event["event"] == "message" and event["kind"] == "logs"), "never a batch"
 
-    job, r = run("""
+    job, r = run(
+        """
         from trainbridge import worker
         for i in range(2000):
             worker.log(f"record {i}", i=i)
         with worker.stage("after"):
             worker.log("last", level="warning")
-    """, on_event=on_event)
+    """,
+        on_event=on_event,
+    )
     assert r["outcome"] == "succeeded"
     assert seen == [f"record {i}" for i in range(2000)] + ["begin after", "last", "end after"]
     # Each record is a whole `log` body (level, message, created, fields), as a lone one is.

@@ -43,6 +43,6 @@ def test_a_crash_leaves_its_stack_in_the_log(tmp_path):
     assert report["outcome"] == "crashed"
     at = lines.index(f"[trainbridge] {report['summary']}")
     assert lines[:at] == ["before"] and lines[at + 1] == "[trainbridge] stacks:"
-    tail = "\n".join(lines[at + 2:])
+    tail = "\n".join(lines[at + 2 :])
     assert "Fatal Python error: Segmentation fault" in tail and "string_at" in tail
     assert tail == report["stacks"].rstrip("\n")

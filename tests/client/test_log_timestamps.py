@@ -20,8 +20,13 @@ STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
 
 def test_each_output_line_is_stamped(script, tmp_path):
     log = tmp_path / "job.log"
-    job = bridge.launch([sys.executable, script(HANGS_AFTER_TWO_LINES)], log_path=str(log),
-                        log_timestamps=True, stall_timeout=1.5, zero_code=False)
+    job = bridge.launch(
+        [sys.executable, script(HANGS_AFTER_TWO_LINES)],
+        log_path=str(log),
+        log_timestamps=True,
+        stall_timeout=1.5,
+        zero_code=False,
+    )
     r = job.wait(30)
     assert r["outcome"] == "hung"
     lines = log.read_text(encoding="utf-8").splitlines()
@@ -32,7 +37,10 @@ def test_each_output_line_is_stamped(script, tmp_path):
 
 def test_without_timestamps_the_lines_are_as_printed(script, tmp_path):
     log = tmp_path / "job.log"
-    r = bridge.launch([sys.executable, script('print("hello", flush=True)')],
-                      log_path=str(log), zero_code=False).wait(30)
-    assert log.read_text(encoding="utf-8").splitlines()[:2] == ["hello",
-                                                                f"[trainbridge] {r['summary']}"]
+    r = bridge.launch(
+        [sys.executable, script('print("hello", flush=True)')], log_path=str(log), zero_code=False
+    ).wait(30)
+    assert log.read_text(encoding="utf-8").splitlines()[:2] == [
+        "hello",
+        f"[trainbridge] {r['summary']}",
+    ]

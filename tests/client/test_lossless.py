@@ -12,11 +12,14 @@ def test_200000_unpaced_logs_all_reach_the_listener(run):
         if event["event"] == "message" and event["kind"] == "log":
             seen.append(event["body"]["message"])
 
-    _, r = run("""
+    _, r = run(
+        """
         from trainbridge import worker
         for i in range(200000):
             worker.log(str(i))
-    """, on_event=on_event)
+    """,
+        on_event=on_event,
+    )
     assert r["outcome"] == "succeeded"
     assert len(seen) == 200000 and seen == [str(i) for i in range(200000)]
     assert r["dropped"] == {"log": 0} and "dropped" not in r["summary"]
@@ -29,12 +32,16 @@ def test_drops_past_the_bound_are_counted_in_the_report_and_its_summary(run):
         if event["event"] == "message" and event["kind"] == "log":
             seen.append(event["body"]["message"])
 
-    _, r = run("""
+    _, r = run(
+        """
         import sys; from trainbridge import worker
         sys.setswitchinterval(30)  # the beacon cannot run: the queue stays full
         for i in range(30000):
             worker.log(str(i))
-    """, on_event=on_event, env={**os.environ, "TRAINBRIDGE_LOG_WAIT_S": "0"})
+    """,
+        on_event=on_event,
+        env={**os.environ, "TRAINBRIDGE_LOG_WAIT_S": "0"},
+    )
     assert r["outcome"] == "succeeded"
     dropped = r["dropped"]["log"]
     assert dropped > 0 and dropped + len(seen) == 30000, "every record delivered or counted"

@@ -28,8 +28,9 @@ def test_trace(case):
         assert json.dumps(state) and json.loads(json.dumps(state)) == state, where
         assert state["state"] == expect["state"], where
         assert actions == expect["actions"], where
-        assert same_time(machine.next_deadline(state), expect["deadline"]), \
+        assert same_time(machine.next_deadline(state), expect["deadline"]), (
             f"{where}: deadline {machine.next_deadline(state)}"
+        )
     assert state["outcome"] == case["outcome"]
     assert state["hang"] == case["hang"]
 
@@ -49,8 +50,12 @@ def test_unknown_config_and_events_are_rejected():
         machine.step(machine.initial(), {"type": "helo", "t": 0})
 
 
-LEAD = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "lead.json"),
-                      encoding="ascii"))
+LEAD = json.load(
+    open(
+        os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "lead.json"),
+        encoding="ascii",
+    )
+)
 
 
 @pytest.mark.parametrize("case", LEAD["lead"], ids=lambda c: c["name"])

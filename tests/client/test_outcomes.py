@@ -71,13 +71,16 @@ def test_sys_exit_nonzero_is_failed(run):
 
 
 def test_segfault_is_crashed_with_signal_stack_and_tail(run):
-    job, r = run("""
+    job, r = run(
+        """
         import ctypes; from trainbridge import worker
         print("about to crash", flush=True)
         with worker.stage("forward"):
             wait_go()
             ctypes.string_at(0)
-    """, go_when=message("stage", name="forward"))
+    """,
+        go_when=message("stage", name="forward"),
+    )
     assert r["outcome"] == "crashed"
     assert r["signal"] == "SIGSEGV" and r["exit_code"] is None
     assert r["stage"] == "forward"
@@ -87,12 +90,15 @@ def test_segfault_is_crashed_with_signal_stack_and_tail(run):
 
 
 def test_os_exit_without_last_words_is_crashed(run):
-    job, r = run("""
+    job, r = run(
+        """
         import os; from trainbridge import worker
         worker.progress(1, 10)
         wait_go()
         os._exit(7)
-    """, go_when=message("hello"))
+    """,
+        go_when=message("hello"),
+    )
     assert r["outcome"] == "crashed" and r["exit_code"] == 7 and r["signal"] is None
     assert r["worker"]["bye"] is None
     assert r["diagnosis"]["kind"] == "exit_nonzero"
@@ -109,14 +115,17 @@ def test_killed_by_sigkill_is_crashed(run):
 
 def test_command_that_never_imports_worker_still_reports(run):
     # No worker, no zero-code hook: exit, signal, output and faulthandler's stack on stderr.
-    job, r = run("""
+    job, r = run(
+        """
         import ctypes, sys
         print("plain output")
         print("to stderr", file=sys.stderr)
         def deep():
             ctypes.string_at(0)
         deep()
-    """, zero_code=False)
+    """,
+        zero_code=False,
+    )
     assert r["outcome"] == "crashed" and r["signal"] == "SIGSEGV"
     assert not r["worker"]["hello"]
     assert {"plain output", "to stderr"} <= set(r["log_tail"])
@@ -126,11 +135,14 @@ def test_command_that_never_imports_worker_still_reports(run):
 
 
 def test_plain_command_traceback_is_parsed_into_the_error(run):
-    job, r = run("""
+    job, r = run(
+        """
         def load():
             raise FileNotFoundError("weights.bin")
         load()
-    """, zero_code=False)
+    """,
+        zero_code=False,
+    )
     assert r["outcome"] == "failed" and r["exit_code"] == 1
     assert r["error"]["type"] == "FileNotFoundError" and r["error"]["source"] == "stderr"
     assert r["diagnosis"]["kind"] == "python_exception"
@@ -138,6 +150,7 @@ def test_plain_command_traceback_is_parsed_into_the_error(run):
 
 def test_a_non_python_command(tmp_path):
     from trainbridge import bridge
+
     job = bridge.launch(["sh", "-c", "echo from-sh; kill -TERM $$"], startup_timeout=None)
     r = job.wait(20)
     validate_report(r)

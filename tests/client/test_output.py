@@ -6,14 +6,15 @@ import sys
 
 import psutil
 
-from trainbridge import bridge
 from tests.client.conftest import assert_tree_gone, validate_report
+from trainbridge import bridge
 
 
 def test_gbk_and_invalid_utf8_lines(run, tmp_path):
     log = tmp_path / "job.log"
     events = []
-    job, r = run("""
+    job, r = run(
+        """
         import sys
         out = sys.stdout.buffer
         out.write("utf-8 \\u4e2d\\u6587\\n".encode("utf-8"))
@@ -22,19 +23,43 @@ def test_gbk_and_invalid_utf8_lines(run, tmp_path):
         out.write(b"bar 10%\\rbar 50%\\rbar 100%\\n")
         out.write(b"crlf\\r\\nno newline at the end")
         out.flush()
-    """, log_path=str(log), on_event=events.append)
+    """,
+        log_path=str(log),
+        on_event=events.append,
+    )
     texts = [e["text"] for e in events if e["event"] == "output"]
-    assert texts == ["utf-8 \u4e2d\u6587", "gbk \u4e2d\u6587", "bad \udcff\udcfe end",
-                     "bar 10%", "bar 50%", "bar 100%", "crlf", "no newline at the end"]
+    assert texts == [
+        "utf-8 \u4e2d\u6587",
+        "gbk \u4e2d\u6587",
+        "bad \udcff\udcfe end",
+        "bar 10%",
+        "bar 50%",
+        "bar 100%",
+        "crlf",
+        "no newline at the end",
+    ]
     # The tail keeps the last redraw of a progress bar, not every frame of it.
-    assert r["log_tail"] == ["utf-8 \u4e2d\u6587", "gbk \u4e2d\u6587", "bad \udcff\udcfe end",
-                             "bar 100%", "crlf", "no newline at the end"]
+    assert r["log_tail"] == [
+        "utf-8 \u4e2d\u6587",
+        "gbk \u4e2d\u6587",
+        "bad \udcff\udcfe end",
+        "bar 100%",
+        "crlf",
+        "no newline at the end",
+    ]
     logged = log.read_text(encoding="utf-8").splitlines()
     # The log keeps a bar's redraws at most once a second (vectors/redraws.json): "bar 50%"
     # came within the second and its final line followed. It ends with the verdict.
-    assert logged == ["utf-8 \u4e2d\u6587", "gbk \u4e2d\u6587", "bad \\udcff\\udcfe end",
-                      "bar 10%", "bar 100%", "crlf", "no newline at the end",
-                      f"[trainbridge] {r['summary']}"]
+    assert logged == [
+        "utf-8 \u4e2d\u6587",
+        "gbk \u4e2d\u6587",
+        "bad \\udcff\\udcfe end",
+        "bar 10%",
+        "bar 100%",
+        "crlf",
+        "no newline at the end",
+        f"[trainbridge] {r['summary']}",
+    ]
 
 
 def test_log_file_is_written_while_the_job_runs(run, tmp_path):
@@ -45,10 +70,15 @@ def test_log_file_is_written_while_the_job_runs(run, tmp_path):
         # When the child's second line arrives, its first is already on disk.
         if event["event"] == "output" and event["text"] == "second":
             seen.append(log.read_text(encoding="utf-8"))
-    job, r = run("""
+
+    job, r = run(
+        """
         print("first")
         print("second")
-    """, log_path=str(log), on_event=on_event)
+    """,
+        log_path=str(log),
+        on_event=on_event,
+    )
     assert seen and seen[0].startswith("first\n")
 
 
@@ -70,8 +100,13 @@ def test_output_flood_keeps_client_memory_bounded(script, tmp_path):
         count[0] += 1
         if count[0] % 2000 == 0:
             peak[0] = max(peak[0], me.memory_info().rss)
-    job = bridge.launch([sys.executable, path], log_path=str(tmp_path / "flood.log"),
-                        on_event=on_event, zero_code=False)
+
+    job = bridge.launch(
+        [sys.executable, path],
+        log_path=str(tmp_path / "flood.log"),
+        on_event=on_event,
+        zero_code=False,
+    )
     r = job.wait(120)
     peak[0] = max(peak[0], me.memory_info().rss)
     validate_report(r)
@@ -105,6 +140,7 @@ def test_grandchild_holding_the_pipes_does_not_delay_the_report(script):
 
 def test_a_slow_consumer_gets_a_dropped_count_not_unbounded_memory(script):
     from trainbridge.bridge.job import EVENT_QUEUE
+
     path = script(f"""
         import sys
         sys.stdout.write("line\\n" * {EVENT_QUEUE + 5000})
@@ -125,6 +161,7 @@ def test_a_slow_consumer_gets_a_dropped_count_not_unbounded_memory(script):
 
 def test_stage_records_stay_bounded(run):
     from trainbridge.bridge.job import STAGES_KEPT
+
     job, r = run(f"""
         from trainbridge import worker
         with worker.stage("train"):

@@ -8,8 +8,12 @@ import pytest
 
 from trainbridge.bridge import ranks
 
-ALL = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "vectors",
-                                  "ranks.json"), encoding="ascii"))
+ALL = json.load(
+    open(
+        os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "ranks.json"),
+        encoding="ascii",
+    )
+)
 VECTORS = ALL["cases"]
 
 
@@ -19,8 +23,9 @@ def test_rows_and_root_cause(case):
     for key, kind, body, ts in case["messages"]:
         ranks.observe(state, key, kind, body, ts)
     rows = ranks.table(state)
-    assert [{k: r[k] for k in ("rank", "role", "pid", "state", "stage", "progress")}
-            for r in rows] == case["rows"]
+    assert [
+        {k: r[k] for k in ("rank", "role", "pid", "state", "stage", "progress")} for r in rows
+    ] == case["rows"]
     cause = ranks.root_cause(rows)
     if case["root_cause"] is None:
         assert cause is None
@@ -28,8 +33,9 @@ def test_rows_and_root_cause(case):
         assert cause["rank"] == case["root_cause"]["rank"]
         assert cause["summary"] == case["root_cause"]["summary"]
         assert ranks.error_body(state, cause)["type"] == case["root_cause"]["error_type"]
-        assert {str(c["rank"]): c["why"] for c in cause["consequences"]} \
-            == case["root_cause"]["why"]
+        assert {str(c["rank"]): c["why"] for c in cause["consequences"]} == case["root_cause"][
+            "why"
+        ]
 
 
 @pytest.mark.parametrize("argv, world_size, expected", ALL["launchers"])
@@ -39,13 +45,17 @@ def test_which_hellos_are_a_launchers(argv, world_size, expected):
 
 @pytest.mark.parametrize("case", ALL["rendezvous"], ids=[c["name"] for c in ALL["rendezvous"]])
 def test_rendezvous_wait(case):
-    got = ranks.rendezvous_wait(case["launcher"], case["ranks_said_hello"], case["waited_s"],
-                                case["stacks"])
+    got = ranks.rendezvous_wait(
+        case["launcher"], case["ranks_said_hello"], case["waited_s"], case["stacks"]
+    )
     if case["summary"] is None:
         assert got is None
     else:
         assert (got["kind"], got["summary"], got["evidence"]) == (
-            "rendezvous_wait", case["summary"], case["evidence"])
+            "rendezvous_wait",
+            case["summary"],
+            case["evidence"],
+        )
 
 
 @pytest.mark.parametrize("case", ALL["hung"], ids=[c["name"] for c in ALL["hung"]])

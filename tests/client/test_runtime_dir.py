@@ -13,13 +13,17 @@ import pytest
 
 NODE = shutil.which("node")
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PY_CLIENT = ("from trainbridge.bridge.hub import Hub\n"
-             "print(Hub.get().runtime_dir, flush=True)\n"
-             "import sys; sys.stdin.read()\n")
-NODE_CLIENT = ("const { Hub } = require('./src/hub.js');\n"
-               "const hub = new Hub(); hub.start().then(() => console.log(hub.runtimeDir));\n"
-               "process.stdin.on('end', () => { hub.close(); process.exit(0); });\n"
-               "process.stdin.resume();\n")
+PY_CLIENT = (
+    "from trainbridge.bridge.hub import Hub\n"
+    "print(Hub.get().runtime_dir, flush=True)\n"
+    "import sys; sys.stdin.read()\n"
+)
+NODE_CLIENT = (
+    "const { Hub } = require('./src/hub.js');\n"
+    "const hub = new Hub(); hub.start().then(() => console.log(hub.runtimeDir));\n"
+    "process.stdin.on('end', () => { hub.close(); process.exit(0); });\n"
+    "process.stdin.resume();\n"
+)
 
 
 def start_client(kind, base):
@@ -28,8 +32,9 @@ def start_client(kind, base):
         cmd, cwd = [sys.executable, "-c", PY_CLIENT], ROOT
     else:
         cmd, cwd = [NODE, "-e", NODE_CLIENT], os.path.join(ROOT, "node-client")
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     ready, _, _ = select.select([proc.stdout], [], [], 30)
     assert ready, f"the {kind} client never said where its runtime directory is"
     path = proc.stdout.readline().strip()
@@ -42,11 +47,14 @@ def end_client(proc):
     assert proc.wait(30) == 0
 
 
-@pytest.mark.parametrize("killed, sweeper", [
-    ("python", "python"),
-    pytest.param("python", "node", marks=pytest.mark.skipif(not NODE, reason="needs node")),
-    pytest.param("node", "python", marks=pytest.mark.skipif(not NODE, reason="needs node")),
-])
+@pytest.mark.parametrize(
+    "killed, sweeper",
+    [
+        ("python", "python"),
+        pytest.param("python", "node", marks=pytest.mark.skipif(not NODE, reason="needs node")),
+        pytest.param("node", "python", marks=pytest.mark.skipif(not NODE, reason="needs node")),
+    ],
+)
 def test_the_next_client_sweeps_a_killed_clients_runtime_dir(tmp_path, killed, sweeper):
     victim, victim_dir = start_client(killed, tmp_path)
     alive, alive_dir = start_client("python", tmp_path)
@@ -59,7 +67,7 @@ def test_the_next_client_sweeps_a_killed_clients_runtime_dir(tmp_path, killed, s
     nxt, next_dir = start_client(sweeper, tmp_path)
     assert not os.path.exists(victim_dir), os.listdir(tmp_path)
     assert os.path.isdir(alive_dir) and foreign.is_dir()  # a live client's stays, and so does
-    end_client(nxt)                                       # one that names no owner
+    end_client(nxt)  # one that names no owner
     end_client(alive)
     assert not os.path.exists(next_dir) and not os.path.exists(alive_dir)
     assert sorted(os.listdir(tmp_path)) == ["trainbridge-without-owner"]

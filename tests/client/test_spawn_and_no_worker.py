@@ -34,6 +34,7 @@ def test_a_training_venv_without_pyzmq_is_a_no_worker_event_and_report_worker_of
     reasons = [e["reason"] for e in events if e["event"] == "no_worker"]
     assert reasons == [
         f"[trainbridge] zero-code mode is off in this process: ImportError: pyzmq and msgpack "
-        f"not installed for {bare}; run `{bare} -m pip install pyzmq msgpack` to turn it on"]
+        f"not installed for {bare}; run `{bare} -m pip install pyzmq msgpack` to turn it on"
+    ]
     assert report["worker"]["off"] == reasons[0] and not report["worker"]["hello"]
     assert report["outcome"] == "succeeded" and "trained" in report["log_tail"]

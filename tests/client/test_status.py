@@ -30,16 +30,21 @@ def test_status_vectors(case):
 
 
 def test_job_status_while_it_runs_and_after():
-    code = ("import sys, time\nfrom trainbridge import worker\n"
-            "with worker.stage('fit'):\n"
-            "    for i in range(1, 11):\n"
-            "        worker.progress(i, 10); time.sleep(0.02)\n"
-            "    print('at 10', flush=True); time.sleep(30)\n")
+    code = (
+        "import sys, time\nfrom trainbridge import worker\n"
+        "with worker.stage('fit'):\n"
+        "    for i in range(1, 11):\n"
+        "        worker.progress(i, 10); time.sleep(0.02)\n"
+        "    print('at 10', flush=True); time.sleep(30)\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     job = bridge.launch([sys.executable, "-c", code], env=env)
     for event in job.events():
-        if event["event"] == "message" and event["kind"] == "progress" and \
-                event["body"]["step"] == 10:
+        if (
+            event["event"] == "message"
+            and event["kind"] == "progress"
+            and event["body"]["step"] == 10
+        ):
             break
     status = job.status()
     assert status["state"] == "running" and status["pid"] == job.pid

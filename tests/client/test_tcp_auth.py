@@ -14,10 +14,12 @@ from zmq.utils.monitor import recv_monitor_message
 
 from tests.client.conftest import ROOT
 
-HANDSHAKE = {zmq.EVENT_HANDSHAKE_SUCCEEDED: "succeeded",
-             zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL: "failed",
-             zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL: "failed",
-             zmq.EVENT_HANDSHAKE_FAILED_AUTH: "failed"}
+HANDSHAKE = {
+    zmq.EVENT_HANDSHAKE_SUCCEEDED: "succeeded",
+    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL: "failed",
+    zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL: "failed",
+    zmq.EVENT_HANDSHAKE_FAILED_AUTH: "failed",
+}
 
 
 def handshake(ctx, endpoint, job, curve_server_key=None, timeout_s=20):
@@ -28,8 +30,11 @@ def handshake(ctx, endpoint, job, curve_server_key=None, timeout_s=20):
     sock.setsockopt(zmq.LINGER, 0)
     if curve_server_key is not None:  # a CURVE client that guesses the server's key
         public, secret = zmq.curve_keypair()
-        sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = \
-            curve_server_key, public, secret
+        sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = (
+            curve_server_key,
+            public,
+            secret,
+        )
     monitor = sock.get_monitor_socket()
     monitor.setsockopt(zmq.RCVTIMEO, timeout_s * 1000)
     sock.connect(endpoint)
@@ -50,9 +55,13 @@ def test_a_peer_without_the_server_key_gets_nothing_in(tmp_path):
     runtime.mkdir()
     gate = tmp_path / "gate"
     env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
-    client = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "client",
-                                                           "flood_client.py"), str(gate)],
-                              cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    client = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "tests", "client", "flood_client.py"), str(gate)],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     ctx = zmq.Context()
     try:
         hello = json.loads(client.stdout.readline())
@@ -68,6 +77,7 @@ def test_a_peer_without_the_server_key_gets_nothing_in(tmp_path):
         ctx.term()
         client.kill()
         client.wait()
-    assert report["outcome"] == "succeeded" and report["progress"]["step"] == 2, \
+    assert report["outcome"] == "succeeded" and report["progress"]["step"] == 2, (
         "the job's own worker connected, authenticated"
+    )
     assert report["protocol"]["rejected"] == {}, "nothing of theirs reached the hub"

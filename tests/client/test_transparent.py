@@ -27,8 +27,18 @@ def caller_env(**extra):
 
 
 def wrapped(code, *options):
-    return [sys.executable, "-m", "trainbridge", "run", "--transparent", *options, "--",
-            sys.executable, "-c", code]
+    return [
+        sys.executable,
+        "-m",
+        "trainbridge",
+        "run",
+        "--transparent",
+        *options,
+        "--",
+        sys.executable,
+        "-c",
+        code,
+    ]
 
 
 def bare(code):
@@ -38,8 +48,10 @@ def bare(code):
 def both(code, stdin=b"", env=None):
     """(bare result, wrapped result) of the same command with the same stdin."""
     env = env or caller_env()
-    return [subprocess.run(cmd, input=stdin, capture_output=True, env=env, cwd=ROOT,
-                           timeout=WAIT_S) for cmd in (bare(code), wrapped(code))]
+    return [
+        subprocess.run(cmd, input=stdin, capture_output=True, env=env, cwd=ROOT, timeout=WAIT_S)
+        for cmd in (bare(code), wrapped(code))
+    ]
 
 
 WRITES = r"""
@@ -66,8 +78,13 @@ def test_stdout_and_stderr_are_the_childs_bytes_exactly(tmp_path):
     assert wrap.returncode == 0
     # ... while the same bytes are still lines for the report
     log = tmp_path / "out.log"
-    done = subprocess.run(wrapped(code, "--report", str(report), "--log", str(log)),
-                          capture_output=True, env=caller_env(), cwd=ROOT, timeout=WAIT_S)
+    done = subprocess.run(
+        wrapped(code, "--report", str(report), "--log", str(log)),
+        capture_output=True,
+        env=caller_env(),
+        cwd=ROOT,
+        timeout=WAIT_S,
+    )
     assert done.stdout == plain.stdout
     logged = log.read_text(encoding="utf-8").splitlines()
     assert "prompt> 10%" in logged and "line one" in logged and "warning: partial" in logged
@@ -86,17 +103,30 @@ def test_stdin_is_passed_through_including_eof():
     plain, wrap = both(code, stdin=data)
     assert wrap.stdout == plain.stdout == b"[%d]" % len(data) + data
     # python - <<EOF: the program itself comes on stdin
-    done = subprocess.run([sys.executable, "-m", "trainbridge", "run", "--transparent", "--",
-                           sys.executable, "-"], input=b"print('from stdin', 6 * 7)\n",
-                          capture_output=True, env=caller_env(), cwd=ROOT, timeout=WAIT_S)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainbridge", "run", "--transparent", "--", sys.executable, "-"],
+        input=b"print('from stdin', 6 * 7)\n",
+        capture_output=True,
+        env=caller_env(),
+        cwd=ROOT,
+        timeout=WAIT_S,
+    )
     assert done.stdout == b"from stdin 42\n" and done.stderr == b""
 
 
 def test_a_prompt_without_newline_reaches_the_caller_before_the_answer():
-    code = ("import sys\nsys.stdout.write('name? '); sys.stdout.flush()\n"
-            "name = sys.stdin.readline().strip()\nprint('hello ' + name)\n")
-    proc = subprocess.Popen(wrapped(code), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=caller_env(), cwd=ROOT)
+    code = (
+        "import sys\nsys.stdout.write('name? '); sys.stdout.flush()\n"
+        "name = sys.stdin.readline().strip()\nprint('hello ' + name)\n"
+    )
+    proc = subprocess.Popen(
+        wrapped(code),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=caller_env(),
+        cwd=ROOT,
+    )
     try:
         # The partial line must arrive while the child waits for its answer.
         assert os.read(proc.stdout.fileno(), 6) == b"name? "
@@ -111,8 +141,10 @@ def test_a_prompt_without_newline_reaches_the_caller_before_the_answer():
 
 
 def test_the_environment_is_the_callers_plus_trainbridges_only():
-    code = ("import os, json; print(json.dumps({k: v for k, v in os.environ.items()"
-            " if k.startswith(('PYTHON', 'TRAINBRIDGE_', 'MY_'))}))")
+    code = (
+        "import os, json; print(json.dumps({k: v for k, v in os.environ.items()"
+        " if k.startswith(('PYTHON', 'TRAINBRIDGE_', 'MY_'))}))"
+    )
     env = caller_env(PYTHONIOENCODING="latin-1", MY_SETTING="1")
     plain, wrap = both(code, env=env)
     seen_bare, seen = json.loads(plain.stdout), json.loads(wrap.stdout)
@@ -124,10 +156,13 @@ def test_the_environment_is_the_callers_plus_trainbridges_only():
     assert seen["PYTHONPATH"].endswith(os.path.join("bridge", "inject"))
 
 
-@pytest.mark.parametrize("code, sig", [
-    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", signal.SIGKILL),
-    ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", signal.SIGTERM),
-])
+@pytest.mark.parametrize(
+    "code, sig",
+    [
+        ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", signal.SIGKILL),
+        ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", signal.SIGTERM),
+    ],
+)
 def test_a_child_killed_by_a_signal_kills_the_wrapper_with_it(code, sig):
     plain, wrap = both(code)
     assert plain.returncode == wrap.returncode == -sig  # a signal, not 128+N
@@ -165,11 +200,20 @@ sys.exit(40 + len(got))
 @pytest.mark.parametrize("when", ["before_hello", "after_hello"])
 @pytest.mark.parametrize("target", ["pid", "group"])
 def test_a_signal_to_the_wrapper_reaches_the_child_exactly_once(sig, when, target):
-    hello = ("from trainbridge import worker\nwith worker.stage('ready'): pass"
-             if when == "after_hello" else "")
-    proc = subprocess.Popen(wrapped(COUNTER.format(hello=hello)), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=caller_env(),
-                            cwd=ROOT, start_new_session=True)
+    hello = (
+        "from trainbridge import worker\nwith worker.stage('ready'): pass"
+        if when == "after_hello"
+        else ""
+    )
+    proc = subprocess.Popen(
+        wrapped(COUNTER.format(hello=hello)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=caller_env(),
+        cwd=ROOT,
+        start_new_session=True,
+    )
     try:
         assert proc.stdout.readline() == b"ready\n"
         if target == "pid":
@@ -188,13 +232,20 @@ def test_a_signal_to_the_wrapper_reaches_the_child_exactly_once(sig, when, targe
 
 def test_own_exit_code_after_a_cancel_and_nothing_left_behind(tmp_path):
     pidfile = tmp_path / "pid"
-    code = (f"import os, signal, sys, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
-            "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\n"
-            "print('ready', flush=True)\ntime.sleep(30)\n")
+    code = (
+        f"import os, signal, sys, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\n"
+        "print('ready', flush=True)\ntime.sleep(30)\n"
+    )
     report = tmp_path / "report.json"
-    proc = subprocess.Popen(wrapped(code, "--report", str(report)), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=caller_env(),
-                            cwd=ROOT)
+    proc = subprocess.Popen(
+        wrapped(code, "--report", str(report)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=caller_env(),
+        cwd=ROOT,
+    )
     assert proc.stdout.readline() == b"ready\n"
     proc.terminate()
     assert proc.wait(WAIT_S) == 7
@@ -206,11 +257,18 @@ def test_own_exit_code_after_a_cancel_and_nothing_left_behind(tmp_path):
 
 
 def test_a_reader_that_goes_away_gives_the_child_a_broken_pipe():
-    code = ("import sys, time\nfor i in range(100000):\n    print('x' * 100, flush=True)\n")
-    plain = subprocess.Popen(bare(code), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env=caller_env())
-    wrap = subprocess.Popen(wrapped(code), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=caller_env(), cwd=ROOT)
+    code = "import sys, time\nfor i in range(100000):\n    print('x' * 100, flush=True)\n"
+    plain = subprocess.Popen(
+        bare(code), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=caller_env()
+    )
+    wrap = subprocess.Popen(
+        wrapped(code),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=caller_env(),
+        cwd=ROOT,
+    )
     for proc in (plain, wrap):
         proc.stdout.readline()
         proc.stdout.close()  # the reader is gone
@@ -220,16 +278,26 @@ def test_a_reader_that_goes_away_gives_the_child_a_broken_pipe():
 
 
 def test_verdict_on_stderr_only_when_asked():
-    done = subprocess.run(wrapped("print('hi')", "--verdict"), capture_output=True,
-                          env=caller_env(), cwd=ROOT, timeout=WAIT_S, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        wrapped("print('hi')", "--verdict"),
+        capture_output=True,
+        env=caller_env(),
+        cwd=ROOT,
+        timeout=WAIT_S,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.stdout == b"hi\n"
     assert done.stderr.startswith(b"trainbridge: ") and b"succeeded" in done.stderr
 
 
 def test_a_missing_command_exits_like_a_shell():
-    done = subprocess.run([sys.executable, "-m", "trainbridge", "run", "--transparent", "--",
-                           "/nonexistent/python3"], capture_output=True, env=caller_env(),
-                          cwd=ROOT, timeout=WAIT_S)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainbridge", "run", "--transparent", "--", "/nonexistent/python3"],
+        capture_output=True,
+        env=caller_env(),
+        cwd=ROOT,
+        timeout=WAIT_S,
+    )
     assert done.returncode == 127 and done.stdout == b""
     assert b"could not start" in done.stderr
 
@@ -237,12 +305,15 @@ def test_a_missing_command_exits_like_a_shell():
 def test_startup_cost_is_measured_in_benchmarks():
     # The number itself is machine-dependent (benchmarks/bench_transparent.py reports it
     # against bare python); here: the wrapper spawns before importing zmq or psutil.
-    code = ("import sys; from trainbridge.bridge import cli\n"
-            "argv = ['run', '--transparent', '--', sys.executable, '-c', 'pass']\n"
-            "cli.build_parser(light=cli._transparent_run(argv)).parse_args(argv)\n"
-            "print(sorted(m for m in ('zmq', 'psutil', 'msgpack', 'rich') if m in sys.modules))")
-    done = subprocess.run(bare(code), capture_output=True, env=caller_env(), cwd=ROOT,
-                          timeout=WAIT_S)
+    code = (
+        "import sys; from trainbridge.bridge import cli\n"
+        "argv = ['run', '--transparent', '--', sys.executable, '-c', 'pass']\n"
+        "cli.build_parser(light=cli._transparent_run(argv)).parse_args(argv)\n"
+        "print(sorted(m for m in ('zmq', 'psutil', 'msgpack', 'rich') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        bare(code), capture_output=True, env=caller_env(), cwd=ROOT, timeout=WAIT_S
+    )
     assert done.stdout == b"[]\n", done.stderr
 
 
@@ -260,6 +331,7 @@ def test_ctrl_c_at_a_terminal_reaches_the_child_once_and_it_can_read_the_termina
             os._exit(99)
     seen = b""
     try:
+
         def read_until(marker):
             nonlocal seen
             deadline = time.monotonic() + WAIT_S
@@ -269,6 +341,7 @@ def test_ctrl_c_at_a_terminal_reaches_the_child_once_and_it_can_read_the_termina
                     seen += os.read(master, 1024)
                 except OSError:
                     break
+
         read_until(b"name? ")
         os.write(master, b"ada\n")
         read_until(b"ready")
@@ -306,23 +379,37 @@ def test_a_child_in_the_callers_group_is_never_signalled_through_that_group():
 
 
 def test_json_events_cannot_share_the_childs_stdout():
-    done = subprocess.run(wrapped("print('x')", "--json"), capture_output=True,
-                          env=caller_env(), cwd=ROOT, timeout=WAIT_S)
+    done = subprocess.run(
+        wrapped("print('x')", "--json"),
+        capture_output=True,
+        env=caller_env(),
+        cwd=ROOT,
+        timeout=WAIT_S,
+    )
     assert done.returncode == 2 and done.stdout == b"" and b"--report" in done.stderr
 
 
 def test_an_unwritable_log_stops_before_the_command_runs(tmp_path):
     marker = tmp_path / "ran"
     code = f"open({str(marker)!r}, 'w').write('x')"
-    done = subprocess.run(wrapped(code, "--log", str(tmp_path / "no" / "such" / "dir.log")),
-                          capture_output=True, env=caller_env(), cwd=ROOT, timeout=WAIT_S)
+    done = subprocess.run(
+        wrapped(code, "--log", str(tmp_path / "no" / "such" / "dir.log")),
+        capture_output=True,
+        env=caller_env(),
+        cwd=ROOT,
+        timeout=WAIT_S,
+    )
     assert done.returncode == 125 and b"cannot write the log file" in done.stderr
     assert not marker.exists() and done.stdout == b""
 
 
 def test_no_zero_code_leaves_pythonpath_alone():
     code = "import os; print(os.environ.get('PYTHONPATH'))"
-    done = subprocess.run(wrapped(code, "--no-zero-code", "--startup-timeout", "0"),
-                          capture_output=True, env=caller_env(PYTHONPATH="/x"), cwd=ROOT,
-                          timeout=WAIT_S)
+    done = subprocess.run(
+        wrapped(code, "--no-zero-code", "--startup-timeout", "0"),
+        capture_output=True,
+        env=caller_env(PYTHONPATH="/x"),
+        cwd=ROOT,
+        timeout=WAIT_S,
+    )
     assert done.stdout == b"/x\n" and done.returncode == 0

@@ -2,7 +2,8 @@
 anything but ProtocolError."""
 
 import msgpack
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trainbridge.worker import codec
 
@@ -10,10 +11,18 @@ KEY = b"k" * 32
 
 # Any code point, lone surrogates included (categories Cs), as Python strings can hold them.
 texts = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=60)
-scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=codec.INT64_MIN, max_value=codec.UINT64_MAX),
-                    st.floats(allow_nan=False), texts)
-values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=5), st.dictionaries(texts, inner, max_size=5)), max_leaves=20)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=codec.INT64_MIN, max_value=codec.UINT64_MAX),
+    st.floats(allow_nan=False),
+    texts,
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=5), st.dictionaries(texts, inner, max_size=5)),
+    max_leaves=20,
+)
 
 
 def wire_strings(obj):
@@ -48,7 +57,7 @@ def test_escape_round_trips_and_is_ascii(text):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(texts, values, max_size=6), st.integers(min_value=1, max_value=2 ** 63))
+@given(st.dictionaries(texts, values, max_size=6), st.integers(min_value=1, max_value=2**63))
 def test_whatever_round_trips_is_ascii_on_the_wire(metrics, seq):
     body = {"step": 1, "total": None, "metrics": metrics}
     frames = codec.encode("progress", seq, body, KEY, "job")
@@ -92,7 +101,9 @@ def test_truncation_never_splits_an_escape_and_keeps_the_longest_prefix():
         assert len(out) <= limit and cut
         prefix = codec.unescape(out)  # would raise on a split escape
         assert text.startswith(prefix)
-        assert len(codec.escape(text[:len(prefix) + 1])) > limit  # one more code point would not fit
+        assert (
+            len(codec.escape(text[: len(prefix) + 1])) > limit
+        )  # one more code point would not fit
 
 
 def test_encoder_rejects_integers_beyond_64_bits():
@@ -107,7 +118,11 @@ def test_encoder_rejects_integers_beyond_64_bits():
 
 def test_a_cut_value_under_a_non_ascii_key_is_flagged_by_its_escaped_path():
     """trunc paths are wire strings: built from escaped keys, and read back as the original."""
-    body = {"step": 1, "total": None, "metrics": {"\u635f\u5931": "x" * (codec.MAX_FIELD_CHARS + 1)}}
+    body = {
+        "step": 1,
+        "total": None,
+        "metrics": {"\u635f\u5931": "x" * (codec.MAX_FIELD_CHARS + 1)},
+    }
     frames = codec.encode("progress", 1, body, KEY, "job")
     raw = msgpack.unpackb(frames[0], raw=False)
     assert raw["trunc"] == ["body.metrics.\\u635f\\u5931"]
@@ -129,11 +144,19 @@ def _walked(value):
 
 long_texts = st.one_of(texts, st.builds(lambda t, n: t * n, texts, st.integers(0, 2000)))
 log_records = st.one_of(
-    st.fixed_dictionaries({"created": st.one_of(st.floats(allow_nan=False), st.integers(0, 2**40)),
-                           "level": st.one_of(st.sampled_from(["info", "warning"]), texts),
-                           "message": long_texts}),
-    st.dictionaries(st.one_of(st.sampled_from(["created", "level", "message", "fields"]), texts),
-                    values, max_size=5))
+    st.fixed_dictionaries(
+        {
+            "created": st.one_of(st.floats(allow_nan=False), st.integers(0, 2**40)),
+            "level": st.one_of(st.sampled_from(["info", "warning"]), texts),
+            "message": long_texts,
+        }
+    ),
+    st.dictionaries(
+        st.one_of(st.sampled_from(["created", "level", "message", "fields"]), texts),
+        values,
+        max_size=5,
+    ),
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -175,17 +198,26 @@ def _unescaped(value):
 
 wire_texts = st.text(alphabet=st.sampled_from(list("ab\\xuU089f\x00\u00e9")), max_size=14)
 wire_records = st.one_of(
-    st.fixed_dictionaries({"created": st.one_of(st.floats(allow_nan=False), st.integers(0, 9)),
-                           "level": st.one_of(st.just("info"), wire_texts),
-                           "message": wire_texts}),
-    st.dictionaries(st.sampled_from(["created", "level", "message", "x\\u00e9"]),
-                    st.one_of(wire_texts, st.integers(0, 9)), max_size=4))
+    st.fixed_dictionaries(
+        {
+            "created": st.one_of(st.floats(allow_nan=False), st.integers(0, 9)),
+            "level": st.one_of(st.just("info"), wire_texts),
+            "message": wire_texts,
+        }
+    ),
+    st.dictionaries(
+        st.sampled_from(["created", "level", "message", "x\\u00e9"]),
+        st.one_of(wire_texts, st.integers(0, 9)),
+        max_size=4,
+    ),
+)
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(wire_records, min_size=1, max_size=6), wire_texts, st.booleans())
 def test_a_logs_message_decodes_as_the_record_by_record_walk_would_even_when_malformed(
-        records, job, body_last):
+    records, job, body_last
+):
     """The decoder's shortcut for `logs` records (messages unescaped together) accepts,
     returns and refuses (with the same reason) exactly what the general walk does."""
     raw = {"body": {"records": records}, "job": job, "kind": "logs", "seq": 1, "ts": 1.5, "v": 1}

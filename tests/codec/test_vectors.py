@@ -14,8 +14,15 @@ KEY = bytes.fromhex(V["key_hex"])
 
 @pytest.mark.parametrize("case", V["encode"], ids=lambda c: c["name"])
 def test_encode_gives_the_golden_bytes(case):
-    frames = codec.encode(case["kind"], case["seq"], untag(case["body"]), KEY, case["job"], ts=case["ts"],
-                          sender=case.get("sender"))
+    frames = codec.encode(
+        case["kind"],
+        case["seq"],
+        untag(case["body"]),
+        KEY,
+        case["job"],
+        ts=case["ts"],
+        sender=case.get("sender"),
+    )
     if "frames_hex" in case:
         assert [f.hex() for f in frames] == case["frames_hex"]
     else:
@@ -25,11 +32,23 @@ def test_encode_gives_the_golden_bytes(case):
 
 @pytest.mark.parametrize("case", V["encode"], ids=lambda c: c["name"])
 def test_encoded_vectors_decode_to_the_expected_value(case):
-    frames = codec.encode(case["kind"], case["seq"], untag(case["body"]), KEY, case["job"], ts=case["ts"],
-                          sender=case.get("sender"))
+    frames = codec.encode(
+        case["kind"],
+        case["seq"],
+        untag(case["body"]),
+        KEY,
+        case["job"],
+        ts=case["ts"],
+        sender=case.get("sender"),
+    )
     msg = codec.decode(frames, KEY)
     want = untag(case["decoded"])
-    assert (msg.kind, msg.seq, msg.ts, msg.job) == (want["kind"], want["seq"], want["ts"], want["job"])
+    assert (msg.kind, msg.seq, msg.ts, msg.job) == (
+        want["kind"],
+        want["seq"],
+        want["ts"],
+        want["job"],
+    )
     assert msg.sender == want["sender"]
     assert same(msg.body, want["body"])
     assert list(msg.truncated) == want["truncated"]
@@ -47,7 +66,12 @@ def test_decode_vectors(case):
     else:
         msg = codec.decode(frames, key, expect=case["expect"])
         want = untag(case["decoded"])
-        assert (msg.kind, msg.seq, msg.ts, msg.job) == (want["kind"], want["seq"], want["ts"], want["job"])
+        assert (msg.kind, msg.seq, msg.ts, msg.job) == (
+            want["kind"],
+            want["seq"],
+            want["ts"],
+            want["job"],
+        )
         assert msg.sender == want["sender"]
         assert same(msg.body, want["body"])
 
@@ -75,5 +99,16 @@ def test_vectors_cover_every_kind():
     kinds = {c["kind"] for c in V["encode"]}
     assert kinds == set(codec.KINDS)
     reasons = {c["error"] for c in V["decode"] if "error" in c}
-    assert {"bad_signature", "non_ascii", "bad_escape", "unknown_kind", "unsupported_version",
-            "bad_field", "malformed", "oversize", "bad_type", "too_deep", "bad_frames"} <= reasons
+    assert {
+        "bad_signature",
+        "non_ascii",
+        "bad_escape",
+        "unknown_kind",
+        "unsupported_version",
+        "bad_field",
+        "malformed",
+        "oversize",
+        "bad_type",
+        "too_deep",
+        "bad_frames",
+    } <= reasons

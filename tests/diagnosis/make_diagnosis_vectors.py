@@ -87,10 +87,25 @@ FH_QUEUE = '''Current thread 0x00007f0000000001 (most recent call first):
 '''
 
 
-def proc(syscall=None, wchan=None, status="sleeping", cpu=0.0, fd=None, fd_target=None,
-         sockets=(), children=(), gpu=None, alive=True, io=None):
-    main = {"tid": 100, "state": {"sleeping": "S", "running": "R", "disk-sleep": "D",
-                                  "stopped": "T"}.get(status, "S")}
+def proc(
+    syscall=None,
+    wchan=None,
+    status="sleeping",
+    cpu=0.0,
+    fd=None,
+    fd_target=None,
+    sockets=(),
+    children=(),
+    gpu=None,
+    alive=True,
+    io=None,
+):
+    main = {
+        "tid": 100,
+        "state": {"sleeping": "S", "running": "R", "disk-sleep": "D", "stopped": "T"}.get(
+            status, "S"
+        ),
+    }
     if syscall:
         main["syscall"] = syscall
     if wchan:
@@ -99,10 +114,18 @@ def proc(syscall=None, wchan=None, status="sleeping", cpu=0.0, fd=None, fd_targe
         main["fd"] = fd
     if fd_target:
         main["fd_target"] = fd_target
-    return {"pid": 100, "alive": alive, "status": status, "cpu_fraction": cpu,
-            "main_thread": main, "sockets": list(sockets), "children": list(children),
-            "io_delta": io or {"read_bytes": 0, "write_bytes": 0}, "gpu": gpu,
-            "gpu_note": None if gpu else "no NVIDIA GPU (pynvml: test)"}
+    return {
+        "pid": 100,
+        "alive": alive,
+        "status": status,
+        "cpu_fraction": cpu,
+        "main_thread": main,
+        "sockets": list(sockets),
+        "children": list(children),
+        "io_delta": io or {"read_bytes": 0, "write_bytes": 0},
+        "gpu": gpu,
+        "gpu_note": None if gpu else "no NVIDIA GPU (pynvml: test)",
+    }
 
 
 FH_UNIX_RECV = '''Current thread 0x00007f0000000001 (most recent call first):
@@ -147,369 +170,1001 @@ DL_WORKERS = [
     {"pid": 204, "name": "pt_data_worker", "status": "sleeping", "ppid": 100, "started": 5003},
     {"pid": 203, "name": "pt_data_worker", "status": "stopped", "ppid": 100, "started": 5002},
 ]
-HTTPS = {"pid": 100, "fd": 5, "type": "tcp", "laddr": ["10.0.0.2", 50000],
-         "raddr": ["1.2.3.4", 443], "status": "ESTABLISHED"}
+HTTPS = {
+    "pid": 100,
+    "fd": 5,
+    "type": "tcp",
+    "laddr": ["10.0.0.2", 50000],
+    "raddr": ["1.2.3.4", 443],
+    "status": "ESTABLISHED",
+}
 ZOMBIE_OR_STOPPED = {"pid": 101, "name": "python", "status": "stopped", "ppid": 100}
 
 # (name, facts, kind, substrings the summary must contain, substrings the hint must contain)
 HANGS = [
-    ("sleep from kernel and stack", {"reason": "stall", "idle_s": 12, "stack": FH_SLEEP,
-                                     "evidence": proc("clock_nanosleep", "hrtimer_nanosleep")},
-     "sleeping", ["train.py:12 wait_for_data", "12 s"], []),
-    ("socket read names the remote", {"reason": "stall", "idle_s": 300, "stack": TB_SOCKET,
-                                      "evidence": proc("recvfrom", "wait_woken", fd=5,
-                                                       fd_target="socket:[123]",
-                                                       sockets=[HTTPS])},
-     "network_wait", ["1.2.3.4:443", "socket.py:706 readinto", "train.py:21 download"],
-     ["1.2.3.4:443 for 300 s", "HTTPS_PROXY"]),
-    ("socket in poll, found by its connection", {"reason": "stage_budget", "stage": "data",
-                                                 "stack": TB_SOCKET,
-                                                 "evidence": proc("poll", "do_sys_poll",
-                                                                  sockets=[HTTPS])},
-     "network_wait", ["1.2.3.4:443", "stage 'data'"], []),
-    ("socket known from the stack only", {"reason": "stall", "stack": TB_SOCKET},
-     "network_wait", ["socket.py:706 readinto"], []),
-    ("connect in progress", {"reason": "stall", "stack": TB_SOCKET,
-                             "evidence": proc("connect", "inet_wait_for_connect", fd=5,
-                                              sockets=[{**HTTPS, "status": "SYN_SENT"}])},
-     "network_wait", ["connecting to 1.2.3.4:443"], []),
-    ("lock from py-spy", {"reason": "stall", "evidence": {**proc("futex", "futex_wait_queue"),
-                                                          "py_spy": PYSPY_LOCK}},
-     "lock_wait", ["train.py:8 acquire_both"], ["deadlock"]),
-    ("join on a thread", {"reason": "stall", "stack": TB_JOIN, "evidence": proc("futex")},
-     "lock_wait", ["threading.py:1132 _wait_for_tstate_lock", "train.py:9 <module>"], []),
-    ("cpu loop", {"reason": "stall", "stacks": FH_LOOP,
-                  "evidence": proc("running", None, status="running", cpu=0.98)},
-     "cpu_bound", ["spin.py:4 busy", "98%"], ["infinite loop"]),
-    ("cpu loop on a loaded machine: little CPU, always runnable", {
-        "reason": "stall", "stacks": FH_LOOP,
-        "evidence": {**proc("running", None, status="running", cpu=0.2),
-                     "main_thread": {"state": "R", "syscall": "running",
-                                     "runnable_fraction": 1.0}}},
-     "cpu_bound", ["spin.py:4 busy"], []),
-    ("cpu loop sharing the GIL on a loaded machine", {
-        "reason": "stall", "stacks": FH_LOOP,
-        "evidence": {**proc("running", None, status="running", cpu=0.16),
-                     "main_thread": {"state": "R", "syscall": "running",
-                                     "runnable_fraction": 0.4}}},
-     "cpu_bound", ["spin.py:4 busy"], []),
-    ("cpu loop caught waiting for the GIL at the last read", {
-        "reason": "stall", "stacks": FH_LOOP,
-        "evidence": {**proc("futex", "futex_do_wait", status="sleeping", cpu=0.54),
-                     "main_thread": {"state": "S", "syscall": "futex",
-                                     "wchan": "futex_do_wait", "runnable_fraction": 0.96}}},
-     "cpu_bound", ["spin.py:4 busy"], []),
-    ("main thread waits while another thread computes", {
-        "reason": "stall", "stack": TB_JOIN,
-        "evidence": {**proc("futex", status="sleeping", cpu=1.0),
-                     "main_thread": {"state": "S", "syscall": "futex",
-                                     "runnable_fraction": 0.0}}},
-     "lock_wait", [], []),
-    ("a lock waiter that was R once is not a CPU loop", {
-        "reason": "stall", "stack": TB_JOIN,
-        "evidence": {**proc("futex", status="sleeping", cpu=0.06),
-                     "main_thread": {"state": "S", "syscall": "futex",
-                                     "runnable_fraction": 0.04}}},
-     "lock_wait", [], []),
-    ("a short wake-up is not a CPU loop", {
-        "reason": "stall", "stacks": FH_SLEEP,
-        "evidence": {**proc("clock_nanosleep", status="sleeping", cpu=0.01),
-                     "main_thread": {"state": "S", "syscall": "clock_nanosleep",
-                                     "runnable_fraction": 0.1}}},
-     "sleeping", [], []),
-    ("gil held in native code", {"reason": "heartbeat", "stacks": FH_GIL,
-                                 "evidence": proc("clock_nanosleep", "hrtimer_nanosleep")},
-     "gil_held", ["gil.py:5 hold", "blocked in native code"], ["GIL"]),
-    ("stall where no Python answered a dump (SIGUSR2 sent)",
-     {"reason": "stall", "stacks": FH_GIL, "python_silent": True,
-      "evidence": proc("futex", "futex_wait_queue")},
-     "gil_held", ["gil.py:5 hold", "blocked in native code"], ["GIL"]),
-    ("the same stall when Python answered: a lock",
-     {"reason": "stall", "stacks": FH_GIL, "python_silent": False,
-      "evidence": proc("futex", "futex_wait_queue")},
-     "lock_wait", [], []),
-    ("gil held, spinning", {"reason": "heartbeat_silence", "stacks": FH_GIL,
-                            "evidence": proc("running", status="running", cpu=1.0)},
-     "gil_held", ["spinning"], []),
-    ("child stopped while parent reads its queue", {
-        "reason": "stall", "stack": FH_QUEUE,
-        "evidence": proc("read", "pipe_read", fd=7, fd_target="pipe:[999]",
-                         children=[ZOMBIE_OR_STOPPED])},
-     "child_wait", ["child pid 101 (python, stopped)", "loader.py:20 next_batch"],
-     ["kill -CONT 101"]),
-    ("parent in wait4 on a child", {"reason": "stall",
-                                    "evidence": proc("wait4", "do_wait", children=[
-                                        {"pid": 102, "name": "tar", "status": "sleeping"}])},
-     "child_wait", ["child pid 102 (tar, sleeping)"], []),
-    ("import hang", {"reason": "stall", "stacks": FH_IMPORT, "saw_hello": True,
-                     "evidence": proc("clock_nanosleep")},
-     "import_hang", ["stuck importing slowmod", "slowmod.py:3 <module>"], ["import slowmod"]),
-    ("import hang of a package before hello", {"reason": "startup", "stacks": FH_PKG_IMPORT,
-                                               "saw_hello": False},
-     "import_hang", ["stuck importing bigpkg", "never said hello"], []),
-    ("no hello, no stack", {"reason": "startup", "saw_hello": False, "idle_s": 5,
-                            "evidence": proc("clock_nanosleep", "hrtimer_nanosleep")},
-     "startup", ["never said hello", "sleeping"], ["import worker"]),
-    ("no hello, faulthandler stack", {"reason": "startup", "saw_hello": False,
-                                      "stacks": FH_SLEEP},
-     "startup", ["train.py:12 wait_for_data"], []),
-    ("disk sleep", {"reason": "stall", "evidence": proc("read", "folio_wait_bit", "disk-sleep",
-                                                        fd=3, fd_target="/mnt/nfs/data.bin")},
-     "io_wait", ["/mnt/nfs/data.bin"], ["mount"]),
-    ("reading a FIFO with no children", {"reason": "stall",
-                                         "evidence": proc("read", "pipe_read", fd=0,
-                                                          fd_target="pipe:[5]")},
-     "io_wait", [], []),
-    ("gpu busy", {"reason": "stall", "evidence": proc("running", status="running", cpu=1.0,
-                                                      gpu=[{"index": 0, "util_percent": 99,
-                                                            "used_by_job": True}])},
-     "gpu_busy", ["GPU is busy"], ["nvidia-smi"]),
-    ("gpu busy with another job is not ours", {
-        "reason": "stall", "evidence": proc("clock_nanosleep", gpu=[
-            {"index": 0, "util_percent": 99, "used_by_job": False}])},
-     "sleeping", [], []),
-    ("process stopped", {"reason": "heartbeat_silence",
-                         "evidence": proc(None, "do_signal_stop", status="stopped")},
-     "stopped", ["stopped"], ["kill -CONT 100"]),
-    ("after bye, stuck joining a thread", {"reason": "after_bye", "stack": TB_JOIN,
-                                           "evidence": proc("futex")},
-     "lock_wait", ["after the script said bye", "train.py:9 <module>"], []),
+    (
+        "sleep from kernel and stack",
+        {
+            "reason": "stall",
+            "idle_s": 12,
+            "stack": FH_SLEEP,
+            "evidence": proc("clock_nanosleep", "hrtimer_nanosleep"),
+        },
+        "sleeping",
+        ["train.py:12 wait_for_data", "12 s"],
+        [],
+    ),
+    (
+        "socket read names the remote",
+        {
+            "reason": "stall",
+            "idle_s": 300,
+            "stack": TB_SOCKET,
+            "evidence": proc(
+                "recvfrom", "wait_woken", fd=5, fd_target="socket:[123]", sockets=[HTTPS]
+            ),
+        },
+        "network_wait",
+        ["1.2.3.4:443", "socket.py:706 readinto", "train.py:21 download"],
+        ["1.2.3.4:443 for 300 s", "HTTPS_PROXY"],
+    ),
+    (
+        "socket in poll, found by its connection",
+        {
+            "reason": "stage_budget",
+            "stage": "data",
+            "stack": TB_SOCKET,
+            "evidence": proc("poll", "do_sys_poll", sockets=[HTTPS]),
+        },
+        "network_wait",
+        ["1.2.3.4:443", "stage 'data'"],
+        [],
+    ),
+    (
+        "socket known from the stack only",
+        {"reason": "stall", "stack": TB_SOCKET},
+        "network_wait",
+        ["socket.py:706 readinto"],
+        [],
+    ),
+    (
+        "connect in progress",
+        {
+            "reason": "stall",
+            "stack": TB_SOCKET,
+            "evidence": proc(
+                "connect", "inet_wait_for_connect", fd=5, sockets=[{**HTTPS, "status": "SYN_SENT"}]
+            ),
+        },
+        "network_wait",
+        ["connecting to 1.2.3.4:443"],
+        [],
+    ),
+    (
+        "lock from py-spy",
+        {
+            "reason": "stall",
+            "evidence": {**proc("futex", "futex_wait_queue"), "py_spy": PYSPY_LOCK},
+        },
+        "lock_wait",
+        ["train.py:8 acquire_both"],
+        ["deadlock"],
+    ),
+    (
+        "join on a thread",
+        {"reason": "stall", "stack": TB_JOIN, "evidence": proc("futex")},
+        "lock_wait",
+        ["threading.py:1132 _wait_for_tstate_lock", "train.py:9 <module>"],
+        [],
+    ),
+    (
+        "cpu loop",
+        {
+            "reason": "stall",
+            "stacks": FH_LOOP,
+            "evidence": proc("running", None, status="running", cpu=0.98),
+        },
+        "cpu_bound",
+        ["spin.py:4 busy", "98%"],
+        ["infinite loop"],
+    ),
+    (
+        "cpu loop on a loaded machine: little CPU, always runnable",
+        {
+            "reason": "stall",
+            "stacks": FH_LOOP,
+            "evidence": {
+                **proc("running", None, status="running", cpu=0.2),
+                "main_thread": {"state": "R", "syscall": "running", "runnable_fraction": 1.0},
+            },
+        },
+        "cpu_bound",
+        ["spin.py:4 busy"],
+        [],
+    ),
+    (
+        "cpu loop sharing the GIL on a loaded machine",
+        {
+            "reason": "stall",
+            "stacks": FH_LOOP,
+            "evidence": {
+                **proc("running", None, status="running", cpu=0.16),
+                "main_thread": {"state": "R", "syscall": "running", "runnable_fraction": 0.4},
+            },
+        },
+        "cpu_bound",
+        ["spin.py:4 busy"],
+        [],
+    ),
+    (
+        "cpu loop caught waiting for the GIL at the last read",
+        {
+            "reason": "stall",
+            "stacks": FH_LOOP,
+            "evidence": {
+                **proc("futex", "futex_do_wait", status="sleeping", cpu=0.54),
+                "main_thread": {
+                    "state": "S",
+                    "syscall": "futex",
+                    "wchan": "futex_do_wait",
+                    "runnable_fraction": 0.96,
+                },
+            },
+        },
+        "cpu_bound",
+        ["spin.py:4 busy"],
+        [],
+    ),
+    (
+        "main thread waits while another thread computes",
+        {
+            "reason": "stall",
+            "stack": TB_JOIN,
+            "evidence": {
+                **proc("futex", status="sleeping", cpu=1.0),
+                "main_thread": {"state": "S", "syscall": "futex", "runnable_fraction": 0.0},
+            },
+        },
+        "lock_wait",
+        [],
+        [],
+    ),
+    (
+        "a lock waiter that was R once is not a CPU loop",
+        {
+            "reason": "stall",
+            "stack": TB_JOIN,
+            "evidence": {
+                **proc("futex", status="sleeping", cpu=0.06),
+                "main_thread": {"state": "S", "syscall": "futex", "runnable_fraction": 0.04},
+            },
+        },
+        "lock_wait",
+        [],
+        [],
+    ),
+    (
+        "a short wake-up is not a CPU loop",
+        {
+            "reason": "stall",
+            "stacks": FH_SLEEP,
+            "evidence": {
+                **proc("clock_nanosleep", status="sleeping", cpu=0.01),
+                "main_thread": {
+                    "state": "S",
+                    "syscall": "clock_nanosleep",
+                    "runnable_fraction": 0.1,
+                },
+            },
+        },
+        "sleeping",
+        [],
+        [],
+    ),
+    (
+        "gil held in native code",
+        {
+            "reason": "heartbeat",
+            "stacks": FH_GIL,
+            "evidence": proc("clock_nanosleep", "hrtimer_nanosleep"),
+        },
+        "gil_held",
+        ["gil.py:5 hold", "blocked in native code"],
+        ["GIL"],
+    ),
+    (
+        "stall where no Python answered a dump (SIGUSR2 sent)",
+        {
+            "reason": "stall",
+            "stacks": FH_GIL,
+            "python_silent": True,
+            "evidence": proc("futex", "futex_wait_queue"),
+        },
+        "gil_held",
+        ["gil.py:5 hold", "blocked in native code"],
+        ["GIL"],
+    ),
+    (
+        "the same stall when Python answered: a lock",
+        {
+            "reason": "stall",
+            "stacks": FH_GIL,
+            "python_silent": False,
+            "evidence": proc("futex", "futex_wait_queue"),
+        },
+        "lock_wait",
+        [],
+        [],
+    ),
+    (
+        "gil held, spinning",
+        {
+            "reason": "heartbeat_silence",
+            "stacks": FH_GIL,
+            "evidence": proc("running", status="running", cpu=1.0),
+        },
+        "gil_held",
+        ["spinning"],
+        [],
+    ),
+    (
+        "child stopped while parent reads its queue",
+        {
+            "reason": "stall",
+            "stack": FH_QUEUE,
+            "evidence": proc(
+                "read", "pipe_read", fd=7, fd_target="pipe:[999]", children=[ZOMBIE_OR_STOPPED]
+            ),
+        },
+        "child_wait",
+        ["child pid 101 (python, stopped)", "loader.py:20 next_batch"],
+        ["kill -CONT 101"],
+    ),
+    (
+        "parent in wait4 on a child",
+        {
+            "reason": "stall",
+            "evidence": proc(
+                "wait4", "do_wait", children=[{"pid": 102, "name": "tar", "status": "sleeping"}]
+            ),
+        },
+        "child_wait",
+        ["child pid 102 (tar, sleeping)"],
+        [],
+    ),
+    (
+        "import hang",
+        {
+            "reason": "stall",
+            "stacks": FH_IMPORT,
+            "saw_hello": True,
+            "evidence": proc("clock_nanosleep"),
+        },
+        "import_hang",
+        ["stuck importing slowmod", "slowmod.py:3 <module>"],
+        ["import slowmod"],
+    ),
+    (
+        "import hang of a package before hello",
+        {"reason": "startup", "stacks": FH_PKG_IMPORT, "saw_hello": False},
+        "import_hang",
+        ["stuck importing bigpkg", "never said hello"],
+        [],
+    ),
+    (
+        "no hello, no stack",
+        {
+            "reason": "startup",
+            "saw_hello": False,
+            "idle_s": 5,
+            "evidence": proc("clock_nanosleep", "hrtimer_nanosleep"),
+        },
+        "startup",
+        ["never said hello", "sleeping"],
+        ["import worker"],
+    ),
+    (
+        "no hello, faulthandler stack",
+        {"reason": "startup", "saw_hello": False, "stacks": FH_SLEEP},
+        "startup",
+        ["train.py:12 wait_for_data"],
+        [],
+    ),
+    (
+        "disk sleep",
+        {
+            "reason": "stall",
+            "evidence": proc(
+                "read", "folio_wait_bit", "disk-sleep", fd=3, fd_target="/mnt/nfs/data.bin"
+            ),
+        },
+        "io_wait",
+        ["/mnt/nfs/data.bin"],
+        ["mount"],
+    ),
+    (
+        "reading a FIFO with no children",
+        {"reason": "stall", "evidence": proc("read", "pipe_read", fd=0, fd_target="pipe:[5]")},
+        "io_wait",
+        [],
+        [],
+    ),
+    (
+        "gpu busy",
+        {
+            "reason": "stall",
+            "evidence": proc(
+                "running",
+                status="running",
+                cpu=1.0,
+                gpu=[{"index": 0, "util_percent": 99, "used_by_job": True}],
+            ),
+        },
+        "gpu_busy",
+        ["GPU is busy"],
+        ["nvidia-smi"],
+    ),
+    (
+        "gpu busy with another job is not ours",
+        {
+            "reason": "stall",
+            "evidence": proc(
+                "clock_nanosleep", gpu=[{"index": 0, "util_percent": 99, "used_by_job": False}]
+            ),
+        },
+        "sleeping",
+        [],
+        [],
+    ),
+    (
+        "process stopped",
+        {"reason": "heartbeat_silence", "evidence": proc(None, "do_signal_stop", status="stopped")},
+        "stopped",
+        ["stopped"],
+        ["kill -CONT 100"],
+    ),
+    (
+        "after bye, stuck joining a thread",
+        {"reason": "after_bye", "stack": TB_JOIN, "evidence": proc("futex")},
+        "lock_wait",
+        ["after the script said bye", "train.py:9 <module>"],
+        [],
+    ),
     ("nothing known", {"reason": "stall"}, "unknown", ["no progress"], []),
 ]
 
 
-ERR_VALUE = {"type": "ValueError", "message": "bad batch", "kind": "exception", "fatal": True,
-             "thread": "MainThread", "stage": "train",
-             "frames": [{"file": "/job/train.py", "line": 30, "function": "<module>"},
-                        {"file": "/job/train.py", "line": 12, "function": "step"}]}
-ERR_OOM = {"type": "torch.OutOfMemoryError", "kind": "cuda_oom", "fatal": True,
-           "message": "CUDA out of memory. Tried to allocate 2.00 GiB",
-           "frames": [{"file": "/job/train.py", "line": 50, "function": "forward"}]}
-ERR_OOM_TEXT = {"type": "RuntimeError", "kind": "exception", "fatal": True,
-                "message": "CUDA out of memory. Tried to allocate 20.00 MiB", "frames": []}
-ERR_EXIT = {"type": "SystemExit", "kind": "system_exit", "fatal": True,
-            "message": "config file missing", "exit_code": 1,
-            "frames": [{"file": "/job/train.py", "line": 5, "function": "load_config"}]}
+ERR_VALUE = {
+    "type": "ValueError",
+    "message": "bad batch",
+    "kind": "exception",
+    "fatal": True,
+    "thread": "MainThread",
+    "stage": "train",
+    "frames": [
+        {"file": "/job/train.py", "line": 30, "function": "<module>"},
+        {"file": "/job/train.py", "line": 12, "function": "step"},
+    ],
+}
+ERR_OOM = {
+    "type": "torch.OutOfMemoryError",
+    "kind": "cuda_oom",
+    "fatal": True,
+    "message": "CUDA out of memory. Tried to allocate 2.00 GiB",
+    "frames": [{"file": "/job/train.py", "line": 50, "function": "forward"}],
+}
+ERR_OOM_TEXT = {
+    "type": "RuntimeError",
+    "kind": "exception",
+    "fatal": True,
+    "message": "CUDA out of memory. Tried to allocate 20.00 MiB",
+    "frames": [],
+}
+ERR_EXIT = {
+    "type": "SystemExit",
+    "kind": "system_exit",
+    "fatal": True,
+    "message": "config file missing",
+    "exit_code": 1,
+    "frames": [{"file": "/job/train.py", "line": 5, "function": "load_config"}],
+}
 ERR_THREAD = {**ERR_VALUE, "fatal": False, "thread": "Thread-1"}
 ERR_ZH = {**ERR_VALUE, "message": "\u6570\u636e\u96c6\u4e0d\u5b58\u5728"}
 ERR_WORKER_KILLED = {
-    "type": "RuntimeError", "kind": "exception", "fatal": True, "thread": "MainThread",
-    "message": "DataLoader worker (pid(s) 17660) exited unexpectedly", "stage": "train",
-    "chain": [{"type": "RuntimeError", "relation": "cause",
-               "message": "DataLoader worker (pid 17660) is killed by signal: Killed. "}],
-    "frames": [{"file": "/job/makemore.py", "line": 684, "function": "<module>"},
-               {"file": "/venv/site-packages/torch/utils/data/dataloader.py", "line": 1304,
-                "function": "_try_get_data"}]}
-PRINTED_TB = ["step 1", "Traceback (most recent call last):",
-              '  File "/job/plain.py", line 9, in <module>', "    load()",
-              '  File "/job/plain.py", line 4, in load', "    raise KeyError('x')",
-              "KeyError: 'x'"]
+    "type": "RuntimeError",
+    "kind": "exception",
+    "fatal": True,
+    "thread": "MainThread",
+    "message": "DataLoader worker (pid(s) 17660) exited unexpectedly",
+    "stage": "train",
+    "chain": [
+        {
+            "type": "RuntimeError",
+            "relation": "cause",
+            "message": "DataLoader worker (pid 17660) is killed by signal: Killed. ",
+        }
+    ],
+    "frames": [
+        {"file": "/job/makemore.py", "line": 684, "function": "<module>"},
+        {
+            "file": "/venv/site-packages/torch/utils/data/dataloader.py",
+            "line": 1304,
+            "function": "_try_get_data",
+        },
+    ],
+}
+PRINTED_TB = [
+    "step 1",
+    "Traceback (most recent call last):",
+    '  File "/job/plain.py", line 9, in <module>',
+    "    load()",
+    '  File "/job/plain.py", line 4, in load',
+    "    raise KeyError('x')",
+    "KeyError: 'x'",
+]
 
 # (name, facts, kind or None, substrings the summary must contain)
 ENDS = [
     ("clean success", {"outcome": "succeeded", "exit_code": 0, "saw_bye": True}, None, []),
     ("cancelled", {"outcome": "cancelled", "exit_code": None, "signal": "SIGTERM"}, None, []),
     ("thread error, exit 0", {"exit_code": 0, "error": ERR_THREAD, "saw_bye": True}, None, []),
-    ("sys.exit(0)", {"exit_code": 0, "error": {**ERR_EXIT, "exit_code": 0, "message": "0"}},
-     None, []),
-    ("exception", {"exit_code": 1, "error": ERR_VALUE, "stage": "train"}, "python_exception",
-     ["ValueError: bad batch", "stage 'train'", "train.py:12 step"]),
-    ("exception in Chinese", {"exit_code": 1, "error": ERR_ZH}, "python_exception",
-     ["\u6570\u636e\u96c6"]),
-    ("exit 0 after a fatal error", {"exit_code": 0, "error": ERR_VALUE}, "python_exception",
-     ["ValueError"]),
-    ("exception printed, no worker", {"exit_code": 1, "log_tail": PRINTED_TB},
-     "python_exception", ["KeyError: 'x'", "plain.py:4 load"]),
-    ("cuda oom from the worker", {"exit_code": 1, "error": ERR_OOM}, "cuda_oom",
-     ["CUDA out of memory", "train.py:50 forward"]),
+    (
+        "sys.exit(0)",
+        {"exit_code": 0, "error": {**ERR_EXIT, "exit_code": 0, "message": "0"}},
+        None,
+        [],
+    ),
+    (
+        "exception",
+        {"exit_code": 1, "error": ERR_VALUE, "stage": "train"},
+        "python_exception",
+        ["ValueError: bad batch", "stage 'train'", "train.py:12 step"],
+    ),
+    (
+        "exception in Chinese",
+        {"exit_code": 1, "error": ERR_ZH},
+        "python_exception",
+        ["\u6570\u636e\u96c6"],
+    ),
+    (
+        "exit 0 after a fatal error",
+        {"exit_code": 0, "error": ERR_VALUE},
+        "python_exception",
+        ["ValueError"],
+    ),
+    (
+        "exception printed, no worker",
+        {"exit_code": 1, "log_tail": PRINTED_TB},
+        "python_exception",
+        ["KeyError: 'x'", "plain.py:4 load"],
+    ),
+    (
+        "cuda oom from the worker",
+        {"exit_code": 1, "error": ERR_OOM},
+        "cuda_oom",
+        ["CUDA out of memory", "train.py:50 forward"],
+    ),
     ("cuda oom as RuntimeError", {"exit_code": 1, "error": ERR_OOM_TEXT}, "cuda_oom", []),
-    ("cuda oom on stderr only", {"exit_code": 1, "log_tail": [
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB"]}, "cuda_oom",
-     ["Tried to allocate"]),
-    ("segfault names the frame", {"signal": "SIGSEGV", "crash_text": FH_CRASH,
-                                  "stage": "model"},
-     "native_crash", ["SIGSEGV", "ctypes/__init__.py:519 string_at", "crash.py:7 poke",
-                      "stage 'model'"]),
-    ("abort, faulthandler on stderr", {"signal": "SIGABRT",
-                                       "log_tail": ["x"] + FH_CRASH.splitlines()},
-     "native_crash", ["SIGABRT", "crash.py:7 poke"]),
+    (
+        "cuda oom on stderr only",
+        {
+            "exit_code": 1,
+            "log_tail": ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB"],
+        },
+        "cuda_oom",
+        ["Tried to allocate"],
+    ),
+    (
+        "segfault names the frame",
+        {"signal": "SIGSEGV", "crash_text": FH_CRASH, "stage": "model"},
+        "native_crash",
+        ["SIGSEGV", "ctypes/__init__.py:519 string_at", "crash.py:7 poke", "stage 'model'"],
+    ),
+    (
+        "abort, faulthandler on stderr",
+        {"signal": "SIGABRT", "log_tail": ["x"] + FH_CRASH.splitlines()},
+        "native_crash",
+        ["SIGABRT", "crash.py:7 poke"],
+    ),
     ("bus error without a stack", {"signal": "SIGBUS"}, "native_crash", ["unknown frame"]),
-    ("sigkill", {"signal": "SIGKILL", "log_tail": ["epoch 3", ""]}, "killed",
-     ["SIGKILL", "epoch 3"]),
+    (
+        "sigkill",
+        {"signal": "SIGKILL", "log_tail": ["epoch 3", ""]},
+        "killed",
+        ["SIGKILL", "epoch 3"],
+    ),
     ("oom killer", {"signal": "SIGKILL", "oom_killed": True}, "oom_killed", ["out-of-memory"]),
     ("sigterm from outside", {"signal": "SIGTERM"}, "killed", ["SIGTERM"]),
-    ("sys.exit(3) with no error", {"exit_code": 3, "saw_bye": True, "log_tail": ["done?"]},
-     "exit_nonzero", ["status 3", "done?"]),
-    ("sys.exit('message')", {"exit_code": 1, "error": ERR_EXIT}, "exit_nonzero",
-     ["status 1", "sys.exit('config file missing') at job/train.py:5 load_config"]),
-    ("sys.exit(3) known from the bye", {"exit_code": 3, "saw_bye": True,
-                                        "bye": {"reason": "sys_exit", "exit_code": 3}},
-     "exit_nonzero", ["from sys.exit(3)"]),
-    ("os._exit(7)", {"exit_code": 7, "saw_bye": False, "log_tail": ["about to leave"]},
-     "exit_nonzero", ["status 7", "no last words", "about to leave"]),
+    (
+        "sys.exit(3) with no error",
+        {"exit_code": 3, "saw_bye": True, "log_tail": ["done?"]},
+        "exit_nonzero",
+        ["status 3", "done?"],
+    ),
+    (
+        "sys.exit('message')",
+        {"exit_code": 1, "error": ERR_EXIT},
+        "exit_nonzero",
+        ["status 1", "sys.exit('config file missing') at job/train.py:5 load_config"],
+    ),
+    (
+        "sys.exit(3) known from the bye",
+        {"exit_code": 3, "saw_bye": True, "bye": {"reason": "sys_exit", "exit_code": 3}},
+        "exit_nonzero",
+        ["from sys.exit(3)"],
+    ),
+    (
+        "os._exit(7)",
+        {"exit_code": 7, "saw_bye": False, "log_tail": ["about to leave"]},
+        "exit_nonzero",
+        ["status 7", "no last words", "about to leave"],
+    ),
 ]
 
 
-
 # Cases first written for the Node client's parity test (node-client/test/diagnosis.test.js).
-NODE_FACTS = json.loads(r'''{"END_CASES": [{"outcome": "succeeded", "exit_code": 0, "log_tail": ["done"]}, {"outcome": "cancelled", "exit_code": null, "signal": "SIGINT"}, {"outcome": "failed", "exit_code": 1, "error": {"type": "ValueError", "message": "bad layer size: 0", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": "model", "fatal": true, "thread": "MainThread", "kind": "exception"}, "saw_bye": true, "log_tail": ["x", "ValueError: bad layer size: 0"], "stage": "main"}, {"outcome": "failed", "exit_code": 1, "error": {"type": "ValueError", "message": "bad layer size: 0", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": null, "fatal": true, "thread": "loader-3", "kind": "exception"}, "stage": "train"}, {"outcome": "failed", "exit_code": 1, "error": {"type": "torch.cuda.OutOfMemoryError", "message": "CUDA out of memory.", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": "model", "fatal": true, "thread": "MainThread", "kind": "cuda_oom"}}, {"outcome": "failed", "exit_code": 1, "log_tail": ["Traceback (most recent call last):", "  File \"/home/u/train.py\", line 12, in <module>", "    main()", "  File \"/home/u/train.py\", line 8, in main", "    model.to(\"cuda\")", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", ""]}, {"outcome": "failed", "exit_code": 2, "log_tail": ["Traceback (most recent call last):", "  File \"a.py\", line 1, in <module>", "KeyError: 'lr'"]}, {"outcome": "crashed", "exit_code": null, "signal": "SIGSEGV", "crash_text": "Fatal Python error: Segmentation fault\n\nThread 0x1 (most recent call first):\n  File \"/usr/lib/python3.11/threading.py\", line 320 in wait\n\nCurrent thread 0x2 (most recent call first):\n  File \"/usr/lib/python3.11/ctypes/__init__.py\", line 519 in string_at\n  File \"/home/u/train.py\", line 34 in <module>\n", "log_tail": ["calling native code"], "stage": "forward"}, {"outcome": "crashed", "exit_code": null, "signal": "SIGABRT", "log_tail": ["Fatal Python error: Segmentation fault", "", "Thread 0x1 (most recent call first):", "  File \"/usr/lib/python3.11/threading.py\", line 320 in wait", "", "Current thread 0x2 (most recent call first):", "  File \"/usr/lib/python3.11/ctypes/__init__.py\", line 519 in string_at", "  File \"/home/u/train.py\", line 34 in <module>", ""]}, {"outcome": "crashed", "exit_code": null, "signal": "SIGKILL", "log_tail": ["step 5"], "oom_killed": true}, {"outcome": "crashed", "exit_code": null, "signal": "SIGKILL", "log_tail": ["step 5"]}, {"outcome": "crashed", "exit_code": null, "signal": "SIGTERM", "log_tail": []}, {"outcome": "failed", "exit_code": 3, "error": {"type": "SystemExit", "message": "3", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": "model", "fatal": true, "thread": "MainThread", "kind": "system_exit", "exit_code": 3}, "saw_bye": true}, {"outcome": "crashed", "exit_code": 7, "saw_bye": false, "log_tail": ["about to leave"]}, {"outcome": "failed", "exit_code": 0, "error": {"type": "ValueError", "message": "bad layer size: 0", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": "model", "fatal": true, "thread": "MainThread", "kind": "exception"}, "saw_bye": true}, {"outcome": "succeeded", "exit_code": 0, "error": {"type": "ValueError", "message": "bad layer size: 0", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": "model", "fatal": false, "thread": "MainThread", "kind": "exception"}}, {"outcome": "failed", "exit_code": 4, "saw_bye": true, "bye": {"reason": "sys_exit", "exit_code": 4}, "log_tail": ["bye"]}, {"outcome": "failed", "exit_code": 1, "error": {"type": "SystemExit", "message": "it's \"bad\"\\", "traceback": "", "frames": [], "chain": [], "stage": "model", "fatal": true, "thread": "MainThread", "kind": "system_exit", "exit_code": 1}, "saw_bye": true}], "HANG_CASES": [{"reason": "stall", "stage": "train", "stages": ["main", "train"], "idle_s": 31.2, "stack": "  File \"/home/u/train.py\", line 40, in <module>\n    time.sleep(1)\n", "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "clock_nanosleep", "wchan": "hrtimer_nanosleep", "state": "S"}, "cpu_fraction": 0}}, {"reason": "heartbeat", "stage": "tokenize", "idle_s": 0.4, "stacks": "Fatal Python error: Segmentation fault\n\nThread 0x1 (most recent call first):\n  File \"/usr/lib/python3.11/threading.py\", line 320 in wait\n\nCurrent thread 0x2 (most recent call first):\n  File \"/usr/lib/python3.11/ctypes/__init__.py\", line 519 in string_at\n  File \"/home/u/train.py\", line 34 in <module>\n", "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "clock_nanosleep", "wchan": "hrtimer_nanosleep", "state": "S"}, "cpu_fraction": 0.97}}, {"reason": "startup", "saw_hello": false, "idle_s": null, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "read", "fd": 3, "fd_target": "socket:[123]", "wchan": "sk_wait_data", "state": "S"}, "cpu_fraction": 0}}, {"reason": "stage_budget", "stage": "download", "idle_s": 12, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "read", "fd": 5, "wchan": "wait_woken", "state": "S"}, "cpu_fraction": 0, "sockets": [{"fd": 5, "raddr": ["10.0.0.1", 443], "status": "ESTABLISHED", "pid": 42}]}}, {"reason": "stall", "stage": "data", "idle_s": 40, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "futex", "wchan": "futex_wait_queue", "state": "S"}, "cpu_fraction": 0, "children": [{"pid": 77, "name": "python", "status": "stopped"}]}, "stack": "  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 113, in get\n"}, {"reason": "stall", "idle_s": 5, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "running", "main_thread": {"syscall": "running", "state": "R"}, "cpu_fraction": 0.99}}, {"reason": "stall", "idle_s": 5, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "disk-sleep", "main_thread": {"syscall": "read", "fd": 7, "fd_target": "/mnt/nfs/data.bin", "wchan": "nfs_wait", "state": "D"}, "cpu_fraction": 0}}, {"reason": "stall", "idle_s": 5, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "stopped", "main_thread": {"syscall": "clock_nanosleep", "wchan": "hrtimer_nanosleep", "state": "S"}, "cpu_fraction": 0}}, {"reason": "startup", "saw_hello": false, "evidence": {}, "stacks": "Thread 0x1 (most recent call first):\n  File \"<frozen importlib._bootstrap>\", line 1176 in _find_and_load\n  File \"/site-packages/torch/__init__.py\", line 9 in <module>\n  File \"<frozen importlib._bootstrap>\", line 1147 in _find_and_load_unlocked\n  File \"/home/u/train.py\", line 1 in <module>\n"}, {"reason": "after_bye", "idle_s": 3, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "futex", "state": "S"}, "cpu_fraction": 0}, "stack": "  File \"/usr/lib/python3.11/threading.py\", line 1119, in _wait_for_tstate_lock\n"}, {"reason": "stall", "idle_s": 2, "saw_hello": true, "evidence": {"alive": true}}, {"reason": "stall", "stage": "train", "idle_s": 3, "saw_hello": true, "stack": "  File \"scenarios/cpu_loop.py\", line 9, in spin\n", "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "futex", "wchan": "futex_do_wait", "state": "S", "runnable_fraction": 1}, "cpu_fraction": 1.008}}, {"reason": "stall", "idle_s": 3, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "futex", "state": "S", "runnable_fraction": 0.4}, "cpu_fraction": 0.16}}, {"reason": "startup", "saw_hello": false, "idle_s": 130, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "clock_nanosleep", "wchan": "hrtimer_nanosleep", "state": "S"}, "cpu_fraction": 0}}, {"reason": "stage_budget", "stage": "import torch", "saw_hello": true, "idle_s": 12, "evidence": {}, "stacks": "Thread 0x1 (most recent call first):\n  File \"<frozen importlib._bootstrap>\", line 1176 in _find_and_load\n  File \"/site-packages/torch/__init__.py\", line 9 in <module>\n  File \"<frozen importlib._bootstrap>\", line 1147 in _find_and_load_unlocked\n  File \"/home/u/train.py\", line 1 in <module>\n"}]}''')
-NODE_END_KINDS = [None, None, 'python_exception', 'python_exception', 'cuda_oom', 'cuda_oom', 'python_exception', 'native_crash', 'native_crash', 'oom_killed', 'killed', 'killed', 'exit_nonzero', 'exit_nonzero', 'python_exception', None, 'exit_nonzero', 'exit_nonzero']
-NODE_HANG_KINDS = ['sleeping', 'gil_held', 'startup', 'network_wait', 'child_wait', 'cpu_bound', 'io_wait', 'stopped', 'import_hang', 'lock_wait', 'unknown', 'cpu_bound', 'cpu_bound', 'startup', 'import_hang']
+NODE_FACTS = json.loads(
+    r'''{"END_CASES": [{"outcome": "succeeded", "exit_code": 0, "log_tail": ["done"]}, {"outcome": "cancelled", "exit_code": null, "signal": "SIGINT"}, {"outcome": "failed", "exit_code": 1, "error": {"type": "ValueError", "message": "bad layer size: 0", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": "model", "fatal": true, "thread": "MainThread", "kind": "exception"}, "saw_bye": true, "log_tail": ["x", "ValueError: bad layer size: 0"], "stage": "main"}, {"outcome": "failed", "exit_code": 1, "error": {"type": "ValueError", "message": "bad layer size: 0", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": null, "fatal": true, "thread": "loader-3", "kind": "exception"}, "stage": "train"}, {"outcome": "failed", "exit_code": 1, "error": {"type": "torch.cuda.OutOfMemoryError", "message": "CUDA out of memory.", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": "model", "fatal": true, "thread": "MainThread", "kind": "cuda_oom"}}, {"outcome": "failed", "exit_code": 1, "log_tail": ["Traceback (most recent call last):", "  File \"/home/u/train.py\", line 12, in <module>", "    main()", "  File \"/home/u/train.py\", line 8, in main", "    model.to(\"cuda\")", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", ""]}, {"outcome": "failed", "exit_code": 2, "log_tail": ["Traceback (most recent call last):", "  File \"a.py\", line 1, in <module>", "KeyError: 'lr'"]}, {"outcome": "crashed", "exit_code": null, "signal": "SIGSEGV", "crash_text": "Fatal Python error: Segmentation fault\n\nThread 0x1 (most recent call first):\n  File \"/usr/lib/python3.11/threading.py\", line 320 in wait\n\nCurrent thread 0x2 (most recent call first):\n  File \"/usr/lib/python3.11/ctypes/__init__.py\", line 519 in string_at\n  File \"/home/u/train.py\", line 34 in <module>\n", "log_tail": ["calling native code"], "stage": "forward"}, {"outcome": "crashed", "exit_code": null, "signal": "SIGABRT", "log_tail": ["Fatal Python error: Segmentation fault", "", "Thread 0x1 (most recent call first):", "  File \"/usr/lib/python3.11/threading.py\", line 320 in wait", "", "Current thread 0x2 (most recent call first):", "  File \"/usr/lib/python3.11/ctypes/__init__.py\", line 519 in string_at", "  File \"/home/u/train.py\", line 34 in <module>", ""]}, {"outcome": "crashed", "exit_code": null, "signal": "SIGKILL", "log_tail": ["step 5"], "oom_killed": true}, {"outcome": "crashed", "exit_code": null, "signal": "SIGKILL", "log_tail": ["step 5"]}, {"outcome": "crashed", "exit_code": null, "signal": "SIGTERM", "log_tail": []}, {"outcome": "failed", "exit_code": 3, "error": {"type": "SystemExit", "message": "3", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": "model", "fatal": true, "thread": "MainThread", "kind": "system_exit", "exit_code": 3}, "saw_bye": true}, {"outcome": "crashed", "exit_code": 7, "saw_bye": false, "log_tail": ["about to leave"]}, {"outcome": "failed", "exit_code": 0, "error": {"type": "ValueError", "message": "bad layer size: 0", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": "model", "fatal": true, "thread": "MainThread", "kind": "exception"}, "saw_bye": true}, {"outcome": "succeeded", "exit_code": 0, "error": {"type": "ValueError", "message": "bad layer size: 0", "traceback": "", "frames": [{"file": "/home/u/train.py", "line": 12, "function": "<module>"}, {"file": "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1160, "function": "to"}], "chain": [], "stage": "model", "fatal": false, "thread": "MainThread", "kind": "exception"}}, {"outcome": "failed", "exit_code": 4, "saw_bye": true, "bye": {"reason": "sys_exit", "exit_code": 4}, "log_tail": ["bye"]}, {"outcome": "failed", "exit_code": 1, "error": {"type": "SystemExit", "message": "it's \"bad\"\\", "traceback": "", "frames": [], "chain": [], "stage": "model", "fatal": true, "thread": "MainThread", "kind": "system_exit", "exit_code": 1}, "saw_bye": true}], "HANG_CASES": [{"reason": "stall", "stage": "train", "stages": ["main", "train"], "idle_s": 31.2, "stack": "  File \"/home/u/train.py\", line 40, in <module>\n    time.sleep(1)\n", "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "clock_nanosleep", "wchan": "hrtimer_nanosleep", "state": "S"}, "cpu_fraction": 0}}, {"reason": "heartbeat", "stage": "tokenize", "idle_s": 0.4, "stacks": "Fatal Python error: Segmentation fault\n\nThread 0x1 (most recent call first):\n  File \"/usr/lib/python3.11/threading.py\", line 320 in wait\n\nCurrent thread 0x2 (most recent call first):\n  File \"/usr/lib/python3.11/ctypes/__init__.py\", line 519 in string_at\n  File \"/home/u/train.py\", line 34 in <module>\n", "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "clock_nanosleep", "wchan": "hrtimer_nanosleep", "state": "S"}, "cpu_fraction": 0.97}}, {"reason": "startup", "saw_hello": false, "idle_s": null, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "read", "fd": 3, "fd_target": "socket:[123]", "wchan": "sk_wait_data", "state": "S"}, "cpu_fraction": 0}}, {"reason": "stage_budget", "stage": "download", "idle_s": 12, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "read", "fd": 5, "wchan": "wait_woken", "state": "S"}, "cpu_fraction": 0, "sockets": [{"fd": 5, "raddr": ["10.0.0.1", 443], "status": "ESTABLISHED", "pid": 42}]}}, {"reason": "stall", "stage": "data", "idle_s": 40, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "futex", "wchan": "futex_wait_queue", "state": "S"}, "cpu_fraction": 0, "children": [{"pid": 77, "name": "python", "status": "stopped"}]}, "stack": "  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 113, in get\n"}, {"reason": "stall", "idle_s": 5, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "running", "main_thread": {"syscall": "running", "state": "R"}, "cpu_fraction": 0.99}}, {"reason": "stall", "idle_s": 5, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "disk-sleep", "main_thread": {"syscall": "read", "fd": 7, "fd_target": "/mnt/nfs/data.bin", "wchan": "nfs_wait", "state": "D"}, "cpu_fraction": 0}}, {"reason": "stall", "idle_s": 5, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "stopped", "main_thread": {"syscall": "clock_nanosleep", "wchan": "hrtimer_nanosleep", "state": "S"}, "cpu_fraction": 0}}, {"reason": "startup", "saw_hello": false, "evidence": {}, "stacks": "Thread 0x1 (most recent call first):\n  File \"<frozen importlib._bootstrap>\", line 1176 in _find_and_load\n  File \"/site-packages/torch/__init__.py\", line 9 in <module>\n  File \"<frozen importlib._bootstrap>\", line 1147 in _find_and_load_unlocked\n  File \"/home/u/train.py\", line 1 in <module>\n"}, {"reason": "after_bye", "idle_s": 3, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "futex", "state": "S"}, "cpu_fraction": 0}, "stack": "  File \"/usr/lib/python3.11/threading.py\", line 1119, in _wait_for_tstate_lock\n"}, {"reason": "stall", "idle_s": 2, "saw_hello": true, "evidence": {"alive": true}}, {"reason": "stall", "stage": "train", "idle_s": 3, "saw_hello": true, "stack": "  File \"scenarios/cpu_loop.py\", line 9, in spin\n", "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "futex", "wchan": "futex_do_wait", "state": "S", "runnable_fraction": 1}, "cpu_fraction": 1.008}}, {"reason": "stall", "idle_s": 3, "saw_hello": true, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "futex", "state": "S", "runnable_fraction": 0.4}, "cpu_fraction": 0.16}}, {"reason": "startup", "saw_hello": false, "idle_s": 130, "evidence": {"pid": 42, "alive": true, "status": "sleeping", "main_thread": {"syscall": "clock_nanosleep", "wchan": "hrtimer_nanosleep", "state": "S"}, "cpu_fraction": 0}}, {"reason": "stage_budget", "stage": "import torch", "saw_hello": true, "idle_s": 12, "evidence": {}, "stacks": "Thread 0x1 (most recent call first):\n  File \"<frozen importlib._bootstrap>\", line 1176 in _find_and_load\n  File \"/site-packages/torch/__init__.py\", line 9 in <module>\n  File \"<frozen importlib._bootstrap>\", line 1147 in _find_and_load_unlocked\n  File \"/home/u/train.py\", line 1 in <module>\n"}]}'''
+)
+NODE_END_KINDS = [
+    None,
+    None,
+    'python_exception',
+    'python_exception',
+    'cuda_oom',
+    'cuda_oom',
+    'python_exception',
+    'native_crash',
+    'native_crash',
+    'oom_killed',
+    'killed',
+    'killed',
+    'exit_nonzero',
+    'exit_nonzero',
+    'python_exception',
+    None,
+    'exit_nonzero',
+    'exit_nonzero',
+]
+NODE_HANG_KINDS = [
+    'sleeping',
+    'gil_held',
+    'startup',
+    'network_wait',
+    'child_wait',
+    'cpu_bound',
+    'io_wait',
+    'stopped',
+    'import_hang',
+    'lock_wait',
+    'unknown',
+    'cpu_bound',
+    'cpu_bound',
+    'startup',
+    'import_hang',
+]
 
 # Added with the rules of issue 12 and issue 20 (see docs/DIAGNOSIS.md): (name, verdict,
 # facts, kind, summary_has, hint_has).
 NEW = [
     # Issue 12 item 11: the clients had drifted (Node said unknown for both).
-    ("8 MiB of I/O in the window, no other sign", "hang",
-     {"reason": "stall", "idle_s": 9,
-      "evidence": proc("none", None, io={"read_bytes": 8 << 20, "write_bytes": 0})},
-     "io_wait", ["waiting for I/O for 9 s"], ["mount"]),
+    (
+        "8 MiB of I/O in the window, no other sign",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 9,
+            "evidence": proc("none", None, io={"read_bytes": 8 << 20, "write_bytes": 0}),
+        },
+        "io_wait",
+        ["waiting for I/O for 9 s"],
+        ["mount"],
+    ),
     # Issue 12 item 1: makemore --num-workers 4, one worker SIGSTOPped; the main thread
     # reads an AF_UNIX socket (torch's fd sharing) in multiprocessing/connection.py.
-    ("read on a unix socket whose peer is a stopped DataLoader worker", "hang",
-     {"reason": "stall", "idle_s": 25, "stage": "train", "stack": FH_UNIX_RECV,
-      "evidence": {**proc("read", "unix_stream_read_generic", fd=9,
-                          fd_target="socket:[4711]", children=DL_WORKERS),
-                   "main_thread": {"tid": 100, "state": "S", "syscall": "read",
-                                   "wchan": "unix_stream_read_generic", "fd": 9,
-                                   "fd_target": "socket:[4711]", "fd_family": "unix"},
-                   "unix_peer": {"inode": 4711, "peer_inode": 4712, "pid": 203, "fd": 14}}},
-     "child_wait", ["DataLoader worker 2 (pid 203, stopped)", "stage 'train'",
-                    "connection.py:395 _recv"], ["kill -CONT 203"]),
-    ("unix socket, wchan only, peer unknown: the stopped worker is named", "hang",
-     {"reason": "stall", "idle_s": 25, "stack": FH_UNIX_RECV,
-      "evidence": proc("recvmsg", "unix_stream_read_generic", children=DL_WORKERS)},
-     "child_wait", ["DataLoader worker 2 (pid 203, stopped)"], ["kill -CONT 203"]),
-    ("unix socket to a spinning DataLoader worker", "hang",
-     {"reason": "stall", "idle_s": 25, "stack": FH_UNIX_RECV,
-      "evidence": {**proc("read", "unix_stream_read_generic", fd=9, fd_target="socket:[4711]",
-                          children=[dict(c, status="running", cpu_fraction=0.97)
-                                    if c["pid"] == 203 else c for c in DL_WORKERS]),
-                   "unix_peer": {"inode": 4711, "peer_inode": 4712, "pid": 203, "fd": 14}}},
-     "child_wait", ["DataLoader worker 2 (pid 203, spinning)"], ["__getitem__", "num_workers=0"]),
-    ("a DataLoader waiting in select for a stopped worker (no socket of its own)", "hang",
-     {"reason": "stall", "idle_s": 3, "stage": "train", "stack": TB_DATALOADER_SELECT,
-      "evidence": proc("poll", "poll_schedule_timeout.constprop.0", children=DL_WORKERS)},
-     "child_wait", ["DataLoader worker 2 (pid 203, stopped)", "selectors.py:415 select",
-                    "dataloader_worker_stopped.py:28 train"], ["kill -CONT 203"]),
+    (
+        "read on a unix socket whose peer is a stopped DataLoader worker",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 25,
+            "stage": "train",
+            "stack": FH_UNIX_RECV,
+            "evidence": {
+                **proc(
+                    "read",
+                    "unix_stream_read_generic",
+                    fd=9,
+                    fd_target="socket:[4711]",
+                    children=DL_WORKERS,
+                ),
+                "main_thread": {
+                    "tid": 100,
+                    "state": "S",
+                    "syscall": "read",
+                    "wchan": "unix_stream_read_generic",
+                    "fd": 9,
+                    "fd_target": "socket:[4711]",
+                    "fd_family": "unix",
+                },
+                "unix_peer": {"inode": 4711, "peer_inode": 4712, "pid": 203, "fd": 14},
+            },
+        },
+        "child_wait",
+        ["DataLoader worker 2 (pid 203, stopped)", "stage 'train'", "connection.py:395 _recv"],
+        ["kill -CONT 203"],
+    ),
+    (
+        "unix socket, wchan only, peer unknown: the stopped worker is named",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 25,
+            "stack": FH_UNIX_RECV,
+            "evidence": proc("recvmsg", "unix_stream_read_generic", children=DL_WORKERS),
+        },
+        "child_wait",
+        ["DataLoader worker 2 (pid 203, stopped)"],
+        ["kill -CONT 203"],
+    ),
+    (
+        "unix socket to a spinning DataLoader worker",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 25,
+            "stack": FH_UNIX_RECV,
+            "evidence": {
+                **proc(
+                    "read",
+                    "unix_stream_read_generic",
+                    fd=9,
+                    fd_target="socket:[4711]",
+                    children=[
+                        dict(c, status="running", cpu_fraction=0.97) if c["pid"] == 203 else c
+                        for c in DL_WORKERS
+                    ],
+                ),
+                "unix_peer": {"inode": 4711, "peer_inode": 4712, "pid": 203, "fd": 14},
+            },
+        },
+        "child_wait",
+        ["DataLoader worker 2 (pid 203, spinning)"],
+        ["__getitem__", "num_workers=0"],
+    ),
+    (
+        "a DataLoader waiting in select for a stopped worker (no socket of its own)",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 3,
+            "stage": "train",
+            "stack": TB_DATALOADER_SELECT,
+            "evidence": proc("poll", "poll_schedule_timeout.constprop.0", children=DL_WORKERS),
+        },
+        "child_wait",
+        [
+            "DataLoader worker 2 (pid 203, stopped)",
+            "selectors.py:415 select",
+            "dataloader_worker_stopped.py:28 train",
+        ],
+        ["kill -CONT 203"],
+    ),
     # Issue 12 item 5: makemore, a DataLoader worker SIGKILLed; torch raises in the main
     # process and the hint said "fix the error raised at makemore.py:684".
-    ("a DataLoader worker killed, the OOM killer counted", "end",
-     {"outcome": "failed", "exit_code": 1, "stage": "train", "oom_kills": 1,
-      "error": ERR_WORKER_KILLED},
-     "child_killed", ["a DataLoader worker (pid 17660) died of SIGKILL in stage 'train'",
-                      "makemore.py:684 <module>"], ["OOM killer killed it", "num_workers"]),
-    ("a DataLoader worker killed, no OOM kill in the cgroup", "end",
-     {"outcome": "failed", "exit_code": 1, "oom_kills": 0, "error": ERR_WORKER_KILLED},
-     "child_killed", ["died of SIGKILL"], ["logged no OOM kill", "dmesg"]),
-    ("a DataLoader worker killed, printed by a script without the worker", "end",
-     {"outcome": "failed", "exit_code": 1, "log_tail": [
-         "RuntimeError: DataLoader worker (pid 17660) is killed by signal: Killed. ", "",
-         "The above exception was the direct cause of the following exception:", "",
-         "Traceback (most recent call last):",
-         '  File "/job/makemore.py", line 684, in <module>', "    loss.backward()",
-         "RuntimeError: DataLoader worker (pid(s) 17660) exited unexpectedly"]},
-     "child_killed", ["died of SIGKILL", "makemore.py:684 <module>"], ["OOM killer"]),
-    ("a DataLoader worker out of shared memory", "end",
-     {"outcome": "failed", "exit_code": 1, "error": {
-         **ERR_WORKER_KILLED, "message": "DataLoader worker (pid 300) is killed by signal: Bus "
-         "error. It is possible that dataloader's workers are out of shared memory.",
-         "chain": []}},
-     "child_killed", ["died of SIGBUS"], ["/dev/shm"]),
+    (
+        "a DataLoader worker killed, the OOM killer counted",
+        "end",
+        {
+            "outcome": "failed",
+            "exit_code": 1,
+            "stage": "train",
+            "oom_kills": 1,
+            "error": ERR_WORKER_KILLED,
+        },
+        "child_killed",
+        [
+            "a DataLoader worker (pid 17660) died of SIGKILL in stage 'train'",
+            "makemore.py:684 <module>",
+        ],
+        ["OOM killer killed it", "num_workers"],
+    ),
+    (
+        "a DataLoader worker killed, no OOM kill in the cgroup",
+        "end",
+        {"outcome": "failed", "exit_code": 1, "oom_kills": 0, "error": ERR_WORKER_KILLED},
+        "child_killed",
+        ["died of SIGKILL"],
+        ["logged no OOM kill", "dmesg"],
+    ),
+    (
+        "a DataLoader worker killed, printed by a script without the worker",
+        "end",
+        {
+            "outcome": "failed",
+            "exit_code": 1,
+            "log_tail": [
+                "RuntimeError: DataLoader worker (pid 17660) is killed by signal: Killed. ",
+                "",
+                "The above exception was the direct cause of the following exception:",
+                "",
+                "Traceback (most recent call last):",
+                '  File "/job/makemore.py", line 684, in <module>',
+                "    loss.backward()",
+                "RuntimeError: DataLoader worker (pid(s) 17660) exited unexpectedly",
+            ],
+        },
+        "child_killed",
+        ["died of SIGKILL", "makemore.py:684 <module>"],
+        ["OOM killer"],
+    ),
+    (
+        "a DataLoader worker out of shared memory",
+        "end",
+        {
+            "outcome": "failed",
+            "exit_code": 1,
+            "error": {
+                **ERR_WORKER_KILLED,
+                "message": "DataLoader worker (pid 300) is killed by signal: Bus "
+                "error. It is possible that dataloader's workers are out of shared memory.",
+                "chain": [],
+            },
+        },
+        "child_killed",
+        ["died of SIGBUS"],
+        ["/dev/shm"],
+    ),
     # Issue 20 item 2: margins. The parity fixture (a time.sleep(0.05) loop) got `sleeping`
     # from one client and not from the other: one read at the end decided.
-    ("a sleep loop caught between two sleeps is sleeping, not a CPU loop", "hang",
-     {"reason": "stall", "idle_s": 3, "stack": FH_SLEEP,
-      "evidence": {**proc("running", None, status="running", cpu=0.06),
-                   "main_thread": {"tid": 100, "state": "R", "syscall": "running",
-                                   "runnable_fraction": 0.08,
-                                   "wait_samples": {"hrtimer_nanosleep": 23, "running": 2}}}},
-     "sleeping", ["sleeping for 3 s"], []),
-    ("a sleep loop whose last read caught the GIL's futex is sleeping", "hang",
-     {"reason": "stall", "idle_s": 3,
-      "evidence": {**proc("futex", "futex_wait_queue", cpu=0.06),
-                   "main_thread": {"tid": 100, "state": "S", "syscall": "futex",
-                                   "wchan": "futex_wait_queue", "runnable_fraction": 0.08,
-                                   "wait_samples": {"hrtimer_nanosleep": 20,
-                                                    "futex_wait_queue": 3, "running": 2}}}},
-     "sleeping", [], []),
-    ("one runnable sample is not a loop", "hang",
-     {"reason": "stall", "idle_s": 3,
-      "evidence": {**proc("running", None, status="running", cpu=0.06),
-                   "main_thread": {"tid": 100, "state": "R", "syscall": "running",
-                                   "runnable_fraction": 0.04}}},
-     "unknown", [], []),
-    ("at the runnable edge a blocking wait seen in most samples decides", "hang",
-     {"reason": "stall", "idle_s": 3, "stack": TB_JOIN,
-      "evidence": {**proc("running", None, status="running", cpu=0.3),
-                   "main_thread": {"tid": 100, "state": "R", "syscall": "running",
-                                   "runnable_fraction": 0.2,
-                                   "wait_samples": {"futex_wait_queue": 20, "running": 5}}}},
-     "lock_wait", [], []),
-    ("at the runnable edge with no dominant wait, a loop in user code spins", "hang",
-     {"reason": "stall", "idle_s": 3, "stacks": FH_LOOP,
-      "evidence": {**proc("running", None, status="running", cpu=0.3),
-                   "main_thread": {"tid": 100, "state": "R", "syscall": "running",
-                                   "runnable_fraction": 0.2,
-                                   "wait_samples": {"futex_wait_queue": 12, "running": 5,
-                                                    "hrtimer_nanosleep": 8}}}},
-     "cpu_bound", ["spin.py:4 busy"], []),
-    ("a DataLoader poll seen in the samples", "hang",
-     {"reason": "stall", "idle_s": 3,
-      "evidence": {**proc("running", None, status="running", cpu=0.01, children=DL_WORKERS),
-                   "main_thread": {"tid": 100, "state": "R", "syscall": "running",
-                                   "runnable_fraction": 0.04,
-                                   "wait_samples": {"poll_schedule_timeout.constprop.0": 24,
-                                                    "running": 1}}}},
-     "child_wait", ["DataLoader worker 2 (pid 203, stopped)"], []),
+    (
+        "a sleep loop caught between two sleeps is sleeping, not a CPU loop",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 3,
+            "stack": FH_SLEEP,
+            "evidence": {
+                **proc("running", None, status="running", cpu=0.06),
+                "main_thread": {
+                    "tid": 100,
+                    "state": "R",
+                    "syscall": "running",
+                    "runnable_fraction": 0.08,
+                    "wait_samples": {"hrtimer_nanosleep": 23, "running": 2},
+                },
+            },
+        },
+        "sleeping",
+        ["sleeping for 3 s"],
+        [],
+    ),
+    (
+        "a sleep loop whose last read caught the GIL's futex is sleeping",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 3,
+            "evidence": {
+                **proc("futex", "futex_wait_queue", cpu=0.06),
+                "main_thread": {
+                    "tid": 100,
+                    "state": "S",
+                    "syscall": "futex",
+                    "wchan": "futex_wait_queue",
+                    "runnable_fraction": 0.08,
+                    "wait_samples": {"hrtimer_nanosleep": 20, "futex_wait_queue": 3, "running": 2},
+                },
+            },
+        },
+        "sleeping",
+        [],
+        [],
+    ),
+    (
+        "one runnable sample is not a loop",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 3,
+            "evidence": {
+                **proc("running", None, status="running", cpu=0.06),
+                "main_thread": {
+                    "tid": 100,
+                    "state": "R",
+                    "syscall": "running",
+                    "runnable_fraction": 0.04,
+                },
+            },
+        },
+        "unknown",
+        [],
+        [],
+    ),
+    (
+        "at the runnable edge a blocking wait seen in most samples decides",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 3,
+            "stack": TB_JOIN,
+            "evidence": {
+                **proc("running", None, status="running", cpu=0.3),
+                "main_thread": {
+                    "tid": 100,
+                    "state": "R",
+                    "syscall": "running",
+                    "runnable_fraction": 0.2,
+                    "wait_samples": {"futex_wait_queue": 20, "running": 5},
+                },
+            },
+        },
+        "lock_wait",
+        [],
+        [],
+    ),
+    (
+        "at the runnable edge with no dominant wait, a loop in user code spins",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 3,
+            "stacks": FH_LOOP,
+            "evidence": {
+                **proc("running", None, status="running", cpu=0.3),
+                "main_thread": {
+                    "tid": 100,
+                    "state": "R",
+                    "syscall": "running",
+                    "runnable_fraction": 0.2,
+                    "wait_samples": {"futex_wait_queue": 12, "running": 5, "hrtimer_nanosleep": 8},
+                },
+            },
+        },
+        "cpu_bound",
+        ["spin.py:4 busy"],
+        [],
+    ),
+    (
+        "a DataLoader poll seen in the samples",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 3,
+            "evidence": {
+                **proc("running", None, status="running", cpu=0.01, children=DL_WORKERS),
+                "main_thread": {
+                    "tid": 100,
+                    "state": "R",
+                    "syscall": "running",
+                    "runnable_fraction": 0.04,
+                    "wait_samples": {"poll_schedule_timeout.constprop.0": 24, "running": 1},
+                },
+            },
+        },
+        "child_wait",
+        ["DataLoader worker 2 (pid 203, stopped)"],
+        [],
+    ),
     # Issue 12 item 6: escapes out of every text meant for people; the advice kept.
-    ("an error with terminal escapes and its advice after 300 characters", "end",
-     {"outcome": "failed", "exit_code": 1, "error": {
-         "type": "_pickle.UnpicklingError", "kind": "exception", "fatal": True,
-         "message": "Weights only load failed. This file can still be loaded, to do so you "
-                    "have two options, \x1b[1mdo those steps only if you trust the source of "
-                    "the checkpoint\x1b[0m. \n\t(1) In PyTorch 2.6, we changed the default "
-                    "value of the `weights_only` argument in `torch.load` from `False` to "
-                    "`True`. Re-running `torch.load` with `weights_only` set to `False` will "
-                    "likely succeed, but it can result in arbitrary code execution.",
-         "frames": [{"file": "/job/train.py", "line": 7, "function": "main"}]}},
-     "python_exception", ["trust the source of the checkpoint. (1) In PyTorch 2.6",
-                          "set to `False` will likely succeed"], []),
+    (
+        "an error with terminal escapes and its advice after 300 characters",
+        "end",
+        {
+            "outcome": "failed",
+            "exit_code": 1,
+            "error": {
+                "type": "_pickle.UnpicklingError",
+                "kind": "exception",
+                "fatal": True,
+                "message": "Weights only load failed. This file can still be loaded, to do so you "
+                "have two options, \x1b[1mdo those steps only if you trust the source of "
+                "the checkpoint\x1b[0m. \n\t(1) In PyTorch 2.6, we changed the default "
+                "value of the `weights_only` argument in `torch.load` from `False` to "
+                "`True`. Re-running `torch.load` with `weights_only` set to `False` will "
+                "likely succeed, but it can result in arbitrary code execution.",
+                "frames": [{"file": "/job/train.py", "line": 7, "function": "main"}],
+            },
+        },
+        "python_exception",
+        [
+            "trust the source of the checkpoint. (1) In PyTorch 2.6",
+            "set to `False` will likely succeed",
+        ],
+        [],
+    ),
     # Issue 12 item 4: the worker loaded (stage box) but never said hello; SIGUSR1 gave the
     # stack; heartbeat deadline.
-    ("GIL held right after import worker, before hello", "hang",
-     {"reason": "heartbeat", "saw_hello": False, "worker_loaded": True, "stacks": FH_GIL,
-      "evidence": proc("clock_nanosleep", "hrtimer_nanosleep")},
-     "gil_held", ["never said hello", "gil.py:5 hold"], ["GIL"]),
-    ("unix socket with no process of the job behind it stays what it was", "hang",
-     {"reason": "stall", "stack": TB_SOCKET,
-      "evidence": proc("read", "unix_stream_read_generic", fd=9, fd_target="socket:[4711]")},
-     "network_wait", [], []),
+    (
+        "GIL held right after import worker, before hello",
+        "hang",
+        {
+            "reason": "heartbeat",
+            "saw_hello": False,
+            "worker_loaded": True,
+            "stacks": FH_GIL,
+            "evidence": proc("clock_nanosleep", "hrtimer_nanosleep"),
+        },
+        "gil_held",
+        ["never said hello", "gil.py:5 hold"],
+        ["GIL"],
+    ),
+    (
+        "unix socket with no process of the job behind it stays what it was",
+        "hang",
+        {
+            "reason": "stall",
+            "stack": TB_SOCKET,
+            "evidence": proc("read", "unix_stream_read_generic", fd=9, fd_target="socket:[4711]"),
+        },
+        "network_wait",
+        [],
+        [],
+    ),
 ]
 
 
 # The job's stage at its end (stage_at_end): (name, stages, error, stage). Issue 12 item 3.
 # began / closed: the order in which the client received the stage's begin and end.
 ST = lambda name, status, began, closed, depth=0: {  # noqa: E731
-    "name": name, "status": status, "began": began, "closed": closed, "depth": depth}
+    "name": name,
+    "status": status,
+    "began": began,
+    "closed": closed,
+    "depth": depth,
+}
 STAGES = [
-    ("an import that finished is not where a later error was raised",
-     [ST("startup", "ok", 1, 2), ST("main", "error", 3, 6), ST("import numpy", "ok", 4, 5, 1)],
-     None, "main"),
-    ("the error names its stage",
-     [ST("main", "error", 1, 4), ST("import torch", "ok", 2, 3, 1)],
-     {"type": "ModuleNotFoundError", "stage": "main", "fatal": True}, "main"),
-    ("the innermost open stage", [ST("main", "running", 1, None), ST("train", "running", 2, None, 1),
-                                  ST("import PIL", "ok", 3, 4, 2)], None, "train"),
-    ("the innermost stage the end unwound through",
-     [ST("main", "error", 1, 12), ST("train", "error", 2, 11, 1), ST("step", "ok", 3, 4, 2),
-      ST("eval", "error", 5, 10, 2), ST("import PIL", "ok", 6, 7, 3)], None, "eval"),
-    ("an error caught long ago does not count",
-     [ST("main", "ok", 1, 8), ST("download", "error", 2, 3, 1), ST("train", "ok", 4, 7, 1)],
-     None, "main"),
-    ("a clean end: the last stage to close (zero-code's main, closed at exit)",
-     [ST("startup", "ok", 1, 2), ST("main", "ok", 3, 8), ST("train", "ok", 4, 6, 1),
-      ST("save", "ok", 5, 7, 1)], None, "main"),
+    (
+        "an import that finished is not where a later error was raised",
+        [ST("startup", "ok", 1, 2), ST("main", "error", 3, 6), ST("import numpy", "ok", 4, 5, 1)],
+        None,
+        "main",
+    ),
+    (
+        "the error names its stage",
+        [ST("main", "error", 1, 4), ST("import torch", "ok", 2, 3, 1)],
+        {"type": "ModuleNotFoundError", "stage": "main", "fatal": True},
+        "main",
+    ),
+    (
+        "the innermost open stage",
+        [
+            ST("main", "running", 1, None),
+            ST("train", "running", 2, None, 1),
+            ST("import PIL", "ok", 3, 4, 2),
+        ],
+        None,
+        "train",
+    ),
+    (
+        "the innermost stage the end unwound through",
+        [
+            ST("main", "error", 1, 12),
+            ST("train", "error", 2, 11, 1),
+            ST("step", "ok", 3, 4, 2),
+            ST("eval", "error", 5, 10, 2),
+            ST("import PIL", "ok", 6, 7, 3),
+        ],
+        None,
+        "eval",
+    ),
+    (
+        "an error caught long ago does not count",
+        [ST("main", "ok", 1, 8), ST("download", "error", 2, 3, 1), ST("train", "ok", 4, 7, 1)],
+        None,
+        "main",
+    ),
+    (
+        "a clean end: the last stage to close (zero-code's main, closed at exit)",
+        [
+            ST("startup", "ok", 1, 2),
+            ST("main", "ok", 3, 8),
+            ST("train", "ok", 4, 6, 1),
+            ST("save", "ok", 5, 7, 1),
+        ],
+        None,
+        "main",
+    ),
     ("no stages", [], None, None),
 ]
 
@@ -534,6 +1189,7 @@ def rows():
 def build():
     sys.path.insert(0, ROOT)
     from trainbridge.bridge import diagnosis
+
     cases, names = [], set()
     for name, verdict, facts, kind, summary_has, hint_has in rows():
         assert name not in names, f"two rows named {name!r}"
@@ -542,8 +1198,17 @@ def build():
         if verdict == "stage":
             got = diagnosis.stage_at_end(facts["stages"], facts["error"])
             assert got == kind, (name, kind, got)
-            cases.append({"name": name, "verdict": verdict, "facts": facts, "kind": None,
-                          "summary_has": [], "hint_has": [], "expect": {"stage": got}})
+            cases.append(
+                {
+                    "name": name,
+                    "verdict": verdict,
+                    "facts": facts,
+                    "kind": None,
+                    "summary_has": [],
+                    "hint_has": [],
+                    "expect": {"stage": got},
+                }
+            )
             continue
         got = (diagnosis.diagnose_end if verdict == "end" else diagnosis.diagnose_hang)(facts)
         if kind is None:
@@ -555,19 +1220,34 @@ def build():
                 assert part in got["summary"], (name, part, got["summary"])
             for part in hint_has:
                 assert part in got["hint"], (name, part, got["hint"])
-            expect = {"kind": got["kind"], "frame": got["evidence"].get("frame"),
-                      "summary": got["summary"], "hint": got["hint"]}
-        cases.append({"name": name, "verdict": verdict, "facts": facts, "kind": kind,
-                      "summary_has": summary_has, "hint_has": hint_has, "expect": expect})
-    return {"about": "Shared diagnosis cases (written by tests/diagnosis/make_diagnosis_vectors.py; "
-                     "see its docstring). A case: verdict ('end': diagnose_end, 'hang': "
-                     "diagnose_hang, 'stage': stage_at_end(facts.stages, facts.error) -> "
-                     "expect.stage), facts (the function's input), kind (null: no diagnosis), "
-                     "summary_has / hint_has (hand-written substrings), expect (kind, frame = "
-                     "evidence.frame, summary, hint; null when there is no diagnosis). Both "
-                     "clients must give expect exactly.",
-            "kinds": list(diagnosis.kinds()),
-            "cases": cases}
+            expect = {
+                "kind": got["kind"],
+                "frame": got["evidence"].get("frame"),
+                "summary": got["summary"],
+                "hint": got["hint"],
+            }
+        cases.append(
+            {
+                "name": name,
+                "verdict": verdict,
+                "facts": facts,
+                "kind": kind,
+                "summary_has": summary_has,
+                "hint_has": hint_has,
+                "expect": expect,
+            }
+        )
+    return {
+        "about": "Shared diagnosis cases (written by tests/diagnosis/make_diagnosis_vectors.py; "
+        "see its docstring). A case: verdict ('end': diagnose_end, 'hang': "
+        "diagnose_hang, 'stage': stage_at_end(facts.stages, facts.error) -> "
+        "expect.stage), facts (the function's input), kind (null: no diagnosis), "
+        "summary_has / hint_has (hand-written substrings), expect (kind, frame = "
+        "evidence.frame, summary, hint; null when there is no diagnosis). Both "
+        "clients must give expect exactly.",
+        "kinds": list(diagnosis.kinds()),
+        "cases": cases,
+    }
 
 
 if __name__ == "__main__":

@@ -4,23 +4,47 @@ by node-client/test/diagnosis.test.js."""
 
 import pytest
 
+from tests.diagnosis.make_diagnosis_vectors import (
+    FH_CRASH,
+    FH_SLEEP,
+    PYSPY_LOCK,
+    TB_JOIN,
+    TB_SOCKET,
+)
 from trainbridge.bridge import diagnosis as d
-from tests.diagnosis.make_diagnosis_vectors import (FH_CRASH, FH_SLEEP, PYSPY_LOCK, TB_JOIN,
-                                                    TB_SOCKET)
 
 
 # --- the stack parser on its own --------------------------------------------------------
-@pytest.mark.parametrize("text,prefer,innermost,outermost", [
-    (FH_SLEEP, "main", ("/job/train.py", 12, "wait_for_data"), ("/job/train.py", 33, "<module>")),
-    (TB_SOCKET, "main", ("/usr/lib/python3.11/socket.py", 706, "readinto"),
-     ("/job/train.py", 40, "<module>")),
-    (PYSPY_LOCK, "main", ("train.py", 8, "acquire_both"), ("train.py", 15, "<module>")),
-    (FH_CRASH, "current", ("/usr/lib/python3.11/ctypes/__init__.py", 519, "string_at"),
-     ("/job/crash.py", 10, "<module>")),
-    ("Traceback (most recent call last):\n" + TB_JOIN, "main",
-     ("/usr/lib/python3.11/threading.py", 1132, "_wait_for_tstate_lock"),
-     ("/job/train.py", 9, "<module>")),
-])
+@pytest.mark.parametrize(
+    "text,prefer,innermost,outermost",
+    [
+        (
+            FH_SLEEP,
+            "main",
+            ("/job/train.py", 12, "wait_for_data"),
+            ("/job/train.py", 33, "<module>"),
+        ),
+        (
+            TB_SOCKET,
+            "main",
+            ("/usr/lib/python3.11/socket.py", 706, "readinto"),
+            ("/job/train.py", 40, "<module>"),
+        ),
+        (PYSPY_LOCK, "main", ("train.py", 8, "acquire_both"), ("train.py", 15, "<module>")),
+        (
+            FH_CRASH,
+            "current",
+            ("/usr/lib/python3.11/ctypes/__init__.py", 519, "string_at"),
+            ("/job/crash.py", 10, "<module>"),
+        ),
+        (
+            "Traceback (most recent call last):\n" + TB_JOIN,
+            "main",
+            ("/usr/lib/python3.11/threading.py", 1132, "_wait_for_tstate_lock"),
+            ("/job/train.py", 9, "<module>"),
+        ),
+    ],
+)
 def test_parse_stack(text, prefer, innermost, outermost):
     frames = d.parse_stack(text, prefer=prefer)
     as_tuple = lambda f: (f["file"], f["line"], f["function"])  # noqa: E731

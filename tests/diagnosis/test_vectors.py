@@ -32,8 +32,12 @@ def test_case(case):
         assert part in got["summary"]
     for part in case["hint_has"]:
         assert part in got["hint"]
-    assert {"kind": got["kind"], "frame": got["evidence"].get("frame"),
-            "summary": got["summary"], "hint": got["hint"]} == case["expect"]
+    assert {
+        "kind": got["kind"],
+        "frame": got["evidence"].get("frame"),
+        "summary": got["summary"],
+        "hint": got["hint"],
+    } == case["expect"]
     assert "\n" not in got["summary"] and "\n" not in got["hint"]
 
 
@@ -45,6 +49,7 @@ def test_every_kind_has_a_row():
 def test_the_vectors_are_what_the_generator_writes():
     """The committed file is the generator's output: no hand edit drifts from its source."""
     import importlib.util
+
     path = os.path.join(os.path.dirname(__file__), "make_diagnosis_vectors.py")
     spec = importlib.util.spec_from_file_location("make_diagnosis_vectors", path)
     gen = importlib.util.module_from_spec(spec)

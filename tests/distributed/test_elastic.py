@@ -4,7 +4,6 @@ names the real error; the report has every rank and names the one that failed fi
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -21,8 +20,11 @@ SCENARIOS = os.path.join(ROOT, "tests", "faults", "scenarios")
 
 def test_torch_reads_the_error_file_the_worker_writes(tmp_path):
     path = str(tmp_path / "error.json")
-    body = {"type": "builtins.ValueError", "message": "shard 3 is corrupt \u00e9",
-            "traceback": "Traceback (most recent call last):\nValueError: shard 3\n"}
+    body = {
+        "type": "builtins.ValueError",
+        "message": "shard 3 is corrupt \u00e9",
+        "traceback": "Traceback (most recent call last):\nValueError: shard 3\n",
+    }
     assert elastic.write_error_file(body, 1700000000.7, {"TORCHELASTIC_ERROR_FILE": path}) == path
     failure = torch_errors.ProcessFailure(local_rank=1, pid=5, exitcode=1, error_file=path)
     assert failure.message["message"] == "ValueError: shard 3 is corrupt \u00e9"
@@ -34,8 +36,12 @@ def test_torch_reads_the_error_file_the_worker_writes(tmp_path):
 def test_an_error_file_the_script_wrote_itself_is_kept(tmp_path):
     path = tmp_path / "error.json"
     path.write_text('{"message": "from @record"}')
-    assert elastic.write_error_file({"type": "X", "message": "m"}, 1.0,
-                                    {"TORCHELASTIC_ERROR_FILE": str(path)}) is None
+    assert (
+        elastic.write_error_file(
+            {"type": "X", "message": "m"}, 1.0, {"TORCHELASTIC_ERROR_FILE": str(path)}
+        )
+        is None
+    )
     assert json.loads(path.read_text()) == {"message": "from @record"}
     assert elastic.write_error_file({"type": "X", "message": "m"}, 1.0, {}) is None
 
@@ -51,16 +57,29 @@ def test_torchrun_names_the_failed_rank_and_the_report_its_root_cause():
                 lines.append(event["text"])
             elif event.get("event") == "message" and event["kind"] == "stage":
                 stages.append((event["sender"], event["body"]["event"], event["body"]["name"]))
-        job = bridge.launch([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                             "--nproc_per_node=2", "torchrun_rank_fails.py"], cwd=SCENARIOS,
-                            env=env, startup_timeout=60, heartbeat_timeout=30,
-                            stall_timeout=60, on_event=seen)
+
+        job = bridge.launch(
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc_per_node=2",
+                "torchrun_rank_fails.py",
+            ],
+            cwd=SCENARIOS,
+            env=env,
+            startup_timeout=60,
+            heartbeat_timeout=30,
+            stall_timeout=60,
+            on_event=seen,
+        )
         report = job.wait(120)
         assert report is not None, "no report within 120 s"
         assert not psutil.Process().children(recursive=True), "a process was left over"
     # torchrun's own summary: the root cause is rank 1's error as the worker wrote it
     cause_at = lines.index("Root Cause (first observed failure):")
-    block = "\n".join(lines[cause_at:cause_at + 16])
+    block = "\n".join(lines[cause_at : cause_at + 16])
     assert "rank      : 1 (local_rank: 1)" in block, block
     assert "ValueError: shard 3 is corrupt" in block, block
     assert "To enable traceback" not in "\n".join(lines)

@@ -1,5 +1,6 @@
 """Fake environments for `trainbridge doctor`: a venv without torch, hanging sitecustomize
 files, odd locales, hosts that never answer. Every server a test starts is on 127.0.0.1."""
+
 import os
 import socket
 import subprocess
@@ -20,8 +21,12 @@ for candidate in ("/root/.pyenv/versions/3.8.18/bin/python3",):
 
 def base_env(**extra):
     """Our environment, minus what would make the fake environments less fake."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CUDA_VISIBLE_DEVICES", "PYTHONPATH", "HF_ENDPOINT") and not k.lower().endswith("_proxy")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CUDA_VISIBLE_DEVICES", "PYTHONPATH", "HF_ENDPOINT")
+        and not k.lower().endswith("_proxy")
+    }
     env["HF_HUB_OFFLINE"] = "1"  # no hub probe unless a test wants one
     env.update(extra)
     return env
@@ -29,8 +34,12 @@ def base_env(**extra):
 
 def make_venv(base_python, where):
     """A venv without pip or torch: what a fresh training venv looks like before installs."""
-    subprocess.run([base_python, "-m", "venv", "--without-pip", str(where)], check=True, timeout=60,
-                   stdin=subprocess.DEVNULL)
+    subprocess.run(
+        [base_python, "-m", "venv", "--without-pip", str(where)],
+        check=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     return str(where / "bin" / "python")
 
 
@@ -48,13 +57,17 @@ def bare_python(tmp_path_factory):
 @pytest.fixture
 def write_sitecustomize(tmp_path):
     """Writes sitecustomize.py into a fresh dir; returns (dir for PYTHONPATH, marker dir)."""
+
     def write(body):
         site = tmp_path / "site"
         site.mkdir()
         marks = tmp_path / "marks"
         marks.mkdir()
-        (site / "sitecustomize.py").write_text(textwrap.dedent(body).replace("MARKS", repr(str(marks))))
+        (site / "sitecustomize.py").write_text(
+            textwrap.dedent(body).replace("MARKS", repr(str(marks)))
+        )
         return str(site), marks
+
     return write
 
 
@@ -83,7 +96,11 @@ def no_leftover_processes():
     """Every doctor run must leave no process behind: its probe children are killed as a tree."""
     yield
     me = psutil.Process()
-    left = [p for p in me.children(recursive=True) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    left = [
+        p
+        for p in me.children(recursive=True)
+        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    ]
     assert not left, "doctor left processes behind: %s" % [(p.pid, p.cmdline()) for p in left]
 
 
@@ -186,6 +203,9 @@ def fake_gpu_env(tmp_path):
         (site / "torch" / "__init__.py").write_text(FAKE_TORCH)
         meta = site / ("torch-%s.dist-info" % config["torch"])
         meta.mkdir()
-        (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: %s\n" % config["torch"])
+        (meta / "METADATA").write_text(
+            "Metadata-Version: 2.1\nName: torch\nVersion: %s\n" % config["torch"]
+        )
         return str(site)
+
     return make

@@ -3,6 +3,7 @@
 Each test builds a target that is broken in one way (no torch, `import torch` that hangs, a
 CUDA_VISIBLE_DEVICES naming a missing GPU, a non-UTF-8 locale, ...) and asserts the verdict,
 the time to know, and (conftest) that no process is left behind."""
+
 import json
 import sys
 
@@ -20,12 +21,21 @@ def test_this_machine_tells_the_truth(tmp_path):
     """No GPU, CPU-only torch 2.13.0, Python 3.11 in the project venv: nothing stops a CPU job."""
     report = doctor(timeout=30, env=base_env(), cwd=str(tmp_path))
     rows = by_name(report)
-    assert rows["python"]["verdict"] == "ok" and rows["python"]["facts"]["executable"] == sys.executable
+    assert (
+        rows["python"]["verdict"] == "ok"
+        and rows["python"]["facts"]["executable"] == sys.executable
+    )
     assert rows["torch"]["verdict"] == "ok"
     assert rows["torch"]["facts"]["version"].startswith("2.13.0")
     assert rows["torch"]["facts"]["cuda"] is None and "CPU-only build" in rows["torch"]["detail"]
-    assert rows["torch_cuda"]["verdict"] == "skip" and rows["torch_cuda"]["facts"]["is_available"] is False
-    assert rows["nvidia_driver"]["verdict"] == "warn" and "no NVIDIA driver or GPU" in rows["nvidia_driver"]["detail"]
+    assert (
+        rows["torch_cuda"]["verdict"] == "skip"
+        and rows["torch_cuda"]["facts"]["is_available"] is False
+    )
+    assert (
+        rows["nvidia_driver"]["verdict"] == "warn"
+        and "no NVIDIA driver or GPU" in rows["nvidia_driver"]["detail"]
+    )
     assert rows["cuda_visible_devices"]["facts"]["gpu_count"] == 0
     assert rows["cuda_driver_compat"]["verdict"] == "skip"
     assert rows["torch_tensor"]["verdict"] == "ok"
@@ -82,7 +92,9 @@ def test_sitecustomize_makes_import_torch_hang(write_sitecustomize, tmp_path):
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
-def test_hang_in_one_check_lets_the_rest_run_in_a_fresh_child(write_sitecustomize, bare_python, tmp_path):
+def test_hang_in_one_check_lets_the_rest_run_in_a_fresh_child(
+    write_sitecustomize, bare_python, tmp_path
+):
     """A hung check mid-list: its stack is taken, the checks after it still get verdicts."""
     site, _marks = write_sitecustomize("""
         import os, sys, threading
@@ -97,7 +109,10 @@ def test_hang_in_one_check_lets_the_rest_run_in_a_fresh_child(write_sitecustomiz
     """)
     report = doctor(bare_python, timeout=SHORT, env=base_env(PYTHONPATH=site), cwd=str(tmp_path))
     rows = by_name(report)
-    assert rows["nvidia_driver"]["verdict"] == "hung" and "sitecustomize.py" in rows["nvidia_driver"]["stack"]
+    assert (
+        rows["nvidia_driver"]["verdict"] == "hung"
+        and "sitecustomize.py" in rows["nvidia_driver"]["stack"]
+    )
     assert "NVML" in rows["nvidia_driver"]["detail"]
     # torch comes after nvidia_driver: it ran, in the fresh child, and got its real verdict.
     assert rows["torch"]["verdict"] == "fail" and "not installed" in rows["torch"]["detail"]
@@ -127,12 +142,14 @@ def test_hang_while_a_thread_runs_python_is_dumped_from_python(write_sitecustomi
     assert torch["verdict"] == "hung"
     stack = torch["stack"]
     assert "in churn" in stack  # every thread, as only the Python-level dump writes it here
-    hung = stack[stack.index("Current thread"):]  # the interrupted thread: the main one
+    hung = stack[stack.index("Current thread") :]  # the interrupted thread: the main one
     assert "in find_spec" in hung and "in churn" not in hung, stack
     assert "Fatal Python error" not in stack
 
 
-def test_the_probe_survives_a_flood_of_sigusr1_while_a_thread_runs_python(write_sitecustomize, tmp_path):
+def test_the_probe_survives_a_flood_of_sigusr1_while_a_thread_runs_python(
+    write_sitecustomize, tmp_path
+):
     """The race itself: 3,000 SIGUSR1s to a probe hung in a check while another thread runs
     Python that C keeps calling back into. With the old faulthandler.register(all_threads=True)
     4 of 5 runs of this test died of SIGSEGV (issue 20); now each dump is written by Python
@@ -141,7 +158,9 @@ def test_the_probe_survives_a_flood_of_sigusr1_while_a_thread_runs_python(write_
     import signal
     import subprocess
     import time
+
     from trainbridge.bridge.doctor import run as doctor_run
+
     site, _marks = write_sitecustomize("""
         import json, sys, threading
         class Row:
@@ -161,9 +180,22 @@ def test_the_probe_survives_a_flood_of_sigusr1_while_a_thread_runs_python(write_
     """)
     stack_file = tmp_path / "stack.txt"
     probe = subprocess.Popen(
-        [sys.executable, doctor_run.PROBE, "--checks", "torch", "--stack-file", str(stack_file),
-         "--deadline", "60"], env=base_env(PYTHONPATH=site), cwd=str(tmp_path),
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        [
+            sys.executable,
+            doctor_run.PROBE,
+            "--checks",
+            "torch",
+            "--stack-file",
+            str(stack_file),
+            "--deadline",
+            "60",
+        ],
+        env=base_env(PYTHONPATH=site),
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         for line in probe.stdout:  # the probe's own JSON lines, until the check has begun
             if b'"begin"' in line:
@@ -219,7 +251,10 @@ def test_interpreter_that_hangs_at_startup(write_sitecustomize, bare_python, tmp
     """)
     report = doctor(bare_python, timeout=SHORT, env=base_env(PYTHONPATH=site), cwd=str(tmp_path))
     rows = by_name(report)
-    assert rows["python"]["verdict"] == "hung" and "never reached the probe" in rows["python"]["detail"]
+    assert (
+        rows["python"]["verdict"] == "hung"
+        and "never reached the probe" in rows["python"]["detail"]
+    )
     assert "sitecustomize.py" in rows["python"]["stack"]
     assert rows["torch"]["verdict"] == "skip"
     assert report["exit_code"] == 1 and report["duration_s"] < SHORT + 6
@@ -244,17 +279,22 @@ def test_check_that_crashes_the_interpreter(write_sitecustomize, tmp_path):
 
 @pytest.mark.parametrize("value, needle", [("7", "'7'"), ("0,GPU-0000dead", "'0'")])
 def test_visible_devices_naming_a_missing_gpu(bare_python, tmp_path, value, needle):
-    report = doctor(bare_python, timeout=10, env=base_env(CUDA_VISIBLE_DEVICES=value), cwd=str(tmp_path))
+    report = doctor(
+        bare_python, timeout=10, env=base_env(CUDA_VISIBLE_DEVICES=value), cwd=str(tmp_path)
+    )
     row = by_name(report)["cuda_visible_devices"]
     assert row["verdict"] == "fail" and needle in row["detail"] and "no NVIDIA GPU" in row["detail"]
     assert row["facts"] == {"value": value, "gpu_count": 0}
     assert report["exit_code"] == 1
 
 
-@pytest.mark.parametrize("extra, stdout, preferred", [
-    ({"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "gbk"}, "gbk", "ANSI_X3.4-1968"),
-    ({"LC_ALL": "C", "PYTHONUTF8": "0"}, "ascii", "ANSI_X3.4-1968"),
-])
+@pytest.mark.parametrize(
+    "extra, stdout, preferred",
+    [
+        ({"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "gbk"}, "gbk", "ANSI_X3.4-1968"),
+        ({"LC_ALL": "C", "PYTHONUTF8": "0"}, "ascii", "ANSI_X3.4-1968"),
+    ],
+)
 def test_non_utf8_locale_is_flagged_with_the_fix(bare_python, tmp_path, extra, stdout, preferred):
     env = base_env(**extra)
     env.pop("LANG", None)
@@ -266,7 +306,9 @@ def test_non_utf8_locale_is_flagged_with_the_fix(bare_python, tmp_path, extra, s
 
 
 def test_utf8_mode_fixes_the_locale(bare_python, tmp_path):
-    report = doctor(bare_python, timeout=10, env=base_env(LC_ALL="C", PYTHONUTF8="1"), cwd=str(tmp_path))
+    report = doctor(
+        bare_python, timeout=10, env=base_env(LC_ALL="C", PYTHONUTF8="1"), cwd=str(tmp_path)
+    )
     assert by_name(report)["encoding"]["verdict"] == "ok"
 
 
@@ -285,12 +327,21 @@ def test_stdout_buffering_of_a_piped_job(bare_python, tmp_path, unbuffered, verd
 def test_host_that_never_answers(bare_python, tmp_path, silent_server, closed_port):
     env = base_env(HTTPS_PROXY="http://127.0.0.1:%d" % closed_port)
     env.pop("HF_HUB_OFFLINE")
-    report = doctor(bare_python, timeout=10, hosts=["http://127.0.0.1:%d" % silent_server],
-                    connect_timeout=0.5, env=env, cwd=str(tmp_path))
+    report = doctor(
+        bare_python,
+        timeout=10,
+        hosts=["http://127.0.0.1:%d" % silent_server],
+        connect_timeout=0.5,
+        env=env,
+        cwd=str(tmp_path),
+    )
     rows = by_name(report)
     host = rows["reach_host:127.0.0.1:%d" % silent_server]
     assert host["verdict"] == "fail" and host["facts"]["stage"] == "reply"
-    assert rows["reach_https_proxy"]["verdict"] == "fail" and "refused" in rows["reach_https_proxy"]["detail"]
+    assert (
+        rows["reach_https_proxy"]["verdict"] == "fail"
+        and "refused" in rows["reach_https_proxy"]["detail"]
+    )
     assert rows["reach_hf_endpoint"]["verdict"] == "warn"  # through the dead proxy
     assert rows["reach_hf_endpoint"]["facts"]["via"] == "http://127.0.0.1:%d" % closed_port
     assert report["exit_code"] == 1
@@ -307,60 +358,122 @@ def test_missing_interpreter(tmp_path):
 def test_interpreter_that_cannot_run_the_probe(tmp_path):
     """Like pointing --python at a Python 2: it starts, prints an error and exits."""
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\necho '  File \"probe.py\", line 1' >&2\n"
-                    "echo 'SyntaxError: invalid syntax' >&2\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho '  File \"probe.py\", line 1' >&2\n"
+        "echo 'SyntaxError: invalid syntax' >&2\nexit 1\n"
+    )
     fake.chmod(0o755)
     report = doctor(str(fake), timeout=5, env=base_env(), cwd=str(tmp_path))
     row = by_name(report)["python"]
-    assert row["verdict"] == "fail" and "(exited with code 1) before running any check" in row["detail"]
+    assert (
+        row["verdict"] == "fail"
+        and "(exited with code 1) before running any check" in row["detail"]
+    )
     assert "SyntaxError" in row["stack"]  # its stderr, for the user to read
     assert by_name(report)["torch"]["verdict"] == "skip" and report["exit_code"] == 1
 
 
-A100 = {"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-1111aaaa", "memory": 80 * 2**30, "capability": "8.0"}
+A100 = {
+    "name": "NVIDIA A100-SXM4-80GB",
+    "uuid": "GPU-1111aaaa",
+    "memory": 80 * 2**30,
+    "capability": "8.0",
+}
 A100B = dict(A100, uuid="GPU-2222bbbb")
 
 
 def test_driver_too_old_for_the_torch_build(bare_python, fake_gpu_env, tmp_path):
     """The classic: torch cu121 on a driver that supports CUDA 11.4 at most."""
-    site = fake_gpu_env(driver="470.82.01", driver_cuda=11040, gpus=[A100, A100B], torch="2.4.0+cu121",
-                        torch_cuda="12.1", cuda_available=False, arch_list=["sm_80", "sm_90"])
-    report = doctor(bare_python, timeout=10, env=base_env(PYTHONPATH=site, CUDA_VISIBLE_DEVICES="1"),
-                    cwd=str(tmp_path))
+    site = fake_gpu_env(
+        driver="470.82.01",
+        driver_cuda=11040,
+        gpus=[A100, A100B],
+        torch="2.4.0+cu121",
+        torch_cuda="12.1",
+        cuda_available=False,
+        arch_list=["sm_80", "sm_90"],
+    )
+    report = doctor(
+        bare_python,
+        timeout=10,
+        env=base_env(PYTHONPATH=site, CUDA_VISIBLE_DEVICES="1"),
+        cwd=str(tmp_path),
+    )
     rows = by_name(report)
-    assert rows["nvidia_driver"]["verdict"] == "ok" and "2 GPU(s)" in rows["nvidia_driver"]["detail"]
+    assert (
+        rows["nvidia_driver"]["verdict"] == "ok" and "2 GPU(s)" in rows["nvidia_driver"]["detail"]
+    )
     compat = rows["cuda_driver_compat"]
-    assert compat["verdict"] == "fail" and "too old for torch built with CUDA 12.1" in compat["detail"]
+    assert (
+        compat["verdict"] == "fail" and "too old for torch built with CUDA 12.1" in compat["detail"]
+    )
     assert "upgrade the NVIDIA driver" in compat["fix"]
-    assert rows["torch_cuda"]["verdict"] == "fail" and "driver on your system is too old" in rows["torch_cuda"]["detail"]
+    assert (
+        rows["torch_cuda"]["verdict"] == "fail"
+        and "driver on your system is too old" in rows["torch_cuda"]["detail"]
+    )
     assert rows["cuda_visible_devices"]["verdict"] == "ok"
     assert [d["device"] for d in rows["torch_tensor"]["facts"]["devices"]] == ["cpu"]
     assert report["exit_code"] == 1
 
 
 def test_healthy_gpu_box(bare_python, fake_gpu_env, tmp_path):
-    site = fake_gpu_env(driver="550.54.14", driver_cuda=12040, gpus=[A100, A100B], torch="2.4.0+cu121",
-                        torch_cuda="12.1", cuda_available=True, arch_list=["sm_80", "sm_90"])
+    site = fake_gpu_env(
+        driver="550.54.14",
+        driver_cuda=12040,
+        gpus=[A100, A100B],
+        torch="2.4.0+cu121",
+        torch_cuda="12.1",
+        cuda_available=True,
+        arch_list=["sm_80", "sm_90"],
+    )
     env = base_env(PYTHONPATH=site, PYTHONUTF8="1")
     report = doctor(bare_python, timeout=10, env=env, cwd=str(tmp_path))
     rows = by_name(report)
-    for name in ("nvidia_driver", "cuda_visible_devices", "torch", "torch_cuda", "cuda_driver_compat", "torch_tensor"):
+    for name in (
+        "nvidia_driver",
+        "cuda_visible_devices",
+        "torch",
+        "torch_cuda",
+        "cuda_driver_compat",
+        "torch_tensor",
+    ):
         assert rows[name]["verdict"] == "ok", rows[name]
-    assert [d["device"] for d in rows["torch_tensor"]["facts"]["devices"]] == ["cpu", "cuda:0", "cuda:1"]
+    assert [d["device"] for d in rows["torch_tensor"]["facts"]["devices"]] == [
+        "cpu",
+        "cuda:0",
+        "cuda:1",
+    ]
     assert "sm_80" in rows["torch_cuda"]["detail"]
     assert report["exit_code"] == 0
 
 
-@pytest.mark.parametrize("change, check, needle", [
-    ({"gpus": [dict(A100, name="NVIDIA GeForce RTX 5090", capability="12.0")]}, "torch_cuda", "sm_120"),
-    ({"broken_devices": ["cuda:1"]}, "torch_tensor", "cuda:1: RuntimeError: CUDA error"),
-    ({"nvml_error": "Driver/library version mismatch"}, "nvidia_driver", "version mismatch"),
-])
+@pytest.mark.parametrize(
+    "change, check, needle",
+    [
+        (
+            {"gpus": [dict(A100, name="NVIDIA GeForce RTX 5090", capability="12.0")]},
+            "torch_cuda",
+            "sm_120",
+        ),
+        ({"broken_devices": ["cuda:1"]}, "torch_tensor", "cuda:1: RuntimeError: CUDA error"),
+        ({"nvml_error": "Driver/library version mismatch"}, "nvidia_driver", "version mismatch"),
+    ],
+)
 def test_broken_gpu_boxes(bare_python, fake_gpu_env, tmp_path, change, check, needle):
-    config = dict(driver="550.54.14", driver_cuda=12040, gpus=[A100, A100B], torch="2.4.0+cu121",
-                  torch_cuda="12.1", cuda_available=True, arch_list=["sm_80", "sm_90"])
+    config = dict(
+        driver="550.54.14",
+        driver_cuda=12040,
+        gpus=[A100, A100B],
+        torch="2.4.0+cu121",
+        torch_cuda="12.1",
+        cuda_available=True,
+        arch_list=["sm_80", "sm_90"],
+    )
     config.update(change)
-    report = doctor(bare_python, timeout=10, env=base_env(PYTHONPATH=fake_gpu_env(**config)), cwd=str(tmp_path))
+    report = doctor(
+        bare_python, timeout=10, env=base_env(PYTHONPATH=fake_gpu_env(**config)), cwd=str(tmp_path)
+    )
     row = by_name(report)[check]
     assert row["verdict"] == "fail" and needle in row["detail"], row
     assert report["exit_code"] == 1

@@ -1,4 +1,5 @@
 """Host reachability: the plan is a table; the probes talk to loopback servers that never answer."""
+
 import socket
 import threading
 import time
@@ -9,37 +10,78 @@ from trainbridge.bridge.doctor import net as N
 from trainbridge.bridge.doctor.rules import FAIL, OK, SKIP, WARN, reach_verdict
 
 
-@pytest.mark.parametrize("text, want", [
-    ("https://huggingface.co", ("https", "huggingface.co", 443)),
-    ("http://127.0.0.1:8080/x", ("http", "127.0.0.1", 8080)),
-    ("127.0.0.1:22", ("tcp", "127.0.0.1", 22)),
-    ("example.org", ("https", "example.org", 443)),
-    ("socks5://127.0.0.1", ("socks5", "127.0.0.1", 1080)),
-])
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("https://huggingface.co", ("https", "huggingface.co", 443)),
+        ("http://127.0.0.1:8080/x", ("http", "127.0.0.1", 8080)),
+        ("127.0.0.1:22", ("tcp", "127.0.0.1", 22)),
+        ("example.org", ("https", "example.org", 443)),
+        ("socks5://127.0.0.1", ("socks5", "127.0.0.1", 1080)),
+    ],
+)
 def test_parse_endpoint(text, want):
     ep = N.parse_endpoint(text)
     assert (ep.scheme, ep.host, ep.port) == want
 
 
 def names(targets):
-    return [(t.name, t.role, t.endpoint.display if t.endpoint else None, t.via.display if t.via else None,
-             t.skipped is not None) for t in targets]
+    return [
+        (
+            t.name,
+            t.role,
+            t.endpoint.display if t.endpoint else None,
+            t.via.display if t.via else None,
+            t.skipped is not None,
+        )
+        for t in targets
+    ]
 
 
-@pytest.mark.parametrize("env, hosts, want", [
-    ({}, [], [("reach_hf_endpoint", "hf_endpoint", "https://huggingface.co:443", None, False)]),
-    ({"HF_HUB_OFFLINE": "1"}, [], [("reach_hf_endpoint", "hf_endpoint", None, None, True)]),
-    ({"HF_ENDPOINT": "https://hf-mirror.com", "HTTPS_PROXY": "http://u:pw@127.0.0.1:7890"}, ["127.0.0.1:9"], [
-        ("reach_hf_endpoint", "hf_endpoint", "https://hf-mirror.com:443", "http://u:***@127.0.0.1:7890", False),
-        ("reach_https_proxy", "proxy", "127.0.0.1:7890", None, False),
-        ("reach_host:127.0.0.1:9", "host", "127.0.0.1:9", None, False)]),
-    ({"https_proxy": "http://127.0.0.1:1", "NO_PROXY": ".huggingface.co"}, [], [
-        ("reach_hf_endpoint", "hf_endpoint", "https://huggingface.co:443", None, False),
-        ("reach_https_proxy", "proxy", "127.0.0.1:1", None, False)]),
-    ({"HTTP_PROXY": "http://127.0.0.1:1", "HTTPS_PROXY": "http://127.0.0.1:1"}, [], [
-        ("reach_hf_endpoint", "hf_endpoint", "https://huggingface.co:443", "http://127.0.0.1:1", False),
-        ("reach_https_proxy", "proxy", "127.0.0.1:1", None, False)]),   # one probe per distinct proxy
-])
+@pytest.mark.parametrize(
+    "env, hosts, want",
+    [
+        ({}, [], [("reach_hf_endpoint", "hf_endpoint", "https://huggingface.co:443", None, False)]),
+        ({"HF_HUB_OFFLINE": "1"}, [], [("reach_hf_endpoint", "hf_endpoint", None, None, True)]),
+        (
+            {"HF_ENDPOINT": "https://hf-mirror.com", "HTTPS_PROXY": "http://u:pw@127.0.0.1:7890"},
+            ["127.0.0.1:9"],
+            [
+                (
+                    "reach_hf_endpoint",
+                    "hf_endpoint",
+                    "https://hf-mirror.com:443",
+                    "http://u:***@127.0.0.1:7890",
+                    False,
+                ),
+                ("reach_https_proxy", "proxy", "127.0.0.1:7890", None, False),
+                ("reach_host:127.0.0.1:9", "host", "127.0.0.1:9", None, False),
+            ],
+        ),
+        (
+            {"https_proxy": "http://127.0.0.1:1", "NO_PROXY": ".huggingface.co"},
+            [],
+            [
+                ("reach_hf_endpoint", "hf_endpoint", "https://huggingface.co:443", None, False),
+                ("reach_https_proxy", "proxy", "127.0.0.1:1", None, False),
+            ],
+        ),
+        (
+            {"HTTP_PROXY": "http://127.0.0.1:1", "HTTPS_PROXY": "http://127.0.0.1:1"},
+            [],
+            [
+                (
+                    "reach_hf_endpoint",
+                    "hf_endpoint",
+                    "https://huggingface.co:443",
+                    "http://127.0.0.1:1",
+                    False,
+                ),
+                ("reach_https_proxy", "proxy", "127.0.0.1:1", None, False),
+            ],
+        ),  # one probe per distinct proxy
+    ],
+)
 def test_plan_targets(env, hosts, want):
     assert names(N.plan_targets(env, hosts)) == want
 
@@ -74,8 +116,8 @@ def test_proxy_that_never_answers_the_tunnel(silent_server):
     targets = N.plan_targets(env)
     out = N.probe_all(targets, 0.5)
     hub, proxy = out["reach_hf_endpoint"], out["reach_https_proxy"]
-    assert (hub["ok"], hub["stage"]) == (False, "proxy")   # CONNECT sent, no answer
-    assert proxy["ok"] is True                             # the port itself is open
+    assert (hub["ok"], hub["stage"]) == (False, "proxy")  # CONNECT sent, no answer
+    assert proxy["ok"] is True  # the port itself is open
     assert reach_verdict("hf_endpoint", hub).verdict == WARN
     assert "HF_HUB_OFFLINE=1" in reach_verdict("hf_endpoint", hub).fix
 

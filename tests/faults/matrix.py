@@ -13,9 +13,10 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Optional
 
 import psutil
 
@@ -34,7 +35,7 @@ def silent_server() -> Iterator[int]:
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
-    accepted: List[socket.socket] = []
+    accepted: list[socket.socket] = []
     stop = threading.Event()
 
     def accept() -> None:
@@ -47,6 +48,7 @@ def silent_server() -> Iterator[int]:
                 continue
             except OSError:
                 return
+
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
@@ -77,7 +79,7 @@ class GoSignal:
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
-    def seen(self, event: Dict[str, Any]) -> None:
+    def seen(self, event: dict[str, Any]) -> None:
         if event.get("event") != "message" or event.get("kind") != self.kind:
             return
         body = event.get("body") or {}
@@ -114,7 +116,7 @@ class Timing:
         self.hang_t: Optional[float] = None
         self.end_t: Optional[float] = None
 
-    def __call__(self, event: Dict[str, Any]) -> None:
+    def __call__(self, event: dict[str, Any]) -> None:
         now = time.monotonic()
         kind = event.get("event")
         if self.go is not None:
@@ -127,38 +129,48 @@ class Timing:
             self.end_t = now
 
 
-def job_processes(job_id: str) -> List[psutil.Process]:
+def job_processes(job_id: str) -> list[psutil.Process]:
     """Live processes that carry the job's id in their environment (zombies are gone)."""
     out = []
     for proc in psutil.process_iter(["pid"]):
         if proc.pid == os.getpid():
             continue
         try:
-            if proc.environ().get("TRAINBRIDGE_JOB_ID") == job_id and \
-                    proc.status() != psutil.STATUS_ZOMBIE:
+            if (
+                proc.environ().get("TRAINBRIDGE_JOB_ID") == job_id
+                and proc.status() != psutil.STATUS_ZOMBIE
+            ):
                 out.append(proc)
         except (psutil.Error, OSError):
             continue
     return out
 
 
-def run(name: str) -> Tuple[Dict[str, Any], Dict[str, Any], List[str]]:
+def run(name: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """(report, measures, failures) for one row."""
     from trainbridge import bridge
 
     row = ROWS[name]
     config = {**MATRIX["config"], **(row.get("config") or {})}
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = str(ROOT) + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
     env.update(row.get("env") or {})
-    subs: Dict[str, str] = {}
+    subs: dict[str, str] = {}
     with _needs(row, env, subs) as go, _tmpdir(row, env):
         timing = Timing(_sub(row.get("last_line"), subs), go)
         launched = time.monotonic()
-        job = bridge.launch([sys.executable, *row["argv"]], cwd=str(SCENARIOS), env=env,
-                            on_event=timing, zero_code=row.get("zero_code", True), **config)
+        job = bridge.launch(
+            [sys.executable, *row["argv"]],
+            cwd=str(SCENARIOS),
+            env=env,
+            on_event=timing,
+            zero_code=row.get("zero_code", True),
+            **config,
+        )
         report = job.wait(timeout=60)
-        failures: List[str] = []
+        failures: list[str] = []
         if report is None:
             job.cancel(grace=0)
             report = job.wait(timeout=10) or {}
@@ -188,8 +200,9 @@ def _alive(proc: psutil.Process) -> bool:
 
 
 @contextmanager
-def _needs(row: Dict[str, Any], env: Dict[str, str],
-           subs: Dict[str, str]) -> Iterator[Optional[GoSignal]]:
+def _needs(
+    row: dict[str, Any], env: dict[str, str], subs: dict[str, str]
+) -> Iterator[Optional[GoSignal]]:
     go = GoSignal(row["go_when"]) if row.get("go_when") else None
     if go is not None:
         env["FAULT_GO_PORT"] = str(go.port)
@@ -206,7 +219,7 @@ def _needs(row: Dict[str, Any], env: Dict[str, str],
 
 
 @contextmanager
-def _tmpdir(row: Dict[str, Any], env: Dict[str, str]) -> Iterator[None]:
+def _tmpdir(row: dict[str, Any], env: dict[str, str]) -> Iterator[None]:
     """A row with tmpdir: its own TMPDIR (torchrun leaves its log folders there), removed
     after the row."""
     if not row.get("tmpdir"):
@@ -223,7 +236,7 @@ def _tmpdir(row: Dict[str, Any], env: Dict[str, str]) -> Iterator[None]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _sub(text: Optional[str], subs: Dict[str, str]) -> Optional[str]:
+def _sub(text: Optional[str], subs: dict[str, str]) -> Optional[str]:
     if text is None:
         return None
     for key, value in subs.items():
@@ -245,8 +258,9 @@ def _measures(row, config, timing: Timing, launched: float, ended: Optional[floa
     return {"how": how, "known_s": known, "limit_s": limit}
 
 
-def judge(row: Dict[str, Any], report: Dict[str, Any], measures: Dict[str, Any],
-          subs: Dict[str, str]) -> List[str]:
+def judge(
+    row: dict[str, Any], report: dict[str, Any], measures: dict[str, Any], subs: dict[str, str]
+) -> list[str]:
     """What is wrong with a report, given its row; [] when it matches."""
     failures = []
     if report.get("outcome") != row["outcome"]:
@@ -254,22 +268,27 @@ def judge(row: Dict[str, Any], report: Dict[str, Any], measures: Dict[str, Any],
     diag = report.get("diagnosis") or {}
     kind = diag.get("kind") if diag else None
     if kind != row["kind"]:
-        failures.append(f"diagnosis kind {kind!r}, expected {row['kind']!r} "
-                        f"({diag.get('summary') if diag else report.get('diagnosis_error')})")
+        failures.append(
+            f"diagnosis kind {kind!r}, expected {row['kind']!r} "
+            f"({diag.get('summary') if diag else report.get('diagnosis_error')})"
+        )
     summary = diag.get("summary", "") if diag else ""
     frame = row.get("frame")
     if frame:
         pattern = re.escape(frame["file"]) + r":\d+ " + re.escape(frame["function"]) + r"\b"
         if not re.search(pattern, summary):
-            failures.append(f"summary does not name {frame['file']}:N {frame['function']}: "
-                            f"{summary!r}")
+            failures.append(
+                f"summary does not name {frame['file']}:N {frame['function']}: {summary!r}"
+            )
     for part in row.get("summary_has") or []:
         part = _sub(part, subs)
         if part not in summary:
             failures.append(f"summary lacks {part!r}: {summary!r}")
     if row.get("hang_reason") and (report.get("hang") or {}).get("reason") != row["hang_reason"]:
-        failures.append(f"hang reason {(report.get('hang') or {}).get('reason')!r}, "
-                        f"expected {row['hang_reason']!r}")
+        failures.append(
+            f"hang reason {(report.get('hang') or {}).get('reason')!r}, "
+            f"expected {row['hang_reason']!r}"
+        )
     last = _sub(row.get("last_line"), subs)
     if last and not any(last in line for line in report.get("log_tail") or []):
         failures.append(f"log_tail lacks {last!r}: {(report.get('log_tail') or [])[-5:]!r}")
@@ -311,17 +330,20 @@ def judge(row: Dict[str, Any], report: Dict[str, Any], measures: Dict[str, Any],
     return failures
 
 
-def keep_report(name: str, report: Dict[str, Any], failures: List[str]) -> str:
+def keep_report(name: str, report: dict[str, Any], failures: list[str]) -> str:
     """Write a failing row's report where a person can read it later; returns the path."""
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / "trainbridge-faults"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}-{time.strftime('%H%M%S')}-{os.getpid()}.json"
-    path.write_text(json.dumps({"failures": failures, "report": report}, indent=1,
-                               default=str), encoding="ascii", errors="backslashreplace")
+    path.write_text(
+        json.dumps({"failures": failures, "report": report}, indent=1, default=str),
+        encoding="ascii",
+        errors="backslashreplace",
+    )
     return str(path)
 
 
-def main(argv: List[str]) -> int:
+def main(argv: list[str]) -> int:
     """python -m tests.faults.matrix [--repeat N] [NAME ...]: run rows, print one line each."""
     repeat = 1
     if argv[:1] == ["--repeat"]:
@@ -335,8 +357,11 @@ def main(argv: List[str]) -> int:
             report, measures, failures = run(name)
             diag = report.get("diagnosis") or {}
             status = "ok  " if not failures else "FAIL"
-            print(f"{status} {name:34} {str(report.get('outcome')):9} {str(diag.get('kind')):16} "
-                  f"known {measures['known_s']}s/{measures['limit_s']}s", flush=True)
+            print(
+                f"{status} {name:34} {str(report.get('outcome')):9} {str(diag.get('kind')):16} "
+                f"known {measures['known_s']}s/{measures['limit_s']}s",
+                flush=True,
+            )
             for failure in failures:
                 print(f"     - {failure}", flush=True)
             if failures:

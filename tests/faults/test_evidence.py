@@ -19,9 +19,12 @@ DEADLINE_S = 10.0
 
 def spawn(code: str) -> subprocess.Popen:
     """Start a python child that prints 'ready' right before it blocks."""
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)],
-                            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def wait_ready(proc: subprocess.Popen) -> None:
@@ -76,8 +79,9 @@ def collect_and_judge(pid: int, reason: str = "stall", saw_hello: bool = True):
     ev = evidence.collect(pid, window_s=0.3)
     took = time.monotonic() - started
     assert took < 0.3 + 1.0, took  # bounded: window plus reading, generous for a busy CI
-    return ev, diagnosis.diagnose_hang({"reason": reason, "evidence": ev, "idle_s": 5,
-                                        "saw_hello": saw_hello})
+    return ev, diagnosis.diagnose_hang(
+        {"reason": reason, "evidence": ev, "idle_s": 5, "saw_hello": saw_hello}
+    )
 
 
 def test_sleeping():
@@ -262,14 +266,17 @@ def test_oom_kill_count_reads_the_cgroup():
     assert evidence.oom_killed(None, 1) is None
 
 
-@pytest.mark.parametrize("line,expect", [
-    ("230 0x0 0x0 0x7ffe 0x7ffe 0x0 0x0 0x7ffe 0x7f9c", {"syscall": "clock_nanosleep"}),
-    ("45 0x5 0x7f 0x1 0x0 0x0 0x0 0x7ffe 0x7f9c", {"syscall": "recvfrom", "fd": 5}),
-    ("0 0x1a 0x7f 0x1 0x0 0x0 0x0 0x7ffe 0x7f9c", {"syscall": "read", "fd": 26}),
-    ("running", {"syscall": "running"}),
-    ("-1 0x7ffe 0x7f9c", {"syscall": "none"}),
-    ("", {}),
-])
+@pytest.mark.parametrize(
+    "line,expect",
+    [
+        ("230 0x0 0x0 0x7ffe 0x7ffe 0x0 0x0 0x7ffe 0x7f9c", {"syscall": "clock_nanosleep"}),
+        ("45 0x5 0x7f 0x1 0x0 0x0 0x0 0x7ffe 0x7f9c", {"syscall": "recvfrom", "fd": 5}),
+        ("0 0x1a 0x7f 0x1 0x0 0x0 0x0 0x7ffe 0x7f9c", {"syscall": "read", "fd": 26}),
+        ("running", {"syscall": "running"}),
+        ("-1 0x7ffe 0x7f9c", {"syscall": "none"}),
+        ("", {}),
+    ],
+)
 def test_parse_syscall_line_x86_64(line, expect):
     got = evidence.parse_syscall_line(line, machine="x86_64")
     assert {k: got[k] for k in expect} == expect

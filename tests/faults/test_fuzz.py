@@ -35,7 +35,8 @@ def _seeds():
 
 def _sample(spec):
     return {"int": 1, "num": 1.5, "str": "\u4e2d", "bool": True, "list": [], "map": {}}[
-        spec.rstrip("?")]
+        spec.rstrip("?")
+    ]
 
 
 def decode_only_protocol_errors(packed: bytes, sign: bool = True):
@@ -47,8 +48,19 @@ def decode_only_protocol_errors(packed: bytes, sign: bool = True):
         return None
 
 
-REASONS = {"bad_frames", "oversize", "bad_signature", "malformed", "unsupported_version",
-           "non_ascii", "bad_escape", "bad_type", "too_deep", "unknown_kind", "bad_field"}
+REASONS = {
+    "bad_frames",
+    "oversize",
+    "bad_signature",
+    "malformed",
+    "unsupported_version",
+    "non_ascii",
+    "bad_escape",
+    "bad_type",
+    "too_deep",
+    "unknown_kind",
+    "bad_field",
+}
 
 
 def mutate(rng: random.Random, data: bytes, seeds) -> bytes:
@@ -58,19 +70,27 @@ def mutate(rng: random.Random, data: bytes, seeds) -> bytes:
         if op == 0 and buf:  # flip a byte
             buf[rng.randrange(len(buf))] = rng.randrange(256)
         elif op == 1 and buf:  # cut
-            del buf[rng.randrange(len(buf)):]
+            del buf[rng.randrange(len(buf)) :]
         elif op == 2:  # splice another message in
             other = rng.choice(seeds)
             i = rng.randrange(len(buf) + 1)
-            buf[i:i] = other[rng.randrange(len(other)):]
+            buf[i:i] = other[rng.randrange(len(other)) :]
         elif op == 3 and buf:  # duplicate a slice
             i = rng.randrange(len(buf))
-            buf[i:i] = buf[i:i + rng.randint(1, 64)]
+            buf[i:i] = buf[i : i + rng.randint(1, 64)]
         elif op == 4:  # a msgpack type byte that claims a lot
             i = rng.randrange(len(buf) + 1)
-            buf[i:i] = rng.choice([b"\xdd\xff\xff\xff\xff", b"\xdf\xff\xff\xff\xff",
-                                   b"\xdb\xff\xff\xff\xff", b"\xc6\xff\xff\xff\xff",
-                                   b"\xc9\x7f\xff\xff\xff\x01", b"\xc1", b"\xd4\x00\x00"])
+            buf[i:i] = rng.choice(
+                [
+                    b"\xdd\xff\xff\xff\xff",
+                    b"\xdf\xff\xff\xff\xff",
+                    b"\xdb\xff\xff\xff\xff",
+                    b"\xc6\xff\xff\xff\xff",
+                    b"\xc9\x7f\xff\xff\xff\x01",
+                    b"\xc1",
+                    b"\xd4\x00\x00",
+                ]
+            )
         elif op == 5 and buf:  # bytes >= 0x80 inside strings: non-ASCII on the wire
             buf[rng.randrange(len(buf))] = rng.randrange(0x80, 0x100)
     return bytes(buf)
@@ -93,9 +113,29 @@ def test_mutated_frames_of_every_kind(seed):
     assert rejected > 0  # the mutations really were hostile
 
 
-HOSTILE_VALUES = [None, True, -1, 0, 2**64 - 1, -(2**63), 1.5, float("nan"), "", "\u4e2d",
-                  "\\q", "\\u00e9", "\\udc80", "a" * 20_000, b"bin", [], {}, [[[]]],
-                  {"": None}, {1: 2}, msgpack.ExtType(1, b"x")]
+HOSTILE_VALUES = [
+    None,
+    True,
+    -1,
+    0,
+    2**64 - 1,
+    -(2**63),
+    1.5,
+    float("nan"),
+    "",
+    "\u4e2d",
+    "\\q",
+    "\\u00e9",
+    "\\udc80",
+    "a" * 20_000,
+    b"bin",
+    [],
+    {},
+    [[[]]],
+    {"": None},
+    {1: 2},
+    msgpack.ExtType(1, b"x"),
+]
 
 
 def mutate_tree(rng: random.Random, value, depth=0):
@@ -144,8 +184,9 @@ def test_random_bytes_with_valid_signatures():
 
 
 def _envelope(body) -> bytes:
-    return msgpack.packb({"body": body, "job": "j", "kind": "log", "seq": 1, "ts": 0, "v": 1},
-                         use_bin_type=True)
+    return msgpack.packb(
+        {"body": body, "job": "j", "kind": "log", "seq": 1, "ts": 0, "v": 1}, use_bin_type=True
+    )
 
 
 BOMBS = {
@@ -163,8 +204,9 @@ BOMBS = {
     "deep maps": b"\x81\xa1k" * 30_000 + b"\xc0",
     "escape storm": _envelope({"level": "info", "message": "\\u4e2d" * 170_000}),
     "bad escapes": _envelope({"level": "info", "message": "\\q" * 200_000}),
-    "many small keys": _envelope({"level": "info", "message": "x",
-                                  **{f"k{i}": i for i in range(1020)}}),
+    "many small keys": _envelope(
+        {"level": "info", "message": "x", **{f"k{i}": i for i in range(1020)}}
+    ),
 }
 
 
@@ -174,7 +216,7 @@ def test_bombs_cost_bounded_memory(name):
     tracemalloc.start()
     try:
         for sign in (True, False):
-            decode_only_protocol_errors(packed[:codec.MAX_MESSAGE_BYTES + 10], sign=sign)
+            decode_only_protocol_errors(packed[: codec.MAX_MESSAGE_BYTES + 10], sign=sign)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -217,8 +259,9 @@ def test_wrong_key_replayed_and_unknown_kinds_are_rejected_with_their_reason():
         codec.decode(good, b"k" * 32)
     assert exc.value.reason == "bad_signature"
     assert codec.check_seq(5, 5)[0] == "replay" and codec.check_seq(5, 3)[0] == "replay"
-    unknown = msgpack.packb({"body": {}, "job": "job", "kind": "flood", "seq": 2, "ts": 0,
-                             "v": 1}, use_bin_type=True)
+    unknown = msgpack.packb(
+        {"body": {}, "job": "job", "kind": "flood", "seq": 2, "ts": 0, "v": 1}, use_bin_type=True
+    )
     with pytest.raises(codec.ProtocolError) as exc:
         codec.decode([unknown, codec.sign(KEY, unknown)], KEY)
     assert exc.value.reason == "unknown_kind"

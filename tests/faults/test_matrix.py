@@ -13,24 +13,34 @@ def test_fault_matrix(name):
     report, measures, failures = matrix.run(name)
     if failures:
         kept = matrix.keep_report(name, report, failures)
-        raise AssertionError("\n".join(failures + [f"summary: {report.get('summary')}",
-                                                   f"report: {kept}"]))
+        raise AssertionError(
+            "\n".join(failures + [f"summary: {report.get('summary')}", f"report: {kept}"])
+        )
 
 
 def test_every_scenario_script_has_a_row():
     used = {row["argv"][0] for row in matrix.MATRIX["scenarios"]}
-    scripts = {p.name for p in matrix.SCENARIOS.glob("*.py")
-               if not p.name.startswith("_") and p.name != "slow_import_mod.py"}
+    scripts = {
+        p.name
+        for p in matrix.SCENARIOS.glob("*.py")
+        if not p.name.startswith("_") and p.name != "slow_import_mod.py"
+    }
     assert scripts == used
 
 
 def test_judge_catches_a_wrong_report():
     """The judge itself: a report that differs from its row in any checked way fails."""
     row = matrix.ROWS["hang_in_sleep"]
-    good = {"outcome": "hung", "hang": {"reason": "stall"}, "log_tail": ["waiting for data"],
-            "diagnosis": {"kind": "sleeping",
-                          "summary": "sleeping for 2 s in stage 'data' at "
-                                     "scenarios/hang_sleep.py:11 wait_for_data"}}
+    good = {
+        "outcome": "hung",
+        "hang": {"reason": "stall"},
+        "log_tail": ["waiting for data"],
+        "diagnosis": {
+            "kind": "sleeping",
+            "summary": "sleeping for 2 s in stage 'data' at "
+            "scenarios/hang_sleep.py:11 wait_for_data",
+        },
+    }
     measures = {"how": "stall", "known_s": 2.1, "limit_s": 3}
     assert matrix.judge(row, good, measures, {}) == []
     wrong = [

@@ -15,8 +15,9 @@ RUNNER = matrix.HERE / "matrix_node.js"
 
 
 def run_node(name):
-    done = subprocess.run(["node", str(RUNNER), name], capture_output=True, timeout=120,
-                          cwd=str(matrix.ROOT))
+    done = subprocess.run(
+        ["node", str(RUNNER), name], capture_output=True, timeout=120, cwd=str(matrix.ROOT)
+    )
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-3000:]
     return json.loads(done.stdout.decode("utf-8").strip().splitlines()[-1])
 
@@ -36,5 +37,6 @@ def test_node_client_agrees(name):
                 proc.kill()
     if failures:
         kept = matrix.keep_report(f"node-{name}", report, failures)
-        raise AssertionError("\n".join(failures + [f"summary: {report.get('summary')}",
-                                                   f"report: {kept}"]))
+        raise AssertionError(
+            "\n".join(failures + [f"summary: {report.get('summary')}", f"report: {kept}"])
+        )

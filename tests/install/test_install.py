@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import textwrap
 import zipfile
 
 import psutil
@@ -66,21 +65,25 @@ job.done.then((report) => process.stdout.write(JSON.stringify({ seen, report }) 
 
 
 def sh(cmd, cwd, env=None, timeout=STEP_S):
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
-    assert proc.returncode == 0, f"{cmd} -> {proc.returncode}\n{proc.stdout[-3000:]}\n" \
-                                 f"{proc.stderr[-3000:]}"
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, (
+        f"{cmd} -> {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     return proc.stdout
 
 
 def clean_env():
     """This machine's environment without anything that points into the checkout."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONUNBUFFERED", "PYTHONPATH", "VIRTUAL_ENV", "NODE_PATH")
-           and not k.startswith("TRAINBRIDGE_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONUNBUFFERED", "PYTHONPATH", "VIRTUAL_ENV", "NODE_PATH")
+        and not k.startswith("TRAINBRIDGE_")
+    }
     # Our own venv's bin (scripts/test puts it first) must not supply `python` or `trainbridge`.
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                  if not os.path.abspath(p).startswith(ROOT))
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if not os.path.abspath(p).startswith(ROOT)
+    )
     return env
 
 
@@ -90,8 +93,20 @@ def venv(tmp, name, *requirements):
     sh([sys.executable, "-m", "venv", "--without-pip", path], tmp)
     python = os.path.join(path, "bin", "python")
     if requirements:
-        sh([sys.executable, "-m", "pip", "--python", python, "install", "-q",
-            "--disable-pip-version-check", *requirements], tmp)
+        sh(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "--python",
+                python,
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                *requirements,
+            ],
+            tmp,
+        )
     return python
 
 
@@ -109,14 +124,29 @@ def built(tmp_path_factory):
         shutil.copy(os.path.join(ROOT, name), os.path.join(src, name))
     node_src = os.path.join(src, "node-client")
     for name in ("src", "scripts"):
-        shutil.copytree(os.path.join(ROOT, "node-client", name), os.path.join(node_src, name),
-                        ignore=ignore)
+        shutil.copytree(
+            os.path.join(ROOT, "node-client", name), os.path.join(node_src, name), ignore=ignore
+        )
     for name in ("package.json", "index.d.ts", "README.md"):
         shutil.copy(os.path.join(ROOT, "node-client", name), os.path.join(node_src, name))
     dist = os.path.join(tmp, "dist")
     # setuptools from our venv (requirements-dev.txt pins one that knows PEP 639).
-    sh([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
-        "--no-build-isolation", "-w", dist, src], tmp)
+    sh(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            dist,
+            src,
+        ],
+        tmp,
+    )
     sh(["npm", "pack", "--silent", "--pack-destination", dist], node_src, env=clean_env())
     wheel = os.path.join(dist, f"trainbridge-{__version__}-py3-none-any.whl")
     tarball = os.path.join(dist, f"trainbridge-{__version__}.tgz")
@@ -141,15 +171,25 @@ def test_the_wheel_holds_everything_and_asks_only_for_what_each_side_needs(built
     with zipfile.ZipFile(built["wheel"]) as whl:
         names = set(whl.namelist())
         meta = whl.read(f"trainbridge-{__version__}.dist-info/METADATA").decode()
-    for name in ("trainbridge/__init__.py", "trainbridge/__main__.py", "trainbridge/py.typed",
-                 "trainbridge/worker/__init__.py", "trainbridge/worker/auto.py",
-                 "trainbridge/bridge/cli.py", "trainbridge/bridge/inject/sitecustomize.py",
-                 "trainbridge/bridge/doctor/__main__.py", "trainbridge/bridge/doctor/probe.py",
-                 f"trainbridge-{__version__}.dist-info/licenses/LICENSE"):
+    for name in (
+        "trainbridge/__init__.py",
+        "trainbridge/__main__.py",
+        "trainbridge/py.typed",
+        "trainbridge/worker/__init__.py",
+        "trainbridge/worker/auto.py",
+        "trainbridge/bridge/cli.py",
+        "trainbridge/bridge/inject/sitecustomize.py",
+        "trainbridge/bridge/doctor/__main__.py",
+        "trainbridge/bridge/doctor/probe.py",
+        f"trainbridge-{__version__}.dist-info/licenses/LICENSE",
+    ):
         assert name in names, name
     assert not any(n.split("/")[0] in ("worker", "bridge", "tests") for n in names), names
-    requires = [line.split(":", 1)[1].strip() for line in meta.splitlines()
-                if line.startswith("Requires-Dist:")]
+    requires = [
+        line.split(":", 1)[1].strip()
+        for line in meta.splitlines()
+        if line.startswith("Requires-Dist:")
+    ]
     base = sorted(r.split(">")[0] for r in requires if "extra ==" not in r)
     client = sorted(r.split(">")[0] for r in requires if "extra == \"client\"" in r)
     assert base == ["msgpack", "pyzmq"], requires  # the training venv: the worker only
@@ -162,11 +202,15 @@ def test_the_tarball_ships_the_worker_and_the_zero_code_hook(built):
     with tarfile.open(built["tarball"]) as tgz:
         names = set(tgz.getnames())
         package = json.load(tgz.extractfile("package/package.json"))
-    for name in ("package/src/index.js", "package/index.d.ts", "package/LICENSE",
-                 "package/python/trainbridge/__init__.py",
-                 "package/python/trainbridge/worker/__init__.py",
-                 "package/python/trainbridge/worker/auto.py",
-                 "package/python/trainbridge/bridge/inject/sitecustomize.py"):
+    for name in (
+        "package/src/index.js",
+        "package/index.d.ts",
+        "package/LICENSE",
+        "package/python/trainbridge/__init__.py",
+        "package/python/trainbridge/worker/__init__.py",
+        "package/python/trainbridge/worker/auto.py",
+        "package/python/trainbridge/bridge/inject/sitecustomize.py",
+    ):
         assert name in names, name
     assert not any("/test/" in n or "node_modules" in n for n in names), names
     assert package["version"] == __version__  # one version for both packages
@@ -181,9 +225,14 @@ def test_installed_trainbridge_run_supervises_an_unmodified_script(built, script
     version = sh([os.path.join(bindir, "trainbridge"), "--version"], script, env=env)
     assert version.startswith(f"trainbridge {__version__} ")
     assert sh([python, "-m", "trainbridge", "--version"], script, env=env) == version
-    proc = subprocess.run([os.path.join(bindir, "trainbridge"), "run", "--json", "--",
-                           python, "train.py"], cwd=script, env=env, capture_output=True,
-                          text=True, timeout=STEP_S)
+    proc = subprocess.run(
+        [os.path.join(bindir, "trainbridge"), "run", "--json", "--", python, "train.py"],
+        cwd=script,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=STEP_S,
+    )
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert proc.returncode == 0, (proc.stderr, events[-1:])
     assert events[0]["event"] == "spawn" and events[0]["command"] == [python, "train.py"]
@@ -191,8 +240,11 @@ def test_installed_trainbridge_run_supervises_an_unmodified_script(built, script
     lines = [e["text"] for e in events if e["event"] == "output"]
     hellos = [e for e in messages if e["kind"] == "hello"]
     assert len(hellos) == 1 and hellos[0]["body"]["pid"] == events[0]["pid"]
-    began = [e["body"]["name"] for e in messages
-             if e["kind"] == "stage" and e["body"]["event"] == "begin"]
+    began = [
+        e["body"]["name"]
+        for e in messages
+        if e["kind"] == "stage" and e["body"]["event"] == "begin"
+    ]
     assert began[:2] == ["startup", "main"], began
     progress = [e["body"] for e in messages if e["kind"] == "progress"]
     assert progress and progress[-1]["step"] == 20 and progress[-1]["total"] == 20, progress
@@ -215,8 +267,19 @@ def run_node(built, script, python):
             json.dump({"name": "gui-app", "private": True}, f)
         with open(os.path.join(app, "run.js"), "w") as f:
             f.write(NODE_RUN)
-        sh(["npm", "install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error",
-            built["tarball"]], app, env=clean_env())
+        sh(
+            [
+                "npm",
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--prefer-offline",
+                "--loglevel=error",
+                built["tarball"],
+            ],
+            app,
+            env=clean_env(),
+        )
     env = clean_env()
     env["INSTALL_TEST_ENV"] = json.dumps(clean_env())
     out = sh(["node", "run.js", python, script], app, env=env, timeout=120)
@@ -235,8 +298,9 @@ def test_installed_node_package_brings_the_worker_to_a_venv_without_trainbridge(
     assert seen["progress"] and seen["progress"][-1]["step"] == 20, seen["progress"]
     assert seen["progress"][-1]["total"] == 20
     assert f"own worker: {os.path.join(script, 'worker.py')}" in seen["lines"], seen["lines"]
-    bundled = os.path.join(app, "node_modules", "trainbridge", "python", "trainbridge",
-                           "__init__.py")
+    bundled = os.path.join(
+        app, "node_modules", "trainbridge", "python", "trainbridge", "__init__.py"
+    )
     assert f"trainbridge from: {bundled}" in seen["lines"], seen["lines"]
     assert "fetch -> 1" in seen["lines"] and seen["noWorker"] == []
     assert report["outcome"] == "succeeded" and report["worker"]["off"] is None, report
@@ -263,22 +327,35 @@ def test_the_base_install_is_the_training_side_and_the_client_names_its_extra(bu
     env = clean_env()
     sh([base, "-c", "import zmq, msgpack, trainbridge.worker"], script, env=env)
     for client_only in ("psutil", "rich"):
-        probe = subprocess.run([base, "-c", f"import {client_only}"], env=env,
-                               capture_output=True, timeout=60)
+        probe = subprocess.run(
+            [base, "-c", f"import {client_only}"], env=env, capture_output=True, timeout=60
+        )
         assert probe.returncode != 0, f"{client_only} came with the base install"
     bindir = os.path.dirname(base)
     version = sh([os.path.join(bindir, "trainbridge"), "--version"], script, env=env)
     assert version.startswith(f"trainbridge {__version__} ")
-    refused = subprocess.run([os.path.join(bindir, "trainbridge"), "run", "--", base, "train.py"],
-                             cwd=script, env=env, capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [os.path.join(bindir, "trainbridge"), "run", "--", base, "train.py"],
+        cwd=script,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode == 125 and "Traceback" not in refused.stderr, refused.stderr
     assert "the trainbridge client needs psutil, rich" in refused.stderr
     assert f"{base} -m pip install 'trainbridge[client]'" in refused.stderr
     gui = os.path.join(built["tmp"], "gui", "bin", "trainbridge")
     if not os.path.exists(gui):
         venv(built["tmp"], "gui", built["wheel"] + "[client]", TQDM)
-    proc = subprocess.run([gui, "run", "--json", "--", base, "train.py"], cwd=script, env=env,
-                          capture_output=True, text=True, timeout=STEP_S)
+    proc = subprocess.run(
+        [gui, "run", "--json", "--", base, "train.py"],
+        cwd=script,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=STEP_S,
+    )
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     hello = [e for e in events if e["event"] == "message" and e["kind"] == "hello"]

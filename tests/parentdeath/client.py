@@ -25,6 +25,7 @@ if options[:1] == ["via_shell"]:
     options = options[1:]
     # `; exit` keeps the shell from exec-ing Python: it stays the top process.
     cmd = ["sh", "-c", '"$@"; exit $?', "sh", *cmd]
-job = bridge.launch(cmd + options, env=env, kill_grace=kill_grace, detached=detached,
-                    startup_timeout=60)
+job = bridge.launch(
+    cmd + options, env=env, kill_grace=kill_grace, detached=detached, startup_timeout=60
+)
 threading.Event().wait()  # supervise until killed

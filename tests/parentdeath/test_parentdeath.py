@@ -63,11 +63,20 @@ def read_json(path):
 
 def start_client(tmp_path, detached=False, *child_options):
     pids_file = str(tmp_path / "pids.json")
-    client = subprocess.Popen([sys.executable, os.path.join(HERE, "client.py"), pids_file,
-                               repr(KILL_GRACE), "1" if detached else "0", *child_options],
-                              stdin=subprocess.DEVNULL)
-    info = wait_for(lambda: read_json(pids_file) or client.poll() is not None, STARTUP_S,
-                    "the job's pids")
+    client = subprocess.Popen(
+        [
+            sys.executable,
+            os.path.join(HERE, "client.py"),
+            pids_file,
+            repr(KILL_GRACE),
+            "1" if detached else "0",
+            *child_options,
+        ],
+        stdin=subprocess.DEVNULL,
+    )
+    info = wait_for(
+        lambda: read_json(pids_file) or client.poll() is not None, STARTUP_S, "the job's pids"
+    )
     assert client.poll() is None, f"the client ended early ({client.returncode})"
     return client, info, pids_file
 
@@ -81,8 +90,11 @@ def kill_client(client):
 def assert_tree_ends(info, killed_at):
     pids, job_id = info["pids"], info["job_id"]
     try:
-        wait_for(lambda: not live(pids) and not job_processes(job_id), KILL_GRACE + 2,
-                 f"the job's tree {pids} to end")
+        wait_for(
+            lambda: not live(pids) and not job_processes(job_id),
+            KILL_GRACE + 2,
+            f"the job's tree {pids} to end",
+        )
     finally:  # a failed test must not leave its job running
         for pid in live(pids) + job_processes(job_id):
             os.kill(pid, signal.SIGKILL)

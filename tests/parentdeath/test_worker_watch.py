@@ -11,8 +11,10 @@ import textwrap
 from tests.parentdeath.test_parentdeath import live, wait_for
 from tests.worker.conftest import receiver  # noqa: F401 - the fixture
 
-JOB = ("import time; from trainbridge import worker\nassert worker.enabled()\n"
-       "while True:\n    time.sleep(0.05)\n")
+JOB = (
+    "import time; from trainbridge import worker\nassert worker.enabled()\n"
+    "while True:\n    time.sleep(0.05)\n"
+)
 
 STAND_IN = textwrap.dedent("""
     import os, subprocess, sys, threading
@@ -27,8 +29,9 @@ STAND_IN = textwrap.dedent("""
 def test_the_worker_says_why_it_ends_the_job(receiver, tmp_path):  # noqa: F811
     stderr_file = tmp_path / "stderr.txt"
     env = receiver.env(kill_grace_s="0.5")
-    client = subprocess.Popen([sys.executable, "-c", STAND_IN, JOB, str(stderr_file)],
-                              env=env, stdout=subprocess.PIPE)
+    client = subprocess.Popen(
+        [sys.executable, "-c", STAND_IN, JOB, str(stderr_file)], env=env, stdout=subprocess.PIPE
+    )
     job_pid = int(client.stdout.readline())
     try:
         hello = receiver.wait_for(lambda r: r.kind == "hello" and r.body["pid"] == job_pid)
@@ -41,5 +44,7 @@ def test_the_worker_says_why_it_ends_the_job(receiver, tmp_path):  # noqa: F811
             os.kill(pid, signal.SIGKILL)
         client.stdout.close()
     text = stderr_file.read_text(encoding="ascii")
-    assert (f"[trainbridge] the supervising client (pid {client.pid}) is gone; ending the job "
-            f"(SIGTERM to process group {job_pid}, SIGKILL after 0.5 s)") in text
+    assert (
+        f"[trainbridge] the supervising client (pid {client.pid}) is gone; ending the job "
+        f"(SIGTERM to process group {job_pid}, SIGKILL after 0.5 s)"
+    ) in text

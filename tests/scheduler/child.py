@@ -45,6 +45,7 @@ elif mode == "flaky":
     print("second attempt succeeds", flush=True)
 elif mode == "die":
     import signal
+
     n, sig = int(arg), sys.argv[3]
     with worker.stage("train"):
         for i in range(1, n + 1):

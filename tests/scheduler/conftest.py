@@ -50,7 +50,7 @@ def runtime_dir_left(row):
     endpoint = row["endpoint"] or ""
     if not endpoint.startswith("ipc://"):
         return None
-    path = os.path.dirname(endpoint[len("ipc://"):])
+    path = os.path.dirname(endpoint[len("ipc://") :])
     return path if os.path.exists(path) else None
 
 
@@ -60,12 +60,16 @@ def store_path(tmp_path):
     yield path
     # Nothing of any job of this store may outlive the test.
     from trainbridge.bridge.store import Store
+
     store = Store(path)
     try:
         ended_keepers = [row["keeper_pid"] for row in store.jobs() if row["keeper_pid"]]
         left = {row["id"]: leftovers(row["id"]) for row in store.jobs()}
-        keepers = [row["keeper_pid"] for row in store.jobs(state="active")
-                   if procs.same_process(row["keeper_pid"], row["keeper_start"])]
+        keepers = [
+            row["keeper_pid"]
+            for row in store.jobs(state="active")
+            if procs.same_process(row["keeper_pid"], row["keeper_start"])
+        ]
         ended = store.jobs(state="ended")
     finally:
         store.close()
@@ -78,8 +82,11 @@ def store_path(tmp_path):
     assert not keepers, f"keepers left running: {keepers}"
     # A keeper whose job ended exits on its own (it may still be starting queued jobs): wait
     # for that, and reap the ones this process started, so later tests see no child of ours.
-    wait_for(lambda: all(_gone(pid) for pid in ended_keepers), timeout=15,
-             what=f"the keepers {ended_keepers} to exit")
+    wait_for(
+        lambda: all(_gone(pid) for pid in ended_keepers),
+        timeout=15,
+        what=f"the keepers {ended_keepers} to exit",
+    )
     # Each exited keeper removed its runtime directory; a killed one's, the reconciliation.
     dirs = [runtime_dir_left(row) for row in ended]
     assert not any(dirs), f"runtime directories of ended jobs' keepers left: {dirs}"

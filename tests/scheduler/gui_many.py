@@ -21,8 +21,11 @@ def show(job_id, event):
 sched = bridge.Scheduler(store=sys.argv[1], slots={"jobs": 2, "gpus": []}, tick=0.1)
 for cmd in sys.argv[2:]:
     sched.submit(json.loads(cmd))
-followed = [sched.attach(row["id"], on_event=lambda e, i=row["id"]: show(i, e))
-            for row in sched.jobs() if row["state"] != "ended"]
+followed = [
+    sched.attach(row["id"], on_event=lambda e, i=row["id"]: show(i, e))
+    for row in sched.jobs()
+    if row["state"] != "ended"
+]
 with lock:
     print("ready", flush=True)
 threading.Event().wait()

@@ -2,16 +2,17 @@
 
 import asyncio
 
-from trainbridge import bridge
 import trainbridge.bridge.aio  # noqa: F401
+from trainbridge import bridge
 
 from .conftest import WAIT_S, child
 
 
 def test_submit_attach_and_wait_from_asyncio(store_path):
     async def main():
-        async with bridge.aio.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []},
-                                        tick=0.1) as sched:
+        async with bridge.aio.Scheduler(
+            store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1
+        ) as sched:
             job_id = await sched.submit(child("steps", 3))
             queued = await sched.submit(child("forever"))
             job = await sched.attach(job_id)
@@ -21,6 +22,7 @@ def test_submit_attach_and_wait_from_asyncio(store_path):
             assert await sched.cancel(queued)
             cancelled = await (await sched.attach(queued)).wait(WAIT_S)
             return kinds, report, cancelled, await sched.jobs()
+
     kinds, report, cancelled, rows = asyncio.run(main())
     assert kinds[-1] == "end" and "output" in kinds
     assert report.outcome == "succeeded"

@@ -11,8 +11,13 @@ TRAINBRIDGE = [sys.executable, "-m", "trainbridge"]
 
 def tb(store_path, *args, timeout=WAIT_S):
     verb, rest = args[0], args[1:]
-    return subprocess.run([*TRAINBRIDGE, verb, "--store", store_path, *rest], env=user_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [*TRAINBRIDGE, verb, "--store", store_path, *rest],
+        env=user_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_submit_then_attach_logs_and_jobs(store_path):
@@ -41,10 +46,15 @@ def test_attach_exits_with_the_jobs_status_as_run_does(store_path):
 
 def test_ctrl_c_in_attach_stops_following_and_the_job_goes_on(store_path):
     import signal
+
     job_id = tb(store_path, "submit", "--", *child("forever")).stdout.strip()
-    follower = subprocess.Popen([*TRAINBRIDGE, "attach", "--store", store_path, job_id, "--json"],
-                                env=user_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+    follower = subprocess.Popen(
+        [*TRAINBRIDGE, "attach", "--store", store_path, job_id, "--json"],
+        env=user_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_for(lambda: '"output"' in follower.stdout.readline(), what="attach to show output")
     follower.send_signal(signal.SIGINT)
     _, err = follower.communicate(timeout=WAIT_S)

@@ -29,7 +29,10 @@ class Gui:
     def __init__(self, store_path, submit=()):
         self.proc = subprocess.Popen(
             [sys.executable, GUI, store_path, *[json.dumps(child(*mode)) for mode in submit]],
-            stdout=subprocess.PIPE, text=True, env=user_env())
+            stdout=subprocess.PIPE,
+            text=True,
+            env=user_env(),
+        )
         self.lines = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -51,6 +54,7 @@ class Gui:
 
 def test_kill_the_gui_mid_job_and_start_it_again_loses_nothing(store_path):
     from trainbridge import bridge
+
     gui = Gui(store_path, submit=[job[0] for job in JOBS])
     s = bridge.Scheduler(store=store_path, tick=None)  # a reader; it starts nothing itself
     try:
@@ -58,8 +62,10 @@ def test_kill_the_gui_mid_job_and_start_it_again_loses_nothing(store_path):
         assert len(ids) == len(JOBS)
         try:
             # Kill 1: two jobs run mid-way, two wait in the queue.
-            wait_for(lambda: gui.saw(ids[0], "output") and gui.saw(ids[1], "output"),
-                     what="the first GUI to see both running jobs' output")
+            wait_for(
+                lambda: gui.saw(ids[0], "output") and gui.saw(ids[1], "output"),
+                what="the first GUI to see both running jobs' output",
+            )
             assert [s.get(i)["state"] for i in ids[2:]] == ["queued", "queued"]
         finally:
             gui.kill()
@@ -71,25 +77,33 @@ def test_kill_the_gui_mid_job_and_start_it_again_loses_nothing(store_path):
             gui.kill()
         gui = Gui(store_path)
         try:
-            wait_for(lambda: all(gui.saw(i, "end") or s.get(i)["state"] == "ended"
-                                 for i in ids), timeout=WAIT_S * 2, what="every job to end")
+            wait_for(
+                lambda: all(gui.saw(i, "end") or s.get(i)["state"] == "ended" for i in ids),
+                timeout=WAIT_S * 2,
+                what="every job to end",
+            )
         finally:
             gui.kill()
         for job_id, (mode, steps, outcome, exit_code, sig) in zip(ids, JOBS):
             row = s.get(job_id)
-            assert (row["state"], row["outcome"], row["exit_code"], row["signal"]) == \
-                ("ended", outcome, exit_code, sig), (job_id, mode, row["note"])
+            assert (row["state"], row["outcome"], row["exit_code"], row["signal"]) == (
+                "ended",
+                outcome,
+                exit_code,
+                sig,
+            ), (job_id, mode, row["note"])
             assert row["report"]["outcome"] == outcome
             assert row["attempt"] == 1 and len(row["attempts"]) == 1, (job_id, row["attempts"])
             with open(row["log_path"], encoding="utf-8") as f:
-                assert [line for line in f.read().splitlines() if line.startswith("step")] == \
-                    [f"step {i}" for i in range(1, steps + 1)], job_id
+                assert [line for line in f.read().splitlines() if line.startswith("step")] == [
+                    f"step {i}" for i in range(1, steps + 1)
+                ], job_id
             # And a GUI that comes later still gets the whole story from the first event.
             job = s.attach(job_id)
             events = list(job.events(timeout=WAIT_S))
-            assert [e["text"] for e in events if e["event"] == "output"
-                    and e["text"].startswith("step")] == \
-                [f"step {i}" for i in range(1, steps + 1)]
+            assert [
+                e["text"] for e in events if e["event"] == "output" and e["text"].startswith("step")
+            ] == [f"step {i}" for i in range(1, steps + 1)]
             assert events[-1]["event"] == "end" and job.report["outcome"] == outcome
     finally:
         s.close()

@@ -14,7 +14,8 @@ import signal
 import subprocess
 import sys
 
-from hypothesis import Phase, given, settings, strategies as st
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
 
 from trainbridge import bridge
 from trainbridge.bridge import procs
@@ -23,8 +24,18 @@ from trainbridge.bridge.store import ACTIVE, Store
 from .conftest import child, leftovers, runtime_dir_left, user_env, wait_for
 
 SLOTS = 2
-ACTIONS = ["submit_forever", "submit_forever", "submit_short", "cancel", "kill_scheduler",
-           "start_scheduler", "kill_keeper", "kill_keeper", "kill_job", "kill_job"]
+ACTIONS = [
+    "submit_forever",
+    "submit_forever",
+    "submit_short",
+    "cancel",
+    "kill_scheduler",
+    "start_scheduler",
+    "kill_keeper",
+    "kill_keeper",
+    "kill_job",
+    "kill_job",
+]
 
 
 def violations(store):
@@ -41,11 +52,15 @@ def violations(store):
         if row["state"] == "queued" and running:
             found.append(f"{row['id']} is queued but {running} run")
         if row["state"] == "ended" and (running or alive):
-            found.append(f"{row['id']} ended but processes run: job {running}, "
-                         f"keeper {alive and row['keeper_pid']}")
+            found.append(
+                f"{row['id']} ended but processes run: job {running}, "
+                f"keeper {alive and row['keeper_pid']}"
+            )
         if row["state"] == "ended" and not alive and runtime_dir_left(row):
-            found.append(f"{row['id']} ended, its keeper is gone, but its runtime directory "
-                         f"{runtime_dir_left(row)} is left")
+            found.append(
+                f"{row['id']} ended, its keeper is gone, but its runtime directory "
+                f"{runtime_dir_left(row)} is left"
+            )
     return found
 
 
@@ -53,8 +68,7 @@ class World:
     def __init__(self, store_path):
         self.path = store_path
         self.store = Store(store_path)
-        self.cli = bridge.Scheduler(store=store_path, slots={"jobs": SLOTS, "gpus": []},
-                                    tick=None)
+        self.cli = bridge.Scheduler(store=store_path, slots={"jobs": SLOTS, "gpus": []}, tick=None)
         self.host = None
         self.expected = {}  # job id -> the outcome our action means
         self.forever = set()
@@ -63,12 +77,14 @@ class World:
         def check():
             self.cli.tick() if self.host is None else None  # someone must reconcile
             # Also wait out the transient: a started job runs and its row says so.
-            moving = [r for r in self.store.jobs("active")
-                      if r["state"] == "starting" or not r["job_pid"]]
+            moving = [
+                r for r in self.store.jobs("active") if r["state"] == "starting" or not r["job_pid"]
+            ]
             # And the effect of our last action: a job we cancelled or killed has ended
             # (else the next action could race it: a cancel before the kill is seen).
             acted = [r for r in self.store.jobs("active") if r["id"] in self.expected]
             return not moving and not acted and not violations(self.store)
+
         try:
             wait_for(check, timeout=20, what="the store to match the processes")
         except AssertionError:
@@ -93,15 +109,24 @@ class World:
             self.host.stdout.close()
             self.host = None
         elif action == "start_scheduler" and self.host is None:
-            self.host = subprocess.Popen([sys.executable, os.path.join(
-                os.path.dirname(__file__), "host.py"), self.path], stdout=subprocess.PIPE,
-                text=True, env=user_env())
+            self.host = subprocess.Popen(
+                [sys.executable, os.path.join(os.path.dirname(__file__), "host.py"), self.path],
+                stdout=subprocess.PIPE,
+                text=True,
+                env=user_env(),
+            )
             assert self.host.stdout.readline().strip() == "ready"
         elif action in ("kill_keeper", "kill_job"):
-            running = [r for r in rows if r["id"] in self.forever and r["state"] == "running"
-                       and r["job_pid"] and r["id"] not in self.expected
-                       and procs.same_process(r["keeper_pid"], r["keeper_start"])
-                       and procs.same_process(r["job_pid"], r["job_start"])]
+            running = [
+                r
+                for r in rows
+                if r["id"] in self.forever
+                and r["state"] == "running"
+                and r["job_pid"]
+                and r["id"] not in self.expected
+                and procs.same_process(r["keeper_pid"], r["keeper_start"])
+                and procs.same_process(r["job_pid"], r["job_start"])
+            ]
             if running:
                 row = running[pick % len(running)]
                 if action == "kill_keeper":
@@ -116,9 +141,11 @@ class World:
             if row["state"] != "ended":
                 self.cli.cancel(row["id"])
                 self.expected.setdefault(row["id"], "cancelled")
-        wait_for(lambda: (self.cli.tick(), all(r["state"] == "ended"
-                                               for r in self.store.jobs()))[1],
-                 timeout=20, what="every job to end")
+        wait_for(
+            lambda: (self.cli.tick(), all(r["state"] == "ended" for r in self.store.jobs()))[1],
+            timeout=20,
+            what="every job to end",
+        )
         self.settle()
         for job_id, outcome in self.expected.items():
             row = self.store.get(job_id)
@@ -140,8 +167,9 @@ class World:
 # Not derandomized: each run (the 20x loops included) tries new sequences; a failure prints
 # its steps. No shrinking: each example costs seconds of real processes.
 @settings(max_examples=10, deadline=None, phases=[Phase.explicit, Phase.generate])
-@given(steps=st.lists(st.tuples(st.sampled_from(ACTIONS), st.integers(0, 7)),
-                      min_size=6, max_size=14))
+@given(
+    steps=st.lists(st.tuples(st.sampled_from(ACTIONS), st.integers(0, 7)), min_size=6, max_size=14)
+)
 def test_random_submit_cancel_kill_sequences_never_drift(tmp_path_factory, steps):
     store_path = str(tmp_path_factory.mktemp("nodrift") / "jobs.db")
     world = World(store_path)

@@ -18,8 +18,12 @@ from .conftest import GUI, WAIT_S, child, leftovers, runtime_dir_left, user_env,
 
 
 def start_gui(store_path, cmd):
-    gui = subprocess.Popen([sys.executable, GUI, store_path, "--", *cmd],
-                           stdout=subprocess.PIPE, text=True, env=user_env())
+    gui = subprocess.Popen(
+        [sys.executable, GUI, store_path, "--", *cmd],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=user_env(),
+    )
     job_id = gui.stdout.readline().strip()
     assert job_id.startswith("j-"), job_id
     # The GUI follows the job: once it printed output, the job is running mid-way.
@@ -27,12 +31,16 @@ def start_gui(store_path, cmd):
     return gui, job_id
 
 
-@pytest.mark.parametrize("mode, outcome, exit_code, sig", [
-    (("steps", 25), "succeeded", 0, None),
-    (("die", 25, "SIGSEGV"), "crashed", None, "SIGSEGV"),
-])
-def test_kill_the_gui_mid_job_and_a_new_scheduler_reattaches(store_path, mode, outcome,
-                                                              exit_code, sig):
+@pytest.mark.parametrize(
+    "mode, outcome, exit_code, sig",
+    [
+        (("steps", 25), "succeeded", 0, None),
+        (("die", 25, "SIGSEGV"), "crashed", None, "SIGSEGV"),
+    ],
+)
+def test_kill_the_gui_mid_job_and_a_new_scheduler_reattaches(
+    store_path, mode, outcome, exit_code, sig
+):
     gui, job_id = start_gui(store_path, child(*mode))
     gui.kill()  # SIGKILL: no cleanup of any kind
     gui.wait()
@@ -49,26 +57,37 @@ def test_kill_the_gui_mid_job_and_a_new_scheduler_reattaches(store_path, mode, o
         assert first is not None and attached_s < 1.0, attached_s
         events = [first] + list(job.events(timeout=WAIT_S))
         # The log so far and then live events: stage, progress and output, in order.
-        steps = [e["body"]["step"] for e in events
-                 if e["event"] == "message" and e["kind"] == "progress"]
+        steps = [
+            e["body"]["step"] for e in events if e["event"] == "message" and e["kind"] == "progress"
+        ]
         # Progress is coalesced by the worker (latest wins): increasing, up to the last.
         assert steps == sorted(set(steps)) and steps[-1] == 25 and len(steps) > 10
         lines = [e["text"] for e in events if e["event"] == "output"]
         assert lines == [f"step {i}" for i in range(1, 26)]
-        assert any(e["event"] == "message" and e["kind"] == "stage" and
-                   e["body"]["name"] == "train" for e in events)
+        assert any(
+            e["event"] == "message" and e["kind"] == "stage" and e["body"]["name"] == "train"
+            for e in events
+        )
         live = [e for e in events if e["t"] > time.time() - (time.monotonic() - t0)]
         assert live, "no event arrived after the attach"
         report = job.report
-        assert (report["outcome"], report["exit_code"], report["signal"]) == \
-            (outcome, exit_code, sig)
-        row = wait_for(lambda: (lambda r: r if r["state"] == "ended" else None)(s.get(job_id)),
-                       what="the row to end")
+        assert (report["outcome"], report["exit_code"], report["signal"]) == (
+            outcome,
+            exit_code,
+            sig,
+        )
+        row = wait_for(
+            lambda: (lambda r: r if r["state"] == "ended" else None)(s.get(job_id)),
+            what="the row to end",
+        )
         assert (row["outcome"], row["exit_code"], row["signal"]) == (outcome, exit_code, sig)
         assert row["report"]["outcome"] == outcome
         assert leftovers(job_id) == []
-        wait_for(lambda: not procs.same_process(row["keeper_pid"], row["keeper_start"]),
-                 timeout=5, what="the keeper to exit")
+        wait_for(
+            lambda: not procs.same_process(row["keeper_pid"], row["keeper_start"]),
+            timeout=5,
+            what="the keeper to exit",
+        )
     finally:
         s.close()
 
@@ -79,8 +98,10 @@ def test_kill_a_keeper_and_the_store_says_lost_and_nothing_runs_on(store_path):
         job_id = s.submit(child("forever"))
         job = s.attach(job_id)
         wait_for(lambda: job.state == "running", what="the job to run")
-        row = wait_for(lambda: (lambda r: r if r["job_pid"] and r["progress"] else None)(
-            s.get(job_id)), what="the keeper to record the job's pid and progress")
+        row = wait_for(
+            lambda: (lambda r: r if r["job_pid"] and r["progress"] else None)(s.get(job_id)),
+            what="the keeper to record the job's pid and progress",
+        )
         t0 = time.monotonic()
         os.kill(row["keeper_pid"], signal.SIGKILL)
         report = job.wait(WAIT_S)
@@ -102,8 +123,9 @@ def test_a_keeper_killed_before_anyone_reconciles_takes_its_job_with_it(store_pa
     # No Scheduler runs: the worker in the job sees its keeper gone and ends the tree.
     s = bridge.Scheduler(store=store_path, slots={"jobs": 2, "gpus": []}, tick=None)
     job_id = s.submit(child("forever"))
-    row = wait_for(lambda: (lambda r: r if r["job_pid"] else None)(s.get(job_id)),
-                   what="the job's pid")
+    row = wait_for(
+        lambda: (lambda r: r if r["job_pid"] else None)(s.get(job_id)), what="the job's pid"
+    )
     s.close()
     os.kill(row["keeper_pid"], signal.SIGKILL)
     wait_for(lambda: leftovers(job_id) == [], timeout=10, what="the job's processes to end")

@@ -30,12 +30,20 @@ def test_a_submitted_job_runs_under_its_keeper_and_its_report_lands_in_the_store
         assert report.outcome == "succeeded" and report.exit_code == 0
         assert report.log_tail == ["step 1", "step 2", "step 3"]
         status = job.status()
-        assert (status["state"], status["step"], status["total"], status["stages"]) == \
-            ("ended", 3, 3, [])
+        assert (status["state"], status["step"], status["total"], status["stages"]) == (
+            "ended",
+            3,
+            3,
+            [],
+        )
         assert kinds[:2] == ["spawn", "state"] and kinds[-1] == "end" and "output" in kinds
         row = s.get(job_id)
-        assert (row["state"], row["outcome"], row["exit_code"], row["signal"]) == \
-            ("ended", "succeeded", 0, None)
+        assert (row["state"], row["outcome"], row["exit_code"], row["signal"]) == (
+            "ended",
+            "succeeded",
+            0,
+            None,
+        )
         assert row["env_names"] == ["PATH", "SECRET"]  # names only
         assert "x" not in open(store_path, "rb").read().decode("latin1").split("SECRET")[-1][:3]
         assert not os.path.exists(os.path.join(row["dir"], procs.ENV_FILE))
@@ -58,8 +66,10 @@ def test_slots_hold_jobs_back_and_the_queue_moves_without_a_scheduler(store_path
     s.close()
     store = Store(store_path)
     try:
-        row = wait_for(lambda: (lambda r: r if r["state"] == "ended" else None)(
-            store.get(second)), what="the queued job to run and end")
+        row = wait_for(
+            lambda: (lambda r: r if r["state"] == "ended" else None)(store.get(second)),
+            what="the queued job to run and end",
+        )
         assert row["outcome"] == "succeeded"
         assert store.get(first)["ended_at"] <= row["started_at"]
     finally:
@@ -103,12 +113,18 @@ def test_a_gpu_job_waits_for_its_gpus(store_path):
 
 def test_discover_gpus_from_nvml_or_cuda_visible_devices():
     class FakeNvml:
-        def nvmlInit(self): pass
-        def nvmlShutdown(self): pass
-        def nvmlDeviceGetCount(self): return 3
+        def nvmlInit(self):
+            pass
+
+        def nvmlShutdown(self):
+            pass
+
+        def nvmlDeviceGetCount(self):
+            return 3
 
     class NoDriver(FakeNvml):
-        def nvmlInit(self): raise RuntimeError("NVML Shared Library Not Found")
+        def nvmlInit(self):
+            raise RuntimeError("NVML Shared Library Not Found")
 
     assert scheduler.discover_gpus({}, FakeNvml()) == [0, 1, 2]
     assert scheduler.discover_gpus({}, NoDriver()) == []
@@ -124,11 +140,14 @@ def test_a_failed_attempt_is_restarted_with_backoff_and_every_report_kept(store_
         events = list(job.events(timeout=WAIT_S))
         assert job.report.outcome == "succeeded"
         attempt = [e for e in events if e["event"] == "attempt"]
-        assert [(e["attempt"], e["outcome"], e["restart_in"]) for e in attempt] == \
-            [(1, "failed", 0.3)]
+        assert [(e["attempt"], e["outcome"], e["restart_in"]) for e in attempt] == [
+            (1, "failed", 0.3)
+        ]
         row = s.get(job_id)
-        assert [(a["attempt"], a["outcome"], a["exit_code"]) for a in row["attempts"]] == \
-            [(1, "failed", 3), (2, "succeeded", 0)]
+        assert [(a["attempt"], a["outcome"], a["exit_code"]) for a in row["attempts"]] == [
+            (1, "failed", 3),
+            (2, "succeeded", 0),
+        ]
         gap = row["attempts"][1]["started_at"] - row["attempts"][0]["ended_at"]
         assert gap >= 0.3
         assert row["attempt"] == 2
@@ -171,8 +190,10 @@ def test_the_keeper_applies_the_deadlines_and_keeps_the_hang_evidence(store_path
         kinds = [e["event"] for e in job.events(timeout=WAIT_S)]
         assert "hang" in kinds
         row = s.get(job_id)
-        assert row["outcome"] == "hung" and row["config"] == {"stall_timeout": 1.0,
-                                                              "kill_grace": 1.0}
+        assert row["outcome"] == "hung" and row["config"] == {
+            "stall_timeout": 1.0,
+            "kill_grace": 1.0,
+        }
         report = row["report"]
         assert report["hang"]["reason"] == "stall"
         assert report["stacks"] and "child.py" in report["stacks"]
@@ -202,8 +223,7 @@ def test_forget_removes_the_row_and_the_files_and_only_when_ended(store_path):
 
 
 def test_retention_keeps_the_newest_ended_jobs(store_path):
-    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=None,
-                         keep_ended=2)
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=None, keep_ended=2)
     try:
         ids = [s.submit(child("exit", 0)) for _ in range(4)]
         s.attach(ids[-1]).wait(WAIT_S)

@@ -13,9 +13,18 @@ from trainbridge.bridge.store import SCHEMA_VERSION, Store, StoreError
 
 
 def row(job_id, tmp_path, **extra):
-    return {"id": job_id, "command": ["python", "x.py"], "config": {}, "resources": {},
-            "state": "queued", "submitted_at": time.time(), "dir": str(tmp_path),
-            "log_path": "o", "events_path": "e", **extra}
+    return {
+        "id": job_id,
+        "command": ["python", "x.py"],
+        "config": {},
+        "resources": {},
+        "state": "queued",
+        "submitted_at": time.time(),
+        "dir": str(tmp_path),
+        "log_path": "o",
+        "events_path": "e",
+        **extra,
+    }
 
 
 def test_a_new_store_has_the_current_schema_in_wal_mode(tmp_path):
@@ -44,8 +53,9 @@ def test_migrations_run_once_and_keep_rows(tmp_path, monkeypatch):
     s.insert_job(row("a", tmp_path))
     s.close()
     # A (test-only) version 2 adds a column: opening migrates, the row is still there.
-    monkeypatch.setattr(stores, "MIGRATIONS", stores.MIGRATIONS + [
-        "ALTER TABLE jobs ADD COLUMN owner TEXT"])
+    monkeypatch.setattr(
+        stores, "MIGRATIONS", stores.MIGRATIONS + ["ALTER TABLE jobs ADD COLUMN owner TEXT"]
+    )
     monkeypatch.setattr(stores, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     s = Store(path)
     try:
@@ -76,8 +86,12 @@ def test_many_writers_at_once_lose_nothing(tmp_path):
     ids = [f"j{i}" for i in range(6)]
     for job_id in ids:
         s.insert_job(row(job_id, tmp_path))
-    writers = [subprocess.Popen([sys.executable, "-c", HAMMER, path, job_id, "150"],
-                                stderr=subprocess.PIPE) for job_id in ids]
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", HAMMER, path, job_id, "150"], stderr=subprocess.PIPE
+        )
+        for job_id in ids
+    ]
     for w in writers:
         _, err = w.communicate(timeout=120)
         assert w.returncode == 0, err.decode(errors="replace")

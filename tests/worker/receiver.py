@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Optional
 
 import zmq
 
@@ -34,23 +34,29 @@ class Received:
         return self.msg.kind
 
     @property
-    def body(self) -> Dict[str, Any]:
+    def body(self) -> dict[str, Any]:
         return self.msg.body
 
 
 class Receiver:
-    def __init__(self, directory: str, job: str = "job-1", ack: bool = True,
-                 rcvhwm: int = 1000, slow: Optional[Callable[[], None]] = None):
+    def __init__(
+        self,
+        directory: str,
+        job: str = "job-1",
+        ack: bool = True,
+        rcvhwm: int = 1000,
+        slow: Optional[Callable[[], None]] = None,
+    ):
         self.job = job
         self.key = os.urandom(32)
         self.endpoint = f"ipc://{directory}/w.sock"
         self.ack = ack
         self.slow = slow  # called before each message is read: makes the reader slow
-        self.messages: List[Received] = []
-        self.rejected: List[str] = []
-        self.replays: List[codec.Message] = []
-        self.batches: List[int] = []  # the record count of each `logs` message
-        self._last_seq: Dict[bytes, int] = {}
+        self.messages: list[Received] = []
+        self.rejected: list[str] = []
+        self.replays: list[codec.Message] = []
+        self.batches: list[int] = []  # the record count of each `logs` message
+        self._last_seq: dict[bytes, int] = {}
         self.cond = threading.Condition()
         self._outbox: deque = deque()
         self._seq = 0
@@ -82,7 +88,7 @@ class Receiver:
                     break
                 self._handle(frames)
 
-    def _handle(self, frames: List[bytes]) -> None:
+    def _handle(self, frames: list[bytes]) -> None:
         routing_id, rest = frames[0], frames[1:]
         try:
             msg = codec.decode(rest, self.key, expect="worker")
@@ -92,41 +98,54 @@ class Receiver:
             return
         if self.ack and msg.kind in codec.FINAL_KINDS:
             self._send_frames(routing_id, "ack", {"to": msg.seq})  # replays are acked again
-        verdict, self._last_seq[routing_id] = codec.check_seq(self._last_seq.get(routing_id, 0),
-                                                              msg.seq)
+        verdict, self._last_seq[routing_id] = codec.check_seq(
+            self._last_seq.get(routing_id, 0), msg.seq
+        )
         with self.cond:
             if verdict == "replay":  # last words resent before our ack arrived
                 self.replays.append(msg)
             elif msg.kind == "logs":  # as a client does: one `log` per record, in order
                 self.batches.append(len(msg.body["records"]))
                 now = time.monotonic()
-                self.messages.extend(Received(msg._replace(kind="log", body=record), routing_id, now)
-                                     for record in msg.body["records"])
+                self.messages.extend(
+                    Received(msg._replace(kind="log", body=record), routing_id, now)
+                    for record in msg.body["records"]
+                )
             else:
                 self.messages.append(Received(msg, routing_id, time.monotonic()))
             self.cond.notify_all()
 
-    def _send_frames(self, routing_id: bytes, kind: str, body: Dict[str, Any]) -> int:
+    def _send_frames(self, routing_id: bytes, kind: str, body: dict[str, Any]) -> int:
         self._seq += 1
-        self.sock.send_multipart([routing_id] + codec.encode(kind, self._seq, body, self.key,
-                                                             self.job))
+        self.sock.send_multipart(
+            [routing_id] + codec.encode(kind, self._seq, body, self.key, self.job)
+        )
         return self._seq
 
     # --- the test's side -------------------------------------------------------------------
-    def env(self, **settings: str) -> Dict[str, str]:
+    def env(self, **settings: str) -> dict[str, str]:
         """The child's environment: this machine's, minus any TRAINBRIDGE_*, plus ours."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINBRIDGE_")}
-        env.update(TRAINBRIDGE_ENDPOINT=self.endpoint, TRAINBRIDGE_JOB_ID=self.job,
-                   TRAINBRIDGE_KEY=self.key.hex(), PYTHONPATH=str(REPO))
+        env.update(
+            TRAINBRIDGE_ENDPOINT=self.endpoint,
+            TRAINBRIDGE_JOB_ID=self.job,
+            TRAINBRIDGE_KEY=self.key.hex(),
+            PYTHONPATH=str(REPO),
+        )
         env.update({f"TRAINBRIDGE_{k.upper()}": str(v) for k, v in settings.items()})
         return env
 
-    def command(self, kind: str, body: Optional[Dict[str, Any]] = None,
-                routing_id: Optional[bytes] = None, timeout: float = 5.0) -> int:
+    def command(
+        self,
+        kind: str,
+        body: Optional[dict[str, Any]] = None,
+        routing_id: Optional[bytes] = None,
+        timeout: float = 5.0,
+    ) -> int:
         """Send a command to the worker (the first one that said hello); returns its seq.
         The socket thread encodes it, so seqs go out in order with the acks."""
         rid = routing_id or self.wait_for(lambda r: r.kind == "hello").routing_id
-        done: List[int] = []
+        done: list[int] = []
         self._outbox.append((rid, kind, body or {}, done))
         deadline = time.monotonic() + timeout
         with self.cond:
@@ -149,11 +168,11 @@ class Receiver:
                     raise AssertionError(f"no matching message within {timeout}s; got {kinds}")
                 self.cond.wait(left)
 
-    def of_kind(self, kind: str) -> List[Received]:
+    def of_kind(self, kind: str) -> list[Received]:
         with self.cond:
             return [r for r in self.messages if r.kind == kind]
 
-    def kinds(self) -> List[str]:
+    def kinds(self) -> list[str]:
         with self.cond:
             return [r.kind for r in self.messages]
 
@@ -164,12 +183,22 @@ class Receiver:
         self.ctx.term()
 
 
-def run_python(script: str, env: Dict[str, str], cwd: str, timeout: float = 30.0,
-               args: Optional[List[str]] = None) -> subprocess.CompletedProcess:
+def run_python(
+    script: str,
+    env: dict[str, str],
+    cwd: str,
+    timeout: float = 30.0,
+    args: Optional[list[str]] = None,
+) -> subprocess.CompletedProcess:
     path = Path(cwd) / "script.py"
     path.write_text(script)
-    return subprocess.run([sys.executable, str(path)] + (args or []), env=env, cwd=cwd,
-                          capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(path)] + (args or []),
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        timeout=timeout,
+    )
 
 
 def release(child: subprocess.Popen, timeout: float = 10) -> int:
@@ -179,12 +208,17 @@ def release(child: subprocess.Popen, timeout: float = 10) -> int:
     return child.wait(timeout=timeout)
 
 
-def start_python(script: str, env: Dict[str, str], cwd: str) -> subprocess.Popen:
+def start_python(script: str, env: dict[str, str], cwd: str) -> subprocess.Popen:
     path = Path(cwd) / "script.py"
     path.write_text(script)
-    return subprocess.Popen([sys.executable, str(path)], env=env, cwd=cwd,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, str(path)],
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def read_line(stream, timeout: float) -> bytes:

@@ -90,8 +90,11 @@ def test_refused_sends_lose_nothing_and_keep_order(beacon, seed, refuse):
     messages = [codec.decode(f, key, expect="worker") for f in b.sock.sent]
     assert [m.seq for m in messages] == list(range(1, len(messages) + 1))
     messages = expand(messages)
-    seen = [m.body["message"] if m.kind == "log" else f"{m.body['event']} {m.body['name']}"
-            for m in messages if m.kind in ("log", "stage")]
+    seen = [
+        m.body["message"] if m.kind == "log" else f"{m.body['event']} {m.body['name']}"
+        for m in messages
+        if m.kind in ("log", "stage")
+    ]
     assert seen == expected
     steps = [m.body["step"] for m in messages if m.kind == "progress"]
     assert steps == sorted(set(steps)) and steps[-1] == step
@@ -111,6 +114,9 @@ def test_progress_never_goes_back_when_more_than_a_batch_is_queued(beacon):
     while b._send_queued(now) or SLOT[0] is not b.progress_sent:
         now += 1.0
     messages = expand(codec.decode(f, key, expect="worker") for f in b.sock.sent)
-    order = [m.body["step"] if m.kind == "progress" else m.body["message"] for m in messages
-             if m.kind == "progress" or m.body["message"] in ("log 599", "at step 2")]
+    order = [
+        m.body["step"] if m.kind == "progress" else m.body["message"]
+        for m in messages
+        if m.kind == "progress" or m.body["message"] in ("log 599", "at step 2")
+    ]
     assert order == [1, "log 599", 2, "at step 2", 3]

@@ -33,8 +33,9 @@ def test_ping_and_dump_stacks_are_answered_in_band(receiver, tmp_path):
         reply = receiver.wait_for(lambda r: r.kind == "reply" and r.body["to"] == ping).body
         assert reply["ok"] is True
         dump = receiver.command("dump_stacks")
-        stacks = receiver.wait_for(
-            lambda r: r.kind == "reply" and r.body["to"] == dump).body["stacks"]
+        stacks = receiver.wait_for(lambda r: r.kind == "reply" and r.body["to"] == dump).body[
+            "stacks"
+        ]
         assert '"MainThread"' in stacks and '"loader"' in stacks
         assert '"trainbridge-beacon"' in stacks
         assert "time.sleep(60)" in stacks and "loader_loop" in stacks
@@ -59,12 +60,15 @@ def test_cancel_raises_keyboard_interrupt_in_the_main_thread(receiver, tmp_path)
     assert error["frames"][-1]["line"] == 11
     end = receiver.wait_for(lambda r: r.kind == "stage" and r.body["event"] == "end").body
     assert end["status"] == "error"
-    assert receiver.wait_for(lambda r: r.kind == "bye").body == {"exit_code": None,
-                                                                  "reason": "cancelled"}
+    assert receiver.wait_for(lambda r: r.kind == "bye").body == {
+        "exit_code": None,
+        "reason": "cancelled",
+    }
 
 
 def test_cancel_a_script_that_stops_gracefully(receiver, tmp_path):
-    child = start_python(textwrap.dedent("""
+    child = start_python(
+        textwrap.dedent("""
         import sys, time; from trainbridge import worker
         try:
             with worker.stage("train"):
@@ -73,7 +77,10 @@ def test_cancel_a_script_that_stops_gracefully(receiver, tmp_path):
         except KeyboardInterrupt:
             print("saving checkpoint", flush=True)
             sys.exit(0)
-    """), receiver.env(heartbeat_s="0.2"), str(tmp_path))
+    """),
+        receiver.env(heartbeat_s="0.2"),
+        str(tmp_path),
+    )
     try:
         receiver.wait_for(lambda r: r.kind == "stage")
         receiver.command("cancel")
@@ -82,18 +89,24 @@ def test_cancel_a_script_that_stops_gracefully(receiver, tmp_path):
     finally:
         child.kill()
         child.wait()
-    assert receiver.wait_for(lambda r: r.kind == "bye").body == {"exit_code": 0,
-                                                                  "reason": "cancelled"}
+    assert receiver.wait_for(lambda r: r.kind == "bye").body == {
+        "exit_code": 0,
+        "reason": "cancelled",
+    }
     assert not receiver.of_kind("error")
 
 
 def test_cancel_is_refused_when_sigint_is_ignored(receiver, tmp_path):
-    child = start_python(textwrap.dedent("""
+    child = start_python(
+        textwrap.dedent("""
         import signal, sys; from trainbridge import worker
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         with worker.stage("train"):
             sys.stdin.read(1)
-    """), receiver.env(heartbeat_s="0.2"), str(tmp_path))
+    """),
+        receiver.env(heartbeat_s="0.2"),
+        str(tmp_path),
+    )
     try:
         receiver.wait_for(lambda r: r.kind == "stage")
         cancel = receiver.command("cancel")

@@ -19,14 +19,18 @@ def crash_text(path):
 
 def test_native_crash_leaves_its_stack_in_the_crash_file(receiver, tmp_path):
     crash = tmp_path / "crash.txt"
-    child = start_python(textwrap.dedent("""
+    child = start_python(
+        textwrap.dedent("""
         import ctypes, sys; from trainbridge import worker
         def read_address_zero():
             return ctypes.string_at(0)
         with worker.stage("native"):
             sys.stdin.read(1)  # released once the receiver has the stage
             read_address_zero()
-    """), receiver.env(heartbeat_s="0.1", crash_file=str(crash)), str(tmp_path))
+    """),
+        receiver.env(heartbeat_s="0.1", crash_file=str(crash)),
+        str(tmp_path),
+    )
     try:
         receiver.wait_for(lambda r: r.kind == "stage")
         assert release(child) == -signal.SIGSEGV
@@ -43,20 +47,25 @@ def test_native_crash_leaves_its_stack_in_the_crash_file(receiver, tmp_path):
 
 def test_sigusr1_dumps_every_stack_to_the_crash_file_and_the_script_goes_on(receiver, tmp_path):
     crash = tmp_path / "crash.txt"
-    child = start_python(textwrap.dedent("""
+    child = start_python(
+        textwrap.dedent("""
         import sys; from trainbridge import worker
         def wait_for_release():
             return sys.stdin.read(1)
         with worker.stage("waiting"):
             wait_for_release()
         print("went on", flush=True)
-    """), receiver.env(heartbeat_s="0.1", stall_s="0.2", crash_file=str(crash)), str(tmp_path))
+    """),
+        receiver.env(heartbeat_s="0.1", stall_s="0.2", crash_file=str(crash)),
+        str(tmp_path),
+    )
     try:
         hello = receiver.wait_for(lambda r: r.kind == "hello").body
         assert hello["dump_signal"] == "SIGUSR1"
         # A stalled heartbeat shows the main thread inside the wait: signal it now.
-        receiver.wait_for(lambda r: r.kind == "heartbeat" and "wait_for_release()" in
-                          (r.body["stack"] or ""))
+        receiver.wait_for(
+            lambda r: r.kind == "heartbeat" and "wait_for_release()" in (r.body["stack"] or "")
+        )
         os.kill(child.pid, signal.SIGUSR1)
         deadline = time.monotonic() + 10
         while "in wait_for_release" not in crash_text(crash):
@@ -74,7 +83,8 @@ def test_sigusr1_dumps_every_stack_to_the_crash_file_and_the_script_goes_on(rece
 
 def test_gil_held_freeze_reaches_the_crash_file_through_the_watchdog(receiver, tmp_path):
     crash = tmp_path / "crash.txt"
-    child = start_python(textwrap.dedent("""
+    child = start_python(
+        textwrap.dedent("""
         import ctypes, sys; from trainbridge import worker
         libc = ctypes.PyDLL(None)  # PyDLL keeps the GIL held during the call
         with worker.stage("frozen"):
@@ -82,7 +92,10 @@ def test_gil_held_freeze_reaches_the_crash_file_through_the_watchdog(receiver, t
             sys.stdin.read(1)  # released once heartbeats flow
             libc.sleep(3)
         worker.progress(2)
-    """), receiver.env(heartbeat_s="0.1", freeze_s="1", crash_file=str(crash)), str(tmp_path))
+    """),
+        receiver.env(heartbeat_s="0.1", freeze_s="1", crash_file=str(crash)),
+        str(tmp_path),
+    )
     try:
         receiver.wait_for(lambda r: r.kind == "heartbeat" and r.body["beat"] >= 2)
         assert release(child, timeout=15) == 0
@@ -121,8 +134,9 @@ def test_last_words_survive_50000_queued_messages(tmp_path):
         directory = tempfile.mkdtemp(prefix="tbw-", dir="/tmp")
         receiver = Receiver(directory, job=f"rep-{rep}")
         try:
-            proc = run_python(script, receiver.env(ack_timeout_s="30"), str(tmp_path),
-                              args=[str(rep)])
+            proc = run_python(
+                script, receiver.env(ack_timeout_s="30"), str(tmp_path), args=[str(rep)]
+            )
             assert proc.returncode == 1
             # The process has exited: what was acked had arrived before it did.
             kinds = receiver.kinds()
@@ -136,7 +150,8 @@ def test_last_words_survive_50000_queued_messages(tmp_path):
 
 
 def test_a_log_flood_is_bounded_and_every_drop_is_counted(receiver, tmp_path):
-    child = start_python(textwrap.dedent("""
+    child = start_python(
+        textwrap.dedent("""
         import sys; from trainbridge import worker
         sys.setswitchinterval(30)  # the beacon cannot run during the flood: the queue fills
         for i in range(50000):
@@ -144,11 +159,19 @@ def test_a_log_flood_is_bounded_and_every_drop_is_counted(receiver, tmp_path):
         sys.setswitchinterval(0.005)
         worker.stage("after the flood").__enter__()
         sys.stdin.read(1)
-    """), receiver.env(heartbeat_s="0.1", log_wait_s="0"), str(tmp_path))  # no backpressure
+    """),
+        receiver.env(heartbeat_s="0.1", log_wait_s="0"),
+        str(tmp_path),
+    )  # no backpressure
     try:
+
         def accounted(r):
-            return (r.kind == "heartbeat" and r.body["stage"] == "after the flood"
-                    and r.body["dropped"]["log"] + len(receiver.of_kind("log")) == 50000)
+            return (
+                r.kind == "heartbeat"
+                and r.body["stage"] == "after the flood"
+                and r.body["dropped"]["log"] + len(receiver.of_kind("log")) == 50000
+            )
+
         beat = receiver.wait_for(accounted, timeout=20).body
         assert release(child) == 0
     finally:
@@ -163,7 +186,8 @@ def test_a_log_flood_is_bounded_and_every_drop_is_counted(receiver, tmp_path):
 
 def test_forked_child_stays_silent(receiver, tmp_path):
     crash = tmp_path / "crash.txt"
-    proc = run_python(textwrap.dedent("""
+    proc = run_python(
+        textwrap.dedent("""
         import os, sys; from trainbridge import worker
         worker.progress(1)
         with worker.stage("before fork"):
@@ -181,8 +205,11 @@ def test_forked_child_stays_silent(receiver, tmp_path):
             print("child exit", os.waitstatus_to_exitcode(status), flush=True)
         with worker.stage("parent after fork"):
             worker.progress(2)
-    """), receiver.env(heartbeat_s="0.05", freeze_s="1", crash_file=str(crash)), str(tmp_path),
-        timeout=20)
+    """),
+        receiver.env(heartbeat_s="0.05", freeze_s="1", crash_file=str(crash)),
+        str(tmp_path),
+        timeout=20,
+    )
     assert proc.returncode == 0, proc.stderr
     assert b"child exit 0" in proc.stdout
     receiver.wait_for(lambda r: r.kind == "bye")
@@ -199,7 +226,8 @@ def test_forked_child_stays_silent(receiver, tmp_path):
 
 
 def test_multiprocessing_spawn_children_stay_silent(receiver, tmp_path):
-    proc = run_python(textwrap.dedent("""
+    proc = run_python(
+        textwrap.dedent("""
         import multiprocessing as mp; from trainbridge import worker
 
         def work(n):
@@ -212,7 +240,11 @@ def test_multiprocessing_spawn_children_stay_silent(receiver, tmp_path):
                 with mp.get_context("spawn").Pool(2) as pool:
                     print("children enabled:", pool.map(work, range(2)), flush=True)
             worker.progress(1)
-    """), receiver.env(heartbeat_s="0.2"), str(tmp_path), timeout=60)
+    """),
+        receiver.env(heartbeat_s="0.2"),
+        str(tmp_path),
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert b"children enabled: [False, False]" in proc.stdout
     receiver.wait_for(lambda r: r.kind == "bye")
@@ -222,7 +254,8 @@ def test_multiprocessing_spawn_children_stay_silent(receiver, tmp_path):
 
 
 def test_thread_exception_is_reported_and_not_fatal(receiver, tmp_path):
-    proc = run_python(textwrap.dedent("""
+    proc = run_python(
+        textwrap.dedent("""
         import threading; from trainbridge import worker
         def load():
             raise OSError("shard 7 is unreadable")
@@ -231,7 +264,10 @@ def test_thread_exception_is_reported_and_not_fatal(receiver, tmp_path):
             t.start()
             t.join()
         print("main goes on", flush=True)
-    """), receiver.env(heartbeat_s="0.2"), str(tmp_path))
+    """),
+        receiver.env(heartbeat_s="0.2"),
+        str(tmp_path),
+    )
     assert proc.returncode == 0
     assert b"main goes on" in proc.stdout
     assert b"OSError: shard 7 is unreadable" in proc.stderr  # printed as without us
@@ -243,7 +279,8 @@ def test_thread_exception_is_reported_and_not_fatal(receiver, tmp_path):
 
 
 def test_nonfatal_error_call(receiver, tmp_path):
-    proc = run_python(textwrap.dedent("""
+    proc = run_python(
+        textwrap.dedent("""
         from trainbridge import worker
         with worker.stage("eval"):
             try:
@@ -251,7 +288,10 @@ def test_nonfatal_error_call(receiver, tmp_path):
             except KeyError as exc:
                 worker.error(exc, batch=3)
             worker.error("validation set is empty")
-    """), receiver.env(heartbeat_s="0.2"), str(tmp_path))
+    """),
+        receiver.env(heartbeat_s="0.2"),
+        str(tmp_path),
+    )
     assert proc.returncode == 0
     receiver.wait_for(lambda r: r.kind == "bye")
     first, second = [r.body for r in receiver.of_kind("error")]
@@ -262,7 +302,8 @@ def test_nonfatal_error_call(receiver, tmp_path):
 
 
 def test_internal_failure_is_reported_once_and_the_script_goes_on(receiver, tmp_path):
-    proc = run_python(textwrap.dedent("""
+    proc = run_python(
+        textwrap.dedent("""
         from trainbridge import worker
         class Unprintable:
             def __str__(self):
@@ -272,7 +313,10 @@ def test_internal_failure_is_reported_once_and_the_script_goes_on(receiver, tmp_
         worker.progress(2 ** 70, 1)      # fails again: counted, not printed again
         worker.progress(3, loss=0.5)
         print("still running", flush=True)
-    """), receiver.env(heartbeat_s="0.2"), str(tmp_path))
+    """),
+        receiver.env(heartbeat_s="0.2"),
+        str(tmp_path),
+    )
     assert proc.returncode == 0
     assert b"still running" in proc.stdout
     lines = [line for line in proc.stderr.decode("ascii").splitlines() if "[trainbridge]" in line]
@@ -284,9 +328,11 @@ def test_internal_failure_is_reported_once_and_the_script_goes_on(receiver, tmp_
 
 
 def test_unusable_crash_file_is_reported_and_the_rest_works(receiver, tmp_path):
-    proc = run_python("from trainbridge import worker\nworker.progress(1)\n",
-                      receiver.env(crash_file=str(tmp_path / "missing-dir" / "crash.txt")),
-                      str(tmp_path))
+    proc = run_python(
+        "from trainbridge import worker\nworker.progress(1)\n",
+        receiver.env(crash_file=str(tmp_path / "missing-dir" / "crash.txt")),
+        str(tmp_path),
+    )
     assert proc.returncode == 0
     lines = proc.stderr.decode("ascii").splitlines()
     assert len(lines) == 1
@@ -301,18 +347,23 @@ def test_refused_worker_disables_itself_and_the_script_goes_on(tmp_path):
     directory = tempfile.mkdtemp(prefix="tbw-", dir="/tmp")
     receiver = Receiver(directory)
     try:
-        child = start_python(textwrap.dedent("""
+        child = start_python(
+            textwrap.dedent("""
             import sys; from trainbridge import worker
             sys.stdin.read(1)
             print("enabled after refuse:", worker.enabled(), flush=True)
             worker.progress(5)
-        """), receiver.env(heartbeat_s="0.1"), str(tmp_path))
+        """),
+            receiver.env(heartbeat_s="0.1"),
+            str(tmp_path),
+        )
         try:
-            receiver.command("refuse", {"reason": "this client speaks v2 only",
-                                        "supported": [2]})
+            receiver.command("refuse", {"reason": "this client speaks v2 only", "supported": [2]})
             line = read_line(child.stderr, timeout=10)
-            assert line == b"[trainbridge] the client refused this worker: this client speaks " \
-                           b"v2 only; continuing without supervision\n"
+            assert (
+                line == b"[trainbridge] the client refused this worker: this client speaks "
+                b"v2 only; continuing without supervision\n"
+            )
             release(child)
             out, err = child.stdout.read(), child.stderr.read()
         finally:

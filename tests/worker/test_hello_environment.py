@@ -19,9 +19,13 @@ def _hello(receiver, tmp_path, **env_changes):
             env.pop(name, None)
         else:
             env[name] = value
-    proc = subprocess.Popen([sys.executable, "-c", "from trainbridge import worker; assert worker.enabled()"],
-                            env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from trainbridge import worker; assert worker.enabled()"],
+        env=env,
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 0, stderr
     return receiver.wait_for(lambda r: r.kind == "hello" and r.body["pid"] == proc.pid).body
@@ -34,21 +38,40 @@ def test_hello_says_what_the_process_runs_on(receiver, tmp_path):
     assert hello["nvidia"] == facts.nvidia_driver()  # None on a machine without the driver
     assert hello["detached"] is False
     # stdout is a pipe and PYTHONUNBUFFERED is unset: print() output arrives in blocks.
-    assert hello["stdout"] == {"isatty": False, "line_buffering": False, "write_through": False,
-                               "pythonunbuffered": False, "buffered": True}
+    assert hello["stdout"] == {
+        "isatty": False,
+        "line_buffering": False,
+        "write_through": False,
+        "pythonunbuffered": False,
+        "buffered": True,
+    }
 
 
 def test_a_non_utf8_locale_shows_even_when_it_is_not_used(receiver, tmp_path):
     # The C locale without coercion or UTF-8 mode: Python's ASCII locale encoding.
-    hello = _hello(receiver, tmp_path, LC_ALL="C", LANG="C", PYTHONCOERCECLOCALE="0",
-                   PYTHONUTF8="0", PYTHONIOENCODING=None)
+    hello = _hello(
+        receiver,
+        tmp_path,
+        LC_ALL="C",
+        LANG="C",
+        PYTHONCOERCECLOCALE="0",
+        PYTHONUTF8="0",
+        PYTHONIOENCODING=None,
+    )
     encoding = hello["encoding"]
     assert encoding["utf8_mode"] is False
     assert encoding["locale"].lower().replace("-", "") not in ("utf8", "")
     assert encoding["preferred"] == encoding["locale"]
     # UTF-8 mode (which the clients turn on) changes what is used, not what the locale is.
-    utf8 = _hello(receiver, tmp_path, LC_ALL="C", LANG="C", PYTHONCOERCECLOCALE="0",
-                  PYTHONUTF8="1", PYTHONUNBUFFERED="1")
+    utf8 = _hello(
+        receiver,
+        tmp_path,
+        LC_ALL="C",
+        LANG="C",
+        PYTHONCOERCECLOCALE="0",
+        PYTHONUTF8="1",
+        PYTHONUNBUFFERED="1",
+    )
     assert utf8["encoding"]["utf8_mode"] is True
     assert utf8["encoding"]["preferred"] == "utf-8"
     assert utf8["encoding"]["stdout"] == "utf-8"
@@ -58,15 +81,20 @@ def test_a_non_utf8_locale_shows_even_when_it_is_not_used(receiver, tmp_path):
 
 def test_nvidia_driver_version_from_the_kernel_modules_first_line(tmp_path):
     proprietary = tmp_path / "proprietary"
-    proprietary.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  "
-                           "Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc 12\n")
+    proprietary.write_text(
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  "
+        "Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc 12\n"
+    )
     assert facts.nvidia_driver(str(proprietary)) == {
         "driver": "535.104.05",
         "line": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  "
-                "Sat Aug 19 01:15:15 UTC 2023"}
+        "Sat Aug 19 01:15:15 UTC 2023",
+    }
     open_module = tmp_path / "open"
-    open_module.write_text("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  "
-                           "550.54.14  Release Build  (dvs-builder@U16)  Thu Feb 22 2024\n")
+    open_module.write_text(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  "
+        "550.54.14  Release Build  (dvs-builder@U16)  Thu Feb 22 2024\n"
+    )
     assert facts.nvidia_driver(str(open_module))["driver"] == "550.54.14"
     odd = tmp_path / "odd"
     odd.write_text("something else entirely\n")
@@ -74,18 +102,23 @@ def test_nvidia_driver_version_from_the_kernel_modules_first_line(tmp_path):
     assert facts.nvidia_driver(str(tmp_path / "absent")) is None
 
 
-BASE = {"TRAINBRIDGE_ENDPOINT": "ipc:///tmp/x.sock", "TRAINBRIDGE_JOB_ID": "job-1",
-        "TRAINBRIDGE_KEY": "ab" * 32}
+BASE = {
+    "TRAINBRIDGE_ENDPOINT": "ipc:///tmp/x.sock",
+    "TRAINBRIDGE_JOB_ID": "job-1",
+    "TRAINBRIDGE_KEY": "ab" * 32,
+}
 
 
 def test_parent_death_settings():
-    config, problem = worker_config.from_env(dict(BASE, TRAINBRIDGE_CLIENT_PID="4242",
-                                                  TRAINBRIDGE_KILL_GRACE_S="2.5"))
+    config, problem = worker_config.from_env(
+        dict(BASE, TRAINBRIDGE_CLIENT_PID="4242", TRAINBRIDGE_KILL_GRACE_S="2.5")
+    )
     assert problem is None
     assert (config.client_pid, config.detached, config.kill_grace_s) == (4242, False, 2.5)
     # Detached: the client's pid (inherited from an outer job, say) is not watched.
-    config, _ = worker_config.from_env(dict(BASE, TRAINBRIDGE_CLIENT_PID="4242",
-                                            TRAINBRIDGE_DETACHED="1"))
+    config, _ = worker_config.from_env(
+        dict(BASE, TRAINBRIDGE_CLIENT_PID="4242", TRAINBRIDGE_DETACHED="1")
+    )
     assert (config.client_pid, config.detached) == (None, True)
     # Defaults: no client to watch, a 5 s grace.
     config, _ = worker_config.from_env(BASE)

@@ -17,7 +17,8 @@ from trainbridge.worker.runtime import SLOT
 
 
 def test_batches_keep_the_order_of_logs_stages_and_errors(receiver, tmp_path):
-    proc = run_python(textwrap.dedent("""
+    proc = run_python(
+        textwrap.dedent("""
         from trainbridge import worker
         for i in range(300):
             worker.log(f"before {i}", i=i)
@@ -26,7 +27,11 @@ def test_batches_keep_the_order_of_logs_stages_and_errors(receiver, tmp_path):
                 worker.log(f"inside {i}")
             worker.error("not fatal")
         worker.log("after")
-    """), receiver.env(heartbeat_s="0.2"), str(tmp_path), timeout=30)
+    """),
+        receiver.env(heartbeat_s="0.2"),
+        str(tmp_path),
+        timeout=30,
+    )
     assert proc.returncode == 0, proc.stderr
     receiver.wait_for(lambda r: r.kind == "bye")
     seen = []
@@ -37,9 +42,12 @@ def test_batches_keep_the_order_of_logs_stages_and_errors(receiver, tmp_path):
             seen.append(f"{r.body['event']} {r.body['name']}")
         elif r.kind == "error":
             seen.append(f"error {r.body['message']}")
-    assert seen == ([f"before {i}" for i in range(300)] + ["begin middle"]
-                    + [f"inside {i}" for i in range(300)]
-                    + ["error not fatal", "end middle", "after"])
+    assert seen == (
+        [f"before {i}" for i in range(300)]
+        + ["begin middle"]
+        + [f"inside {i}" for i in range(300)]
+        + ["error not fatal", "end middle", "after"]
+    )
     first = next(r.body for r in receiver.of_kind("log"))
     assert first["fields"] == {"i": 0} and first["level"] == "info" and "created" in first
     assert receiver.batches, "consecutive records went as logs batches"
@@ -49,14 +57,19 @@ def test_batches_keep_the_order_of_logs_stages_and_errors(receiver, tmp_path):
 def test_a_50000_record_flood_arrives_complete_and_in_order(receiver, tmp_path):
     # The script keeps under the worker's 10,000-record queue (as a real one logging at its
     # own pace would): then batching must deliver every record, none dropped.
-    proc = run_python(textwrap.dedent("""
+    proc = run_python(
+        textwrap.dedent("""
         import time; from trainbridge import worker
         from trainbridge.worker.runtime import STATE
         for i in range(50000):
             while len(STATE.events) > 8000:
                 time.sleep(0.0005)
             worker.log(f"flood {i}")
-    """), receiver.env(heartbeat_s="0.2"), str(tmp_path), timeout=60)
+    """),
+        receiver.env(heartbeat_s="0.2"),
+        str(tmp_path),
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     receiver.wait_for(lambda r: r.kind == "bye", timeout=30)
     logs = [r.body["message"] for r in receiver.of_kind("log")]
@@ -92,7 +105,9 @@ def test_progress_between_logs_ends_a_batch(beacon):  # noqa: F811
         now += 1.0
     messages = [codec.decode(f, key, expect="worker") for f in b.sock.sent]
     assert [m.kind for m in messages] == ["progress", "logs"] * 3
-    order = [m.body["step"] if m.kind == "progress" else m.body["message"] for m in expand(messages)]
+    order = [
+        m.body["step"] if m.kind == "progress" else m.body["message"] for m in expand(messages)
+    ]
     assert order == [1, "1.0", "1.1", "1.2", 2, "2.0", "2.1", "2.2", 3, "3.0", "3.1", "3.2"]
 
 
@@ -100,7 +115,9 @@ def test_progress_between_logs_ends_a_batch(beacon):  # noqa: F811
 def test_clients_reject_a_batch_with_a_record_that_is_not_a_log(bad):
     key = os.urandom(32)
     record = {"level": "info"} if bad == "missing" else "just text"
-    frames = codec.encode("logs", 1, {"records": [{"level": "info", "message": "ok"}, record]}, key, "j")
+    frames = codec.encode(
+        "logs", 1, {"records": [{"level": "info", "message": "ok"}, record]}, key, "j"
+    )
     with pytest.raises(codec.ProtocolError) as info:
         codec.decode(frames, key, expect="worker")
     assert info.value.reason == "bad_field"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 
@@ -11,8 +10,9 @@ from tests.worker.receiver import release, run_python, start_python
 
 def run(receiver, tmp_path, script, timeout=30.0, args=None, **settings):
     settings.setdefault("heartbeat_s", "0.2")
-    return run_python(textwrap.dedent(script), receiver.env(**settings), str(tmp_path),
-                      timeout=timeout, args=args)
+    return run_python(
+        textwrap.dedent(script), receiver.env(**settings), str(tmp_path), timeout=timeout, args=args
+    )
 
 
 def bodies(receiver, kind):
@@ -20,15 +20,24 @@ def bodies(receiver, kind):
 
 
 def test_hello_comes_first_with_process_facts(receiver, tmp_path):
-    env_extra = {"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4",
-                 "HTTPS_PROXY": "http://user:secret@proxy.local:3128",
-                 "CUDA_VISIBLE_DEVICES": "0,1"}
+    env_extra = {
+        "RANK": "3",
+        "LOCAL_RANK": "1",
+        "WORLD_SIZE": "4",
+        "HTTPS_PROXY": "http://user:secret@proxy.local:3128",
+        "CUDA_VISIBLE_DEVICES": "0,1",
+    }
     env = receiver.env(heartbeat_s="0.2", crash_file=str(tmp_path / "crash.txt"))
     env.update(env_extra)
     script = tmp_path / "script.py"
     script.write_text("from trainbridge import worker\nassert worker.enabled()\n")
-    proc = __import__("subprocess").run([sys.executable, str(script), "--lr", "0.1"], env=env,
-                                        cwd=str(tmp_path), capture_output=True, timeout=30)
+    proc = __import__("subprocess").run(
+        [sys.executable, str(script), "--lr", "0.1"],
+        env=env,
+        cwd=str(tmp_path),
+        capture_output=True,
+        timeout=30,
+    )
     assert proc.returncode == 0, proc.stderr
     first = receiver.messages[0]
     assert first.kind == "hello" and first.msg.seq == 1
@@ -44,6 +53,7 @@ def test_hello_comes_first_with_process_facts(receiver, tmp_path):
     assert hello["env"]["HTTPS_PROXY"] == "http://***@proxy.local:3128"  # no credentials
     assert hello["env"]["HF_ENDPOINT"] is None
     from importlib import metadata
+
     assert hello["packages"]["torch"] == metadata.version("torch")
     assert "transformers" in hello["packages"]
     assert hello["proto"] == "1.1" and hello["heartbeat_s"] == 0.2
@@ -62,7 +72,10 @@ def test_no_crash_file_means_no_dump_signal(receiver, tmp_path):
 
 
 def test_stages_nest_as_context_managers_and_decorators(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         from trainbridge import worker
 
         @worker.stage("evaluate")
@@ -77,13 +90,21 @@ def test_stages_nest_as_context_managers_and_decorators(receiver, tmp_path):
                 raise ValueError("caught below")
         except ValueError:
             pass
-    """)
+    """,
+    )
     assert proc.returncode == 0, proc.stderr
     receiver.wait_for(lambda r: r.kind == "bye")
     stages = [(b["event"], b["name"], b["depth"]) for b in bodies(receiver, "stage")]
-    assert stages == [("begin", "train", 0), ("begin", "epoch 1", 1), ("begin", "evaluate", 2),
-                      ("end", "evaluate", 2), ("end", "epoch 1", 1), ("end", "train", 0),
-                      ("begin", "flaky", 0), ("end", "flaky", 0)]
+    assert stages == [
+        ("begin", "train", 0),
+        ("begin", "epoch 1", 1),
+        ("begin", "evaluate", 2),
+        ("end", "evaluate", 2),
+        ("end", "epoch 1", 1),
+        ("end", "train", 0),
+        ("begin", "flaky", 0),
+        ("end", "flaky", 0),
+    ]
     by_name = {(b["event"], b["name"]): b for b in bodies(receiver, "stage")}
     assert by_name[("begin", "train")]["budget_s"] == 60
     assert by_name[("begin", "epoch 1")]["budget_s"] is None
@@ -93,12 +114,16 @@ def test_stages_nest_as_context_managers_and_decorators(receiver, tmp_path):
 
 
 def test_progress_is_coalesced_latest_wins(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         from trainbridge import worker
         with worker.stage("train"):
             for step in range(1, 200001):
                 worker.progress(step, 200000, loss=1.0 / step, phase="warmup")
-    """)
+    """,
+    )
     assert proc.returncode == 0, proc.stderr
     receiver.wait_for(lambda r: r.kind == "bye")
     progress = bodies(receiver, "progress")
@@ -113,16 +138,21 @@ def test_progress_is_coalesced_latest_wins(receiver, tmp_path):
 
 
 def test_heartbeats_carry_stage_idle_time_resources_and_stalled_stack(receiver, tmp_path):
-    child = start_python(textwrap.dedent("""
+    child = start_python(
+        textwrap.dedent("""
         import sys; from trainbridge import worker
         with worker.stage("outer"):
             with worker.stage("wait here"):
                 worker.progress(1, 10)
                 sys.stdin.read(1)  # the test releases it after a stalled heartbeat
-    """), receiver.env(heartbeat_s="0.1", stall_s="0.5"), str(tmp_path))
+    """),
+        receiver.env(heartbeat_s="0.1", stall_s="0.5"),
+        str(tmp_path),
+    )
     try:
         stalled = receiver.wait_for(
-            lambda r: r.kind == "heartbeat" and r.body["stack"] is not None).body
+            lambda r: r.kind == "heartbeat" and r.body["stack"] is not None
+        ).body
         assert release(child) == 0
     finally:
         child.kill()
@@ -139,7 +169,10 @@ def test_heartbeats_carry_stage_idle_time_resources_and_stalled_stack(receiver, 
 
 
 def test_uncaught_exception_reports_frames_chain_and_stage(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         from trainbridge import worker
 
         def parse(text):
@@ -154,7 +187,8 @@ def test_uncaught_exception_reports_frames_chain_and_stage(receiver, tmp_path):
         with worker.stage("setup"):
             with worker.stage("load config"):
                 load_config()
-    """)
+    """,
+    )
     assert proc.returncode == 1
     assert b"RuntimeError: config is broken" in proc.stderr, "the traceback still prints"
     error = receiver.wait_for(lambda r: r.kind == "error").body
@@ -164,8 +198,13 @@ def test_uncaught_exception_reports_frames_chain_and_stage(receiver, tmp_path):
     assert error["stage"] == "load config"
     assert [f["function"] for f in error["frames"]] == ["<module>", "load_config"]
     assert error["frames"][-1]["file"].endswith("script.py")
-    assert error["chain"] == [{"type": "ValueError", "relation": "cause",
-                               "message": "invalid literal for int() with base 10: 'not a number'"}]
+    assert error["chain"] == [
+        {
+            "type": "ValueError",
+            "relation": "cause",
+            "message": "invalid literal for int() with base 10: 'not a number'",
+        }
+    ]
     assert "The above exception was the direct cause" in error["traceback"]
     assert "in parse" in error["traceback"]
     bye = receiver.wait_for(lambda r: r.kind == "bye").body
@@ -174,7 +213,10 @@ def test_uncaught_exception_reports_frames_chain_and_stage(receiver, tmp_path):
 
 
 def test_context_chain_and_custom_exception_names(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         class DataError(Exception):
             pass
         from trainbridge import worker
@@ -182,7 +224,8 @@ def test_context_chain_and_custom_exception_names(receiver, tmp_path):
             {}["missing"]
         except KeyError:
             raise DataError("während des Ladens")
-    """)
+    """,
+    )
     assert proc.returncode == 1
     error = receiver.wait_for(lambda r: r.kind == "error").body
     # It failed right after import, before the beacon had connected: hello still went first.
@@ -195,26 +238,36 @@ def test_context_chain_and_custom_exception_names(receiver, tmp_path):
 
 
 def test_uncaught_exception_is_reported_when_the_script_replaced_excepthook(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         import sys; from trainbridge import worker
         sys.excepthook = lambda *exc: print("custom hook:", exc[1], file=sys.stderr)
         raise LookupError("no such tokenizer")
-    """)
+    """,
+    )
     assert proc.returncode == 1
     assert proc.stderr == b"custom hook: no such tokenizer\n"
     error = receiver.wait_for(lambda r: r.kind == "error").body
     assert error["type"] == "LookupError" and error["fatal"] is True
     assert error["frames"][-1]["line"] == 4
-    assert receiver.wait_for(lambda r: r.kind == "bye").body == {"exit_code": 1,
-                                                                  "reason": "after_error"}
+    assert receiver.wait_for(lambda r: r.kind == "bye").body == {
+        "exit_code": 1,
+        "reason": "after_error",
+    }
 
 
 def test_cuda_oom_is_recognised_by_type(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         import torch; from trainbridge import worker
         with worker.stage("forward"):
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-    """)
+    """,
+    )
     assert proc.returncode == 1
     error = receiver.wait_for(lambda r: r.kind == "error").body
     assert error["kind"] == "cuda_oom" and error["type"].endswith("OutOfMemoryError")
@@ -222,22 +275,30 @@ def test_cuda_oom_is_recognised_by_type(receiver, tmp_path):
 
 
 def test_cuda_oom_wrapped_by_another_exception_keeps_its_kind(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         from trainbridge import worker
         try:
             raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB")
         except RuntimeError as exc:
             raise ValueError("training step failed") from exc
-    """)
+    """,
+    )
     assert proc.returncode == 1
     assert receiver.wait_for(lambda r: r.kind == "error").body["kind"] == "cuda_oom"
 
 
 def test_sys_exit_with_a_code(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         import sys; from trainbridge import worker
         sys.exit(3)
-    """)
+    """,
+    )
     assert proc.returncode == 3
     bye = receiver.wait_for(lambda r: r.kind == "bye").body
     assert bye == {"exit_code": 3, "reason": "sys_exit"}
@@ -245,10 +306,14 @@ def test_sys_exit_with_a_code(receiver, tmp_path):
 
 
 def test_raise_system_exit_is_not_reported_as_an_error(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         from trainbridge import worker
         raise SystemExit(3)
-    """)
+    """,
+    )
     assert proc.returncode == 3
     bye = receiver.wait_for(lambda r: r.kind == "bye").body
     # No hook sees a bare SystemExit: the worker says it does not know the code.
@@ -257,13 +322,17 @@ def test_raise_system_exit_is_not_reported_as_an_error(receiver, tmp_path):
 
 
 def test_sys_exit_with_a_message_is_an_error(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         import sys; from trainbridge import worker
         def main():
             sys.exit("dataset not found: /data/train")
         with worker.stage("prepare"):
             main()
-    """)
+    """,
+    )
     assert proc.returncode == 1
     assert b"dataset not found" in proc.stderr
     error = receiver.wait_for(lambda r: r.kind == "error").body
@@ -277,10 +346,14 @@ def test_sys_exit_with_a_message_is_an_error(receiver, tmp_path):
 
 
 def test_keyboard_interrupt_is_reported_as_such(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         from trainbridge import worker
         raise KeyboardInterrupt
-    """)
+    """,
+    )
     assert proc.returncode == -2  # Python re-raises SIGINT on an uncaught KeyboardInterrupt
     error = receiver.wait_for(lambda r: r.kind == "error").body
     assert error["kind"] == "keyboard_interrupt" and error["fatal"] is True
@@ -289,14 +362,18 @@ def test_keyboard_interrupt_is_reported_as_such(receiver, tmp_path):
 
 
 def test_normal_end_says_bye_after_everything_else(receiver, tmp_path):
-    proc = run(receiver, tmp_path, """
+    proc = run(
+        receiver,
+        tmp_path,
+        """
         import logging; from trainbridge import worker
         logging.basicConfig(level=logging.INFO)
         logging.getLogger().addHandler(worker.LogHandler())
         logging.getLogger("trainer").warning("lr is high: %s", 0.5)
         worker.log("checkpoint saved", path="/ckpt/1", size=123)
         worker.progress(5, 5)
-    """)
+    """,
+    )
     assert proc.returncode == 0, proc.stderr
     bye = receiver.wait_for(lambda r: r.kind == "bye")
     assert bye.body == {"exit_code": None, "reason": "normal"}

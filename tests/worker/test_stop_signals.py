@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Tuple
 
 from tests.worker.receiver import Receiver
 
@@ -59,11 +58,16 @@ with worker.stage("train"):
 """
 
 CHILDREN = int(os.environ.get("TB_STOP_CHILDREN", "60"))
-PLANS = ("term", "usr1-then-term", "usr1-flood-then-term", "usr1-during-inband-dump",
-         "usr1-dump-read-then-term")
+PLANS = (
+    "term",
+    "usr1-then-term",
+    "usr1-flood-then-term",
+    "usr1-during-inband-dump",
+    "usr1-dump-read-then-term",
+)
 
 
-def _run_one(plan: str, rng: random.Random) -> Tuple[str, int, bool, str]:
+def _run_one(plan: str, rng: random.Random) -> tuple[str, int, bool, str]:
     """Start a child, signal it as `plan` says; (plan details, returncode, saw hello before
     the first SIGUSR1, crash file text)."""
     directory = tempfile.mkdtemp(prefix="tbst-", dir="/tmp")
@@ -72,9 +76,14 @@ def _run_one(plan: str, rng: random.Random) -> Tuple[str, int, bool, str]:
     script = Path(directory) / "busy.py"
     script.write_text(BUSY_CHILD)
     env = receiver.env(crash_file=str(crash), heartbeat_s="0.05")
-    child = subprocess.Popen([sys.executable, str(script)], env=env, cwd=directory,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    steps: List[str] = []
+    child = subprocess.Popen(
+        [sys.executable, str(script)],
+        env=env,
+        cwd=directory,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    steps: list[str] = []
     hello_first = True
 
     def hello_seen() -> bool:
@@ -120,8 +129,12 @@ def _run_one(plan: str, rng: random.Random) -> Tuple[str, int, bool, str]:
         child.send_signal(signal.SIGTERM)
         code = child.wait(timeout=20)
         stderr = child.stderr.read().decode("ascii", "replace")
-        return " -> ".join(steps) + (f"; stderr {stderr[-400:]!r}" if stderr else ""), \
-            code, hello_first, _text(crash)
+        return (
+            " -> ".join(steps) + (f"; stderr {stderr[-400:]!r}" if stderr else ""),
+            code,
+            hello_first,
+            _text(crash),
+        )
     finally:
         child.kill()
         child.wait()
@@ -143,8 +156,8 @@ def test_a_busy_worker_process_dies_only_of_the_signal_it_was_sent():
     plans = [(PLANS[i % len(PLANS)], random.Random(rng.random())) for i in range(CHILDREN)]
     with ThreadPoolExecutor(max_workers=3) as pool:
         results = list(pool.map(lambda p: (p[0],) + _run_one(*p), plans))
-    wrong: List[str] = []
-    seen: Dict[str, int] = {}
+    wrong: list[str] = []
+    seen: dict[str, int] = {}
     for plan, steps, code, hello_first, crash in results:
         # SIGUSR1 before the worker registered its handler kills, as in any unprepared
         # process; clients send it only after hello said "dump_signal": "SIGUSR1".
@@ -158,7 +171,7 @@ def test_a_busy_worker_process_dies_only_of_the_signal_it_was_sent():
             assert "Fatal Python error" not in crash, crash
             assert 'File "' in crash and "busy.py" in crash and "in churn" in crash, crash
     assert not wrong, f"seed {seed} (TB_STOP_SEED={seed} replays it):\n" + "\n\n".join(wrong)
-    assert set(seen) == set(PLANS[:min(CHILDREN, len(PLANS))])
+    assert set(seen) == set(PLANS[: min(CHILDREN, len(PLANS))])
 
 
 GIL_HELD_CHILD = """
@@ -192,9 +205,13 @@ def test_sigusr2_dumps_the_main_thread_of_a_process_that_runs_no_python():
     crash = Path(directory) / "crash.txt"
     script = Path(directory) / "gil.py"
     script.write_text(GIL_HELD_CHILD)
-    child = subprocess.Popen([sys.executable, str(script)], cwd=directory,
-                             env=receiver.env(crash_file=str(crash), heartbeat_s="0.05"),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=directory,
+        env=receiver.env(crash_file=str(crash), heartbeat_s="0.05"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         hello = receiver.wait_for(lambda r: r.kind == "hello", timeout=20).body
         assert hello["dump_signal"] == "SIGUSR1" and hello["native_dump_signal"] == "SIGUSR2"

@@ -59,13 +59,17 @@ BODY = textwrap.dedent("""
 
 
 def plain_env():
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("TRAINBRIDGE_") and k != "PYTHONUNBUFFERED"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TRAINBRIDGE_") and k != "PYTHONUNBUFFERED"
+    }
     return env
 
 
-@pytest.mark.parametrize("ending", ["normal", "exception", "exit-code", "exit-message",
-                                    "interrupt", "raise-system-exit"])
+@pytest.mark.parametrize(
+    "ending", ["normal", "exception", "exit-code", "exit-message", "interrupt", "raise-system-exit"]
+)
 def test_script_without_client_behaves_as_without_trainbridge(tmp_path, ending):
     stub_dir = tmp_path / "stub"
     (stub_dir / "worker").mkdir(parents=True)
@@ -75,13 +79,21 @@ def test_script_without_client_behaves_as_without_trainbridge(tmp_path, ending):
 
     def run(path):
         env = dict(plain_env(), PYTHONPATH=str(path))
-        return subprocess.run([sys.executable, str(script), ending], env=env, cwd=str(tmp_path),
-                              capture_output=True, timeout=30)
+        return subprocess.run(
+            [sys.executable, str(script), ending],
+            env=env,
+            cwd=str(tmp_path),
+            capture_output=True,
+            timeout=30,
+        )
 
     real, stub = run(REPO), run(stub_dir)
     assert real.stdout.startswith(b"start") and b"threads 1" in real.stdout
-    assert (real.returncode, real.stdout, real.stderr) == (stub.returncode, stub.stdout,
-                                                           stub.stderr)
+    assert (real.returncode, real.stdout, real.stderr) == (
+        stub.returncode,
+        stub.stdout,
+        stub.stderr,
+    )
 
 
 def test_import_worker_without_client_imports_nothing_heavy():
@@ -92,8 +104,12 @@ def test_import_worker_without_client_imports_nothing_heavy():
                  if m in sys.modules]
         print(heavy, threading.active_count(), worker.enabled())
     """)
-    out = subprocess.run([sys.executable, "-c", code], env=dict(plain_env(), PYTHONPATH=str(REPO)),
-                         capture_output=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=dict(plain_env(), PYTHONPATH=str(REPO)),
+        capture_output=True,
+        timeout=30,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout == b"[] 1 False\n"
 
@@ -107,28 +123,50 @@ def test_supervised_import_leaves_heavy_imports_to_the_beacon(tmp_path):
         import os
         os._exit(0)
     """)
-    env = dict(plain_env(), PYTHONPATH=str(REPO),
-               TRAINBRIDGE_ENDPOINT=f"ipc://{tmp_path}/nobody.sock",
-               TRAINBRIDGE_JOB_ID="j", TRAINBRIDGE_KEY="ab" * 32)
+    env = dict(
+        plain_env(),
+        PYTHONPATH=str(REPO),
+        TRAINBRIDGE_ENDPOINT=f"ipc://{tmp_path}/nobody.sock",
+        TRAINBRIDGE_JOB_ID="j",
+        TRAINBRIDGE_KEY="ab" * 32,
+    )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=30)
     assert out.stdout == b"True False False\n", out.stderr
 
 
 def test_incomplete_settings_disable_the_worker_with_one_line(tmp_path):
-    env = dict(plain_env(), PYTHONPATH=str(REPO), TRAINBRIDGE_ENDPOINT="ipc:///nowhere",
-               TRAINBRIDGE_JOB_ID="j", TRAINBRIDGE_KEY="not-hex")
-    out = subprocess.run([sys.executable, "-c", "from trainbridge import worker; print(worker.enabled())"],
-                         env=env, capture_output=True, timeout=30)
+    env = dict(
+        plain_env(),
+        PYTHONPATH=str(REPO),
+        TRAINBRIDGE_ENDPOINT="ipc:///nowhere",
+        TRAINBRIDGE_JOB_ID="j",
+        TRAINBRIDGE_KEY="not-hex",
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", "from trainbridge import worker; print(worker.enabled())"],
+        env=env,
+        capture_output=True,
+        timeout=30,
+    )
     assert out.returncode == 0 and out.stdout == b"False\n"
-    assert out.stderr == (b"[trainbridge] worker disabled: TRAINBRIDGE_KEY is missing or not "
-                          b"64 lowercase hex digits\n")
+    assert out.stderr == (
+        b"[trainbridge] worker disabled: TRAINBRIDGE_KEY is missing or not "
+        b"64 lowercase hex digits\n"
+    )
 
 
 def test_a_beacon_that_cannot_start_does_not_break_the_script(tmp_path):
-    env = dict(plain_env(), PYTHONPATH=str(REPO), TRAINBRIDGE_ENDPOINT="bogus://nowhere",
-               TRAINBRIDGE_JOB_ID="j", TRAINBRIDGE_KEY="ab" * 32)
-    code = ("from trainbridge import worker\nworker.progress(1)\nworker.log('x')\n"
-            "print('done')\nraise SystemExit(5)")
+    env = dict(
+        plain_env(),
+        PYTHONPATH=str(REPO),
+        TRAINBRIDGE_ENDPOINT="bogus://nowhere",
+        TRAINBRIDGE_JOB_ID="j",
+        TRAINBRIDGE_KEY="ab" * 32,
+    )
+    code = (
+        "from trainbridge import worker\nworker.progress(1)\nworker.log('x')\n"
+        "print('done')\nraise SystemExit(5)"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=30)
     assert out.returncode == 5 and out.stdout == b"done\n"
     lines = out.stderr.decode("ascii").splitlines()

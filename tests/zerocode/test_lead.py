@@ -7,14 +7,26 @@ from tests.zerocode.test_zero_code import PY, names, run, user_env
 
 
 def test_a_torchrun_eval_subprocess_does_not_take_over_the_job():
-    report, events = run([PY, "with_torchrun_eval.py"], timeout=120, heartbeat_timeout=5,
-                         env=user_env(OMP_NUM_THREADS="1"))
+    report, events = run(
+        [PY, "with_torchrun_eval.py"],
+        timeout=120,
+        heartbeat_timeout=5,
+        env=user_env(OMP_NUM_THREADS="1"),
+    )
     assert report["outcome"] == "succeeded", (report["outcome"], report["diagnosis"])
-    assert [n for n in names(report) if not n.startswith("import ")][-3:] == \
-        ["train", "eval", "train more"], names(report)
+    assert [n for n in names(report) if not n.startswith("import ")][-3:] == [
+        "train",
+        "eval",
+        "train more",
+    ], names(report)
     assert report["progress"]["step"] == 6 and report["progress"]["total"] == 6
-    eval_hellos = [e["body"] for e in events if e.get("event") == "message"
-                   and e.get("kind") == "hello" and e["body"].get("world_size") == 1]
+    eval_hellos = [
+        e["body"]
+        for e in events
+        if e.get("event") == "message"
+        and e.get("kind") == "hello"
+        and e["body"].get("world_size") == 1
+    ]
     assert eval_hellos, "the eval rank never said hello: the test did not test anything"
     assert report["worker"]["leads"] == [report["pid"]], report["worker"]  # the script only
     assert "eval: world 1 sum 1" in report["log_tail"]
@@ -22,15 +34,21 @@ def test_a_torchrun_eval_subprocess_does_not_take_over_the_job():
 
 def test_a_two_rank_torchrun_job_is_led_by_rank_0():
     torchrun = os.path.join(os.path.dirname(PY), "torchrun")
-    report, events = run([torchrun, "--standalone", "--nproc_per_node=2", "ddp.py"], timeout=120,
-                         env=user_env(OMP_NUM_THREADS="1"))
+    report, events = run(
+        [torchrun, "--standalone", "--nproc_per_node=2", "ddp.py"],
+        timeout=120,
+        env=user_env(OMP_NUM_THREADS="1"),
+    )
     assert report["outcome"] == "succeeded", report
     hellos = [e["body"] for e in events if e.get("event") == "message" and e.get("kind") == "hello"]
     rank0 = next(h for h in hellos if h.get("rank") == 0 and h.get("world_size") == 2)
     torchrun_pid = report["pid"]
     # rank 0 spoke for the job; when it said bye, the launcher it belongs to took over
-    assert report["worker"]["leads"][-2:] == [rank0["pid"], torchrun_pid], \
-        (report["worker"]["leads"], rank0["pid"], torchrun_pid)
+    assert report["worker"]["leads"][-2:] == [rank0["pid"], torchrun_pid], (
+        report["worker"]["leads"],
+        rank0["pid"],
+        torchrun_pid,
+    )
 
 
 def test_when_the_lead_rank_dies_the_lead_passes_back_to_the_launcher(tmp_path):
@@ -54,9 +72,14 @@ def test_when_the_lead_rank_dies_the_lead_passes_back_to_the_launcher(tmp_path):
             elif len(leads) >= 2:
                 open(gate, "w").close()
                 handed_back.set()
-    job = bridge.launch([PY, launcher], env=user_env(TB_GATE=gate, TB_GATE_RANK=rank_gate),
-                        heartbeat_timeout=5,
-                        startup_timeout=60, on_event=on_event)
+
+    job = bridge.launch(
+        [PY, launcher],
+        env=user_env(TB_GATE=gate, TB_GATE_RANK=rank_gate),
+        heartbeat_timeout=5,
+        startup_timeout=60,
+        on_event=on_event,
+    )
     report = job.wait(90)
     assert report is not None
     assert handed_back.is_set(), (leads, report["outcome"], report["hang"])

@@ -1,8 +1,6 @@
 """Issue 12 item 10: zero-code mode reports the loss an unmodified script passes to
 backward() and the total a OneCycleLR schedule was given (nanoGPT showed "301/?" and no loss)."""
 
-import sys
-
 from tests.zerocode.test_zero_code import PY, run
 
 
@@ -15,8 +13,11 @@ def test_the_loss_given_to_backward_and_the_schedule_total_are_progress():
     assert metrics["source"] == "optimizer"
     printed = float(report["log_tail"][-1].split()[-1])
     # The value read when the beacon last sent: the last step's loss or one a little older.
-    seen = [e["body"]["metrics"].get("loss") for e in events
-            if e["event"] == "message" and e["kind"] == "progress"]
+    seen = [
+        e["body"]["metrics"].get("loss")
+        for e in events
+        if e["event"] == "message" and e["kind"] == "progress"
+    ]
     assert all(isinstance(v, float) for v in seen if v is not None) and seen[-1] is not None
     assert abs(metrics["loss"] - printed) < 0.5, (metrics["loss"], printed)
 
@@ -28,6 +29,8 @@ def test_a_script_reporting_its_own_progress_keeps_its_metrics(tmp_path):
         "m = torch.nn.Linear(2, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
         "for i in range(5):\n"
         "    loss = m(torch.ones(1, 2)).sum(); opt.zero_grad(); loss.backward(); opt.step()\n"
-        "    worker.progress(i + 1, 5, acc=0.5)\n", encoding="utf-8")
+        "    worker.progress(i + 1, 5, acc=0.5)\n",
+        encoding="utf-8",
+    )
     report, _ = run([PY, str(script)])
     assert report["progress"]["metrics"] == {"acc": 0.5}, report["progress"]

@@ -26,8 +26,13 @@ def run(cmd, timeout=90, **kwargs):
     kwargs.setdefault("startup_timeout", 60)
     kwargs.setdefault("heartbeat_timeout", 30)
     events = []
-    job = bridge.launch(cmd, env=kwargs.pop("env", user_env()), cwd=kwargs.pop("cwd", SCRIPTS),
-                        on_event=events.append, **kwargs)
+    job = bridge.launch(
+        cmd,
+        env=kwargs.pop("env", user_env()),
+        cwd=kwargs.pop("cwd", SCRIPTS),
+        on_event=events.append,
+        **kwargs,
+    )
     report = job.wait(timeout)
     assert report is not None, f"no report within {timeout} s"
     assert not psutil.Process().children(recursive=True), "a process of the job was left over"
@@ -44,8 +49,13 @@ def test_plain_torch_loop_gets_stages_and_counts_optimizer_steps():
     stages = names(report)
     for expected in ("startup", "main", "import torch", "first batch", "train"):
         assert expected in stages, stages
-    assert stages.index("startup") < stages.index("main") < stages.index("import torch") \
-        < stages.index("first batch") < stages.index("train")
+    assert (
+        stages.index("startup")
+        < stages.index("main")
+        < stages.index("import torch")
+        < stages.index("first batch")
+        < stages.index("train")
+    )
     assert report["progress"]["step"] == 24  # 96 samples / 8 per batch x 2 epochs
     assert report["progress"]["metrics"].get("source") == "optimizer"
     assert any(line.startswith("trained 24 steps") for line in report["log_tail"])
@@ -62,7 +72,9 @@ def test_dataloader_workers_stay_silent():
 def test_tqdm_bar_becomes_progress_with_its_description():
     report, events = run([PY, "tqdm_loop.py", "150"])
     assert report["outcome"] == "succeeded", report
-    progress = [e["body"] for e in events if e.get("event") == "message" and e.get("kind") == "progress"]
+    progress = [
+        e["body"] for e in events if e.get("event") == "message" and e.get("kind") == "progress"
+    ]
     assert progress, "no progress from the tqdm bar"
     last = progress[-1]
     assert (last["step"], last["total"]) == (150, 150)
@@ -96,7 +108,9 @@ def test_no_variables_no_effect():
     """The hook is inert in a process without the trainbridge variables."""
     import subprocess
 
-    env = user_env(PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(HERE)), "bridge", "inject"))
+    env = user_env(
+        PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(HERE)), "bridge", "inject")
+    )
     code = "import sys; print(sorted(m for m in ('worker', 'zmq', 'msgpack') if m in sys.modules))"
     out = subprocess.run([PY, "-c", code], env=env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr)
@@ -104,8 +118,11 @@ def test_no_variables_no_effect():
 
 def test_torchrun_ranks_each_say_hello_with_their_rank():
     torchrun = os.path.join(os.path.dirname(PY), "torchrun")  # installed with torch
-    report, events = run([torchrun, "--standalone", "--nproc_per_node=2", "ddp.py"], timeout=120,
-                         env=user_env(OMP_NUM_THREADS="1"))
+    report, events = run(
+        [torchrun, "--standalone", "--nproc_per_node=2", "ddp.py"],
+        timeout=120,
+        env=user_env(OMP_NUM_THREADS="1"),
+    )
     assert report["outcome"] == "succeeded", report
     hellos = [e["body"] for e in events if e.get("event") == "message" and e.get("kind") == "hello"]
     ranks = sorted(h.get("rank") for h in hellos if h.get("world_size") == 2)
@@ -117,13 +134,23 @@ def test_a_script_with_its_own_stages_and_progress_keeps_them():
     report, _ = run([PY, demo, "--steps", "20"])
     assert report["outcome"] == "succeeded", report
     assert [n for n in names(report) if not n.startswith("import ")] == [
-        "startup", "main", "config", "data", "model", "optimizer", "train", "save"]
+        "startup",
+        "main",
+        "config",
+        "data",
+        "model",
+        "optimizer",
+        "train",
+        "save",
+    ]
     assert "import torch" in names(report)
     assert all(s["status"] == "ok" for s in report["stages"])  # "main" closes at exit
     # The innermost stage still open at the end (zero-code's "main", closed at exit), not
     # the last one that began (issue 12 item 3).
     assert report["stage"] == "main"
-    assert report["progress"]["metrics"].keys() == {"loss"}  # the script's, not the optimizer hook's
+    assert report["progress"]["metrics"].keys() == {
+        "loss"
+    }  # the script's, not the optimizer hook's
 
 
 def test_the_cli_shows_an_unmodified_scripts_stages_and_steps_live():
@@ -133,14 +160,24 @@ def test_the_cli_shows_an_unmodified_scripts_stages_and_steps_live():
     import subprocess
 
     trainbridge = os.path.join(os.path.dirname(PY), "trainbridge")
-    out = subprocess.run([trainbridge, "run", "--json", "--", PY, "torch_loop.py"], cwd=SCRIPTS,
-                         env=user_env(), capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [trainbridge, "run", "--json", "--", PY, "torch_loop.py"],
+        cwd=SCRIPTS,
+        env=user_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     events = [json.loads(line) for line in out.stdout.splitlines()]
     assert all(line.isascii() for line in out.stdout.splitlines())
     end = next(i for i, e in enumerate(events) if e["event"] == "end")
     live = events[:end]
-    began = [e["body"]["name"] for e in live if e.get("kind") == "stage" and e["body"]["event"] == "begin"]
+    began = [
+        e["body"]["name"]
+        for e in live
+        if e.get("kind") == "stage" and e["body"]["event"] == "begin"
+    ]
     assert {"startup", "main", "import torch", "first batch", "train"} <= set(began), began
     steps = [e["body"]["step"] for e in live if e.get("kind") == "progress"]
     assert steps and steps[-1] == 24, steps
