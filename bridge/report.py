@@ -148,6 +148,7 @@ def build(job: Any) -> dict[str, Any]:
             "lost": job.channel.lost,
             "foreign_hello": job.foreign_hellos,
             "unrouted": job.unrouted,
+            "undelivered": dict(job.channel.undelivered),
         },
         "leftovers": list(job.leftovers),
         "stages_dropped": job.stages_dropped,
