@@ -121,7 +121,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
       dump_signal: facts.dumpPids.length > 0, off: m.no_worker ?? null,
     },
     output: { lines: { ...facts.lines }, bytes: { ...facts.bytes } },
-    protocol: { rejected: { ...facts.rejected }, lost: facts.lost, foreign_hello: facts.foreignHellos, unrouted: facts.unrouted },
+    protocol: { rejected: { ...facts.rejected }, lost: facts.lost, foreign_hello: facts.foreignHellos, unrouted: facts.unrouted, undelivered: { ...facts.undelivered } },
     leftovers: [...facts.leftovers],
     stages_dropped: facts.stagesDropped,
     cancel,

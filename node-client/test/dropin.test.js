@@ -140,3 +140,42 @@ test('messages wait for a hello, up to a limit', async () => {
   assert.throws(() => job.send(1000), /wait for the worker's hello/);
   await job.cancel({ grace: 0 });
 });
+
+test('sends to a stopped worker wait and are all delivered or counted, none lost', async () => {
+  // The worker is SIGSTOPped, so its queues fill and the hub's sends must wait (ROUTER
+  // mandatory: EAGAIN, held and retried in order); as tests/client/test_dropin.py.
+  const n = 6000;
+  const job = py(`
+from trainbridge import worker
+from trainbridge.worker.runtime import STATE
+import time
+n = ${n}
+worker.send("go")
+deadline = time.monotonic() + 60
+kept = 0
+while kept + STATE.dropped.get("user", 0) < n and time.monotonic() < deadline:
+    if worker.receive(timeout=0.1) is not None:
+        kept += 1
+worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
+`);
+  const answers = [];
+  let waited = null;
+  job.on('message', async (data) => {
+    answers.push(data);
+    if (data !== 'go') return;
+    process.kill(job.pid, 'SIGSTOP');
+    try {
+      for (let i = 0; i < n; i += 1) job.send('x'.repeat(1000) + i);
+      await job._hub.sending; // every send so far was tried once (sent or held)
+      waited = job.sendWaited;
+    } finally {
+      process.kill(job.pid, 'SIGCONT');
+    }
+  });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.ok(waited > 0, 'the send path really backed up');
+  assert.deepEqual(report.protocol.undelivered, {});
+  const last = answers[answers.length - 1];
+  assert.equal(last.kept + last.dropped, n, JSON.stringify(last));
+});
