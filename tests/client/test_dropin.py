@@ -206,8 +206,11 @@ worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
             if event["body"]["data"] == "go":
                 for i in range(1005):
                     job.send(i)
-    assert job.wait(WAIT_S).outcome == "succeeded"
+    report = job.wait(WAIT_S)
+    assert report.outcome == "succeeded"
     assert answers[-1] == {"kept": 1000, "dropped": 5}
+    assert report["dropped"]["user"] == 5 and report["protocol"]["undelivered"] == {}
+    assert "inbox was full: the worker dropped 5 job.send() messages" in report["summary"]
 
 
 def test_asyncio_form_sends_and_receives_messages():
@@ -291,3 +294,15 @@ def _on_hub(job, fn):
     job.hub.call(lambda: (box.append(fn()), done.set()))
     assert done.wait(WAIT_S)
     return box[0]
+
+
+def test_sends_the_worker_never_got_are_said_in_the_summary():
+    from trainbridge.bridge.report import losses
+
+    said = losses({"protocol": {"undelivered": {"user": 2, "cancel": 1}}})
+    assert said == [
+        "1 'cancel' message never reached the worker: its process was gone or the job "
+        "ended first (report 'protocol.undelivered').",
+        "2 job.send() messages never reached the worker: its process was gone or the job "
+        "ended first (report 'protocol.undelivered').",
+    ]
