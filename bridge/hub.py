@@ -38,6 +38,7 @@ IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
 RCVHWM = 16
 # Messages queued per worker before a send must wait (held in Channel.held, retried on ticks).
 SNDHWM = 1000
+REPLY_KINDS = ("ack", "refuse")  # not counted as undelivered: the worker's own wait covers them
 PER_CONNECTION_BYTES = RCVHWM * (codec.MAX_MESSAGE_BYTES + 64)
 POLL_MAX_S = 0.5  # the longest the reactor sleeps: jobs also refresh process trees on ticks
 
@@ -303,8 +304,13 @@ class Channel:
         except zmq.Again:
             return False
         except zmq.ZMQError:
-            self.undelivered[kind] += 1
+            self._not_delivered(kind)
         return True
+
+    def _not_delivered(self, kind: str) -> None:
+        # An ack or refuse to a worker that is gone is worthless to it (it waits no more).
+        if kind not in REPLY_KINDS:
+            self.undelivered[kind] += 1
 
     def flush(self) -> None:
         """Send what full peer queues held, in order, as far as they take it now."""
@@ -318,7 +324,7 @@ class Channel:
         """The job ended: what is still held will never be sent; count it."""
         for queue in self.held.values():
             for kind, _ in queue:
-                self.undelivered[kind] += 1
+                self._not_delivered(kind)
         self.held.clear()
 
 

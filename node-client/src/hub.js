@@ -225,7 +225,7 @@ class Hub {
     } catch (err) {
       if (this.closed) return true;
       if (err.code === 'EAGAIN') return false;
-      item.job.undelivered(item.kind);
+      notDelivered(item);
     }
     return true;
   }
@@ -251,7 +251,7 @@ class Hub {
   giveUp(job) {
     for (const [peer, queue] of [...this.held]) {
       const kept = queue.filter((item) => item.job !== job);
-      for (const item of queue) if (item.job === job) job.undelivered(item.kind);
+      for (const item of queue) if (item.job === job) notDelivered(item);
       if (kept.length) this.held.set(peer, kept);
       else this.held.delete(peer);
     }
@@ -267,6 +267,12 @@ class Hub {
     removeRuntimeDir(this.runtimeDir);
     if (defaultHub === this) defaultHub = null;
   }
+}
+
+/** An ack or refuse to a worker that is gone is worthless to it: not counted (as bridge/hub.py). */
+const REPLY_KINDS = ['ack', 'refuse'];
+function notDelivered(item) {
+  if (!REPLY_KINDS.includes(item.kind)) item.job.undelivered(item.kind);
 }
 
 let defaultHub = null;
