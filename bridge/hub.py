@@ -36,6 +36,9 @@ IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
 # that connection (the sender then waits: nothing is dropped, a flood only goes as fast as
 # the hub reads). 16 x 1 MiB = 16 MiB per connection; 100,000 allowed about 100 GiB.
 RCVHWM = 16
+# Messages queued per worker before a send must wait (held in Channel.held, retried on ticks).
+SNDHWM = 1000
+REPLY_KINDS = ("ack", "refuse")  # not counted as undelivered: the worker's own wait covers them
 PER_CONNECTION_BYTES = RCVHWM * (codec.MAX_MESSAGE_BYTES + 64)
 POLL_MAX_S = 0.5  # the longest the reactor sleeps: jobs also refresh process trees on ticks
 
@@ -136,6 +139,10 @@ class Hub:
             self._sock.setsockopt(zmq.MAXMSGSIZE, codec.MAX_MESSAGE_BYTES + 64)
             self._sock.setsockopt(zmq.LINGER, 0)
             self._sock.setsockopt(zmq.RCVHWM, RCVHWM)
+            self._sock.setsockopt(zmq.SNDHWM, SNDHWM)
+            # A full peer queue raises Again (held, retried in order) and a gone peer raises
+            # EHOSTUNREACH (counted): without it the ROUTER drops both without a word.
+            self._sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
             self.endpoint, self.server_key = _bind(self._sock, self.runtime_dir)
             self._poller = zmq.Poller()
             self._poller.register(self._sock, zmq.POLLIN)
@@ -236,6 +243,10 @@ class Channel:
         self.last_seq: dict[bytes, int] = {}
         self.peers: dict[bytes, int] = {}  # routing id -> rank, for commands
         self.seq = 0  # our own per-job sequence
+        # routing id -> [(kind, frames)] a full peer queue could not take yet, sent in order
+        self.held: dict[bytes, collections.deque] = {}
+        self.undelivered: dict[str, int] = collections.Counter()  # kind -> sent to a gone peer
+        self.waited = 0  # times a full peer queue made a send wait
         self._keys = {job_id: key}  # what intake.judge verifies with
 
     def receive(self, routing_id: bytes, frames: list) -> None:
@@ -277,11 +288,44 @@ class Channel:
     def _send_to(self, routing_id: bytes, kind: str, body: dict[str, Any]) -> int:
         self.seq += 1
         frames = codec.encode(kind, self.seq, body, self.key, self.job_id)
+        queue = self.held.get(routing_id)
+        if queue:
+            queue.append((kind, frames))  # behind what waits already: order is kept
+        elif not self._try(routing_id, kind, frames):
+            self.waited += 1
+            self.held[routing_id] = collections.deque([(kind, frames)])
+        return self.seq
+
+    def _try(self, routing_id: bytes, kind: str, frames: Any) -> bool:
+        """Send now; False when the peer's queue is full (try again later). A peer that is
+        gone cannot take it: counted in `undelivered` (the report's protocol.undelivered)."""
         try:
             self.hub.send(routing_id, frames)
+        except zmq.Again:
+            return False
         except zmq.ZMQError:
-            pass  # the peer is gone or its queue is full; the escalation goes on without it
-        return self.seq
+            self._not_delivered(kind)
+        return True
+
+    def _not_delivered(self, kind: str) -> None:
+        # An ack or refuse to a worker that is gone is worthless to it (it waits no more).
+        if kind not in REPLY_KINDS:
+            self.undelivered[kind] += 1
+
+    def flush(self) -> None:
+        """Send what full peer queues held, in order, as far as they take it now."""
+        for routing_id, queue in list(self.held.items()):
+            while queue and self._try(routing_id, *queue[0]):
+                queue.popleft()
+            if not queue:
+                del self.held[routing_id]
+
+    def give_up(self) -> None:
+        """The job ended: what is still held will never be sent; count it."""
+        for queue in self.held.values():
+            for kind, _ in queue:
+                self._not_delivered(kind)
+        self.held.clear()
 
 
 def _guarded(fn: Callable[..., None], *args: Any) -> None:

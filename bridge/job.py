@@ -63,6 +63,7 @@ NO_WORKER_MARKERS = ("[trainbridge] zero-code mode is off", "[trainbridge] worke
 # Keys of _pipes for streams the caller reads (start(read_pipes=False)): never real fds.
 PSEUDO_FDS = {"stdout": -1, "stderr": -2}
 OUTBOX_LIMIT = 1000  # job.send() messages held until the worker says hello
+SEND_RETRY_S = 0.01  # how soon a send that a full worker queue refused is tried again
 SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
 if hasattr(signals, "SIGUSR2"):
     SIGNALS["SIGUSR2"] = signals.SIGUSR2
@@ -536,6 +537,8 @@ class Job:
         if self.proc is None or self._done.is_set():
             return None
         times = [machine.next_deadline(self.m), self._drain_until]
+        if self.channel.held:
+            times.append(time.monotonic() + SEND_RETRY_S)
         if self.exit_code is None and self.exit_signal is None:
             times.append(self._tree_next)
         return min((t for t in times if t is not None), default=None)
@@ -543,6 +546,8 @@ class Job:
     def tick(self, now: float) -> None:
         if self.proc is None or self._done.is_set():
             return
+        if self.channel.held:
+            self.channel.flush()
         if self._drain_until is not None:
             if not self._pipes or now >= self._drain_until:
                 self._drain_until = None
@@ -1156,6 +1161,7 @@ class Job:
         if self._snapshot_thread is not None:
             self._snapshot_thread.join(timeout=3.0)
         self.hub.drain_router()
+        self.channel.give_up()
         try:
             self.report = Report(reports.build(self))
         except Exception as exc:  # noqa: BLE001 - never leave a waiter hanging on a report bug

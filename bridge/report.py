@@ -148,6 +148,7 @@ def build(job: Any) -> dict[str, Any]:
             "lost": job.channel.lost,
             "foreign_hello": job.foreign_hellos,
             "unrouted": job.unrouted,
+            "undelivered": dict(job.channel.undelivered),
         },
         "leftovers": list(job.leftovers),
         "stages_dropped": job.stages_dropped,
@@ -181,9 +182,23 @@ def losses(report: dict[str, Any]) -> list[str]:
     out = []
     dropped = {k: v for k, v in (report.get("dropped") or {}).items() if v}
     for kind, count in sorted(dropped.items()):
+        if kind == "user":
+            out.append(
+                f"The script's inbox was full: the worker dropped {count} job.send() "
+                f"message{'s' if count != 1 else ''} (report 'dropped'); read them with "
+                "worker.receive() or worker.on_message()."
+            )
+            continue
         out.append(
             f"The worker dropped {count} {kind} record{'s' if count != 1 else ''}: its "
             f"queue stayed full past TRAINBRIDGE_LOG_WAIT_S (report 'dropped')."
+        )
+    undelivered = (report.get("protocol") or {}).get("undelivered") or {}
+    for kind, count in sorted((k, v) for k, v in undelivered.items() if v):
+        what = "job.send() message" if kind == "user" else f"'{kind}' message"
+        out.append(
+            f"{count} {what}{'s' if count != 1 else ''} never reached the worker: its "
+            "process was gone or the job ended first (report 'protocol.undelivered')."
         )
     log_error = report.get("log_error")
     if log_error:

@@ -129,7 +129,7 @@ export interface Report {
   /** off: why the worker could not load (zero-code mode off, e.g. pyzmq missing); null when it could. */
   worker: { hello: boolean; bye: Record<string, unknown> | null; lead_pid: number | null; leads: (number | null)[]; ranks: number[]; dump_signal: boolean; off: string | null };
   output: { lines: { stdout: number; stderr: number }; bytes: { stdout: number; stderr: number } };
-  protocol: { rejected: Record<string, number>; lost: number; foreign_hello: number; unrouted: number };
+  protocol: { rejected: Record<string, number>; lost: number; foreign_hello: number; unrouted: number; undelivered: Record<string, number> };
   leftovers: number[];
   log_path: string | null;
   /** The log file could not be written from line from_line on (a full disk): it holds lines 1..from_line-1. */

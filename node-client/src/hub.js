@@ -31,11 +31,16 @@ const RCVHWM = 16;
 const REJECTED_GC_BYTES = 16 * 1024 * 1024;
 const YIELD_MESSAGES = 1000; // the receive loop lets the event loop run after this many messages
 const YIELD_BYTES = 8 * 1024 * 1024; // ... or after this many bytes
+const SEND_RETRY_MS = 10; // how soon a send that a full worker queue refused is tried again
 
 const ROUTER_OPTIONS = {
   maxMessageSize: codec.MAX_MESSAGE_BYTES + 64, // a larger frame drops the peer in libzmq
   linger: 0, // commands to a dead job are worthless; closing must never block
-  sendHighWaterMark: 100000,
+  sendHighWaterMark: 1000, // as bridge/hub.py (libzmq's default); a full peer queue holds sends
+  // A send to a full peer queue fails at once with EAGAIN (held, retried in order) and one to
+  // a gone peer with EHOSTUNREACH (counted): without `mandatory` the ROUTER drops both unseen.
+  mandatory: true,
+  sendTimeout: 0,
   receiveHighWaterMark: RCVHWM, // a full queue makes the worker wait (its log backpressure), not drop
 };
 
@@ -62,6 +67,8 @@ class Hub {
     this.jobs = new Map(); // job id -> job
     this.keys = new Map(); // job id -> key, what intake.judge verifies with
     this.lastSeq = new Map(); // routing id -> last accepted seq
+    this.held = new Map(); // routing id -> [{ job, peer, kind, frames }] a full queue refused, in order
+    this.retryTimer = null;
     this.unrouted = 0; // messages for no job this hub serves (each report shows its share)
     this.rejectedBytes = 0; // bytes of rejected input since the last collection
     this.sock = null;
@@ -194,19 +201,78 @@ class Hub {
     const seq = job.clientSeq;
     const frames = codec.encode(kind, seq, body, job.key, job.id);
     if (this.closed || !this.sock) return seq;
-    this.sending = this.sending
-      .then(() => (this.closed ? undefined : this.sock.send([Buffer.from(peer, 'latin1'), ...frames])))
-      .catch(() => undefined); // a peer that is gone: libzmq drops it, so do we
+    const item = { job, peer, kind, frames };
+    this.sending = this.sending.then(() => this._deliver(item)).catch(() => undefined);
     return seq;
+  }
+
+  async _deliver(item) {
+    if (this.closed) return;
+    const queue = this.held.get(item.peer);
+    if (queue) {
+      queue.push(item); // behind what waits already: order is kept
+    } else if (!(await this._try(item))) {
+      item.job.sendWaited += 1;
+      this.held.set(item.peer, [item]);
+      this._scheduleRetry();
+    }
+  }
+
+  /** Send now; false when the peer's queue is full. A gone peer: counted, undelivered. */
+  async _try(item) {
+    try {
+      await this.sock.send([Buffer.from(item.peer, 'latin1'), ...item.frames]);
+    } catch (err) {
+      if (this.closed) return true;
+      if (err.code === 'EAGAIN') return false;
+      notDelivered(item);
+    }
+    return true;
+  }
+
+  _scheduleRetry() {
+    if (this.retryTimer || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.sending = this.sending.then(() => this._flush()).catch(() => undefined);
+    }, SEND_RETRY_MS);
+  }
+
+  /** Send what full peer queues held, in order, as far as they take it now. */
+  async _flush() {
+    for (const [peer, queue] of [...this.held]) {
+      while (queue.length && !this.closed && (await this._try(queue[0]))) queue.shift();
+      if (!queue.length) this.held.delete(peer);
+    }
+    if (this.held.size) this._scheduleRetry();
+  }
+
+  /** The job ended: what is still held for it will never be sent; count it. */
+  giveUp(job) {
+    for (const [peer, queue] of [...this.held]) {
+      const kept = queue.filter((item) => item.job !== job);
+      for (const item of queue) if (item.job === job) notDelivered(item);
+      if (kept.length) this.held.set(peer, kept);
+      else this.held.delete(peer);
+    }
   }
 
   close() {
     if (this.closed) return;
     this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.held.clear();
     if (this.sock) this.sock.close();
     removeRuntimeDir(this.runtimeDir);
     if (defaultHub === this) defaultHub = null;
   }
+}
+
+/** An ack or refuse to a worker that is gone is worthless to it: not counted (as bridge/hub.py). */
+const REPLY_KINDS = ['ack', 'refuse'];
+function notDelivered(item) {
+  if (!REPLY_KINDS.includes(item.kind)) item.job.undelivered(item.kind);
 }
 
 let defaultHub = null;

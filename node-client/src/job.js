@@ -155,7 +155,9 @@ class Job extends EventEmitter {
       dropped: new Map(), // routing id -> the worker's drop counts (heartbeat, bye)
       logLines: 0, logError: null, // lines written to the log file; why it is incomplete
       unroutedAtStart: hub.unrouted, unrouted: 0,
+      undelivered: {}, // kind -> messages to the worker it never got (gone, or held at the end)
     };
+    this.sendWaited = 0; // times a full worker queue made a send wait (the hub held it)
     this._cancelSeqs = null; // [first, last] seq of the in-band cancel in flight
     this._logFd = null;
     // stdin: 'pipe' gives a Writable now (what is written before the spawn waits for it);
@@ -640,6 +642,7 @@ class Job extends EventEmitter {
       this._child.stdout.destroy();
       this._child.stderr.destroy();
     }
+    this._hub.giveUp(this);
     try {
       this.report = buildReport(this._reportInput());
     } catch (err) {
@@ -689,6 +692,10 @@ class Job extends EventEmitter {
 
   lost(count) {
     this._facts.lost += count;
+  }
+
+  undelivered(kind) {
+    this._facts.undelivered[kind] = (this._facts.undelivered[kind] || 0) + 1;
   }
 
   refused(reason) {

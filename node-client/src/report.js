@@ -121,7 +121,7 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
       dump_signal: facts.dumpPids.length > 0, off: m.no_worker ?? null,
     },
     output: { lines: { ...facts.lines }, bytes: { ...facts.bytes } },
-    protocol: { rejected: { ...facts.rejected }, lost: facts.lost, foreign_hello: facts.foreignHellos, unrouted: facts.unrouted },
+    protocol: { rejected: { ...facts.rejected }, lost: facts.lost, foreign_hello: facts.foreignHellos, unrouted: facts.unrouted, undelivered: { ...facts.undelivered } },
     leftovers: [...facts.leftovers],
     stages_dropped: facts.stagesDropped,
     cancel,
@@ -167,7 +167,16 @@ function losses(report) {
   const out = [];
   const dropped = Object.entries(report.dropped || {}).filter(([, n]) => n).sort(([a], [b]) => (a < b ? -1 : 1));
   for (const [kind, count] of dropped) {
+    if (kind === 'user') {
+      out.push(`The script's inbox was full: the worker dropped ${count} job.send() message${count !== 1 ? 's' : ''} (report 'dropped'); read them with worker.receive() or worker.on_message().`);
+      continue;
+    }
     out.push(`The worker dropped ${count} ${kind} record${count !== 1 ? 's' : ''}: its queue stayed full past TRAINBRIDGE_LOG_WAIT_S (report 'dropped').`);
+  }
+  const undelivered = Object.entries((report.protocol || {}).undelivered || {}).filter(([, n]) => n).sort(([a], [b]) => (a < b ? -1 : 1));
+  for (const [kind, count] of undelivered) {
+    const what = kind === 'user' ? 'job.send() message' : `'${kind}' message`;
+    out.push(`${count} ${what}${count !== 1 ? 's' : ''} never reached the worker: its process was gone or the job ended first (report 'protocol.undelivered').`);
   }
   const logError = report.log_error;
   if (logError) out.push(`The log file ${logError.path} is incomplete from line ${logError.from_line} on: ${logError.error}.`);
@@ -435,5 +444,5 @@ function logFooter(report) {
 
 module.exports = {
   REPORT_VERSION, buildReport, logFooter, minimalReport, summary, toJSON, readCrashFile, joinStacks,
-  crashFileSize, signalDumpedPids,
+  crashFileSize, signalDumpedPids, losses,
 };

@@ -140,3 +140,79 @@ test('messages wait for a hello, up to a limit', async () => {
   assert.throws(() => job.send(1000), /wait for the worker's hello/);
   await job.cancel({ grace: 0 });
 });
+
+test('sends to a stopped worker wait and are all delivered or counted, none lost', async () => {
+  // The worker is SIGSTOPped, so its queues fill and the hub's sends must wait (ROUTER
+  // mandatory: EAGAIN, held and retried in order); as tests/client/test_dropin.py.
+  const n = 6000;
+  const job = py(`
+from trainbridge import worker
+from trainbridge.worker.runtime import STATE
+import time
+n = ${n}
+worker.send("go")
+deadline = time.monotonic() + 60
+kept = 0
+while kept + STATE.dropped.get("user", 0) < n and time.monotonic() < deadline:
+    if worker.receive(timeout=0.1) is not None:
+        kept += 1
+worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
+`);
+  const answers = [];
+  let waited = null;
+  job.on('message', async (data) => {
+    answers.push(data);
+    if (data !== 'go') return;
+    process.kill(job.pid, 'SIGSTOP');
+    try {
+      for (let i = 0; i < n; i += 1) job.send('x'.repeat(1000) + i);
+      await job._hub.sending; // every send so far was tried once (sent or held)
+      waited = job.sendWaited;
+    } finally {
+      process.kill(job.pid, 'SIGCONT');
+    }
+  });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.ok(waited > 0, 'the send path really backed up');
+  assert.deepEqual(report.protocol.undelivered, {});
+  const last = answers[answers.length - 1];
+  assert.equal(last.kept + last.dropped, n, JSON.stringify(last));
+});
+
+test('a full inbox counts what it could not keep, and the summary says so', async () => {
+  const job = py(`
+from trainbridge import worker
+from trainbridge.worker.runtime import STATE
+import time
+worker.send("go")
+deadline = time.monotonic() + 30
+while STATE.dropped.get("user", 0) < 5 and time.monotonic() < deadline:
+    time.sleep(0.01)
+kept = 0
+while worker.receive() is not None:
+    kept += 1
+worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
+`);
+  const answers = [];
+  job.on('message', (data) => {
+    answers.push(data);
+    if (data === 'go') for (let i = 0; i < 1005; i += 1) job.send(i);
+  });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.deepEqual(answers.at(-1), { kept: 1000, dropped: 5 });
+  assert.equal(report.dropped.user, 5);
+  assert.deepEqual(report.protocol.undelivered, {});
+  assert.ok(report.summary.includes('inbox was full: the worker dropped 5 job.send() messages'), report.summary);
+});
+
+test('sends the worker never got are said in the summary, as in Python', () => {
+  const { losses } = require('../src/report.js');
+  const said = losses({ protocol: { undelivered: { user: 2, cancel: 1 } } });
+  const fromPython = execFileSync(PYTHON, ['-c', `import json, sys
+from trainbridge.bridge.report import losses
+print(json.dumps(losses(json.loads(sys.argv[1]))))`, JSON.stringify({ protocol: { undelivered: { user: 2, cancel: 1 } } })], { env: userEnv(), cwd: REPO }).toString();
+  assert.deepEqual(said, JSON.parse(fromPython));
+  assert.match(said[1], /^2 job\.send\(\) messages never reached the worker/);
+});

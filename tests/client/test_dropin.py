@@ -2,7 +2,9 @@
 chunks besides the line events, and two-way messages (job.send / worker.send)."""
 
 import os
+import signal
 import sys
+import threading
 
 import pytest
 
@@ -12,6 +14,7 @@ from trainbridge import bridge
 GBK = "\u4e2d\u6587".encode("gbk")
 ECHO = r"""
 import sys
+import threading
 data = sys.stdin.buffer.read()           # until EOF
 out = sys.stdout.buffer
 out.write(b"[%d]" % len(data) + data)
@@ -203,8 +206,11 @@ worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
             if event["body"]["data"] == "go":
                 for i in range(1005):
                     job.send(i)
-    assert job.wait(WAIT_S).outcome == "succeeded"
+    report = job.wait(WAIT_S)
+    assert report.outcome == "succeeded"
     assert answers[-1] == {"kept": 1000, "dropped": 5}
+    assert report["dropped"]["user"] == 5 and report["protocol"]["undelivered"] == {}
+    assert "inbox was full: the worker dropped 5 job.send() messages" in report["summary"]
 
 
 def test_asyncio_form_sends_and_receives_messages():
@@ -239,3 +245,64 @@ def test_messages_wait_for_a_hello_up_to_a_limit():
     finally:
         job.cancel(grace=0)
         assert job.wait(WAIT_S) is not None
+
+
+def test_sends_to_a_stopped_worker_wait_and_are_all_delivered_or_counted():
+    # The worker is SIGSTOPped, so its queues fill and the hub's sends must wait (zmq
+    # ROUTER_MANDATORY: Again). Every message is then delivered (kept or counted as
+    # dropped by the worker's full inbox) or counted undelivered: none vanishes.
+    n = 6000
+    code = (
+        r"""
+from trainbridge import worker
+from trainbridge.worker.runtime import STATE
+import time
+n = %d
+worker.send("go")
+deadline = time.monotonic() + 60
+kept = 0
+while kept + STATE.dropped.get("user", 0) < n and time.monotonic() < deadline:
+    if worker.receive(timeout=0.1) is not None:
+        kept += 1
+worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
+"""
+        % n
+    )
+    job = bridge.launch([sys.executable, "-c", code], startup_timeout=WAIT_S)
+    answers = []
+    for event in job.events(timeout=WAIT_S):
+        if event["event"] == "message" and event["kind"] == "user":
+            answers.append(event["body"]["data"])
+            if event["body"]["data"] == "go":
+                os.kill(job.pid, signal.SIGSTOP)
+                try:
+                    for i in range(n):
+                        job.send("x" * 1000 + str(i))
+                    waited = _on_hub(job, lambda: job.channel.waited)
+                finally:
+                    os.kill(job.pid, signal.SIGCONT)
+    report = job.wait(WAIT_S)
+    assert report.outcome == "succeeded"
+    assert waited > 0  # the send path really backed up
+    assert report["protocol"]["undelivered"] == {}
+    assert answers[-1]["kept"] + answers[-1]["dropped"] == n, answers[-1]
+
+
+def _on_hub(job, fn):
+    box = []
+    done = threading.Event()
+    job.hub.call(lambda: (box.append(fn()), done.set()))
+    assert done.wait(WAIT_S)
+    return box[0]
+
+
+def test_sends_the_worker_never_got_are_said_in_the_summary():
+    from trainbridge.bridge.report import losses
+
+    said = losses({"protocol": {"undelivered": {"user": 2, "cancel": 1}}})
+    assert said == [
+        "1 'cancel' message never reached the worker: its process was gone or the job "
+        "ended first (report 'protocol.undelivered').",
+        "2 job.send() messages never reached the worker: its process was gone or the job "
+        "ended first (report 'protocol.undelivered').",
+    ]

@@ -54,6 +54,7 @@ print(first.kind, first.body["to"], second.kind, second.body["to"], flush=True)
         "lost": 3,
         "foreign_hello": 0,
         "unrouted": 0,
+        "undelivered": {},
     }
     assert r["progress"]["step"] == 1
 
