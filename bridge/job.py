@@ -427,21 +427,29 @@ class Job:
     # --- I/O thread: publishing -----------------------------------------------------------
     def _publish(self, event: dict[str, Any]) -> None:
         event.setdefault("t", time.time())
+        self._publish_all([event])
+
+    def _publish_all(self, events: list[dict[str, Any]]) -> None:
+        """Queue the events for events() and hand each to every listener, in order, with one
+        lock for the lot (a `logs` batch holds up to 256 records)."""
+        queue = self._queue
         with self._queue_cond:
-            if len(self._queue) == self._queue.maxlen:
-                self._note_dropped(self._queue[0])
-            self._queue.append(event)
+            for event in events:
+                if len(queue) == queue.maxlen:
+                    self._note_dropped(queue[0])
+                queue.append(event)
             if self._queue_waiting:  # notify costs more than the rest of a publish
                 self._queue_cond.notify_all()
-        for callback in list(self._callbacks):
-            try:
-                callback(event)
-            except Exception as exc:  # noqa: BLE001 - a listener's bug must not kill supervision
-                self._callbacks.remove(callback)
-                self._write_log(
-                    f"[trainbridge] event listener {callback!r} failed and was "
-                    f"removed: {type(exc).__name__}: {exc}"
-                )
+        for event in events:  # each event to every listener before the next event
+            for callback in list(self._callbacks):
+                try:
+                    callback(event)
+                except Exception as exc:  # noqa: BLE001 - a listener's bug must not kill supervision
+                    self._callbacks.remove(callback)
+                    self._write_log(
+                        f"[trainbridge] event listener {callback!r} failed and was "
+                        f"removed: {type(exc).__name__}: {exc}"
+                    )
 
     def _publish_records(
         self, rank: int, records: list[dict[str, Any]], sender: dict[str, Any]
@@ -460,24 +468,7 @@ class Job:
             }
             for record in records
         ]
-        queue = self._queue
-        with self._queue_cond:
-            for event in events:
-                if len(queue) == queue.maxlen:
-                    self._note_dropped(queue[0])
-                queue.append(event)
-            if self._queue_waiting:
-                self._queue_cond.notify_all()
-        for event in events:  # the order _publish() would give: each event to every listener
-            for callback in list(self._callbacks):
-                try:
-                    callback(event)
-                except Exception as exc:  # noqa: BLE001 - a listener's bug must not kill supervision
-                    self._callbacks.remove(callback)
-                    self._write_log(
-                        f"[trainbridge] event listener {callback!r} failed and "
-                        f"was removed: {type(exc).__name__}: {exc}"
-                    )
+        self._publish_all(events)
 
     def _note_dropped(self, event: dict[str, Any]) -> None:
         """Count an event the queue lets go, by kind, and the output lines it spans, so the
