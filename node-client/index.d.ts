@@ -165,7 +165,8 @@ export interface RootCause {
 export interface Sender { rank: number | null; local_rank: number | null; host: string | null; pid: number | null; role: 'rank' | 'launcher' | 'other'; lead: boolean }
 export interface HelloBody { pid: number; argv: string[]; cwd: string; python: Record<string, unknown>; host: string; proto: string; worker: string; heartbeat_s: number; sender: Sender; [k: string]: unknown }
 export interface StageBody { event: 'begin' | 'end'; name: string; depth: number; sender: Sender; budget_s?: number | null; status?: string | null; duration_s?: number | null; [k: string]: unknown }
-export interface ProgressBody { sender: Sender; step: number | bigint; total?: number | bigint | null; metrics: Record<string, number | string>; [k: string]: unknown }
+/** `t`: when the client received it, seconds since the epoch (the Python client's event `t`). */
+export interface ProgressBody { sender: Sender; step: number | bigint; total?: number | bigint | null; metrics: Record<string, number | string>; t: number; [k: string]: unknown }
 export interface LogError { path: string | null; from_line: number; error: string }
 export interface HeartbeatBody { sender: Sender; beat: number; stage: string | null; stages: string[]; idle_s: number; progress_age_s: number | null; stack?: string | null; dropped: Record<string, number>; [k: string]: unknown }
 

@@ -764,6 +764,7 @@ class Job extends EventEmitter {
       case 'progress':
         this._facts.progress = { step: body.step, total: body.total ?? null, metrics: body.metrics || {} };
         this._status.progress(body, now());
+        body.t = Date.now() / 1000; // when it arrived, as the Python client's event "t"
         this._emit('progress', body);
         this._post({ type: 'progress' });
         break;
@@ -872,7 +873,7 @@ class Job extends EventEmitter {
         break;
       }
       case 'stage': this._emit('stage', body); break;
-      case 'progress': this._emit('progress', body); break;
+      case 'progress': body.t = Date.now() / 1000; this._emit('progress', body); break;
       case 'heartbeat': this._emit('heartbeat', body); break;
       case 'log':
         this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });

@@ -27,7 +27,10 @@ test('job.status() while the job runs and after', async () => {
   const code = 'import time\nfrom trainbridge import worker\nwith worker.stage("fit"):\n'
     + '    for i in range(1, 11):\n        worker.progress(i, 10); time.sleep(0.02)\n    time.sleep(30)\n';
   const job = launch({ python: PYTHON, args: ['-c', code], env: userEnv() });
-  await new Promise((resolve) => job.on('progress', (p) => { if (p.step === 10) resolve(); }));
+  const before = Date.now() / 1000;
+  const last = await new Promise((resolve) => job.on('progress', (p) => { if (p.step === 10) resolve(p); }));
+  // A progress event carries the time it arrived (seconds since the epoch), as in Python.
+  assert.ok(last.t >= before && last.t <= Date.now() / 1000, String(last.t));
   const status = job.status();
   assert.equal(status.state, 'running');
   assert.equal(status.pid, job.pid);
