@@ -25,6 +25,11 @@ const skip = !playwright ? 'playwright-core is not installed: run scripts/setup 
   : !fs.existsSync(CHROMIUM) ? `no Chromium at ${CHROMIUM}: scripts/setup installs it with apt-get install chromium (as root); set TRAINBRIDGE_CHROMIUM to use another`
     : false;
 
+// CI must run these: there a missing browser is a failure of the set-up, not a reason to skip.
+if (skip && process.env.CI) {
+  it('the browser tests can run in CI', () => { assert.fail(`CI=${process.env.CI} but ${skip}`); });
+}
+
 const { spawn } = require('node:child_process');
 
 /** `npm run dashboard` as its own process (so it can be killed); resolves once it serves. */
