@@ -88,7 +88,10 @@ function titleOf(command) {
     for (let k = i + 1; k < argv.length; k++) if (/^--(fail|hang|crash)-at$/.test(argv[k])) opts.push(`${argv[k]} ${argv[k + 1]}`);
     return ['demo', ...opts].join(' ');
   }
-  const line = argv.map((a) => (/[\s'"()$`\\;&|<>*?]/.test(a) ? JSON.stringify(a) : a)).join(' ');
+  // The program by its name (a venv's python path can be long; the full command is the title's
+  // tooltip), so what is cut past 100 characters is never the arguments that tell jobs apart.
+  const shown = argv.length ? [path.basename(argv[0]), ...argv.slice(1)] : argv;
+  const line = shown.map((a) => (/[\s'"()$`\\;&|<>*?]/.test(a) ? JSON.stringify(a) : a)).join(' ');
   return line.length > 100 ? `${line.slice(0, 99)}…` : line;
 }
 

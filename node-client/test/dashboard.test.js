@@ -9,7 +9,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const model = require('../dashboard/model.js');
-const { launchOptions, SpecError } = require('../dashboard/spec.js');
+const { launchOptions, SpecError, titleOf } = require('../dashboard/spec.js');
 const { MemorySource } = require('../dashboard/source.js');
 const { createSampler, nvidiaSmiProbe, parseApps } = require('../dashboard/resources.js');
 const { startDashboard } = require('../dashboard/server.js');
@@ -270,4 +270,13 @@ test('store source: a job outlives the source that started it; a new one replays
   assert.equal(v.startedAt, startedAt, 'the replay keeps the events\' own times');
   assert.equal(second.report(id).outcome, 'succeeded');
   assert.ok(fs.readFileSync(second.logPath(id), 'utf8').includes('after'), 'the full log is the keeper\'s');
+});
+
+test('a job title names the program, not its install path, and keeps the arguments', () => {
+  const deep = `/tmp/${'x'.repeat(80)}/.venv/bin/python`;
+  assert.equal(titleOf([deep, '-c', 'print(1)', 'two words']), 'python -c "print(1)" "two words"');
+  assert.equal(titleOf([deep, 'train.py', '--lr', '3e-4']), 'python train.py --lr 3e-4');
+  const long = titleOf(['python', 'train.py', ...Array.from({ length: 40 }, (_, i) => `--opt${i}`)]);
+  assert.equal(long.length, 100);
+  assert.ok(long.endsWith('…') && long.startsWith('python train.py --opt0'));
 });
