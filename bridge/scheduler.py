@@ -283,6 +283,14 @@ def submit(
     unknown = set(config) - TIMEOUT_NAMES
     if unknown:
         raise ValueError(f"unknown timeouts {sorted(unknown)}; known: {sorted(TIMEOUT_NAMES)}")
+    # launch()'s own check (argv, cwd, env, deadline values: NaN, "30", negatives), so a bad
+    # job is refused here instead of being stored and failing later in its keeper.
+    from trainbridge.bridge.job import LaunchError, check_arguments
+
+    try:
+        check_arguments(list(cmd), cwd=cwd, env=env, config=config)
+    except LaunchError as exc:
+        raise ValueError(str(exc)) from None
     resources = dict(resources or {})
     gpus = resources.get("gpus", 0)
     if not isinstance(gpus, int) or gpus < 0:

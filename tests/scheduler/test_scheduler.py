@@ -241,6 +241,13 @@ def test_bad_submissions_say_what_is_wrong(store_path):
             s.submit(child("steps", 1), timeouts={"stall": 3})
         with pytest.raises(ValueError, match="gpus"):
             s.submit(child("steps", 1), resources={"gpus": -1})
+        # The deadline values and the environment get launch()'s own check, before a row exists.
+        with pytest.raises(ValueError, match="startup_timeout"):
+            s.submit(child("steps", 1), timeouts={"startup_timeout": "30"})
+        with pytest.raises(ValueError, match="stall_timeout"):
+            s.submit(child("steps", 1), timeouts={"stall_timeout": float("nan")})
+        with pytest.raises(ValueError, match="env"):
+            s.submit(child("steps", 1), env={"A": None})
         assert s.jobs() == []
 
 
