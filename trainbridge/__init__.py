@@ -8,9 +8,9 @@ Only the name `trainbridge` is ever put into a process's modules, so a training 
 own `worker`, `bridge`, `codec` or `config` module is never shadowed (zero-code mode
 included).
 
-In the wheel, `worker/` and `bridge/` are installed inside this package. In a source
-checkout they sit beside it, at the repository's top level (the layout the project keeps);
-the package then also looks for its subpackages one level up, and nowhere else.
+In the wheel, `protocol/`, `worker/` and `bridge/` are installed inside this package. In a
+source checkout they sit beside it, at the repository's top level (the layout the project
+keeps); the package then also looks for its subpackages one level up, and nowhere else.
 """
 
 import os as _os

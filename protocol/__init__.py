@@ -1,0 +1,8 @@
+"""The wire protocol, v1 (docs/PROTOCOL.md): pure values, no I/O, nothing done on import.
+
+    from trainbridge.protocol import codec        # frames <-> messages (msgpack, HMAC)
+
+Importing this package imports nothing: not msgpack, not zmq, not the worker or the client.
+The worker (trainbridge.worker) and the client (trainbridge.bridge) both use it; the Node
+client's twin is node-client/src/codec.js (docs/CLIENT.md, "Rooms").
+"""
