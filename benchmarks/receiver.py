@@ -10,7 +10,7 @@ import threading
 
 import zmq
 
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 
 class Receiver:

@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 import zmq
 
 from trainbridge.bridge import intake
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
 # Memory budget for input not yet read (docs/PROTOCOL.md "Limits"): libzmq queues at most

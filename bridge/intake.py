@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 
 def parse_routing_id(routing_id: bytes) -> tuple[Optional[str], int]:

@@ -361,7 +361,7 @@ class Job:
         worker.on_message() / worker.receive() (PROTOCOL.md "user"). In order; held until
         the worker said hello (at most OUTBOX_LIMIT). Raises ValueError when too large
         and RuntimeError when the job ended or the outbox is full."""
-        from trainbridge.worker import codec
+        from trainbridge.protocol import codec
 
         try:
             codec.encode("user", 1, {"data": data}, self.key, self.id)

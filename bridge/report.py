@@ -16,7 +16,7 @@ import re
 import time
 from typing import Any, Optional
 
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 REPORT_VERSION = 1
 CRASH_TEXT_MAX = 256 * 1024  # bytes of the crash file kept (its end: the newest dumps)

@@ -24,7 +24,7 @@ import sys
 import msgpack
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))

@@ -118,7 +118,7 @@ class Beacon(threading.Thread):
     def _connect(self) -> None:
         import zmq
 
-        from trainbridge.worker import codec
+        from trainbridge.protocol import codec
 
         self.zmq, self.codec = zmq, codec
         # A private context: the global instance may be shared with the script's own zmq.

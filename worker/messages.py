@@ -42,7 +42,7 @@ def send(data: Any, timeout: Optional[float] = 10.0) -> bool:
     TimeoutError when SEND_QUEUE_LIMIT messages are still waiting after `timeout` s."""
     if not STATE.enabled:
         return False
-    from trainbridge.worker import codec
+    from trainbridge.protocol import codec
 
     try:  # the size (and encodability) is judged now, on the caller's thread, signed as sent
         codec.encode(

@@ -2,7 +2,7 @@
 /**
  * Protocol v1 codec: the one pure module that turns messages into frames and back.
  *
- * The mirror of worker/codec.py (same names, same rejection reasons); docs/PROTOCOL.md is
+ * The mirror of protocol/codec.py (same names, same rejection reasons); docs/PROTOCOL.md is
  * the specification and vectors/codec.json the golden vectors both implementations obey,
  * byte for byte. No sockets, no timers: values in, values out.
  *
@@ -256,7 +256,7 @@ function encode(kind, seq, body, key, job, ts = null, sender = null) {
   const prepared = prepare(body, 'body', trunc, 1);
   if (trunc.length && UNCUT_KINDS.has(kind)) throw new ProtocolError('too_long', `${kind} would be cut at ${trunc.join(', ').slice(0, 200)}`);
   const envelope = new Map([['body', prepared]]);
-  // The sender's routing id, signed (bridge: worker/codec.py encode): keys stay sorted.
+  // The sender's routing id, signed (bridge: protocol/codec.py encode): keys stay sorted.
   if (sender !== null && sender !== undefined) envelope.set('from', escape(sender));
   envelope.set('job', escape(job));
   envelope.set('kind', kind);

@@ -1,5 +1,5 @@
 'use strict';
-// Mutated frames through both codecs: worker/codec.py and src/codec.js must accept the same
+// Mutated frames through both codecs: protocol/codec.py and src/codec.js must accept the same
 // frames with the same value, and reject the others with the same reason. The mutations
 // are re-signed, so they reach the unpacker and the rules behind it (the fast path and the
 // strict one here, msgpack.unpackb there).
@@ -65,7 +65,7 @@ test('5,000 mutated frames: the same verdict from the Python and the Node codec'
   const script = `
 import json, math, struct, sys
 sys.path.insert(0, ${JSON.stringify(path.resolve(__dirname, '../..'))})
-from worker import codec
+from trainbridge.protocol import codec
 key = bytes([9] * 32)
 def plain(v):
     if isinstance(v, bool) or v is None or isinstance(v, str):

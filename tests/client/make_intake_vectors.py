@@ -1,7 +1,7 @@
 """Writes vectors/intake.json: what the hub does with each incoming message, and how the
 verdicts are counted (bridge/intake.py judge, node-client/src/intake.js judge).
 
-Frames are made with worker.codec; the expected verdicts are written by hand from
+Frames are made with trainbridge.protocol.codec; the expected verdicts are written by hand from
 docs/PROTOCOL.md sections 6 and 8. tests/client/test_intake.py and
 node-client/test/intake.test.js run the committed file: feed the steps in order, keep
 last_seq per routing id from accepted verdicts, count as the file's "about" says, compare.
@@ -14,7 +14,7 @@ import os
 
 import msgpack
 
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 KEYS = {"job-a": bytes(range(32)), "job-b": bytes(range(32, 64))}

@@ -10,7 +10,7 @@ import sys
 import zmq
 
 from tests.client.conftest import ROOT
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 FRAMES = 5000
 BUDGET = 64 * 1024 * 1024

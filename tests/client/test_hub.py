@@ -1,5 +1,5 @@
 """The hub's protocol duties, against a hand-written peer (a child that speaks the wire
-with worker.codec directly): seq checks, replays re-acked, rejections counted by reason,
+with protocol/codec.py directly): seq checks, replays re-acked, rejections counted by reason,
 refuse on an unsupported version, and one ROUTER serving several jobs at once."""
 
 import sys
@@ -11,7 +11,7 @@ PEER = """
 import os, sys, time, msgpack, zmq
 job, key = os.environ["TRAINBRIDGE_JOB_ID"], bytes.fromhex(os.environ["TRAINBRIDGE_KEY"])
 endpoint = os.environ.pop("TRAINBRIDGE_ENDPOINT")  # so importing worker starts no beacon
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 ctx = zmq.Context()
 sock = ctx.socket(zmq.DEALER)
 sock.setsockopt(zmq.LINGER, 0)

@@ -5,7 +5,7 @@ import msgpack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 KEY = b"k" * 32
 

@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 from .vectors import frames_of, load, same, untag
 

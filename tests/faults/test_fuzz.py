@@ -1,4 +1,4 @@
-"""Hostile input to the decoder (worker.codec.decode): only ProtocolError escapes, and the
+"""Hostile input to the decoder (protocol/codec.py decode): only ProtocolError escapes, and the
 memory one frame can make the decoder allocate stays bounded.
 
 tests/codec already fuzzes small random frames. This file is the hostile peer: every
@@ -15,7 +15,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 VECTORS = json.loads((Path(__file__).resolve().parents[2] / "vectors" / "codec.json").read_text())
 KEY = bytes.fromhex(VECTORS["key_hex"])

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 
 import zmq
 
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from trainbridge.worker import codec, runtime
+from trainbridge.protocol import codec
+from trainbridge.worker import runtime
 from trainbridge.worker.beacon import Beacon
 from trainbridge.worker.config import Config
 from trainbridge.worker.runtime import SLOT, STATE

@@ -11,8 +11,9 @@ import pytest
 
 from tests.worker.receiver import run_python
 from tests.worker.test_beacon_queue import RefusingSocket, beacon, expand  # noqa: F401
+from trainbridge.protocol import codec
 from trainbridge.worker import beacon as beacon_module
-from trainbridge.worker import codec, runtime
+from trainbridge.worker import runtime
 from trainbridge.worker.runtime import SLOT
 
 

@@ -100,7 +100,7 @@ def test_import_worker_without_client_imports_nothing_heavy():
     code = textwrap.dedent("""
         import sys, threading; from trainbridge import worker
         heavy = [m for m in ("zmq", "msgpack", "psutil", "pynvml", "torch", "numpy",
-                             "logging", "trainbridge.worker.codec", "trainbridge.worker.beacon")
+                             "logging", "trainbridge.protocol.codec", "trainbridge.worker.beacon")
                  if m in sys.modules]
         print(heavy, threading.active_count(), worker.enabled())
     """)

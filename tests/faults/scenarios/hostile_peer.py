@@ -8,7 +8,7 @@ import zmq
 
 from trainbridge import worker
 from _common import say, wait_for_go
-from trainbridge.worker import codec
+from trainbridge.protocol import codec
 
 JOB, KEY = os.environ["TRAINBRIDGE_JOB_ID"], bytes.fromhex(os.environ["TRAINBRIDGE_KEY"])
 
