@@ -20,21 +20,57 @@ from typing import Any, NamedTuple, Optional
 
 import msgpack
 
-PROTOCOL_MAJOR = 1
-PROTOCOL_VERSION = "1.1"
-SUPPORTED_MAJORS = (1,)
-MAC_SIZE = 32
+from trainbridge.protocol.constants import (
+    MAC_SIZE,
+    PROTOCOL_MAJOR,
+    PROTOCOL_VERSION,
+    SUPPORTED_MAJORS,
+)
+from trainbridge.protocol.limits import (
+    INT64_MIN,
+    MAX_ARRAY_ITEMS,
+    MAX_DEPTH,
+    MAX_FIELD_CHARS,
+    MAX_MAP_ITEMS,
+    MAX_MESSAGE_BYTES,
+    MAX_TEXT_CHARS,
+    SAFE_INT,
+    TEXT_FIELDS,
+    UINT64_MAX,
+)
 
-# Limits (docs/PROTOCOL.md, "Limits"). Text fields carry stacks and tracebacks.
-MAX_MESSAGE_BYTES = 1 << 20
-MAX_FIELD_CHARS = 16 * 1024
-MAX_TEXT_CHARS = 256 * 1024
-MAX_ARRAY_ITEMS = 4096
-MAX_MAP_ITEMS = 1024
-MAX_DEPTH = 16
-TEXT_FIELDS = frozenset({"traceback", "stack", "stacks", "text"})
-SAFE_INT = 1 << 53
-INT64_MIN, UINT64_MAX = -(1 << 63), (1 << 64) - 1
+# The codec's public names, the constants and limits included (node-client/src/codec.js
+# exports the same), so a caller needs one import.
+__all__ = [
+    "CLIENT_KINDS",
+    "FINAL_KINDS",
+    "INT64_MIN",
+    "KINDS",
+    "MAC_SIZE",
+    "MAX_ARRAY_ITEMS",
+    "MAX_DEPTH",
+    "MAX_FIELD_CHARS",
+    "MAX_MAP_ITEMS",
+    "MAX_MESSAGE_BYTES",
+    "MAX_TEXT_CHARS",
+    "Message",
+    "PROTOCOL_MAJOR",
+    "PROTOCOL_VERSION",
+    "ProtocolError",
+    "SAFE_INT",
+    "SUPPORTED_MAJORS",
+    "TEXT_FIELDS",
+    "UINT64_MAX",
+    "UNCUT_KINDS",
+    "WORKER_KINDS",
+    "check_seq",
+    "decode",
+    "encode",
+    "escape",
+    "escape_within",
+    "sign",
+    "unescape",
+]
 
 
 class ProtocolError(Exception):

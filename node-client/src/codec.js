@@ -15,22 +15,11 @@ const { pack, unpackStrict, Bin, Ext } = require('./msgpack.js');
 const { decodeUtf8Escaped } = require('./utf8.js');
 const { ProtocolError } = require('./errors.js');
 
-const PROTOCOL_MAJOR = 1;
-const PROTOCOL_VERSION = '1.1';
-const SUPPORTED_MAJORS = [1];
-const MAC_SIZE = 32;
-
-// Limits (docs/PROTOCOL.md, "Limits"). Text fields carry stacks and tracebacks.
-const MAX_MESSAGE_BYTES = 1 << 20;
-const MAX_FIELD_CHARS = 16 * 1024;
-const MAX_TEXT_CHARS = 256 * 1024;
-const MAX_ARRAY_ITEMS = 4096;
-const MAX_MAP_ITEMS = 1024;
-const MAX_DEPTH = 16;
-const TEXT_FIELDS = new Set(['traceback', 'stack', 'stacks', 'text']);
-const SAFE_INT = 2 ** 53;
-const INT64_MIN = -(2n ** 63n);
-const UINT64_MAX = 2n ** 64n - 1n;
+const { PROTOCOL_MAJOR, PROTOCOL_VERSION, SUPPORTED_MAJORS, MAC_SIZE } = require('./constants.js');
+const {
+  MAX_MESSAGE_BYTES, MAX_FIELD_CHARS, MAX_TEXT_CHARS, MAX_ARRAY_ITEMS, MAX_MAP_ITEMS, MAX_DEPTH,
+  TEXT_FIELDS, SAFE_INT, INT64_MIN, UINT64_MAX,
+} = require('./limits.js');
 
 // --- the ASCII rule -------------------------------------------------------------------
 // Encoders escape: "\" -> "\\"; U+0080..U+00FF -> \xhh; up to U+FFFF (lone surrogates
@@ -402,9 +391,11 @@ function checkSeq(last, seq) {
   return [seq === last + 1 ? 'ok' : 'gap', seq];
 }
 
+// The constants and limits are exported here too (protocol/codec.py's __all__ does the
+// same), so a caller needs one require.
 module.exports = {
   PROTOCOL_MAJOR, PROTOCOL_VERSION, SUPPORTED_MAJORS, MAC_SIZE, MAX_MESSAGE_BYTES,
   MAX_FIELD_CHARS, MAX_TEXT_CHARS, MAX_ARRAY_ITEMS, MAX_MAP_ITEMS, MAX_DEPTH, TEXT_FIELDS,
-  SAFE_INT, WORKER_KINDS, CLIENT_KINDS, KINDS, FINAL_KINDS, UNCUT_KINDS,
+  SAFE_INT, INT64_MIN, UINT64_MAX, WORKER_KINDS, CLIENT_KINDS, KINDS, FINAL_KINDS, UNCUT_KINDS,
   ProtocolError, escape, unescape, escapeWithin, encode, decode, sign, checkSeq,
 };
