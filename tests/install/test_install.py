@@ -118,7 +118,7 @@ def built(tmp_path_factory):
     tmp = str(tmp_path_factory.mktemp("install"))
     src = os.path.join(tmp, "src")
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules", "*.egg-info")
-    for name in ("trainbridge", "worker", "bridge"):
+    for name in ("trainbridge", "protocol", "worker", "bridge"):
         shutil.copytree(os.path.join(ROOT, name), os.path.join(src, name), ignore=ignore)
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(os.path.join(ROOT, name), os.path.join(src, name))
@@ -175,6 +175,9 @@ def test_the_wheel_holds_everything_and_asks_only_for_what_each_side_needs(built
         "trainbridge/__init__.py",
         "trainbridge/__main__.py",
         "trainbridge/py.typed",
+        "trainbridge/protocol/__init__.py",
+        "trainbridge/protocol/codec.py",
+        "trainbridge/protocol/limits.py",
         "trainbridge/worker/__init__.py",
         "trainbridge/worker/auto.py",
         "trainbridge/bridge/cli.py",
@@ -184,7 +187,8 @@ def test_the_wheel_holds_everything_and_asks_only_for_what_each_side_needs(built
         f"trainbridge-{__version__}.dist-info/licenses/LICENSE",
     ):
         assert name in names, name
-    assert not any(n.split("/")[0] in ("worker", "bridge", "tests") for n in names), names
+    outside = {"protocol", "worker", "bridge", "tests"} & {n.split("/")[0] for n in names}
+    assert not outside, names  # everything is inside `trainbridge`
     requires = [
         line.split(":", 1)[1].strip()
         for line in meta.splitlines()
@@ -207,6 +211,7 @@ def test_the_tarball_ships_the_worker_and_the_zero_code_hook(built):
         "package/index.d.ts",
         "package/LICENSE",
         "package/python/trainbridge/__init__.py",
+        "package/python/trainbridge/protocol/codec.py",
         "package/python/trainbridge/worker/__init__.py",
         "package/python/trainbridge/worker/auto.py",
         "package/python/trainbridge/bridge/inject/sitecustomize.py",
