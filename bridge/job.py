@@ -1110,9 +1110,9 @@ class Job:
             self._pidfd = None
         self.exit_code, self.exit_signal = launcher.exit_status(self.proc.returncode)
         if self.exit_signal == "SIGKILL" and "SIGKILL" not in self.signals_sent:
-            from trainbridge.bridge import evidence
+            from trainbridge.bridge import oom
 
-            self.oom_killed = evidence.oom_killed(self._oom_before, _oom_kill_count(None))
+            self.oom_killed = oom.oom_killed(self._oom_before, _oom_kill_count(None))
         self.oom_kills = _oom_kills_since(self._oom_before, self.exit_code, self.exit_signal)
         self._step({"type": "exit", "t": now, "code": self.exit_code, "signal": self.exit_signal})
 
@@ -1386,8 +1386,8 @@ def _process_alive(pid: Any, created: Optional[float]) -> bool:
 
 def _oom_kill_count(pid: Optional[int]) -> Optional[int]:
     try:
-        from trainbridge.bridge import evidence
+        from trainbridge.bridge import oom
 
-        return evidence.oom_kill_count(pid)
+        return oom.oom_kill_count(pid)
     except Exception:  # noqa: BLE001 - best effort
         return None

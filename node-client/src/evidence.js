@@ -3,248 +3,16 @@
  * Evidence about a live job from /proc, for the hang diagnosis: bridge/evidence.py's
  * fields (status, alive, main_thread {tid, wchan, syscall, syscall_nr, fd, fd_target, state,
  * runnable_fraction}, cpu_fraction, io_delta, threads, rss_bytes, sockets, children), read
- * from /proc directly instead of through psutil. No GPU or py-spy here. Never throws: what
- * cannot be read is a note.
+ * from /proc directly instead of through psutil. This module assembles them; the reading
+ * is in procfs.js and sockets.js (the OOM count, read around the job, in oom.js). No GPU or
+ * py-spy here (docs/CLIENT.md, "Rooms"). Never throws: what cannot be read is a note.
  * cpu_fraction needs two samples: sample() at the hang, measure(first) when the job is
- * about to be signalled (the machine's dump wait is the window).
+ * about to be signalled (the machine's dump wait is the window); together they are
+ * bridge/evidence.py's collect().
  */
 
-const fs = require('node:fs');
-const os = require('node:os');
-const { execFileSync } = require('node:child_process');
-
-const SYSCALLS = {
-  x64: { 0: 'read', 1: 'write', 7: 'poll', 17: 'pread64', 18: 'pwrite64', 19: 'readv', 20: 'writev', 23: 'select',
-    34: 'pause', 35: 'nanosleep', 42: 'connect', 43: 'accept', 44: 'sendto', 45: 'recvfrom', 46: 'sendmsg',
-    47: 'recvmsg', 61: 'wait4', 74: 'fsync', 75: 'fdatasync', 202: 'futex', 230: 'clock_nanosleep',
-    232: 'epoll_wait', 247: 'waitid', 270: 'pselect6', 271: 'ppoll', 281: 'epoll_pwait', 288: 'accept4',
-    299: 'recvmmsg', 441: 'epoll_pwait2', 449: 'futex_waitv' },
-  arm64: { 22: 'epoll_pwait', 63: 'read', 64: 'write', 65: 'readv', 66: 'writev', 67: 'pread64', 68: 'pwrite64',
-    72: 'pselect6', 73: 'ppoll', 82: 'fsync', 83: 'fdatasync', 95: 'waitid', 98: 'futex', 101: 'nanosleep',
-    115: 'clock_nanosleep', 202: 'accept', 203: 'connect', 206: 'sendto', 207: 'recvfrom', 211: 'sendmsg',
-    212: 'recvmsg', 242: 'accept4', 243: 'recvmmsg', 260: 'wait4', 441: 'epoll_pwait2', 449: 'futex_waitv' },
-};
-const FD_SYSCALLS = new Set(['read', 'write', 'pread64', 'pwrite64', 'readv', 'writev', 'connect', 'accept',
-  'accept4', 'sendto', 'recvfrom', 'sendmsg', 'recvmsg', 'recvmmsg', 'fsync', 'fdatasync']);
-const STATE_WORDS = { R: 'running', S: 'sleeping', D: 'disk-sleep', T: 'stopped', t: 'tracing-stop', Z: 'zombie', X: 'dead', I: 'idle' };
-const TICKS = 100; // USER_HZ
-const PAGE = 4096;
-
-const read = (p) => { try { return fs.readFileSync(p, 'latin1'); } catch { return null; } };
-
-function parseStat(text) {
-  if (!text || !text.includes(')')) return null;
-  const f = text.slice(text.lastIndexOf(')') + 2).trim().split(' ');
-  // fields after the name: state ppid pgrp ... utime(11) stime(12) ... num_threads(17)
-  // starttime(19) ... rss(21)
-  return { state: f[0], ppid: Number(f[1]), cpu_s: (Number(f[11]) + Number(f[12])) / TICKS,
-    threads: Number(f[17]), started: Number(f[19]), rss_bytes: Number(f[21]) * PAGE };
-}
-
-function parseSyscallLine(text) {
-  if (!text || !text.trim()) return {};
-  const parts = text.trim().split(/\s+/);
-  if (parts[0] === 'running') return { syscall: 'running' };
-  const number = Number(parts[0]);
-  if (!Number.isInteger(number)) return { syscall: parts[0] };
-  if (number < 0) return { syscall: 'none' };
-  const name = (SYSCALLS[os.arch()] || {})[number] || `syscall_${number}`;
-  const out = { syscall: name, syscall_nr: number };
-  if (FD_SYSCALLS.has(name) && parts.length > 1) out.fd = parseInt(parts[1], 16);
-  return out;
-}
-
-function mainThread(pid, notes) {
-  const base = `/proc/${pid}/task/${pid}`;
-  const info = { tid: pid };
-  const wchan = read(`${base}/wchan`);
-  if (wchan === null) notes.push('wchan not readable');
-  else info.wchan = ['', '0'].includes(wchan.trim()) ? null : wchan.trim();
-  const syscall = read(`${base}/syscall`);
-  if (syscall === null) notes.push('syscall not readable (needs ptrace access to the process)');
-  else Object.assign(info, parseSyscallLine(syscall));
-  const stat = parseStat(read(`${base}/stat`));
-  if (stat) info.state = stat.state;
-  if (info.fd !== undefined) {
-    try { info.fd_target = fs.readlinkSync(`/proc/${pid}/fd/${info.fd}`); } catch { /* gone */ }
-  }
-  return info;
-}
-
-function listPids() {
-  try { return fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number); } catch { return []; }
-}
-
-/** Every descendant of `pid` (children first, then theirs), with its parent. */
-function descendants(pid) {
-  const byParent = new Map();
-  for (const p of listPids()) {
-    const stat = parseStat(read(`/proc/${p}/stat`));
-    if (!stat) continue;
-    if (!byParent.has(stat.ppid)) byParent.set(stat.ppid, []);
-    byParent.get(stat.ppid).push({ pid: p, stat });
-  }
-  const out = [];
-  const queue = [pid];
-  while (queue.length) {
-    for (const kid of byParent.get(queue.shift()) || []) {
-      out.push(kid);
-      queue.push(kid.pid);
-    }
-  }
-  return out;
-}
-
-function childEntry({ pid, stat }) {
-  const entry = { pid, name: (read(`/proc/${pid}/comm`) || '').trim() || null,
-    status: STATE_WORDS[stat.state] || stat.state, ppid: stat.ppid, started: stat.started,
-    cmdline: (read(`/proc/${pid}/cmdline`) || '').split('\0').filter(Boolean).join(' ').slice(0, 200) };
-  const wchan = read(`/proc/${pid}/wchan`);
-  if (wchan) entry.wchan = wchan.trim() || null;
-  return entry;
-}
-
-function ioCounters(pid) {
-  const text = read(`/proc/${pid}/io`);
-  if (!text) return null;
-  const f = Object.fromEntries(text.trim().split('\n').map((l) => l.split(':').map((x) => x.trim())));
-  return { read_bytes: Number(f.read_bytes), write_bytes: Number(f.write_bytes), rchar: Number(f.rchar || 0), wchar: Number(f.wchar || 0) };
-}
-
-// --- sockets (psutil's net_connections(kind="inet"), from /proc/<pid>/net and fd links) ---
-const TCP_STATES = { '01': 'ESTABLISHED', '02': 'SYN_SENT', '03': 'SYN_RECV', '04': 'FIN_WAIT1', '05': 'FIN_WAIT2',
-  '06': 'TIME_WAIT', '07': 'CLOSE', '08': 'CLOSE_WAIT', '09': 'LAST_ACK', '0A': 'LISTEN', '0B': 'CLOSING' };
-
-function ipv4(hex) {
-  const n = parseInt(hex, 16);
-  return [n & 255, (n >>> 8) & 255, (n >>> 16) & 255, (n >>> 24) & 255].join('.');
-}
-
-/** An IPv6 address from /proc's 4 little-endian words, written as inet_ntop writes it. */
-function ipv6(hex) {
-  const bytes = [];
-  for (let w = 0; w < 4; w++) {
-    const word = hex.slice(w * 8, w * 8 + 8);
-    for (let b = 3; b >= 0; b--) bytes.push(parseInt(word.slice(b * 2, b * 2 + 2), 16));
-  }
-  const groups = [];
-  for (let i = 0; i < 16; i += 2) groups.push((bytes[i] << 8) | bytes[i + 1]);
-  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
-    return `::ffff:${bytes.slice(12).join('.')}`;
-  }
-  let bestStart = -1;
-  let bestLen = 0;
-  for (let i = 0; i < 8;) {
-    if (groups[i] !== 0) { i += 1; continue; }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j += 1;
-    if (j - i > bestLen && j - i >= 2) { bestStart = i; bestLen = j - i; }
-    i = j;
-  }
-  const hexes = groups.map((g) => g.toString(16));
-  if (bestStart < 0) return hexes.join(':');
-  return `${hexes.slice(0, bestStart).join(':')}::${hexes.slice(bestStart + bestLen).join(':')}`;
-}
-
-function parseAddress(text, v6) {
-  const [host, port] = text.split(':');
-  return [v6 ? ipv6(host) : ipv4(host), parseInt(port, 16)];
-}
-
-function socketTable(pid) {
-  const rows = new Map(); // inode -> {type, laddr, raddr, status}
-  for (const [name, type, v6] of [['tcp', 'tcp', false], ['tcp6', 'tcp', true], ['udp', 'udp', false], ['udp6', 'udp', true]]) {
-    const text = read(`/proc/${pid}/net/${name}`);
-    if (!text) continue;
-    for (const line of text.trim().split('\n').slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length < 10) continue;
-      const laddr = parseAddress(f[1], v6);
-      const raddr = parseAddress(f[2], v6);
-      const empty = raddr[1] === 0 && /^[0:.]*$/.test(raddr[0].replace('::', ''));
-      rows.set(f[9], { type, laddr, raddr: empty ? null : raddr, status: type === 'tcp' ? (TCP_STATES[f[3]] || f[3]) : 'NONE' });
-    }
-  }
-  return rows;
-}
-
-function sockets(pids, notes) {
-  const out = [];
-  for (const pid of pids) {
-    let fds;
-    try { fds = fs.readdirSync(`/proc/${pid}/fd`); } catch (err) {
-      notes.push(`sockets of ${pid} not readable (${err.code})`);
-      continue;
-    }
-    let table = null;
-    for (const fd of fds) {
-      let target;
-      try { target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { continue; }
-      const m = /^socket:\[(\d+)\]$/.exec(target);
-      if (!m) continue;
-      table = table || socketTable(pid);
-      const row = table.get(m[1]);
-      if (row) out.push({ pid, fd: Number(fd), type: row.type, laddr: row.laddr, raddr: row.raddr, status: row.status });
-    }
-  }
-  return out;
-}
-
-// --- local (AF_UNIX) sockets, as bridge/evidence.py local_peer --------------------------
-// /proc/<pid>/net/unix tells the family; the peer's inode comes from `ss -x` (the kernel's
-// sock_diag, which Node cannot ask directly); without ss the peer stays unknown and the rule
-// falls back on the job's children. The holder of the peer is found through /proc/<pid>/fd.
-
-function unixSocketInodes(pid) {
-  const text = read(`/proc/${pid}/net/unix`);
-  if (text === null) return null;
-  const out = new Set();
-  for (const line of text.split('\n').slice(1)) {
-    const f = line.trim().split(/\s+/);
-    if (f.length >= 7 && /^\d+$/.test(f[6])) out.add(Number(f[6]));
-  }
-  return out;
-}
-
-function unixPeerInode(inode) {
-  let text;
-  try {
-    text = execFileSync('ss', ['-xnH'], { encoding: 'latin1', timeout: 500, stdio: ['ignore', 'pipe', 'ignore'] });
-  } catch { return null; }
-  for (const line of text.split('\n')) {
-    const f = line.trim().split(/\s+/);
-    if (f.length >= 4 && Number(f[f.length - 3]) === inode) {
-      const peer = Number(f[f.length - 1]);
-      return Number.isInteger(peer) && peer > 0 ? peer : null;
-    }
-  }
-  return null;
-}
-
-function socketOwner(inode, pids) {
-  const target = `socket:[${inode}]`;
-  for (const pid of pids) {
-    let fds;
-    try { fds = fs.readdirSync(`/proc/${pid}/fd`); } catch { continue; }
-    for (const fd of fds) {
-      try { if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === target) return { pid, fd: Number(fd) }; } catch { /* gone */ }
-    }
-  }
-  return null;
-}
-
-/** Marks main.fd_family = 'unix' and returns {inode, peer_inode, pid, fd} for a wait on an AF_UNIX socket. */
-function localPeer(pid, main, jobPids) {
-  const m = /^socket:\[(\d+)\]$/.exec(String(main.fd_target || ''));
-  if (!m) return null;
-  const inode = Number(m[1]);
-  const inodes = unixSocketInodes(pid);
-  if (!inodes || !inodes.has(inode)) return null;
-  main.fd_family = 'unix';
-  const peer = unixPeerInode(inode);
-  const owner = peer ? socketOwner(peer, [...jobPids.filter((p) => p !== pid), pid]) : null;
-  return { inode, peer_inode: peer, pid: owner ? owner.pid : null, fd: owner ? owner.fd : null };
-}
+const { STATE_WORDS, read, parseStat, mainThread, descendants, childEntry, ioCounters, treePids } = require('./procfs.js');
+const { inetSockets, unixSocketInodes, localPeer } = require('./sockets.js');
 
 /** One look at the job's main process and its tree (no waiting). */
 function sample(pid) {
@@ -265,7 +33,7 @@ function sample(pid) {
   ev.tree_cpu = Object.fromEntries(ev.tree.map((k) => [k.pid, k.stat.cpu_s]));
   // Read now too: if the window cannot finish (a loaded machine delays the timer past the
   // snapshot deadline, or the process ends), what it waits on is still known.
-  ev.sockets = sockets([pid, ...ev.tree.map((k) => k.pid)], []);
+  ev.sockets = inetSockets([pid, ...ev.tree.map((k) => k.pid)], []);
   ev.children = ev.tree.map(childEntry);
   ev.main_thread = mainThread(pid, []);
   return ev;
@@ -306,7 +74,7 @@ function measure(first, states = []) {
     ev.rss_bytes = stat.rss_bytes;
   }
   const tree = descendants(pid);
-  ev.sockets = sockets([pid, ...tree.map((k) => k.pid)], notes);
+  ev.sockets = inetSockets([pid, ...tree.map((k) => k.pid)], notes);
   ev.children = tree.map((k) => {
     const entry = childEntry(k);
     if (first.tree_cpu[k.pid] !== undefined) {
@@ -320,26 +88,6 @@ function measure(first, states = []) {
 }
 
 // --- the live look while a job is stalled (issue 12 item 12), as bridge/evidence.py live --
-
-/** The job's descendants from /proc/<pid>/task/<tid>/children (no scan of all of /proc). */
-function treePids(pid, limit = 200) {
-  const out = [];
-  const queue = [pid];
-  while (queue.length && out.length < limit) {
-    const parent = queue.shift();
-    let tasks;
-    try { tasks = fs.readdirSync(`/proc/${parent}/task`); } catch { continue; }
-    for (const tid of tasks) {
-      for (const child of (read(`/proc/${parent}/task/${tid}/children`) || '').split(/\s+/)) {
-        if (/^\d+$/.test(child) && !out.includes(Number(child))) {
-          out.push(Number(child));
-          queue.push(Number(child));
-        }
-      }
-    }
-  }
-  return out.slice(0, limit);
-}
 
 /**
  * A cheap look at a live job for the diagnosis shown while it is stalled: no window (CPU is
@@ -380,7 +128,7 @@ function live(pid, previous = null) {
       } else {
         const inodes = unixSocketInodes(pid);
         const inode = Number(target.slice(8, -1));
-        found = inodes && inodes.has(inode) ? { fd_family: 'unix' } : { sockets: sockets([pid], notes) };
+        found = inodes && inodes.has(inode) ? { fd_family: 'unix' } : { sockets: inetSockets([pid], notes) };
       }
       if (found.fd_family) main.fd_family = found.fd_family;
       if (found.sockets) ev.sockets = found.sockets;
@@ -392,61 +140,4 @@ function live(pid, previous = null) {
   return ev;
 }
 
-/** The main thread's state letter now (R, S, D, ...), or null. */
-function mainThreadState(pid) {
-  const stat = parseStat(read(`/proc/${pid}/task/${pid}/stat`));
-  return stat ? stat.state : null;
-}
-
-/**
- * The main thread's state letter and kernel wait now ({state, wait}, wait "running" for R),
- * or null: measure() counts the waits over the window (as bridge/evidence.py _sample_main).
- */
-function mainThreadSample(pid) {
-  const state = mainThreadState(pid);
-  if (state === null) return null;
-  const wchan = state === 'R' ? 'running' : ((read(`/proc/${pid}/task/${pid}/wchan`) || '').trim() || 'unknown');
-  return { state, wait: wchan };
-}
-
-// --- the kernel's OOM killer ------------------------------------------------------------
-function cgroupDirs(pid) {
-  const text = read(`/proc/${pid || 'self'}/cgroup`) || '';
-  const v2 = [];
-  const v1 = [];
-  for (const line of text.split('\n')) {
-    const parts = line.split(':');
-    if (parts.length < 3) continue;
-    const [, controllers] = parts;
-    const p = parts.slice(2).join(':');
-    if (controllers === '') v2.push(`/sys/fs/cgroup${p}`, `/sys/fs/cgroup/unified${p}`);
-    else if (controllers.split(',').includes('memory')) v1.push(`/sys/fs/cgroup/memory${p}`);
-  }
-  return [...v2, ...v1];
-}
-
-/**
- * The cgroup's count of processes the OOM killer has killed, or null if unreadable. Read
- * it before launch and after exit: a rise while the job died of SIGKILL means the kernel
- * killed it for memory.
- */
-function oomKillCount(pid = null) {
-  for (const dir of cgroupDirs(pid)) {
-    for (const name of ['memory.events', 'memory.oom_control']) {
-      const text = read(`${dir}/${name}`);
-      if (!text) continue;
-      for (const line of text.split('\n')) {
-        const [key, value] = line.split(' ');
-        if (key === 'oom_kill') return Number.isInteger(Number(value)) ? Number(value) : null;
-      }
-    }
-  }
-  return null;
-}
-
-function oomKilled(before, after) {
-  if (before === null || after === null) return null;
-  return after > before;
-}
-
-module.exports = { sample, measure, live, mainThreadState, mainThreadSample, parseSyscallLine, sockets, ipv6, oomKillCount, oomKilled, localPeer };
+module.exports = { sample, measure, live };

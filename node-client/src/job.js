@@ -26,6 +26,8 @@ const machine = require('./machine.js');
 const { LineSplitter, RedrawThrottle, decodeLine, logText } = require('./lines.js');
 const launcher = require('./launcher.js');
 const evidence = require('./evidence.js');
+const oom = require('./oom.js');
+const procfs = require('./procfs.js');
 const { diagnoseHang } = require('./diagnosis.js');
 const { PythonError } = require('./errors.js');
 const { buildReport, minimalReport, logFooter, crashFileSize, signalDumpedPids } = require('./report.js');
@@ -60,7 +62,7 @@ const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
  */
 function oomKillsSince(before, code, signal) {
   if (before === null || before === undefined || (code === 0 && !signal)) return null;
-  const after = evidence.oomKillCount(null);
+  const after = oom.oomKillCount(null);
   return after === null ? null : Math.max(0, after - before);
 }
 
@@ -367,7 +369,7 @@ class Job extends EventEmitter {
       this._noWorker('[trainbridge] zero-code mode is off: its hook (bridge/inject/sitecustomize.py) was not found; '
         + 'set injectDir or $TRAINBRIDGE_INJECT_DIR, or reinstall the trainbridge package');
     }
-    this._facts.oomBefore = evidence.oomKillCount(this.pid);
+    this._facts.oomBefore = oom.oomKillCount(this.pid);
     for (const stream of ['stdout', 'stderr']) {
       this._pipesOpen += 1;
       child[stream].on('data', (chunk) => this._guard(() => this._output(stream, chunk)));
@@ -403,7 +405,7 @@ class Job extends EventEmitter {
     this._facts.exitCode = code;
     this._facts.exitSignal = signal;
     if (signal === 'SIGKILL' && !this._facts.signalsSent.includes('SIGKILL')) {
-      this._facts.oomKilled = evidence.oomKilled(this._facts.oomBefore, evidence.oomKillCount(null));
+      this._facts.oomKilled = oom.oomKilled(this._facts.oomBefore, oom.oomKillCount(null));
     }
     this._facts.oomKills = oomKillsSince(this._facts.oomBefore, code, signal);
     this._post({ type: 'exit', code, signal });
@@ -579,11 +581,11 @@ class Job extends EventEmitter {
   /** Hang evidence from the live process over SNAPSHOT_WINDOW_MS, then "snapshotted". */
   _snapshot() {
     const first = evidence.sample(this.pid);
-    const states = [evidence.mainThreadSample(this.pid)];
+    const states = [procfs.mainThreadSample(this.pid)];
     const { pid, status, name, alive, notes, sockets, children, main_thread: mainThread } = first;
     // Until the window is over: what can be read at once (no CPU deltas yet).
     this._facts.snapshot = { pid, status, name, alive, notes, sockets, children, main_thread: mainThread };
-    const sampler = setInterval(() => states.push(evidence.mainThreadSample(this.pid)), STATE_SAMPLE_MS);
+    const sampler = setInterval(() => states.push(procfs.mainThreadSample(this.pid)), STATE_SAMPLE_MS);
     setTimeout(() => {
       clearInterval(sampler);
       if (this.report) return;

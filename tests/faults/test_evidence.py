@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from trainbridge.bridge import diagnosis, evidence
+from trainbridge.bridge import diagnosis, evidence, oom, procfs
 
 DEADLINE_S = 10.0
 
@@ -39,7 +39,7 @@ def wait_in_syscall(pid: int, names) -> None:
     while time.monotonic() < deadline:
         try:
             with open(f"/proc/{pid}/task/{pid}/syscall") as f:
-                got = evidence.parse_syscall_line(f.read()).get("syscall")
+                got = procfs.parse_syscall_line(f.read()).get("syscall")
         except OSError:
             got = None
         if got in names:
@@ -259,11 +259,11 @@ def test_no_gpu_is_a_clear_fact():
 
 
 def test_oom_kill_count_reads_the_cgroup():
-    count = evidence.oom_kill_count()
+    count = oom.oom_kill_count()
     assert count is None or count >= 0
-    assert evidence.oom_killed(0, 1) is True
-    assert evidence.oom_killed(2, 2) is False
-    assert evidence.oom_killed(None, 1) is None
+    assert oom.oom_killed(0, 1) is True
+    assert oom.oom_killed(2, 2) is False
+    assert oom.oom_killed(None, 1) is None
 
 
 @pytest.mark.parametrize(
@@ -278,5 +278,5 @@ def test_oom_kill_count_reads_the_cgroup():
     ],
 )
 def test_parse_syscall_line_x86_64(line, expect):
-    got = evidence.parse_syscall_line(line, machine="x86_64")
+    got = procfs.parse_syscall_line(line, machine="x86_64")
     assert {k: got[k] for k in expect} == expect

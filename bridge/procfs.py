@@ -1,0 +1,220 @@
+"""Reading /proc (Linux) for the evidence about a job: the main thread's kernel wait, a
+process's state, start time and descendants. Plain reads, nothing cached; a file that cannot
+be read gives None (or a note), never an exception.
+
+The Node twin is node-client/src/procfs.js. The sockets a thread waits on are in
+bridge/sockets.py, the assembly of one look at a job in bridge/evidence.py.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any, Optional
+
+# Syscall numbers of the waits that matter, per architecture (from the kernel's unistd
+# tables). Anything else is reported by number.
+SYSCALLS = {
+    "x86_64": {
+        0: "read",
+        1: "write",
+        7: "poll",
+        17: "pread64",
+        18: "pwrite64",
+        19: "readv",
+        20: "writev",
+        23: "select",
+        34: "pause",
+        35: "nanosleep",
+        42: "connect",
+        43: "accept",
+        44: "sendto",
+        45: "recvfrom",
+        46: "sendmsg",
+        47: "recvmsg",
+        61: "wait4",
+        74: "fsync",
+        75: "fdatasync",
+        202: "futex",
+        230: "clock_nanosleep",
+        232: "epoll_wait",
+        247: "waitid",
+        270: "pselect6",
+        271: "ppoll",
+        281: "epoll_pwait",
+        288: "accept4",
+        299: "recvmmsg",
+        441: "epoll_pwait2",
+        449: "futex_waitv",
+    },
+    "aarch64": {
+        22: "epoll_pwait",
+        63: "read",
+        64: "write",
+        65: "readv",
+        66: "writev",
+        67: "pread64",
+        68: "pwrite64",
+        72: "pselect6",
+        73: "ppoll",
+        82: "fsync",
+        83: "fdatasync",
+        95: "waitid",
+        98: "futex",
+        101: "nanosleep",
+        115: "clock_nanosleep",
+        202: "accept",
+        203: "connect",
+        206: "sendto",
+        207: "recvfrom",
+        211: "sendmsg",
+        212: "recvmsg",
+        242: "accept4",
+        243: "recvmmsg",
+        260: "wait4",
+        441: "epoll_pwait2",
+        449: "futex_waitv",
+    },
+}
+# Syscalls whose first argument is the file descriptor being waited on.
+FD_SYSCALLS = frozenset(
+    {
+        "read",
+        "write",
+        "pread64",
+        "pwrite64",
+        "readv",
+        "writev",
+        "connect",
+        "accept",
+        "accept4",
+        "sendto",
+        "recvfrom",
+        "sendmsg",
+        "recvmsg",
+        "recvmmsg",
+        "fsync",
+        "fdatasync",
+    }
+)
+STATE_WORDS = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "disk-sleep",
+    "T": "stopped",
+    "t": "tracing-stop",
+    "Z": "zombie",
+    "X": "dead",
+    "I": "idle",
+}
+
+
+def read(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def syscall_name(number: int, machine: Optional[str] = None) -> str:
+    table = SYSCALLS.get(machine or platform.machine(), {})
+    return table.get(number, f"syscall_{number}")
+
+
+def parse_syscall_line(text: Optional[str], machine: Optional[str] = None) -> dict[str, Any]:
+    """/proc/<pid>/task/<tid>/syscall: 'nr arg0 .. arg5 sp pc', 'running' or '-1 sp pc'."""
+    if not text:
+        return {}
+    parts = text.split()
+    if not parts:
+        return {}
+    if parts[0] == "running":
+        return {"syscall": "running"}
+    try:
+        number = int(parts[0])
+    except ValueError:
+        return {"syscall": parts[0]}
+    if number < 0:
+        return {"syscall": "none"}  # blocked, but not in a syscall (e.g. a page fault)
+    name = syscall_name(number, machine)
+    out: dict[str, Any] = {"syscall": name, "syscall_nr": number}
+    if name in FD_SYSCALLS and len(parts) > 1:
+        try:
+            out["fd"] = int(parts[1], 16)
+        except ValueError:
+            pass
+    return out
+
+
+def main_thread(pid: int, notes: list[str]) -> dict[str, Any]:
+    """The main thread's kernel wait now: {tid, wchan, syscall, syscall_nr, fd, fd_target,
+    state}, each as far as readable; what is not readable becomes a note."""
+    base = f"/proc/{pid}/task/{pid}"
+    info: dict[str, Any] = {"tid": pid}
+    wchan = read(f"{base}/wchan")
+    if wchan is None:
+        notes.append("wchan not readable")
+    else:
+        info["wchan"] = wchan.strip() if wchan.strip() not in ("", "0") else None
+    syscall = read(f"{base}/syscall")
+    if syscall is None:
+        notes.append("syscall not readable (needs ptrace access to the process)")
+    else:
+        info.update(parse_syscall_line(syscall))
+    stat = read(f"{base}/stat")
+    if stat and ")" in stat:
+        info["state"] = stat.rsplit(")", 1)[1].split()[0]
+    if "fd" in info:
+        try:
+            info["fd_target"] = os.readlink(f"/proc/{pid}/fd/{info['fd']}")
+        except OSError:
+            pass
+    return info
+
+
+def main_thread_sample(pid: int) -> Optional[dict[str, str]]:
+    """One sample of the main thread: {state, wait}: its state letter (R, S, D, ...) and its
+    kernel wait (its wchan; "running" for R, "unknown" when unreadable), or None when the
+    process is gone. The evidence counts these over a window (bridge/evidence.py)."""
+    base = f"/proc/{pid}/task/{pid}"
+    stat = read(f"{base}/stat")
+    if not stat or ")" not in stat:
+        return None
+    state = stat.rsplit(")", 1)[1].split()[0]
+    wait = "running" if state == "R" else ((read(f"{base}/wchan") or "").strip() or "unknown")
+    return {"state": state, "wait": wait}
+
+
+def stat_fields(pid: int) -> Optional[list[str]]:
+    """/proc/<pid>/stat's fields after the command name (state first), or None."""
+    stat = read(f"/proc/{pid}/stat")
+    return stat.rsplit(")", 1)[1].split() if stat and ")" in stat else None
+
+
+def start_ticks(pid: int) -> Optional[int]:
+    """The process's start time in clock ticks since boot (/proc/<pid>/stat field 22): only
+    its order matters (DataLoader workers start in worker-id order)."""
+    stat = read(f"/proc/{pid}/stat")
+    try:
+        return int(stat.rsplit(")", 1)[1].split()[19]) if stat else None
+    except (IndexError, ValueError):
+        return None
+
+
+def tree_pids(pid: int, limit: int = 200) -> list[int]:
+    """The job's descendants from /proc/<pid>/task/*/children (no scan of all of /proc)."""
+    out: list[int] = []
+    queue = [pid]
+    while queue and len(out) < limit:
+        parent = queue.pop(0)
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            for child in (read(f"/proc/{parent}/task/{tid}/children") or "").split():
+                if child.isdigit() and int(child) not in out:
+                    out.append(int(child))
+                    queue.append(int(child))
+    return out[:limit]

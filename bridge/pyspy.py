@@ -1,0 +1,49 @@
+"""py-spy, when installed, for the evidence: a dump of every Python thread's stack taken from
+outside, started at the beginning of the evidence window and read at its end. Optional: the
+worker's own SIGUSR1 dump is the stack the diagnosis reads first.
+
+No Node twin: the Node client does not run py-spy (it reads the worker's dump only).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from typing import Optional
+
+TIMEOUT_S = 0.25  # on top of the evidence window, so collect() stays bounded
+
+
+def start(pid: int) -> Optional[subprocess.Popen]:
+    """Start `py-spy dump --pid` on `pid`, or None when py-spy is not installed."""
+    exe = shutil.which("py-spy")
+    if not exe:
+        return None
+    try:
+        return subprocess.Popen(
+            [exe, "dump", "--pid", str(pid)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError:
+        return None
+
+
+def finish(proc: Optional[subprocess.Popen], deadline: float, notes: list[str]) -> Optional[str]:
+    """The dump's text, read by `deadline` (monotonic), or None with a note why."""
+    if proc is None:
+        return None
+    try:
+        out, _ = proc.communicate(timeout=max(0.01, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        notes.append("py-spy dump timed out")
+        return None
+    text = out.decode("utf-8", "replace")
+    if proc.returncode != 0:
+        notes.append(f"py-spy dump failed: {text.strip()[:200]}")
+        return None
+    return text
