@@ -29,7 +29,8 @@ _HEADER = re.compile(r"^(?:Current thread|Thread|Traceback|Stack|Process|#|---|=
 def _split_blocks(text: str) -> list[tuple[str, list[str]]]:
     """Split a dump into (header, lines) per thread. A header is an unindented line."""
     blocks: list[tuple[str, list[str]]] = []
-    header, lines = "", []
+    header = ""
+    lines: list[str] = []
     for raw in text.splitlines():
         if not raw.strip():
             continue

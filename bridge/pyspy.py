@@ -15,7 +15,7 @@ from typing import Optional
 TIMEOUT_S = 0.25  # on top of the evidence window, so collect() stays bounded
 
 
-def start(pid: int) -> Optional[subprocess.Popen]:
+def start(pid: int) -> Optional[subprocess.Popen[bytes]]:
     """Start `py-spy dump --pid` on `pid`, or None when py-spy is not installed."""
     exe = shutil.which("py-spy")
     if not exe:
@@ -31,7 +31,9 @@ def start(pid: int) -> Optional[subprocess.Popen]:
         return None
 
 
-def finish(proc: Optional[subprocess.Popen], deadline: float, notes: list[str]) -> Optional[str]:
+def finish(
+    proc: Optional[subprocess.Popen[bytes]], deadline: float, notes: list[str]
+) -> Optional[str]:
     """The dump's text, read by `deadline` (monotonic), or None with a note why."""
     if proc is None:
         return None
@@ -42,7 +44,7 @@ def finish(proc: Optional[subprocess.Popen], deadline: float, notes: list[str]) 
         proc.communicate()
         notes.append("py-spy dump timed out")
         return None
-    text = out.decode("utf-8", "replace")
+    text: str = out.decode("utf-8", "replace")
     if proc.returncode != 0:
         notes.append(f"py-spy dump failed: {text.strip()[:200]}")
         return None
