@@ -17,6 +17,9 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Optional
 
 from trainbridge.bridge import machine
+
+# The job queue's asyncio twin lives in its own module; re-exported as bridge.aio.Scheduler.
+from trainbridge.bridge.aio_scheduler import Scheduler as Scheduler
 from trainbridge.bridge.job import Job, Report, check_arguments
 from trainbridge.bridge.job import launch as _launch
 
@@ -119,7 +122,3 @@ async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
 def _late_end(holder: dict[str, AsyncJob], report: Report) -> None:
     if "job" in holder:
         holder["job"]._resolve(report)
-
-
-# The job queue's asyncio twin lives in its own module (bridge/aio_scheduler.py).
-from trainbridge.bridge.aio_scheduler import Scheduler  # noqa: E402,F401

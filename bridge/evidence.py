@@ -1,5 +1,5 @@
-"""Evidence about a live job, gathered from the OS (the seeds' layer 1: judge the blocking
-direction from outside). This module assembles it; each concern has its own room:
+"""Evidence about a live job, gathered from the OS (docs/DIAGNOSIS.md layer 1: judge the
+blocking direction from outside). This module assembles it; each concern has its own room:
 
 - bridge/procfs.py: the main thread's kernel wait (/proc/<pid>/task/<pid>/wchan and
   syscall, and what the syscall's fd points at), states, start times, descendants;

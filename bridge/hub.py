@@ -195,7 +195,7 @@ class Hub:
         job alone fails with an `internal` diagnosis; the reactor serves the others."""
         try:
             return fn(*args)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - one job's bug fails that job, not the reactor
             _guarded(job.fail_internal, exc)
             self.remove_job(job.id)  # whatever happened, it is not handled again
             return None
@@ -333,7 +333,7 @@ def _guarded(fn: Callable[..., None], *args: Any) -> None:
     serves every other job) goes on."""
     try:
         fn(*args)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - the docstring's rule: the reactor goes on
         import sys
         import traceback
 

@@ -825,7 +825,7 @@ class Job:
         for fd in list(self._pipes):
             try:
                 self._close_pipe(fd)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - failing the job anyway: forget the pipe
                 self._pipes.pop(fd, None)
         self.m = {**self.m, "state": "ended", "outcome": "failed", "ending": None}
         self._publish({"event": "state", "state": "ended"})

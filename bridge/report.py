@@ -4,8 +4,9 @@ build(job) gathers what the job recorded into plain values, asks bridge.diagnosi
 ended, and returns a JSON-ready dict. summary(report) is the one readable paragraph the CLI
 prints. to_json(report) is ASCII JSON (non-ASCII and undecodable bytes stay as \\u escapes).
 
-Stable names (DESIGN.md "CLI contract"): outcome, exit_code, signal, stage, stages, progress,
-error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an extra.
+Stable names (docs/CLIENT.md, "The shell", Report): outcome, exit_code, signal, stage,
+stages, progress, error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an
+extra.
 """
 
 from __future__ import annotations
@@ -339,7 +340,7 @@ def _diagnose(
             }
             return diagnosis.diagnose_hang(facts), None
         return diagnosis.diagnose_end(facts_end), None
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - a rule's bug: the report says so, and is written
         return None, f"{type(exc).__name__}: {exc}"
 
 
@@ -393,7 +394,7 @@ def _error(worker_error: Optional[dict[str, Any]], tail: list[str]) -> Optional[
         from trainbridge.bridge.diagnosis import traceback_in_text
 
         parsed = traceback_in_text(tail[start:])
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a best-effort parse of free text: no traceback found
         parsed = None
     if not parsed:
         return None

@@ -1,8 +1,8 @@
 """Writes vectors/codec.json, the golden vectors both clients' tests read.
 
 Run it only when the protocol changes on purpose, then review the diff: the committed file
-is the contract, and tests/test_vectors.py (and node-client's twin) check the codecs
-against it, not against this script.
+is the contract, and tests/codec/test_vectors.py (and node-client/test/codec.test.js) check
+the codecs against it, not against this script.
 
 JSON cannot say everything the wire can, so values use tags both test suites understand:
   {"$int": "9007199254740993"}  an integer beyond 2^53 (JavaScript gets a BigInt)

@@ -88,7 +88,7 @@ class stage:
             depth = _runtime.stage_begin(self.name, self.budget)
             if depth is not None:
                 self._open.append((depth, _time.monotonic()))
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - the script must never fail in our code
             _runtime.internal_error("stage begin", exc)
         return self
 
@@ -108,7 +108,7 @@ class stage:
                 "ok" if exc is None else "error",
                 round(_time.monotonic() - start, 6),
             )
-        except BaseException as failure:  # noqa: BLE001
+        except BaseException as failure:  # noqa: BLE001 - never replace the script's exception
             _runtime.internal_error("stage end", failure)
 
     def __call__(self, func: _F) -> _F:
@@ -147,7 +147,7 @@ def log(message: Any, level: str = "info", **fields: Any) -> None:
             events.append(("log", body, _SLOT[0]))  # runtime.enqueue_log() when there is room
         else:
             _runtime.enqueue_log(body)
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:  # noqa: BLE001 - logging must never break the script
         _runtime.internal_error("log", exc)
 
 
@@ -172,7 +172,7 @@ def error(exc_or_message: Any, **fields: Any) -> None:
         if fields:
             body["fields"] = fields
         _runtime.enqueue_event("error", body)
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:  # noqa: BLE001 - reporting must never break the script
         _runtime.internal_error("error", exc)
 
 
@@ -222,7 +222,7 @@ def _in_multiprocessing_child() -> bool:
         return process.parent_process() is not None or bool(
             getattr(process.current_process(), "_inheriting", False)
         )
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - private multiprocessing state: unknown means "not a child"
         return False
 
 

@@ -251,7 +251,7 @@ def _safe(fn: Callable, *args) -> Optional[Any]:
     """Our hooks must never break the script: failures are reported once and dropped."""
     try:
         return fn(*args)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the docstring's rule: never break the script
         _report_internal(exc)
         return None
 
@@ -270,7 +270,7 @@ def _report_internal(exc: BaseException) -> None:
             "without automatic stages",
             level="warning",
         )
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - the report of a failure failed: nothing left to tell
         pass
 
 
@@ -293,7 +293,7 @@ def _hook_tqdm(module) -> None:
             if rate is not None:
                 metrics["rate"] = float(rate)
             _auto_progress(fmt.get("n", bar.n), fmt.get("total"), **metrics)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - a bar's odd format_dict must not break tqdm
             _report_internal(exc)
 
     def refresh(self, *args, **kwargs):
@@ -406,7 +406,7 @@ def _hook_backward(tensor_cls) -> None:
         if self.ndim == 0 and (SLOT[0] is None or SLOT[0] is _last_auto_progress):
             try:
                 _remember_loss(self)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - the loss is optional; backward() must run
                 pass
         return real_backward(self, *args, **kwargs)
 

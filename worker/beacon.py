@@ -52,7 +52,7 @@ def _clean_metric(value: Any) -> Any:
     if isinstance(value, numbers.Number) and not isinstance(value, complex):
         try:
             return float(value) if isinstance(value, numbers.Real) else int(value)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a user's Number type may raise anything: send its name
             pass
     return f"<{type(value).__name__}>"
 
@@ -471,7 +471,7 @@ class Beacon(threading.Thread):
                 self.ctx.term()
             # The wake pipe stays open until the process ends: closing it here would let
             # a late wake() write into whatever file reuses the descriptor number.
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - shutting down: report it, finish the rest
             runtime.internal_error("closing the socket", exc)
 
 

@@ -155,7 +155,7 @@ def _report_uncaught(exc: Any, tb: Any) -> None:
         if not interrupted:
             _record_for_torchrun(body)
         runtime.send_final("error", body)
-    except BaseException as failure:  # noqa: BLE001
+    except BaseException as failure:  # noqa: BLE001 - Python's own excepthook still runs after us
         runtime.internal_error("reporting an uncaught exception", failure)
 
 
@@ -183,7 +183,7 @@ def _thread_excepthook(args: Any) -> None:
                         args.exc_value, fatal=False, thread=name, stage=runtime.current_stage()
                     ),
                 )
-        except BaseException as failure:  # noqa: BLE001
+        except BaseException as failure:  # noqa: BLE001 - the thread's own hook still runs
             runtime.internal_error("reporting a thread exception", failure)
 
 
@@ -194,7 +194,7 @@ def _exit(status: Any = None) -> None:
     if STATE.enabled and threading.current_thread() is threading.main_thread():
         try:
             _record_exit(status)
-        except BaseException as failure:  # noqa: BLE001
+        except BaseException as failure:  # noqa: BLE001 - sys.exit must still exit
             runtime.internal_error("recording sys.exit", failure)
     _real_exit(status)
 
@@ -236,7 +236,7 @@ def _at_exit() -> None:
         # the code is then unknown here (nil) and the client takes it from the OS.
         reason = "cancelled" if STATE.cancelled else (STATE.exit_reason or "normal")
         runtime.send_final("bye", {"exit_code": STATE.exit_code, "reason": reason})
-    except BaseException as failure:  # noqa: BLE001
+    except BaseException as failure:  # noqa: BLE001 - at exit: report it, stop the beacon
         runtime.internal_error("sending bye", failure)
     finally:
         _stop_beacon()

@@ -26,9 +26,9 @@ _HERE = os.path.dirname(os.path.realpath(__file__))
 if sys.path and os.path.realpath(sys.path[0] or os.curdir) == _HERE:
     del sys.path[0]
 
-import json  # noqa: E402
-import time  # noqa: E402
-import traceback  # noqa: E402
+import json  # noqa: E402 - after the sys.path fix above, so bridge/ cannot shadow it
+import time  # noqa: E402 - as json
+import traceback  # noqa: E402 - as json
 
 
 def _stream_facts(stream):

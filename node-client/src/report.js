@@ -7,7 +7,7 @@
  * it ended, and returns a JSON-ready object. summary(report) is the one readable paragraph.
  * toJSON(report) is ASCII JSON (non-ASCII and undecodable bytes stay as \u escapes).
  *
- * Stable names (DESIGN.md "CLI contract"): outcome, exit_code, signal, stage, stages,
+ * Stable names (docs/CLIENT.md, "The shell", Report): outcome, exit_code, signal, stage, stages,
  * progress, error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an extra.
  */
 

@@ -12,7 +12,7 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 sys.path.insert(0, ROOT)
-from trainbridge.bridge.lines import LineSplitter, decode_line  # noqa: E402
+from trainbridge.bridge.lines import LineSplitter, decode_line  # noqa: E402 - after sys.path
 
 ZH = "\u4e2d\u6587"  # "Chinese", 3 bytes a character in UTF-8, 2 in GBK
 CASES = [

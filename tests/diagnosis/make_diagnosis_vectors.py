@@ -1106,13 +1106,10 @@ NEW = [
 
 # The job's stage at its end (stage_at_end): (name, stages, error, stage). Issue 12 item 3.
 # began / closed: the order in which the client received the stage's begin and end.
-ST = lambda name, status, began, closed, depth=0: {  # noqa: E731
-    "name": name,
-    "status": status,
-    "began": began,
-    "closed": closed,
-    "depth": depth,
-}
+def ST(name, status, began, closed, depth=0):
+    return {"name": name, "status": status, "began": began, "closed": closed, "depth": depth}
+
+
 STAGES = [
     (
         "an import that finished is not where a later error was raised",

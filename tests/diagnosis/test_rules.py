@@ -47,7 +47,10 @@ from trainbridge.bridge import diagnosis as d
 )
 def test_parse_stack(text, prefer, innermost, outermost):
     frames = d.parse_stack(text, prefer=prefer)
-    as_tuple = lambda f: (f["file"], f["line"], f["function"])  # noqa: E731
+
+    def as_tuple(f):
+        return (f["file"], f["line"], f["function"])
+
     assert as_tuple(frames[-1]) == innermost
     assert as_tuple(frames[0]) == outermost
 

@@ -1,6 +1,6 @@
 'use strict';
 // Run one row of tests/faults/matrix.json through the Node client (node-client/) and print
-// one JSON line: {report, measures, subs, job_id}. tests/faults/test_agreement.py judges it
+// one JSON line: {report, measures, subs, job_id}. tests/faults/test_node_matrix.py judges it
 // with the same judge as the Python client's run (matrix.py) and compares the two.
 //
 //   node tests/faults/matrix_node.js ROW_NAME

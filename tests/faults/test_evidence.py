@@ -1,5 +1,6 @@
 """bridge.evidence.collect on real blocked processes, judged by the pure rules with the
-OS evidence alone (no Python stack): the seeds' "blocking direction from outside"."""
+OS evidence alone (no Python stack): docs/DIAGNOSIS.md's "blocking direction, judged from
+outside"."""
 
 import os
 import signal

@@ -14,7 +14,7 @@ import threading
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # the repo root: import bridge
 
-from trainbridge import bridge  # noqa: E402
+from trainbridge import bridge  # noqa: E402 - after sys.path names the repository
 
 pids_file, kill_grace, detached = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"
 env = dict(os.environ)

@@ -26,7 +26,7 @@ STAND_IN = textwrap.dedent("""
 """)
 
 
-def test_the_worker_says_why_it_ends_the_job(receiver, tmp_path):  # noqa: F811
+def test_the_worker_says_why_it_ends_the_job(receiver, tmp_path):  # noqa: F811 - the fixture
     stderr_file = tmp_path / "stderr.txt"
     env = receiver.env(kill_grace_s="0.5")
     client = subprocess.Popen(

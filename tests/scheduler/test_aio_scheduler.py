@@ -1,16 +1,15 @@
-"""bridge.aio.Scheduler: the same queue from asyncio code, the loop never blocked."""
+"""aio.Scheduler: the same queue from asyncio code, the loop never blocked."""
 
 import asyncio
 
-import trainbridge.bridge.aio  # noqa: F401
-from trainbridge import bridge
+from trainbridge.bridge import aio
 
 from .conftest import WAIT_S, child
 
 
 def test_submit_attach_and_wait_from_asyncio(store_path):
     async def main():
-        async with bridge.aio.Scheduler(
+        async with aio.Scheduler(
             store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1
         ) as sched:
             job_id = await sched.submit(child("steps", 3))

@@ -2,7 +2,7 @@
 closes the automatic stage 'import numpy', then fails importing a module that does not exist.
 The job's stage is 'main', where the error was raised (issue 12 item 3: it was reported as
 'import numpy', the last stage that began, though it had finished)."""
-import numpy  # noqa: F401
+import numpy  # opens and closes the automatic stage "import numpy"
 
 print("numpy imported", flush=True)
-import nosuchmod  # noqa: E402,F401
+import nosuchmod  # fails: the error under test
