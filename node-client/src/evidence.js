@@ -4,8 +4,8 @@
  * fields (status, alive, main_thread {tid, wchan, syscall, syscall_nr, fd, fd_target, state,
  * runnable_fraction}, cpu_fraction, io_delta, threads, rss_bytes, sockets, children), read
  * from /proc directly instead of through psutil. This module assembles them; the reading
- * is in procfs.js and sockets.js (the OOM count, read around the job, in oom.js). No GPU or
- * py-spy here (docs/CLIENT.md, "Rooms"). Never throws: what cannot be read is a note.
+ * is in procfs.js, sockets.js and gpu.js (the OOM count, read around the job, in oom.js).
+ * No py-spy here (docs/CLIENT.md, "Rooms"). Never throws: what cannot be read is a note.
  * cpu_fraction needs two samples: sample() at the hang, measure(first) when the job is
  * about to be signalled (the machine's dump wait is the window); together they are
  * bridge/evidence.py's collect().
@@ -13,6 +13,7 @@
 
 const { STATE_WORDS, read, parseStat, mainThread, descendants, childEntry, ioCounters, treePids } = require('./procfs.js');
 const { inetSockets, unixSocketInodes, localPeer } = require('./sockets.js');
+const gpu = require('./gpu.js');
 
 /** One look at the job's main process and its tree (no waiting). */
 function sample(pid) {
@@ -36,6 +37,8 @@ function sample(pid) {
   ev.sockets = inetSockets([pid, ...ev.tree.map((k) => k.pid)], []);
   ev.children = ev.tree.map(childEntry);
   ev.main_thread = mainThread(pid, []);
+  // Asked now, read by measure(): nvidia-smi answers during the window.
+  ev.gpu_query = gpu.start([pid, ...ev.tree.map((k) => k.pid)]);
   return ev;
 }
 
@@ -84,6 +87,7 @@ function measure(first, states = []) {
   });
   const peer = localPeer(pid, ev.main_thread, ev.children.map((c) => c.pid));
   if (peer) ev.unix_peer = peer;
+  Object.assign(ev, gpu.facts(first.gpu_query));
   return ev;
 }
 

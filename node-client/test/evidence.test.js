@@ -45,6 +45,7 @@ test('this process, looked at: its main thread waits in a syscall the table name
   assert.equal(ev.alive, true);
   assert.equal(ev.main_thread.runnable_fraction, 1); // it is running this test
   assert.deepEqual(ev.main_thread.wait_samples, { running: 1 });
+  assert.ok(ev.gpu === null ? typeof ev.gpu_note === 'string' : Array.isArray(ev.gpu), JSON.stringify(ev.gpu_note));
   const gone = evidence.live(2 ** 22 + 1); // above pid_max's default: no such process
   assert.equal(gone.alive, false);
 });
