@@ -5,27 +5,30 @@ Python client both use it; the Node client mirrors it (node-client/src/codec.js)
 obey the golden vectors in vectors/. docs/PROTOCOL.md is the specification; this module
 and that document change together.
 
-A message on the wire is two ZeroMQ frames: the packed envelope and its HMAC-SHA256.
+A message on the wire is two ZeroMQ frames: the packed envelope and its HMAC-SHA256. The
+rules it applies have rooms of their own, as in Node: the ASCII escapes (ascii.py), the kinds
+and their fields (schema.py), the limits (limits.py), the version (constants.py) and the
+error (errors.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import time
-from codecs import unicode_escape_decode as _unicode_escape_decode
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Optional
 
 import msgpack
 
+from trainbridge.protocol.ascii import escape, escape_within, unescape, unescape_many
 from trainbridge.protocol.constants import (
     MAC_SIZE,
     PROTOCOL_MAJOR,
     PROTOCOL_VERSION,
     SUPPORTED_MAJORS,
 )
+from trainbridge.protocol.errors import ProtocolError
 from trainbridge.protocol.limits import (
     INT64_MIN,
     MAX_ARRAY_ITEMS,
@@ -37,6 +40,14 @@ from trainbridge.protocol.limits import (
     SAFE_INT,
     TEXT_FIELDS,
     UINT64_MAX,
+)
+from trainbridge.protocol.schema import (
+    CLIENT_KINDS,
+    FINAL_KINDS,
+    KINDS,
+    UNCUT_KINDS,
+    WORKER_KINDS,
+    check_fields,
 )
 
 # The codec's public names, the constants and limits included (node-client/src/codec.js
@@ -71,181 +82,6 @@ __all__ = [
     "sign",
     "unescape",
 ]
-
-
-class ProtocolError(Exception):
-    """A frame that is not a valid v1 message. `reason` is a stable short code."""
-
-    def __init__(self, reason: str, detail: str = ""):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
-
-
-# --- the ASCII rule -------------------------------------------------------------------
-# Encoders escape: "\" -> "\\"; U+0080..U+00FF -> \xhh; up to U+FFFF (lone surrogates too)
-# -> \uhhhh; beyond -> \Uhhhhhhhh; hex lowercase. Undecodable bytes travel as the PEP 383
-# surrogates U+DC80..U+DCFF, so they get a reversible \udcXX escape like any other.
-_ESCAPE = re.compile(
-    r"\\(?:\\|x[89a-f][0-9a-f]|u(?!00)[0-9a-f]{4}|U0010[0-9a-f]{4}|U000[1-9a-f][0-9a-f]{4})"
-)
-
-
-def escape(text: str) -> str:
-    """Make `text` ASCII, reversibly. ASCII text without a backslash comes back as is."""
-    if text.isascii() and "\\" not in text:
-        return text
-    return text.replace("\\", "\\\\").encode("ascii", "backslashreplace").decode("ascii")
-
-
-def _check_escapes(text: str) -> None:
-    # One C-level pass for the common case: every backslash starts a valid escape, so
-    # removing the escapes (tokenised left to right, as below) leaves no backslash.
-    if "\\" not in _ESCAPE.sub("", text):
-        return
-    pos = 0
-    while True:
-        i = text.find("\\", pos)
-        if i < 0:
-            return
-        m = _ESCAPE.match(text, i)
-        if m is None:
-            raise ProtocolError("bad_escape", repr(text[i : i + 12]))
-        pos = m.end()
-
-
-def unescape(text: str) -> str:
-    """Inverse of escape(). Raises ProtocolError for non-ASCII or a malformed escape."""
-    if not text.isascii():
-        raise ProtocolError("non_ascii", repr(text[:40]))
-    if "\\" not in text:
-        return text
-    _check_escapes(text)
-    return _unicode_escape_decode(text)[0]  # the codec itself: no lookup by name
-
-
-def escape_within(text: str, limit: int) -> tuple[str, bool]:
-    """escape(text), or if longer than `limit`, that of the longest prefix of `text` (in
-    code points) whose escape fits; the flag says whether it was cut."""
-    out = escape(text)
-    if len(out) <= limit:
-        return out, False
-    lo, hi = 0, min(len(text), limit)  # escape(text[:lo]) fits; every char escapes to >= 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if len(escape(text[:mid])) <= limit:
-            lo = mid
-        else:
-            hi = mid - 1
-    return escape(text[:lo]), True
-
-
-# --- schema ---------------------------------------------------------------------------
-# Field types: int, num (int or float: JavaScript's 3.0 arrives as 3), str, bool, list,
-# map; a trailing "?" allows nil. Unknown extra fields are kept (minor versions add them).
-WORKER_KINDS: dict[str, dict[str, str]] = {
-    "hello": {
-        "pid": "int",
-        "argv": "list",
-        "cwd": "str",
-        "python": "map",
-        "host": "str",
-        "rank": "int?",
-        "local_rank": "int?",
-        "world_size": "int?",
-        "env": "map",
-        "packages": "map",
-        "proto": "str",
-        "worker": "str",
-        "heartbeat_s": "num",
-    },
-    "stage": {
-        "event": "str",
-        "name": "str",
-        "depth": "int",
-        "budget_s": "num?",
-        "duration_s": "num?",
-        "status": "str?",
-    },
-    "progress": {"step": "num", "total": "num?", "metrics": "map"},
-    "heartbeat": {
-        "beat": "int",
-        "stage": "str?",
-        "stages": "list",
-        "idle_s": "num",
-        "progress_age_s": "num?",
-        "stack": "str?",
-        "dropped": "map",
-    },
-    "log": {"level": "str", "message": "str"},
-    # Consecutive log records in one message (PROTOCOL.md "logs"): each is a `log` body.
-    "logs": {"records": "list"},
-    "error": {
-        "type": "str",
-        "message": "str",
-        "traceback": "str",
-        "frames": "list",
-        "chain": "list",
-        "stage": "str?",
-        "fatal": "bool",
-        "thread": "str",
-        "kind": "str",
-    },
-    "bye": {"exit_code": "int?", "reason": "str"},
-    "reply": {"to": "int", "ok": "bool"},
-    # An application message (PROTOCOL.md "user"): body {"data": any value}, both ways.
-    "user": {},
-}
-CLIENT_KINDS: dict[str, dict[str, str]] = {
-    "ping": {},
-    "dump_stacks": {},
-    "cancel": {"reason": "str?"},
-    "ack": {"to": "int"},
-    "refuse": {"reason": "str", "supported": "list"},
-    "user": {},
-}
-KINDS = {**WORKER_KINDS, **CLIENT_KINDS}
-# Messages the sender keeps until the client acks them (never dropped, never coalesced).
-FINAL_KINDS = frozenset({"error", "bye"})
-# Application data is sent whole or not at all: a value over a limit is an error, not a cut.
-UNCUT_KINDS = frozenset({"user"})
-
-_TYPES = {
-    "int": (int,),
-    "num": (int, float),
-    "str": (str,),
-    "bool": (bool,),
-    "list": (list,),
-    "map": (dict,),
-}
-# kind -> ((field, accepted types, nullable, type name), ...): compiled once, checked per message.
-_SCHEMA = {
-    kind: tuple(
-        (field, _TYPES[spec.rstrip("?")], spec.endswith("?"), spec.rstrip("?"))
-        for field, spec in fields.items()
-    )
-    for kind, fields in KINDS.items()
-}
-
-
-def _check_fields(kind: str, body: dict[str, Any], walked: Optional[list[int]] = None) -> None:
-    """Raise ProtocolError unless `body` has the fields of `kind`. `walked`: for a `logs`
-    body whose records _restore_records() checked, the records it left to check here."""
-    for field, types, nullable, name in _SCHEMA[kind]:
-        value = body.get(field)
-        if value is None:
-            if nullable:
-                continue
-            raise ProtocolError("bad_field", f"{kind}.{field} is missing")
-        if type(value) not in types:  # exact types: bool is not an int here
-            raise ProtocolError("bad_field", f"{kind}.{field} must be {name}")
-    if kind == "logs":  # clients expand the records into log events: each must be one
-        records = body["records"]
-        for i in range(len(records)) if walked is None else walked:
-            record = records[i]
-            if type(record) is not dict:
-                raise ProtocolError("bad_field", f"logs.records[{i}] must be map")
-            _check_fields("log", record)
 
 
 # --- encode ---------------------------------------------------------------------------
@@ -511,7 +347,7 @@ def _restore_records(records: list[Any]) -> list[int]:
     """_restore() of a `logs` body's records (at their depth), in place: a record of
     worker.log()'s own shape is checked directly (its fields too), and the messages that need
     unescaping are unescaped together (_unescape_all); any other record takes the general
-    walk, and its index is returned for _check_fields(). Errors are the walk's, in order."""
+    walk, and its index is returned for check_fields(). Errors are the walk's, in order."""
     plain = _PLAIN_LOG_KEYS
     escaped = []  # records whose message still needs unescaping
     walked = []  # indexes of the records that took the general walk
@@ -537,21 +373,9 @@ def _restore_records(records: list[Any]) -> list[int]:
 
 
 def _unescape_all(records: list[dict[str, Any]]) -> None:
-    """Unescape the records' messages in one C-level pass when they are all valid (joined by
-    NUL, which no valid escape produces); otherwise one by one, for the first one's error."""
-    if len(records) > 1:
-        joined = "\0".join([record["message"] for record in records])
-        if (
-            joined.isascii()
-            and joined.count("\0") == len(records) - 1
-            and "\\" not in _ESCAPE.sub("", joined)
-        ):
-            texts = _unicode_escape_decode(joined)[0].split("\0")
-            for record, text in zip(records, texts):
-                record["message"] = text
-            return
-    for record in records:
-        record["message"] = unescape(record["message"])
+    texts = unescape_many([record["message"] for record in records])
+    for record, text in zip(records, texts):
+        record["message"] = text
 
 
 def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
@@ -606,7 +430,7 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
     allowed = {"worker": WORKER_KINDS, "client": CLIENT_KINDS}.get(expect, KINDS)
     if kind not in allowed:
         raise ProtocolError("unknown_kind", kind)
-    _check_fields(kind, body, walked if records is not None else None)
+    check_fields(kind, body, walked if records is not None else None)
     trunc = envelope.get("trunc") or []
     if type(trunc) is not list:
         raise ProtocolError("malformed", "envelope.trunc must be a list")

@@ -6,7 +6,10 @@
  * the specification and vectors/codec.json the golden vectors both implementations obey,
  * byte for byte. No sockets, no timers: values in, values out.
  *
- * A message on the wire is two ZeroMQ frames: the packed envelope and its HMAC-SHA256.
+ * A message on the wire is two ZeroMQ frames: the packed envelope and its HMAC-SHA256. The
+ * rules it applies have rooms of their own, as in Python: the ASCII escapes (ascii.js), the
+ * kinds and their fields (schema.js), the limits (limits.js), the version (constants.js) and
+ * the error (errors.js).
  */
 
 const crypto = require('node:crypto');
@@ -14,168 +17,14 @@ const { Unpackr } = require('msgpackr');
 const { pack, unpackStrict, Bin, Ext } = require('./msgpack.js');
 const { decodeUtf8Escaped } = require('./utf8.js');
 const { ProtocolError } = require('./errors.js');
+const { NON_ASCII, escape, unescape, unescapeAscii, escapeWithin } = require('./ascii.js');
+const { WORKER_KINDS, CLIENT_KINDS, KINDS, FINAL_KINDS, UNCUT_KINDS, isInt, isPlainMap, checkFields } = require('./schema.js');
 
 const { PROTOCOL_MAJOR, PROTOCOL_VERSION, SUPPORTED_MAJORS, MAC_SIZE } = require('./constants.js');
 const {
   MAX_MESSAGE_BYTES, MAX_FIELD_CHARS, MAX_TEXT_CHARS, MAX_ARRAY_ITEMS, MAX_MAP_ITEMS, MAX_DEPTH,
   TEXT_FIELDS, SAFE_INT, INT64_MIN, UINT64_MAX,
 } = require('./limits.js');
-
-// --- the ASCII rule -------------------------------------------------------------------
-// Encoders escape: "\" -> "\\"; U+0080..U+00FF -> \xhh; up to U+FFFF (lone surrogates
-// too) -> \uhhhh; beyond -> \Uhhhhhhhh; hex lowercase. Undecodable bytes travel as the
-// PEP 383 surrogates U+DC80..U+DCFF, so they get a reversible \udcXX escape.
-const NEEDS_ESCAPE = /[\\\u0080-\uffff]/;
-// eslint-disable-next-line no-control-regex -- NUL..DEL is exactly the ASCII range tested here
-const NON_ASCII = /[^\x00-\x7f]/;
-const ESCAPE_AT = /\\(?:\\|x[89a-f][0-9a-f]|u(?!00)[0-9a-f]{4}|U0010[0-9a-f]{4}|U000[1-9a-f][0-9a-f]{4})/y;
-
-function escapeCodePoint(cp) {
-  if (cp === 0x5c) return '\\\\';
-  if (cp < 0x80) return String.fromCharCode(cp);
-  if (cp <= 0xff) return '\\x' + cp.toString(16).padStart(2, '0');
-  if (cp <= 0xffff) return '\\u' + cp.toString(16).padStart(4, '0');
-  return '\\U' + cp.toString(16).padStart(8, '0');
-}
-
-/** Make `text` ASCII, reversibly, by code point. ASCII text without a backslash comes back as is. */
-function escape(text) {
-  if (!NEEDS_ESCAPE.test(text)) return text;
-  const parts = [];
-  let plainStart = 0;
-  let i = 0;
-  while (i < text.length) {
-    const unit = text.charCodeAt(i);
-    if (unit < 0x80 && unit !== 0x5c) { i += 1; continue; }
-    if (plainStart < i) parts.push(text.slice(plainStart, i));
-    const cp = text.codePointAt(i); // a lone surrogate comes back as itself
-    parts.push(escapeCodePoint(cp));
-    i += cp > 0xffff ? 2 : 1;
-    plainStart = i;
-  }
-  if (plainStart < text.length) parts.push(text.slice(plainStart));
-  return parts.join('');
-}
-
-function checkEscapes(text) {
-  let pos = 0;
-  for (;;) {
-    const i = text.indexOf('\\', pos);
-    if (i < 0) return;
-    ESCAPE_AT.lastIndex = i;
-    const m = ESCAPE_AT.exec(text);
-    if (m === null) throw new ProtocolError('bad_escape', JSON.stringify(text.slice(i, i + 12)));
-    pos = ESCAPE_AT.lastIndex;
-  }
-}
-
-/** Inverse of escape(). Throws ProtocolError for non-ASCII or a malformed escape. */
-function unescape(text) {
-  if (NON_ASCII.test(text)) throw new ProtocolError('non_ascii', JSON.stringify(text.slice(0, 40)));
-  if (text.indexOf('\\') < 0) return text;
-  return unescapeAscii(text);
-}
-
-/** unescape() of a string already known to be ASCII and to hold a backslash. */
-function unescapeAscii(text) {
-  checkEscapes(text);
-  return text.replace(/\\(?:\\|x(..)|u(....)|U(........))/g, (all, x, u, U) => {
-    if (all === '\\\\') return '\\';
-    return String.fromCodePoint(parseInt(x || u || U, 16));
-  });
-}
-
-/**
- * escape(text), or if longer than `limit`, that of the longest prefix of `text` (in code
- * points) whose escape fits. Returns [escaped, cut].
- */
-function escapeWithin(text, limit) {
-  const out = escape(text);
-  if (out.length <= limit) return [out, false];
-  // Escaped lengths only grow with the prefix, so walk code points until the next one
-  // would not fit: the same prefix Python's binary search finds.
-  let used = 0;
-  let end = 0;
-  while (end < text.length) {
-    const cp = text.codePointAt(end);
-    const width = cp === 0x5c ? 2 : cp < 0x80 ? 1 : cp <= 0xff ? 4 : cp <= 0xffff ? 6 : 10;
-    if (used + width > limit) break;
-    used += width;
-    end += cp > 0xffff ? 2 : 1;
-  }
-  return [escape(text.slice(0, end)), true];
-}
-
-// --- schema ---------------------------------------------------------------------------
-// Field types: int, num (int or float: JavaScript's 3.0 arrives as 3), str, bool, list,
-// map; a trailing "?" allows nil. Unknown extra fields are kept (minor versions add them).
-const WORKER_KINDS = {
-  hello: { pid: 'int', argv: 'list', cwd: 'str', python: 'map', host: 'str', rank: 'int?',
-    local_rank: 'int?', world_size: 'int?', env: 'map', packages: 'map', proto: 'str',
-    worker: 'str', heartbeat_s: 'num' },
-  stage: { event: 'str', name: 'str', depth: 'int', budget_s: 'num?', duration_s: 'num?',
-    status: 'str?' },
-  progress: { step: 'num', total: 'num?', metrics: 'map' },
-  heartbeat: { beat: 'int', stage: 'str?', stages: 'list', idle_s: 'num',
-    progress_age_s: 'num?', stack: 'str?', dropped: 'map' },
-  log: { level: 'str', message: 'str' },
-  // Consecutive log records in one message (PROTOCOL.md "logs"): each is a `log` body.
-  logs: { records: 'list' },
-  error: { type: 'str', message: 'str', traceback: 'str', frames: 'list', chain: 'list',
-    stage: 'str?', fatal: 'bool', thread: 'str', kind: 'str' },
-  bye: { exit_code: 'int?', reason: 'str' },
-  reply: { to: 'int', ok: 'bool' },
-  // An application message (PROTOCOL.md "user"): body {data: any value}, both ways.
-  user: {},
-};
-const CLIENT_KINDS = {
-  ping: {},
-  dump_stacks: {},
-  cancel: { reason: 'str?' },
-  ack: { to: 'int' },
-  refuse: { reason: 'str', supported: 'list' },
-  user: {},
-};
-const KINDS = { ...WORKER_KINDS, ...CLIENT_KINDS };
-// Messages the sender keeps until the client acks them (never dropped, never coalesced).
-const FINAL_KINDS = new Set(['error', 'bye']);
-// Application data is sent whole or not at all: a value over a limit is an error, not a cut.
-const UNCUT_KINDS = new Set(['user']);
-
-const isInt = (v) => (typeof v === 'number' && Number.isInteger(v)) || typeof v === 'bigint';
-const isPlainMap = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
-const TYPE_CHECKS = {
-  int: isInt,
-  num: (v) => typeof v === 'number' || typeof v === 'bigint',
-  str: (v) => typeof v === 'string',
-  bool: (v) => typeof v === 'boolean',
-  list: (v) => Array.isArray(v),
-  map: isPlainMap,
-};
-
-// kind -> [[field, type, check, nullable], ...]: compiled once, checked per message.
-const SCHEMA = Object.fromEntries(Object.entries(KINDS).map(([kind, fields]) => [kind,
-  Object.entries(fields).map(([field, spec]) => {
-    const type = spec.replace('?', '');
-    return [field, type, TYPE_CHECKS[type], spec.endsWith('?')];
-  })]));
-
-function checkFields(kind, body) {
-  for (const [field, type, check, nullable] of SCHEMA[kind]) {
-    const value = Object.prototype.hasOwnProperty.call(body, field) ? body[field] : null;
-    if (value === null || value === undefined) {
-      if (nullable) continue;
-      throw new ProtocolError('bad_field', `${kind}.${field} is missing`);
-    }
-    if (!check(value)) throw new ProtocolError('bad_field', `${kind}.${field} must be ${type}`);
-  }
-  if (kind === 'logs') { // clients expand the records into log events: each must be one
-    body.records.forEach((record, i) => {
-      if (!isPlainMap(record)) throw new ProtocolError('bad_field', `logs.records[${i}] must be map`);
-      checkFields('log', record);
-    });
-  }
-}
 
 // --- encode ---------------------------------------------------------------------------
 function isMapLike(value) {

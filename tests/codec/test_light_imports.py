@@ -47,6 +47,16 @@ def test_protocol_constants_and_limits_load_only_themselves():
     ]
 
 
+def test_protocol_rules_load_no_third_party_module():
+    added = new_modules("from trainbridge.protocol import ascii, errors, schema")
+    assert not set(added) & set(IO_LIBRARIES), added
+    # Python's own modules only (typing, re): sys.stdlib_module_names exists from 3.10.
+    stdlib = getattr(sys, "stdlib_module_names", None)
+    if stdlib is not None:
+        assert [m for m in added if not m.startswith("trainbridge") and m not in stdlib] == []
+    assert "trainbridge.protocol.codec" not in added
+
+
 def test_protocol_codec_loads_msgpack_but_not_the_worker_or_zmq():
     added = new_modules("from trainbridge.protocol import codec")
     assert "msgpack" in added

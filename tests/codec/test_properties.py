@@ -5,7 +5,7 @@ import msgpack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainbridge.protocol import codec
+from trainbridge.protocol import codec, schema
 
 KEY = b"k" * 32
 
@@ -226,7 +226,7 @@ def test_a_logs_message_decodes_as_the_record_by_record_walk_would_even_when_mal
     packed = msgpack.packb(raw, use_bin_type=True)
     try:
         envelope = codec._restore(msgpack.unpackb(packed, raw=False), 0)
-        codec._check_fields("logs", envelope["body"])
+        schema.check_fields("logs", envelope["body"])
         expected = ("ok", envelope["body"])
     except codec.ProtocolError as exc:
         expected = ("error", exc.reason)
