@@ -8,7 +8,8 @@ and that document change together.
 A message on the wire is two ZeroMQ frames: the packed envelope and its HMAC-SHA256. The
 rules it applies have rooms of their own, as in Node: the ASCII escapes (ascii.py), the kinds
 and their fields (schema.py), the limits (limits.py), the version (constants.py) and the
-error (errors.py).
+error (errors.py). The rest stays one module, about 450 lines: encode and decode are mirror
+walks over the same format (limits, escapes, integer ranges) and are read side by side.
 """
 
 from __future__ import annotations
