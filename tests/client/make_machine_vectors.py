@@ -447,7 +447,7 @@ CASES = [
         None,
     ),
     (
-        "cancelled: the user's own SIGINT (run --transparent forwards it); KeyboardInterrupt, exit 1",
+        "cancelled: the user's own SIGINT (forwarded by run --transparent); exit 1",
         {},
         10,
         [
