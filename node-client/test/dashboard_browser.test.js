@@ -401,6 +401,17 @@ describe('dashboard in Chromium: torch jobs', { skip, concurrency: true, timeout
     return (await res.json()).id;
   }
 
+  /** Wait for "succeeded"; on the deadline, say where the job was (a slow job, or not ending). */
+  async function succeeded(page) {
+    try {
+      await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 60000 }); // ~15-20 s here, unloaded
+    } catch (err) {
+      const where = await page.evaluate(() => ['#state', '#where', '#progress-text', '#verdict']
+        .map((sel) => `${sel}: ${(document.querySelector(sel) || {}).textContent}`).join('; '));
+      throw new Error(`${err.message.split('\n')[0]} (${where}; load average ${os.loadavg()[0].toFixed(1)})`);
+    }
+  }
+
   it('an unmodified torch script (no trainbridge import) gets its loss curve drawn', async () => {
     // Zero-code mode captures the loss the script passes to backward() at each optimizer step.
     const script = [
@@ -421,7 +432,7 @@ describe('dashboard in Chromium: torch jobs', { skip, concurrency: true, timeout
     const { page, errors } = await open(dash.url);
     const id = await submit(page, { kind: 'command', argv: [python, '-c', script] });
     await page.goto(`${dash.url}#/jobs/${id}`);
-    await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 60000 }); // ~15-20 s here, unloaded
+    await succeeded(page);
     await page.waitForFunction(() => Number(document.querySelector('#metrics-chart').dataset.points) >= 5);
     const series = await page.locator('#metrics-chart .u-legend .u-series').allInnerTexts();
     assert.ok(series.some((s) => /loss/.test(s)), `a loss series: ${series.join(' | ')}`);
@@ -441,7 +452,7 @@ describe('dashboard in Chromium: torch jobs', { skip, concurrency: true, timeout
     const { page, errors } = await open(dash.url);
     const id = await submit(page, { kind: 'command', argv: [torchrun, '--standalone', '--nproc_per_node=2', ddp] });
     await page.goto(`${dash.url}#/jobs/${id}`);
-    await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 60000 }); // ~15-20 s here, unloaded
+    await succeeded(page);
     await page.locator('#ranks table').waitFor({ timeout: 5000 });
     const rows = await page.locator('#ranks tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
     // torchrun's own process (the job's pid) is the launcher row; then one row per rank.
