@@ -99,12 +99,14 @@ class Hub:
         """Stop the I/O thread and remove the runtime directory (also run at exit)."""
         if self._stop:
             return
+        # _stop before the wake-up: a loop that woke and found it still False would poll
+        # again for up to POLL_MAX_S before it saw it (close() took 0.5 s every other run).
+        self._stop = True
         self._calls.append(lambda: None)
         try:
             os.write(self._wake_w, b"x")
         except OSError:
             pass
-        self._stop = True
         if not self.in_io_thread():
             self._thread.join(timeout=5)
         shutil.rmtree(self.runtime_dir, ignore_errors=True)

@@ -330,6 +330,25 @@ class Job:
 
         self.hub.call(ask)
 
+    def note_user_signal(self, name: str, reason: str) -> None:
+        """The user sent the process `name` (SIGINT/SIGTERM/SIGHUP) outside cancel(), as
+        `run --transparent` forwards its own: no escalation, but the job is cancelled
+        however it then ends. The report's "cancel" says by what (by: "signal")."""
+
+        def note() -> None:
+            if self.cancel_info is None and self.exit_code is None and self.exit_signal is None:
+                self.cancel_info = {
+                    "reason": reason,
+                    "accepted": None,
+                    "refused": None,
+                    "traceback": None,
+                    "by": "signal",
+                    "signal": name,
+                }
+            self._step({"type": "user_signal", "t": time.monotonic(), "signal": name})
+
+        self.hub.call(note)
+
     def dump_stacks(self, timeout: float = 2.0) -> Optional[str]:
         """Every thread's Python stack from the worker, or None (no worker, no answer)."""
         reply = self._ask("dump_stacks", timeout)

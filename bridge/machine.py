@@ -38,6 +38,11 @@ Events ({"type": ..., "t": ...} plus):
   cancel     grace?: num (seconds between the in-band cancel and SIGTERM)
   cancel_refused  reason: str (the worker answered the in-band cancel that it cannot
              stop the script, e.g. SIGINT is ignored: SIGTERM at once, not after the grace)
+  user_signal  signal: str. The user sent the process SIGINT, SIGTERM or SIGHUP outside
+             cancel() (`run --transparent` forwarding its own signal, the Node shell's
+             kill()): no escalation follows, but a job that then ends, whatever its exit,
+             was cancelled (not crashed by the signal, not failed by its KeyboardInterrupt).
+             Ignored once the process exited or another ending (hang, cancel) runs.
   exit       code: int|null, signal: str|null (from the OS; the process is gone)
   drained    the shell has read what the dead process left in the socket and the pipes
   lead       present: bool. The process that spoke for the job left (said bye, or is gone)
@@ -143,6 +148,7 @@ def initial(config: Optional[dict[str, Any]] = None, t: float = 0.0) -> State:
         "loaded_t": None,  # the worker loaded (stage box) before any hello
         "awaiting_ranks": False,  # only a distributed launcher said hello: still starting
         "lead_gone": False,  # the lead left and no other process speaks for the job
+        "user_signal": None,  # the signal the user sent outside cancel(): a cancel
     }
 
 
@@ -323,6 +329,11 @@ def _on_cancel(s: State, e: Event, t: float, actions: list[Action]) -> None:
         _terminate(s, t, actions)
 
 
+def _on_user_signal(s: State, e: Event, t: float, actions: list[Action]) -> None:
+    if s["exit"] is None and s["ending"] is None and s.get("user_signal") is None:
+        s["user_signal"] = str(e.get("signal") or "SIGTERM")
+
+
 def _on_exit(s: State, e: Event, t: float, actions: list[Action]) -> None:
     if s["exit"] is not None:
         return
@@ -373,6 +384,7 @@ _HANDLERS = {
     "worker_loaded": _on_worker_loaded,
     "cancel": _on_cancel,
     "cancel_refused": _on_cancel_refused,
+    "user_signal": _on_user_signal,
     "exit": _on_exit,
     "drained": _on_drained,
     "timer": _on_timer,
@@ -568,6 +580,8 @@ def outcome(s: State) -> str:
         return "cancelled"
     if ending is not None and ending["reason"] == "hang":
         return "hung"
+    if s.get("user_signal") is not None:
+        return "cancelled"  # the user's own signal stopped it (states from before: .get)
     if s["refused"] is not None:
         return "failed"
     error = s["error"]

@@ -347,8 +347,9 @@ def _diagnose(
 def _cancel(
     outcome: Optional[str], info: Optional[dict[str, Any]], error: Optional[dict[str, Any]]
 ) -> Optional[dict[str, Any]]:
-    """The user's cancel: reason, the worker's answer (accepted, or refused and why), and
-    the KeyboardInterrupt traceback that shows where the script was stopped."""
+    """The user's cancel: reason, the worker's answer (accepted, or refused and why), the
+    KeyboardInterrupt traceback that shows where the script was stopped, and by what:
+    cancel() ("client") or a signal the user sent the process ("signal")."""
     if info is None:
         return None
     out = {
@@ -356,6 +357,8 @@ def _cancel(
         "accepted": info.get("accepted"),
         "refused": info.get("refused"),
         "traceback": None,
+        "by": info.get("by") or "client",  # cancel(), or the user's own signal
+        "signal": info.get("signal"),  # that signal (SIGINT, SIGTERM, SIGHUP), by: "signal"
     }
     if outcome == "cancelled" and error is not None and error.get("type") == "KeyboardInterrupt":
         out["traceback"] = error.get("traceback") or ""

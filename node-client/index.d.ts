@@ -138,7 +138,9 @@ export interface Report {
   dropped: Record<string, number>;
   evidence: Record<string, unknown> | null;
   /** The user's cancel (null when none): reason, the worker's answer, where the script stopped. */
-  cancel: { reason: string | null; accepted: boolean | null; refused: string | null; traceback: string | null } | null;
+  cancel: { reason: string | null; accepted: boolean | null; refused: string | null; traceback: string | null;
+    /** client: cancel(); signal: the user signalled the process (run --transparent, PythonShell.kill()). */
+    by: 'client' | 'signal'; signal: string | null } | null;
   summary: string;
   /** One row per worker process (docs/CLIENT.md, Ranks and the root cause). */
   ranks: RankRow[];
@@ -283,6 +285,8 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
    * e.g. SIGINT ignored), then SIGKILL. `reason` is echoed in report.cancel. Resolves to the report.
    */
   cancel(options?: { grace?: number; reason?: string }): Promise<Report>;
+  /** You sent the process `signal` yourself (as PythonShell.kill()): no escalation, but the report says cancelled, cancel.by 'signal'. */
+  noteUserSignal(signal: string, reason: string): void;
   /** A snapshot: state, pid, stages, the script's own stages, step, total, rate, ETA, progress age. */
   status(): JobStatus;
   /** Every thread's Python stack from the worker; null without a worker or an answer in time. */

@@ -40,6 +40,11 @@ LOG_BATCH = 256  # log records in one `logs` message at most
 LOG_BATCH_BYTES = 256 * 1024  # estimated size of one `logs` message, well under 1 MiB
 LINGER_MS = 1000
 SNDHWM = 100_000
+# `run --transparent` spawns before its hub binds: the first connect finds no socket. libzmq
+# retries after RECONNECT_IVL (100 ms by default), doubling up to the max: start at 5 ms so
+# a short run does not wait 100 ms for its first hello.
+RECONNECT_IVL_MS = 5
+RECONNECT_IVL_MAX_MS = 200
 
 
 def _clean_metric(value: Any) -> Any:
@@ -130,6 +135,8 @@ class Beacon(threading.Thread):
         sock.setsockopt(zmq.MAXMSGSIZE, codec.MAX_MESSAGE_BYTES + 64)
         sock.setsockopt(zmq.LINGER, LINGER_MS)
         sock.setsockopt(zmq.SNDHWM, SNDHWM)
+        sock.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS)
+        sock.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS)
         if self.config.server_key:  # the client's tcp fallback authenticates (CurveZMQ)
             public, secret = zmq.curve_keypair()
             sock.setsockopt(zmq.CURVE_SERVERKEY, self.config.server_key)

@@ -9,6 +9,8 @@
  *   const { message, cursor } = delta(view, previousCursor);
  */
 
+const { isLauncher } = require('../src/machine.js');
+
 const LOG_KEEP = 1000; // lines kept for the page; the full log is a download
 const SERIES_MAX = 4000; // points per series before it is thinned to half
 const RATE_WINDOW_MS = 5000; // progress rate over this window
@@ -123,8 +125,10 @@ function apply(view, { type, data, t }) {
       if (view.startedAt === null && data !== 'queued') view.startedAt = t;
       break;
     case 'hello':
-      view.ranks.push({ rank: data.rank ?? 0, pid: data.pid ?? null, host: data.host ?? null,
-        local_rank: data.local_rank ?? null });
+      // A distributed launcher (torchrun's own process) says hello too: it has no rank, and
+      // is not rank 0. A plain process without a rank is one row of its own, rank 0.
+      view.ranks.push({ rank: isLauncher(data) ? null : data.rank ?? 0, pid: data.pid ?? null, host: data.host ?? null,
+        local_rank: data.local_rank ?? null, role: isLauncher(data) ? 'launcher' : 'rank' });
       break;
     case 'stage':
       if (data.event === 'begin') {

@@ -195,6 +195,18 @@ class Job extends EventEmitter {
   }
 
   /**
+   * The user sent the process `signal` (SIGINT / SIGTERM / SIGHUP) outside cancel(), as the
+   * shell adapter's kill() does: no escalation, but the job is cancelled however it then
+   * ends; the report's `cancel` says by what (by: 'signal'). Python: Job.note_user_signal.
+   */
+  noteUserSignal(signal, reason) {
+    if (this._facts.cancel === null && this._facts.exitCode === null && this._facts.exitSignal === null) {
+      this._facts.cancel = { reason, accepted: null, refused: null, traceback: null, by: 'signal', signal };
+    }
+    this._post({ type: 'user_signal', signal });
+  }
+
+  /**
    * A snapshot for a GUI: state, pid, elapsed_s, stages (open, outermost first),
    * script_stages (without zero-code mode's own), step, total, rate (steps/s), eta_s,
    * progress_age_s (src/status.js).

@@ -16,7 +16,9 @@
  * signal_dumped (the lead's SIGUSR1 handler wrote its stacks: Python ran), snapshotted
  * (the hang evidence asked for by "snapshot" is collected), refused {reason}, no_worker
  * {reason} (a process said it cannot load the worker: the startup deadline is off),
- * cancel {grace?}, exit {code, signal}, drained, timer, lead {present} (the process that spoke
+ * cancel {grace?}, user_signal {signal} (the user sent SIGINT/SIGTERM/SIGHUP outside cancel():
+ * no escalation, but the job is cancelled however it then ends; ignored after the exit or
+ * during another ending), exit {code, signal}, drained, timer, lead {present} (the process that spoke
  * for the job left while the job goes on: another one speaks for it now, or none does and
  * no heartbeat is watched until one says hello; the leaver's bye and open stages are
  * forgotten and the new lead's clocks start now).
@@ -96,6 +98,7 @@ function initial(config = null, t = 0.0) {
     loaded_t: null, // the worker loaded (stage box) before any hello
     awaiting_ranks: false, // only a distributed launcher said hello: still starting
     lead_gone: false, // the lead left and no other process speaks for the job
+    user_signal: null, // the signal the user sent outside cancel(): a cancel
   };
 }
 
@@ -252,6 +255,10 @@ function onCancel(s, e, t, actions) {
   }
 }
 
+function onUserSignal(s, e) {
+  if (s.exit === null && s.ending === null && (s.user_signal ?? null) === null) s.user_signal = String(get(e, 'signal') || 'SIGTERM');
+}
+
 function onExit(s, e, t, actions) {
   if (s.exit !== null) return;
   s.exit = { code: get(e, 'code'), signal: get(e, 'signal') };
@@ -286,7 +293,7 @@ function onTimer(s, e, t, actions) {
 
 const HANDLERS = {
   hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, output: onOutput, error: onError,
-  bye: onBye, lead: onLead, dumped: onDumped, signal_dumped: onSignalDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, worker_loaded: onWorkerLoaded, cancel: onCancel, cancel_refused: onCancelRefused, exit: onExit,
+  bye: onBye, lead: onLead, dumped: onDumped, signal_dumped: onSignalDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, worker_loaded: onWorkerLoaded, cancel: onCancel, cancel_refused: onCancelRefused, user_signal: onUserSignal, exit: onExit,
   drained: onDrained, timer: onTimer,
 };
 
@@ -463,6 +470,7 @@ function outcome(s) {
   const { ending, error } = s;
   if (ending !== null && ending.reason === 'cancel') return 'cancelled';
   if (ending !== null && ending.reason === 'hang') return 'hung';
+  if ((s.user_signal ?? null) !== null) return 'cancelled'; // the user's own signal stopped it
   if (s.refused !== null) return 'failed';
   if (error !== null && !(error.kind === 'system_exit' && !error.exit_code)) {
     return 'failed'; // a fatal error is the cause, whatever the exit code says

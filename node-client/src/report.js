@@ -426,12 +426,13 @@ function iso(wall) {
  * file's are gone once the job ends; the log keeps them). Python: report.log_footer.
  */
 /**
- * The user's cancel: reason, the worker's answer (accepted, or refused and why), and the
- * KeyboardInterrupt traceback that shows where the script was stopped (bridge: _cancel).
+ * The user's cancel: reason, the worker's answer (accepted, or refused and why), the
+ * KeyboardInterrupt traceback that shows where the script was stopped, and by what: cancel()
+ * ('client') or a signal the user sent the process ('signal') (bridge: _cancel).
  */
 function cancelOf(outcome, info, error) {
   if (!info) return null;
-  const out = { reason: info.reason ?? null, accepted: info.accepted ?? null, refused: info.refused ?? null, traceback: null };
+  const out = { reason: info.reason ?? null, accepted: info.accepted ?? null, refused: info.refused ?? null, traceback: null, by: info.by || 'client', signal: info.signal ?? null };
   if (outcome === 'cancelled' && error && error.type === 'KeyboardInterrupt') out.traceback = error.traceback || '';
   return out;
 }

@@ -51,6 +51,7 @@ class NewlineTransformer extends Transform {
   }
 }
 
+const signalName = (n) => Object.keys(os.constants.signals).find((k) => os.constants.signals[k] === n) || `SIG${n}`;
 const toArray = (value) => (value === undefined || value === null ? [] : Array.isArray(value) ? value : [value]);
 
 // Options that are trainbridge's, not spawn's.
@@ -170,9 +171,14 @@ class PythonShell extends EventEmitter {
     return this;
   }
 
-  /** Send `signal` to the script's process (default SIGTERM). For a clean stop: job.cancel(). */
+  /**
+   * Send `signal` to the script's process (default SIGTERM), as python-shell. The report says
+   * cancelled, by that signal (cancel.by 'signal'). For a clean stop with escalation: job.cancel().
+   */
   kill(signal) {
     if (this.job.pid && !this.terminated) {
+      const name = typeof signal === 'number' ? signalName(signal) : signal || 'SIGTERM';
+      this.job.noteUserSignal(name, `${name} sent by kill() to the script`); // before: its exit follows
       try { process.kill(this.job.pid, signal || 'SIGTERM'); } catch { /* already gone */ }
     }
     return this;

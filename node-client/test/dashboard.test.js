@@ -237,6 +237,9 @@ test('ranks: one row per worker hello (torchrun); string metrics (zero-code\'s s
   model.apply(v, { type: 'hello', data: { pid: 11, rank: 0, local_rank: 0, host: 'h' }, t: T0 });
   model.apply(v, { type: 'hello', data: { pid: 12, rank: 1, local_rank: 1, host: 'h' }, t: T0 });
   assert.deepEqual(v.ranks.map((r) => [r.rank, r.local_rank, r.pid]), [[0, 0, 11], [1, 1, 12]]);
+  // torchrun's own process says hello too: a launcher row, not a second rank 0.
+  model.apply(v, { type: 'hello', data: { pid: 10, host: 'h', argv: ['/venv/bin/torchrun', '--nproc_per_node=2', 'ddp.py'] }, t: T0 });
+  assert.deepEqual(v.ranks.at(-1), { rank: null, local_rank: null, pid: 10, host: 'h', role: 'launcher' });
   model.apply(v, { type: 'progress', data: { step: 3, total: null, metrics: { source: 'optimizer' } }, t: T0 });
   assert.deepEqual(v.metrics.names, []);
   model.apply(v, { type: 'progress', data: { step: 4, total: null, metrics: { source: 'optimizer', loss: 0.5 } }, t: T0 + 10 });

@@ -50,6 +50,17 @@ function serve(args) {
   });
 }
 
+const text = (page, sel) => page.locator(sel).innerText();
+
+/** Pixels of the first metric's colour (the loss curve) on the metrics chart's canvas. */
+const curvePixels = (page) => page.evaluate(() => {
+  const c = document.querySelector('#metrics-chart canvas');
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4) if (d[i] < 40 && d[i + 1] > 80 && d[i + 1] < 130 && d[i + 2] > 190 && d[i + 3] > 200) n++;
+  return n;
+});
+
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
 describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, () => {
@@ -97,8 +108,6 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     return (await res.json()).id;
   }
 
-  const text = (page, sel) => page.locator(sel).innerText();
-
   it('a succeeding demo job reaches 100% and "succeeded", with a loss curve drawn', async () => {
     const { page, errors } = await open(dash.url);
     // Through the form, as a user would.
@@ -112,13 +121,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     // Progress messages are coalesced on the wire (docs/PROTOCOL.md): not one point per step.
     await page.waitForFunction(() => Number(document.querySelector('#metrics-chart').dataset.points) >= 10);
     // The curve is drawn: the canvas has pixels of the loss series' colour.
-    const drawn = await page.evaluate(() => {
-      const c = document.querySelector('#metrics-chart canvas');
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let n = 0;
-      for (let i = 0; i < d.length; i += 4) if (d[i] < 40 && d[i + 1] > 80 && d[i + 1] < 130 && d[i + 2] > 190 && d[i + 3] > 200) n++;
-      return n;
-    });
+    const drawn = await curvePixels(page);
     assert.ok(drawn > 300, `loss curve pixels: ${drawn} ${await page.evaluate(() => {
       const c = document.querySelector('#metrics-chart canvas');
       const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
@@ -353,5 +356,117 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
       await srv.exited;
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+// Torch jobs (an unmodified script, torchrun with two ranks) load the CPU for seconds: they
+// run after the tests above, on a dashboard and browser of their own, so that the
+// timing-sensitive ones (1,000 lines/s with a still layout) do not share the two cores.
+describe('dashboard in Chromium: torch jobs', { skip, concurrency: true, timeout: 120000 }, () => {
+  let dash;
+  let storeDir;
+  let browser;
+  const python = resolvePython();
+
+  before(async () => {
+    fs.mkdirSync(SHOTS, { recursive: true });
+    storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
+    dash = await startDashboard({ port: 0, store: path.join(storeDir, 'jobs.db'), sourceOptions: { slots: { jobs: 4, gpus: [] } } });
+    browser = await playwright.chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+  });
+
+  after(async () => {
+    if (browser) await browser.close();
+    if (dash) {
+      const running = dash.source.list().filter((job) => job.state !== 'ended');
+      await Promise.all(running.map((job) => dash.source.cancel(job.id)));
+      await dash.close();
+    }
+    if (storeDir) fs.rmSync(storeDir, { recursive: true, force: true });
+  });
+
+  async function open(url) {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    page.on('console', (msg) => { if (msg.type() === 'error') errors.push(msg.text()); });
+    await page.goto(url);
+    return { page, errors };
+  }
+
+  async function submit(page, spec) {
+    const res = await page.request.post(`${dash.url}api/jobs`, { data: spec });
+    assert.equal(res.status(), 201, await res.text());
+    return (await res.json()).id;
+  }
+
+  /** Wait for "succeeded"; on the deadline, say where the job was (a slow job, or not ending). */
+  async function succeeded(page) {
+    try {
+      await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 60000 }); // ~15-20 s here, unloaded
+    } catch (err) {
+      const where = await page.evaluate(() => ['#state', '#where', '#progress-text', '#verdict']
+        .map((sel) => `${sel}: ${(document.querySelector(sel) || {}).textContent}`).join('; '));
+      throw new Error(`${err.message.split('\n')[0]} (${where}; load average ${os.loadavg()[0].toFixed(1)})`);
+    }
+  }
+
+  it('an unmodified torch script (no trainbridge import) gets its loss curve drawn', async () => {
+    // Zero-code mode captures the loss the script passes to backward() at each optimizer step.
+    const script = [
+      'import time, torch',
+      'torch.manual_seed(0)',
+      'model = torch.nn.Linear(4, 1)',
+      'opt = torch.optim.SGD(model.parameters(), lr=0.05)',
+      'x = torch.randn(64, 4)',
+      'y = x @ torch.tensor([[1.0], [2.0], [-1.0], [0.5]])',
+      'for step in range(300):',
+      '    loss = (model(x) - y).pow(2).mean()',
+      '    opt.zero_grad()',
+      '    loss.backward()',
+      '    opt.step()',
+      '    time.sleep(0.005)',
+      'print("final loss %.4f" % loss.item())',
+    ].join('\n');
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, { kind: 'command', argv: [python, '-c', script] });
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await succeeded(page);
+    await page.waitForFunction(() => Number(document.querySelector('#metrics-chart').dataset.points) >= 5);
+    const series = await page.locator('#metrics-chart .u-legend .u-series').allInnerTexts();
+    assert.ok(series.some((s) => /loss/.test(s)), `a loss series: ${series.join(' | ')}`);
+    const drawn = await curvePixels(page);
+    assert.ok(drawn > 100, `loss curve pixels: ${drawn}`);
+    // The steps are the script's optimizer steps: 300 of them, counted without its help.
+    assert.match(await text(page, '#progress-text'), /step 300\b/);
+    assert.match(await text(page, '#log'), /final loss \d/);
+    await page.screenshot({ path: path.join(SHOTS, 'unmodified-loss.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  });
+
+  it('a torchrun job (2 ranks, gloo on CPU) shows a row per rank', async () => {
+    // The unmodified DDP script of the zero-code tests, under torchrun from the same venv.
+    const torchrun = path.join(path.dirname(python), 'torchrun');
+    const ddp = path.join(__dirname, '..', '..', 'tests', 'zerocode', 'scripts', 'ddp.py');
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, { kind: 'command', argv: [torchrun, '--standalone', '--nproc_per_node=2', ddp] });
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await succeeded(page);
+    await page.locator('#ranks table').waitFor({ timeout: 5000 });
+    const rows = await page.locator('#ranks tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+    // torchrun's own process (the job's pid) is the launcher row; then one row per rank.
+    const pid = String(dash.source.get(id).pid);
+    assert.deepEqual(rows.filter((r) => r[0] === 'launcher').map((r) => [r[1], r[2]]), [['', pid]], JSON.stringify(rows));
+    const byRank = Object.fromEntries(rows.filter((r) => r[0] !== 'launcher').map((r) => [r[0], r]));
+    assert.equal(rows.length, 3, JSON.stringify(rows));
+    assert.deepEqual(Object.keys(byRank).sort(), ['0', '1'], JSON.stringify(rows));
+    assert.deepEqual([byRank[0][1], byRank[1][1]], ['0', '1'], 'local ranks');
+    assert.notEqual(byRank[0][2], byRank[1][2], 'a pid each');
+    assert.ok(byRank[0][3] && byRank[0][3] === byRank[1][3], 'one host');
+    assert.match(await text(page, '#log'), /rank 0 done/);
+    assert.match(await text(page, '#log'), /rank 1 done/);
+    await page.screenshot({ path: path.join(SHOTS, 'torchrun-ranks.png'), fullPage: true });
+    assert.deepEqual(errors, []);
   });
 });

@@ -112,6 +112,10 @@ test('kill(): the end callback sees the signal; terminated and close as python-s
   assert.equal(ours.signal, 'SIGTERM');
   assert.equal(ours.shell.terminated, true);
   assert.deepEqual(ours.events, ref.events);
+  // The user's own signal stopped it: cancelled (not crashed by SIGTERM), and by what.
+  const { report } = ours.shell;
+  assert.equal(report.outcome, 'cancelled', report.summary);
+  assert.deepEqual([report.cancel.by, report.cancel.signal], ['signal', 'SIGTERM']);
 });
 
 test('run() and runString() resolve to the messages; a failure rejects with err.logs', async () => {

@@ -252,8 +252,50 @@ def test_own_exit_code_after_a_cancel_and_nothing_left_behind(tmp_path):
     assert proc.stdout.read() == b"" and proc.stderr.read() == b""
     data = json.loads(report.read_text(encoding="ascii"))
     assert data["exit_code"] == 7
+    # The user's SIGTERM stopped it: cancelled (not failed by its exit 7), by that signal.
+    assert data["outcome"] == "cancelled" and data["error"] is None, data["summary"]
+    assert data["cancel"]["by"] == "signal" and data["cancel"]["signal"] == "SIGTERM"
+    assert "forwarded" in data["cancel"]["reason"]
+    validate_report(data)
     child = int(pidfile.read_text())
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.parametrize("hello", [False, True])
+def test_ctrl_c_forwarded_is_a_cancel_and_the_wrapper_dies_by_it(tmp_path, hello):
+    """SIGINT to the wrapper: the child's KeyboardInterrupt kills it by SIGINT, the wrapper
+    dies the same way, and the report says cancelled by that signal, where it stopped."""
+    code = (
+        ("from trainbridge import worker\nwith worker.stage('ready'): pass\n" if hello else "")
+        + "import time\nprint('ready', flush=True)\n"
+        + "def train():\n    time.sleep(30)\ntrain()\n"
+    )
+    report = tmp_path / "report.json"
+    proc = subprocess.Popen(
+        wrapped(code, "--report", str(report)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=caller_env(),
+        cwd=ROOT,
+        start_new_session=True,  # not the test's terminal group
+    )
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(WAIT_S) == -signal.SIGINT
+        assert b"KeyboardInterrupt" in proc.stderr.read()  # the child's own, passed through
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    data = json.loads(report.read_text(encoding="ascii"))
+    validate_report(data)
+    assert data["outcome"] == "cancelled", data["summary"]
+    assert data["cancel"]["by"] == "signal" and data["cancel"]["signal"] == "SIGINT"
+    assert data["error"] is None  # the user's stop is not an error
+    if hello:  # the worker saw the KeyboardInterrupt: where the script was stopped
+        assert "in train" in data["cancel"]["traceback"]
 
 
 def test_a_reader_that_goes_away_gives_the_child_a_broken_pipe():

@@ -226,7 +226,7 @@ export function jobPage(main, id) {
     if (ranksSection.hidden) return;
     ranksSection.replaceChildren(h('h2', { text: 'Ranks' }), h('table', {},
       h('thead', {}, h('tr', {}, ...['rank', 'local rank', 'pid', 'host'].map((t) => h('th', { scope: 'col', text: t })))),
-      h('tbody', {}, ...head.ranks.map((r) => h('tr', {}, h('td', { text: r.rank }), h('td', { text: r.local_rank ?? '' }),
+      h('tbody', {}, ...head.ranks.map((r) => h('tr', {}, h('td', { text: r.rank ?? r.role ?? '' }), h('td', { text: r.local_rank ?? '' }),
         h('td', { text: r.pid ?? '' }), h('td', { text: r.host ?? '' }))))));
   }
 
