@@ -738,6 +738,8 @@ class Job:
                     "progress": self.progress,
                 }
             )
+            # Ranks waiting in a collective for one that is elsewhere (issue 12 item 12).
+            found = ranks.live_collective(self.ranks) or found
         except Exception as exc:  # noqa: BLE001 - a live view must not cost the job
             found = {
                 "kind": "unknown",

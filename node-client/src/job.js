@@ -945,6 +945,8 @@ class Job extends EventEmitter {
       delete ev.mark;
       found = diagnoseHang({ reason: 'stall', stage: running.length ? running[running.length - 1] : null, stages: running,
         idle_s: idle, stack: hb.stack ?? null, saw_hello: this._facts.hellos.size > 0, evidence: ev, progress: this._facts.progress });
+      // Ranks waiting in a collective for one that is elsewhere (issue 12 item 12).
+      found = ranks.liveCollective(this._facts.ranks) || found;
     } catch (err) {
       found = { kind: 'unknown', summary: `live diagnosis failed: ${err.message}`, hint: '', evidence: {} };
     }
