@@ -1155,6 +1155,9 @@ class Job:
             self._snapshot_thread.join(timeout=3.0)
         self.hub.drain_router()
         self.channel.give_up()
+        if self._outbox:  # sends that waited for a hello that never came
+            self.channel.undelivered["user"] += len(self._outbox)
+            self._outbox.clear()
         try:
             self.report = Report(reports.build(self))
         except Exception as exc:  # noqa: BLE001 - never leave a waiter hanging on a report bug

@@ -196,9 +196,12 @@ def losses(report: dict[str, Any]) -> list[str]:
     undelivered = (report.get("protocol") or {}).get("undelivered") or {}
     for kind, count in sorted((k, v) for k, v in undelivered.items() if v):
         what = "job.send() message" if kind == "user" else f"'{kind}' message"
+        why = "its process was gone or the job ended first"
+        if kind == "user":  # also bounded while a worker takes nothing (bridge/hub.py)
+            why = "its process was gone, it took none while 10,000 waited, or the job ended first"
         out.append(
-            f"{count} {what}{'s' if count != 1 else ''} never reached the worker: its "
-            "process was gone or the job ended first (report 'protocol.undelivered')."
+            f"{count} {what}{'s' if count != 1 else ''} never reached the worker: "
+            f"{why} (report 'protocol.undelivered')."
         )
     log_error = report.get("log_error")
     if log_error:

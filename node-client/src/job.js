@@ -643,6 +643,8 @@ class Job extends EventEmitter {
       this._child.stderr.destroy();
     }
     this._hub.giveUp(this);
+    for (let i = 0; i < this._outbox.length; i += 1) this.undelivered('user'); // no hello came
+    this._outbox = [];
     try {
       this.report = buildReport(this._reportInput());
     } catch (err) {
