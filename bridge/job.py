@@ -697,8 +697,18 @@ class Job:
         except OSError:
             return
         loaded = min(now, now - (time.time() - mtime))
+        # SIGUSR2 (faulthandler's C dump, registered at import) too: a GIL held before hello
+        # leaves SIGUSR1's Python handler unable to run; the native dump still answers.
+        native = _catches(self.pid, signals.SIGUSR2) and "SIGUSR2" in SIGNALS
+        if native and self.pid not in self.native_dump_pids:
+            self.native_dump_pids.append(self.pid)
         self._step(
-            {"type": "worker_loaded", "t": loaded, "dump_signal": _catches_sigusr1(self.pid)}
+            {
+                "type": "worker_loaded",
+                "t": loaded,
+                "dump_signal": _catches_sigusr1(self.pid),
+                "native_dump": native,
+            }
         )
         if self.m["exit"] is None:
             deadline = machine.next_deadline(self.m)
@@ -1254,11 +1264,16 @@ def launch(
 
 def _catches_sigusr1(pid: int) -> bool:
     """Whether `pid` has a handler for SIGUSR1 (/proc/<pid>/status SigCgt, bit 10)."""
+    return _catches(pid, signals.SIGUSR1)
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether `pid` has a handler for signum (/proc/<pid>/status SigCgt)."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as f:
             for line in f:
                 if line.startswith("SigCgt:"):
-                    return bool(int(line.split()[1], 16) & (1 << (signals.SIGUSR1 - 1)))
+                    return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
     except (OSError, ValueError, IndexError):
         pass
     return False

@@ -923,12 +923,16 @@ class Job extends EventEmitter {
     const t = now();
     const loaded = Math.min(t, t - (Date.now() - mtimeMs) / 1000);
     let caught = false;
+    let native = false;
     try {
       const m = /^SigCgt:\s*([0-9a-f]+)/m.exec(fs.readFileSync(`/proc/${this.pid}/status`, 'latin1'));
       caught = m !== null && (BigInt(`0x${m[1]}`) & (1n << 9n)) !== 0n; // SIGUSR1 = 10
+      // SIGUSR2 = 12, faulthandler's C dump: answers even when a held GIL stops SIGUSR1's.
+      native = m !== null && (BigInt(`0x${m[1]}`) & (1n << 11n)) !== 0n && process.platform !== 'win32';
     } catch { /* gone */ }
+    if (native && !this._facts.nativeDumpPids.includes(this.pid)) this._facts.nativeDumpPids.push(this.pid);
     clearInterval(this._loadedPoll);
-    this._queue.push({ t: loaded, type: 'worker_loaded', dump_signal: caught });
+    this._queue.push({ t: loaded, type: 'worker_loaded', dump_signal: caught, native_dump: native });
     this._post({ type: 'timer' });
   }
 
