@@ -551,6 +551,9 @@ def _collect(pid: int, window_s: float, ev: dict[str, Any], notes: list[str]) ->
     peer = local_peer(pid, ev["main_thread"], [c["pid"] for c in ev["children"]])
     if peer:
         ev["unix_peer"] = peer
+    from trainbridge.bridge import childstack  # the waited-on child's own stack
+
+    childstack.add(ev["children"], (peer or {}).get("pid"), notes)
     ev.update(gpu_facts([p.pid for p in tree]))
     ev["py_spy"] = _finish_py_spy(spy, time.monotonic() + PY_SPY_TIMEOUT_S, notes)
     if spy is None:

@@ -542,3 +542,13 @@ def live_collective(state: State) -> Optional[dict[str, Any]]:
         "hint": stuck["hint"],
         "evidence": {"frame": first["frame"], "hung_rank": stuck},
     }
+
+
+def process_stacks(state: State) -> dict[str, str]:
+    """{pid: its dump_stacks answer} of every process that answered one: a waited-on child's
+    own stack for the hang diagnosis (diagnosis_hang.child_stack)."""
+    return {
+        str(p["pid"]): p["stacks"]
+        for p in state["procs"].values()
+        if p.get("pid") is not None and isinstance(p.get("stacks"), str)
+    }

@@ -337,6 +337,7 @@ def _diagnose(
                 "evidence": job.snapshot or {},
                 "worker_loaded": job.m.get("loaded_t") is not None,
                 "python_silent": "SIGUSR2" in job.signals_sent,
+                "process_stacks": _process_stacks(job),
                 "pid": job.pid,
                 "progress": job.progress,
             }
@@ -344,6 +345,13 @@ def _diagnose(
         return diagnosis.diagnose_end(facts_end), None
     except Exception as exc:  # noqa: BLE001
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def _process_stacks(job: Any) -> dict[str, str]:
+    from trainbridge.bridge import ranks
+
+    state = getattr(job, "ranks", None)
+    return ranks.process_stacks(state) if state is not None else {}
 
 
 def _cancel(

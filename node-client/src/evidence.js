@@ -10,6 +10,7 @@
  */
 
 const fs = require('node:fs');
+const childstack = require('./childstack.js');
 const os = require('node:os');
 const { execFileSync } = require('node:child_process');
 
@@ -316,6 +317,7 @@ function measure(first, states = []) {
   });
   const peer = localPeer(pid, ev.main_thread, ev.children.map((c) => c.pid));
   if (peer) ev.unix_peer = peer;
+  childstack.add(ev.children, peer ? peer.pid : null); // the waited-on child's own stack
   return ev;
 }
 

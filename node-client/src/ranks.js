@@ -327,4 +327,11 @@ function liveCollective(state) {
   return { kind: 'collective_wait', summary, hint: stuck.hint, evidence: { frame: first.frame, hung_rank: stuck } };
 }
 
-module.exports = { initial, observe, sender, table, rootCause, errorBody, awaitsRanks, rendezvousWait, hungRank, liveCollective, mainThreadFrames };
+/** {pid: its dump_stacks answer} of every process that answered one (bridge/ranks.py). */
+function processStacks(state) {
+  const out = {};
+  for (const p of state.procs.values()) if (p.pid !== null && typeof p.stacks === 'string') out[String(p.pid)] = p.stacks;
+  return out;
+}
+
+module.exports = { processStacks, initial, observe, sender, table, rootCause, errorBody, awaitsRanks, rendezvousWait, hungRank, liveCollective, mainThreadFrames };

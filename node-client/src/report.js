@@ -250,6 +250,7 @@ function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid) {
         stacks, saw_hello: facts.hellos.size > 0, evidence: facts.snapshot || {}, pid,
         worker_loaded: (m.loaded_t ?? null) !== null,
         progress: facts.progress, python_silent: facts.signalsSent.includes('SIGUSR2'),
+        process_stacks: facts.ranks ? ranks.processStacks(facts.ranks) : {},
       }), null];
     }
     return [diagnoseEnd(factsEnd), null];

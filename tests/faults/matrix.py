@@ -325,6 +325,13 @@ def judge(
     for reason, least in (row.get("rejected_at_least") or {}).items():
         if (rejected.get(reason) or 0) < least:
             failures.append(f"rejected[{reason!r}] = {rejected.get(reason)}, expected >= {least}")
+    evidence = diag.get("evidence") or {} if diag else {}
+    for path in row.get("evidence_has") or []:
+        value: Any = evidence
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value in (None, "", [], {}):
+            failures.append(f"diagnosis evidence lacks {path!r}")
     live = measures.get("live") or {}
     if row.get("live_kind") and live.get("kind") != row["live_kind"]:
         failures.append(f"last live diagnosis {live!r}, expected kind {row['live_kind']!r}")
