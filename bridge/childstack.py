@@ -58,8 +58,11 @@ def py_spy_dump(pid: int, notes: list[str]) -> Optional[str]:
     return done.stdout.decode("utf-8", "replace")
 
 
-def add(children: list[dict[str, Any]], peer: Optional[int], notes: list[str]) -> None:
-    """Add kernel_stack / py_stack to the children the diagnosis may name (in place)."""
+def add(
+    children: list[dict[str, Any]], peer: Optional[int], notes: list[str], py_spy: bool = True
+) -> None:
+    """Add kernel_stack / py_stack to the children the diagnosis may name (in place). The
+    live look (every few seconds while stalled) passes py_spy=False: a file read only."""
     chosen = [c for c in children if c.get("pid") == peer]
     chosen += [c for c in children if c.get("status") in SUSPECT and c not in chosen]
     for child in chosen[:MOST]:
@@ -69,6 +72,6 @@ def add(children: list[dict[str, Any]], peer: Optional[int], notes: list[str]) -
         stack = kernel_stack(pid)
         if stack:
             child["kernel_stack"] = stack
-        text = py_spy_dump(pid, notes)
+        text = py_spy_dump(pid, notes) if py_spy else None
         if text:
             child["py_stack"] = text

@@ -688,6 +688,9 @@ def live(pid: int, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
                 ev["unix_peer"] = found["unix_peer"]
             if "sockets" in found:
                 ev["sockets"] = found["sockets"]
+        from trainbridge.bridge import childstack
+
+        childstack.add(children, (ev.get("unix_peer") or {}).get("pid"), notes, py_spy=False)
     except Exception as exc:  # noqa: BLE001 - best effort, like collect(): say why, go on
         notes.append(f"live evidence failed: {type(exc).__name__}: {exc}")
     return ev

@@ -388,6 +388,7 @@ function live(pid, previous = null) {
       if (found.sockets) ev.sockets = found.sockets;
       Object.assign(mark, { socket: target, found });
     }
+    childstack.add(ev.children, null); // a stopped child's kernel stack: one file read
   } catch (err) {
     notes.push(`live evidence failed: ${err.name}: ${err.message}`);
   }
