@@ -68,6 +68,7 @@ class Hub:
         self.runtime_dir = runtime_dir or _make_runtime_dir()
         self.jobs: dict[str, Any] = {}  # job id -> Job (I/O thread only)
         self.unrouted = 0  # messages for no job this client serves (reports show their share)
+        self.budget = intake.budget_initial()  # unauthenticated input, all connections
         self._calls: collections.deque[Callable[[], None]] = collections.deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -212,10 +213,27 @@ class Hub:
     def _read_router(self) -> None:
         for _ in range(10_000):  # bounded so a flood cannot starve pipes and timers
             try:
-                frames = self._sock.recv_multipart(flags=zmq.NOBLOCK)
+                routing_id = self._sock.recv(flags=zmq.NOBLOCK)
             except zmq.Again:
                 return
-            self._route(frames)
+            # Over the budget for unauthenticated input (intake.over_budget), a suspect
+            # sender's parts are taken without a copy and dropped unverified.
+            drop = intake.over_budget(self.budget, routing_id.decode("latin-1"), time.monotonic())
+            frames = [routing_id]
+            while self._sock.get(zmq.RCVMORE):
+                frames.append(self._sock.recv(copy=not drop))
+            if drop:
+                self._dropped_unverified(routing_id)
+            else:
+                self._route(frames)
+
+    def _dropped_unverified(self, routing_id: bytes) -> None:
+        job_id, _ = intake.parse_routing_id(routing_id)
+        job = self.jobs.get(job_id) if job_id is not None else None
+        if job is None:
+            self.unrouted += 1
+        else:
+            job.channel.rejected["over_budget"] += 1
 
     def _route(self, frames: list) -> None:
         routing_id = frames[0]
@@ -223,6 +241,8 @@ class Hub:
         job = self.jobs.get(job_id) if job_id is not None else None
         if job is None:
             self.unrouted += 1
+            sender = routing_id.decode("latin-1")
+            intake.note_rejected(self.budget, sender, _size(frames), None, time.monotonic())
             return
         self._for_job(job, job.channel.receive, routing_id, frames[1:])
 
@@ -261,6 +281,13 @@ class Channel:
             self._send_to(routing_id, "ack", {"to": verdict["ack"]})
         if verdict["reject"] is not None:
             self.rejected[verdict["reject"]] += 1
+            intake.note_rejected(
+                self.hub.budget,
+                routing_id.decode("latin-1"),
+                _size(frames),
+                verdict["reject"],
+                time.monotonic(),
+            )
             if verdict["refuse"] is not None:
                 self._send_to(
                     routing_id,
@@ -351,6 +378,10 @@ class Channel:
                 self._not_delivered(kind)
         self.held.clear()
         self.held_user.clear()
+
+
+def _size(frames: list) -> int:
+    return sum(len(frame) for frame in frames)
 
 
 def _guarded(fn: Callable[..., None], *args: Any) -> None:

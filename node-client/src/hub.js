@@ -78,6 +78,7 @@ class Hub {
     this.retryTimer = null;
     this.unrouted = 0; // messages for no job this hub serves (each report shows its share)
     this.rejectedBytes = 0; // bytes of rejected input since the last collection
+    this.budget = intake.budgetInitial(); // unauthenticated input, all connections (intake.js)
     this.sock = null;
     this.ready = null;
     this.sending = Promise.resolve();
@@ -151,8 +152,15 @@ class Hub {
     const peer = peerBuf.toString('latin1');
     const [jobId] = intake.parseRoutingId(peer);
     const job = jobId === null ? undefined : this.jobs.get(jobId);
+    const t = performance.now() / 1000;
     if (!job) {
       this.unrouted += 1;
+      intake.noteRejected(this.budget, peer, frameBytes(frames), null, t);
+      this.discard(frames);
+      return;
+    }
+    if (intake.overBudget(this.budget, peer, t)) {
+      job.rejected('over_budget'); // dropped unverified (intake.js)
       this.discard(frames);
       return;
     }
@@ -175,6 +183,7 @@ class Hub {
     if (verdict.ack !== null) this.send(job, peer, 'ack', { to: verdict.ack });
     if (verdict.reject !== null) {
       job.rejected(verdict.reject);
+      intake.noteRejected(this.budget, peer, frameBytes(frames), verdict.reject, performance.now() / 1000);
       this.discard(frames);
       if (verdict.refuse !== null) {
         this.send(job, peer, 'refuse', {
@@ -313,6 +322,10 @@ class Hub {
     removeRuntimeDir(this.runtimeDir);
     if (defaultHub === this) defaultHub = null;
   }
+}
+
+function frameBytes(frames) {
+  return frames.reduce((n, f) => n + f.length, 0);
 }
 
 /** An ack or refuse to a worker that is gone is worthless to it: not counted (as bridge/hub.py). */
