@@ -72,7 +72,7 @@ def test_a_bad_mac_flood_leaves_the_client_within_its_memory_budget(tmp_path):
 
 
 SENDERS = 8  # hostile processes, each with its own connection
-EACH = 400  # 1 MiB frames each
+EACH = 250  # 1 MiB frames each
 
 
 def test_a_flood_from_many_processes_is_budgeted_in_total(tmp_path):
