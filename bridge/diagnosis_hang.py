@@ -202,6 +202,42 @@ def _describe_child(child: dict[str, Any], children: Sequence[dict[str, Any]] = 
     )
 
 
+KERNEL_FRAMES = 3  # innermost kernel functions named for a child with no Python stack
+
+
+def child_stack(
+    child: Optional[dict[str, Any]], process_stacks: Optional[dict[str, Any]] = None
+) -> Optional[dict[str, Any]]:
+    """Where the child a job waits on is itself (issue 12 item 1): its own Python stack
+    (its answer to dump_stacks when it runs a worker, else py-spy's dump of it from the
+    evidence), else its kernel stack (/proc/PID/stack, readable by root) or its wchan.
+    {source: dump_stacks | py-spy | kernel | wchan, frame, kernel} or None."""
+    if not child:
+        return None
+    for source, text in (
+        ("dump_stacks", (process_stacks or {}).get(str(child.get("pid")))),
+        ("py-spy", child.get("py_stack")),
+    ):
+        frames = parse_stack(text) if isinstance(text, str) else []
+        if frames:
+            return {"source": source, "frame": where(frames), "kernel": None}
+    kernel = [f for f in (child.get("kernel_stack") or []) if isinstance(f, str) and f]
+    if kernel:
+        return {"source": "kernel", "frame": None, "kernel": kernel[:KERNEL_FRAMES]}
+    wchan = child.get("wchan")
+    if isinstance(wchan, str) and wchan not in ("", "0"):
+        return {"source": "wchan", "frame": None, "kernel": [wchan]}
+    return None
+
+
+def _child_stack_text(stack: Optional[dict[str, Any]]) -> str:
+    if not stack:
+        return ""
+    if stack["frame"]:
+        return f", itself at {stack['frame']}"
+    return f", itself in the kernel at {' <- '.join(stack['kernel'])}"
+
+
 def _stack_says(frames: Sequence[Frame]) -> Optional[str]:
     """A hang kind from the Python stack alone (when kernel evidence is missing)."""
     if not frames:
@@ -392,7 +428,8 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
     faulthandler text), saw_hello, python_silent (neither the in-band dump nor the SIGUSR1
     handler answered, so the native SIGUSR2 dump was taken: nothing runs Python), evidence
     (bridge.evidence.collect's dict), progress (the last {step, total, metrics}: a tqdm bar's
-    name is quoted)."""
+    name is quoted), process_stacks ({pid: dump_stacks text} of the job's other processes
+    that answered: a waited-on child's own stack)."""
     reason = facts.get("reason") or "stall"
     evidence = dict(facts.get("evidence") or {})
     saw_hello = bool(facts.get("saw_hello", True))
@@ -470,6 +507,9 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
                 f"{child.get('pid') if child else '?'}) or use DataLoader(num_workers=0) "
                 "to rule it out"
             )
+        stack = child_stack(child, facts.get("process_stacks"))
+        extra["child_stack"] = stack
+        who += _child_stack_text(stack)
         return diag(kind, f"waiting{idle} on {who}{where_stage} at {at}", state_hint, extra)
     if kind == "import_hang":
         module = importing_module(frames)

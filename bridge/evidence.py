@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import psutil
 
-from trainbridge.bridge import gpu, procfs, pyspy, sockets
+from trainbridge.bridge import childstack, gpu, procfs, pyspy, sockets
 
 STATE_SAMPLE_S = 0.02
 
@@ -169,6 +169,8 @@ def _collect(pid: int, window_s: float, ev: dict[str, Any], notes: list[str]) ->
     peer = sockets.local_peer(pid, ev["main_thread"], [c["pid"] for c in ev["children"]])
     if peer:
         ev["unix_peer"] = peer
+    # the waited-on child's own stack
+    childstack.add(ev["children"], (peer or {}).get("pid"), notes)
     ev.update(gpu.facts([p.pid for p in tree]))
     ev["py_spy"] = pyspy.finish(spy, time.monotonic() + pyspy.TIMEOUT_S, notes)
     if spy is None:
@@ -235,6 +237,7 @@ def live(pid: int, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
                 ev["unix_peer"] = found["unix_peer"]
             if "sockets" in found:
                 ev["sockets"] = found["sockets"]
+        childstack.add(children, (ev.get("unix_peer") or {}).get("pid"), notes, py_spy=False)
     except Exception as exc:  # noqa: BLE001 - best effort, like collect(): say why, go on
         notes.append(f"live evidence failed: {type(exc).__name__}: {exc}")
     return ev

@@ -39,6 +39,11 @@ RCVHWM = 16
 # Messages queued per worker before a send must wait (held in Channel.held, retried on ticks).
 SNDHWM = 1000
 REPLY_KINDS = ("ack", "refuse")  # not counted as undelivered: the worker's own wait covers them
+# job.send() messages held for one worker whose queue is full (a stopped or stuck worker)
+# past SNDHWM: at most this many, and this many bytes; more are dropped and counted in
+# protocol.undelivered (docs/PROTOCOL.md "Limits"). Commands are never dropped here.
+HELD_USER_LIMIT = 10_000
+HELD_USER_BYTES = 64 * 1024 * 1024
 PER_CONNECTION_BYTES = RCVHWM * (codec.MAX_MESSAGE_BYTES + 64)
 POLL_MAX_S = 0.5  # the longest the reactor sleeps: jobs also refresh process trees on ticks
 
@@ -63,6 +68,7 @@ class Hub:
         self.runtime_dir = runtime_dir or _make_runtime_dir()
         self.jobs: dict[str, Any] = {}  # job id -> Job (I/O thread only)
         self.unrouted = 0  # messages for no job this client serves (reports show their share)
+        self.budget = intake.budget_initial()  # unauthenticated input, all connections
         self._calls: collections.deque[Callable[[], None]] = collections.deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -209,10 +215,27 @@ class Hub:
     def _read_router(self) -> None:
         for _ in range(10_000):  # bounded so a flood cannot starve pipes and timers
             try:
-                frames = self._sock.recv_multipart(flags=zmq.NOBLOCK)
+                routing_id = self._sock.recv(flags=zmq.NOBLOCK)
             except zmq.Again:
                 return
-            self._route(frames)
+            # Over the budget for unauthenticated input (intake.over_budget), a suspect
+            # sender's parts are taken without a copy and dropped unverified.
+            drop = intake.over_budget(self.budget, routing_id.decode("latin-1"), time.monotonic())
+            frames = [routing_id]
+            while self._sock.get(zmq.RCVMORE):
+                frames.append(self._sock.recv(copy=not drop))
+            if drop:
+                self._dropped_unverified(routing_id)
+            else:
+                self._route(frames)
+
+    def _dropped_unverified(self, routing_id: bytes) -> None:
+        job_id, _ = intake.parse_routing_id(routing_id)
+        job = self.jobs.get(job_id) if job_id is not None else None
+        if job is None:
+            self.unrouted += 1
+        else:
+            job.channel.rejected["over_budget"] += 1
 
     def _route(self, frames: list) -> None:
         routing_id = frames[0]
@@ -220,6 +243,8 @@ class Hub:
         job = self.jobs.get(job_id) if job_id is not None else None
         if job is None:
             self.unrouted += 1
+            sender = routing_id.decode("latin-1")
+            intake.note_rejected(self.budget, sender, _size(frames), None, time.monotonic())
             return
         self._for_job(job, job.channel.receive, routing_id, frames[1:])
 
@@ -247,6 +272,7 @@ class Channel:
         self.seq = 0  # our own per-job sequence
         # routing id -> [(kind, frames)] a full peer queue could not take yet, sent in order
         self.held: dict[bytes, collections.deque] = {}
+        self.held_user: dict[bytes, tuple[int, int]] = {}  # routing id -> (count, bytes) held
         self.undelivered: dict[str, int] = collections.Counter()  # kind -> sent to a gone peer
         self.waited = 0  # times a full peer queue made a send wait
         self._keys = {job_id: key}  # what intake.judge verifies with
@@ -257,6 +283,13 @@ class Channel:
             self._send_to(routing_id, "ack", {"to": verdict["ack"]})
         if verdict["reject"] is not None:
             self.rejected[verdict["reject"]] += 1
+            intake.note_rejected(
+                self.hub.budget,
+                routing_id.decode("latin-1"),
+                _size(frames),
+                verdict["reject"],
+                time.monotonic(),
+            )
             if verdict["refuse"] is not None:
                 self._send_to(
                     routing_id,
@@ -290,13 +323,30 @@ class Channel:
     def _send_to(self, routing_id: bytes, kind: str, body: dict[str, Any]) -> int:
         self.seq += 1
         frames = codec.encode(kind, self.seq, body, self.key, self.job_id)
-        queue = self.held.get(routing_id)
-        if queue:
-            queue.append((kind, frames))  # behind what waits already: order is kept
+        if self.held.get(routing_id):
+            self._hold(routing_id, kind, frames)  # behind what waits already: order is kept
         elif not self._try(routing_id, kind, frames):
             self.waited += 1
-            self.held[routing_id] = collections.deque([(kind, frames)])
+            self._hold(routing_id, kind, frames)
         return self.seq
+
+    def _hold(self, routing_id: bytes, kind: str, frames: Any) -> None:
+        """Queue a send behind what waits for this worker; a job.send() message past the
+        held limits is dropped and counted instead (the others are few: never dropped)."""
+        queue = self.held.setdefault(routing_id, collections.deque())
+        if kind == "user":
+            size = sum(len(part) for part in frames)
+            count, held = self.held_user.get(routing_id, (0, 0))
+            if queue and (count >= HELD_USER_LIMIT or held + size > HELD_USER_BYTES):
+                self.undelivered[kind] += 1
+                return
+            self.held_user[routing_id] = (count + 1, held + size)
+        queue.append((kind, frames))
+
+    def _sent_held(self, routing_id: bytes, kind: str, frames: Any) -> None:
+        if kind == "user":
+            count, held = self.held_user[routing_id]
+            self.held_user[routing_id] = (count - 1, held - sum(len(part) for part in frames))
 
     def _try(self, routing_id: bytes, kind: str, frames: Any) -> bool:
         """Send now; False when the peer's queue is full (try again later). A peer that is
@@ -318,9 +368,10 @@ class Channel:
         """Send what full peer queues held, in order, as far as they take it now."""
         for routing_id, queue in list(self.held.items()):
             while queue and self._try(routing_id, *queue[0]):
-                queue.popleft()
+                self._sent_held(routing_id, *queue.popleft())
             if not queue:
                 del self.held[routing_id]
+                self.held_user.pop(routing_id, None)
 
     def give_up(self) -> None:
         """The job ended: what is still held will never be sent; count it."""
@@ -328,6 +379,11 @@ class Channel:
             for kind, _ in queue:
                 self._not_delivered(kind)
         self.held.clear()
+        self.held_user.clear()
+
+
+def _size(frames: list) -> int:
+    return sum(len(frame) for frame in frames)
 
 
 def _guarded(fn: Callable[..., None], *args: Any) -> None:

@@ -106,3 +106,52 @@ def judge(
         ack=ack,
         lost=msg.seq - previous - 1 if verdict == "gap" else 0,
     )
+
+
+# --- the total budget for unauthenticated input (issue 11 item 3) ------------------------
+# Per connection, libzmq holds at most RCVHWM unread messages (bridge/hub.py). Across all
+# connections, what bounds memory is how fast the hub drains them: verifying a 1 MiB frame
+# costs about a millisecond, so several flooding connections fill their queues (8 of them:
+# client RSS +125 MiB). So the bytes of input that failed authentication are budgeted in
+# total, per window: once a window's budget is spent, a message from a sender that already
+# failed authentication is dropped unverified (a recv and a free: the queues drain at
+# memory speed) and counted as `over_budget`. A sender that never failed is always
+# verified, so a worker that connects during a flood still gets through.
+UNAUTH_BUDGET_BYTES = 16 * 1024 * 1024  # rejected input verified per window, all senders
+UNAUTH_WINDOW_S = 1.0
+SUSPECTS_KEPT = 4096  # senders remembered as having failed authentication (oldest go)
+# Rejections that do not make a sender suspect: a replay is a worker resending its last
+# words until acked; an unsupported version is an honest older or newer worker.
+NOT_SUSPECT = ("replay", "unsupported_version")
+
+
+def budget_initial() -> dict[str, Any]:
+    return {"t": None, "bytes": 0, "suspects": {}}
+
+
+def _roll(budget: dict[str, Any], now: float) -> None:
+    if budget["t"] is None or now - budget["t"] >= UNAUTH_WINDOW_S:
+        budget["t"], budget["bytes"] = now, 0
+
+
+def over_budget(budget: dict[str, Any], sender: str, now: float) -> bool:
+    """Whether to drop this sender's message unverified: it failed authentication before
+    and this window's budget of such input is spent."""
+    _roll(budget, now)
+    return sender in budget["suspects"] and budget["bytes"] >= UNAUTH_BUDGET_BYTES
+
+
+def note_rejected(
+    budget: dict[str, Any], sender: str, size: int, reject: Optional[str], now: float
+) -> None:
+    """Count a message the hub rejected (reject None: it named no job served) against the
+    window's budget; its sender becomes suspect unless the reason is in NOT_SUSPECT."""
+    if reject in NOT_SUSPECT:
+        return
+    _roll(budget, now)
+    budget["bytes"] += size
+    suspects = budget["suspects"]
+    suspects.pop(sender, None)
+    suspects[sender] = True
+    while len(suspects) > SUSPECTS_KEPT:
+        del suspects[next(iter(suspects))]

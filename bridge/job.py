@@ -716,8 +716,18 @@ class Job:
         except OSError:
             return
         loaded = min(now, now - (time.time() - mtime))
+        # SIGUSR2 (faulthandler's C dump, registered at import) too: a GIL held before hello
+        # leaves SIGUSR1's Python handler unable to run; the native dump still answers.
+        native = _catches(self.pid, signals.SIGUSR2) and "SIGUSR2" in SIGNALS
+        if native and self.pid not in self.native_dump_pids:
+            self.native_dump_pids.append(self.pid)
         self._step(
-            {"type": "worker_loaded", "t": loaded, "dump_signal": _catches_sigusr1(self.pid)}
+            {
+                "type": "worker_loaded",
+                "t": loaded,
+                "dump_signal": _catches_sigusr1(self.pid),
+                "native_dump": native,
+            }
         )
         if self.m["exit"] is None:
             deadline = machine.next_deadline(self.m)
@@ -757,6 +767,8 @@ class Job:
                     "progress": self.progress,
                 }
             )
+            # Ranks waiting in a collective for one that is elsewhere (issue 12 item 12).
+            found = ranks.live_collective(self.ranks) or found
         except Exception as exc:  # noqa: BLE001 - a live view must not cost the job
             found = {
                 "kind": "unknown",
@@ -1172,6 +1184,9 @@ class Job:
             self._snapshot_thread.join(timeout=3.0)
         self.hub.drain_router()
         self.channel.give_up()
+        if self._outbox:  # sends that waited for a hello that never came
+            self.channel.undelivered["user"] += len(self._outbox)
+            self._outbox.clear()
         try:
             self.report = Report(reports.build(self))
         except Exception as exc:  # noqa: BLE001 - never leave a waiter hanging on a report bug
@@ -1268,11 +1283,16 @@ def launch(
 
 def _catches_sigusr1(pid: int) -> bool:
     """Whether `pid` has a handler for SIGUSR1 (/proc/<pid>/status SigCgt, bit 10)."""
+    return _catches(pid, signals.SIGUSR1)
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether `pid` has a handler for signum (/proc/<pid>/status SigCgt)."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as f:
             for line in f:
                 if line.startswith("SigCgt:"):
-                    return bool(int(line.split()[1], 16) & (1 << (signals.SIGUSR1 - 1)))
+                    return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
     except (OSError, ValueError, IndexError):
         pass
     return False

@@ -29,7 +29,8 @@ Events ({"type": ..., "t": ...} plus):
   signal_dumped  the lead's SIGUSR1 handler wrote its stacks (Python ran on its main thread)
   snapshotted  the hang evidence asked for by "snapshot" is collected
   refused    reason: str (the worker speaks an unsupported protocol version)
-  worker_loaded  dump_signal: bool. The worker was imported (its stage box exists) but has
+  worker_loaded  dump_signal: bool, native_dump: bool (SIGUSR1 / SIGUSR2 have handlers, from
+             /proc's SigCgt). The worker was imported (its stage box exists) but has
              not said hello: from then on the heartbeat deadline applies, so a GIL held
              right after `import worker` is known within heartbeat_timeout, not after the
              startup timeout (issue 12 item 4). t is when it loaded.
@@ -295,6 +296,7 @@ def _on_worker_loaded(s: State, e: Event, t: float, actions: list[Action]) -> No
     if not s["hello"] and s["loaded_t"] is None:
         s["loaded_t"] = t
         s["dump_signal"] = bool(e.get("dump_signal"))
+        s["native_dump"] = bool(e.get("native_dump"))
 
 
 def _on_no_worker(s: State, e: Event, t: float, actions: list[Action]) -> None:

@@ -92,6 +92,11 @@ def observe(state: State, key: str, kind: str, body: dict[str, Any], ts: float) 
         p["exit"] = {"code": body.get("exit_code"), "reason": body.get("reason")}
     elif kind == "reply" and isinstance(body.get("stacks"), str):
         p["stacks"] = body["stacks"]  # its answer to dump_stacks: where it is at hang time
+    elif kind == "heartbeat":
+        # Its main thread's stack while it is idle (None once it moves again): what the
+        # live diagnosis reads before any deadline (live_collective).
+        stack = body.get("stack")
+        p["beat_stack"] = stack if isinstance(stack, str) and stack else None
 
 
 def _error(body: dict[str, Any], t: Optional[float], source: str) -> dict[str, Any]:
@@ -455,20 +460,27 @@ def _collective(frames: list[dict[str, Any]]) -> Optional[str]:
     return None
 
 
-def hung_rank(state: State) -> Optional[dict[str, Any]]:
+def _beat_frames(stack: str) -> list[dict[str, Any]]:
+    """The frames (outermost first) of a heartbeat's main-thread stack (no thread header)."""
+    return [{"file": f, "line": int(n), "function": fn} for f, n, fn in _FRAME.findall(stack)]
+
+
+def hung_rank(state: State, live: bool = False) -> Optional[dict[str, Any]]:
     """When ranks wait in a collective and one does not arrive: that rank, with its frame,
     and the others' collective. Needs every rank's stack at hang time (their dump_stacks
-    replies); None when fewer than two ranks answered, none waits, or none is missing."""
+    replies; with live, their last heartbeats' idle stacks); None when fewer than two ranks
+    answered, none waits, or none is missing."""
+    field = "beat_stack" if live else "stacks"
     answered = [
         p
         for p in state["procs"].values()
-        if p["rank"] is not None and p["world_size"] is not None and p.get("stacks")
+        if p["rank"] is not None and p["world_size"] is not None and p.get(field)
     ]
     if len(answered) < 2:
         return None
     waiting, away = [], []
     for p in sorted(answered, key=lambda q: q["rank"]):
-        frames = main_thread_frames(p["stacks"])
+        frames = _beat_frames(p[field]) if live else main_thread_frames(p[field])
         op = _collective(frames)
         (waiting if op else away).append((p, frames, op))
     if not waiting or not away:
@@ -507,4 +519,36 @@ def hung_rank(state: State) -> Optional[dict[str, Any]]:
         "summary": text,
         "hint": f"see why rank {first['rank']} is at {missing[0]['frame']} and not in "
         f"{ops[0]}: every rank must reach the same collectives in the same order",
+    }
+
+
+def live_collective(state: State) -> Optional[dict[str, Any]]:
+    """The live (stalled, before any deadline) form of hung_rank, from the ranks' last
+    heartbeat stacks: a diagnosis {kind collective_wait, frame, summary, hint, evidence}
+    whose summary says "waiting in all_reduce for rank 1 ..." (issue 12 item 12), or None.
+    Its kind and frame are those the verdict at the deadline gives on the same facts."""
+    stuck = hung_rank(state, live=True)
+    if stuck is None:
+        return None
+    first, waiters = stuck["missing"][0], stuck["waiting"]
+    ops = " / ".join(sorted({w["collective"] for w in waiters}))
+    summary = (
+        f"rank(s) {', '.join(str(w['rank']) for w in waiters)} waiting in {ops} for rank "
+        f"{stuck['rank']} ({_who(stuck)}), which is at {first['frame'] or 'an unknown frame'}"
+    )
+    return {
+        "kind": "collective_wait",
+        "summary": summary,
+        "hint": stuck["hint"],
+        "evidence": {"frame": first["frame"], "hung_rank": stuck},
+    }
+
+
+def process_stacks(state: State) -> dict[str, str]:
+    """{pid: its dump_stacks answer} of every process that answered one: a waited-on child's
+    own stack for the hang diagnosis (diagnosis_hang.child_stack)."""
+    return {
+        str(p["pid"]): p["stacks"]
+        for p in state["procs"].values()
+        if p.get("pid") is not None and isinstance(p.get("stacks"), str)
     }

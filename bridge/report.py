@@ -197,9 +197,12 @@ def losses(report: dict[str, Any]) -> list[str]:
     undelivered = (report.get("protocol") or {}).get("undelivered") or {}
     for kind, count in sorted((k, v) for k, v in undelivered.items() if v):
         what = "job.send() message" if kind == "user" else f"'{kind}' message"
+        why = "its process was gone or the job ended first"
+        if kind == "user":  # also bounded while a worker takes nothing (bridge/hub.py)
+            why = "its process was gone, it took none while 10,000 waited, or the job ended first"
         out.append(
-            f"{count} {what}{'s' if count != 1 else ''} never reached the worker: its "
-            "process was gone or the job ended first (report 'protocol.undelivered')."
+            f"{count} {what}{'s' if count != 1 else ''} never reached the worker: "
+            f"{why} (report 'protocol.undelivered')."
         )
     log_error = report.get("log_error")
     if log_error:
@@ -335,6 +338,7 @@ def _diagnose(
                 "evidence": job.snapshot or {},
                 "worker_loaded": job.m.get("loaded_t") is not None,
                 "python_silent": "SIGUSR2" in job.signals_sent,
+                "process_stacks": _process_stacks(job),
                 "pid": job.pid,
                 "progress": job.progress,
             }
@@ -342,6 +346,13 @@ def _diagnose(
         return diagnosis.diagnose_end(facts_end), None
     except Exception as exc:  # noqa: BLE001 - a rule's bug: the report says so, and is written
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def _process_stacks(job: Any) -> dict[str, str]:
+    from trainbridge.bridge import ranks
+
+    state = getattr(job, "ranks", None)
+    return ranks.process_stacks(state) if state is not None else {}
 
 
 def _cancel(

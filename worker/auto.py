@@ -12,8 +12,10 @@ hooks below are chosen so that their cost is paid at most a few times a second.
   first batch arrives, then "train"; progress counted from optimizer steps through
   torch's global optimizer step hook, with the loss the script passes to backward() (a
   0-dim tensor kept by reference, read only when the beacon sends) and the total a
-  OneCycleLR schedule was given. A script that names its own stages or reports its
-  own progress through the worker API keeps them: these automatic ones stand aside.
+  OneCycleLR schedule was given, or a CosineAnnealingLR's T_max / PolynomialLR's
+  total_iters once the schedule's pace (per batch or per epoch) is seen. A script that
+  names its own stages or reports its own progress through the worker API keeps them:
+  these automatic ones stand aside.
 - at exit, the stages opened here are closed (status "error" after an uncaught exception),
   so the report's stage is where the process really was when it died without exiting.
 - once tqdm is imported: every bar's refresh (tqdm rate-limits those to ~10 Hz) becomes
@@ -362,7 +364,7 @@ _steps = 0
 # the beacon sends progress (a few times a second), and for a CUDA tensor only once an event
 # recorded after it has completed, so neither the step nor the beacon waits for the GPU.
 _LOSS: list = [None, None, None]  # [tensor, cuda event or None, last value read]
-_TOTAL: list = [None]  # a total the script declared to a library (OneCycleLR)
+_TOTAL: list = [None]  # a total the script declared to a library (OneCycleLR, T_max...)
 
 
 class _OptimizerMetrics(dict):
@@ -415,22 +417,77 @@ def _hook_backward(tensor_cls) -> None:
     tensor_cls.backward = backward
 
 
+# A schedule with a known horizon counted in its own step() calls (CosineAnnealingLR's T_max,
+# PolynomialLR's total_iters): [scheduler, its last_epoch when made, horizon, optimizer
+# steps taken before it was made], or
+# [_AMBIGUOUS] when two horizons or a composite schedule (SequentialLR, ChainedScheduler)
+# make the run's length unknowable from them.
+_HORIZON: list = [None, 0, 0, 0]
+_AMBIGUOUS = object()
+_HORIZON_ATTRS = {"CosineAnnealingLR": "T_max", "PolynomialLR": "total_iters"}
+
+
+def _horizon_total(steps: int) -> None:
+    """At optimizer step `steps`, once the horizon schedule has first advanced: how many
+    optimizer steps one of its steps is (1 when stepped per batch, the batches of an epoch
+    when stepped per epoch) times the horizon left is the total. Runs only until decided."""
+    sched, base, horizon, before = _HORIZON
+    advanced = getattr(sched, "last_epoch", base) - base
+    if advanced < 1:
+        return
+    per = max(1, round((steps - 1 - before) / advanced))
+    _TOTAL[0] = before + max(1, horizon - base) * per
+    _HORIZON[0] = None
+
+
 def _hook_lr_scheduler(module) -> None:
     """OneCycleLR is told the length of the run in steps (total_steps, or epochs times
-    steps_per_epoch): that is the progress total. CosineAnnealingLR's T_max may count
-    epochs or steps, so it is not used."""
-    cls = getattr(module, "OneCycleLR", None)
-    if cls is None:
-        return
-    real_init = cls.__init__
+    steps_per_epoch): that is the progress total. CosineAnnealingLR's T_max and
+    PolynomialLR's total_iters count the schedule's own steps: once it first advances,
+    its pace against the optimizer's (per batch or per epoch) turns it into optimizer
+    steps (_horizon_total). Composite schedules leave the total unknown."""
 
-    def __init__(self, *args, **kwargs):
-        real_init(self, *args, **kwargs)
-        total = getattr(self, "total_steps", None)
+    def wrap(cls, after) -> None:
+        real_init = cls.__init__
+
+        def __init__(self, *args, **kwargs):
+            real_init(self, *args, **kwargs)
+            try:
+                after(self)
+            except Exception:  # noqa: BLE001 - a total must never cost the job
+                pass
+
+        __init__.__wrapped__ = real_init
+        cls.__init__ = __init__
+
+    def one_cycle(sched) -> None:
+        total = getattr(sched, "total_steps", None)
         if isinstance(total, int) and total > 0:
             _TOTAL[0] = total
 
-    cls.__init__ = __init__
+    def horizon(attr):
+        def seen(sched) -> None:
+            value = getattr(sched, attr, None)
+            if not isinstance(value, int) or value <= 0 or _HORIZON[0] is _AMBIGUOUS:
+                return
+            if _HORIZON[0] is not None or _TOTAL[0] is not None:
+                _HORIZON[0] = _AMBIGUOUS  # a second schedule: which one is the run's?
+                return
+            _HORIZON[:] = [sched, getattr(sched, "last_epoch", 0), value, _steps]
+
+        return seen
+
+    def composite(_sched) -> None:
+        _HORIZON[0] = _AMBIGUOUS
+
+    if getattr(module, "OneCycleLR", None) is not None:
+        wrap(module.OneCycleLR, one_cycle)
+    for name, attr in _HORIZON_ATTRS.items():
+        if getattr(module, name, None) is not None:
+            wrap(getattr(module, name), horizon(attr))
+    for name in ("SequentialLR", "ChainedScheduler"):
+        if getattr(module, name, None) is not None:
+            wrap(getattr(module, name), composite)
 
 
 _OPTIMIZER_METRICS = _OptimizerMetrics(source="optimizer")  # shared: no dict per step
@@ -449,6 +506,8 @@ def _hook_torch_optim(module) -> None:
         if latest is not None and latest is not _last_auto_progress:
             return  # the script reports its own progress: that wins
         _steps += 1
+        if _HORIZON[0] is not None and _HORIZON[0] is not _AMBIGUOUS and _TOTAL[0] is None:
+            _horizon_total(_steps)
         if _steps == 1 and "train" not in _open and not _user_stages_open():
             _end("first batch")
             _begin("train")

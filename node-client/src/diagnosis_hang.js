@@ -105,6 +105,31 @@ function describeChild(child, children = []) {
 }
 
 /** The OS evidence for the report, with long lists cut (a fork bomb has many children). */
+const KERNEL_FRAMES = 3; // innermost kernel functions named for a child with no Python stack
+
+/**
+ * Where the child a job waits on is itself (as bridge/diagnosis_hang.py child_stack): its own
+ * Python stack (its dump_stacks answer, else py-spy's dump from the evidence), else its kernel
+ * stack or wchan. {source, frame, kernel} or null.
+ */
+function childStack(child, processStacks) {
+  if (!child) return null;
+  for (const [source, text] of [['dump_stacks', (processStacks || {})[String(child.pid)]], ['py-spy', child.py_stack]]) {
+    const frames = typeof text === 'string' ? parseStack(text) : [];
+    if (frames.length) return { source, frame: where(frames), kernel: null };
+  }
+  const kernel = (child.kernel_stack || []).filter((f) => typeof f === 'string' && f);
+  if (kernel.length) return { source: 'kernel', frame: null, kernel: kernel.slice(0, KERNEL_FRAMES) };
+  const { wchan } = child;
+  if (typeof wchan === 'string' && wchan !== '' && wchan !== '0') return { source: 'wchan', frame: null, kernel: [wchan] };
+  return null;
+}
+
+function childStackText(stack) {
+  if (!stack) return '';
+  return stack.frame ? `, itself at ${stack.frame}` : `, itself in the kernel at ${stack.kernel.join(' <- ')}`;
+}
+
 function trim(evidence, items = 10) {
   const out = {};
   for (const [k, v] of Object.entries(evidence)) if (k !== 'py_spy') out[k] = v;
@@ -273,7 +298,9 @@ function diagnoseHang(facts) {
       } else {
         stateHint = `${named} is not answering: check its stack (py-spy dump --pid ${child ? child.pid ?? null : '?'}) or use DataLoader(num_workers=0) to rule it out`;
       }
-      return diag(kind, `waiting${idle} on ${who}${whereStage} at ${at}`, stateHint, extra);
+      const stack = childStack(child, facts.process_stacks);
+      extra.child_stack = stack;
+      return diag(kind, `waiting${idle} on ${who}${childStackText(stack)}${whereStage} at ${at}`, stateHint, extra);
     }
     case 'import_hang': {
       const module = importingModule(frames);
@@ -342,4 +369,4 @@ function stuckBar(progress) {
   return ` (its bar '${bar}' stopped at ${count} ${metrics.unit || 'it'})`;
 }
 
-module.exports = { diagnoseHang };
+module.exports = { diagnoseHang, childStack };

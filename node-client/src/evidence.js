@@ -14,6 +14,7 @@
 const { STATE_WORDS, read, parseStat, mainThread, descendants, childEntry, ioCounters, treePids } = require('./procfs.js');
 const { inetSockets, unixSocketInodes, localPeer } = require('./sockets.js');
 const gpu = require('./gpu.js');
+const childstack = require('./childstack.js');
 
 /** One look at the job's main process and its tree (no waiting). */
 function sample(pid) {
@@ -87,6 +88,7 @@ function measure(first, states = []) {
   });
   const peer = localPeer(pid, ev.main_thread, ev.children.map((c) => c.pid));
   if (peer) ev.unix_peer = peer;
+  childstack.add(ev.children, peer ? peer.pid : null); // the waited-on child's own stack
   Object.assign(ev, gpu.facts(first.gpu_query));
   return ev;
 }
@@ -138,6 +140,7 @@ function live(pid, previous = null) {
       if (found.sockets) ev.sockets = found.sockets;
       Object.assign(mark, { socket: target, found });
     }
+    childstack.add(ev.children, null); // a stopped child's kernel stack: one file read
   } catch (err) {
     notes.push(`live evidence failed: ${err.name}: ${err.message}`);
   }

@@ -32,6 +32,11 @@ const REJECTED_GC_BYTES = 16 * 1024 * 1024;
 const YIELD_MESSAGES = 1000; // the receive loop lets the event loop run after this many messages
 const YIELD_BYTES = 8 * 1024 * 1024; // ... or after this many bytes
 const SEND_RETRY_MS = 10; // how soon a send that a full worker queue refused is tried again
+// job.send() messages held for one worker whose queue is full (a stopped or stuck worker):
+// at most this many and this many bytes; more are dropped and counted in protocol.undelivered
+// (as bridge/hub.py; docs/PROTOCOL.md "Limits"). Commands are never dropped here.
+const HELD_USER_LIMIT = 10_000;
+const HELD_USER_BYTES = 64 * 1024 * 1024;
 
 const ROUTER_OPTIONS = {
   maxMessageSize: codec.MAX_MESSAGE_BYTES + 64, // a larger frame drops the peer in libzmq
@@ -68,9 +73,12 @@ class Hub {
     this.keys = new Map(); // job id -> key, what intake.judge verifies with
     this.lastSeq = new Map(); // routing id -> last accepted seq
     this.held = new Map(); // routing id -> [{ job, peer, kind, frames }] a full queue refused, in order
+    this.heldUser = new Map(); // routing id -> { count, bytes } of the job.send() messages held
+    this.queued = new Set(); // sends not yet tried (serialised behind `sending`)
     this.retryTimer = null;
     this.unrouted = 0; // messages for no job this hub serves (each report shows its share)
     this.rejectedBytes = 0; // bytes of rejected input since the last collection
+    this.budget = intake.budgetInitial(); // unauthenticated input, all connections (intake.js)
     this.sock = null;
     this.ready = null;
     this.sending = Promise.resolve();
@@ -144,8 +152,15 @@ class Hub {
     const peer = peerBuf.toString('latin1');
     const [jobId] = intake.parseRoutingId(peer);
     const job = jobId === null ? undefined : this.jobs.get(jobId);
+    const t = performance.now() / 1000;
     if (!job) {
       this.unrouted += 1;
+      intake.noteRejected(this.budget, peer, frameBytes(frames), null, t);
+      this.discard(frames);
+      return;
+    }
+    if (intake.overBudget(this.budget, peer, t)) {
+      job.rejected('over_budget'); // dropped unverified (intake.js)
       this.discard(frames);
       return;
     }
@@ -168,6 +183,7 @@ class Hub {
     if (verdict.ack !== null) this.send(job, peer, 'ack', { to: verdict.ack });
     if (verdict.reject !== null) {
       job.rejected(verdict.reject);
+      intake.noteRejected(this.budget, peer, frameBytes(frames), verdict.reject, performance.now() / 1000);
       this.discard(frames);
       if (verdict.refuse !== null) {
         this.send(job, peer, 'refuse', {
@@ -202,20 +218,44 @@ class Hub {
     const frames = codec.encode(kind, seq, body, job.key, job.id);
     if (this.closed || !this.sock) return seq;
     const item = { job, peer, kind, frames };
+    this.queued.add(item);
     this.sending = this.sending.then(() => this._deliver(item)).catch(() => undefined);
     return seq;
   }
 
   async _deliver(item) {
-    if (this.closed) return;
+    if (!this.queued.delete(item) || this.closed) return; // given up (counted) or closed
     const queue = this.held.get(item.peer);
     if (queue) {
-      queue.push(item); // behind what waits already: order is kept
+      this._hold(item); // behind what waits already: order is kept
     } else if (!(await this._try(item))) {
       item.job.sendWaited += 1;
-      this.held.set(item.peer, [item]);
+      this._hold(item);
       this._scheduleRetry();
     }
+  }
+
+  /** Queue a send behind what waits for its worker; a job.send() message past the held
+   * limits is dropped and counted instead. */
+  _hold(item) {
+    const queue = this.held.get(item.peer) || [];
+    if (item.kind === 'user') {
+      const size = item.frames.reduce((n, f) => n + f.length, 0);
+      const held = this.heldUser.get(item.peer) || { count: 0, bytes: 0 };
+      if (queue.length && (held.count >= HELD_USER_LIMIT || held.bytes + size > HELD_USER_BYTES)) {
+        item.job.undelivered(item.kind);
+        return;
+      }
+      this.heldUser.set(item.peer, { count: held.count + 1, bytes: held.bytes + size });
+    }
+    queue.push(item);
+    this.held.set(item.peer, queue);
+  }
+
+  _sentHeld(item) {
+    if (item.kind !== 'user') return;
+    const held = this.heldUser.get(item.peer);
+    if (held) this.heldUser.set(item.peer, { count: held.count - 1, bytes: held.bytes - item.frames.reduce((n, f) => n + f.length, 0) });
   }
 
   /** Send now; false when the peer's queue is full. A gone peer: counted, undelivered. */
@@ -241,8 +281,11 @@ class Hub {
   /** Send what full peer queues held, in order, as far as they take it now. */
   async _flush() {
     for (const [peer, queue] of [...this.held]) {
-      while (queue.length && !this.closed && (await this._try(queue[0]))) queue.shift();
-      if (!queue.length) this.held.delete(peer);
+      while (queue.length && !this.closed && (await this._try(queue[0]))) this._sentHeld(queue.shift());
+      if (!queue.length) {
+        this.held.delete(peer);
+        this.heldUser.delete(peer);
+      }
     }
     if (this.held.size) this._scheduleRetry();
   }
@@ -253,7 +296,17 @@ class Hub {
       const kept = queue.filter((item) => item.job !== job);
       for (const item of queue) if (item.job === job) notDelivered(item);
       if (kept.length) this.held.set(peer, kept);
-      else this.held.delete(peer);
+      else {
+        this.held.delete(peer);
+        this.heldUser.delete(peer);
+      }
+    }
+    // Sends queued just before the end and not tried yet: counted now, never tried later
+    // (the report is built right after this).
+    for (const item of [...this.queued]) {
+      if (item.job !== job) continue;
+      this.queued.delete(item);
+      notDelivered(item);
     }
   }
 
@@ -263,10 +316,16 @@ class Hub {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.held.clear();
+    this.heldUser.clear();
+    this.queued.clear();
     if (this.sock) this.sock.close();
     removeRuntimeDir(this.runtimeDir);
     if (defaultHub === this) defaultHub = null;
   }
+}
+
+function frameBytes(frames) {
+  return frames.reduce((n, f) => n + f.length, 0);
 }
 
 /** An ack or refuse to a worker that is gone is worthless to it: not counted (as bridge/hub.py). */
@@ -302,4 +361,4 @@ function getDefaultHub() {
   return defaultHub;
 }
 
-module.exports = { Hub, getDefaultHub, ROUTER_OPTIONS, RCVHWM };
+module.exports = { HELD_USER_LIMIT, Hub, getDefaultHub, ROUTER_OPTIONS, RCVHWM };

@@ -60,4 +60,42 @@ function judge(peer, frames, keys, lastSeq) {
   return out;
 }
 
-module.exports = { parseRoutingId, judge };
+// --- the total budget for unauthenticated input (issue 11 item 3), as bridge/intake.py ---
+// Once a window's budget of input that failed authentication is spent, a message from a
+// sender that already failed is dropped unverified and counted as `over_budget`; a sender
+// that never failed is always verified.
+const UNAUTH_BUDGET_BYTES = 16 * 1024 * 1024; // rejected input verified per window, all senders
+const UNAUTH_WINDOW_S = 1.0;
+const SUSPECTS_KEPT = 4096; // senders remembered as having failed authentication (oldest go)
+const NOT_SUSPECT = ['replay', 'unsupported_version']; // honest workers get these too
+
+function budgetInitial() {
+  return { t: null, bytes: 0, suspects: new Map() };
+}
+
+function roll(budget, now) {
+  if (budget.t === null || now - budget.t >= UNAUTH_WINDOW_S) {
+    budget.t = now;
+    budget.bytes = 0;
+  }
+}
+
+/** Whether to drop this sender's message unverified (it failed before; budget spent). */
+function overBudget(budget, sender, now) {
+  roll(budget, now);
+  return budget.suspects.has(sender) && budget.bytes >= UNAUTH_BUDGET_BYTES;
+}
+
+/** Count a rejected message (reject null: it named no job served) against the budget. */
+function noteRejected(budget, sender, size, reject, now) {
+  if (NOT_SUSPECT.includes(reject)) return;
+  roll(budget, now);
+  budget.bytes += size;
+  budget.suspects.delete(sender);
+  budget.suspects.set(sender, true);
+  while (budget.suspects.size > SUSPECTS_KEPT) budget.suspects.delete(budget.suspects.keys().next().value);
+}
+
+module.exports = {
+  parseRoutingId, judge, budgetInitial, overBudget, noteRejected, UNAUTH_BUDGET_BYTES, UNAUTH_WINDOW_S, SUSPECTS_KEPT,
+};

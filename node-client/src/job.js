@@ -657,6 +657,8 @@ class Job extends EventEmitter {
       this._child.stderr.destroy();
     }
     this._hub.giveUp(this);
+    for (let i = 0; i < this._outbox.length; i += 1) this.undelivered('user'); // no hello came
+    this._outbox = [];
     try {
       this.report = buildReport(this._reportInput());
     } catch (err) {
@@ -935,12 +937,16 @@ class Job extends EventEmitter {
     const t = now();
     const loaded = Math.min(t, t - (Date.now() - mtimeMs) / 1000);
     let caught = false;
+    let native = false;
     try {
       const m = /^SigCgt:\s*([0-9a-f]+)/m.exec(fs.readFileSync(`/proc/${this.pid}/status`, 'latin1'));
       caught = m !== null && (BigInt(`0x${m[1]}`) & (1n << 9n)) !== 0n; // SIGUSR1 = 10
+      // SIGUSR2 = 12, faulthandler's C dump: answers even when a held GIL stops SIGUSR1's.
+      native = m !== null && (BigInt(`0x${m[1]}`) & (1n << 11n)) !== 0n && process.platform !== 'win32';
     } catch { /* gone */ }
+    if (native && !this._facts.nativeDumpPids.includes(this.pid)) this._facts.nativeDumpPids.push(this.pid);
     clearInterval(this._loadedPoll);
-    this._queue.push({ t: loaded, type: 'worker_loaded', dump_signal: caught });
+    this._queue.push({ t: loaded, type: 'worker_loaded', dump_signal: caught, native_dump: native });
     this._post({ type: 'timer' });
   }
 
@@ -959,6 +965,8 @@ class Job extends EventEmitter {
       delete ev.mark;
       found = diagnoseHang({ reason: 'stall', stage: running.length ? running[running.length - 1] : null, stages: running,
         idle_s: idle, stack: hb.stack ?? null, saw_hello: this._facts.hellos.size > 0, evidence: ev, progress: this._facts.progress });
+      // Ranks waiting in a collective for one that is elsewhere (issue 12 item 12).
+      found = ranks.liveCollective(this._facts.ranks) || found;
     } catch (err) {
       found = { kind: 'unknown', summary: `live diagnosis failed: ${err.message}`, hint: '', evidence: {} };
     }

@@ -222,6 +222,7 @@ function onWorkerLoaded(s, e, t) {
   if (!s.hello && (s.loaded_t ?? null) === null) {
     s.loaded_t = t;
     s.dump_signal = Boolean(get(e, 'dump_signal'));
+    s.native_dump = Boolean(get(e, 'native_dump'));
   }
 }
 

@@ -51,6 +51,10 @@ function observe(state, key, kind, body, ts) {
     p.exit = { code: nul(body.exit_code), reason: nul(body.reason) };
   } else if (kind === 'reply' && typeof body.stacks === 'string') {
     p.stacks = body.stacks; // its answer to dump_stacks: where it is at hang time
+  } else if (kind === 'heartbeat') {
+    // Its main thread's stack while it is idle (null once it moves again): what the live
+    // diagnosis reads before any deadline (liveCollective).
+    p.beat_stack = typeof body.stack === 'string' && body.stack ? body.stack : null;
   }
 }
 
@@ -278,15 +282,22 @@ function collective(frames) {
   return frame ? frame.function : null;
 }
 
-function hungRank(state) {
+/** The frames (outermost first) of a heartbeat's main-thread stack (no thread header). */
+function beatFrames(stack) {
+  return [...stack.matchAll(FRAME)].map((m) => ({ file: m[1], line: Number(m[2]), function: m[3] }));
+}
+
+/** With live, from the ranks' last heartbeat stacks instead of their dump_stacks replies. */
+function hungRank(state, live = false) {
+  const field = live ? 'beat_stack' : 'stacks';
   const answered = [...state.procs.values()]
-    .filter((p) => p.rank !== null && p.world_size !== null && p.stacks)
+    .filter((p) => p.rank !== null && p.world_size !== null && p[field])
     .sort((a, b) => a.rank - b.rank);
   if (answered.length < 2) return null;
   const waiting = [];
   const away = [];
   for (const p of answered) {
-    const frames = mainThreadFrames(p.stacks);
+    const frames = live ? beatFrames(p[field]) : mainThreadFrames(p[field]);
     const op = collective(frames);
     (op ? waiting : away).push([p, frames, op]);
   }
@@ -304,4 +315,23 @@ function hungRank(state) {
   };
 }
 
-module.exports = { initial, observe, sender, table, rootCause, errorBody, awaitsRanks, rendezvousWait, hungRank, mainThreadFrames };
+/** The live (stalled, before any deadline) form of hungRank: a diagnosis whose summary says
+ * "waiting in all_reduce for rank 1 ..." (issue 12 item 12), or null (bridge/ranks.py). */
+function liveCollective(state) {
+  const stuck = hungRank(state, true);
+  if (stuck === null) return null;
+  const first = stuck.missing[0];
+  const ops = [...new Set(stuck.waiting.map((w) => w.collective))].sort().join(' / ');
+  const summary = `rank(s) ${stuck.waiting.map((w) => w.rank).join(', ')} waiting in ${ops} for rank `
+    + `${stuck.rank} (${who(stuck)}), which is at ${first.frame || 'an unknown frame'}`;
+  return { kind: 'collective_wait', summary, hint: stuck.hint, evidence: { frame: first.frame, hung_rank: stuck } };
+}
+
+/** {pid: its dump_stacks answer} of every process that answered one (bridge/ranks.py). */
+function processStacks(state) {
+  const out = {};
+  for (const p of state.procs.values()) if (p.pid !== null && typeof p.stacks === 'string') out[String(p.pid)] = p.stacks;
+  return out;
+}
+
+module.exports = { processStacks, initial, observe, sender, table, rootCause, errorBody, awaitsRanks, rendezvousWait, hungRank, liveCollective, mainThreadFrames };

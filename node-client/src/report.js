@@ -176,7 +176,10 @@ function losses(report) {
   const undelivered = Object.entries((report.protocol || {}).undelivered || {}).filter(([, n]) => n).sort(([a], [b]) => (a < b ? -1 : 1));
   for (const [kind, count] of undelivered) {
     const what = kind === 'user' ? 'job.send() message' : `'${kind}' message`;
-    out.push(`${count} ${what}${count !== 1 ? 's' : ''} never reached the worker: its process was gone or the job ended first (report 'protocol.undelivered').`);
+    const why = kind === 'user' // also bounded while a worker takes nothing (hub.js)
+      ? 'its process was gone, it took none while 10,000 waited, or the job ended first'
+      : 'its process was gone or the job ended first';
+    out.push(`${count} ${what}${count !== 1 ? 's' : ''} never reached the worker: ${why} (report 'protocol.undelivered').`);
   }
   const logError = report.log_error;
   if (logError) out.push(`The log file ${logError.path} is incomplete from line ${logError.from_line} on: ${logError.error}.`);
@@ -247,6 +250,7 @@ function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid) {
         stacks, saw_hello: facts.hellos.size > 0, evidence: facts.snapshot || {}, pid,
         worker_loaded: (m.loaded_t ?? null) !== null,
         progress: facts.progress, python_silent: facts.signalsSent.includes('SIGUSR2'),
+        process_stacks: facts.ranks ? ranks.processStacks(facts.ranks) : {},
       }), null];
     }
     return [diagnoseEnd(factsEnd), null];

@@ -139,6 +139,9 @@ test('messages wait for a hello, up to a limit', async () => {
   for (let i = 0; i < 1000; i += 1) job.send(i);
   assert.throws(() => job.send(1000), /wait for the worker's hello/);
   await job.cancel({ grace: 0 });
+  const report = await job.done;
+  // No hello ever came: the 1,000 that waited for one are counted, not lost unseen.
+  assert.deepEqual(report.protocol.undelivered, { user: 1000 });
 });
 
 test('sends to a stopped worker wait and are all delivered or counted, none lost', async () => {
@@ -178,6 +181,68 @@ worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
   assert.deepEqual(report.protocol.undelivered, {});
   const last = answers[answers.length - 1];
   assert.equal(last.kept + last.dropped, n, JSON.stringify(last));
+});
+
+test('sends held for a stopped worker are bounded and the rest counted', async () => {
+  // As tests/client/test_dropin.py: the hub holds at most HELD_USER_LIMIT job.send()
+  // messages for a worker that takes nothing; every one past that is counted, and said.
+  const { HELD_USER_LIMIT } = require('../src/hub.js');
+  const n = HELD_USER_LIMIT + 12000;
+  const job = py(`
+from trainbridge import worker
+from trainbridge.worker.runtime import STATE
+import time
+worker.send("go")
+kept, deadline = 0, time.monotonic() + 60
+while time.monotonic() < deadline:
+    got = worker.receive(timeout=0.2)
+    if got == "done":
+        break
+    kept += got is not None
+worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
+`);
+  const answers = [];
+  let mostHeld = null;
+  job.on('message', async (data) => {
+    answers.push(data);
+    if (data !== 'go') return;
+    process.kill(job.pid, 'SIGSTOP');
+    try {
+      for (let i = 0; i < n; i += 1) job.send(i);
+      await job._hub.sending; // every send so far was tried once (sent, held or counted)
+      mostHeld = Math.max(0, ...[...job._hub.held.values()].map((q) => q.length));
+    } finally {
+      process.kill(job.pid, 'SIGCONT');
+    }
+    // Once nothing is held any more, "done" cannot be past the limit.
+    while (job._hub.held.size) await new Promise((r) => { setTimeout(r, 20); });
+    job.send('done');
+  });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  const undelivered = report.protocol.undelivered.user || 0;
+  assert.ok(mostHeld !== null && mostHeld <= HELD_USER_LIMIT, String(mostHeld));
+  assert.ok(undelivered > 0, JSON.stringify(report.protocol));
+  const last = answers[answers.length - 1];
+  assert.equal(last.kept + last.dropped + undelivered, n, JSON.stringify(last));
+  assert.ok(report.summary.includes(`${undelivered} job.send() messages never reached the worker`), report.summary);
+});
+
+test('a send queued in the same tick as the end is counted, not tried after the report', async () => {
+  const { Hub } = require('../src/hub.js');
+  const hub = new Hub();
+  await hub.start();
+  const counted = [];
+  const job = { id: 'j', key: Buffer.alloc(32), clientSeq: 0, sendWaited: 0, undelivered: (kind) => counted.push(kind) };
+  try {
+    hub.send(job, 'j/0/1', 'user', { data: 1 }); // queued behind the serialised sends
+    hub.giveUp(job); // the job ends in the same tick: its report is built right after
+    assert.deepEqual(counted, ['user']);
+    await hub.sending;
+    assert.deepEqual(counted, ['user'], 'not tried (and counted again) later');
+  } finally {
+    hub.close();
+  }
 });
 
 test('a full inbox counts what it could not keep, and the summary says so', async () => {

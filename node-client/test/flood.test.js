@@ -50,5 +50,46 @@ test('a bad-MAC flood leaves the client within its memory budget and the report 
   assert.ok(peak - before < BUDGET, `peak RSS grew by ${Math.round((peak - before) / 2 ** 20)} MiB`);
   assert.equal(report.outcome, 'succeeded');
   assert.equal(report.progress.step, 2);
-  assert.deepEqual(report.protocol.rejected, { bad_signature: FRAMES }, 'each one counted');
+  const { rejected } = report.protocol;
+  assert.deepEqual(Object.keys(rejected).filter((k) => !['bad_signature', 'over_budget'].includes(k)), [], JSON.stringify(rejected));
+  assert.equal((rejected.bad_signature || 0) + (rejected.over_budget || 0), FRAMES, 'each one counted');
+  assert.ok(rejected.over_budget > 0, 'past the budget the sender goes unverified');
+});
+
+const SENDERS = 8; // hostile processes, each with its own connection
+const EACH = 250; // 1 MiB frames each
+
+test('a flood from many processes is budgeted in total, every frame counted (as test_flood.py)', async (t) => {
+  const { UNAUTH_BUDGET_BYTES, UNAUTH_WINDOW_S } = require('../src/intake.js');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-flood-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const gate = path.join(dir, 'gate');
+  const client = spawn(process.execPath, [path.join(__dirname, '../test-support/flood_client.js'), PYTHON, gate],
+    { cwd: REPO, env: userEnv(), stdio: ['pipe', 'pipe', 'inherit'] });
+  t.after(() => client.kill('SIGKILL'));
+  const lines = readline.createInterface({ input: client.stdout })[Symbol.asyncIterator]();
+  const hello = JSON.parse((await lines.next()).value);
+  const before = statusBytes(hello.pid, 'VmRSS');
+  const started = performance.now() / 1000;
+  const sender = path.join(REPO, 'tests', 'client', 'flood_sender.py');
+  const env = { ...userEnv(), PYTHONPATH: REPO };
+  const codes = await Promise.all(Array.from({ length: SENDERS }, (_, i) => new Promise((resolve) => {
+    spawn(PYTHON, [sender, hello.endpoint, `${hello.job}/0/${7000 + i}`, String(EACH)], { cwd: REPO, env, stdio: 'inherit' })
+      .on('exit', resolve);
+  })));
+  assert.deepEqual(codes, Array(SENDERS).fill(0));
+  const took = performance.now() / 1000 - started;
+  fs.writeFileSync(gate, '');
+  const report = JSON.parse((await lines.next()).value);
+  const peak = statusBytes(hello.pid, 'VmHWM');
+  client.stdin.end();
+  const { rejected } = report.protocol;
+  console.log(`${SENDERS} senders x ${EACH} MiB in ${took.toFixed(1)} s: client RSS ${Math.round(before / 2 ** 20)} MiB before, peak ${Math.round(peak / 2 ** 20)} MiB; rejected ${JSON.stringify(rejected)}`);
+  assert.equal(report.outcome, 'succeeded');
+  assert.equal(report.progress.step, 2);
+  assert.equal((rejected.bad_signature || 0) + (rejected.over_budget || 0), SENDERS * EACH, 'each one counted');
+  assert.ok(rejected.over_budget > 0, JSON.stringify(rejected));
+  const windows = took / UNAUTH_WINDOW_S + 2;
+  const frame = codec.MAX_MESSAGE_BYTES;
+  assert.ok((rejected.bad_signature || 0) * frame <= windows * (UNAUTH_BUDGET_BYTES + frame) + SENDERS * frame, JSON.stringify(rejected));
 });

@@ -36,6 +36,20 @@ test('intake follows vectors/intake.json', () => {
   assert.deepEqual(counts, v.counts);
 });
 
+test('the budget for unauthenticated input follows vectors/intake.json', () => {
+  const v = loadVectors('intake.json');
+  const budget = intake.budgetInitial();
+  for (const step of v.budget) {
+    if (step[0] === 'reject') {
+      const [, sender, size, reason, t] = step;
+      intake.noteRejected(budget, sender, size, reason, t);
+    } else {
+      const [, sender, t, expected] = step;
+      assert.equal(intake.overBudget(budget, sender, t), expected, JSON.stringify(step));
+    }
+  }
+});
+
 test('a message replayed through another routing id is refused (real processes)', async () => {
   const path = require('node:path');
   const { launch } = require('../src/index.js');

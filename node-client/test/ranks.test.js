@@ -7,7 +7,7 @@ const path = require('node:path');
 const fs = require('node:fs');
 const ranks = require('../src/ranks');
 
-const { cases, launchers, rendezvous, hung } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'ranks.json'), 'ascii'));
+const { cases, launchers, rendezvous, hung, live } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'ranks.json'), 'ascii'));
 
 for (const c of cases) {
   test(`ranks: ${c.name}`, () => {
@@ -52,5 +52,14 @@ for (const c of hung) {
     for (const [key, kind, body, ts] of c.messages) ranks.observe(state, key, kind, body, ts);
     const got = ranks.hungRank(state);
     assert.strictEqual(got ? got.summary : null, c.summary);
+  });
+}
+
+for (const c of live) {
+  test(`liveCollective: ${c.name}`, () => {
+    const state = ranks.initial();
+    for (const [key, kind, body, ts] of c.messages) ranks.observe(state, key, kind, body, ts);
+    const got = ranks.liveCollective(state);
+    assert.deepStrictEqual(got ? { kind: got.kind, frame: got.evidence.frame, summary: got.summary } : null, c.diagnosis);
   });
 }

@@ -131,7 +131,46 @@ COUNTS = {
 }
 
 
+MIB = 1024 * 1024
+# The total budget for unauthenticated input (intake.over_budget / note_rejected), in order:
+# ["reject", sender, bytes, reason (null: no job served), t] counts a rejected message;
+# ["check", sender, t, expected] asks whether that sender's next message is dropped
+# unverified. The budget is 16 MiB per 1 s window, over all senders.
+BUDGET = [
+    ["check", "j/0/9", 0.0, False],
+    ["reject", "j/0/9", 10 * MIB, "bad_signature", 0.0],
+    ["check", "j/0/9", 0.1, False],  # 10 MiB of 16 spent: still verified
+    ["reject", "j/0/8", 6 * MIB, "bad_signature", 0.2],  # another sender: 16 of 16
+    ["check", "j/0/9", 0.3, True],  # spent, and j/0/9 failed before: dropped unverified
+    ["check", "j/0/8", 0.3, True],
+    ["check", "j/0/1", 0.3, False],  # never failed (a worker connecting now): verified
+    ["reject", "j/0/1", 100, "replay", 0.4],  # a worker resending its last words
+    ["check", "j/0/1", 0.5, False],  # ... does not become suspect
+    ["reject", "j/0/2", 100, "unsupported_version", 0.5],
+    ["check", "j/0/2", 0.6, False],
+    ["reject", "x/0/7", 100, None, 0.6],  # named no job served: counts, suspect
+    ["check", "x/0/7", 0.7, True],
+    ["check", "j/0/9", 1.2, False],  # a new window: verified again
+    ["reject", "j/0/9", 17 * MIB, "bad_frames", 1.3],
+    ["check", "j/0/9", 1.4, True],
+]
+
+
+def check_budget():
+    from trainbridge.bridge import intake
+
+    budget = intake.budget_initial()
+    for step in BUDGET:
+        if step[0] == "reject":
+            _, sender, size, reason, t = step
+            intake.note_rejected(budget, sender, size, reason, t)
+        else:
+            _, sender, t, expected = step
+            assert intake.over_budget(budget, sender, t) is expected, step
+
+
 def main():
+    check_budget()
     doc = {
         "about": "Incoming messages in order: judge(routing_id, frames, keys, last_seq) must "
         "give each step's verdict (job: the routed job or null; reject: the reason "
@@ -151,6 +190,7 @@ def main():
             for name, rid, frames, verdict in STEPS
         ],
         "counts": COUNTS,
+        "budget": BUDGET,
     }
     with open(os.path.join(ROOT, "vectors", "intake.json"), "w", encoding="ascii") as f:
         json.dump(doc, f, indent=1)

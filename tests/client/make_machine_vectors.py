@@ -704,6 +704,23 @@ CASES = [
         {"reason": "heartbeat", "t": 3.8, "stage": None},
     ),
     (
+        "hung: worker loaded, no hello, SIGUSR1 unanswered (GIL held): then SIGUSR2, the "
+        "native dump",
+        {},
+        10,
+        [
+            (0.8, "worker_loaded", {"dump_signal": True, "native_dump": True}, START, [], 3.8),
+            (3.8, "timer", {}, START, ["snapshot:heartbeat", "signal:SIGUSR1"], 4.05),
+            (4.05, "timer", {}, START, ["signal:SIGUSR2"], 4.3),
+            (4.1, "snapshotted", {}, START, [], 4.3),
+            (4.3, "timer", {}, START, ["signal:SIGTERM"], 5.3),
+            (4.4, "exit", ex(None, "SIGTERM"), START, ["drain"], 4.9),
+            (4.5, "drained", {}, END, ["state:ended", "finish:hung"], None),
+        ],
+        "hung",
+        {"reason": "heartbeat", "t": 3.8, "stage": None},
+    ),
+    (
         "worker loaded then hello: the normal deadlines",
         {},
         10,

@@ -411,6 +411,78 @@ HUNG = [
 ]
 
 
+def beat(*frames):
+    """A heartbeat body whose main-thread stack (worker/errors.py format_stack) is frames."""
+    text = "".join(f'  File "{f}", line {n}, in {fn}\n    code\n' for f, n, fn in frames)
+    return {"beat": 7, "idle_s": 9.0, "stack": text or None}
+
+
+RANK0_IN_REDUCE = beat(
+    ("/w/train.py", 22, "<module>"),
+    ("/v/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", 83, "wrapper"),
+    REDUCE,
+)
+# The live diagnosis while stalled (issue 12 item 12): from the ranks' heartbeat stacks.
+LIVE = [
+    {
+        "name": "rank 0's heartbeat is in all_reduce, rank 1's in read_shard: waiting for rank 1",
+        "messages": [
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+            ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
+            ["j/0", "heartbeat", RANK0_IN_REDUCE, 20.0],
+            [
+                "j/1",
+                "heartbeat",
+                beat(("/w/train.py", 20, "<module>"), ("/w/train.py", 14, "read_shard")),
+                20.0,
+            ],
+        ],
+        "diagnosis": {
+            "kind": "collective_wait",
+            "frame": "w/train.py:14 read_shard",
+            "summary": "rank(s) 0 waiting in all_reduce for rank 1 (host a, pid 102), which "
+            "is at w/train.py:14 read_shard",
+        },
+    },
+    {
+        "name": "rank 1 moved again (its heartbeat has no stack): no live verdict",
+        "messages": [
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+            ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
+            ["j/0", "heartbeat", RANK0_IN_REDUCE, 20.0],
+            [
+                "j/1",
+                "heartbeat",
+                beat(("/w/train.py", 20, "<module>"), ("/w/train.py", 14, "read_shard")),
+                20.0,
+            ],
+            ["j/1", "heartbeat", beat(), 21.0],
+        ],
+        "diagnosis": None,
+    },
+    {
+        "name": "only dump replies, no idle heartbeats: no live verdict",
+        "messages": HUNG[0]["messages"],
+        "diagnosis": None,
+    },
+]
+
+
+def check_live():
+    from trainbridge.bridge import ranks
+
+    for case in LIVE:
+        state = ranks.initial()
+        for key, kind, body, ts in case["messages"]:
+            ranks.observe(state, key, kind, body, ts)
+        got = ranks.live_collective(state)
+        short = got and {
+            k: got["evidence"]["frame"] if k == "frame" else got[k]
+            for k in ("kind", "frame", "summary")
+        }
+        assert short == case["diagnosis"], (case["name"], got)
+
+
 def check_hung():
     from trainbridge.bridge import ranks
 
@@ -469,10 +541,17 @@ def main():
         check(case)
     check_rendezvous()
     check_hung()
+    check_live()
     path = os.path.join(ROOT, "vectors", "ranks.json")
     with open(path, "w", encoding="ascii") as out:
         json.dump(
-            {"cases": CASES, "launchers": LAUNCHERS, "rendezvous": RENDEZVOUS, "hung": HUNG},
+            {
+                "cases": CASES,
+                "launchers": LAUNCHERS,
+                "rendezvous": RENDEZVOUS,
+                "hung": HUNG,
+                "live": LIVE,
+            },
             out,
             indent=1,
             sort_keys=True,

@@ -5,6 +5,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import pytest
 
@@ -244,7 +245,10 @@ def test_messages_wait_for_a_hello_up_to_a_limit():
             job.send(1000)
     finally:
         job.cancel(grace=0)
-        assert job.wait(WAIT_S) is not None
+        report = job.wait(WAIT_S)
+        assert report is not None
+    # No hello ever came: the 1,000 that waited for one are counted, not lost unseen.
+    assert report["protocol"]["undelivered"] == {"user": 1000}, report["protocol"]
 
 
 def test_sends_to_a_stopped_worker_wait_and_are_all_delivered_or_counted():
@@ -288,6 +292,57 @@ worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
     assert answers[-1]["kept"] + answers[-1]["dropped"] == n, answers[-1]
 
 
+def test_sends_held_for_a_stopped_worker_are_bounded_and_the_rest_counted():
+    # A worker that takes nothing (SIGSTOPped) while the parent keeps sending: the hub
+    # holds at most HELD_USER_LIMIT job.send() messages for it (memory stays bounded), and
+    # every one past that is counted in protocol.undelivered and said in the summary.
+    from trainbridge.bridge import hub
+
+    n = hub.HELD_USER_LIMIT + 12_000  # more than zmq's queues and the held limit take
+    code = r"""
+from trainbridge import worker
+from trainbridge.worker.runtime import STATE
+import time
+worker.send("go")
+kept, deadline = 0, time.monotonic() + 60
+while time.monotonic() < deadline:
+    got = worker.receive(timeout=0.2)
+    if got == "done":
+        break
+    kept += got is not None
+worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
+"""
+    job = bridge.launch([sys.executable, "-c", code], startup_timeout=WAIT_S)
+    answers, most_held = [], None
+    for event in job.events(timeout=WAIT_S):
+        if event["event"] == "message" and event["kind"] == "user":
+            answers.append(event["body"]["data"])
+            if event["body"]["data"] == "go":
+                os.kill(job.pid, signal.SIGSTOP)
+                try:
+                    for i in range(n):
+                        job.send(i)
+                    most_held = _on_hub(
+                        job,
+                        lambda: max((len(q) for q in job.channel.held.values()), default=0),
+                    )
+                finally:
+                    os.kill(job.pid, signal.SIGCONT)
+                # Once nothing is held any more, "done" cannot be past the limit.
+                deadline = time.monotonic() + WAIT_S
+                while _on_hub(job, lambda: bool(job.channel.held)):
+                    assert time.monotonic() < deadline, "held sends never drained"
+                    time.sleep(0.05)  # polling a condition with a deadline
+                job.send("done")
+    report = job.wait(WAIT_S)
+    assert report.outcome == "succeeded"
+    undelivered = report["protocol"]["undelivered"].get("user", 0)
+    assert most_held is not None and most_held <= hub.HELD_USER_LIMIT, most_held
+    assert undelivered > 0, report["protocol"]
+    assert answers[-1]["kept"] + answers[-1]["dropped"] + undelivered == n, (answers[-1], n)
+    assert f"{undelivered} job.send() messages never reached the worker" in report.summary
+
+
 def _on_hub(job, fn):
     box = []
     done = threading.Event()
@@ -303,6 +358,6 @@ def test_sends_the_worker_never_got_are_said_in_the_summary():
     assert said == [
         "1 'cancel' message never reached the worker: its process was gone or the job "
         "ended first (report 'protocol.undelivered').",
-        "2 job.send() messages never reached the worker: its process was gone or the job "
-        "ended first (report 'protocol.undelivered').",
+        "2 job.send() messages never reached the worker: its process was gone, it took none "
+        "while 10,000 waited, or the job ended first (report 'protocol.undelivered').",
     ]

@@ -51,3 +51,17 @@ def test_intake_vectors():
     for job in counts["jobs"].values():
         job["rejected"] = dict(job["rejected"])
     assert counts == V["counts"]
+
+
+def test_unauthenticated_input_budget_vectors():
+    """The total budget over all senders (issue 11 item 3): past 16 MiB per second of input
+    that failed authentication, a sender that failed before is dropped unverified; one that
+    never failed is always verified."""
+    budget = intake.budget_initial()
+    for step in V["budget"]:
+        if step[0] == "reject":
+            _, sender, size, reason, t = step
+            intake.note_rejected(budget, sender, size, reason, t)
+        else:
+            _, sender, t, expected = step
+            assert intake.over_budget(budget, sender, t) is expected, step

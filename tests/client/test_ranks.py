@@ -65,3 +65,18 @@ def test_hung_rank(case):
         ranks.observe(state, key, kind, body, ts)
     got = ranks.hung_rank(state)
     assert (got and got["summary"]) == case["summary"]
+
+
+@pytest.mark.parametrize("case", ALL["live"], ids=[c["name"] for c in ALL["live"]])
+def test_live_collective(case):
+    """While stalled, the live diagnosis names the rank the others wait for (issue 12 item 12)."""
+    state = ranks.initial()
+    for key, kind, body, ts in case["messages"]:
+        ranks.observe(state, key, kind, body, ts)
+    got = ranks.live_collective(state)
+    if case["diagnosis"] is None:
+        assert got is None
+    else:
+        assert got is not None
+        short = {"kind": got["kind"], "frame": got["evidence"]["frame"], "summary": got["summary"]}
+        assert short == case["diagnosis"]

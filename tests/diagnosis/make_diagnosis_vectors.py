@@ -794,6 +794,119 @@ NEW = [
         ["DataLoader worker 2 (pid 203, stopped)", "stage 'train'", "connection.py:395 _recv"],
         ["kill -CONT 203"],
     ),
+    # Issue 12 item 1, the child's own stack: its dump_stacks answer when it runs a worker,
+    # else py-spy's dump of it, else its kernel stack (/proc/PID/stack, root) or its wchan.
+    (
+        "stopped DataLoader worker: its kernel stack is named",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 25,
+            "stage": "train",
+            "stack": FH_UNIX_RECV,
+            "evidence": {
+                **proc(
+                    "read",
+                    "unix_stream_read_generic",
+                    fd=9,
+                    fd_target="socket:[4711]",
+                    children=[
+                        dict(
+                            c,
+                            wchan="do_signal_stop",
+                            kernel_stack=[
+                                "do_signal_stop",
+                                "get_signal",
+                                "arch_do_signal_or_restart",
+                                "exit_to_user_mode_loop",
+                            ],
+                        )
+                        if c["pid"] == 203
+                        else c
+                        for c in DL_WORKERS
+                    ],
+                ),
+                "unix_peer": {"inode": 4711, "peer_inode": 4712, "pid": 203, "fd": 14},
+            },
+        },
+        "child_wait",
+        [
+            "DataLoader worker 2 (pid 203, stopped), itself in the kernel at do_signal_stop "
+            "<- get_signal <- arch_do_signal_or_restart",
+        ],
+        ["kill -CONT 203"],
+    ),
+    (
+        "stopped child, no kernel stack readable: its wchan is named",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 25,
+            "stack": FH_UNIX_RECV,
+            "evidence": proc(
+                "recvmsg",
+                "unix_stream_read_generic",
+                children=[
+                    dict(c, wchan="do_signal_stop") if c["pid"] == 203 else c for c in DL_WORKERS
+                ],
+            ),
+        },
+        "child_wait",
+        ["DataLoader worker 2 (pid 203, stopped), itself in the kernel at do_signal_stop"],
+        ["kill -CONT 203"],
+    ),
+    (
+        "a sleeping child that answered dump_stacks: its own frame is named",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 25,
+            "stack": FH_UNIX_RECV,
+            "process_stacks": {
+                "202": 'Thread 0x7f01 "MainThread" (most recent call last):\n'
+                '  File "/job/data.py", line 40, in <module>\n'
+                '  File "/job/data.py", line 12, in __getitem__\n',
+            },
+            "evidence": {
+                **proc(
+                    "read",
+                    "unix_stream_read_generic",
+                    fd=9,
+                    fd_target="socket:[4711]",
+                    children=[
+                        dict(c, wchan="hrtimer_nanosleep") if c["pid"] == 202 else c
+                        for c in DL_WORKERS
+                    ],
+                ),
+                "unix_peer": {"inode": 4711, "peer_inode": 4712, "pid": 202, "fd": 14},
+            },
+        },
+        "child_wait",
+        ["DataLoader worker 1 (pid 202, sleeping), itself at job/data.py:12 __getitem__"],
+        [],
+    ),
+    (
+        "a child with py-spy's dump in the evidence: its frame is named",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 25,
+            "stack": FH_UNIX_RECV,
+            "evidence": proc(
+                "recvmsg",
+                "unix_stream_read_generic",
+                children=[
+                    dict(c, py_stack=PYSPY_LOCK, kernel_stack=["futex_wait"])
+                    if c["pid"] == 203
+                    else c
+                    for c in DL_WORKERS
+                ],
+            ),
+        },
+        "child_wait",
+        ["DataLoader worker 2 (pid 203, stopped), itself at train.py:8 acquire_both"],
+        [],
+    ),
     (
         "unix socket, wchan only, peer unknown: the stopped worker is named",
         "hang",

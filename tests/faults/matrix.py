@@ -116,6 +116,7 @@ class Timing:
         self.hang_t: Optional[float] = None
         self.end_t: Optional[float] = None
         self.spawn_t: Optional[float] = None
+        self.live: Optional[dict[str, Any]] = None  # the last live (stalled) diagnosis
 
     def __call__(self, event: dict[str, Any]) -> None:
         now = time.monotonic()
@@ -130,6 +131,8 @@ class Timing:
             self.end_t = now
         elif kind == "spawn" and self.spawn_t is None:
             self.spawn_t = now
+        elif kind == "stalled" and event.get("diagnosis"):
+            self.live = event["diagnosis"]
 
 
 def job_processes(job_id: str) -> list[psutil.Process]:
@@ -262,7 +265,7 @@ def _measures(row, config, timing: Timing, launched: float, ended: Optional[floa
         start, stop = timing.marker_t, timing.hang_t
         limit = config[f"{how}_timeout"] + 1
     known = None if start is None or stop is None else round(stop - start, 3)
-    return {"how": how, "known_s": known, "limit_s": limit}
+    return {"how": how, "known_s": known, "limit_s": limit, "live": timing.live}
 
 
 def judge(
@@ -329,6 +332,19 @@ def judge(
     for reason, least in (row.get("rejected_at_least") or {}).items():
         if (rejected.get(reason) or 0) < least:
             failures.append(f"rejected[{reason!r}] = {rejected.get(reason)}, expected >= {least}")
+    evidence = diag.get("evidence") or {} if diag else {}
+    for path in row.get("evidence_has") or []:
+        value: Any = evidence
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value in (None, "", [], {}):
+            failures.append(f"diagnosis evidence lacks {path!r}")
+    live = measures.get("live") or {}
+    if row.get("live_kind") and live.get("kind") != row["live_kind"]:
+        failures.append(f"last live diagnosis {live!r}, expected kind {row['live_kind']!r}")
+    for part in row.get("live_summary_has") or []:
+        if part not in (live.get("summary") or ""):
+            failures.append(f"last live diagnosis lacks {part!r}: {live.get('summary')!r}")
     known, limit = measures["known_s"], measures["limit_s"]
     if known is None:
         failures.append(f"time to know not measured ({measures['how']}): an event is missing")

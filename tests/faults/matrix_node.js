@@ -91,6 +91,8 @@ async function run(name) {
   }
   job.on('log', (l) => { if (marker && markerT === null && l.stream !== 'worker' && String(l.text).includes(marker)) markerT = now(); });
   job.on('end', () => { endT = now(); });
+  let live = null; // the last live (stalled) diagnosis
+  job.on('stalled', (e) => { if (e && e.diagnosis) live = e.diagnosis; });
   const timeout = setTimeout(() => job.cancel({ grace: 0 }), 60_000);
   const report = await job.done;
   clearTimeout(timeout);
@@ -110,7 +112,7 @@ async function run(name) {
     limit = config[`${how}_timeout`] + 1;
   }
   const known = start === null || stop === null ? null : Math.round((stop - start) * 1000) / 1000;
-  return { report, measures: { how, known_s: known, limit_s: limit }, subs, job_id: job.id };
+  return { report, measures: { how, known_s: known, limit_s: limit, live }, subs, job_id: job.id };
 }
 
 run(process.argv[2]).then((out) => {

@@ -1,6 +1,8 @@
 """Issue 12 item 10: zero-code mode reports the loss an unmodified script passes to
 backward() and the total a OneCycleLR schedule was given (nanoGPT showed "301/?" and no loss)."""
 
+import pytest
+
 from tests.zerocode.test_zero_code import PY, run
 
 
@@ -34,3 +36,23 @@ def test_a_script_reporting_its_own_progress_keeps_its_metrics(tmp_path):
     )
     report, _ = run([PY, str(script)])
     assert report["progress"]["metrics"] == {"acc": 0.5}, report["progress"]
+
+
+# (pattern, total): a schedule's horizon in optimizer steps once its pace is seen; none for a
+# composite schedule or nanoGPT's lr set by hand (nothing a library sees knows the length).
+SCHEDULES = [
+    ("cosine_per_step", 30),
+    ("cosine_per_epoch", 30),
+    ("poly_per_step", 30),
+    ("sequential", None),
+    ("by_hand", None),
+]
+
+
+@pytest.mark.parametrize(("pattern", "total"), SCHEDULES, ids=[p for p, _ in SCHEDULES])
+def test_a_schedules_horizon_is_the_total(pattern, total):
+    report, _ = run([PY, "schedule_loop.py", pattern])
+    assert report["outcome"] == "succeeded", report["summary"]
+    progress = report["progress"]
+    assert progress["step"] == 30 and progress["total"] == total, progress
+    assert progress["metrics"].get("loss") is not None, progress
