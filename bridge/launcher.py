@@ -155,17 +155,15 @@ class Tree:
     def adopt_escapees(self) -> None:
         """Find processes that left both the tree and the group (setsid, then orphaned)
         by the job id they inherited in their environment. Costs a scan of /proc: call it
-        when the job ends, not on every tick."""
+        when the job ends, not on every tick. The environment is searched as bytes, not
+        parsed (psutil's environ() made this scan ~15x slower: 6.5 vs 0.4 ms for 90
+        processes), since it is on the path from a death to its report."""
         if not self.job_id:
             return
-        me = os.getpid()
-        for proc in psutil.process_iter(["pid"]):
-            if proc.pid in self.known or proc.pid == me:
-                continue
+        for pid in job_marked_pids(self.job_id, skip=self.known):
             try:
-                if proc.environ().get("TRAINBRIDGE_JOB_ID") == self.job_id:
-                    self.known.setdefault(proc.pid, proc.create_time())
-            except (psutil.Error, OSError):
+                self.known.setdefault(pid, psutil.Process(pid).create_time())
+            except psutil.Error:
                 continue
 
     def _group_members(self) -> Iterable[psutil.Process]:
@@ -216,6 +214,31 @@ class Tree:
             except psutil.Error:
                 pass
         return sent
+
+
+def job_marked_pids(job_id: str, skip: Iterable[int] = ()) -> list[int]:
+    """Pids (other than ours and those in skip) whose environment holds
+    TRAINBRIDGE_JOB_ID=job_id: one listing of /proc and one read per process."""
+    entry = f"TRAINBRIDGE_JOB_ID={job_id}\0".encode("ascii", "backslashreplace")
+    marker = b"\0" + entry
+    skipped = set(skip)
+    skipped.add(os.getpid())
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []  # no /proc (macOS): the group kill and the worker's own watch remain
+    out = []
+    for name in names:
+        if not name.isdigit() or int(name) in skipped:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue  # gone, or another user's
+        if data.startswith(entry) or marker in data:
+            out.append(int(name))
+    return out
 
 
 def signal_process(pid: int, sig: int) -> bool:
