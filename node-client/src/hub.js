@@ -32,6 +32,12 @@ const REJECTED_GC_BYTES = 16 * 1024 * 1024;
 const YIELD_MESSAGES = 1000; // the receive loop lets the event loop run after this many messages
 const YIELD_BYTES = 8 * 1024 * 1024; // ... or after this many bytes
 const SEND_RETRY_MS = 10; // how soon a send that a full worker queue refused is tried again
+// ZMQ_ROUTER_NOTIFY (a draft option of libzmq 4.3, which zeromq.js builds with) set to
+// ZMQ_NOTIFY_DISCONNECT: when a worker's connection ends, the ROUTER queues an empty
+// message from that routing id after everything the connection delivered. It is the proof
+// that the socket holds nothing more from that process (Job._drain), without a quiet wait.
+const ZMQ_ROUTER_NOTIFY = 97;
+const ZMQ_NOTIFY_DISCONNECT = 2;
 
 const ROUTER_OPTIONS = {
   maxMessageSize: codec.MAX_MESSAGE_BYTES + 64, // a larger frame drops the peer in libzmq
@@ -43,6 +49,16 @@ const ROUTER_OPTIONS = {
   sendTimeout: 0,
   receiveHighWaterMark: RCVHWM, // a full queue makes the worker wait (its log backpressure), not drop
 };
+
+/** Ask for disconnect notices; false where this libzmq has no draft options. */
+function enableDisconnectNotice(sock) {
+  try {
+    sock.setInt32Option(ZMQ_ROUTER_NOTIFY, ZMQ_NOTIFY_DISCONNECT);
+    return sock.getInt32Option(ZMQ_ROUTER_NOTIFY) === ZMQ_NOTIFY_DISCONNECT;
+  } catch {
+    return false; // the drain then waits for a quiet socket instead (Job._drain)
+  }
+}
 
 class Hub {
   /**
@@ -72,6 +88,7 @@ class Hub {
     this.unrouted = 0; // messages for no job this hub serves (each report shows its share)
     this.rejectedBytes = 0; // bytes of rejected input since the last collection
     this.sock = null;
+    this.notifies = false; // whether the socket tells of ended connections (enableDisconnectNotice)
     this.ready = null;
     this.sending = Promise.resolve();
     this.closed = false;
@@ -83,6 +100,7 @@ class Hub {
       this.sock = new zmq.Router(this.curve
         ? { ...ROUTER_OPTIONS, curveServer: true, curveSecretKey: this.curve.secretKey }
         : ROUTER_OPTIONS);
+      this.notifies = enableDisconnectNotice(this.sock);
       this.ready = this.sock.bind(this.requestedEndpoint).then(() => {
         this.endpoint = this.sock.lastEndpoint || this.requestedEndpoint;
         this.receiving = this.receiveLoop();
@@ -144,6 +162,11 @@ class Hub {
     const peer = peerBuf.toString('latin1');
     const [jobId] = intake.parseRoutingId(peer);
     const job = jobId === null ? undefined : this.jobs.get(jobId);
+    if (this.notifies && frames.length === 1 && frames[0].length === 0) {
+      // libzmq's notice that this connection ended (a worker never sends an empty frame).
+      if (job) job.disconnected(peer);
+      return;
+    }
     if (!job) {
       this.unrouted += 1;
       this.discard(frames);
