@@ -36,6 +36,8 @@ const SEND_RETRY_MS = 10; // how soon a send that a full worker queue refused is
 // ZMQ_NOTIFY_DISCONNECT: when a worker's connection ends, the ROUTER queues an empty
 // message from that routing id after everything the connection delivered. It is the proof
 // that the socket holds nothing more from that process (Job._drain), without a quiet wait.
+// libzmq drops the notice when that connection's queue is full (receiveHighWaterMark) at its
+// end: then the drain waits for a quiet socket, as without notices.
 const ZMQ_ROUTER_NOTIFY = 97;
 const ZMQ_NOTIFY_DISCONNECT = 2;
 
