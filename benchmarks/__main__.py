@@ -41,6 +41,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rows, failed = [], []
     started = time.perf_counter()
+    load_start = os.getloadavg()[0]  # the machine is shared: every figure is read with its load
     for name in args.only or BENCHES:
         try:
             module = importlib.import_module(f"benchmarks.bench_{name}")
@@ -63,7 +64,8 @@ def main(argv=None) -> int:
         m = machine()
         block = (
             f"{BEGIN}\nRun {m['date']} on {m['cpu']} ({m['cores']} cores), Python {m['python']}, "
-            f"Node {m['node']}; {total:.0f} s in all.\n\n{text}\n{END}"
+            f"Node {m['node']}; {total:.0f} s in all; load average {load_start:.1f} at the start, "
+            f"{os.getloadavg()[0]:.1f} at the end.\n\n{text}\n{END}"
         )
         with open(DOC, encoding="utf-8") as f:
             doc = f.read()
