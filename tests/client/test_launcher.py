@@ -166,3 +166,32 @@ def test_job_marked_pids_matches_the_whole_variable_only(tmp_path):
         for proc in (first, later, longer, other):
             proc.kill()
             proc.wait()
+
+
+def test_tree_refresh_shares_one_proc_table_per_round_and_reads_a_fresh_one_when_asked():
+    # A child leading its group, with a grandchild: both are the job's.
+    code = (
+        "import subprocess, sys, time\n"
+        "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        "print(g.pid, flush=True); time.sleep(30)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True
+    )
+    late = None
+    try:
+        grandchild = int(child.stdout.readline())
+        tree = launcher.Tree(child.pid)
+        assert {child.pid, grandchild} <= set(tree.known)
+        launcher.process_table()  # a round's table, taken now
+        late = subprocess.Popen(["sleep", "30"], start_new_session=True)
+        tree.pgid = late.pid  # as if it had joined the job's group: the table must list it
+        tree.refresh(max_age=60)  # the shared table predates it
+        assert late.pid not in tree.known
+        tree.refresh()  # a fresh one (signals, hellos) sees it
+        assert late.pid in tree.known
+    finally:
+        for proc in (child, late):
+            if proc is not None:
+                os.killpg(proc.pid, 9)
+                proc.wait()
