@@ -750,6 +750,7 @@ class Job extends EventEmitter {
       return;
     }
     this._peers.add(peer); // commands (cancel, dumps) go to the job's own processes only
+    if (this._gone.size) this._gone.delete(peer); // it spoke again: a new connection (libzmq reconnects)
     ranks.observe(this._facts.ranks, peer, msg.kind, body, msg.ts); // every process's own state
     if (msg.kind === 'hello') {
       this._present.set(peer, body);
