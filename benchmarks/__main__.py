@@ -41,6 +41,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rows, failed = [], []
     started = time.perf_counter()
+    load_start = os.getloadavg()[0]  # the machine is shared: every figure is read with its load
     for name in args.only or BENCHES:
         try:
             module = importlib.import_module(f"benchmarks.bench_{name}")
@@ -61,16 +62,44 @@ def main(argv=None) -> int:
     write_results(rows, os.path.join(ROOT, "benchmarks", "results", "latest.json"))
     if args.write_doc:
         m = machine()
-        block = (
-            f"{BEGIN}\nRun {m['date']} on {m['cpu']} ({m['cores']} cores), Python {m['python']}, "
-            f"Node {m['node']}; {total:.0f} s in all.\n\n{text}\n{END}"
+        header = (
+            f"Run {m['date']} on {m['cpu']} ({m['cores']} cores), Python {m['python']}, "
+            f"Node {m['node']}; {total:.0f} s in all; load average {load_start:.1f} at the start, "
+            f"{os.getloadavg()[0]:.1f} at the end."
         )
         with open(DOC, encoding="utf-8") as f:
             doc = f.read()
         a, b = doc.index(BEGIN), doc.index(END) + len(END)
+        if args.only:  # only these benchmarks' rows are replaced; the rest keep their run
+            header, text = merge_rows(doc[a + len(BEGIN) : b - len(END)], rows, text, header)
         with open(DOC, "w", encoding="utf-8") as f:
-            f.write(doc[:a] + block + doc[b:])
+            f.write(doc[:a] + f"{BEGIN}\n{header}\n\n{text}\n{END}" + doc[b:])
     return 1 if failed else 0
+
+
+def merge_rows(old_block: str, rows: list, text: str, header: str) -> tuple[str, str]:
+    """The doc's table with the rows of the benchmarks just run replaced (in place, or
+    appended), the others kept; the header says which rows come from which run."""
+    old_lines = old_block.strip().splitlines()
+    old_header = [line for line in old_lines if line and not line.startswith("|")]
+    old_table = [line for line in old_lines if line.startswith("|")]
+    new_table = text.splitlines()
+    benches = {r.bench for r in rows}
+    fresh = new_table[2:]
+    out, placed = old_table[:2] or new_table[:2], False
+    for line in old_table[2:]:
+        if line.split("|")[1].strip() in benches:
+            if not placed:
+                out += fresh
+                placed = True
+            continue
+        out.append(line)
+    if not placed:
+        out += fresh
+    names = ", ".join(sorted(benches))
+    kept = "\n\n".join(line for line in old_header if not line.startswith(f"Rows of {names}:"))
+    note = f"Rows of {names}: {header[0].lower()}{header[1:]}"
+    return f"{kept}\n\n{note}", "\n".join(out)
 
 
 if __name__ == "__main__":

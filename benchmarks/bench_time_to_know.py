@@ -118,7 +118,9 @@ def run(rounds: int = 11) -> list:
     variants = {"pidfd": pidfd_floor, "python death": lambda: python_client(DIE)}
     if has_node:
         variants["node death"] = lambda: node_client(DIE)
+    load_before = os.getloadavg()[0]
     death = interleave(variants, rounds)
+    load = f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}"  # a shared machine
     rows = []
     floor = median(death["pidfd"]) * 1000
     for who in [k for k in ("python death", "node death") if k in death]:
@@ -131,7 +133,7 @@ def run(rounds: int = 11) -> list:
                 "pidfd notice p50",
                 floor,
                 median(ms) / floor,
-                note=f"p99 {percentile(ms, 99):.1f} ms over {len(ms)} runs",
+                note=f"p99 {percentile(ms, 99):.1f} ms over {len(ms)} runs; {load}",
                 extra={"p99_ms": percentile(ms, 99)},
             )
         )
@@ -146,7 +148,7 @@ def run(rounds: int = 11) -> list:
                 p99 / (percentile(death["pidfd"], 99) * 1000),
                 "p99 <= 10 ms",
                 p99 <= 10,
-                note=f"over {len(ms)} runs",
+                note=f"over {len(ms)} runs; {load}",
             )
         )
     slow = max(3, rounds // 3)

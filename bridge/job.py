@@ -565,7 +565,7 @@ class Job:
                 self._step({"type": "drained", "t": now})
                 return
         elif self.m["exit"] is None and now >= self._tree_next:
-            self.tree.refresh()
+            self.tree.refresh(max_age=launcher.SHARED_TABLE_S)  # one /proc read for all jobs
             self._check_lead_alive(now)
             self._tree_next = now + TREE_REFRESH_S + TREE_REFRESH_PER_JOB_S * len(self.hub.jobs)
             if not self.m["hello"] and self.m.get("loaded_t") is None:

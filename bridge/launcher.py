@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Callable, Optional
 
@@ -134,8 +135,30 @@ class Tree:
         self.known: dict[int, float] = {}
         self.refresh()
 
-    def refresh(self) -> None:
-        """Remember the current descendants (call while the root is alive, and often)."""
+    def refresh(self, max_age: float = 0.0) -> None:
+        """Remember the current descendants and group members (call while the root is
+        alive, and often). From one table of /proc shared by every job's tree
+        (process_table): one younger than max_age is reused, so that a round of periodic
+        refreshes reads /proc once for all jobs; 0 (signals, a hello's check) reads it now."""
+        table = process_table(max_age)
+        if table is None:  # no /proc: psutil's own walk
+            self._refresh_with_psutil()
+            return
+        parents, children = table
+        found = [self.pid] if self.pid in parents else []
+        for pid in found:  # grows while walked: every descendant
+            found.extend(children.get(pid, ()))
+        if self.pgid is not None:
+            # A descendant that was orphaned before we saw it may still be in the group.
+            found.extend(pid for pid, (_, pgid) in parents.items() if pgid == self.pgid)
+        for pid in found:
+            if pid not in self.known:
+                try:
+                    self.known[pid] = psutil.Process(pid).create_time()
+                except psutil.Error:
+                    pass
+
+    def _refresh_with_psutil(self) -> None:
         try:
             root = psutil.Process(self.pid)
             procs = [root] + root.children(recursive=True)
@@ -155,17 +178,15 @@ class Tree:
     def adopt_escapees(self) -> None:
         """Find processes that left both the tree and the group (setsid, then orphaned)
         by the job id they inherited in their environment. Costs a scan of /proc: call it
-        when the job ends, not on every tick."""
+        when the job ends, not on every tick. The environment is searched as bytes, not
+        parsed (psutil's environ() made this scan ~15x slower: 6.5 vs 0.4 ms for 90
+        processes), since it is on the path from a death to its report."""
         if not self.job_id:
             return
-        me = os.getpid()
-        for proc in psutil.process_iter(["pid"]):
-            if proc.pid in self.known or proc.pid == me:
-                continue
+        for pid in job_marked_pids(self.job_id, skip=self.known):
             try:
-                if proc.environ().get("TRAINBRIDGE_JOB_ID") == self.job_id:
-                    self.known.setdefault(proc.pid, proc.create_time())
-            except (psutil.Error, OSError):
+                self.known.setdefault(pid, psutil.Process(pid).create_time())
+            except psutil.Error:
                 continue
 
     def _group_members(self) -> Iterable[psutil.Process]:
@@ -216,6 +237,73 @@ class Tree:
             except psutil.Error:
                 pass
         return sent
+
+
+SHARED_TABLE_S = 0.5  # a periodic refresh reuses a /proc table this young (Tree.refresh)
+_table: Optional[tuple[float, tuple[dict[int, tuple[int, int]], dict[int, list[int]]]]] = None
+
+
+def process_table(
+    max_age: float = 0.0,
+) -> Optional[tuple[dict[int, tuple[int, int]], dict[int, list[int]]]]:
+    """({pid: (ppid, pgid)}, {ppid: [child pids]}) of every process but this one, from one
+    read of each /proc/PID/stat; None without /proc. A table younger than max_age seconds
+    is returned again (one read of /proc per round for all jobs, not one per job)."""
+    global _table
+    now = time.monotonic()
+    taken = _table
+    if taken is not None and max_age > 0 and now - taken[0] < max_age:
+        return taken[1]
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    me = os.getpid()
+    parents: dict[int, tuple[int, int]] = {}
+    children: dict[int, list[int]] = {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # gone
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses
+        fields = stat[stat.rfind(b")") + 2 :].split(b" ", 3)
+        pid = int(name)
+        if pid == me or len(fields) < 3 or fields[0] == b"Z":
+            continue  # zombies are gone (their parent reaps them)
+        ppid, pgid = int(fields[1]), int(fields[2])
+        parents[pid] = (ppid, pgid)
+        children.setdefault(ppid, []).append(pid)
+    _table = (now, (parents, children))
+    return parents, children
+
+
+def job_marked_pids(job_id: str, skip: Iterable[int] = ()) -> list[int]:
+    """Pids (other than ours and those in skip) whose environment holds
+    TRAINBRIDGE_JOB_ID=job_id: one listing of /proc and one read per process."""
+    entry = f"TRAINBRIDGE_JOB_ID={job_id}\0".encode("ascii", "backslashreplace")
+    marker = b"\0" + entry
+    skipped = set(skip)
+    skipped.add(os.getpid())
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []  # no /proc (macOS): the group kill and the worker's own watch remain
+    out = []
+    for name in names:
+        if not name.isdigit() or int(name) in skipped:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue  # gone, or another user's
+        if data.startswith(entry) or marker in data:
+            out.append(int(name))
+    return out
 
 
 def signal_process(pid: int, sig: int) -> bool:

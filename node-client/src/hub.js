@@ -37,6 +37,14 @@ const SEND_RETRY_MS = 10; // how soon a send that a full worker queue refused is
 // (as bridge/hub.py; docs/PROTOCOL.md "Limits"). Commands are never dropped here.
 const HELD_USER_LIMIT = 10_000;
 const HELD_USER_BYTES = 64 * 1024 * 1024;
+// ZMQ_ROUTER_NOTIFY (a draft option of libzmq 4.3, which zeromq.js builds with) set to
+// ZMQ_NOTIFY_DISCONNECT: when a worker's connection ends, the ROUTER queues an empty
+// message from that routing id after everything the connection delivered. It is the proof
+// that the socket holds nothing more from that process (Job._drain), without a quiet wait.
+// libzmq drops the notice when that connection's queue is full (receiveHighWaterMark) at its
+// end: then the drain waits for a quiet socket, as without notices.
+const ZMQ_ROUTER_NOTIFY = 97;
+const ZMQ_NOTIFY_DISCONNECT = 2;
 
 const ROUTER_OPTIONS = {
   maxMessageSize: codec.MAX_MESSAGE_BYTES + 64, // a larger frame drops the peer in libzmq
@@ -48,6 +56,16 @@ const ROUTER_OPTIONS = {
   sendTimeout: 0,
   receiveHighWaterMark: RCVHWM, // a full queue makes the worker wait (its log backpressure), not drop
 };
+
+/** Ask for disconnect notices; false where this libzmq has no draft options. */
+function enableDisconnectNotice(sock) {
+  try {
+    sock.setInt32Option(ZMQ_ROUTER_NOTIFY, ZMQ_NOTIFY_DISCONNECT);
+    return sock.getInt32Option(ZMQ_ROUTER_NOTIFY) === ZMQ_NOTIFY_DISCONNECT;
+  } catch {
+    return false; // the drain then waits for a quiet socket instead (Job._drain)
+  }
+}
 
 class Hub {
   /**
@@ -80,6 +98,7 @@ class Hub {
     this.rejectedBytes = 0; // bytes of rejected input since the last collection
     this.budget = intake.budgetInitial(); // unauthenticated input, all connections (intake.js)
     this.sock = null;
+    this.notifies = false; // whether the socket tells of ended connections (enableDisconnectNotice)
     this.ready = null;
     this.sending = Promise.resolve();
     this.closed = false;
@@ -91,6 +110,7 @@ class Hub {
       this.sock = new zmq.Router(this.curve
         ? { ...ROUTER_OPTIONS, curveServer: true, curveSecretKey: this.curve.secretKey }
         : ROUTER_OPTIONS);
+      this.notifies = enableDisconnectNotice(this.sock);
       this.ready = this.sock.bind(this.requestedEndpoint).then(() => {
         this.endpoint = this.sock.lastEndpoint || this.requestedEndpoint;
         this.receiving = this.receiveLoop();
@@ -153,6 +173,11 @@ class Hub {
     const [jobId] = intake.parseRoutingId(peer);
     const job = jobId === null ? undefined : this.jobs.get(jobId);
     const t = performance.now() / 1000;
+    if (this.notifies && frames.length === 1 && frames[0].length === 0) {
+      // libzmq's notice that this connection ended (a worker never sends an empty frame).
+      if (job) job.disconnected(peer);
+      return;
+    }
     if (!job) {
       this.unrouted += 1;
       intake.noteRejected(this.budget, peer, frameBytes(frames), null, t);

@@ -130,6 +130,8 @@ class Job extends EventEmitter {
     this._lead = null; // routing id of the process that speaks for the job
     this._present = new Map(); // routing id -> hello, of the processes that may lead, in order
     this._foreign = new Set(); // routing ids whose hello came from outside the job's tree
+    this._gone = new Set(); // routing ids whose connection ended (the hub's disconnect notice)
+    this._drainCheck = null; // while draining: look again now (a connection ended)
     this._leadWatch = null; // interval that notices a lead (not the launched process) gone
     this._queue = [];
     this._stepping = false;
@@ -616,7 +618,7 @@ class Job extends EventEmitter {
     // Whatever of the tree outlived the main process is an orphan now: ask it to go (it is
     // SIGKILLed at finish), so it cannot hold our pipes. Then wait for the pipes' end (at
     // most PIPE_LINGER_MS) and for the socket to stay quiet QUIET_MS: the last messages.
-    this._facts.leftovers = launcher.jobProcesses(this._tree).filter((p) => p.pid !== this.pid).map((p) => p.pid);
+    this._facts.leftovers = launcher.jobLeftovers(this._tree);
     this._drainScanned = true;
     if (this._facts.leftovers.length) launcher.signalTree(this._tree, 'SIGTERM', { includeRoot: false });
     const start = now();
@@ -625,16 +627,36 @@ class Job extends EventEmitter {
       const t = now();
       const pipesDone = this._pipesOpen <= 0 || (t - start) * 1000 >= PIPE_LINGER_MS;
       // After an acked bye the worker sent its last message; otherwise (a crash) messages may
-      // still be queued: wait until the socket has nothing to read and was quiet QUIET_MS.
-      const quiet = this._facts.bye !== null
+      // still be queued: wait until every connection of the job has ended (the hub's notice
+      // comes after all it delivered) or, without notices, until the socket has nothing to
+      // read and was quiet QUIET_MS.
+      const quiet = this._facts.bye !== null || this._connectionsEnded()
         || (!this._hub.readable() && (t - Math.max(this._lastMsgAt, this._exitAt || 0)) * 1000 >= QUIET_MS);
       if (pipesDone && quiet) {
+        this._drainCheck = null;
         this._post({ type: 'drained' });
         return;
       }
-      setTimeout(check, 2);
+      if (timer === null) timer = setTimeout(() => { timer = null; check(); }, 2);
+    };
+    let timer = null;
+    this._drainCheck = () => {
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+      check();
     };
     setImmediate(check); // the pipes' last chunks and EOF are often already queued
+  }
+
+  /**
+   * Whether the socket can hold nothing more from this job: every process of it that spoke
+   * has ended its connection (the hub's notice is queued after all that connection
+   * delivered), and the drain found none of its processes still running.
+   */
+  _connectionsEnded() {
+    if (!this._hub.notifies || this._peers.size === 0 || this._facts.leftovers.length > 0) return false;
+    for (const peer of this._peers) if (!this._gone.has(peer)) return false;
+    return true;
   }
 
   _finish() {
@@ -670,7 +692,7 @@ class Job extends EventEmitter {
     this._closeLog();
     if (this._unfollowAbort) this._unfollowAbort();
     if (this.stdin) this.stdin.unpipe();
-    fs.rmSync(this._dir, { recursive: true, force: true }); // the crash file is in the report now
+    launcher.removeTree(this._dir); // the crash file is in the report now
     this._emit('end', this.report);
     if (this._options.rejectOnFailure && FAILED_OUTCOMES.includes(this.report.outcome)) {
       this._rejectDone(new JobFailedError(this.report));
@@ -714,6 +736,12 @@ class Job extends EventEmitter {
     this._facts.undelivered[kind] = (this._facts.undelivered[kind] || 0) + 1;
   }
 
+  /** The hub's notice that the connection of `peer` ended: it delivers nothing more. */
+  disconnected(peer) {
+    this._gone.add(peer);
+    if (this._drainCheck) this._drainCheck();
+  }
+
   refused(reason) {
     this._post({ type: 'refused', reason });
   }
@@ -736,6 +764,7 @@ class Job extends EventEmitter {
       return;
     }
     this._peers.add(peer); // commands (cancel, dumps) go to the job's own processes only
+    if (this._gone.size) this._gone.delete(peer); // it spoke again: a new connection (libzmq reconnects)
     ranks.observe(this._facts.ranks, peer, msg.kind, body, msg.ts); // every process's own state
     if (msg.kind === 'hello') {
       this._present.set(peer, body);

@@ -111,11 +111,29 @@ function sweepDeadRuntimeDirs(base) {
 }
 
 function removeRuntimeDir(dir) {
+  removeTree(dir); // best effort: a leftover empty directory in the runtime dir harms nobody
+}
+
+/**
+ * Remove a directory of our own making (a job's or the hub's: a few files) and what it holds.
+ * Best effort, never throws. Not fs.rmSync: its first recursive call loads Node's rimraf
+ * (~0.5 ms), which a job's end would pay on the way from a death to its report.
+ */
+function removeTree(dir) {
+  let entries;
   try {
-    fs.rmSync(dir, { recursive: true, force: true });
+    entries = fs.readdirSync(dir, { withFileTypes: true });
   } catch {
-    // best effort: a leftover empty directory in the runtime dir harms nobody
+    return; // gone already
   }
+  for (const entry of entries) {
+    const where = path.join(dir, entry.name);
+    if (entry.isDirectory()) removeTree(where); // a link is unlinked, never followed
+    else {
+      try { fs.unlinkSync(where); } catch { /* gone already */ }
+    }
+  }
+  try { fs.rmdirSync(dir); } catch { /* not empty (written meanwhile) or gone */ }
 }
 
 const TIMEOUT_ENV = {
@@ -218,12 +236,62 @@ function listPids() {
   }
 }
 
-function hasJobMarker(pid, marker) {
+const environBuf = Buffer.alloc(64 * 1024); // reused by hasJobMarker: one scan reads many
+
+/** Whether /proc/PID/environ holds `entry` (NAME=value\0) as one of its variables. */
+function hasJobMarker(pid, entry) {
+  let fd;
   try {
-    return fs.readFileSync(`/proc/${pid}/environ`).includes(marker);
+    fd = fs.openSync(`/proc/${pid}/environ`, 'r');
   } catch {
     return false; // gone, or another user's process
   }
+  try {
+    // Read in pieces, keeping the tail of the last one: a match may straddle two reads.
+    const needle = Buffer.concat([Buffer.from([0]), entry]); // a variable after the first
+    let kept = 0;
+    let first = true;
+    for (;;) {
+      const n = fs.readSync(fd, environBuf, kept, environBuf.length - kept, null);
+      if (n === 0) return false;
+      const view = environBuf.subarray(0, kept + n);
+      if (first && view.subarray(0, entry.length).equals(entry)) return true;
+      if (view.indexOf(needle) !== -1) return true;
+      first = false;
+      kept = Math.min(needle.length, view.length);
+      view.copy(environBuf, 0, view.length - kept);
+    }
+  } catch {
+    return false;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * What of the job outlived its main process (the drain, right after its exit): as
+ * jobProcesses, but cheap when nothing did, which is the common case on the path from a
+ * death to its report. No live process in the group (one kill(-pgid, 0)) and none other
+ * carrying the job's id (one read of each environment, no stat) means nothing is left;
+ * otherwise jobProcesses says what is.
+ */
+function jobLeftovers({ rootPid, pgid, jobId }) {
+  const tree = { rootPid, pgid, jobId };
+  const others = (list) => list.filter((s) => s.pid !== rootPid).map((s) => s.pid);
+  if (pgid) {
+    try {
+      process.kill(-pgid, 0);
+      return others(jobProcesses(tree)); // something of the group lives (or is a zombie)
+    } catch (err) {
+      if (err.code !== 'ESRCH') return others(jobProcesses(tree));
+    }
+  }
+  if (!jobId) return others(jobProcesses(tree));
+  const entry = Buffer.from(`TRAINBRIDGE_JOB_ID=${jobId}\0`);
+  for (const pid of listPids()) {
+    if (pid !== process.pid && pid !== rootPid && hasJobMarker(pid, entry)) return others(jobProcesses(tree));
+  }
+  return [];
 }
 
 /**
@@ -244,7 +312,7 @@ function jobProcesses({ rootPid, pgid, jobId }) {
     found.set(s.pid, s);
     for (const c of children.get(s.pid) || []) visit(c);
   };
-  const marker = jobId ? Buffer.from(`\0TRAINBRIDGE_JOB_ID=${jobId}\0`) : null;
+  const marker = jobId ? Buffer.from(`TRAINBRIDGE_JOB_ID=${jobId}\0`) : null;
   for (const s of stats) {
     if (s.pid === rootPid || (pgid && s.pgid === pgid)) visit(s);
   }
@@ -283,6 +351,6 @@ function signalProcess(pid, signal) {
 }
 
 module.exports = {
-  resolvePython, makeRuntimeDir, removeRuntimeDir, sweepDeadRuntimeDirs, childEnv, injectDir, addZeroCodeHook, spawnChild, jobProcesses,
+  resolvePython, makeRuntimeDir, removeRuntimeDir, removeTree, sweepDeadRuntimeDirs, childEnv, injectDir, addZeroCodeHook, spawnChild, jobProcesses, jobLeftovers,
   signalTree, signalProcess,
 };

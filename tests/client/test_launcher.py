@@ -118,3 +118,80 @@ def test_an_interpreter_without_the_worker_is_not_killed_at_startup(script, tmp_
     assert first.startswith("[trainbridge] zero-code mode is off"), first
     assert "pyzmq and msgpack not installed for " + python in first, first
     assert job.m["no_worker"] is not None
+
+
+def test_a_daemon_that_left_tree_and_group_is_found_by_its_job_id_and_killed(script):
+    # Double fork + setsid, the intermediate gone at once: the daemon is in neither the
+    # tree nor the group by the time the client looks; only the drain's scan of /proc for
+    # the job id it inherited finds it (launcher.job_marked_pids).
+    path = script("""
+        import os, time
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)  # holds none of the job's pipes
+                os.write(w, b"%d" % os.getpid())
+                time.sleep(60)
+            os._exit(0)
+        os.close(w)
+        print("daemon", int(os.read(r, 32)), flush=True)
+        os.wait()
+    """)
+    job = Job([sys.executable, path], env=REAL_USER_ENV, zero_code=False).start()
+    report = job.wait(20)
+    daemon = int(report["log_tail"][0].split()[1])
+    assert report["leftovers"] == [daemon]
+    assert daemon in job.tree.known
+    assert_tree_gone(job)
+
+
+def test_job_marked_pids_matches_the_whole_variable_only(tmp_path):
+    sleep = [sys.executable, "-c", "import time; time.sleep(30)"]
+    first = subprocess.Popen(sleep, env={"TRAINBRIDGE_JOB_ID": "j1"})
+    later = subprocess.Popen(sleep, env={"A": "1", "TRAINBRIDGE_JOB_ID": "j1", "B": "2"})
+    longer = subprocess.Popen(sleep, env={"TRAINBRIDGE_JOB_ID": "j10"})
+    other = subprocess.Popen(sleep, env={"X_TRAINBRIDGE_JOB_ID": "j1"})
+    try:
+        found = launcher.job_marked_pids("j1", skip=[later.pid])
+        assert first.pid in found
+        assert later.pid not in found  # skipped
+        assert longer.pid not in found and other.pid not in found
+        assert sorted(
+            p for p in launcher.job_marked_pids("j1") if p in (first.pid, later.pid)
+        ) == sorted([first.pid, later.pid])
+    finally:
+        for proc in (first, later, longer, other):
+            proc.kill()
+            proc.wait()
+
+
+def test_tree_refresh_shares_one_proc_table_per_round_and_reads_a_fresh_one_when_asked():
+    # A child leading its group, with a grandchild: both are the job's.
+    code = (
+        "import subprocess, sys, time\n"
+        "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        "print(g.pid, flush=True); time.sleep(30)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True
+    )
+    late = None
+    try:
+        grandchild = int(child.stdout.readline())
+        tree = launcher.Tree(child.pid)
+        assert {child.pid, grandchild} <= set(tree.known)
+        launcher.process_table()  # a round's table, taken now
+        late = subprocess.Popen(["sleep", "30"], start_new_session=True)
+        tree.pgid = late.pid  # as if it had joined the job's group: the table must list it
+        tree.refresh(max_age=60)  # the shared table predates it
+        assert late.pid not in tree.known
+        tree.refresh()  # a fresh one (signals, hellos) sees it
+        assert late.pid in tree.known
+    finally:
+        for proc in (child, late):
+            if proc is not None:
+                os.killpg(proc.pid, 9)
+                proc.wait()
