@@ -8,7 +8,6 @@ import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from trainbridge import worker
-from _common import say
 
 
 class Numbers(Dataset):
@@ -24,7 +23,9 @@ class Numbers(Dataset):
 def train():
     loader = DataLoader(Numbers(), batch_size=1, num_workers=2)
     for batch in loader:
-        say(f"batch {int(batch[0][0])}")
+        # print here, not through _common.say: torch's SIGCHLD handler raises in whatever
+        # Python frame the main thread is in, and the row names this one.
+        print(f"batch {int(batch[0][0])}", flush=True)
 
 
 if __name__ == "__main__":
