@@ -1,0 +1,217 @@
+"""A Job and its state machine: machine events in, the machine's actions performed (state
+events, snapshots, stack dumps, the in-band cancel, signals, drain, finish); the hub's timer
+calls (next_wakeup, tick); the look for a loaded worker before any hello; the live diagnosis
+while stalled. Part of bridge.job.Job (a mixin: the attributes it uses are set up in
+Job.__init__). The Node twin is node-client/src/job_actions.js."""
+
+from __future__ import annotations
+
+import os
+import signal as signals
+import time
+from typing import Any, Optional
+
+from trainbridge.bridge import launcher, machine, ranks
+from trainbridge.bridge import report as reports
+
+LIVE_DIAGNOSIS_S = 2.0  # while stalled, the live diagnosis is refreshed at most this often
+TREE_REFRESH_S = 1.0  # how often the process tree is re-read while the job runs
+# ... plus this much per job the hub serves: each refresh scans all of /proc, so a round
+# over every job costs jobs x processes and saturated the I/O thread at 200 jobs. The tree
+# is a safety net (the group kill and the end-of-job scan by job id find the rest).
+TREE_REFRESH_PER_JOB_S = 0.05
+SEND_RETRY_S = 0.01  # how soon a send that a full worker queue refused is tried again
+SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
+if hasattr(signals, "SIGUSR2"):
+    SIGNALS["SIGUSR2"] = signals.SIGUSR2
+
+
+class JobActions:
+    """Job's machine room (I/O thread)."""
+
+    def _step(self, event: dict[str, Any]) -> None:
+        self.m, actions = machine.step(self.m, event)
+        for action in actions:
+            self._perform(action)
+
+    def _perform(self, action: dict[str, Any]) -> None:
+        do = action["do"]
+        if do == "state":
+            self._publish({"event": "state", "state": action["state"]})
+            if action["state"] == "stalled":
+                self._live_diagnose(force=True)
+        elif do == "snapshot":
+            self._publish({"event": "hang", "reason": action["reason"]})
+            self._start_snapshot()
+        elif do == "dump_stacks":
+            self._dump_seq = self.channel.command("dump_stacks")
+        elif do == "cancel":
+            first = self.channel.seq + 1
+            reason = (self.cancel_info or {}).get("reason") or "cancelled by the client"
+            last = self.channel.command("cancel", {"reason": reason})
+            self._cancel_seqs = range(first, last + 1) if last is not None else range(0)
+        elif do == "signal":
+            name = action["signal"]
+            self.signals_sent.append(name)
+            self._publish({"event": "signal", "signal": name})
+            if name == "SIGUSR1":
+                self._signal_dump_at = reports.crash_file_size(self.crash_file)
+                for pid in self.dump_pids:
+                    launcher.signal_process(pid, signals.SIGUSR1)
+            elif name == "SIGUSR2":
+                # Only to the processes whose SIGUSR1 handler did not answer: Python runs
+                # in the others, and the C dump would race it (worker/hooks.py).
+                answered = reports.signal_dumped_pids(self.crash_file, self._signal_dump_at)
+                for pid in self.native_dump_pids:
+                    if pid not in answered:
+                        launcher.signal_process(pid, SIGNALS[name])
+            elif self.tree is not None:
+                self.tree.signal(SIGNALS[name])
+        elif do == "drain":
+            self._drain()
+        elif do == "finish":
+            self._finish()
+
+    def next_wakeup(self) -> Optional[float]:
+        if self.proc is None or self._done.is_set():
+            return None
+        times = [machine.next_deadline(self.m), self._drain_until]
+        if self.channel.held:
+            times.append(time.monotonic() + SEND_RETRY_S)
+        if self.exit_code is None and self.exit_signal is None:
+            times.append(self._tree_next)
+        return min((t for t in times if t is not None), default=None)
+
+    def tick(self, now: float) -> None:
+        if self.proc is None or self._done.is_set():
+            return
+        if self.channel.held:
+            self.channel.flush()
+        if self._drain_until is not None:
+            if not self._pipes or now >= self._drain_until:
+                self._drain_until = None
+                self._close_pipes()
+                self._step({"type": "drained", "t": now})
+                return
+        elif self.m["exit"] is None and now >= self._tree_next:
+            self.tree.refresh(max_age=launcher.SHARED_TABLE_S)  # one /proc read for all jobs
+            self._check_lead_alive(now)
+            self._tree_next = now + TREE_REFRESH_S + TREE_REFRESH_PER_JOB_S * len(self.hub.jobs)
+            if not self.m["hello"] and self.m.get("loaded_t") is None:
+                self._check_loaded(now)
+        deadline = machine.next_deadline(self.m)
+        if deadline is not None and now >= deadline:
+            ending = self.m["ending"]
+            if (
+                ending is not None
+                and ending["step"] == "signal_dump"
+                and self.lead_pid
+                in reports.signal_dumped_pids(self.crash_file, self._signal_dump_at)
+            ):
+                self._step({"type": "signal_dumped", "t": now})
+            self._step({"type": "timer", "t": now})
+
+    def _check_loaded(self, now: float) -> None:
+        """Before any hello: has the worker loaded in the launched process? Its stage box
+        is written synchronously at `import worker`, before the beacon can speak; a GIL held
+        right after would otherwise be seen only at the startup timeout (issue 12 item 4).
+        The box's mtime says when; /proc's SigCgt whether SIGUSR1 has a handler (the
+        faulthandler dump the worker registers at import), so it may be sent."""
+        if not self.crash_file or self.pid is None:
+            return
+        try:
+            mtime = os.stat(f"{self.crash_file}.stages.{self.pid}").st_mtime
+        except OSError:
+            return
+        loaded = min(now, now - (time.time() - mtime))
+        # SIGUSR2 (faulthandler's C dump, registered at import) too: a GIL held before hello
+        # leaves SIGUSR1's Python handler unable to run; the native dump still answers.
+        native = _catches(self.pid, signals.SIGUSR2) and "SIGUSR2" in SIGNALS
+        if native and self.pid not in self.native_dump_pids:
+            self.native_dump_pids.append(self.pid)
+        self._step(
+            {
+                "type": "worker_loaded",
+                "t": loaded,
+                "dump_signal": _catches_sigusr1(self.pid),
+                "native_dump": native,
+            }
+        )
+        if self.m["exit"] is None:
+            deadline = machine.next_deadline(self.m)
+            if deadline is not None and now >= deadline:
+                self._step({"type": "timer", "t": now})
+
+    def _live_diagnose(self, force: bool = False) -> None:
+        """While stalled, before any deadline: the diagnosis now, from the last heartbeat's
+        stack and a cheap look at the process (evidence.live, well under a millisecond), at
+        most every LIVE_DIAGNOSIS_S. Published as a "stalled" event and kept in
+        live_diagnosis; the verdict at the deadline uses the same rules on fuller evidence."""
+        now = time.monotonic()
+        if self.pid is None or (
+            not force and self._live_t is not None and now - self._live_t < LIVE_DIAGNOSIS_S
+        ):
+            return
+        self._live_t = now
+        idle = None
+        try:
+            from trainbridge.bridge import diagnosis, evidence
+
+            ev = evidence.live(self.pid, self._live_mark)
+            self._live_mark = ev.pop("mark", None)
+            hb = self.heartbeat or {}
+            running = [s["name"] for s in self.stages if s["status"] == "running"]
+            last = self.m.get("last_activity_t")
+            idle = round(now - last, 1) if last is not None else hb.get("idle_s")
+            found = diagnosis.diagnose_hang(
+                {
+                    "reason": "stall",
+                    "stage": running[-1] if running else None,
+                    "stages": running,
+                    "idle_s": idle,
+                    "stack": hb.get("stack"),
+                    "saw_hello": bool(self.hellos),
+                    "evidence": ev,
+                    "progress": self.progress,
+                }
+            )
+            # Ranks waiting in a collective for one that is elsewhere (issue 12 item 12).
+            found = ranks.live_collective(self.ranks) or found
+        except Exception as exc:  # noqa: BLE001 - a live view must not cost the job
+            found = {
+                "kind": "unknown",
+                "summary": f"live diagnosis failed: {exc}",
+                "hint": "",
+                "evidence": {},
+            }
+        self.live_diagnosis = {
+            "kind": found["kind"],
+            "frame": found["evidence"].get("frame"),
+            "summary": found["summary"],
+            "hint": found["hint"],
+            "idle_s": idle,
+        }
+        self._publish(
+            {
+                "event": "stalled",
+                "idle_s": self.live_diagnosis["idle_s"],
+                "diagnosis": self.live_diagnosis,
+            }
+        )
+
+
+def _catches_sigusr1(pid: int) -> bool:
+    """Whether `pid` has a handler for SIGUSR1 (/proc/<pid>/status SigCgt, bit 10)."""
+    return _catches(pid, signals.SIGUSR1)
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether `pid` has a handler for signum (/proc/<pid>/status SigCgt)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
+    except (OSError, ValueError, IndexError):
+        pass
+    return False

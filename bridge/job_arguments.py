@@ -1,0 +1,77 @@
+"""The argument check of launch(), Job, aio.launch, the scheduler and the CLI: bad arguments are
+refused with a LaunchError that says which and why, before anything is registered or spawned.
+The Node twin is node-client/src/job_arguments.js (checkOptions)."""
+
+from __future__ import annotations
+
+import collections.abc
+import os
+from typing import Any
+
+from trainbridge.bridge import machine
+from trainbridge.bridge.launcher import LaunchError
+
+TAIL_LINES = 40  # output lines kept for the report's tail, unless the caller says otherwise
+
+
+def check_arguments(
+    cmd: Any,
+    cwd: Any = None,
+    env: Any = None,
+    config: Any = None,
+    log_path: Any = None,
+    on_event: Any = None,
+    tail_lines: Any = TAIL_LINES,
+) -> None:
+    """Refuse bad arguments with a LaunchError that says which and why, before anything is
+    registered or spawned (launch, Job, aio.launch and the CLI all come through here)."""
+    if isinstance(cmd, (str, bytes)):
+        raise LaunchError(
+            f"the command must be a list of arguments, not a string: got {cmd!r}; "
+            f"write [{', '.join(repr(a) for a in str(cmd).split()[:3])}"
+            f"{', ...' if len(str(cmd).split()) > 3 else ''}] (there is no shell)"
+        )
+    if not isinstance(cmd, (list, tuple)) or not cmd:
+        raise LaunchError(f"the command must be a non-empty list of strings, got {cmd!r}")
+    for i, arg in enumerate(cmd):
+        if not isinstance(arg, (str, os.PathLike)):
+            raise LaunchError(
+                f"command argument {i} must be a string, got {arg!r} "
+                f"({type(arg).__name__}) in {list(cmd)!r}"
+            )
+    for name, value in (("cwd", cwd), ("log_path", log_path)):
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise LaunchError(f"{name} must be a path (a string) or None, got {value!r}")
+    if env is not None:
+        if not isinstance(env, collections.abc.Mapping):
+            raise LaunchError(f"env must be a dict of strings or None, got {type(env).__name__}")
+        for key, value in env.items():
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+                raise LaunchError(f"env keys must be non-empty strings without '=', got {key!r}")
+            if not isinstance(value, str) or "\0" in value:
+                raise LaunchError(
+                    f"env[{key!r}] must be a string, got {value!r}; to leave a "
+                    f"variable out, do not put it in env"
+                )
+    if on_event is not None and not callable(on_event):
+        raise LaunchError(f"on_event must be a function or None, got {on_event!r}")
+    if type(tail_lines) is not int or tail_lines < 0:
+        raise LaunchError(f"tail_lines must be a whole number >= 0, got {tail_lines!r}")
+    if config is not None:
+        if not isinstance(config, dict):
+            raise LaunchError(f"config must be a dict, got {type(config).__name__}")
+        problem = machine.config_problem(config)
+        if problem is not None:
+            raise LaunchError(config_message(problem[0], problem[1], config.get(problem[0])))
+
+
+def config_message(key: str, problem: str, value: Any) -> str:
+    """The words for one machine.config_problem answer."""
+    if problem == "unknown":
+        return f"unknown setting {key!r}; the settings are {', '.join(sorted(machine.DEFAULTS))}"
+    if problem == "type":
+        allowed = " or None (off)" if key in machine.OPTIONAL else ""
+        return f"{key} must be a number of seconds{allowed}, got {value!r}"
+    if problem == "not_finite":
+        return f"{key} must be a finite number of seconds, got {value!r}"
+    return f"{key} must be >= 0 seconds, got {value!r}"

@@ -1,0 +1,185 @@
+"""A Job's end: the exit noticed, the drain (last messages and output, orphans asked to go),
+the hang snapshot, the report built and published, the files closed; and the end of a job
+whose handling hit a bug in trainbridge (fail_internal). Part of bridge.job.Job (a mixin: the
+attributes it uses are set up in Job.__init__). The Node twin is node-client/src/job_end.js."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal as signals
+import threading
+import time
+from typing import Any, Optional
+
+from trainbridge.bridge import launcher
+from trainbridge.bridge import report as reports
+from trainbridge.bridge.lines import log_text
+
+PIPE_LINGER_S = 0.2  # after the exit: how long a pipe held by a grandchild may keep us
+
+
+class Report(dict):
+    """The final report: a JSON-ready dict (docs/report.schema.json) with attribute access."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class JobEnd:
+    """Job's end room (I/O thread)."""
+
+    def _on_exit_ready(self) -> None:
+        if self.proc is None or self.proc.poll() is None:
+            return
+        now = time.monotonic()
+        self.ended = now
+        if self._pidfd is not None:
+            self.hub.remove_fd(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        self.exit_code, self.exit_signal = launcher.exit_status(self.proc.returncode)
+        if self.exit_signal == "SIGKILL" and "SIGKILL" not in self.signals_sent:
+            from trainbridge.bridge import oom
+
+            self.oom_killed = oom.oom_killed(self._oom_before, _oom_kill_count(None))
+        self.oom_kills = _oom_kills_since(self._oom_before, self.exit_code, self.exit_signal)
+        self._step({"type": "exit", "t": now, "code": self.exit_code, "signal": self.exit_signal})
+
+    def _drain(self) -> None:
+        self.hub.drain_router()
+        for fd in list(self._pipes):
+            self._read_available(fd)
+        # Whatever of the tree outlived the main process is an orphan now: ask it to go
+        # (it is SIGKILLed at finish), so it cannot hold our pipes or the GPU.
+        if self.tree is not None:
+            self.tree.adopt_escapees()
+            self.leftovers = [p.pid for p in self.tree.alive(include_root=False)]
+            if self.leftovers:
+                self.tree.signal(signals.SIGTERM, include_root=False)
+        self._drain_until = time.monotonic() + PIPE_LINGER_S
+
+    def _start_snapshot(self) -> None:
+        pid = self.pid
+
+        def collect() -> None:
+            try:
+                from trainbridge.bridge import evidence
+
+                self.snapshot = evidence.collect(pid)
+            except Exception as exc:  # noqa: BLE001 - evidence is best effort
+                self.snapshot = {"notes": [f"evidence failed: {type(exc).__name__}: {exc}"]}
+            self.hub.call(lambda: self._step({"type": "snapshotted", "t": time.monotonic()}))
+
+        self._snapshot_thread = threading.Thread(
+            target=collect, name="trainbridge-snapshot", daemon=True
+        )
+        self._snapshot_thread.start()
+
+    def _finish(self) -> None:
+        if self.tree is not None and self.tree.alive(include_root=False):
+            self.tree.signal(signals.SIGKILL, include_root=False)
+        if self._snapshot_thread is not None:
+            self._snapshot_thread.join(timeout=3.0)
+        self.hub.drain_router()
+        self.channel.give_up()
+        if self._outbox:  # sends that waited for a hello that never came
+            self.channel.undelivered["user"] += len(self._outbox)
+            self._outbox.clear()
+        try:
+            self.report = Report(reports.build(self))
+        except Exception as exc:  # noqa: BLE001 - never leave a waiter hanging on a report bug
+            self.report = Report(reports.minimal(self, exc))
+        self.hub.remove_job(self.id)
+        self._end_log()
+        self._close_log()
+        self._close_stdin()
+        shutil.rmtree(self.dir, ignore_errors=True)  # the crash file is in the report now
+        self._publish({"event": "end", "outcome": self.m["outcome"], "report": self.report})
+        self._done.set()
+
+    def _end_log(self) -> None:
+        """The log file ends with the bar's last state, the verdict and the stacks."""
+        held = self._redraws.flush()
+        if held:
+            self._write_log("\n".join(log_text(text) for text in held))
+        self._write_log(log_text(reports.log_footer(self.report)))
+
+    def _close_stdin(self) -> None:
+        if self.stdin is not None:
+            try:
+                self.stdin.close()  # the process is gone: nobody reads it any more
+            except OSError:
+                pass
+
+    # --- I/O thread: a bug while handling this job ------------------------------------------
+    def fail_internal(self, exc: BaseException) -> None:
+        """The hub calls this when handling this job raised (a bug in trainbridge): the job
+        is stopped at once and ends `failed` with an `internal` diagnosis that carries the
+        traceback. Other jobs are not touched."""
+        if self._done.is_set():
+            return
+        import traceback
+
+        self.internal_error = {
+            "type": type(exc).__name__,
+            "message": f"trainbridge failed while supervising this job: {exc}",
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+            "kind": "internal",
+            "fatal": True,
+        }
+        self.error = self.internal_error
+        for fd in list(self._pipes):
+            self.hub.remove_fd(fd)
+        if self._pidfd is not None:
+            self.hub.remove_fd(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self.tree is not None:
+            self.tree.signal(signals.SIGKILL)
+            self.signals_sent.append("SIGKILL")
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=5)
+                self.exit_code, self.exit_signal = launcher.exit_status(self.proc.returncode)
+            except Exception:  # noqa: BLE001 - the report goes out regardless
+                pass
+        self.ended = time.monotonic()
+        for fd in list(self._pipes):
+            try:
+                self._close_pipe(fd)
+            except Exception:  # noqa: BLE001 - failing the job anyway: forget the pipe
+                self._pipes.pop(fd, None)
+        self.m = {**self.m, "state": "ended", "outcome": "failed", "ending": None}
+        self._publish({"event": "state", "state": "ended"})
+        try:
+            self._finish()
+        finally:
+            if not self._done.is_set():  # _finish itself failed: a waiter still gets a report
+                self.report = Report(reports.minimal(self, exc))
+                self.hub.remove_job(self.id)
+                self._publish({"event": "end", "outcome": "failed", "report": self.report})
+                self._done.set()
+
+
+def _oom_kills_since(
+    before: Optional[int], code: Optional[int], signal: Optional[str]
+) -> Optional[int]:
+    """How many processes the OOM killer took in our cgroup while a job that ended badly ran
+    (a DataLoader worker killed while the main process lived); None when unknown or clean."""
+    if before is None or (code == 0 and not signal):
+        return None
+    after = _oom_kill_count(None)
+    return None if after is None else max(0, after - before)
+
+
+def _oom_kill_count(pid: Optional[int]) -> Optional[int]:
+    try:
+        from trainbridge.bridge import oom
+
+        return oom.oom_kill_count(pid)
+    except Exception:  # noqa: BLE001 - best effort
+        return None

@@ -1,0 +1,294 @@
+"""A Job's worker messages: each authentic message from a process of the job, turned into
+published events, report facts and machine events; who speaks for the job (the lead); replies
+to commands; the stage records; whether a hello comes from the job's own process tree. Part of
+bridge.job.Job (a mixin: the attributes it uses are set up in Job.__init__). The Node twin is
+node-client/src/job_messages.js."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+from trainbridge.bridge import launcher, machine, ranks
+from trainbridge.bridge.job_actions import SIGNALS
+
+STAGES_KEPT = 1_000  # stage records kept for the report (a stage per step must not grow)
+LEADS_KEPT = 16  # lead changes kept for the report
+DUMPS_KEPT = 4  # dump_stacks replies kept for the report
+
+
+class JobMessages:
+    """Job's worker-messages room (I/O thread)."""
+
+    def _on_message(self, routing_id: bytes, rank: int, msg) -> None:
+        now = time.monotonic()
+        kind, body = msg.kind, msg.body
+        if routing_id in self._foreign:
+            self.channel.rejected["foreign"] += 1
+            self.channel.peers.pop(routing_id, None)
+            return
+        key = routing_id.decode("ascii", "replace")
+        if kind == "hello" and not self._hello_in_tree(body):
+            # Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither
+            # leads nor is listed, and what it sends later is rejected and counted.
+            self._foreign.add(routing_id)
+            self.foreign_hellos += 1
+            self.channel.peers.pop(routing_id, None)  # commands go to the job's own only
+            return
+        ranks.observe(self.ranks, key, kind, body, msg.ts)
+        if kind == "hello":
+            self._present[routing_id] = body
+            if self._elect() and routing_id != self.lead:
+                self._step({"type": "lead", "t": now, "present": self.lead is not None})
+        lead = routing_id is not None and routing_id == self.lead
+        sender = dict(ranks.sender(self.ranks, key), lead=lead)  # who said it (docs/CLIENT.md)
+        if lead and kind in ("stage", "progress"):
+            self._track_status(kind, body, now)  # before listeners hear: status() agrees
+        if lead:
+            self.last_message_t = now
+        if kind == "logs":
+            # A batch of consecutive records (PROTOCOL.md): listeners see each as a `log`
+            # message, as if it had come alone; the machine hears of the message once.
+            self._publish_records(rank, body["records"], sender)
+            if lead:
+                self._step({"type": "beat", "t": now})
+            return
+        self._publish(
+            {"event": "message", "kind": kind, "rank": rank, "body": body, "sender": sender}
+        )
+        if kind == "hello":
+            if lead or rank not in self.hellos:  # every rank is listed; the lead's hello wins
+                self.hellos[rank] = body
+            # SIGUSR1 only to processes that registered faulthandler for it (it kills others).
+            if body.get("dump_signal") == "SIGUSR1" and self._in_tree(body.get("pid")):
+                self.dump_pids.append(body["pid"])
+            if body.get("native_dump_signal") == "SIGUSR2" and self._in_tree(body.get("pid")):
+                self.native_dump_pids.append(body["pid"])
+        if kind in ("heartbeat", "bye") and isinstance(body.get("dropped"), dict):
+            self.dropped[routing_id] = body["dropped"]  # counts only grow: the latest wins
+        if kind == "reply":
+            self._on_reply(body)  # dumps answer from every process of the job
+        if not lead:
+            if (
+                kind == "hello"
+                and body.get("world_size") is not None
+                and self.m.get("awaiting_ranks")
+            ):  # a rank: the job has started
+                self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
+            if kind == "bye":
+                self._leave(routing_id, now)  # it can no longer lead
+            return  # another process of the job: published above, but it does not lead
+        if kind == "reply" and body.get("to") in self._cancel_seqs:
+            self._on_cancel_reply(body, now)
+        if kind == "hello":
+            self._step(
+                {
+                    "type": "hello",
+                    "t": now,
+                    "dump_signal": bool(self.dump_pids),
+                    "native_dump": bool(self.native_dump_pids) and "SIGUSR2" in SIGNALS,
+                    "awaits_ranks": ranks.awaits_ranks(body),
+                }
+            )
+            self._send_outbox()
+        elif kind == "stage":
+            self._record_stage(body)
+            self._step(
+                {
+                    "type": "stage",
+                    "t": now,
+                    "event": body["event"],
+                    "name": body["name"],
+                    "depth": body.get("depth"),
+                    "budget_s": body.get("budget_s"),
+                }
+            )
+        elif kind == "progress":
+            self.progress = {
+                "step": body["step"],
+                "total": body.get("total"),
+                "metrics": body.get("metrics") or {},
+            }
+            self._step({"type": "progress", "t": now})
+        elif kind == "error":
+            if body.get("fatal") or self.error is None:
+                self.error = body
+            self._step(
+                {
+                    "type": "error",
+                    "t": now,
+                    "fatal": bool(body.get("fatal")),
+                    "kind": body.get("kind"),
+                    "exit_code": body.get("exit_code"),
+                }
+            )
+        elif kind == "bye":
+            self.bye = body
+            self._step(
+                {
+                    "type": "bye",
+                    "t": now,
+                    "reason": body.get("reason"),
+                    "exit_code": body.get("exit_code"),
+                }
+            )
+            self._leave(routing_id, now)
+        else:
+            if kind == "heartbeat":
+                self.heartbeat = body
+            self._step({"type": "beat", "t": now})
+            if kind == "heartbeat" and self.m["state"] == "stalled":
+                self._live_diagnose()
+
+    # --- I/O thread: who speaks for the job -------------------------------------------------
+    def _elect(self) -> bool:
+        """Apply machine.choose_lead to the processes present; True when the lead changed."""
+        pid = machine.choose_lead(list(self._present.values()), self.pid)
+        lead = next((rid for rid, hello in self._present.items() if hello.get("pid") == pid), None)
+        if lead == self.lead:
+            return False
+        self.lead, self.lead_pid = lead, pid
+        self.leads = (self.leads + [pid])[-LEADS_KEPT:]
+        self._publish({"event": "lead", "pid": pid})
+        return True
+
+    def _leave(self, routing_id: bytes, now: float) -> None:
+        """A process said bye or is gone. The launched process never leaves: its last words
+        are the job's. Another one that led hands the lead back (machine event "lead")."""
+        hello = self._present.get(routing_id)
+        if hello is None or hello.get("pid") == self.pid:
+            return
+        del self._present[routing_id]
+        if self._elect() and self.m["exit"] is None:
+            self._step({"type": "lead", "t": now, "present": self.lead is not None})
+
+    def _check_lead_alive(self, now: float) -> None:
+        if self.lead is None or self.lead_pid == self.pid or self.tree is None:
+            return
+        created = self.tree.known.get(self.lead_pid)
+        if not _process_alive(self.lead_pid, created):
+            self._leave(self.lead, now)
+
+    def _on_reply(self, body: dict[str, Any]) -> None:
+        to = body.get("to")
+        text = body.get("stacks")
+        if text:
+            self.stacks = (self.stacks + [text])[-DUMPS_KEPT:]
+        box = self._pending_dumps.pop(to, None)
+        if box is not None:
+            box[1] = body
+            box[0].set()
+        if to is not None and to == self._dump_seq:
+            self._dump_seq = None
+            self._step({"type": "dumped", "t": time.monotonic()})
+
+    def _track_status(self, kind: str, body: dict[str, Any], now: float) -> None:
+        with self._status_lock:
+            if kind == "stage":
+                self._status.stage(body)
+            else:
+                self._status.progress(body, now)
+
+    def _on_cancel_reply(self, body: dict[str, Any], now: float) -> None:
+        """The lead's answer to the in-band cancel: accepted, or refused and why."""
+        self._cancel_seqs = range(0)
+        info = self.cancel_info if self.cancel_info is not None else {"reason": None}
+        self.cancel_info = info
+        if body.get("ok"):
+            info.update(accepted=True, refused=None)
+        else:
+            info.update(accepted=False, refused=str(body.get("error") or "refused"))
+        self._publish(
+            {
+                "event": "cancel",
+                "reason": info.get("reason"),
+                "accepted": info["accepted"],
+                "refused": info["refused"],
+            }
+        )
+        if not info["accepted"]:
+            self._step({"type": "cancel_refused", "t": now, "reason": info["refused"]})
+
+    def _on_refused(self, reason: str) -> None:
+        self._step({"type": "refused", "t": time.monotonic(), "reason": reason})
+
+    def _record_stage(self, body: dict[str, Any]) -> None:
+        if body["event"] == "begin":
+            if len(self.stages) >= STAGES_KEPT:
+                self._forget_a_closed_stage()
+            self._stage_events += 1
+            self.stages.append(
+                {
+                    "name": body["name"],
+                    "status": "running",
+                    "duration_s": None,
+                    "depth": body.get("depth", 0),
+                    "budget_s": body.get("budget_s"),
+                    "started": time.monotonic() - self.started,
+                    "began": self._stage_events,
+                }
+            )
+            return
+        depth = body.get("depth")
+        for entry in reversed(self.stages):
+            if (
+                entry["name"] == body["name"]
+                and entry["status"] == "running"
+                and (depth is None or entry["depth"] == depth)
+            ):
+                entry["status"] = body.get("status") or "ok"
+                self._stage_events += 1
+                entry["closed"] = self._stage_events  # the order of begins and ends
+                entry["duration_s"] = body.get("duration_s")
+                if entry["duration_s"] is None:
+                    entry["duration_s"] = round(
+                        time.monotonic() - self.started - entry["started"], 6
+                    )
+                break
+
+    def _forget_a_closed_stage(self) -> None:
+        """Drop the oldest closed stage record (open ones say where the job is)."""
+        for i, entry in enumerate(self.stages):
+            if entry["status"] != "running":
+                del self.stages[i]
+                self.stages_dropped += 1
+                return
+
+    def _hello_in_tree(self, hello: dict[str, Any]) -> bool:
+        """Whether a hello comes from the job's tree: its pid is, or (a subprocess that said
+        hello and exited before we looked) its pid is gone and its parent is ours."""
+        pid = hello.get("pid")
+        if self._in_tree(pid):
+            return True
+        return (
+            isinstance(pid, int)
+            and not _process_alive(pid, None)
+            and self._in_tree(hello.get("ppid"))
+        )
+
+    def _in_tree(self, pid: Any) -> bool:
+        if not isinstance(pid, int):
+            return False
+        if pid == self.pid:  # ours for sure; the tree's snapshot can miss it in a race
+            return True
+        if self.tree is None:
+            if self.pid is None:
+                return False
+            self.tree = launcher.Tree(self.pid, self.id)  # a hello before _attach ran
+        self.tree.refresh()
+        return pid in self.tree.known
+
+
+def _process_alive(pid: Any, created: Optional[float]) -> bool:
+    """Whether `pid` is still the process that was seen (same start time), not a zombie."""
+    import psutil
+
+    if not isinstance(pid, int):
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if created is not None and proc.create_time() != created:
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

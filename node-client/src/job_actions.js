@@ -1,0 +1,187 @@
+'use strict';
+/**
+ * A Job and its state machine: machine events in (stamped with the shell's clock, queued
+ * until the spawn), the machine's actions performed (state events, snapshots, stack dumps,
+ * the in-band cancel, signals, drain, finish), its timer; the look for a loaded worker before
+ * any hello; the live diagnosis while stalled. Part of Job (src/job.js mixes these methods
+ * into Job.prototype). The Python twin is bridge/job_actions.py.
+ */
+
+const fs = require('node:fs');
+const machine = require('./machine.js');
+const launcher = require('./launcher.js');
+const evidence = require('./evidence.js');
+const { diagnoseHang } = require('./diagnosis.js');
+const ranks = require('./ranks.js');
+const { crashFileSize, signalDumpedPids } = require('./report.js');
+
+const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed at most this often
+const now = () => performance.now() / 1000; // the shell's monotonic clock, in seconds
+
+class JobActions {
+  // --- the machine ------------------------------------------------------------------
+  /** Hand one event (stamped now) to the machine; events before the spawn wait for it. */
+  _post(event) {
+    this._queue.push({ t: now(), ...event });
+    this._pump();
+  }
+
+  _pump() {
+    if (this._stepping || this.pid === null) return;
+    this._stepping = true;
+    try {
+      while (this._queue.length) {
+        const ev = this._queue.shift();
+        const [state, actions] = machine.step(this._m, ev);
+        this._m = state;
+        for (const action of actions) this._perform(action);
+      }
+    } finally {
+      this._stepping = false;
+    }
+    this._schedule();
+  }
+
+  _schedule() {
+    if (this.pid === null || this.report) return;
+    const deadline = machine.nextDeadline(this._m);
+    // A timer armed for an earlier time stays: an early "timer" event changes nothing (the
+    // machine judges deadlines itself), and re-arming on every message would cost more.
+    if (this._timer && deadline !== null && this._timerAt <= deadline) return;
+    if (this._timer) clearTimeout(this._timer);
+    this._timer = null;
+    if (deadline === null) return;
+    this._timerAt = deadline;
+    const ms = Math.max(0, (deadline - now()) * 1000) + 1;
+    this._timer = setTimeout(() => { this._timer = null; this._guard(() => this._onTimer()); }, ms);
+  }
+
+  _onTimer() {
+    // Did the lead's SIGUSR1 handler answer? If not, the machine sends SIGUSR2 next.
+    const { ending } = this._m;
+    if (ending && ending.step === 'signal_dump' && !this._m.answered
+        && signalDumpedPids(this._crashFile, this._signalDumpAt).has(this._facts.leadPid)) {
+      this._post({ type: 'signal_dumped' });
+    }
+    this._post({ type: 'timer' });
+  }
+
+  _perform(action) {
+    switch (action.do) {
+      case 'state':
+        this.state = action.state;
+        this._emit('state', action.state);
+        if (action.state === 'stalled') this._liveDiagnose(true);
+        break;
+      case 'snapshot':
+        this._emit('hang', { reason: action.reason, stage: (this._m.hang || {}).stage ?? null });
+        this._snapshot();
+        break;
+      case 'dump_stacks':
+        this._dumpSeq = this._command('dump_stacks');
+        break;
+      case 'cancel': {
+        const first = this.clientSeq + 1;
+        const last = this._command('cancel', { reason: (this._facts.cancel || {}).reason || 'cancelled by the client' });
+        this._cancelSeqs = last === null ? null : [first, last];
+        break;
+      }
+      case 'signal':
+        this._signal(action.signal);
+        break;
+      case 'drain':
+        this._drain();
+        break;
+      case 'finish':
+        this._finish();
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Send a command to every process of the job that spoke; returns its seq (or null). */
+  _command(kind, body = {}) {
+    let seq = null;
+    for (const peer of this._peers) seq = this._hub.send(this, peer, kind, body);
+    return seq;
+  }
+
+  _signal(signal) {
+    this._facts.signalsSent.push(signal);
+    this._emit('signal', signal);
+    if (signal === 'SIGUSR1') {
+      this._signalDumpAt = crashFileSize(this._crashFile);
+      for (const pid of this._facts.dumpPids) launcher.signalProcess(pid, signal);
+      return;
+    }
+    if (signal === 'SIGUSR2') {
+      // Only to the processes whose SIGUSR1 handler did not answer: Python runs in the
+      // others, and the C dump would race it (worker/hooks.py).
+      const answered = signalDumpedPids(this._crashFile, this._signalDumpAt);
+      for (const pid of this._facts.nativeDumpPids) if (!answered.has(pid)) launcher.signalProcess(pid, signal);
+      return;
+    }
+    launcher.signalTree(this._tree, signal);
+  }
+
+  /**
+   * Before any hello: has the worker loaded in the launched process? Its stage box is written
+   * synchronously at `import worker`, before the beacon can speak; a GIL held right after
+   * would otherwise be seen only at the startup timeout. The box's mtime says when, /proc's
+   * SigCgt whether SIGUSR1 has a handler (as bridge/job.py _check_loaded).
+   */
+  _checkLoaded() {
+    if (this._m.hello || this._m.exit !== null || (this._m.loaded_t ?? null) !== null || this.report) {
+      clearInterval(this._loadedPoll);
+      return;
+    }
+    let mtimeMs;
+    try { mtimeMs = fs.statSync(`${this._crashFile}.stages.${this.pid}`).mtimeMs; } catch { return; }
+    const t = now();
+    const loaded = Math.min(t, t - (Date.now() - mtimeMs) / 1000);
+    let caught = false;
+    let native = false;
+    try {
+      const m = /^SigCgt:\s*([0-9a-f]+)/m.exec(fs.readFileSync(`/proc/${this.pid}/status`, 'latin1'));
+      caught = m !== null && (BigInt(`0x${m[1]}`) & (1n << 9n)) !== 0n; // SIGUSR1 = 10
+      // SIGUSR2 = 12, faulthandler's C dump: answers even when a held GIL stops SIGUSR1's.
+      native = m !== null && (BigInt(`0x${m[1]}`) & (1n << 11n)) !== 0n && process.platform !== 'win32';
+    } catch { /* gone */ }
+    if (native && !this._facts.nativeDumpPids.includes(this.pid)) this._facts.nativeDumpPids.push(this.pid);
+    clearInterval(this._loadedPoll);
+    this._queue.push({ t: loaded, type: 'worker_loaded', dump_signal: caught, native_dump: native });
+    this._post({ type: 'timer' });
+  }
+
+  /**
+   * While stalled, before any deadline: the diagnosis now, from the last heartbeat's stack
+   * and a cheap look at the process, at most every LIVE_DIAGNOSIS_S; emitted as 'stalled'
+   * {stage, idle_s, stack, diagnosis} and kept in job.liveDiagnosis (as bridge/job.py).
+   */
+  _liveDiagnose(force = false) {
+    const t = now();
+    if (this.pid === null || (!force && this._liveT !== null && t - this._liveT < LIVE_DIAGNOSIS_S)) return;
+    this._liveT = t;
+    const hb = this._facts.heartbeat || {};
+    const running = this._facts.stages.filter((s) => s.status === 'running').map((s) => s.name);
+    const last = this._m.last_activity_t;
+    const idle = last !== null && last !== undefined ? Math.round((t - last) * 10) / 10 : (hb.idle_s ?? null);
+    let found;
+    try {
+      const ev = evidence.live(this.pid, this._liveMark);
+      this._liveMark = ev.mark || null;
+      delete ev.mark;
+      found = diagnoseHang({ reason: 'stall', stage: running.length ? running[running.length - 1] : null, stages: running,
+        idle_s: idle, stack: hb.stack ?? null, saw_hello: this._facts.hellos.size > 0, evidence: ev, progress: this._facts.progress });
+      // Ranks waiting in a collective for one that is elsewhere (issue 12 item 12).
+      found = ranks.liveCollective(this._facts.ranks) || found;
+    } catch (err) {
+      found = { kind: 'unknown', summary: `live diagnosis failed: ${err.message}`, hint: '', evidence: {} };
+    }
+    this.liveDiagnosis = { kind: found.kind, frame: found.evidence.frame ?? null, summary: found.summary, hint: found.hint, idle_s: idle };
+    this._emit('stalled', { stage: hb.stage ?? null, idle_s: idle, stack: hb.stack ?? null, diagnosis: this.liveDiagnosis });
+  }
+}
+
+module.exports = { JobActions, now };

@@ -1,0 +1,80 @@
+'use strict';
+/**
+ * The event queue behind `for await (const event of job)` / job.events(): a bounded queue for
+ * one consumer, which, when it falls behind, gets one {type: "dropped", data: {count, kinds}}
+ * event saying what it missed. The Python twin is bridge/job_events.py (EventQueue).
+ */
+
+const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'lead', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'error', 'end', 'message'];
+const EVENT_QUEUE = 10000; // events kept for a slow events() consumer; the oldest go first
+
+/** Events in order for one consumer; at most `maxlen` held, the oldest go first. */
+class EventQueue {
+  constructor(maxlen = EVENT_QUEUE) {
+    this._maxlen = maxlen;
+    this._buffer = [];
+    this._dropped = 0;
+    this._kinds = {}; // of `_dropped`, per event type (as bridge's `kinds`)
+    this._wake = null;
+  }
+
+  /** Queue one {type, data}; wake a waiting next(). */
+  put(event) {
+    if (this._buffer.length >= this._maxlen) {
+      const gone = this._buffer.shift();
+      this._dropped += 1;
+      this._kinds[gone.type] = (this._kinds[gone.type] || 0) + 1;
+    }
+    this._buffer.push(event);
+    if (this._wake) { this._wake(); this._wake = null; }
+  }
+
+  /** The next event, a "dropped" one first when some were lost; null once `over()` and empty. */
+  async next(over) {
+    while (!this._buffer.length) {
+      if (over()) return null;
+      await new Promise((resolve) => { this._wake = resolve; });
+    }
+    if (this._dropped) {
+      const data = { count: this._dropped, kinds: this._kinds };
+      this._dropped = 0;
+      this._kinds = {};
+      return { type: 'dropped', data };
+    }
+    return this._buffer.shift();
+  }
+}
+
+/**
+ * job's events as an async iterator: {type, data}, from now until {type: "end", data: report}.
+ * The events are heard as a listener would; 'error' through job._errorTaps, since listening to
+ * it would change whether it is emitted.
+ */
+function events(job, maxlen = EVENT_QUEUE) {
+  const queue = new EventQueue(maxlen);
+  let ended = false;
+  const listeners = EVENT_NAMES.map((type) => {
+    const fn = (data) => {
+      queue.put({ type, data });
+      if (type === 'end') ended = true;
+    };
+    if (type === 'error') job._errorTaps.add(fn); else job.on(type, fn);
+    return [type, fn];
+  });
+  const detach = () => {
+    for (const [type, fn] of listeners) {
+      if (type === 'error') job._errorTaps.delete(fn); else job.off(type, fn);
+    }
+  };
+  return {
+    [Symbol.asyncIterator]() { return this; },
+    async next() {
+      const value = await queue.next(() => ended || job.report);
+      if (value === null) { detach(); return { done: true, value: undefined }; }
+      return { done: false, value };
+    },
+    async return() { detach(); return { done: true, value: undefined }; },
+  };
+}
+
+module.exports = { EventQueue, events, EVENT_NAMES, EVENT_QUEUE };

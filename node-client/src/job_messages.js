@@ -1,0 +1,316 @@
+'use strict';
+/**
+ * A Job's worker messages: each authentic message from a process of the job (from the hub),
+ * turned into emitted events, report facts and machine events; who speaks for the job (the
+ * lead); replies to commands; the stage records; whether a hello comes from the job's own
+ * process tree. Part of Job (src/job.js mixes these methods into Job.prototype). The Python
+ * twin is bridge/job_messages.py.
+ */
+
+const fs = require('node:fs');
+const machine = require('./machine.js');
+const launcher = require('./launcher.js');
+const ranks = require('./ranks.js');
+const { PythonError } = require('./errors.js');
+const { now } = require('./job_actions.js');
+
+const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
+const DUMPS_KEPT = 4; // dump_stacks replies kept for the report
+const LEADS_KEPT = 16; // lead changes kept for the report
+const LEAD_CHECK_MS = 1000; // how often a lead other than the launched process is checked
+
+class JobMessages {
+  // --- from the hub -----------------------------------------------------------------
+  rejected(reason) {
+    this._facts.rejected[reason] = (this._facts.rejected[reason] || 0) + 1;
+  }
+
+  lost(count) {
+    this._facts.lost += count;
+  }
+
+  undelivered(kind) {
+    this._facts.undelivered[kind] = (this._facts.undelivered[kind] || 0) + 1;
+  }
+
+  /** The hub's notice that the connection of `peer` ended: it delivers nothing more. */
+  disconnected(peer) {
+    this._gone.add(peer);
+    if (this._drainCheck) this._drainCheck();
+  }
+
+  refused(reason) {
+    this._post({ type: 'refused', reason });
+  }
+
+  /** One authentic, in-order message from a worker process (`peer`: its routing id). */
+  receive(msg, peer) {
+    const { body } = msg;
+    if (this._foreign.has(peer)) {
+      this.rejected('foreign');
+      return;
+    }
+    if ((msg.kind === 'heartbeat' || msg.kind === 'bye') && body.dropped && typeof body.dropped === 'object') {
+      this._facts.dropped.set(peer, body.dropped); // counts only grow: the latest wins
+    }
+    if (msg.kind === 'hello' && !this._helloInTree(body)) {
+      // Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither leads
+      // nor is listed, and what it sends later is rejected and counted.
+      this._foreign.add(peer);
+      this._facts.foreignHellos += 1;
+      return;
+    }
+    this._peers.add(peer); // commands (cancel, dumps) go to the job's own processes only
+    if (this._gone.size) this._gone.delete(peer); // it spoke again: a new connection (libzmq reconnects)
+    ranks.observe(this._facts.ranks, peer, msg.kind, body, msg.ts); // every process's own state
+    if (msg.kind === 'hello') {
+      this._present.set(peer, body);
+      if (this._elect() && peer !== this._lead) this._post({ type: 'lead', present: this._lead !== null });
+    }
+    const lead = peer !== null && peer === this._lead;
+    // Every emitted body names its sender (docs/CLIENT.md "Ranks"): rank, local_rank, host, pid, role, lead.
+    const sender = { ...ranks.sender(this._facts.ranks, peer), lead };
+    if (body && typeof body === 'object' && msg.kind !== 'logs') body.sender = sender;
+    this._sender = sender;
+    if (lead) this._lastMsgAt = now();
+    if (!lead) {
+      this._fromOther(msg, peer);
+      if (msg.kind === 'bye') this._leave(peer); // it can no longer lead
+      return;
+    }
+    if (msg.kind === 'reply' && this._cancelSeqs && body.to >= this._cancelSeqs[0] && body.to <= this._cancelSeqs[1]) {
+      this._onCancelReply(body);
+    }
+    switch (msg.kind) {
+      case 'hello': {
+        const rank = Number(peer.split('/')[1]);
+        this._facts.hellos.set(rank, body);
+        // SIGUSR1 only to processes that registered faulthandler for it (it kills others).
+        if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
+        if (body.native_dump_signal === 'SIGUSR2' && this._inTree(body.pid)) this._facts.nativeDumpPids.push(body.pid);
+        this._emit('hello', body);
+        this._post({
+          type: 'hello', dump_signal: this._facts.dumpPids.length > 0,
+          native_dump: this._facts.nativeDumpPids.length > 0 && process.platform !== 'win32',
+          awaits_ranks: ranks.awaitsRanks(body),
+        });
+        this._sendOutbox();
+        break;
+      }
+      case 'stage':
+        this._recordStage(body);
+        this._status.stage(body);
+        this._emit('stage', body);
+        this._post({ type: 'stage', event: body.event, name: body.name, depth: body.depth ?? null, budget_s: body.budget_s ?? null });
+        break;
+      case 'progress':
+        this._facts.progress = { step: body.step, total: body.total ?? null, metrics: body.metrics || {} };
+        this._status.progress(body, now());
+        body.t = Date.now() / 1000; // when it arrived, as the Python client's event "t"
+        this._emit('progress', body);
+        this._post({ type: 'progress' });
+        break;
+      case 'error': {
+        if (body.fatal || this._facts.error === null) this._facts.error = body;
+        const err = new PythonError(body);
+        if (this.listenerCount('error') > 0) this._emit('error', err);
+        for (const tap of this._errorTaps) tap(err);
+        this._post({ type: 'error', fatal: Boolean(body.fatal), kind: body.kind, exit_code: body.exit_code ?? null });
+        break;
+      }
+      case 'bye':
+        this._facts.bye = body;
+        this._post({ type: 'bye', reason: body.reason, exit_code: body.exit_code ?? null });
+        this._leave(peer);
+        break;
+      case 'heartbeat':
+        this._facts.heartbeat = body;
+        this._emit('heartbeat', body);
+        this._post({ type: 'beat' });
+        if (this._m.state === 'stalled') this._liveDiagnose();
+        break;
+      case 'log':
+        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });
+        this._post({ type: 'beat' });
+        break;
+      case 'logs':
+        // A batch of consecutive records (PROTOCOL.md): listeners see each as a worker
+        // 'log', as if it had come alone; the machine hears of the message once.
+        for (const record of body.records) {
+          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record, sender: this._sender });
+        }
+        this._post({ type: 'beat' });
+        break;
+      case 'reply':
+        this._onReply(body);
+        this._post({ type: 'beat' });
+        break;
+      case 'user':
+        this._emit('message', body.data ?? null);
+        this._post({ type: 'beat' });
+        break;
+      default:
+        this._post({ type: 'beat' });
+        break;
+    }
+  }
+
+  // --- who speaks for the job (bridge/job.py's twins) --------------------------------
+  /** Apply machine.chooseLead to the processes present; true when the lead changed. */
+  _elect() {
+    const pid = machine.chooseLead([...this._present.values()], this.pid);
+    let lead = null;
+    for (const [peer, hello] of this._present) if (hello.pid === pid) { lead = peer; break; }
+    if (lead === this._lead) return false;
+    this._lead = lead;
+    this._facts.leadPid = pid;
+    this._facts.leads = [...this._facts.leads, pid].slice(-LEADS_KEPT);
+    this._watchLead();
+    this._emit('lead', { pid });
+    return true;
+  }
+
+  /**
+   * A process said bye or is gone. The launched process never leaves: its last words are
+   * the job's. Another one that led hands the lead back (machine event "lead").
+   */
+  _leave(peer) {
+    const hello = this._present.get(peer);
+    if (hello === undefined || hello.pid === this.pid) return;
+    this._present.delete(peer);
+    if (this._elect() && this._m.exit === null) this._post({ type: 'lead', present: this._lead !== null });
+  }
+
+  /** While a process other than the launched one leads, notice when it is gone. */
+  _watchLead() {
+    const watch = this._lead !== null && this._facts.leadPid !== this.pid;
+    if (watch && this._leadWatch === null) {
+      this._leadWatch = setInterval(() => {
+        if (this._lead === null || this._m.state === 'ended') return;
+        if (!launcher.jobProcesses(this._tree).some((p) => p.pid === this._facts.leadPid)) this._leave(this._lead);
+      }, LEAD_CHECK_MS);
+      this._leadWatch.unref();
+    } else if (!watch && this._leadWatch !== null) {
+      clearInterval(this._leadWatch);
+      this._leadWatch = null;
+    }
+  }
+
+  /**
+   * A message from a process that does not lead the job (a subprocess in zero-code mode,
+   * torchrun's launcher once rank 0 spoke): published to listeners, but it drives neither
+   * the machine nor the report, as in bridge/job.py.
+   */
+  _fromOther(msg, peer) {
+    const { body } = msg;
+    switch (msg.kind) {
+      case 'hello': {
+        const rank = Number(peer.split('/')[1]);
+        if (!this._facts.hellos.has(rank)) this._facts.hellos.set(rank, body); // every rank is listed
+        // A rank's hello: the job has started, even when its lead is a launcher elsewhere.
+        if ((body.world_size ?? null) !== null && this._m.awaiting_ranks) this._post({ type: 'hello', dump_signal: this._facts.dumpPids.length > 0 });
+        if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
+        if (body.native_dump_signal === 'SIGUSR2' && this._inTree(body.pid)) this._facts.nativeDumpPids.push(body.pid);
+        this._emit('hello', body);
+        break;
+      }
+      case 'stage': this._emit('stage', body); break;
+      case 'progress': body.t = Date.now() / 1000; this._emit('progress', body); break;
+      case 'heartbeat': this._emit('heartbeat', body); break;
+      case 'log':
+        this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });
+        break;
+      case 'logs':
+        for (const record of body.records) {
+          this._emit('log', { stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record, sender: this._sender });
+        }
+        break;
+      case 'reply': this._onReply(body); break; // dumps answer from every process of the job
+      case 'user': this._emit('message', body.data ?? null); break;
+      default: break;
+    }
+  }
+
+  /** The lead's answer to the in-band cancel: accepted, or refused and why. */
+  _onCancelReply(body) {
+    this._cancelSeqs = null;
+    if (this._facts.cancel === null) this._facts.cancel = { reason: null, accepted: null, refused: null, traceback: null };
+    const info = this._facts.cancel;
+    info.accepted = Boolean(body.ok);
+    info.refused = body.ok ? null : String(body.error || 'refused');
+    this._emit('cancel', { reason: info.reason, accepted: info.accepted, refused: info.refused });
+    if (!info.accepted) this._post({ type: 'cancel_refused', reason: info.refused });
+  }
+
+  _onReply(body) {
+    const text = body.stacks ?? null;
+    if (text) this._facts.stacks = [...this._facts.stacks, String(text)].slice(-DUMPS_KEPT);
+    const resolve = this._stackRequests.get(body.to);
+    if (resolve) resolve(body);
+    if (body.to !== undefined && body.to === this._dumpSeq) {
+      this._dumpSeq = null;
+      this._post({ type: 'dumped' });
+    }
+  }
+
+  _recordStage(body) {
+    const { stages } = this._facts;
+    if (body.event === 'begin') {
+      if (stages.length >= STAGES_KEPT) this._forgetAClosedStage();
+      this._stageEvents = (this._stageEvents || 0) + 1;
+      stages.push({ name: body.name, status: 'running', duration_s: null, depth: body.depth ?? 0,
+        budget_s: body.budget_s ?? null, started: now() - this._facts.started, began: this._stageEvents });
+      return;
+    }
+    const depth = body.depth ?? null;
+    for (let i = stages.length - 1; i >= 0; i--) {
+      const entry = stages[i];
+      if (entry.name === body.name && entry.status === 'running' && (depth === null || entry.depth === depth)) {
+        entry.status = body.status || 'ok';
+        this._stageEvents = (this._stageEvents || 0) + 1;
+        entry.closed = this._stageEvents; // the order of begins and ends
+        entry.duration_s = body.duration_s ?? null;
+        if (entry.duration_s === null) entry.duration_s = Math.round((now() - this._facts.started - entry.started) * 1e6) / 1e6;
+        return;
+      }
+    }
+  }
+
+  /** Drop the oldest closed stage record (open ones say where the job is). */
+  _forgetAClosedStage() {
+    const i = this._facts.stages.findIndex((entry) => entry.status !== 'running');
+    if (i >= 0) {
+      this._facts.stages.splice(i, 1);
+      this._facts.stagesDropped += 1;
+    }
+  }
+
+  /**
+   * Whether a hello comes from the job's tree: its pid is, or (a subprocess that said hello
+   * and exited before we looked) its pid is gone and its parent is ours (bridge/job.py's rule).
+   */
+  _helloInTree(hello) {
+    if (this._inTree(hello.pid)) return true;
+    return Number.isInteger(hello.pid) && processGone(hello.pid) && this._inTree(hello.ppid);
+  }
+
+  _inTree(pid) {
+    if (!Number.isInteger(pid)) return false;
+    if (pid === this.pid) return true; // ours for sure, as in bridge/job.py
+    if (!this._tree) return false;
+    return launcher.jobProcesses(this._tree).some((p) => p.pid === pid);
+  }
+}
+
+/** Whether a process is gone (no /proc entry, or a zombie). */
+function processGone(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.charAt(stat.lastIndexOf(')') + 2) === 'Z';
+  } catch {
+    return true;
+  }
+}
+
+
+module.exports = { JobMessages, STAGES_KEPT };
