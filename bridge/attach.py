@@ -9,7 +9,6 @@ the store and SIGTERM, dump_stacks through SIGUSR1 (the stacks come back as a "s
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import signal
@@ -18,7 +17,8 @@ import time
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
-from trainbridge.bridge import procs
+from trainbridge.bridge import procs, scheduler
+from trainbridge.bridge.job_events import EventQueue
 from trainbridge.bridge.status import StatusTracker
 from trainbridge.bridge.store import Store
 
@@ -53,8 +53,9 @@ class Attached:
         self._state = row["state"]
         self.report: Optional[Report] = None
         self._callbacks: list[Callable[[dict[str, Any]], None]] = [on_event] if on_event else []
-        self._queue: collections.deque[dict[str, Any]] = collections.deque()
-        self._cond = threading.Condition()
+        # The events file holds every event, so nothing is dropped here: no bound.
+        self._events = EventQueue(maxlen=None)
+        self._cond = threading.Condition()  # guards _callbacks and _stacks
         self._done = threading.Event()
         self._closed = threading.Event()
         self._stacks: list[Optional[str]] = []
@@ -96,8 +97,6 @@ class Attached:
     def cancel(self, grace: Optional[float] = None, reason: Optional[str] = None) -> bool:
         """Cancel the job (queued or running) for everyone. `grace` and `reason` are the
         keeper's: its job's kill_grace, and "cancelled through the job store"."""
-        from trainbridge.bridge import scheduler
-
         store = Store(self.store_path)
         try:
             return scheduler.cancel(store, self.id)
@@ -130,23 +129,11 @@ class Attached:
             self._callbacks.append(callback)
 
     def events(self, timeout: Optional[float] = None) -> Iterator[dict[str, Any]]:
-        while True:
-            event = self.next_event(timeout)
-            if event is None:
-                return
-            yield event
-            if event["event"] == "end":
-                return
+        """As Job.events() (the same queue, bridge/job_events.py)."""
+        return self._events.events(timeout)
 
     def next_event(self, timeout: Optional[float] = 0) -> Optional[dict[str, Any]]:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while not self._queue:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return None
-                self._cond.wait(left)
-            return self._queue.popleft()
+        return self._events.next_event(timeout)
 
     def close(self) -> None:
         """Stop following (the job goes on)."""
@@ -175,9 +162,9 @@ class Attached:
         with self._cond:
             if kind == "stacks":
                 self._stacks.append(event.get("stacks"))
-            self._queue.append(event)
-            self._cond.notify_all()
+                self._cond.notify_all()
             callbacks = list(self._callbacks)
+        self._events.put_all([event])
         for callback in callbacks:
             try:
                 callback(event)
