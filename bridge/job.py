@@ -8,6 +8,7 @@ concern (docs/CLIENT.md "Rooms of the Job"), the same in node-client/src/:
   job_messages   worker messages, the lead, replies, stage records
   job_actions    the state machine's events and actions, timers, signals, live diagnosis
   job_end        exit, drain, snapshot, report, fail_internal
+  job_facts      the facts record the report is built from (pure)
 
 Everything inside a Job runs on the hub's I/O thread; the public methods (wait, cancel,
 dump_stacks, events) post calls to it or wait on what it publishes. The decisions are made
@@ -42,13 +43,14 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Callable, Optional
 
-from trainbridge.bridge import jobenv, launcher, machine, ranks
+from trainbridge.bridge import job_facts, jobenv, launcher, machine, ranks
 from trainbridge.bridge.hub import Channel, Hub
 from trainbridge.bridge.job_actions import JobActions
 from trainbridge.bridge.job_arguments import TAIL_LINES, check_arguments, config_message
 from trainbridge.bridge.job_end import JobEnd, Report, _oom_kill_count
 from trainbridge.bridge.job_events import EVENT_QUEUE, EventQueue
-from trainbridge.bridge.job_messages import STAGES_KEPT, JobMessages
+from trainbridge.bridge.job_facts import STAGES_KEPT
+from trainbridge.bridge.job_messages import JobMessages
 from trainbridge.bridge.job_output import (
     PSEUDO_FDS,
     JobOutput,
@@ -124,8 +126,6 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         )  # before anything exists
         self.log_path = log_path
         self._log = open_log(log_path) if log_path else None  # first: nothing to undo
-        self.log_lines = 0  # lines written to the log file
-        self.log_error: Optional[dict[str, Any]] = None  # the log file is incomplete
         self.log_timestamps = log_timestamps  # prefix each log line with its UTC time
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
@@ -140,7 +140,6 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self.stderr = ChunkStream("stderr") if raw else None
         self._outbox: collections.deque[Any] = collections.deque()  # job.send() before any hello
         self.crash_file = os.path.join(self.dir, "crash.txt")
-        self.dropped: dict[bytes, dict[str, int]] = {}  # routing id -> the worker's drop counts
         self._callbacks: list[Callable[[dict[str, Any]], None]] = [on_event] if on_event else []
         self._events = EventQueue(EVENT_QUEUE)  # for events() / next_event()
         self._done = threading.Event()
@@ -149,50 +148,23 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self.m = machine.initial(config, time.monotonic())
         self._unrouted_at_start = self.hub.unrouted  # the report shows what came meanwhile
         self.channel = Channel(self.hub, self.id, self.key, self._on_message, self._on_refused)
-        # Facts for the report, gathered as they come.
-        self.started_wall = time.time()
-        self.started = time.monotonic()
-        self.ended: Optional[float] = None
-        self.tail: collections.deque[dict[str, str]] = collections.deque(maxlen=tail_lines)
+        # Facts for the report, gathered as they come (bridge/job_facts.py).
+        self.facts = job_facts.initial(
+            self.id, self.cmd, log_path, time.monotonic(), time.time(), tail_lines
+        )
+        self.facts["ranks"] = ranks.initial()  # every worker process's own state
         self.last_output_t: Optional[float] = None  # monotonic time of the last output line
-        self.lines = {"stdout": 0, "stderr": 0}
-        self.bytes = {"stdout": 0, "stderr": 0}
-        self.hellos: dict[int, dict[str, Any]] = {}
-        self.ranks = ranks.initial()  # every worker process's own state (report `ranks`)
         self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
-        self.lead_pid: Optional[int] = None
         # Hellos of the processes that may lead (said hello, have not left), in order.
         self._present: dict[bytes, dict[str, Any]] = {}
         self._foreign: set = set()  # routing ids whose hello came from outside the tree
-        self.foreign_hellos = 0
-        self.leads: list[Optional[int]] = []  # pids that spoke for the job, in turn (None: none)
-        self.internal_error: Optional[dict[str, Any]] = None  # a trainbridge bug ended the job
-        self.dump_pids: list[int] = []
-        self.native_dump_pids: list[int] = []  # SIGUSR2: faulthandler's C dump, main thread
         self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
-        self.stages: list[dict[str, Any]] = []
-        self.stages_dropped = 0
-        self._stage_events = 0  # numbers the stage begins and ends, in the order received
-        self.progress: Optional[dict[str, Any]] = None
-        self.error: Optional[dict[str, Any]] = None
-        self.bye: Optional[dict[str, Any]] = None
-        self.heartbeat: Optional[dict[str, Any]] = None
         self.last_message_t: Optional[float] = None
-        self.stacks: list[str] = []
-        self.fatal_lines: list[str] = []  # faulthandler's report on stderr, after a crash
         self._fatal_capture = False
-        self.oom_killed: Optional[bool] = None
         self._oom_before: Optional[int] = None
-        self.oom_kills: Optional[int] = None  # OOM kills in the job's cgroup while it ran
-        self.leftovers: list[int] = []  # pids that outlived the main process (then stopped)
-        self.signals_sent: list[str] = []
-        self.exit_code: Optional[int] = None
-        self.exit_signal: Optional[str] = None
-        self.snapshot: Optional[dict[str, Any]] = None
         self._snapshot_thread: Optional[threading.Thread] = None
         self._dump_seq: Optional[int] = None
-        # The user's cancel: its reason, and the worker's answer (report "cancel").
-        self.cancel_info: Optional[dict[str, Any]] = None
+        # The in-band cancel in flight: its command seqs (the answer goes to facts["cancel"]).
         self._cancel_seqs: range = range(0)
         # While stalled: the current diagnosis from a cheap look (issue 12 item 12).
         self.live_diagnosis: Optional[dict[str, Any]] = None
@@ -248,7 +220,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
                 self.hub.call(lambda: self.hub.remove_job(self.id))
                 self._close_log()
                 raise
-        self.pid = proc.pid
+        self.pid = self.facts["pid"] = proc.pid
         self.stdin = proc.stdin
         attached = threading.Event()
         self.hub.call(lambda: (self._attach(proc, read_pipes), attached.set()))
@@ -295,7 +267,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
 
     @property
     def stage(self) -> Optional[str]:
-        return self.stages[-1]["name"] if self.stages else None
+        return self.facts["stages"][-1]["name"] if self.facts["stages"] else None
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -319,8 +291,8 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         script (SIGINT ignored) says so, and SIGTERM follows at once."""
 
         def ask() -> None:
-            if self.cancel_info is None:
-                self.cancel_info = {
+            if self.facts["cancel"] is None:
+                self.facts["cancel"] = {
                     "reason": reason or "cancelled by the client",
                     "accepted": None,
                     "refused": None,
@@ -336,8 +308,10 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         however it then ends. The report's "cancel" says by what (by: "signal")."""
 
         def note() -> None:
-            if self.cancel_info is None and self.exit_code is None and self.exit_signal is None:
-                self.cancel_info = {
+            facts = self.facts
+            ended = facts["exit_code"] is not None or facts["exit_signal"] is not None
+            if facts["cancel"] is None and not ended:
+                facts["cancel"] = {
                     "reason": reason,
                     "accepted": None,
                     "refused": None,
@@ -415,6 +389,15 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
     def next_event(self, timeout: Optional[float] = 0) -> Optional[dict[str, Any]]:
         """The next event from the job's queue, waiting up to `timeout` (None: forever)."""
         return self._events.next_event(timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        """job.exit_code, job.progress, job.stages, ...: the facts record's values, read as
+        attributes (as before the record held them); cancel_info is facts["cancel"]."""
+        facts = self.__dict__.get("facts")
+        key = "cancel" if name == "cancel_info" else name
+        if facts is None or key not in facts:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return facts[key]
 
     @property
     def unrouted(self) -> int:

@@ -47,22 +47,22 @@ class JobActions:
             self._dump_seq = self.channel.command("dump_stacks")
         elif do == "cancel":
             first = self.channel.seq + 1
-            reason = (self.cancel_info or {}).get("reason") or "cancelled by the client"
+            reason = (self.facts["cancel"] or {}).get("reason") or "cancelled by the client"
             last = self.channel.command("cancel", {"reason": reason})
             self._cancel_seqs = range(first, last + 1) if last is not None else range(0)
         elif do == "signal":
             name = action["signal"]
-            self.signals_sent.append(name)
+            self.facts["signals_sent"].append(name)
             self._publish({"event": "signal", "signal": name})
             if name == "SIGUSR1":
                 self._signal_dump_at = reports.crash_file_size(self.crash_file)
-                for pid in self.dump_pids:
+                for pid in self.facts["dump_pids"]:
                     launcher.signal_process(pid, signals.SIGUSR1)
             elif name == "SIGUSR2":
                 # Only to the processes whose SIGUSR1 handler did not answer: Python runs
                 # in the others, and the C dump would race it (worker/hooks.py).
                 answered = reports.signal_dumped_pids(self.crash_file, self._signal_dump_at)
-                for pid in self.native_dump_pids:
+                for pid in self.facts["native_dump_pids"]:
                     if pid not in answered:
                         launcher.signal_process(pid, SIGNALS[name])
             elif self.tree is not None:
@@ -78,7 +78,7 @@ class JobActions:
         times = [machine.next_deadline(self.m), self._drain_until]
         if self.channel.held:
             times.append(time.monotonic() + SEND_RETRY_S)
-        if self.exit_code is None and self.exit_signal is None:
+        if self.facts["exit_code"] is None and self.facts["exit_signal"] is None:
             times.append(self._tree_next)
         return min((t for t in times if t is not None), default=None)
 
@@ -105,7 +105,7 @@ class JobActions:
             if (
                 ending is not None
                 and ending["step"] == "signal_dump"
-                and self.lead_pid
+                and self.facts["lead_pid"]
                 in reports.signal_dumped_pids(self.crash_file, self._signal_dump_at)
             ):
                 self._step({"type": "signal_dumped", "t": now})
@@ -127,8 +127,8 @@ class JobActions:
         # SIGUSR2 (faulthandler's C dump, registered at import) too: a GIL held before hello
         # leaves SIGUSR1's Python handler unable to run; the native dump still answers.
         native = _catches(self.pid, signals.SIGUSR2) and "SIGUSR2" in SIGNALS
-        if native and self.pid not in self.native_dump_pids:
-            self.native_dump_pids.append(self.pid)
+        if native and self.pid not in self.facts["native_dump_pids"]:
+            self.facts["native_dump_pids"].append(self.pid)
         self._step(
             {
                 "type": "worker_loaded",
@@ -159,8 +159,8 @@ class JobActions:
 
             ev = evidence.live(self.pid, self._live_mark)
             self._live_mark = ev.pop("mark", None)
-            hb = self.heartbeat or {}
-            running = [s["name"] for s in self.stages if s["status"] == "running"]
+            hb = self.facts["heartbeat"] or {}
+            running = [s["name"] for s in self.facts["stages"] if s["status"] == "running"]
             last = self.m.get("last_activity_t")
             idle = round(now - last, 1) if last is not None else hb.get("idle_s")
             found = diagnosis.diagnose_hang(
@@ -170,9 +170,9 @@ class JobActions:
                     "stages": running,
                     "idle_s": idle,
                     "stack": hb.get("stack"),
-                    "saw_hello": bool(self.hellos),
+                    "saw_hello": bool(self.facts["hellos"]),
                     "evidence": ev,
-                    "progress": self.progress,
+                    "progress": self.facts["progress"],
                 }
             )
             # Ranks waiting in a collective for one that is elsewhere (issue 12 item 12).

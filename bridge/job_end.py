@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import launcher
+from trainbridge.bridge import job_facts, launcher
 from trainbridge.bridge import report as reports
 from trainbridge.bridge.lines import log_text
 
@@ -36,18 +36,29 @@ class JobEnd:
         if self.proc is None or self.proc.poll() is None:
             return
         now = time.monotonic()
-        self.ended = now
+        self.facts["ended"] = now
         if self._pidfd is not None:
             self.hub.remove_fd(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
-        self.exit_code, self.exit_signal = launcher.exit_status(self.proc.returncode)
-        if self.exit_signal == "SIGKILL" and "SIGKILL" not in self.signals_sent:
+        self.facts["exit_code"], self.facts["exit_signal"] = launcher.exit_status(
+            self.proc.returncode
+        )
+        if self.facts["exit_signal"] == "SIGKILL" and "SIGKILL" not in self.facts["signals_sent"]:
             from trainbridge.bridge import oom
 
-            self.oom_killed = oom.oom_killed(self._oom_before, _oom_kill_count(None))
-        self.oom_kills = _oom_kills_since(self._oom_before, self.exit_code, self.exit_signal)
-        self._step({"type": "exit", "t": now, "code": self.exit_code, "signal": self.exit_signal})
+            self.facts["oom_killed"] = oom.oom_killed(self._oom_before, _oom_kill_count(None))
+        self.facts["oom_kills"] = _oom_kills_since(
+            self._oom_before, self.facts["exit_code"], self.facts["exit_signal"]
+        )
+        self._step(
+            {
+                "type": "exit",
+                "t": now,
+                "code": self.facts["exit_code"],
+                "signal": self.facts["exit_signal"],
+            }
+        )
 
     def _drain(self) -> None:
         self.hub.drain_router()
@@ -57,8 +68,8 @@ class JobEnd:
         # (it is SIGKILLed at finish), so it cannot hold our pipes or the GPU.
         if self.tree is not None:
             self.tree.adopt_escapees()
-            self.leftovers = [p.pid for p in self.tree.alive(include_root=False)]
-            if self.leftovers:
+            self.facts["leftovers"] = [p.pid for p in self.tree.alive(include_root=False)]
+            if self.facts["leftovers"]:
                 self.tree.signal(signals.SIGTERM, include_root=False)
         self._drain_until = time.monotonic() + PIPE_LINGER_S
 
@@ -69,9 +80,11 @@ class JobEnd:
             try:
                 from trainbridge.bridge import evidence
 
-                self.snapshot = evidence.collect(pid)
+                self.facts["snapshot"] = evidence.collect(pid)
             except Exception as exc:  # noqa: BLE001 - evidence is best effort
-                self.snapshot = {"notes": [f"evidence failed: {type(exc).__name__}: {exc}"]}
+                self.facts["snapshot"] = {
+                    "notes": [f"evidence failed: {type(exc).__name__}: {exc}"]
+                }
             self.hub.call(lambda: self._step({"type": "snapshotted", "t": time.monotonic()}))
 
         self._snapshot_thread = threading.Thread(
@@ -89,10 +102,12 @@ class JobEnd:
         if self._outbox:  # sends that waited for a hello that never came
             self.channel.undelivered["user"] += len(self._outbox)
             self._outbox.clear()
+        facts = self._final_facts()
         try:
-            self.report = Report(reports.build(self))
+            files = reports.read_files(self.crash_file, facts["lead_pid"] or facts["pid"])
+            self.report = Report(reports.build(facts, files))
         except Exception as exc:  # noqa: BLE001 - never leave a waiter hanging on a report bug
-            self.report = Report(reports.minimal(self, exc))
+            self.report = Report(reports.minimal(facts, exc))
         self.hub.remove_job(self.id)
         self._end_log()
         self._close_log()
@@ -100,6 +115,20 @@ class JobEnd:
         shutil.rmtree(self.dir, ignore_errors=True)  # the crash file is in the report now
         self._publish({"event": "end", "outcome": self.m["outcome"], "report": self.report})
         self._done.set()
+
+    def _final_facts(self) -> dict[str, Any]:
+        """The facts record as report.build() reads it: a copy with the machine's verdict,
+        the hub's protocol counts and the end time (the exit's, else now) added."""
+        facts = dict(self.facts)
+        facts["machine"] = job_facts.machine_verdict(self.m)
+        facts["pid"] = self.pid
+        facts["rejected"] = dict(self.channel.rejected)
+        facts["lost"] = self.channel.lost
+        facts["undelivered"] = dict(self.channel.undelivered)
+        facts["unrouted"] = self.unrouted
+        if facts["ended"] is None:
+            facts["ended"] = time.monotonic()
+        return facts
 
     def _end_log(self) -> None:
         """The log file ends with the bar's last state, the verdict and the stacks."""
@@ -124,14 +153,14 @@ class JobEnd:
             return
         import traceback
 
-        self.internal_error = {
+        self.facts["internal_error"] = {
             "type": type(exc).__name__,
             "message": f"trainbridge failed while supervising this job: {exc}",
             "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
             "kind": "internal",
             "fatal": True,
         }
-        self.error = self.internal_error
+        self.facts["error"] = self.facts["internal_error"]
         for fd in list(self._pipes):
             self.hub.remove_fd(fd)
         if self._pidfd is not None:
@@ -140,14 +169,16 @@ class JobEnd:
             self._pidfd = None
         if self.tree is not None:
             self.tree.signal(signals.SIGKILL)
-            self.signals_sent.append("SIGKILL")
+            self.facts["signals_sent"].append("SIGKILL")
         if self.proc is not None:
             try:
                 self.proc.wait(timeout=5)
-                self.exit_code, self.exit_signal = launcher.exit_status(self.proc.returncode)
+                self.facts["exit_code"], self.facts["exit_signal"] = launcher.exit_status(
+                    self.proc.returncode
+                )
             except Exception:  # noqa: BLE001 - the report goes out regardless
                 pass
-        self.ended = time.monotonic()
+        self.facts["ended"] = time.monotonic()
         for fd in list(self._pipes):
             try:
                 self._close_pipe(fd)
@@ -159,7 +190,7 @@ class JobEnd:
             self._finish()
         finally:
             if not self._done.is_set():  # _finish itself failed: a waiter still gets a report
-                self.report = Report(reports.minimal(self, exc))
+                self.report = Report(reports.minimal(self._final_facts(), exc))
                 self.hub.remove_job(self.id)
                 self._publish({"event": "end", "outcome": "failed", "report": self.report})
                 self._done.set()

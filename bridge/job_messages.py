@@ -9,12 +9,10 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import launcher, machine, ranks
+from trainbridge.bridge import job_facts, launcher, machine, ranks
 from trainbridge.bridge.job_actions import SIGNALS
 
-STAGES_KEPT = 1_000  # stage records kept for the report (a stage per step must not grow)
 LEADS_KEPT = 16  # lead changes kept for the report
-DUMPS_KEPT = 4  # dump_stacks replies kept for the report
 
 
 class JobMessages:
@@ -32,16 +30,19 @@ class JobMessages:
             # Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither
             # leads nor is listed, and what it sends later is rejected and counted.
             self._foreign.add(routing_id)
-            self.foreign_hellos += 1
+            self.facts["foreign_hellos"] += 1
             self.channel.peers.pop(routing_id, None)  # commands go to the job's own only
             return
-        ranks.observe(self.ranks, key, kind, body, msg.ts)
         if kind == "hello":
             self._present[routing_id] = body
             if self._elect() and routing_id != self.lead:
                 self._step({"type": "lead", "t": now, "present": self.lead is not None})
         lead = routing_id is not None and routing_id == self.lead
-        sender = dict(ranks.sender(self.ranks, key), lead=lead)  # who said it (docs/CLIENT.md)
+        message = {"kind": kind, "body": body, "key": key, "rank": rank, "ts": msg.ts}
+        message.update(lead=lead, t=now, in_tree=self._dumps_to(body))
+        self.facts = job_facts.apply(self.facts, message)  # the report's facts (pure)
+        # who said it (docs/CLIENT.md)
+        sender = dict(ranks.sender(self.facts["ranks"], key), lead=lead)
         if lead and kind in ("stage", "progress"):
             self._track_status(kind, body, now)  # before listeners hear: status() agrees
         if lead:
@@ -56,16 +57,6 @@ class JobMessages:
         self._publish(
             {"event": "message", "kind": kind, "rank": rank, "body": body, "sender": sender}
         )
-        if kind == "hello":
-            if lead or rank not in self.hellos:  # every rank is listed; the lead's hello wins
-                self.hellos[rank] = body
-            # SIGUSR1 only to processes that registered faulthandler for it (it kills others).
-            if body.get("dump_signal") == "SIGUSR1" and self._in_tree(body.get("pid")):
-                self.dump_pids.append(body["pid"])
-            if body.get("native_dump_signal") == "SIGUSR2" and self._in_tree(body.get("pid")):
-                self.native_dump_pids.append(body["pid"])
-        if kind in ("heartbeat", "bye") and isinstance(body.get("dropped"), dict):
-            self.dropped[routing_id] = body["dropped"]  # counts only grow: the latest wins
         if kind == "reply":
             self._on_reply(body)  # dumps answer from every process of the job
         if not lead:
@@ -74,7 +65,9 @@ class JobMessages:
                 and body.get("world_size") is not None
                 and self.m.get("awaiting_ranks")
             ):  # a rank: the job has started
-                self._step({"type": "hello", "t": now, "dump_signal": bool(self.dump_pids)})
+                self._step(
+                    {"type": "hello", "t": now, "dump_signal": bool(self.facts["dump_pids"])}
+                )
             if kind == "bye":
                 self._leave(routing_id, now)  # it can no longer lead
             return  # another process of the job: published above, but it does not lead
@@ -85,14 +78,13 @@ class JobMessages:
                 {
                     "type": "hello",
                     "t": now,
-                    "dump_signal": bool(self.dump_pids),
-                    "native_dump": bool(self.native_dump_pids) and "SIGUSR2" in SIGNALS,
+                    "dump_signal": bool(self.facts["dump_pids"]),
+                    "native_dump": bool(self.facts["native_dump_pids"]) and "SIGUSR2" in SIGNALS,
                     "awaits_ranks": ranks.awaits_ranks(body),
                 }
             )
             self._send_outbox()
         elif kind == "stage":
-            self._record_stage(body)
             self._step(
                 {
                     "type": "stage",
@@ -104,15 +96,8 @@ class JobMessages:
                 }
             )
         elif kind == "progress":
-            self.progress = {
-                "step": body["step"],
-                "total": body.get("total"),
-                "metrics": body.get("metrics") or {},
-            }
             self._step({"type": "progress", "t": now})
         elif kind == "error":
-            if body.get("fatal") or self.error is None:
-                self.error = body
             self._step(
                 {
                     "type": "error",
@@ -123,7 +108,6 @@ class JobMessages:
                 }
             )
         elif kind == "bye":
-            self.bye = body
             self._step(
                 {
                     "type": "bye",
@@ -134,8 +118,6 @@ class JobMessages:
             )
             self._leave(routing_id, now)
         else:
-            if kind == "heartbeat":
-                self.heartbeat = body
             self._step({"type": "beat", "t": now})
             if kind == "heartbeat" and self.m["state"] == "stalled":
                 self._live_diagnose()
@@ -147,8 +129,8 @@ class JobMessages:
         lead = next((rid for rid, hello in self._present.items() if hello.get("pid") == pid), None)
         if lead == self.lead:
             return False
-        self.lead, self.lead_pid = lead, pid
-        self.leads = (self.leads + [pid])[-LEADS_KEPT:]
+        self.lead, self.facts["lead_pid"] = lead, pid
+        self.facts["leads"] = (self.facts["leads"] + [pid])[-LEADS_KEPT:]
         self._publish({"event": "lead", "pid": pid})
         return True
 
@@ -163,17 +145,14 @@ class JobMessages:
             self._step({"type": "lead", "t": now, "present": self.lead is not None})
 
     def _check_lead_alive(self, now: float) -> None:
-        if self.lead is None or self.lead_pid == self.pid or self.tree is None:
+        if self.lead is None or self.facts["lead_pid"] == self.pid or self.tree is None:
             return
-        created = self.tree.known.get(self.lead_pid)
-        if not _process_alive(self.lead_pid, created):
+        created = self.tree.known.get(self.facts["lead_pid"])
+        if not _process_alive(self.facts["lead_pid"], created):
             self._leave(self.lead, now)
 
     def _on_reply(self, body: dict[str, Any]) -> None:
         to = body.get("to")
-        text = body.get("stacks")
-        if text:
-            self.stacks = (self.stacks + [text])[-DUMPS_KEPT:]
         box = self._pending_dumps.pop(to, None)
         if box is not None:
             box[1] = body
@@ -192,8 +171,8 @@ class JobMessages:
     def _on_cancel_reply(self, body: dict[str, Any], now: float) -> None:
         """The lead's answer to the in-band cancel: accepted, or refused and why."""
         self._cancel_seqs = range(0)
-        info = self.cancel_info if self.cancel_info is not None else {"reason": None}
-        self.cancel_info = info
+        info = self.facts["cancel"] if self.facts["cancel"] is not None else {"reason": None}
+        self.facts["cancel"] = info
         if body.get("ok"):
             info.update(accepted=True, refused=None)
         else:
@@ -212,47 +191,11 @@ class JobMessages:
     def _on_refused(self, reason: str) -> None:
         self._step({"type": "refused", "t": time.monotonic(), "reason": reason})
 
-    def _record_stage(self, body: dict[str, Any]) -> None:
-        if body["event"] == "begin":
-            if len(self.stages) >= STAGES_KEPT:
-                self._forget_a_closed_stage()
-            self._stage_events += 1
-            self.stages.append(
-                {
-                    "name": body["name"],
-                    "status": "running",
-                    "duration_s": None,
-                    "depth": body.get("depth", 0),
-                    "budget_s": body.get("budget_s"),
-                    "started": time.monotonic() - self.started,
-                    "began": self._stage_events,
-                }
-            )
-            return
-        depth = body.get("depth")
-        for entry in reversed(self.stages):
-            if (
-                entry["name"] == body["name"]
-                and entry["status"] == "running"
-                and (depth is None or entry["depth"] == depth)
-            ):
-                entry["status"] = body.get("status") or "ok"
-                self._stage_events += 1
-                entry["closed"] = self._stage_events  # the order of begins and ends
-                entry["duration_s"] = body.get("duration_s")
-                if entry["duration_s"] is None:
-                    entry["duration_s"] = round(
-                        time.monotonic() - self.started - entry["started"], 6
-                    )
-                break
-
-    def _forget_a_closed_stage(self) -> None:
-        """Drop the oldest closed stage record (open ones say where the job is)."""
-        for i, entry in enumerate(self.stages):
-            if entry["status"] != "running":
-                del self.stages[i]
-                self.stages_dropped += 1
-                return
+    def _dumps_to(self, hello: dict[str, Any]) -> bool:
+        """A hello that offers a dump signal: is its process in the job's tree (so that the
+        signal may go to it)? The tree is read only then."""
+        offers = (hello.get("dump_signal"), hello.get("native_dump_signal"))
+        return offers != (None, None) and self._in_tree(hello.get("pid"))
 
     def _hello_in_tree(self, hello: dict[str, Any]) -> bool:
         """Whether a hello comes from the job's tree: its pid is, or (a subprocess that said

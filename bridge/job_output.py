@@ -38,7 +38,7 @@ class JobOutput:
         except OSError:
             chunk = b""
         if chunk:
-            self.bytes[stream] += len(chunk)
+            self.facts["bytes"][stream] += len(chunk)
             self._raw(stream, chunk)
             self._lines(stream, self._splitters[stream].feed(chunk))
         else:
@@ -57,7 +57,7 @@ class JobOutput:
         if fd not in self._pipes:
             return  # after EOF, or after the drain gave up on the pipe
         if chunk:
-            self.bytes[stream] += len(chunk)
+            self.facts["bytes"][stream] += len(chunk)
             self._raw(stream, chunk)
             self._lines(stream, self._splitters[stream].feed(chunk))
         else:
@@ -78,11 +78,15 @@ class JobOutput:
         if logged:
             self._write_log("\n".join(logged))
         for text, end in decoded:
-            self.lines[stream] += 1
+            self.facts["lines"][stream] += 1
             # tqdm redraws replace each other in the tail instead of filling it.
-            if self.tail and self.tail[-1]["end"] == "cr" and self.tail[-1]["stream"] == stream:
-                self.tail.pop()
-            self.tail.append({"stream": stream, "text": text, "end": end})
+            if (
+                self.facts["tail"]
+                and self.facts["tail"][-1]["end"] == "cr"
+                and self.facts["tail"][-1]["stream"] == stream
+            ):
+                self.facts["tail"].pop()
+            self.facts["tail"].append({"stream": stream, "text": text, "end": end})
             if stream == "stderr":
                 self._capture_fatal(text)
                 if text.startswith(NO_WORKER_MARKERS):
@@ -94,7 +98,7 @@ class JobOutput:
                     "stream": stream,
                     "text": text,
                     "end": end,
-                    "line": self.lines[stream],
+                    "line": self.facts["lines"][stream],
                 }
             )
         self._output_activity()
@@ -113,9 +117,9 @@ class JobOutput:
         # even when they are longer than the tail.
         if text.startswith(reports.FATAL_MARKERS):
             self._fatal_capture = True
-            self.fatal_lines = []
-        if self._fatal_capture and len(self.fatal_lines) < reports.FATAL_LINES_MAX:
-            self.fatal_lines.append(text)
+            self.facts["fatal_lines"] = []
+        if self._fatal_capture and len(self.facts["fatal_lines"]) < reports.FATAL_LINES_MAX:
+            self.facts["fatal_lines"].append(text)
 
     def _write_log(self, text: str) -> None:
         """Append lines to the log file, unbuffered (it must survive our crash). A failed
@@ -129,13 +133,13 @@ class JobOutput:
             while done < len(data):
                 done += os.write(self._log, data[done:])
         except OSError as exc:
-            self.log_error = log_failure(
-                self.log_path, self.log_lines + data.count(b"\n", 0, done) + 1, exc
+            self.facts["log_error"] = log_failure(
+                self.log_path, self.facts["log_lines"] + data.count(b"\n", 0, done) + 1, exc
             )
             self._close_log()
-            self._publish({"event": "log_error", **self.log_error})
+            self._publish({"event": "log_error", **self.facts["log_error"]})
             return
-        self.log_lines += data.count(b"\n")
+        self.facts["log_lines"] += data.count(b"\n")
 
     def _close_pipe(self, fd: int) -> None:
         stream = self._pipes.pop(fd, None)
@@ -168,7 +172,7 @@ class JobOutput:
                 self._close_pipe(fd)
                 return
             stream = self._pipes[fd]
-            self.bytes[stream] += len(chunk)
+            self.facts["bytes"][stream] += len(chunk)
             self._raw(stream, chunk)
             self._lines(stream, self._splitters[stream].feed(chunk))
 

@@ -1,8 +1,11 @@
 """The final report of a job: the JSON contract of the CLI and the API (docs/report.schema.json).
 
-build(job) gathers what the job recorded into plain values, asks bridge.diagnosis why it
-ended, and returns a JSON-ready dict. summary(report) is the one readable paragraph the CLI
-prints. to_json(report) is ASCII JSON (non-ASCII and undecodable bytes stay as \\u escapes).
+build(facts, files) turns a job's facts record (bridge/job_facts.py) and what its files said
+(read_files: the crash file's text and the stage box, read by the job's shell when the job
+ends) into a JSON-ready dict, asking bridge.diagnosis why it ended. It is pure: values in,
+values out, no I/O and no clock; vectors/report.json pins it for both clients.
+summary(report) is the one readable paragraph the CLI prints. to_json(report) is ASCII
+JSON (non-ASCII and undecodable bytes stay as \\u escapes).
 
 Stable names (docs/CLIENT.md, "The shell", Report): outcome, exit_code, signal, stage,
 stages, progress, error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an
@@ -17,6 +20,8 @@ import re
 import time
 from typing import Any, Optional
 
+from trainbridge.bridge import diagnosis, ranks
+from trainbridge.bridge.diagnosis_stack import strip_ansi
 from trainbridge.protocol import codec
 
 REPORT_VERSION = 1
@@ -34,15 +39,26 @@ def log_footer(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def build(job: Any) -> dict[str, Any]:
-    """The report of a finished job (bridge.job.Job)."""
-    m = job.m
+def read_files(crash_file: Optional[str], pid: Optional[int]) -> dict[str, Any]:
+    """What build() needs from the job's files, read by the shell when the job ends (before
+    the runtime directory goes): the crash file's stack text, and the stages that `pid`
+    (the lead, else the launched process) had open in its stage box."""
+    return {
+        "crash_text": read_crash_file(crash_file),
+        "stage_box": read_stage_box(crash_file, pid),
+    }
+
+
+def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
+    """The report of a finished job from its facts record (bridge/job_facts.py, with
+    `machine` and `ended` set) and read_files()'s answer."""
+    m = facts["machine"]
     outcome = m["outcome"]
-    tail = [line["text"] for line in job.tail]
-    crash_text = read_crash_file(job.crash_file)
-    stacks = join_stacks(job.stacks, crash_text, job.fatal_lines)
-    error = _error(job.error, tail)
-    cancel = _cancel(outcome, getattr(job, "cancel_info", None), error)
+    tail = [line["text"] for line in facts["tail"]]
+    crash_text = files.get("crash_text")
+    stacks = join_stacks(facts["stacks"], crash_text, facts["fatal_lines"])
+    error = _error(facts["error"], tail)
+    cancel = _cancel(outcome, facts["cancel"], error)
     if cancel and cancel["traceback"] is not None:
         error = None  # the user's own stop is not an error; where it stopped is in "cancel"
     if m.get("refused") and error is None:
@@ -52,55 +68,57 @@ def build(job: Any) -> dict[str, Any]:
             "traceback": "",
             "kind": "internal",
         }
-    rows, cause, cause_error = _ranks(job)
+    rows, cause, cause_error = _ranks(facts["ranks"])
     if cause_error is not None and outcome == "failed":
         error = _error(cause_error, tail)  # the rank that failed first, not the lead's echo
-    stage = _last_stage(job.stages, job.error)
-    if job.bye is None:  # no last words: the stage box may know a stage the messages missed
-        boxed = read_stage_box(job.crash_file, job.lead_pid or job.pid)  # no hello yet: ours
+    stage = diagnosis.stage_at_end(facts["stages"], facts["error"])
+    if facts["bye"] is None:  # no last words: the stage box may know a stage the messages missed
+        boxed = files.get("stage_box")  # the lead's, or with no hello yet the launched one's
         if boxed:
             stage = boxed[-1]
     hang = m.get("hang")
     facts_end = {
         "outcome": outcome,
-        "exit_code": job.exit_code,
-        "signal": job.exit_signal,
-        "error": job.error,
-        "saw_bye": job.bye is not None,
+        "exit_code": facts["exit_code"],
+        "signal": facts["exit_signal"],
+        "error": facts["error"],
+        "saw_bye": facts["bye"] is not None,
         "crash_text": crash_text,
         "log_tail": tail,
         "stage": stage,
-        "pid": job.pid,
-        "oom_killed": job.oom_killed,
-        "oom_kills": getattr(job, "oom_kills", None),
+        "pid": facts["pid"],
+        "oom_killed": facts["oom_killed"],
+        "oom_kills": facts["oom_kills"],
         "hang_reason": hang and hang["reason"],
-        "heartbeat_stack": (job.heartbeat or {}).get("stack"),
+        "heartbeat_stack": (facts["heartbeat"] or {}).get("stack"),
     }
     if cause_error is not None and outcome == "failed":
         facts_end["error"] = cause_error
         facts_end["stage"] = cause_error.get("stage") or stage
-    diagnosis, diagnosis_error = _diagnose(outcome, facts_end, job, stacks, stage)
-    if cause is not None and outcome == "failed" and diagnosis is not None:
-        diagnosis = dict(diagnosis, summary=cause["summary"])
-    waiting = _rendezvous(job, outcome, stacks)
+    verdict, diagnosis_error = _diagnose(outcome, facts_end, facts, stacks, stage)
+    if cause is not None and outcome == "failed" and verdict is not None:
+        verdict = dict(verdict, summary=cause["summary"])
+    waiting = _rendezvous(facts, outcome, stacks)
     if waiting is not None:
-        diagnosis = waiting
-    stuck = _hung_rank(job, outcome)
+        verdict = waiting
+    stuck = ranks.hung_rank(facts["ranks"]) if outcome == "hung" and facts["ranks"] else None
     if stuck is not None:
-        evidence = dict((diagnosis or {}).get("evidence") or {}, hung_rank=stuck)
-        diagnosis = {
+        evidence = dict((verdict or {}).get("evidence") or {}, hung_rank=stuck)
+        verdict = {
             "kind": "collective_wait",
             "summary": stuck["summary"],
             "hint": stuck["hint"],
             "evidence": evidence,
         }
-    if getattr(job, "internal_error", None):
-        diagnosis = internal_diagnosis(job.internal_error)
-    ended = job.ended or time.monotonic()
+    if facts["internal_error"]:
+        verdict = internal_diagnosis(facts["internal_error"])
+    started = facts["started"]
+    hellos = facts["hellos"]
+    heartbeat = facts["heartbeat"] or {}
     report: dict[str, Any] = {
         "outcome": outcome,
-        "exit_code": job.exit_code,
-        "signal": job.exit_signal,
+        "exit_code": facts["exit_code"],
+        "signal": facts["exit_signal"],
         "stage": stage,
         "stages": [
             {
@@ -109,55 +127,55 @@ def build(job: Any) -> dict[str, Any]:
                 "duration_s": s["duration_s"],
                 "depth": s["depth"],
             }
-            for s in job.stages
+            for s in facts["stages"]
         ],
-        "progress": job.progress,
+        "progress": facts["progress"],
         "error": error,
-        "diagnosis": diagnosis,
+        "diagnosis": verdict,
         "stacks": stacks,
         "log_tail": tail,
-        "duration_s": round(ended - job.started, 3),
-        "pid": job.pid,
+        "duration_s": round(facts["ended"] - started, 3),
+        "pid": facts["pid"],
         # extras
         "report_version": REPORT_VERSION,
-        "job_id": job.id,
-        "command": list(job.cmd),
-        "started_at": _iso(job.started_wall),
+        "job_id": facts["id"],
+        "command": list(facts["command"]),
+        "started_at": _iso(facts["started_wall"]),
         "hang": hang
         and {
             "reason": hang["reason"],
             "stage": hang["stage"],
-            "after_s": round(hang["t"] - job.started, 3),
+            "after_s": round(hang["t"] - started, 3),
             # what the last heartbeat said, as diagnose_hang read it
-            "idle_s": (job.heartbeat or {}).get("idle_s"),
-            "stack": (job.heartbeat or {}).get("stack"),
+            "idle_s": heartbeat.get("idle_s"),
+            "stack": heartbeat.get("stack"),
         },
-        "signals_sent": list(job.signals_sent),
-        "environment": environment(job.hellos),
+        "signals_sent": list(facts["signals_sent"]),
+        "environment": environment(hellos),
         "worker": {
-            "hello": bool(job.hellos),
-            "bye": job.bye,
-            "lead_pid": job.lead_pid,
-            "leads": list(job.leads),
-            "ranks": sorted(job.hellos),
-            "dump_signal": bool(job.dump_pids),
+            "hello": bool(hellos),
+            "bye": facts["bye"],
+            "lead_pid": facts["lead_pid"],
+            "leads": list(facts["leads"]),
+            "ranks": sorted(int(rank) for rank in hellos),
+            "dump_signal": bool(facts["dump_pids"]),
             "off": m.get("no_worker"),
         },
-        "output": {"lines": dict(job.lines), "bytes": dict(job.bytes)},
+        "output": {"lines": dict(facts["lines"]), "bytes": dict(facts["bytes"])},
         "protocol": {
-            "rejected": dict(job.channel.rejected),
-            "lost": job.channel.lost,
-            "foreign_hello": job.foreign_hellos,
-            "unrouted": job.unrouted,
-            "undelivered": dict(job.channel.undelivered),
+            "rejected": dict(facts["rejected"]),
+            "lost": facts["lost"],
+            "foreign_hello": facts["foreign_hellos"],
+            "unrouted": facts["unrouted"],
+            "undelivered": dict(facts["undelivered"]),
         },
-        "leftovers": list(job.leftovers),
-        "stages_dropped": job.stages_dropped,
+        "leftovers": list(facts["leftovers"]),
+        "stages_dropped": facts["stages_dropped"],
         "cancel": cancel,
-        "log_path": job.log_path,
-        "log_error": job.log_error,
-        "dropped": dropped_total(job.dropped.values()),
-        "evidence": job.snapshot,
+        "log_path": facts["log_path"],
+        "log_error": facts["log_error"],
+        "dropped": dropped_total(facts["dropped"].values()),
+        "evidence": facts["snapshot"],
         "ranks": rows,
         "root_cause": cause,
     }
@@ -213,37 +231,24 @@ def losses(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def _hung_rank(job: Any, outcome: str) -> Optional[dict[str, Any]]:
-    """The rank the others wait for in a collective, from every rank's hang-time stack."""
-    from trainbridge.bridge import ranks
-
-    state = getattr(job, "ranks", None)
-    if outcome != "hung" or state is None:
-        return None
-    return ranks.hung_rank(state)
-
-
-def _rendezvous(job: Any, outcome: str, stacks: Optional[str]) -> Optional[dict[str, Any]]:
+def _rendezvous(
+    facts: dict[str, Any], outcome: str, stacks: Optional[str]
+) -> Optional[dict[str, Any]]:
     """rendezvous_wait when the start-up deadline passed with only a launcher's hello."""
-    from trainbridge.bridge import ranks
-
-    hang = job.m.get("hang")
-    if outcome != "hung" or not hang or hang["reason"] != "startup" or not job.hellos:
+    hang = facts["machine"].get("hang")
+    if outcome != "hung" or not hang or hang["reason"] != "startup" or not facts["hellos"]:
         return None
-    hellos = list(job.hellos.values())
+    hellos = list(facts["hellos"].values())
     launcher = next((h for h in hellos if ranks.awaits_ranks(h)), None)
     if launcher is None:
         return None
     any_rank = any(h.get("world_size") is not None for h in hellos)
-    return ranks.rendezvous_wait(launcher, any_rank, hang["t"] - job.started, stacks)
+    return ranks.rendezvous_wait(launcher, any_rank, hang["t"] - facts["started"], stacks)
 
 
-def _ranks(job: Any) -> tuple[list[dict[str, Any]], Any, Optional[dict[str, Any]]]:
+def _ranks(state: Any) -> tuple[list[dict[str, Any]], Any, Optional[dict[str, Any]]]:
     """The per-process rows, and for a distributed job (two ranks or more) the root cause
     and its rank's own error body (None when torchrun's error file is all there is)."""
-    from trainbridge.bridge import ranks
-
-    state = getattr(job, "ranks", None)
     if state is None:
         return [], None, None
     rows = ranks.table(state)
@@ -264,12 +269,13 @@ def internal_diagnosis(error: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def environment(hellos: dict[int, dict[str, Any]]) -> Optional[dict[str, Any]]:
+def environment(hellos: dict[Any, dict[str, Any]]) -> Optional[dict[str, Any]]:
     """What the job ran on, from rank 0's hello (the lowest rank's), or None when no worker
-    said hello. Fields an older worker does not send are None."""
+    said hello. Fields an older worker does not send are None. Ranks are the keys, numbers
+    or their strings (a facts record's)."""
     if not hellos:
         return None
-    hello = hellos[min(hellos)]
+    hello = hellos[min(hellos, key=int)]
     python = _map(hello.get("python"))
     encoding = _map(hello.get("encoding"))
     stdout = _map(hello.get("stdout"))
@@ -294,22 +300,22 @@ def _map(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def minimal(job: Any, exc: BaseException) -> dict[str, Any]:
+def minimal(facts: dict[str, Any], exc: BaseException) -> dict[str, Any]:
     """The contract's fields only, when build() itself failed (a bug): never leave a waiter
-    without a report."""
+    without a report. `facts` as for build()."""
     report = {
-        "outcome": job.m.get("outcome"),
-        "exit_code": job.exit_code,
-        "signal": job.exit_signal,
+        "outcome": (facts.get("machine") or {}).get("outcome"),
+        "exit_code": facts["exit_code"],
+        "signal": facts["exit_signal"],
         "stage": None,
         "stages": [],
         "progress": None,
         "error": None,
         "diagnosis": None,
         "stacks": None,
-        "log_tail": [line["text"] for line in job.tail],
-        "duration_s": round((job.ended or time.monotonic()) - job.started, 3),
-        "pid": job.pid,
+        "log_tail": [line["text"] for line in facts["tail"]],
+        "duration_s": round(facts["ended"] - facts["started"], 3),
+        "pid": facts["pid"],
         "report_version": REPORT_VERSION,
         "report_error": f"{type(exc).__name__}: {exc}",
     }
@@ -318,40 +324,41 @@ def minimal(job: Any, exc: BaseException) -> dict[str, Any]:
 
 
 def _diagnose(
-    outcome: str, facts_end: dict[str, Any], job: Any, stacks: Optional[str], stage: Optional[str]
+    outcome: str,
+    facts_end: dict[str, Any],
+    facts: dict[str, Any],
+    stacks: Optional[str],
+    stage: Optional[str],
 ) -> tuple[Optional[dict[str, Any]], Optional[str]]:
     """(diagnosis or None, error text or None): bridge.diagnosis decides; a bug there must
     not cost the report."""
     try:
-        from trainbridge.bridge import diagnosis
-
         if outcome == "hung":
-            hang = job.m["hang"]
-            facts = {
+            m = facts["machine"]
+            hang = m["hang"]
+            heartbeat = facts["heartbeat"] or {}
+            hang_facts = {
                 "reason": hang["reason"],
                 "stage": hang["stage"] or stage,
-                "stages": [s["name"] for s in job.stages if s["status"] == "running"],
-                "idle_s": (job.heartbeat or {}).get("idle_s"),
-                "stack": (job.heartbeat or {}).get("stack"),
+                "stages": [s["name"] for s in facts["stages"] if s["status"] == "running"],
+                "idle_s": heartbeat.get("idle_s"),
+                "stack": heartbeat.get("stack"),
                 "stacks": stacks,
-                "saw_hello": bool(job.hellos),
-                "evidence": job.snapshot or {},
-                "worker_loaded": job.m.get("loaded_t") is not None,
-                "python_silent": "SIGUSR2" in job.signals_sent,
-                "process_stacks": _process_stacks(job),
-                "pid": job.pid,
-                "progress": job.progress,
+                "saw_hello": bool(facts["hellos"]),
+                "evidence": facts["snapshot"] or {},
+                "worker_loaded": m.get("loaded_t") is not None,
+                "python_silent": "SIGUSR2" in facts["signals_sent"],
+                "process_stacks": _process_stacks(facts["ranks"]),
+                "pid": facts["pid"],
+                "progress": facts["progress"],
             }
-            return diagnosis.diagnose_hang(facts), None
+            return diagnosis.diagnose_hang(hang_facts), None
         return diagnosis.diagnose_end(facts_end), None
     except Exception as exc:  # noqa: BLE001 - a rule's bug: the report says so, and is written
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def _process_stacks(job: Any) -> dict[str, str]:
-    from trainbridge.bridge import ranks
-
-    state = getattr(job, "ranks", None)
+def _process_stacks(state: Any) -> dict[str, str]:
     return ranks.process_stacks(state) if state is not None else {}
 
 
@@ -405,9 +412,7 @@ def _error(worker_error: Optional[dict[str, Any]], tail: list[str]) -> Optional[
     if start is None:
         return None
     try:
-        from trainbridge.bridge.diagnosis import traceback_in_text
-
-        parsed = traceback_in_text(tail[start:])
+        parsed = diagnosis.traceback_in_text(tail[start:])
     except Exception:  # noqa: BLE001 - a best-effort parse of free text: no traceback found
         parsed = None
     if not parsed:
@@ -427,8 +432,6 @@ def _error(worker_error: Optional[dict[str, Any]], tail: list[str]) -> Optional[
 def _for_people(error: dict[str, Any]) -> dict[str, Any]:
     """The error's text fields without terminal escapes (issue 12: torch's "\x1b[1m" in a
     message reached GUIs); the log file keeps the raw bytes."""
-    from trainbridge.bridge.diagnosis_stack import strip_ansi
-
     for key in ("message", "traceback"):
         if isinstance(error.get(key), str):
             error[key] = strip_ansi(error[key])
@@ -440,15 +443,6 @@ def _for_people(error: dict[str, Any]) -> dict[str, Any]:
             for c in error["chain"]
         ]
     return error
-
-
-def _last_stage(
-    stages: list[dict[str, Any]], error: Optional[dict[str, Any]] = None
-) -> Optional[str]:
-    """The job's stage at its end (the rule: bridge/diagnosis_end.py stage_at_end)."""
-    from trainbridge.bridge.diagnosis import stage_at_end
-
-    return stage_at_end(stages, error)
 
 
 def read_stage_box(crash_file: Optional[str], pid: Optional[int]) -> Optional[list[str]]:

@@ -22,6 +22,7 @@
  *   job_messages   worker messages, the lead, replies, stage records
  *   job_actions    the state machine's events and actions, timers, signals, live diagnosis
  *   job_end        exit, drain, snapshot, report, failInternal
+ *   job_facts      the facts record the report is built from (pure)
  */
 
 const crypto = require('node:crypto');
@@ -36,6 +37,7 @@ const launcher = require('./launcher.js');
 const oom = require('./oom.js');
 const { StatusTracker } = require('./status.js');
 const ranks = require('./ranks.js');
+const jobFacts = require('./job_facts.js');
 const { checkOptions, splitTimeouts, LaunchError, DEFAULT_TAIL_LINES } = require('./job_arguments.js');
 const { EVENT_QUEUE, events } = require('./job_events.js');
 const { JobActions, now } = require('./job_actions.js');
@@ -105,19 +107,13 @@ class Job extends EventEmitter {
     this._fatalCapture = false;
     this._internal = false; // failInternal ran: a bug in trainbridge ended the job
     this._errorTaps = new Set(); // events() iterators: they get Python errors without listening to 'error'
-    // Facts for the report, gathered as they come (the names of bridge/job.py's).
-    this._facts = {
-      started: now(), startedWall: Date.now() / 1000, ended: null,
-      tail: [], lines: { stdout: 0, stderr: 0 }, bytes: { stdout: 0, stderr: 0 },
-      hellos: new Map(), ranks: ranks.initial(), leadPid: null, dumpPids: [], nativeDumpPids: [], stages: [], stagesDropped: 0, progress: null, error: null, bye: null,
-      heartbeat: null, stacks: [], fatalLines: [], oomKilled: null, oomBefore: null,
-      leftovers: [], signalsSent: [], exitCode: null, exitSignal: null, snapshot: null,
-      rejected: {}, lost: 0, cancel: null, foreignHellos: 0, leads: [], internalError: null,
-      dropped: new Map(), // routing id -> the worker's drop counts (heartbeat, bye)
-      logLines: 0, logError: null, // lines written to the log file; why it is incomplete
-      unroutedAtStart: hub.unrouted, unrouted: 0,
-      undelivered: {}, // kind -> messages to the worker it never got (gone, or held at the end)
-    };
+    // Facts for the report, gathered as they come (src/job_facts.js, as bridge's).
+    this._facts = jobFacts.initial({
+      id: this.id, command: this.command, logPath: options.logPath || null, started: now(), startedWall: Date.now() / 1000,
+    });
+    this._facts.ranks = ranks.initial(); // every worker process's own state
+    this._unroutedAtStart = hub.unrouted; // the report shows what came meanwhile, for no job
+    this._oomBefore = null; // OOM kills in our cgroup when the job started
     this.sendWaited = 0; // times a full worker queue made a send wait (the hub held it)
     this._cancelSeqs = null; // [first, last] seq of the in-band cancel in flight
     this._logFd = null;
@@ -159,7 +155,7 @@ class Job extends EventEmitter {
    * ends; the report's `cancel` says by what (by: 'signal'). Python: Job.note_user_signal.
    */
   noteUserSignal(signal, reason) {
-    if (this._facts.cancel === null && this._facts.exitCode === null && this._facts.exitSignal === null) {
+    if (this._facts.cancel === null && this._facts.exit_code === null && this._facts.exit_signal === null) {
       this._facts.cancel = { reason, accepted: null, refused: null, traceback: null, by: 'signal', signal };
     }
     this._post({ type: 'user_signal', signal });
@@ -293,7 +289,7 @@ class Job extends EventEmitter {
       this._noWorker('[trainbridge] zero-code mode is off: its hook (bridge/inject/sitecustomize.py) was not found; '
         + 'set injectDir or $TRAINBRIDGE_INJECT_DIR, or reinstall the trainbridge package');
     }
-    this._facts.oomBefore = oom.oomKillCount(this.pid);
+    this._oomBefore = oom.oomKillCount(this.pid);
     for (const stream of ['stdout', 'stderr']) {
       this._pipesOpen += 1;
       child[stream].on('data', (chunk) => this._guard(() => this._output(stream, chunk)));

@@ -60,7 +60,7 @@ class JobActions {
     // Did the lead's SIGUSR1 handler answer? If not, the machine sends SIGUSR2 next.
     const { ending } = this._m;
     if (ending && ending.step === 'signal_dump' && !this._m.answered
-        && signalDumpedPids(this._crashFile, this._signalDumpAt).has(this._facts.leadPid)) {
+        && signalDumpedPids(this._crashFile, this._signalDumpAt).has(this._facts.lead_pid)) {
       this._post({ type: 'signal_dumped' });
     }
     this._post({ type: 'timer' });
@@ -108,18 +108,18 @@ class JobActions {
   }
 
   _signal(signal) {
-    this._facts.signalsSent.push(signal);
+    this._facts.signals_sent.push(signal);
     this._emit('signal', signal);
     if (signal === 'SIGUSR1') {
       this._signalDumpAt = crashFileSize(this._crashFile);
-      for (const pid of this._facts.dumpPids) launcher.signalProcess(pid, signal);
+      for (const pid of this._facts.dump_pids) launcher.signalProcess(pid, signal);
       return;
     }
     if (signal === 'SIGUSR2') {
       // Only to the processes whose SIGUSR1 handler did not answer: Python runs in the
       // others, and the C dump would race it (worker/hooks.py).
       const answered = signalDumpedPids(this._crashFile, this._signalDumpAt);
-      for (const pid of this._facts.nativeDumpPids) if (!answered.has(pid)) launcher.signalProcess(pid, signal);
+      for (const pid of this._facts.native_dump_pids) if (!answered.has(pid)) launcher.signalProcess(pid, signal);
       return;
     }
     launcher.signalTree(this._tree, signal);
@@ -148,7 +148,7 @@ class JobActions {
       // SIGUSR2 = 12, faulthandler's C dump: answers even when a held GIL stops SIGUSR1's.
       native = m !== null && (BigInt(`0x${m[1]}`) & (1n << 11n)) !== 0n && process.platform !== 'win32';
     } catch { /* gone */ }
-    if (native && !this._facts.nativeDumpPids.includes(this.pid)) this._facts.nativeDumpPids.push(this.pid);
+    if (native && !this._facts.native_dump_pids.includes(this.pid)) this._facts.native_dump_pids.push(this.pid);
     clearInterval(this._loadedPoll);
     this._queue.push({ t: loaded, type: 'worker_loaded', dump_signal: caught, native_dump: native });
     this._post({ type: 'timer' });
@@ -173,7 +173,7 @@ class JobActions {
       this._liveMark = ev.mark || null;
       delete ev.mark;
       found = diagnoseHang({ reason: 'stall', stage: running.length ? running[running.length - 1] : null, stages: running,
-        idle_s: idle, stack: hb.stack ?? null, saw_hello: this._facts.hellos.size > 0, evidence: ev, progress: this._facts.progress });
+        idle_s: idle, stack: hb.stack ?? null, saw_hello: Object.keys(this._facts.hellos).length > 0, evidence: ev, progress: this._facts.progress });
       // Ranks waiting in a collective for one that is elsewhere (issue 12 item 12).
       found = ranks.liveCollective(this._facts.ranks) || found;
     } catch (err) {

@@ -11,7 +11,8 @@ const evidence = require('./evidence.js');
 const oom = require('./oom.js');
 const procfs = require('./procfs.js');
 const { logText } = require('./lines.js');
-const { buildReport, minimalReport, logFooter } = require('./report.js');
+const { buildReport, minimalReport, logFooter, readFiles } = require('./report.js');
+const jobFacts = require('./job_facts.js');
 const { now } = require('./job_actions.js');
 
 const QUIET_MS = 5; // after the exit, nothing readable on the socket and nothing received for this long
@@ -36,12 +37,12 @@ class JobEnd {
     if (this._internal) return; // failInternal ends the job itself
     this._exitAt = now();
     this._facts.ended = this._exitAt;
-    this._facts.exitCode = code;
-    this._facts.exitSignal = signal;
-    if (signal === 'SIGKILL' && !this._facts.signalsSent.includes('SIGKILL')) {
-      this._facts.oomKilled = oom.oomKilled(this._facts.oomBefore, oom.oomKillCount(null));
+    this._facts.exit_code = code;
+    this._facts.exit_signal = signal;
+    if (signal === 'SIGKILL' && !this._facts.signals_sent.includes('SIGKILL')) {
+      this._facts.oom_killed = oom.oomKilled(this._oomBefore, oom.oomKillCount(null));
     }
-    this._facts.oomKills = oomKillsSince(this._facts.oomBefore, code, signal);
+    this._facts.oom_kills = oomKillsSince(this._oomBefore, code, signal);
     this._post({ type: 'exit', code, signal });
   }
 
@@ -64,11 +65,11 @@ class JobEnd {
     if (this.report || this._internal) return;
     this._internal = true;
     const message = err && err.message !== undefined ? err.message : String(err);
-    this._facts.internalError = {
+    this._facts.internal_error = {
       type: (err && err.name) || 'Error', message: `trainbridge failed while supervising this job: ${message}`,
       traceback: String((err && err.stack) || message), kind: 'internal', fatal: true,
     };
-    this._facts.error = this._facts.internalError;
+    this._facts.error = this._facts.internal_error;
     if (this._timer) clearTimeout(this._timer);
     this._timer = null;
     this._queue = [];
@@ -82,7 +83,7 @@ class JobEnd {
         this._finish();
       } catch (err2) {
         if (!this.report) {
-          this.report = minimalReport(this._reportInput(), err2);
+          this.report = minimalReport(this._finalFacts(), err2);
           this._hub.unregister(this);
           this._resolveDone(this.report);
         }
@@ -92,8 +93,8 @@ class JobEnd {
     const fallback = setTimeout(end, 5000);
     if (this._child && this._child.exitCode === null && this._child.signalCode === null) {
       this._child.once('exit', (code, signal) => {
-        this._facts.exitCode = code;
-        this._facts.exitSignal = signal;
+        this._facts.exit_code = code;
+        this._facts.exit_signal = signal;
         this._facts.ended = now();
         end();
       });
@@ -101,7 +102,7 @@ class JobEnd {
       setImmediate(end);
     }
     if (this._tree) {
-      this._facts.signalsSent.push('SIGKILL');
+      this._facts.signals_sent.push('SIGKILL');
       launcher.signalTree(this._tree, 'SIGKILL');
     }
   }
@@ -195,10 +196,11 @@ class JobEnd {
     this._hub.giveUp(this);
     for (let i = 0; i < this._outbox.length; i += 1) this.undelivered('user'); // no hello came
     this._outbox = [];
+    const facts = this._finalFacts();
     try {
-      this.report = buildReport(this._reportInput());
+      this.report = buildReport(facts, readFiles(this._crashFile, facts.lead_pid ?? facts.pid));
     } catch (err) {
-      this.report = minimalReport(this._reportInput(), err);
+      this.report = minimalReport(facts, err);
     }
     for (const resolve of this._stackRequests.values()) resolve(null);
     this._hub.unregister(this);
@@ -215,11 +217,14 @@ class JobEnd {
     }
   }
 
-  _reportInput() {
-    this._facts.unrouted = this._hub.unrouted - this._facts.unroutedAtStart; // for no job, meanwhile
+  /**
+   * The facts record as buildReport reads it: a copy with the machine's verdict, the messages
+   * for no job meanwhile and the end time (the exit's, else now) added.
+   */
+  _finalFacts() {
     return {
-      m: this._m, facts: this._facts, crashFile: this._crashFile, pid: this.pid, id: this.id,
-      command: this.command, logPath: this._options.logPath || null,
+      ...this._facts, machine: jobFacts.machineVerdict(this._m), pid: this.pid,
+      unrouted: this._hub.unrouted - this._unroutedAtStart, ended: this._facts.ended ?? now(),
     };
   }
 

@@ -13,9 +13,8 @@ const launcher = require('./launcher.js');
 const ranks = require('./ranks.js');
 const { PythonError } = require('./errors.js');
 const { now } = require('./job_actions.js');
+const jobFacts = require('./job_facts.js');
 
-const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
-const DUMPS_KEPT = 4; // dump_stacks replies kept for the report
 const LEADS_KEPT = 16; // lead changes kept for the report
 const LEAD_CHECK_MS = 1000; // how often a lead other than the launched process is checked
 
@@ -50,31 +49,32 @@ class JobMessages {
       this.rejected('foreign');
       return;
     }
-    if ((msg.kind === 'heartbeat' || msg.kind === 'bye') && body.dropped && typeof body.dropped === 'object') {
-      this._facts.dropped.set(peer, body.dropped); // counts only grow: the latest wins
-    }
     if (msg.kind === 'hello' && !this._helloInTree(body)) {
       // Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither leads
       // nor is listed, and what it sends later is rejected and counted.
       this._foreign.add(peer);
-      this._facts.foreignHellos += 1;
+      this._facts.foreign_hellos += 1;
       return;
     }
     this._peers.add(peer); // commands (cancel, dumps) go to the job's own processes only
     if (this._gone.size) this._gone.delete(peer); // it spoke again: a new connection (libzmq reconnects)
-    ranks.observe(this._facts.ranks, peer, msg.kind, body, msg.ts); // every process's own state
     if (msg.kind === 'hello') {
       this._present.set(peer, body);
       if (this._elect() && peer !== this._lead) this._post({ type: 'lead', present: this._lead !== null });
     }
     const lead = peer !== null && peer === this._lead;
+    // The report's facts (src/job_facts.js apply: pure), every process's own state among them.
+    this._facts = jobFacts.apply(this._facts, {
+      kind: msg.kind, body, key: peer, rank: Number(peer.split('/')[1]), ts: msg.ts, lead, t: now(),
+      in_tree: msg.kind === 'hello' && this._dumpsTo(body),
+    });
     // Every emitted body names its sender (docs/CLIENT.md "Ranks"): rank, local_rank, host, pid, role, lead.
     const sender = { ...ranks.sender(this._facts.ranks, peer), lead };
     if (body && typeof body === 'object' && msg.kind !== 'logs') body.sender = sender;
     this._sender = sender;
     if (lead) this._lastMsgAt = now();
     if (!lead) {
-      this._fromOther(msg, peer);
+      this._fromOther(msg);
       if (msg.kind === 'bye') this._leave(peer); // it can no longer lead
       return;
     }
@@ -83,35 +83,27 @@ class JobMessages {
     }
     switch (msg.kind) {
       case 'hello': {
-        const rank = Number(peer.split('/')[1]);
-        this._facts.hellos.set(rank, body);
-        // SIGUSR1 only to processes that registered faulthandler for it (it kills others).
-        if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
-        if (body.native_dump_signal === 'SIGUSR2' && this._inTree(body.pid)) this._facts.nativeDumpPids.push(body.pid);
         this._emit('hello', body);
         this._post({
-          type: 'hello', dump_signal: this._facts.dumpPids.length > 0,
-          native_dump: this._facts.nativeDumpPids.length > 0 && process.platform !== 'win32',
+          type: 'hello', dump_signal: this._facts.dump_pids.length > 0,
+          native_dump: this._facts.native_dump_pids.length > 0 && process.platform !== 'win32',
           awaits_ranks: ranks.awaitsRanks(body),
         });
         this._sendOutbox();
         break;
       }
       case 'stage':
-        this._recordStage(body);
         this._status.stage(body);
         this._emit('stage', body);
         this._post({ type: 'stage', event: body.event, name: body.name, depth: body.depth ?? null, budget_s: body.budget_s ?? null });
         break;
       case 'progress':
-        this._facts.progress = { step: body.step, total: body.total ?? null, metrics: body.metrics || {} };
         this._status.progress(body, now());
         body.t = Date.now() / 1000; // when it arrived, as the Python client's event "t"
         this._emit('progress', body);
         this._post({ type: 'progress' });
         break;
       case 'error': {
-        if (body.fatal || this._facts.error === null) this._facts.error = body;
         const err = new PythonError(body);
         if (this.listenerCount('error') > 0) this._emit('error', err);
         for (const tap of this._errorTaps) tap(err);
@@ -119,12 +111,10 @@ class JobMessages {
         break;
       }
       case 'bye':
-        this._facts.bye = body;
         this._post({ type: 'bye', reason: body.reason, exit_code: body.exit_code ?? null });
         this._leave(peer);
         break;
       case 'heartbeat':
-        this._facts.heartbeat = body;
         this._emit('heartbeat', body);
         this._post({ type: 'beat' });
         if (this._m.state === 'stalled') this._liveDiagnose();
@@ -163,7 +153,7 @@ class JobMessages {
     for (const [peer, hello] of this._present) if (hello.pid === pid) { lead = peer; break; }
     if (lead === this._lead) return false;
     this._lead = lead;
-    this._facts.leadPid = pid;
+    this._facts.lead_pid = pid;
     this._facts.leads = [...this._facts.leads, pid].slice(-LEADS_KEPT);
     this._watchLead();
     this._emit('lead', { pid });
@@ -183,11 +173,11 @@ class JobMessages {
 
   /** While a process other than the launched one leads, notice when it is gone. */
   _watchLead() {
-    const watch = this._lead !== null && this._facts.leadPid !== this.pid;
+    const watch = this._lead !== null && this._facts.lead_pid !== this.pid;
     if (watch && this._leadWatch === null) {
       this._leadWatch = setInterval(() => {
         if (this._lead === null || this._m.state === 'ended') return;
-        if (!launcher.jobProcesses(this._tree).some((p) => p.pid === this._facts.leadPid)) this._leave(this._lead);
+        if (!launcher.jobProcesses(this._tree).some((p) => p.pid === this._facts.lead_pid)) this._leave(this._lead);
       }, LEAD_CHECK_MS);
       this._leadWatch.unref();
     } else if (!watch && this._leadWatch !== null) {
@@ -201,16 +191,12 @@ class JobMessages {
    * torchrun's launcher once rank 0 spoke): published to listeners, but it drives neither
    * the machine nor the report, as in bridge/job.py.
    */
-  _fromOther(msg, peer) {
+  _fromOther(msg) {
     const { body } = msg;
     switch (msg.kind) {
       case 'hello': {
-        const rank = Number(peer.split('/')[1]);
-        if (!this._facts.hellos.has(rank)) this._facts.hellos.set(rank, body); // every rank is listed
         // A rank's hello: the job has started, even when its lead is a launcher elsewhere.
-        if ((body.world_size ?? null) !== null && this._m.awaiting_ranks) this._post({ type: 'hello', dump_signal: this._facts.dumpPids.length > 0 });
-        if (body.dump_signal === 'SIGUSR1' && this._inTree(body.pid)) this._facts.dumpPids.push(body.pid);
-        if (body.native_dump_signal === 'SIGUSR2' && this._inTree(body.pid)) this._facts.nativeDumpPids.push(body.pid);
+        if ((body.world_size ?? null) !== null && this._m.awaiting_ranks) this._post({ type: 'hello', dump_signal: this._facts.dump_pids.length > 0 });
         this._emit('hello', body);
         break;
       }
@@ -243,8 +229,6 @@ class JobMessages {
   }
 
   _onReply(body) {
-    const text = body.stacks ?? null;
-    if (text) this._facts.stacks = [...this._facts.stacks, String(text)].slice(-DUMPS_KEPT);
     const resolve = this._stackRequests.get(body.to);
     if (resolve) resolve(body);
     if (body.to !== undefined && body.to === this._dumpSeq) {
@@ -253,36 +237,10 @@ class JobMessages {
     }
   }
 
-  _recordStage(body) {
-    const { stages } = this._facts;
-    if (body.event === 'begin') {
-      if (stages.length >= STAGES_KEPT) this._forgetAClosedStage();
-      this._stageEvents = (this._stageEvents || 0) + 1;
-      stages.push({ name: body.name, status: 'running', duration_s: null, depth: body.depth ?? 0,
-        budget_s: body.budget_s ?? null, started: now() - this._facts.started, began: this._stageEvents });
-      return;
-    }
-    const depth = body.depth ?? null;
-    for (let i = stages.length - 1; i >= 0; i--) {
-      const entry = stages[i];
-      if (entry.name === body.name && entry.status === 'running' && (depth === null || entry.depth === depth)) {
-        entry.status = body.status || 'ok';
-        this._stageEvents = (this._stageEvents || 0) + 1;
-        entry.closed = this._stageEvents; // the order of begins and ends
-        entry.duration_s = body.duration_s ?? null;
-        if (entry.duration_s === null) entry.duration_s = Math.round((now() - this._facts.started - entry.started) * 1e6) / 1e6;
-        return;
-      }
-    }
-  }
-
-  /** Drop the oldest closed stage record (open ones say where the job is). */
-  _forgetAClosedStage() {
-    const i = this._facts.stages.findIndex((entry) => entry.status !== 'running');
-    if (i >= 0) {
-      this._facts.stages.splice(i, 1);
-      this._facts.stagesDropped += 1;
-    }
+  /** A hello that offers a dump signal: is its process in the job's tree (so the signal may go to it)? */
+  _dumpsTo(hello) {
+    const offers = hello.dump_signal === 'SIGUSR1' || hello.native_dump_signal === 'SIGUSR2';
+    return offers && this._inTree(hello.pid);
   }
 
   /**
@@ -313,4 +271,4 @@ function processGone(pid) {
 }
 
 
-module.exports = { JobMessages, STAGES_KEPT };
+module.exports = { JobMessages };

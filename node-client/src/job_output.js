@@ -60,7 +60,7 @@ class JobOutput {
   /** As bridge/job.py _output_activity: the job printed (activity while it has no progress source). */
   _outputActivity() {
     const t = now();
-    this._facts.lastOutputT = t;
+    this._lastOutputT = t;
     const last = this._outputEventT ?? null;
     if (last === null || t - last >= OUTPUT_EVENT_S || this._m.state === 'stalled') {
       this._outputEventT = t;
@@ -73,9 +73,9 @@ class JobOutput {
     // when they are longer than the tail.
     if (FATAL_MARKERS.some((m) => text.startsWith(m))) {
       this._fatalCapture = true;
-      this._facts.fatalLines = [];
+      this._facts.fatal_lines = [];
     }
-    if (this._fatalCapture && this._facts.fatalLines.length < FATAL_LINES_MAX) this._facts.fatalLines.push(text);
+    if (this._fatalCapture && this._facts.fatal_lines.length < FATAL_LINES_MAX) this._facts.fatal_lines.push(text);
   }
 
   /**
@@ -90,13 +90,13 @@ class JobOutput {
     try {
       while (done < data.length) done += fs.writeSync(this._logFd, data, done, data.length - done);
     } catch (err) {
-      const fromLine = this._facts.logLines + countLines(data, done) + 1;
-      this._facts.logError = { path: this._options.logPath, from_line: fromLine, error: osErrorText(err) };
+      const fromLine = this._facts.log_lines + countLines(data, done) + 1;
+      this._facts.log_error = { path: this._options.logPath, from_line: fromLine, error: osErrorText(err) };
       this._closeLog();
-      this._emit('log_error', this._facts.logError);
+      this._emit('log_error', this._facts.log_error);
       return;
     }
-    this._facts.logLines += countLines(data, data.length);
+    this._facts.log_lines += countLines(data, data.length);
   }
 
   _closeLog() {

@@ -3,8 +3,10 @@
  * The final report of a job: the JSON contract of the CLI and the API
  * (docs/report.schema.json). A port of bridge/report.py: the same fields, names and values.
  *
- * buildReport(input) gathers what the job recorded into plain values, asks diagnosis.js why
- * it ended, and returns a JSON-ready object. summary(report) is the one readable paragraph.
+ * buildReport(facts, files) turns a job's facts record (src/job_facts.js) and what its files
+ * said (readFiles: the crash file's text and the stage box, read by the job's shell when the
+ * job ends) into a JSON-ready object, asking diagnosis.js why it ended. It is pure: values in,
+ * values out, no I/O and no clock; vectors/report.json pins it for both clients. summary(report) is the one readable paragraph.
  * toJSON(report) is ASCII JSON (non-ASCII and undecodable bytes stay as \u escapes).
  *
  * Stable names (docs/CLIENT.md, "The shell", Report): outcome, exit_code, signal, stage, stages,
@@ -35,10 +37,6 @@ function plain(value) {
   return value;
 }
 
-/**
- * input: m (the machine's final state), facts (what the job gathered), crashFile, pid, id,
- * command, logPath.
- */
 /** A bug in trainbridge ended the job (Job.failInternal): say so, not the job's fault. */
 function internalDiagnosis(error) {
   return {
@@ -49,11 +47,23 @@ function internalDiagnosis(error) {
   };
 }
 
-function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
+/**
+ * What buildReport needs from the job's files, read by the shell when the job ends (before the
+ * runtime directory goes): the crash file's stack text, and the stages that `pid` (the lead,
+ * else the launched process) had open in its stage box. As bridge/report.py read_files.
+ */
+function readFiles(crashFile, pid) {
+  return { crash_text: readCrashFile(crashFile), stage_box: readStageBox(crashFile, pid) };
+}
+
+/** The report of a finished job from its facts record (machine and ended set) and readFiles()'s answer. */
+function buildReport(facts, files) {
+  const m = facts.machine;
   const { outcome } = m;
+  const { pid } = facts;
   const tail = facts.tail.map((line) => line.text);
-  const crashText = readCrashFile(crashFile);
-  const stacks = joinStacks(facts.stacks, crashText, facts.fatalLines);
+  const crashText = files.crash_text ?? null;
+  const stacks = joinStacks(facts.stacks, crashText, facts.fatal_lines);
   let error = errorOf(facts.error, tail);
   const cancel = cancelOf(outcome, facts.cancel, error);
   if (cancel && cancel.traceback !== null) error = null; // the user's own stop is not an error
@@ -64,14 +74,14 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
   if (causeError !== null && outcome === 'failed') error = errorOf(causeError, tail); // the rank that failed first
   let stage = stageAtEnd(facts.stages, facts.error);
   if (facts.bye === null) { // no last words: the stage box may know a stage the messages missed
-    const boxed = readStageBox(crashFile, facts.leadPid ?? pid); // no hello yet: the launched one
+    const boxed = files.stage_box ?? null; // the lead's, or with no hello yet the launched one's
     if (boxed && boxed.length) stage = boxed[boxed.length - 1];
   }
   const { hang } = m;
   const factsEnd = {
-    outcome, exit_code: facts.exitCode, signal: facts.exitSignal, error: facts.error,
+    outcome, exit_code: facts.exit_code, signal: facts.exit_signal, error: facts.error,
     saw_bye: facts.bye !== null, crash_text: crashText, log_tail: tail, stage, pid,
-    oom_killed: facts.oomKilled, oom_kills: facts.oomKills ?? null, hang_reason: hang && hang.reason,
+    oom_killed: facts.oom_killed, oom_kills: facts.oom_kills ?? null, hang_reason: hang && hang.reason,
     heartbeat_stack: (facts.heartbeat || {}).stack ?? null,
   };
   if (causeError !== null && outcome === 'failed') {
@@ -89,12 +99,12 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
       evidence: { ...((diagnosis && diagnosis.evidence) || {}), hung_rank: stuck },
     };
   }
-  if (facts.internalError) diagnosis = internalDiagnosis(facts.internalError);
-  const ended = facts.ended ?? performance.now() / 1000;
+  if (facts.internal_error) diagnosis = internalDiagnosis(facts.internal_error);
+  const hellos = Object.keys(facts.hellos);
   const report = {
     outcome,
-    exit_code: facts.exitCode,
-    signal: facts.exitSignal,
+    exit_code: facts.exit_code,
+    signal: facts.exit_signal,
     stage,
     stages: facts.stages.map((s) => ({ name: s.name, status: s.status, duration_s: s.duration_s, depth: s.depth })),
     progress: facts.progress,
@@ -102,32 +112,32 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
     diagnosis,
     stacks,
     log_tail: tail,
-    duration_s: round(ended - facts.started),
+    duration_s: round(facts.ended - facts.started),
     pid,
     // extras
     report_version: REPORT_VERSION,
-    job_id: id,
-    command: [...command],
-    started_at: iso(facts.startedWall),
+    job_id: facts.id,
+    command: [...facts.command],
+    started_at: iso(facts.started_wall),
     // idle_s and stack: what the last heartbeat said, as diagnoseHang read them
     hang: hang && {
       reason: hang.reason, stage: hang.stage, after_s: round(hang.t - facts.started),
       idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
     },
-    signals_sent: [...facts.signalsSent],
+    signals_sent: [...facts.signals_sent],
     environment: environment(facts.hellos),
     worker: {
-      hello: facts.hellos.size > 0, bye: facts.bye, lead_pid: facts.leadPid, leads: [...facts.leads], ranks: [...facts.hellos.keys()].sort((a, b) => a - b),
-      dump_signal: facts.dumpPids.length > 0, off: m.no_worker ?? null,
+      hello: hellos.length > 0, bye: facts.bye, lead_pid: facts.lead_pid, leads: [...facts.leads], ranks: hellos.map(Number).sort((a, b) => a - b),
+      dump_signal: facts.dump_pids.length > 0, off: m.no_worker ?? null,
     },
     output: { lines: { ...facts.lines }, bytes: { ...facts.bytes } },
-    protocol: { rejected: { ...facts.rejected }, lost: facts.lost, foreign_hello: facts.foreignHellos, unrouted: facts.unrouted, undelivered: { ...facts.undelivered } },
+    protocol: { rejected: { ...facts.rejected }, lost: facts.lost, foreign_hello: facts.foreign_hellos, unrouted: facts.unrouted, undelivered: { ...facts.undelivered } },
     leftovers: [...facts.leftovers],
-    stages_dropped: facts.stagesDropped,
+    stages_dropped: facts.stages_dropped,
     cancel,
-    log_path: logPath,
-    log_error: facts.logError ?? null,
-    dropped: droppedTotal(facts.dropped ? facts.dropped.values() : []),
+    log_path: facts.log_path,
+    log_error: facts.log_error ?? null,
+    dropped: droppedTotal(Object.values(facts.dropped)),
     evidence: facts.snapshot,
     ranks: rows,
     root_cause: cause,
@@ -140,8 +150,8 @@ function buildReport({ m, facts, crashFile, pid, id, command, logPath }) {
 /** rendezvous_wait when the start-up deadline passed with only a launcher's hello (bridge/report.py). */
 function rendezvousOf(m, facts, outcome, stacks) {
   const { hang } = m;
-  if (outcome !== 'hung' || !hang || hang.reason !== 'startup' || !facts.hellos.size) return null;
-  const hellos = [...facts.hellos.values()];
+  const hellos = Object.values(facts.hellos);
+  if (outcome !== 'hung' || !hang || hang.reason !== 'startup' || !hellos.length) return null;
   const launcher = hellos.find((h) => ranks.awaitsRanks(h));
   if (!launcher) return null;
   const anyRank = hellos.some((h) => (h.world_size ?? null) !== null);
@@ -204,8 +214,9 @@ function ranksOf(facts) {
  * hello; fields an older worker does not send are null (bridge/report.py's environment()).
  */
 function environment(hellos) {
-  if (!hellos.size) return null;
-  const hello = hellos.get(Math.min(...hellos.keys()));
+  const keys = Object.keys(hellos);
+  if (!keys.length) return null;
+  const hello = hellos[String(Math.min(...keys.map(Number)))];
   const map = (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? value : {});
   const python = map(hello.python);
   const encoding = map(hello.encoding);
@@ -228,11 +239,12 @@ function environment(hellos) {
 }
 
 /** The contract's fields only, when buildReport itself failed (a bug): never leave a waiter without a report. */
-function minimalReport({ m, facts, pid }, err) {
+function minimalReport(facts, err) {
+  const { pid } = facts;
   const report = {
-    outcome: m.outcome, exit_code: facts.exitCode, signal: facts.exitSignal, stage: null, stages: [],
+    outcome: (facts.machine || {}).outcome ?? null, exit_code: facts.exit_code, signal: facts.exit_signal, stage: null, stages: [],
     progress: null, error: null, diagnosis: null, stacks: null, log_tail: facts.tail.map((l) => l.text),
-    duration_s: round((facts.ended ?? performance.now() / 1000) - facts.started), pid,
+    duration_s: round(facts.ended - facts.started), pid,
     report_version: REPORT_VERSION, report_error: `${err.name}: ${err.message}`,
   };
   report.summary = summary(report);
@@ -247,9 +259,9 @@ function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid) {
         reason: hang.reason, stage: hang.stage || stage,
         stages: facts.stages.filter((s) => s.status === 'running').map((s) => s.name),
         idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
-        stacks, saw_hello: facts.hellos.size > 0, evidence: facts.snapshot || {}, pid,
+        stacks, saw_hello: Object.keys(facts.hellos).length > 0, evidence: facts.snapshot || {}, pid,
         worker_loaded: (m.loaded_t ?? null) !== null,
-        progress: facts.progress, python_silent: facts.signalsSent.includes('SIGUSR2'),
+        progress: facts.progress, python_silent: facts.signals_sent.includes('SIGUSR2'),
         process_stacks: facts.ranks ? ranks.processStacks(facts.ranks) : {},
       }), null];
     }
@@ -387,10 +399,23 @@ function fmt(value) {
   return String(value);
 }
 
+/**
+ * Python's f"{x:.{digits}f}": a tie (the exact binary value halfway between) goes to the even
+ * digit, where toFixed goes up (95.25 -> "95.2", as the Python client writes it).
+ */
+function pyFixed(x, digits) {
+  const exact = Math.abs(x).toFixed(100); // the binary value's decimal digits, exactly
+  const point = exact.indexOf('.');
+  if (point < 0 || !/^50*$/.test(exact.slice(point + 1 + digits))) return x.toFixed(digits);
+  const kept = exact.slice(0, digits ? point + 1 + digits : point);
+  if (Number(kept.charAt(kept.length - 1)) % 2 !== 0) return x.toFixed(digits);
+  return `${x < 0 ? '-' : ''}${kept}`;
+}
+
 /** One readable paragraph: what happened, where, why, and what to try. */
 function summary(report) {
   const outcome = report.outcome || 'unknown';
-  const parts = [`Job ${outcome} after ${(report.duration_s ?? 0).toFixed(1)} s`];
+  const parts = [`Job ${outcome} after ${pyFixed(report.duration_s ?? 0, 1)} s`];
   if (report.signal) parts[0] += ` (killed by ${report.signal})`;
   else if (report.exit_code !== null && report.exit_code !== undefined) parts[0] += ` (exit status ${report.exit_code})`;
   if (report.stage && outcome !== 'succeeded') parts[0] += `, in stage '${report.stage}'`;
@@ -402,7 +427,7 @@ function summary(report) {
   parts[0] += '.';
   const { hang } = report;
   if (hang) {
-    parts.push(`It was declared hung (${hang.reason.replace(/_/g, ' ')}) ${hang.after_s.toFixed(1)} s after the start, and stopped.`);
+    parts.push(`It was declared hung (${hang.reason.replace(/_/g, ' ')}) ${pyFixed(hang.after_s, 1)} s after the start, and stopped.`);
   }
   const { diagnosis } = report;
   if (diagnosis) {
@@ -448,6 +473,6 @@ function logFooter(report) {
 }
 
 module.exports = {
-  REPORT_VERSION, buildReport, logFooter, minimalReport, summary, toJSON, readCrashFile, joinStacks,
+  REPORT_VERSION, buildReport, readFiles, logFooter, minimalReport, summary, toJSON, readCrashFile, joinStacks,
   crashFileSize, signalDumpedPids, losses,
 };

@@ -1,0 +1,423 @@
+"""Writes vectors/report.json, two tables both clients run.
+
+"cases": a job's facts record and what its files said in, the report out (bridge/report.py
+build, node-client/src/report.js buildReport): {name, facts, files, report}. `facts` is the
+record both clients keep (bridge/job_facts.py, node-client/src/job_facts.js) as it stands
+when the job ends, `files` what read_files() got from the crash file and the stage box.
+
+"apply": worker messages folded into a new record (job_facts apply): {name, messages,
+facts}, the record after them but its `ranks` (vectors/ranks.json pins those).
+
+The expectations are written by the Python client and then reviewed by hand: the committed
+JSON is the contract; tests/client/test_report_vectors.py and node-client/test/report.test.js
+run it."""
+
+import json
+import os
+import sys
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+sys.path.insert(0, ROOT)
+
+from trainbridge.bridge import job_facts, ranks, report  # noqa: E402 - after the path
+
+STARTED = 1000.0  # the shell's monotonic clock at the start
+WALL = 1764460800.0  # 2025-11-30T00:00:00Z
+HELLO = {
+    "pid": 4242,
+    "ppid": 4241,
+    "rank": 0,
+    "local_rank": 0,
+    "world_size": 1,
+    "host": "gpu-box",
+    "platform": "Linux-6.8-x86_64",
+    "python": {"version": "3.11.7", "executable": "/usr/bin/python3", "venv": None},
+    "cpu_count": 16,
+    "packages": {"torch": "2.13.0"},
+    "nvidia": {"driver": "550.54"},
+    "env": {"CUDA_VISIBLE_DEVICES": "0"},
+    "encoding": {"stdout": "utf-8", "locale": "UTF-8", "utf8_mode": 0},
+    "stdout": {"buffered": False},
+    "dump_signal": "SIGUSR1",
+}
+
+
+def stage(name, status="ok", duration_s=1.5, depth=0, started=0.1, began=1, closed=2):
+    entry = {
+        "name": name,
+        "status": status,
+        "duration_s": duration_s if status != "running" else None,
+        "depth": depth,
+        "budget_s": None,
+        "started": started,
+        "began": began,
+    }
+    if status != "running":
+        entry["closed"] = closed
+    return entry
+
+
+def facts(ended=12.5, outcome="succeeded", hang=None, **changes):
+    f = job_facts.initial(
+        "job-0123456789ab", ["python", "train.py"], "/tmp/train.log", STARTED, WALL, 40
+    )
+    f["tail"] = []
+    f["pid"] = 4242
+    f["ended"] = STARTED + ended
+    f["ranks"] = ranks.initial()
+    f["machine"] = {
+        "outcome": outcome,
+        "hang": hang,
+        "refused": None,
+        "no_worker": None,
+        "loaded_t": STARTED + 0.05,
+    }
+    for key, value in changes.items():
+        if key in f["machine"] and key != "hang":
+            f["machine"][key] = value
+        else:
+            f[key] = value
+    return f
+
+
+def out(stream, *texts):
+    return [{"stream": stream, "text": t, "end": "lf"} for t in texts]
+
+
+def hello_facts(**more):
+    state = ranks.initial()
+    ranks.observe(state, "job-0123456789ab/0/4242", "hello", HELLO, WALL + 0.2)
+    base = {
+        "hellos": {"0": HELLO},
+        "ranks": state,
+        "lead_pid": 4242,
+        "leads": [4242],
+        "dump_pids": [4242],
+    }
+    base.update(more)
+    return base
+
+
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 9, in <module>\n'
+    "    main()\n"
+    "RuntimeError: CUDA error: device-side assert triggered"
+)
+ERROR = {
+    "type": "RuntimeError",
+    "message": "CUDA error: device-side assert triggered",
+    "traceback": TRACEBACK,
+    "kind": "exception",
+    "stage": "train",
+    "fatal": True,
+    "frames": [{"file": "train.py", "line": 9, "function": "<module>"}],
+}
+HEARTBEAT_STACK = (
+    'File "train.py", line 30, in <module>\n'
+    '  File "/usr/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 1, in '
+    "__next__\n"
+)
+
+
+def distributed():
+    state = ranks.initial()
+    for rank in (0, 1):
+        key = f"job-0123456789ab/{rank}/{5000 + rank}"
+        hello = dict(HELLO, pid=5000 + rank, rank=rank, local_rank=rank, world_size=2)
+        ranks.observe(state, key, "hello", hello, WALL + 0.2)
+    err = dict(ERROR, message="shape mismatch", stage="step", type="ValueError")
+    ranks.observe(state, "job-0123456789ab/1/5001", "error", err, WALL + 5.0)
+    ranks.observe(
+        state,
+        "job-0123456789ab/0/5000",
+        "error",
+        dict(ERROR, type="DistBackendError", message="NCCL communicator was aborted"),
+        WALL + 6.0,
+    )
+    hellos = {
+        "0": dict(HELLO, pid=5000, world_size=2),
+        "1": dict(HELLO, pid=5001, rank=1, local_rank=1, world_size=2),
+    }
+    return {"hellos": hellos, "ranks": state, "lead_pid": 5000, "leads": [5000]}
+
+
+def cases():
+    ok_stages = [stage("startup", began=1, closed=2), stage("train", began=3, closed=4)]
+    yield (
+        "succeeded: hello, stages, progress, bye",
+        facts(
+            **hello_facts(),
+            stages=ok_stages,
+            progress={"step": 100, "total": 100, "metrics": {"loss": 0.25}},
+            bye={"exit_code": 0, "reason": "normal"},
+            exit_code=0,
+            tail=out("stdout", "epoch 1", "done"),
+            lines={"stdout": 2, "stderr": 0},
+            bytes={"stdout": 13, "stderr": 0},
+        ),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "failed: the worker's error, the stage it failed in",
+        facts(
+            outcome="failed",
+            **hello_facts(),
+            stages=[stage("startup"), stage("train", status="failed", began=3, closed=4)],
+            progress={"step": 7.5, "total": 100, "metrics": {}},
+            error=ERROR,
+            bye={"exit_code": 1, "reason": "exception"},
+            exit_code=1,
+            tail=out("stderr", *TRACEBACK.split("\n")),
+            lines={"stdout": 0, "stderr": 4},
+        ),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "crashed: SIGSEGV, the crash file's stacks, the stage box's stage",
+        facts(
+            outcome="crashed",
+            **hello_facts(),
+            stages=[stage("startup"), stage("model", status="running", began=3)],
+            exit_signal="SIGSEGV",
+            fatal_lines=["Fatal Python error: Segmentation fault", "", "Current thread:"],
+            tail=out("stderr", "Fatal Python error: Segmentation fault"),
+        ),
+        {
+            "crash_text": 'Fatal Python error: Segmentation fault\n\n  File "model.py", line 3 in '
+            "load",
+            "stage_box": ["model", "load_weights"],
+        },
+    )
+    yield (
+        "crashed: no worker, stderr's faulthandler lines are the stacks",
+        facts(
+            outcome="crashed",
+            exit_signal="SIGABRT",
+            fatal_lines=["Fatal Python error: Aborted", 'File "x.py", line 1 in <module>'],
+            tail=out("stderr", "Fatal Python error: Aborted"),
+            oom_killed=False,
+        ),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "hung: stall, heartbeat stack, signals, a dump reply",
+        facts(
+            outcome="hung",
+            ended=95.25,
+            hang={"reason": "stall", "stage": "train", "t": STARTED + 90.0},
+            **hello_facts(),
+            stages=[stage("startup"), stage("train", status="running", began=3)],
+            progress={"step": 12, "total": None, "metrics": {}},
+            heartbeat={"beat": 80, "idle_s": 61.5, "stack": HEARTBEAT_STACK, "stage": "train"},
+            stacks=['Thread 0x1 (most recent call first):\n  File "train.py", line 30\n'],
+            signals_sent=["SIGUSR1", "SIGTERM"],
+            exit_signal="SIGTERM",
+            snapshot={"notes": []},
+        ),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "hung: startup deadline with only a launcher's hello (rendezvous)",
+        rendezvous_facts(),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "cancelled: accepted, KeyboardInterrupt is where it stopped, not an error",
+        facts(
+            outcome="cancelled",
+            **hello_facts(),
+            stages=[stage("train", status="cancelled", began=1, closed=2)],
+            error=dict(
+                ERROR,
+                type="KeyboardInterrupt",
+                message="",
+                kind="cancelled",
+                traceback="Traceback (most recent call last):\nKeyboardInterrupt",
+            ),
+            cancel={"reason": "user pressed stop", "accepted": True, "refused": None},
+            bye={"exit_code": 130, "reason": "cancelled"},
+            exit_code=130,
+        ),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "failed: a plain command's traceback on stderr (no worker)",
+        facts(
+            outcome="failed",
+            exit_code=1,
+            tail=out("stdout", "loading")
+            + out("stderr", *TRACEBACK.replace("\x1b", "").split("\n")),
+            lines={"stdout": 1, "stderr": 4},
+        ),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "failed: a bug in trainbridge (internal), the job's tree killed",
+        facts(
+            outcome="failed",
+            **hello_facts(),
+            internal_error={
+                "type": "RuntimeError",
+                "message": "trainbridge failed while supervising this job: injected bug",
+                "traceback": "Traceback (most recent call last):\nRuntimeError: injected bug",
+                "kind": "internal",
+                "fatal": True,
+            },
+            error={
+                "type": "RuntimeError",
+                "message": "trainbridge failed while supervising this job: injected bug",
+                "traceback": "Traceback (most recent call last):\nRuntimeError: injected bug",
+                "kind": "internal",
+                "fatal": True,
+            },
+            signals_sent=["SIGKILL"],
+            exit_signal="SIGKILL",
+        ),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "succeeded with losses: worker drops, undelivered sends, an incomplete log",
+        facts(
+            **hello_facts(),
+            bye={"exit_code": 0, "reason": "normal", "dropped": {"log": 3}},
+            exit_code=0,
+            dropped={"job-0123456789ab/0/4242": {"log": 3, "user": 1}, "job-x/0/7": {"log": 2}},
+            undelivered={"user": 2},
+            rejected={"bad_signature": 1},
+            lost=4,
+            unrouted=1,
+            foreign_hellos=1,
+            log_lines=120,
+            log_error={"path": "/tmp/train.log", "from_line": 121, "error": "No space (ENOSPC)"},
+            leftovers=[4300],
+        ),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "failed: the client refused the worker (protocol version)",
+        facts(outcome="failed", exit_code=1, refused="unsupported protocol version 2"),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "failed: two ranks, the root cause is the rank that failed first",
+        facts(
+            outcome="failed",
+            **distributed(),
+            error=dict(ERROR, type="DistBackendError", message="NCCL communicator was aborted"),
+            exit_code=1,
+        ),
+        {"crash_text": None, "stage_box": None},
+    )
+
+
+def rendezvous_facts():
+    launcher_hello = dict(
+        HELLO,
+        pid=4242,
+        rank=None,
+        local_rank=None,
+        world_size=None,
+        argv=["/usr/bin/torchrun", "--nnodes", "2", "--nproc-per-node", "2", "train.py"],
+    )
+    state = ranks.initial()
+    ranks.observe(state, "job-0123456789ab/0/4242", "hello", launcher_hello, WALL + 0.2)
+    return facts(
+        outcome="hung",
+        ended=125.0,
+        hang={"reason": "startup", "stage": None, "t": STARTED + 120.0},
+        hellos={"0": launcher_hello},
+        ranks=state,
+        lead_pid=4242,
+        leads=[4242],
+        stacks=[
+            'Thread 0x1 (most recent call first):\n  File "/usr/lib/python3.11/site-packages/'
+            'torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py", line 55 in '
+            "next_rendezvous\n"
+        ],
+        signals_sent=["SIGTERM"],
+        exit_signal="SIGTERM",
+        snapshot={"notes": []},
+    )
+
+
+def apply_cases():
+    key, other = "job-0123456789ab/0/4242", "job-0123456789ab/1/4300"
+    hello = dict(HELLO, native_dump_signal="SIGUSR2")
+
+    def msg(kind, body, t, lead=True, sender=key, rank=0, in_tree=False):
+        return {
+            "kind": kind,
+            "body": body,
+            "key": sender,
+            "rank": rank,
+            "ts": WALL + t,
+            "lead": lead,
+            "in_tree": in_tree,
+            "t": STARTED + t,
+        }
+
+    one = [
+        msg("hello", hello, 0.2, in_tree=True),
+        msg("stage", {"event": "begin", "name": "train", "depth": 0}, 0.5),
+        msg("stage", {"event": "begin", "name": "epoch", "depth": 1, "budget_s": 60.0}, 0.75),
+        msg("progress", {"step": 3, "total": 10, "metrics": {"loss": 0.5}}, 1.0),
+        msg("heartbeat", {"beat": 1, "idle_s": 0.25, "stack": None, "dropped": {"log": 2}}, 1.5),
+        msg("reply", {"to": 4, "ok": True, "stacks": "Thread 0x1:\n"}, 1.75),
+        msg("stage", {"event": "end", "name": "epoch", "depth": 1, "status": "ok"}, 2.0),
+        msg("error", dict(ERROR, fatal=False, type="UserWarning"), 2.25),
+        msg("error", ERROR, 2.5),
+        msg("error", dict(ERROR, fatal=False, type="Later"), 2.625),
+        msg(
+            "stage", {"event": "end", "name": "train", "status": "failed", "duration_s": 2.0}, 2.75
+        ),
+        msg("bye", {"exit_code": 1, "reason": "exception", "dropped": {"log": 3}}, 3.0),
+    ]
+    rank1 = dict(HELLO, pid=4300, rank=1, world_size=2, dump_signal="SIGUSR1")
+    two = [
+        msg("hello", dict(HELLO, rank=None, world_size=None), 0.1, in_tree=False),
+        msg("hello", rank1, 0.2, lead=False, sender=other, rank=1, in_tree=True),
+        msg("stage", {"event": "begin", "name": "rank1"}, 0.3, lead=False, sender=other, rank=1),
+        msg("progress", {"step": 1, "total": None}, 0.4, lead=False, sender=other, rank=1),
+        msg("reply", {"to": 2, "ok": True, "stacks": "r1"}, 0.5, lead=False, sender=other, rank=1),
+        msg("heartbeat", {"beat": 1, "dropped": {"log": 1}}, 0.6, lead=False, sender=other, rank=1),
+        msg("hello", dict(rank1, pid=4301), 0.7, lead=False, sender=other, rank=1, in_tree=True),
+    ]
+    for name, messages in (
+        ("the lead alone: hello, nested stages, progress, drops, a dump, errors, bye", one),
+        ("a launcher leads; another process is listed, its dump and drops count", two),
+    ):
+        f = job_facts.initial("job-0123456789ab", ["python", "train.py"], None, STARTED, WALL, 40)
+        f["tail"] = []
+        f["ranks"] = ranks.initial()
+        for m in messages:
+            f = job_facts.apply(f, json.loads(json.dumps(m)))
+        f.pop("ranks")
+        yield {"name": name, "messages": messages, "facts": f}
+
+
+def main():
+    out_cases = []
+    for name, f, files in cases():
+        f["tail"] = list(f["tail"])
+        built = report.build(json.loads(json.dumps(f)), files)
+        out_cases.append({"name": name, "facts": f, "files": files, "report": built})
+    path = os.path.join(ROOT, "vectors", "report.json")
+    with open(path, "w", encoding="ascii") as fh:
+        json.dump(
+            {
+                "about": "facts record + files in -> report out (bridge/report.py build, "
+                "node-client/src/report.js buildReport); tests/client/make_report_vectors.py",
+                "cases": out_cases,
+                "apply": list(apply_cases()),
+            },
+            fh,
+            indent=1,
+            ensure_ascii=True,
+        )
+        fh.write("\n")
+    print(f"wrote {os.path.normpath(path)}: {len(out_cases)} report cases")
+
+
+if __name__ == "__main__":
+    main()
