@@ -64,6 +64,7 @@ from trainbridge.bridge.launcher import LaunchError
 from trainbridge.bridge.lines import LineSplitter, RedrawThrottle
 from trainbridge.bridge.status import StatusTracker
 from trainbridge.bridge.streams import ChunkStream
+from trainbridge.protocol import codec
 
 # Importable from here, as before the split (users and the other rooms' callers).
 __all__ = [
@@ -354,8 +355,6 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         worker.on_message() / worker.receive() (PROTOCOL.md "user"). In order; held until
         the worker said hello (at most OUTBOX_LIMIT). Raises ValueError when too large
         and RuntimeError when the job ended or the outbox is full."""
-        from trainbridge.protocol import codec
-
         try:
             codec.encode("user", 1, {"data": data}, self.key, self.id)
         except codec.ProtocolError as exc:

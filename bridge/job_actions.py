@@ -11,7 +11,7 @@ import signal as signals
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import launcher, machine, ranks
+from trainbridge.bridge import diagnosis, evidence, launcher, machine, ranks
 from trainbridge.bridge import report as reports
 
 LIVE_DIAGNOSIS_S = 2.0  # while stalled, the live diagnosis is refreshed at most this often
@@ -155,8 +155,6 @@ class JobActions:
         self._live_t = now
         idle = None
         try:
-            from trainbridge.bridge import diagnosis, evidence
-
             ev = evidence.live(self.pid, self._live_mark)
             self._live_mark = ev.pop("mark", None)
             hb = self.facts["heartbeat"] or {}

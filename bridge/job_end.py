@@ -10,9 +10,10 @@ import shutil
 import signal as signals
 import threading
 import time
+import traceback
 from typing import Any, Optional
 
-from trainbridge.bridge import job_facts, launcher
+from trainbridge.bridge import evidence, job_facts, launcher, oom
 from trainbridge.bridge import report as reports
 from trainbridge.bridge.lines import log_text
 
@@ -45,8 +46,6 @@ class JobEnd:
             self.proc.returncode
         )
         if self.facts["exit_signal"] == "SIGKILL" and "SIGKILL" not in self.facts["signals_sent"]:
-            from trainbridge.bridge import oom
-
             self.facts["oom_killed"] = oom.oom_killed(self._oom_before, _oom_kill_count(None))
         self.facts["oom_kills"] = _oom_kills_since(
             self._oom_before, self.facts["exit_code"], self.facts["exit_signal"]
@@ -78,8 +77,6 @@ class JobEnd:
 
         def collect() -> None:
             try:
-                from trainbridge.bridge import evidence
-
                 self.facts["snapshot"] = evidence.collect(pid)
             except Exception as exc:  # noqa: BLE001 - evidence is best effort
                 self.facts["snapshot"] = {
@@ -151,8 +148,6 @@ class JobEnd:
         traceback. Other jobs are not touched."""
         if self._done.is_set():
             return
-        import traceback
-
         self.facts["internal_error"] = {
             "type": type(exc).__name__,
             "message": f"trainbridge failed while supervising this job: {exc}",
@@ -209,8 +204,6 @@ def _oom_kills_since(
 
 def _oom_kill_count(pid: Optional[int]) -> Optional[int]:
     try:
-        from trainbridge.bridge import oom
-
         return oom.oom_kill_count(pid)
     except Exception:  # noqa: BLE001 - best effort
         return None

@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
+import psutil
+
 from trainbridge.bridge import job_facts, launcher, machine, ranks
 from trainbridge.bridge.job_actions import SIGNALS
 
@@ -224,8 +226,6 @@ class JobMessages:
 
 def _process_alive(pid: Any, created: Optional[float]) -> bool:
     """Whether `pid` is still the process that was seen (same start time), not a zombie."""
-    import psutil
-
     if not isinstance(pid, int):
         return False
     try:
