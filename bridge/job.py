@@ -1,7 +1,8 @@
 """A supervised job: the glue between the hub, the launcher, the state machine and the report.
 
-This module is the facade: Job's set-up and public API, and launch(). Its rooms, each one
-concern (docs/CLIENT.md "Rooms of the Job"), the same in node-client/src/:
+This module is the facade: Job's set-up and public API, and launch() (its length, over the
+rooms' ~200 lines, is the public API's documentation and the child's environment). Its rooms,
+each one concern (docs/CLIENT.md "Rooms of the Job"), the same in node-client/src/:
   job_arguments  the argument check (launch, Job, aio, the scheduler and the CLI use it)
   job_events     the event queue behind events() / next_event()
   job_output     pipes, lines, the tail, the log file

@@ -11,8 +11,7 @@ import signal as signals
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import diagnosis, evidence, launcher, machine, ranks
-from trainbridge.bridge import report as reports
+from trainbridge.bridge import diagnosis, evidence, launcher, machine, ranks, report_files
 
 LIVE_DIAGNOSIS_S = 2.0  # while stalled, the live diagnosis is refreshed at most this often
 TREE_REFRESH_S = 1.0  # how often the process tree is re-read while the job runs
@@ -55,13 +54,13 @@ class JobActions:
             self.facts["signals_sent"].append(name)
             self._publish({"event": "signal", "signal": name})
             if name == "SIGUSR1":
-                self._signal_dump_at = reports.crash_file_size(self.crash_file)
+                self._signal_dump_at = report_files.crash_file_size(self.crash_file)
                 for pid in self.facts["dump_pids"]:
                     launcher.signal_process(pid, signals.SIGUSR1)
             elif name == "SIGUSR2":
                 # Only to the processes whose SIGUSR1 handler did not answer: Python runs
                 # in the others, and the C dump would race it (worker/hooks.py).
-                answered = reports.signal_dumped_pids(self.crash_file, self._signal_dump_at)
+                answered = report_files.signal_dumped_pids(self.crash_file, self._signal_dump_at)
                 for pid in self.facts["native_dump_pids"]:
                     if pid not in answered:
                         launcher.signal_process(pid, SIGNALS[name])
@@ -106,7 +105,7 @@ class JobActions:
                 ending is not None
                 and ending["step"] == "signal_dump"
                 and self.facts["lead_pid"]
-                in reports.signal_dumped_pids(self.crash_file, self._signal_dump_at)
+                in report_files.signal_dumped_pids(self.crash_file, self._signal_dump_at)
             ):
                 self._step({"type": "signal_dumped", "t": now})
             self._step({"type": "timer", "t": now})

@@ -13,7 +13,7 @@ import time
 import traceback
 from typing import Any, Optional
 
-from trainbridge.bridge import evidence, job_facts, launcher, oom
+from trainbridge.bridge import evidence, job_facts, launcher, oom, report_files, report_text
 from trainbridge.bridge import report as reports
 from trainbridge.bridge.lines import log_text
 
@@ -101,7 +101,7 @@ class JobEnd:
             self._outbox.clear()
         facts = self._final_facts()
         try:
-            files = reports.read_files(self.crash_file, facts["lead_pid"] or facts["pid"])
+            files = report_files.read_files(self.crash_file, facts["lead_pid"] or facts["pid"])
             self.report = Report(reports.build(facts, files))
         except Exception as exc:  # noqa: BLE001 - never leave a waiter hanging on a report bug
             self.report = Report(reports.minimal(facts, exc))
@@ -132,7 +132,7 @@ class JobEnd:
         held = self._redraws.flush()
         if held:
             self._write_log("\n".join(log_text(text) for text in held))
-        self._write_log(log_text(reports.log_footer(self.report)))
+        self._write_log(log_text(report_text.log_footer(self.report)))
 
     def _close_stdin(self) -> None:
         if self.stdin is not None:

@@ -4,8 +4,9 @@ build(facts, files) turns a job's facts record (bridge/job_facts.py) and what it
 (read_files: the crash file's text and the stage box, read by the job's shell when the job
 ends) into a JSON-ready dict, asking bridge.diagnosis why it ended. It is pure: values in,
 values out, no I/O and no clock; vectors/report.json pins it for both clients.
-summary(report) is the one readable paragraph the CLI prints. to_json(report) is ASCII
-JSON (non-ASCII and undecodable bytes stay as \\u escapes).
+Its rooms: bridge/report_text.py (summary, log_footer, to_json: the report in words) and
+bridge/report_files.py (read_files and the crash file's other readers: the only I/O); their
+names are importable from here too. The Node twins are src/report*.js.
 
 Stable names (docs/CLIENT.md, "The shell", Report): outcome, exit_code, signal, stage,
 stages, progress, error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an
@@ -14,39 +15,48 @@ extra.
 
 from __future__ import annotations
 
-import json
-import os
-import re
 import time
 from typing import Any, Optional
 
 from trainbridge.bridge import diagnosis, ranks
 from trainbridge.bridge.diagnosis_stack import strip_ansi
-from trainbridge.protocol import codec
+
+# The report's words and its files have rooms of their own; their names stay importable here.
+from trainbridge.bridge.report_files import (
+    CRASH_TEXT_MAX,
+    crash_file_size,
+    read_crash_file,
+    read_files,
+    read_stage_box,
+    signal_dumped_pids,
+)
+from trainbridge.bridge.report_text import log_footer, losses, summary, to_json
+
+__all__ = [
+    "CRASH_TEXT_MAX",
+    "FATAL_LINES_MAX",
+    "FATAL_MARKERS",
+    "REPORT_VERSION",
+    "build",
+    "crash_file_size",
+    "dropped_total",
+    "environment",
+    "internal_diagnosis",
+    "join_stacks",
+    "log_footer",
+    "losses",
+    "minimal",
+    "read_crash_file",
+    "read_files",
+    "read_stage_box",
+    "signal_dumped_pids",
+    "summary",
+    "to_json",
+]
 
 REPORT_VERSION = 1
-CRASH_TEXT_MAX = 256 * 1024  # bytes of the crash file kept (its end: the newest dumps)
 FATAL_LINES_MAX = 400  # stderr lines kept after "Fatal Python error"
 FATAL_MARKERS = ("Fatal Python error:", "Timeout (")  # faulthandler's crash and watchdog headers
-
-
-def log_footer(report: dict[str, Any]) -> str:
-    """What a job's log file ends with: the verdict, then the stacks that explain it (the
-    crash file's are gone once the job ends; the log keeps them). Node: logFooter."""
-    lines = [f"[trainbridge] {report.get('summary') or report.get('outcome')}"]
-    if report.get("stacks"):
-        lines += ["[trainbridge] stacks:", str(report["stacks"]).rstrip("\n")]
-    return "\n".join(lines)
-
-
-def read_files(crash_file: Optional[str], pid: Optional[int]) -> dict[str, Any]:
-    """What build() needs from the job's files, read by the shell when the job ends (before
-    the runtime directory goes): the crash file's stack text, and the stages that `pid`
-    (the lead, else the launched process) had open in its stage box."""
-    return {
-        "crash_text": read_crash_file(crash_file),
-        "stage_box": read_stage_box(crash_file, pid),
-    }
 
 
 def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
@@ -194,41 +204,6 @@ def dropped_total(counts: Any) -> dict[str, int]:
             if isinstance(count, int) and not isinstance(count, bool):
                 total[str(kind)] = total.get(str(kind), 0) + count
     return total
-
-
-def losses(report: dict[str, Any]) -> list[str]:
-    """Sentences for the summary about anything the job's record is missing."""
-    out = []
-    dropped = {k: v for k, v in (report.get("dropped") or {}).items() if v}
-    for kind, count in sorted(dropped.items()):
-        if kind == "user":
-            out.append(
-                f"The script's inbox was full: the worker dropped {count} job.send() "
-                f"message{'s' if count != 1 else ''} (report 'dropped'); read them with "
-                "worker.receive() or worker.on_message()."
-            )
-            continue
-        out.append(
-            f"The worker dropped {count} {kind} record{'s' if count != 1 else ''}: its "
-            f"queue stayed full past TRAINBRIDGE_LOG_WAIT_S (report 'dropped')."
-        )
-    undelivered = (report.get("protocol") or {}).get("undelivered") or {}
-    for kind, count in sorted((k, v) for k, v in undelivered.items() if v):
-        what = "job.send() message" if kind == "user" else f"'{kind}' message"
-        why = "its process was gone or the job ended first"
-        if kind == "user":  # also bounded while a worker takes nothing (bridge/hub.py)
-            why = "its process was gone, it took none while 10,000 waited, or the job ended first"
-        out.append(
-            f"{count} {what}{'s' if count != 1 else ''} never reached the worker: "
-            f"{why} (report 'protocol.undelivered')."
-        )
-    log_error = report.get("log_error")
-    if log_error:
-        out.append(
-            f"The log file {log_error.get('path')} is incomplete from line "
-            f"{log_error.get('from_line')} on: {log_error.get('error')}."
-        )
-    return out
 
 
 def _rendezvous(
@@ -445,74 +420,6 @@ def _for_people(error: dict[str, Any]) -> dict[str, Any]:
     return error
 
 
-def read_stage_box(crash_file: Optional[str], pid: Optional[int]) -> Optional[list[str]]:
-    """The stages a worker process had open when it last changed stage, from the file it
-    writes synchronously beside the crash file (worker/runtime.py, PROTOCOL.md section 2),
-    outermost first; None when there is none. Newer than the stage messages, which wait up
-    to 50 ms for the beacon: a native crash right after a stage began is placed in it."""
-    if not crash_file or pid is None:
-        return None
-    try:
-        with open(f"{crash_file}.stages.{pid}", "rb") as f:
-            data = f.read(64 * 1024)
-    except OSError:
-        return None
-    names: list[str] = []
-    for line in data.decode("ascii", "replace").split("\n"):
-        if line == ".":
-            return names
-        try:
-            names.append(codec.unescape(line))
-        except codec.ProtocolError:
-            names.append(line)
-    return None  # no closing line: a torn or foreign file
-
-
-def read_crash_file(path: Optional[str]) -> Optional[str]:
-    """What faulthandler wrote (native crash, SIGUSR1 dump, freeze watchdog), or None."""
-    if not path:
-        return None
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - CRASH_TEXT_MAX))
-            data = f.read()
-    except OSError:
-        return None
-    text = data.decode("utf-8", "surrogateescape")
-    # The worker writes a "[trainbridge] ..." banner first; only dumps count as stacks.
-    text = "\n".join(
-        line for line in text.splitlines() if not line.startswith("[trainbridge]")
-    ).strip()
-    return text or None
-
-
-def crash_file_size(path: Optional[str]) -> Optional[int]:
-    """Where the next dump will start in the crash file (None: there is none yet)."""
-    try:
-        return os.path.getsize(path) if path else None
-    except OSError:
-        return None
-
-
-_SIGNAL_DUMP_MARK = re.compile(r"^\[trainbridge\] pid (\d+): stacks on SIGUSR1$", re.M)
-
-
-def signal_dumped_pids(path: Optional[str], since: Optional[int]) -> set[int]:
-    """The processes whose SIGUSR1 handler wrote its stacks after offset `since` of the crash
-    file (each marks its dump with a "[trainbridge] pid N: stacks on SIGUSR1" line)."""
-    if not path:
-        return set()
-    try:
-        with open(path, "rb") as f:
-            f.seek(since or 0)
-            data = f.read(CRASH_TEXT_MAX)
-    except OSError:
-        return set()
-    return {int(m) for m in _SIGNAL_DUMP_MARK.findall(data.decode("ascii", "replace"))}
-
-
 def join_stacks(
     dumps: list[str], crash_text: Optional[str], fatal_lines: list[str]
 ) -> Optional[str]:
@@ -523,47 +430,6 @@ def join_stacks(
     if fatal_lines and not crash_text:
         parts.append("--- faulthandler (stderr) ---\n" + "\n".join(fatal_lines))
     return "\n\n".join(parts) if parts else None
-
-
-def summary(report: dict[str, Any]) -> str:
-    """One readable paragraph: what happened, where, why, and what to try."""
-    outcome = report.get("outcome") or "unknown"
-    parts = [f"Job {outcome} after {report.get('duration_s', 0):.1f} s"]
-    if report.get("signal"):
-        parts[0] += f" (killed by {report['signal']})"
-    elif report.get("exit_code") is not None:
-        parts[0] += f" (exit status {report['exit_code']})"
-    if report.get("stage") and outcome != "succeeded":
-        parts[0] += f", in stage '{report['stage']}'"
-    progress = report.get("progress")
-    if progress and progress.get("step") is not None:
-        total = progress.get("total")
-        parts[0] += f", at step {_fmt(progress['step'])}" + (f" of {_fmt(total)}" if total else "")
-    hang = report.get("hang")
-    if hang:
-        parts.append(
-            f"It was declared hung ({hang['reason'].replace('_', ' ')}) "
-            f"{hang['after_s']:.1f} s after the start, and stopped."
-        )
-    diagnosis = report.get("diagnosis")
-    if diagnosis:
-        parts.append(f"Diagnosis ({diagnosis.get('kind')}): {diagnosis.get('summary')}")
-        if diagnosis.get("hint"):
-            parts.append(f"Try: {diagnosis['hint']}")
-    elif report.get("error") and outcome != "succeeded":
-        error = report["error"]
-        parts.append(f"Error: {error.get('type')}: {error.get('message')}")
-    parts.extend(losses(report))
-    return " ".join(p if p.endswith(".") else p + "." for p in parts)
-
-
-def to_json(report: dict[str, Any], indent: Optional[int] = 2) -> str:
-    """ASCII JSON: non-ASCII text and undecodable bytes (lone surrogates) become \\u escapes."""
-    return json.dumps(report, ensure_ascii=True, indent=indent, default=str)
-
-
-def _fmt(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _iso(wall: float) -> str:

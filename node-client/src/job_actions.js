@@ -13,7 +13,7 @@ const launcher = require('./launcher.js');
 const evidence = require('./evidence.js');
 const { diagnoseHang } = require('./diagnosis.js');
 const ranks = require('./ranks.js');
-const { crashFileSize, signalDumpedPids } = require('./report.js');
+const { crashFileSize, signalDumpedPids } = require('./report_files.js');
 
 const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed at most this often
 const now = () => performance.now() / 1000; // the shell's monotonic clock, in seconds

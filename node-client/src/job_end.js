@@ -11,7 +11,9 @@ const evidence = require('./evidence.js');
 const oom = require('./oom.js');
 const procfs = require('./procfs.js');
 const { logText } = require('./lines.js');
-const { buildReport, minimalReport, logFooter, readFiles } = require('./report.js');
+const { buildReport, minimalReport } = require('./report.js');
+const { readFiles } = require('./report_files.js');
+const { logFooter } = require('./report_text.js');
 const jobFacts = require('./job_facts.js');
 const { now } = require('./job_actions.js');
 

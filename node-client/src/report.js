@@ -6,22 +6,23 @@
  * buildReport(facts, files) turns a job's facts record (src/job_facts.js) and what its files
  * said (readFiles: the crash file's text and the stage box, read by the job's shell when the
  * job ends) into a JSON-ready object, asking diagnosis.js why it ended. It is pure: values in,
- * values out, no I/O and no clock; vectors/report.json pins it for both clients. summary(report) is the one readable paragraph.
- * toJSON(report) is ASCII JSON (non-ASCII and undecodable bytes stay as \u escapes).
+ * values out, no I/O and no clock; vectors/report.json pins it for both clients. Its rooms:
+ * src/report_text.js (summary, logFooter, toJSON: the report in words) and src/report_files.js
+ * (readFiles and the crash file's other readers: the only I/O); their names are exported here
+ * too. The Python twins are bridge/report*.py.
  *
  * Stable names (docs/CLIENT.md, "The shell", Report): outcome, exit_code, signal, stage, stages,
  * progress, error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an extra.
  */
 
-const fs = require('node:fs');
-const codec = require('./codec.js');
 const { diagnoseEnd, diagnoseHang, tracebackInText, stageAtEnd } = require('./diagnosis.js');
 const { stripAnsi } = require('./diagnosis_stack.js');
-const { decodeUtf8Escaped } = require('./utf8.js');
 const ranks = require('./ranks.js');
+// The report's words and its files have rooms of their own; their names stay importable here.
+const { readFiles, readCrashFile, crashFileSize, signalDumpedPids } = require('./report_files.js');
+const { logFooter, losses, summary, toJSON } = require('./report_text.js');
 
 const REPORT_VERSION = 1;
-const CRASH_TEXT_MAX = 256 * 1024; // bytes of the crash file kept (its end: the newest dumps)
 
 const round = (x, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
 
@@ -45,15 +46,6 @@ function internalDiagnosis(error) {
     hint: 'this is a bug in trainbridge, not in the job: please report it with this report (error.traceback); other jobs of this client were not affected',
     evidence: { traceback: error.traceback.slice(-4000) },
   };
-}
-
-/**
- * What buildReport needs from the job's files, read by the shell when the job ends (before the
- * runtime directory goes): the crash file's stack text, and the stages that `pid` (the lead,
- * else the launched process) had open in its stage box. As bridge/report.py read_files.
- */
-function readFiles(crashFile, pid) {
-  return { crash_text: readCrashFile(crashFile), stage_box: readStageBox(crashFile, pid) };
 }
 
 /** The report of a finished job from its facts record (machine and ended set) and readFiles()'s answer. */
@@ -172,30 +164,6 @@ function droppedTotal(counts) {
   return total;
 }
 
-/** Sentences for the summary about anything the job's record is missing. */
-function losses(report) {
-  const out = [];
-  const dropped = Object.entries(report.dropped || {}).filter(([, n]) => n).sort(([a], [b]) => (a < b ? -1 : 1));
-  for (const [kind, count] of dropped) {
-    if (kind === 'user') {
-      out.push(`The script's inbox was full: the worker dropped ${count} job.send() message${count !== 1 ? 's' : ''} (report 'dropped'); read them with worker.receive() or worker.on_message().`);
-      continue;
-    }
-    out.push(`The worker dropped ${count} ${kind} record${count !== 1 ? 's' : ''}: its queue stayed full past TRAINBRIDGE_LOG_WAIT_S (report 'dropped').`);
-  }
-  const undelivered = Object.entries((report.protocol || {}).undelivered || {}).filter(([, n]) => n).sort(([a], [b]) => (a < b ? -1 : 1));
-  for (const [kind, count] of undelivered) {
-    const what = kind === 'user' ? 'job.send() message' : `'${kind}' message`;
-    const why = kind === 'user' // also bounded while a worker takes nothing (hub.js)
-      ? 'its process was gone, it took none while 10,000 waited, or the job ended first'
-      : 'its process was gone or the job ended first';
-    out.push(`${count} ${what}${count !== 1 ? 's' : ''} never reached the worker: ${why} (report 'protocol.undelivered').`);
-  }
-  const logError = report.log_error;
-  if (logError) out.push(`The log file ${logError.path} is incomplete from line ${logError.from_line} on: ${logError.error}.`);
-  return out;
-}
-
 /**
  * The per-process rows, and for a distributed job (two ranks or more) the root cause and
  * its rank's own error body (null when torchrun's error file is all there is), as
@@ -300,81 +268,6 @@ function forPeople(error) {
   return error;
 }
 
-/**
- * The stages a worker process had open when it last changed stage, from the file it writes
- * synchronously beside the crash file (worker/runtime.py, PROTOCOL.md section 2), outermost
- * first; null when there is none. As bridge/report.py read_stage_box.
- */
-function readStageBox(crashFile, pid) {
-  if (!crashFile || pid === null || pid === undefined) return null;
-  let data;
-  try {
-    data = fs.readFileSync(`${crashFile}.stages.${pid}`).subarray(0, 64 * 1024);
-  } catch {
-    return null;
-  }
-  const names = [];
-  for (const line of data.toString('latin1').split('\n')) {
-    if (line === '.') return names;
-    try {
-      names.push(codec.unescape(line));
-    } catch {
-      names.push(line);
-    }
-  }
-  return null; // no closing line: a torn or foreign file
-}
-
-/** What faulthandler wrote (native crash, SIGUSR1 dump, freeze watchdog), or null. */
-function readCrashFile(file) {
-  if (!file) return null;
-  let data;
-  try {
-    data = fs.readFileSync(file);
-  } catch {
-    return null;
-  }
-  data = data.subarray(Math.max(0, data.length - CRASH_TEXT_MAX));
-  // The worker writes a "[trainbridge] ..." banner first; only dumps count as stacks.
-  // eslint-disable-next-line no-control-regex -- \x1c-\x1e break lines for Python's str.splitlines
-  const text = decodeUtf8Escaped(data).split(/\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/)
-    .filter((line) => !line.startsWith('[trainbridge]')).join('\n').trim();
-  return text || null;
-}
-
-/** Where the next dump will start in the crash file (null: there is none yet). */
-function crashFileSize(file) {
-  if (!file) return null;
-  try {
-    return fs.statSync(file).size;
-  } catch {
-    return null;
-  }
-}
-
-const SIGNAL_DUMP_MARK = /^\[trainbridge\] pid (\d+): stacks on SIGUSR1$/gm;
-
-/** The processes whose SIGUSR1 handler wrote its stacks after offset `since` of the crash
- * file (each marks its dump with a "[trainbridge] pid N: stacks on SIGUSR1" line). */
-function signalDumpedPids(file, since) {
-  const pids = new Set();
-  if (!file) return pids;
-  let data;
-  try {
-    const fd = fs.openSync(file, 'r');
-    try {
-      const buf = Buffer.alloc(CRASH_TEXT_MAX);
-      data = buf.subarray(0, fs.readSync(fd, buf, 0, CRASH_TEXT_MAX, since || 0));
-    } finally {
-      fs.closeSync(fd);
-    }
-  } catch {
-    return pids;
-  }
-  for (const m of data.toString('latin1').matchAll(SIGNAL_DUMP_MARK)) pids.add(Number(m[1]));
-  return pids;
-}
-
 /** All the stack text we got, each part under a header saying where it came from. */
 function joinStacks(dumps, crashText, fatalLines) {
   const parts = dumps.map((text) => `--- in-band dump_stacks (worker) ---\n${text.trimEnd()}`);
@@ -383,77 +276,10 @@ function joinStacks(dumps, crashText, fatalLines) {
   return parts.length ? parts.join('\n\n') : null;
 }
 
-function fmt(value) {
-  // Python's f"{x:g}" for floats, str() for the rest.
-  if (typeof value === 'number' && !Number.isInteger(value)) {
-    let s = value.toPrecision(6);
-    if (s.includes('e')) {
-      const [mant, exp] = s.split('e');
-      const m = mant.includes('.') ? mant.replace(/0+$/, '').replace(/\.$/, '') : mant;
-      const e = Number(exp);
-      return `${m}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
-    }
-    if (s.includes('.')) s = s.replace(/0+$/, '').replace(/\.$/, '');
-    return s;
-  }
-  return String(value);
-}
-
-/**
- * Python's f"{x:.{digits}f}": a tie (the exact binary value halfway between) goes to the even
- * digit, where toFixed goes up (95.25 -> "95.2", as the Python client writes it).
- */
-function pyFixed(x, digits) {
-  const exact = Math.abs(x).toFixed(100); // the binary value's decimal digits, exactly
-  const point = exact.indexOf('.');
-  if (point < 0 || !/^50*$/.test(exact.slice(point + 1 + digits))) return x.toFixed(digits);
-  const kept = exact.slice(0, digits ? point + 1 + digits : point);
-  if (Number(kept.charAt(kept.length - 1)) % 2 !== 0) return x.toFixed(digits);
-  return `${x < 0 ? '-' : ''}${kept}`;
-}
-
-/** One readable paragraph: what happened, where, why, and what to try. */
-function summary(report) {
-  const outcome = report.outcome || 'unknown';
-  const parts = [`Job ${outcome} after ${pyFixed(report.duration_s ?? 0, 1)} s`];
-  if (report.signal) parts[0] += ` (killed by ${report.signal})`;
-  else if (report.exit_code !== null && report.exit_code !== undefined) parts[0] += ` (exit status ${report.exit_code})`;
-  if (report.stage && outcome !== 'succeeded') parts[0] += `, in stage '${report.stage}'`;
-  const { progress } = report;
-  if (progress && progress.step !== null && progress.step !== undefined) {
-    const { total } = progress;
-    parts[0] += `, at step ${fmt(progress.step)}${total ? ` of ${fmt(total)}` : ''}`;
-  }
-  parts[0] += '.';
-  const { hang } = report;
-  if (hang) {
-    parts.push(`It was declared hung (${hang.reason.replace(/_/g, ' ')}) ${pyFixed(hang.after_s, 1)} s after the start, and stopped.`);
-  }
-  const { diagnosis } = report;
-  if (diagnosis) {
-    parts.push(`Diagnosis (${diagnosis.kind}): ${diagnosis.summary}.`);
-    if (diagnosis.hint) parts.push(`Try: ${diagnosis.hint}.`);
-  } else if (report.error && outcome !== 'succeeded') {
-    parts.push(`Error: ${report.error.type}: ${report.error.message}.`);
-  }
-  parts.push(...losses(report));
-  return parts.map((p) => p.replace(/\.\./g, '.')).join(' ');
-}
-
-/** ASCII JSON: non-ASCII text and undecodable bytes (lone surrogates) become \u escapes. */
-function toJSON(report, indent = 2) {
-  return JSON.stringify(report, null, indent)
-    .replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
 function iso(wall) {
   return `${new Date(Math.floor(wall) * 1000).toISOString().slice(0, 19)}Z`;
 }
 
-/**
- * What a job's log file ends with: the verdict, then the stacks that explain it (the crash
- * file's are gone once the job ends; the log keeps them). Python: report.log_footer.
- */
 /**
  * The user's cancel: reason, the worker's answer (accepted, or refused and why), the
  * KeyboardInterrupt traceback that shows where the script was stopped, and by what: cancel()
@@ -464,12 +290,6 @@ function cancelOf(outcome, info, error) {
   const out = { reason: info.reason ?? null, accepted: info.accepted ?? null, refused: info.refused ?? null, traceback: null, by: info.by || 'client', signal: info.signal ?? null };
   if (outcome === 'cancelled' && error && error.type === 'KeyboardInterrupt') out.traceback = error.traceback || '';
   return out;
-}
-
-function logFooter(report) {
-  const lines = [`[trainbridge] ${report.summary || report.outcome}`];
-  if (report.stacks) lines.push('[trainbridge] stacks:', String(report.stacks).replace(/\n+$/, ''));
-  return lines.join('\n');
 }
 
 module.exports = {

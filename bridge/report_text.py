@@ -1,0 +1,94 @@
+"""The report in words: summary(report), the one readable paragraph the CLI prints (what
+happened, where, why, what to try, and what the record is missing); log_footer(report), what
+a job's log file ends with; to_json(report), ASCII JSON. Pure. The Node twin is
+node-client/src/report_text.js."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+
+def log_footer(report: dict[str, Any]) -> str:
+    """What a job's log file ends with: the verdict, then the stacks that explain it (the
+    crash file's are gone once the job ends; the log keeps them). Node: logFooter."""
+    lines = [f"[trainbridge] {report.get('summary') or report.get('outcome')}"]
+    if report.get("stacks"):
+        lines += ["[trainbridge] stacks:", str(report["stacks"]).rstrip("\n")]
+    return "\n".join(lines)
+
+
+def losses(report: dict[str, Any]) -> list[str]:
+    """Sentences for the summary about anything the job's record is missing."""
+    out = []
+    dropped = {k: v for k, v in (report.get("dropped") or {}).items() if v}
+    for kind, count in sorted(dropped.items()):
+        if kind == "user":
+            out.append(
+                f"The script's inbox was full: the worker dropped {count} job.send() "
+                f"message{'s' if count != 1 else ''} (report 'dropped'); read them with "
+                "worker.receive() or worker.on_message()."
+            )
+            continue
+        out.append(
+            f"The worker dropped {count} {kind} record{'s' if count != 1 else ''}: its "
+            f"queue stayed full past TRAINBRIDGE_LOG_WAIT_S (report 'dropped')."
+        )
+    undelivered = (report.get("protocol") or {}).get("undelivered") or {}
+    for kind, count in sorted((k, v) for k, v in undelivered.items() if v):
+        what = "job.send() message" if kind == "user" else f"'{kind}' message"
+        why = "its process was gone or the job ended first"
+        if kind == "user":  # also bounded while a worker takes nothing (bridge/hub.py)
+            why = "its process was gone, it took none while 10,000 waited, or the job ended first"
+        out.append(
+            f"{count} {what}{'s' if count != 1 else ''} never reached the worker: "
+            f"{why} (report 'protocol.undelivered')."
+        )
+    log_error = report.get("log_error")
+    if log_error:
+        out.append(
+            f"The log file {log_error.get('path')} is incomplete from line "
+            f"{log_error.get('from_line')} on: {log_error.get('error')}."
+        )
+    return out
+
+
+def summary(report: dict[str, Any]) -> str:
+    """One readable paragraph: what happened, where, why, and what to try."""
+    outcome = report.get("outcome") or "unknown"
+    parts = [f"Job {outcome} after {report.get('duration_s', 0):.1f} s"]
+    if report.get("signal"):
+        parts[0] += f" (killed by {report['signal']})"
+    elif report.get("exit_code") is not None:
+        parts[0] += f" (exit status {report['exit_code']})"
+    if report.get("stage") and outcome != "succeeded":
+        parts[0] += f", in stage '{report['stage']}'"
+    progress = report.get("progress")
+    if progress and progress.get("step") is not None:
+        total = progress.get("total")
+        parts[0] += f", at step {_fmt(progress['step'])}" + (f" of {_fmt(total)}" if total else "")
+    hang = report.get("hang")
+    if hang:
+        parts.append(
+            f"It was declared hung ({hang['reason'].replace('_', ' ')}) "
+            f"{hang['after_s']:.1f} s after the start, and stopped."
+        )
+    diagnosis = report.get("diagnosis")
+    if diagnosis:
+        parts.append(f"Diagnosis ({diagnosis.get('kind')}): {diagnosis.get('summary')}")
+        if diagnosis.get("hint"):
+            parts.append(f"Try: {diagnosis['hint']}")
+    elif report.get("error") and outcome != "succeeded":
+        error = report["error"]
+        parts.append(f"Error: {error.get('type')}: {error.get('message')}")
+    parts.extend(losses(report))
+    return " ".join(p if p.endswith(".") else p + "." for p in parts)
+
+
+def to_json(report: dict[str, Any], indent: Optional[int] = 2) -> str:
+    """ASCII JSON: non-ASCII text and undecodable bytes (lone surrogates) become \\u escapes."""
+    return json.dumps(report, ensure_ascii=True, indent=indent, default=str)
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,105 @@
+'use strict';
+/**
+ * The report in words: summary(report), the one readable paragraph (what happened, where, why,
+ * what to try, and what the record is missing); logFooter(report), what a job's log file ends
+ * with; toJSON(report), ASCII JSON. Pure. The Python twin is bridge/report_text.py.
+ */
+
+/**
+ * What a job's log file ends with: the verdict, then the stacks that explain it (the crash
+ * file's are gone once the job ends; the log keeps them). Python: report_text.log_footer.
+ */
+function logFooter(report) {
+  const lines = [`[trainbridge] ${report.summary || report.outcome}`];
+  if (report.stacks) lines.push('[trainbridge] stacks:', String(report.stacks).replace(/\n+$/, ''));
+  return lines.join('\n');
+}
+
+/** Sentences for the summary about anything the job's record is missing. */
+function losses(report) {
+  const out = [];
+  const dropped = Object.entries(report.dropped || {}).filter(([, n]) => n).sort(([a], [b]) => (a < b ? -1 : 1));
+  for (const [kind, count] of dropped) {
+    if (kind === 'user') {
+      out.push(`The script's inbox was full: the worker dropped ${count} job.send() message${count !== 1 ? 's' : ''} (report 'dropped'); read them with worker.receive() or worker.on_message().`);
+      continue;
+    }
+    out.push(`The worker dropped ${count} ${kind} record${count !== 1 ? 's' : ''}: its queue stayed full past TRAINBRIDGE_LOG_WAIT_S (report 'dropped').`);
+  }
+  const undelivered = Object.entries((report.protocol || {}).undelivered || {}).filter(([, n]) => n).sort(([a], [b]) => (a < b ? -1 : 1));
+  for (const [kind, count] of undelivered) {
+    const what = kind === 'user' ? 'job.send() message' : `'${kind}' message`;
+    const why = kind === 'user' // also bounded while a worker takes nothing (hub.js)
+      ? 'its process was gone, it took none while 10,000 waited, or the job ended first'
+      : 'its process was gone or the job ended first';
+    out.push(`${count} ${what}${count !== 1 ? 's' : ''} never reached the worker: ${why} (report 'protocol.undelivered').`);
+  }
+  const logError = report.log_error;
+  if (logError) out.push(`The log file ${logError.path} is incomplete from line ${logError.from_line} on: ${logError.error}.`);
+  return out;
+}
+
+function fmt(value) {
+  // Python's f"{x:g}" for floats, str() for the rest.
+  if (typeof value === 'number' && !Number.isInteger(value)) {
+    let s = value.toPrecision(6);
+    if (s.includes('e')) {
+      const [mant, exp] = s.split('e');
+      const m = mant.includes('.') ? mant.replace(/0+$/, '').replace(/\.$/, '') : mant;
+      const e = Number(exp);
+      return `${m}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
+    }
+    if (s.includes('.')) s = s.replace(/0+$/, '').replace(/\.$/, '');
+    return s;
+  }
+  return String(value);
+}
+
+/**
+ * Python's f"{x:.{digits}f}": a tie (the exact binary value halfway between) goes to the even
+ * digit, where toFixed goes up (95.25 -> "95.2", as the Python client writes it).
+ */
+function pyFixed(x, digits) {
+  const exact = Math.abs(x).toFixed(100); // the binary value's decimal digits, exactly
+  const point = exact.indexOf('.');
+  if (point < 0 || !/^50*$/.test(exact.slice(point + 1 + digits))) return x.toFixed(digits);
+  const kept = exact.slice(0, digits ? point + 1 + digits : point);
+  if (Number(kept.charAt(kept.length - 1)) % 2 !== 0) return x.toFixed(digits);
+  return `${x < 0 ? '-' : ''}${kept}`;
+}
+
+/** One readable paragraph: what happened, where, why, and what to try. */
+function summary(report) {
+  const outcome = report.outcome || 'unknown';
+  const parts = [`Job ${outcome} after ${pyFixed(report.duration_s ?? 0, 1)} s`];
+  if (report.signal) parts[0] += ` (killed by ${report.signal})`;
+  else if (report.exit_code !== null && report.exit_code !== undefined) parts[0] += ` (exit status ${report.exit_code})`;
+  if (report.stage && outcome !== 'succeeded') parts[0] += `, in stage '${report.stage}'`;
+  const { progress } = report;
+  if (progress && progress.step !== null && progress.step !== undefined) {
+    const { total } = progress;
+    parts[0] += `, at step ${fmt(progress.step)}${total ? ` of ${fmt(total)}` : ''}`;
+  }
+  parts[0] += '.';
+  const { hang } = report;
+  if (hang) {
+    parts.push(`It was declared hung (${hang.reason.replace(/_/g, ' ')}) ${pyFixed(hang.after_s, 1)} s after the start, and stopped.`);
+  }
+  const { diagnosis } = report;
+  if (diagnosis) {
+    parts.push(`Diagnosis (${diagnosis.kind}): ${diagnosis.summary}.`);
+    if (diagnosis.hint) parts.push(`Try: ${diagnosis.hint}.`);
+  } else if (report.error && outcome !== 'succeeded') {
+    parts.push(`Error: ${report.error.type}: ${report.error.message}.`);
+  }
+  parts.push(...losses(report));
+  return parts.map((p) => p.replace(/\.\./g, '.')).join(' ');
+}
+
+/** ASCII JSON: non-ASCII text and undecodable bytes (lone surrogates) become \u escapes. */
+function toJSON(report, indent = 2) {
+  return JSON.stringify(report, null, indent)
+    .replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+module.exports = { logFooter, losses, summary, toJSON };
