@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import ipaddress
 import os
 import shutil
 import stat
@@ -80,6 +81,10 @@ class Hub:
         self._error: Optional[BaseException] = None
         self.endpoint = ""
         self.server_key: Optional[str] = None  # CurveZMQ public key (z85) when on tcp
+        # Other hosts (listen()): address -> (tcp endpoint, CurveZMQ public key), and the
+        # peer address of each routing id that connected over such an endpoint.
+        self.listening: dict[str, tuple[str, str]] = {}
+        self.peer_addr: dict[bytes, str] = {}
         self._thread = threading.Thread(target=self._run, name="trainbridge-hub", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -117,12 +122,40 @@ class Hub:
             self._thread.join(timeout=5)
         shutil.rmtree(self.runtime_dir, ignore_errors=True)
 
+    def listen(self, address: str, port: int = 0) -> tuple[str, str]:
+        """Also accept workers of other hosts on tcp://address:port (0: a free port), as a
+        CurveZMQ server: (endpoint, server public key). Idempotent per address. Any thread."""
+        if address in self.listening:
+            return self.listening[address]
+        done = threading.Event()
+        out: list[Any] = []
+
+        def bind() -> None:
+            try:
+                out.append(_listen(self._sock, address, port))
+            except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+                out.append(exc)
+            done.set()
+
+        self.call(bind)
+        done.wait(10)
+        if not out:
+            raise RuntimeError("trainbridge: the hub did not answer listen() within 10 s")
+        if isinstance(out[0], BaseException):
+            raise out[0]
+        self.listening[address] = out[0]
+        return out[0]
+
     # --- I/O thread: registration -------------------------------------------------------
     def add_job(self, job: Any) -> None:
         self.jobs[job.id] = job
 
     def remove_job(self, job_id: str) -> None:
         self.jobs.pop(job_id, None)
+        if self.peer_addr:
+            prefix = f"{job_id}/".encode("ascii", "replace")
+            for rid in [rid for rid in self.peer_addr if rid.startswith(prefix)]:
+                del self.peer_addr[rid]
 
     def add_fd(self, fd: int, on_ready: Callable[[], None], owner: Any = None) -> None:
         """Call on_ready when fd is readable. `owner`: the job it belongs to, which fails
@@ -215,7 +248,12 @@ class Hub:
     def _read_router(self) -> None:
         for _ in range(10_000):  # bounded so a flood cannot starve pipes and timers
             try:
-                routing_id = self._sock.recv(flags=zmq.NOBLOCK)
+                if self.listening:  # the peer's address tells another host's workers apart
+                    first = self._sock.recv(flags=zmq.NOBLOCK, copy=False)
+                    routing_id = first.bytes
+                    self._note_peer(routing_id, first)
+                else:
+                    routing_id = self._sock.recv(flags=zmq.NOBLOCK)
             except zmq.Again:
                 return
             # Over the budget for unauthenticated input (intake.over_budget), a suspect
@@ -236,6 +274,17 @@ class Hub:
             self.unrouted += 1
         else:
             job.channel.rejected["over_budget"] += 1
+
+    def _note_peer(self, routing_id: bytes, frame: Any) -> None:
+        if routing_id in self.peer_addr:
+            return
+        try:
+            addr = frame.get("Peer-Address")
+            ip = ipaddress.ip_address(addr)
+        except (ValueError, zmq.ZMQError, TypeError):
+            return  # an ipc peer: its address is not an IP
+        if not ip.is_loopback:
+            self.peer_addr[routing_id] = addr
 
     def _route(self, frames: list) -> None:
         routing_id = frames[0]
@@ -486,3 +535,24 @@ def _bind(sock: zmq.Socket, runtime_dir: str) -> tuple[str, Optional[str]]:
     sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
     port = sock.bind_to_random_port("tcp://127.0.0.1")
     return f"tcp://127.0.0.1:{port}", public.decode("ascii")
+
+
+def _listen(sock: zmq.Socket, address: str, port: int) -> tuple[str, str]:
+    """Bind tcp://address:port as a CurveZMQ server (I/O thread). libzmq copies the
+    security options into each listener at bind time: the ipc endpoint bound before stays
+    as it was, and a peer of this one that does not hold the public key fails the
+    handshake before a byte of its input is queued (docs/PROTOCOL.md "Other hosts")."""
+    if not zmq.has("curve"):
+        raise RuntimeError(
+            "trainbridge: this libzmq has no CurveZMQ; workers of other hosts cannot be "
+            "authenticated, so the client does not listen on tcp"
+        )
+    public, secret = zmq.curve_keypair()
+    sock.setsockopt(zmq.CURVE_SERVER, 1)
+    sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
+    host = f"[{address}]" if ":" in address else address
+    if port:
+        sock.bind(f"tcp://{host}:{port}")
+    else:
+        port = sock.bind_to_random_port(f"tcp://{host}")
+    return f"tcp://{host}:{port}", public.decode("ascii")

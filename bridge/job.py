@@ -160,6 +160,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         # Hellos of the processes that may lead (said hello, have not left), in order.
         self._present: dict[bytes, dict[str, Any]] = {}
         self._foreign: set = set()  # routing ids whose hello came from outside the tree
+        self._remote = False  # remote_env() was asked: other hosts' ranks may join
         self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
         self.last_message_t: Optional[float] = None
         self._fatal_capture = False
@@ -206,6 +207,20 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         if zero_code:
             launcher.add_zero_code_hook(self.env)
         self.cwd = cwd
+
+    def remote_env(self, address: str, port: int = 0) -> dict[str, str]:
+        """The TRAINBRIDGE_* variables for this job's ranks on other hosts (torchrun on node
+        2 and up inherits them from its caller's environment). The hub listens on
+        tcp://address:port (0: a free port) as a CurveZMQ server; a hello that arrives there
+        authenticated with this job's key joins the job although its pid is not in the
+        local process tree (docs/PROTOCOL.md "Other hosts"). No client pid (it names no
+        process over there) and no crash file (a path of this host)."""
+        endpoint, server_key = self.hub.listen(address, port)
+        self._remote = True
+        out = jobenv.variables(endpoint, self.id, self.key, "", self.m["config"], None)
+        del out["TRAINBRIDGE_CRASH_FILE"]
+        out["TRAINBRIDGE_SERVER_KEY"] = server_key
+        return out
 
     # --- start (caller's thread) ----------------------------------------------------------
     def start(self, proc: Any = None, read_pipes: bool = True) -> Job:

@@ -28,7 +28,8 @@ class JobMessages:
             self.channel.peers.pop(routing_id, None)
             return
         key = routing_id.decode("ascii", "replace")
-        if kind == "hello" and not self._hello_in_tree(body):
+        remote = self._remote and routing_id in self.hub.peer_addr
+        if kind == "hello" and not remote and not self._hello_in_tree(body):
             # Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither
             # leads nor is listed, and what it sends later is rejected and counted.
             self._foreign.add(routing_id)

@@ -196,6 +196,8 @@ def table(state: State) -> list[dict[str, Any]]:
                 "error": p["error"],
             }
         )
+        if p.get("addr"):  # a rank of another host: the address it connected from
+            rows[-1]["addr"] = p["addr"]
     for launcher in [p for p in procs if p["failures"]]:
         for f in launcher["failures"]:
             row = next(
@@ -203,6 +205,7 @@ def table(state: State) -> list[dict[str, Any]]:
                     r
                     for r in rows
                     if r["role"] == "rank"
+                    and r.get("addr") == launcher.get("addr")  # pids repeat across hosts
                     and (
                         (f.get("pid") is not None and r["pid"] == f.get("pid"))
                         or (r["rank"] == f.get("rank") and r["host"] == launcher["host"])
@@ -313,6 +316,7 @@ def root_cause(rows: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
         "rank": first["rank"],
         "local_rank": first["local_rank"],
         "host": first["host"],
+        **({"addr": first["addr"]} if first.get("addr") else {}),
         "pid": first["pid"],
         "error": first["error"],
         "consequences": consequences,
@@ -357,7 +361,8 @@ def _sentence(first: dict[str, Any], consequences: list[dict[str, Any]]) -> str:
 
 
 def _who(row: dict[str, Any]) -> str:
-    return f"host {row['host'] or '?'}, pid {row['pid'] if row['pid'] is not None else '?'}"
+    at = f" at {row['addr']}" if row.get("addr") else ""  # a rank of another host
+    return f"host {row['host'] or '?'}{at}, pid {row['pid'] if row['pid'] is not None else '?'}"
 
 
 def _brief(err: dict[str, Any]) -> str:
@@ -513,6 +518,7 @@ def hung_rank(state: State, live: bool = False) -> Optional[dict[str, Any]]:
     return {
         "rank": first["rank"],
         "host": first["host"],
+        **({"addr": first["addr"]} if first.get("addr") else {}),
         "pid": first["pid"],
         "missing": missing,
         "waiting": waiters,
