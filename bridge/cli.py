@@ -180,6 +180,18 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
         help="do not load the worker into the command's Python processes; only "
         "scripts that import trainbridge.worker themselves then say hello",
     )
+    run.add_argument(
+        "--listen",
+        metavar="ADDR[:PORT]",
+        help="also accept ranks of other hosts (torchrun --nnodes>1) on tcp ADDR:PORT, "
+        "authenticated with CurveZMQ; needs --rank-env (docs/CLIENT.md, Other hosts)",
+    )
+    run.add_argument(
+        "--rank-env",
+        metavar="FILE",
+        help="with --listen: write the variables the other hosts' torchrun needs to FILE "
+        "(mode 0600); there, `. FILE` before torchrun",
+    )
     _add_transparent(run)
     run.add_argument(
         "cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command and its arguments"
@@ -237,6 +249,17 @@ def main(argv: Optional[list[str]] = None) -> int:
         cmd = cmd[1:]
     if not cmd:
         parser.error("run: no command given (trainbridge run [options] -- CMD ...)")
+    if bool(getattr(args, "listen", None)) != bool(getattr(args, "rank_env", None)):
+        parser.error("run: --listen and --rank-env go together (docs/CLIENT.md, Other hosts)")
+    if getattr(args, "listen", None):
+        if getattr(args, "transparent", False):
+            parser.error("run: --listen is not available with --transparent")
+        from trainbridge.bridge import remote
+
+        try:
+            args.listen_at = remote.parse_listen(args.listen)
+        except ValueError as exc:
+            parser.error(f"run: {exc}")
     if getattr(args, "transparent", False):
         from trainbridge.bridge import transparent
 
@@ -277,6 +300,8 @@ def run(args: argparse.Namespace, cmd: list[str]) -> int:
         else:
             print(message, file=sys.stderr)
         return launch_failure_status(exc)
+    if args.listen:
+        _open_to_other_hosts(job, args, json_mode)
     restore = _forward_stop_signals(job)
     try:
         report = view.follow(job)
@@ -287,6 +312,31 @@ def run(args: argparse.Namespace, cmd: list[str]) -> int:
     if problem:
         print(f"trainbridge: warning: {problem}", file=sys.stderr, flush=True)
     return exit_status(report)
+
+
+def _open_to_other_hosts(job, args: argparse.Namespace, json_mode: bool) -> None:
+    """--listen: listen for the other hosts' ranks and write the --rank-env file. A failure
+    cancels the job: without its other nodes it would only wait in its rendezvous."""
+    from trainbridge.bridge import remote
+
+    try:
+        variables = job.remote_env(*args.listen_at)
+        remote.write_env_file(args.rank_env, variables)
+    except (ValueError, OSError, RuntimeError) as exc:
+        job.cancel(grace=0, reason=f"--listen failed: {exc}")
+        print(f"trainbridge: --listen failed, the job is cancelled: {exc}", file=sys.stderr)
+        return
+    endpoint = variables["TRAINBRIDGE_ENDPOINT"]
+    if json_mode:
+        event = {"event": "rank_env", "path": args.rank_env, "endpoint": endpoint}
+        print(json.dumps(event, ensure_ascii=True), flush=True)
+    else:
+        print(
+            f"trainbridge: ranks of other hosts connect to {endpoint}; copy {args.rank_env} "
+            f"to each (mode 0600) and there run `. {args.rank_env}` before torchrun",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def launch_failure_status(exc: BaseException) -> int:

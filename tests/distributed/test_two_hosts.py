@@ -9,6 +9,7 @@ where they fail (CI must not skip them)."""
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -88,23 +89,29 @@ def _torchrun_args(addr: str, is_host: int, port: int) -> list[str]:
 
 
 def run_two_hosts(
-    script: str, config: dict, start_b: bool = True, stranger: bool = False
+    script: str, config: dict, start_b: bool = True, stranger: bool = False, client: str = "api"
 ) -> tuple[dict, str]:
-    """Host A's driver (the client) and, unless not start_b, host B's torchrun with the
-    variables the client gave; with `stranger`, first a peer of host B without the key
-    tries to connect. Returns (the report, host B's output)."""
+    """Host A's client and, unless not start_b, host B's torchrun with the variables the
+    client gave; with `stranger`, first a peer of host B without the key tries to connect.
+    client: "api" (twohost/driver.py, Job.remote_env), "cli" (`trainbridge run --listen
+    --rank-env FILE`; host B sources FILE, as docs/CLIENT.md says a user does) or "node"
+    (twohost/driver.js). Returns (the report, host B's output)."""
     port = 29000 + os.getpid() % 1000
     with tempfile.TemporaryDirectory() as tmp:
         env_a = dict(_env(tmp), GLOO_SOCKET_IFNAME=VETH_A)
+        torchrun_a = _torchrun_args(ADDR_A, 1, port)
+        env_file = os.path.join(tmp, "rank.env")
         driver = subprocess.Popen(
-            ["ip", "netns", "exec", NS_A, sys.executable, os.path.join(HERE, "driver.py"),
-             ADDR_A, os.path.join(HERE, script), json.dumps(config), "--",
-             *_torchrun_args(ADDR_A, 1, port)],
+            ["ip", "netns", "exec", NS_A, *_client_argv(client, script, config, env_file),
+             *torchrun_a, os.path.join(HERE, script)],
             env=env_a, stdout=subprocess.PIPE, text=True, start_new_session=True,
         )  # fmt: skip
         b = None
         try:
-            remote = json.loads(driver.stdout.readline())
+            remote = _next_line(driver, client, "rank_env")
+            if client == "cli":
+                assert os.stat(env_file).st_mode & 0o777 == 0o600
+                remote = _read_env_file(env_file)
             assert remote["TRAINBRIDGE_ENDPOINT"].startswith(f"tcp://{ADDR_A}:"), remote
             assert len(remote["TRAINBRIDGE_SERVER_KEY"]) == 40
             assert "TRAINBRIDGE_CLIENT_PID" not in remote
@@ -117,14 +124,24 @@ def run_two_hosts(
                 )  # fmt: skip
                 assert tried.stdout.strip() == '["failed", "failed"]', tried.stderr
             if start_b:
-                env_b = dict(_env(tmp), GLOO_SOCKET_IFNAME=VETH_B, FAULT_HOST="B", **remote)
+                torchrun_b = [
+                    sys.executable, "-m", "torch.distributed.run",
+                    *_torchrun_args(ADDR_B, 0, port), os.path.join(HERE, script),
+                ]  # fmt: skip
+                env_b = dict(_env(tmp), GLOO_SOCKET_IFNAME=VETH_B, FAULT_HOST="B")
+                if client == "cli":  # what a user runs on node 2
+                    argv_b = [
+                        "bash",
+                        "-c",
+                        f". {shlex.quote(env_file)} && exec {shlex.join(torchrun_b)}",
+                    ]
+                else:
+                    argv_b, env_b = torchrun_b, dict(env_b, **remote)
                 b = subprocess.Popen(
-                    ["ip", "netns", "exec", NS_B, sys.executable, "-m", "torch.distributed.run",
-                     *_torchrun_args(ADDR_B, 0, port), os.path.join(HERE, script)],
-                    env=env_b, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                    start_new_session=True,
+                    ["ip", "netns", "exec", NS_B, *argv_b], env=env_b, stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, text=True, start_new_session=True,
                 )  # fmt: skip
-            report = json.loads(driver.stdout.readline())
+            report = _next_line(driver, client, "end")
             driver.wait(30)
             out_b = ""
             if b is not None:
@@ -141,9 +158,41 @@ def run_two_hosts(
                 if p is not None and p.poll() is None:
                     os.killpg(p.pid, signal.SIGKILL)
                     p.wait()
-    assert report is not None, "the driver got no report"
+    assert report is not None, "the client gave no report"
     assert not psutil.Process().children(recursive=True), "a process was left over"
     return report, out_b
+
+
+def _client_argv(client: str, script: str, config: dict, env_file: str) -> list[str]:
+    """Host A's client up to the torchrun arguments."""
+    if client == "api":
+        return [sys.executable, os.path.join(HERE, "driver.py"), ADDR_A, json.dumps(config),
+                sys.executable, "-m", "torch.distributed.run"]  # fmt: skip
+    if client == "node":
+        return ["node", os.path.join(HERE, "driver.js"), ADDR_A, json.dumps(config),
+                sys.executable, "-m", "torch.distributed.run"]  # fmt: skip
+    options = [f"--{k.replace('_', '-')}={v}" for k, v in config.items()]
+    return [sys.executable, "-m", "trainbridge", "run", "--json", "--listen", ADDR_A,
+            "--rank-env", env_file, *options, "--", sys.executable, "-m",
+            "torch.distributed.run"]  # fmt: skip
+
+
+def _next_line(driver: subprocess.Popen, client: str, event: str) -> dict:
+    """The drivers print the remote variables, then the report, one JSON line each; the
+    CLI prints events, among them "rank_env" and, last, "end" with the report."""
+    for line in driver.stdout:
+        obj = json.loads(line)
+        if client != "cli":
+            return obj
+        if obj.get("event") == event:
+            return obj.get("report", obj)
+    raise AssertionError(f"the client ended before its {event!r} line")
+
+
+def _read_env_file(path: str) -> dict[str, str]:
+    with open(path, encoding="ascii") as f:
+        pairs = [shlex.split(line)[1] for line in f if line.startswith("export ")]
+    return dict(pair.split("=", 1) for pair in pairs)
 
 
 def _remote_ranks(report: dict) -> list[dict]:
@@ -153,7 +202,9 @@ def _remote_ranks(report: dict) -> list[dict]:
 def test_the_root_cause_is_the_rank_on_host_b_that_failed_first(hosts):
     t0 = time.monotonic()
     report, out_b = run_two_hosts(
-        "rank_fails.py", {"startup_timeout": 60, "heartbeat_timeout": 30, "stall_timeout": 60}
+        "rank_fails.py",
+        {"startup_timeout": 60, "heartbeat_timeout": 30, "stall_timeout": 60},
+        client="cli",
     )
     remote = _remote_ranks(report)
     assert len(remote) == 2 and all(r["role"] == "rank" for r in remote), report["ranks"]
