@@ -76,6 +76,8 @@ def observe(state: State, key: str, kind: str, body: dict[str, Any], ts: float) 
             pid=body.get("pid"),
             ppid=body.get("ppid"),
         )
+        if isinstance(body.get("addr"), str):  # a worker on tcp: its host's address
+            p["addr"] = body["addr"]
     elif kind == "stage":
         if body.get("event") == "begin":
             p["stages"].append(body.get("name"))

@@ -153,6 +153,10 @@ class Beacon(threading.Thread):
         body["native_dump_signal"] = STATE.native_dump_signal
         body["crash_file"] = self.config.crash_file if STATE.crash_file is not None else None
         body["detached"] = self.config.detached
+        if self.config.server_key:  # tcp: the address this host reaches the client from
+            addr = route_address(self.config.endpoint)
+            if addr is not None:
+                body["addr"] = addr
         return body
 
     def wake(self) -> None:
@@ -619,3 +623,21 @@ def _interrupt_main() -> Optional[str]:
         return "no main thread"
     signal.pthread_kill(main, signal.SIGINT)
     return None
+
+
+def route_address(endpoint: str) -> Optional[str]:
+    """This host's address on the route to a tcp endpoint (a UDP socket's connect() picks
+    it and sends nothing): how a client names a rank of another host. None for loopback or
+    when there is no route."""
+    import socket
+
+    host, _, port = endpoint[len("tcp://") :].rpartition(":")
+    host = host.strip("[]")
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect((host, int(port)))
+            addr = str(s.getsockname()[0])
+    except (OSError, ValueError):
+        return None
+    return None if addr.startswith("127.") or addr == "::1" else addr

@@ -34,6 +34,7 @@ function observe(state, key, kind, body, ts) {
     Object.assign(p, {
       hello: true, rank: nul(body.rank), local_rank: nul(body.local_rank), world_size: nul(body.world_size),
       host: nul(body.host), pid: nul(body.pid), ppid: nul(body.ppid),
+      ...(typeof body.addr === 'string' ? { addr: body.addr } : {}), // a worker on tcp: its host's address
     });
   } else if (kind === 'stage') {
     if (body.event === 'begin') p.stages.push(body.name);
@@ -96,10 +97,11 @@ function table(state) {
     rank: p.rank, local_rank: p.local_rank, host: p.host, pid: p.pid, role: role(p, procs),
     stage: p.stages.length ? p.stages[p.stages.length - 1] : null, progress: p.progress,
     last_beat: p.last_beat, exit: p.exit, error: p.error,
+    ...(p.addr ? { addr: p.addr } : {}), // a rank of another host: its address
   }));
   for (const launcher of procs.filter((p) => p.failures.length)) {
     for (const f of launcher.failures) {
-      let row = rows.find((r) => r.role === 'rank' && (
+      let row = rows.find((r) => r.role === 'rank' && (r.addr ?? null) === (launcher.addr ?? null) && ( // pids repeat across hosts
         (nul(f.pid) !== null && r.pid === f.pid) || (r.rank === nul(f.rank) && r.host === launcher.host)));
       if (!row) { // a rank that never said hello: torchrun's word is all we have
         row = {
@@ -161,8 +163,8 @@ function rootCause(rows) {
     .filter((r) => r !== first && r.role === 'rank' && r.state === 'failed')
     .map((r) => ({ rank: r.rank, host: r.host, pid: r.pid, why: why(r), error: r.error }));
   return {
-    rank: first.rank, local_rank: first.local_rank, host: first.host, pid: first.pid, error: first.error,
-    consequences, summary: sentence(first, consequences),
+    rank: first.rank, local_rank: first.local_rank, host: first.host, ...(first.addr ? { addr: first.addr } : {}),
+    pid: first.pid, error: first.error, consequences, summary: sentence(first, consequences),
   };
 }
 
@@ -189,7 +191,7 @@ function sentence(first, consequences) {
   return text;
 }
 
-const who = (row) => `host ${row.host || '?'}, pid ${row.pid ?? '?'}`;
+const who = (row) => `host ${row.host || '?'}${row.addr ? ` at ${row.addr}` : ''}, pid ${row.pid ?? '?'}`;
 
 function brief(err) {
   const kind = String(err.type || 'Error').split('.').pop();
@@ -310,7 +312,8 @@ function hungRank(state, live = false) {
   if (missing.length > 1) text += `; nor are rank(s) ${missing.slice(1).map((m) => m.rank).join(', ')}`;
   text += `; rank(s) ${waiters.map((w) => w.rank).join(', ')} wait in ${ops.join(' / ')} for it`;
   return {
-    rank: first.rank, host: first.host, pid: first.pid, missing, waiting: waiters, summary: text,
+    rank: first.rank, host: first.host, ...(first.addr ? { addr: first.addr } : {}), pid: first.pid,
+    missing, waiting: waiters, summary: text,
     hint: `see why rank ${first.rank} is at ${missing[0].frame} and not in ${ops[0]}: every rank must reach the same collectives in the same order`,
   };
 }

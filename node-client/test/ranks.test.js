@@ -16,6 +16,7 @@ for (const c of cases) {
     const rows = ranks.table(state);
     assert.deepStrictEqual(rows.map((r) => ({
       rank: r.rank, role: r.role, pid: r.pid, state: r.state, stage: r.stage, progress: r.progress,
+      ...(r.addr ? { addr: r.addr } : {}),
     })), c.rows);
     const cause = ranks.rootCause(rows);
     if (c.root_cause === null) {

@@ -24,7 +24,8 @@ def test_rows_and_root_cause(case):
         ranks.observe(state, key, kind, body, ts)
     rows = ranks.table(state)
     assert [
-        {k: r[k] for k in ("rank", "role", "pid", "state", "stage", "progress")} for r in rows
+        {k: r[k] for k in ("rank", "role", "pid", "state", "stage", "progress", "addr") if k in r}
+        for r in rows
     ] == case["rows"]
     cause = ranks.root_cause(rows)
     if case["root_cause"] is None:
