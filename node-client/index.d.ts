@@ -293,6 +293,11 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
   /** Round trip to the worker's beacon in seconds; null without a worker or an answer in time. */
   ping(options?: { timeout?: number }): Promise<number | null>;
+  /**
+   * The TRAINBRIDGE_* variables for the job's ranks on other hosts (docs/CLIENT.md, Other
+   * hosts): the hub listens on tcp://address:port with CurveZMQ. Rejects a loopback address.
+   */
+  remoteEnv(address: string, port?: number): Promise<Record<string, string>>;
   /** With stdin: 'pipe': the child's stdin (end() it for EOF). */
   readonly stdin: import('node:stream').Writable | null;
   /** With raw: true: the child's stdout / stderr bytes, exactly as written. */

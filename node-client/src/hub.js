@@ -99,6 +99,10 @@ class Hub {
     this.budget = intake.budgetInitial(); // unauthenticated input, all connections (intake.js)
     this.sock = null;
     this.notifies = false; // whether the socket tells of ended connections (enableDisconnectNotice)
+    // Other hosts (listen()): address -> { sock, ready }, a CurveZMQ ROUTER each, and the
+    // routing ids that spoke on one (their commands go back on it).
+    this.listening = new Map();
+    this.remotePeers = new Map(); // routing id -> the listen socket it came on
     this.ready = null;
     this.sending = Promise.resolve();
     this.closed = false;
@@ -120,6 +124,27 @@ class Hub {
     return this.ready;
   }
 
+  /**
+   * Also accept workers of other hosts on tcp://address:port (0: a free port), on a
+   * CurveZMQ server socket of its own: resolves to { endpoint, serverKey }. A peer that does
+   * not hold the public key fails the handshake before a byte of its input is queued. Once
+   * per address. zeromq.js exposes no peer address, so a socket of its own tells these
+   * peers apart (bridge/hub.py reads the Peer-Address of one socket).
+   */
+  listen(address, port = 0) {
+    if (!this.listening.has(address)) {
+      const curve = zmq.curveKeyPair();
+      const sock = new zmq.Router({ ...ROUTER_OPTIONS, curveServer: true, curveSecretKey: curve.secretKey });
+      const host = address.includes(':') ? `[${address}]` : address;
+      const ready = sock.bind(`tcp://${host}:${port || '*'}`).then(() => {
+        this.receiveLoop(sock);
+        return { endpoint: sock.lastEndpoint, serverKey: curve.publicKey };
+      });
+      this.listening.set(address, { sock, ready });
+    }
+    return this.listening.get(address).ready;
+  }
+
   /** Whether messages wait in the socket right now (not yet handed to their jobs). */
   readable() {
     return Boolean(this.sock && !this.closed && this.sock.readable);
@@ -136,15 +161,19 @@ class Hub {
     for (const peer of this.lastSeq.keys()) {
       if (peer.split('/')[0] === job.id) this.lastSeq.delete(peer);
     }
+    for (const peer of this.remotePeers.keys()) {
+      if (peer.split('/')[0] === job.id) this.remotePeers.delete(peer);
+    }
     if (this.closeWhenIdle && this.jobs.size === 0) this.close();
   }
 
-  async receiveLoop() {
+  async receiveLoop(sock = this.sock) {
     let messages = 0;
     let bytes = 0;
     try {
-      for await (const [peer, ...frames] of this.sock) {
+      for await (const [peer, ...frames] of sock) {
         try {
+          if (sock !== this.sock) this.remotePeers.set(peer.toString('latin1'), sock);
           this.dispatch(peer, frames);
         } catch (err) {
           // dispatch() gives a job's failure to that job; this is for a bug in routing itself.
@@ -286,7 +315,8 @@ class Hub {
   /** Send now; false when the peer's queue is full. A gone peer: counted, undelivered. */
   async _try(item) {
     try {
-      await this.sock.send([Buffer.from(item.peer, 'latin1'), ...item.frames]);
+      const sock = this.remotePeers.get(item.peer) || this.sock;
+      await sock.send([Buffer.from(item.peer, 'latin1'), ...item.frames]);
     } catch (err) {
       if (this.closed) return true;
       if (err.code === 'EAGAIN') return false;
@@ -344,6 +374,7 @@ class Hub {
     this.heldUser.clear();
     this.queued.clear();
     if (this.sock) this.sock.close();
+    for (const { sock } of this.listening.values()) sock.close();
     removeRuntimeDir(this.runtimeDir);
     if (defaultHub === this) defaultHub = null;
   }

@@ -27,6 +27,7 @@
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
+const net = require('node:net');
 const path = require('node:path');
 const { EventEmitter } = require('node:events');
 const { PassThrough } = require('node:stream');
@@ -89,6 +90,7 @@ class Job extends EventEmitter {
     this._lead = null; // routing id of the process that speaks for the job
     this._present = new Map(); // routing id -> hello, of the processes that may lead, in order
     this._foreign = new Set(); // routing ids whose hello came from outside the job's tree
+    this._remote = false; // remoteEnv() was asked: other hosts' ranks may join
     this._gone = new Set(); // routing ids whose connection ended (the hub's disconnect notice)
     this._drainCheck = null; // while draining: look again now (a connection ended)
     this._leadWatch = null; // interval that notices a lead (not the launched process) gone
@@ -248,6 +250,28 @@ class Job extends EventEmitter {
     this._unfollowAbort = () => signal.removeEventListener('abort', onAbort);
   }
 
+
+  /**
+   * The TRAINBRIDGE_* variables for this job's ranks on other hosts (torchrun on node 2 and
+   * up inherits them from its caller's environment), as bridge's Job.remote_env: the hub
+   * listens on tcp://address:port (0: a free port) with CurveZMQ, and a hello that arrives
+   * there authenticated with this job's key joins the job although its pid is not in the
+   * local process tree. No client pid and no crash file (they name things of this host).
+   * Rejects a loopback address, which other hosts cannot reach.
+   */
+  async remoteEnv(address, port = 0) {
+    if (net.isIP(address) === 0 || /^127\.|^::1$/.test(address)) {
+      throw new TypeError(`listen address ${address} must be this host's IP address on the other hosts' network, not a name or a loopback address`);
+    }
+    const { endpoint, serverKey } = await this._hub.listen(address, port);
+    this._remote = true;
+    const env = launcher.childEnv({}, {
+      endpoint, jobId: this.id, key: this.key, serverKey,
+      ...workerTimings(this._m.config), ...this._workerSettings,
+    }, { pythonEnv: false });
+    delete env.TRAINBRIDGE_CLIENT_PID;
+    return env;
+  }
 
   // --- start ------------------------------------------------------------------------
   async _start() {

@@ -49,7 +49,8 @@ class JobMessages {
       this.rejected('foreign');
       return;
     }
-    if (msg.kind === 'hello' && !this._helloInTree(body)) {
+    const remote = this._remote && this._hub.remotePeers.has(peer); // a rank of another host
+    if (msg.kind === 'hello' && !remote && !this._helloInTree(body)) {
       // Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither leads
       // nor is listed, and what it sends later is rejected and counted.
       this._foreign.add(peer);

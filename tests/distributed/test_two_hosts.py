@@ -238,6 +238,24 @@ def test_the_rank_on_host_b_missing_from_all_reduce_is_named(hosts):
     assert "wait in all_reduce" in summary, summary
 
 
+def test_node_client_the_root_cause_is_the_rank_on_host_b(hosts):
+    """The same row through the Node client: same rows, same verdict."""
+    report, _ = run_two_hosts(
+        "rank_fails.py",
+        {"startup_timeout": 60, "heartbeat_timeout": 30, "stall_timeout": 60},
+        client="node",
+    )
+    remote = _remote_ranks(report)
+    assert len(remote) == 2 and all(r["role"] == "rank" for r in remote), report["ranks"]
+    assert len([r for r in report["ranks"] if r["role"] == "rank"]) == 4, report["ranks"]
+    failed = next(r for r in remote if r["error"] and r["error"]["type"] == "ValueError")
+    assert report["outcome"] == "failed"
+    assert report["root_cause"]["rank"] == failed["rank"], report["root_cause"]
+    summary = report["diagnosis"]["summary"]
+    assert f" at {ADDR_B}, pid {failed['pid']}) failed first: ValueError: shard " in summary
+    assert report["protocol"]["foreign_hello"] == 0, report["protocol"]
+
+
 def test_a_node_that_never_comes_is_a_rendezvous_wait(hosts):
     t0 = time.monotonic()
     report, _ = run_two_hosts(
