@@ -42,7 +42,8 @@ class JobMessages:
                 self._step({"type": "lead", "t": now, "present": self.lead is not None})
         lead = routing_id is not None and routing_id == self.lead
         message = {"kind": kind, "body": body, "key": key, "rank": rank, "ts": msg.ts}
-        message.update(lead=lead, t=now, in_tree=self._dumps_to(body))
+        # Never a signal to a rank of another host: its pid names a process over there.
+        message.update(lead=lead, t=now, in_tree=not remote and self._dumps_to(body))
         self.facts = job_facts.apply(self.facts, message)  # the report's facts (pure)
         # who said it (docs/CLIENT.md)
         sender = dict(ranks.sender(self.facts["ranks"], key), lead=lead)

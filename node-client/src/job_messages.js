@@ -67,7 +67,8 @@ class JobMessages {
     // The report's facts (src/job_facts.js apply: pure), every process's own state among them.
     this._facts = jobFacts.apply(this._facts, {
       kind: msg.kind, body, key: peer, rank: Number(peer.split('/')[1]), ts: msg.ts, lead, t: now(),
-      in_tree: msg.kind === 'hello' && this._dumpsTo(body),
+      // Never a signal to a rank of another host: its pid names a process over there.
+      in_tree: msg.kind === 'hello' && !remote && this._dumpsTo(body),
     });
     // Every emitted body names its sender (docs/CLIENT.md "Ranks"): rank, local_rank, host, pid, role, lead.
     const sender = { ...ranks.sender(this._facts.ranks, peer), lead };
