@@ -215,6 +215,10 @@ class JobMessages {
         break;
       case 'reply': this._onReply(body); break; // dumps answer from every process of the job
       case 'user': this._emit('message', body.data ?? null); break;
+      case 'error': { // another rank's error, named by its sender; the lead's is the job's
+        if (this.listenerCount('error') > 0) this._emit('error', new PythonError(body));
+        break;
+      }
       default: break;
     }
   }

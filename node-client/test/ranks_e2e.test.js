@@ -4,7 +4,12 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { launch } = require('../src/index.js');
+const path = require('node:path');
+const fs = require('node:fs');
+const os = require('node:os');
 const { FIXTURE, PYTHON, userEnv } = require('../test-support/e2e.js');
+
+const SCENARIOS = path.resolve(__dirname, '../../tests/faults/scenarios');
 
 test('stage, progress and hello events carry their sender; the report lists the process', async () => {
   const job = launch({ command: PYTHON, args: [FIXTURE, 'succeed'], env: userEnv() });
@@ -21,4 +26,26 @@ test('stage, progress and hello events carry their sender; the report lists the 
   }
   assert.deepEqual(report.ranks.map((r) => [r.pid, r.role, r.state]), [[report.pid, 'other', 'exited']]);
   assert.equal(report.root_cause, null);
+});
+
+test("another rank's error is an 'error' event with its sender, as in the Python client", async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ranks-e2e-'));
+  try {
+    const job = launch({
+      command: PYTHON, args: ['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', 'torchrun_rank_fails.py'],
+      cwd: SCENARIOS, env: userEnv({ TMPDIR: tmp, OMP_NUM_THREADS: '1' }),
+      timeouts: { startup_timeout: 60, heartbeat_timeout: 30, stall_timeout: 60 },
+    });
+    const errors = [];
+    job.on('error', (err) => errors.push(err));
+    const report = await job.done;
+    assert.equal(report.outcome, 'failed');
+    const one = errors.find((e) => e.sender && e.sender.rank === 1);
+    assert.ok(one, `no error event from rank 1: ${JSON.stringify(errors.map((e) => [e.name, e.sender]))}`);
+    assert.equal(one.sender.role, 'rank');
+    assert.equal(one.sender.lead, false);
+    assert.match(String(one.message), /shard 3 is corrupt/);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
 });
