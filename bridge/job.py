@@ -162,6 +162,11 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._foreign: set = set()  # routing ids whose hello came from outside the tree
         self._remote = False  # remote_env() was asked: other hosts' ranks may join
         self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
+        # The hang's dump_stacks (its seqs) and the ranks that answered it; the pids the
+        # per-rank fallback (bridge/rankdumps.py) sent SIGUSR2 already.
+        self._hang_seqs: range = range(0)
+        self._hang_answered: set = set()
+        self._fallback_pids: Optional[set] = None
         self.last_message_t: Optional[float] = None
         self._fatal_capture = False
         self._oom_before: Optional[int] = None

@@ -11,7 +11,15 @@ import signal as signals
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import diagnosis, evidence, launcher, machine, ranks, report_files
+from trainbridge.bridge import (
+    diagnosis,
+    evidence,
+    launcher,
+    machine,
+    rankdumps,
+    ranks,
+    report_files,
+)
 
 LIVE_DIAGNOSIS_S = 2.0  # while stalled, the live diagnosis is refreshed at most this often
 TREE_REFRESH_S = 1.0  # how often the process tree is re-read while the job runs
@@ -43,7 +51,9 @@ class JobActions:
             self._publish({"event": "hang", "reason": action["reason"]})
             self._start_snapshot()
         elif do == "dump_stacks":
+            first = self.channel.seq + 1
             self._dump_seq = self.channel.command("dump_stacks")
+            self._hang_seqs = range(first, (self._dump_seq or first - 1) + 1)
         elif do == "cancel":
             first = self.channel.seq + 1
             reason = (self.facts["cancel"] or {}).get("reason") or "cancelled by the client"
@@ -62,7 +72,7 @@ class JobActions:
                 # in the others, and the C dump would race it (worker/hooks.py).
                 answered = report_files.signal_dumped_pids(self.crash_file, self._signal_dump_at)
                 for pid in self.facts["native_dump_pids"]:
-                    if pid not in answered:
+                    if pid not in answered and pid not in (self._fallback_pids or ()):
                         launcher.signal_process(pid, SIGNALS[name])
             elif self.tree is not None:
                 self.tree.signal(SIGNALS[name])
@@ -108,7 +118,41 @@ class JobActions:
                 in report_files.signal_dumped_pids(self.crash_file, self._signal_dump_at)
             ):
                 self._step({"type": "signal_dumped", "t": now})
+            if ending is not None and ending["step"] == "signal_dump":
+                self._rank_dumps_fallback()
             self._step({"type": "timer", "t": now})
+
+    def _rank_dumps_fallback(self) -> None:
+        """After SIGUSR1 at hang time: each local rank that did not answer the hang's
+        dump_stacks gets its stack into `ranks` from its SIGUSR1 dump, else from SIGUSR2
+        (bridge/rankdumps.py), once."""
+        if self._fallback_pids is not None or not self.crash_file:
+            return
+        self._fallback_pids = set()
+        sections = rankdumps.sigusr1_sections(
+            rankdumps.read_from(self.crash_file, self._signal_dump_at or 0)
+        )
+        state = self.facts["ranks"]
+        for key, p in list(state["procs"].items()):
+            pid = p["pid"]
+            if (
+                p["world_size"] is None
+                or p.get("addr")  # another host's: no signal goes there
+                or p["exit"] is not None
+                or key.encode("ascii", "replace") in self._hang_answered
+                or not isinstance(pid, int)
+            ):
+                continue
+            text = sections.get(pid)
+            if text is None and pid in self.facts["native_dump_pids"] and "SIGUSR2" in SIGNALS:
+                # Not in signals_sent: that list is the lead's escalation (a SIGUSR2 there
+                # means the lead's Python was silent); the dump shows in the crash file.
+                self._fallback_pids.add(pid)
+                text = rankdumps.native_dump(
+                    self.crash_file, pid, lambda q: launcher.signal_process(q, SIGNALS["SIGUSR2"])
+                )
+            if text:
+                ranks.observe(state, key, "signal_dump", {"stacks": text}, p["last_beat"])
 
     def _check_loaded(self, now: float) -> None:
         """Before any hello: has the worker loaded in the launched process? Its stage box

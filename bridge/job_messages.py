@@ -62,6 +62,8 @@ class JobMessages:
             {"event": "message", "kind": kind, "rank": rank, "body": body, "sender": sender}
         )
         if kind == "reply":
+            if body.get("to") in self._hang_seqs and body.get("stacks"):
+                self._hang_answered.add(routing_id)
             self._on_reply(body)  # dumps answer from every process of the job
         if not lead:
             if (

@@ -99,6 +99,10 @@ def observe(state: State, key: str, kind: str, body: dict[str, Any], ts: float) 
         # live diagnosis reads before any deadline (live_collective).
         stack = body.get("stack")
         p["beat_stack"] = stack if isinstance(stack, str) and stack else None
+    elif kind == "signal_dump" and isinstance(body.get("stacks"), str):
+        # Not a wire kind: the client's record of what faulthandler wrote to the crash file
+        # for a rank that did not answer dump_stacks (SIGUSR1, then SIGUSR2: its main thread).
+        p["stacks"] = body["stacks"]
 
 
 def _error(body: dict[str, Any], t: Optional[float], source: str) -> dict[str, Any]:
@@ -444,10 +448,19 @@ def rendezvous_wait(
 _THREAD = re.compile(r'^Thread 0x[0-9a-f]+ "([^"]*)"', re.MULTILINE)
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)', re.MULTILINE)
 _COLLECTIVE_FILE = "torch/distributed/distributed_c10d.py"
+# faulthandler's own format: "Current thread 0x... (most recent call first):" and
+# '  File "x.py", line 3 in f', innermost first.
+_FH_CURRENT = re.compile(
+    r"^(?:Current thread 0x[0-9a-f]+|Stack) \(most recent call first\):", re.MULTILINE
+)  # "Stack": faulthandler.register(all_threads=False), the SIGUSR2 dump
+_FH_THREAD = re.compile(r"^(?:Current thread 0x|Thread 0x|Stack \()", re.MULTILINE)
+_FH_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)', re.MULTILINE)
 
 
 def main_thread_frames(stacks: str) -> list[dict[str, Any]]:
-    """The main thread's frames (outermost first) from a worker's dump_stacks text."""
+    """The main thread's frames (outermost first) from a worker's dump_stacks text, or from
+    a faulthandler dump (the fallback): its "Current thread" (or, for SIGUSR2's, its one
+    "Stack") is the thread the signal ran on, the main one, listed innermost first."""
     starts = [(m.start(), m.group(1)) for m in _THREAD.finditer(stacks)]
     for i, (start, name) in enumerate(starts):
         if name == "MainThread":
@@ -456,7 +469,15 @@ def main_thread_frames(stacks: str) -> list[dict[str, Any]]:
                 {"file": f, "line": int(n), "function": fn}
                 for f, n, fn in _FRAME.findall(stacks[start:end])
             ]
-    return []
+    current = _FH_CURRENT.search(stacks)
+    if current is None:
+        return []
+    block = stacks[current.end() :]
+    following = _FH_THREAD.search(block)
+    block = block[: following.start()] if following else block
+    block = block.split("\n\n", 1)[0]
+    frames = [{"file": f, "line": int(n), "function": fn} for f, n, fn in _FH_FRAME.findall(block)]
+    return frames[::-1]
 
 
 def _collective(frames: list[dict[str, Any]]) -> Optional[str]:

@@ -56,6 +56,10 @@ function observe(state, key, kind, body, ts) {
     // Its main thread's stack while it is idle (null once it moves again): what the live
     // diagnosis reads before any deadline (liveCollective).
     p.beat_stack = typeof body.stack === 'string' && body.stack ? body.stack : null;
+  } else if (kind === 'signal_dump' && typeof body.stacks === 'string') {
+    // Not a wire kind: the client's record of what faulthandler wrote to the crash file for
+    // a rank that did not answer dump_stacks (SIGUSR1, then SIGUSR2: its main thread).
+    p.stacks = body.stacks;
   }
 }
 
@@ -269,6 +273,18 @@ const THREAD = /^Thread 0x[0-9a-f]+ "([^"]*)"/gm;
 const FRAME = /^\s*File "([^"]+)", line (\d+), in (\S+)/gm;
 const COLLECTIVE_FILE = 'torch/distributed/distributed_c10d.py';
 
+// faulthandler's own format: "Current thread 0x... (most recent call first):" and
+// '  File "x.py", line 3 in f', innermost first.
+// "Stack": faulthandler.register(all_threads=False), the SIGUSR2 dump.
+const FH_CURRENT = /^(?:Current thread 0x[0-9a-f]+|Stack) \(most recent call first\):/m;
+const FH_THREAD = /^(?:Current thread 0x|Thread 0x|Stack \()/m;
+const FH_FRAME = /^\s*File "([^"]+)", line (\d+) in (\S+)/gm;
+
+/**
+ * The main thread's frames (outermost first) from a worker's dump_stacks text, or from a
+ * faulthandler dump (the fallback): its "Current thread" is the thread the signal ran on,
+ * the main one, listed innermost first (as bridge/ranks.py).
+ */
 function mainThreadFrames(stacks) {
   const starts = [...stacks.matchAll(THREAD)].map((m) => [m.index, m[1]]);
   for (let i = 0; i < starts.length; i += 1) {
@@ -276,7 +292,13 @@ function mainThreadFrames(stacks) {
     const end = i + 1 < starts.length ? starts[i + 1][0] : stacks.length;
     return [...stacks.slice(starts[i][0], end).matchAll(FRAME)].map((m) => ({ file: m[1], line: Number(m[2]), function: m[3] }));
   }
-  return [];
+  const current = FH_CURRENT.exec(stacks);
+  if (!current) return [];
+  let block = stacks.slice(current.index + current[0].length);
+  const following = FH_THREAD.exec(block);
+  if (following) block = block.slice(0, following.index);
+  block = block.split('\n\n')[0];
+  return [...block.matchAll(FH_FRAME)].map((m) => ({ file: m[1], line: Number(m[2]), function: m[3] })).reverse();
 }
 
 function collective(frames) {

@@ -421,6 +421,35 @@ HUNG = [
         "read_shard; rank(s) 0 wait in all_reduce for it",
     },
     {
+        "name": "rank 1 did not answer dump_stacks (native code holds its GIL): its "
+        "faulthandler dump from the crash file (SIGUSR2: the main thread, innermost first) "
+        "names where it is",
+        "messages": [
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+            ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
+            [
+                "j/0",
+                "reply",
+                {"to": 9, "ok": True, "stacks": stacks(("/w/train.py", 22, "<module>"), REDUCE)},
+                30.0,
+            ],
+            [
+                "j/1",
+                "signal_dump",
+                {
+                    "stacks": "Stack (most recent call first):\n"
+                    '  File "/w/train.py", line 14 in read_shard\n'
+                    '  File "/w/train.py", line 20 in <module>\n\n'
+                    "Current thread 0x00007f0a1c3fd640 (most recent call first):\n"
+                    '  File "/usr/lib/python3.11/threading.py", line 324 in wait\n'
+                },
+                31.0,
+            ],
+        ],
+        "summary": "rank 1 (host a, pid 102) is not in the collective: it is at w/train.py:14 "
+        "read_shard; rank(s) 0 wait in all_reduce for it",
+    },
+    {
         "name": "every rank waits in the collective: no hung rank named",
         "messages": [
             ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],

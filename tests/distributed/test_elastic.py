@@ -104,3 +104,45 @@ def test_torchrun_names_the_failed_rank_and_the_report_its_root_cause():
     assert len(mains) == 3, mains  # the launcher's and each rank's, told apart
     ends = {s["role"] for s, event, name in stages if name == "main" and event == "end"}
     assert "launcher" in ends, ends  # known as the launcher once its ranks said hello
+
+
+def test_a_rank_whose_beacon_cannot_answer_is_named_from_its_faulthandler_dump():
+    """Item 3's fallback: rank 1 is stuck in C with the GIL held, so neither its beacon nor
+    its SIGUSR1 handler can answer; SIGUSR2 (faulthandler's C handler), sent to it alone,
+    says it is at read_shard, and the verdict names it as a single-process job's would."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+        env.update(TMPDIR=tmp, OMP_NUM_THREADS="1")
+        job = bridge.launch(
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc_per_node=2",
+                "torchrun_rank_native.py",
+            ],
+            cwd=SCENARIOS,
+            env=env,
+            startup_timeout=60,
+            heartbeat_timeout=60,
+            stall_timeout=8,
+            kill_grace=2,
+        )
+        report = job.wait(120)
+        assert report is not None, "no report within 120 s"
+        assert not psutil.Process().children(recursive=True), "a process was left over"
+    assert report["outcome"] == "hung", report["diagnosis"]
+    assert report["diagnosis"]["kind"] == "collective_wait", report["diagnosis"]
+    summary = report["diagnosis"]["summary"]
+    assert summary.startswith("rank 1 (host "), summary
+    assert "is not in the collective: it is at scenarios/torchrun_rank_native.py:" in summary
+    assert summary.split(" wait in ")[0].endswith("rank(s) 0"), summary
+    assert "read_shard" in summary, summary
+    # rank 1's stack came from its SIGUSR2 dump, not in-band: it could not answer there
+    stacks = report["stacks"] or ""
+    in_band = stacks.split("--- faulthandler (crash file) ---")[0]
+    assert "read_shard" not in in_band, in_band
+    native = stacks.split("--- faulthandler (crash file) ---")[1]
+    dump = native[native.index("Stack (most recent call first):") :]
+    assert "in read_shard" in dump.split("\n\n")[0], native

@@ -1,0 +1,62 @@
+"""The per-rank faulthandler fallback's I/O (bridge/rankdumps.py): a SIGUSR1 dump is found
+by its pid's marker among the other processes' writes to the one crash file; SIGUSR2 to a
+process stuck in C with the GIL held returns its own dump, which the ranks rule reads."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+from trainbridge.bridge import rankdumps, ranks
+
+
+def test_sigusr1_sections_are_told_apart_by_pid():
+    text = (
+        "[trainbridge] pid 7: native crashes, SIGUSR1 dumps and GIL-freeze dumps go here\n"
+        "[trainbridge] pid 11: stacks on SIGUSR1\n"
+        'Current thread 0x1 (most recent call first):\n  File "/w/a.py", line 3 in f\n\n'
+        "[trainbridge] pid 12: stacks on SIGUSR1\n"
+        'Current thread 0x2 (most recent call first):\n  File "/w/b.py", line 4 in g\n'
+    )
+    got = rankdumps.sigusr1_sections(text)
+    assert sorted(got) == [11, 12]
+    assert [f["function"] for f in ranks.main_thread_frames(got[11])] == ["f"]
+    assert [f["function"] for f in ranks.main_thread_frames(got[12])] == ["g"]
+
+
+def test_sigusr2_to_a_process_stuck_in_c_returns_its_dump(tmp_path):
+    crash = tmp_path / "crash.txt"
+    crash.write_text("[trainbridge] pid 1: written by another process before\n")
+    script = textwrap.dedent(
+        """
+        import ctypes, faulthandler, signal, sys
+        f = open(sys.argv[1], "a")
+        faulthandler.register(signal.SIGUSR2, file=f, all_threads=False)
+        def stuck_in_c():
+            print("ready", flush=True)
+            while True:
+                ctypes.PyDLL(None).pause()  # the GIL stays held
+        stuck_in_c()
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(crash)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout.readline() == "ready\n"
+        text = rankdumps.native_dump(
+            str(crash), child.pid, lambda pid: os.kill(pid, signal.SIGUSR2)
+        )
+    finally:
+        child.kill()
+        child.wait()
+    assert text is not None and text.startswith("Stack (most recent call first):"), text
+    frames = ranks.main_thread_frames(text)
+    assert [f["function"] for f in frames] == ["<module>", "stuck_in_c"], text
+
+
+def test_no_dump_from_a_process_without_the_handler_is_none(tmp_path):
+    crash = tmp_path / "crash.txt"
+    crash.write_text("")
+    assert rankdumps.native_dump(str(crash), os.getpid(), lambda pid: None) is None
