@@ -10,7 +10,6 @@ where they fail (CI must not skip them)."""
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,52 +19,25 @@ import time
 import psutil
 import pytest
 
+from tests.distributed import hosts
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "twohost")
-SUBNET = 10 + os.getpid() % 200  # 10.231.SUBNET.0/24, apart from a parallel run's
-ADDR_A, ADDR_B = f"10.231.{SUBNET}.1", f"10.231.{SUBNET}.2"
-TAG = f"tb{os.getpid() % 100000}"
-NS_A, NS_B, VETH_A, VETH_B = f"{TAG}A", f"{TAG}B", f"{TAG}a", f"{TAG}b"
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
-
-
-def _cannot_make_namespaces() -> str | None:
-    if shutil.which("ip") is None:
-        return "the `ip` command (iproute2) is not installed"
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    return None
 
 
 @pytest.fixture
-def hosts():
-    why = _cannot_make_namespaces()
-    if why is None:
-        try:
-            _ip("netns", "add", NS_A)
-            _ip("netns", "add", NS_B)
-            _ip("link", "add", VETH_A, "type", "veth", "peer", "name", VETH_B)
-            _ip("link", "set", VETH_A, "netns", NS_A)
-            _ip("link", "set", VETH_B, "netns", NS_B)
-            _ip("-n", NS_A, "addr", "add", f"{ADDR_A}/24", "dev", VETH_A)
-            _ip("-n", NS_B, "addr", "add", f"{ADDR_B}/24", "dev", VETH_B)
-            for ns, veth in ((NS_A, VETH_A), (NS_B, VETH_B)):
-                _ip("-n", ns, "link", "set", "lo", "up")
-                _ip("-n", ns, "link", "set", veth, "up")
-        except subprocess.CalledProcessError as exc:
-            why = f"cannot make network namespaces: {exc.stderr.decode(errors='replace').strip()}"
+def h():
+    """Host A and host B; removed after the test, whatever happened."""
     try:
-        if why is not None:
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"two-host tests cannot run under CI: {why}")
-            pytest.skip(why)
-        yield
+        made = hosts.make()
+    except OSError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"two-host tests cannot run under CI: {exc}")
+        pytest.skip(str(exc))
+    try:
+        yield made
     finally:
-        for ns in (NS_A, NS_B):  # removing a namespace removes its end of the veth pair
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+        hosts.remove(made)
 
 
 def _env(tmp: str) -> dict[str, str]:
@@ -75,21 +47,13 @@ def _env(tmp: str) -> dict[str, str]:
     return env
 
 
-def _torchrun_args(addr: str, is_host: int, port: int) -> list[str]:
-    return [
-        "--nnodes=2",
-        "--nproc_per_node=2",
-        "--rdzv_backend=c10d",
-        f"--rdzv_endpoint={ADDR_A}:{port}",
-        "--rdzv_conf",
-        f"is_host={is_host}",
-        "--local_addr",
-        addr,
-    ]
-
-
 def run_two_hosts(
-    script: str, config: dict, start_b: bool = True, stranger: bool = False, client: str = "api"
+    h: hosts.Hosts,
+    script: str,
+    config: dict,
+    start_b: bool = True,
+    stranger: bool = False,
+    client: str = "api",
 ) -> tuple[dict, str]:
     """Host A's client and, unless not start_b, host B's torchrun with the variables the
     client gave; with `stranger`, first a peer of host B without the key tries to connect.
@@ -98,11 +62,11 @@ def run_two_hosts(
     (twohost/driver.js). Returns (the report, host B's output)."""
     port = 29000 + os.getpid() % 1000
     with tempfile.TemporaryDirectory() as tmp:
-        env_a = dict(_env(tmp), GLOO_SOCKET_IFNAME=VETH_A)
-        torchrun_a = _torchrun_args(ADDR_A, 1, port)
+        env_a = dict(_env(tmp), GLOO_SOCKET_IFNAME=h.veth_a)
+        torchrun_a = h.torchrun_args(False, port)
         env_file = os.path.join(tmp, "rank.env")
         driver = subprocess.Popen(
-            ["ip", "netns", "exec", NS_A, *_client_argv(client, script, config, env_file),
+            [*h.exec_a(), *_client_argv(h, client, config, env_file),
              *torchrun_a, os.path.join(HERE, script)],
             env=env_a, stdout=subprocess.PIPE, text=True, start_new_session=True,
         )  # fmt: skip
@@ -112,12 +76,12 @@ def run_two_hosts(
             if client == "cli":
                 assert os.stat(env_file).st_mode & 0o777 == 0o600
                 remote = _read_env_file(env_file)
-            assert remote["TRAINBRIDGE_ENDPOINT"].startswith(f"tcp://{ADDR_A}:"), remote
+            assert remote["TRAINBRIDGE_ENDPOINT"].startswith(f"tcp://{h.addr_a}:"), remote
             assert len(remote["TRAINBRIDGE_SERVER_KEY"]) == 40
             assert "TRAINBRIDGE_CLIENT_PID" not in remote
             if stranger:
                 tried = subprocess.run(
-                    ["ip", "netns", "exec", NS_B, sys.executable, os.path.join(HERE, "stranger.py"),
+                    [*h.exec_b(), sys.executable, os.path.join(HERE, "stranger.py"),
                      remote["TRAINBRIDGE_ENDPOINT"], remote["TRAINBRIDGE_JOB_ID"]],
                     cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
                     text=True, timeout=60,
@@ -126,9 +90,9 @@ def run_two_hosts(
             if start_b:
                 torchrun_b = [
                     sys.executable, "-m", "torch.distributed.run",
-                    *_torchrun_args(ADDR_B, 0, port), os.path.join(HERE, script),
+                    *h.torchrun_args(True, port), os.path.join(HERE, script),
                 ]  # fmt: skip
-                env_b = dict(_env(tmp), GLOO_SOCKET_IFNAME=VETH_B, FAULT_HOST="B")
+                env_b = dict(_env(tmp), GLOO_SOCKET_IFNAME=h.veth_b, FAULT_HOST="B")
                 if client == "cli":  # what a user runs on node 2
                     argv_b = [
                         "bash",
@@ -138,7 +102,7 @@ def run_two_hosts(
                 else:
                     argv_b, env_b = torchrun_b, dict(env_b, **remote)
                 b = subprocess.Popen(
-                    ["ip", "netns", "exec", NS_B, *argv_b], env=env_b, stdout=subprocess.PIPE,
+                    [*h.exec_b(), *argv_b], env=env_b, stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, text=True, start_new_session=True,
                 )  # fmt: skip
             report = _next_line(driver, client, "end")
@@ -163,16 +127,16 @@ def run_two_hosts(
     return report, out_b
 
 
-def _client_argv(client: str, script: str, config: dict, env_file: str) -> list[str]:
+def _client_argv(h: hosts.Hosts, client: str, config: dict, env_file: str) -> list[str]:
     """Host A's client up to the torchrun arguments."""
     if client == "api":
-        return [sys.executable, os.path.join(HERE, "driver.py"), ADDR_A, json.dumps(config),
+        return [sys.executable, os.path.join(HERE, "driver.py"), h.addr_a, json.dumps(config),
                 sys.executable, "-m", "torch.distributed.run"]  # fmt: skip
     if client == "node":
-        return ["node", os.path.join(HERE, "driver.js"), ADDR_A, json.dumps(config),
+        return ["node", os.path.join(HERE, "driver.js"), h.addr_a, json.dumps(config),
                 sys.executable, "-m", "torch.distributed.run"]  # fmt: skip
     options = [f"--{k.replace('_', '-')}={v}" for k, v in config.items()]
-    return [sys.executable, "-m", "trainbridge", "run", "--json", "--listen", ADDR_A,
+    return [sys.executable, "-m", "trainbridge", "run", "--json", "--listen", h.addr_a,
             "--rank-env", env_file, *options, "--", sys.executable, "-m",
             "torch.distributed.run"]  # fmt: skip
 
@@ -195,70 +159,73 @@ def _read_env_file(path: str) -> dict[str, str]:
     return dict(pair.split("=", 1) for pair in pairs)
 
 
-def _remote_ranks(report: dict) -> list[dict]:
-    return [r for r in report["ranks"] if r.get("addr") == ADDR_B]
+def _remote_ranks(report: dict, h: hosts.Hosts) -> list[dict]:
+    return [r for r in report["ranks"] if r.get("addr") == h.addr_b]
 
 
-def test_the_root_cause_is_the_rank_on_host_b_that_failed_first(hosts):
+def test_the_root_cause_is_the_rank_on_host_b_that_failed_first(h):
     t0 = time.monotonic()
     report, out_b = run_two_hosts(
+        h,
         "rank_fails.py",
         {"startup_timeout": 60, "heartbeat_timeout": 30, "stall_timeout": 60},
         client="cli",
     )
-    remote = _remote_ranks(report)
+    remote = _remote_ranks(report, h)
     assert len(remote) == 2 and all(r["role"] == "rank" for r in remote), report["ranks"]
     assert len([r for r in report["ranks"] if r["role"] == "rank"]) == 4, report["ranks"]
     failed = next(r for r in remote if r["error"] and r["error"]["type"] == "ValueError")
     assert report["outcome"] == "failed"
     assert report["root_cause"]["rank"] == failed["rank"], report["root_cause"]
-    assert report["root_cause"]["addr"] == ADDR_B
+    assert report["root_cause"]["addr"] == h.addr_b
     summary = report["diagnosis"]["summary"]
     assert summary.startswith(f"rank {failed['rank']} (host "), summary
-    assert f" at {ADDR_B}, pid {failed['pid']}) failed first: ValueError: shard " in summary
+    assert f" at {h.addr_b}, pid {failed['pid']}) failed first: ValueError: shard " in summary
     assert "stage 'data'" in summary and "(consequences, not the cause)" in summary, summary
     assert report["error"]["type"] == "ValueError"
     assert report["protocol"]["foreign_hello"] == 0, report["protocol"]
     assert time.monotonic() - t0 < 90
 
 
-def test_the_rank_on_host_b_missing_from_all_reduce_is_named(hosts):
+def test_the_rank_on_host_b_missing_from_all_reduce_is_named(h):
     report, out_b = run_two_hosts(
-        "rank_stuck.py", {"startup_timeout": 60, "heartbeat_timeout": 30, "stall_timeout": 10}
+        h, "rank_stuck.py", {"startup_timeout": 60, "heartbeat_timeout": 30, "stall_timeout": 10}
     )
     assert report["outcome"] == "hung", report["diagnosis"]
     assert report["diagnosis"]["kind"] == "collective_wait", report["diagnosis"]
-    stuck = next(r for r in _remote_ranks(report) if r["local_rank"] == 1)
+    stuck = next(r for r in _remote_ranks(report, h) if r["local_rank"] == 1)
     hung = report["diagnosis"]["evidence"]["hung_rank"]
-    assert (hung["rank"], hung["addr"], hung["pid"]) == (stuck["rank"], ADDR_B, stuck["pid"])
+    assert (hung["rank"], hung["addr"], hung["pid"]) == (stuck["rank"], h.addr_b, stuck["pid"])
     summary = report["diagnosis"]["summary"]
     assert summary.startswith(f"rank {stuck['rank']} (host "), summary
-    assert f" at {ADDR_B}, pid {stuck['pid']}) is not in the collective" in summary, summary
+    assert f" at {h.addr_b}, pid {stuck['pid']}) is not in the collective" in summary, summary
     assert "rank_stuck.py" in summary and "read_shard" in summary, summary
     assert "wait in all_reduce" in summary, summary
 
 
-def test_node_client_the_root_cause_is_the_rank_on_host_b(hosts):
+def test_node_client_the_root_cause_is_the_rank_on_host_b(h):
     """The same row through the Node client: same rows, same verdict."""
     report, _ = run_two_hosts(
+        h,
         "rank_fails.py",
         {"startup_timeout": 60, "heartbeat_timeout": 30, "stall_timeout": 60},
         client="node",
     )
-    remote = _remote_ranks(report)
+    remote = _remote_ranks(report, h)
     assert len(remote) == 2 and all(r["role"] == "rank" for r in remote), report["ranks"]
     assert len([r for r in report["ranks"] if r["role"] == "rank"]) == 4, report["ranks"]
     failed = next(r for r in remote if r["error"] and r["error"]["type"] == "ValueError")
     assert report["outcome"] == "failed"
     assert report["root_cause"]["rank"] == failed["rank"], report["root_cause"]
     summary = report["diagnosis"]["summary"]
-    assert f" at {ADDR_B}, pid {failed['pid']}) failed first: ValueError: shard " in summary
+    assert f" at {h.addr_b}, pid {failed['pid']}) failed first: ValueError: shard " in summary
     assert report["protocol"]["foreign_hello"] == 0, report["protocol"]
 
 
-def test_a_node_that_never_comes_is_a_rendezvous_wait(hosts):
+def test_a_node_that_never_comes_is_a_rendezvous_wait(h):
     t0 = time.monotonic()
     report, _ = run_two_hosts(
+        h,
         "rank_fails.py",
         {"startup_timeout": 15, "heartbeat_timeout": 30, "stall_timeout": 60},
         start_b=False,
@@ -267,7 +234,7 @@ def test_a_node_that_never_comes_is_a_rendezvous_wait(hosts):
     assert report["outcome"] == "hung"
     assert report["diagnosis"]["kind"] == "rendezvous_wait", report["diagnosis"]
     summary = report["diagnosis"]["summary"]
-    assert f"c10d rendezvous at {ADDR_A}:" in summary and "needs 2 node(s)" in summary, summary
+    assert f"c10d rendezvous at {h.addr_a}:" in summary and "needs 2 node(s)" in summary, summary
     assert "no rank started" in summary, summary
     # the stranger of host B failed its handshakes: nothing of it reached the hub
     assert report["protocol"]["rejected"] == {} and report["protocol"]["foreign_hello"] == 0
