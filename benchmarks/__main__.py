@@ -26,6 +26,7 @@ BENCHES = [
     "scheduler",
     "transparent",
     "ddp",
+    "ddp_hosts",
 ]
 DOC = os.path.join(ROOT, "docs", "PERFORMANCE.md")
 BEGIN, END = "<!-- RESULTS BEGIN -->", "<!-- RESULTS END -->"

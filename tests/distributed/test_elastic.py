@@ -120,9 +120,9 @@ def test_a_rank_whose_beacon_cannot_answer_is_named_from_its_faulthandler_dump()
                 "torch.distributed.run",
                 "--standalone",
                 "--nproc_per_node=2",
-                "torchrun_rank_native.py",
+                "rank_native.py",
             ],
-            cwd=SCENARIOS,
+            cwd=os.path.join(ROOT, "tests", "distributed", "scenarios"),
             env=env,
             startup_timeout=60,
             heartbeat_timeout=60,
@@ -136,7 +136,7 @@ def test_a_rank_whose_beacon_cannot_answer_is_named_from_its_faulthandler_dump()
     assert report["diagnosis"]["kind"] == "collective_wait", report["diagnosis"]
     summary = report["diagnosis"]["summary"]
     assert summary.startswith("rank 1 (host "), summary
-    assert "is not in the collective: it is at scenarios/torchrun_rank_native.py:" in summary
+    assert "is not in the collective: it is at scenarios/rank_native.py:" in summary
     assert summary.split(" wait in ")[0].endswith("rank(s) 0"), summary
     assert "read_shard" in summary, summary
     # rank 1's stack came from its SIGUSR2 dump, not in-band: it could not answer there
