@@ -105,6 +105,11 @@ class Job extends EventEmitter {
     this._liveT = null;
     this._liveMark = null;
     this._signalDumpAt = null; // crash file size when SIGUSR1 went
+    // The hang's dump_stacks (its seqs) and the ranks that answered it; the pids the
+    // per-rank fallback (rankdumps.js) sent SIGUSR2 already (null: it has not run).
+    this._hangSeqs = null;
+    this._hangAnswered = new Set();
+    this._fallbackPids = null;
     this._stackRequests = new Map(); // command seq -> resolve(reply body)
     this._fatalCapture = false;
     this._internal = false; // failInternal ran: a bug in trainbridge ended the job

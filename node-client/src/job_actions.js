@@ -13,6 +13,7 @@ const launcher = require('./launcher.js');
 const evidence = require('./evidence.js');
 const { diagnoseHang } = require('./diagnosis.js');
 const ranks = require('./ranks.js');
+const rankdumps = require('./rankdumps.js');
 const { crashFileSize, signalDumpedPids } = require('./report_files.js');
 
 const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed at most this often
@@ -63,7 +64,36 @@ class JobActions {
         && signalDumpedPids(this._crashFile, this._signalDumpAt).has(this._facts.lead_pid)) {
       this._post({ type: 'signal_dumped' });
     }
+    if (ending && ending.step === 'signal_dump' && this._fallbackPids === null && this._crashFile) {
+      this._rankDumpsFallback().then(
+        () => this._guard(() => this._post({ type: 'timer' })),
+        (err) => this._guard(() => { throw err; }),
+      );
+      return;
+    }
     this._post({ type: 'timer' });
+  }
+
+  /**
+   * After SIGUSR1 at hang time: each local rank that did not answer the hang's dump_stacks
+   * gets its stack into `ranks` from its SIGUSR1 dump, else from SIGUSR2 sent to it alone
+   * (rankdumps.js), once (as bridge/job_actions.py).
+   */
+  async _rankDumpsFallback() {
+    this._fallbackPids = new Set();
+    const sections = rankdumps.sigusr1Sections(rankdumps.readFrom(this._crashFile, this._signalDumpAt || 0));
+    const state = this._facts.ranks;
+    for (const [key, p] of [...state.procs]) {
+      if (p.world_size === null || p.addr || p.exit !== null || this._hangAnswered.has(key) || !Number.isInteger(p.pid)) continue;
+      let text = sections.get(p.pid) ?? null;
+      if (text === null && this._facts.native_dump_pids.includes(p.pid) && process.platform !== 'win32') {
+        // Not in signals_sent: that list is the lead's escalation (a SIGUSR2 there means the
+        // lead's Python was silent); the dump shows in the crash file.
+        this._fallbackPids.add(p.pid);
+        text = await rankdumps.nativeDump(this._crashFile, p.pid, (pid) => launcher.signalProcess(pid, 'SIGUSR2'));
+      }
+      if (text) ranks.observe(this._facts.ranks, key, 'signal_dump', { stacks: text }, p.last_beat);
+    }
   }
 
   _perform(action) {
@@ -78,7 +108,11 @@ class JobActions {
         this._snapshot();
         break;
       case 'dump_stacks':
-        this._dumpSeq = this._command('dump_stacks');
+        {
+          const first = this.clientSeq + 1;
+          this._dumpSeq = this._command('dump_stacks');
+          this._hangSeqs = this._dumpSeq === null ? null : [first, this._dumpSeq];
+        }
         break;
       case 'cancel': {
         const first = this.clientSeq + 1;
@@ -119,7 +153,8 @@ class JobActions {
       // Only to the processes whose SIGUSR1 handler did not answer: Python runs in the
       // others, and the C dump would race it (worker/hooks.py).
       const answered = signalDumpedPids(this._crashFile, this._signalDumpAt);
-      for (const pid of this._facts.native_dump_pids) if (!answered.has(pid)) launcher.signalProcess(pid, signal);
+      const done = this._fallbackPids || new Set();
+      for (const pid of this._facts.native_dump_pids) if (!answered.has(pid) && !done.has(pid)) launcher.signalProcess(pid, signal);
       return;
     }
     launcher.signalTree(this._tree, signal);

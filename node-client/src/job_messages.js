@@ -57,6 +57,9 @@ class JobMessages {
       this._facts.foreign_hellos += 1;
       return;
     }
+    if (msg.kind === 'reply' && this._hangSeqs && body.to >= this._hangSeqs[0] && body.to <= this._hangSeqs[1] && body.stacks) {
+      this._hangAnswered.add(peer); // answered the hang's dump in-band: no fallback for it
+    }
     this._peers.add(peer); // commands (cancel, dumps) go to the job's own processes only
     if (this._gone.size) this._gone.delete(peer); // it spoke again: a new connection (libzmq reconnects)
     if (msg.kind === 'hello') {

@@ -49,3 +49,28 @@ test("another rank's error is an 'error' event with its sender, as in the Python
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 });
+
+test('a rank whose beacon cannot answer is named from its faulthandler dump (SIGUSR2 to it alone)', async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ranks-e2e-'));
+  try {
+    const job = launch({
+      command: PYTHON, args: ['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', 'rank_native.py'],
+      cwd: path.resolve(__dirname, '../../tests/distributed/scenarios'), env: userEnv({ TMPDIR: tmp, OMP_NUM_THREADS: '1' }),
+      timeouts: { startup_timeout: 60, heartbeat_timeout: 60, stall_timeout: 8, kill_grace: 2 },
+    });
+    const report = await job.done;
+    assert.equal(report.outcome, 'hung');
+    assert.equal(report.diagnosis.kind, 'collective_wait', JSON.stringify(report.diagnosis));
+    const { summary } = report.diagnosis;
+    assert.ok(summary.startsWith('rank 1 (host '), summary);
+    assert.ok(summary.includes('is not in the collective: it is at scenarios/rank_native.py:'), summary);
+    assert.ok(summary.includes('read_shard'), summary);
+    // rank 1's stack came from its SIGUSR2 dump, not in-band: it could not answer there
+    const [inBand, native] = String(report.stacks).split('--- faulthandler (crash file) ---');
+    assert.ok(!inBand.includes('read_shard'), inBand);
+    const dump = native.slice(native.indexOf('Stack (most recent call first):'));
+    assert.ok(dump.split('\n\n')[0].includes('in read_shard'), native);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
