@@ -65,11 +65,12 @@ test('a rank whose beacon cannot answer is named from its faulthandler dump (SIG
     assert.ok(summary.startsWith('rank 1 (host '), summary);
     assert.ok(summary.includes('is not in the collective: it is at scenarios/rank_native.py:'), summary);
     assert.ok(summary.includes('read_shard'), summary);
-    // rank 1's stack came from its SIGUSR2 dump, not in-band: it could not answer there
-    const [inBand, native] = String(report.stacks).split('--- faulthandler (crash file) ---');
-    assert.ok(!inBand.includes('read_shard'), inBand);
-    const dump = native.slice(native.indexOf('Stack (most recent call first):'));
-    assert.ok(dump.split('\n\n')[0].includes('in read_shard'), native);
+    // rank 1's SIGUSR2 dump is in the crash file, at read_shard. (Once that signal wakes its
+    // C call, rank 1 runs Python for a moment and its beacon may answer the hang's
+    // dump_stacks late: the in-band part may show read_shard too.)
+    const native = String(report.stacks).split('--- faulthandler (crash file) ---')[1];
+    const dumps = native.split('Stack (most recent call first):').slice(1);
+    assert.ok(dumps.some((d) => d.split('\n\n')[0].includes('in read_shard')), native);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

@@ -139,10 +139,9 @@ def test_a_rank_whose_beacon_cannot_answer_is_named_from_its_faulthandler_dump()
     assert "is not in the collective: it is at scenarios/rank_native.py:" in summary
     assert summary.split(" wait in ")[0].endswith("rank(s) 0"), summary
     assert "read_shard" in summary, summary
-    # rank 1's stack came from its SIGUSR2 dump, not in-band: it could not answer there
-    stacks = report["stacks"] or ""
-    in_band = stacks.split("--- faulthandler (crash file) ---")[0]
-    assert "read_shard" not in in_band, in_band
-    native = stacks.split("--- faulthandler (crash file) ---")[1]
-    dump = native[native.index("Stack (most recent call first):") :]
-    assert "in read_shard" in dump.split("\n\n")[0], native
+    # rank 1's SIGUSR2 dump is in the crash file, at read_shard. (Once that signal wakes
+    # its C call, rank 1 runs Python for a moment and its beacon may answer the hang's
+    # dump_stacks late: the in-band part may show read_shard too.)
+    native = (report["stacks"] or "").split("--- faulthandler (crash file) ---")[1]
+    dumps = native.split("Stack (most recent call first):")[1:]
+    assert any("in read_shard" in d.split("\n\n")[0] for d in dumps), native
