@@ -178,7 +178,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self.live_diagnosis: Optional[dict[str, Any]] = None
         self._live_t: Optional[float] = None
         self._live_mark: Optional[dict[str, Any]] = None
-        self._pending_dumps: dict[int, list[Any]] = {}  # command seq -> [Event, reply]
+        self._pending_dumps: dict[int, list[Any]] = {}  # command seq -> [held Lock, reply]
         self._pipes: dict[int, str] = {}
         self._pipe_files: dict[int, Any] = {}  # close through these: Popen owns the fds
         self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
@@ -362,17 +362,21 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
 
     def _ask(self, kind: str, timeout: float) -> Optional[dict[str, Any]]:
         """Send a command to the worker and wait for its reply body."""
-        box: list[Any] = [threading.Event(), None]
+        # A held lock, released by the I/O thread, rather than an Event: after waking the
+        # I/O thread the caller goes straight into one C call that gives up the GIL, instead
+        # of an Event.wait()'s Python, which the woken I/O thread would wait on (issue 19).
+        box: list[Any] = [threading.Lock(), None]
+        box[0].acquire()
 
         def ask() -> None:
             seq = self.channel.command(kind)
             if seq is None:
-                box[0].set()  # no worker said hello: nobody to ask
+                box[0].release()  # no worker said hello: nobody to ask
             else:
                 self._pending_dumps[seq] = box
 
         self.hub.call(ask)
-        box[0].wait(timeout)
+        box[0].acquire(True, timeout)
         return box[1]
 
     def send(self, data: Any) -> None:

@@ -162,7 +162,7 @@ class JobMessages:
         box = self._pending_dumps.pop(to, None)
         if box is not None:
             box[1] = body
-            box[0].set()
+            box[0].release()  # the asking caller's held lock (Job._ask)
         if to is not None and to == self._dump_seq:
             self._dump_seq = None
             self._step({"type": "dumped", "t": time.monotonic()})

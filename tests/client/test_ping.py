@@ -1,0 +1,57 @@
+"""job.ping() / job.dump_stacks(): the caller waits for the worker's reply on a lock the
+I/O thread releases (issue 19: cheaper than an Event on the ping's path). A reply that comes
+after the caller gave up must neither break nor answer a later ask."""
+
+import os
+import signal
+import sys
+
+from trainbridge import bridge
+
+WAIT_S = 30
+
+
+def _running(job):
+    for event in job.events(timeout=WAIT_S):
+        if event["event"] == "message" and event["kind"] == "progress":
+            return
+    raise AssertionError("the worker never reported progress")
+
+
+def test_a_late_reply_does_not_answer_the_next_ping(script):
+    path = script("""
+        import threading; from trainbridge import worker
+        worker.progress(1, 2)
+        threading.Event().wait(60)
+    """)
+    job = bridge.launch([sys.executable, path], zero_code=False, startup_timeout=WAIT_S)
+    try:
+        _running(job)
+        assert job.ping(timeout=5) is not None
+        os.kill(job.pid, signal.SIGSTOP)
+        try:
+            assert job.ping(timeout=0.3) is None  # nobody answers a stopped worker
+        finally:
+            os.kill(job.pid, signal.SIGCONT)
+        # The stopped ping's reply arrives late (its waiter is gone); these get their own.
+        for _ in range(3):
+            assert job.ping(timeout=5) is not None
+        stacks = job.dump_stacks(timeout=5)
+        assert stacks is not None and "MainThread" in stacks
+    finally:
+        job.cancel(grace=1)
+    assert job.wait(WAIT_S)["outcome"] == "cancelled"
+
+
+def test_ping_without_a_worker_is_none(script):
+    path = script("""
+        import sys
+        sys.stdin.readline()
+    """)
+    job = bridge.launch([sys.executable, path], zero_code=False, startup_timeout=WAIT_S)
+    try:
+        assert job.ping(timeout=5) is None  # no hello: nobody to ask
+        assert job.dump_stacks(timeout=5) is None
+    finally:
+        job.cancel(grace=1)
+    job.wait(WAIT_S)
