@@ -5,6 +5,7 @@ after the caller gave up must neither break nor answer a later ask."""
 import os
 import signal
 import sys
+import time
 
 from trainbridge import bridge
 
@@ -16,6 +17,25 @@ def _running(job):
         if event["event"] == "message" and event["kind"] == "progress":
             return
     raise AssertionError("the worker never reported progress")
+
+
+def _all_threads_stopped(pid, deadline_s=WAIT_S):
+    """Wait until every thread of pid is in the stopped state (a SIGSTOP takes effect on
+    each thread as it is next scheduled, not when kill() returns)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            states.append(stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3])
+        if states and all(state in (b"T", b"t") for state in states):
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"pid {pid} did not stop")
 
 
 def test_a_late_reply_does_not_answer_the_next_ping(script):
@@ -30,6 +50,7 @@ def test_a_late_reply_does_not_answer_the_next_ping(script):
         assert job.ping(timeout=5) is not None
         os.kill(job.pid, signal.SIGSTOP)
         try:
+            _all_threads_stopped(job.pid)
             assert job.ping(timeout=0.3) is None  # nobody answers a stopped worker
         finally:
             os.kill(job.pid, signal.SIGCONT)
