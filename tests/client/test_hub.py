@@ -111,17 +111,17 @@ def test_unsupported_version_is_refused_and_the_job_fails(script):
     path = script(
         PEER
         + """
-import hmac, hashlib
-envelope = msgpack.packb({"body": HELLO, "job": job, "kind": "hello", "seq": 1, "ts": 0,
-                          "v": 2}, use_bin_type=True)
-sock.send_multipart([envelope, hmac.new(key, envelope, hashlib.sha256).digest()])
-import signal
+import hmac, hashlib, signal
 def on_term(signum, frame):
     # The client refuses, then ends the job at once: say what we got before we go.
     refusal = receive(timeout=5)
     print(refusal.kind, refusal.body["supported"], flush=True)
     os._exit(1)
+# Before the hello: the refusal's SIGTERM can come as soon as the hello is out.
 signal.signal(signal.SIGTERM, on_term)
+envelope = msgpack.packb({"body": HELLO, "job": job, "kind": "hello", "seq": 1, "ts": 0,
+                          "v": 2}, use_bin_type=True)
+sock.send_multipart([envelope, hmac.new(key, envelope, hashlib.sha256).digest()])
 time.sleep(60)  # a worker that goes on unsupervised; the client must end the job
 """
     )
