@@ -120,7 +120,12 @@ function live(pid, previous = null) {
     const main = mainThread(pid, notes);
     ev.main_thread = main;
     ev.children = [];
-    for (const kid of treePids(pid)) {
+    // /proc/PID/task/TID/children is cheap but the kernel does not promise it is complete
+    // (proc(5)); a stalled job seen without children is checked by the full scan the final
+    // evidence uses, so the live text names the same child the verdict will.
+    let kids = treePids(pid);
+    if (!kids.length) kids = descendants(pid).map((k) => k.pid);
+    for (const kid of kids) {
       const ks = parseStat(read(`/proc/${kid}/stat`));
       if (!ks) continue;
       ev.children.push({ pid: kid, name: (read(`/proc/${kid}/comm`) || '').trim(), status: STATE_WORDS[ks.state] || ks.state,
