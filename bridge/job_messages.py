@@ -6,6 +6,7 @@ node-client/src/job_messages.js."""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Optional
 
@@ -131,7 +132,14 @@ class JobMessages:
     # --- I/O thread: who speaks for the job -------------------------------------------------
     def _elect(self) -> bool:
         """Apply machine.choose_lead to the processes present; True when the lead changed."""
-        pid = machine.choose_lead(list(self._present.values()), self.pid)
+        present = list(self._present.values())
+        launched_loaded = (
+            self.pid is not None
+            and bool(self.crash_file)
+            and all(h.get("pid") != self.pid for h in present)
+            and os.path.exists(f"{self.crash_file}.stages.{self.pid}")
+        )
+        pid = machine.choose_lead(present, self.pid, launched_loaded)
         lead = next((rid for rid, hello in self._present.items() if hello.get("pid") == pid), None)
         if lead == self.lead:
             return False

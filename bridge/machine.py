@@ -541,7 +541,9 @@ def _rank0(hello: dict[str, Any]) -> bool:
     return hello.get("rank") == 0 and hello.get("world_size") is not None
 
 
-def choose_lead(present: list[dict[str, Any]], launched_pid: Optional[int]) -> Optional[int]:
+def choose_lead(
+    present: list[dict[str, Any]], launched_pid: Optional[int], launched_loaded: bool = False
+) -> Optional[int]:
     """Which of a job's worker processes speaks for it: its pid, or None when none is left
     (docs/CLIENT.md, "The lead process"; vectors/lead.json pins this for both clients).
 
@@ -554,9 +556,15 @@ def choose_lead(present: list[dict[str, Any]], launched_pid: Optional[int]) -> O
       the top workers (those whose parent said no hello) stand in for it: if every one is
       a rank started by the same parent, rank 0 leads; otherwise the first of them to say
       hello is judged as the launched process would be.
-    A rank 0 anywhere else (a script's own torchrun step) never leads."""
+    A rank 0 anywhere else (a script's own torchrun step) never leads.
+    `launched_loaded`: the launched process has loaded the worker (its stage box exists) but
+    its hello is not read yet. Then nobody stands in for it (None): a child it started can
+    be read first (the socket takes its peers in turn, not in the order they spoke), and
+    the lead must not depend on that."""
     by_pid = {h.get("pid"): h for h in present}
     top = by_pid.get(launched_pid) if launched_pid is not None else None
+    if top is None and launched_loaded:
+        return None
     if top is None:
         roots = [h for h in present if h.get("ppid") not in by_pid]
         if not roots:

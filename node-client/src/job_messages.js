@@ -153,7 +153,11 @@ class JobMessages {
   // --- who speaks for the job (bridge/job.py's twins) --------------------------------
   /** Apply machine.chooseLead to the processes present; true when the lead changed. */
   _elect() {
-    const pid = machine.chooseLead([...this._present.values()], this.pid);
+    const present = [...this._present.values()];
+    // The launched process loaded the worker but its hello is not read yet (bridge/job_messages.py).
+    const launchedLoaded = this.pid !== null && Boolean(this._crashFile)
+      && present.every((h) => h.pid !== this.pid) && fs.existsSync(`${this._crashFile}.stages.${this.pid}`);
+    const pid = machine.chooseLead(present, this.pid, launchedLoaded);
     let lead = null;
     for (const [peer, hello] of this._present) if (hello.pid === pid) { lead = peer; break; }
     if (lead === this._lead) return false;

@@ -445,10 +445,14 @@ const ppidOf = (h) => (h.ppid === undefined ? null : h.ppid);
  * left, in arrival order. The launched process leads unless it is a launcher and one of its
  * own children is distributed rank 0; a launched process without a worker is stood in for
  * by the top workers (rank 0 if they are all ranks of one parent, else the first).
+ * `launchedLoaded`: the launched process has loaded the worker (its stage box exists) but its
+ * hello is not read yet; then nobody stands in for it (null), since a child it started can be
+ * read first.
  */
-function chooseLead(present, launchedPid) {
+function chooseLead(present, launchedPid, launchedLoaded = false) {
   const byPid = new Map(present.map((h) => [pidOf(h), h]));
   let top = launchedPid !== null && launchedPid !== undefined ? byPid.get(launchedPid) : undefined;
+  if (top === undefined && launchedLoaded) return null;
   if (top === undefined) {
     const roots = present.filter((h) => !byPid.has(ppidOf(h)));
     if (roots.length === 0) return null;

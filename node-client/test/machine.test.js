@@ -43,6 +43,6 @@ test('unknown config keys and event types are refused', () => {
 
 test('chooseLead and isLauncher follow vectors/lead.json', () => {
   const vectors = loadVectors('lead.json');
-  for (const c of vectors.lead) assert.equal(machine.chooseLead(c.present, c.launched_pid), c.lead, c.name);
+  for (const c of vectors.lead) assert.equal(machine.chooseLead(c.present, c.launched_pid, c.launched_loaded ?? false), c.lead, c.name);
   for (const c of vectors.launcher) assert.equal(machine.isLauncher({ argv: c.argv }), c.launcher, c.argv.join(' '));
 });

@@ -95,6 +95,30 @@ LEAD_CASES = [
     ("no launched pid known: the first top worker", None, [hello(20, 1), hello(21, 20)], 20),
 ]
 
+# The launched process has loaded the worker (its stage box exists) but its hello is not read
+# yet: its children's hellos can be read first (the ROUTER takes its peers in turn), and none
+# of them stands in for it. Cases: (name, launched pid, present, lead), launched_loaded true.
+LOADED_CASES = [
+    (
+        "a script's torchrun step read before the script's own hello: nobody leads yet",
+        10,
+        [hello(20, 10, TORCHRUN), hello(21, 20, RANK, 0, 1)],
+        None,
+    ),
+    (
+        "a launcher's rank 0 read before the launcher's hello: nobody leads yet",
+        10,
+        [hello(21, 10, RANK, 0, 2), hello(22, 10, RANK, 1, 2)],
+        None,
+    ),
+    (
+        "once the launched process's hello is read, the rules above apply",
+        10,
+        [hello(20, 10, TORCHRUN), hello(10, 1)],
+        10,
+    ),
+]
+
 LAUNCHER_CASES = [
     (TORCHRUN, True),
     (["/venv/bin/torchrun", "--nproc_per_node=2", "train.py"], True),
@@ -121,13 +145,24 @@ LAUNCHER_CASES = [
 
 def main():
     out = {
-        "about": "Which worker process speaks for a job: choose_lead(present, launched_pid) "
-        "returns the lead's pid (null: none), given the hellos of the processes that "
-        "said hello and have not left, in arrival order; is_launcher(hello) judges a "
-        "hello's argv. See docs/CLIENT.md 'The lead process'.",
+        "about": "Which worker process speaks for a job: choose_lead(present, launched_pid, "
+        "launched_loaded) returns the lead's pid (null: none), given the hellos of the "
+        "processes that said hello and have not left, in arrival order, and whether the "
+        "launched process has loaded the worker (launched_loaded, false when absent); "
+        "is_launcher(hello) judges a hello's argv. See docs/CLIENT.md 'The lead process'.",
         "lead": [
             {"name": n, "launched_pid": pid, "present": present, "lead": lead}
             for n, pid, present, lead in LEAD_CASES
+        ]
+        + [
+            {
+                "name": n,
+                "launched_pid": pid,
+                "present": present,
+                "launched_loaded": True,
+                "lead": lead,
+            }
+            for n, pid, present, lead in LOADED_CASES
         ],
         "launcher": [{"argv": argv, "launcher": flag} for argv, flag in LAUNCHER_CASES],
     }

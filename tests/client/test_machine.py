@@ -60,7 +60,12 @@ LEAD = json.load(
 
 @pytest.mark.parametrize("case", LEAD["lead"], ids=lambda c: c["name"])
 def test_lead_vectors(case):
-    assert machine.choose_lead(case["present"], case["launched_pid"]) == case["lead"]
+    assert (
+        machine.choose_lead(
+            case["present"], case["launched_pid"], case.get("launched_loaded", False)
+        )
+        == case["lead"]
+    )
 
 
 @pytest.mark.parametrize("case", LEAD["launcher"], ids=lambda c: " ".join(c["argv"]))
