@@ -42,7 +42,7 @@ test('a bad-MAC flood leaves the client within its memory budget and the report 
   const hello = JSON.parse((await lines.next()).value);
   const before = statusBytes(hello.pid, 'VmRSS');
   await flood(hello.endpoint, hello.job);
-  fs.writeFileSync(gate, '');
+  client.stdin.write(`${FRAMES}\n`); // the client ends the job once it counted every frame
   const report = JSON.parse((await lines.next()).value);
   const peak = statusBytes(hello.pid, 'VmHWM');
   client.stdin.end();
@@ -79,7 +79,7 @@ test('a flood from many processes is budgeted in total, every frame counted (as 
   })));
   assert.deepEqual(codes, Array(SENDERS).fill(0));
   const took = performance.now() / 1000 - started;
-  fs.writeFileSync(gate, '');
+  client.stdin.write(`${SENDERS * EACH}\n`); // the client ends the job once it counted every frame
   const report = JSON.parse((await lines.next()).value);
   const peak = statusBytes(hello.pid, 'VmHWM');
   client.stdin.end();

@@ -53,7 +53,8 @@ def test_a_bad_mac_flood_leaves_the_client_within_its_memory_budget(tmp_path):
         hello = json.loads(client.stdout.readline())
         before = status_kib(hello["pid"], "VmRSS")
         flood(hello["endpoint"], hello["job"])
-        gate.touch()
+        client.stdin.write(f"{FRAMES}\n".encode())  # the client ends the job once all are counted
+        client.stdin.flush()
         report = json.loads(client.stdout.readline())
         peak = status_kib(hello["pid"], "VmHWM")
         client.stdin.close()
@@ -111,7 +112,8 @@ def test_a_flood_from_many_processes_is_budgeted_in_total(tmp_path):
         ]
         assert all(f.wait(120) == 0 for f in floods)
         took = time.monotonic() - started
-        gate.touch()
+        client.stdin.write(f"{SENDERS * EACH}\n".encode())  # ends the job once all are counted
+        client.stdin.flush()
         report = json.loads(client.stdout.readline())
         peak = status_kib(hello["pid"], "VmHWM")
         client.stdin.close()
