@@ -69,7 +69,8 @@ def test_a_peer_without_the_server_key_gets_nothing_in(tmp_path):
         assert handshake(ctx, hello["endpoint"], hello["job"]) == "failed", "plain tcp"
         wrong = zmq.curve_keypair()[0]
         assert handshake(ctx, hello["endpoint"], hello["job"], wrong) == "failed", "guessed key"
-        gate.touch()
+        client.stdin.write(b"0\n")  # frames to wait for: none reach the hub (flood_client.py)
+        client.stdin.flush()
         report = json.loads(client.stdout.readline())
         client.stdin.close()
         assert client.wait(30) == 0
