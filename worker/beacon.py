@@ -92,6 +92,7 @@ class Beacon(threading.Thread):
         self.ctx = None
         self.go = threading.Event()
         STATE.room = threading.Event()  # log() waits on it when its queue is full
+        STATE.fork_lock = threading.Lock()  # a fork waits while we import (runtime.State)
         # Written to by wake(): last words and shutdown must not wait out a poll timeout.
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -109,6 +110,7 @@ class Beacon(threading.Thread):
         # switch interval, at every `import worker`).
         self.go.wait(5.0)
         try:
+            self._load()
             if self.config.client_pid is not None:
                 self.watch = ParentWatch(self.config.client_pid)
             self._connect()
@@ -120,12 +122,28 @@ class Beacon(threading.Thread):
         finally:
             self._close()
 
+    def _load(self) -> None:
+        """Import every module this thread uses, at once, holding STATE.fork_lock. A fork
+        in the middle of an import leaves that module's lock held in the child for ever;
+        a DataLoader worker forked then hung on its first import of the same module
+        (numpy seeding imports hmac, as the codec does). The fork waits instead, once, for
+        the few milliseconds these take; later imports here find them loaded."""
+        assert STATE.fork_lock is not None
+        with STATE.fork_lock:
+            import numbers  # noqa: F401 - for _clean_metric
+            import select  # noqa: F401 - for ParentWatch
+            import socket  # noqa: F401 - for route_address
+            import traceback  # noqa: F401 - for errors.all_stacks
+
+            import zmq
+
+            from trainbridge.protocol import codec
+            from trainbridge.worker import errors, facts, messages  # noqa: F401
+
+            self.zmq, self.codec = zmq, codec
+
     def _connect(self) -> None:
-        import zmq
-
-        from trainbridge.protocol import codec
-
-        self.zmq, self.codec = zmq, codec
+        zmq, codec = self.zmq, self.codec
         # A private context: the global instance may be shared with the script's own zmq.
         self.ctx = zmq.Context()
         sock = self.ctx.socket(zmq.DEALER)
@@ -465,15 +483,21 @@ class Beacon(threading.Thread):
             return
         # Re-arming starts a native thread each time, so not on every loop.
         if now - self.armed_at >= min(1.0, freeze_s / 4):
-            faulthandler.dump_traceback_later(
-                freeze_s, repeat=False, file=STATE.crash_file, exit=False
-            )
+            # Under the fork lock: a child forked while the watchdog thread was starting
+            # would inherit a watchdog that is running with no thread to end it.
+            with STATE.fork_lock:  # type: ignore[union-attr] # made in __init__
+                if not STATE.forking:
+                    faulthandler.dump_traceback_later(
+                        freeze_s, repeat=False, file=STATE.crash_file, exit=False
+                    )
             self.armed_at = now
 
     def _close(self) -> None:
         try:
-            if STATE.crash_file is not None and not STATE.forking:
-                faulthandler.cancel_dump_traceback_later()
+            if STATE.crash_file is not None:
+                with STATE.fork_lock:  # type: ignore[union-attr] # made in __init__
+                    if not STATE.forking:
+                        faulthandler.cancel_dump_traceback_later()
             if self.sock is not None:
                 delivered = not self.finals and not self.unsent
                 quick = delivered or self.refused or self.orphaned

@@ -27,6 +27,8 @@ from trainbridge.worker.config import Config
 from trainbridge.worker.runtime import STATE
 
 TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
+# The longest a fork waits for the beacon's imports (tens of milliseconds on a cold disk).
+FORK_WAIT_S = 5.0
 if TYPE_CHECKING:
     from typing import Any
 
@@ -269,6 +271,12 @@ def _stop_beacon() -> None:
 
 # --- fork --------------------------------------------------------------------------------------
 def _before_fork() -> None:
+    # Wait (bounded) while the beacon imports or arms the watchdog (runtime.State.fork_lock).
+    # Never on the beacon itself, which forks nothing, and never for ever: a module that
+    # forks in its own body while the beacon waits for that module would wait out the bound.
+    lock, beacon = STATE.fork_lock, STATE.beacon
+    if lock is not None and beacon is not None and threading.current_thread() is not beacon:
+        STATE.fork_held = lock.acquire(timeout=FORK_WAIT_S)
     if STATE.enabled and STATE.crash_file is not None:
         STATE.forking = True
         faulthandler.cancel_dump_traceback_later()
@@ -276,6 +284,9 @@ def _before_fork() -> None:
 
 def _after_fork_in_parent() -> None:
     STATE.forking = False
+    if STATE.fork_held:
+        STATE.fork_held = False
+        STATE.fork_lock.release()  # type: ignore[union-attr] # held: it exists
     beacon = STATE.beacon
     if beacon is not None:
         beacon.armed_at = 0.0  # type: ignore[attr-defined] # re-arm at its next loop
@@ -286,4 +297,6 @@ def _after_fork_in_child() -> None:
     STATE.enabled = False
     STATE.beacon = None
     STATE.forking = False
+    STATE.fork_lock = None  # held by the parent's fork: the child has no beacon to wait on
+    STATE.fork_held = False
     STATE.events = type(STATE.events)()

@@ -77,6 +77,11 @@ class State:
         self.crash_file = None  # the open file faulthandler writes to
         self.stage_box: Optional[int] = None  # fd of <crash file>.stages.<pid>
         self.forking = False  # the beacon must not arm the watchdog across a fork
+        # Held by the beacon while it imports modules or arms the freeze watchdog, and by a
+        # fork (hooks._before_fork) until it is done: a child forked in the middle of either
+        # would inherit a module lock or a watchdog that nobody in it can ever release.
+        self.fork_lock: Optional[threading.Lock] = None
+        self.fork_held = False  # _before_fork got fork_lock; _after_fork_in_parent frees it
         # How the process is ending, filled in by hooks.py.
         self.exit_code: Optional[int] = None
         self.exit_reason: Optional[str] = None

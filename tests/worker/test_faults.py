@@ -225,6 +225,60 @@ def test_forked_child_stays_silent(receiver, tmp_path):
     assert receiver.of_kind("bye")[0].body["reason"] == "normal"
 
 
+def test_fork_during_a_beacon_import_leaves_the_child_able_to_import(receiver, tmp_path):
+    """A fork while the beacon thread was importing a module left that module's import
+    lock held in the child for ever: a DataLoader worker that then imported it (numpy
+    seeding imports `secrets`, which imports `hmac`, as the codec does) hung in
+    futex_do_wait before its first batch (issue 20). The finder below holds the beacon
+    inside its import of `hmac` (its module body runs for 0.5 s, as a cold disk would make
+    it) while the main thread forks."""
+    proc = run_python(
+        textwrap.dedent("""
+        import os, signal, sys, threading
+        from importlib.machinery import PathFinder
+        inside = threading.Event()
+
+        class SlowOnTheBeacon:  # a module body that runs for 0.5 s, on the beacon only
+            def find_spec(self, name, path=None, target=None):
+                if name != "hmac" or threading.current_thread().name != "trainbridge-beacon":
+                    return None
+                spec = PathFinder.find_spec(name, path)
+                spec.loader = SlowLoader(spec.loader)
+                return spec
+
+        class SlowLoader:
+            def __init__(self, real):
+                self.real = real
+
+            def create_module(self, spec):
+                return self.real.create_module(spec)
+
+            def exec_module(self, module):
+                inside.set()
+                threading.Event().wait(0.5)
+                self.real.exec_module(module)
+
+        sys.meta_path.insert(0, SlowOnTheBeacon())
+        assert "hmac" not in sys.modules
+        from trainbridge import worker
+        assert inside.wait(20), "the beacon never imported hmac"
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(5)  # a child stuck on the import lock dies of SIGALRM
+            import hmac
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        print("child exit", os.waitstatus_to_exitcode(status), flush=True)
+    """),
+        receiver.env(heartbeat_s="0.2"),
+        str(tmp_path),
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert b"child exit 0" in proc.stdout, proc.stdout
+    receiver.wait_for(lambda r: r.kind == "bye")
+
+
 def test_multiprocessing_spawn_children_stay_silent(receiver, tmp_path):
     proc = run_python(
         textwrap.dedent("""
