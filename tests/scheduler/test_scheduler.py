@@ -204,7 +204,8 @@ def test_the_keeper_applies_the_deadlines_and_keeps_the_hang_evidence(store_path
 def test_dump_stacks_through_the_keeper(store_path):
     with sched(store_path) as s:
         job = s.attach(s.submit(child("forever")))
-        wait_for(lambda: job.state == "running", what="the job to run")
+        # In its loop, not still in `import worker` (whose frames are importlib's).
+        wait_for(lambda: job.status()["step"], what="the job's first step")
         stacks = job.dump_stacks(timeout=5)
         assert stacks and "child.py" in stacks
         job.cancel()
