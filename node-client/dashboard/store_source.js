@@ -22,6 +22,7 @@ class StoreSource extends MemorySource {
     this.path = this._store.path;
     this._limit = limit;
     this._refreshing = null;
+    this._refreshAgain = null; // the read queued behind the one under way (refresh())
     this._lastError = null;
     this._refreshTimer = setInterval(() => this.refresh().then(() => { this._lastError = null; }, (err) => {
       // Said once per new failure, where the server's user sees it; the pages keep what they have.
@@ -31,12 +32,23 @@ class StoreSource extends MemorySource {
     this._refreshTimer.unref();
   }
 
-  /** Read the store's rows; attach to the jobs not seen yet. Resolves when done. */
+  /**
+   * Read the store's rows; attach to the jobs not seen yet. Resolves when a read that began
+   * after this call is done: one already under way may have read the rows before the caller's
+   * change (submit() waits on this, and the page then asks for the job by its id).
+   */
   refresh() {
     if (!this._refreshing) {
       this._refreshing = this._refresh().finally(() => { this._refreshing = null; });
+      return this._refreshing;
     }
-    return this._refreshing;
+    if (!this._refreshAgain) {
+      this._refreshAgain = this._refreshing.catch(() => undefined).then(() => {
+        this._refreshAgain = null;
+        return this.refresh();
+      });
+    }
+    return this._refreshAgain;
   }
 
   async _refresh() {

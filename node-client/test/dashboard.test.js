@@ -275,6 +275,30 @@ test('store source: a job outlives the source that started it; a new one replays
   assert.ok(fs.readFileSync(second.logPath(id), 'utf8').includes('after'), 'the full log is the keeper\'s');
 });
 
+test('a store job is known as soon as submit() returns, even with a refresh of the store under way', async (t) => {
+  // The page opens the job's stream with the id submit() gave it: a job not yet followed is a
+  // 404 there, and the page never showed its output. A periodic refresh that read the rows just
+  // before the new one was written used to be the one submit() waited for.
+  const python = require('../src/index.js').resolvePython();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const source = new StoreSource({ storePath: path.join(dir, 'jobs.db'), python, refreshMs: 60000 });
+  t.after(() => source.close());
+  // The order the race needs, made certain at the store's seam: a refresh reads the rows, and
+  // its answer is held until the submit's row has been written.
+  const store = source._store;
+  const [jobs, submit] = [store.jobs.bind(store), store.submit.bind(store)];
+  let written;
+  const gate = new Promise((resolve) => { written = resolve; });
+  store.jobs = async (options) => { const rows = await jobs(options); await gate; return rows; };
+  store.submit = async (options) => { const id = await submit(options); written(); return id; };
+  const running = source.refresh();
+  const id = await source.submit({ kind: 'command', argv: [python, '-c', 'pass'] });
+  assert.ok(source.get(id), `job ${id} is followed once submit() has returned`);
+  await running;
+  await source.cancel(id);
+});
+
 test('a job title names the program, not its install path, and keeps the arguments', () => {
   const deep = `/tmp/${'x'.repeat(80)}/.venv/bin/python`;
   assert.equal(titleOf([deep, '-c', 'print(1)', 'two words']), 'python -c "print(1)" "two words"');
