@@ -31,21 +31,35 @@ async function flood(endpoint, job) {
   sock.close();
 }
 
-test('a bad-MAC flood leaves the client within its memory budget and the report right', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-flood-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const gate = path.join(dir, 'gate');
+/**
+ * test-support/flood_client.js as a process: resolves to its hello ({endpoint, job, pid}) and
+ * finish(frames), which tells it how many frames were sent (it ends the job once it has counted
+ * them all) and resolves to {report, peak}: the job's report and the client's peak RSS, read
+ * before the process is let go (stdin closed).
+ */
+async function floodClient(t, gate) {
   const client = spawn(process.execPath, [path.join(__dirname, '../test-support/flood_client.js'), PYTHON, gate],
     { cwd: REPO, env: userEnv(), stdio: ['pipe', 'pipe', 'inherit'] });
   t.after(() => client.kill('SIGKILL'));
   const lines = readline.createInterface({ input: client.stdout })[Symbol.asyncIterator]();
   const hello = JSON.parse((await lines.next()).value);
+  const finish = async (frames) => {
+    client.stdin.write(`${frames}\n`);
+    const report = JSON.parse((await lines.next()).value);
+    const peak = statusBytes(hello.pid, 'VmHWM');
+    client.stdin.end();
+    return { report, peak };
+  };
+  return { hello, finish };
+}
+
+test('a bad-MAC flood leaves the client within its memory budget and the report right', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-flood-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { hello, finish } = await floodClient(t, path.join(dir, 'gate'));
   const before = statusBytes(hello.pid, 'VmRSS');
   await flood(hello.endpoint, hello.job);
-  client.stdin.write(`${FRAMES}\n`); // the client ends the job once it counted every frame
-  const report = JSON.parse((await lines.next()).value);
-  const peak = statusBytes(hello.pid, 'VmHWM');
-  client.stdin.end();
+  const { report, peak } = await finish(FRAMES);
   console.log(`client RSS ${Math.round(before / 2 ** 20)} MiB before, peak ${Math.round(peak / 2 ** 20)} MiB`);
   assert.ok(peak - before < BUDGET, `peak RSS grew by ${Math.round((peak - before) / 2 ** 20)} MiB`);
   assert.equal(report.outcome, 'succeeded');
@@ -63,12 +77,7 @@ test('a flood from many processes is budgeted in total, every frame counted (as 
   const { UNAUTH_BUDGET_BYTES, UNAUTH_WINDOW_S } = require('../src/intake.js');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-flood-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const gate = path.join(dir, 'gate');
-  const client = spawn(process.execPath, [path.join(__dirname, '../test-support/flood_client.js'), PYTHON, gate],
-    { cwd: REPO, env: userEnv(), stdio: ['pipe', 'pipe', 'inherit'] });
-  t.after(() => client.kill('SIGKILL'));
-  const lines = readline.createInterface({ input: client.stdout })[Symbol.asyncIterator]();
-  const hello = JSON.parse((await lines.next()).value);
+  const { hello, finish } = await floodClient(t, path.join(dir, 'gate'));
   const before = statusBytes(hello.pid, 'VmRSS');
   const started = performance.now() / 1000;
   const sender = path.join(REPO, 'tests', 'client', 'flood_sender.py');
@@ -79,10 +88,7 @@ test('a flood from many processes is budgeted in total, every frame counted (as 
   })));
   assert.deepEqual(codes, Array(SENDERS).fill(0));
   const took = performance.now() / 1000 - started;
-  client.stdin.write(`${SENDERS * EACH}\n`); // the client ends the job once it counted every frame
-  const report = JSON.parse((await lines.next()).value);
-  const peak = statusBytes(hello.pid, 'VmHWM');
-  client.stdin.end();
+  const { report, peak } = await finish(SENDERS * EACH);
   const { rejected } = report.protocol;
   console.log(`${SENDERS} senders x ${EACH} MiB in ${took.toFixed(1)} s: client RSS ${Math.round(before / 2 ** 20)} MiB before, peak ${Math.round(peak / 2 ** 20)} MiB; rejected ${JSON.stringify(rejected)}`);
   assert.equal(report.outcome, 'succeeded');

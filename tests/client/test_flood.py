@@ -2,7 +2,6 @@
 MAC, sent as fast as the client takes them, leave the client's peak RSS under +64 MiB, and
 the job it supervises ends as it would have anyway, with every rejected frame counted."""
 
-import json
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import time
 import zmq
 
 from tests.client.conftest import ROOT
+from tests.client.flood_client import FloodClient
 from trainbridge.protocol import codec
 
 FRAMES = 5000
@@ -42,26 +42,13 @@ def flood(endpoint, job, frames=FRAMES):
 
 
 def test_a_bad_mac_flood_leaves_the_client_within_its_memory_budget(tmp_path):
-    gate = tmp_path / "gate"
-    client = subprocess.Popen(
-        [sys.executable, os.path.join(ROOT, "tests", "client", "flood_client.py"), str(gate)],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        hello = json.loads(client.stdout.readline())
+    with FloodClient(str(tmp_path / "gate")) as client:
+        hello = client.hello
         before = status_kib(hello["pid"], "VmRSS")
         flood(hello["endpoint"], hello["job"])
-        client.stdin.write(f"{FRAMES}\n".encode())  # the client ends the job once all are counted
-        client.stdin.flush()
-        report = json.loads(client.stdout.readline())
+        report = client.finish(FRAMES)
         peak = status_kib(hello["pid"], "VmHWM")
-        client.stdin.close()
-        assert client.wait(30) == 0
-    finally:
-        client.kill()
-        client.wait()
+        assert client.close() == 0
     print(f"client RSS {before / 2**20:.0f} MiB before, peak {peak / 2**20:.0f} MiB")
     assert peak - before < BUDGET, f"peak RSS grew by {(peak - before) / 2**20:.0f} MiB"
     assert report["outcome"] == "succeeded" and report["progress"]["step"] == 2
@@ -83,17 +70,10 @@ def test_a_flood_from_many_processes_is_budgeted_in_total(tmp_path):
     the verified bad bytes stay within the budget, and the job's report is right."""
     from trainbridge.bridge import intake
 
-    gate = tmp_path / "gate"
-    client = subprocess.Popen(
-        [sys.executable, os.path.join(ROOT, "tests", "client", "flood_client.py"), str(gate)],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
     sender = os.path.join(ROOT, "tests", "client", "flood_sender.py")
     env = dict(os.environ, PYTHONPATH=ROOT)
-    try:
-        hello = json.loads(client.stdout.readline())
+    with FloodClient(str(tmp_path / "gate")) as client:
+        hello = client.hello
         before = status_kib(hello["pid"], "VmRSS")
         started = time.monotonic()
         floods = [
@@ -112,15 +92,9 @@ def test_a_flood_from_many_processes_is_budgeted_in_total(tmp_path):
         ]
         assert all(f.wait(120) == 0 for f in floods)
         took = time.monotonic() - started
-        client.stdin.write(f"{SENDERS * EACH}\n".encode())  # ends the job once all are counted
-        client.stdin.flush()
-        report = json.loads(client.stdout.readline())
+        report = client.finish(SENDERS * EACH)
         peak = status_kib(hello["pid"], "VmHWM")
-        client.stdin.close()
-        assert client.wait(30) == 0
-    finally:
-        client.kill()
-        client.wait()
+        assert client.close() == 0
     rejected = report["protocol"]["rejected"]
     print(
         f"{SENDERS} senders x {EACH} MiB in {took:.1f} s: client RSS {before / 2**20:.0f} MiB "

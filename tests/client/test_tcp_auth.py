@@ -4,15 +4,12 @@ CurveZMQ server whose public key only the job's environment holds. A peer withou
 any other local user would be, fails the handshake and gets nothing queued; the job's own
 worker connects, authenticated, and the job runs as ever."""
 
-import json
 import os
-import subprocess
-import sys
 
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from tests.client.conftest import ROOT
+from tests.client.flood_client import FloodClient
 
 HANDSHAKE = {
     zmq.EVENT_HANDSHAKE_SUCCEEDED: "succeeded",
@@ -53,31 +50,19 @@ def handshake(ctx, endpoint, job, curve_server_key=None, timeout_s=20):
 def test_a_peer_without_the_server_key_gets_nothing_in(tmp_path):
     runtime = tmp_path / ("r" * 100)  # too long for an ipc socket path: the tcp fallback
     runtime.mkdir()
-    gate = tmp_path / "gate"
     env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
-    client = subprocess.Popen(
-        [sys.executable, os.path.join(ROOT, "tests", "client", "flood_client.py"), str(gate)],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
     ctx = zmq.Context()
     try:
-        hello = json.loads(client.stdout.readline())
-        assert hello["endpoint"].startswith("tcp://127.0.0.1:")
-        assert handshake(ctx, hello["endpoint"], hello["job"]) == "failed", "plain tcp"
-        wrong = zmq.curve_keypair()[0]
-        assert handshake(ctx, hello["endpoint"], hello["job"], wrong) == "failed", "guessed key"
-        client.stdin.write(b"0\n")  # frames to wait for: none reach the hub (flood_client.py)
-        client.stdin.flush()
-        report = json.loads(client.stdout.readline())
-        client.stdin.close()
-        assert client.wait(30) == 0
+        with FloodClient(str(tmp_path / "gate"), env) as client:
+            hello = client.hello
+            assert hello["endpoint"].startswith("tcp://127.0.0.1:")
+            assert handshake(ctx, hello["endpoint"], hello["job"]) == "failed", "plain tcp"
+            wrong = zmq.curve_keypair()[0]
+            assert handshake(ctx, hello["endpoint"], hello["job"], wrong) == "failed", "guessed"
+            report = client.finish(0)  # no frame of theirs reaches the hub to be counted
+            assert client.close() == 0
     finally:
         ctx.term()
-        client.kill()
-        client.wait()
     assert report["outcome"] == "succeeded" and report["progress"]["step"] == 2, (
         "the job's own worker connected, authenticated"
     )
