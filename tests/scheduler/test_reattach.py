@@ -60,8 +60,11 @@ def test_kill_the_gui_mid_job_and_a_new_scheduler_reattaches(
         steps = [
             e["body"]["step"] for e in events if e["event"] == "message" and e["kind"] == "progress"
         ]
-        # Progress is coalesced by the worker (latest wins): increasing, up to the last.
-        assert steps == sorted(set(steps)) and steps[-1] == 25 and len(steps) > 10
+        # Progress is coalesced by the worker (latest wins): increasing, up to the last the
+        # worker sent. A clean exit's bye carries the last step; a crash 0.1 s after it can
+        # beat the beacon to it on a loaded machine (seen once in 10 runs beside two busy
+        # loops), and then the report says the step the GUI saw.
+        assert steps == sorted(set(steps)) and len(steps) > 10
         lines = [e["text"] for e in events if e["event"] == "output"]
         assert lines == [f"step {i}" for i in range(1, 26)]
         assert any(
@@ -76,6 +79,9 @@ def test_kill_the_gui_mid_job_and_a_new_scheduler_reattaches(
             exit_code,
             sig,
         )
+        assert report["progress"]["step"] == steps[-1]
+        if outcome == "succeeded":
+            assert steps[-1] == 25
         row = wait_for(
             lambda: (lambda r: r if r["state"] == "ended" else None)(s.get(job_id)),
             what="the row to end",
