@@ -102,6 +102,11 @@ CPU_SOME = 0.05
 # Margins against sampling jitter (issue 20): the two clients sample the same process at
 # different moments, so no verdict may turn on one sample.
 RUNNABLE_SOME = 0.15  # below this share of R samples the main thread is not spinning
+# Runnable in this share of at least WAIT_MIN_SAMPLES samples: the main thread never blocked
+# over the window, so it is computing even when the machine gave it no CPU at all (every core
+# busy with other work: a loop showed 0 % of a core and R in 25 of 25 samples beside two busy
+# loops and three test workers on 2 cores, and was "cause not recognised").
+RUNNABLE_ALWAYS = 0.9
 WAIT_MAJORITY = 0.6  # share of samples in one kernel wait for that wait to decide
 WAIT_MIN_SAMPLES = 5  # fewer samples than this decide nothing
 GPU_BUSY = 50  # percent utilisation: the GPU is the thing that is busy
@@ -283,11 +288,17 @@ def _stack_says(frames: Sequence[Frame]) -> Optional[str]:
     return None
 
 
+def _sample_count(main: dict[str, Any]) -> int:
+    """How many state samples of the main thread the window took."""
+    samples = main.get("wait_samples") or {}
+    return sum(n for n in samples.values() if isinstance(n, int))
+
+
 def dominant_wait(main: dict[str, Any]) -> Optional[str]:
     """The kernel wait (wchan) the main thread was seen in for at least WAIT_MAJORITY of at
     least WAIT_MIN_SAMPLES samples over the window, else None ("running" never counts)."""
     samples = main.get("wait_samples") or {}
-    total = sum(n for n in samples.values() if isinstance(n, int))
+    total = _sample_count(main)
     if total < WAIT_MIN_SAMPLES:
         return None
     # Sorted so that a tie (impossible above one half, but cheap to rule out) cannot differ
@@ -334,9 +345,12 @@ def _kernel_says(evidence: dict[str, Any]) -> Optional[str]:
         # end may well catch a spinning thread waiting for the GIL (a futex).
         # Margins (issue 20): one or two runnable samples (a sleeping loop waking up) are
         # not a loop; below RUNNABLE_BUSY a blocking wait that most samples saw decides.
-        spinning = (cpu or 0) >= CPU_SOME and (
-            runnable >= RUNNABLE_BUSY
-            or (in_user_code and runnable >= RUNNABLE_SOME and waited is None)
+        spinning = (runnable >= RUNNABLE_ALWAYS and _sample_count(main) >= WAIT_MIN_SAMPLES) or (
+            (cpu or 0) >= CPU_SOME
+            and (
+                runnable >= RUNNABLE_BUSY
+                or (in_user_code and runnable >= RUNNABLE_SOME and waited is None)
+            )
         )
     else:
         spinning = cpu is not None and cpu >= CPU_BUSY and in_user_code
@@ -577,7 +591,8 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
     if kind == "cpu_bound":
         return diag(
             kind,
-            f"computing without progress{idle} (CPU {_pct(evidence)}){where_stage} at {at}",
+            f"computing without progress{idle} (CPU {_pct(evidence)}{_starved(evidence)})"
+            f"{where_stage} at {at}",
             "busy on the CPU but not reporting progress: an infinite loop, or slow "
             "preprocessing; report progress inside it or profile the named frame",
             extra,
@@ -624,6 +639,16 @@ def _trim(evidence: dict[str, Any], items: int = 10) -> dict[str, Any]:
             out[key + "_total"] = len(out[key])
             out[key] = out[key][:items]
     return out
+
+
+def _starved(evidence: dict[str, Any]) -> str:
+    """Why a computing thread shows almost no CPU: it waited for a core the whole window."""
+    cpu = evidence.get("cpu_fraction")
+    return (
+        ", always runnable: waiting for a free core"
+        if (isinstance(cpu, (int, float)) and cpu < CPU_SOME)
+        else ""
+    )
 
 
 def _pct(evidence: dict[str, Any]) -> str:

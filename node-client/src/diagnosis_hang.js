@@ -29,6 +29,9 @@ const CPU_BUSY = 0.5; // fraction of one core over the window: the main work is 
 // runs; but a thread blocked in a call is never runnable. So the samples decide.
 const RUNNABLE_BUSY = 0.3; // fraction of state samples in R
 const CPU_SOME = 0.05;
+// Runnable in this share of at least WAIT_MIN_SAMPLES samples: the main thread never blocked
+// over the window, so it is computing even when the machine gave it no CPU at all (as Python).
+const RUNNABLE_ALWAYS = 0.9;
 // Margins against sampling jitter (issue 20), as bridge/diagnosis_hang.py: the two clients
 // sample the same process at different moments, so no verdict may turn on one sample.
 const RUNNABLE_SOME = 0.15; // below this share of R samples the main thread is not spinning
@@ -158,10 +161,15 @@ function stackSays(frames) {
   return null;
 }
 
+/** How many state samples of the main thread the window took. */
+function sampleCount(main) {
+  return Object.values(main.wait_samples || {}).filter(Number.isInteger).reduce((a, b) => a + b, 0);
+}
+
 /** The kernel wait seen in >= WAIT_MAJORITY of >= WAIT_MIN_SAMPLES samples, else null. */
 function dominantWait(main) {
   const samples = main.wait_samples || {};
-  const total = Object.values(samples).filter(Number.isInteger).reduce((a, b) => a + b, 0);
+  const total = sampleCount(main);
   if (total < WAIT_MIN_SAMPLES) return null;
   for (const wait of Object.keys(samples).sort()) {
     const n = samples[wait];
@@ -197,7 +205,8 @@ function kernelSays(evidence) {
     // spinning thread waiting for the GIL (a futex).
     // Margins (issue 20): one or two runnable samples are not a loop; below RUNNABLE_BUSY a
     // blocking wait that most samples saw decides.
-    ? (cpu || 0) >= CPU_SOME && (runnable >= RUNNABLE_BUSY || (inUserCode && runnable >= RUNNABLE_SOME && waited === null))
+    ? (runnable >= RUNNABLE_ALWAYS && sampleCount(main) >= WAIT_MIN_SAMPLES)
+      || ((cpu || 0) >= CPU_SOME && (runnable >= RUNNABLE_BUSY || (inUserCode && runnable >= RUNNABLE_SOME && waited === null)))
     : cpu !== null && cpu >= CPU_BUSY && inUserCode;
   if (spinning) return 'cpu_bound';
   if (WAIT_SYSCALLS.has(syscall) || wchan === 'do_wait' || wchan === 'kernel_wait4') return 'child_wait';
@@ -335,7 +344,9 @@ function diagnoseHang(facts) {
     case 'cpu_bound': {
       const cpu = evidence.cpu_fraction;
       const pct = typeof cpu === 'number' ? `${(cpu * 100).toFixed(0)}%` : '?';
-      return diag(kind, `computing without progress${idle} (CPU ${pct})${whereStage} at ${at}`,
+      // Why a computing thread shows almost no CPU: it waited for a core the whole window.
+      const starved = typeof cpu === 'number' && cpu < CPU_SOME ? ', always runnable: waiting for a free core' : '';
+      return diag(kind, `computing without progress${idle} (CPU ${pct}${starved})${whereStage} at ${at}`,
         'busy on the CPU but not reporting progress: an infinite loop, or slow preprocessing; report progress inside it or profile the named frame', extra);
     }
     case 'io_wait': {

@@ -283,6 +283,44 @@ HANGS = [
         [],
     ),
     (
+        "cpu loop given no CPU at all: runnable in every sample (every core busy elsewhere)",
+        {
+            "reason": "stall",
+            "stacks": FH_LOOP,
+            "evidence": {
+                **proc("running", None, status="running", cpu=0.0),
+                "main_thread": {
+                    "state": "R",
+                    "syscall": "running",
+                    "runnable_fraction": 1.0,
+                    "wait_samples": {"running": 25},
+                },
+            },
+        },
+        "cpu_bound",
+        ["spin.py:4 busy", "CPU 0%, always runnable: waiting for a free core"],
+        [],
+    ),
+    (
+        "runnable in too few samples to call it a loop, and no CPU",
+        {
+            "reason": "stall",
+            "stacks": FH_LOOP,
+            "evidence": {
+                **proc("running", None, status="running", cpu=0.0),
+                "main_thread": {
+                    "state": "R",
+                    "syscall": "running",
+                    "runnable_fraction": 1.0,
+                    "wait_samples": {"running": 3},
+                },
+            },
+        },
+        "unknown",
+        ["spin.py:4 busy"],
+        [],
+    ),
+    (
         "cpu loop sharing the GIL on a loaded machine",
         {
             "reason": "stall",
