@@ -299,6 +299,36 @@ test('a store job is known as soon as submit() returns, even with a refresh of t
   await source.cancel(id);
 });
 
+test('close() ends while an open page keeps reconnecting its event stream', async (t) => {
+  // A page's EventSource asks again 1 s after its stream ends (`retry: 1000`), on the same
+  // kept-alive connection. server.close() waits for connections with a request in progress, so the
+  // dashboard's SIGTERM/Ctrl-C could wait for ever on an open page (seen: the restart browser
+  // test's server never exited).
+  const http = require('node:http');
+  const dash = await startDashboard({ port: 0, memory: true });
+  t.after(() => dash.server.closeAllConnections());
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.after(() => agent.destroy());
+  let opened = 0;
+  let stopped = false;
+  await new Promise((resolve) => {
+    const connect = () => {
+      if (stopped) return;
+      http.get(`${dash.url}api/stream`, { agent }, (res) => {
+        opened += 1;
+        resolve();
+        res.resume();
+        res.on('end', () => setTimeout(connect, 1000)); // the stream's `retry: 1000`, as EventSource waits
+      }).on('error', () => undefined);
+    };
+    connect();
+  });
+  const verdict = await Promise.race([dash.close().then(() => 'closed'),
+    new Promise((resolve) => { setTimeout(() => resolve('still open after 5 s'), 5000).unref(); })]);
+  stopped = true;
+  assert.equal(verdict, 'closed', `${opened} streams opened`);
+});
+
 test('a job title names the program, not its install path, and keeps the arguments', () => {
   const deep = `/tmp/${'x'.repeat(80)}/.venv/bin/python`;
   assert.equal(titleOf([deep, '-c', 'print(1)', 'two words']), 'python -c "print(1)" "two words"');

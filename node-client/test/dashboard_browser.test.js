@@ -42,12 +42,28 @@ function serve(args) {
     const take = (chunk) => {
       out += chunk;
       const m = /trainbridge dashboard: (http:\/\/\S+)/.exec(out);
-      if (m) { clearTimeout(timer); resolve({ proc, url: m[1], exited }); }
+      if (m) { clearTimeout(timer); resolve({ proc, url: m[1], exited, output: () => out }); }
     };
     proc.stdout.on('data', take);
     proc.stderr.on('data', take);
     proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the dashboard exited (${code}): ${out}`)); });
   });
+}
+
+/**
+ * SIGTERM, as a user's Ctrl-C or a service manager would; resolves to a line saying how the
+ * server ended, or, when it did not within 10 s, SIGKILLs it and rejects with its output.
+ */
+async function stopServer(srv) {
+  const t0 = Date.now();
+  srv.proc.kill('SIGTERM');
+  let timer;
+  const code = await Promise.race([srv.exited, new Promise((resolve) => { timer = setTimeout(() => resolve('hung'), 10000); })]);
+  clearTimeout(timer);
+  if (code !== 'hung') return `exited ${code} ${Date.now() - t0} ms after SIGTERM`;
+  srv.proc.kill('SIGKILL');
+  await srv.exited;
+  throw new Error(`the dashboard did not exit within 10 s of SIGTERM; its output: ${srv.output()}`);
 }
 
 const text = (page, sel) => page.locator(sel).innerText();
@@ -317,8 +333,11 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
     const store = path.join(dir, 'jobs.db');
     let srv = await serve(['--port', '0', '--store', store]);
+    let page = null;
+    let failure = null;
     try {
-      const { page, errors } = await open(srv.url);
+      let errors;
+      ({ page, errors } = await open(srv.url));
       const crashed = await submit(page, { kind: 'demo', crashAt: 'config' }, srv.url);
       const id = await submit(page, { kind: 'demo', steps: 1500 }, srv.url);
       await page.goto(`${srv.url}#/jobs/${id}`);
@@ -351,10 +370,21 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
       assert.match(await text(page, '#verdict'), /SIGSEGV/);
       assert.ok(back < 15000, `live again ${back} ms after the restart began`);
       assert.deepEqual(errors.filter((e) => !/ERR_CONNECTION_REFUSED|Failed to load resource/.test(e)), []);
+    } catch (err) {
+      // What the page showed when it failed, beside the server's own story (below).
+      if (page) await page.screenshot({ path: path.join(SHOTS, 'restarted-failed.png'), fullPage: true }).catch(() => undefined);
+      err.message += `\n(the page's state: ${page ? await text(page, '#state').catch((e) => e.message) : 'no page'})`;
+      failure = err;
     } finally {
-      srv.proc.kill('SIGTERM');
-      await srv.exited;
+      let stopped;
+      try { stopped = await stopServer(srv); } catch (err) { stopped = err; }
       fs.rmSync(dir, { recursive: true, force: true });
+      if (failure) {
+        failure.message += `\n(the restarted server: ${stopped.message || stopped})`;
+        throw failure; // eslint-disable-line no-unsafe-finally
+      }
+      if (stopped instanceof Error) throw stopped; // eslint-disable-line no-unsafe-finally
+      t.diagnostic(`the restarted server ${stopped}`);
     }
   });
 });
