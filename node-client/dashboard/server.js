@@ -287,7 +287,12 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     openStreams: (id) => [...streams].filter((res) => id === undefined || res.jobId === id).length,
     async close({ keepSource = false } = {}) {
       for (const res of streams) res.end();
-      await new Promise((resolve) => server.close(resolve));
+      const closed = new Promise((resolve) => server.close(resolve));
+      // server.close() waits for every connection with a request in progress, and counts a
+      // connection that has not sent one yet (a browser's preconnect) as such: it held a
+      // dashboard's SIGTERM for a minute. Ending, we drop them all.
+      server.closeAllConnections();
+      await closed;
       if (!keepSource && !source) await jobs.close();
     },
   };

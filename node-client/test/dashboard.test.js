@@ -299,6 +299,23 @@ test('a store job is known as soon as submit() returns, even with a refresh of t
   await source.cancel(id);
 });
 
+test('close() does not wait for a connection that has not sent a request (a browser\'s preconnect)', async (t) => {
+  // Node's server.close() waits for it until its headers timeout: the dashboard's SIGTERM
+  // hung past the restart browser test's 120 s (flake hunt 2, run 5).
+  const net = require('node:net');
+  const dash = await startDashboard({ port: 0, memory: true });
+  t.after(() => dash.server.closeAllConnections());
+  const { hostname, port } = new URL(dash.url);
+  const sock = net.connect(Number(port), hostname);
+  t.after(() => sock.destroy());
+  await new Promise((resolve, reject) => { sock.on('connect', resolve); sock.on('error', reject); });
+  const t0 = Date.now();
+  const verdict = await Promise.race([dash.close().then(() => 'closed'),
+    new Promise((resolve) => { setTimeout(() => resolve('still open after 5 s'), 5000).unref(); })]);
+  assert.equal(verdict, 'closed');
+  t.diagnostic(`closed in ${Date.now() - t0} ms with an idle connection open`);
+});
+
 test('close() ends while an open page keeps reconnecting its event stream', async (t) => {
   // A page's EventSource asks again 1 s after its stream ends (`retry: 1000`), on the same
   // kept-alive connection. server.close() waits for connections with a request in progress, so the
