@@ -128,6 +128,23 @@ def proc(
     }
 
 
+def always_runnable_loop(samples):
+    """A spinning main thread that got no CPU: state R in every one of `samples` samples."""
+    return {
+        "reason": "stall",
+        "stacks": FH_LOOP,
+        "evidence": {
+            **proc("running", None, status="running", cpu=0.0),
+            "main_thread": {
+                "state": "R",
+                "syscall": "running",
+                "runnable_fraction": 1.0,
+                "wait_samples": {"running": samples},
+            },
+        },
+    }
+
+
 FH_UNIX_RECV = '''Current thread 0x00007f0000000001 (most recent call first):
   File "/usr/lib/python3.11/multiprocessing/connection.py", line 395 in _recv
   File "/usr/lib/python3.11/multiprocessing/connection.py", line 430 in _recv_bytes
@@ -284,38 +301,14 @@ HANGS = [
     ),
     (
         "cpu loop given no CPU at all: runnable in every sample (every core busy elsewhere)",
-        {
-            "reason": "stall",
-            "stacks": FH_LOOP,
-            "evidence": {
-                **proc("running", None, status="running", cpu=0.0),
-                "main_thread": {
-                    "state": "R",
-                    "syscall": "running",
-                    "runnable_fraction": 1.0,
-                    "wait_samples": {"running": 25},
-                },
-            },
-        },
+        always_runnable_loop(samples=25),
         "cpu_bound",
         ["spin.py:4 busy", "CPU 0%, always runnable: waiting for a free core"],
         [],
     ),
     (
         "runnable in too few samples to call it a loop, and no CPU",
-        {
-            "reason": "stall",
-            "stacks": FH_LOOP,
-            "evidence": {
-                **proc("running", None, status="running", cpu=0.0),
-                "main_thread": {
-                    "state": "R",
-                    "syscall": "running",
-                    "runnable_fraction": 1.0,
-                    "wait_samples": {"running": 3},
-                },
-            },
-        },
+        always_runnable_loop(samples=3),
         "unknown",
         ["spin.py:4 busy"],
         [],
