@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import textwrap
 import time
@@ -277,6 +278,64 @@ def test_fork_during_a_beacon_import_leaves_the_child_able_to_import(receiver, t
     assert proc.returncode == 0, proc.stderr
     assert b"child exit 0" in proc.stdout, proc.stdout
     receiver.wait_for(lambda r: r.kind == "bye")
+
+
+def test_the_beacon_starts_on_a_short_switch_interval_and_puts_it_back(receiver, tmp_path):
+    """Beside a main thread busy in Python, each system call in the beacon's imports gave
+    the GIL away for a whole switch interval (5 ms): its start took 300-600 ms instead of
+    25 ms, and over a second on a loaded machine, so the job stayed "starting" and its stall
+    clock armed late (issue 20). The beacon starts on a 0.5 ms interval and then restores
+    the script's."""
+    proc = run_python(
+        textwrap.dedent("""
+        import sys, threading, time
+        from importlib.machinery import PathFinder
+        seen = []
+
+        class SeeTheInterval:  # records the interval the beacon imports hmac under
+            def find_spec(self, name, path=None, target=None):
+                if name == "hmac" and threading.current_thread().name == "trainbridge-beacon":
+                    seen.append(sys.getswitchinterval())
+                return None
+
+        sys.meta_path.insert(0, SeeTheInterval())
+        before = sys.getswitchinterval()
+        from trainbridge import worker
+        deadline = time.monotonic() + 20
+        x = 0
+        while not seen and time.monotonic() < deadline:  # busy in Python, as a script is
+            x += 1
+        while sys.getswitchinterval() != before and time.monotonic() < deadline:
+            x += 1
+        print("before", before, "during", seen, "after", sys.getswitchinterval(), flush=True)
+    """),
+        receiver.env(heartbeat_s="0.2"),
+        str(tmp_path),
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert b"before 0.005 during [0.0005] after 0.005" in proc.stdout, proc.stdout
+    receiver.wait_for(lambda r: r.kind == "bye")
+
+
+def test_the_start_interval_leaves_a_value_the_script_set_meanwhile():
+    from trainbridge.worker import beacon
+
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        start = beacon._prompt_start()
+        start.__enter__()
+        sys.setswitchinterval(0.002)  # the script's own choice, made while the beacon started
+        start.__exit__(None, None, None)
+        assert sys.getswitchinterval() == 0.002
+        sys.setswitchinterval(0.0001)  # already shorter than the beacon's: left alone
+        short = sys.getswitchinterval()
+        with beacon._prompt_start():
+            assert sys.getswitchinterval() == short
+        assert sys.getswitchinterval() == short
+    finally:
+        sys.setswitchinterval(before)
 
 
 def test_multiprocessing_spawn_children_stay_silent(receiver, tmp_path):
