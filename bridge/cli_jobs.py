@@ -223,13 +223,13 @@ def jobs(args) -> int:
 
 
 def attach(args) -> int:
-    from trainbridge.bridge import cli
+    from trainbridge.bridge import cli, cli_views
 
     with _scheduler(args) as sched:
         if sched.get(args.id) is None:
             return _missing(args, sched)
         job = sched.attach(args.id)
-    view = cli.JsonView() if args.json else cli.make_view(job.cmd)
+    view = cli_views.JsonView() if args.json else cli_views.make_view(job.cmd)
     # Ctrl-C stops following, not the job: it runs under its keeper for whoever comes next.
     try:
         report = view.follow(job)

@@ -202,7 +202,7 @@ def test_the_live_view_prints_every_output_line_above_itself():
     from rich.console import Console
 
     from trainbridge import bridge
-    from trainbridge.bridge.cli import LiveView
+    from trainbridge.bridge.cli_views import LiveView
 
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=100, color_system=None)

@@ -1,6 +1,6 @@
 """The CLI live view's rendering of output lines and progress (bridge/cli.py)."""
 
-from trainbridge.bridge.cli import _screen_line
+from trainbridge.bridge.cli_views import _screen_line
 
 
 def test_an_escape_is_never_cut_in_the_middle():
@@ -20,7 +20,7 @@ def test_colours_become_styles():
 
 
 def _model(**over):
-    from trainbridge.bridge.cli import ViewModel
+    from trainbridge.bridge.cli_views import ViewModel
 
     m = ViewModel()
     for t, step in ((100.0, 10), (101.0, 20), (102.0, 30)):
@@ -55,7 +55,7 @@ def test_the_live_view_shows_why_while_stalled_and_no_bar_without_a_total():
 
     from rich.console import Console
 
-    from trainbridge.bridge.cli import LiveView
+    from trainbridge.bridge.cli_views import LiveView
 
     console = Console(file=io.StringIO(), width=120, force_terminal=False)
     view = LiveView(console, ["python", "train.py"])
