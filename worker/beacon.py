@@ -20,6 +20,7 @@ import time
 
 from trainbridge.worker import runtime
 from trainbridge.worker.config import Config
+from trainbridge.worker.orphan import ParentWatch, end_process_group
 from trainbridge.worker.runtime import SLOT, STATE, Final, deque
 
 TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
@@ -511,99 +512,6 @@ class Beacon(threading.Thread):
             # a late wake() write into whatever file reuses the descriptor number.
         except Exception as exc:  # noqa: BLE001 - shutting down: report it, finish the rest
             runtime.internal_error("closing the socket", exc)
-
-
-class ParentWatch:
-    """Notices that the supervising client (TRAINBRIDGE_CLIENT_PID) is gone.
-
-    The job's top process (the client is its parent) checks os.getppid() on every beacon
-    loop: when the client dies, the kernel re-parents the process to init or a subreaper,
-    so the parent pid changes, and no pid reuse can fool that. Deeper processes (torchrun's
-    ranks, Python started by a shell script) watch the client through a pidfd, which the
-    beacon polls and which becomes readable when the client exits; once opened it names that
-    very process, never a later one with the same pid (Linux 5.3+; without it they do not
-    watch, and the top process still does if it has a worker).
-
-    Not a parent-death signal (prctl PR_SET_PDEATHSIG): it fires when the *thread* that
-    spawned the child ends, and bridge.launch may be called from a short-lived thread."""
-
-    __slots__ = ("client_pid", "top", "fd", "lost")
-
-    def __init__(self, client_pid: int):
-        self.client_pid = client_pid
-        self.top = os.getppid() == client_pid
-        self.fd: Optional[int] = None
-        self.lost = False  # the client was gone before we looked
-        if self.top:
-            return
-        try:
-            self.fd = os.pidfd_open(client_pid)
-        except ProcessLookupError:
-            self.lost = True
-        except (AttributeError, OSError):  # an old kernel, or no pidfd_open in this Python
-            pass
-
-    def gone(self) -> bool:
-        if self.top:
-            return os.getppid() != self.client_pid
-        if self.lost:
-            return True
-        if self.fd is None:
-            return False
-        import select  # a C module, loaded with zmq already
-
-        return bool(select.select([self.fd], [], [], 0)[0])
-
-
-REAPER = "/bin/sh"
-
-
-def end_process_group(pgid: int, grace_s: float, message: str) -> None:
-    """SIGTERM to the group now and SIGKILL after grace_s, even though this process is in
-    the group and may well die of the SIGTERM: a tiny reaper in a session of its own (so
-    the group's signals miss it) sleeps out the grace and sends the SIGKILL. It is started
-    with posix_spawn (no Python fork of a big, threaded training process, no at-fork hooks)
-    and with /dev/null as its stdio (it must not hold the dead client's pipes)."""
-    reaper = None
-    if grace_s > 0:
-        try:
-            devnull = os.devnull
-            reaper = os.posix_spawn(
-                REAPER,
-                ["sh", "-c", f"sleep {grace_s:.3f}; kill -KILL -{pgid} 2>/dev/null"],
-                {"PATH": os.defpath},
-                setsid=True,
-                file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDWR, 0),
-                    (os.POSIX_SPAWN_DUP2, 0, 1),
-                    (os.POSIX_SPAWN_DUP2, 0, 2),
-                ],
-            )
-        except (AttributeError, OSError, NotImplementedError):
-            reaper = None
-    # The stderr pipe's reader may be the dead client: a failed write changes nothing.
-    try:
-        os.write(
-            2,
-            (
-                message + (f" (SIGTERM to process group {pgid}, SIGKILL after {grace_s:g} s)\n")
-            ).encode("ascii", "backslashreplace"),
-        )
-    except OSError:
-        pass
-    try:
-        os.killpg(pgid, signal.SIGKILL if grace_s <= 0 else signal.SIGTERM)
-    except OSError:
-        return
-    if grace_s > 0 and reaper is None:
-        # No reaper: this thread sends the SIGKILL, which works while this process lives
-        # (its script ignores or handles SIGTERM); the rest of the group otherwise only
-        # gets the SIGTERM.
-        time.sleep(grace_s)
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def _with_clean_fields(entry: dict[str, Any]) -> dict[str, Any]:
