@@ -20,15 +20,13 @@ import collections
 import ipaddress
 import os
 import shutil
-import stat
-import tempfile
 import threading
 import time
 from typing import Any, Callable, Optional
 
 import zmq
 
-from trainbridge.bridge import intake
+from trainbridge.bridge import intake, launcher
 from trainbridge.protocol import codec
 
 IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
@@ -66,7 +64,7 @@ class Hub:
             return cls._instance
 
     def __init__(self, runtime_dir: Optional[str] = None) -> None:
-        self.runtime_dir = runtime_dir or _make_runtime_dir()
+        self.runtime_dir = runtime_dir or launcher.make_runtime_dir()
         self.jobs: dict[str, Any] = {}  # job id -> Job (I/O thread only)
         self.unrouted = 0  # messages for no job this client serves (reports show their share)
         self.budget = intake.budget_initial()  # unauthenticated input, all connections
@@ -447,68 +445,6 @@ def _guarded(fn: Callable[..., None], *args: Any) -> None:
         sys.stderr.write(
             "[trainbridge] internal error in the hub (please report it):\n" + traceback.format_exc()
         )
-
-
-RUNTIME_PREFIX = "trainbridge-"
-OWNER_FILE = "client.pid"  # "<pid> <start time in clock ticks>" of the client that made it
-
-
-def _make_runtime_dir() -> str:
-    """A private directory (0700) for ipc sockets and per-job files. Directories left by
-    dead clients of this user (SIGKILLed: no atexit ran) are swept first."""
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    if not base or not os.path.isdir(base) or not os.access(base, os.W_OK):
-        base = tempfile.gettempdir()
-    sweep_dead_runtime_dirs(base)
-    path = tempfile.mkdtemp(prefix=RUNTIME_PREFIX, dir=base)  # mkdtemp creates it 0700
-    os.chmod(path, 0o700)
-    with open(os.path.join(path, OWNER_FILE), "w", encoding="ascii") as f:
-        f.write(f"{os.getpid()} {process_start(os.getpid())}\n")
-    return path
-
-
-def process_start(pid: int) -> Optional[str]:
-    """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22): with
-    the pid, it names one process; None when it is gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    if len(fields) < 20 or fields[0] == "Z":
-        return None
-    return fields[19]
-
-
-def sweep_dead_runtime_dirs(base: str) -> int:
-    """Remove the runtime directories in `base` that this user's dead clients left (both
-    clients write the same OWNER_FILE). A directory without one (being made, or from an
-    older version) or of a live client is left alone. Returns how many were removed."""
-    removed = 0
-    try:
-        names = os.listdir(base)
-    except OSError:
-        return 0
-    uid = os.getuid()
-    for name in names:
-        if not name.startswith(RUNTIME_PREFIX):
-            continue
-        path = os.path.join(base, name)
-        try:
-            st = os.lstat(path)
-            with open(os.path.join(path, OWNER_FILE), encoding="ascii") as f:
-                pid_text, start = f.read().split()
-            pid = int(pid_text)
-        except (OSError, ValueError):
-            continue
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or pid == os.getpid():
-            continue
-        if process_start(pid) == start:
-            continue  # its client lives
-        shutil.rmtree(path, ignore_errors=True)
-        removed += 1
-    return removed
 
 
 def _bind(sock: zmq.Socket, runtime_dir: str) -> tuple[str, Optional[str]]:

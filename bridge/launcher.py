@@ -12,8 +12,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import stat
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -313,3 +316,67 @@ def signal_process(pid: int, sig: int) -> bool:
         return True
     except OSError:
         return False
+
+
+# --- the runtime directory ---------------------------------------------------------------
+RUNTIME_PREFIX = "trainbridge-"
+OWNER_FILE = "client.pid"  # "<pid> <start time in clock ticks>" of the client that made it
+
+
+def make_runtime_dir() -> str:
+    """A private directory (0700) for ipc sockets and per-job files. Directories left by
+    dead clients of this user (SIGKILLed: no atexit ran) are swept first. The hub removes
+    it when it closes."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if not base or not os.path.isdir(base) or not os.access(base, os.W_OK):
+        base = tempfile.gettempdir()
+    sweep_dead_runtime_dirs(base)
+    path = tempfile.mkdtemp(prefix=RUNTIME_PREFIX, dir=base)  # mkdtemp creates it 0700
+    os.chmod(path, 0o700)
+    with open(os.path.join(path, OWNER_FILE), "w", encoding="ascii") as f:
+        f.write(f"{os.getpid()} {process_start(os.getpid())}\n")
+    return path
+
+
+def process_start(pid: int) -> Optional[str]:
+    """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22): with
+    the pid, it names one process; None when it is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    if len(fields) < 20 or fields[0] == "Z":
+        return None
+    return fields[19]
+
+
+def sweep_dead_runtime_dirs(base: str) -> int:
+    """Remove the runtime directories in `base` that this user's dead clients left (both
+    clients write the same OWNER_FILE). A directory without one (being made, or from an
+    older version) or of a live client is left alone. Returns how many were removed."""
+    removed = 0
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return 0
+    uid = os.getuid()
+    for name in names:
+        if not name.startswith(RUNTIME_PREFIX):
+            continue
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+            with open(os.path.join(path, OWNER_FILE), encoding="ascii") as f:
+                pid_text, start = f.read().split()
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or pid == os.getpid():
+            continue
+        if process_start(pid) == start:
+            continue  # its client lives
+        shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+    return removed

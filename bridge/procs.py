@@ -11,12 +11,13 @@ from typing import Optional
 
 import psutil
 
+from trainbridge.bridge.launcher import RUNTIME_PREFIX
+
 ENV_FILE = "env.json"  # the job's environment, 0600, read and deleted by its keeper
 EVENTS_FILE = "events.jsonl"  # every event, one ASCII JSON line each
 OUTPUT_FILE = "output.log"  # the job's output (launch()'s log_path)
 KEEPER_LOG = "keeper.log"  # the keeper's own stdout/stderr
 JOB_VARIABLE = "TRAINBRIDGE_STORE_JOB"  # set in a scheduled job's environment: its store id
-RUNTIME_PREFIX = "trainbridge-"  # the hub's private runtime directories (bridge/hub.py)
 
 
 def process_start(pid: int) -> Optional[float]:

@@ -52,7 +52,7 @@ const OWNER_FILE = 'client.pid'; // "<pid> <start time in clock ticks>" of the c
 
 /**
  * A private (0700) directory for the ipc socket and per-job files. Directories left by dead
- * clients of this user (SIGKILLed: no exit handler ran) are swept first, as bridge/hub.py does.
+ * clients of this user (SIGKILLed: no exit handler ran) are swept first, as bridge/launcher.py does.
  */
 function makeRuntimeDir() {
   const base = process.env.XDG_RUNTIME_DIR && fs.existsSync(process.env.XDG_RUNTIME_DIR)
