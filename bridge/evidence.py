@@ -8,17 +8,19 @@ blocking direction from outside). This module assembles it; each concern has its
 - bridge/pyspy.py: a py-spy dump when py-spy is installed;
 - bridge/oom.py: the cgroup's OOM kill count (read around the job, not by collect()).
 
-collect(pid) looks at the job's process tree over a short window (CPU and I/O deltas, the
-main thread sampled, children and their states); live(pid, mark) is the cheap look shown
-while a job is stalled. Both are bounded in time and never raise: what could not be read
-becomes a note. The rules that judge this evidence live in bridge/diagnosis_hang.py. The
-Node twin is node-client/src/evidence.js (sample() + measure() there are collect() here).
+sample(pid) looks at the job's process tree once, and measure(first, states) at the end of
+a short window (CPU and I/O deltas, the main thread's sampled states, children and their
+states), as node-client/src/evidence.js does; collect(pid) is the three steps in one
+blocking call. live(pid, mark) is the cheap look shown while a job is stalled. All are
+bounded in time and never raise: what could not be read becomes a note. The rules that
+judge this evidence live in bridge/diagnosis_hang.py.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from typing import Any, Optional
 
 import psutil
@@ -28,24 +30,20 @@ from trainbridge.bridge import childstack, gpu, procfs, pyspy, sockets
 STATE_SAMPLE_S = 0.02
 
 
-def _sample_main(pid: int, until: float) -> tuple[Optional[float], dict[str, int]]:
-    """Over the window, until `until`: the fraction of samples in which the main thread was
-    runnable (R), and how many samples saw it in each kernel wait (its wchan; "running" for
-    R). The rules judge by these counts, not by one read at the end that may catch a
-    sleeping loop between two sleeps (issue 20: margins against sampling jitter)."""
-    seen = running = 0
-    waits: dict[str, int] = {}
+def main_thread_states(pid: int, until: float) -> list[dict[str, str]]:
+    """The main thread sampled every STATE_SAMPLE_S until `until` (procfs.main_thread_sample;
+    at least once). measure() counts them: the rules judge by these counts, not by one read
+    at the end that may catch a sleeping loop between two sleeps (issue 20: margins against
+    sampling jitter). Node samples on a timer in job_end.js instead of blocking."""
+    states = []
     while True:
         sample = procfs.main_thread_sample(pid)
         if sample is not None:
-            seen += 1
-            running += sample["state"] == "R"
-            waits[sample["wait"]] = waits.get(sample["wait"], 0) + 1
+            states.append(sample)
         left = until - time.monotonic()
         if left <= 0:
-            break
+            return states
         time.sleep(min(STATE_SAMPLE_S, left))
-    return (round(running / seen, 3) if seen else None), waits
 
 
 def _cpu_s(procs: list[psutil.Process]) -> dict[int, float]:
@@ -103,46 +101,70 @@ def _children(
 
 
 def collect(pid: int, window_s: float = 0.5) -> dict[str, Any]:
-    """Evidence about the job whose main process is `pid`; never raises.
-
-    Takes about window_s (CPU/I/O deltas are measured over it) plus a little reading."""
-    notes: list[str] = []
-    ev: dict[str, Any] = {"pid": pid, "window_s": window_s, "notes": notes}
+    """Evidence about the job whose main process is `pid`: sample(), the main thread's
+    states over window_s, measure(). Never raises; takes about window_s plus a little
+    reading. (Node cannot block: job_end.js runs the same three steps on timers.)"""
     try:
-        return _collect(pid, window_s, ev, notes)
+        first = sample(pid)
+        # The window is a measurement interval, not synchronisation: deltas need two looks.
+        return measure(first, main_thread_states(pid, first["t"] + max(0.0, window_s)))
     except Exception as exc:  # noqa: BLE001 - evidence is best effort: a bug here must not hide the job
-        notes.append(f"evidence failed: {type(exc).__name__}: {exc}")
-        return ev
+        note = f"evidence failed: {type(exc).__name__}: {exc}"
+        return {"pid": pid, "window_s": window_s, "notes": [note]}
 
 
-def _collect(pid: int, window_s: float, ev: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+def sample(pid: int) -> dict[str, Any]:
+    """One look at the job's main process and its tree, no waiting: the start of the window
+    that measure() ends. Starts py-spy, which answers during the window."""
+    notes: list[str] = []
+    first: dict[str, Any] = {"pid": pid, "notes": notes, "t": time.monotonic()}
     try:
         proc = psutil.Process(pid)
-        ev["status"] = proc.status()
-        ev["name"] = proc.name()
+        first["status"] = proc.status()
+        first["name"] = proc.name()
     except psutil.NoSuchProcess:
-        ev["alive"] = False
+        first["alive"] = False
         notes.append("process is gone")
-        ev.update(gpu.facts())
-        return ev
+        return first
     except (psutil.Error, OSError) as exc:
         notes.append(f"process not readable: {type(exc).__name__}")
+        first["alive"] = True
+        first["unreadable"] = True
+        return first
+    first["alive"] = first["status"] != psutil.STATUS_ZOMBIE
+    first["proc"] = proc
+    first["spy"] = pyspy.start(pid)
+    try:
+        first["tree"] = [proc] + proc.children(recursive=True)
+    except (psutil.Error, OSError):
+        first["tree"] = [proc]
+    first["t"] = time.monotonic()
+    first["tree_cpu"], first["io"] = _cpu_s(first["tree"]), _io(proc)
+    return first
+
+
+def measure(
+    first: dict[str, Any], states: Sequence[Optional[dict[str, str]]] = ()
+) -> dict[str, Any]:
+    """The evidence over the window since `first` (a sample()): CPU fraction, I/O delta, the
+    main thread's kernel wait now and the share of `states` (its samples during the window)
+    in which it was runnable: on a loaded machine a spinning process gets little CPU but is
+    always runnable (R), which a sleeping one never is. Then threads, memory, sockets,
+    children, the AF_UNIX peer, GPU and py-spy."""
+    pid = first["pid"]
+    notes = list(first["notes"])
+    ev: dict[str, Any] = {"pid": pid, "window_s": None, "notes": notes}
+    if first["alive"] is False:
+        ev["alive"] = False
+        ev.update(gpu.facts())
+        return ev
+    if first.get("unreadable"):
         ev["alive"] = True
         return ev
-    ev["alive"] = ev["status"] != psutil.STATUS_ZOMBIE
-    spy = pyspy.start(pid)
-    try:
-        tree = [proc] + proc.children(recursive=True)
-    except (psutil.Error, OSError):
-        tree = [proc]
-    t0 = time.monotonic()
-    cpu0, io0 = _cpu_s(tree), _io(proc)
-    # The window is a measurement interval, not synchronisation: deltas need two samples.
-    # Meanwhile sample the main thread's state: on a loaded machine a spinning process gets
-    # little CPU but is always runnable (R), which a sleeping one never is.
-    runnable, waits = _sample_main(pid, t0 + max(0.0, window_s))
+    proc, tree, cpu0, io0 = first["proc"], first["tree"], first["tree_cpu"], first["io"]
+    ev["status"], ev["name"], ev["alive"] = first["status"], first["name"], first["alive"]
     cpu1, io1 = _cpu_s(tree), _io(proc)
-    elapsed = max(1e-6, time.monotonic() - t0)
+    elapsed = max(1e-6, time.monotonic() - first["t"])
     ev["window_s"] = round(elapsed, 3)
     if pid in cpu0 and pid in cpu1:
         ev["cpu_fraction"] = round((cpu1[pid] - cpu0[pid]) / elapsed, 3)
@@ -156,8 +178,14 @@ def _collect(pid: int, window_s: float, ev: dict[str, Any], notes: list[str]) ->
         ev["alive"] = False
         notes.append("process ended during the window")
     ev["main_thread"] = procfs.main_thread(pid, notes)
-    if runnable is not None:
-        ev["main_thread"]["runnable_fraction"] = runnable
+    seen = [x for x in states if x is not None]
+    if seen:
+        ev["main_thread"]["runnable_fraction"] = round(
+            sum(x["state"] == "R" for x in seen) / len(seen), 3
+        )
+        waits: dict[str, int] = {}
+        for x in seen:
+            waits[x["wait"]] = waits.get(x["wait"], 0) + 1
         ev["main_thread"]["wait_samples"] = waits
     try:
         ev["threads"] = proc.num_threads()
@@ -172,6 +200,7 @@ def _collect(pid: int, window_s: float, ev: dict[str, Any], notes: list[str]) ->
     # the waited-on child's own stack
     childstack.add(ev["children"], (peer or {}).get("pid"), notes)
     ev.update(gpu.facts([p.pid for p in tree]))
+    spy = first["spy"]
     ev["py_spy"] = pyspy.finish(spy, time.monotonic() + pyspy.TIMEOUT_S, notes)
     if spy is None:
         notes.append("py-spy not installed (optional)")

@@ -6,9 +6,9 @@
  * from /proc directly instead of through psutil. This module assembles them; the reading
  * is in procfs.js, sockets.js and gpu.js (the OOM count, read around the job, in oom.js).
  * No py-spy here (docs/CLIENT.md, "Rooms"). Never throws: what cannot be read is a note.
- * cpu_fraction needs two samples: sample() at the hang, measure(first) when the job is
- * about to be signalled (the machine's dump wait is the window); together they are
- * bridge/evidence.py's collect().
+ * cpu_fraction needs two looks: sample() at the hang, measure(first, states) when the job
+ * is about to be signalled (the machine's dump wait is the window), as bridge/evidence.py's
+ * sample() and measure(); its collect() is both in one blocking call, which Node has not.
  */
 
 const { STATE_WORDS, read, parseStat, mainThread, descendants, childEntry, ioCounters, treePids } = require('./procfs.js');

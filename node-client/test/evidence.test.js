@@ -49,3 +49,16 @@ test('this process, looked at: its main thread waits in a syscall the table name
   const gone = evidence.live(2 ** 22 + 1); // above pid_max's default: no such process
   assert.equal(gone.alive, false);
 });
+
+test('measure counts the states sampled in the window as bridge/evidence.py does', () => {
+  const states = [
+    { state: 'R', wait: 'running' },
+    { state: 'S', wait: 'do_epoll_wait' },
+    null,
+    { state: 'R', wait: 'running' },
+  ];
+  const ev = evidence.measure(evidence.sample(process.pid), states);
+  assert.equal(ev.main_thread.runnable_fraction, 0.667);
+  assert.deepEqual(ev.main_thread.wait_samples, { running: 2, do_epoll_wait: 1 });
+  assert.equal(evidence.measure(evidence.sample(process.pid)).main_thread.runnable_fraction, undefined);
+});

@@ -1,6 +1,6 @@
-"""bridge.evidence.collect on real blocked processes, judged by the pure rules with the
-OS evidence alone (no Python stack): docs/DIAGNOSIS.md's "blocking direction, judged from
-outside"."""
+"""bridge.evidence (sample + measure, and collect) on real blocked processes, judged by the
+pure rules with the OS evidence alone (no Python stack): docs/DIAGNOSIS.md's "blocking
+direction, judged from outside"."""
 
 import os
 import signal
@@ -281,3 +281,20 @@ def test_oom_kill_count_reads_the_cgroup():
 def test_parse_syscall_line_x86_64(line, expect):
     got = procfs.parse_syscall_line(line, machine="x86_64")
     assert {k: got[k] for k in expect} == expect
+
+
+def test_measure_counts_the_states_sampled_in_the_window_as_node_does():
+    """sample() + measure(first, states) are the twins of node-client/src/evidence.js: the
+    share of runnable samples and the waits counted, samples of a gone moment left out."""
+    first = evidence.sample(os.getpid())
+    states = [
+        {"state": "R", "wait": "running"},
+        {"state": "S", "wait": "do_epoll_wait"},
+        None,
+        {"state": "R", "wait": "running"},
+    ]
+    ev = evidence.measure(first, states)
+    assert ev["alive"] is True and ev["window_s"] >= 0
+    assert ev["main_thread"]["runnable_fraction"] == 0.667
+    assert ev["main_thread"]["wait_samples"] == {"running": 2, "do_epoll_wait": 1}
+    assert "runnable_fraction" not in evidence.measure(evidence.sample(os.getpid()))["main_thread"]
