@@ -18,6 +18,7 @@ from trainbridge.bridge import (
     machine,
     rankdumps,
     ranks,
+    ranks_hang,
     report_files,
 )
 
@@ -217,7 +218,7 @@ class JobActions:
                 }
             )
             # Ranks waiting in a collective for one that is elsewhere (issue 12 item 12).
-            found = ranks.live_collective(self.ranks) or found
+            found = ranks_hang.live_collective(self.ranks) or found
         except Exception as exc:  # noqa: BLE001 - a live view must not cost the job
             found = {
                 "kind": "unknown",

@@ -111,13 +111,13 @@ def _error(body: dict[str, Any], t: Optional[float], source: str) -> dict[str, A
         "type": body.get("type"),
         "message": body.get("message"),
         "stage": body.get("stage"),
-        "frame": _where(frames),
+        "frame": where(frames),
         "t": t,
         "source": source,
     }
 
 
-def _where(frames: list[dict[str, Any]]) -> Optional[str]:
+def where(frames: list[dict[str, Any]]) -> Optional[str]:
     if not frames:
         return None
     mine = next(
@@ -256,7 +256,7 @@ def _file_error(f: dict[str, Any]) -> dict[str, Any]:
         "type": kind if sep else None,
         "message": rest if sep else message,
         "stage": None,
-        "frame": _where([{"file": a, "line": int(b), "function": c} for a, b, c in frames]),
+        "frame": where([{"file": a, "line": int(b), "function": c} for a, b, c in frames]),
         "t": f.get("time"),
         "source": "error_file",
         "traceback": f.get("traceback"),
@@ -351,7 +351,7 @@ _WHY_TEXT = {
 
 def _sentence(first: dict[str, Any], consequences: list[dict[str, Any]]) -> str:
     err = first["error"]
-    text = f"rank {first['rank']} ({_who(first)}) failed first: {_short(err)}"
+    text = f"rank {first['rank']} ({who(first)}) failed first: {_short(err)}"
     if err.get("stage"):
         text += f" in stage '{err['stage']}'"
     if err.get("frame"):
@@ -366,7 +366,7 @@ def _sentence(first: dict[str, Any], consequences: list[dict[str, Any]]) -> str:
     return text
 
 
-def _who(row: dict[str, Any]) -> str:
+def who(row: dict[str, Any]) -> str:
     at = f" at {row['addr']}" if row.get("addr") else ""  # a rank of another host
     return f"host {row['host'] or '?'}{at}, pid {row['pid'] if row['pid'] is not None else '?'}"
 
@@ -383,194 +383,6 @@ def _short(err: dict[str, Any]) -> str:
     return (
         f"{err.get('type') or 'Error'}: {message}" if message else str(err.get("type") or "Error")
     )
-
-
-# --- rendezvous ---------------------------------------------------------------------------
-def _option(argv: list[str], *names: str) -> Optional[str]:
-    """The value of a launcher option given as `--name=value` or `--name value`."""
-    for i, arg in enumerate(argv):
-        for name in names:
-            if arg == name and i + 1 < len(argv):
-                return argv[i + 1]
-            if arg.startswith(name + "="):
-                return arg[len(name) + 1 :]
-    return None
-
-
-def rendezvous_wait(
-    launcher: dict[str, Any], ranks_said_hello: bool, waited_s: float, stacks: Optional[str]
-) -> Optional[dict[str, Any]]:
-    """The verdict for a job whose launcher waits in its rendezvous for nodes that never
-    come: its start-up deadline passed, no rank said hello, and the launcher's own stack
-    is in torch.distributed.elastic's rendezvous. None otherwise (e.g. it was still
-    importing torch: the plain start-up verdict stands)."""
-    if ranks_said_hello or not awaits_ranks(launcher) or "rendezvous" not in (stacks or ""):
-        return None
-    argv = [str(a) for a in launcher.get("argv") or []]
-    nnodes = _option(argv, "--nnodes") or "1"
-    needed = nnodes.split(":")[0]
-    endpoint = _option(argv, "--rdzv-endpoint", "--rdzv_endpoint")
-    if endpoint is None:
-        addr, port = (
-            _option(argv, "--master-addr", "--master_addr"),
-            _option(argv, "--master-port", "--master_port"),
-        )
-        endpoint = f"{addr or '127.0.0.1'}:{port or '29500'}"
-    backend = _option(argv, "--rdzv-backend", "--rdzv_backend") or "static"
-    host = launcher.get("host") or "?"
-    waited = f"{waited_s:.0f} s" if waited_s >= 10 else f"{waited_s:.1f} s"
-    summary = (
-        f"rendezvous_wait: torchrun on host {host} waited {waited} for nodes that never "
-        f"came: its {backend} rendezvous at {endpoint} needs {needed} node(s) "
-        f"(--nnodes={nnodes}) and only this one is known to have joined; no rank started"
-    )
-    hint = (
-        f"start torchrun on the other node(s) with the same --rdzv-endpoint={endpoint} and "
-        f"--rdzv-id, check that they can reach {endpoint}, or lower --nnodes"
-    )
-    return {
-        "kind": "rendezvous_wait",
-        "summary": summary,
-        "hint": hint,
-        "evidence": {
-            "endpoint": endpoint,
-            "backend": backend,
-            "nnodes": nnodes,
-            "nnodes_expected": int(needed) if needed.isdigit() else None,
-            "nnodes_joined": 1,
-            "waited_s": round(waited_s, 1),
-            "host": host,
-        },
-    }
-
-
-# --- the hung rank -----------------------------------------------------------------------
-_THREAD = re.compile(r'^Thread 0x[0-9a-f]+ "([^"]*)"', re.MULTILINE)
-_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)', re.MULTILINE)
-_COLLECTIVE_FILE = "torch/distributed/distributed_c10d.py"
-# faulthandler's own format: "Current thread 0x... (most recent call first):" and
-# '  File "x.py", line 3 in f', innermost first.
-_FH_CURRENT = re.compile(
-    r"^(?:Current thread 0x[0-9a-f]+|Stack) \(most recent call first\):", re.MULTILINE
-)  # "Stack": faulthandler.register(all_threads=False), the SIGUSR2 dump
-_FH_THREAD = re.compile(r"^(?:Current thread 0x|Thread 0x|Stack \()", re.MULTILINE)
-_FH_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)', re.MULTILINE)
-
-
-def main_thread_frames(stacks: str) -> list[dict[str, Any]]:
-    """The main thread's frames (outermost first) from a worker's dump_stacks text, or from
-    a faulthandler dump (the fallback): its "Current thread" (or, for SIGUSR2's, its one
-    "Stack") is the thread the signal ran on, the main one, listed innermost first."""
-    starts = [(m.start(), m.group(1)) for m in _THREAD.finditer(stacks)]
-    for i, (start, name) in enumerate(starts):
-        if name == "MainThread":
-            end = starts[i + 1][0] if i + 1 < len(starts) else len(stacks)
-            return [
-                {"file": f, "line": int(n), "function": fn}
-                for f, n, fn in _FRAME.findall(stacks[start:end])
-            ]
-    current = _FH_CURRENT.search(stacks)
-    if current is None:
-        return []
-    block = stacks[current.end() :]
-    following = _FH_THREAD.search(block)
-    block = block[: following.start()] if following else block
-    block = block.split("\n\n", 1)[0]
-    frames = [{"file": f, "line": int(n), "function": fn} for f, n, fn in _FH_FRAME.findall(block)]
-    return frames[::-1]
-
-
-def _collective(frames: list[dict[str, Any]]) -> Optional[str]:
-    """The torch.distributed collective a stack waits in (its outermost c10d frame)."""
-    for frame in frames:
-        if str(frame["file"]).replace("\\", "/").endswith(_COLLECTIVE_FILE):
-            return frame["function"]
-    return None
-
-
-def _beat_frames(stack: str) -> list[dict[str, Any]]:
-    """The frames (outermost first) of a heartbeat's main-thread stack (no thread header)."""
-    return [{"file": f, "line": int(n), "function": fn} for f, n, fn in _FRAME.findall(stack)]
-
-
-def hung_rank(state: State, live: bool = False) -> Optional[dict[str, Any]]:
-    """When ranks wait in a collective and one does not arrive: that rank, with its frame,
-    and the others' collective. Needs every rank's stack at hang time (their dump_stacks
-    replies; with live, their last heartbeats' idle stacks); None when fewer than two ranks
-    answered, none waits, or none is missing."""
-    field = "beat_stack" if live else "stacks"
-    answered = [
-        p
-        for p in state["procs"].values()
-        if p["rank"] is not None and p["world_size"] is not None and p.get(field)
-    ]
-    if len(answered) < 2:
-        return None
-    waiting, away = [], []
-    for p in sorted(answered, key=lambda q: q["rank"]):
-        frames = _beat_frames(p[field]) if live else main_thread_frames(p[field])
-        op = _collective(frames)
-        (waiting if op else away).append((p, frames, op))
-    if not waiting or not away:
-        return None
-    ops = sorted({op for _, _, op in waiting})
-    missing = [
-        {"rank": p["rank"], "host": p["host"], "pid": p["pid"], "frame": _where(frames)}
-        for p, frames, _ in away
-    ]
-    waiters = [
-        {
-            "rank": p["rank"],
-            "host": p["host"],
-            "pid": p["pid"],
-            "collective": op,
-            "frame": _where(frames),
-        }
-        for p, frames, op in waiting
-    ]
-    first = away[0][0]
-    text = (
-        f"rank {first['rank']} ({_who(first)}) is not in the collective: it is at "
-        f"{missing[0]['frame'] or 'an unknown frame'}"
-    )
-    if len(missing) > 1:
-        text += "; nor are rank(s) " + ", ".join(str(m["rank"]) for m in missing[1:])
-    text += (
-        f"; rank(s) {', '.join(str(w['rank']) for w in waiters)} wait in {' / '.join(ops)} for it"
-    )
-    return {
-        "rank": first["rank"],
-        "host": first["host"],
-        **({"addr": first["addr"]} if first.get("addr") else {}),
-        "pid": first["pid"],
-        "missing": missing,
-        "waiting": waiters,
-        "summary": text,
-        "hint": f"see why rank {first['rank']} is at {missing[0]['frame']} and not in "
-        f"{ops[0]}: every rank must reach the same collectives in the same order",
-    }
-
-
-def live_collective(state: State) -> Optional[dict[str, Any]]:
-    """The live (stalled, before any deadline) form of hung_rank, from the ranks' last
-    heartbeat stacks: a diagnosis {kind collective_wait, frame, summary, hint, evidence}
-    whose summary says "waiting in all_reduce for rank 1 ..." (issue 12 item 12), or None.
-    Its kind and frame are those the verdict at the deadline gives on the same facts."""
-    stuck = hung_rank(state, live=True)
-    if stuck is None:
-        return None
-    first, waiters = stuck["missing"][0], stuck["waiting"]
-    ops = " / ".join(sorted({w["collective"] for w in waiters}))
-    summary = (
-        f"rank(s) {', '.join(str(w['rank']) for w in waiters)} waiting in {ops} for rank "
-        f"{stuck['rank']} ({_who(stuck)}), which is at {first['frame'] or 'an unknown frame'}"
-    )
-    return {
-        "kind": "collective_wait",
-        "summary": summary,
-        "hint": stuck["hint"],
-        "evidence": {"frame": first["frame"], "hung_rank": stuck},
-    }
 
 
 def process_stacks(state: State) -> dict[str, str]:

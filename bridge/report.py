@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import diagnosis, ranks
+from trainbridge.bridge import diagnosis, ranks, ranks_hang
 from trainbridge.bridge.diagnosis_stack import strip_ansi
 
 # The report's words and its files have rooms of their own; their names stay importable here.
@@ -111,7 +111,7 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     waiting = _rendezvous(facts, outcome, stacks)
     if waiting is not None:
         verdict = waiting
-    stuck = ranks.hung_rank(facts["ranks"]) if outcome == "hung" and facts["ranks"] else None
+    stuck = ranks_hang.hung_rank(facts["ranks"]) if outcome == "hung" and facts["ranks"] else None
     if stuck is not None:
         evidence = dict((verdict or {}).get("evidence") or {}, hung_rank=stuck)
         verdict = {
@@ -218,7 +218,7 @@ def _rendezvous(
     if launcher is None:
         return None
     any_rank = any(h.get("world_size") is not None for h in hellos)
-    return ranks.rendezvous_wait(launcher, any_rank, hang["t"] - facts["started"], stacks)
+    return ranks_hang.rendezvous_wait(launcher, any_rank, hang["t"] - facts["started"], stacks)
 
 
 def _ranks(state: Any) -> tuple[list[dict[str, Any]], Any, Optional[dict[str, Any]]]:

@@ -13,6 +13,7 @@ const launcher = require('./launcher.js');
 const evidence = require('./evidence.js');
 const { diagnoseHang } = require('./diagnosis.js');
 const ranks = require('./ranks.js');
+const ranksHang = require('./ranks_hang.js');
 const rankdumps = require('./rankdumps.js');
 const { crashFileSize, signalDumpedPids } = require('./report_files.js');
 
@@ -210,7 +211,7 @@ class JobActions {
       found = diagnoseHang({ reason: 'stall', stage: running.length ? running[running.length - 1] : null, stages: running,
         idle_s: idle, stack: hb.stack ?? null, saw_hello: Object.keys(this._facts.hellos).length > 0, evidence: ev, progress: this._facts.progress });
       // Ranks waiting in a collective for one that is elsewhere (issue 12 item 12).
-      found = ranks.liveCollective(this._facts.ranks) || found;
+      found = ranksHang.liveCollective(this._facts.ranks) || found;
     } catch (err) {
       found = { kind: 'unknown', summary: `live diagnosis failed: ${err.message}`, hint: '', evidence: {} };
     }

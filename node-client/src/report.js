@@ -18,6 +18,7 @@
 const { diagnoseEnd, diagnoseHang, tracebackInText, stageAtEnd } = require('./diagnosis.js');
 const { stripAnsi } = require('./diagnosis_stack.js');
 const ranks = require('./ranks.js');
+const ranksHang = require('./ranks_hang.js');
 // The report's words and its files have rooms of their own; their names stay importable here.
 const { readFiles, readCrashFile, crashFileSize, signalDumpedPids } = require('./report_files.js');
 const { logFooter, losses, summary, toJSON } = require('./report_text.js');
@@ -84,7 +85,7 @@ function buildReport(facts, files) {
   if (cause !== null && outcome === 'failed' && diagnosis) diagnosis = { ...diagnosis, summary: cause.summary };
   const waiting = rendezvousOf(m, facts, outcome, stacks);
   if (waiting !== null) diagnosis = waiting;
-  const stuck = outcome === 'hung' && facts.ranks ? ranks.hungRank(facts.ranks) : null;
+  const stuck = outcome === 'hung' && facts.ranks ? ranksHang.hungRank(facts.ranks) : null;
   if (stuck !== null) {
     diagnosis = {
       kind: 'collective_wait', summary: stuck.summary, hint: stuck.hint,
@@ -147,7 +148,7 @@ function rendezvousOf(m, facts, outcome, stacks) {
   const launcher = hellos.find((h) => ranks.awaitsRanks(h));
   if (!launcher) return null;
   const anyRank = hellos.some((h) => (h.world_size ?? null) !== null);
-  return ranks.rendezvousWait(launcher, anyRank, hang.t - facts.started, stacks);
+  return ranksHang.rendezvousWait(launcher, anyRank, hang.t - facts.started, stacks);
 }
 
 /**

@@ -6,6 +6,7 @@ const assert = require('node:assert');
 const path = require('node:path');
 const fs = require('node:fs');
 const ranks = require('../src/ranks');
+const ranksHang = require('../src/ranks_hang');
 
 const { cases, launchers, rendezvous, hung, live } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'ranks.json'), 'ascii'));
 
@@ -38,7 +39,7 @@ for (const [argv, worldSize, expected] of launchers) {
 
 for (const c of rendezvous) {
   test(`rendezvousWait: ${c.name}`, () => {
-    const got = ranks.rendezvousWait(c.launcher, c.ranks_said_hello, c.waited_s, c.stacks);
+    const got = ranksHang.rendezvousWait(c.launcher, c.ranks_said_hello, c.waited_s, c.stacks);
     if (c.summary === null) {
       assert.strictEqual(got, null);
       return;
@@ -51,7 +52,7 @@ for (const c of hung) {
   test(`hungRank: ${c.name}`, () => {
     const state = ranks.initial();
     for (const [key, kind, body, ts] of c.messages) ranks.observe(state, key, kind, body, ts);
-    const got = ranks.hungRank(state);
+    const got = ranksHang.hungRank(state);
     assert.strictEqual(got ? got.summary : null, c.summary);
   });
 }
@@ -60,7 +61,7 @@ for (const c of live) {
   test(`liveCollective: ${c.name}`, () => {
     const state = ranks.initial();
     for (const [key, kind, body, ts] of c.messages) ranks.observe(state, key, kind, body, ts);
-    const got = ranks.liveCollective(state);
+    const got = ranksHang.liveCollective(state);
     assert.deepStrictEqual(got ? { kind: got.kind, frame: got.evidence.frame, summary: got.summary } : null, c.diagnosis);
   });
 }

@@ -544,13 +544,13 @@ LIVE = [
 
 
 def check_live():
-    from trainbridge.bridge import ranks
+    from trainbridge.bridge import ranks, ranks_hang
 
     for case in LIVE:
         state = ranks.initial()
         for key, kind, body, ts in case["messages"]:
             ranks.observe(state, key, kind, body, ts)
-        got = ranks.live_collective(state)
+        got = ranks_hang.live_collective(state)
         short = got and {
             k: got["evidence"]["frame"] if k == "frame" else got[k]
             for k in ("kind", "frame", "summary")
@@ -559,23 +559,23 @@ def check_live():
 
 
 def check_hung():
-    from trainbridge.bridge import ranks
+    from trainbridge.bridge import ranks, ranks_hang
 
     for case in HUNG:
         state = ranks.initial()
         for key, kind, body, ts in case["messages"]:
             ranks.observe(state, key, kind, body, ts)
-        got = ranks.hung_rank(state)
+        got = ranks_hang.hung_rank(state)
         assert (got and got["summary"]) == case["summary"], (case["name"], got)
 
 
 def check_rendezvous():
-    from trainbridge.bridge import ranks
+    from trainbridge.bridge import ranks, ranks_hang
 
     for argv, world, expected in LAUNCHERS:
         assert ranks.awaits_ranks({"argv": argv, "world_size": world}) is expected, argv
     for case in RENDEZVOUS:
-        got = ranks.rendezvous_wait(
+        got = ranks_hang.rendezvous_wait(
             case["launcher"], case["ranks_said_hello"], case["waited_s"], case["stacks"]
         )
         if case["summary"] is None:

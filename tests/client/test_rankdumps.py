@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from trainbridge.bridge import rankdumps, ranks
+from trainbridge.bridge import rankdumps, ranks_hang
 
 
 def test_sigusr1_sections_are_told_apart_by_pid():
@@ -21,8 +21,8 @@ def test_sigusr1_sections_are_told_apart_by_pid():
     )
     got = rankdumps.sigusr1_sections(text)
     assert sorted(got) == [11, 12]
-    assert [f["function"] for f in ranks.main_thread_frames(got[11])] == ["f"]
-    assert [f["function"] for f in ranks.main_thread_frames(got[12])] == ["g"]
+    assert [f["function"] for f in ranks_hang.main_thread_frames(got[11])] == ["f"]
+    assert [f["function"] for f in ranks_hang.main_thread_frames(got[12])] == ["g"]
 
 
 def test_sigusr2_to_a_process_stuck_in_c_returns_its_dump(tmp_path):
@@ -52,7 +52,7 @@ def test_sigusr2_to_a_process_stuck_in_c_returns_its_dump(tmp_path):
         child.kill()
         child.wait()
     assert text is not None and text.startswith("Stack (most recent call first):"), text
-    frames = ranks.main_thread_frames(text)
+    frames = ranks_hang.main_thread_frames(text)
     assert [f["function"] for f in frames] == ["<module>", "stuck_in_c"], text
 
 

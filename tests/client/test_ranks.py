@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from trainbridge.bridge import ranks
+from trainbridge.bridge import ranks, ranks_hang
 
 ALL = json.load(
     open(
@@ -46,7 +46,7 @@ def test_which_hellos_are_a_launchers(argv, world_size, expected):
 
 @pytest.mark.parametrize("case", ALL["rendezvous"], ids=[c["name"] for c in ALL["rendezvous"]])
 def test_rendezvous_wait(case):
-    got = ranks.rendezvous_wait(
+    got = ranks_hang.rendezvous_wait(
         case["launcher"], case["ranks_said_hello"], case["waited_s"], case["stacks"]
     )
     if case["summary"] is None:
@@ -64,7 +64,7 @@ def test_hung_rank(case):
     state = ranks.initial()
     for key, kind, body, ts in case["messages"]:
         ranks.observe(state, key, kind, body, ts)
-    got = ranks.hung_rank(state)
+    got = ranks_hang.hung_rank(state)
     assert (got and got["summary"]) == case["summary"]
 
 
@@ -74,7 +74,7 @@ def test_live_collective(case):
     state = ranks.initial()
     for key, kind, body, ts in case["messages"]:
         ranks.observe(state, key, kind, body, ts)
-    got = ranks.live_collective(state)
+    got = ranks_hang.live_collective(state)
     if case["diagnosis"] is None:
         assert got is None
     else:
