@@ -225,6 +225,7 @@ def _add_doctor(sub) -> None:
     """`trainbridge doctor`, when bridge.doctor is there (another module owns it)."""
     try:
         from trainbridge.bridge import doctor
+        from trainbridge.bridge.doctor import cli as doctor_cli
     except ImportError:
         return
     parser = sub.add_parser(
@@ -232,8 +233,8 @@ def _add_doctor(sub) -> None:
         help="check this machine and environment before a run",
         description=(doctor.__doc__ or "").strip().splitlines()[0] if doctor.__doc__ else None,
     )
-    doctor.add_arguments(parser)
-    parser.set_defaults(handler=doctor.run_cli)
+    doctor_cli.add_arguments(parser)
+    parser.set_defaults(handler=doctor_cli.run_cli)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

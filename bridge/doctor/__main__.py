@@ -2,6 +2,6 @@
 
 import sys
 
-from trainbridge.bridge.doctor import main
+from trainbridge.bridge.doctor.cli import main
 
 sys.exit(main())

@@ -56,7 +56,7 @@ def test_table_names_every_check_with_verdict_and_fix(bare_python, tmp_path):
 def test_table_survives_an_ascii_console_and_non_ascii_text():
     import io
 
-    from trainbridge.bridge.doctor import render
+    from trainbridge.bridge.doctor.cli import render
 
     report = {
         "python": "/venv/\u8bad\u7ec3/python",
