@@ -45,7 +45,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Callable, Optional
 
 from trainbridge.bridge import job_facts, jobenv, launcher, machine, ranks
-from trainbridge.bridge.hub import Channel, Hub
+from trainbridge.bridge.channel import Channel
+from trainbridge.bridge.hub import Hub
 from trainbridge.bridge.job_actions import JobActions
 from trainbridge.bridge.job_arguments import TAIL_LINES, check_arguments, config_message
 from trainbridge.bridge.job_end import JobEnd, Report, _oom_kill_count

@@ -296,9 +296,9 @@ def test_sends_held_for_a_stopped_worker_are_bounded_and_the_rest_counted():
     # A worker that takes nothing (SIGSTOPped) while the parent keeps sending: the hub
     # holds at most HELD_USER_LIMIT job.send() messages for it (memory stays bounded), and
     # every one past that is counted in protocol.undelivered and said in the summary.
-    from trainbridge.bridge import hub
+    from trainbridge.bridge import channel
 
-    n = hub.HELD_USER_LIMIT + 12_000  # more than zmq's queues and the held limit take
+    n = channel.HELD_USER_LIMIT + 12_000  # more than zmq's queues and the held limit take
     code = r"""
 import threading
 from trainbridge import worker
@@ -341,7 +341,7 @@ worker.send({"kept": kept[0], "dropped": STATE.dropped.get("user", 0)})
     report = job.wait(WAIT_S)
     assert report.outcome == "succeeded"
     undelivered = report["protocol"]["undelivered"].get("user", 0)
-    assert most_held is not None and most_held <= hub.HELD_USER_LIMIT, most_held
+    assert most_held is not None and most_held <= channel.HELD_USER_LIMIT, most_held
     assert undelivered > 0, report["protocol"]
     assert answers[-1]["kept"] + answers[-1]["dropped"] + undelivered == n, (answers[-1], n)
     assert f"{undelivered} job.send() messages never reached the worker" in report.summary
