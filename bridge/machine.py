@@ -64,6 +64,11 @@ Actions ({"do": ...} plus):
              handler can read the main thread's frames without racing anything.
   drain      read what is left (socket and pipes), then send "drained"
   finish     outcome: the job is over; build the report
+
+Its length (about 600 lines, over the ~400 of the other rooms): one handler per event over
+one state dict, and the deadlines they share. vectors/machine.json pins the whole table of
+transitions at once, and node-client/src/machine.js is its line-by-line port; split, the
+rules that race (stall against heartbeat, snapshot against exit) would be read apart.
 """
 
 from __future__ import annotations

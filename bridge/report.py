@@ -11,6 +11,10 @@ names are importable from here too. The Node twins are src/report*.js.
 Stable names (docs/CLIENT.md, "The shell", Report): outcome, exit_code, signal, stage,
 stages, progress, error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an
 extra.
+
+Its length (about 430 lines): build() and the sections it assembles from the facts
+(outcome, stage, error, ranks, protocol counts) are one pure function in parts, pinned as a
+whole by vectors/report.json; the words and the files are already rooms of their own.
 """
 
 from __future__ import annotations

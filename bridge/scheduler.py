@@ -21,6 +21,11 @@ and keepers may work on one store at once, and a Scheduler may be SIGKILLed at a
 Slots: "jobs" (how many run at once; default the CPU count) and "gpus" (ids; default from
 NVML, else CUDA_VISIBLE_DEVICES, else none). Queue order: priority (high first), then
 submission; the head of the queue waits for its slots (no job overtakes it).
+
+Its length (about 500 lines): slots, claiming, reconciliation and the operations are all
+transactions on the one store schema (bridge/store.py), each short and read against the
+others (a claim, a cancel and a reconcile may race on one row); the Scheduler object at the
+end is their thin public face.
 """
 
 from __future__ import annotations

@@ -21,6 +21,11 @@ hooks below are chosen so that their cost is paid at most a few times a second.
 - once tqdm is imported: every bar's refresh (tqdm rate-limits those to ~10 Hz) becomes
   progress with the bar's description, count, total and rate, so a download stuck at
   0 B/s becomes a stall that names the file.
+
+Its length (about 500 lines): sitecustomize loads it into every supervised interpreter
+before the script runs, so it stays one module: each more would be one more import, at
+every start, in every process of the job. Its hooks share one rule (stand aside when the
+script uses the worker API) and one state.
 """
 
 from __future__ import annotations

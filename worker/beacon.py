@@ -7,6 +7,12 @@ resend last words until they are acked. It also re-arms the GIL-freeze watchdog:
 thread cannot run for TRAINBRIDGE_FREEZE_S, faulthandler dumps every stack to the crash
 file. And it watches the supervising client (ParentWatch): when the client is gone, it ends
 the job's process group, so a GUI that crashes never leaves a training job running unsupervised.
+
+Its length (about 600 lines): sending in order, the commands, heartbeats, the watchdog and
+shutdown all touch the one socket and the thread's own state (seq, unsent frames, last
+words waiting for their ack), so they stay in the thread's class. What does not touch the
+socket has its own room: runtime.py (the queue), messages.py, facts.py, errors.py, and
+orphan.py (the client gone).
 """
 
 from __future__ import annotations

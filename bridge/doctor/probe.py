@@ -15,6 +15,9 @@ writing to fd 1) cannot corrupt that channel. SIGUSR1 dumps every thread's Pytho
 the stack file: the doctor sends it when a check passes its deadline, then kills us. If that
 dump does not come (the main thread runs no Python: native code holds the GIL), the doctor
 sends SIGUSR2, faulthandler's C dump of the main thread alone.
+
+Its length (about 500 lines): it is run by path in an interpreter that does not have
+trainbridge, so it cannot import a sibling; every check's fact gathering is here.
 """
 
 import os

@@ -4,6 +4,10 @@ Pure: no processes, no sockets, no environment reads. Each rule takes the facts 
 gathered (see bridge/doctor/probe.py and bridge/doctor/net.py) and says what they mean for a
 training job. docs/DOCTOR.md lists the verdicts; tests/doctor/test_doctor_rules.py holds the
 tables.
+
+Its length (about 680 lines): one small pure rule per check (about twenty), each with its
+own sentence of advice, and tests/doctor/test_doctor_rules.py mirrors it table by table;
+they share the verdict type and the few helpers at the top.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@
  *
  * The socket lives while jobs are registered; the default hub closes it, and removes its
  * private runtime directory, when its last job is over, so a Node program can exit.
+ *
+ * Its length (about 420 lines): it also holds what Python keeps in bridge/channel.py (each
+ * job's checks, counts, acks and held commands), which here works on the job's own fields.
  */
 
 const path = require('node:path');

@@ -11,6 +11,9 @@
  * States: starting -> running <-> stalled -> ended.
  * Outcomes: succeeded | failed | crashed | hung | cancelled, decided in one place: outcome().
  *
+ * Its length (about 490 lines) is bridge/machine.py's, for the same reason: one handler per
+ * event over one state, pinned as a whole by vectors/machine.json.
+ *
  * Events ({type, t} plus): hello {dump_signal, native_dump}, stage {event, name, depth?,
  * budget_s?}, progress, beat, error {fatal, kind, exit_code?}, bye {reason, exit_code?}, dumped,
  * signal_dumped (the lead's SIGUSR1 handler wrote its stacks: Python ran), snapshotted
