@@ -32,6 +32,7 @@ from trainbridge.bridge.report_files import (
     read_crash_file,
     read_files,
     read_stage_box,
+    signal_dumped_in,
     signal_dumped_pids,
 )
 from trainbridge.bridge.report_text import log_footer, losses, summary, to_json
@@ -109,7 +110,7 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     if cause_error is not None and outcome == "failed":
         facts_end["error"] = cause_error
         facts_end["stage"] = cause_error.get("stage") or stage
-    verdict, diagnosis_error = _diagnose(outcome, facts_end, facts, stacks, stage)
+    verdict, diagnosis_error = _diagnose(outcome, facts_end, facts, stacks, stage, crash_text)
     if cause is not None and outcome == "failed" and verdict is not None:
         verdict = dict(verdict, summary=cause["summary"])
     waiting = _rendezvous(facts, outcome, stacks)
@@ -308,6 +309,7 @@ def _diagnose(
     facts: dict[str, Any],
     stacks: Optional[str],
     stage: Optional[str],
+    crash_text: Optional[str] = None,
 ) -> tuple[Optional[dict[str, Any]], Optional[str]]:
     """(diagnosis or None, error text or None): bridge.diagnosis decides; a bug there must
     not cost the report."""
@@ -326,7 +328,7 @@ def _diagnose(
                 "saw_hello": bool(facts["hellos"]),
                 "evidence": facts["snapshot"] or {},
                 "worker_loaded": m.get("loaded_t") is not None,
-                "python_silent": "SIGUSR2" in facts["signals_sent"],
+                "python_silent": _python_silent(facts, crash_text),
                 "process_stacks": _process_stacks(facts["ranks"]),
                 "pid": facts["pid"],
                 "progress": facts["progress"],
@@ -335,6 +337,16 @@ def _diagnose(
         return diagnosis.diagnose_end(facts_end), None
     except Exception as exc:  # noqa: BLE001 - a rule's bug: the report says so, and is written
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def _python_silent(facts: dict[str, Any], crash_text: Optional[str]) -> bool:
+    """Whether no Python ran in the job's process when it was asked for its stacks: it got
+    SIGUSR2 (neither dump_stacks nor its SIGUSR1 handler answered in time) and its SIGUSR1
+    dump never came. A dump that came late, after the SIGUSR2, still proves its main thread
+    ran Python: a process starved of CPU, not one whose GIL native code holds."""
+    if "SIGUSR2" not in facts["signals_sent"]:
+        return False
+    return (facts["lead_pid"] or facts["pid"]) not in signal_dumped_in(crash_text)
 
 
 def _process_stacks(state: Any) -> dict[str, str]:

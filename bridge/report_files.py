@@ -90,4 +90,10 @@ def signal_dumped_pids(path: Optional[str], since: Optional[int]) -> set[int]:
             data = f.read(CRASH_TEXT_MAX)
     except OSError:
         return set()
-    return {int(m) for m in _SIGNAL_DUMP_MARK.findall(data.decode("ascii", "replace"))}
+    return signal_dumped_in(data.decode("ascii", "replace"))
+
+
+def signal_dumped_in(text: Optional[str]) -> set[int]:
+    """The processes whose SIGUSR1 handler wrote its stacks into this crash file text: their
+    main thread ran Python, however late (pure)."""
+    return {int(m) for m in _SIGNAL_DUMP_MARK.findall(text or "")}

@@ -161,12 +161,16 @@ FH_MAX_THREADS = 100  # faulthandler's limits, so its readers see what they expe
 FH_MAX_DEPTH = 100
 
 
-def faulthandler_stacks(current: Optional[int]) -> str:
+def faulthandler_stacks(current: Optional[int], interrupted: Any = None) -> str:
     """Every thread's stack in faulthandler's own format ("Thread 0x... (most recent call
     first):", '  File "x.py", line 3 in f'), the thread `current` last and headed "Current
     thread", so that whatever reads faulthandler's dumps reads this one too. Call it with
-    the GIL held (from Python): the frames cannot change while they are read."""
+    the GIL held (from Python): the frames cannot change while they are read. From a signal
+    handler, `interrupted` (its frame argument) is where the current thread's stack starts:
+    the handler's own frames are not where the script is."""
     frames = sys._current_frames()
+    if current is not None and interrupted is not None:
+        frames[current] = interrupted
     order = [ident for ident in frames if ident != current][: FH_MAX_THREADS - 1]
     if current in frames:
         order.append(current)

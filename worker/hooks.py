@@ -110,7 +110,7 @@ def _dump_stacks_on_signal(signum: int, frame: Any) -> None:
         # gets SIGUSR2); readers of the crash file skip "[trainbridge]" lines.
         text = (
             f"[trainbridge] pid {os.getpid()}: stacks on SIGUSR1\n"
-            + errors.faulthandler_stacks(threading.get_ident())
+            + errors.faulthandler_stacks(threading.get_ident(), frame)
             + "\n"
         )
         data = text.encode("ascii", "backslashreplace")

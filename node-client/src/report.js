@@ -20,7 +20,7 @@ const { stripAnsi } = require('./diagnosis_stack.js');
 const ranks = require('./ranks.js');
 const ranksHang = require('./ranks_hang.js');
 // The report's words and its files have rooms of their own; their names stay importable here.
-const { readFiles, readCrashFile, crashFileSize, signalDumpedPids } = require('./report_files.js');
+const { readFiles, readCrashFile, crashFileSize, signalDumpedPids, signalDumpedIn } = require('./report_files.js');
 const { logFooter, losses, summary, toJSON } = require('./report_text.js');
 
 const REPORT_VERSION = 1;
@@ -37,6 +37,16 @@ function plain(value) {
     return out;
   }
   return value;
+}
+
+/**
+ * Whether no Python ran in the job's process when it was asked for its stacks: it got SIGUSR2
+ * and its SIGUSR1 dump never came. A dump that came late still proves its main thread ran
+ * Python: a process starved of CPU, not one whose GIL native code holds (bridge/report.py).
+ */
+function pythonSilent(facts, crashText) {
+  if (!facts.signals_sent.includes('SIGUSR2')) return false;
+  return !signalDumpedIn(crashText).has(facts.lead_pid ?? facts.pid);
 }
 
 /** A bug in trainbridge ended the job (Job.failInternal): say so, not the job's fault. */
@@ -81,7 +91,7 @@ function buildReport(facts, files) {
     factsEnd.error = causeError;
     factsEnd.stage = causeError.stage || stage;
   }
-  let [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid);
+  let [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid, crashText);
   if (cause !== null && outcome === 'failed' && diagnosis) diagnosis = { ...diagnosis, summary: cause.summary };
   const waiting = rendezvousOf(m, facts, outcome, stacks);
   if (waiting !== null) diagnosis = waiting;
@@ -220,7 +230,7 @@ function minimalReport(facts, err) {
   return plain(report);
 }
 
-function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid) {
+function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid, crashText = null) {
   try {
     if (outcome === 'hung') {
       const { hang } = m;
@@ -230,7 +240,7 @@ function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid) {
         idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
         stacks, saw_hello: Object.keys(facts.hellos).length > 0, evidence: facts.snapshot || {}, pid,
         worker_loaded: (m.loaded_t ?? null) !== null,
-        progress: facts.progress, python_silent: facts.signals_sent.includes('SIGUSR2'),
+        progress: facts.progress, python_silent: pythonSilent(facts, crashText),
         process_stacks: facts.ranks ? ranks.processStacks(facts.ranks) : {},
       }), null];
     }

@@ -93,8 +93,16 @@ function signalDumpedPids(file, since) {
   } catch {
     return pids;
   }
-  for (const m of data.toString('latin1').matchAll(SIGNAL_DUMP_MARK)) pids.add(Number(m[1]));
+  for (const pid of signalDumpedIn(data.toString('latin1'))) pids.add(pid);
   return pids;
 }
 
-module.exports = { CRASH_TEXT_MAX, readFiles, readStageBox, readCrashFile, crashFileSize, signalDumpedPids };
+/**
+ * The processes whose SIGUSR1 handler wrote its stacks into this crash file text: their main
+ * thread ran Python, however late (pure; bridge/report_files.py signal_dumped_in).
+ */
+function signalDumpedIn(text) {
+  return new Set([...String(text ?? '').matchAll(SIGNAL_DUMP_MARK)].map((m) => Number(m[1])));
+}
+
+module.exports = { CRASH_TEXT_MAX, readFiles, readStageBox, readCrashFile, crashFileSize, signalDumpedPids, signalDumpedIn };

@@ -217,6 +217,52 @@ def cases():
         ),
         {"crash_text": None, "stage_box": None},
     )
+    # A loop starved of CPU (always runnable, 2% of a core) answers neither dump in time and
+    # gets SIGUSR2, but its SIGUSR1 dump comes late: Python ran, the GIL is not held (hunt 8).
+    starved = {
+        "pid": 4242,
+        "alive": True,
+        "status": "running",
+        "cpu_fraction": 0.02,
+        "main_thread": {
+            "state": "R",
+            "syscall": "running",
+            "runnable_fraction": 1.0,
+            "wait_samples": {"running": 26},
+        },
+        "notes": [],
+    }
+    spin_dump = (
+        "[trainbridge] pid 4242: stacks on SIGUSR1\n"
+        "Current thread 0x00007f (most recent call first):\n"
+        '  File "cpu_loop.py", line 9 in spin\n'
+        '  File "cpu_loop.py", line 15 in <module>\n'
+    )
+    native_dump = (
+        "Stack (most recent call first):\n"
+        '  File "cpu_loop.py", line 9 in spin\n'
+        '  File "cpu_loop.py", line 15 in <module>\n'
+    )
+    for name, crash_text in (
+        ("hung: SIGUSR2 sent, the SIGUSR1 dump came late: a starved loop, cpu_bound", spin_dump),
+        ("hung: SIGUSR2 sent, no SIGUSR1 dump: nothing ran Python, gil_held", native_dump),
+    ):
+        yield (
+            name,
+            facts(
+                outcome="hung",
+                ended=4.2,
+                hang={"reason": "stall", "stage": "train", "t": STARTED + 2.7},
+                **hello_facts(native_dump_pids=[4242]),
+                stages=[stage("train", status="running", began=1)],
+                progress={"step": 0, "total": 10, "metrics": {}},
+                heartbeat={"beat": 3, "idle_s": 3.4, "stack": None, "stage": "train"},
+                signals_sent=["SIGUSR1", "SIGUSR2", "SIGTERM"],
+                exit_signal="SIGTERM",
+                snapshot=starved,
+            ),
+            {"crash_text": crash_text, "stage_box": None},
+        )
     yield (
         "hung: startup deadline with only a launcher's hello (rendezvous)",
         rendezvous_facts(),

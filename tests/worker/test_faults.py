@@ -80,6 +80,11 @@ def test_sigusr1_dumps_every_stack_to_the_crash_file_and_the_script_goes_on(rece
     text = crash_text(crash)
     assert re.search(r'File ".*script\.py", line 4 in wait_for_release', text), text
     assert text.count("Thread 0x") + text.count("Current thread 0x") >= 2  # all threads
+    # The main thread's stack starts where the signal found it, not in the handler's own
+    # frames: a diagnosis names the innermost frame (hunt 8 named _dump_stacks_on_signal).
+    current = text.split("Current thread 0x", 1)[1].splitlines()
+    assert "in wait_for_release" in current[1], text
+    assert "_dump_stacks_on_signal" not in text and "faulthandler_stacks" not in text, text
 
 
 def test_gil_held_freeze_reaches_the_crash_file_through_the_watchdog(receiver, tmp_path):
