@@ -33,10 +33,13 @@ def test_sigusr2_to_a_process_stuck_in_c_returns_its_dump(tmp_path):
         import ctypes, faulthandler, signal, sys
         f = open(sys.argv[1], "a")
         faulthandler.register(signal.SIGUSR2, file=f, all_threads=False)
+        # Loaded before "ready": PyDLL's constructor is Python code, and a SIGUSR2 landing
+        # in it on a loaded machine dumped its frame too (hunt 9).
+        pause = ctypes.PyDLL(None).pause
         def stuck_in_c():
             print("ready", flush=True)
             while True:
-                ctypes.PyDLL(None).pause()  # the GIL stays held
+                pause()  # the GIL stays held
         stuck_in_c()
         """
     )
