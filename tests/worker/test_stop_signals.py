@@ -169,7 +169,12 @@ def test_a_busy_worker_process_dies_only_of_the_signal_it_was_sent():
         if plan == "usr1-dump-read-then-term":
             # every thread, the main one last, in faulthandler's format
             assert "Fatal Python error" not in crash, crash
-            assert 'File "' in crash and "busy.py" in crash and "in churn" in crash, crash
+            # (the loader thread may be caught between two churn() calls: "in loader" is
+            # always there, "in churn" only mostly: hunt 10)
+            assert "in loader" in crash, crash
+            current = crash.rsplit("Current thread 0x", 1)[-1]
+            assert 'File "' in current and "busy.py" in current, crash
+            assert "_dump_stacks_on_signal" not in crash, crash
     assert not wrong, f"seed {seed} (TB_STOP_SEED={seed} replays it):\n" + "\n\n".join(wrong)
     assert set(seen) == set(PLANS[: min(CHILDREN, len(PLANS))])
 
