@@ -591,20 +591,17 @@ class _prompt_start:
     takes it back at once, and the beacon waits out a whole switch interval (5 ms) to get
     it again. Its ~25 ms of imports took 300-400 ms beside a spinning main thread here, and
     over a second on a loaded machine: the job stayed "starting" and its stall clock armed
-    that much late. At 0.5 ms the same start takes ~80 ms. The interval is put back after,
-    unless the script changed it meanwhile (then its value stays)."""
+    that much late. At 0.5 ms the same start takes ~80 ms. The interval is put back after
+    (runtime.restore_switch_interval; a child forked meanwhile does it too)."""
 
-    __slots__ = ("before", "ours")
-
-    def __init__(self) -> None:
-        self.before = sys.getswitchinterval()
-        self.ours: Optional[float] = None
+    __slots__ = ()
 
     def __enter__(self) -> None:
-        if self.before > START_SWITCH_S:
+        before = sys.getswitchinterval()
+        if before > START_SWITCH_S:
             sys.setswitchinterval(START_SWITCH_S)
-            self.ours = sys.getswitchinterval()  # as read back (microseconds inside)
+            # as read back: kept in microseconds inside, so not always the float given
+            STATE.start_switch = (before, sys.getswitchinterval())
 
     def __exit__(self, *exc: object) -> None:
-        if self.ours is not None and sys.getswitchinterval() == self.ours:
-            sys.setswitchinterval(self.before)
+        runtime.restore_switch_interval()

@@ -299,4 +299,5 @@ def _after_fork_in_child() -> None:
     STATE.forking = False
     STATE.fork_lock = None  # held by the parent's fork: the child has no beacon to wait on
     STATE.fork_held = False
+    runtime.restore_switch_interval()  # forked while the beacon started: the script's again
     STATE.events = type(STATE.events)()

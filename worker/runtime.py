@@ -82,6 +82,9 @@ class State:
         # would inherit a module lock or a watchdog that nobody in it can ever release.
         self.fork_lock: Optional[threading.Lock] = None
         self.fork_held = False  # _before_fork got fork_lock; _after_fork_in_parent frees it
+        # (the script's, ours) GIL switch intervals while the beacon starts on a short one
+        # (beacon._prompt_start); restore_switch_interval() puts the script's back.
+        self.start_switch: Optional[tuple[float, float]] = None
         # How the process is ending, filled in by hooks.py.
         self.exit_code: Optional[int] = None
         self.exit_reason: Optional[str] = None
@@ -144,6 +147,15 @@ def _wait_for_room() -> bool:
             break
         room.wait(min(left, 0.05))
     return True
+
+
+def restore_switch_interval() -> None:
+    """Put back the script's GIL switch interval after the beacon's start, in the process or
+    in a child forked meanwhile (which has no beacon to do it), unless the script changed it
+    since (then its value stays)."""
+    start, STATE.start_switch = STATE.start_switch, None
+    if start is not None and sys.getswitchinterval() == start[1]:
+        sys.setswitchinterval(start[0])
 
 
 def stage_begin(name: str, budget: Optional[float]) -> Optional[int]:

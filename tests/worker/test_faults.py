@@ -18,6 +18,14 @@ def crash_text(path):
     return path.read_text(errors="replace") if path.exists() else ""
 
 
+def run_to_bye(receiver, tmp_path, script: str, timeout: float = 30, **env: str) -> bytes:
+    """Run a supervised script to its end: it exits 0 and says bye. Its stdout."""
+    proc = run_python(textwrap.dedent(script), receiver.env(**env), str(tmp_path), timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    receiver.wait_for(lambda r: r.kind == "bye")
+    return proc.stdout
+
+
 def test_native_crash_leaves_its_stack_in_the_crash_file(receiver, tmp_path):
     crash = tmp_path / "crash.txt"
     child = start_python(
@@ -238,8 +246,10 @@ def test_fork_during_a_beacon_import_leaves_the_child_able_to_import(receiver, t
     futex_do_wait before its first batch (issue 20). The finder below holds the beacon
     inside its import of `hmac` (its module body runs for 0.5 s, as a cold disk would make
     it) while the main thread forks."""
-    proc = run_python(
-        textwrap.dedent("""
+    out = run_to_bye(
+        receiver,
+        tmp_path,
+        """
         import os, signal, sys, threading
         from importlib.machinery import PathFinder
         inside = threading.Event()
@@ -275,14 +285,10 @@ def test_fork_during_a_beacon_import_leaves_the_child_able_to_import(receiver, t
             os._exit(0)
         _, status = os.waitpid(pid, 0)
         print("child exit", os.waitstatus_to_exitcode(status), flush=True)
-    """),
-        receiver.env(heartbeat_s="0.2"),
-        str(tmp_path),
-        timeout=30,
+    """,
+        heartbeat_s="0.2",
     )
-    assert proc.returncode == 0, proc.stderr
-    assert b"child exit 0" in proc.stdout, proc.stdout
-    receiver.wait_for(lambda r: r.kind == "bye")
+    assert b"child exit 0" in out, out
 
 
 def test_the_beacon_starts_on_a_short_switch_interval_and_puts_it_back(receiver, tmp_path):
@@ -291,8 +297,10 @@ def test_the_beacon_starts_on_a_short_switch_interval_and_puts_it_back(receiver,
     25 ms, and over a second on a loaded machine, so the job stayed "starting" and its stall
     clock armed late (issue 20). The beacon starts on a 0.5 ms interval and then restores
     the script's."""
-    proc = run_python(
-        textwrap.dedent("""
+    out = run_to_bye(
+        receiver,
+        tmp_path,
+        """
         import sys, threading, time
         from importlib.machinery import PathFinder
         seen = []
@@ -313,14 +321,10 @@ def test_the_beacon_starts_on_a_short_switch_interval_and_puts_it_back(receiver,
         while sys.getswitchinterval() != before and time.monotonic() < deadline:
             x += 1
         print("before", before, "during", seen, "after", sys.getswitchinterval(), flush=True)
-    """),
-        receiver.env(heartbeat_s="0.2"),
-        str(tmp_path),
-        timeout=30,
+    """,
+        heartbeat_s="0.2",
     )
-    assert proc.returncode == 0, proc.stderr
-    assert b"before 0.005 during [0.0005] after 0.005" in proc.stdout, proc.stdout
-    receiver.wait_for(lambda r: r.kind == "bye")
+    assert b"before 0.005 during [0.0005] after 0.005" in out, out
 
 
 def test_the_start_interval_leaves_a_value_the_script_set_meanwhile():
@@ -341,6 +345,34 @@ def test_the_start_interval_leaves_a_value_the_script_set_meanwhile():
         assert sys.getswitchinterval() == short
     finally:
         sys.setswitchinterval(before)
+
+
+def test_a_child_forked_while_the_beacon_starts_gets_the_scripts_interval(tmp_path):
+    """A fork (a DataLoader worker) between the beacon's switch to 0.5 ms and its restore
+    would keep the short interval for ever: the child has no beacon to put it back. The
+    worker's at-fork hook restores it in the child; the parent's beacon does in the parent."""
+    proc = run_python(
+        textwrap.dedent("""
+        import os, sys
+        from trainbridge.worker import beacon, hooks
+        os.register_at_fork(after_in_child=hooks._after_fork_in_child)  # as hooks.install
+        sys.setswitchinterval(0.005)
+        start = beacon._prompt_start()
+        start.__enter__()  # the beacon is starting
+        pid = os.fork()
+        if pid == 0:
+            print("child", sys.getswitchinterval(), flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        print("parent", sys.getswitchinterval(), flush=True)
+        start.__exit__(None, None, None)
+        print("parent after", sys.getswitchinterval(), flush=True)
+    """),
+        {k: v for k, v in os.environ.items() if not k.startswith("TRAINBRIDGE_")},
+        str(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split(b"\n")[:3] == [b"child 0.005", b"parent 0.0005", b"parent after 0.005"]
 
 
 def test_multiprocessing_spawn_children_stay_silent(receiver, tmp_path):
