@@ -13,7 +13,8 @@ import re
 import time
 from typing import Callable, Optional
 
-_MARK = re.compile(r"^\[trainbridge\] pid (\d+): stacks on SIGUSR1$", re.MULTILINE)
+from trainbridge.bridge.report_files import SIGNAL_DUMP_MARK
+
 _ANY_MARK = re.compile(r"^\[trainbridge\] ", re.MULTILINE)
 NATIVE_WAIT_S = 0.5  # the longest to wait for one rank's SIGUSR2 dump to appear
 _SETTLE_S = 0.02  # the file has stopped growing: faulthandler wrote the whole stack
@@ -23,7 +24,7 @@ def sigusr1_sections(text: str) -> dict[int, str]:
     """pid -> the stacks its SIGUSR1 handler wrote, from crash file text (each dump starts
     with its marker line and ends at the next "[trainbridge]" line)."""
     out: dict[int, str] = {}
-    for m in _MARK.finditer(text):
+    for m in SIGNAL_DUMP_MARK.finditer(text):
         rest = text[m.end() + 1 :]
         end = _ANY_MARK.search(rest)
         out[int(m.group(1))] = rest[: end.start()] if end else rest

@@ -76,7 +76,7 @@ def crash_file_size(path: Optional[str]) -> Optional[int]:
         return None
 
 
-_SIGNAL_DUMP_MARK = re.compile(r"^\[trainbridge\] pid (\d+): stacks on SIGUSR1$", re.M)
+SIGNAL_DUMP_MARK = re.compile(r"^\[trainbridge\] pid (\d+): stacks on SIGUSR1$", re.M)
 
 
 def signal_dumped_pids(path: Optional[str], since: Optional[int]) -> set[int]:
@@ -96,4 +96,4 @@ def signal_dumped_pids(path: Optional[str], since: Optional[int]) -> set[int]:
 def signal_dumped_in(text: Optional[str]) -> set[int]:
     """The processes whose SIGUSR1 handler wrote its stacks into this crash file text: their
     main thread ran Python, however late (pure)."""
-    return {int(m) for m in _SIGNAL_DUMP_MARK.findall(text or "")}
+    return {int(m) for m in SIGNAL_DUMP_MARK.findall(text or "")}

@@ -8,8 +8,8 @@
  * its dump is what the file grew by after it.
  */
 const fs = require('node:fs');
+const { SIGNAL_DUMP_MARK } = require('./report_files.js');
 
-const MARK = /^\[trainbridge\] pid (\d+): stacks on SIGUSR1$/gm;
 const ANY_MARK = /^\[trainbridge\] /m;
 const NATIVE_WAIT_MS = 500; // the longest to wait for one rank's SIGUSR2 dump to appear
 const SETTLE_MS = 20; // the file has stopped growing: faulthandler wrote the whole stack
@@ -17,7 +17,7 @@ const SETTLE_MS = 20; // the file has stopped growing: faulthandler wrote the wh
 /** pid -> the stacks its SIGUSR1 handler wrote (from its marker to the next "[trainbridge]" line). */
 function sigusr1Sections(text) {
   const out = new Map();
-  for (const m of text.matchAll(MARK)) {
+  for (const m of text.matchAll(SIGNAL_DUMP_MARK)) {
     const rest = text.slice(m.index + m[0].length + 1);
     const end = ANY_MARK.exec(rest);
     out.set(Number(m[1]), end ? rest.slice(0, end.index) : rest);

@@ -105,4 +105,4 @@ function signalDumpedIn(text) {
   return new Set([...String(text ?? '').matchAll(SIGNAL_DUMP_MARK)].map((m) => Number(m[1])));
 }
 
-module.exports = { CRASH_TEXT_MAX, readFiles, readStageBox, readCrashFile, crashFileSize, signalDumpedPids, signalDumpedIn };
+module.exports = { CRASH_TEXT_MAX, SIGNAL_DUMP_MARK, readFiles, readStageBox, readCrashFile, crashFileSize, signalDumpedPids, signalDumpedIn };

@@ -65,3 +65,18 @@ for (const c of live) {
     assert.deepStrictEqual(got ? { kind: got.kind, frame: got.evidence.frame, summary: got.summary } : null, c.diagnosis);
   });
 }
+
+test('SIGUSR1 sections are told apart by pid, and the report reads the same markers', () => {
+  const { sigusr1Sections } = require('../src/rankdumps.js');
+  const { signalDumpedIn } = require('../src/report_files.js');
+  const text = '[trainbridge] pid 7: native crashes, SIGUSR1 dumps and GIL-freeze dumps go here\n'
+    + '[trainbridge] pid 11: stacks on SIGUSR1\n'
+    + 'Current thread 0x1 (most recent call first):\n  File "/w/a.py", line 3 in f\n\n'
+    + '[trainbridge] pid 12: stacks on SIGUSR1\n'
+    + 'Current thread 0x2 (most recent call first):\n  File "/w/b.py", line 4 in g\n';
+  const got = sigusr1Sections(text);
+  assert.deepEqual([...got.keys()].sort(), [11, 12]);
+  assert.deepEqual(ranksHang.mainThreadFrames(got.get(11)).map((f) => f.function), ['f']);
+  assert.deepEqual(ranksHang.mainThreadFrames(got.get(12)).map((f) => f.function), ['g']);
+  assert.deepEqual([...signalDumpedIn(text)].sort(), [11, 12]);
+});

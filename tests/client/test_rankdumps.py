@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from trainbridge.bridge import rankdumps, ranks_hang
+from trainbridge.bridge import rankdumps, ranks_hang, report_files
 
 
 def test_sigusr1_sections_are_told_apart_by_pid():
@@ -23,6 +23,8 @@ def test_sigusr1_sections_are_told_apart_by_pid():
     assert sorted(got) == [11, 12]
     assert [f["function"] for f in ranks_hang.main_thread_frames(got[11])] == ["f"]
     assert [f["function"] for f in ranks_hang.main_thread_frames(got[12])] == ["g"]
+    # the report's "did its Python answer" reads the same markers (one pattern for both)
+    assert report_files.signal_dumped_in(text) == {11, 12}
 
 
 def test_sigusr2_to_a_process_stuck_in_c_returns_its_dump(tmp_path):
