@@ -104,13 +104,16 @@ def collect(pid: int, window_s: float = 0.5) -> dict[str, Any]:
     """Evidence about the job whose main process is `pid`: sample(), the main thread's
     states over window_s, measure(). Never raises; takes about window_s plus a little
     reading. (Node cannot block: job_end.js runs the same three steps on timers.)"""
+    first: dict[str, Any] = {}
     try:
         first = sample(pid)
         # The window is a measurement interval, not synchronisation: deltas need two looks.
         return measure(first, main_thread_states(pid, first["t"] + max(0.0, window_s)))
     except Exception as exc:  # noqa: BLE001 - evidence is best effort: a bug here must not hide the job
-        note = f"evidence failed: {type(exc).__name__}: {exc}"
-        return {"pid": pid, "window_s": window_s, "notes": [note]}
+        # What the first look read is kept: a failure later in the window costs only the rest.
+        ev = {k: first[k] for k in ("status", "name", "alive") if k in first}
+        notes = list(first.get("notes") or []) + [f"evidence failed: {type(exc).__name__}: {exc}"]
+        return {"pid": pid, "window_s": window_s, **ev, "notes": notes}
 
 
 def sample(pid: int) -> dict[str, Any]:

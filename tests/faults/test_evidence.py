@@ -298,3 +298,15 @@ def test_measure_counts_the_states_sampled_in_the_window_as_node_does():
     assert ev["main_thread"]["runnable_fraction"] == 0.667
     assert ev["main_thread"]["wait_samples"] == {"running": 2, "do_epoll_wait": 1}
     assert "runnable_fraction" not in evidence.measure(evidence.sample(os.getpid()))["main_thread"]
+
+
+def test_a_failure_in_the_window_keeps_what_the_first_look_read(monkeypatch):
+    """collect() never raises; what sample() read survives a failure in measure()."""
+
+    def broken(first, states=()):
+        raise RuntimeError("disk gone")
+
+    monkeypatch.setattr(evidence, "measure", broken)
+    ev = evidence.collect(os.getpid(), window_s=0.0)
+    assert ev["alive"] is True and ev["status"] and ev["name"], ev
+    assert ev["notes"][-1] == "evidence failed: RuntimeError: disk gone", ev
