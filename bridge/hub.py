@@ -11,6 +11,11 @@ ack every error and bye (again for a replayed one), and refuse an unsupported ve
 
 ipc endpoints live in a private (0700) runtime directory that is removed at exit; where ipc
 is unavailable (or the path too long for a unix socket) the ROUTER binds tcp on loopback.
+
+A job whose process was spawned before the job could be registered (`run --transparent`
+spawns first and loads the client after) is *expected*: its messages are held, in order and
+within a bound, until the job is attached (`release_early`), so a hello read in between is
+not lost.
 """
 
 from __future__ import annotations
@@ -40,6 +45,29 @@ RCVHWM = 16
 SNDHWM = 1000
 PER_CONNECTION_BYTES = RCVHWM * (codec.MAX_MESSAGE_BYTES + 64)
 POLL_MAX_S = 0.5  # the longest the reactor sleeps: jobs also refresh process trees on ticks
+# Messages held for an expected job until it is attached (hello, a few beats: a spawn and an
+# import's worth of time); past either bound they are dropped and counted (`early_overflow`).
+EARLY_MAX_MESSAGES = 256
+EARLY_MAX_BYTES = 4 * 1024 * 1024
+
+
+class _Early:
+    """What arrived for an expected job before it was attached."""
+
+    __slots__ = ("frames", "size", "over")
+
+    def __init__(self) -> None:
+        self.frames: list[list] = []
+        self.size = 0
+        self.over = 0
+
+    def hold(self, frames: list) -> None:
+        size = frames_size(frames)
+        if len(self.frames) >= EARLY_MAX_MESSAGES or self.size + size > EARLY_MAX_BYTES:
+            self.over += 1
+            return
+        self.frames.append(frames)
+        self.size += size
 
 
 class Hub:
@@ -49,16 +77,20 @@ class Hub:
     _instance_lock = threading.Lock()
 
     @classmethod
-    def get(cls, runtime_dir: Optional[str] = None) -> Hub:
+    def get(cls, runtime_dir: Optional[str] = None, expect: Optional[str] = None) -> Hub:
         """The process's hub. `runtime_dir`: a private (0700) directory made by the caller,
         used if the hub starts now (a wrapper that chose the endpoint before it spawned:
-        ipc://<runtime_dir>/hub.sock when that path is short enough)."""
+        ipc://<runtime_dir>/hub.sock when that path is short enough). `expect`: the id of
+        a job spawned (or about to be) before it is registered: see expect()."""
         with cls._instance_lock:
             if cls._instance is None or not cls._instance._thread.is_alive():
-                cls._instance = cls(runtime_dir)
-            return cls._instance
+                cls._instance = cls(runtime_dir, expect)
+                return cls._instance
+        if expect is not None:
+            cls._instance.expect(expect)
+        return cls._instance
 
-    def __init__(self, runtime_dir: Optional[str] = None) -> None:
+    def __init__(self, runtime_dir: Optional[str] = None, expect: Optional[str] = None) -> None:
         self.runtime_dir = runtime_dir or launcher.make_runtime_dir()
         self.jobs: dict[str, Any] = {}  # job id -> Job (I/O thread only)
         self.unrouted = 0  # messages for no job this client serves (reports show their share)
@@ -78,6 +110,8 @@ class Hub:
         # peer address of each routing id that connected over such an endpoint.
         self.listening: dict[str, tuple[str, str]] = {}
         self.peer_addr: dict[bytes, str] = {}
+        # job id -> what came for it before it was attached (held from the first read on)
+        self._early: dict[str, _Early] = {} if expect is None else {expect: _Early()}
         self._thread = threading.Thread(target=self._run, name="trainbridge-hub", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -139,12 +173,40 @@ class Hub:
         self.listening[address] = out[0]
         return out[0]
 
+    def expect(self, job_id: str) -> None:
+        """Hold every message for `job_id` from now until the job is attached
+        (release_early): for a process spawned before its job is registered. Returns once
+        in force. Any thread."""
+        if self.in_io_thread():
+            self._early.setdefault(job_id, _Early())
+            return
+        done = threading.Event()
+        self.call(lambda: (self._early.setdefault(job_id, _Early()), done.set()))
+        if not done.wait(10):
+            raise RuntimeError("trainbridge: the hub did not answer expect() within 10 s")
+
+    def held(self, job_id: str) -> int:
+        """How many messages are held for an expected job not attached yet (see expect)."""
+        early = self._early.get(job_id)
+        return len(early.frames) + early.over if early is not None else 0
+
     # --- I/O thread: registration -------------------------------------------------------
     def add_job(self, job: Any) -> None:
         self.jobs[job.id] = job
 
+    def release_early(self, job: Any) -> None:
+        """The job is attached: hand it what was held for it, in the order it came."""
+        early = self._early.pop(job.id, None)
+        if early is None:
+            return
+        if early.over:
+            job.channel.rejected["early_overflow"] += early.over
+        for frames in early.frames:
+            self._for_job(job, job.channel.receive, frames[0], frames[1:])
+
     def remove_job(self, job_id: str) -> None:
         self.jobs.pop(job_id, None)
+        self._early.pop(job_id, None)
         if self.peer_addr:
             prefix = f"{job_id}/".encode("ascii", "replace")
             for rid in [rid for rid in self.peer_addr if rid.startswith(prefix)]:
@@ -282,6 +344,10 @@ class Hub:
     def _route(self, frames: list) -> None:
         routing_id = frames[0]
         job_id, _ = intake.parse_routing_id(routing_id)
+        early = self._early.get(job_id) if job_id is not None and self._early else None
+        if early is not None:  # expected, not attached yet: kept in order (release_early)
+            early.hold(frames)
+            return
         job = self.jobs.get(job_id) if job_id is not None else None
         if job is None:
             self.unrouted += 1

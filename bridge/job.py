@@ -282,6 +282,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
             launcher.watch_exit_in_thread(proc, lambda: self.hub.call(self._on_exit_ready))
         self._publish({"event": "spawn", "pid": proc.pid, "command": list(self.cmd)})
         self._publish({"event": "state", "state": self.m["state"]})
+        self.hub.release_early(self)  # a process spawned before its job: what it said meanwhile
 
     # --- public API (any thread) ----------------------------------------------------------
     @property

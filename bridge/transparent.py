@@ -98,7 +98,7 @@ def run(args: Any, cmd: list[str]) -> int:
     else:  # no short ipc path: the hub binds (tcp) first, and we pay for its imports
         from trainbridge.bridge.hub import Hub
 
-        hub = Hub.get(runtime_dir)
+        hub = Hub.get(runtime_dir, expect=job_id)
         endpoint, server_key = hub.endpoint, hub.server_key
 
     # In the terminal's foreground group, the child stays in ours, as it would without us
@@ -163,7 +163,9 @@ def run(args: Any, cmd: list[str]) -> int:
     from trainbridge.bridge.hub import Hub
     from trainbridge.bridge.job import Job
 
-    hub = hub or Hub.get(runtime_dir)
+    # The child may have said hello already: the hub holds the job's messages until it is
+    # attached (Hub.expect), so none is read and dropped before the job is registered.
+    hub = hub or Hub.get(runtime_dir, expect=job_id)
     job = Job(cmd, config=config, log_path=args.log, hub=hub, python_env=False, ident=(job_id, key))
     forwarder.attach(job)  # before start: a signal noted so far steps the job before its exit
     job.start(proc, read_pipes=False)

@@ -160,3 +160,60 @@ def test_runtime_dir_is_private():
     mode = stat.S_IMODE(os.stat(hub.runtime_dir).st_mode)
     assert mode == 0o700
     assert hub.endpoint.startswith(("ipc://", "tcp://127.0.0.1:"))
+
+
+def test_a_hello_read_before_its_job_is_registered_is_kept_for_it():
+    """`run --transparent` spawns before it loads the client: the hub binds, and the child's
+    hello can be read before the job is registered. Held for the expected job and handed to
+    it once attached, it counts: before, it was dropped (the report had no environment, two
+    messages `lost`)."""
+    import os
+    import subprocess
+    import time
+
+    from trainbridge.bridge import jobenv, machine
+    from trainbridge.bridge.hub import Hub
+    from trainbridge.bridge.job import Job
+    from trainbridge.bridge.launcher import make_runtime_dir
+
+    runtime_dir = make_runtime_dir()
+    job_id, key = f"job-{os.urandom(6).hex()}", os.urandom(32)
+    os.mkdir(os.path.join(runtime_dir, job_id), 0o700)
+    crash = os.path.join(runtime_dir, job_id, "crash.txt")
+    env = dict(os.environ)
+    endpoint = f"ipc://{runtime_dir}/hub.sock"
+    env.update(jobenv.variables(endpoint, job_id, key, crash, dict(machine.DEFAULTS), os.getpid()))
+    cmd = [sys.executable, "-c", "from trainbridge import worker; import sys; sys.stdin.read()"]
+    proc = subprocess.Popen(
+        cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    hub = Hub(runtime_dir, expect=job_id)  # a hub of its own, as the wrapper's process has
+    try:
+        deadline = time.monotonic() + 30
+        while hub.held(job_id) == 0:  # the hello has been read, and no job is registered
+            assert proc.poll() is None and time.monotonic() < deadline, "no hello was read"
+            time.sleep(0.01)
+        assert hub.unrouted == 0
+        job = Job(cmd, hub=hub, python_env=False, ident=(job_id, key)).start(proc)
+        assert hub.held(job_id) == 0  # handed over when attached
+        proc.stdin.close()
+        report = job.wait(30)
+    finally:
+        hub.close()
+    validate_report(report)
+    assert report["outcome"] == "succeeded"
+    assert report["environment"] is not None and report["environment"]["python"]
+    assert not any(report["protocol"].values()), report["protocol"]
+    assert_tree_gone(job)
+
+
+def test_what_an_expected_job_gets_before_it_is_attached_is_bounded():
+    from trainbridge.bridge import hub as hub_module
+
+    early = hub_module._Early()
+    for _ in range(hub_module.EARLY_MAX_MESSAGES + 3):
+        early.hold([b"r", b"x" * 10])
+    assert len(early.frames) == hub_module.EARLY_MAX_MESSAGES and early.over == 3
+    big = hub_module._Early()
+    big.hold([b"r", b"x" * hub_module.EARLY_MAX_BYTES])
+    assert big.frames == [] and big.over == 1
