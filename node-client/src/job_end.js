@@ -17,7 +17,11 @@ const { logFooter } = require('./report_text.js');
 const jobFacts = require('./job_facts.js');
 const { now } = require('./job_actions.js');
 
-const QUIET_MS = 5; // after the exit, nothing readable on the socket and nothing received for this long
+// After the exit, with no proof that the socket is empty: nothing received for this long. The
+// receive loop hands on whatever is queued at once (it is the only reader: src/hub.js), so
+// quiet means read. Longer while a disconnect notice is due: the proof usually comes first.
+const QUIET_MS = 5;
+const NOTICE_WAIT_MS = 25;
 const PIPE_LINGER_MS = 200; // after the exit: how long a pipe held by a grandchild may keep us
 const SNAPSHOT_WINDOW_MS = 500; // CPU is measured over this window (bridge/evidence.py's)
 const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in the window
@@ -145,10 +149,12 @@ class JobEnd {
       const pipesDone = this._pipesOpen <= 0 || (t - start) * 1000 >= PIPE_LINGER_MS;
       // After an acked bye the worker sent its last message; otherwise (a crash) messages may
       // still be queued: wait until every connection of the job has ended (the hub's notice
-      // comes after all it delivered) or, without notices, until the socket has nothing to
-      // read and was quiet QUIET_MS.
+      // comes after all it delivered) or, without that proof, until nothing came for
+      // QUIET_MS (NOTICE_WAIT_MS while a notice is due: libzmq drops it when the
+      // connection's queue is full at its end).
+      const quietFor = (t - Math.max(this._lastMsgAt, this._exitAt || 0)) * 1000;
       const quiet = this._facts.bye !== null || this._connectionsEnded()
-        || (!this._hub.readable() && (t - Math.max(this._lastMsgAt, this._exitAt || 0)) * 1000 >= QUIET_MS);
+        || quietFor >= (this._noticeDue() ? NOTICE_WAIT_MS : QUIET_MS);
       if (pipesDone && quiet) {
         this._drainCheck = null;
         this._post({ type: 'drained' });
@@ -174,6 +180,11 @@ class JobEnd {
     if (!this._hub.notifies || this._peers.size === 0 || this._facts.leftovers.length > 0) return false;
     for (const peer of this._peers) if (!this._gone.has(peer)) return false;
     return true;
+  }
+
+  /** Whether _connectionsEnded() can still become true: the proof is worth waiting for. */
+  _noticeDue() {
+    return this._hub.notifies && this._peers.size > 0 && this._facts.leftovers.length === 0;
   }
 
   _finish() {
