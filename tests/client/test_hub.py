@@ -217,3 +217,46 @@ def test_what_an_expected_job_gets_before_it_is_attached_is_bounded():
     big = hub_module._Early()
     big.hold([b"r", b"x" * hub_module.EARLY_MAX_BYTES])
     assert big.frames == [] and big.over == 1
+
+
+def test_a_turn_of_the_reactor_asks_only_the_jobs_it_touched():
+    """With 200 jobs, asking every job for its next wakeup and ticking it on every turn
+    was a fifth of the I/O thread's time: a job is asked again only after something of it
+    was handled, and ticked only when its wakeup is due."""
+    import threading
+    import time
+
+    from trainbridge.bridge.hub import Hub
+
+    class Idle:
+        def __init__(self, n):
+            self.id, self.asked, self.ticked = f"idle-{n}", 0, 0
+
+        def next_wakeup(self):
+            self.asked += 1
+            return None
+
+        def tick(self, now):
+            self.ticked += 1
+
+    class Clock:  # due every 5 ms: it makes the reactor turn
+        id, turns, done = "clock", 0, threading.Event()
+
+        def next_wakeup(self):
+            return time.monotonic() + 0.005
+
+        def tick(self, now):
+            self.turns += 1
+            if self.turns >= 20:
+                self.done.set()
+
+    idle, clock = [Idle(n) for n in range(50)], Clock()
+    hub = Hub()
+    try:
+        hub.call(lambda: [hub.add_job(job) for job in (*idle, clock)])
+        assert clock.done.wait(30), "the clock job was not ticked 20 times"
+        asked = [job.asked for job in idle]
+    finally:
+        hub.close()
+    assert max(asked) <= 2, asked  # once when added (and once if a call came meanwhile)
+    assert all(job.ticked == 0 for job in idle)
