@@ -130,7 +130,8 @@ def hung_rank(state: ranks.State, live: bool = False) -> Optional[dict[str, Any]
     """When ranks wait in a collective and one does not arrive: that rank, with its frame,
     and the others' collective. Needs every rank's stack at hang time (their dump_stacks
     replies; with live, their last heartbeats' idle stacks); None when fewer than two ranks
-    answered, none waits, or none is missing."""
+    answered, none waits, or none is missing. A rank whose stack shows no frame (a
+    faulthandler dump read before it was written out) is neither: it is never named."""
     field = "beat_stack" if live else "stacks"
     answered = [
         p
@@ -142,6 +143,8 @@ def hung_rank(state: ranks.State, live: bool = False) -> Optional[dict[str, Any]
     waiting, away = [], []
     for p in sorted(answered, key=lambda q: q["rank"]):
         frames = _beat_frames(p[field]) if live else main_thread_frames(p[field])
+        if not frames:  # a dump cut short, say: where this rank is is not known
+            continue
         op = _collective(frames)
         (waiting if op else away).append((p, frames, op))
     if not waiting or not away:
@@ -179,7 +182,8 @@ def hung_rank(state: ranks.State, live: bool = False) -> Optional[dict[str, Any]
         "missing": missing,
         "waiting": waiters,
         "summary": text,
-        "hint": f"see why rank {first['rank']} is at {missing[0]['frame']} and not in "
+        "hint": f"see why rank {first['rank']} is at {missing[0]['frame'] or 'an unknown frame'}"
+        " and not in "
         f"{ops[0]}: every rank must reach the same collectives in the same order",
     }
 

@@ -102,6 +102,7 @@ function hungRank(state, live = false) {
   const away = [];
   for (const p of answered) {
     const frames = live ? beatFrames(p[field]) : mainThreadFrames(p[field]);
+    if (!frames.length) continue; // a dump cut short, say: where this rank is is not known
     const op = collective(frames);
     (op ? waiting : away).push([p, frames, op]);
   }
@@ -116,7 +117,7 @@ function hungRank(state, live = false) {
   return {
     rank: first.rank, host: first.host, ...(first.addr ? { addr: first.addr } : {}), pid: first.pid,
     missing, waiting: waiters, summary: text,
-    hint: `see why rank ${first.rank} is at ${missing[0].frame} and not in ${ops[0]}: every rank must reach the same collectives in the same order`,
+    hint: `see why rank ${first.rank} is at ${missing[0].frame || 'an unknown frame'} and not in ${ops[0]}: every rank must reach the same collectives in the same order`,
   };
 }
 

@@ -450,6 +450,41 @@ HUNG = [
         "read_shard; rank(s) 0 wait in all_reduce for it",
     },
     {
+        "name": "a rank whose dump shows no frame (read before faulthandler wrote it out) is "
+        "not named: the rank whose stack shows it elsewhere is",
+        "messages": [
+            ["j/0", "hello", hello(101, 100, 0, 0, 3), 1.0],
+            ["j/1", "hello", hello(102, 100, 1, 1, 3), 1.0],
+            ["j/2", "hello", hello(103, 100, 2, 2, 3), 1.0],
+            [
+                "j/0",
+                "reply",
+                {"to": 9, "ok": True, "stacks": stacks(("/w/train.py", 22, "<module>"), REDUCE)},
+                30.0,
+            ],
+            [
+                "j/1",
+                "signal_dump",
+                {"stacks": "Stack (most recent call first):\n"},
+                31.0,
+            ],
+            [
+                "j/2",
+                "reply",
+                {
+                    "to": 9,
+                    "ok": True,
+                    "stacks": stacks(
+                        ("/w/train.py", 20, "<module>"), ("/w/train.py", 14, "read_shard")
+                    ),
+                },
+                30.0,
+            ],
+        ],
+        "summary": "rank 2 (host a, pid 103) is not in the collective: it is at w/train.py:14 "
+        "read_shard; rank(s) 0 wait in all_reduce for it",
+    },
+    {
         "name": "every rank waits in the collective: no hung rank named",
         "messages": [
             ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
