@@ -80,6 +80,41 @@ test('lead: a rank 0 hello from outside the job tree is ignored and counted', as
   assert.deepEqual(processesOfJob(report.job_id), []);
 });
 
+test('lead: a child\'s hello read before the launched process\'s does not keep the lead', async (t) => {
+  // The pure election is pinned by vectors/lead.json; this forces the order with real
+  // processes, as tests/client/test_lead.py does: the script's Python child says hello, and
+  // the script imports the worker only after this client has read that hello.
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-order-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const gate = path.join(dir, 'go');
+  const script = path.join(dir, 'main.py');
+  fs.writeFileSync(script, [
+    'import os, subprocess, sys, time',
+    'child = subprocess.Popen([sys.executable, "-c", "import sys\\nfrom trainbridge import worker\\n"',
+    '    "worker.progress(7, total=99)\\nsys.stdin.read()"], stdin=subprocess.PIPE)',
+    'while not os.path.exists(os.environ["TB_TEST_GO"]):',
+    '    time.sleep(0.005)',
+    'from trainbridge import worker',
+    'worker.progress(1, total=2)',
+    'child.stdin.close()',
+    'child.wait()',
+    'worker.progress(2, total=2)',
+  ].join('\n'));
+  const job = launch({ command: PYTHON, args: [script], env: { ...process.env, TB_TEST_GO: gate },
+    zeroCode: false, timeouts: { heartbeatTimeout: 10 } });
+  await new Promise((resolve) => job.once('hello', resolve)); // before the gate: the child's
+  fs.writeFileSync(gate, '');
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded', report.summary);
+  assert.equal(report.worker.lead_pid, report.pid, JSON.stringify(report.worker));
+  assert.equal(report.worker.leads.at(-1), report.pid);
+  assert.notEqual(report.worker.leads[0], report.pid, 'the child\'s hello was not read first');
+  assert.deepEqual([report.progress.step, report.progress.total], [2, 2]);
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});
+
 test('lead: when the lead rank dies, the lead passes back to the launcher', async (t) => {
   const fs = require('node:fs');
   const os = require('node:os');

@@ -61,3 +61,50 @@ def test_a_rank_0_hello_from_outside_the_tree_is_ignored_and_counted(script, tmp
     assert report["protocol"]["rejected"].get("foreign", 0) >= 1, report["protocol"]
     assert report["worker"]["leads"] == [job.pid], report["worker"]
     assert report["worker"]["ranks"] == [0] and report["environment"]["host"]
+
+
+def test_a_childs_hello_read_before_the_launched_processs_does_not_keep_the_lead(script, tmp_path):
+    """The pure election is pinned by vectors/lead.json; this forces the order with real
+    processes: the launched script starts a Python child that says hello, and imports the
+    worker itself only after the client has read that hello."""
+    gate = str(tmp_path / "go")
+    path = script("""
+        import subprocess, sys
+        child = subprocess.Popen(
+            [sys.executable, "-c",
+             "import sys\\nfrom trainbridge import worker\\nworker.progress(7, total=99)\\n"
+             "sys.stdin.read()"],
+            stdin=subprocess.PIPE,
+        )
+        wait_go()  # the client has read the child's hello
+        from trainbridge import worker
+        worker.progress(1, total=2)
+        child.stdin.close()
+        child.wait()
+        worker.progress(2, total=2)
+    """)
+    child_hello = threading.Event()  # before the gate, only the child can say hello
+
+    def on_event(event):
+        if event["event"] == "message" and event["kind"] == "hello":
+            child_hello.set()
+
+    job = bridge.launch(
+        [sys.executable, path],
+        cwd=ROOT,
+        zero_code=False,
+        on_event=on_event,
+        env={**os.environ, "TB_TEST_GO": gate},
+        heartbeat_timeout=10,
+    )
+    assert child_hello.wait(WAIT_S), "the child's hello never came"
+    open(gate, "w").close()
+    report = job.wait(WAIT_S)
+    assert report is not None, job.state
+    validate_report(report)
+    assert_tree_gone(job)
+    assert report["outcome"] == "succeeded", report["summary"]
+    assert report["worker"]["lead_pid"] == job.pid, report["worker"]
+    assert report["worker"]["leads"][-1] == job.pid, report["worker"]
+    assert report["worker"]["leads"][0] != job.pid, "the child's hello was not read first"
+    assert (report["progress"]["step"], report["progress"]["total"]) == (2, 2), report["progress"]
