@@ -1,6 +1,8 @@
 """torchrun scale-out (issue 16 item 7): a small DDP loop (2 ranks, gloo, CPU) unsupervised
 vs supervised in zero-code mode (loop time only, start-up excluded), and the client's CPU
-time per rank over a supervised run."""
+time per rank over a supervised run. A third variant, supervised with zero-code off (no
+worker in any process: the client only watches the tree and reads the pipes), splits the
+overhead between the client and the workers."""
 
 from __future__ import annotations
 
@@ -10,10 +12,10 @@ import subprocess
 import sys
 import tempfile
 
-from benchmarks.harness import ROOT, Row, child_env, interleave, median
+from benchmarks.harness import ROOT, Row, child_env, interleave, median, paired
 
 SCRIPT = os.path.join(ROOT, "benchmarks", "ddp_train.py")
-STEPS = 300
+STEPS = 1000  # ~1.7 s of loop: at 300 (~0.5 s) the rounds' spread was several %
 RANKS = 2
 CPU_S: list = []
 
@@ -49,7 +51,7 @@ def plain() -> float:
     return _loop_s(out.stdout.splitlines())
 
 
-def supervised() -> float:
+def supervised(zero_code: bool = True) -> float:
     from trainbridge import bridge
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,10 +63,13 @@ def supervised() -> float:
             startup_timeout=120,
             heartbeat_timeout=60,
             stall_timeout=None,
+            zero_code=zero_code,
         )
         report = job.wait(300)
         after = resource.getrusage(resource.RUSAGE_SELF)
     assert report["outcome"] == "succeeded", report["summary"]
+    if not zero_code:
+        return _loop_s(report["log_tail"])
     CPU_S.append(
         (
             (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
@@ -74,10 +79,18 @@ def supervised() -> float:
     return _loop_s(report["log_tail"])
 
 
-def run(rounds: int = 5) -> list:
-    s = interleave({"unsupervised": plain, "supervised": supervised}, rounds)
+def run(rounds: int = 9) -> list:
+    s = interleave(
+        {
+            "unsupervised": plain,
+            "supervised": supervised,
+            "no worker": lambda: supervised(zero_code=False),
+        },
+        rounds,
+    )
     ours, base = median(s["supervised"]) * 1000, median(s["unsupervised"]) * 1000
     ratio = ours / base
+    bare = median(s["no worker"]) * 1000
     cpu = median([c for c, _ in CPU_S])
     wall = median([d for _, d in CPU_S])
     return [
@@ -90,7 +103,18 @@ def run(rounds: int = 5) -> list:
             ratio,
             "< 1% overhead",
             ratio < 1.01,
-            note=f"overhead {100 * (ratio - 1):+.2f}%",
+            note=f"overhead {100 * (ratio - 1):+.2f}%; "
+            f"{paired(s['supervised'], s['unsupervised'])}",
+        ),
+        Row(
+            "torchrun DDP",
+            f"{STEPS} DDP steps x {RANKS} ranks, supervised without workers (ms)",
+            bare,
+            "unsupervised (ms)",
+            base,
+            bare / base,
+            note=f"the client's share of the overhead: zero-code off, no worker in any "
+            f"process; {paired(s['no worker'], s['unsupervised'])}",
         ),
         Row(
             "torchrun DDP",

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchmarks.harness import ROOT, Row, child_env, interleave, median
+from benchmarks.harness import ROOT, Row, child_env, interleave, median, paired
 
 SCRIPT = os.path.join(ROOT, "benchmarks", "ddp_train.py")
 DRIVER = os.path.join(ROOT, "tests", "distributed", "twohost", "driver.py")
@@ -129,7 +129,8 @@ def run(rounds: int = 5) -> list:
             ratio,
             "< 1% overhead",
             ratio < 1.01,
-            note=f"overhead {100 * (ratio - 1):+.2f}%; medians of {rounds} interleaved runs "
+            note=f"overhead {100 * (ratio - 1):+.2f}%; "
+            f"{paired(s['supervised'], s['unsupervised'])}; medians of {rounds} interleaved runs "
             f"each: supervised {[round(x * 1000) for x in s['supervised']]}, "
             f"unsupervised {[round(x * 1000) for x in s['unsupervised']]}",
         ),

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from benchmarks.harness import ROOT, Row, child_env, interleave, median
+from benchmarks.harness import ROOT, Row, child_env, interleave, median, paired
 
 SCRIPT = os.path.join(ROOT, "benchmarks", "loop_train.py")
 STEPS = 1500
@@ -44,7 +44,7 @@ def supervised(zero_code: bool, *flags) -> float:
     return _loop_s(report["log_tail"])
 
 
-def run(rounds: int = 5) -> list:
+def run(rounds: int = 9) -> list:
     s = interleave(
         {
             "unsupervised, api": lambda: plain("--api"),
@@ -71,7 +71,7 @@ def run(rounds: int = 5) -> list:
                 ratio,
                 "<= 1.005x",
                 ratio <= 1.005,
-                note=f"overhead {100 * (ratio - 1):+.2f}%",
+                note=f"overhead {100 * (ratio - 1):+.2f}%; {paired(s[ours], s[base])}",
             )
         )
     return rows
