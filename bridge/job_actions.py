@@ -85,7 +85,10 @@ class JobActions:
     def next_wakeup(self) -> Optional[float]:
         if self.proc is None or self._done.is_set():
             return None
-        times = [machine.next_deadline(self.m), self._drain_until]
+        drain = self._drain_until
+        if drain is not None and not self._pipes:
+            drain = 0.0  # the pipes are done: the drain ends at the next tick, now
+        times = [machine.next_deadline(self.m), drain]
         if self.channel.held:
             times.append(time.monotonic() + SEND_RETRY_S)
         if self.facts["exit_code"] is None and self.facts["exit_signal"] is None:
