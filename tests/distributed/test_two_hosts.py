@@ -187,12 +187,16 @@ def test_the_root_cause_is_the_rank_on_host_b_that_failed_first(h):
     assert time.monotonic() - t0 < 90
 
 
-def test_the_rank_on_host_b_missing_from_all_reduce_is_named(h):
+@pytest.mark.parametrize("client", ["api", "node"])
+def test_the_rank_on_host_b_missing_from_all_reduce_is_named(h, client):
     # The stall deadline also covers the ranks' `import torch` stage (zero-code): 8 ranks
     # importing torch on 2 loaded cores took over 10 s once, and that was rightly judged
     # an import hang. 25 s leaves the import room; the hang is the subject here.
     report, out_b = run_two_hosts(
-        h, "rank_stuck.py", {"startup_timeout": 60, "heartbeat_timeout": 30, "stall_timeout": 25}
+        h,
+        "rank_stuck.py",
+        {"startup_timeout": 60, "heartbeat_timeout": 30, "stall_timeout": 25},
+        client=client,
     )
     assert report["outcome"] == "hung", report["diagnosis"]
     assert report["diagnosis"]["kind"] == "collective_wait", report["diagnosis"]
@@ -226,7 +230,8 @@ def test_node_client_the_root_cause_is_the_rank_on_host_b(h):
     assert report["protocol"]["foreign_hello"] == 0, report["protocol"]
 
 
-def test_a_node_that_never_comes_is_a_rendezvous_wait(h):
+@pytest.mark.parametrize("client", ["api", "node"])
+def test_a_node_that_never_comes_is_a_rendezvous_wait(h, client):
     t0 = time.monotonic()
     report, _ = run_two_hosts(
         h,
@@ -234,6 +239,7 @@ def test_a_node_that_never_comes_is_a_rendezvous_wait(h):
         {"startup_timeout": 15, "heartbeat_timeout": 30, "stall_timeout": 60},
         start_b=False,
         stranger=True,
+        client=client,
     )
     assert report["outcome"] == "hung"
     assert report["diagnosis"]["kind"] == "rendezvous_wait", report["diagnosis"]
