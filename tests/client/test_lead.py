@@ -19,21 +19,7 @@ def test_a_rank_0_hello_from_outside_the_tree_is_ignored_and_counted(script, tmp
         wait_go()
         worker.progress(2, total=2)
     """)
-    first_step = threading.Event()
-
-    def on_event(event):
-        if event["event"] == "message" and event["kind"] == "progress":
-            first_step.set()
-
-    job = bridge.launch(
-        [sys.executable, path],
-        cwd=ROOT,
-        zero_code=False,
-        on_event=on_event,
-        env={**os.environ, "TB_TEST_GO": gate},
-        heartbeat_timeout=10,
-    )
-    assert first_step.wait(WAIT_S), "the job never reported its first step"
+    job = _launch_until(path, gate, "progress")  # the job's first step
 
     with open(f"/proc/{job.pid}/environ", "rb") as f:
         environ = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
@@ -50,12 +36,7 @@ def test_a_rank_0_hello_from_outside_the_tree_is_ignored_and_counted(script, tmp
     )
     assert foreign.returncode == 0, foreign.stderr[-2000:]
 
-    open(gate, "w").close()
-    report = job.wait(WAIT_S)
-    assert report is not None, job.state
-    validate_report(report)
-    assert_tree_gone(job)
-    assert report["outcome"] == "succeeded", report["summary"]
+    report = _open_gate_and_wait(job, gate)
     assert (report["progress"]["step"], report["progress"]["total"]) == (2, 2), report["progress"]
     assert report["protocol"]["foreign_hello"] == 1, report["protocol"]
     assert report["protocol"]["rejected"].get("foreign", 0) >= 1, report["protocol"]
@@ -83,11 +64,21 @@ def test_a_childs_hello_read_before_the_launched_processs_does_not_keep_the_lead
         child.wait()
         worker.progress(2, total=2)
     """)
-    child_hello = threading.Event()  # before the gate, only the child can say hello
+    job = _launch_until(path, gate, "hello")  # before the gate, only the child's
+    report = _open_gate_and_wait(job, gate)
+    assert report["worker"]["lead_pid"] == job.pid, report["worker"]
+    assert report["worker"]["leads"][-1] == job.pid, report["worker"]
+    assert report["worker"]["leads"][0] != job.pid, "the child's hello was not read first"
+    assert (report["progress"]["step"], report["progress"]["total"]) == (2, 2), report["progress"]
+
+
+def _launch_until(path, gate, kind):
+    """Launch the gated script (explicit API) and wait for its first `kind` message."""
+    seen = threading.Event()
 
     def on_event(event):
-        if event["event"] == "message" and event["kind"] == "hello":
-            child_hello.set()
+        if event["event"] == "message" and event["kind"] == kind:
+            seen.set()
 
     job = bridge.launch(
         [sys.executable, path],
@@ -97,14 +88,16 @@ def test_a_childs_hello_read_before_the_launched_processs_does_not_keep_the_lead
         env={**os.environ, "TB_TEST_GO": gate},
         heartbeat_timeout=10,
     )
-    assert child_hello.wait(WAIT_S), "the child's hello never came"
+    assert seen.wait(WAIT_S), f"no {kind} message came"
+    return job
+
+
+def _open_gate_and_wait(job, gate):
+    """Let the script go on; its report, checked, of a job that succeeded and left nothing."""
     open(gate, "w").close()
     report = job.wait(WAIT_S)
     assert report is not None, job.state
     validate_report(report)
     assert_tree_gone(job)
     assert report["outcome"] == "succeeded", report["summary"]
-    assert report["worker"]["lead_pid"] == job.pid, report["worker"]
-    assert report["worker"]["leads"][-1] == job.pid, report["worker"]
-    assert report["worker"]["leads"][0] != job.pid, "the child's hello was not read first"
-    assert (report["progress"]["step"], report["progress"]["total"]) == (2, 2), report["progress"]
+    return report
