@@ -55,12 +55,13 @@ EARLY_MAX_BYTES = 4 * 1024 * 1024
 class _Early:
     """What arrived for an expected job before it was attached."""
 
-    __slots__ = ("frames", "size", "over")
+    __slots__ = ("frames", "size", "over", "over_budget")
 
     def __init__(self) -> None:
         self.frames: list[list] = []
         self.size = 0
-        self.over = 0
+        self.over = 0  # past EARLY_MAX_*: reported as the job's early_overflow
+        self.over_budget = 0  # dropped unverified (intake budget): the job's over_budget
 
     def hold(self, frames: list) -> None:
         size = frames_size(frames)
@@ -192,7 +193,7 @@ class Hub:
     def held(self, job_id: str) -> int:
         """How many messages are held for an expected job not attached yet (see expect)."""
         early = self._early.get(job_id)
-        return len(early.frames) + early.over if early is not None else 0
+        return len(early.frames) + early.over + early.over_budget if early is not None else 0
 
     # --- I/O thread: registration -------------------------------------------------------
     def add_job(self, job: Any) -> None:
@@ -206,6 +207,8 @@ class Hub:
             return
         if early.over:
             job.channel.rejected["early_overflow"] += early.over
+        if early.over_budget:
+            job.channel.rejected["over_budget"] += early.over_budget
         for frames in early.frames:
             self._for_job(job, job.channel.receive, frames[0], frames[1:])
 
@@ -347,10 +350,13 @@ class Hub:
     def _dropped_unverified(self, routing_id: bytes) -> None:
         job_id, _ = intake.parse_routing_id(routing_id)
         job = self.jobs.get(job_id) if job_id is not None else None
-        if job is None:
-            self.unrouted += 1
-        else:
+        early = self._early.get(job_id) if job_id is not None and self._early else None
+        if job is not None:
             job.channel.rejected["over_budget"] += 1
+        elif early is not None:  # expected, not attached yet: its report counts it
+            early.over_budget += 1
+        else:
+            self.unrouted += 1
 
     def _note_peer(self, routing_id: bytes, frame: Any) -> None:
         if routing_id in self.peer_addr:

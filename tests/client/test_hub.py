@@ -219,6 +219,68 @@ def test_what_an_expected_job_gets_before_it_is_attached_is_bounded():
     assert big.frames == [] and big.over == 1
 
 
+def test_input_dropped_over_budget_before_its_job_is_attached_is_in_that_jobs_report(
+    monkeypatch,
+):
+    """A sender that failed authentication, once the window's budget of such input is
+    spent, has its messages dropped unverified. For a job expected but not attached yet,
+    each went to the hub's `unrouted`, a count the job's report takes from its own start,
+    so the job's report did not show it: now the job's `over_budget` does."""
+    import collections
+    import os
+    import time
+
+    import zmq
+
+    from trainbridge.bridge import intake
+    from trainbridge.bridge.hub import Hub
+    from trainbridge.bridge.launcher import make_runtime_dir
+
+    monkeypatch.setattr(intake, "UNAUTH_WINDOW_S", 3600.0)  # the window cannot roll over
+    job_id = f"job-{os.urandom(6).hex()}"
+    sender = f"{job_id}/0"
+    hub = Hub(make_runtime_dir(), expect=job_id)
+    ctx = zmq.Context()
+    dealer = ctx.socket(zmq.DEALER)
+    try:
+
+        def spent():  # as after 16 MiB of this sender's forged messages
+            hub.budget["suspects"][sender] = True
+            hub.budget["t"], hub.budget["bytes"] = time.monotonic(), intake.UNAUTH_BUDGET_BYTES
+
+        on_io(hub, spent)
+        dealer.setsockopt(zmq.IDENTITY, sender.encode())
+        dealer.setsockopt(zmq.LINGER, 0)
+        dealer.connect(hub.endpoint)
+        dealer.send_multipart([b"forged", b"x" * 100])
+        deadline = time.monotonic() + 30
+        while hub.held(job_id) == 0:
+            assert time.monotonic() < deadline, "the hub read nothing"
+            time.sleep(0.01)
+
+        class Attached:  # what release_early reads of a job
+            id = job_id
+            channel = type("Channel", (), {"rejected": collections.Counter()})()
+
+        job = Attached()
+        on_io(hub, lambda: hub.release_early(job))
+        assert job.channel.rejected == {"over_budget": 1}
+        assert hub.unrouted == 0
+    finally:
+        dealer.close()
+        ctx.term()
+        hub.close()
+
+
+def on_io(hub, fn):
+    """Run fn on the hub's I/O thread and wait for it."""
+    import threading
+
+    done = threading.Event()
+    hub.call(lambda: (fn(), done.set()))
+    assert done.wait(10), "the hub's I/O thread did not answer"
+
+
 def test_a_turn_of_the_reactor_asks_only_the_jobs_it_touched():
     """With 200 jobs, asking every job for its next wakeup and ticking it on every turn
     was a fifth of the I/O thread's time: a job is asked again only after something of it
