@@ -82,31 +82,41 @@ class JobActions:
         elif do == "finish":
             self._finish()
 
+    def _due(self, now: float) -> tuple[bool, Optional[float], Optional[float]]:
+        """What of this job's timed work is due, the one account next_wakeup and tick both
+        read (two copies drifted once: a job whose pipes had closed was kept for the pipe
+        linger): (sends held back by a full worker queue, retried on every tick; when the
+        drain ends, `now` once the pipes are done; when the process tree is next re-read,
+        only while the job runs and does not drain). The machine's own deadline is read
+        apart, after the work above, which may move it."""
+        if self._drain_until is not None:
+            drain: Optional[float] = now if not self._pipes else self._drain_until
+            return self.channel.held, drain, None
+        tree = self._tree_next if self.m["exit"] is None else None
+        return self.channel.held, None, tree
+
     def next_wakeup(self) -> Optional[float]:
         if self.proc is None or self._done.is_set():
             return None
-        drain = self._drain_until
-        if drain is not None and not self._pipes:
-            drain = 0.0  # the pipes are done: the drain ends at the next tick, now
-        times = [machine.next_deadline(self.m), drain]
-        if self.channel.held:
-            times.append(time.monotonic() + SEND_RETRY_S)
-        if self.facts["exit_code"] is None and self.facts["exit_signal"] is None:
-            times.append(self._tree_next)
+        now = time.monotonic()
+        held, drain, tree = self._due(now)
+        times = [machine.next_deadline(self.m), drain, tree]
+        if held:
+            times.append(now + SEND_RETRY_S)
         return min((t for t in times if t is not None), default=None)
 
     def tick(self, now: float) -> None:
         if self.proc is None or self._done.is_set():
             return
-        if self.channel.held:
+        held, drain, tree = self._due(now)
+        if held:
             self.channel.flush()
-        if self._drain_until is not None:
-            if not self._pipes or now >= self._drain_until:
-                self._drain_until = None
-                self._close_pipes()
-                self._step({"type": "drained", "t": now})
-                return
-        elif self.m["exit"] is None and now >= self._tree_next:
+        if drain is not None and now >= drain:
+            self._drain_until = None
+            self._close_pipes()
+            self._step({"type": "drained", "t": now})
+            return
+        if tree is not None and now >= tree:
             self.tree.refresh(max_age=launcher.SHARED_TABLE_S)  # one /proc read for all jobs
             self._check_lead_alive(now)
             self._tree_next = now + TREE_REFRESH_S + TREE_REFRESH_PER_JOB_S * len(self.hub.jobs)
