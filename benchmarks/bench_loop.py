@@ -1,5 +1,11 @@
 """Overhead on a real loop: the demo's model for a fixed number of steps, supervised vs
-unsupervised, for the explicit API and for zero-code mode (loop time only, not start-up)."""
+unsupervised, for the explicit API and for zero-code mode (loop time only, not start-up).
+
+Two controls beside them, for the unmodified script: supervised with zero-code off (no
+worker in the process: what the client's own work on this machine costs the loop), and
+unsupervised after importing the modules zero-code mode loads before the script (the
+worker, pyzmq, msgpack) while starting nothing (where torch's memory and code land after
+those imports). What zero-code adds beyond both is the worker's and its hooks' work."""
 
 from __future__ import annotations
 
@@ -33,6 +39,27 @@ def plain(*flags) -> float:
     return _loop_s(out.stdout.splitlines())
 
 
+# The modules sitecustomize loads in zero-code mode before the script's first line.
+PRELOAD = (
+    "import zmq, msgpack, trainbridge.worker.auto, trainbridge.worker.beacon, "
+    "trainbridge.worker.hooks, trainbridge.worker.facts, runpy, sys; "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+def preloaded() -> float:
+    out = subprocess.run(
+        [sys.executable, "-c", PRELOAD, SCRIPT, str(STEPS)],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return _loop_s(out.stdout.splitlines())
+
+
 def supervised(zero_code: bool, *flags) -> float:
     from trainbridge import bridge
 
@@ -51,6 +78,8 @@ def run(rounds: int = 9) -> list:
             "supervised, api": lambda: supervised(False, "--api"),
             "unsupervised, unmodified": lambda: plain(),
             "supervised, zero-code": lambda: supervised(True),
+            "unsupervised, worker's modules imported first": preloaded,
+            "supervised, no worker": lambda: supervised(False),
         },
         rounds,
     )
@@ -72,6 +101,26 @@ def run(rounds: int = 9) -> list:
                 "<= 1.005x",
                 ratio <= 1.005,
                 note=f"overhead {100 * (ratio - 1):+.2f}%; {paired(s[ours], s[base])}",
+            )
+        )
+    base = "unsupervised, unmodified"
+    first = "unsupervised, worker's modules imported first"
+    for ours, label in (
+        ("supervised, no worker", "supervised with zero-code off (no worker: the client alone)"),
+        (first, first),
+    ):
+        ratio = m[ours] / m[base]
+        rows.append(
+            Row(
+                "real loop",
+                f"{STEPS} steps, unmodified, {label} (ms)",
+                m[ours],
+                f"{base} (ms)",
+                m[base],
+                ratio,
+                "control: no target",
+                None,
+                note=f"{100 * (ratio - 1):+.2f}%; {paired(s[ours], s[base])}",
             )
         )
     return rows
