@@ -26,19 +26,6 @@ def _loop_s(lines) -> float:
     raise RuntimeError(f"no LOOP_S line in {lines[-5:]}")
 
 
-def plain(*flags) -> float:
-    out = subprocess.run(
-        [sys.executable, SCRIPT, str(STEPS), *flags],
-        env=child_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    return _loop_s(out.stdout.splitlines())
-
-
 # The modules sitecustomize loads in zero-code mode before the script's first line.
 PRELOAD = (
     "import zmq, msgpack, trainbridge.worker.auto, trainbridge.worker.beacon, "
@@ -47,9 +34,10 @@ PRELOAD = (
 )
 
 
-def preloaded() -> float:
+def plain(*flags: str, preload: bool = False) -> float:
+    """Unsupervised; with `preload`, after importing what zero-code mode loads first."""
     out = subprocess.run(
-        [sys.executable, "-c", PRELOAD, SCRIPT, str(STEPS)],
+        [sys.executable, *(("-c", PRELOAD) if preload else ()), SCRIPT, str(STEPS), *flags],
         env=child_env(),
         cwd=ROOT,
         capture_output=True,
@@ -78,7 +66,7 @@ def run(rounds: int = 9) -> list:
             "supervised, api": lambda: supervised(False, "--api"),
             "unsupervised, unmodified": lambda: plain(),
             "supervised, zero-code": lambda: supervised(True),
-            "unsupervised, worker's modules imported first": preloaded,
+            "unsupervised, worker's modules imported first": lambda: plain(preload=True),
             "supervised, no worker": lambda: supervised(False),
         },
         rounds,
