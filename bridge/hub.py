@@ -63,6 +63,10 @@ class _Early:
         self.over = 0  # past EARLY_MAX_*: reported as the job's early_overflow
         self.over_budget = 0  # dropped unverified (intake budget): the job's over_budget
 
+    def count(self) -> int:
+        """Every message that came for the job: held, or dropped and counted."""
+        return len(self.frames) + self.over + self.over_budget
+
     def hold(self, frames: list) -> None:
         size = frames_size(frames)
         if len(self.frames) >= EARLY_MAX_MESSAGES or self.size + size > EARLY_MAX_BYTES:
@@ -191,9 +195,10 @@ class Hub:
             raise RuntimeError("trainbridge: the hub did not answer expect() within 10 s")
 
     def held(self, job_id: str) -> int:
-        """How many messages are held for an expected job not attached yet (see expect)."""
+        """How many messages came for an expected job not attached yet (see expect): held
+        for it, or dropped and counted for its report."""
         early = self._early.get(job_id)
-        return len(early.frames) + early.over + early.over_budget if early is not None else 0
+        return early.count() if early is not None else 0
 
     # --- I/O thread: registration -------------------------------------------------------
     def add_job(self, job: Any) -> None:
@@ -217,7 +222,9 @@ class Hub:
         if job is not None:
             self._wakeups.pop(job, None)
             self._touched.discard(job)
-        self._early.pop(job_id, None)
+        early = self._early.pop(job_id, None)
+        if early is not None:  # never attached (it failed first): no report of its own
+            self.unrouted += early.count()
         if self.peer_addr:
             prefix = f"{job_id}/".encode("ascii", "replace")
             for rid in [rid for rid in self.peer_addr if rid.startswith(prefix)]:
@@ -349,14 +356,18 @@ class Hub:
 
     def _dropped_unverified(self, routing_id: bytes) -> None:
         job_id, _ = intake.parse_routing_id(routing_id)
+        early = self._early_for(job_id)
         job = self.jobs.get(job_id) if job_id is not None else None
-        early = self._early.get(job_id) if job_id is not None and self._early else None
-        if job is not None:
-            job.channel.rejected["over_budget"] += 1
-        elif early is not None:  # expected, not attached yet: its report counts it
+        if early is not None:  # expected, not attached yet: its report counts it
             early.over_budget += 1
+        elif job is not None:
+            job.channel.rejected["over_budget"] += 1
         else:
             self.unrouted += 1
+
+    def _early_for(self, job_id: Optional[str]) -> Optional[_Early]:
+        """What is kept for job_id if it is expected and not attached yet (see expect)."""
+        return self._early.get(job_id) if job_id is not None and self._early else None
 
     def _note_peer(self, routing_id: bytes, frame: Any) -> None:
         if routing_id in self.peer_addr:
@@ -372,7 +383,7 @@ class Hub:
     def _route(self, frames: list) -> None:
         routing_id = frames[0]
         job_id, _ = intake.parse_routing_id(routing_id)
-        early = self._early.get(job_id) if job_id is not None and self._early else None
+        early = self._early_for(job_id)
         if early is not None:  # expected, not attached yet: kept in order (release_early)
             early.hold(frames)
             return

@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import textwrap
+import threading
 import time
 
 import psutil
@@ -40,6 +41,15 @@ def tree_pids(job):
 # death is asynchronous (a loaded machine may take a while to run the exit). A process that
 # lives this long after its SIGKILL is left behind.
 GONE_WAIT_S = 3.0
+
+
+def on_hub(hub, fn):
+    """fn() run on the hub's I/O thread (where its state may be touched); its result."""
+    box = []
+    done = threading.Event()
+    hub.call(lambda: (box.append(fn()), done.set()))
+    assert done.wait(WAIT_S), "the hub's I/O thread did not answer"
+    return box[0]
 
 
 def assert_tree_gone(job):

@@ -4,12 +4,11 @@ chunks besides the line events, and two-way messages (job.send / worker.send).""
 import os
 import signal
 import sys
-import threading
 import time
 
 import pytest
 
-from tests.client.conftest import ROOT, WAIT_S, assert_tree_gone, validate_report
+from tests.client.conftest import ROOT, WAIT_S, assert_tree_gone, on_hub, validate_report
 from trainbridge import bridge
 
 GBK = "\u4e2d\u6587".encode("gbk")
@@ -282,7 +281,7 @@ worker.send({"kept": kept, "dropped": STATE.dropped.get("user", 0)})
                 try:
                     for i in range(n):
                         job.send("x" * 1000 + str(i))
-                    waited = _on_hub(job, lambda: job.channel.waited)
+                    waited = on_hub(job.hub, lambda: job.channel.waited)
                 finally:
                     os.kill(job.pid, signal.SIGCONT)
     report = job.wait(WAIT_S)
@@ -326,15 +325,15 @@ worker.send({"kept": kept[0], "dropped": STATE.dropped.get("user", 0)})
                 try:
                     for i in range(n):
                         job.send(i)
-                    most_held = _on_hub(
-                        job,
+                    most_held = on_hub(
+                        job.hub,
                         lambda: max((len(q) for q in job.channel.held.values()), default=0),
                     )
                 finally:
                     os.kill(job.pid, signal.SIGCONT)
                 # Once nothing is held any more, "done" cannot be past the held limit.
                 deadline = time.monotonic() + WAIT_S
-                while _on_hub(job, lambda: bool(job.channel.held)):
+                while on_hub(job.hub, lambda: bool(job.channel.held)):
                     assert time.monotonic() < deadline, "held sends never drained"
                     time.sleep(0.05)  # polling a condition with a deadline
                 job.send("done")
@@ -345,14 +344,6 @@ worker.send({"kept": kept[0], "dropped": STATE.dropped.get("user", 0)})
     assert undelivered > 0, report["protocol"]
     assert answers[-1]["kept"] + answers[-1]["dropped"] + undelivered == n, (answers[-1], n)
     assert f"{undelivered} job.send() messages never reached the worker" in report.summary
-
-
-def _on_hub(job, fn):
-    box = []
-    done = threading.Event()
-    job.hub.call(lambda: (box.append(fn()), done.set()))
-    assert done.wait(WAIT_S)
-    return box[0]
 
 
 def test_sends_the_worker_never_got_are_said_in_the_summary():

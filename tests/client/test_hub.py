@@ -2,9 +2,10 @@
 with protocol/codec.py directly): seq checks, replays re-acked, rejections counted by reason,
 refuse on an unsupported version, and one ROUTER serving several jobs at once."""
 
+import contextlib
 import sys
 
-from tests.client.conftest import assert_tree_gone, validate_report
+from tests.client.conftest import WAIT_S, assert_tree_gone, on_hub, validate_report
 from trainbridge import bridge
 
 PEER = """
@@ -226,59 +227,86 @@ def test_input_dropped_over_budget_before_its_job_is_attached_is_in_that_jobs_re
     spent, has its messages dropped unverified. For a job expected but not attached yet,
     each went to the hub's `unrouted`, a count the job's report takes from its own start,
     so the job's report did not show it: now the job's `over_budget` does."""
-    import collections
     import os
+    import time
+
+    from trainbridge.bridge import intake
+
+    monkeypatch.setattr(intake, "UNAUTH_WINDOW_S", 3600.0)  # the window cannot roll over
+    with _expected_job() as (hub, job_id, send, attach):
+
+        def spent():  # as after 16 MiB of this sender's forged messages
+            hub.budget["suspects"][f"{job_id}/0"] = True
+            hub.budget["t"], hub.budget["bytes"] = time.monotonic(), intake.UNAUTH_BUDGET_BYTES
+
+        on_hub(hub, spent)
+        send([b"forged", os.urandom(100)])
+        report = attach()
+    validate_report(report)
+    assert report["protocol"]["rejected"].get("over_budget") == 1, report["protocol"]
+    assert report["protocol"]["unrouted"] == 0, report["protocol"]
+
+
+def test_what_came_for_an_expected_job_never_attached_is_counted_by_the_hub():
+    """A job that fails before it is attached has no report to take what was kept for it:
+    it goes to the hub's `unrouted` (the count every other report shows for its time)."""
+    with _expected_job() as (hub, job_id, send, _):
+        send([b"forged", b"x" * 100])
+        on_hub(hub, lambda: hub.remove_job(job_id))
+        assert hub.held(job_id) == 0 and hub.unrouted == 1
+
+
+@contextlib.contextmanager
+def _expected_job():
+    """A hub of its own expecting a job (as `run --transparent`'s process has), a peer that
+    sends as the job's rank 0 (send(frames) returns once the hub has read it), and attach(),
+    which starts the job on a process that says nothing and returns its report."""
+    import os
+    import subprocess
     import time
 
     import zmq
 
-    from trainbridge.bridge import intake
     from trainbridge.bridge.hub import Hub
+    from trainbridge.bridge.job import Job
     from trainbridge.bridge.launcher import make_runtime_dir
 
-    monkeypatch.setattr(intake, "UNAUTH_WINDOW_S", 3600.0)  # the window cannot roll over
-    job_id = f"job-{os.urandom(6).hex()}"
-    sender = f"{job_id}/0"
-    hub = Hub(make_runtime_dir(), expect=job_id)
+    runtime_dir = make_runtime_dir()
+    job_id, key = f"job-{os.urandom(6).hex()}", os.urandom(32)
+    os.mkdir(os.path.join(runtime_dir, job_id), 0o700)
+    hub = Hub(runtime_dir, expect=job_id)
     ctx = zmq.Context()
     dealer = ctx.socket(zmq.DEALER)
-    try:
+    dealer.setsockopt(zmq.IDENTITY, f"{job_id}/0".encode())
+    dealer.setsockopt(zmq.LINGER, 0)
+    dealer.connect(hub.endpoint)
 
-        def spent():  # as after 16 MiB of this sender's forged messages
-            hub.budget["suspects"][sender] = True
-            hub.budget["t"], hub.budget["bytes"] = time.monotonic(), intake.UNAUTH_BUDGET_BYTES
-
-        on_io(hub, spent)
-        dealer.setsockopt(zmq.IDENTITY, sender.encode())
-        dealer.setsockopt(zmq.LINGER, 0)
-        dealer.connect(hub.endpoint)
-        dealer.send_multipart([b"forged", b"x" * 100])
-        deadline = time.monotonic() + 30
-        while hub.held(job_id) == 0:
+    def send(frames):
+        before = hub.held(job_id)
+        dealer.send_multipart(frames)
+        deadline = time.monotonic() + WAIT_S
+        while hub.held(job_id) == before:
             assert time.monotonic() < deadline, "the hub read nothing"
-            time.sleep(0.01)
+            time.sleep(0.01)  # polling the hub's count, with a deadline
 
-        class Attached:  # what release_early reads of a job
-            id = job_id
-            channel = type("Channel", (), {"rejected": collections.Counter()})()
+    def attach():
+        cmd = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        job = Job(cmd, hub=hub, python_env=False, ident=(job_id, key)).start(proc)
+        proc.stdin.close()
+        report = job.wait(WAIT_S)
+        assert report is not None, job.state
+        assert_tree_gone(job)
+        return report
 
-        job = Attached()
-        on_io(hub, lambda: hub.release_early(job))
-        assert job.channel.rejected == {"over_budget": 1}
-        assert hub.unrouted == 0
+    try:
+        yield hub, job_id, send, attach
     finally:
         dealer.close()
         ctx.term()
         hub.close()
-
-
-def on_io(hub, fn):
-    """Run fn on the hub's I/O thread and wait for it."""
-    import threading
-
-    done = threading.Event()
-    hub.call(lambda: (fn(), done.set()))
-    assert done.wait(10), "the hub's I/O thread did not answer"
 
 
 def test_a_turn_of_the_reactor_asks_only_the_jobs_it_touched():
