@@ -3,65 +3,14 @@
 
 from __future__ import annotations
 
-import os
 import random
 
 import pytest
 
+from tests.worker.fakes import RefusingSocket, expand
 from trainbridge.protocol import codec
 from trainbridge.worker import runtime
-from trainbridge.worker.beacon import Beacon
-from trainbridge.worker.config import Config
-from trainbridge.worker.runtime import SLOT, STATE
-
-
-class Again(Exception):
-    pass
-
-
-class FakeZmq:
-    NOBLOCK = 1
-    Again = Again
-
-
-class RefusingSocket:
-    """Refuses each send with probability `refuse`; keeps what it accepted."""
-
-    def __init__(self, rng: random.Random, refuse: float):
-        self.rng, self.refuse, self.sent = rng, refuse, []
-
-    def send_multipart(self, frames, flags=0, copy=True):
-        if self.rng.random() < self.refuse:
-            raise Again()
-        self.sent.append(frames)
-
-
-def expand(messages):
-    """`logs` batches as the clients see them: one `log` message per record, in order."""
-    out = []
-    for m in messages:
-        if m.kind == "logs":
-            out += [m._replace(kind="log", body=record) for record in m.body["records"]]
-        else:
-            out.append(m)
-    return out
-
-
-@pytest.fixture
-def beacon():
-    """A Beacon that is never started, on this test process's (normally off) worker."""
-    key = os.urandom(32)
-    config = Config("ipc:///unused", "job", key, 0, None, 1.0, 10.0, 0.0, 5.0)
-    saved = (STATE.enabled, STATE.events, SLOT[0])
-    STATE.enabled, STATE.events, SLOT[0] = True, runtime.deque(), None
-    b = Beacon(config)
-    b.zmq, b.codec = FakeZmq, codec
-    try:
-        yield b, key
-    finally:
-        STATE.enabled, STATE.events, SLOT[0] = saved
-        os.close(b.wake_r)
-        os.close(b.wake_w)
+from trainbridge.worker.runtime import SLOT
 
 
 @pytest.mark.parametrize("refuse", [0.0, 0.3])

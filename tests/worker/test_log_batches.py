@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
+from tests.worker.fakes import RefusingSocket, expand
 from tests.worker.receiver import run_python
-from tests.worker.test_beacon_queue import RefusingSocket, beacon, expand  # noqa: F401 - fixture
 from trainbridge.protocol import codec
 from trainbridge.worker import beacon as beacon_module
 from trainbridge.worker import runtime
@@ -79,7 +79,7 @@ def test_a_50000_record_flood_arrives_complete_and_in_order(receiver, tmp_path):
     assert len(receiver.batches) < 50000 // 10, "most records shared a message"
 
 
-def test_a_batch_too_big_for_one_message_is_split_and_nothing_is_lost(beacon, monkeypatch):  # noqa: F811 - fixture
+def test_a_batch_too_big_for_one_message_is_split_and_nothing_is_lost(beacon, monkeypatch):
     b, key = beacon
     b.sock = RefusingSocket(random.Random(0), refuse=0.0)
     # Let the cheap size estimate allow far more than fits, so the encoder says oversize.
@@ -94,7 +94,7 @@ def test_a_batch_too_big_for_one_message_is_split_and_nothing_is_lost(beacon, mo
     assert [m.body["message"][:3] for m in expand(messages)] == [f"{i:03d}" for i in range(100)]
 
 
-def test_progress_between_logs_ends_a_batch(beacon):  # noqa: F811 - the fixture
+def test_progress_between_logs_ends_a_batch(beacon):
     b, key = beacon
     b.sock = RefusingSocket(random.Random(0), refuse=0.0)
     for step in range(1, 4):
