@@ -1,7 +1,8 @@
-"""Scale: one client supervising 200 concurrent lightweight workers (heartbeat 1 Hz,
-progress 10 Hz): the client's CPU as a share of one core, its RSS, and for Node the event
-loop lag. An unsupervised parent of the same children is idle (0% CPU), so CPU is reported
-as a share of one core, RSS against the client before it launched anything."""
+"""Scale: one client supervising 200 concurrent lightweight workers (heartbeat 1 Hz;
+progress recorded 10 times a second, which the beacon sends at most 4 times a second): the
+client's CPU as a share of one core, its RSS, and for Node the event loop lag. An
+unsupervised parent of the same children is idle (0% CPU), so CPU is reported as a share of
+one core, RSS against the client before it launched anything."""
 
 from __future__ import annotations
 

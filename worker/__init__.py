@@ -53,9 +53,11 @@ def enabled() -> bool:
 def progress(step: Any, total: Any = None, **metrics: Any) -> None:
     """Record the latest step (and optional total and metrics: numbers or short strings).
 
-    The hot path: one tuple stored in a slot. The beacon thread sends the latest value at
-    most every 100 ms, so calling this on every iteration is fine."""
+    The hot path: one tuple stored in a slot (and a flag read). The beacon thread sends the
+    latest value at most every 250 ms, so calling this on every iteration is fine."""
     _SLOT[0] = (step, total, metrics)
+    if _STATE.idle_progress:
+        _runtime.nudge()  # the beacon sleeps until its next heartbeat: send this now
 
 
 def _progress_off(step: Any, total: Any = None, **metrics: Any) -> None:
@@ -145,6 +147,8 @@ def log(message: Any, level: str = "info", **fields: Any) -> None:
         events = _STATE.events
         if len(events) < _LOG_QUEUE_LIMIT and not _STATE.log_gave_up:
             events.append(("log", body, _SLOT[0]))  # runtime.enqueue_log() when there is room
+            if _STATE.idle:
+                _runtime.nudge()
         else:
             _runtime.enqueue_log(body)
     except BaseException as exc:  # noqa: BLE001 - logging must never break the script

@@ -36,7 +36,7 @@ import sys
 import threading
 
 from trainbridge import worker
-from trainbridge.worker.runtime import SLOT, STATE
+from trainbridge.worker.runtime import SLOT, STATE, nudge
 
 # importlib.abc (it loads importlib.resources, tempfile, random...) and typing would cost
 # every supervised process milliseconds at start-up: the finders and loaders below are
@@ -521,5 +521,7 @@ def _hook_torch_optim(module) -> None:
             _end("first batch")
             _begin("train")
         _last_auto_progress = SLOT[0] = (_steps, _TOTAL[0], _OPTIMIZER_METRICS)
+        if STATE.idle_progress:
+            nudge()  # the beacon sleeps until its next heartbeat: send this now
 
     module.register_optimizer_step_post_hook(after_step)

@@ -18,6 +18,7 @@ orphan.py (the client gone).
 from __future__ import annotations
 
 import faulthandler
+import math
 import os
 import signal
 import sys
@@ -34,13 +35,19 @@ if TYPE_CHECKING:
     from typing import Any, Optional
 
 VERSION = "0.1.0"
-# Longest sleep between loops (commands, a client's exit and last words wake it at once).
-# 25 ms cost a training loop 1.5-3% (each wake-up contends for the GIL with the main
-# thread; 3,000 demo-model steps, interleaved runs); at 100 ms the cost is within noise
-# (-0.05%..+0.1%). Stages, logs and progress therefore leave within ~100 ms; a crash in
-# that window is still placed in its stage by the stage box (runtime.write_stage_box).
-POLL_S = 0.1
-PROGRESS_EVERY_S = 0.05  # coalescing window for progress
+# When to wake. With nothing to send the beacon sleeps until its next heartbeat (1 s by
+# default): an event queued or progress recorded then wakes it at once (runtime.nudge). After
+# it sent events it waits EVENT_WINDOW_S before looking again, so a script that logs on every
+# step costs ~10 wake-ups a second, not one per record; progress leaves at most every
+# PROGRESS_EVERY_S. Every wake-up contends for the GIL with the training thread and wakes
+# libzmq's and the client's threads (each ~50-150 us of CPU on a small VM): a loop that woke
+# every 25 ms cost training 1.5-3%, every 100 ms with progress at each ~1-2% (the client's
+# and the workers' CPU together, torchrun DDP on 2 vCPUs). A crash in an event window still
+# finds its stage in the stage box (runtime.write_stage_box).
+EVENT_WINDOW_S = 0.1
+PROGRESS_EVERY_S = 0.25  # progress leaves at most 4 times a second
+PARENT_POLL_S = 0.1  # how often os.getppid() is checked where there is no pidfd (orphan.py)
+MAX_SLEEP_S = 60.0  # a bound on any sleep (a heartbeat interval may be set very long)
 RESEND_EVERY_S = 0.5  # last words are resent until acked (PROTOCOL.md section 6)
 EVENT_BATCH = 512  # queued messages sent per loop, so commands stay prompt
 LOG_BATCH = 256  # log records in one `logs` message at most
@@ -92,6 +99,7 @@ class Beacon(threading.Thread):
         self.progress_sent: Any = None
         self.progress_seen_at: Optional[float] = None
         self.progress_sent_at = 0.0
+        self.events_sent_at = 0.0  # opens an EVENT_WINDOW_S batching window
         self.armed_at = time.monotonic()  # hooks.install armed the watchdog already
         self.refused = False
         self.orphaned = False  # the client is gone: nothing will ack, close at once
@@ -201,26 +209,55 @@ class Beacon(threading.Thread):
         if watch is not None and watch.fd is not None:
             poller.register(watch.fd, self.zmq.POLLIN)  # readable when the client exits
         next_beat = time.monotonic()
+        ready: dict = {}
         while not self.stop and STATE.enabled:
-            if watch is not None and watch.gone():
+            if watch is not None and (watch.fd is None or watch.fd in ready) and watch.gone():
                 self._client_gone(watch)
                 return
             now = time.monotonic()
-            self._arm_watchdog(now)
+            beat = now >= next_beat and not self.said_bye  # nothing follows bye but resends
+            self._arm_watchdog(now, beat)
             busy = self._send_queued(now)
             if STATE.log_waiting and len(STATE.events) <= runtime.LOG_QUEUE_LOW:
                 STATE.log_waiting = False
                 STATE.room.set()  # a log() call waits for room: there is some now
             self._resend_finals(now)
-            if now >= next_beat and not self.said_bye:  # nothing follows bye but resends
+            if beat and not self.said_bye:  # bye may have gone just now
                 self._heartbeat(now)
                 next_beat = now + self.config.heartbeat_s
-            timeout = 0 if busy else min(POLL_S, max(0.0, next_beat - now))
-            ready = dict(poller.poll(int(timeout * 1000)))
+            timeout = 0.0 if busy else self._sleep_s(now, next_beat)
+            ready = dict(poller.poll(int(timeout * 1000) + (1 if timeout > 0 else 0)))
+            STATE.idle = STATE.idle_progress = False
             if self.wake_r in ready:
                 os.read(self.wake_r, 4096)
             if self.sock in ready:
                 self._read_commands()
+
+    def _sleep_s(self, now: float, next_beat: float) -> float:
+        """How long the loop may sleep: until the first of the next heartbeat, a resend of
+        last words, the watchdog's re-arming, the end of the event window and progress
+        being due. Where nothing but a heartbeat is ahead, the idle flags are set so that
+        training code wakes the beacon (runtime.nudge) when it has something to send."""
+        wake_at = math.inf if self.said_bye else next_beat
+        for entry in self.finals.values():
+            wake_at = min(wake_at, entry[2] + RESEND_EVERY_S)
+        if self._watchdog_on() and not STATE.forking:  # after a fork, hooks.py wakes us
+            wake_at = min(wake_at, self.armed_at + self._rearm_s())
+        if self.watch is not None and self.watch.polls:
+            wake_at = min(wake_at, now + PARENT_POLL_S)
+        idle_events = now >= self.events_sent_at + EVENT_WINDOW_S
+        if not idle_events:  # batching: what is queued meanwhile waits for the window's end
+            wake_at = min(wake_at, self.events_sent_at + EVENT_WINDOW_S)
+        progress_due = self.progress_sent_at + PROGRESS_EVERY_S
+        latest = SLOT[0]
+        idle_progress = now >= progress_due and latest is self.progress_sent
+        if not idle_progress:  # sent lately (look again when due) or waiting to be sent
+            wake_at = min(wake_at, max(progress_due, now))
+        STATE.idle, STATE.idle_progress = idle_events, idle_progress
+        # Queued between our look and the flags: the caller saw no flag, so do not sleep.
+        if (idle_events and STATE.events) or (idle_progress and SLOT[0] is not latest):
+            return 0.0
+        return min(max(0.0, wake_at - now), MAX_SLEEP_S)
 
     # --- sending ---------------------------------------------------------------------------
     def _encode(
@@ -277,6 +314,7 @@ class Beacon(threading.Thread):
                 break
             events.popleft()
             budget -= 1
+            self.events_sent_at = now
             if final is None:
                 kind, body, progress = item
                 if kind == "log":
@@ -487,18 +525,24 @@ class Beacon(threading.Thread):
         )
 
     # --- watchdog and shutdown -------------------------------------------------------------
-    def _arm_watchdog(self, now: float) -> None:
-        freeze_s = self.config.freeze_s
-        if not freeze_s or STATE.crash_file is None or STATE.forking:
+    def _watchdog_on(self) -> bool:
+        return bool(self.config.freeze_s) and STATE.crash_file is not None
+
+    def _rearm_s(self) -> float:
+        return min(1.0, self.config.freeze_s / 4)
+
+    def _arm_watchdog(self, now: float, beat: bool) -> None:
+        """Re-arm at every heartbeat and whenever due, so both share a wake-up."""
+        if not self._watchdog_on() or STATE.forking:
             return
         # Re-arming starts a native thread each time, so not on every loop.
-        if now - self.armed_at >= min(1.0, freeze_s / 4):
+        if beat or now - self.armed_at >= self._rearm_s():
             # Under the fork lock: a child forked while the watchdog thread was starting
             # would inherit a watchdog that is running with no thread to end it.
             with STATE.fork_lock:  # type: ignore[union-attr] # made in __init__
                 if not STATE.forking:
                     faulthandler.dump_traceback_later(
-                        freeze_s, repeat=False, file=STATE.crash_file, exit=False
+                        self.config.freeze_s, repeat=False, file=STATE.crash_file, exit=False
                     )
             self.armed_at = now
 

@@ -289,13 +289,15 @@ def _after_fork_in_parent() -> None:
         STATE.fork_lock.release()  # type: ignore[union-attr] # held: it exists
     beacon = STATE.beacon
     if beacon is not None:
-        beacon.armed_at = 0.0  # type: ignore[attr-defined] # re-arm at its next loop
+        beacon.armed_at = 0.0  # type: ignore[attr-defined] # re-arm at its next loop,
+        beacon.wake()  # type: ignore[attr-defined] # now, not at its next heartbeat
 
 
 def _after_fork_in_child() -> None:
     # No locks, no zmq, no Event.set here: the parent's threads may have held them at fork.
     STATE.enabled = False
     STATE.beacon = None
+    STATE.idle = STATE.idle_progress = False
     STATE.forking = False
     STATE.fork_lock = None  # held by the parent's fork: the child has no beacon to wait on
     STATE.fork_held = False

@@ -15,13 +15,14 @@ if TYPE_CHECKING:
 class ParentWatch:
     """Notices that the supervising client (TRAINBRIDGE_CLIENT_PID) is gone.
 
-    The job's top process (the client is its parent) checks os.getppid() on every beacon
-    loop: when the client dies, the kernel re-parents the process to init or a subreaper,
-    so the parent pid changes, and no pid reuse can fool that. Deeper processes (torchrun's
-    ranks, Python started by a shell script) watch the client through a pidfd, which the
-    beacon polls and which becomes readable when the client exits; once opened it names that
-    very process, never a later one with the same pid (Linux 5.3+; without it they do not
-    watch, and the top process still does if it has a worker).
+    Each process watches the client through a pidfd, which the beacon polls and which
+    becomes readable when the client exits; once opened it names that very process, never
+    a later one with the same pid (Linux 5.3+). The job's top process (the client is its
+    parent) checks that the client was still its parent after opening it; without pidfds
+    it checks os.getppid() every PARENT_POLL_S instead: when the client dies, the kernel
+    re-parents the process to init or a subreaper, so the parent pid changes, and no pid
+    reuse can fool that. Deeper processes (torchrun's ranks, Python started by a shell
+    script) without pidfds do not watch; the top process still does if it has a worker.
 
     Not a parent-death signal (prctl PR_SET_PDEATHSIG): it fires when the *thread* that
     spawned the child ends, and bridge.launch may be called from a short-lived thread."""
@@ -33,25 +34,29 @@ class ParentWatch:
         self.top = os.getppid() == client_pid
         self.fd: Optional[int] = None
         self.lost = False  # the client was gone before we looked
-        if self.top:
-            return
         try:
             self.fd = os.pidfd_open(client_pid)
         except ProcessLookupError:
             self.lost = True
         except (AttributeError, OSError):  # an old kernel, or no pidfd_open in this Python
             pass
+        if self.top and os.getppid() != client_pid:
+            # Gone while we opened it: the fd may name a later process with its pid.
+            self.lost = True
+
+    @property
+    def polls(self) -> bool:
+        """True when only os.getppid(), checked every PARENT_POLL_S, can tell (no pidfd)."""
+        return self.fd is None and self.top and not self.lost
 
     def gone(self) -> bool:
-        if self.top:
-            return os.getppid() != self.client_pid
         if self.lost:
             return True
-        if self.fd is None:
-            return False
-        import select  # a C module, loaded with zmq already
+        if self.fd is not None:
+            import select  # a C module, loaded with zmq already
 
-        return bool(select.select([self.fd], [], [], 0)[0])
+            return bool(select.select([self.fd], [], [], 0)[0])
+        return self.top and os.getppid() != self.client_pid
 
 
 REAPER = "/bin/sh"

@@ -69,6 +69,10 @@ class State:
         self.room: Optional[threading.Event] = None  # set by the beacon: the log queue has room
         self.log_waiting = False  # a log() call waits for room (the beacon sets `room`)
         self.log_gave_up = False  # a wait ran out: drop without waiting until there is room
+        # Set by the beacon while it sleeps with nothing to send (beacon._sleep_s): the next
+        # queued event (idle) or recorded progress (idle_progress) wakes it (nudge).
+        self.idle = False
+        self.idle_progress = False
         self.stages: list[str] = []
         self.activity = time.monotonic()  # last stage change on any thread
         self.started = time.monotonic()
@@ -106,6 +110,8 @@ def enqueue_event(kind: str, body: dict[str, Any]) -> None:
     beacon can send it first and keep the order the script saw."""
     if STATE.enabled:
         STATE.events.append((kind, body, SLOT[0]))
+        if STATE.idle:
+            nudge()
 
 
 def enqueue_log(body: dict[str, Any]) -> None:
@@ -116,6 +122,18 @@ def enqueue_log(body: dict[str, Any]) -> None:
     else:
         STATE.log_gave_up = False
         STATE.events.append(("log", body, SLOT[0]))
+        if STATE.idle:
+            nudge()
+
+
+def nudge() -> None:
+    """Wake the beacon sleeping with nothing to send (STATE.idle): what was just queued or
+    recorded leaves now, not at its next heartbeat. Only the first call after it fell
+    asleep writes to its pipe; the flags are read by the callers, one attribute each."""
+    STATE.idle = STATE.idle_progress = False
+    beacon = STATE.beacon
+    if beacon is not None:
+        beacon.wake()  # type: ignore[attr-defined]
 
 
 def _wait_for_room() -> bool:
@@ -185,7 +203,8 @@ def stage_end(name: str, depth: int, status: str, duration_s: float) -> None:
 
 
 # --- the stage box ------------------------------------------------------------------------
-# Stage messages wait for the beacon (up to ~100 ms); a native crash right after a stage
+# Stage messages wait for the beacon (up to ~100 ms after its last send, at once when it
+# was idle); a native crash right after a stage
 # began would lose it and the report would name the stage before. So every stage change is
 # also written, synchronously, to a small file beside the crash file (one pwrite of the open
 # stages at offset 0: constant size, no growth), which the client reads after a death with
