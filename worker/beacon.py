@@ -215,14 +215,14 @@ class Beacon(threading.Thread):
                 self._client_gone(watch)
                 return
             now = time.monotonic()
-            beat = now >= next_beat and not self.said_bye  # nothing follows bye but resends
-            self._arm_watchdog(now, beat)
             busy = self._send_queued(now)
             if STATE.log_waiting and len(STATE.events) <= runtime.LOG_QUEUE_LOW:
                 STATE.log_waiting = False
                 STATE.room.set()  # a log() call waits for room: there is some now
             self._resend_finals(now)
-            if beat and not self.said_bye:  # bye may have gone just now
+            beat = self._beat_now(now, next_beat)
+            self._arm_watchdog(now, beat)
+            if beat:
                 self._heartbeat(now)
                 next_beat = now + self.config.heartbeat_s
             timeout = 0.0 if busy else self._sleep_s(now, next_beat)
@@ -232,6 +232,15 @@ class Beacon(threading.Thread):
                 os.read(self.wake_r, 4096)
             if self.sock in ready:
                 self._read_commands()
+
+    def _beat_now(self, now: float, next_beat: float) -> bool:
+        """A heartbeat is due, or due before the next progress could go and something went
+        just now: it goes with that, in one wake-up (the beacon's, libzmq's, the client's).
+        Nothing follows bye but resends."""
+        if self.said_bye:
+            return False
+        sent_now = self.progress_sent_at == now or self.events_sent_at == now
+        return now >= next_beat or (sent_now and next_beat - now < PROGRESS_EVERY_S)
 
     def _sleep_s(self, now: float, next_beat: float) -> float:
         """How long the loop may sleep: until the first of the next heartbeat, a resend of

@@ -91,6 +91,22 @@ def test_progress_leaves_at_most_every_period_and_only_new_progress_wakes_it(bea
     assert STATE.idle_progress
 
 
+def test_a_heartbeat_due_soon_goes_with_what_was_just_sent(beacon, idle_flags):
+    b, _ = beacon
+    b.sock = RefusingSocket(random.Random(0), refuse=0.0)
+    assert b._beat_now(now=100.0, next_beat=100.0)  # due
+    assert not b._beat_now(now=100.0, next_beat=100.1)  # not due, nothing sent
+    SLOT[0] = (1, None, {})
+    b._send_queued(100.0)  # progress went now
+    assert b._beat_now(now=100.0, next_beat=100.0 + EVERY - 0.01)
+    assert not b._beat_now(now=100.0, next_beat=100.0 + EVERY + 0.01)  # the next one will do
+    runtime.enqueue_log({"level": "info", "message": "x"})
+    b._send_queued(101.0)  # a log went now
+    assert b._beat_now(now=101.0, next_beat=101.1)
+    b.said_bye = True
+    assert not b._beat_now(now=102.0, next_beat=101.0)
+
+
 def test_queued_while_it_looked_it_does_not_sleep(beacon, idle_flags):
     b, _ = beacon
     STATE.events.append(("log", {"level": "info", "message": "late"}, None))
