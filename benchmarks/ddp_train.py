@@ -15,6 +15,8 @@ model = torch.nn.parallel.DistributedDataParallel(
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(32, 64), torch.randn(32, 1)
 dist.barrier()
+if dist.get_rank() == 0:
+    print("LOOP_START", flush=True)  # a mark for bench_ddp's CPU accounting
 t0 = time.perf_counter()
 for _ in range(STEPS):
     opt.zero_grad()
