@@ -248,8 +248,8 @@ class Beacon(threading.Thread):
         being due. Where nothing but a heartbeat is ahead, the idle flags are set so that
         training code wakes the beacon (runtime.nudge) when it has something to send."""
         wake_at = math.inf if self.said_bye else next_beat
-        for entry in self.finals.values():
-            wake_at = min(wake_at, entry[2] + RESEND_EVERY_S)
+        for entry in self.finals.values():  # one libzmq refused is retried 100 ms on
+            wake_at = min(wake_at, max(entry[2] + RESEND_EVERY_S, now + EVENT_WINDOW_S))
         if self._watchdog_on() and not STATE.forking:  # after a fork, hooks.py wakes us
             wake_at = min(wake_at, self.armed_at + self._rearm_s())
         if self.watch is not None and self.watch.polls:
