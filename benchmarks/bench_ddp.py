@@ -41,6 +41,21 @@ def _env(tmp: str):
     return child_env(OMP_NUM_THREADS="1", TMPDIR=tmp)
 
 
+def _launch(tmp: str, steps: int, zero_code: bool):
+    """The loop, supervised as the timed and the accounted runs both have it."""
+    from trainbridge import bridge
+
+    return bridge.launch(
+        _cmd(steps),
+        env=_env(tmp),
+        cwd=ROOT,
+        startup_timeout=120,
+        heartbeat_timeout=60,
+        stall_timeout=None,
+        zero_code=zero_code,
+    )
+
+
 def _loop_s(lines) -> float:
     for line in lines:
         if line.startswith("LOOP_S="):
@@ -57,19 +72,9 @@ def plain() -> float:
 
 
 def supervised(zero_code: bool = True) -> float:
-    from trainbridge import bridge
-
     with tempfile.TemporaryDirectory() as tmp:
         before = resource.getrusage(resource.RUSAGE_SELF)
-        job = bridge.launch(
-            _cmd(),
-            env=_env(tmp),
-            cwd=ROOT,
-            startup_timeout=120,
-            heartbeat_timeout=60,
-            stall_timeout=None,
-            zero_code=zero_code,
-        )
+        job = _launch(tmp, STEPS, zero_code)
         report = job.wait(300)
         after = resource.getrusage(resource.RUSAGE_SELF)
     assert report["outcome"] == "succeeded", report["summary"]
@@ -132,8 +137,6 @@ def _ours_ns(job_pid: int, skip: set) -> dict:
 def accounted(zero_code: bool = True) -> tuple:
     """One supervised run: (client, workers) CPU ms per second of the loop, from the first
     /proc sample after rank 0 printed LOOP_START to the last before it printed LOOP_S."""
-    from trainbridge import bridge
-
     samples: list = []
     marks: dict = {}
     stop = threading.Event()
@@ -150,15 +153,7 @@ def accounted(zero_code: bool = True) -> tuple:
             samples.append((time.monotonic(), _ours_ns(job.pid, me)))
 
     with tempfile.TemporaryDirectory() as tmp:
-        job = bridge.launch(
-            _cmd(ACCOUNTED_STEPS),
-            env=_env(tmp),
-            cwd=ROOT,
-            startup_timeout=120,
-            heartbeat_timeout=60,
-            stall_timeout=None,
-            zero_code=zero_code,
-        )
+        job = _launch(tmp, ACCOUNTED_STEPS, zero_code)
         job.add_listener(on_event)
         sampler = threading.Thread(target=sample, args=(job,), daemon=True)
         sampler.start()

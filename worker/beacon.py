@@ -215,12 +215,13 @@ class Beacon(threading.Thread):
                 self._client_gone(watch)
                 return
             now = time.monotonic()
+            seq = self.seq
             busy = self._send_queued(now)
             if STATE.log_waiting and len(STATE.events) <= runtime.LOG_QUEUE_LOW:
                 STATE.log_waiting = False
                 STATE.room.set()  # a log() call waits for room: there is some now
             self._resend_finals(now)
-            beat = self._beat_now(now, next_beat)
+            beat = self._beat_now(now, next_beat, sent_now=self.seq != seq)
             self._arm_watchdog(now, beat)
             if beat:
                 self._heartbeat(now)
@@ -233,13 +234,12 @@ class Beacon(threading.Thread):
             if self.sock in ready:
                 self._read_commands()
 
-    def _beat_now(self, now: float, next_beat: float) -> bool:
+    def _beat_now(self, now: float, next_beat: float, sent_now: bool) -> bool:
         """A heartbeat is due, or due before the next progress could go and something went
-        just now: it goes with that, in one wake-up (the beacon's, libzmq's, the client's).
-        Nothing follows bye but resends."""
+        on this turn (`sent_now`): it goes with that, in one wake-up (the beacon's,
+        libzmq's, the client's). Nothing follows bye but resends."""
         if self.said_bye:
             return False
-        sent_now = self.progress_sent_at == now or self.events_sent_at == now
         return now >= next_beat or (sent_now and next_beat - now < PROGRESS_EVERY_S)
 
     def _sleep_s(self, now: float, next_beat: float) -> float:

@@ -94,17 +94,24 @@ def test_progress_leaves_at_most_every_period_and_only_new_progress_wakes_it(bea
 def test_a_heartbeat_due_soon_goes_with_what_was_just_sent(beacon, idle_flags):
     b, _ = beacon
     b.sock = RefusingSocket(random.Random(0), refuse=0.0)
-    assert b._beat_now(now=100.0, next_beat=100.0)  # due
-    assert not b._beat_now(now=100.0, next_beat=100.1)  # not due, nothing sent
+
+    def sent(now: float) -> bool:  # as the loop tells: did this turn send anything?
+        seq = b.seq
+        b._send_queued(now)
+        return b.seq != seq
+
+    assert b._beat_now(now=100.0, next_beat=100.0, sent_now=sent(100.0))  # due
+    assert not b._beat_now(now=100.0, next_beat=100.1, sent_now=sent(100.0))  # nothing sent
     SLOT[0] = (1, None, {})
-    b._send_queued(100.0)  # progress went now
-    assert b._beat_now(now=100.0, next_beat=100.0 + EVERY - 0.01)
-    assert not b._beat_now(now=100.0, next_beat=100.0 + EVERY + 0.01)  # the next one will do
+    went = sent(100.0)  # progress went now
+    assert went
+    assert b._beat_now(now=100.0, next_beat=100.0 + EVERY - 0.01, sent_now=went)
+    # the next one will do
+    assert not b._beat_now(now=100.0, next_beat=100.0 + EVERY + 0.01, sent_now=went)
     runtime.enqueue_log({"level": "info", "message": "x"})
-    b._send_queued(101.0)  # a log went now
-    assert b._beat_now(now=101.0, next_beat=101.1)
+    assert b._beat_now(now=101.0, next_beat=101.1, sent_now=sent(101.0))  # a log went now
     b.said_bye = True
-    assert not b._beat_now(now=102.0, next_beat=101.0)
+    assert not b._beat_now(now=102.0, next_beat=101.0, sent_now=False)
 
 
 def test_queued_while_it_looked_it_does_not_sleep(beacon, idle_flags):
