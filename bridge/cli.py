@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import os
 import signal
 import sys
 import threading
@@ -258,8 +257,12 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         try:
             args.listen_at = remote.parse_listen(args.listen)
+            remote.check_local(args.listen_at[0])
+            remote.check_env_file(args.rank_env)
         except ValueError as exc:
             parser.error(f"run: {exc}")
+        except OSError as exc:
+            parser.error(f"run: --rank-env {exc}")
     if getattr(args, "transparent", False):
         from trainbridge.bridge import transparent
 
@@ -322,7 +325,7 @@ def _open_to_other_hosts(job, args: argparse.Namespace, json_mode: bool) -> None
     try:
         variables = job.remote_env(*args.listen_at)
         remote.write_env_file(args.rank_env, variables)
-    except (ValueError, OSError, RuntimeError) as exc:
+    except Exception as exc:  # noqa: BLE001 -- ValueError, OSError, zmq.ZMQError: said in words
         job.cancel(grace=0, reason=f"--listen failed: {exc}")
         print(f"trainbridge: --listen failed, the job is cancelled: {exc}", file=sys.stderr)
         return
@@ -382,22 +385,17 @@ def _forward_stop_signals(job) -> Any:
 
 
 def _write_report(path: str, report: dict[str, Any]) -> Optional[str]:
-    """Write the report atomically (a temp file renamed over `path`). A disk that refuses
+    """Write the report atomically, readable by this user only (a new temp file beside it,
+    renamed over `path`: bridge/private_files.py). A disk that refuses
     it (read-only, full) changes neither the job's exit status nor its summary: returns
     what went wrong, for one warning, and leaves no temp file behind."""
     from trainbridge.bridge.job import os_error_text
+    from trainbridge.bridge.private_files import write_atomic
     from trainbridge.bridge.report import to_json
 
-    tmp = f"{path}.tmp{os.getpid()}"
     try:
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(to_json(report) + "\n")
-        os.replace(tmp, path)
+        write_atomic(path, (to_json(report) + "\n").encode("ascii"))
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         return (
             f"could not write the report to {path}: {os_error_text(exc)}; the job's outcome "
             f"and exit status are as shown (use --json to get the report on stdout)"

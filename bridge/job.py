@@ -221,10 +221,11 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         authenticated with this job's key joins the job although its pid is not in the
         local process tree (docs/PROTOCOL.md "Other hosts"). No client pid (it names no
         process over there) and no crash file (a path of this host). Raises ValueError for a
-        loopback address, which other hosts cannot reach."""
+        loopback address, which other hosts cannot reach, and for one this host does not have."""
         from trainbridge.bridge import remote
 
         remote.check_address(address)
+        remote.check_local(address)
         endpoint, server_key = self.hub.listen(address, port)
         self._remote = True
         out = jobenv.variables(endpoint, self.id, self.key, "", self.m["config"], None)

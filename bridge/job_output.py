@@ -11,7 +11,7 @@ import os
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import launcher
+from trainbridge.bridge import launcher, private_files
 from trainbridge.bridge import report as reports
 from trainbridge.bridge.lines import decode_line, log_text
 
@@ -199,7 +199,7 @@ class LogFileError(launcher.LaunchError):
 def open_log(path: str) -> int:
     """An fd appending to the log file, or LogFileError saying what is wrong with it."""
     try:
-        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        return private_files.open_append(path)
     except OSError as exc:
         raise LogFileError(
             f"cannot write the log file {path}: {os_error_text(exc)}; choose a "

@@ -32,7 +32,7 @@ import threading
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import procs
+from trainbridge.bridge import private_files, procs
 from trainbridge.bridge.procs import ENV_FILE, process_start
 from trainbridge.bridge.store import Store
 
@@ -60,7 +60,7 @@ class EventsFile(threading.Thread):
         self.pending: list[dict[str, Any]] = []
         self.urgent = False
         self.stopping = False
-        self.f = open(path, "a", encoding="ascii")
+        self.f = os.fdopen(private_files.open_append(path), "a", encoding="ascii")
         self.written = 0
         self.failed = 0
         self.start()

@@ -3,9 +3,14 @@ file of variables a user sources on node 2 and up before torchrun. Pure but for 
 
 from __future__ import annotations
 
+import errno
 import ipaddress
-import os
 import shlex
+import socket
+
+from trainbridge.bridge import private_files
+
+ENV_FILE_MARK = "# trainbridge: the variables of one job"
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -40,10 +45,28 @@ def check_address(address: str) -> None:
         )
 
 
+def check_local(address: str) -> None:
+    """Raise ValueError, in words, when `address` is not one of this host's (nothing could
+    listen there)."""
+    ip = ipaddress.ip_address(address)
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((address, 0))
+        except OSError as exc:
+            if exc.errno != errno.EADDRNOTAVAIL:
+                raise
+            raise ValueError(
+                f"listen address {address} is not an address of this host; give this "
+                "host's address on the network the other hosts reach it by (`ip -brief "
+                "address` lists them)"
+            ) from None
+
+
 def env_file_text(variables: dict[str, str]) -> str:
     """A POSIX shell file of `export NAME='value'` lines."""
     lines = [
-        "# trainbridge: the variables of one job for its ranks on other hosts. Secret:",
+        ENV_FILE_MARK + " for its ranks on other hosts. Secret:",
         "# whoever holds them can speak as the job. On each other host: copy it there",
         "# (mode 0600), then `. ./THIS_FILE` in the shell that runs torchrun.",
     ]
@@ -51,11 +74,17 @@ def env_file_text(variables: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_env_file(path: str) -> None:
+    """Raise OSError when write_env_file(path, ...) would be refused: checked before the job
+    starts, so a bad --rank-env costs no job."""
+    private_files.check_replaceable(path, ENV_FILE_MARK.encode("ascii"))
+
+
 def write_env_file(path: str, variables: dict[str, str]) -> None:
-    """Write the file readable by this user only (0600), replacing one that is there."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
-        os.write(fd, env_file_text(variables).encode("ascii"))
-    finally:
-        os.close(fd)
+    """Write the file readable by this user only (0600). A file already there is replaced
+    only when it is this user's and an earlier --rank-env file (it starts with ENV_FILE_MARK);
+    anything else is refused (private_files.PrivateFileError): the keys never go into a file
+    whose readers trainbridge did not choose."""
+    private_files.create_exclusive(
+        path, env_file_text(variables).encode("ascii"), marker=ENV_FILE_MARK.encode("ascii")
+    )

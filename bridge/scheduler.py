@@ -41,7 +41,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from trainbridge.bridge import machine, procs
+from trainbridge.bridge import machine, private_files, procs
 from trainbridge.bridge.store import ACTIVE, Store
 
 TICK_S = 0.5  # how often a running Scheduler reconciles and starts queued jobs
@@ -149,7 +149,9 @@ def _spawn_keeper(store: Store, job_id: str, python: Optional[str]) -> Optional[
     for name in ("TRAINBRIDGE_CLIENT_PID", "TRAINBRIDGE_DETACHED"):
         env.pop(name, None)
     try:
-        with open(os.path.join(row["dir"], procs.KEEPER_LOG), "ab") as log:
+        with os.fdopen(
+            private_files.open_append(os.path.join(row["dir"], procs.KEEPER_LOG)), "ab"
+        ) as log:
             proc = subprocess.Popen(
                 keeper_command(store.path, job_id, python),
                 env=env,
@@ -253,7 +255,7 @@ def _short_report(row: dict[str, Any], outcome: str, note: str) -> dict[str, Any
 def _append_end_event(row: dict[str, Any], report: dict[str, Any]) -> None:
     """Attached clients learn the end from the events file, like any other end."""
     try:
-        with open(row["events_path"], "a", encoding="ascii") as f:
+        with os.fdopen(private_files.open_append(row["events_path"]), "a", encoding="ascii") as f:
             f.write(
                 json.dumps(
                     {
@@ -334,7 +336,7 @@ def submit(
             "events_path": os.path.join(job_dir, procs.EVENTS_FILE),
         }
     )
-    open(os.path.join(job_dir, procs.EVENTS_FILE), "a").close()
+    os.close(private_files.open_append(os.path.join(job_dir, procs.EVENTS_FILE)))
     return job_id
 
 

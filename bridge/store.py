@@ -19,6 +19,8 @@ import time
 from collections.abc import Iterable
 from typing import Any, Optional
 
+from trainbridge.bridge import private_files
+
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 5000
 
@@ -112,7 +114,9 @@ class Store:
     def __init__(self, path: Optional[str] = None):
         self.path = os.path.abspath(path or default_path())
         self.jobs_dir = os.path.join(os.path.dirname(self.path), "jobs")
-        os.makedirs(self.jobs_dir, mode=0o700, exist_ok=True)
+        _make_private(
+            self.path, own_dir=path is None or self.path == os.path.abspath(default_path())
+        )
         try:
             self.db = sqlite3.connect(
                 self.path,
@@ -253,6 +257,33 @@ class Store:
             "INSERT OR REPLACE INTO settings (name, value) VALUES (?, ?)",
             (name, json.dumps(value, ensure_ascii=True)),
         )
+
+
+def _make_private(path: str, own_dir: bool) -> None:
+    """The store's files readable by this user only (docs/SECURITY.md): a new store file is
+    created 0600 before SQLite opens it (SQLite gives its -wal and -shm the same mode), the
+    jobs directory 0700 and, for the default store, its data directory too. An existing store
+    with looser modes is tightened; one another account owns with loose modes is refused."""
+    directory = os.path.dirname(path)
+    jobs_dir = os.path.join(directory, "jobs")
+    try:
+        os.makedirs(directory, mode=private_files.DIR_MODE, exist_ok=True)
+        if own_dir:  # the per-user data dir is trainbridge's; a --store's directory is the user's
+            private_files.tighten(directory, private_files.DIR_MODE)
+        os.makedirs(jobs_dir, mode=private_files.DIR_MODE, exist_ok=True)
+        private_files.tighten(jobs_dir, private_files.DIR_MODE)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            os.close(os.open(path, flags, private_files.FILE_MODE))
+        except FileExistsError:
+            for name in (path, f"{path}-wal", f"{path}-shm"):
+                private_files.tighten(name, private_files.FILE_MODE)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot use the job store {path}: {private_files.error_text(exc)}. The store holds "
+            f"every job's command line and output: it must be this user's and readable by it "
+            f"only (chmod 600 {path}*; chmod 700 {jobs_dir})"
+        ) from exc
 
 
 class _Tx:

@@ -362,8 +362,10 @@ def _group_option(same_group: bool) -> dict[str, Any]:
 
 def _unwritable(path: str) -> Optional[str]:
     """Why `path` cannot be appended to, or None (it is created if missing, as --log does)."""
+    from trainbridge.bridge import private_files
+
     try:
-        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666))
+        os.close(private_files.open_append(path))
         return None
     except OSError as exc:
         return exc.strerror or str(exc)

@@ -26,6 +26,7 @@ const { launch, resolvePython } = require('../src/index.js');
 const model = require('./model.js');
 const { createSampler } = require('./resources.js');
 const { launchOptions } = require('./spec.js');
+const { privateDir } = require('../src/private_files.js');
 
 class MemorySource extends EventEmitter {
   /**
@@ -36,7 +37,7 @@ class MemorySource extends EventEmitter {
     super();
     this.dataDir = dataDir || fs.mkdtempSync(path.join(os.tmpdir(), 'trainbridge-dashboard-'));
     this._ownDir = !dataDir;
-    fs.mkdirSync(this.dataDir, { recursive: true });
+    privateDir(this.dataDir); // the jobs' logs: this user's only
     this._python = python;
     this._env = env;
     this._launch = launchFn;

@@ -56,6 +56,21 @@ const DETACHED_REMOVED = 'launch({detached: true}) was removed: its output went 
   + 'died of a broken pipe soon after this process. Use openStore(path).submit({...}): the job runs under its own '
   + 'keeper, outlives this process, and any process can attach to it (docs/STORE.md)';
 
+/** Reject, in words, an address this host does not have (bridge/remote.py check_local). */
+function checkLocal(address) {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (err) => {
+      if (err.code !== 'EADDRNOTAVAIL') reject(err);
+      else {
+        reject(new TypeError(`listen address ${address} is not an address of this host; give this host's address on the `
+          + 'network the other hosts reach it by (`ip -brief address` lists them)'));
+      }
+    });
+    probe.listen(0, address, () => probe.close(() => resolve()));
+  });
+}
+
 class Job extends EventEmitter {
   /**
    * Use launch() (src/index.js). options: command, args, cwd, env, timeouts, logPath,
@@ -268,6 +283,7 @@ class Job extends EventEmitter {
     if (net.isIP(address) === 0 || /^127\.|^::1$/.test(address)) {
       throw new TypeError(`listen address ${address} must be this host's IP address on the other hosts' network, not a name or a loopback address`);
     }
+    await checkLocal(address);
     const { endpoint, serverKey } = await this._hub.listen(address, port);
     this._remote = true;
     const env = launcher.childEnv({}, {

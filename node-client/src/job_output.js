@@ -11,6 +11,7 @@ const util = require('node:util');
 const { decodeLine, logText } = require('./lines.js');
 const { LaunchError } = require('./job_arguments.js');
 const { now } = require('./job_actions.js');
+const { PrivateFileError, openAppend } = require('./private_files.js');
 
 const OUTPUT_EVENT_S = 0.25; // output lines reach the state machine at most this often (issue 12)
 // What bridge/inject/sitecustomize.py and the worker print when they cannot run: no hello
@@ -107,11 +108,15 @@ class JobOutput {
   }
 }
 
-/** An fd appending to the log file, or a LaunchError saying what is wrong with it. */
+/**
+ * An fd appending to the log file (0600 when new; never through a link, never into another
+ * account's file: private_files.js), or a LaunchError saying what is wrong with it.
+ */
 function openLog(logPath) {
   try {
-    return fs.openSync(logPath, 'a');
+    return openAppend(logPath);
   } catch (err) {
+    if (err instanceof PrivateFileError) throw new LaunchError(`cannot write the log file ${err.message}`, err);
     throw new LaunchError(`cannot write the log file ${logPath}: ${osErrorText(err)}; choose a writable path for the log`, err);
   }
 }

@@ -61,3 +61,13 @@ test('on tcp, a peer without the server key gets nothing in; the worker does', a
   assert.equal(report.progress.step, 2, "the job's own worker connected, authenticated");
   assert.deepEqual(report.protocol.rejected, {}, 'nothing of theirs reached the hub');
 });
+
+test('remoteEnv() refuses, in words, an address this host does not have (as the Python client)', async () => {
+  const job = launch({ command: PYTHON, args: ['-c', 'import time; time.sleep(30)'] });
+  try {
+    await assert.rejects(job.remoteEnv('192.0.2.7'), /listen address 192\.0\.2\.7 is not an address of this host/);
+  } finally {
+    job.cancel({ grace: 0 });
+    await job.done.catch(() => undefined);
+  }
+});

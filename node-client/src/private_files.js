@@ -1,0 +1,97 @@
+'use strict';
+/**
+ * Files only their owner can read, written where nobody else can redirect them
+ * (docs/SECURITY.md). The twin of bridge/private_files.py: created 0600 (directories 0700) by
+ * the mode given to open(2), never through a symbolic link someone could have planted, never
+ * into a file another account owns.
+ */
+
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
+const { O_WRONLY, O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW } = fs.constants;
+
+class PrivateFileError extends Error {
+  constructor(file, why, whatToDo) {
+    super(`${file}: ${why}; ${whatToDo}`);
+    this.name = 'PrivateFileError';
+    this.code = 'EPERM';
+    this.path = file;
+  }
+}
+
+/** Refuse a file or directory that another account owns. */
+function checkOwned(file, st) {
+  const uid = process.geteuid();
+  if (st.uid !== uid) {
+    throw new PrivateFileError(file, `it belongs to uid ${st.uid}, not to this user (uid ${uid}), who would be able to read `
+      + 'what trainbridge writes there', 'choose a path of your own');
+  }
+}
+
+/**
+ * An fd appending to `file` (a log), created 0600 if new. Refuses a symbolic link and a file
+ * another account owns.
+ */
+function openAppend(file) {
+  let fd;
+  try {
+    fd = fs.openSync(file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, FILE_MODE);
+  } catch (err) {
+    if (err.code === 'ELOOP') {
+      throw new PrivateFileError(file, 'it is a symbolic link, which trainbridge does not write through',
+        'give the path of the file itself');
+    }
+    throw err;
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    checkOwned(file, st);
+    if (!st.isFile() && !st.isFIFO() && !st.isCharacterDevice()) {
+      throw new PrivateFileError(file, 'it is not a regular file', 'give the path of a file');
+    }
+  } catch (err) {
+    fs.closeSync(fd);
+    throw err;
+  }
+  return fd;
+}
+
+/**
+ * Replace `file` with `data`, readable by this user only: a new file beside it (O_EXCL: never
+ * through a link), then rename(2). A link at `file` is replaced, not followed.
+ */
+function writeAtomic(file, data) {
+  const dir = path.dirname(path.resolve(file));
+  let tmp;
+  let fd;
+  for (let i = 0; fd === undefined; i++) {
+    tmp = path.join(dir, `.${path.basename(file)}.${crypto.randomBytes(6).toString('hex')}.tmp`);
+    try {
+      fd = fs.openSync(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, FILE_MODE);
+    } catch (err) {
+      if (err.code !== 'EEXIST' || i >= 100) throw err;
+    }
+  }
+  try {
+    try {
+      fs.writeSync(fd, data);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    try { fs.unlinkSync(tmp); } catch { /* already gone */ }
+    throw err;
+  }
+}
+
+/** Make `dir` (and missing parents) with mode 0700. */
+function privateDir(dir) {
+  fs.mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+}
+
+module.exports = { FILE_MODE, DIR_MODE, PrivateFileError, checkOwned, openAppend, writeAtomic, privateDir };

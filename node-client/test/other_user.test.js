@@ -1,0 +1,134 @@
+'use strict';
+// What another local account can do through the Node client and the dashboard of a user who
+// runs them (docs/SECURITY.md): nothing. The twin of tests/security/test_other_user.py. Each
+// attempt runs as that account (test-support/other_user.js) against a real `npm run dashboard`.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { launch, LaunchError } = require('../src/index.js');
+const { PYTHON } = require('../test-support/python.js');
+const { unavailable, account, asOther, openDir, canRead } = require('../test-support/other_user.js');
+
+const why = unavailable();
+const skip = why && !process.env.CI ? why : false;
+if (why && process.env.CI) test('the second-user tests can run in CI', () => assert.fail(`CI=${process.env.CI} but ${why}`));
+
+const SECRET = 'wandb_api_key=0123456789abcdef';
+
+/** An HTTP request made by the other account: its status and body. */
+function requestAsOther(who, method, url, body) {
+  const script = `
+    const [method, url, body] = process.argv.slice(1);
+    fetch(url, { method, body: body || undefined, headers: body ? { 'Content-Type': 'application/json' } : {} })
+      .then(async (r) => { console.log(JSON.stringify({ status: r.status, body: (await r.text()).slice(0, 300) })); })
+      .catch((e) => { console.log(JSON.stringify({ status: 0, body: String(e) })); });`;
+  const r = asOther(who, [process.execPath, '-e', script, method, url, body || '']);
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+/** `npm run dashboard` as the user: HOME and the XDG dirs in `home`; resolves with its address. */
+function serveAsUser(home) {
+  const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), XDG_DATA_HOME: path.join(home, '.local', 'share') };
+  delete env.TRAINBRIDGE_STORE;
+  delete env.TRAINBRIDGE_DASHBOARD_TOKEN;
+  const proc = spawn(process.execPath, [path.join(__dirname, '..', 'dashboard', 'cli.js'), '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`the dashboard did not start: ${out}`)); }, 30000);
+    const take = (chunk) => {
+      out += chunk;
+      const m = /trainbridge dashboard: (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        const login = new URL(m[1]);
+        resolve({ proc, url: `${login.origin}/`, token: login.searchParams.get('token'), output: () => out });
+      }
+    };
+    proc.stdout.on('data', take);
+    proc.stderr.on('data', take);
+    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the dashboard exited (${code}): ${out}`)); });
+  });
+}
+
+test('another account can neither list, start, cancel nor read jobs through the dashboard, nor read its token', { skip, timeout: 120000 }, async (t) => {
+  const who = account();
+  const home = openDir(0o755);
+  t.after(() => fs.rmSync(home, { recursive: true, force: true }));
+  const dash = await serveAsUser(home);
+  t.after(() => dash.proc.kill('SIGKILL'));
+  assert.ok(dash.token && dash.token.length >= 32, `the printed address carries a token: ${dash.output()}`);
+  const user = (p, options = {}) => fetch(`${dash.url}${p}`, { ...options, headers: { Authorization: `Bearer ${dash.token}`, 'Content-Type': 'application/json', ...(options.headers || {}) } });
+  const made = await user('api/jobs', { method: 'POST', body: JSON.stringify({ kind: 'command', argv: [PYTHON, '-c', `print(${JSON.stringify(SECRET)}, flush=True); import time; time.sleep(60)`] }) });
+  assert.equal(made.status, 201);
+  const { id } = await made.json();
+  t.after(() => user(`api/jobs/${id}/cancel`, { method: 'POST', body: '{}' }).catch(() => undefined));
+  const deadline = Date.now() + 60000;
+  let log = '';
+  while (!log.includes(SECRET)) {
+    assert.ok(Date.now() < deadline, 'the job printed its line within 60 s');
+    log = await (await user(`api/jobs/${id}/log`)).text();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  // The other account, on the same loopback port.
+  const marker = path.join(home, 'ran-as-the-user');
+  const attempts = [
+    ['GET', 'api/jobs'],
+    ['GET', 'api/stream'],
+    ['GET', `api/jobs/${id}`],
+    ['GET', `api/jobs/${id}/log`],
+    ['GET', `api/jobs/${id}/report`],
+    ['POST', 'api/jobs', JSON.stringify({ kind: 'command', argv: ['sh', '-c', `id > ${marker}`] })],
+    ['POST', `api/jobs/${id}/cancel`, '{}'],
+    ['POST', `api/jobs/${id}/stacks`, '{}'],
+    ['GET', `?token=${'x'.repeat(43)}`],
+  ];
+  for (const [method, p, body] of attempts) {
+    const r = requestAsOther(who, method, `${dash.url}${p}`, body);
+    assert.equal(r.status, 401, `${method} /${p} as another account: ${JSON.stringify(r)}`);
+    assert.ok(!r.body.includes(SECRET) && !r.body.includes(id), `${method} /${p} told nothing: ${r.body}`);
+  }
+  assert.ok(!fs.existsSync(marker), 'the other account ran a command as the user');
+  const jobs = await (await user('api/jobs')).json();
+  assert.deepEqual(jobs.map((j) => [j.id, j.state]), [[id, 'running']], 'no job added, none cancelled');
+  // Nor where the token and the jobs are kept.
+  const tokenFile = path.join(home, '.config', 'trainbridge', 'dashboard-token');
+  assert.equal(fs.readFileSync(tokenFile, 'ascii').trim(), dash.token);
+  assert.equal(fs.statSync(tokenFile).mode & 0o777, 0o600);
+  assert.equal(fs.statSync(path.dirname(tokenFile)).mode & 0o777, 0o700);
+  assert.ok(!canRead(who, tokenFile), 'the other account read the token file');
+  const cmdline = asOther(who, ['cat', `/proc/${dash.proc.pid}/cmdline`]);
+  assert.equal(cmdline.status, 0, 'argv is public, as `ps` shows');
+  assert.ok(!cmdline.stdout.includes(dash.token), 'the token is not in argv');
+  const store = path.join(home, '.local', 'share', 'trainbridge', 'jobs.db');
+  for (const p of [store, path.join(path.dirname(store), 'jobs')]) assert.ok(!canRead(who, p), `the other account read ${p}`);
+});
+
+test('a log file is created 0600 and never written through a link another account planted', { skip, timeout: 60000 }, async (t) => {
+  const who = account();
+  const shared = openDir(0o777);
+  const home = openDir(0o755);
+  t.after(() => { fs.rmSync(shared, { recursive: true, force: true }); fs.rmSync(home, { recursive: true, force: true }); });
+  const logPath = path.join(shared, 'train.log');
+  const job = launch({ command: PYTHON, args: ['-c', `print(${JSON.stringify(SECRET)})`], logPath });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.ok(fs.readFileSync(logPath, 'utf8').includes(SECRET));
+  assert.equal(fs.statSync(logPath).mode & 0o777, 0o600);
+  assert.ok(!canRead(who, logPath), 'the other account read the log');
+  fs.unlinkSync(logPath);
+  const precious = path.join(home, 'precious');
+  fs.writeFileSync(precious, 'precious\n');
+  assert.equal(asOther(who, ['ln', '-s', precious, logPath]).status, 0);
+  await assert.rejects(launch({ command: PYTHON, args: ['-c', 'print(1)'], logPath }).done,
+    (err) => err instanceof LaunchError && /symbolic link/.test(err.message));
+  assert.equal(fs.readFileSync(precious, 'utf8'), 'precious\n');
+  fs.unlinkSync(logPath);
+  assert.equal(asOther(who, ['touch', logPath]).status, 0);
+  await assert.rejects(launch({ command: PYTHON, args: ['-c', `print(${JSON.stringify(SECRET)})`], logPath }).done,
+    (err) => err instanceof LaunchError && /belongs to uid/.test(err.message));
+  assert.equal(fs.readFileSync(logPath, 'utf8'), '', 'nothing went into the other account\'s file');
+});
