@@ -4,10 +4,13 @@
  * files and the chart library from node_modules (no CDN: it works offline). It speaks to a
  * job source only (source.js). The command line is cli.js (`npm run dashboard`).
  *
- * On loopback no token is needed; requests must still name this host (a DNS-rebinding page
- * cannot reach it) and POSTs must be JSON from this origin (a cross-site form cannot submit).
- * A token, when set, is taken from `Authorization: Bearer`, the `tb_token` cookie, or
- * `?token=` on the page's address (which sets the cookie).
+ * Every request needs the dashboard's token (docs/SECURITY.md): another account on the machine
+ * reaches a loopback port as easily as the user does. It is taken from `Authorization: Bearer`
+ * or the page's cookie; opening `/?token=...` (the address the server prints) trades it for
+ * that cookie (HttpOnly, SameSite=Strict). On loopback, requests must also name this host (a
+ * DNS-rebinding page cannot reach it); a request with an Origin must come from this origin
+ * (`null` or a malformed one is refused); POSTs must be JSON (a cross-site form cannot submit);
+ * no page may frame this one. `noToken` drops the token, on loopback only, with a warning.
  */
 
 const crypto = require('node:crypto');
@@ -19,6 +22,7 @@ const model = require('./model.js');
 const { MemorySource } = require('./source.js');
 const { StoreSource } = require('./store_source.js');
 const { SpecError } = require('./spec.js');
+const { newToken } = require('./token.js');
 
 const PUBLIC = path.join(__dirname, 'public');
 const UPLOT = path.dirname(require.resolve('uplot/dist/uPlot.esm.js'));
@@ -37,6 +41,19 @@ const LIST_FLUSH_MS = 250;
 const BODY_MAX = 64 * 1024;
 
 const isLoopback = (host) => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+
+/** On every answer: no page may frame this one (clickjacking), nor sniff types, nor learn its address. */
+const SAFE_HEADERS = {
+  'X-Frame-Options': 'DENY',
+  'Content-Security-Policy': "frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+};
+
+const LOGIN_PAGE = `<!doctype html><meta charset="utf-8"><title>trainbridge dashboard: token needed</title>
+<p>This dashboard needs its token. Open the address that <code>npm run dashboard</code> printed
+(it ends with <code>?token=...</code>); the token is also in the file it names.</p>
+`;
 
 class HttpError extends Error {
   constructor(status, message) {
@@ -112,15 +129,21 @@ function sse(req, res) {
  * Start serving. options: source (a job source; default a StoreSource on `store`, the job
  * store's path, default the per-user store: jobs outlive the dashboard; with `memory: true` a
  * MemorySource: jobs run in this process and end with it), sourceOptions (for the default
- * source), host (default 127.0.0.1), port (default 8765; 0 picks a free one), token (required
- * off loopback). Resolves to {url, server, source, close()}; close() closes a default source.
+ * source), host (default 127.0.0.1), port (default 8765; 0 picks a free one), token (default:
+ * a new random one; cli.js passes the per-user one of token.js), noToken (serve without one:
+ * loopback only; every local account can then run commands as you). Resolves to {url,
+ * loginUrl (url with ?token=, to open once), token, server, source, close()}; close() closes
+ * a default source.
  */
-async function startDashboard({ source, store, memory = false, host = '127.0.0.1', port = 8765, token = null,
-  sourceOptions = {} } = {}) {
-  if (!isLoopback(host) && !token) {
+async function startDashboard({ source, store, memory = false, host = '127.0.0.1', port = 8765, token,
+  noToken = false, sourceOptions = {} } = {}) {
+  if (noToken && token) throw new Error('startDashboard: give token or noToken, not both');
+  if (noToken && !isLoopback(host)) {
     throw new Error(`refusing to serve on ${host} without a token: anyone who reaches it could run commands. `
-      + 'Pass --token SECRET (or set TRAINBRIDGE_DASHBOARD_TOKEN), or serve on 127.0.0.1');
+      + 'Leave out --no-token (the dashboard makes one), or serve on 127.0.0.1');
   }
+  if (!noToken && !token) token = newToken();
+  if (noToken) token = null;
   let jobs = source;
   if (!jobs && memory) jobs = new MemorySource(sourceOptions);
   else if (!jobs) {
@@ -135,35 +158,56 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
   const streams = new Set();
   let bound = port;
 
+  // A browser sends a host's cookies to every port of it: one per port, so two dashboards
+  // (two users, or two stores) do not take each other's.
+  let cookieName = 'tb_token';
+
   function allowedHost(req) {
-    if (token) return true; // the token is the guard
+    if (!isLoopback(host)) return true; // off loopback the token is the guard
     const h = String(req.headers.host || '').toLowerCase();
     return [`127.0.0.1:${bound}`, `localhost:${bound}`, `[::1]:${bound}`].includes(h);
   }
 
-  function authorised(req, url) {
+  /** A request with an Origin must come from this origin; `null` (a sandboxed frame, a file:) and malformed ones are refused. */
+  function allowedOrigin(req) {
+    const origin = req.headers.origin;
+    if (origin === undefined) return true;
+    try {
+      const o = new URL(origin);
+      return o.protocol === 'http:' && o.host === String(req.headers.host || '').toLowerCase();
+    } catch {
+      return false;
+    }
+  }
+
+  function authorised(req) {
     if (!token) return true;
     const auth = String(req.headers.authorization || '');
     if (auth.startsWith('Bearer ') && sameToken(auth.slice(7), token)) return true;
-    if (sameToken(cookie(req, 'tb_token'), token)) return true;
-    return sameToken(url.searchParams.get('token'), token);
+    return sameToken(cookie(req, cookieName), token);
   }
 
   async function route(req, res) {
+    for (const [name, value] of Object.entries(SAFE_HEADERS)) res.setHeader(name, value);
     const url = new URL(req.url, 'http://dashboard');
     if (!allowedHost(req)) throw new HttpError(421, `this dashboard answers only to 127.0.0.1:${bound} or localhost:${bound}`);
-    if (!authorised(req, url)) throw new HttpError(401, 'a token is needed: open the address with ?token=... or send Authorization: Bearer ...');
-    if (token && url.searchParams.get('token') && req.method === 'GET' && url.pathname === '/') {
-      res.writeHead(303, { Location: '/', 'Set-Cookie': `tb_token=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/` });
+    if (!allowedOrigin(req)) throw new HttpError(403, `request from origin ${JSON.stringify(req.headers.origin)} refused: only this dashboard's own pages may call it`);
+    if (token && req.method === 'GET' && url.pathname === '/' && url.searchParams.has('token')) {
+      if (!sameToken(url.searchParams.get('token'), token)) throw new HttpError(401, 'wrong token: open the address the dashboard printed');
+      res.writeHead(303, { Location: '/', 'Set-Cookie': `${cookieName}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/` });
       res.end();
       return;
     }
-    if (req.method === 'POST') {
-      if (!String(req.headers['content-type'] || '').startsWith('application/json')) {
-        throw new HttpError(415, 'POST bodies must be application/json');
+    if (!authorised(req)) {
+      if (req.method === 'GET' && url.pathname === '/') {
+        res.writeHead(401, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' });
+        res.end(LOGIN_PAGE);
+        return;
       }
-      const origin = req.headers.origin;
-      if (origin && new URL(origin).host !== req.headers.host) throw new HttpError(403, `cross-origin request from ${origin} refused`);
+      throw new HttpError(401, 'a token is needed: open the address the dashboard printed (it ends with ?token=...) or send Authorization: Bearer ...');
+    }
+    if (req.method === 'POST' && !String(req.headers['content-type'] || '').startsWith('application/json')) {
+      throw new HttpError(415, 'POST bodies must be application/json');
     }
     const p = url.pathname;
     if (p === '/favicon.ico') {
@@ -263,7 +307,7 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
   const server = http.createServer((req, res) => {
     route(req, res).catch((err) => {
       const status = err.status || 500;
-      if (status === 500) process.stderr.write(`[dashboard] ${req.method} ${req.url}: ${err.stack}\n`);
+      if (status === 500) process.stderr.write(`[dashboard] ${req.method} ${req.url.split('?')[0]}: ${err.stack}\n`);
       if (res.headersSent) res.end();
       else sendJSON(res, status, { error: String(err.message) });
     });
@@ -278,9 +322,13 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     throw err;
   }
   bound = server.address().port;
+  cookieName = `tb_token_${bound}`;
   const shown = host.includes(':') ? `[${host}]` : host;
+  const url = `http://${shown}:${bound}/`;
   return {
-    url: `http://${shown}:${bound}/`,
+    url,
+    loginUrl: token ? `${url}?token=${encodeURIComponent(token)}` : url,
+    token,
     server,
     source: jobs,
     /** How many event streams are open now: all, or those of one job's pages. */

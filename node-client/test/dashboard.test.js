@@ -158,8 +158,12 @@ async function request(url, options = {}) {
   return { status: res.status, body: await res.text(), headers: res.headers };
 }
 
-test('server: loopback only unless a token; Host, JSON and token guards; a job that cannot start says why', async (t) => {
-  await assert.rejects(startDashboard({ host: '0.0.0.0', port: 0 }), /refusing to serve on 0\.0\.0\.0 without a token/);
+/** Requests to a dashboard carrying its token, as its own page (or a script of the user's) does. */
+const asUser = (dash) => (p, options = {}) => request(`${dash.url}${p}`,
+  { ...options, headers: { Authorization: `Bearer ${dash.token}`, ...(options.headers || {}) } });
+
+test('server: a token by default; Host, Origin, JSON guards; a job that cannot start says why', async (t) => {
+  await assert.rejects(startDashboard({ host: '0.0.0.0', port: 0, noToken: true }), /refusing to serve on 0\.0\.0\.0 without a token/);
   // The default source is the job store (here a fresh one): the job below is the store's.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -169,19 +173,45 @@ test('server: loopback only unless a token; Host, JSON and token guards; a job t
   assert.ok(dash.source instanceof StoreSource, 'jobs go to the job store unless memory: true');
   const url = dash.url;
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
-  assert.equal((await request(url)).status, 200);
-  assert.equal((await request(`${url}vendor/uPlot.esm.js`)).status, 200, 'the chart library is served from node_modules');
+  assert.ok(dash.token.length >= 32, 'a random token unless one is given');
+  assert.equal(dash.loginUrl, `${url}?token=${dash.token}`);
+  const user = asUser(dash);
+  // Without the token: nothing, not even the list.
+  for (const [p, options] of [['api/jobs', {}], ['api/stream', {}], ['vendor/uPlot.esm.js', {}],
+    ['api/jobs', { method: 'POST', body: '{"kind":"demo"}', headers: { 'Content-Type': 'application/json' } }]]) {
+    assert.equal((await request(`${url}${p}`, options)).status, 401, `${options.method || 'GET'} ${p} without the token`);
+  }
+  const login = await request(url);
+  assert.equal(login.status, 401);
+  assert.match(login.body, /needs its token/);
+  assert.equal((await user('')).status, 200);
+  assert.equal((await user('vendor/uPlot.esm.js')).status, 200, 'the chart library is served from node_modules');
   const rebinding = await new Promise((resolve, reject) => {
     // fetch() will not send another Host; a DNS-rebinding page's requests do.
-    require('node:http').get(`${url}api/jobs`, { headers: { Host: `evil.example:${new URL(url).port}` } }, (res) => { res.resume(); resolve(res.statusCode); }).on('error', reject);
+    require('node:http').get(`${url}api/jobs`, { headers: { Host: `evil.example:${new URL(url).port}`, Authorization: `Bearer ${dash.token}` } },
+      (res) => { res.resume(); resolve(res.statusCode); }).on('error', reject);
   });
   assert.equal(rebinding, 421);
-  const form = await request(`${url}api/jobs`, { method: 'POST', body: 'kind=demo', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+  // Origin: only this origin's own pages; `null` (a sandboxed frame, file:) and junk are refused, not a 500.
+  for (const origin of ['null', 'http://evil.example', 'not a url', `https://${new URL(url).host}`]) {
+    const r = await user('api/jobs', { method: 'POST', body: '{"kind":"demo"}', headers: { 'Content-Type': 'application/json', Origin: origin } });
+    assert.equal(r.status, 403, `Origin: ${origin}`);
+    assert.match(JSON.parse(r.body).error, /refused/);
+  }
+  assert.equal((await user('api/jobs', { headers: { Origin: 'null' } })).status, 403, 'a GET with Origin: null too');
+  // No page may frame the dashboard (clickjacking); every answer says so.
+  for (const p of ['', 'api/jobs', 'api/nope']) {
+    const r = await user(p);
+    assert.equal(r.headers.get('x-frame-options'), 'DENY', p);
+    assert.match(r.headers.get('content-security-policy'), /frame-ancestors 'none'/, p);
+  }
+  const form = await user('api/jobs', { method: 'POST', body: 'kind=demo', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
   assert.equal(form.status, 415);
-  const bad = await request(`${url}api/jobs`, { method: 'POST', body: JSON.stringify({ kind: 'demo', hangAt: 'x' }), headers: { 'Content-Type': 'application/json' } });
+  const bad = await user('api/jobs', { method: 'POST', body: JSON.stringify({ kind: 'demo', hangAt: 'x' }), headers: { 'Content-Type': 'application/json' } });
   assert.equal(bad.status, 400);
   assert.match(JSON.parse(bad.body).error, /--hang-at takes one of/);
-  const made = await request(`${url}api/jobs`, { method: 'POST', body: JSON.stringify({ kind: 'command', argv: ['/nonexistent/trainer'] }), headers: { 'Content-Type': 'application/json' } });
+  const made = await user('api/jobs', { method: 'POST', body: JSON.stringify({ kind: 'command', argv: ['/nonexistent/trainer'] }),
+    headers: { 'Content-Type': 'application/json', Origin: new URL(url).origin } });
   assert.equal(made.status, 201);
   const { id } = JSON.parse(made.body);
   const deadline = Date.now() + 10000;
@@ -193,26 +223,36 @@ test('server: loopback only unless a token; Host, JSON and token guards; a job t
   }
   assert.equal(view.outcome, 'failed');
   assert.match(view.report.summary, /(could|did) not start '?\/nonexistent\/trainer.*Check the path/);
-  assert.equal((await request(`${url}api/jobs/${id}/cancel`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } })).status, 409);
-  assert.equal((await request(`${url}api/jobs/job-nope`)).status, 404);
+  assert.equal((await request(`${url}api/jobs/${id}/log`)).status, 401, 'no log without the token');
+  assert.equal((await request(`${url}api/jobs/${id}/report`)).status, 401, 'no report without the token');
+  assert.equal((await user(`api/jobs/${id}/cancel`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } })).status, 409);
+  assert.equal((await user('api/jobs/job-nope')).status, 404);
   const store = openStore(storePath);
   t.after(() => store.close());
   assert.equal((await store.get(id)).outcome, 'failed', 'the job is in the store: it outlives this dashboard');
 });
 
-test('server with a token: needed for every request, taken from a header or the cookie the link sets', async (t) => {
-  const dash = await startDashboard({ host: '127.0.0.1', port: 0, token: 's3cret', memory: true });
+test('server with a token: taken from a header or the cookie its printed address sets, never from the query of an API call', async (t) => {
+  const secret = 's3cret-s3cret-s3cret';
+  const dash = await startDashboard({ host: '127.0.0.1', port: 0, token: secret, memory: true });
   assert.ok(dash.source instanceof MemorySource && !(dash.source instanceof StoreSource));
   t.after(() => dash.close());
   const url = dash.url;
   assert.equal((await request(`${url}api/jobs`)).status, 401);
   assert.equal((await request(`${url}api/jobs`, { headers: { Authorization: 'Bearer wrong' } })).status, 401);
-  assert.equal((await request(`${url}api/jobs`, { headers: { Authorization: 'Bearer s3cret' } })).status, 200);
-  const link = await request(`${url}?token=s3cret`, { redirect: 'manual' });
+  assert.equal((await request(`${url}api/jobs`, { headers: { Authorization: `Bearer ${secret}` } })).status, 200);
+  assert.equal((await request(`${url}api/jobs?token=${secret}`)).status, 401, 'the query works only on the address the server prints');
+  assert.equal((await request(`${url}?token=wrong`, { redirect: 'manual' })).status, 401);
+  const link = await request(dash.loginUrl, { redirect: 'manual' });
   assert.equal(link.status, 303);
-  const cookie = link.headers.get('set-cookie').split(';')[0];
-  assert.match(link.headers.get('set-cookie'), /HttpOnly; SameSite=Strict/);
+  assert.equal(link.headers.get('location'), '/', 'the token leaves the address bar');
+  const setCookie = link.headers.get('set-cookie');
+  assert.match(setCookie, new RegExp(`^tb_token_${new URL(url).port}=`), 'one cookie per port: a host\'s cookies go to all its ports');
+  assert.match(setCookie, /HttpOnly; SameSite=Strict/);
+  const cookie = setCookie.split(';')[0];
   assert.equal((await request(url, { headers: { Cookie: cookie } })).status, 200);
+  assert.equal((await request(`${url}api/jobs`, { headers: { Cookie: cookie } })).status, 200);
+  assert.equal((await request(`${url}api/jobs`, { headers: { Cookie: `tb_token_1=${secret}` } })).status, 401, 'another port\'s cookie');
 });
 
 test('a job source records GPU use when the probe sees the job\'s processes', async (t) => {
@@ -331,7 +371,8 @@ test('close() ends while an open page keeps reconnecting its event stream', asyn
   await new Promise((resolve) => {
     const connect = () => {
       if (stopped) return;
-      http.get(`${dash.url}api/stream`, { agent }, (res) => {
+      http.get(`${dash.url}api/stream`, { agent, headers: { Authorization: `Bearer ${dash.token}` } }, (res) => {
+        assert.equal(res.statusCode, 200);
         opened += 1;
         resolve();
         res.resume();
