@@ -24,8 +24,10 @@ for (const c of cases) {
 }
 
 test('job.status() while the job runs and after', async () => {
+  // Ten steps over a second: progress leaves the worker at most 4 times a second, so at least
+  // two messages arrive, which a rate needs (over 0.2 s they could be one: the Python twin failed 3 in 5).
   const code = 'import time\nfrom trainbridge import worker\nwith worker.stage("fit"):\n'
-    + '    for i in range(1, 11):\n        worker.progress(i, 10); time.sleep(0.02)\n    time.sleep(30)\n';
+    + '    for i in range(1, 11):\n        worker.progress(i, 10); time.sleep(0.1)\n    time.sleep(30)\n';
   const job = launch({ python: PYTHON, args: ['-c', code], env: userEnv() });
   const before = Date.now() / 1000;
   const last = await new Promise((resolve) => job.on('progress', (p) => { if (p.step === 10) resolve(p); }));

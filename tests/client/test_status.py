@@ -30,11 +30,14 @@ def test_status_vectors(case):
 
 
 def test_job_status_while_it_runs_and_after():
+    # Ten steps over a second: the worker sends progress at most 4 times a second (latest
+    # wins), so the client sees at least two of them, which a rate needs. (Over 0.2 s, steps
+    # 1-10 could arrive as one message, and the test failed 3 runs in 5.)
     code = (
         "import sys, time\nfrom trainbridge import worker\n"
         "with worker.stage('fit'):\n"
         "    for i in range(1, 11):\n"
-        "        worker.progress(i, 10); time.sleep(0.02)\n"
+        "        worker.progress(i, 10); time.sleep(0.1)\n"
         "    print('at 10', flush=True); time.sleep(30)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}

@@ -1,0 +1,41 @@
+"""scripts/test as a newcomer meets it (issue 37 item 1): a failing Python part still runs the
+Node part, and the run ends non-zero with both summaries and a last line naming what failed."""
+
+import os
+import subprocess
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def run_scripts_test(tmp_path, python_test):
+    test_file = tmp_path / "test_one.py"
+    test_file.write_text(python_test)
+    env = dict(
+        os.environ, TB_SKIP_LINT="1", TB_NODE_TESTS="test/lines.test.js", TB_TEST_WORKERS="0"
+    )
+    return subprocess.run(
+        [os.path.join(ROOT, "scripts", "test"), str(test_file), "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_failing_python_part_still_runs_the_node_part_and_fails_the_run(tmp_path):
+    out = run_scripts_test(tmp_path, "def test_fails():\n    assert 1 == 2\n")
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    assert "1 failed" in out.stdout, text  # pytest's summary
+    assert "# pass " in out.stdout and "# fail 0" in out.stdout, text  # node's, after it
+    assert out.stderr.strip().splitlines()[-1].startswith("[test] FAILED: python"), text
+    assert "node (exit" not in out.stderr, text
+
+
+def test_a_green_run_says_so_last(tmp_path):
+    out = run_scripts_test(tmp_path, "def test_passes():\n    pass\n")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (
+        out.stdout.strip().splitlines()[-1] == "[test] python and node: all passed (lint left out)"
+    )
