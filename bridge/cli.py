@@ -123,9 +123,11 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
         type=_seconds,
         default=d["startup_timeout"],
         metavar="S",
-        help="hung if the worker has not said hello after S seconds "
-        f"(default {d['startup_timeout']:g}); only counts for scripts that import "
-        "worker, others are never in 'starting' long",
+        help="hung if no process of the command has said hello after S seconds "
+        f"(default {d['startup_timeout']:g}; 0 disables). In zero-code mode every Python "
+        "process says it as it starts; a command that runs no Python that long (a shell "
+        "script preparing data) needs more, or 0. A process that loaded the worker but "
+        "has not said hello yet is held to --heartbeat-timeout instead",
     )
     run.add_argument(
         "--stall-timeout",

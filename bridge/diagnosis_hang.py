@@ -118,6 +118,24 @@ GPU_BUSY = 50  # percent utilisation: the GPU is the thing that is busy
 IO_BUSY_BYTES = 1 << 20  # bytes per window that count as "doing I/O"
 
 
+def _startup_hint(frames: Sequence[Any]) -> str:
+    """What to do when no process said hello in time. In zero-code mode (the default) every
+    Python process says it as it starts; so a Python frame means it was stuck before that, and
+    none may mean the command runs no Python yet (a shell script, a download step)."""
+    if frames:
+        return (
+            "the process was stuck before trainbridge's hello (in zero-code mode it comes as "
+            "Python starts; with --no-zero-code at `from trainbridge import worker`): check "
+            "what the named frame waits on"
+        )
+    return (
+        "no process of the command said hello in time: a command that runs no Python that "
+        "long (a shell script preparing data, a download) needs a larger --startup-timeout "
+        "(startup_timeout), or 0 to turn it off; to see where a Python process is stuck, "
+        "install py-spy (pip install py-spy)"
+    )
+
+
 def _main(evidence: dict[str, Any]) -> dict[str, Any]:
     return evidence.get("main_thread") or {}
 
@@ -547,19 +565,7 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
         extra["blocking"] = what
         doing = f" (main thread {what.replace('_', ' ')})" if what else ""
         at_text = f" at {at}" if frames else ""
-        look = (
-            "check what the named frame waits on"
-            if frames
-            else "install py-spy (pip install py-spy) to see the frame it is stuck in"
-        )
-        return diag(
-            kind,
-            f"never said hello{idle}{doing}{at_text}",
-            "the script did not reach the worker's hello: from trainbridge import worker "
-            "(or run it "
-            f"under trainbridge's zero-code mode) before heavy imports, and {look}",
-            extra,
-        )
+        return diag(kind, f"never said hello{idle}{doing}{at_text}", _startup_hint(frames), extra)
     if kind == "gil_held":
         busy = evidence.get("cpu_fraction")
         doing = (

@@ -60,9 +60,11 @@ def _start_worker():
     if not os.environ.get("TRAINBRIDGE_ENDPOINT"):
         return
     try:
-        _check_requirements()
+        # First, whatever is missing: a script's own `from trainbridge import worker` then
+        # imports, and its calls are no-ops while the worker is off (issue 37 item 2).
         if "trainbridge" not in sys.modules:
             _import_trainbridge()
+        _check_requirements()
         from trainbridge.worker import auto
 
         auto.install()

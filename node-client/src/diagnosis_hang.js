@@ -43,6 +43,21 @@ const IO_BUSY_BYTES = 1 << 20; // bytes per window that count as "doing I/O"
 
 const mainOf = (evidence) => evidence.main_thread || {};
 
+/**
+ * What to do when no process said hello in time (bridge/diagnosis_hang.py _startup_hint). In
+ * zero-code mode every Python process says it as it starts: a Python frame means it was stuck
+ * before that; none may mean the command runs no Python yet (a shell script, a download).
+ */
+function startupHint(frames) {
+  if (frames.length) {
+    return "the process was stuck before trainbridge's hello (in zero-code mode it comes as Python starts; "
+      + 'with --no-zero-code at `from trainbridge import worker`): check what the named frame waits on';
+  }
+  return 'no process of the command said hello in time: a command that runs no Python that long (a shell script '
+    + 'preparing data, a download) needs a larger --startup-timeout (startup_timeout), or 0 to turn it off; '
+    + 'to see where a Python process is stuck, install py-spy (pip install py-spy)';
+}
+
 function remoteOf(conn) {
   const raddr = conn.raddr || '';
   if (Array.isArray(raddr) && raddr.length === 2) {
@@ -323,10 +338,7 @@ function diagnoseHang(facts) {
       extra.blocking = what;
       const doing = what ? ` (main thread ${what.replace(/_/g, ' ')})` : '';
       const atText = frames.length ? ` at ${at}` : '';
-      const look = frames.length ? 'check what the named frame waits on'
-        : 'install py-spy (pip install py-spy) to see the frame it is stuck in';
-      return diag(kind, `never said hello${idle}${doing}${atText}`,
-        `the script did not reach the worker's hello: from trainbridge import worker (or run it under trainbridge's zero-code mode) before heavy imports, and ${look}`, extra);
+      return diag(kind, `never said hello${idle}${doing}${atText}`, startupHint(frames), extra);
     }
     case 'gil_held': {
       const busy = evidence.cpu_fraction;

@@ -62,7 +62,10 @@ test('no_worker: zero-code mode that cannot load is an event and report.worker.o
   try {
     execFileSync(PYTHON, ['-m', 'venv', '--without-pip', dir]);
     const bare = path.join(dir, 'bin', 'python');
-    const job = launch({ python: bare, args: ['-c', 'print("trained")'], env: userEnv() });
+    // The README's own usage: the worker API imports and its calls do nothing (issue 37 item 2:
+    // it failed with "No module named 'trainbridge'" and the diagnosis blamed line 1).
+    const script = 'from trainbridge import worker\nwith worker.stage("fit"):\n    worker.progress(1, 1)\nprint("trained")';
+    const job = launch({ python: bare, args: ['-c', script], env: userEnv() });
     const reasons = [];
     job.on('no_worker', (info) => reasons.push(info.reason));
     const report = await job.done;

@@ -228,3 +228,17 @@ def test_the_plain_summary_is_not_wrapped_at_80_columns():
         line for line in done.stdout.decode().splitlines() if line.startswith("trainbridge: ")
     ]
     assert len(summary) == 1 and long in summary[0], done.stdout.decode()[-600:]
+
+
+def test_run_help_says_what_the_startup_deadline_really_covers():
+    """Issue 37 item 3: it said the deadline "only counts for scripts that import worker",
+    while `bash -c 'sleep 150'` was killed at 120 s, and it never named the heartbeat
+    deadline that holds a worker loaded but not yet heard."""
+    out = subprocess.run(
+        [sys.executable, "-m", "trainbridge", "run", "--help"], capture_output=True, text=True
+    )
+    text = " ".join(out.stdout.split())
+    assert "only counts for scripts that import worker" not in text
+    assert "hung if no process of the command has said hello after S seconds" in text
+    assert "runs no Python that long" in text and "0 disables" in text
+    assert "held to --heartbeat-timeout" in text

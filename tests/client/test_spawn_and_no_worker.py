@@ -28,7 +28,12 @@ def test_a_training_venv_without_pyzmq_is_a_no_worker_event_and_report_worker_of
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     bare = str(venv / "bin" / "python")
     events = []
-    job = bridge.launch([bare, "-c", "print('trained')"], env=user_env(), on_event=events.append)
+    # The README's own usage: the worker API imports, its calls do nothing (issue 37 item 2).
+    script = (
+        "from trainbridge import worker\n"
+        "with worker.stage('fit'):\n    worker.progress(1, 1)\nprint('trained')"
+    )
+    job = bridge.launch([bare, "-c", script], env=user_env(), on_event=events.append)
     report = job.wait(WAIT_S)
     validate_report(report)
     reasons = [e["reason"] for e in events if e["event"] == "no_worker"]

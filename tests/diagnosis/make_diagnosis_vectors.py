@@ -492,14 +492,14 @@ HANGS = [
         },
         "startup",
         ["never said hello", "sleeping"],
-        ["import worker"],
+        ["--startup-timeout", "runs no Python"],
     ),
     (
         "no hello, faulthandler stack",
         {"reason": "startup", "saw_hello": False, "stacks": FH_SLEEP},
         "startup",
         ["train.py:12 wait_for_data"],
-        [],
+        ["stuck before trainbridge's hello", "named frame"],
     ),
     (
         "disk sleep",
