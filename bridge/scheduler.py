@@ -305,8 +305,10 @@ def submit(
     have = len(_slots(store)["gpus"])
     if gpus > have:
         raise ValueError(
-            f"the job asks for {gpus} GPU(s) but this store's slots have {have}; "
-            f"set slots={{'gpus': [...]}} or CUDA_VISIBLE_DEVICES"
+            f"the job asks for {gpus} GPU(s) but this store's slots have {have} (those a "
+            "Scheduler(slots=...) set, else the GPUs NVML and CUDA_VISIBLE_DEVICES show); on "
+            "a machine with no GPU leave the GPUs out of the job; else check nvidia-smi and "
+            "CUDA_VISIBLE_DEVICES, or from Python set Scheduler(slots={'gpus': [...]})"
         )
     if max_restarts < 0 or restart_backoff < 0:
         raise ValueError("max_restarts and restart_backoff must be >= 0")

@@ -65,6 +65,9 @@ HF_PACKAGES = (
     "huggingface_hub",
     "nvidia-ml-py",
     "trainbridge",
+    # What the worker itself needs in the training interpreter (rules.packages_verdict).
+    "pyzmq",
+    "msgpack",
 )
 NETWORK_VARS = (
     "HTTP_PROXY",

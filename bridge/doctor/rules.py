@@ -310,6 +310,17 @@ def packages_verdict(facts: Mapping) -> Verdict:
     missing = ", ".join(k for k, v in versions.items() if not v)
     shown = (have or "none of the ML packages") + ("; not installed: " + missing if missing else "")
     torch, numpy = versions.get("torch"), versions.get("numpy")
+    worker_missing = [
+        name for name in ("pyzmq", "msgpack") if name in versions and not versions[name]
+    ]
+    if worker_missing:
+        return Verdict(
+            WARN,
+            shown + ": the trainbridge worker needs %s here; without %s a job still runs "
+            "supervised, but with no hello, stages or progress (only the exit and the output)"
+            % (" and ".join(worker_missing), "them" if len(worker_missing) > 1 else "it"),
+            "pip install %s in this environment (the training venv)" % " ".join(worker_missing),
+        )
     if torch and not numpy:
         return Verdict(
             WARN,

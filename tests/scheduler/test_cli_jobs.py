@@ -80,3 +80,5 @@ def test_unknown_ids_and_bad_submissions_say_so(store_path):
     assert missing.returncode == 3 and "no job 'j-nope'" in missing.stderr
     bad = tb(store_path, "submit", "--gpus", "2", "--", *child("steps", 1))
     assert bad.returncode == 2 and "asks for 2 GPU" in bad.stderr
+    # What to do, in terms the CLI user can act on (it said "set slots=...", a Python argument)
+    assert "leave the GPUs out of the job" in bad.stderr and "set slots=" not in bad.stderr
