@@ -52,6 +52,7 @@ class ViewModel:
         self.notes: list[str] = []
         self.lines: collections.deque = collections.deque(maxlen=lines)
         self.started = time.monotonic()
+        self.ended_t: Optional[float] = None  # when the state became ended: the clock stops
         self.progress_t: Optional[float] = None  # when the last progress came
         self.output_t: Optional[float] = None  # when the last output line came
         self.live: Optional[dict[str, Any]] = None  # the diagnosis while stalled (issue 12)
@@ -63,6 +64,8 @@ class ViewModel:
             self.state = event["state"]
             if self.state != "stalled":
                 self.live = None
+            if self.state == "ended" and self.ended_t is None:
+                self.ended_t = time.monotonic()
         elif kind == "stalled":
             self.live = event.get("diagnosis")
         elif kind == "output":
@@ -160,18 +163,20 @@ class ViewModel:
 
     def progress_text(self, now: Optional[float] = None) -> str:
         """'301/?  12.40 step/s  loss=2.31' (no ETA without a total; metadata keys such as
-        source=optimizer are not metrics), plus 'idle 14 s' once progress stops."""
+        source=optimizer are not metrics), plus 'idle 14 s' once progress stops. An ended job
+        has no rate, ETA or idle time: its last frame stays on screen (issue 37 item 10)."""
         now = now if now is not None else time.monotonic()
         info = f"{_fmt(self.step)}/{_fmt(self.total) if self.total else '?'}"
-        rate = self.rate_now(now)
-        if rate is not None:
-            info += f"  {rate:.2f} step/s"
-        eta = self.eta(now)
-        if eta is not None:
-            info += f"  ETA {_clock(eta)}"
-        idle = self.idle_s(now)
-        if idle is not None and (idle >= 2 or self.state == "stalled"):
-            info += f"  idle {idle:.0f} s"
+        if self.state != "ended":
+            rate = self.rate_now(now)
+            if rate is not None:
+                info += f"  {rate:.2f} step/s"
+            eta = self.eta(now)
+            if eta is not None:
+                info += f"  ETA {_clock(eta)}"
+            idle = self.idle_s(now)
+            if idle is not None and (idle >= 2 or self.state == "stalled"):
+                info += f"  idle {idle:.0f} s"
         shown = [(k, v) for k, v in self.metrics.items() if k not in _PROGRESS_METADATA]
         metrics = "  ".join(f"{k}={_fmt(v)}" for k, v in shown[:4])
         return f"{info}  {metrics}".rstrip()
@@ -230,7 +235,7 @@ class LiveView:
             ("trainbridge ", "bold"),
             (m.state, f"bold {colours.get(m.state, '')}"),
             f"  pid {self.job.pid if self.job else '?'}",
-            f"  {_clock(time.monotonic() - m.started)}  ",
+            f"  {_clock((m.ended_t or time.monotonic()) - m.started)}  ",
             (" ".join(self.cmd)[:80], "dim"),
         )
         grid = Table.grid(padding=(0, 1))
@@ -253,7 +258,9 @@ class LiveView:
             grid.add_row(
                 "why", Text(f"{m.live.get('kind')}: {m.live.get('summary')}", style="magenta")
             )
-        if m.worker:
+        if m.state == "ended":
+            pass  # no heartbeat to age: the job is over
+        elif m.worker:
             age = time.monotonic() - m.beat_t if m.beat_t else None
             grid.add_row("heartbeat", f"{age:.1f} s ago" if age is not None else "-")
         else:

@@ -74,12 +74,25 @@ async function main() {
 
   const report = await job.done;
   clearBar();
-  console.log('\n=== report ===');
-  const shown = { ...report, stacks: report.stacks && `${report.stacks.split('\n').length} lines`, evidence: undefined };
-  console.log(JSON.stringify(shown, (k, v) => (k === 'log_tail' ? v.slice(-5) : v), 2));
-  console.log(`\n${report.summary}`);
-  if (args.report) fs.writeFileSync(args.report, toJSON(report));
+  for (const line of reportLines(report)) console.log(line);
+  if (args.report) {
+    fs.writeFileSync(args.report, toJSON(report), { mode: 0o600 });
+    console.log(`the whole report (JSON): ${args.report}`);
+  } else console.log('the whole report as JSON: --report FILE');
   process.exitCode = report.outcome === 'succeeded' ? 0 : 1;
+}
+
+/** The report in a few lines a person reads (the whole of it goes to --report FILE). */
+function reportLines(report) {
+  const lines = ['', `=== ${report.outcome} (exit ${report.exit_code ?? report.signal}) in ${report.duration_s.toFixed(1)} s ===`];
+  const stages = (report.stages || []).filter((s) => s.name !== 'main');
+  if (stages.length) lines.push(`stages: ${stages.map((s) => `${s.name} ${s.duration_s == null ? '?' : s.duration_s.toFixed(1)} s ${s.status}`).join(', ')}`);
+  if (report.progress) lines.push(`progress: ${report.progress.step}/${report.progress.total ?? '?'}`);
+  if (report.error) lines.push(`error: ${report.error.type}: ${report.error.message}`);
+  if (report.diagnosis) lines.push(`diagnosis: ${report.diagnosis.kind}: ${report.diagnosis.summary}`);
+  if (report.stacks) lines.push(`stacks: ${report.stacks.split('\n').length} lines (in the report)`);
+  lines.push('', report.summary);
+  return lines;
 }
 
 main().catch((err) => {

@@ -73,3 +73,26 @@ def test_the_live_view_shows_why_while_stalled_and_no_bar_without_a_total():
     screen = console.file.getvalue()
     assert "why" in screen and "network_wait: blocked reading from 13.33.0.1:443" in screen
     assert "(total unknown)" in screen and "\u2501" not in screen  # no bar drawn full
+
+
+def test_the_last_frame_of_an_ended_job_has_no_live_numbers():
+    """Issue 37 item 10: the frame left on screen above the summary kept "ETA 5:03",
+    "idle 3 s" and "heartbeat 2.8 s ago" for a job that had ended."""
+    import io
+
+    from rich.console import Console
+
+    from trainbridge.bridge.cli_views import LiveView
+
+    m = _model(total=100, worker=True, beat_t=0.0)
+    assert "ETA" in m.progress_text(102.0)
+    m.update({"event": "state", "state": "ended"})
+    text = m.progress_text(200.0)
+    assert text.startswith("30/100") and "loss=2.5" in text
+    assert "ETA" not in text and "idle" not in text and "step/s" not in text
+    console = Console(file=io.StringIO(), width=120, force_terminal=False)
+    view = LiveView(console, ["python", "train.py"])
+    view.model = m
+    console.print(view)
+    screen = console.file.getvalue()
+    assert "ended" in screen and "heartbeat" not in screen and "ETA" not in screen
