@@ -45,7 +45,8 @@ def write_error_file(
     import json
 
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        # 0600: it holds the traceback; torchrun reads it as the same user (docs/SECURITY.md)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return None
     with os.fdopen(fd, "w", encoding="ascii", errors="backslashreplace") as out:

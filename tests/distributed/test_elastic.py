@@ -31,6 +31,7 @@ def test_torch_reads_the_error_file_the_worker_writes(tmp_path):
     assert failure.message["extraInfo"]["py_callstack"] == body["traceback"]
     assert failure.timestamp == 1700000000
     open(path, "rb").read().decode("ascii")  # ASCII on disk
+    assert os.stat(path).st_mode & 0o777 == 0o600  # it holds the traceback (docs/SECURITY.md)
 
 
 def test_an_error_file_the_script_wrote_itself_is_kept(tmp_path):
