@@ -194,6 +194,28 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors.filter((e) => !/status of 400 \(Bad Request\)/.test(e)), [], 'only the refused submit is an error');
   });
 
+  it('another site cannot frame the dashboard (clickjacking), even for a logged-in user', async () => {
+    const { page } = await open(dash.url); // logged in: the cookie is there
+    // A page of another origin that frames the dashboard, as a clickjacking page would: served
+    // on another loopback port (another local account's server), so the browser even sends the
+    // dashboard's cookie (a host's cookies go to all its ports; the site is the same).
+    const http = require('node:http');
+    const evil = http.createServer((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/html' });
+      res.end(`<h1>win a prize</h1><iframe id="f" src="${dash.url}" width="800" height="600"></iframe>`);
+    });
+    await new Promise((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    try {
+      await page.goto(`http://127.0.0.1:${evil.address().port}/`, { waitUntil: 'load' }); // 'load' waits for the frame too
+      const frame = page.frames().find((f) => f !== page.mainFrame());
+      // Refused by X-Frame-Options / frame-ancestors, Chromium shows its error page instead.
+      assert.match(frame.url(), /^chrome-error:/, `the frame shows ${frame.url()}`);
+    } finally {
+      evil.closeAllConnections();
+      await new Promise((resolve) => evil.close(resolve));
+    }
+  });
+
   it('a link to a job the dashboard does not know says so', async () => {
     const { page, errors } = await open(`${dash.url}#/jobs/job-000000000000`);
     await page.locator('#title', { hasText: 'No job job-000000000000 here' }).waitFor({ timeout: 10000 });
