@@ -313,7 +313,7 @@ def test_installed_node_package_brings_the_worker_to_a_venv_without_trainbridge(
 
 def test_installed_node_package_says_why_zero_code_is_off_without_pyzmq(built, script):
     python = venv(built["tmp"], "bare", TQDM)
-    _, seen, report = run_node(built, script, python)
+    app, seen, report = run_node(built, script, python)
     assert seen["hellos"] == 0 and len(seen["noWorker"]) == 1, seen
     reason = seen["noWorker"][0]
     assert reason.startswith("[trainbridge] zero-code mode is off"), reason
@@ -321,7 +321,12 @@ def test_installed_node_package_says_why_zero_code_is_off_without_pyzmq(built, s
     assert report["worker"]["off"] == reason
     # Supervised all the same: output, the script's own module, the outcome.
     assert report["outcome"] == "succeeded", report
-    assert "fetch -> 1" in seen["lines"] and "trainbridge from: None" in seen["lines"]
+    # The package's own trainbridge is importable all the same, so a script's own
+    # `from trainbridge import worker` works, its calls no-ops (issue 37 item 2).
+    bundled = os.path.join(
+        app, "node_modules", "trainbridge", "python", "trainbridge", "__init__.py"
+    )
+    assert "fetch -> 1" in seen["lines"] and f"trainbridge from: {bundled}" in seen["lines"]
 
 
 def test_the_base_install_is_the_training_side_and_the_client_names_its_extra(built, script):
