@@ -110,7 +110,9 @@ def plant_before_exec(env, argv, plant):
     return proc.returncode, out, err
 
 
-def test_report_writes_cannot_be_redirected_by_a_planted_link(user_env, shared, home, as_other):
+def test_report_writes_cannot_be_redirected_by_a_planted_link(
+    user_env, shared, home, as_other, can_read
+):
     """--report PATH in a shared directory: the other account plants a link where the
     temporary file will be (the old name was PATH.tmp<pid>) and at PATH itself, both to a file
     of the user's. The report replaces the link at PATH; the user's file is untouched."""
@@ -132,7 +134,7 @@ def test_report_writes_cannot_be_redirected_by_a_planted_link(user_env, shared, 
     assert code == 0, err
     assert open(precious).read() == "precious\n"
     assert not os.path.islink(report) and os.stat(report).st_uid == os.geteuid()
-    assert mode(report) == 0o600
+    assert mode(report) == 0o600 and not can_read(report)
     assert json.load(open(report))["outcome"] == "succeeded"
     assert not [n for n in os.listdir(shared) if n.endswith(".tmp") and "report" in n]
 
