@@ -1,10 +1,18 @@
 /// <reference types="node" />
 // Types of require('trainbridge/shell'): python-shell's surface under supervision.
-import { EventEmitter } from 'node:events';
-import { Readable, Transform, Writable } from 'node:stream';
-import { Job, LaunchOptions, Report } from '../index';
+// The modules are named without 'node:' so that the older @types/node of python-shell
+// projects resolve them too.
+import { SpawnOptions } from 'child_process';
+import { EventEmitter } from 'events';
+import { Readable, Transform, Writable } from 'stream';
+import { Job, LaunchOptions, Outcome, Report } from '../index';
 
-export interface Options extends Pick<LaunchOptions, 'timeouts' | 'logPath' | 'tailLines' | 'zeroCode' | 'injectDir' | 'hub' | 'pythonEnv'> {
+/**
+ * python-shell's Options, spawn's options included (as python-shell's). Of those, the adapter
+ * uses `cwd` and `env`; the job decides the rest (docs/CLIENT.md, "python-shell adapter").
+ */
+export interface Options extends SpawnOptions,
+  Pick<LaunchOptions, 'timeouts' | 'logPath' | 'tailLines' | 'zeroCode' | 'injectDir' | 'hub' | 'pythonEnv'> {
   mode?: 'text' | 'json' | 'binary';
   formatter?: string | ((param: any) => any);
   parser?: string | ((param: string) => any);
@@ -14,8 +22,13 @@ export interface Options extends Pick<LaunchOptions, 'timeouts' | 'logPath' | 't
   pythonOptions?: string[];
   scriptPath?: string;
   args?: string[];
-  cwd?: string;
-  env?: NodeJS.ProcessEnv;
+  /**
+   * The end callback gets an error (and run() / runString() reject) when the job's outcome is
+   * failed, crashed or hung, also without a non-zero exit code (a segfault): `err.report` and
+   * `err.outcome` say what happened. Default false: as python-shell, only a non-zero exit code
+   * is an error.
+   */
+  rejectOnFailure?: boolean;
 }
 
 export class PythonShellError extends Error {
@@ -27,6 +40,10 @@ export class PythonShellError extends Error {
   args?: string[] | null;
   /** The supervised job's report (what the adapter adds). */
   report?: Report | null;
+  /** With rejectOnFailure: the signal that ended the script (null: it exited). */
+  exitSignal?: string | null;
+  /** With rejectOnFailure: the job's outcome ('failed', 'crashed' or 'hung' when it is the error's cause). */
+  outcome?: Outcome;
 }
 export class PythonShellErrorWithLogs extends PythonShellError {
   logs: any[];

@@ -9,8 +9,9 @@
  * stdout line, 'stderr' per stderr line, 'pythonError', 'error', 'close'), send(), end(cb)
  * with python-shell's error fields, kill(), and the statics run / runString / checkSyntax /
  * getVersion. What it adds: `shell.job` (the supervised Job: stages, progress, hangs) and
- * `shell.report` (the final report), also on the error as `err.report`. What it does not
- * do, and why: docs/CLIENT.md, "python-shell adapter".
+ * `shell.report` (the final report), also on the error as `err.report`, and the option
+ * `rejectOnFailure` (a crash, failure or hang is an error, also without an exit code). What
+ * it does differently, and why: docs/CLIENT.md, "python-shell adapter".
  *
  * The child's stdio is kept as it is: stdin is a pipe the script reads, stdout and stderr
  * are the bytes it wrote (raw streams of the job), split into messages here exactly as
@@ -24,6 +25,8 @@ const crypto = require('node:crypto');
 const { EventEmitter } = require('node:events');
 const { Transform } = require('node:stream');
 const { execFile, execFileSync } = require('node:child_process');
+const { fileURLToPath } = require('node:url');
+const { promisify } = require('node:util');
 const { launch } = require('./index.js');
 
 /** The error of a script that exited with a non-zero status (python-shell's fields). */
@@ -56,6 +59,14 @@ const toArray = (value) => (value === undefined || value === null ? [] : Array.i
 
 // Options that are trainbridge's, not spawn's.
 const BRIDGE_OPTIONS = ['timeouts', 'logPath', 'tailLines', 'zeroCode', 'injectDir', 'hub', 'pythonEnv'];
+// With rejectOnFailure these outcomes give end()'s callback an error (as launch()'s option).
+const FAILED_OUTCOMES = ['failed', 'crashed', 'hung'];
+
+/**
+ * A folder as spawn() would take it now: python-shell spawns in its constructor, so a relative
+ * cwd (and the script path, relative to the cwd) means the current folder at construction.
+ */
+const folderNow = (value) => path.resolve(value instanceof URL ? fileURLToPath(value) : value ?? '.');
 
 class PythonShell extends EventEmitter {
   constructor(scriptPath, options, stdoutSplitter = null, stderrSplitter = null) {
@@ -79,13 +90,21 @@ class PythonShell extends EventEmitter {
     this.exitSignal = null;
     this.report = null;
     this._endCallback = null;
+    this._closed = false; // 'close' was emitted (or the launch failed): the shell is over
+    this._rejectOnFailure = Boolean(options.rejectOnFailure);
+    this._pendingSignals = []; // kill() before the child existed: sent once it does
 
     const bridge = {};
     for (const name of BRIDGE_OPTIONS) if (options[name] !== undefined) bridge[name] = options[name];
+    for (const name of ['logPath', 'injectDir']) if (typeof bridge[name] === 'string') bridge[name] = path.resolve(bridge[name]);
     // python-shell passes the caller's environment as it is: so do we (pythonEnv: false).
+    // The spawn comes later (after the hub is up): the folders are fixed now, as python-shell's.
     this.job = launch({
-      pythonEnv: false, ...bridge, command: pythonPath, args: this.command, cwd: options.cwd, env: options.env,
+      pythonEnv: false, ...bridge, command: pythonPath, args: this.command, cwd: folderNow(options.cwd), env: options.env,
       stdin: 'pipe', raw: true,
+    });
+    this.job.once('spawn', ({ pid }) => {
+      for (const signal of this._pendingSignals.splice(0)) signalProcess(pid, signal);
     });
     this.stdin = this.job.stdin;
     this.stdout = this.job.stdout;
@@ -130,11 +149,15 @@ class PythonShell extends EventEmitter {
     this.exitSignal = report.signal ?? null;
     this.emit('report', report);
     this._ended.exit = true;
+    // Unread stdout (binary mode, nobody reading) is drained, as Node does for a child's
+    // stdio at its exit, so that it ends and the shell closes (python-shell's behaviour).
+    if (this.stdout.readableFlowing === null) this.stdout.resume();
     this._terminateIfNeeded();
   }
 
   /** The command could not be started (python-shell: the child process's 'error'). */
   _launchFailed(err) {
+    this._closed = true;
     this.terminated = true;
     this.emit('error', err);
     if (this._endCallback) this._endCallback(err, null, null);
@@ -143,11 +166,17 @@ class PythonShell extends EventEmitter {
   /** Once both streams ended and the job is over: the error (if any), 'close', end's callback. */
   _terminateIfNeeded() {
     const { stdout, stderr, exit } = this._ended;
-    if (!stdout || !stderr || !exit || this.terminated) return;
+    if (!stdout || !stderr || !exit || this._closed) return;
+    this._closed = true;
     let err;
     if (this.exitCode) {
       err = this._errorData ? this._parseError(this._errorData) : new PythonShellError(`process exited with code ${this.exitCode}`);
+    } else if (this._rejectOnFailure && FAILED_OUTCOMES.includes(this.report.outcome)) {
+      err = new PythonShellError(`trainbridge: ${this.report.summary || `the script ${this.report.outcome}`}`);
+    }
+    if (err) {
       Object.assign(err, this._errorFields, { exitCode: this.exitCode, report: this.report });
+      if (this._rejectOnFailure) Object.assign(err, { exitSignal: this.exitSignal, outcome: this.report.outcome });
       if (this.listenerCount('pythonError') > 0 || !this._endCallback) this.emit('pythonError', err);
     }
     this.terminated = true;
@@ -172,15 +201,20 @@ class PythonShell extends EventEmitter {
   }
 
   /**
-   * Send `signal` to the script's process (default SIGTERM), as python-shell. The report says
-   * cancelled, by that signal (cancel.by 'signal'). For a clean stop with escalation: job.cancel().
+   * Send `signal` to the script's process (default SIGTERM) and set `terminated`, as
+   * python-shell. Before the child exists (right after the constructor), the signal is sent
+   * the moment it is spawned. The report says cancelled, by that signal (cancel.by 'signal').
+   * For a clean stop with escalation: job.cancel().
    */
   kill(signal) {
-    if (this.job.pid && !this.terminated) {
-      const name = typeof signal === 'number' ? signalName(signal) : signal || 'SIGTERM';
+    signal = signal || 'SIGTERM';
+    if (!this._closed && !this.job.report) {
+      const name = typeof signal === 'number' ? signalName(signal) : signal;
       this.job.noteUserSignal(name, `${name} sent by kill() to the script`); // before: its exit follows
-      try { process.kill(this.job.pid, signal || 'SIGTERM'); } catch { /* already gone */ }
+      if (this.job.pid) signalProcess(this.job.pid, signal);
+      else this._pendingSignals.push(signal);
     }
+    this.terminated = true;
     return this;
   }
 
@@ -257,11 +291,12 @@ class PythonShell extends EventEmitter {
   }
 }
 
-function execPromise(file, args) {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, (err, stdout, stderr) => (err ? reject(stderr || err) : resolve({ stdout, stderr })));
-  });
+function signalProcess(pid, signal) {
+  try { process.kill(pid, signal); } catch { /* already gone */ }
 }
+
+// As python-shell's exec: resolves to {stdout, stderr}, rejects with the Error (code, stdout, stderr).
+const execPromise = promisify(execFile);
 
 PythonShell.defaultPythonPath = process.platform !== 'win32' ? 'python3' : 'python';
 PythonShell.defaultOptions = {};

@@ -189,11 +189,149 @@ test('checkSyntax, getVersion and getVersionSync as python-shell', async () => {
   Reference.PythonShell.defaultOptions = { pythonPath: PYTHON };
   try {
     await Ours.PythonShell.checkSyntax('x = 1\n');
-    const bad = await Ours.PythonShell.checkSyntax('def (:\n').then(() => null, (e) => String(e));
-    assert.match(bad, /SyntaxError/);
+    const [refBad, bad] = await Promise.all([Reference.PythonShell, Ours.PythonShell].map(
+      (Shell) => Shell.checkSyntax('def (:\n').then(() => null, (e) => e)));
+    assert.ok(bad instanceof Error, `checkSyntax rejected with ${bad}`);
+    assert.deepEqual([bad.code, bad.stdout], [refBad.code, refBad.stdout]); // as python-shell's exec error
+    assert.match(bad.stderr, /SyntaxError/);
     assert.equal((await Ours.PythonShell.getVersion()).stdout, (await Reference.PythonShell.getVersion()).stdout);
     assert.equal(Ours.PythonShell.getVersionSync(), Reference.PythonShell.getVersionSync());
   } finally {
     [Ours.PythonShell.defaultOptions, Reference.PythonShell.defaultOptions] = saved;
   }
+});
+
+// --- issue 37 item 11: what python-shell users met when migrating ---------------------------
+
+/** `promise`, or a rejection saying what did not happen within `ms` (a deadline, not a sleep). */
+function within(ms, what, promise) {
+  let timer;
+  const deadline = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+const ended = (shell) => new Promise((resolve) => shell.end((err, code, signal) => resolve({ err, code, signal })));
+
+test('relative paths are resolved at construction: chdir, new PythonShell, chdir back (python-shell\'s own test)', async () => {
+  const file = script('import os\nprint(os.getcwd())\n');
+  const name = path.basename(file);
+  const home = process.cwd();
+  const runs = [];
+  for (const Shell of [Reference.PythonShell, Ours.PythonShell]) {
+    const messages = [];
+    const made = [];
+    try {
+      process.chdir(dir); // the script and scriptPath '.' are relative to the folder of now
+      made.push(new Shell(name, base()), new Shell(name, { ...base(), scriptPath: '.' }));
+      process.chdir(path.dirname(dir)); // a relative cwd too
+      made.push(new Shell(name, { ...base(), cwd: path.basename(dir) }));
+    } finally {
+      process.chdir(home);
+    }
+    const outputs = made.map((shell) => {
+      const lines = [];
+      shell.on('message', (m) => lines.push(m));
+      return ended(shell).then((end) => ({ ...end, lines }));
+    });
+    for (const { err, code, lines } of await within(20000, 'the end callbacks', Promise.all(outputs))) {
+      assert.deepEqual([err && err.message, code], [undefined, 0]);
+      messages.push(...lines);
+    }
+    runs.push(messages);
+  }
+  assert.deepEqual(runs[1], runs[0]);
+  assert.deepEqual(runs[1], [dir, dir, dir].map((d) => fs.realpathSync(d)));
+});
+
+test('binary mode with nobody reading stdout: the end callback and run() settle, as python-shell', { timeout: 60000 }, async () => {
+  const file = script('import sys\nsys.stdout.buffer.write(b"x" * 1000)\n');
+  for (const Shell of [Reference.PythonShell, Ours.PythonShell]) {
+    const shell = new Shell(file, { ...base(), mode: 'binary' });
+    const { err, code } = await within(20000, `${Shell === Ours.PythonShell ? 'the adapter' : 'python-shell'}'s end callback`, ended(shell));
+    assert.deepEqual([err, code], [undefined, 0]);
+    assert.deepEqual(await within(20000, 'run()', Shell.run(file, { ...base(), mode: 'binary' })), []);
+  }
+});
+
+test('kill() right after the constructor stops the script, and the shell ends (an Electron "Cancel" at once)', async () => {
+  const file = script('import time\nprint("started", flush=True)\ntime.sleep(60)\n');
+  for (const signal of [undefined, 'SIGKILL']) {
+    const results = [];
+    for (const Shell of [Reference.PythonShell, Ours.PythonShell]) {
+      const shell = new Shell(file, base());
+      const messages = [];
+      shell.on('message', (m) => messages.push(m));
+      shell.kill(signal);
+      assert.equal(shell.terminated, true);
+      const { err, code, signal: got } = await within(20000, 'the end callback after kill()', ended(shell));
+      results.push({ err, code, signal: got, exitSignal: shell.exitSignal, messages });
+      if (Shell === Ours.PythonShell) {
+        assert.equal(shell.report.outcome, 'cancelled', shell.report.summary);
+        assert.deepEqual(processesOfJob(shell.report.job_id), []);
+      }
+    }
+    assert.deepEqual(results[1], results[0]);
+    assert.deepEqual([results[1].signal, results[1].messages], [signal || 'SIGTERM', []]);
+  }
+});
+
+test('kill() sets terminated at once, as python-shell', async () => {
+  const code = 'import time\nprint("ready", flush=True)\ntime.sleep(60)\n';
+  const seen = [];
+  const drive = (shell) => shell.on('message', (m) => {
+    if (m !== 'ready') return;
+    shell.kill();
+    seen.push(shell.terminated);
+  });
+  const { ref, ours } = await both(code, {}, drive);
+  assert.deepEqual(seen, [true, true]);
+  assert.deepEqual([ours.shell.terminated, ours.signal], [ref.shell.terminated, ref.signal]);
+});
+
+test('the types: Options extends spawn\'s options (as python-shell\'s), rejectOnFailure included', (t) => {
+  const { spawnSync } = require('node:child_process');
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-shell-types-'));
+  t.after(() => fs.rmSync(work, { recursive: true, force: true }));
+  fs.mkdirSync(path.join(work, 'node_modules'));
+  fs.symlinkSync(path.join(__dirname, '..'), path.join(work, 'node_modules', 'trainbridge'));
+  fs.writeFileSync(path.join(work, 'use.ts'), [
+    "import { PythonShell, Options, PythonShellError } from 'trainbridge/shell';",
+    "const options: Options = { stdio: ['ignore', 'inherit', process.stderr], detached: false, cwd: new URL('file:///tmp'),",
+    "  env: { A: '1' }, mode: 'json', rejectOnFailure: true, timeouts: { stallTimeout: 60 } };",
+    "void PythonShell.run('train.py', { ...options, args: ['--x'] }).catch((err: PythonShellError) => err.report?.outcome ?? err.outcome);",
+    "// @ts-expect-error a mode python-shell does not have",
+    "void new PythonShell('train.py', { mode: 'xml' });",
+    '',
+  ].join('\n'));
+  const compilerOptions = { strict: true, noEmit: true, target: 'ES2022', module: 'commonjs', types: ['node'],
+    typeRoots: [path.join(__dirname, '..', 'node_modules', '@types')] };
+  fs.writeFileSync(path.join(work, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['use.ts'] }));
+  const done = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(work, 'tsconfig.json')],
+    { encoding: 'utf8', timeout: 120000 });
+  assert.equal(done.status, 0, `tsc:\n${done.stdout}${done.stderr}`);
+});
+
+test('rejectOnFailure: a segfault rejects run() / runString() and gives end() an error carrying the report', async () => {
+  const crash = 'import ctypes\nprint("step 1", flush=True)\nctypes.string_at(0)\n';
+  // python-shell, and the adapter by default: a death by signal is no error
+  assert.deepEqual(await Reference.PythonShell.runString(crash, base()), ['step 1']);
+  assert.deepEqual(await Ours.PythonShell.runString(crash, base()), ['step 1']);
+  const options = { ...base(), rejectOnFailure: true };
+  const err = await Ours.PythonShell.runString(crash, options).then(() => null, (e) => e);
+  assert.ok(err instanceof Ours.PythonShellError, `run() resolved or rejected with ${err}`);
+  assert.equal(err.report.outcome, 'crashed', err.report.summary);
+  assert.deepEqual([err.outcome, err.exitCode, err.exitSignal, err.logs], ['crashed', null, 'SIGSEGV', ['step 1']]);
+  assert.match(err.message, /^trainbridge: .*SIGSEGV/);
+  assert.match(err.message, /^[\x20-\x7e\n]*$/); // ASCII
+  const shell = new Ours.PythonShell(script(crash), options);
+  const fromEnd = await within(20000, 'the end callback', ended(shell));
+  assert.equal(fromEnd.err.report, shell.report);
+  assert.deepEqual([fromEnd.code, fromEnd.signal], [null, 'SIGSEGV']);
+  // A non-zero exit keeps python-shell's error; success and kill() (a cancel) are no error.
+  const failed = await Ours.PythonShell.runString('raise ValueError("v")\n', options).then(() => null, (e) => e);
+  assert.deepEqual([failed.message, failed.outcome, failed.exitCode], ['ValueError: v', 'failed', 1]);
+  assert.deepEqual(await Ours.PythonShell.runString('print("ok")\n', options), ['ok']);
+  const killed = new Ours.PythonShell(script('import time\ntime.sleep(60)\n'), options).kill();
+  assert.deepEqual(await within(20000, 'the end callback after kill()', ended(killed)), { err: undefined, code: null, signal: 'SIGTERM' });
 });
