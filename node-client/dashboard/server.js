@@ -265,12 +265,14 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     try { stat = file && fs.statSync(file); } catch { stat = null; }
     res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store',
       'Content-Disposition': `attachment; filename="${id}.log"`, ...(stat ? { 'Content-Length': stat.size } : {}) });
-    if (!stat) {
+    if (!stat || stat.size === 0) {
       res.end('');
       return;
     }
-    // Up to the size seen now: the job may still be writing.
-    fs.createReadStream(file, { start: 0, end: Math.max(0, stat.size - 1) }).pipe(res);
+    // Up to the size seen now: the job may still be writing. (`end` is inclusive: with an empty
+    // file, end 0 read one byte the job wrote since, past the Content-Length of 0, and a client
+    // that kept the connection read it as the start of its next answer.)
+    fs.createReadStream(file, { start: 0, end: stat.size - 1 }).pipe(res);
   }
 
   function jobStream(req, res, id) {

@@ -395,3 +395,39 @@ test('a job title names the program, not its install path, and keeps the argumen
   assert.equal(long.length, 100);
   assert.ok(long.endsWith('…') && long.startsWith('python train.py --opt0'));
 });
+
+test('a log download is exactly as long as it says, even when the job writes during it', async (t) => {
+  // The log was sent up to the size seen at the start; with an empty file the read went one
+  // byte past its Content-Length of 0, and the next answer on that kept-alive connection
+  // could not be parsed (seen as 'Parse Error' and 'other side closed' in other_user.test.js).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-log-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const logFile = path.join(dir, 'job.log');
+  fs.writeFileSync(logFile, '');
+  const source = { list: () => [], get: () => ({}), logPath: () => logFile, watch: () => () => undefined, close: async () => undefined };
+  const dash = await startDashboard({ port: 0, source });
+  t.after(() => dash.close());
+  const realStat = fs.statSync;
+  t.after(() => { fs.statSync = realStat; });
+  // The job writes a line right after the server looked at the file's size.
+  fs.statSync = (p, ...rest) => {
+    const st = realStat(p, ...rest);
+    if (p === logFile) fs.appendFileSync(logFile, 'a line the job wrote meanwhile\n');
+    return st;
+  };
+  const http = require('node:http');
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.after(() => agent.destroy());
+  const get = (p) => new Promise((resolve, reject) => {
+    http.get(`${dash.url}${p}`, { agent, headers: { Authorization: `Bearer ${dash.token}` } }, (res) => {
+      let body = '';
+      res.on('data', (c) => { body += c; });
+      res.on('end', () => resolve({ status: res.statusCode, length: res.headers['content-length'], body }));
+    }).on('error', reject);
+  });
+  for (const expected of ['', 'a line the job wrote meanwhile\n']) {
+    const r = await get('api/jobs/j-1/log');
+    assert.deepEqual(r, { status: 200, length: String(Buffer.byteLength(expected)), body: expected });
+  }
+  assert.equal((await get('api/jobs')).status, 200, 'the connection still reads answers right');
+});

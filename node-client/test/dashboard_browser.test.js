@@ -30,34 +30,10 @@ if (skip && process.env.CI) {
   it('the browser tests can run in CI', () => { assert.fail(`CI=${process.env.CI} but ${skip}`); });
 }
 
-const { spawn } = require('node:child_process');
+const { serveDashboard } = require('../test-support/dashboard.js');
 
-/**
- * `npm run dashboard` as its own process (so it can be killed); resolves once it serves, with
- * the one address it prints (loginUrl, with the token) and that address without its query (url).
- * configHome: where it keeps its token (XDG_CONFIG_HOME).
- */
-function serve(args, configHome) {
-  const env = { ...process.env, XDG_CONFIG_HOME: configHome };
-  delete env.TRAINBRIDGE_DASHBOARD_TOKEN;
-  const proc = spawn(process.execPath, [path.join(__dirname, '..', 'dashboard', 'cli.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
-  const exited = new Promise((resolve) => proc.on('exit', resolve));
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`the dashboard did not start: ${out}`)); }, 30000);
-    const take = (chunk) => {
-      out += chunk;
-      const m = /trainbridge dashboard: (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, url: m[1].split('?')[0], loginUrl: m[1], exited, output: () => out });
-      }
-    };
-    proc.stdout.on('data', take);
-    proc.stderr.on('data', take);
-    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the dashboard exited (${code}): ${out}`)); });
-  });
-}
+/** `npm run dashboard` as its own process (so it can be killed), its token kept in configHome. */
+const serve = (args, configHome) => serveDashboard(args, { ...process.env, XDG_CONFIG_HOME: configHome });
 
 /**
  * SIGTERM, as a user's Ctrl-C or a service manager would; resolves to a line saying how the

@@ -7,9 +7,9 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
 const { launch, LaunchError } = require('../src/index.js');
 const { PYTHON } = require('../test-support/python.js');
+const { serveDashboard } = require('../test-support/dashboard.js');
 const { unavailable, account, asOther, openDir, canRead } = require('../test-support/other_user.js');
 
 const why = unavailable();
@@ -30,28 +30,31 @@ function requestAsOther(who, method, url, body) {
   return JSON.parse(r.stdout);
 }
 
-/** `npm run dashboard` as the user: HOME and the XDG dirs in `home`; resolves with its address. */
+/**
+ * The user's own request, on a connection of its own ({status, text(), json()}): fetch() keeps
+ * connections alive, and one the server closes after 5 s idle (the attempts below take longer
+ * on a loaded machine) fails as 'other side closed' when reused at that moment.
+ */
+function requestOnce(url, { method = 'GET', headers = {}, body } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = require('node:http').request(url, { method, headers, agent: false }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode, text: async () => text, json: async () => JSON.parse(text) });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** `npm run dashboard` as the user: HOME and the XDG dirs in `home`. */
 function serveAsUser(home) {
   const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), XDG_DATA_HOME: path.join(home, '.local', 'share') };
   delete env.TRAINBRIDGE_STORE;
-  delete env.TRAINBRIDGE_DASHBOARD_TOKEN;
-  const proc = spawn(process.execPath, [path.join(__dirname, '..', 'dashboard', 'cli.js'), '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`the dashboard did not start: ${out}`)); }, 30000);
-    const take = (chunk) => {
-      out += chunk;
-      const m = /trainbridge dashboard: (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        const login = new URL(m[1]);
-        resolve({ proc, url: `${login.origin}/`, token: login.searchParams.get('token'), output: () => out });
-      }
-    };
-    proc.stdout.on('data', take);
-    proc.stderr.on('data', take);
-    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the dashboard exited (${code}): ${out}`)); });
-  });
+  return serveDashboard(['--port', '0'], env);
 }
 
 test('another account can neither list, start, cancel nor read jobs through the dashboard, nor read its token', { skip, timeout: 120000 }, async (t) => {
@@ -61,7 +64,7 @@ test('another account can neither list, start, cancel nor read jobs through the 
   const dash = await serveAsUser(home);
   t.after(() => dash.proc.kill('SIGKILL'));
   assert.ok(dash.token && dash.token.length >= 32, `the printed address carries a token: ${dash.output()}`);
-  const user = (p, options = {}) => fetch(`${dash.url}${p}`, { ...options, headers: { Authorization: `Bearer ${dash.token}`, 'Content-Type': 'application/json', ...(options.headers || {}) } });
+  const user = (p, options = {}) => requestOnce(`${dash.url}${p}`, { ...options, headers: { Authorization: `Bearer ${dash.token}`, 'Content-Type': 'application/json' } });
   const made = await user('api/jobs', { method: 'POST', body: JSON.stringify({ kind: 'command', argv: [PYTHON, '-c', `print(${JSON.stringify(SECRET)}, flush=True); import time; time.sleep(60)`] }) });
   assert.equal(made.status, 201);
   const { id } = await made.json();

@@ -1,0 +1,35 @@
+'use strict';
+/** `npm run dashboard` as its own process, for the tests that kill it or run it as a user would. */
+
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+
+/**
+ * Start dashboard/cli.js with `args` and `env` (the token is never inherited from the test's
+ * own environment); resolves once it serves, with the one address it prints (loginUrl, with
+ * the token), that address without its query (url), the token, the process and its exit.
+ */
+function serveDashboard(args, env) {
+  env = { ...env };
+  delete env.TRAINBRIDGE_DASHBOARD_TOKEN;
+  const proc = spawn(process.execPath, [path.join(__dirname, '..', 'dashboard', 'cli.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  const exited = new Promise((resolve) => proc.on('exit', resolve));
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`the dashboard did not start: ${out}`)); }, 30000);
+    const take = (chunk) => {
+      out += chunk;
+      const m = /trainbridge dashboard: (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        const login = new URL(m[1]);
+        resolve({ proc, url: `${login.origin}/`, loginUrl: m[1], token: login.searchParams.get('token'), exited, output: () => out });
+      }
+    };
+    proc.stdout.on('data', take);
+    proc.stderr.on('data', take);
+    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the dashboard exited (${code}): ${out}`)); });
+  });
+}
+
+module.exports = { serveDashboard };
