@@ -254,8 +254,13 @@ def send_final(kind: str, body: dict[str, Any]) -> bool:
 
 # --- failures of the worker itself --------------------------------------------------------
 def internal_error(where: str, exc: BaseException) -> None:
-    """Report a failure of the worker once (stderr, and to the client if possible). Never
-    raises: the training script must go on."""
+    """Report a failure of the worker once (stderr, and to the client if possible): the
+    training script must go on. But a KeyboardInterrupt that lands in the worker's code (a
+    Ctrl-C, or job.cancel()'s SIGINT, arriving during worker.log() or a stage's enter) is the
+    script's, not a failure of ours: it is raised on, as if the worker were not there (it was
+    swallowed, and a cancelled job ran on until SIGTERM)."""
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
     try:
         STATE.internal_count += 1
         if STATE.internal_reported:

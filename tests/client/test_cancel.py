@@ -80,3 +80,30 @@ def test_cancel_escalates_to_sigkill_when_everything_is_ignored(script):
     assert "ignoring the cancel" in r["log_tail"]
     assert_gone(grandchildren(r))
     assert_tree_gone(job)
+
+
+def test_a_cancel_that_lands_inside_the_workers_own_code_still_stops_the_script(script):
+    """Issue 37 item 10: the in-band cancel's KeyboardInterrupt, landing in worker.log() or a
+    stage's enter/exit, was taken for a failure of the worker and swallowed ("worker internal
+    error: log: KeyboardInterrupt"); the script ran on and was killed by SIGTERM after the
+    grace. A script that spends its time in the worker's calls makes that certain."""
+    path = script(
+        """
+    import time; from trainbridge import worker
+    worker.progress(1, 10)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 60:
+        with worker.stage("inner"):
+            worker.log("x")
+    print("ran on for 60 s", flush=True)
+    """
+    )
+    job = bridge.launch([sys.executable, path], zero_code=False)
+    r = cancel_on_first_progress(job, grace=30.0)
+    validate_report(r)
+    assert r["outcome"] == "cancelled" and r["signal"] == "SIGINT", r["summary"]
+    assert r["signals_sent"] == [], "the in-band cancel was enough"
+    assert "KeyboardInterrupt" in r["cancel"]["traceback"]
+    assert not [line for line in r["log_tail"] if "internal error" in line], r["log_tail"]
+    assert r["duration_s"] < 25, r["duration_s"]  # well inside the 30 s grace
+    assert_tree_gone(job)
