@@ -39,3 +39,36 @@ def test_a_green_run_says_so_last(tmp_path):
     assert (
         out.stdout.strip().splitlines()[-1] == "[test] python and node: all passed (lint left out)"
     )
+
+
+def test_the_demo_setup_installs_nothing_system_wide_the_test_setup_does(tmp_path):
+    """Issue 37 item 4: scripts/demo (scripts/setup) as root apt-installed Chromium and CJK
+    fonts for browser tests the demo does not run. A stand-in apt-get records its calls."""
+    if os.geteuid() != 0:
+        import pytest
+
+        pytest.skip("the apt-get branch of scripts/setup runs as root only")
+    calls = tmp_path / "apt-calls"
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "apt-get").write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    (fake / "apt-get").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    env["TRAINBRIDGE_CHROMIUM"] = str(tmp_path / "no-chromium-here")
+
+    def setup(*args):
+        out = subprocess.run(
+            [os.path.join(ROOT, "scripts", "setup"), *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out
+
+    setup()  # what scripts/demo runs
+    assert not calls.exists(), calls.read_text()
+    setup("--browser")  # what scripts/test runs
+    assert "install -y -q chromium fonts-wqy-microhei" in calls.read_text()
