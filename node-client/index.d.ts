@@ -1,6 +1,17 @@
 // Type declarations for trainbridge (node-client). Hand-written; the code is plain JavaScript.
 
-import { EventEmitter } from 'node:events';
+import { EventEmitter } from 'events';
+
+/**
+ * What launch() uses of an AbortSignal (an AbortController's `signal` fits). Spelt out, not
+ * the global AbortSignal, so that projects on older @types/node (python-shell's 14) compile;
+ * as are the un-prefixed 'events' and 'stream' imports.
+ */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
 
 /**
  * Deadlines (seconds; null disables one) and worker settings, camelCase or snake_case. A
@@ -76,8 +87,8 @@ export interface LaunchOptions {
   injectDir?: string;
   /** The hub (ROUTER) to use; default: one shared hub per Node process. */
   hub?: Hub;
-  /** Cancels the job when aborted (as child_process and execa take one). */
-  signal?: AbortSignal;
+  /** Cancels the job when aborted (as child_process and execa take one): an AbortSignal. */
+  signal?: AbortSignalLike;
   /**
    * Make `done` reject with a JobFailedError when the outcome is failed, crashed or hung
    * (a cancel still resolves). Default false: `done` resolves to every report.
@@ -299,10 +310,10 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
    */
   remoteEnv(address: string, port?: number): Promise<Record<string, string>>;
   /** With stdin: 'pipe': the child's stdin (end() it for EOF). */
-  readonly stdin: import('node:stream').Writable | null;
+  readonly stdin: import('stream').Writable | null;
   /** With raw: true: the child's stdout / stderr bytes, exactly as written. */
-  readonly stdout: import('node:stream').Readable | null;
-  readonly stderr: import('node:stream').Readable | null;
+  readonly stdout: import('stream').Readable | null;
+  readonly stderr: import('stream').Readable | null;
   /** Send a message (JSON-like) to the script (worker.on_message / worker.receive); held until its hello. */
   send(data: unknown): void;
   /** Events from now on, until (and including) "end"; a consumer 10,000 behind gets "dropped". */
