@@ -12,6 +12,11 @@ def test_200000_unpaced_logs_all_reach_the_listener(run):
         if event["event"] == "message" and event["kind"] == "log":
             seen.append(event["body"]["message"])
 
+    # A log() call waits for room up to TRAINBRIDGE_LOG_WAIT_S (5 s by default), then drops
+    # and counts (the next test). Beside two CPU-bound loops the beacon and this listener
+    # were once slower than that (161,024 of 200,000 arrived, the rest counted): what this
+    # test checks is that the pipe loses nothing while the bound holds, so the bound is one a
+    # loaded machine meets.
     _, r = run(
         """
         from trainbridge import worker
@@ -19,6 +24,7 @@ def test_200000_unpaced_logs_all_reach_the_listener(run):
             worker.log(str(i))
     """,
         on_event=on_event,
+        env={**os.environ, "TRAINBRIDGE_LOG_WAIT_S": "120"},
     )
     assert r["outcome"] == "succeeded"
     assert len(seen) == 200000 and seen == [str(i) for i in range(200000)]
