@@ -6,7 +6,6 @@ node-client/src/job_output.js."""
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 from typing import Any, Optional
@@ -212,8 +211,5 @@ def log_failure(path: Optional[str], from_line: int, exc: OSError) -> dict[str, 
     return {"path": path, "from_line": from_line, "error": os_error_text(exc)}
 
 
-def os_error_text(exc: OSError) -> str:
-    """'No space left on device (ENOSPC)': what went wrong, with the name to search for."""
-    name = errno.errorcode.get(exc.errno or 0, "")
-    text = exc.strerror or str(exc)
-    return f"{text} ({name})" if name else text
+# 'No space left on device (ENOSPC)': one helper for every OS error a user reads.
+os_error_text = private_files.error_text

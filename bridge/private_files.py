@@ -145,12 +145,6 @@ def _nofollow_opener(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_NOFOLLOW)
 
 
-def private_dir(path: str) -> None:
-    """Make `path` (and missing parents) with mode 0700. An existing directory is left as it
-    is unless it is trainbridge's own (see tighten)."""
-    os.makedirs(path, mode=DIR_MODE, exist_ok=True)
-
-
 def tighten(path: str, mode: int) -> bool:
     """Take group and other permissions off a file or directory that has them. Returns True
     when it changed the mode; a missing path is left alone (False). Raises PrivateFileError

@@ -26,7 +26,7 @@ const PIPE_LINGER_MS = 200; // after the exit: how long a pipe held by a grandch
 const SNAPSHOT_WINDOW_MS = 500; // CPU is measured over this window (bridge/evidence.py's)
 const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in the window
 // With rejectOnFailure, `done` rejects on these; a cancel (the user's own stop) still resolves.
-const FAILED_OUTCOMES = ['failed', 'crashed', 'hung'];
+const FAILED_OUTCOMES = Object.freeze(['failed', 'crashed', 'hung']);
 /**
  * How many processes the OOM killer took in our cgroup while a job that ended badly ran (a
  * DataLoader worker killed while the main process lived); null when unknown or clean. As
@@ -260,4 +260,4 @@ class JobFailedError extends Error {
   }
 }
 
-module.exports = { JobEnd, JobFailedError };
+module.exports = { JobEnd, JobFailedError, FAILED_OUTCOMES };

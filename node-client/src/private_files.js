@@ -6,13 +6,11 @@
  * into a file another account owns.
  */
 
-const crypto = require('node:crypto');
 const fs = require('node:fs');
-const path = require('node:path');
 
 const FILE_MODE = 0o600;
 const DIR_MODE = 0o700;
-const { O_WRONLY, O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW } = fs.constants;
+const { O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW } = fs.constants;
 
 class PrivateFileError extends Error {
   constructor(file, why, whatToDo) {
@@ -60,38 +58,9 @@ function openAppend(file) {
   return fd;
 }
 
-/**
- * Replace `file` with `data`, readable by this user only: a new file beside it (O_EXCL: never
- * through a link), then rename(2). A link at `file` is replaced, not followed.
- */
-function writeAtomic(file, data) {
-  const dir = path.dirname(path.resolve(file));
-  let tmp;
-  let fd;
-  for (let i = 0; fd === undefined; i++) {
-    tmp = path.join(dir, `.${path.basename(file)}.${crypto.randomBytes(6).toString('hex')}.tmp`);
-    try {
-      fd = fs.openSync(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, FILE_MODE);
-    } catch (err) {
-      if (err.code !== 'EEXIST' || i >= 100) throw err;
-    }
-  }
-  try {
-    try {
-      fs.writeSync(fd, data);
-    } finally {
-      fs.closeSync(fd);
-    }
-    fs.renameSync(tmp, file);
-  } catch (err) {
-    try { fs.unlinkSync(tmp); } catch { /* already gone */ }
-    throw err;
-  }
-}
-
 /** Make `dir` (and missing parents) with mode 0700. */
 function privateDir(dir) {
   fs.mkdirSync(dir, { recursive: true, mode: DIR_MODE });
 }
 
-module.exports = { FILE_MODE, DIR_MODE, PrivateFileError, checkOwned, openAppend, writeAtomic, privateDir };
+module.exports = { PrivateFileError, checkOwned, openAppend, privateDir };

@@ -59,8 +59,8 @@ const toArray = (value) => (value === undefined || value === null ? [] : Array.i
 
 // Options that are trainbridge's, not spawn's.
 const BRIDGE_OPTIONS = ['timeouts', 'logPath', 'tailLines', 'zeroCode', 'injectDir', 'hub', 'pythonEnv'];
-// With rejectOnFailure these outcomes give end()'s callback an error (as launch()'s option).
-const FAILED_OUTCOMES = ['failed', 'crashed', 'hung'];
+// With rejectOnFailure these outcomes give end()'s callback an error: launch()'s rule, from its one home.
+const { FAILED_OUTCOMES } = require('./job_end.js');
 
 /**
  * A folder as spawn() would take it now: python-shell spawns in its constructor, so a relative
