@@ -8,6 +8,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { compileAsInstalled } = require('../test-support/typescript.js');
 const Reference = require('python-shell');
 const Ours = require('trainbridge/shell');
 const { PYTHON, userEnv, processesOfJob } = require('../test-support/e2e.js');
@@ -290,12 +291,7 @@ test('kill() sets terminated at once, as python-shell', async () => {
 });
 
 test('the types: Options extends spawn\'s options (as python-shell\'s), rejectOnFailure included', (t) => {
-  const { spawnSync } = require('node:child_process');
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-shell-types-'));
-  t.after(() => fs.rmSync(work, { recursive: true, force: true }));
-  fs.mkdirSync(path.join(work, 'node_modules'));
-  fs.symlinkSync(path.join(__dirname, '..'), path.join(work, 'node_modules', 'trainbridge'));
-  fs.writeFileSync(path.join(work, 'use.ts'), [
+  const source = [
     "import { PythonShell, Options, PythonShellError } from 'trainbridge/shell';",
     "const options: Options = { stdio: ['ignore', 'inherit', process.stderr], detached: false, cwd: new URL('file:///tmp'),",
     "  env: { A: '1' }, mode: 'json', rejectOnFailure: true, timeouts: { stallTimeout: 60 } };",
@@ -303,13 +299,9 @@ test('the types: Options extends spawn\'s options (as python-shell\'s), rejectOn
     "// @ts-expect-error a mode python-shell does not have",
     "void new PythonShell('train.py', { mode: 'xml' });",
     '',
-  ].join('\n'));
-  const compilerOptions = { strict: true, noEmit: true, target: 'ES2022', module: 'commonjs', types: ['node'],
-    typeRoots: [path.join(__dirname, '..', 'node_modules', '@types')] };
-  fs.writeFileSync(path.join(work, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['use.ts'] }));
-  const done = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(work, 'tsconfig.json')],
-    { encoding: 'utf8', timeout: 120000 });
-  assert.equal(done.status, 0, `tsc:\n${done.stdout}${done.stderr}`);
+  ].join('\n');
+  const done = compileAsInstalled(t, source);
+  assert.equal(done.status, 0, `tsc:\n${done.output}`);
 });
 
 test('rejectOnFailure: a segfault rejects run() / runString() and gives end() an error carrying the report', async () => {

@@ -10,6 +10,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
+const { compileAsInstalled } = require('../test-support/typescript.js');
 
 test('index.d.ts: the typed usage compiles, and what must not compile does not', () => {
   const tsc = require.resolve('typescript/bin/tsc');
@@ -23,26 +24,16 @@ test('an installed package\'s types resolve, trainbridge/shell included, under e
   // As in a GUI project: node_modules/trainbridge (here a link to this package), compiled
   // with TypeScript's default resolution for CommonJS (node10, which ignores "exports": it
   // gave TS2307 for trainbridge/shell) and with node16 and bundler.
-  const fs = require('node:fs');
-  const os = require('node:os');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-types-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  fs.mkdirSync(path.join(dir, 'node_modules'));
-  fs.symlinkSync(path.join(__dirname, '..'), path.join(dir, 'node_modules', 'trainbridge'));
-  fs.writeFileSync(path.join(dir, 'use.ts'), [
+  const source = [
     "import { PythonShell, Options } from 'trainbridge/shell';",
     "import { launch } from 'trainbridge';",
     "const options: Options = { pythonPath: 'python3' };",
     "const shell: PythonShell = new PythonShell('train.py', options);",
     'void shell; void launch;',
     '',
-  ].join('\n'));
-  const tsc = require.resolve('typescript/bin/tsc');
+  ].join('\n');
   for (const [module, resolution] of [['commonjs', null], ['node16', 'node16'], ['esnext', 'bundler']]) {
-    const compilerOptions = { strict: true, noEmit: true, target: 'ES2022', module, types: ['node'],
-      typeRoots: [path.join(__dirname, '..', 'node_modules', '@types')], ...(resolution ? { moduleResolution: resolution } : {}) };
-    fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['use.ts'] }));
-    const done = spawnSync(process.execPath, [tsc, '-p', path.join(dir, 'tsconfig.json')], { encoding: 'utf8', timeout: 120000 });
-    assert.strictEqual(done.status, 0, `module ${module}, moduleResolution ${resolution || 'default'}:\n${done.stdout}${done.stderr}`);
+    const done = compileAsInstalled(t, source, { module, ...(resolution ? { moduleResolution: resolution } : {}) });
+    assert.strictEqual(done.status, 0, `module ${module}, moduleResolution ${resolution || 'default'}:\n${done.output}`);
   }
 });
