@@ -278,11 +278,15 @@ def _make_private(path: str, own_dir: bool) -> None:
         except FileExistsError:
             for name in (path, f"{path}-wal", f"{path}-shm"):
                 private_files.tighten(name, private_files.FILE_MODE)
-    except OSError as exc:
+    except private_files.PrivateFileError as exc:
         raise StoreError(
-            f"cannot use the job store {path}: {private_files.error_text(exc)}. The store holds "
-            f"every job's command line and output: it must be this user's and readable by it "
-            f"only (chmod 600 {path}*; chmod 700 {jobs_dir})"
+            f"cannot use the job store {path}: {exc.strerror}. The store holds every job's command "
+            f"line and output: it must be this user's and readable by it only "
+            f"(chmod 600 {path}*; chmod 700 {jobs_dir})"
+        ) from exc
+    except OSError as exc:  # a full disk, a read-only or missing directory: said as it is
+        raise StoreError(
+            f"cannot use the job store {path}: {private_files.error_text(exc)}"
         ) from exc
 
 

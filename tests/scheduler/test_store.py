@@ -110,3 +110,14 @@ def test_default_path_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("TRAINBRIDGE_STORE")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert stores.default_path() == str(tmp_path / "trainbridge" / "jobs.db")
+
+
+def test_a_store_that_cannot_be_made_says_why_without_a_permissions_hint(tmp_path):
+    """A refusal of modes names the chmod that fixes it (tests/security); any other failure
+    (here the store's directory would be inside a file) says what happened, nothing more."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    with pytest.raises(StoreError) as err:
+        Store(str(blocker / "jobs.db"))
+    text = str(err.value)
+    assert "not-a-dir/jobs.db: File exists (EEXIST)" in text and "chmod" not in text, text
