@@ -44,6 +44,18 @@ def losses(report: dict[str, Any]) -> list[str]:
             f"{count} {what}{'s' if count != 1 else ''} never reached the worker: "
             f"{why} (report 'protocol.undelivered')."
         )
+    lost = (report.get("protocol") or {}).get("lost") or 0
+    if lost:
+        out.append(
+            f"{lost} message{'s' if lost != 1 else ''} from the worker never arrived: gaps in "
+            "their sequence numbers (report 'protocol.lost')."
+        )
+    worker = report.get("worker") or {}
+    if report.get("outcome") == "succeeded" and worker.get("hello") and not worker.get("bye"):
+        out.append(
+            "The worker's last words never arrived, so what it sent at the end may be "
+            "missing; the log's last lines say how many records never left."
+        )
     log_error = report.get("log_error")
     if log_error:
         out.append(

@@ -53,7 +53,11 @@ EVENT_BATCH = 512  # queued messages sent per loop, so commands stay prompt
 LOG_BATCH = 256  # log records in one `logs` message at most
 LOG_BATCH_BYTES = 256 * 1024  # estimated size of one `logs` message, well under 1 MiB
 LINGER_MS = 1000
-SNDHWM = 100_000
+# libzmq's own send queue, in messages (a `logs` message carries up to LOG_BATCH records).
+# Small on purpose: past it the beacon keeps what waits in its own bounded queue, so a slow
+# client makes log() wait (backpressure, not memory), and at exit the queue shrinking is
+# the sign that the client still reads (runtime.send_final waits while it does).
+SNDHWM = 128
 # `run --transparent` spawns before its hub binds: the first connect finds no socket. libzmq
 # retries after RECONNECT_IVL (100 ms by default), doubling up to the max: start at 5 ms so
 # a short run does not wait 100 ms for its first hello.
@@ -94,6 +98,9 @@ class Beacon(threading.Thread):
         # refusal loses nothing and leaves no gap in the sequence numbers.
         self.unsent: deque = deque()
         self.said_bye = False
+        # When the beacon last handed a queued message to libzmq: while libzmq is full that
+        # happens only as the client reads (runtime.send_final waits while it moves).
+        self.moved_at = time.monotonic()
         self.finals: dict[int, list] = {}  # seq -> [Final, frames, last_sent]
         self.last_slot: Any = None
         self.progress_sent: Any = None
@@ -210,6 +217,7 @@ class Beacon(threading.Thread):
             poller.register(watch.fd, self.zmq.POLLIN)  # readable when the client exits
         next_beat = time.monotonic()
         ready: dict = {}
+        writable_wait = False  # POLLOUT is watched while libzmq refuses what we send
         while not self.stop and STATE.enabled:
             if watch is not None and (watch.fd is None or watch.fd in ready) and watch.gone():
                 self._client_gone(watch)
@@ -226,12 +234,18 @@ class Beacon(threading.Thread):
             if beat:
                 self._heartbeat(now)
                 next_beat = now + self.config.heartbeat_s
-            timeout = 0.0 if busy else self._sleep_s(now, next_beat)
+            blocked = bool(self.unsent)
+            if blocked != writable_wait:
+                writable_wait = blocked
+                mask = self.zmq.POLLIN | (self.zmq.POLLOUT if blocked else 0)
+                poller.modify(self.sock, mask)
+            # libzmq full: sleep until it has room (the client read), not in a busy loop.
+            timeout = 0.0 if busy and not blocked else self._sleep_s(now, next_beat, blocked)
             ready = dict(poller.poll(int(timeout * 1000) + (1 if timeout > 0 else 0)))
             STATE.idle = STATE.idle_progress = False
             if self.wake_r in ready:
                 os.read(self.wake_r, 4096)
-            if self.sock in ready:
+            if ready.get(self.sock, 0) & self.zmq.POLLIN:
                 self._read_commands()
 
     def _beat_now(self, now: float, next_beat: float, sent_now: bool) -> bool:
@@ -242,7 +256,7 @@ class Beacon(threading.Thread):
             return False
         return now >= next_beat or (sent_now and next_beat - now < PROGRESS_EVERY_S)
 
-    def _sleep_s(self, now: float, next_beat: float) -> float:
+    def _sleep_s(self, now: float, next_beat: float, blocked: bool = False) -> float:
         """How long the loop may sleep: until the first of the next heartbeat, a resend of
         last words, the watchdog's re-arming, the end of the event window and progress
         being due. Where nothing but a heartbeat is ahead, the idle flags are set so that
@@ -254,6 +268,9 @@ class Beacon(threading.Thread):
             wake_at = min(wake_at, self.armed_at + self._rearm_s())
         if self.watch is not None and self.watch.polls:
             wake_at = min(wake_at, now + PARENT_POLL_S)
+        if blocked:  # nothing more can go until libzmq has room: POLLOUT wakes the loop
+            STATE.idle = STATE.idle_progress = False
+            return min(max(0.0, wake_at - now), MAX_SLEEP_S)
         idle_events = now >= self.events_sent_at + EVENT_WINDOW_S
         if not idle_events:  # batching: what is queued meanwhile waits for the window's end
             wake_at = min(wake_at, self.events_sent_at + EVENT_WINDOW_S)
@@ -304,6 +321,7 @@ class Beacon(threading.Thread):
             if not self._push(self.unsent[0]):
                 return False
             self.unsent.popleft()
+            self.moved_at = time.monotonic()
         return True
 
     def _send_queued(self, now: float) -> bool:
@@ -323,7 +341,7 @@ class Beacon(threading.Thread):
                 break
             events.popleft()
             budget -= 1
-            self.events_sent_at = now
+            self.events_sent_at = self.moved_at = now
             if final is None:
                 kind, body, progress = item
                 if kind == "log":

@@ -99,6 +99,7 @@ class State:
         self.last_words_deadline: Optional[float] = None
         self.internal_reported = False
         self.internal_count = 0
+        self.unsent_said = False  # the loss at exit was said on stderr (send_final)
 
 
 STATE = State()
@@ -249,7 +250,38 @@ def send_final(kind: str, body: dict[str, Any]) -> bool:
         STATE.last_words_deadline = now + STATE.config.ack_timeout_s
     STATE.events.append(final)
     beacon.wake()  # type: ignore[attr-defined]
-    return final.acked.wait(max(0.0, STATE.last_words_deadline - now))
+    while not final.acked.wait(max(0.0, STATE.last_words_deadline - time.monotonic())):
+        # A client that still reads gets everything, as a pipe's reader would: while what
+        # waits ahead of these words moves into libzmq (which takes more only as the client
+        # reads), the deadline moves with it. Only a client that took nothing for the whole
+        # timeout is given up on, and what did not go is said on stderr.
+        moved = beacon.moved_at + STATE.config.ack_timeout_s  # type: ignore[attr-defined]
+        if moved <= STATE.last_words_deadline or not beacon.is_alive():
+            _say_unsent(beacon)
+            return False
+        STATE.last_words_deadline = moved
+    return True
+
+
+def _say_unsent(beacon: Any) -> None:
+    """Last words were not acked in time: say on stderr (which the client keeps) how many
+    messages never left, so that a loss at exit is counted, not silent."""
+    waiting = sum(1 for item in list(STATE.events) if not isinstance(item, Final))
+    waiting += len(beacon.unsent)
+    if STATE.unsent_said or not waiting or STATE.config is None:
+        return
+    STATE.unsent_said = True
+    try:
+        dropped = sum(STATE.dropped.values())  # its count went with heartbeats or bye only
+        also = f", and {dropped} log records were dropped for want of room" if dropped else ""
+        sys.stderr.write(
+            f"[trainbridge] worker: the client took nothing for {STATE.config.ack_timeout_s:g} s "
+            f"at exit; {waiting} queued records (logs, stages, messages) were never sent{also}. "
+            "Set TRAINBRIDGE_ACK_TIMEOUT_S to wait longer.\n"
+        )
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr closed: nobody to tell
+        pass
 
 
 # --- failures of the worker itself --------------------------------------------------------

@@ -34,6 +34,12 @@ function losses(report) {
       : 'its process was gone or the job ended first';
     out.push(`${count} ${what}${count !== 1 ? 's' : ''} never reached the worker: ${why} (report 'protocol.undelivered').`);
   }
+  const lost = (report.protocol || {}).lost || 0;
+  if (lost) out.push(`${lost} message${lost !== 1 ? 's' : ''} from the worker never arrived: gaps in their sequence numbers (report 'protocol.lost').`);
+  const worker = report.worker || {};
+  if (report.outcome === 'succeeded' && worker.hello && !worker.bye) {
+    out.push("The worker's last words never arrived, so what it sent at the end may be missing; the log's last lines say how many records never left.");
+  }
   const logError = report.log_error;
   if (logError) out.push(`The log file ${logError.path} is incomplete from line ${logError.from_line} on: ${logError.error}.`);
   return out;

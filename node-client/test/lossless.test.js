@@ -39,3 +39,27 @@ test('drops past the bound are counted in the report and its summary', async () 
   assert.equal(dropped + seen.length, 30000, 'every record delivered or counted');
   assert.ok(report.summary.includes(`The worker dropped ${dropped} log records`), report.summary);
 });
+
+test('a slow client that still reads gets every record at exit (its last words wait for it)', async () => {
+  // As tests/client/test_lossless.py: the script ends long before this client has read its
+  // logs; the worker's last words wait while the client reads, not a fixed 2 s.
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const job = launch({
+    command: PYTHON,
+    args: ['-c', 'from trainbridge import worker\nfor i in range(100000): worker.log(str(i))\n'],
+    env: userEnv({ TRAINBRIDGE_LOG_WAIT_S: '120', TRAINBRIDGE_ACK_TIMEOUT_S: '2' }),
+    cwd: REPO,
+    zeroCode: false,
+  });
+  const seen = [];
+  job.on('log', (rec) => {
+    if (rec.stream !== 'worker') return;
+    seen.push(rec.text);
+    if (seen.length % 256 === 0) Atomics.wait(pause, 0, 0, 20); // a listener doing real work
+  });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.equal(seen.length, 100000, `${seen.length} of 100000 arrived`);
+  assert.ok(seen.every((text, i) => text === String(i)), 'in order, none missing');
+  assert.ok(report.worker.bye && !report.summary.includes('last words'), report.summary);
+});

@@ -3,6 +3,10 @@ client's listeners, all of them; what the worker had to drop (past its stated bo
 counted in the report's `dropped` and said in its summary."""
 
 import os
+import re
+import time
+
+import psutil
 
 
 def test_200000_unpaced_logs_all_reach_the_listener(run):
@@ -54,3 +58,66 @@ def test_drops_past_the_bound_are_counted_in_the_report_and_its_summary(run):
     dropped = r["dropped"]["log"]
     assert dropped > 0 and dropped + len(seen) == 30000, "every record delivered or counted"
     assert f"The worker dropped {dropped} log records" in r["summary"]
+
+
+def test_a_slow_client_that_still_reads_gets_every_record_at_exit(run):
+    """The script ends long before its client has read its logs: its last words wait while
+    the client reads (PROTOCOL.md section 6), not a fixed TRAINBRIDGE_ACK_TIMEOUT_S from the
+    end of the script. This client takes about 8 s to read what was sent in one."""
+    seen = []
+
+    def on_event(event):
+        if event["event"] == "message" and event["kind"] == "log":
+            seen.append(event["body"]["message"])
+            if len(seen) % 256 == 0:
+                time.sleep(0.02)  # a listener that does real work: slower than the script
+
+    _, r = run(
+        """
+        from trainbridge import worker
+        for i in range(100000):
+            worker.log(str(i))
+    """,
+        on_event=on_event,
+        env={**os.environ, "TRAINBRIDGE_LOG_WAIT_S": "120", "TRAINBRIDGE_ACK_TIMEOUT_S": "2"},
+    )
+    assert r["outcome"] == "succeeded"
+    assert seen == [str(i) for i in range(100000)], f"{len(seen)} of 100000 arrived"
+    assert r["worker"]["bye"] is not None and "last words" not in r["summary"]
+
+
+def test_a_client_that_takes_nothing_at_exit_is_given_up_on_and_the_loss_is_said(run):
+    """A client that stops reading cannot hold the script's exit for ever: after
+    TRAINBRIDGE_ACK_TIMEOUT_S without taking anything the process leaves, says on stderr how
+    many records never left, and the report says that the end may be missing. (Records the
+    worker had no room for meanwhile are counted in `dropped`, the other test's subject.)"""
+    seen = []
+
+    def on_event(event):
+        if event["event"] == "message" and event["kind"] == "log":
+            seen.append(event["body"]["message"])
+            if len(seen) == 1:  # the client stops reading until the child is gone
+                child = psutil.Process(event["sender"]["pid"])
+                deadline = time.monotonic() + 60  # not wait(): that would reap the child
+                while child.is_running() and child.status() != psutil.STATUS_ZOMBIE:
+                    assert time.monotonic() < deadline, "the child did not end"
+                    time.sleep(0.05)
+
+    _, r = run(
+        """
+        from trainbridge import worker
+        for i in range(100000):
+            worker.log(str(i))
+    """,
+        on_event=on_event,
+        env={**os.environ, "TRAINBRIDGE_LOG_WAIT_S": "0.5", "TRAINBRIDGE_ACK_TIMEOUT_S": "1"},
+    )
+    assert r["outcome"] == "succeeded"
+    said = [line for line in r["log_tail"] if "were never sent" in line]
+    assert said, (r["log_tail"][-5:], r["summary"], r["output"], len(seen))
+    # "...; N queued records ... were never sent, and M log records were dropped ..."
+    found = re.search(r"; (\d+) queued records .* (\d+) log records were dropped", said[0])
+    assert found, said[0]
+    unsent, dropped = int(found[1]), int(found[2])
+    assert 0 < unsent and 0 < dropped and len(seen) + unsent + dropped <= 100000
+    assert "The worker's last words never arrived" in r["summary"]
