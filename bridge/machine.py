@@ -264,6 +264,14 @@ def _on_error(s: State, e: Event, t: float, actions: list[Action]) -> None:
 def _on_bye(s: State, e: Event, t: float, actions: list[Action]) -> None:
     _beacon(s, t)
     s["bye"] = {"reason": e.get("reason"), "exit_code": e.get("exit_code")}
+    ending = s["ending"]
+    if ending is not None and ending["step"] == "cancel":
+        # The script heard the cancel and is in Python's shutdown (the bye is sent from its
+        # last atexit handler): what is left is teardown (torch's takes seconds on a busy
+        # machine). It gets a grace of its own before SIGTERM (cancel_grace from the bye; a
+        # cancel's shorter `grace` was for stopping the script, which it did).
+        grace = s["config"]["cancel_grace"]
+        ending.update(step="exiting", deadline=max(ending["deadline"], t + grace))
 
 
 def _on_lead(s: State, e: Event, t: float, actions: list[Action]) -> None:
@@ -486,7 +494,7 @@ def _advance_ending(s: State, t: float, actions: list[Action]) -> None:
         # Neither the beacon nor the main thread ran Python: native code holds the GIL.
         s["ending"].update(step="native_dump", deadline=t + s["config"]["signal_dump_wait"])
         actions.append({"do": "signal", "signal": "SIGUSR2"})
-    elif step_name in ("signal_dump", "native_dump", "cancel"):
+    elif step_name in ("signal_dump", "native_dump", "cancel", "exiting"):
         _terminate(s, t, actions)
     elif step_name == "snapshot":
         s["snapshot"] = "timed_out"

@@ -203,6 +203,13 @@ function onError(s, e, t) {
 function onBye(s, e, t) {
   beacon(s, t);
   s.bye = { reason: get(e, 'reason'), exit_code: get(e, 'exit_code') };
+  const ending = s.ending;
+  if (ending !== null && ending.step === 'cancel') {
+    // The script heard the cancel and is in Python's shutdown (machine.py _on_bye): its
+    // teardown gets cancel_grace of its own before SIGTERM (a shorter cancel grace was for
+    // stopping the script, which it did).
+    Object.assign(ending, { step: 'exiting', deadline: Math.max(ending.deadline, t + s.config.cancel_grace) });
+  }
 }
 
 function onLead(s, e, t, actions) {
@@ -407,7 +414,7 @@ function advanceEnding(s, t, actions) {
     // Neither the beacon nor the main thread ran Python: native code holds the GIL.
     Object.assign(s.ending, { step: 'native_dump', deadline: t + s.config.signal_dump_wait });
     actions.push({ do: 'signal', signal: 'SIGUSR2' });
-  } else if (stepName === 'signal_dump' || stepName === 'native_dump' || stepName === 'cancel') {
+  } else if (stepName === 'signal_dump' || stepName === 'native_dump' || stepName === 'cancel' || stepName === 'exiting') {
     terminate(s, t, actions);
   } else if (stepName === 'snapshot') {
     s.snapshot = 'timed_out';

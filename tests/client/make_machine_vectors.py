@@ -378,9 +378,41 @@ CASES = [
             (0.5, "progress", {}, RUN, [], 2.5),
             (1, "cancel", {}, RUN, ["cancel"], 3),
             (1.1, "error", {"fatal": True, "kind": "keyboard_interrupt"}, RUN, [], 3),
-            (1.2, "bye", {"reason": "after_error", "exit_code": 1}, RUN, [], 3),
+            # the bye: Python's shutdown is under way; its teardown gets a grace of its own
+            (1.2, "bye", {"reason": "after_error", "exit_code": 1}, RUN, [], 3.2),
             (1.3, "exit", ex(1), RUN, ["drain"], 1.8),
             (1.4, "drained", {}, END, ["state:ended", "finish:cancelled"], None),
+        ],
+        "cancelled",
+        None,
+    ),
+    (
+        "cancelled: a slow teardown after the bye is waited for, not cut by SIGTERM",
+        {},
+        10,
+        [
+            (0, "hello", HELLO, RUN, ["state:running"], 3),
+            (1, "cancel", {}, RUN, ["cancel"], 3),
+            (2.5, "bye", {"reason": "cancelled", "exit_code": 1}, RUN, [], 4.5),
+            (3, "timer", {}, RUN, [], 4.5),  # the cancel's own grace ran out: no SIGTERM
+            (4.2, "exit", ex(1), RUN, ["drain"], 4.7),
+            (4.3, "drained", {}, END, ["state:ended", "finish:cancelled"], None),
+        ],
+        "cancelled",
+        None,
+    ),
+    (
+        "cancelled: a teardown that hangs after the bye gets SIGTERM at its grace",
+        {},
+        10,
+        [
+            (0, "hello", HELLO, RUN, ["state:running"], 3),
+            # a cancel's short grace is for stopping the script; the teardown gets cancel_grace
+            (1, "cancel", {"grace": 0.5}, RUN, ["cancel"], 1.5),
+            (1.2, "bye", {"reason": "cancelled", "exit_code": 1}, RUN, [], 3.2),
+            (3.2, "timer", {}, RUN, ["signal:SIGTERM"], 4.2),
+            (3.5, "exit", ex(None, "SIGTERM"), RUN, ["drain"], 4),
+            (3.6, "drained", {}, END, ["state:ended", "finish:cancelled"], None),
         ],
         "cancelled",
         None,

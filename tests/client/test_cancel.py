@@ -107,3 +107,29 @@ def test_a_cancel_that_lands_inside_the_workers_own_code_still_stops_the_script(
     assert not [line for line in r["log_tail"] if "internal error" in line], r["log_tail"]
     assert r["duration_s"] < 25, r["duration_s"]  # well inside the 30 s grace
     assert_tree_gone(job)
+
+
+def test_a_slow_teardown_after_the_cancel_is_waited_for_not_cut_by_sigterm(script):
+    """Issue 37 item 10: a torch job cancelled on a busy machine said its bye within the
+    grace, then spent 2-3 s in interpreter teardown and was killed by SIGTERM. The bye means
+    Python is shutting down: the teardown gets a grace of its own. Here a module-level
+    object takes 2 s to finalise, twice the 1 s grace of the cancel."""
+    path = script(
+        """
+    import threading, time; from trainbridge import worker
+
+    class SlowTeardown:  # a native library's cleanup at interpreter exit
+        def __del__(self):
+            time.sleep(2)
+
+    keep = SlowTeardown()
+    worker.progress(1, 10)
+    threading.Event().wait(120)  # KeyboardInterrupt from the in-band cancel ends this
+    """
+    )
+    job = bridge.launch([sys.executable, path], kill_grace=0.5, zero_code=False)
+    r = cancel_on_first_progress(job, grace=1.0)
+    validate_report(r)
+    assert r["outcome"] == "cancelled", r["summary"]
+    assert r["signals_sent"] == [] and r["signal"] == "SIGINT", r["summary"]
+    assert_tree_gone(job)
