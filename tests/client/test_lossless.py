@@ -63,7 +63,9 @@ def test_drops_past_the_bound_are_counted_in_the_report_and_its_summary(run):
 def test_a_slow_client_that_still_reads_gets_every_record_at_exit(run):
     """The script ends long before its client has read its logs: its last words wait while
     the client reads (PROTOCOL.md section 6), not a fixed TRAINBRIDGE_ACK_TIMEOUT_S from the
-    end of the script. This client takes about 8 s to read what was sent in one."""
+    end of the script (5 s by default). This client takes about 8 s to read what was sent
+    in one; what libzmq still holds once the worker's own queue is empty (at most 128
+    messages: 2.5 s of this client) it reads well inside the timeout."""
     seen = []
 
     def on_event(event):
@@ -79,7 +81,7 @@ def test_a_slow_client_that_still_reads_gets_every_record_at_exit(run):
             worker.log(str(i))
     """,
         on_event=on_event,
-        env={**os.environ, "TRAINBRIDGE_LOG_WAIT_S": "120", "TRAINBRIDGE_ACK_TIMEOUT_S": "2"},
+        env={**os.environ, "TRAINBRIDGE_LOG_WAIT_S": "120"},
     )
     assert r["outcome"] == "succeeded"
     assert seen == [str(i) for i in range(100000)], f"{len(seen)} of 100000 arrived"

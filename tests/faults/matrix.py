@@ -155,6 +155,12 @@ def job_processes(job_id: str) -> list[psutil.Process]:
 def run(name: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """(report, measures, failures) for one row."""
     from trainbridge import bridge
+    from trainbridge.bridge import childstack
+
+    # The rows say what both clients say; Node never asks py-spy, and a py-spy on PATH (a
+    # user's pip install) would make the Python client name the child's Python frame instead
+    # of its kernel stack. That variant is pinned in vectors/diagnosis.json.
+    childstack.py_spy_dump = lambda pid, notes: None
 
     row = ROWS[name]
     config = {**MATRIX["config"], **(row.get("config") or {})}
