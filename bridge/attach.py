@@ -59,9 +59,9 @@ class Attached:
         self._done = threading.Event()
         self._closed = threading.Event()
         self._stacks: list[Optional[str]] = []
-        # status(): the same tracker as a launched Job's, on the events' wall-clock times.
-        self._status = StatusTracker(row["started_at"] or row["submitted_at"])
-        self._status_lock = threading.Lock()
+        # status(): the keeper's latest `status` event, as its Job judged it (never judged
+        # again here); before the first, what the row says.
+        self._status: Optional[dict[str, Any]] = None
         self._thread = threading.Thread(
             target=self._tail, daemon=True, name=f"trainbridge-attach-{job_id}"
         )
@@ -84,10 +84,13 @@ class Attached:
         return self._done.is_set()
 
     def status(self) -> dict[str, Any]:
-        """launch()'s Job.status() snapshot: state, pid, elapsed_s, stages, script_stages,
-        step, total, rate, eta_s, progress_age_s (times on the wall clock)."""
-        with self._status_lock:
-            return self._status.snapshot(self._state, self.pid, time.time())
+        """launch()'s Job.status() snapshot (state, pid, elapsed_s, stages, script_stages,
+        step, total, metrics, rate, eta_s, progress_age_s) as the keeper's Job published it
+        last in the feed (`status` events, at least once a second while the job runs)."""
+        status = self._status
+        if status is None:
+            status = StatusTracker(0.0).snapshot(self._state, self.pid, 0.0)
+        return dict(status)
 
     def wait(self, timeout: Optional[float] = None) -> Optional[Report]:
         if not self._done.wait(timeout):
@@ -143,16 +146,8 @@ class Attached:
     # --- the tail thread --------------------------------------------------------------------
     def _publish(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
-        if (
-            kind == "message"
-            and event.get("kind") in ("stage", "progress")
-            and event.get("rank") in (None, 0)
-        ):
-            with self._status_lock:
-                if event["kind"] == "stage":
-                    self._status.stage(event.get("body") or {})
-                else:
-                    self._status.progress(event.get("body") or {}, event.get("t") or time.time())
+        if kind == "status":
+            self._status = event.get("status") or None
         if kind == "state":
             self._state = event["state"]
         elif kind == "end":

@@ -42,25 +42,25 @@ class ViewModel:
     def __init__(self, lines: int = 8):
         self.state = "starting"
         self.pid: Optional[int] = None
-        self.stages: list[str] = []
-        self.step = self.total = None
-        self.metrics: dict[str, Any] = {}
-        self.rate: Optional[float] = None
-        self._samples: collections.deque = collections.deque(maxlen=20)
+        # The judge's latest `status` event (bridge/status.py): stages, step, total, metrics,
+        # rate, ETA and progress age are shown as the supervisor decided them, never
+        # recomputed here, so this line says what Job.status() says at the same event.
+        self.status: dict[str, Any] = {}
         self.beat_t: Optional[float] = None
         self.worker = False
         self.notes: list[str] = []
         self.lines: collections.deque = collections.deque(maxlen=lines)
         self.started = time.monotonic()
         self.ended_t: Optional[float] = None  # when the state became ended: the clock stops
-        self.progress_t: Optional[float] = None  # when the last progress came
         self.output_t: Optional[float] = None  # when the last output line came
         self.live: Optional[dict[str, Any]] = None  # the diagnosis while stalled (issue 12)
         self.ranks: dict[int, dict[str, Any]] = {}  # rank -> its own stage, step, state
 
     def update(self, event: dict[str, Any]) -> None:
         kind = event["event"]
-        if kind == "state":
+        if kind == "status":
+            self.status = event["status"]
+        elif kind == "state":
             self.state = event["state"]
             if self.state != "stalled":
                 self.live = None
@@ -82,20 +82,6 @@ class ViewModel:
             if event["kind"] == "hello":
                 self.worker = True
                 self.pid = body.get("pid")
-            elif event["kind"] == "stage":
-                key = (body["name"], body.get("depth"))
-                if body["event"] == "begin":
-                    self.stages.append(key)
-                elif key in self.stages:
-                    del self.stages[len(self.stages) - 1 - self.stages[::-1].index(key) :]
-            elif event["kind"] == "progress":
-                self.step, self.total = body.get("step"), body.get("total")
-                self.metrics = body.get("metrics") or {}
-                now = self.progress_t = time.monotonic()
-                self._samples.append((now, self.step))
-                t0, s0 = self._samples[0]
-                if now > t0 and isinstance(self.step, (int, float)) and self.step > s0:
-                    self.rate = (self.step - s0) / (now - t0)
         elif kind == "hang":
             self.notes.append(
                 f"hung ({event['reason'].replace('_', ' ')}): collecting stacks, "
@@ -137,49 +123,37 @@ class ViewModel:
         more = len(self.ranks) - 8
         return " | ".join(parts) + (f" | +{more} more" if more > 0 else "")
 
-    def eta(self, now: Optional[float] = None) -> Optional[float]:
-        rate = self.rate_now(now)
-        if rate and self.total and isinstance(self.step, (int, float)):
-            return max(0.0, (self.total - self.step) / rate)
-        return None
+    @property
+    def stages(self) -> list[str]:
+        return list(self.status.get("stages") or [])
 
-    def idle_s(self, now: Optional[float] = None) -> Optional[float]:
-        """Seconds since the last progress (None before any)."""
-        if self.progress_t is None:
-            return None
-        return max(0.0, (now if now is not None else time.monotonic()) - self.progress_t)
+    @property
+    def step(self) -> Any:
+        return self.status.get("step")
 
-    def rate_now(self, now: Optional[float] = None) -> Optional[float]:
-        """The rate over the recent samples measured up to now, not up to the last sample:
-        during a stall it falls instead of freezing (issue 12 item 8: "38.77 step/s" was
-        shown while nothing moved)."""
-        now = now if now is not None else time.monotonic()
-        if not self._samples or not isinstance(self.step, (int, float)):
-            return None
-        t0, s0 = self._samples[0]
-        if now <= t0 or self.step <= s0:
-            return 0.0 if self.rate else None
-        return (self.step - s0) / (now - t0)
+    @property
+    def total(self) -> Any:
+        return self.status.get("total")
 
-    def progress_text(self, now: Optional[float] = None) -> str:
+    def progress_text(self) -> str:
         """'301/?  12.40 step/s  loss=2.31' (no ETA without a total; metadata keys such as
-        source=optimizer are not metrics), plus 'idle 14 s' once progress stops. An ended job
-        has no rate, ETA or idle time: its last frame stays on screen (issue 37 item 10)."""
-        now = now if now is not None else time.monotonic()
+        source=optimizer are not metrics), plus 'idle 14 s' once progress stops: the values
+        of the judge's last `status` event. An ended job has no rate, ETA or idle time: its
+        last frame stays on screen (issue 37 item 10)."""
+        status = self.status
         info = f"{_fmt(self.step)}/{_fmt(self.total) if self.total else '?'}"
         if self.state != "ended":
-            rate = self.rate_now(now)
+            rate, eta, idle = status.get("rate"), status.get("eta_s"), status.get("progress_age_s")
             if rate is not None:
                 info += f"  {rate:.2f} step/s"
-            eta = self.eta(now)
             if eta is not None:
                 info += f"  ETA {_clock(eta)}"
-            idle = self.idle_s(now)
             if idle is not None and (idle >= 2 or self.state == "stalled"):
                 info += f"  idle {idle:.0f} s"
-        shown = [(k, v) for k, v in self.metrics.items() if k not in _PROGRESS_METADATA]
-        metrics = "  ".join(f"{k}={_fmt(v)}" for k, v in shown[:4])
-        return f"{info}  {metrics}".rstrip()
+        metrics = status.get("metrics") or {}
+        shown = [(k, v) for k, v in metrics.items() if k not in _PROGRESS_METADATA]
+        text = "  ".join(f"{k}={_fmt(v)}" for k, v in shown[:4])
+        return f"{info}  {text}".rstrip()
 
 
 class LiveView:
@@ -241,7 +215,7 @@ class LiveView:
         grid = Table.grid(padding=(0, 1))
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column()
-        grid.add_row("stage", " > ".join(name for name, _ in m.stages) if m.stages else "-")
+        grid.add_row("stage", " > ".join(m.stages) if m.stages else "-")
         if m.step is not None:
             row = Table.grid(padding=(0, 1))
             if m.total:

@@ -189,6 +189,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._pidfd: Optional[int] = None
         self._drain_until: Optional[float] = None
         self._tree_next = 0.0
+        self._status_next = 0.0  # when the feed's next `status` event is due (job_actions)
         self.proc = None
         self.pid: Optional[int] = None
         self.tree: Optional[launcher.Tree] = None

@@ -29,6 +29,10 @@ TREE_REFRESH_S = 1.0  # how often the process tree is re-read while the job runs
 # is a safety net (the group kill and the end-of-job scan by job id find the rest).
 TREE_REFRESH_PER_JOB_S = 0.05
 SEND_RETRY_S = 0.01  # how soon a send that a full worker queue refused is tried again
+# The feed's `status` event goes out on every lead stage, progress and state change, and at
+# least this often while the process lives: a stall's falling rate reaches the faces, and
+# its coming is the supervisor's own heartbeat (docs/CLIENT.md "The status event").
+STATUS_EVERY_S = 1.0
 SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
 if hasattr(signals, "SIGUSR2"):
     SIGNALS["SIGUSR2"] = signals.SIGUSR2
@@ -46,6 +50,7 @@ class JobActions:
         do = action["do"]
         if do == "state":
             self._publish({"event": "state", "state": action["state"]})
+            self._publish_status()
             if action["state"] == "stalled":
                 self._live_diagnose(force=True)
         elif do == "snapshot":
@@ -82,6 +87,12 @@ class JobActions:
         elif do == "finish":
             self._finish()
 
+    def _publish_status(self) -> None:
+        """The feed's `status` event: the judge's snapshot (bridge/status.py), which every
+        face renders as it is (docs/CLIENT.md "The status event")."""
+        self._status_next = time.monotonic() + STATUS_EVERY_S
+        self._publish({"event": "status", "status": self.status()})
+
     def _due(self, now: float) -> tuple[bool, Optional[float], Optional[float]]:
         """What of this job's timed work is due, the one account next_wakeup and tick both
         read (two copies drifted once: a job whose pipes had closed was kept for the pipe
@@ -100,7 +111,8 @@ class JobActions:
             return None
         now = time.monotonic()
         held, drain, tree = self._due(now)
-        times = [machine.next_deadline(self.m), drain, tree]
+        status = self._status_next if self.m["exit"] is None else None
+        times = [machine.next_deadline(self.m), drain, tree, status]
         if held:
             times.append(now + SEND_RETRY_S)
         return min((t for t in times if t is not None), default=None)
@@ -111,6 +123,8 @@ class JobActions:
         held, drain, tree = self._due(now)
         if held:
             self.channel.flush()
+        if self.m["exit"] is None and now >= self._status_next:
+            self._publish_status()
         if drain is not None and now >= drain:
             self._drain_until = None
             self._close_pipes()

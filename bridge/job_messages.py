@@ -62,6 +62,8 @@ class JobMessages:
         self._publish(
             {"event": "message", "kind": kind, "rank": rank, "body": body, "sender": sender}
         )
+        if lead and kind in ("stage", "progress"):
+            self._publish_status()  # the judged view of what just came
         if kind == "reply":
             if body.get("to") in self._hang_seqs and body.get("stacks"):
                 self._hang_answered.add(routing_id)

@@ -8,10 +8,14 @@ StatusTracker is fed the lead process's stage and progress messages with their r
   script_stages  the same without zero-code mode's own: "startup" and "main" at depth 0,
                  "import <module>", and the "first batch" / "train" it opens directly
                  inside "main" (worker/auto.py); what the script itself marked
-  step, total, rate (steps per second over the last RATE_SAMPLES progress messages),
-  eta_s (at that rate), progress_age_s (since the last progress message)
+  step, total, metrics (the lead's latest), rate (steps per second over the last
+  RATE_SAMPLES progress messages; see rate()), eta_s (at that rate; none once ended),
+  progress_age_s (since the last progress message)
 
-node-client/src/status.js is the same tracker; vectors/status.json holds cases both run.
+This is the one place a job's rate and ETA are decided: the supervisor publishes snapshots
+in its feed (the `status` event, docs/CLIENT.md) and every face (attach, the CLI views, the
+dashboard) renders them. node-client/src/status.js is the same tracker; vectors/status.json
+holds cases both run.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class StatusTracker:
         )
         self.step: Any = None
         self.total: Any = None
+        self.metrics: dict[str, Any] = {}
         self.progress_t: Optional[float] = None
 
     def stage(self, body: dict[str, Any]) -> None:
@@ -56,21 +61,35 @@ class StatusTracker:
 
     def progress(self, body: dict[str, Any], t: float) -> None:
         self.step, self.total, self.progress_t = body.get("step"), body.get("total"), t
+        self.metrics = dict(body.get("metrics") or {})
         if isinstance(self.step, (int, float)) and not isinstance(self.step, bool):
             if self._samples and self.step < self._samples[-1][1]:
                 self._samples.clear()  # a new bar or epoch restarted the count
             self._samples.append((t, float(self.step)))
 
-    def rate(self) -> Optional[float]:
+    def rate(self, now: Optional[float] = None) -> Optional[float]:
+        """Steps per second from the first to the last of the samples. Once the last is older
+        than the samples' mean gap, the span runs on to `now` less that gap, so a stall makes
+        the rate fall (and the ETA grow) smoothly instead of freezing at the last good value."""
         if len(self._samples) < 2:
             return None
         (t0, s0), (t1, s1) = self._samples[0], self._samples[-1]
-        return (s1 - s0) / (t1 - t0) if t1 > t0 and s1 > s0 else None
+        if not (t1 > t0 and s1 > s0):
+            return None
+        gap = (t1 - t0) / (len(self._samples) - 1)
+        end = t1 if now is None else max(t1, now - gap)
+        return (s1 - s0) / (end - t0)
 
     def snapshot(self, state: str, pid: Optional[int], now: float) -> dict[str, Any]:
-        rate = self.rate()
+        ended = state == "ended"
+        rate = self.rate(None if ended else now)
         eta = None
-        if rate and isinstance(self.total, (int, float)) and isinstance(self.step, (int, float)):
+        if (
+            rate
+            and not ended
+            and isinstance(self.total, (int, float))
+            and isinstance(self.step, (int, float))
+        ):
             eta = round(max(0.0, (self.total - self.step) / rate), 3)
         script, parent = [], None
         for name, depth in self._open:
@@ -85,6 +104,7 @@ class StatusTracker:
             "script_stages": script,
             "step": self.step,
             "total": self.total,
+            "metrics": dict(self.metrics),
             "rate": None if rate is None else round(rate, 6),
             "eta_s": eta,
             "progress_age_s": None if self.progress_t is None else round(now - self.progress_t, 3),

@@ -209,8 +209,11 @@ export interface JobStatus {
   script_stages: string[];
   step: number | bigint | null;
   total: number | bigint | null;
-  /** Steps per second over the last 20 progress messages; null until two. */
+  /** The lead's latest progress metrics. */
+  metrics: Record<string, unknown>;
+  /** Steps per second over the last 20 progress messages (falling during a stall); null until two. */
   rate: number | null;
+  /** At that rate; null without a total and once ended. */
   eta_s: number | null;
   progress_age_s: number | null;
 }
@@ -229,6 +232,8 @@ export type JobEvent =
   | { type: 'hello'; data: HelloBody }
   | { type: 'stage'; data: StageBody }
   | { type: 'progress'; data: ProgressBody }
+  /** The supervisor's judged snapshot: on every lead stage, progress and state change, and each second. */
+  | { type: 'status'; data: JobStatus }
   | { type: 'log'; data: LogLine }
   | { type: 'heartbeat'; data: HeartbeatBody }
   | { type: 'stalled'; data: StalledInfo }
@@ -326,6 +331,8 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   on(event: 'hello', listener: (body: HelloBody) => void): this;
   on(event: 'stage', listener: (body: StageBody) => void): this;
   on(event: 'progress', listener: (body: ProgressBody) => void): this;
+  /** The supervisor's judged snapshot (what status() returns then): render it as it is. */
+  on(event: 'status', listener: (status: JobStatus) => void): this;
   on(event: 'log', listener: (line: LogLine) => void): this;
   on(event: 'heartbeat', listener: (body: HeartbeatBody) => void): this;
   on(event: 'stalled', listener: (info: StalledInfo) => void): this;
@@ -348,6 +355,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   once(event: 'hello', listener: (body: HelloBody) => void): this;
   once(event: 'stage', listener: (body: StageBody) => void): this;
   once(event: 'progress', listener: (body: ProgressBody) => void): this;
+  once(event: 'status', listener: (status: JobStatus) => void): this;
   once(event: 'log', listener: (line: LogLine) => void): this;
   once(event: 'heartbeat', listener: (body: HeartbeatBody) => void): this;
   once(event: 'stalled', listener: (info: StalledInfo) => void): this;
@@ -442,7 +450,7 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJ
   readonly state: string;
   /** The running attempt's pid, once known. */
   readonly pid: number | null;
-  /** A launched Job's status() snapshot, on the events' wall-clock times. */
+  /** The keeper's Job's latest 'status' event (its status() then). */
   status(): JobStatus;
   readonly report: Report | null;
   readonly done: Promise<Report>;

@@ -13,7 +13,6 @@ const { isLauncher } = require('../src/machine.js');
 
 const LOG_KEEP = 1000; // lines kept for the page; the full log is a download
 const SERIES_MAX = 4000; // points per series before it is thinned to half
-const RATE_WINDOW_MS = 5000; // progress rate over this window
 
 function createView({ id, title, command, spec = null, t, state = 'starting' }) {
   return {
@@ -22,7 +21,7 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
     state, outcome: null, pid: null,
     ranks: [], // {rank, pid, host} per worker hello
     stages: [], // {name, depth, start_s, end_s, status}
-    progress: null, // {step, total, rate, eta_s, metrics}
+    progress: null, // {step, total, rate, eta_s, metrics, percent, age_s}: the last 'status' event
     hang: null, stalled: null, signals: [],
     report: null, stacks: [], // {at, text}
     // Series: metrics over steps, resources over seconds since the start.
@@ -30,7 +29,6 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
     resources: { epoch: 0, t: [], cpu: [], rss_mb: [], gpu_mem_mb: [], gpu_util: [], gpu: false },
     log: { lines: [], count: 0 }, // lines: {n, stream, text, encoding}; count: lines ever seen
     version: 0,
-    _rate: [], // [t, step] samples inside the rate window
   };
 }
 
@@ -90,22 +88,19 @@ function openStage(view, name) {
   return null;
 }
 
-function progress(view, body, t) {
-  const step = Number(body.step);
-  const total = body.total === null || body.total === undefined ? null : Number(body.total);
-  const samples = view._rate;
-  if (samples.length && step < samples[samples.length - 1][1]) samples.length = 0; // a new count
-  samples.push([t, step]);
-  while (samples.length > 2 && t - samples[0][0] > RATE_WINDOW_MS) samples.shift();
-  const [t0, s0] = samples[0];
-  const rate = t > t0 ? ((step - s0) * 1000) / (t - t0) : null;
-  const eta = total !== null && rate ? Math.max(0, (total - step) / rate) : null;
+/**
+ * The job's progress line: the supervisor's judged snapshot (the 'status' event, src/status.js)
+ * as it is; rate and ETA are never computed here, so the page says what status() says.
+ */
+function status(view, snap) {
+  const step = snap.step === null || snap.step === undefined ? null : Number(snap.step);
+  const total = snap.total === null || snap.total === undefined ? null : Number(snap.total);
+  if (step === null) return;
   view.progress = {
-    step, total, rate: rate === null ? null : Math.round(rate * 10) / 10,
-    eta_s: eta === null ? null : Math.round(eta), metrics: body.metrics || {},
+    step, total, rate: snap.rate ?? null, eta_s: snap.eta_s ?? null, metrics: snap.metrics || {},
     percent: total ? Math.min(100, Math.round((step / total) * 1000) / 10) : null,
+    age_s: snap.progress_age_s ?? null,
   };
-  addMetrics(view, step, body.metrics);
 }
 
 /** Fold one event into the view; returns the view. Unknown events are ignored. */
@@ -145,8 +140,11 @@ function apply(view, { type, data, t }) {
         }
       }
       break;
-    case 'progress':
-      progress(view, data, t);
+    case 'status':
+      status(view, data);
+      break;
+    case 'progress': // the lead's (both sources give only the lead's): one point of the metric series
+      addMetrics(view, Number(data.step), data.metrics);
       break;
     case 'log': {
       if (data.stream === 'worker' && !data.text) break;
@@ -241,7 +239,7 @@ function currentStage(view) {
 
 /** The scalar part of a view: everything except the series and the log. */
 function head(view) {
-  const { metrics: _metrics, resources, log, _rate, ...rest } = view;
+  const { metrics: _metrics, resources, log, ...rest } = view;
   return { ...rest, stage: currentStage(view), log_count: log.count, gpu: resources.gpu };
 }
 

@@ -73,7 +73,7 @@ class StoreSource extends MemorySource {
     // Each attached event carries its time from the events file (seconds): a replay after a
     // restart keeps the job's own timeline, not the time it was read.
     const fold = (type) => (data, t) => this._apply(entry, type, data, t);
-    for (const type of ['state', 'hello', 'stage', 'progress', 'log', 'stalled', 'hang', 'signal']) job.on(type, fold(type));
+    for (const type of ['state', 'hello', 'stage', 'progress', 'status', 'log', 'stalled', 'hang', 'signal']) job.on(type, fold(type));
     job.on('error', () => undefined);
     job.on('end', (report, t) => this._apply(entry, 'end', report, t));
     job.done.then(() => undefined, (err) => this._apply(entry, 'end', {

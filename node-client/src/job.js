@@ -100,6 +100,7 @@ class Job extends EventEmitter {
     this._splitters = { stdout: new LineSplitter(), stderr: new LineSplitter() };
     this._redraws = new RedrawThrottle(); // a bar's redraws reach the log once a second
     this._status = new StatusTracker(now()); // the lead's stages and progress, for status()
+    this._statusTick = null; // publishes 'status' while the process lives (job_actions.js)
     this._pipesOpen = 0;
     this._peers = new Set();
     this._lead = null; // routing id of the process that speaks for the job
@@ -349,6 +350,8 @@ class Job extends EventEmitter {
     // Before any hello: watch for the worker's stage box (issue 12 item 4, as bridge/job.py).
     this._loadedPoll = setInterval(() => this._guard(() => this._checkLoaded()), LOADED_POLL_MS);
     this._emit('state', this.state);
+    this._publishStatus();
+    this._startStatusTick();
     this._pump(); // a cancel() made before the spawn
     this._schedule();
   }

@@ -18,6 +18,9 @@ const rankdumps = require('./rankdumps.js');
 const { crashFileSize, signalDumpedPids } = require('./report_files.js');
 
 const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed at most this often
+// The 'status' event goes out on every lead stage, progress and state change, and at least this
+// often while the process lives (bridge/job_actions.py STATUS_EVERY_S; docs/CLIENT.md).
+const STATUS_EVERY_MS = 1000;
 const now = () => performance.now() / 1000; // the shell's monotonic clock, in seconds
 
 class JobActions {
@@ -97,11 +100,28 @@ class JobActions {
     }
   }
 
+  /** The 'status' event: the judge's snapshot (src/status.js), which faces render as it is. */
+  _publishStatus() {
+    this._emit('status', this.status());
+  }
+
+  /** Publish 'status' every STATUS_EVERY_MS until the process exits (_stopStatusTick). */
+  _startStatusTick() {
+    this._statusTick = setInterval(() => this._guard(() => this._publishStatus()), STATUS_EVERY_MS);
+    this._statusTick.unref();
+  }
+
+  _stopStatusTick() {
+    if (this._statusTick) clearInterval(this._statusTick);
+    this._statusTick = null;
+  }
+
   _perform(action) {
     switch (action.do) {
       case 'state':
         this.state = action.state;
         this._emit('state', action.state);
+        this._publishStatus();
         if (action.state === 'stalled') this._liveDiagnose(true);
         break;
       case 'snapshot':

@@ -41,6 +41,7 @@ function oomKillsSince(before, code, signal) {
 class JobEnd {
   _onExit(code, signal) {
     if (this._internal) return; // failInternal ends the job itself
+    this._stopStatusTick();
     this._exitAt = now();
     this._facts.ended = this._exitAt;
     this._facts.exit_code = code;
@@ -189,6 +190,7 @@ class JobEnd {
 
   _finish() {
     if (this.report) return;
+    this._stopStatusTick();
     clearInterval(this._loadedPoll);
     if (this._timer) clearTimeout(this._timer);
     this._timer = null;

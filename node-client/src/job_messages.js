@@ -100,12 +100,14 @@ class JobMessages {
       case 'stage':
         this._status.stage(body);
         this._emit('stage', body);
+        this._publishStatus();
         this._post({ type: 'stage', event: body.event, name: body.name, depth: body.depth ?? null, budget_s: body.budget_s ?? null });
         break;
       case 'progress':
         this._status.progress(body, now());
         body.t = Date.now() / 1000; // when it arrived, as the Python client's event "t"
         this._emit('progress', body);
+        this._publishStatus();
         this._post({ type: 'progress' });
         break;
       case 'error': {

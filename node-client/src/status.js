@@ -5,8 +5,9 @@
  * messages with their receive time (seconds, monotonic); snapshot(state, pid, now) gives
  * state, pid, elapsed_s, stages (open, outermost first), script_stages (without zero-code
  * mode's own: "startup"/"main" at depth 0, "import <module>", "first batch"/"train" directly
- * inside "main"), step, total, rate (steps/s over the last RATE_SAMPLES messages), eta_s,
- * progress_age_s.
+ * inside "main"), step, total, metrics, rate (steps/s over the last RATE_SAMPLES messages,
+ * falling during a stall: rate()), eta_s (none once ended), progress_age_s. The one place a
+ * job's rate and ETA are decided (the `status` event carries the snapshot to every face).
  */
 
 const RATE_SAMPLES = 20;
@@ -29,6 +30,7 @@ class StatusTracker {
     this._samples = [];
     this.step = null;
     this.total = null;
+    this.metrics = {};
     this.progressT = null;
   }
 
@@ -50,6 +52,7 @@ class StatusTracker {
   progress(body, t) {
     this.step = body.step ?? null;
     this.total = body.total ?? null;
+    this.metrics = { ...(body.metrics || {}) };
     this.progressT = t;
     if (isNum(this.step)) {
       if (this._samples.length && this.step < this._samples[this._samples.length - 1][1]) this._samples = [];
@@ -58,17 +61,22 @@ class StatusTracker {
     }
   }
 
-  rate() {
+  /** As bridge/status.py rate(): past the samples' mean gap the span runs on to now - gap. */
+  rate(now = null) {
     if (this._samples.length < 2) return null;
     const [t0, s0] = this._samples[0];
     const [t1, s1] = this._samples[this._samples.length - 1];
-    return t1 > t0 && s1 > s0 ? (s1 - s0) / (t1 - t0) : null;
+    if (!(t1 > t0 && s1 > s0)) return null;
+    const gap = (t1 - t0) / (this._samples.length - 1);
+    const end = now === null ? t1 : Math.max(t1, now - gap);
+    return (s1 - s0) / (end - t0);
   }
 
   snapshot(state, pid, now) {
-    const rate = this.rate();
+    const ended = state === 'ended';
+    const rate = this.rate(ended ? null : now);
     let eta = null;
-    if (rate && isNum(this.total) && isNum(this.step)) eta = round(Math.max(0, (this.total - this.step) / rate), 3);
+    if (rate && !ended && isNum(this.total) && isNum(this.step)) eta = round(Math.max(0, (this.total - this.step) / rate), 3);
     const script = [];
     let parent = null;
     for (const [name, depth] of this._open) {
@@ -78,7 +86,7 @@ class StatusTracker {
     return {
       state, pid, elapsed_s: round(now - this.started, 3),
       stages: this._open.map(([name]) => name), script_stages: script,
-      step: this.step, total: this.total,
+      step: this.step, total: this.total, metrics: { ...this.metrics },
       rate: rate === null ? null : round(rate, 6), eta_s: eta,
       progress_age_s: this.progressT === null ? null : round(now - this.progressT, 3),
     };

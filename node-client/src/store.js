@@ -169,7 +169,7 @@ class AttachedJob extends EventEmitter {
     this._nextRow = 0;
     this._stopped = false;
     this.pid = null;
-    this._status = null; // status(): the launched Job's tracker, on the events' wall-clock times
+    this._status = null; // status(): the keeper's latest 'status' event, never judged again here
     this.done = new Promise((resolve, reject) => { this._resolve = resolve; this._reject = reject; });
     this.done.catch(() => undefined);
     this._start();
@@ -185,7 +185,6 @@ class AttachedJob extends EventEmitter {
     if (!this.row) { this._fail(new Error(`no job ${JSON.stringify(this.id)} in ${this._store.path}`)); return; }
     this.state = this.row.state;
     this.pid = this.row.job_pid;
-    this._status = new StatusTracker(this.row.started_at || this.row.submitted_at);
     this._timer = setInterval(() => this._poll(), POLL_MS);
     this._poll();
   }
@@ -196,10 +195,13 @@ class AttachedJob extends EventEmitter {
     this._reject(err);
   }
 
-  /** A launched Job's status() snapshot (state, pid, elapsed_s, stages, step, rate, eta_s, ...). */
+  /**
+   * A launched Job's status() snapshot (state, pid, elapsed_s, stages, step, metrics, rate,
+   * eta_s, ...) as the keeper's Job published it last (bridge/attach.py status()).
+   */
   status() {
-    const tracker = this._status || new StatusTracker(Date.now() / 1000);
-    return tracker.snapshot(this.state, this.pid, Date.now() / 1000);
+    if (this._status) return { ...this._status };
+    return new StatusTracker(0).snapshot(this.state || 'starting', this.pid ?? null, 0);
   }
 
   /** Cancel the job for everyone (queued or running). */
@@ -220,7 +222,7 @@ class AttachedJob extends EventEmitter {
   events() {
     const buffer = [];
     let wake = null;
-    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'attempt', 'end'];
+    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'status', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'attempt', 'end'];
     const listeners = names.map((type) => {
       const fn = (data, t) => {
         buffer.push({ type, data, t: t ?? null });
@@ -350,17 +352,20 @@ class AttachedJob extends EventEmitter {
         emit('log_error', info);
         break;
       }
+      case 'status':
+        this._status = event.status || null;
+        emit('status', this._status);
+        break;
       case 'message': {
         const body = event.body || {};
-        if (this._status && (event.rank === undefined || event.rank === null || event.rank === 0)) {
-          if (event.kind === 'stage') this._status.stage(body);
-          else if (event.kind === 'progress') this._status.progress(body, t ?? Date.now() / 1000);
-        }
+        // As a launched Job: the job's stage and progress are its lead's; another process's
+        // are in its own events only (bridge/job_messages.py marks each sender's lead).
+        const lead = !event.sender || event.sender.lead !== false;
         if (event.kind === 'log') {
           emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
         } else if (event.kind === 'error') {
           if (this.listenerCount('error') > 0) emit('error', new PythonError(body));
-        } else if (['hello', 'stage', 'progress', 'heartbeat'].includes(event.kind)) {
+        } else if (['hello', 'stage', 'progress', 'heartbeat'].includes(event.kind) && (lead || event.kind === 'hello')) {
           if (event.kind === 'heartbeat') this._heartbeat = body;
           emit(event.kind, body);
         }

@@ -19,19 +19,37 @@ const { openStore } = require('../src/index.js');
 const T0 = 1_800_000_000_000;
 const view0 = () => model.createView({ id: 'job-1', title: 'demo', command: ['python', 'x.py'], t: T0 });
 
-test('progress: percent, rate and ETA from the events\' own times; unknown total is indeterminate', () => {
+test('progress: the page shows the judge\'s status (rate, ETA, falling in a stall); metrics series from progress', () => {
+  // Issue 29: the page computed its own rate and kept "1 step/s, ETA 90 s" while stalled. Now
+  // it renders the supervisor's 'status' event (src/status.js), as status() says it then.
+  const { StatusTracker } = require('../src/status.js');
+  const judge = new StatusTracker(0);
   const v = view0();
   model.apply(v, { type: 'state', data: 'running', t: T0 });
-  model.apply(v, { type: 'progress', data: { step: 10, total: 100, metrics: { loss: 1.5 } }, t: T0 + 1000 });
-  model.apply(v, { type: 'progress', data: { step: 30, total: 100, metrics: { loss: 1.0, lr: 0.1 } }, t: T0 + 2000 });
+  const feed = (step, total, metrics, at) => {
+    const body = { step, total, metrics };
+    judge.progress(body, at);
+    model.apply(v, { type: 'progress', data: body, t: T0 + at * 1000 });
+  };
+  const status = (state, at) => {
+    const snap = judge.snapshot(state, 11, at);
+    model.apply(v, { type: 'status', data: snap, t: T0 + at * 1000 });
+    return snap;
+  };
+  feed(10, 100, { loss: 1.5 }, 1);
+  feed(30, 100, { loss: 1.0, lr: 0.1 }, 2);
+  let snap = status('running', 2);
   assert.deepEqual({ ...v.progress, metrics: undefined },
-    { step: 30, total: 100, percent: 30, rate: 20, eta_s: 4, metrics: undefined });
+    { step: 30, total: 100, percent: 30, rate: snap.rate, eta_s: snap.eta_s, age_s: 0, metrics: undefined });
+  assert.deepEqual([snap.rate, snap.eta_s], [20, 3.5]);
+  snap = status('stalled', 62); // a minute without progress: the rate falls, the ETA grows
+  assert.ok(v.progress.rate < 1 && v.progress.rate === snap.rate && v.progress.eta_s === snap.eta_s, JSON.stringify(v.progress));
   assert.deepEqual(v.metrics.names, ['loss', 'lr']);
   assert.deepEqual(v.metrics.values.lr, [null, 0.1]);
-  model.apply(v, { type: 'progress', data: { step: 40, total: null, metrics: {} }, t: T0 + 3000 });
+  feed(40, null, {}, 63);
+  status('running', 63);
   assert.equal(v.progress.percent, null);
   assert.equal(v.progress.eta_s, null);
-  assert.equal(v.progress.rate, 15);
 });
 
 test('a hang stays "hung" until the end; the end closes open stages with the outcome', () => {
@@ -430,4 +448,27 @@ test('a log download is exactly as long as it says, even when the job writes dur
     assert.deepEqual(r, { status: 200, length: String(Buffer.byteLength(expected)), body: expected });
   }
   assert.equal((await get('api/jobs')).status, 200, 'the connection still reads answers right');
+});
+
+test('store source: a stray subprocess does not replace the lead\'s progress or add a stage row (one judge)', async (t) => {
+  // Issue 29: the dashboard showed rank 1's step 59 instead of the lead's 109, and two "train"
+  // rows. It now draws the keeper's 'status' events and the lead's stage and progress only.
+  const python = require('../src/index.js').resolvePython();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const source = new StoreSource({ storePath: path.join(dir, 'jobs.db'), python, refreshMs: 200 });
+  t.after(() => source.close());
+  const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
+  const id = await source.submit({ kind: 'command', argv: [python, child, 'stray'] });
+  const deadline = Date.now() + 60000;
+  while (!(source.get(id) && source.get(id).state === 'ended')) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for the end');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const v = source.get(id);
+  assert.equal(v.outcome, 'succeeded');
+  assert.deepEqual([v.progress.step, v.progress.total], [105, 200], JSON.stringify(v.progress));
+  assert.deepEqual(v.stages.filter((s) => s.name === 'train').length, 1, JSON.stringify(v.stages));
+  const attached = source._jobs.get(id).job;
+  assert.deepEqual([attached.status().step, attached.status().total], [105, 200]);
 });

@@ -8,6 +8,8 @@ what it says.
   gpus          prints CUDA_VISIBLE_DEVICES and exits 0
   die N SIG     N progress steps, 0.1 s apart, then kills itself with signal SIG
   stall         one progress step, then sleeps in a loop (no more progress)
+  stray         105 of 200 steps in a stage "train", then a Python subprocess (supervised
+                too) opens its own "train" and reports 1 of 1; then exits 0
 """
 
 import os
@@ -25,6 +27,16 @@ if mode == "steps":
             worker.progress(i, int(arg))
             print(f"step {i}", flush=True)
             time.sleep(0.1)
+elif mode == "stray":
+    import subprocess
+
+    with worker.stage("train"):
+        for i in range(1, 106):
+            worker.progress(i, 200)
+            time.sleep(0.005)
+        stray = "from trainbridge import worker\nwith worker.stage('train'): worker.progress(1, 1)"
+        subprocess.run([sys.executable, "-c", stray], check=True)
+        print("the subprocess is done", flush=True)
 elif mode == "forever":
     with worker.stage("train"):
         i = 0

@@ -179,6 +179,11 @@ export function jobPage(main, id) {
     return { queued: 'Queued', starting: 'Starting', running: 'Running', stalled: 'Stalled', hung: 'Hung' }[head.state] || head.state;
   }
 
+  // The judge's rate (the 'status' event) as the CLI prints it: two decimals.
+  function rate(value) {
+    return value.toFixed(2);
+  }
+
   function renderProgress() {
     const p = head.progress;
     const live = head.state !== 'ended';
@@ -186,7 +191,7 @@ export function jobPage(main, id) {
       bar.classList.toggle('indeterminate', live && head.state !== 'starting');
       bar.removeAttribute('aria-valuenow');
       bar.firstElementChild.style.width = live ? '' : (head.outcome === 'succeeded' ? '100%' : '0');
-      progressText.textContent = p ? `step ${p.step} (total unknown)${p.rate ? ` · ${p.rate} steps/s` : ''}` : 'no progress reported';
+      progressText.textContent = p ? `step ${p.step} (total unknown)${live && p.rate ? ` · ${rate(p.rate)} steps/s` : ''}` : 'no progress reported';
       return;
     }
     bar.classList.remove('indeterminate');
@@ -194,7 +199,7 @@ export function jobPage(main, id) {
     bar.setAttribute('aria-valuetext', `${p.percent}%, step ${p.step} of ${p.total}`);
     bar.firstElementChild.style.width = `${p.percent}%`;
     const bits = [`${p.percent}%`, `step ${p.step} / ${p.total}`];
-    if (live && p.rate) bits.push(`${p.rate} steps/s`);
+    if (live && p.rate) bits.push(`${rate(p.rate)} steps/s`);
     if (live && p.eta_s !== null) bits.push(`ETA ${seconds(p.eta_s)}`);
     const loss = p.metrics && typeof p.metrics.loss === 'number' ? ` · loss ${p.metrics.loss.toFixed(4)}` : '';
     progressText.textContent = bits.join(' · ') + loss;

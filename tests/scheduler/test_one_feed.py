@@ -1,0 +1,44 @@
+"""One judge, one feed (issue 29): the keeper's Job decides the job's status (its lead, stage
+tree, progress, rate, ETA) and publishes it as `status` events; the attached job and the CLI
+view render those, never a judgement of their own. Real keeper, real processes."""
+
+from trainbridge import bridge
+from trainbridge.bridge.cli_views import ViewModel
+
+from .conftest import WAIT_S, child, leftovers
+
+
+def test_a_stray_subprocess_does_not_replace_the_leads_progress_anywhere(store_path):
+    """An attached job's status() took any rank-0-or-None progress: one progress 1/1 from a
+    subprocess replaced the lead's step 105. The lead is the keeper's to decide."""
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("stray"))
+        job = s.attach(job_id)
+        events = list(job.events(timeout=WAIT_S))
+        assert events and events[-1]["event"] == "end", "no end within the deadline"
+        report = job.report
+        assert report["outcome"] == "succeeded", report["summary"]
+
+        stray = [
+            i
+            for i, e in enumerate(events)
+            if e["event"] == "message" and e["kind"] == "progress" and not e["sender"]["lead"]
+        ]
+        assert stray, "the subprocess's progress is in the feed, marked as not the lead's"
+        after = [e["status"] for e in events[stray[0] :] if e["event"] == "status"]
+        assert after, "the judge published its status after the stray progress"
+        assert all((st["step"], st["total"]) == (105, 200) for st in after), after
+        assert all(st["stages"].count("train") <= 1 for st in after), after
+
+        final = job.status()
+        assert (final["state"], final["step"], final["total"]) == ("ended", 105, 200), final
+        assert final == after[-1], "status() is the last status event, not a judgement of its own"
+
+        view = ViewModel()  # the CLI's live view, fed the same feed
+        for event in events:
+            view.update(event)
+        assert view.progress_text().startswith("105/200"), view.progress_text()
+        assert not leftovers(job_id)
+    finally:
+        s.close()
