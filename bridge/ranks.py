@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from trainbridge.bridge import machine
+
 State = dict[str, Any]
 
 # A failure that follows from another rank's: its peer went away, or the agent stopped it.
@@ -146,28 +148,12 @@ def sender(state: State, key: str) -> dict[str, Any]:
     }
 
 
-_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
-
-
 def awaits_ranks(hello: dict[str, Any]) -> bool:
     """Whether a hello is a distributed launcher's (torchrun, python -m
-    torch.distributed.run/launch), whose job has not started until a rank says hello.
-    (h2's machine.is_launcher reads argv the same way, with more care for interpreter
-    options; one should call the other once both are on main.)"""
-    argv = hello.get("argv")
-    if not isinstance(argv, list) or not argv or hello.get("world_size") is not None:
-        return False
-    words = [str(a).replace("\\", "/") for a in argv]
-    if words[0].rsplit("/", 1)[-1] == "torchrun":
-        return True
-    for i, word in enumerate(words[1:], 1):
-        if word == "-m":
-            return i + 1 < len(words) and words[i + 1] in _LAUNCHER_MODULES
-        if not word.startswith("-"):
-            return word.rsplit("/", 1)[-1] == "torchrun" or word.endswith(
-                ("torch/distributed/run.py", "torch/distributed/launch.py")
-            )
-    return False
+    torch.distributed.run/launch), whose job has not started until a rank says hello: a
+    process that is no rank itself (no WORLD_SIZE) and that machine.is_launcher names, the
+    one reading of argv (`python -W ignore -m torch.distributed.run` is one)."""
+    return hello.get("world_size") is None and machine.is_launcher(hello)
 
 
 def _role(p: dict[str, Any], procs: list[dict[str, Any]]) -> str:

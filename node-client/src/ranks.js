@@ -8,6 +8,8 @@
  * failed ranks as consequences.
  */
 
+const { isLauncher } = require('./machine.js');
+
 const PEER_GONE = /connection closed by peer|connection reset by peer|broken pipe|peer.*(closed|gone|disconnect)/i;
 const LIBRARY = ['/lib/python', 'site-packages', 'dist-packages', '<frozen', '/worker/', '/bridge/', '<string>'];
 const MESSAGE_CHARS = 160;
@@ -208,26 +210,14 @@ function short(err) {
   return message ? `${err.type || 'Error'}: ${message}` : String(err.type || 'Error');
 }
 
-const LAUNCHER_MODULES = ['torch.distributed.run', 'torch.distributed.launch'];
-const base = (w) => w.split('/').pop();
 
 /**
  * Whether a hello is a distributed launcher's (torchrun, python -m torch.distributed.run /
  * launch), whose job has not started until a rank says hello (bridge/ranks.py awaits_ranks).
  */
+/** As bridge/ranks.py: no rank itself, and a launcher by machine.isLauncher (the one argv reading). */
 function awaitsRanks(hello) {
-  const { argv } = hello;
-  if (!Array.isArray(argv) || !argv.length || (hello.world_size ?? null) !== null) return false;
-  const words = argv.map((a) => String(a).replace(/\\/g, '/'));
-  if (base(words[0]) === 'torchrun') return true;
-  for (let i = 1; i < words.length; i += 1) {
-    const word = words[i];
-    if (word === '-m') return i + 1 < words.length && LAUNCHER_MODULES.includes(words[i + 1]);
-    if (!word.startsWith('-')) {
-      return base(word) === 'torchrun' || word.endsWith('torch/distributed/run.py') || word.endsWith('torch/distributed/launch.py');
-    }
-  }
-  return false;
+  return (hello.world_size ?? null) === null && isLauncher(hello);
 }
 
 /** {pid: its dump_stacks answer} of every process that answered one (bridge/ranks.py). */

@@ -286,6 +286,8 @@ LAUNCHERS = [
     [["/v/bin/python", "train.py", "--via", "torchrun"], None, False],
     [["/v/bin/python", "-m", "torch.distributed.run", "train.py"], 2, False],  # a rank
     [["/v/bin/python", "-c", "import torch"], None, False],
+    # an interpreter option with a value before -m: the one argv reading (machine.is_launcher)
+    [["/v/bin/python", "-W", "ignore", "-m", "torch.distributed.run", "train.py"], None, True],
 ]
 
 RDZV_ARGV = [
