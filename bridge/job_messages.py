@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import psutil
 
-from trainbridge.bridge import job_facts, launcher, machine, ranks
+from trainbridge.bridge import job_facts, launcher, machine, ranks, status
 from trainbridge.bridge.job_actions import SIGNALS
 
 LEADS_KEPT = 16  # lead changes kept for the report
@@ -49,7 +49,8 @@ class JobMessages:
         # who said it (docs/CLIENT.md)
         sender = dict(ranks.sender(self.facts["ranks"], key), lead=lead)
         if lead and kind in ("stage", "progress"):
-            self._track_status(kind, body, now)  # before listeners hear: status() agrees
+            # before listeners hear: status() agrees; at the time the worker sent it
+            self._track_status(kind, body, status.sent_at(now, time.time(), msg.ts))
         if lead:
             self.last_message_t = now
         if kind == "logs":

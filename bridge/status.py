@@ -37,6 +37,19 @@ def is_zero_code_stage(name: str, depth: int, parent: Optional[str]) -> bool:
     return depth == 1 and parent == "main" and name in ZERO_CODE_IN_MAIN
 
 
+MAX_BACKLOG_S = 3600.0  # a message older than this by its envelope is taken as this old
+
+
+def sent_at(now: float, wall_now: float, ts: Any) -> float:
+    """When a message was sent, on the receiver's clock (`now`): its envelope's `ts` (the
+    sender's wall clock) says how long it waited in a backlog (a paused client or keeper
+    reading many at once), so the rate is the job's and not the reader's. A `ts` from the
+    future (another host's clock ahead) counts as just now."""
+    if not isinstance(ts, (int, float)) or isinstance(ts, bool):
+        return now
+    return now - min(max(0.0, wall_now - ts), MAX_BACKLOG_S)
+
+
 class StatusTracker:
     def __init__(self, started: float):
         self.started = started
@@ -60,6 +73,9 @@ class StatusTracker:
                     break
 
     def progress(self, body: dict[str, Any], t: float) -> None:
+        """The lead's progress, sent at `t` (sent_at()); never before the one before it."""
+        if self.progress_t is not None:
+            t = max(t, self.progress_t)
         self.step, self.total, self.progress_t = body.get("step"), body.get("total"), t
         self.metrics = dict(body.get("metrics") or {})
         if isinstance(self.step, (int, float)) and not isinstance(self.step, bool):

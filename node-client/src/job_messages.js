@@ -14,6 +14,7 @@ const ranks = require('./ranks.js');
 const { PythonError } = require('./errors.js');
 const { now } = require('./job_actions.js');
 const jobFacts = require('./job_facts.js');
+const { sentAt } = require('./status.js');
 
 const LEADS_KEPT = 16; // lead changes kept for the report
 const LEAD_CHECK_MS = 1000; // how often a lead other than the launched process is checked
@@ -104,7 +105,7 @@ class JobMessages {
         this._post({ type: 'stage', event: body.event, name: body.name, depth: body.depth ?? null, budget_s: body.budget_s ?? null });
         break;
       case 'progress':
-        this._status.progress(body, now());
+        this._status.progress(body, sentAt(now(), Date.now() / 1000, msg.ts)); // when the worker sent it
         body.t = Date.now() / 1000; // when it arrived, as the Python client's event "t"
         this._emit('progress', body);
         this._publishStatus();

@@ -23,6 +23,18 @@ function isZeroCodeStage(name, depth, parent) {
 const round = (x, digits) => Math.round(x * 10 ** digits) / 10 ** digits;
 const isNum = (x) => typeof x === 'number' && Number.isFinite(x);
 
+const MAX_BACKLOG_S = 3600; // a message older than this by its envelope is taken as this old
+
+/**
+ * When a message was sent, on the receiver's clock (now): its envelope's ts (the sender's wall
+ * clock) says how long it waited in a backlog (bridge/status.py sent_at). A ts from the future
+ * counts as just now.
+ */
+function sentAt(now, wallNow, ts) {
+  if (!isNum(ts)) return now;
+  return now - Math.min(Math.max(0, wallNow - ts), MAX_BACKLOG_S);
+}
+
 class StatusTracker {
   constructor(started) {
     this.started = started;
@@ -49,7 +61,9 @@ class StatusTracker {
     }
   }
 
+  /** The lead's progress, sent at t (sentAt()); never before the one before it. */
   progress(body, t) {
+    if (this.progressT !== null) t = Math.max(t, this.progressT);
     this.step = body.step ?? null;
     this.total = body.total ?? null;
     this.metrics = { ...(body.metrics || {}) };
@@ -93,4 +107,4 @@ class StatusTracker {
   }
 }
 
-module.exports = { StatusTracker, isZeroCodeStage, RATE_SAMPLES };
+module.exports = { StatusTracker, isZeroCodeStage, sentAt, RATE_SAMPLES };

@@ -6,11 +6,15 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { StatusTracker } = require('../src/status.js');
+const { StatusTracker, sentAt } = require('../src/status.js');
 const { launch } = require('../src/index.js');
 const { PYTHON, userEnv } = require('../test-support/e2e.js');
 
-const { cases } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'status.json'), 'ascii'));
+const { cases, sent_at: sentAtCases } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'status.json'), 'ascii'));
+
+test('status: sentAt, when a message was sent on the receiver\'s clock (vectors sent_at)', () => {
+  for (const [now, wallNow, ts, expected] of sentAtCases) assert.equal(sentAt(now, wallNow, ts), expected, JSON.stringify([now, wallNow, ts]));
+});
 
 for (const c of cases) {
   test(`status: ${c.name}`, () => {
@@ -45,4 +49,25 @@ test('job.status() while the job runs and after', async () => {
   assert.ok(status.progress_age_s >= 0 && status.progress_age_s < 10);
   await job.cancel({ grace: 0 });
   assert.equal(job.status().state, 'ended');
+});
+
+test('a backlog read at once keeps the job\'s rate (the judge times progress by when it was sent)', async () => {
+  // As tests/client/test_status.py: the client reads nothing for 7 s (here its event loop is
+  // blocked), then reads about 28 progress messages at once; the rate stayed a burst's 10,000.
+  const code = 'import time\nfrom trainbridge import worker\n'
+    + 'for i in range(1, 100000):\n    worker.progress(i, None); time.sleep(0.05)\n';
+  const job = launch({ python: PYTHON, args: ['-c', code], env: userEnv(), zeroCode: false });
+  await new Promise((resolve) => { const on = (s) => { if (s.rate !== null) { job.off('status', on); resolve(); } }; job.on('status', on); });
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 7000); // reads nothing for 7 s
+  const released = Date.now();
+  const rates = await new Promise((resolve) => {
+    const got = [];
+    const on = (s) => {
+      if (Date.now() - released > 1000) { job.off('status', on); resolve(got); } else got.push(s.rate);
+    };
+    job.on('status', on);
+  });
+  await job.cancel({ grace: 0 });
+  assert.ok(rates.length && !rates.includes(null), JSON.stringify(rates));
+  assert.ok(Math.max(...rates) < 40 && rates.at(-1) > 10, JSON.stringify(rates));
 });
