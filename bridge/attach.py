@@ -18,20 +18,17 @@ from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
 from trainbridge.bridge import procs, scheduler
+from trainbridge.bridge.job_end import Report
 from trainbridge.bridge.job_events import EventQueue
 from trainbridge.bridge.status import StatusTracker
 from trainbridge.bridge.store import Store
 
 POLL_S = 0.05  # how often the events file is read for new lines
 ROW_EVERY_S = 0.5  # how often the row is read while the file is quiet
-
-
-class Report(dict):
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
+# The keeper's Job publishes a `status` event at least once a second while the job's process
+# lives (bridge/job_actions.py STATUS_EVERY_S): its events file silent this long means the
+# keeper is not answering (stopped, or starved), said as a `supervisor` event.
+SUPERVISOR_SILENT_S = 5.0
 
 
 class Attached:
@@ -59,6 +56,9 @@ class Attached:
         self._done = threading.Event()
         self._closed = threading.Event()
         self._stacks: list[Optional[str]] = []
+        # False while the keeper is not answering (a `supervisor` event said so), else None
+        # (not judged yet) or True.
+        self.answering: Optional[bool] = None
         # status(): the keeper's latest `status` event, as its Job judged it (never judged
         # again here); before the first, what the row says.
         self._status: Optional[dict[str, Any]] = None
@@ -143,6 +143,20 @@ class Attached:
         self._closed.set()
         self._thread.join()
 
+    def _say_answering(self, answering: bool, silent_s: float) -> None:
+        """The `supervisor` event: the keeper stopped answering (its events file was silent
+        past SUPERVISOR_SILENT_S while the job should be running), or answers again."""
+        self.answering = answering
+        self._publish(
+            {
+                "event": "supervisor",
+                "t": time.time(),
+                "answering": answering,
+                "silent_s": round(silent_s, 1),
+                "keeper_pid": self.row.get("keeper_pid"),
+            }
+        )
+
     # --- the tail thread --------------------------------------------------------------------
     def _publish(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
@@ -175,6 +189,7 @@ class Attached:
         buf = b""
         f = None
         next_row = 0.0
+        heard: Optional[float] = None  # when the file last grew (None: nothing read yet)
         try:
             while not self._closed.is_set():
                 if f is None:
@@ -184,6 +199,9 @@ class Attached:
                         f = None
                 chunk = f.read() if f is not None else b""
                 if chunk:
+                    if self.answering is False and heard is not None:
+                        self._say_answering(True, time.monotonic() - heard)
+                    heard = time.monotonic()
                     buf += chunk
                     *lines, buf = buf.split(b"\n")
                     for line in lines:
@@ -218,6 +236,14 @@ class Attached:
                         )
                         return
                     self.row = row
+                silent = None if heard is None else now - heard
+                if (
+                    silent is not None
+                    and silent > SUPERVISOR_SILENT_S
+                    and self.answering is not False
+                    and self.row.get("state") in ("starting", "running", "stalled")
+                ):
+                    self._say_answering(False, silent)
                 self._closed.wait(POLL_S)
         finally:
             if f is not None:

@@ -452,12 +452,16 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJ
   readonly pid: number | null;
   /** The keeper's Job's latest 'status' event (its status() then). */
   status(): JobStatus;
+  /** false while the keeper is not answering (its events file silent past 5 s), else null (not judged yet) or true. */
+  readonly answering: boolean | null;
   readonly report: Report | null;
   readonly done: Promise<Report>;
   cancel(): Promise<Report>;
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
   events(): AsyncIterableIterator<AttachedJobEvent>;
   [Symbol.asyncIterator](): AsyncIterableIterator<AttachedJobEvent>;
+  /** The keeper stopped answering (a SIGSTOP, a starved machine), or answers again. */
+  on(event: 'supervisor', listener: (info: { answering: boolean; silent_s: number; keeper_pid: number | null }, t: number | null) => void): this;
   on(event: string, listener: (data: any, t: number | null) => void): this;
   /** Stop following (the job goes on). */
   close(): void;

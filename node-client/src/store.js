@@ -26,6 +26,9 @@ const { PythonError } = require('./errors.js');
 const { StatusTracker } = require('./status.js');
 
 const POLL_MS = 50; // how often an attached job's events file is read
+// The keeper publishes 'status' at least once a second while its job's process lives: its events
+// file silent this long means it is not answering ('supervisor' event; bridge/attach.py).
+const SUPERVISOR_SILENT_MS = 5000;
 const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
 const REPO_ROOT = path.resolve(__dirname, '../..');
 
@@ -169,6 +172,8 @@ class AttachedJob extends EventEmitter {
     this._nextRow = 0;
     this._stopped = false;
     this.pid = null;
+    this.answering = null; // false while the keeper is not answering ('supervisor' event)
+    this._heardAt = null; // when the events file last grew (ms)
     this._status = null; // status(): the keeper's latest 'status' event, never judged again here
     this.done = new Promise((resolve, reject) => { this._resolve = resolve; this._reject = reject; });
     this.done.catch(() => undefined);
@@ -222,7 +227,7 @@ class AttachedJob extends EventEmitter {
   events() {
     const buffer = [];
     let wake = null;
-    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'status', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'attempt', 'end'];
+    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'status', 'supervisor', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'attempt', 'end'];
     const listeners = names.map((type) => {
       const fn = (data, t) => {
         buffer.push({ type, data, t: t ?? null });
@@ -276,6 +281,14 @@ class AttachedJob extends EventEmitter {
           }
         } finally { fs.closeSync(fd); }
       }
+      const at = Date.now();
+      if (got) {
+        if (this.answering === false && this._heardAt !== null) this._sayAnswering(true, at - this._heardAt);
+        this._heardAt = at;
+      } else if (this._heardAt !== null && this.answering !== false && at - this._heardAt > SUPERVISOR_SILENT_MS
+        && ['starting', 'running', 'stalled'].includes(this.row.state)) {
+        this._sayAnswering(false, at - this._heardAt);
+      }
       let nl;
       while (!this._stopped && (nl = this._buf.indexOf('\n')) >= 0) {
         const line = this._buf.slice(0, nl);
@@ -292,6 +305,12 @@ class AttachedJob extends EventEmitter {
     } finally {
       this._reading = false;
     }
+  }
+
+  /** The 'supervisor' event: the keeper stopped answering, or answers again (bridge/attach.py). */
+  _sayAnswering(answering, silentMs) {
+    this.answering = answering;
+    this._emit('supervisor', { answering, silent_s: Math.round(silentMs / 100) / 10, keeper_pid: this.row.keeper_pid ?? null }, Date.now() / 1000);
   }
 
   async _checkRow() {

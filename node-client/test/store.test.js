@@ -124,3 +124,30 @@ test('a Node GUI SIGKILLed mid-job: the job runs on, a new openStore sees it run
   assert.equal(report.outcome, 'cancelled');
   assert.deepEqual(liveProcesses([row.job_pid]), []);
 });
+
+test('a stopped keeper is said not answering; after SIGCONT it answers again and the job ends as it would have', async (t) => {
+  // As tests/scheduler/test_one_feed.py: the keeper's 'status' events are its heartbeat.
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
+  const id = await store.submit({ command: PYTHON, args: [child, 'steps', '120'], env: userEnv(), timeouts: { heartbeatTimeout: 5 } });
+  const job = store.attach(id);
+  await new Promise((resolve) => { const on = (s) => { if (s.step) { job.off('status', on); resolve(); } }; job.on('status', on); });
+  const keeper = (await store.get(id)).keeper_pid;
+  process.kill(keeper, 'SIGSTOP');
+  const stopped = Date.now();
+  let said;
+  try {
+    said = await new Promise((resolve) => job.once('supervisor', resolve));
+  } finally {
+    process.kill(keeper, 'SIGCONT');
+  }
+  const knownMs = Date.now() - stopped;
+  assert.equal(said.answering, false);
+  assert.equal(said.keeper_pid, keeper);
+  assert.ok(said.silent_s >= 5 && knownMs < 8000, `${said.silent_s} s silent, known after ${knownMs} ms`);
+  const again = await new Promise((resolve) => job.once('supervisor', resolve));
+  assert.equal(again.answering, true);
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded', report.summary);
+});

@@ -19,6 +19,7 @@ def test_a_stray_subprocess_does_not_replace_the_leads_progress_anywhere(store_p
         assert events and events[-1]["event"] == "end", "no end within the deadline"
         report = job.report
         assert report["outcome"] == "succeeded", report["summary"]
+        assert type(report) is bridge.Report  # one Report class for launched and attached jobs
 
         stray = [
             i
@@ -39,6 +40,49 @@ def test_a_stray_subprocess_does_not_replace_the_leads_progress_anywhere(store_p
         for event in events:
             view.update(event)
         assert view.progress_text().startswith("105/200"), view.progress_text()
+        assert not leftovers(job_id)
+    finally:
+        s.close()
+
+
+def test_a_stopped_keeper_is_said_not_answering_and_the_job_resumes_after_sigcont(store_path):
+    """Issue 29: SIGSTOP the keeper and the row said running, the progress froze and every
+    attacher stayed silent. The keeper's status events are its heartbeat: an attacher says
+    within SUPERVISOR_SILENT_S (+ one poll) that it is not answering, then that it answers
+    again; the job, which went on meanwhile, ends as it would have."""
+    import os
+    import signal
+    import time
+
+    from trainbridge.bridge.attach import SUPERVISOR_SILENT_S
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("steps", 120), timeouts={"heartbeat_timeout": 5})
+        job = s.attach(job_id)
+        for event in job.events(timeout=WAIT_S):
+            if event["event"] == "status" and event["status"]["step"]:
+                break
+        keeper = s.get(job_id)["keeper_pid"]
+        os.kill(keeper, signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            said = None
+            for event in job.events(timeout=WAIT_S):
+                if event["event"] == "supervisor":
+                    said = event
+                    break
+            known_s = time.monotonic() - stopped
+        finally:
+            os.kill(keeper, signal.SIGCONT)  # stopped past its 5 s heartbeat deadline
+        assert said is not None and said["answering"] is False, said
+        assert said["keeper_pid"] == keeper and said["silent_s"] >= SUPERVISOR_SILENT_S
+        assert known_s < SUPERVISOR_SILENT_S + 3, known_s
+        events = list(job.events(timeout=WAIT_S))
+        again = [e for e in events if e["event"] == "supervisor"]
+        assert again and again[0]["answering"] is True, again
+        report = job.report
+        assert report["outcome"] == "succeeded", report["summary"]  # no hang from the pause
         assert not leftovers(job_id)
     finally:
         s.close()
