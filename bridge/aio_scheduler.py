@@ -47,7 +47,7 @@ class Scheduler:
     async def forget(self, job_id: str) -> bool:
         return await self._run(self.sync.forget, job_id)
 
-    async def attach(self, job_id: str):
+    async def attach(self, job_id: str, since: str = "start"):
         from trainbridge.bridge.aio import AsyncJob
 
         loop = asyncio.get_running_loop()
@@ -57,7 +57,7 @@ class Scheduler:
             if "job" in holder:
                 holder["job"]._on_event(event)
 
-        attached = await self._run(self.sync.attach, job_id, on_event)
+        attached = await self._run(self.sync.attach, job_id, on_event, since)
         holder["job"] = AsyncJob(attached, loop)
         if attached.done():  # ended before the wrapper existed
             holder["job"]._resolve(attached.report)

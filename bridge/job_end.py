@@ -16,18 +16,9 @@ from typing import Any, Optional
 from trainbridge.bridge import evidence, job_facts, launcher, oom, report_files, report_text
 from trainbridge.bridge import report as reports
 from trainbridge.bridge.lines import log_text
+from trainbridge.bridge.report import Report
 
 PIPE_LINGER_S = 0.2  # after the exit: how long a pipe held by a grandchild may keep us
-
-
-class Report(dict):
-    """The final report: a JSON-ready dict (docs/report.schema.json) with attribute access."""
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
 
 
 class JobEnd:

@@ -450,3 +450,14 @@ def join_stacks(
 
 def _iso(wall: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
+
+
+class Report(dict):  # type: ignore[type-arg]
+    """The final report: a JSON-ready dict (docs/report.schema.json) with attribute access;
+    the one class of a launched and an attached job's report (bridge.Report)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None

@@ -512,13 +512,14 @@ class Scheduler:
                 row["attempts"] = self._store.attempts(job_id)
             return row
 
-    def attach(self, job_id: str, on_event=None):
-        """A handle on the job with launch()'s Job API (events from the first one)."""
+    def attach(self, job_id: str, on_event=None, since: str = "start"):
+        """A handle on the job with launch()'s Job API: events from the first one, or with
+        since="now" the job's state and last status, then what comes next (bridge/attach.py)."""
         from trainbridge.bridge.attach import Attached
 
         if self.get(job_id) is None:
             raise KeyError(f"no job {job_id!r} in {self.path}")
-        return Attached(self.path, job_id, on_event=on_event)
+        return Attached(self.path, job_id, on_event=on_event, since=since)
 
     def cancel(self, job_id: str) -> bool:
         with self._lock:

@@ -474,7 +474,8 @@ export interface JobStore {
   submit(options: SubmitOptions): Promise<string>;
   cancel(id: string): Promise<boolean>;
   forget(id: string): Promise<boolean>;
-  attach(id: string): AttachedJob;
+  /** From the first event, or since 'now': the job's state and its keeper's last status, then what comes next. */
+  attach(id: string, options?: { since?: 'start' | 'now' }): AttachedJob;
   close(): Promise<void>;
 }
 

@@ -29,6 +29,47 @@ const POLL_MS = 50; // how often an attached job's events file is read
 // The keeper publishes 'status' at least once a second while its job's process lives: its events
 // file silent this long means it is not answering ('supervisor' event; bridge/attach.py).
 const SUPERVISOR_SILENT_MS = 5000;
+// attach(id, {since: 'now'}) reads the end of the events file only (bridge/attach.py).
+const SINCE = ['start', 'now'];
+const CATCH_UP_BYTES = 8 * 1024 * 1024;
+const CATCH_UP_BLOCK = 256 * 1024;
+
+/** {offset: the file's size at a line boundary, status: its last 'status' event or null}. */
+function lastStatus(file) {
+  let fd;
+  try { fd = fs.openSync(file, 'r'); } catch { return { offset: 0, status: null }; }
+  try {
+    const end = fs.fstatSync(fd).size;
+    let pos = end;
+    let tail = '';
+    let boundary = null;
+    while (pos > 0 && end - pos < CATCH_UP_BYTES) {
+      const step = Math.min(CATCH_UP_BLOCK, pos);
+      pos -= step;
+      const block = Buffer.alloc(step);
+      fs.readSync(fd, block, 0, step, pos);
+      tail = block.toString('latin1') + tail; // the file is ASCII
+      if (boundary === null) {
+        const cut = tail.lastIndexOf('\n');
+        if (cut < 0) continue;
+        boundary = pos + cut + 1; // a line still being written is read later
+        tail = tail.slice(0, cut + 1);
+      }
+      const lines = tail.split('\n');
+      tail = pos > 0 ? lines[0] : '';
+      const whole = pos > 0 ? lines.slice(1) : lines;
+      for (let i = whole.length - 1; i >= 0; i -= 1) {
+        if (!whole[i].includes('"status"')) continue;
+        let event;
+        try { event = JSON.parse(whole[i]); } catch { continue; }
+        if (event.event === 'status') return { offset: boundary, status: event };
+      }
+    }
+    return { offset: boundary ?? 0, status: null };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
 const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
 const REPO_ROOT = path.resolve(__dirname, '../..');
 
@@ -140,8 +181,15 @@ class Store {
   /** Delete an ended job's row and files; false when it is not ended. */
   forget(id) { return this._call('forget', { id }); }
 
-  /** A handle on the job with a launched Job's events, `done`, cancel() and dumpStacks(). */
-  attach(id) { return new AttachedJob(this, id); }
+  /**
+   * A handle on the job with a launched Job's events, `done`, cancel() and dumpStacks(): from
+   * the first event, or with {since: 'now'} the job's state and its keeper's last status, then
+   * what comes next (bridge/attach.py).
+   */
+  attach(id, { since = 'start' } = {}) {
+    if (!SINCE.includes(since)) throw new TypeError(`attach: since must be one of ${SINCE.join(', ')}, not ${JSON.stringify(since)}`);
+    return new AttachedJob(this, id, since);
+  }
 
   /** Stop the helper (running jobs go on under their keepers). */
   async close() {
@@ -160,9 +208,10 @@ class Store {
  * for an end read from the row without its line. events() yields {type, data, t}.
  */
 class AttachedJob extends EventEmitter {
-  constructor(store, id) {
+  constructor(store, id, since = 'start') {
     super();
     this.id = id;
+    this._since = since;
     this.state = 'unknown';
     this.report = null;
     this._store = store;
@@ -190,6 +239,12 @@ class AttachedJob extends EventEmitter {
     if (!this.row) { this._fail(new Error(`no job ${JSON.stringify(this.id)} in ${this._store.path}`)); return; }
     this.state = this.row.state;
     this.pid = this.row.job_pid;
+    if (this._since === 'now') {
+      const { offset, status } = lastStatus(this.row.events_path);
+      this._offset = offset;
+      this._deliver({ event: 'state', state: this.row.state, t: Date.now() / 1000 });
+      if (status) this._deliver(status);
+    }
     this._timer = setInterval(() => this._poll(), POLL_MS);
     this._poll();
   }

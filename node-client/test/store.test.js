@@ -151,3 +151,52 @@ test('a stopped keeper is said not answering; after SIGCONT it answers again and
   const report = await job.done;
   assert.equal(report.outcome, 'succeeded', report.summary);
 });
+
+test('attach since now to a job that printed 200,000 lines: the state and last status first, quickly and small', async (t) => {
+  // As tests/scheduler/test_one_feed.py: attaching replayed the whole 35 MB events file.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-store-now-'));
+  const gate = path.join(dir, 'go');
+  const store = openStore(path.join(dir, 'jobs.db'), { python: PYTHON });
+  t.after(async () => { // in this order: the job ends, the store closes, the files go
+    if (fs.existsSync(dir)) fs.writeFileSync(gate, '');
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const code = 'import os, sys, time\nfrom trainbridge import worker\nfor i in range(200000):\n    print("line", i)\n'
+    + `sys.stdout.flush(); worker.progress(7, 10)\nwhile not os.path.exists(${JSON.stringify(gate)}):\n    time.sleep(0.05)\n`;
+  const id = await store.submit({ command: PYTHON, args: ['-c', code], env: userEnv() });
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    const row = await store.get(id);
+    const file = row && row.events_path;
+    if (file && fs.existsSync(file) && fs.statSync(file).size > 20e6) {
+      const fd = fs.openSync(file, 'r');
+      const size = fs.fstatSync(fd).size;
+      const end = Buffer.alloc(100000);
+      fs.readSync(fd, end, 0, end.length, size - end.length);
+      fs.closeSync(fd);
+      if (end.toString('latin1').includes('"step": 7')) break;
+    }
+    if (Date.now() > deadline) throw new Error('timed out waiting for the lines and the progress');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const rss = process.memoryUsage().rss;
+  const t0 = performance.now();
+  const job = store.attach(id, { since: 'now' });
+  const seen = [];
+  await new Promise((resolve) => job.on('status', (s) => { seen.push(s); resolve(); }));
+  const firstMs = performance.now() - t0;
+  const grown = process.memoryUsage().rss - rss;
+  assert.equal(job.state, 'running');
+  assert.equal(seen[0].step, 7);
+  assert.equal(job.status().step, 7);
+  assert.ok(firstMs < 100, `${firstMs} ms`);
+  assert.ok(grown < 50 * 1024 * 1024, `${grown} bytes`);
+  const lines = [];
+  job.on('log', (l) => lines.push(l.text));
+  fs.writeFileSync(gate, '');
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.ok(!lines.includes('line 0'), 'what came before the attach is not replayed');
+  assert.throws(() => store.attach(id, { since: 'yesterday' }), /since must be one of start, now/);
+});

@@ -2,6 +2,8 @@
 tree, progress, rate, ETA) and publishes it as `status` events; the attached job and the CLI
 view render those, never a judgement of their own. Real keeper, real processes."""
 
+import sys
+
 from trainbridge import bridge
 from trainbridge.bridge.cli_views import ViewModel
 
@@ -85,4 +87,54 @@ def test_a_stopped_keeper_is_said_not_answering_and_the_job_resumes_after_sigcon
         assert report["outcome"] == "succeeded", report["summary"]  # no hang from the pause
         assert not leftovers(job_id)
     finally:
+        s.close()
+
+
+def test_attach_since_now_to_a_job_that_printed_200000_lines_is_quick_and_small(store_path):
+    """Issue 29: attaching replayed the whole 35 MB events file (1.4-2.7 s, 151 MB RSS).
+    since="now" gives the job's state and its judge's last status, then what comes next."""
+    import os
+    import time
+
+    import psutil
+
+    from .conftest import wait_for
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    gate = os.path.join(os.path.dirname(store_path), "go")
+    code = (
+        "import os, sys, time\nfrom trainbridge import worker\n"
+        "for i in range(200000):\n    print('line', i)\n"
+        "sys.stdout.flush(); worker.progress(7, 10)\n"
+        f"while not os.path.exists({gate!r}):\n    time.sleep(0.05)\n"
+    )
+    try:
+        job_id = s.submit([sys.executable, "-c", code])
+        row = wait_for(lambda: s.get(job_id)["events_path"] and s.get(job_id))
+        wait_for(
+            lambda: (
+                os.path.exists(row["events_path"])
+                and os.path.getsize(row["events_path"]) > 20_000_000
+                and '"step": 7' in open(row["events_path"], "rb").read()[-100_000:].decode()
+            ),
+            what="200,000 lines and the progress in the events file",
+        )
+        rss = psutil.Process().memory_info().rss
+        t0 = time.monotonic()
+        job = s.attach(job_id, since="now")
+        first = job.next_event(timeout=WAIT_S)
+        first_s = time.monotonic() - t0
+        second = job.next_event(timeout=WAIT_S)
+        grown = psutil.Process().memory_info().rss - rss
+        assert first["event"] == "state" and first["state"] == "running", first
+        assert second["event"] == "status" and second["status"]["step"] == 7, second
+        assert job.status()["step"] == 7
+        assert first_s < 0.1, first_s
+        assert grown < 50 * 1024 * 1024, grown
+        open(gate, "w").close()
+        events = list(job.events(timeout=WAIT_S))
+        assert events[-1]["event"] == "end" and job.report["outcome"] == "succeeded"
+        assert not [e for e in events if e["event"] == "output" and e["text"] == "line 0"]
+    finally:
+        open(gate, "w").close()
         s.close()
