@@ -54,7 +54,8 @@ class JobActions:
             if action["state"] == "stalled":
                 self._live_diagnose(force=True)
         elif do == "snapshot":
-            self._publish({"event": "hang", "reason": action["reason"]})
+            hang = self.m["hang"] or {}
+            self._publish({"event": "hang", "reason": action["reason"], "stage": hang.get("stage")})
             self._start_snapshot()
         elif do == "dump_stacks":
             first = self.channel.seq + 1
@@ -260,10 +261,13 @@ class JobActions:
             "hint": found["hint"],
             "idle_s": idle,
         }
+        hb = self.facts["heartbeat"] or {}
         self._publish(
             {
                 "event": "stalled",
+                "stage": hb.get("stage"),  # the fields of Node's 'stalled' (job_actions.js)
                 "idle_s": self.live_diagnosis["idle_s"],
+                "stack": hb.get("stack"),
                 "diagnosis": self.live_diagnosis,
             }
         )

@@ -403,10 +403,9 @@ class AttachedJob extends EventEmitter {
       case 'state':
         this.state = event.state;
         emit('state', event.state);
-        if (event.state === 'stalled') {
-          const hb = this._heartbeat || {};
-          emit('stalled', { stage: hb.stage ?? null, idle_s: hb.idle_s ?? null, stack: hb.stack ?? null });
-        }
+        break;
+      case 'stalled': // the keeper's Job judged it, with its live diagnosis (as a launched Job's)
+        emit('stalled', { stage: event.stage ?? null, idle_s: event.idle_s ?? null, stack: event.stack ?? null, diagnosis: event.diagnosis ?? null });
         break;
       case 'output':
         emit('log', { stream: event.stream, text: event.text, end: event.end });
@@ -440,13 +439,12 @@ class AttachedJob extends EventEmitter {
         } else if (event.kind === 'error') {
           if (this.listenerCount('error') > 0) emit('error', new PythonError(body));
         } else if (['hello', 'stage', 'progress', 'heartbeat'].includes(event.kind) && (lead || event.kind === 'hello')) {
-          if (event.kind === 'heartbeat') this._heartbeat = body;
           emit(event.kind, body);
         }
         break;
       }
       case 'hang':
-        emit('hang', { reason: event.reason, stage: null });
+        emit('hang', { reason: event.reason, stage: event.stage ?? null });
         break;
       case 'signal':
         emit('signal', event.signal);

@@ -200,3 +200,19 @@ test('attach since now to a job that printed 200,000 lines: the state and last s
   assert.ok(!lines.includes('line 0'), 'what came before the attach is not replayed');
   assert.throws(() => store.attach(id, { since: 'yesterday' }), /since must be one of start, now/);
 });
+
+test('an attached job is as thick as a launched one: stalled with its diagnosis, hang with its stage', async (t) => {
+  // Issue 29: an attached job's 'stalled' had no diagnosis and its 'hang' no stage.
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
+  const id = await store.submit({ command: PYTHON, args: [child, 'stall'], env: userEnv(), timeouts: { stalledAfter: 1, stallTimeout: 4 } });
+  const job = store.attach(id);
+  const stalled = new Promise((resolve) => job.once('stalled', resolve));
+  const hang = new Promise((resolve) => job.once('hang', resolve));
+  const [s, h, report] = await Promise.all([stalled, hang, job.done]);
+  assert.equal(s.stage, 'train');
+  assert.ok(s.diagnosis && s.diagnosis.kind && s.diagnosis.summary, JSON.stringify(s));
+  assert.deepEqual(h, { reason: 'stall', stage: 'train' });
+  assert.equal(report.outcome, 'hung');
+});

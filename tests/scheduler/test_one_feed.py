@@ -138,3 +138,19 @@ def test_attach_since_now_to_a_job_that_printed_200000_lines_is_quick_and_small(
     finally:
         open(gate, "w").close()
         s.close()
+
+
+def test_an_attached_job_says_stalled_with_its_diagnosis_and_hang_with_its_stage(store_path):
+    """Issue 29: an attached job's stalled event had no diagnosis (Node) and its hang no
+    stage (both): the keeper's Job publishes both, with the fields of a launched Job."""
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("stall"), timeouts={"stalled_after": 1, "stall_timeout": 4})
+        events = list(s.attach(job_id).events(timeout=WAIT_S))
+        stalled = next(e for e in events if e["event"] == "stalled")
+        hang = next(e for e in events if e["event"] == "hang")
+        assert stalled["stage"] == "train" and stalled["diagnosis"]["summary"], stalled
+        assert (hang["reason"], hang["stage"]) == ("stall", "train"), hang
+        assert events[-1]["report"]["outcome"] == "hung"
+    finally:
+        s.close()
