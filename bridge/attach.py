@@ -146,11 +146,12 @@ class Attached:
         return self.report
 
     def cancel(self, grace: Optional[float] = None, reason: Optional[str] = None) -> bool:
-        """Cancel the job (queued or running) for everyone. `grace` and `reason` are the
-        keeper's: its job's kill_grace, and "cancelled through the job store"."""
+        """Cancel the job (queued or running) for everyone, as launch()'s Job.cancel(): the
+        keeper's Job sends the in-band cancel with `reason` (else "cancelled through the job
+        store") and SIGTERM after `grace` (else the job's cancel_grace)."""
         store = Store(self.store_path)
         try:
-            return scheduler.cancel(store, self.id)
+            return scheduler.cancel(store, self.id, reason=reason, grace=grace)
         finally:
             store.close()
 

@@ -41,6 +41,7 @@ FLUSH_EVERY_S = 0.02  # events reach the events file at most this late
 CANCEL_REASON = "cancelled through the job store (Scheduler.cancel / trainbridge cancel)"
 URGENT_EVENTS = ("state", "hang", "signal", "attempt", "stacks", "launch_failed", "end")
 BACKOFF_MAX_S = 300.0
+CANCEL_POLL_S = 0.05  # how soon the main loop passes on a cancel that SIGTERM/SIGINT asked for
 
 
 def backoff(base: float, restarts_done: int) -> float:
@@ -164,10 +165,16 @@ class Keeper:
 
     # --- signals (main thread) ------------------------------------------------------------
     def _on_cancel(self, signum, frame) -> None:
+        # The main loop passes it on with the row's reason and grace (_cancel): no SQLite
+        # in a signal handler, which may have interrupted the main thread's own query.
         self.cancelled.set()
-        job = self.job
-        if job is not None:
-            job.cancel(reason=CANCEL_REASON)
+
+    def _cancel(self, job: Any) -> None:
+        """job.cancel() with what the canceller asked for (Scheduler.cancel(reason, grace),
+        stored in the row), else CANCEL_REASON and the job's cancel_grace. A SIGTERM sent
+        by hand has no row request: its defaults."""
+        row = self.store.get(self.id) or {}
+        job.cancel(grace=row.get("cancel_grace"), reason=row.get("cancel_reason") or CANCEL_REASON)
 
     def _on_dump(self, signum, frame) -> None:
         job = self.job
@@ -257,8 +264,7 @@ class Keeper:
                     report=final,
                 )
                 break
-            if self.cancelled.is_set():
-                self.job.cancel(reason=CANCEL_REASON)
+            cancel_sent = False
             self.rows.set(
                 urgent=True,
                 attempt=attempt,
@@ -269,7 +275,10 @@ class Keeper:
                 note=None,
             )
             while not self.job.done():
-                self.job.wait(0.5)
+                if self.cancelled.is_set() and not cancel_sent:
+                    cancel_sent = True
+                    self._cancel(self.job)
+                self.job.wait(CANCEL_POLL_S)
             final = dict(self.job.report or {})
             outcome = final.get("outcome")
             self.store.put_attempt(

@@ -342,9 +342,29 @@ def submit(
     return job_id
 
 
-def cancel(store: Store, job_id: str) -> bool:
+CANCEL_REASON_MAX = 1000  # characters of a cancel's reason
+
+
+def check_cancel(reason: Any, grace: Any) -> None:
+    """A cancel's reason (None or a string) and grace (None or seconds >= 0), as launch()'s
+    Job.cancel() takes them; ValueError / TypeError saying what is wrong."""
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError(f"cancel: reason must be a string or None, not {type(reason).__name__}")
+    if reason is not None and len(reason) > CANCEL_REASON_MAX:
+        raise ValueError(f"cancel: reason is {len(reason)} characters; at most {CANCEL_REASON_MAX}")
+    if grace is not None and (
+        isinstance(grace, bool) or not isinstance(grace, (int, float)) or not 0 <= grace < 1e9
+    ):
+        raise ValueError(f"cancel: grace must be None or seconds >= 0, not {grace!r}")
+
+
+def cancel(
+    store: Store, job_id: str, reason: Optional[str] = None, grace: Optional[float] = None
+) -> bool:
     """Cancel a queued job (it never runs) or an active one (its keeper stops it: in-band
-    cancel, SIGTERM, SIGKILL). False when the job is unknown or already ended."""
+    cancel with `reason`, SIGTERM after `grace` (the job's cancel_grace when None), SIGKILL).
+    False when the job is unknown or already ended."""
+    check_cancel(reason, grace)
     report = _short_report(
         {"stage": None, "progress": None}, "cancelled", "cancelled while queued, it never ran"
     )
@@ -365,8 +385,9 @@ def cancel(store: Store, job_id: str) -> bool:
             queued = True
         else:
             db.execute(
-                "UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?",
-                (time.time(), job_id),
+                "UPDATE jobs SET cancel_requested = 1, cancel_reason = ?, cancel_grace = ?, "
+                "updated_at = ? WHERE id = ?",
+                (reason, grace, time.time(), job_id),
             )
             queued = False
     if queued:
@@ -521,9 +542,12 @@ class Scheduler:
             raise KeyError(f"no job {job_id!r} in {self.path}")
         return Attached(self.path, job_id, on_event=on_event, since=since)
 
-    def cancel(self, job_id: str) -> bool:
+    def cancel(
+        self, job_id: str, reason: Optional[str] = None, grace: Optional[float] = None
+    ) -> bool:
+        """Cancel the job for everyone; `reason` and `grace` as launch()'s Job.cancel()."""
         with self._lock:
-            return cancel(self._store, job_id)
+            return cancel(self._store, job_id, reason=reason, grace=grace)
 
     def forget(self, job_id: str) -> bool:
         with self._lock:

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 from trainbridge.bridge import private_files
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 5000
 
 # Job states in the row: the Job's own (starting, running, stalled, ended) plus queued and
@@ -86,6 +86,12 @@ MIGRATIONS = [
         name TEXT PRIMARY KEY,
         value TEXT NOT NULL
     );
+    """,
+    # 1 -> 2: a cancel's own reason and grace (Scheduler.cancel, an attached job's cancel()),
+    # which the keeper passes to its Job's cancel().
+    """
+    ALTER TABLE jobs ADD COLUMN cancel_reason TEXT;
+    ALTER TABLE jobs ADD COLUMN cancel_grace REAL
     """,
 ]
 

@@ -41,7 +41,7 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
             restart_backoff=args.get("restart_backoff", 1.0),
         )
     if op == "cancel":
-        return sched.cancel(args["id"])
+        return sched.cancel(args["id"], reason=args.get("reason"), grace=args.get("grace"))
     if op == "forget":
         return sched.forget(args["id"])
     if op == "dump_stacks":

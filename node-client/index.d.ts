@@ -413,6 +413,9 @@ export interface StoredJob {
   log_path: string;
   events_path: string;
   cancel_requested: number;
+  /** What the canceller asked for (store.cancel(id, {reason, grace})), else null. */
+  cancel_reason: string | null;
+  cancel_grace: number | null;
   report: Report | null;
   /** get() only: every attempt's outcome and report. */
   attempts?: Array<{ attempt: number; started_at: number | null; ended_at: number | null; outcome: string | null; exit_code: number | null; signal: string | null; report: Report | null }>;
@@ -456,7 +459,8 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJ
   readonly answering: boolean | null;
   readonly report: Report | null;
   readonly done: Promise<Report>;
-  cancel(): Promise<Report>;
+  /** As a launched Job's: the in-band cancel with `reason`, SIGTERM after `grace` seconds (else the job's cancelGrace). */
+  cancel(options?: { grace?: number | null; reason?: string | null }): Promise<Report>;
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
   events(): AsyncIterableIterator<AttachedJobEvent>;
   [Symbol.asyncIterator](): AsyncIterableIterator<AttachedJobEvent>;
@@ -472,7 +476,7 @@ export interface JobStore {
   jobs(options?: { state?: string | string[]; limit?: number }): Promise<StoredJob[]>;
   get(id: string): Promise<StoredJob | null>;
   submit(options: SubmitOptions): Promise<string>;
-  cancel(id: string): Promise<boolean>;
+  cancel(id: string, options?: { reason?: string | null; grace?: number | null }): Promise<boolean>;
   forget(id: string): Promise<boolean>;
   /** From the first event, or since 'now': the job's state and its keeper's last status, then what comes next. */
   attach(id: string, options?: { since?: 'start' | 'now' }): AttachedJob;

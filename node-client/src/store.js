@@ -176,7 +176,7 @@ class Store {
   }
 
   /** Cancel a queued or running job; resolves to false when it is unknown or already ended. */
-  cancel(id) { return this._call('cancel', { id }); }
+  cancel(id, { reason = null, grace = null } = {}) { return this._call('cancel', { id, reason, grace }); }
 
   /** Delete an ended job's row and files; false when it is not ended. */
   forget(id) { return this._call('forget', { id }); }
@@ -264,8 +264,11 @@ class AttachedJob extends EventEmitter {
     return new StatusTracker(0).snapshot(this.state || 'starting', this.pid ?? null, 0);
   }
 
-  /** Cancel the job for everyone (queued or running). */
-  cancel() { return this._store.cancel(this.id).then(() => this.done); }
+  /**
+   * Cancel the job for everyone (queued or running), as a launched Job's cancel({grace, reason}):
+   * the keeper's Job sends the in-band cancel with `reason` and SIGTERM after `grace` seconds.
+   */
+  cancel({ grace = null, reason = null } = {}) { return this._store.cancel(this.id, { reason, grace }).then(() => this.done); }
 
   /** Every thread's Python stack from the worker (through the keeper), or null. */
   async dumpStacks({ timeout = 2000 } = {}) {

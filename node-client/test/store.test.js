@@ -216,3 +216,17 @@ test('an attached job is as thick as a launched one: stalled with its diagnosis,
   assert.deepEqual(h, { reason: 'stall', stage: 'train' });
   assert.equal(report.outcome, 'hung');
 });
+
+test('an attached cancel takes a reason and a grace, as a launched Job\'s', async (t) => {
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
+  const id = await store.submit({ command: PYTHON, args: [child, 'forever'], env: userEnv() });
+  const job = store.attach(id);
+  await new Promise((resolve) => { const on = (s) => { if (s.step) { job.off('status', on); resolve(); } }; job.on('status', on); });
+  await assert.rejects(job.cancel({ grace: -1 }), /grace must be None or seconds >= 0/);
+  const report = await job.cancel({ grace: 0, reason: 'the user pressed Stop' });
+  assert.equal(report.outcome, 'cancelled');
+  assert.equal(report.cancel.reason, 'the user pressed Stop');
+  assert.equal(report.signals_sent[0], 'SIGTERM');
+});

@@ -154,3 +154,29 @@ def test_an_attached_job_says_stalled_with_its_diagnosis_and_hang_with_its_stage
         assert events[-1]["report"]["outcome"] == "hung"
     finally:
         s.close()
+
+
+def test_an_attached_cancel_takes_a_reason_and_a_grace_as_a_launched_one(store_path):
+    """Issue 29: an attached job's cancel() took no reason or grace (the keeper always said
+    "cancelled through the job store" and used the job's cancel_grace)."""
+    import pytest
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("forever"))
+        job = s.attach(job_id)
+        for event in job.events(timeout=WAIT_S):
+            if event["event"] == "status" and event["status"]["step"]:
+                break
+        with pytest.raises(ValueError, match="grace must be None or seconds >= 0"):
+            job.cancel(grace=-1)
+        with pytest.raises(TypeError, match="reason must be a string"):
+            job.cancel(reason=42)
+        assert job.cancel(grace=0, reason="the user pressed Stop")
+        report = job.wait(WAIT_S)
+        assert report["outcome"] == "cancelled", report["summary"]
+        assert report["cancel"]["reason"] == "the user pressed Stop", report["cancel"]
+        assert report["signals_sent"][:1] == ["SIGTERM"]  # grace 0: no in-band wait
+        assert not leftovers(job_id)
+    finally:
+        s.close()
