@@ -41,6 +41,7 @@ FLUSH_EVERY_S = 0.02  # events reach the events file at most this late
 CANCEL_REASON = "cancelled through the job store (Scheduler.cancel / trainbridge cancel)"
 URGENT_EVENTS = ("state", "hang", "signal", "attempt", "stacks", "launch_failed", "end")
 BACKOFF_MAX_S = 300.0
+STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about once a second
 CANCEL_POLL_S = 0.05  # how soon the main loop passes on a cancel that SIGTERM/SIGINT asked for
 
 
@@ -159,6 +160,7 @@ class Keeper:
         if self.row is None:
             raise SystemExit(f"trainbridge keeper: no job {job_id} in {store_path}")
         self.cancelled = threading.Event()
+        self._status_written: Optional[tuple[float, Any]] = None  # (t, state) of the last
         self.job = None
         self.events = EventsFile(self.row["events_path"])
         self.rows = RowWriter(store_path, job_id)
@@ -193,17 +195,30 @@ class Keeper:
         kind = event["event"]
         if kind == "end":
             return  # written by run() once the last attempt is decided
+        if kind == "status":
+            # The row's stage and progress are the judge's (the lead's, never a subprocess's).
+            status = event["status"]
+            row: dict[str, Any] = {}
+            if status.get("stages"):
+                row["stage"] = status["stages"][-1]
+            if status.get("step") is not None:
+                row["progress"] = {"step": status["step"], "total": status.get("total")}
+            if row:
+                self.rows.set(**row)
+            # The file gets at most one a second (a progressing job publishes one per
+            # progress message); the Job's tick writes the latest within a second anyway.
+            last = self._status_written
+            if (
+                last is not None
+                and status.get("state") == last[1]
+                and event["t"] - last[0] < STATUS_WRITE_EVERY_S
+            ):
+                return
+            self._status_written = (event["t"], status.get("state"))
         self.events.write(event)
         if kind == "state" and event["state"] != "ended":
             # An attempt's end is not the job's: _finish (or a restart) writes the row's.
             self.rows.set(urgent=True, state=event["state"])
-        elif kind == "message" and event.get("kind") == "stage":
-            body = event.get("body") or {}
-            if body.get("event", "begin") == "begin" and body.get("name"):
-                self.rows.set(stage=body["name"])
-        elif kind == "message" and event.get("kind") == "progress":
-            body = event.get("body") or {}
-            self.rows.set(progress={k: body.get(k) for k in ("step", "total") if k in body})
 
     # --- the job --------------------------------------------------------------------------
     def run(self) -> int:

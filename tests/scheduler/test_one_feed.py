@@ -38,6 +38,14 @@ def test_a_stray_subprocess_does_not_replace_the_leads_progress_anywhere(store_p
         assert (final["state"], final["step"], final["total"]) == ("ended", 105, 200), final
         assert final == after[-1], "status() is the last status event, not a judgement of its own"
 
+        row = s.get(job_id)  # the store's row too: `trainbridge jobs`, the dashboard's list
+        assert row["progress"] == {"step": 105, "total": 200}, row["progress"]
+        # One status a progress message would grow a long job's events file without end:
+        # the keeper writes one about every second, and one per state change.
+        written = [(e["t"], e["status"]["state"]) for e in events if e["event"] == "status"]
+        same = [b[0] - a[0] for a, b in zip(written, written[1:]) if a[1] == b[1]]
+        assert all(gap >= 0.85 for gap in same), written
+        assert len(written) <= report["duration_s"] / 0.85 + 4, written  # + state changes
         view = ViewModel()  # the CLI's live view, fed the same feed
         for event in events:
             view.update(event)
