@@ -152,7 +152,7 @@ test('a stopped keeper is said not answering; after SIGCONT it answers again and
   assert.equal(report.outcome, 'succeeded', report.summary);
 });
 
-test('attach since now to a job that printed 200,000 lines: the state and last status first, quickly and small', async (t) => {
+test('attach since now to a job that printed 200,000 lines: the state and last status first, reading only the end of the file', async (t) => {
   // As tests/scheduler/test_one_feed.py: attaching replayed the whole 35 MB events file.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-store-now-'));
   const gate = path.join(dir, 'go');
@@ -175,22 +175,26 @@ test('attach since now to a job that printed 200,000 lines: the state and last s
       const end = Buffer.alloc(100000);
       fs.readSync(fd, end, 0, end.length, size - end.length);
       fs.closeSync(fd);
-      if (end.toString('latin1').includes('"step": 7')) break;
+      // the keeper writes a status about once a second: wait for the one with step 7
+      if (end.toString('latin1').split('\n').some((l) => l.includes('"event": "status"') && l.includes('"step": 7'))) break;
     }
     if (Date.now() > deadline) throw new Error('timed out waiting for the lines and the progress');
     await new Promise((r) => setTimeout(r, 50));
   }
+  const size = fs.statSync((await store.get(id)).events_path).size;
+  const readChars = () => Number(/rchar: (\d+)/.exec(fs.readFileSync('/proc/self/io', 'ascii'))[1]);
   const rss = process.memoryUsage().rss;
-  const t0 = performance.now();
+  const read = readChars();
   const job = store.attach(id, { since: 'now' });
   const seen = [];
   await new Promise((resolve) => job.on('status', (s) => { seen.push(s); resolve(); }));
-  const firstMs = performance.now() - t0;
+  const wasRead = readChars() - read;
   const grown = process.memoryUsage().rss - rss;
   assert.equal(job.state, 'running');
   assert.equal(seen[0].step, 7);
   assert.equal(job.status().step, 7);
-  assert.ok(firstMs < 100, `${firstMs} ms`);
+  // What makes it quick on any machine (timed in the note, not here): the file's end is read.
+  assert.ok(wasRead < size / 4, `${wasRead} of ${size} bytes read`);
   assert.ok(grown < 50 * 1024 * 1024, `${grown} bytes`);
   const lines = [];
   job.on('log', (l) => lines.push(l.text));

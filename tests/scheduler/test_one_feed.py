@@ -102,7 +102,6 @@ def test_attach_since_now_to_a_job_that_printed_200000_lines_is_quick_and_small(
     """Issue 29: attaching replayed the whole 35 MB events file (1.4-2.7 s, 151 MB RSS).
     since="now" gives the job's state and its judge's last status, then what comes next."""
     import os
-    import time
 
     import psutil
 
@@ -127,17 +126,19 @@ def test_attach_since_now_to_a_job_that_printed_200000_lines_is_quick_and_small(
             ),
             what="200,000 lines and the progress in the events file",
         )
-        rss = psutil.Process().memory_info().rss
-        t0 = time.monotonic()
+        size = os.path.getsize(row["events_path"])
+        me = psutil.Process()
+        rss, read = me.memory_info().rss, me.io_counters().read_chars
         job = s.attach(job_id, since="now")
         first = job.next_event(timeout=WAIT_S)
-        first_s = time.monotonic() - t0
         second = job.next_event(timeout=WAIT_S)
-        grown = psutil.Process().memory_info().rss - rss
+        grown, was_read = me.memory_info().rss - rss, me.io_counters().read_chars - read
         assert first["event"] == "state" and first["state"] == "running", first
-        assert second["event"] == "status" and second["status"]["step"] == 7, second
+        assert second["event"] == "status" and second["status"]["step"] == 7, str(second["status"])
         assert job.status()["step"] == 7
-        assert first_s < 0.1, first_s
+        # What makes it quick on any machine (the time is measured in the note, not here:
+        # 7 ms warm): the end of the file is read, not the file.
+        assert was_read < size / 4, (was_read, size)
         assert grown < 50 * 1024 * 1024, grown
         open(gate, "w").close()
         events = list(job.events(timeout=WAIT_S))
