@@ -8,7 +8,8 @@ import textwrap
 from tests.worker.receiver import release, run_python, start_python
 
 
-def run(receiver, tmp_path, script, timeout=30.0, args=None, **settings):
+# A deadline for a script that may import torch: 30 s ran out once at load 9-16 on 2 vCPUs.
+def run(receiver, tmp_path, script, timeout=120.0, args=None, **settings):
     settings.setdefault("heartbeat_s", "0.2")
     return run_python(
         textwrap.dedent(script), receiver.env(**settings), str(tmp_path), timeout=timeout, args=args
