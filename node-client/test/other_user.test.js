@@ -96,7 +96,8 @@ test('another account can neither list, start, cancel nor read jobs through the 
   }
   assert.ok(!fs.existsSync(marker), 'the other account ran a command as the user');
   const jobs = await (await user('api/jobs')).json();
-  assert.deepEqual(jobs.map((j) => [j.id, j.state]), [[id, 'running']], 'no job added, none cancelled');
+  // Still live: a sleeping job with no progress may be 'stalled' by now on a loaded machine.
+  assert.deepEqual(jobs.map((j) => [j.id, ['running', 'stalled'].includes(j.state)]), [[id, true]], `no job added, none cancelled: ${JSON.stringify(jobs.map((j) => [j.id, j.state]))}`);
   // Nor where the token and the jobs are kept.
   const tokenFile = path.join(home, '.config', 'trainbridge', 'dashboard-token');
   assert.equal(fs.readFileSync(tokenFile, 'ascii').trim(), dash.token);
