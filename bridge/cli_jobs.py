@@ -2,7 +2,7 @@
 
     trainbridge submit --gpus 1 -- python train.py     # prints the job id
     trainbridge jobs                                   # a table of the store's jobs
-    trainbridge attach ID                              # the live view of `run`, from the start
+    trainbridge attach ID [--now]                      # the live view of `run`, from the start
                                                        # (Ctrl-C detaches; the job goes on)
     trainbridge cancel ID
     trainbridge logs ID [-f]
@@ -85,6 +85,11 @@ def add_commands(sub) -> None:
     store_option(p)
     p.add_argument("id")
     p.add_argument("--json", action="store_true", help="events as JSON lines, as run --json")
+    p.add_argument(
+        "--now",
+        action="store_true",
+        help="start from the job's state and last status, not its first event (a long log)",
+    )
     p.set_defaults(handler=attach)
 
     p = sub.add_parser("cancel", help="cancel a queued or running job")
@@ -228,7 +233,7 @@ def attach(args) -> int:
     with _scheduler(args) as sched:
         if sched.get(args.id) is None:
             return _missing(args, sched)
-        job = sched.attach(args.id)
+        job = sched.attach(args.id, since="now" if getattr(args, "now", False) else "start")
     view = cli_views.JsonView() if args.json else cli_views.make_view(job.cmd)
     # Ctrl-C stops following, not the job: it runs under its keeper for whoever comes next.
     try:

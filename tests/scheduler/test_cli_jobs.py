@@ -82,3 +82,17 @@ def test_unknown_ids_and_bad_submissions_say_so(store_path):
     assert bad.returncode == 2 and "asks for 2 GPU" in bad.stderr
     # What to do, in terms the CLI user can act on (it said "set slots=...", a Python argument)
     assert "leave the GPUs out of the job" in bad.stderr and "set slots=" not in bad.stderr
+
+
+def test_attach_now_starts_from_the_jobs_state_and_status_not_its_first_line(store_path):
+    job_id = tb(store_path, "submit", "--", *child("steps", 40)).stdout.strip()
+    wait_for(
+        lambda: "step 10" in tb(store_path, "logs", job_id).stdout, what="ten steps in the log"
+    )
+    followed = tb(store_path, "attach", job_id, "--now", "--json")
+    assert followed.returncode == 0, followed.stderr
+    events = [json.loads(line) for line in followed.stdout.splitlines()]
+    assert [e["event"] for e in events[:2]] == ["state", "status"], events[:2]
+    assert events[1]["status"]["step"] >= 10, events[1]
+    assert "step 1" not in [e["text"] for e in events if e["event"] == "output"]
+    assert events[-1]["event"] == "end" and events[-1]["report"]["outcome"] == "succeeded"
