@@ -46,6 +46,10 @@ RCVHWM = 16
 SNDHWM = 1000
 PER_CONNECTION_BYTES = RCVHWM * (codec.MAX_MESSAGE_BYTES + 64)
 POLL_MAX_S = 0.5  # the longest the reactor sleeps: jobs also refresh process trees on ticks
+# A poll that returns this much later than asked: the reactor itself did not run (a SIGSTOP,
+# a starved machine). Its jobs hear "paused" first, so that their workers' silence is not
+# judged on time it could not read them (machine.py "paused").
+PAUSED_MIN_S = 1.0
 # Messages held for an expected job until it is attached (hello, a few beats: a spawn and an
 # import's worth of time); past either bound they are dropped and counted (`early_overflow`).
 EARLY_MAX_MESSAGES = 256
@@ -108,6 +112,7 @@ class Hub:
         self._fds: dict[int, Callable[[], None]] = {}
         self._owners: dict[int, Any] = {}  # fd -> the job it belongs to (None: the hub's)
         self._ready = threading.Event()
+        self._looked_at: Optional[float] = None  # when the reactor last read or polled (_unread)
         self._stop = False
         self._error: Optional[BaseException] = None
         self.endpoint = ""
@@ -288,7 +293,13 @@ class Hub:
         now = time.monotonic()
         wake = min(self._wakeups.values(), default=math.inf)
         timeout = POLL_MAX_S if wake == math.inf else min(POLL_MAX_S, max(0.0, wake - now))
+        # Time in which the reactor could not read (the last turn's own work, a poll that
+        # returned late because the process was stopped or starved) is told to the jobs
+        # before they judge any silence (_unread).
+        self._unread(now)
         ready = dict(self._poller.poll(int(timeout * 1000) + (1 if timeout > 0 else 0)))
+        returned = time.monotonic()
+        self._unread(returned, late=returned - (now + timeout))
         # Messages first: a worker's last words must count before the exit it precedes.
         if self._sock in ready:
             self._read_router()
@@ -312,9 +323,22 @@ class Hub:
                 else:
                     self._for_job(owner, callback)
         now = time.monotonic()
+        self._unread(now)  # a call or a callback of this turn that took long
         for job in [job for job, wake in self._wakeups.items() if wake <= now]:
             if self.jobs.get(job.id) is job:
                 self._for_job(job, job.tick, now)
+
+    def _unread(self, now: float, late: Optional[float] = None) -> None:
+        """Tell every job "paused" (machine.py) when the reactor spent PAUSED_MIN_S or more
+        not reading: since it last looked (`now` - _looked_at), or, after a poll, by how
+        much the poll came back late. A poll itself is reading: a message wakes it."""
+        gap = late if late is not None else now - (self._looked_at or now)
+        self._looked_at = now
+        if gap < PAUSED_MIN_S:
+            return
+        for job in list(self.jobs.values()):
+            if hasattr(job, "paused"):
+                self._for_job(job, job.paused, gap)
 
     def _for_job(self, job: Any, fn: Callable[..., Any], *args: Any, touch: bool = True) -> Any:
         """Run one job's piece of reactor work. If it raises (a bug in trainbridge), that

@@ -107,6 +107,11 @@ class JobActions:
         tree = self._tree_next if self.m["exit"] is None else None
         return self.channel.held, None, tree
 
+    def paused(self, seconds: float) -> None:
+        """The hub did not run for `seconds` (machine.py "paused")."""
+        if self.proc is not None and not self._done.is_set():
+            self._step({"type": "paused", "t": time.monotonic(), "paused_s": seconds})
+
     def next_wakeup(self) -> Optional[float]:
         if self.proc is None or self._done.is_set():
             return None

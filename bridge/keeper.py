@@ -196,15 +196,10 @@ class Keeper:
         if kind == "end":
             return  # written by run() once the last attempt is decided
         if kind == "status":
-            # The row's stage and progress are the judge's (the lead's, never a subprocess's).
+            # The row's progress is the judge's (the lead's, never a subprocess's).
             status = event["status"]
-            row: dict[str, Any] = {}
-            if status.get("stages"):
-                row["stage"] = status["stages"][-1]
             if status.get("step") is not None:
-                row["progress"] = {"step": status["step"], "total": status.get("total")}
-            if row:
-                self.rows.set(**row)
+                self.rows.set(progress={"step": status["step"], "total": status.get("total")})
             # The file gets at most one a second (a progressing job publishes one per
             # progress message); the Job's tick writes the latest within a second anyway.
             last = self._status_written
@@ -219,6 +214,10 @@ class Keeper:
         if kind == "state" and event["state"] != "ended":
             # An attempt's end is not the job's: _finish (or a restart) writes the row's.
             self.rows.set(urgent=True, state=event["state"])
+        elif kind == "message" and event.get("kind") == "stage" and event["sender"].get("lead"):
+            body = event.get("body") or {}  # the lead's last stage begun
+            if body.get("event", "begin") == "begin" and body.get("name"):
+                self.rows.set(stage=body["name"])
 
     # --- the job --------------------------------------------------------------------------
     def run(self) -> int:

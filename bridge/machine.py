@@ -50,6 +50,11 @@ Events ({"type": ..., "t": ...} plus):
              while the job goes on, and another one speaks for it now (present) or none
              does (no heartbeat is watched until one says hello). The leaver's last words
              are not the job's: its bye is forgotten, and the new lead's clocks start now.
+  paused     paused_s: num. The supervisor itself did not run that long (a SIGSTOPped keeper,
+             a starved machine): that time is not the worker's silence. The clocks the
+             running deadlines watch (start, last message, last activity, stage budgets) move
+             on by it, so a backlog the supervisor has not read yet is no hang. An ending's
+             own deadlines do not move. Ignored once the process exited or an ending runs.
   timer      a deadline may have passed
 
 Actions ({"do": ...} plus):
@@ -274,6 +279,17 @@ def _on_bye(s: State, e: Event, t: float, actions: list[Action]) -> None:
         ending.update(step="exiting", deadline=max(ending["deadline"], t + grace))
 
 
+def _on_paused(s: State, e: Event, t: float, actions: list[Action]) -> None:
+    gap = e.get("paused_s")
+    if s["exit"] is not None or s["ending"] is not None or not gap or gap <= 0:
+        return
+    for key in ("t0", "loaded_t", "last_msg_t", "last_activity_t"):
+        if s[key] is not None:
+            s[key] += gap
+    for st in s["stages"]:
+        st["t"] += gap
+
+
 def _on_lead(s: State, e: Event, t: float, actions: list[Action]) -> None:
     s["bye"] = None
     s["stages"] = []  # the leaver's open stages (and their budgets) went with it
@@ -387,6 +403,7 @@ _HANDLERS = {
     "stage": _on_stage,
     "progress": _on_progress,
     "beat": _on_beat,
+    "paused": _on_paused,
     "output": _on_output,
     "error": _on_error,
     "bye": _on_bye,

@@ -21,6 +21,7 @@ const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed 
 // The 'status' event goes out on every lead stage, progress and state change, and at least this
 // often while the process lives (bridge/job_actions.py STATUS_EVERY_S; docs/CLIENT.md).
 const STATUS_EVERY_MS = 1000;
+const PAUSED_MIN_S = 1.0; // a timer this late means the loop did not run (bridge/hub.py)
 const now = () => performance.now() / 1000; // the shell's monotonic clock, in seconds
 
 class JobActions {
@@ -58,7 +59,13 @@ class JobActions {
     if (deadline === null) return;
     this._timerAt = deadline;
     const ms = Math.max(0, (deadline - now()) * 1000) + 1;
-    this._timer = setTimeout(() => { this._timer = null; this._guard(() => this._onTimer()); }, ms);
+    this._timer = setTimeout(() => {
+      this._timer = null;
+      // Fired this late: the event loop itself did not run (blocked, stopped, starved), and the
+      // socket's backlog is read after timers: the machine hears "paused" first (machine.js).
+      const late = now() - deadline;
+      this._guard(() => { if (late >= PAUSED_MIN_S) this._post({ type: 'paused', paused_s: late }); this._onTimer(); });
+    }, ms);
   }
 
   _onTimer() {

@@ -212,6 +212,14 @@ function onBye(s, e, t) {
   }
 }
 
+/** machine.py _on_paused: the supervisor's own pause is not the worker's silence. */
+function onPaused(s, e) {
+  const gap = get(e, 'paused_s');
+  if (s.exit !== null || s.ending !== null || !gap || gap <= 0) return;
+  for (const key of ['t0', 'loaded_t', 'last_msg_t', 'last_activity_t']) if (s[key] !== null && s[key] !== undefined) s[key] += gap;
+  for (const st of s.stages) st.t += gap;
+}
+
 function onLead(s, e, t, actions) {
   s.bye = null;
   s.stages = []; // the leaver's open stages (and their budgets) went with it
@@ -320,7 +328,7 @@ function onTimer(s, e, t, actions) {
 }
 
 const HANDLERS = {
-  hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, output: onOutput, error: onError,
+  hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, paused: onPaused, output: onOutput, error: onError,
   bye: onBye, lead: onLead, dumped: onDumped, signal_dumped: onSignalDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, worker_loaded: onWorkerLoaded, cancel: onCancel, cancel_refused: onCancelRefused, user_signal: onUserSignal, exit: onExit,
   drained: onDrained, timer: onTimer,
 };

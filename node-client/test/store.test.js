@@ -137,12 +137,15 @@ test('a stopped keeper is said not answering; after SIGCONT it answers again and
   process.kill(keeper, 'SIGSTOP');
   const stopped = Date.now();
   let said;
+  let knownMs;
   try {
     said = await new Promise((resolve) => job.once('supervisor', resolve));
+    knownMs = Date.now() - stopped;
+    // The scenario: 8 s stopped, well past the job's 5 s heartbeat deadline.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 8000 - (Date.now() - stopped))));
   } finally {
     process.kill(keeper, 'SIGCONT');
   }
-  const knownMs = Date.now() - stopped;
   assert.equal(said.answering, false);
   assert.equal(said.keeper_pid, keeper);
   assert.ok(said.silent_s >= 5 && knownMs < 8000, `${said.silent_s} s silent, known after ${knownMs} ms`);

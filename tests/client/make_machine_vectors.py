@@ -387,6 +387,23 @@ CASES = [
         None,
     ),
     (
+        "the supervisor's own pause is not the worker's silence (a SIGSTOPped keeper)",
+        {},
+        10,
+        [
+            (0, "hello", HELLO, RUN, ["state:running"], 3),
+            (0.5, "progress", {}, RUN, [], 2.5),
+            (1, "beat", {}, RUN, [], 2.5),
+            # stopped from 1.2 to 7.2: the deadlines move on by the 6 s the judge did not run
+            (7.2, "paused", {"paused_s": 6}, RUN, [], 8.5),
+            (7.2, "timer", {}, RUN, [], 8.5),
+            (7.3, "beat", {}, RUN, [], 8.5),
+            (7.4, "progress", {}, RUN, [], 9.4),
+        ],
+        None,
+        None,
+    ),
+    (
         "cancelled: a slow teardown after the bye is waited for, not cut by SIGTERM",
         {},
         10,

@@ -108,3 +108,38 @@ def test_a_backlog_read_at_once_keeps_the_jobs_rate():
     finally:
         job.cancel(grace=0)
         job.wait(WAIT_S)
+
+
+def test_time_the_supervisor_could_not_read_is_not_the_workers_silence():
+    """Issue 29: a keeper SIGSTOPped past the job's heartbeat deadline declared the job hung
+    (heartbeat, "GIL held") on waking, before it read what the worker had sent meanwhile.
+    Here the hub's own thread is kept busy for 5 s (as a stopped or starved supervisor is)
+    with a 3 s heartbeat deadline: the job goes on, and ends as cancelled, not hung."""
+    import threading
+
+    code = (
+        "import time\nfrom trainbridge import worker\n"
+        "for i in range(1, 100000):\n    worker.progress(i, None); time.sleep(0.05)\n"
+    )
+    job = bridge.launch(
+        [sys.executable, "-c", code], zero_code=False, heartbeat_timeout=3, stall_timeout=None
+    )
+    try:
+        for event in job.events(timeout=WAIT_S):
+            if event["event"] == "status" and event["status"]["step"]:
+                break
+        done = threading.Event()
+        job.hub.call(lambda: (threading.Event().wait(5), done.set()))  # the scenario: 5 s
+        assert done.wait(WAIT_S)
+        resumed, hang = job.status()["elapsed_s"], None
+        for event in job.events(timeout=WAIT_S):  # then 2 s more of the job's life
+            if event["event"] == "hang":
+                hang = event
+                break
+            if event["event"] == "status" and event["status"]["elapsed_s"] >= resumed + 2:
+                break
+    finally:
+        job.cancel(grace=0)
+        report = job.wait(WAIT_S)
+    assert hang is None, hang
+    assert report["outcome"] == "cancelled" and report["hang"] is None, report["summary"]
