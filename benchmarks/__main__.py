@@ -22,6 +22,7 @@ BENCHES = [
     "roundtrip",
     "time_to_know",
     "scale",
+    "live_look",
     "loop",
     "scheduler",
     "transparent",

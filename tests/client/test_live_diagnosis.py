@@ -69,9 +69,10 @@ def test_a_stalled_job_says_why_before_the_deadline(script):
     assert_tree_gone(job)
 
 
-def test_the_live_look_is_cheap():
-    """200 jobs refreshed every 2 s must not load the client: one look plus the rules is
-    well under a millisecond here (measured: about 0.2-0.5 ms on this 2-core machine)."""
+def test_repeated_live_looks_at_a_sleeping_child_keep_answering():
+    """The client looks at every stalled job again every LIVE_DIAGNOSIS_S: each look from the
+    same mark still reads the child and still yields a diagnosis. What a look costs is
+    measured in benchmarks/bench_live_look.py, not asserted here."""
     import subprocess
 
     from trainbridge.bridge import diagnosis
@@ -83,12 +84,13 @@ def test_the_live_look_is_cheap():
     try:
         proc.stdout.readline()
         mark = evidence.live(proc.pid)["mark"]
-        started = time.perf_counter()
-        for _ in range(200):
+        kinds = set()
+        for _ in range(20):
             ev = evidence.live(proc.pid, mark)
-            diagnosis.diagnose_hang({"reason": "stall", "evidence": ev, "idle_s": 3})
-        per_look = (time.perf_counter() - started) / 200
+            kinds.add(
+                diagnosis.diagnose_hang({"reason": "stall", "evidence": ev, "idle_s": 3})["kind"]
+            )
     finally:
         proc.kill()
         proc.wait()
-    assert per_look < 0.005, per_look  # 200 jobs / 2 s: under 50 % of one core even here
+    assert len(kinds) == 1 and None not in kinds, kinds  # the same still child, the same answer
