@@ -1,7 +1,8 @@
 """Attached: a scheduled job seen from any process, with launch()'s Job API.
 
-It tails the job's events file (written by the job's keeper, docs/STORE.md "Events file")
-from its first line, so an attacher gets the log so far and then the live events, and it
+It tails the job's feed (the numbered events file its keeper writes, bridge/feed.py, docs/STORE.md
+"Events file") from its first line, from now, or from event N, so an attacher gets the log so
+far (or what it missed) and then the live events, and it
 reads the store's row when the file has nothing new (a keeper that was lost writes no end:
 reconcile() appends one, and the row says it too). Commands go to the keeper: cancel through
 the store and SIGTERM, dump_stacks through SIGUSR1 (the stacks come back as a "stacks" event).
@@ -15,9 +16,9 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
-from trainbridge.bridge import procs, scheduler
+from trainbridge.bridge import feed, procs, scheduler
 from trainbridge.bridge.job_events import EventQueue
 from trainbridge.bridge.report import Report
 from trainbridge.bridge.status import StatusTracker
@@ -30,49 +31,13 @@ ROW_EVERY_S = 0.5  # how often the row is read while the file is quiet
 # keeper is not answering (stopped, or starved), said as a `supervisor` event.
 SUPERVISOR_SILENT_S = 5.0
 # since="start": every event from the first; "now": the job's state and its supervisor's
-# last `status` (the snapshot a face draws), then what comes next. A job that printed 200,000
-# lines is a 35 MB events file: "now" reads its end only (CATCH_UP_BYTES at most).
+# last `status` (the snapshot a face draws), then what comes next; an int N: every event
+# numbered N or more (a face that saw up to `position` rejoins with position + 1). A job
+# that printed 200,000 lines is a 35 MB feed: "now" reads its end only (feed.CATCH_UP_BYTES
+# at most), N bisects it (bridge/feed.py).
 SINCE = ("start", "now")
-CATCH_UP_BYTES = 8 * 1024 * 1024
-CATCH_UP_BLOCK = 256 * 1024
 READ_BYTES = 1024 * 1024  # the events file is read this much at a time: the first event is
 # published before the rest of a long file is read (a 35 MB file took 0.5 s to its first)
-
-
-def last_status(path: str) -> tuple[int, Optional[dict[str, Any]]]:
-    """(the events file's size at a line boundary, its last `status` event or None), reading
-    it backwards block by block, at most CATCH_UP_BYTES."""
-    try:
-        f = open(path, "rb")
-    except OSError:
-        return 0, None
-    with f:
-        end = f.seek(0, 2)
-        pos, tail = end, b""
-        boundary = None
-        while pos > 0 and end - pos < CATCH_UP_BYTES:
-            step = min(CATCH_UP_BLOCK, pos)
-            pos -= step
-            f.seek(pos)
-            tail = f.read(step) + tail
-            if boundary is None:
-                cut = tail.rfind(b"\n")
-                if cut < 0:
-                    continue
-                boundary = pos + cut + 1  # a line still being written is read later
-                tail = tail[: cut + 1]
-            lines = tail.split(b"\n")
-            tail = lines[0] if pos > 0 else b""  # maybe the end of an earlier line
-            for line in reversed(lines[1:] if pos > 0 else lines):
-                if b'"status"' not in line:
-                    continue
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if event.get("event") == "status":
-                    return boundary, event
-        return (boundary if boundary is not None else 0), None
 
 
 class Attached:
@@ -81,10 +46,14 @@ class Attached:
         store_path: str,
         job_id: str,
         on_event: Optional[Callable[[dict[str, Any]], None]] = None,
-        since: str = "start",
+        since: Union[str, int] = "start",
     ):
-        if since not in SINCE:
-            raise ValueError(f"attach: since must be one of {', '.join(SINCE)}, not {since!r}")
+        if since not in SINCE and (
+            isinstance(since, bool) or not isinstance(since, int) or since < 1
+        ):
+            raise ValueError(
+                f"attach: since must be 'start', 'now' or an event number from 1, not {since!r}"
+            )
         self.since = since
         self.id = job_id
         self.store_path = store_path
@@ -110,6 +79,12 @@ class Attached:
         # status(): the keeper's latest `status` event, as its Job judged it (never judged
         # again here); before the first, what the row says.
         self._status: Optional[dict[str, Any]] = None
+        # The feed number (`seq`) of the last event read from the job's feed: attach again
+        # with since=position + 1 to go on from here without a gap or a repeat.
+        self.position: Optional[int] = None
+        self._start = 0
+        if isinstance(since, int):  # checked here, so a bad number fails the caller
+            self._start = feed.offset_of(row["events_path"], since)
         self._thread = threading.Thread(
             target=self._tail, daemon=True, name=f"trainbridge-attach-{job_id}"
         )
@@ -209,6 +184,8 @@ class Attached:
     # --- the tail thread --------------------------------------------------------------------
     def _publish(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
+        if isinstance(event.get("seq"), int):
+            self.position = event["seq"]
         if kind == "status":
             self._status = event.get("status") or None
         if kind == "state":
@@ -237,9 +214,9 @@ class Attached:
         path = self.row["events_path"]
         buf = b""
         f = None
-        start = 0
+        start = self._start
         if self.since == "now":
-            start, status = last_status(path)
+            start, status = feed.last_status(path)
             self._publish({"event": "state", "state": self._state, "t": time.time()})
             if status is not None:
                 self._publish(status)

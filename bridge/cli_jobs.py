@@ -2,7 +2,7 @@
 
     trainbridge submit --gpus 1 -- python train.py     # prints the job id
     trainbridge jobs                                   # a table of the store's jobs
-    trainbridge attach ID [--now]                      # the live view of `run`, from the start
+    trainbridge attach ID [--now | --from N]           # the live view of `run`, from the start
                                                        # (Ctrl-C detaches; the job goes on)
     trainbridge cancel ID
     trainbridge logs ID [-f]
@@ -85,10 +85,18 @@ def add_commands(sub) -> None:
     store_option(p)
     p.add_argument("id")
     p.add_argument("--json", action="store_true", help="events as JSON lines, as run --json")
-    p.add_argument(
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
         "--now",
         action="store_true",
         help="start from the job's state and last status, not its first event (a long log)",
+    )
+    where.add_argument(
+        "--from",
+        dest="from_seq",
+        type=int,
+        metavar="N",
+        help="start from event number N of the job's feed (each --json event has its 'seq')",
     )
     p.set_defaults(handler=attach)
 
@@ -233,7 +241,12 @@ def attach(args) -> int:
     with _scheduler(args) as sched:
         if sched.get(args.id) is None:
             return _missing(args, sched)
-        job = sched.attach(args.id, since="now" if getattr(args, "now", False) else "start")
+        since = args.from_seq if args.from_seq is not None else "now" if args.now else "start"
+        try:
+            job = sched.attach(args.id, since=since)
+        except ValueError as exc:  # a bad number, or a feed an older release wrote
+            print(f"trainbridge: attach {args.id}: {exc}", file=sys.stderr)
+            return 2  # usage error (cli.EXIT_HELP)
     view = cli_views.JsonView() if args.json else cli_views.make_view(job.cmd)
     # Ctrl-C stops following, not the job: it runs under its keeper for whoever comes next.
     try:
@@ -241,7 +254,12 @@ def attach(args) -> int:
     except KeyboardInterrupt:
         print(
             f"\ntrainbridge: stopped following {args.id}; it goes on under its keeper "
-            f"(trainbridge cancel {args.id} stops it)",
+            f"(trainbridge cancel {args.id} stops it"
+            + (
+                f"; trainbridge attach {args.id} --from {job.position + 1} goes on from here)"
+                if job.position is not None
+                else ")"
+            ),
             file=sys.stderr,
         )
         return cli.EXIT_CANCELLED

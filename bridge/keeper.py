@@ -7,8 +7,9 @@ reaches it) and may then come and go, like podman's conmon or containerd's shim.
 runs the job with bridge.launch (so deadlines, hang evidence, diagnosis and the report are
 exactly those of a launched job), and:
 
-- writes every event as one ASCII JSON line to the job's events file (<dir>/events.jsonl),
-  which is how anyone attaches, from the first line (docs/STORE.md "Events file");
+- writes every event, numbered, as one ASCII JSON line to the job's events file
+  (<dir>/events.jsonl, bridge/feed.py), which is how anyone attaches: from the first line,
+  from now, or from event N (docs/STORE.md "Events file");
 - writes the output to <dir>/output.log (the job's log_path);
 - keeps the store row true: state at once, stage and progress coalesced (PROGRESS_EVERY_S),
   then outcome, exit code, signal and report; every attempt's report in `attempts`;
@@ -32,7 +33,7 @@ import threading
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import private_files, procs
+from trainbridge.bridge import feed, private_files, procs
 from trainbridge.bridge.procs import ENV_FILE, process_start
 from trainbridge.bridge.store import Store
 
@@ -51,7 +52,8 @@ def backoff(base: float, restarts_done: int) -> float:
 
 
 class EventsFile(threading.Thread):
-    """The job's events, one ASCII JSON object per line. The hub's I/O thread only appends
+    """The job's feed: its events, numbered, one ASCII JSON object per line (bridge/feed.py).
+    The hub's I/O thread only appends
     to a list; this thread encodes and writes them, at most FLUSH_EVERY_S after they came
     (at once for a state change or the end), so an output flood costs the supervision
     little. Write failures are counted (events_failed in the report)."""
@@ -63,6 +65,11 @@ class EventsFile(threading.Thread):
         self.urgent = False
         self.stopping = False
         self.f = os.fdopen(private_files.open_append(path), "a", encoding="ascii")
+        # The feed's numbers go on from the file's last one (docs/PROTOCOL.md "The feed").
+        try:
+            self.seq = feed.last_seq(path)
+        except feed.FeedError:  # begun by an older release: number from 1
+            self.seq = 0
         self.written = 0
         self.failed = 0
         self.start()
@@ -82,9 +89,9 @@ class EventsFile(threading.Thread):
                 batch, self.pending, self.urgent = self.pending, [], False
                 stopping = self.stopping
             if batch:
-                text = "".join(
-                    json.dumps(event, ensure_ascii=True, default=str) + "\n" for event in batch
-                )
+                first = self.seq + 1
+                self.seq += len(batch)  # numbered as written: a failed write leaves a gap
+                text = "".join(feed.encode(first + i, event) for i, event in enumerate(batch))
                 try:
                     self.f.write(text)
                     self.f.flush()

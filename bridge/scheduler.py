@@ -39,9 +39,9 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from trainbridge.bridge import machine, private_files, procs
+from trainbridge.bridge import feed, machine, private_files, procs
 from trainbridge.bridge.store import ACTIVE, Store
 
 TICK_S = 0.5  # how often a running Scheduler reconciles and starts queued jobs
@@ -253,21 +253,18 @@ def _short_report(row: dict[str, Any], outcome: str, note: str) -> dict[str, Any
 
 
 def _append_end_event(row: dict[str, Any], report: dict[str, Any]) -> None:
-    """Attached clients learn the end from the events file, like any other end."""
+    """Attached clients learn the end from the feed, like any other end: the next number
+    after the keeper's last line (the keeper is gone, so nobody else writes)."""
+    path = row["events_path"]
+    event = {"event": "end", "t": time.time(), "outcome": report["outcome"], "report": report}
     try:
-        with os.fdopen(private_files.open_append(row["events_path"]), "a", encoding="ascii") as f:
-            f.write(
-                json.dumps(
-                    {
-                        "event": "end",
-                        "t": time.time(),
-                        "outcome": report["outcome"],
-                        "report": report,
-                    },
-                    ensure_ascii=True,
-                )
-                + "\n"
-            )
+        torn = feed.torn(path)  # a keeper killed mid-write: end its half line first
+        try:
+            line = ("\n" if torn else "") + feed.encode(feed.last_seq(path, torn) + 1, event)
+        except feed.FeedError:  # written by an older release: its lines carry no number
+            line = json.dumps(event, ensure_ascii=True) + "\n"
+        with os.fdopen(private_files.open_append(path), "a", encoding="ascii") as f:
+            f.write(line)
     except OSError:
         pass  # the row says it; attach() also reads the row
 
@@ -533,9 +530,10 @@ class Scheduler:
                 row["attempts"] = self._store.attempts(job_id)
             return row
 
-    def attach(self, job_id: str, on_event=None, since: str = "start"):
-        """A handle on the job with launch()'s Job API: events from the first one, or with
-        since="now" the job's state and last status, then what comes next (bridge/attach.py)."""
+    def attach(self, job_id: str, on_event=None, since: Union[str, int] = "start"):
+        """A handle on the job with launch()'s Job API: events from the first one; with
+        since="now" the job's state and last status, then what comes next; with since=N the
+        events numbered N and after (`seq`; bridge/attach.py, bridge/feed.py)."""
         from trainbridge.bridge.attach import Attached
 
         if self.get(job_id) is None:

@@ -438,11 +438,12 @@ export interface SubmitOptions {
 /**
  * An attached job's event: a launched Job's, or `attempt` (a failed attempt that will be
  * restarted), with `t`: its time in the events file (the keeper's wall clock, seconds since the
- * epoch); null only for an end read from the row without its line.
+ * epoch); null only for an end read from the row without its line. `seq`: the feed number of
+ * the line it came from (null for an event made by the reader, such as 'supervisor').
  */
 export type AttachedJobEvent =
   (JobEvent | { type: 'attempt'; data: { attempt: number; outcome: string; report: Report; restart_in: number } })
-  & { t: number | null };
+  & { t: number | null; seq: number | null };
 
 /**
  * A scheduled job followed through its events file: a launched Job's events, from the first.
@@ -457,6 +458,8 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJ
   status(): JobStatus;
   /** false while the keeper is not answering (its events file silent past 5 s), else null (not judged yet) or true. */
   readonly answering: boolean | null;
+  /** The feed number of the last event read: attach again with {since: position + 1} to go on from here. */
+  readonly position: number | null;
   readonly report: Report | null;
   readonly done: Promise<Report>;
   /** As a launched Job's: the in-band cancel with `reason`, SIGTERM after `grace` seconds (else the job's cancelGrace). */
@@ -478,8 +481,11 @@ export interface JobStore {
   submit(options: SubmitOptions): Promise<string>;
   cancel(id: string, options?: { reason?: string | null; grace?: number | null }): Promise<boolean>;
   forget(id: string): Promise<boolean>;
-  /** From the first event, or since 'now': the job's state and its keeper's last status, then what comes next. */
-  attach(id: string, options?: { since?: 'start' | 'now' }): AttachedJob;
+  /**
+   * From the first event; since 'now': the job's state and its keeper's last status, then what
+   * comes next; since N: the events numbered N and after.
+   */
+  attach(id: string, options?: { since?: 'start' | 'now' | number }): AttachedJob;
   close(): Promise<void>;
 }
 

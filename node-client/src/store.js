@@ -24,52 +24,16 @@ const { EventEmitter } = require('node:events');
 const { resolvePython } = require('./launcher.js');
 const { PythonError } = require('./errors.js');
 const { StatusTracker } = require('./status.js');
+const feed = require('./feed.js');
 
 const POLL_MS = 50; // how often an attached job's events file is read
 // The keeper publishes 'status' at least once a second while its job's process lives: its events
 // file silent this long means it is not answering ('supervisor' event; bridge/attach.py).
 const SUPERVISOR_SILENT_MS = 5000;
-// attach(id, {since: 'now'}) reads the end of the events file only (bridge/attach.py).
+// attach(id, {since}): 'start' (every event), 'now' (the job's state and its keeper's last
+// status, read from the end of the feed), or an event number N (the events numbered N and after,
+// found by bisection): src/feed.js, bridge/attach.py.
 const SINCE = ['start', 'now'];
-const CATCH_UP_BYTES = 8 * 1024 * 1024;
-const CATCH_UP_BLOCK = 256 * 1024;
-
-/** {offset: the file's size at a line boundary, status: its last 'status' event or null}. */
-function lastStatus(file) {
-  let fd;
-  try { fd = fs.openSync(file, 'r'); } catch { return { offset: 0, status: null }; }
-  try {
-    const end = fs.fstatSync(fd).size;
-    let pos = end;
-    let tail = '';
-    let boundary = null;
-    while (pos > 0 && end - pos < CATCH_UP_BYTES) {
-      const step = Math.min(CATCH_UP_BLOCK, pos);
-      pos -= step;
-      const block = Buffer.alloc(step);
-      fs.readSync(fd, block, 0, step, pos);
-      tail = block.toString('latin1') + tail; // the file is ASCII
-      if (boundary === null) {
-        const cut = tail.lastIndexOf('\n');
-        if (cut < 0) continue;
-        boundary = pos + cut + 1; // a line still being written is read later
-        tail = tail.slice(0, cut + 1);
-      }
-      const lines = tail.split('\n');
-      tail = pos > 0 ? lines[0] : '';
-      const whole = pos > 0 ? lines.slice(1) : lines;
-      for (let i = whole.length - 1; i >= 0; i -= 1) {
-        if (!whole[i].includes('"status"')) continue;
-        let event;
-        try { event = JSON.parse(whole[i]); } catch { continue; }
-        if (event.event === 'status') return { offset: boundary, status: event };
-      }
-    }
-    return { offset: boundary ?? 0, status: null };
-  } finally {
-    fs.closeSync(fd);
-  }
-}
 const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
 const REPO_ROOT = path.resolve(__dirname, '../..');
 
@@ -183,11 +147,14 @@ class Store {
 
   /**
    * A handle on the job with a launched Job's events, `done`, cancel() and dumpStacks(): from
-   * the first event, or with {since: 'now'} the job's state and its keeper's last status, then
-   * what comes next (bridge/attach.py).
+   * the first event; with {since: 'now'} the job's state and its keeper's last status, then what
+   * comes next; with {since: N} the events numbered N and after (a face that saw up to
+   * job.position rejoins with position + 1). bridge/attach.py.
    */
   attach(id, { since = 'start' } = {}) {
-    if (!SINCE.includes(since)) throw new TypeError(`attach: since must be one of ${SINCE.join(', ')}, not ${JSON.stringify(since)}`);
+    if (!SINCE.includes(since) && !(Number.isInteger(since) && since >= 1)) {
+      throw new TypeError(`attach: since must be 'start', 'now' or an event number from 1, not ${JSON.stringify(since)}`);
+    }
     return new AttachedJob(this, id, since);
   }
 
@@ -224,6 +191,9 @@ class AttachedJob extends EventEmitter {
     this.answering = null; // false while the keeper is not answering ('supervisor' event)
     this._heardAt = null; // when the events file last grew (ms)
     this._status = null; // status(): the keeper's latest 'status' event, never judged again here
+    // The feed number (seq) of the last event read: attach again with {since: position + 1} to go
+    // on from here without a gap or a repeat.
+    this.position = null;
     this.done = new Promise((resolve, reject) => { this._resolve = resolve; this._reject = reject; });
     this.done.catch(() => undefined);
     this._start();
@@ -239,8 +209,15 @@ class AttachedJob extends EventEmitter {
     if (!this.row) { this._fail(new Error(`no job ${JSON.stringify(this.id)} in ${this._store.path}`)); return; }
     this.state = this.row.state;
     this.pid = this.row.job_pid;
-    if (this._since === 'now') {
-      const { offset, status } = lastStatus(this.row.events_path);
+    if (typeof this._since === 'number') {
+      try {
+        this._offset = feed.offsetOf(this.row.events_path, this._since);
+      } catch (err) {
+        this._fail(err); // a feed an older release wrote carries no numbers
+        return;
+      }
+    } else if (this._since === 'now') {
+      const { offset, status } = feed.lastStatus(this.row.events_path);
       this._offset = offset;
       this._deliver({ event: 'state', state: this.row.state, t: Date.now() / 1000 });
       if (status) this._deliver(status);
@@ -281,14 +258,17 @@ class AttachedJob extends EventEmitter {
     return got;
   }
 
-  /** Events as an async iterator: {type, data, t}, from the first until {type: 'end'}. */
+  /**
+   * Events as an async iterator: {type, data, t, seq}, from the first until {type: 'end'}; seq is
+   * the feed number of the line the event came from (null for one made here).
+   */
   events() {
     const buffer = [];
     let wake = null;
     const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'status', 'supervisor', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'attempt', 'end'];
     const listeners = names.map((type) => {
       const fn = (data, t) => {
-        buffer.push({ type, data, t: t ?? null });
+        buffer.push({ type, data, t: t ?? null, seq: this._lineSeq ?? null });
         if (wake) { wake(); wake = null; }
       };
       this.on(type, fn);
@@ -401,6 +381,16 @@ class AttachedJob extends EventEmitter {
   /** One line of the events file -> the events a launched Job emits (bridge event names). */
   _deliver(event) {
     const t = typeof event.t === 'number' ? event.t : null; // the keeper's wall clock, seconds
+    if (Number.isInteger(event.seq)) this.position = event.seq;
+    this._lineSeq = Number.isInteger(event.seq) ? event.seq : null; // for events(), while emitting
+    try {
+      this._deliverKind(event, t);
+    } finally {
+      this._lineSeq = null;
+    }
+  }
+
+  _deliverKind(event, t) {
     const emit = (name, value) => this._emit(name, value, t);
     switch (event.event) {
       case 'state':

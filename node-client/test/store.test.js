@@ -205,7 +205,7 @@ test('attach since now to a job that printed 200,000 lines: the state and last s
   const report = await job.done;
   assert.equal(report.outcome, 'succeeded');
   assert.ok(!lines.includes('line 0'), 'what came before the attach is not replayed');
-  assert.throws(() => store.attach(id, { since: 'yesterday' }), /since must be one of start, now/);
+  assert.throws(() => store.attach(id, { since: 'yesterday' }), /since must be 'start', 'now' or an event number from 1/);
 });
 
 test('an attached job is as thick as a launched one: stalled with its diagnosis, hang with its stage', async (t) => {
@@ -236,4 +236,35 @@ test('an attached cancel takes a reason and a grace, as a launched Job\'s', asyn
   assert.equal(report.outcome, 'cancelled');
   assert.equal(report.cancel.reason, 'the user pressed Stop');
   assert.equal(report.signals_sent[0], 'SIGTERM');
+});
+
+test('a face rejoins the feed from event N with nothing missed or repeated (attach {since: position + 1})', async (t) => {
+  // Issue 29: every line of a job's feed carries its number; a GUI that stops following at
+  // job.position and attaches again with {since: position + 1} gets exactly what came after.
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
+  const id = await store.submit({ command: PYTHON, args: [child, 'steps', '40'], env: userEnv() });
+  const first = store.attach(id);
+  const seen = [];
+  for await (const event of first) {
+    if (event.seq !== null) seen.push(event);
+    if (event.type === 'log' && /^step 5/.test(event.data.text)) break;
+  }
+  first.close(); // the GUI goes away mid-job
+  assert.equal(first.position, seen.at(-1).seq);
+  const again = store.attach(id, { since: first.position + 1 });
+  const rest = [];
+  for await (const event of again) if (event.seq !== null) rest.push(event);
+  const numbers = [...seen, ...rest].map((e) => e.seq);
+  assert.ok(rest.length && rest[0].seq > first.position, 'nothing repeated at the rejoin');
+  assert.equal(again.position, numbers.at(-1));
+  assert.equal((await again.done).outcome, 'succeeded');
+  // After the end, read whole: the same events with the same numbers (nothing missed at the
+  // rejoin). Lines a launched Job emits nothing for (another process's progress) have no event.
+  const whole = [];
+  for await (const event of store.attach(id)) if (event.seq !== null) whole.push(event.seq);
+  assert.deepEqual(numbers, whole);
+  assert.equal(whole[0], 1);
+  assert.throws(() => store.attach(id, { since: 0 }), /an event number from 1/);
 });

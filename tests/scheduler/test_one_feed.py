@@ -197,3 +197,83 @@ def test_an_attached_cancel_takes_a_reason_and_a_grace_as_a_launched_one(store_p
         assert not leftovers(job_id)
     finally:
         s.close()
+
+
+def test_a_face_rejoins_the_feed_from_event_n_with_nothing_missed_or_repeated(store_path):
+    """Issue 29: a face joins "from event N". Every line of a job's feed carries its number
+    (`seq`, 1, 2, 3, ...); a GUI that stops following at `position` and attaches again with
+    since=position + 1 gets exactly what came after, live or after the end; the CLI's
+    `attach --json --from N` too; a bad number is a clear error."""
+    import json
+    import subprocess
+
+    import pytest
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("steps", 40))
+        first = s.attach(job_id)
+        seen = []
+        for event in first.events(timeout=WAIT_S):
+            seen.append(event)
+            if event["event"] == "output" and event["text"].startswith("step 5"):
+                break
+        first.close()  # the GUI goes away mid-job
+        assert first.position == seen[-1]["seq"]
+        again = s.attach(job_id, since=first.position + 1)
+        rest = list(again.events(timeout=WAIT_S))
+        assert rest and rest[-1]["event"] == "end", "no end within the deadline"
+        joined = [e["seq"] for e in seen + rest]
+        assert joined == list(range(1, len(joined) + 1)), "a gap or a repeat at the rejoin"
+        assert again.position == joined[-1] and again.report["outcome"] == "succeeded"
+
+        whole = list(s.attach(job_id).events(timeout=WAIT_S))  # after the end: the same feed
+        assert [e["seq"] for e in whole] == joined
+        assert [e["event"] for e in whole] == [e["event"] for e in seen + rest]
+
+        cli = [sys.executable, "-m", "trainbridge", "attach", job_id, "--store", store_path]
+        tail = subprocess.run(
+            [*cli, "--json", "--from", str(joined[-3])], capture_output=True, text=True, timeout=60
+        )
+        assert tail.returncode == 0, tail.stderr
+        assert [json.loads(line)["seq"] for line in tail.stdout.splitlines()] == joined[-3:]
+        bad = subprocess.run([*cli, "--from", "0"], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "an event number from 1" in bad.stderr, bad.stderr
+        with pytest.raises(ValueError, match="an event number from 1"):
+            s.attach(job_id, since=-3)
+    finally:
+        s.close()
+
+
+def test_the_end_a_reconciliation_writes_for_a_lost_keeper_takes_the_next_number(store_path):
+    """The keeper is the feed's only writer while it lives; when it is SIGKILLed, the
+    reconciliation's `end` line goes on from its last number, so a face that rejoins from
+    there gets that end."""
+    import os
+    import signal
+
+    from .conftest import wait_for
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("forever"))
+        job = s.attach(job_id)
+        for event in job.events(timeout=WAIT_S):
+            if event["event"] == "status" and event["status"]["step"]:
+                break
+        os.kill(s.get(job_id)["keeper_pid"], signal.SIGKILL)
+        wait_for(lambda: s.get(job_id)["state"] == "ended", what="the lost keeper's job ended")
+        assert job.wait(WAIT_S)["outcome"] == "lost"
+        wait_for(lambda: not leftovers(job_id), what="the lost job's processes stopped")
+        with open(s.get(job_id)["events_path"], "rb") as f:
+            lines = [json_line for json_line in f.read().splitlines()]
+        import json
+
+        numbers = [json.loads(line)["seq"] for line in lines]
+        assert numbers == list(range(1, len(numbers) + 1)), numbers[-5:]
+        end = json.loads(lines[-1])
+        assert end["event"] == "end" and end["outcome"] == "lost"
+        rejoined = s.attach(job_id, since=end["seq"])
+        assert rejoined.next_event(WAIT_S)["seq"] == end["seq"]
+    finally:
+        s.close()

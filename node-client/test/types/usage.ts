@@ -45,6 +45,9 @@ async function main(): Promise<void> {
   const attached = openStore('/tmp/jobs.db').attach('id');
   attached.on('progress', (_p, t) => { if (t !== null) void new Date(t * 1000); });
   for await (const event of attached) { const t: number | null = event.t; void t; }
+  // A face rejoins the feed where it left off.
+  const seen: number | null = attached.position;
+  if (seen !== null) openStore('/tmp/jobs.db').attach('id', { since: seen + 1 });
 
   // @ts-expect-error: a misspelt timeout does not compile (Timeouts is closed)
   launch({ command: 'python', timeouts: { stallTimout: 600 } });
