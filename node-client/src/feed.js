@@ -15,7 +15,7 @@ const fs = require('node:fs');
 
 const CATCH_UP_BYTES = 8 * 1024 * 1024;
 const BLOCK = 256 * 1024;
-const PROBE = 64 * 1024;
+const PROBE = 4096;
 const SEQ = /^\{"seq": ?(\d+)[,}]/;
 
 class FeedError extends Error {
@@ -44,11 +44,13 @@ function seqOf(line) {
 /** The offset just after the file's last newline (a line being written is not in the feed). */
 function boundary(fd) {
   let pos = fs.fstatSync(fd).size;
+  let size = PROBE; // a line is usually short: a small read first, larger ones after
   while (pos > 0) {
-    const step = Math.min(BLOCK, pos);
+    const step = Math.min(size, pos);
     pos -= step;
     const cut = read(fd, pos, step).lastIndexOf(10);
     if (cut >= 0) return pos + cut + 1;
+    size = Math.min(size * 2, BLOCK);
   }
   return 0;
 }

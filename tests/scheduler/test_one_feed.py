@@ -148,6 +148,16 @@ def test_attach_since_now_to_a_job_that_printed_200000_lines_is_quick_and_small(
         # 7 ms warm): the end of the file is read, not the file.
         assert was_read < size / 4, (was_read, size)
         assert grown < 50 * 1024 * 1024, grown
+        # From event N, the middle of the feed: bisection reads a little of the file.
+        from trainbridge.bridge import feed
+
+        middle = feed.last_seq(row["events_path"]) // 2
+        read = me.io_counters().read_chars
+        feed.offset_of(row["events_path"], middle)  # what attach(since=N) does first
+        assert me.io_counters().read_chars - read < 1024 * 1024, "bisection reads little"
+        from_middle = s.attach(job_id, since=middle)
+        assert from_middle.next_event(timeout=WAIT_S)["seq"] == middle
+        from_middle.close()
         open(gate, "w").close()
         events = list(job.events(timeout=WAIT_S))
         assert events[-1]["event"] == "end" and job.report["outcome"] == "succeeded"
