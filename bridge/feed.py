@@ -16,7 +16,8 @@ Pure file reads with bounded memory, shared by attach() in Python and its Node t
   over byte offsets: how a face joins "from event N" (200,000 lines, 42 MB: about 0.2 ms
   and 0.15 MB read).
 
-docs/PROTOCOL.md section 11, "The feed", is the contract; docs/STORE.md "Events file" says where it lives.
+docs/PROTOCOL.md section 11, "The feed", is the contract; docs/STORE.md "Events file"
+says where it lives.
 """
 
 from __future__ import annotations
