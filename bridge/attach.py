@@ -5,7 +5,8 @@ It tails the job's feed (the numbered events file its keeper writes, bridge/feed
 far (or what it missed) and then the live events, and it
 reads the store's row when the file has nothing new (a keeper that was lost writes no end:
 reconcile() appends one, and the row says it too). Commands go to the keeper: cancel through
-the store and SIGTERM, dump_stacks through SIGUSR1 (the stacks come back as a "stacks" event).
+the store and SIGTERM, dump_stacks through SIGUSR1 (the stacks come back as a "stacks" event),
+ping and send as request files and SIGUSR2 (the answer comes back as a "reply" event).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from trainbridge.bridge.status import StatusTracker
 from trainbridge.bridge.store import Store
 
 POLL_S = 0.05  # how often the events file is read for new lines
+REPLY_SLACK_S = 1.0  # a ping's reply may come this long after the keeper's own timeout
+MAX_REPLIES = 256  # replies kept for a waiter: any face's requests are in the same feed
 ROW_EVERY_S = 0.5  # how often the row is read while the file is quiet
 # The keeper's Job publishes a `status` event at least once a second while the job's process
 # lives (bridge/job_actions.py STATUS_EVERY_S): its events file silent this long means the
@@ -73,6 +76,7 @@ class Attached:
         self._done = threading.Event()
         self._closed = threading.Event()
         self._stacks: list[Optional[str]] = []
+        self._replies: dict[str, dict[str, Any]] = {}  # request id -> the keeper's reply
         # False while the keeper is not answering (a `supervisor` event said so), else None
         # (not judged yet) or True.
         self.answering: Optional[bool] = None
@@ -151,6 +155,51 @@ class Attached:
                 self._cond.wait(left)
             return self._stacks[seen]
 
+    def ping(self, timeout: float = 2.0) -> Optional[float]:
+        """As launch()'s Job.ping(): the round trip between the job's supervisor (its keeper)
+        and the worker, in seconds, or None (no worker, no answer, no running keeper). The
+        keeper pings and answers with a `reply` event in the feed."""
+        try:
+            asked = self._request("ping", {"timeout": timeout})
+        except RuntimeError:
+            return None  # ended, or not started yet: nobody to ask
+        reply = self._reply(asked, timeout + REPLY_SLACK_S)
+        return reply.get("rtt_s") if reply and reply.get("ok") else None
+
+    def send(self, data: Any, timeout: float = 5.0) -> None:
+        """As launch()'s Job.send(): pass `data` to the training script (worker.on_message()
+        / worker.receive()), in order, through the keeper, which holds it until the worker's
+        hello. Waits for the keeper's `reply`. ValueError when it cannot be sent (too large,
+        not JSON-like); RuntimeError when the job ended, has no running keeper yet, or the
+        keeper refused it or did not answer within `timeout` (then it may still arrive)."""
+        asked = self._request("send", data)
+        reply = self._reply(asked, timeout)
+        if reply is None:
+            raise RuntimeError(
+                f"job.send: the keeper of {self.id} did not answer in {timeout:g} s "
+                "(stopped or starved?); the message may still be delivered"
+            )
+        if not reply.get("ok"):
+            raise RuntimeError(f"job.send: {reply.get('error')}")
+
+    def _request(self, op: str, data: Any) -> str:
+        store = Store(self.store_path)
+        try:
+            return scheduler.request(store, self.id, op, data)
+        finally:
+            store.close()
+
+    def _reply(self, request_id: str, timeout: float) -> Optional[dict[str, Any]]:
+        """The keeper's `reply` to that request, or None (the timeout, or the job ended)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while request_id not in self._replies:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._done.is_set() or self._closed.is_set():
+                    return None
+                self._cond.wait(min(left, 0.5))
+            return self._replies.pop(request_id)
+
     def add_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
         with self._cond:
             self._callbacks.append(callback)
@@ -197,6 +246,11 @@ class Attached:
         with self._cond:
             if kind == "stacks":
                 self._stacks.append(event.get("stacks"))
+                self._cond.notify_all()
+            elif kind == "reply" and event.get("request"):
+                self._replies[event["request"]] = event
+                while len(self._replies) > MAX_REPLIES:  # others' replies nobody waits for
+                    self._replies.pop(next(iter(self._replies)))
                 self._cond.notify_all()
             callbacks = list(self._callbacks)
         self._events.put_all([event])

@@ -15,7 +15,8 @@ exactly those of a launched job), and:
   then outcome, exit code, signal and report; every attempt's report in `attempts`;
 - restarts a failed attempt up to max_restarts times, waiting restart_backoff * 2**n seconds;
 - on SIGTERM / SIGINT / SIGHUP cancels the job (docs/STORE.md "Cancel"); on SIGUSR1 asks the
-  worker for its stacks and writes them as a "stacks" event;
+  worker for its stacks and writes them as a "stacks" event; on SIGUSR2 answers the ping and
+  send requests waiting in the job's requests/ directory with "reply" events;
 - when its job ends, runs one scheduling pass so queued jobs start without a scheduler.
 
 The training process is launched supervised (not detached): it carries the keeper's pid in
@@ -44,6 +45,9 @@ URGENT_EVENTS = ("state", "hang", "signal", "attempt", "stacks", "launch_failed"
 BACKOFF_MAX_S = 300.0
 STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about once a second
 CANCEL_POLL_S = 0.05  # how soon the main loop passes on a cancel that SIGTERM/SIGINT asked for
+REQUEST_POLL_S = 1.0  # the requests directory is read at least this often (and at SIGUSR2)
+PING_TIMEOUT_S = 2.0  # an attached ping waits this long for the worker, as Job.ping()'s default
+PING_TIMEOUT_MAX_S = 60.0  # and never longer, whatever it asked
 
 
 def backoff(base: float, restarts_done: int) -> float:
@@ -167,6 +171,8 @@ class Keeper:
         if self.row is None:
             raise SystemExit(f"trainbridge keeper: no job {job_id} in {store_path}")
         self.cancelled = threading.Event()
+        self.requested = threading.Event()  # SIGUSR2: a request file waits (scheduler.request)
+        self.finished = threading.Event()
         self._status_written: Optional[tuple[float, Any]] = None  # (t, state) of the last
         self.job = None
         self.events = EventsFile(self.row["events_path"])
@@ -196,6 +202,69 @@ class Keeper:
             self.events.write({"event": "stacks", "t": time.time(), "stacks": stacks})
 
         threading.Thread(target=ask, name="trainbridge-keeper-dump", daemon=True).start()
+
+    def _on_request(self, signum, frame) -> None:
+        self.requested.set()  # the requests thread reads the files (no I/O in a handler)
+
+    def _serve_requests(self) -> None:
+        """Answer the requests (scheduler.request) in the job's requests/ directory: a `send`
+        passes its data to the job in the order asked, a `ping` asks the worker on a thread
+        of its own; each gets a `reply` event in the feed. Woken by SIGUSR2, and looks once
+        a second anyway (a signal sent before the handler was installed)."""
+        directory = os.path.join(self.row["dir"], procs.REQUESTS_DIR)
+        while not self.finished.is_set():
+            self.requested.wait(REQUEST_POLL_S)
+            self.requested.clear()
+            try:
+                names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
+            except OSError:
+                continue  # none asked yet
+            for name in names:
+                path = os.path.join(directory, name)
+                try:
+                    with open(path, encoding="ascii") as f:
+                        asked = json.load(f)
+                    os.unlink(path)
+                except (OSError, ValueError) as exc:
+                    self._reply({"id": name[: -len(".json")], "op": None}, error=str(exc))
+                    continue
+                self._answer(asked)
+
+    def _answer(self, asked: dict[str, Any]) -> None:
+        job = self.job
+        if job is None or job.done():
+            self._reply(asked, error="the job's process is not running (between attempts)")
+        elif asked.get("op") == "send":
+            try:
+                job.send(asked.get("data"))
+            except (ValueError, RuntimeError) as exc:
+                self._reply(asked, error=str(exc))
+            else:
+                self._reply(asked)
+        elif asked.get("op") == "ping":
+            data = asked.get("data") if isinstance(asked.get("data"), dict) else {}
+            wait = data.get("timeout", PING_TIMEOUT_S)
+            if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait > 0:
+                wait = PING_TIMEOUT_S
+            wait = min(float(wait), PING_TIMEOUT_MAX_S)
+
+            def ping() -> None:
+                rtt = job.ping(wait)
+                if rtt is None:
+                    self._reply(asked, error="no answer from the worker (no hello yet, or busy)")
+                else:
+                    self._reply(asked, rtt_s=round(rtt, 6))
+
+            threading.Thread(target=ping, name="trainbridge-keeper-ping", daemon=True).start()
+        else:
+            self._reply(asked, error=f"unknown request {asked.get('op')!r}")
+
+    def _reply(self, asked: dict[str, Any], error: Optional[str] = None, **fields: Any) -> None:
+        reply = {"event": "reply", "t": time.time(), "request": asked.get("id")}
+        reply.update(op=asked.get("op"), ok=error is None, **fields)
+        if error is not None:
+            reply["error"] = error
+        self.events.write(reply, urgent=True)
 
     # --- events (hub I/O thread) ----------------------------------------------------------
     def _on_event(self, event: dict[str, Any]) -> None:
@@ -233,6 +302,10 @@ class Keeper:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_cancel)
         signal.signal(signal.SIGUSR1, self._on_dump)
+        signal.signal(signal.SIGUSR2, self._on_request)
+        threading.Thread(
+            target=self._serve_requests, name="trainbridge-keeper-requests", daemon=True
+        ).start()
         me = os.getpid()
         if not self.store.update(
             self.id, where_state=["starting"], keeper_pid=me, keeper_start=process_start(me)
@@ -362,6 +435,7 @@ class Keeper:
         return bool(row and row["cancel_requested"])
 
     def _finish(self, outcome: Optional[str], report: Optional[dict[str, Any]]) -> None:
+        self.finished.set()
         report = report or {"outcome": outcome}
         report_obj = dict(report)
         self.rows.stop()

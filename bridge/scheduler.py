@@ -30,6 +30,7 @@ end is their thin public face.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import secrets
@@ -355,6 +356,45 @@ def check_cancel(reason: Any, grace: Any) -> None:
         raise ValueError(f"cancel: grace must be None or seconds >= 0, not {grace!r}")
 
 
+REQUEST_OPS = ("ping", "send")
+_request_count = itertools.count()
+
+
+def request(store: Store, job_id: str, op: str, data: Any = None) -> str:
+    """Ask a running job's keeper to ping its worker (`ping`) or to pass `data` to the
+    training script (`send`, as launch()'s Job.send). The request is a file in the job's
+    `requests/` directory (0600; named so that one asker's requests sort in the order asked),
+    then SIGUSR2 wakes the keeper; it answers with a `reply` event in the feed: {"request":
+    id, "op", "ok", "rtt_s" (ping), "error"}. Returns the request id. ValueError for a bad
+    op or a message that cannot be sent; RuntimeError when the job has no live keeper."""
+    if op not in REQUEST_OPS:
+        raise ValueError(f"request: op must be one of {', '.join(REQUEST_OPS)}, not {op!r}")
+    if op == "send":
+        from trainbridge.protocol import codec
+
+        try:  # the size and the types launch()'s Job.send() accepts
+            codec.encode("user", 1, {"data": data}, b"k" * 32, "size-check")
+        except codec.ProtocolError as exc:
+            raise ValueError(f"job.send: cannot send this message ({exc})") from None
+    row = store.get(job_id)
+    if row is None:
+        raise KeyError(f"no job {job_id!r} in {store.path}")
+    if row["state"] == "ended":
+        raise RuntimeError(f"job {job_id} has ended ({row['outcome']})")
+    if not procs.same_process(row["keeper_pid"], row["keeper_start"]):
+        raise RuntimeError(
+            f"job {job_id} has no running keeper (state {row['state']}): a queued job has "
+            "none yet; wait until it runs"
+        )
+    request_id = f"{time.time_ns():020d}-{os.getpid()}-{next(_request_count):06d}"
+    directory = os.path.join(row["dir"], procs.REQUESTS_DIR)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    body = json.dumps({"id": request_id, "op": op, "data": data}, ensure_ascii=True)
+    private_files.write_atomic(os.path.join(directory, request_id + ".json"), body.encode())
+    os.kill(row["keeper_pid"], signal.SIGUSR2)
+    return request_id
+
+
 def cancel(
     store: Store, job_id: str, reason: Optional[str] = None, grace: Optional[float] = None
 ) -> bool:
@@ -546,6 +586,12 @@ class Scheduler:
         """Cancel the job for everyone; `reason` and `grace` as launch()'s Job.cancel()."""
         with self._lock:
             return cancel(self._store, job_id, reason=reason, grace=grace)
+
+    def request(self, job_id: str, op: str, data: Any = None) -> str:
+        """Ask a running job's keeper to `ping` its worker or `send` it data (module
+        request()); the answer is a `reply` event in the job's feed."""
+        with self._lock:
+            return request(self._store, job_id, op, data)
 
     def forget(self, job_id: str) -> bool:
         with self._lock:

@@ -6,7 +6,9 @@ Each request is one line on stdin, {"id": n, "op": name, "args": {...}}; each an
 line on stdout, {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "error": text}.
 Ops: jobs {state, limit}, get {id}, submit {cmd, cwd, env, timeouts, resources, priority,
 max_restarts, restart_backoff}, cancel {id}, forget {id}, dump_stacks {id} (sends SIGUSR1 to
-the keeper; the stacks come as a "stacks" event in the events file). All ASCII JSON.
+the keeper; the stacks come as a "stacks" event in the events file), request {id, op, data}
+(ping or send, scheduler.request: returns the request id; the answer comes as a "reply"
+event). All ASCII JSON.
 The helper is a full Scheduler (it reconciles and starts queued jobs while it runs) and ends
 when its stdin closes. So the Node package needs no native SQLite module: the one store
 implementation is Python's, which a Node user of trainbridge has for the worker anyway.
@@ -50,6 +52,8 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
             return False
         os.kill(row["keeper_pid"], signal.SIGUSR1)
         return True
+    if op == "request":
+        return sched.request(args["id"], args["op"], args.get("data"))
     if op == "ping":
         return {"store": sched.path, "slots": sched.slots}
     raise ValueError(f"unknown op {op!r}")

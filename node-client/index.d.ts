@@ -464,7 +464,12 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJ
   readonly done: Promise<Report>;
   /** As a launched Job's: the in-band cancel with `reason`, SIGTERM after `grace` seconds (else the job's cancelGrace). */
   cancel(options?: { grace?: number | null; reason?: string | null }): Promise<Report>;
+  /** Seconds, as a launched Job's. */
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
+  /** The keeper's round trip to the worker in seconds, or null (no worker, no answer, no running keeper). */
+  ping(options?: { timeout?: number }): Promise<number | null>;
+  /** As a launched Job's send(), through the keeper; resolves once the keeper took it (`timeout` seconds). */
+  send(data: unknown, options?: { timeout?: number }): Promise<void>;
   events(): AsyncIterableIterator<AttachedJobEvent>;
   [Symbol.asyncIterator](): AsyncIterableIterator<AttachedJobEvent>;
   /** The keeper stopped answering (a SIGSTOP, a starved machine), or answers again. */

@@ -106,7 +106,7 @@ class StoreSource extends MemorySource {
   async dumpStacks(id) {
     const e = this._jobs.get(id);
     if (!e || e.view.state === 'ended') return null;
-    const stacks = await e.job.dumpStacks({ timeout: 3000 });
+    const stacks = await e.job.dumpStacks({ timeout: 3 });
     this._apply(e, 'stacks', stacks);
     return stacks;
   }

@@ -34,6 +34,7 @@ const SUPERVISOR_SILENT_MS = 5000;
 // status, read from the end of the feed), or an event number N (the events numbered N and after,
 // found by bisection): src/feed.js, bridge/attach.py.
 const SINCE = ['start', 'now'];
+const MAX_REPLIES = 256; // replies kept for a waiter: any face's requests are in the same feed
 const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
 const REPO_ROOT = path.resolve(__dirname, '../..');
 
@@ -183,6 +184,8 @@ class AttachedJob extends EventEmitter {
     this.report = null;
     this._store = store;
     this._stacksWaiters = [];
+    this._replies = new Map(); // request id -> the keeper's reply nobody waits for yet
+    this._replyWaiters = new Map(); // request id -> resolve
     this._offset = 0;
     this._buf = '';
     this._nextRow = 0;
@@ -247,15 +250,67 @@ class AttachedJob extends EventEmitter {
    */
   cancel({ grace = null, reason = null } = {}) { return this._store.cancel(this.id, { reason, grace }).then(() => this.done); }
 
-  /** Every thread's Python stack from the worker (through the keeper), or null. */
-  async dumpStacks({ timeout = 2000 } = {}) {
+  /**
+   * Every thread's Python stack from the worker (through the keeper), or null; `timeout` in
+   * seconds, as a launched Job's dumpStacks().
+   */
+  async dumpStacks({ timeout = 2 } = {}) {
     const got = new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(null), timeout + 1000);
+      const timer = setTimeout(() => resolve(null), (timeout + 1) * 1000);
       this._stacksWaiters.push((stacks) => { clearTimeout(timer); resolve(stacks); });
     });
     const sent = await this._store._call('dump_stacks', { id: this.id });
     if (!sent) { this._stacksWaiters.shift(); return null; }
     return got;
+  }
+
+  /**
+   * As a launched Job's ping(): the round trip between the job's keeper and its worker, in
+   * seconds, or null (no worker, no answer, no running keeper). The keeper answers with a
+   * 'reply' line in the feed (bridge/attach.py ping()).
+   */
+  async ping({ timeout = 2 } = {}) {
+    let asked;
+    try {
+      asked = await this._store._call('request', { id: this.id, op: 'ping', data: { timeout } });
+    } catch {
+      return null; // ended, or not running yet: nobody to ask
+    }
+    const reply = await this._reply(asked, (timeout + 1) * 1000);
+    return reply && reply.ok ? reply.rtt_s : null;
+  }
+
+  /**
+   * As a launched Job's send(): pass `data` to the training script, in order, through the keeper
+   * (held until the worker's hello); resolves when the keeper took it. Rejects with a RangeError
+   * when it cannot be sent, an Error when the job ended, has no running keeper, or the keeper
+   * refused it or did not answer within `timeout` seconds (then it may still arrive).
+   */
+  async send(data, { timeout = 5 } = {}) {
+    let asked;
+    try {
+      asked = await this._store._call('request', { id: this.id, op: 'send', data });
+    } catch (err) {
+      if (/^ValueError: /.test(err.message)) throw new RangeError(err.message.replace(/^ValueError: /, ''));
+      throw new Error(err.message.replace(/^[A-Za-z]+Error: /, ''));
+    }
+    const reply = await this._reply(asked, timeout * 1000);
+    if (!reply) throw new Error(`job.send: the keeper of ${this.id} did not answer in ${timeout} s (stopped or starved?); the message may still be delivered`);
+    if (!reply.ok) throw new Error(`job.send: ${reply.error}`);
+  }
+
+  /** The keeper's 'reply' to a request, or null (the timeout, or the job ended). */
+  _reply(requestId, timeoutMs) {
+    if (this._replies.has(requestId)) {
+      const reply = this._replies.get(requestId);
+      this._replies.delete(requestId);
+      return Promise.resolve(reply);
+    }
+    if (this.report) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => { this._replyWaiters.delete(requestId); resolve(null); }, timeoutMs);
+      this._replyWaiters.set(requestId, (reply) => { clearTimeout(timer); resolve(reply); });
+    });
   }
 
   /**
@@ -265,7 +320,7 @@ class AttachedJob extends EventEmitter {
   events() {
     const buffer = [];
     let wake = null;
-    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'status', 'supervisor', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'attempt', 'end'];
+    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'status', 'supervisor', 'log', 'message', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'attempt', 'end'];
     const listeners = names.map((type) => {
       const fn = (data, t) => {
         buffer.push({ type, data, t: t ?? null, seq: this._lineSeq ?? null });
@@ -366,6 +421,8 @@ class AttachedJob extends EventEmitter {
     this.state = 'ended';
     this.report = report;
     this.close();
+    for (const waiter of this._replyWaiters.values()) waiter(null); // no reply will come now
+    this._replyWaiters.clear();
     this._emit('end', report, t);
     this._resolve(report);
   }
@@ -429,6 +486,8 @@ class AttachedJob extends EventEmitter {
         const lead = !event.sender || event.sender.lead !== false;
         if (event.kind === 'log') {
           emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
+        } else if (event.kind === 'user') { // worker.send(): as a launched Job's 'message'
+          emit('message', body.data ?? null);
         } else if (event.kind === 'error') {
           if (this.listenerCount('error') > 0) emit('error', new PythonError(body));
         } else if (['hello', 'stage', 'progress', 'heartbeat'].includes(event.kind) && (lead || event.kind === 'hello')) {
@@ -445,6 +504,13 @@ class AttachedJob extends EventEmitter {
       case 'attempt':
         emit('attempt', { attempt: event.attempt, outcome: event.outcome, report: event.report, restart_in: event.restart_in });
         break;
+      case 'reply': { // the keeper's answer to a ping or send (bridge/attach.py)
+        const waiter = this._replyWaiters.get(event.request);
+        if (waiter) { this._replyWaiters.delete(event.request); waiter(event); break; }
+        this._replies.set(event.request, event);
+        if (this._replies.size > MAX_REPLIES) this._replies.delete(this._replies.keys().next().value);
+        break;
+      }
       case 'stacks': {
         const waiter = this._stacksWaiters.shift();
         if (waiter) waiter(event.stacks ?? null);

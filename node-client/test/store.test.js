@@ -268,3 +268,27 @@ test('a face rejoins the feed from event N with nothing missed or repeated (atta
   assert.equal(whole[0], 1);
   assert.throws(() => store.attach(id, { since: 0 }), /an event number from 1/);
 });
+
+test('an attached job pings and sends as a launched one and hears the script\'s messages', async (t) => {
+  // Issue 29: an attached job had no ping(), no send() and no 'message' (worker.send()).
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
+  const id = await store.submit({ command: PYTHON, args: [child, 'echo'], env: userEnv() });
+  const job = store.attach(id);
+  const echoed = [];
+  job.on('message', (data) => echoed.push(data.echo));
+  await new Promise((resolve) => job.once('hello', resolve));
+  const rtt = await job.ping();
+  assert.ok(rtt !== null && rtt > 0 && rtt < 2, String(rtt));
+  for (let i = 0; i < 5; i += 1) await job.send({ n: i });
+  await assert.rejects(job.send('x'.repeat(10_000_000)), (err) => err instanceof RangeError && /cannot send this message/.test(err.message));
+  await job.send('stop');
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.deepEqual(echoed, [{ n: 0 }, { n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }, 'stop']);
+  assert.equal(await job.ping(), null); // ended: nobody to ask
+  await assert.rejects(job.send('late'), /has ended/);
+  // A launched Job's timeout unit: seconds.
+  assert.equal(await job.dumpStacks({ timeout: 1 }), null);
+});

@@ -8,6 +8,7 @@ what it says.
   gpus          prints CUDA_VISIBLE_DEVICES and exits 0
   die N SIG     N progress steps, 0.1 s apart, then kills itself with signal SIG
   stall         one progress step, then sleeps in a loop (no more progress)
+  echo          sends back (worker.send) every message it receives, until one says "stop"
   stray         105 of 200 steps in a stage "train", then a Python subprocess (supervised
                 too) opens its own "train" and reports 1 of 1; then exits 0
 """
@@ -37,6 +38,15 @@ elif mode == "stray":
         stray = "from trainbridge import worker\nwith worker.stage('train'): worker.progress(1, 1)"
         subprocess.run([sys.executable, "-c", stray], check=True)
         print("the subprocess is done", flush=True)
+elif mode == "echo":
+    with worker.stage("serve"):
+        while True:
+            got = worker.receive(timeout=0.05)
+            if got is None:
+                continue
+            worker.send({"echo": got})
+            if got == "stop":
+                break
 elif mode == "forever":
     with worker.stage("train"):
         i = 0

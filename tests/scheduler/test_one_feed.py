@@ -287,3 +287,44 @@ def test_the_end_a_reconciliation_writes_for_a_lost_keeper_takes_the_next_number
         assert rejoined.next_event(WAIT_S)["seq"] == end["seq"]
     finally:
         s.close()
+
+
+def test_an_attached_job_pings_and_sends_as_a_launched_one_and_hears_the_scripts_messages(
+    store_path,
+):
+    """Issue 29: an attached job had no ping(), no send() and no relay of the script's own
+    messages. Through the keeper (a request file, SIGUSR2, a `reply` in the feed): ping()
+    is the keeper's round trip to the worker, send() reaches worker.receive() in order, and
+    what the script sends back with worker.send() is in every face's feed."""
+    import pytest
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("echo"))
+        job = s.attach(job_id)
+        for event in job.events(timeout=WAIT_S):
+            if event["event"] == "message" and event["kind"] == "hello":
+                break
+        rtt = job.ping()
+        assert rtt is not None and 0 < rtt < 2, rtt
+        for i in range(5):
+            job.send({"n": i})
+        job.send("stop")
+        echoed = [
+            e["body"]["data"]["echo"]
+            for e in job.events(timeout=WAIT_S)
+            if e["event"] == "message" and e["kind"] == "user"
+        ]
+        assert echoed == [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}, "stop"], echoed
+        assert job.report["outcome"] == "succeeded", job.report["summary"]
+        replies = [e for e in s.attach(job_id).events(timeout=WAIT_S) if e["event"] == "reply"]
+        assert [(r["op"], r["ok"]) for r in replies] == [("ping", True)] + [("send", True)] * 6
+        # After the end: nobody to ask.
+        assert job.ping() is None
+        with pytest.raises(RuntimeError, match="has ended"):
+            job.send("late")
+        with pytest.raises(ValueError, match="cannot send this message"):
+            job.send("x" * 10_000_000)
+        assert not leftovers(job_id)
+    finally:
+        s.close()

@@ -46,6 +46,9 @@ async function main(): Promise<void> {
   attached.on('progress', (_p, t) => { if (t !== null) void new Date(t * 1000); });
   for await (const event of attached) { const t: number | null = event.t; void t; }
   // A face rejoins the feed where it left off.
+  const rtt: number | null = await attached.ping({ timeout: 2 });
+  void rtt;
+  await attached.send({ stop_after_epoch: true });
   const seen: number | null = attached.position;
   if (seen !== null) openStore('/tmp/jobs.db').attach('id', { since: seen + 1 });
 
