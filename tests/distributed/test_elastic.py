@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from trainbridge import bridge
+from trainbridge.bridge import procs
 from trainbridge.worker import elastic
 
 torch_errors = pytest.importorskip("torch.distributed.elastic.multiprocessing.errors")
@@ -146,3 +147,75 @@ def test_a_rank_whose_beacon_cannot_answer_is_named_from_its_faulthandler_dump()
     native = (report["stacks"] or "").split("--- faulthandler (crash file) ---")[1]
     dumps = native.split("Stack (most recent call first):")[1:]
     assert any("in read_shard" in d.split("\n\n")[0] for d in dumps), native
+
+
+def _torchrun_progress_cmd(flag):
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        os.path.join(SCENARIOS, "torchrun_two_ranks_progress.py"),
+        str(flag),
+    ]
+
+
+def _rank1_progress_then_status(events):
+    """The status snapshots the judge published after rank 1's (not leading) progress."""
+    stray = [
+        i
+        for i, e in enumerate(events)
+        if e["event"] == "message"
+        and e["kind"] == "progress"
+        and e["sender"].get("rank") == 1
+        and not e["sender"]["lead"]
+    ]
+    assert stray, "rank 1's progress is in the feed, marked as not the lead's"
+    return [e["status"] for e in events[stray[0] :] if e["event"] == "status"]
+
+
+def test_a_two_rank_torchrun_job_shows_the_leads_progress_and_one_stage_tree(tmp_path):
+    """Issue 29: under torchrun, rank 1's progress (150/200, sent after rank 0's 20/20)
+    never becomes the job's, and each rank's own "train" is one stage in the tree, in
+    launch()'s status(), an attached job's status() and feed, and the CLI's view."""
+    from trainbridge.bridge.cli_views import ViewModel
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env.update(TMPDIR=str(tmp_path), OMP_NUM_THREADS="1")
+    timeouts = {"startup_timeout": 60, "heartbeat_timeout": 30, "stall_timeout": 60}
+    events = []
+    job = bridge.launch(
+        _torchrun_progress_cmd(tmp_path / "launched"), env=env, on_event=events.append, **timeouts
+    )
+    report = job.wait(120)
+    assert report is not None and report["outcome"] == "succeeded", report and report["summary"]
+    after = _rank1_progress_then_status(events)
+    assert after and all((s["step"], s["total"]) == (20, 20) for s in after), after
+    final = job.status()
+    assert (final["step"], final["total"]) == (20, 20) and final["stages"].count("train") <= 1
+    assert [s["name"] for s in report["stages"]].count("train") == 1, report["stages"]
+    assert not psutil.Process().children(recursive=True), "a process was left over"
+
+    store = str(tmp_path / "jobs.db")
+    s = bridge.Scheduler(store=store, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(
+            _torchrun_progress_cmd(tmp_path / "submitted"), env=env, timeouts=timeouts
+        )
+        attached = s.attach(job_id)
+        events = list(attached.events(timeout=120))
+        assert events and events[-1]["event"] == "end", "no end within 120 s"
+        assert attached.report["outcome"] == "succeeded", attached.report["summary"]
+        after = _rank1_progress_then_status(events)
+        assert after and all((st["step"], st["total"]) == (20, 20) for st in after), after
+        assert all(st["stages"].count("train") <= 1 for st in after), after
+        assert (attached.status()["step"], attached.status()["total"]) == (20, 20)
+        view = ViewModel()
+        for event in events:
+            view.update(event)
+        assert view.progress_text().startswith("20/20"), view.progress_text()
+        assert s.get(job_id)["progress"] == {"step": 20, "total": 20}
+        assert not procs.processes_of(job_id), "a process of the job was left over"
+    finally:
+        s.close()
