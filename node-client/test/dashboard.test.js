@@ -460,6 +460,13 @@ test('store source: a stray subprocess does not replace the lead\'s progress or 
   t.after(() => source.close());
   const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
   const id = await source.submit({ kind: 'command', argv: [python, child, 'stray'] });
+  // At every position of the feed, the page's progress line is the judge's snapshot as it is
+  // (the source folds each event into the view before later listeners hear it).
+  const drawn = [];
+  source._jobs.get(id).job.on('status', (snap) => {
+    const p = source.get(id).progress;
+    if (snap.step !== null) drawn.push([[p.step, p.total, p.rate, p.eta_s, p.age_s], [snap.step, snap.total, snap.rate, snap.eta_s, snap.progress_age_s]]);
+  });
   const deadline = Date.now() + 60000;
   while (!(source.get(id) && source.get(id).state === 'ended')) {
     if (Date.now() > deadline) throw new Error('timed out waiting for the end');
@@ -471,6 +478,8 @@ test('store source: a stray subprocess does not replace the lead\'s progress or 
   assert.deepEqual(v.stages.filter((s) => s.name === 'train').length, 1, JSON.stringify(v.stages));
   const attached = source._jobs.get(id).job;
   assert.deepEqual([attached.status().step, attached.status().total], [105, 200]);
+  assert.ok(drawn.length >= 1, "the judge's status was drawn");
+  for (const [page, judged] of drawn) assert.deepEqual(page, judged);
 });
 
 test('store source: a two-rank torchrun job shows the lead\'s progress and one stage tree (one judge)', async (t) => {

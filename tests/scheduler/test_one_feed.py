@@ -328,3 +328,98 @@ def test_an_attached_job_pings_and_sends_as_a_launched_one_and_hears_the_scripts
         assert not leftovers(job_id)
     finally:
         s.close()
+
+
+# One run per verdict: (child arguments, timeouts, what is done to it while it runs).
+VERDICTS = {
+    "succeeded": (("steps", 5), {}, None),
+    "failed": (("exit", 3), {}, None),
+    "crashed": (("die", 3, "SIGSEGV"), {}, None),
+    "hung": (("stall",), {"stalled_after": 1, "stall_timeout": 3}, None),
+    "cancelled": (("forever",), {}, "cancel"),
+    "lost": (("forever",), {}, "kill the keeper"),
+}
+
+
+def _judged(report):
+    """The judgement of a report, without what differs from run to run."""
+    diagnosis = report.get("diagnosis") or {}
+    return {
+        "outcome": report.get("outcome"),
+        "exit_code": report.get("exit_code"),
+        "signal": report.get("signal"),
+        "kind": diagnosis.get("kind"),
+        "error": (report.get("error") or {}).get("type"),
+        "stages": [s["name"] for s in report.get("stages") or []],
+    }
+
+
+def test_every_face_gets_the_same_report_and_launch_judges_as_the_keeper(store_path):
+    """Issue 29 "done when": for each verdict, the report an attached job gets while the job
+    runs, the one it gets after the end (Python and Node), and the store's row are equal
+    field by field: the keeper's, never rebuilt by a face. And launch() of the same command
+    judges as the keeper did (outcome, exit code, signal, diagnosis, error, stages)."""
+    import json
+    import os
+    import signal
+    import subprocess
+
+    from .conftest import user_env, wait_for
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    live, ids = {}, {}
+    try:
+        for verdict, (args, timeouts, action) in VERDICTS.items():
+            job_id = s.submit(child(*args), env=user_env(), timeouts=timeouts)
+            job = s.attach(job_id)
+            if action:
+                for event in job.events(timeout=WAIT_S):
+                    if event["event"] == "status" and event["status"]["step"]:
+                        break
+                if action == "cancel":
+                    job.cancel(grace=0, reason="the test cancels it")
+                else:
+                    os.kill(s.get(job_id)["keeper_pid"], signal.SIGKILL)
+            report = job.wait(WAIT_S)
+            assert report is not None, f"{verdict}: no end within {WAIT_S} s"
+            assert report["outcome"] == verdict, (verdict, report["summary"])
+            live[verdict], ids[verdict] = report, job_id
+            wait_for(lambda: not leftovers(job_id), what=f"{verdict}: the job's processes gone")
+        for verdict, job_id in ids.items():
+            after = s.attach(job_id).wait(WAIT_S)
+            row = s.get(job_id)["report"]
+            assert after == live[verdict] == row, verdict
+            assert type(after) is type(live[verdict]) is bridge.Report, verdict
+        script = (
+            "const { openStore } = require('./node-client/src/index.js');"
+            "(async () => { const store = openStore(process.argv[1], { python: process.argv[2] });"
+            "const out = {}; for (const id of process.argv.slice(3)) out[id] = await store.attach(id).done;"
+            "await store.close(); process.stdout.write(JSON.stringify(out)); })();"
+        )
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        node = subprocess.run(
+            ["node", "-e", script, store_path, sys.executable, *ids.values()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=root,
+        )
+        assert node.returncode == 0, node.stderr
+        from_node = json.loads(node.stdout)
+        for verdict, job_id in ids.items():
+            assert from_node[job_id] == json.loads(json.dumps(live[verdict])), verdict
+    finally:
+        s.close()
+    # launch() of the same command, in this process: the same judgement.
+    for verdict, (args, timeouts, action) in VERDICTS.items():
+        if action == "kill the keeper":
+            continue  # a launched job has no keeper: "lost" is the store's verdict alone
+        job = bridge.launch(child(*args), env=user_env(), **timeouts)
+        if action == "cancel":
+            for event in job.events(timeout=WAIT_S):
+                if event["event"] == "status" and event["status"]["step"]:
+                    break
+            job.cancel(grace=0, reason="the test cancels it")
+        report = job.wait(WAIT_S)
+        assert report is not None, f"launch(): {verdict}: no end within {WAIT_S} s"
+        assert _judged(report) == _judged(live[verdict]), verdict
