@@ -384,7 +384,10 @@ def test_every_face_gets_the_same_report_and_launch_judges_as_the_keeper(store_p
             assert report is not None, f"{verdict}: no end within {WAIT_S} s"
             assert report["outcome"] == verdict, (verdict, report["summary"])
             live[verdict], ids[verdict] = report, job_id
-            wait_for(lambda: not leftovers(job_id), what=f"{verdict}: the job's processes gone")
+            wait_for(
+                lambda job_id=job_id: not leftovers(job_id),
+                what=f"{verdict}: the job's processes gone",
+            )
         for verdict, job_id in ids.items():
             after = s.attach(job_id).wait(WAIT_S)
             row = s.get(job_id)["report"]
@@ -393,7 +396,8 @@ def test_every_face_gets_the_same_report_and_launch_judges_as_the_keeper(store_p
         script = (
             "const { openStore } = require('./node-client/src/index.js');"
             "(async () => { const store = openStore(process.argv[1], { python: process.argv[2] });"
-            "const out = {}; for (const id of process.argv.slice(3)) out[id] = await store.attach(id).done;"
+            "const out = {};"
+            "for (const id of process.argv.slice(3)) out[id] = await store.attach(id).done;"
             "await store.close(); process.stdout.write(JSON.stringify(out)); })();"
         )
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
