@@ -337,8 +337,7 @@ class Hub:
         if gap < PAUSED_MIN_S:
             return
         for job in list(self.jobs.values()):
-            if hasattr(job, "paused"):
-                self._for_job(job, job.paused, gap)
+            self._for_job(job, job.paused, gap)
 
     def _for_job(self, job: Any, fn: Callable[..., Any], *args: Any, touch: bool = True) -> Any:
         """Run one job's piece of reactor work. If it raises (a bug in trainbridge), that

@@ -331,6 +331,9 @@ def test_a_turn_of_the_reactor_asks_only_the_jobs_it_touched():
         def tick(self, now):
             self.ticked += 1
 
+        def paused(self, seconds):  # the hub's job interface (bridge/job_actions.py)
+            pass
+
     class Clock:  # due every 5 ms: it makes the reactor turn
         id, turns, done = "clock", 0, threading.Event()
 
@@ -341,6 +344,9 @@ def test_a_turn_of_the_reactor_asks_only_the_jobs_it_touched():
             self.turns += 1
             if self.turns >= 20:
                 self.done.set()
+
+        def paused(self, seconds):
+            pass
 
     idle, clock = [Idle(n) for n in range(50)], Clock()
     hub = Hub()
