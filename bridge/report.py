@@ -183,6 +183,7 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
             "foreign_hello": facts["foreign_hellos"],
             "unrouted": facts["unrouted"],
             "undelivered": dict(facts["undelivered"]),
+            "unsent": int(files.get("unsent") or 0),
         },
         "leftovers": list(facts["leftovers"]),
         "stages_dropped": facts["stages_dropped"],

@@ -1,5 +1,6 @@
 """The job's files the report reads, when the job ends: the crash file (faulthandler's dumps,
-the newest CRASH_TEXT_MAX bytes) and the stage box a worker process writes beside it; and,
+the newest CRASH_TEXT_MAX bytes), the stage box a worker process writes beside it and the count
+of records it never sent at exit; and,
 while the job runs, where a SIGUSR1 dump starts and which processes answered it. The only
 I/O of the report; bridge/report.py's build() is pure and gets what read_files() read. The
 Node twin is node-client/src/report_files.js."""
@@ -22,7 +23,29 @@ def read_files(crash_file: Optional[str], pid: Optional[int]) -> dict[str, Any]:
     return {
         "crash_text": read_crash_file(crash_file),
         "stage_box": read_stage_box(crash_file, pid),
+        "unsent": read_unsent(crash_file),
     }
+
+
+def read_unsent(crash_file: Optional[str]) -> int:
+    """How many records the job's worker processes queued at exit and never sent (their
+    client took nothing for a whole ack timeout): the numbers they wrote beside the crash
+    file (<crash file>.unsent.<pid>, worker/runtime.py), added up."""
+    if not crash_file:
+        return 0
+    directory, prefix = os.path.dirname(crash_file), os.path.basename(crash_file) + ".unsent."
+    total = 0
+    try:
+        names = [n for n in os.listdir(directory or ".") if n.startswith(prefix)]
+    except OSError:
+        return 0
+    for name in names:
+        try:
+            with open(os.path.join(directory, name), "rb") as f:
+                total += int(f.read(32).strip() or 0)
+        except (OSError, ValueError):
+            continue  # a torn or foreign file: the worker's stderr line said it too
+    return total
 
 
 def read_stage_box(crash_file: Optional[str], pid: Optional[int]) -> Optional[list[str]]:

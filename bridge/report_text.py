@@ -51,7 +51,14 @@ def losses(report: dict[str, Any]) -> list[str]:
             "their sequence numbers (report 'protocol.lost')."
         )
     worker = report.get("worker") or {}
-    if report.get("outcome") == "succeeded" and worker.get("hello") and not worker.get("bye"):
+    unsent = (report.get("protocol") or {}).get("unsent") or 0
+    if unsent:
+        out.append(
+            f"{unsent} record{'s' if unsent != 1 else ''} the worker queued at exit (logs, "
+            "stages, messages) never left it: the client took nothing for a whole ack "
+            "timeout (report 'protocol.unsent'; TRAINBRIDGE_ACK_TIMEOUT_S waits longer)."
+        )
+    elif report.get("outcome") == "succeeded" and worker.get("hello") and not worker.get("bye"):
         out.append(
             "The worker's last words never arrived, so what it sent at the end may be "
             "missing; the log's last lines say how many records never left."

@@ -265,7 +265,8 @@ def send_final(kind: str, body: dict[str, Any]) -> bool:
 
 def _say_unsent(beacon: Any) -> None:
     """Last words were not acked in time: say on stderr (which the client keeps) how many
-    messages never left, so that a loss at exit is counted, not silent."""
+    messages never left, and write that number to <crash file>.unsent.<pid>, which the
+    client's report reads (protocol.unsent), so that a loss at exit is counted, not silent."""
     waiting = sum(1 for item in list(STATE.events) if not isinstance(item, Final))
     waiting += len(beacon.unsent)
     if STATE.unsent_said or not waiting or STATE.config is None:
@@ -282,6 +283,20 @@ def _say_unsent(beacon: Any) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):  # stderr closed: nobody to tell
         pass
+    crash_file = STATE.config.crash_file
+    if crash_file:  # and for the report: a number beside the crash file (PROTOCOL.md 2)
+        try:
+            fd = os.open(
+                f"{crash_file}.unsent.{os.getpid()}",
+                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
+                0o600,
+            )
+            try:
+                os.write(fd, f"{waiting}\n".encode("ascii"))
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # stderr said it
 
 
 # --- failures of the worker itself --------------------------------------------------------

@@ -134,7 +134,7 @@ function buildReport(facts, files) {
       dump_signal: facts.dump_pids.length > 0, off: m.no_worker ?? null,
     },
     output: { lines: { ...facts.lines }, bytes: { ...facts.bytes } },
-    protocol: { rejected: { ...facts.rejected }, lost: facts.lost, foreign_hello: facts.foreign_hellos, unrouted: facts.unrouted, undelivered: { ...facts.undelivered } },
+    protocol: { rejected: { ...facts.rejected }, lost: facts.lost, foreign_hello: facts.foreign_hellos, unrouted: facts.unrouted, undelivered: { ...facts.undelivered }, unsent: Number(files.unsent || 0) },
     leftovers: [...facts.leftovers],
     stages_dropped: facts.stages_dropped,
     cancel,

@@ -8,6 +8,7 @@
  */
 
 const fs = require('node:fs');
+const path = require('node:path');
 const codec = require('./codec.js');
 const { decodeUtf8Escaped } = require('./utf8.js');
 
@@ -19,7 +20,27 @@ const CRASH_TEXT_MAX = 256 * 1024; // bytes of the crash file kept (its end: the
  * else the launched process) had open in its stage box. As bridge/report.py read_files.
  */
 function readFiles(crashFile, pid) {
-  return { crash_text: readCrashFile(crashFile), stage_box: readStageBox(crashFile, pid) };
+  return { crash_text: readCrashFile(crashFile), stage_box: readStageBox(crashFile, pid), unsent: readUnsent(crashFile) };
+}
+
+/**
+ * How many records the job's worker processes queued at exit and never sent: the numbers they
+ * wrote beside the crash file (<crash file>.unsent.<pid>), added up. As bridge/report_files.py.
+ */
+function readUnsent(crashFile) {
+  if (!crashFile) return 0;
+  const dir = path.dirname(crashFile);
+  const prefix = `${path.basename(crashFile)}.unsent.`;
+  let names;
+  try { names = fs.readdirSync(dir).filter((n) => n.startsWith(prefix)); } catch { return 0; }
+  let total = 0;
+  for (const name of names) {
+    try {
+      const n = Number.parseInt(fs.readFileSync(path.join(dir, name), 'ascii').slice(0, 32).trim() || '0', 10);
+      if (Number.isFinite(n)) total += n;
+    } catch { /* a torn or foreign file: the worker's stderr line said it too */ }
+  }
+  return total;
 }
 
 /**
@@ -105,4 +126,4 @@ function signalDumpedIn(text) {
   return new Set([...String(text ?? '').matchAll(SIGNAL_DUMP_MARK)].map((m) => Number(m[1])));
 }
 
-module.exports = { CRASH_TEXT_MAX, SIGNAL_DUMP_MARK, readFiles, readStageBox, readCrashFile, crashFileSize, signalDumpedPids, signalDumpedIn };
+module.exports = { CRASH_TEXT_MAX, SIGNAL_DUMP_MARK, readFiles, readUnsent, readStageBox, readCrashFile, crashFileSize, signalDumpedPids, signalDumpedIn };

@@ -37,7 +37,10 @@ function losses(report) {
   const lost = (report.protocol || {}).lost || 0;
   if (lost) out.push(`${lost} message${lost !== 1 ? 's' : ''} from the worker never arrived: gaps in their sequence numbers (report 'protocol.lost').`);
   const worker = report.worker || {};
-  if (report.outcome === 'succeeded' && worker.hello && !worker.bye) {
+  const unsent = (report.protocol || {}).unsent || 0;
+  if (unsent) {
+    out.push(`${unsent} record${unsent !== 1 ? 's' : ''} the worker queued at exit (logs, stages, messages) never left it: the client took nothing for a whole ack timeout (report 'protocol.unsent'; TRAINBRIDGE_ACK_TIMEOUT_S waits longer).`);
+  } else if (report.outcome === 'succeeded' && worker.hello && !worker.bye) {
     out.push("The worker's last words never arrived, so what it sent at the end may be missing; the log's last lines say how many records never left.");
   }
   const logError = report.log_error;

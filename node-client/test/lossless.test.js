@@ -63,3 +63,38 @@ test('a slow client that still reads gets every record at exit (its last words w
   assert.ok(seen.every((text, i) => text === String(i)), 'in order, none missing');
   assert.ok(report.worker.bye && !report.summary.includes('last words'), report.summary);
 });
+
+test('a client that takes nothing at exit is given up on, and the loss is counted in the report', async () => {
+  // As tests/client/test_lossless.py: this client's listener blocks the event loop until the
+  // child is gone, so nothing is read; after TRAINBRIDGE_ACK_TIMEOUT_S the worker leaves, says
+  // on stderr how many records never left, and writes the number the report reads.
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const job = launch({
+    command: PYTHON,
+    args: ['-c', 'from trainbridge import worker\nfor i in range(100000): worker.log(str(i))\n'],
+    env: userEnv({ TRAINBRIDGE_LOG_WAIT_S: '0.5', TRAINBRIDGE_ACK_TIMEOUT_S: '1' }),
+    cwd: REPO,
+    zeroCode: false,
+  });
+  let blocked = false;
+  job.on('log', (rec) => {
+    if (rec.stream !== 'worker' || blocked) return;
+    blocked = true;
+    const deadline = Date.now() + 60000;
+    const gone = () => {
+      try { return require('node:fs').readFileSync(`/proc/${job.pid}/stat`, 'latin1').split(') ')[1][0] === 'Z'; } catch { return true; }
+    };
+    while (!gone()) {
+      assert.ok(Date.now() < deadline, 'the child did not end');
+      Atomics.wait(pause, 0, 0, 50);
+    }
+  });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  const said = report.log_tail.find((line) => line.includes('were never sent'));
+  assert.ok(said, JSON.stringify(report.log_tail.slice(-5)));
+  const unsent = Number(/; (\d+) queued records/.exec(said)[1]);
+  assert.ok(unsent > 0);
+  assert.equal(report.protocol.unsent, unsent);
+  assert.ok(report.summary.includes(`${unsent} records the worker queued at exit`), report.summary);
+});

@@ -355,6 +355,20 @@ def cases():
         {"crash_text": None, "stage_box": None},
     )
     yield (
+        "succeeded; the worker gave up on a client that took nothing and counted what never left",
+        facts(
+            **hello_facts(),
+            exit_code=0,
+            tail=out(
+                "stderr",
+                "[trainbridge] worker: the client took nothing for 5 s at exit; 812 queued "
+                "records (logs, stages, messages) were never sent. Set "
+                "TRAINBRIDGE_ACK_TIMEOUT_S to wait longer.",
+            ),
+        ),
+        {"crash_text": None, "stage_box": None, "unsent": 812},
+    )
+    yield (
         "failed: the client refused the worker (protocol version)",
         facts(outcome="failed", exit_code=1, refused="unsupported protocol version 2"),
         {"crash_text": None, "stage_box": None},
