@@ -129,7 +129,7 @@ class JobMessages:
             self._leave(routing_id, now)
         else:
             self._step({"type": "beat", "t": now})
-            if kind == "heartbeat" and self.m["state"] == "stalled":
+            if kind == "heartbeat" and machine.live_look_due(self.m):
                 self._live_diagnose()
 
     # --- I/O thread: who speaks for the job -------------------------------------------------

@@ -178,6 +178,13 @@ def step(state: State, event: Event) -> tuple[State, list[Action]]:
     return s, actions
 
 
+def live_look_due(state: State) -> bool:
+    """Whether a live diagnosis is wanted now: the job is stalled and no verdict is being
+    made (a hang's ending signals the tree: a look then sees it half gone), nor has it
+    exited."""
+    return state["state"] == "stalled" and state["ending"] is None and state["exit"] is None
+
+
 def next_deadline(state: State) -> Optional[float]:
     """The earliest time at which a "timer" event may change something; None if none."""
     if state["state"] == "ended":

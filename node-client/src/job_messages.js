@@ -125,7 +125,7 @@ class JobMessages {
       case 'heartbeat':
         this._emit('heartbeat', body);
         this._post({ type: 'beat' });
-        if (this._m.state === 'stalled') this._liveDiagnose();
+        if (machine.liveLookDue(this._m)) this._liveDiagnose();
         break;
       case 'log':
         this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });

@@ -134,6 +134,14 @@ function step(state, event) {
   return [s, actions];
 }
 
+/**
+ * Whether a live diagnosis is wanted now: the job is stalled and no verdict is being made (a
+ * hang's ending signals the tree: a look then sees it half gone), nor has it exited.
+ */
+function liveLookDue(state) {
+  return state.state === 'stalled' && state.ending === null && state.exit === null;
+}
+
 /** The earliest time at which a "timer" event may change something; null if none. */
 function nextDeadline(state) {
   if (state.state === 'ended') return null;
@@ -523,4 +531,4 @@ function outcome(s) {
   return 'failed'; // a plain command's non-zero exit
 }
 
-module.exports = { DEFAULTS, OPTIONAL, configProblem, HANG_REASONS, initial, step, nextDeadline, outcome, chooseLead, isLauncher };
+module.exports = { DEFAULTS, OPTIONAL, configProblem, HANG_REASONS, initial, step, nextDeadline, liveLookDue, outcome, chooseLead, isLauncher };

@@ -56,3 +56,22 @@ test('a stalled job says why before the deadline', async () => {
     server.close();
   }
 });
+
+test('no live look once the hang is decided: no \'stalled\' event after \'hang\'', async () => {
+  // As tests/client/test_live_diagnosis.py: while a hung job is being stopped the beacon still
+  // beats; a live look then saw the tree half gone ("a child process") and was the last one a
+  // face showed (the Node fault matrix failed on it under load).
+  const code = 'import signal, time\nfrom trainbridge import worker\n'
+    + 'signal.signal(signal.SIGTERM, signal.SIG_IGN)\nwith worker.stage("wait"):\n    time.sleep(120)\n';
+  const job = launch({ command: PYTHON, args: ['-c', code], env: userEnv(), zeroCode: false,
+    timeouts: { stallTimeout: 2, stalledAfter: 0.5, killGrace: 5 } });
+  const kinds = [];
+  for (const name of ['stalled', 'hang', 'signal']) job.on(name, () => kinds.push(name));
+  const report = await job.done;
+  assert.equal(report.outcome, 'hung');
+  const hang = kinds.indexOf('hang');
+  assert.ok(hang > 0 && kinds.slice(0, hang).includes('stalled'), kinds.join(' '));
+  assert.ok(kinds.slice(hang).includes('signal'), 'the ending did take a while');
+  assert.ok(!kinds.slice(hang).includes('stalled'), kinds.join(' '));
+  assert.deepEqual(processesOfJob(job.id), []);
+});

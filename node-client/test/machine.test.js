@@ -28,6 +28,7 @@ test('machine.json traces', async (t) => {
         assert.equal(next.state, s.state, where);
         assert.deepEqual(actions, s.actions, where);
         assertDeadline(machine.nextDeadline(next), s.deadline, where);
+        assert.equal(machine.liveLookDue(next), s.live_look, where);
         state = next;
       });
       assert.equal(state.outcome, c.outcome);

@@ -843,9 +843,22 @@ def action(short):
     return {"do": name, key: arg} if key else {"do": name}
 
 
+def live_looks(config, steps):
+    """live_look_due() after each step, as the Python machine says (reviewed: true only while
+    stalled with no ending and no exit)."""
+    from trainbridge.bridge import machine
+
+    state, out = machine.initial(config, 0), []
+    for t, kind, fields, *_ in steps:
+        state, _ = machine.step(state, {"type": kind, "t": t, **fields})
+        out.append(machine.live_look_due(state))
+    return out
+
+
 def main():
     cases = []
     for name, overrides, initial_deadline, steps, outcome, hang in CASES:
+        looks = live_looks({**CONFIG, **overrides}, steps)
         cases.append(
             {
                 "name": name,
@@ -858,8 +871,9 @@ def main():
                         "state": state,
                         "actions": [action(a) for a in actions],
                         "deadline": deadline,
+                        "live_look": look,
                     }
-                    for t, kind, fields, state, actions, deadline in steps
+                    for (t, kind, fields, state, actions, deadline), look in zip(steps, looks)
                 ],
                 "outcome": outcome,
                 "hang": hang,
@@ -868,7 +882,8 @@ def main():
     doc = {
         "about": "Trace tables for the job state machine; see docs/CLIENT.md 'State machine'. "
         "Start from initial(config, t0); apply each step's event with step(); after "
-        "it, the state name, the actions (in order) and next_deadline() must match. "
+        "it, the state name, the actions (in order), next_deadline() and live_look_due() "
+        "(live_look) must match. "
         "After the last step, state.outcome and state.hang must match. Deadlines "
         "are compared with a tolerance of 1e-9.",
         "cases": cases,

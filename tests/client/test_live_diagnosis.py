@@ -94,3 +94,34 @@ def test_repeated_live_looks_at_a_sleeping_child_keep_answering():
         proc.kill()
         proc.wait()
     assert len(kinds) == 1 and None not in kinds, kinds  # the same still child, the same answer
+
+
+IGNORES_SIGTERM_AND_SLEEPS = """
+    import signal, time
+    from trainbridge import worker
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the hang's SIGTERM: SIGKILL after kill_grace
+    with worker.stage("wait"):
+        time.sleep(120)
+"""
+
+
+def test_no_live_look_once_the_hang_is_decided(script):
+    """While a hung job is being stopped (its evidence taken, its tree signalled), the beacon
+    still beats; a live look then saw a tree half gone ("a child process", under load) and
+    was the last 'stalled' event a face showed. Once the verdict is being made, the live
+    diagnosis stays the one before it: no 'stalled' event after 'hang'."""
+    job = bridge.launch(
+        [sys.executable, script(IGNORES_SIGTERM_AND_SLEEPS)],
+        stall_timeout=2,
+        stalled_after=0.5,
+        kill_grace=5,  # the ending lasts this long: heartbeats keep coming meanwhile
+        zero_code=False,
+    )
+    kinds = [e["event"] for e in job.events() if e["event"] in ("stalled", "hang", "signal")]
+    report = job.wait(30)
+    assert report["outcome"] == "hung", report["summary"]
+    assert "signal" in kinds[kinds.index("hang") :], kinds  # the ending did take a while
+    assert "stalled" in kinds[: kinds.index("hang")], kinds
+    assert "stalled" not in kinds[kinds.index("hang") :], kinds
+    assert_tree_gone(job)

@@ -31,6 +31,7 @@ def test_trace(case):
         assert same_time(machine.next_deadline(state), expect["deadline"]), (
             f"{where}: deadline {machine.next_deadline(state)}"
         )
+        assert machine.live_look_due(state) == expect["live_look"], where
     assert state["outcome"] == case["outcome"]
     assert state["hang"] == case["hang"]
 
