@@ -263,6 +263,20 @@ def test_installed_trainbridge_run_supervises_an_unmodified_script(built, script
     assert report["outcome"] == "succeeded" and report["worker"]["off"] is None, report
     assert not psutil.Process().children(recursive=True)
 
+    # The installed scheduler: submit, then attach from event N and from now (issue 29).
+    cli = os.path.join(bindir, "trainbridge")
+    store = ["--store", os.path.join(built["tmp"], "installed-jobs.db")]
+    job_id = sh([cli, "submit", *store, "--", python, "train.py"], script, env=env).strip()
+    whole = sh([cli, "attach", job_id, *store, "--json"], script, env=env)
+    seqs = [json.loads(line)["seq"] for line in whole.splitlines()]
+    assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > 10, seqs[:5]
+    tail = sh([cli, "attach", job_id, *store, "--json", "--from", str(seqs[-2])], script, env=env)
+    assert [json.loads(line)["seq"] for line in tail.splitlines()] == seqs[-2:]
+    now = sh([cli, "attach", job_id, *store, "--json", "--now"], script, env=env)
+    assert [json.loads(line)["event"] for line in now.splitlines()][0] == "state"
+    assert json.loads(now.splitlines()[-1])["report"]["outcome"] == "succeeded"
+    assert not psutil.Process().children(recursive=True)
+
 
 def run_node(built, script, python):
     app = os.path.join(built["tmp"], "gui-app")
