@@ -229,3 +229,40 @@ def test_private_files_refuses_what_it_must(tmp_path, other):
     private_files.write_atomic(str(link), b"two")  # the link is replaced, not followed
     assert target.read_bytes() == b"one" and link.read_bytes() == b"two"
     assert not link.is_symlink()
+
+
+def test_another_account_can_neither_ask_a_job_nor_wake_its_keeper(home, as_other, can_read):
+    """Attached ping() and send() are request files in the job's requests/ directory plus a
+    SIGUSR2 to the keeper (bridge/scheduler.py request): the directory is the user's only,
+    and the other account can neither drop a request there nor signal the keeper."""
+    from tests.scheduler.conftest import child
+    from trainbridge import bridge
+
+    store = os.path.join(home, ".local", "share", "trainbridge", "jobs.db")
+    s = bridge.Scheduler(store=store, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("echo"))
+        job = s.attach(job_id)
+        for event in job.events(timeout=30):
+            if event["event"] == "message" and event["kind"] == "hello":
+                break
+        assert job.ping() is not None  # the user's own request goes through
+        row = s.get(job_id)
+        requests = os.path.join(row["dir"], "requests")
+        assert mode(requests) == 0o700 and not can_read(requests)
+        os.chmod(row["dir"], 0o755)  # even with the job's directory opened up by hand
+        planted = as_other(
+            [
+                sys.executable,
+                "-c",
+                "import sys; open(sys.argv[1], 'w').write('{}')",
+                os.path.join(requests, "0-planted.json"),
+            ]
+        )
+        assert planted.returncode != 0 and "Permission denied" in planted.stderr
+        woken = as_other(["kill", "-USR2", str(row["keeper_pid"])])
+        assert woken.returncode != 0, "the other account signalled the keeper"
+        job.send("stop")
+        assert job.wait(30)["outcome"] == "succeeded"
+    finally:
+        s.close()
