@@ -224,9 +224,16 @@ class Keeper:
                 try:
                     with open(path, encoding="ascii") as f:
                         asked = json.load(f)
+                except (OSError, ValueError) as exc:  # torn or foreign: answered, then gone
+                    asked = {"id": name[: -len(".json")], "op": None, "error": str(exc)}
+                try:
                     os.unlink(path)
-                except (OSError, ValueError) as exc:
-                    self._reply({"id": name[: -len(".json")], "op": None}, error=str(exc))
+                except OSError:
+                    pass  # gone already; each request is answered once, here
+                if not isinstance(asked, dict):
+                    asked = {"id": name[: -len(".json")], "op": None, "error": "not an object"}
+                if "error" in asked:
+                    self._reply(asked, error=f"unreadable request: {asked['error']}")
                     continue
                 self._answer(asked)
 

@@ -307,6 +307,18 @@ def test_an_attached_job_pings_and_sends_as_a_launched_one_and_hears_the_scripts
                 break
         rtt = job.ping()
         assert rtt is not None and 0 < rtt < 2, rtt
+        # A torn request (a writer killed mid-write) is answered once, as unreadable, and
+        # removed; it does not hold up the next one.
+        import os
+        import signal
+
+        row = s.get(job_id)
+        torn = os.path.join(row["dir"], "requests", "00000000000000000000-1-000000.json")
+        with open(torn, "w") as f:
+            f.write('{"id": "00000000000000000000-1-000000", "op": "se')
+        os.kill(row["keeper_pid"], signal.SIGUSR2)
+        assert job.ping() is not None
+        assert not os.path.exists(torn)
         for i in range(5):
             job.send({"n": i})
         job.send("stop")
@@ -318,7 +330,10 @@ def test_an_attached_job_pings_and_sends_as_a_launched_one_and_hears_the_scripts
         assert echoed == [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}, "stop"], echoed
         assert job.report["outcome"] == "succeeded", job.report["summary"]
         replies = [e for e in s.attach(job_id).events(timeout=WAIT_S) if e["event"] == "reply"]
-        assert [(r["op"], r["ok"]) for r in replies] == [("ping", True)] + [("send", True)] * 6
+        assert [(r["op"], r["ok"]) for r in replies] == [("ping", True), (None, False)] + [
+            ("ping", True)
+        ] + [("send", True)] * 6, replies
+        assert "unreadable request" in replies[1]["error"], replies[1]
         # After the end: nobody to ask.
         assert job.ping() is None
         with pytest.raises(RuntimeError, match="has ended"):
