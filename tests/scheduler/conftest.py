@@ -39,6 +39,14 @@ def wait_for(predicate, timeout=WAIT_S, what="the condition"):
         time.sleep(0.02)  # polling interval of the wait, not a synchronisation
 
 
+def until_progress(job, timeout=WAIT_S):
+    """Read a job's events (launched or attached) until its judge's status has a step."""
+    for event in job.events(timeout=timeout):
+        if event["event"] == "status" and event["status"]["step"]:
+            return event
+    raise AssertionError(f"no progress in the job's status within {timeout} s")
+
+
 def leftovers(job_id):
     """Live processes of a scheduled job (its training process and their children)."""
     return procs.processes_of(job_id)

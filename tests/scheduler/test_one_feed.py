@@ -7,7 +7,7 @@ import sys
 from trainbridge import bridge
 from trainbridge.bridge.cli_views import ViewModel
 
-from .conftest import WAIT_S, child, leftovers
+from .conftest import WAIT_S, child, leftovers, until_progress
 
 
 def test_a_stray_subprocess_does_not_replace_the_leads_progress_anywhere(store_path):
@@ -70,9 +70,7 @@ def test_a_stopped_keeper_is_said_not_answering_and_the_job_resumes_after_sigcon
     try:
         job_id = s.submit(child("steps", 120), timeouts={"heartbeat_timeout": 5})
         job = s.attach(job_id)
-        for event in job.events(timeout=WAIT_S):
-            if event["event"] == "status" and event["status"]["step"]:
-                break
+        until_progress(job)
         keeper = s.get(job_id)["keeper_pid"]
         os.kill(keeper, signal.SIGSTOP)
         stopped = time.monotonic()
@@ -192,9 +190,7 @@ def test_an_attached_cancel_takes_a_reason_and_a_grace_as_a_launched_one(store_p
     try:
         job_id = s.submit(child("forever"))
         job = s.attach(job_id)
-        for event in job.events(timeout=WAIT_S):
-            if event["event"] == "status" and event["status"]["step"]:
-                break
+        until_progress(job)
         with pytest.raises(ValueError, match="grace must be None or seconds >= 0"):
             job.cancel(grace=-1)
         with pytest.raises(TypeError, match="reason must be a string"):
@@ -268,9 +264,7 @@ def test_the_end_a_reconciliation_writes_for_a_lost_keeper_takes_the_next_number
     try:
         job_id = s.submit(child("forever"))
         job = s.attach(job_id)
-        for event in job.events(timeout=WAIT_S):
-            if event["event"] == "status" and event["status"]["step"]:
-                break
+        until_progress(job)
         os.kill(s.get(job_id)["keeper_pid"], signal.SIGKILL)
         wait_for(lambda: s.get(job_id)["state"] == "ended", what="the lost keeper's job ended")
         assert job.wait(WAIT_S)["outcome"] == "lost"
@@ -388,9 +382,7 @@ def test_every_face_gets_the_same_report_and_launch_judges_as_the_keeper(store_p
             job_id = s.submit(child(*args), env=user_env(), timeouts=timeouts)
             job = s.attach(job_id)
             if action:
-                for event in job.events(timeout=WAIT_S):
-                    if event["event"] == "status" and event["status"]["step"]:
-                        break
+                until_progress(job)
                 if action == "cancel":
                     job.cancel(grace=0, reason="the test cancels it")
                 else:
@@ -435,9 +427,7 @@ def test_every_face_gets_the_same_report_and_launch_judges_as_the_keeper(store_p
             continue  # a launched job has no keeper: "lost" is the store's verdict alone
         job = bridge.launch(child(*args), env=user_env(), **timeouts)
         if action == "cancel":
-            for event in job.events(timeout=WAIT_S):
-                if event["event"] == "status" and event["status"]["step"]:
-                    break
+            until_progress(job)
             job.cancel(grace=0, reason="the test cancels it")
         report = job.wait(WAIT_S)
         assert report is not None, f"launch(): {verdict}: no end within {WAIT_S} s"

@@ -15,7 +15,7 @@ import pytest
 from trainbridge import bridge
 from trainbridge.bridge import feed, store
 
-from .conftest import WAIT_S, child, leftovers
+from .conftest import WAIT_S, child, leftovers, until_progress
 
 
 def _release_1_store(path):
@@ -100,9 +100,7 @@ def test_a_release_1_store_is_migrated_and_its_jobs_still_attach(store_path):
         # A new job on the migrated store: a numbered feed, and cancel with reason and grace.
         job_id = s.submit(child("forever"))
         job = s.attach(job_id)
-        for event in job.events(timeout=WAIT_S):
-            if event["event"] == "status" and event["status"]["step"]:
-                break
+        until_progress(job)
         assert job.cancel(grace=0, reason="upgraded and stopped")
         report = job.wait(WAIT_S)
         assert report["outcome"] == "cancelled" and report["cancel"]["reason"] == (
