@@ -11,6 +11,7 @@ exactly those of a launched job), and:
   (<dir>/events.jsonl, bridge/feed.py), which is how anyone attaches: from the first line,
   from now, or from event N (docs/STORE.md "Events file");
 - writes the output to <dir>/output.log (the job's log_path);
+- samples the job's process tree (CPU, RSS, GPU) every second as "resources" events;
 - keeps the store row true: state at once, stage and progress coalesced (PROGRESS_EVERY_S),
   then outcome, exit code, signal and report; every attempt's report in `attempts`;
 - restarts a failed attempt up to max_restarts times, waiting restart_backoff * 2**n seconds;
@@ -203,6 +204,21 @@ class Keeper:
 
         threading.Thread(target=ask, name="trainbridge-keeper-dump", daemon=True).start()
 
+    def _sample_resources(self) -> None:
+        """Every RESOURCES_EVERY_S while the job's process lives: its tree's CPU, RSS and GPU
+        as a `resources` event in the feed (bridge/resources.py), so a face that attaches
+        later draws the whole history, as the keeper saw it."""
+        from trainbridge.bridge import resources
+
+        sampler = resources.Sampler()
+        while not self.finished.wait(resources.RESOURCES_EVERY_S):
+            job = self.job
+            if job is None or job.done() or not job.pid:
+                continue
+            sample = sampler.sample(job.pid)
+            if sample is not None:
+                self.events.write({"event": "resources", "t": time.time(), **sample})
+
     def _on_request(self, signum, frame) -> None:
         self.requested.set()  # the requests thread reads the files (no I/O in a handler)
 
@@ -312,6 +328,9 @@ class Keeper:
         signal.signal(signal.SIGUSR2, self._on_request)
         threading.Thread(
             target=self._serve_requests, name="trainbridge-keeper-requests", daemon=True
+        ).start()
+        threading.Thread(
+            target=self._sample_resources, name="trainbridge-keeper-resources", daemon=True
         ).start()
         me = os.getpid()
         if not self.store.update(

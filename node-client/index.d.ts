@@ -436,13 +436,26 @@ export interface SubmitOptions {
 }
 
 /**
- * An attached job's event: a launched Job's, or `attempt` (a failed attempt that will be
+ * The keeper's sample of a scheduled job's process tree, about once a second (bridge/resources.py):
+ * CPU as a percent of one core since the previous sample (null for the first), memory, GPU.
+ */
+export interface ResourceSample {
+  cpu_percent: number | null;
+  rss_bytes: number | null;
+  gpu_mem_bytes: number | null;
+  gpu_util: number | null;
+  processes: number;
+}
+
+/**
+ * An attached job's event: a launched Job's, `resources` (the keeper's samples), or `attempt` (a failed attempt that will be
  * restarted), with `t`: its time in the events file (the keeper's wall clock, seconds since the
  * epoch); null only for an end read from the row without its line. `seq`: the feed number of
  * the line it came from (null for an event made by the reader, such as 'supervisor').
  */
 export type AttachedJobEvent =
-  (JobEvent | { type: 'attempt'; data: { attempt: number; outcome: string; report: Report; restart_in: number } })
+  (JobEvent | { type: 'attempt'; data: { attempt: number; outcome: string; report: Report; restart_in: number } }
+    | { type: 'resources'; data: ResourceSample })
   & { t: number | null; seq: number | null };
 
 /**

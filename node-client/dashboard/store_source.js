@@ -73,7 +73,9 @@ class StoreSource extends MemorySource {
     // Each attached event carries its time from the events file (seconds): a replay after a
     // restart keeps the job's own timeline, not the time it was read.
     const fold = (type) => (data, t) => this._apply(entry, type, data, t);
-    for (const type of ['state', 'hello', 'stage', 'progress', 'status', 'log', 'stalled', 'hang', 'signal']) job.on(type, fold(type));
+    // 'resources': the keeper's samples of the job's tree, from the job's start (a restarted
+    // dashboard draws the whole history; this source samples no store job itself).
+    for (const type of ['state', 'hello', 'stage', 'progress', 'status', 'log', 'stalled', 'hang', 'signal', 'resources']) job.on(type, fold(type));
     job.on('error', () => undefined);
     job.on('end', (report, t) => this._apply(entry, 'end', report, t));
     job.done.then(() => undefined, (err) => this._apply(entry, 'end', {
@@ -125,8 +127,8 @@ class StoreSource extends MemorySource {
     this._notify(entry);
   }
 
-  _pidOf(entry) {
-    return entry.view.pid; // the store's row has it (job_pid), not an attached job
+  _pidOf() {
+    return null; // a store job's keeper samples it: its 'resources' events (bridge/resources.py)
   }
 }
 

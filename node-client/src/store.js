@@ -320,7 +320,7 @@ class AttachedJob extends EventEmitter {
   events() {
     const buffer = [];
     let wake = null;
-    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'status', 'supervisor', 'log', 'message', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'attempt', 'end'];
+    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'status', 'supervisor', 'log', 'message', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'resources', 'attempt', 'end'];
     const listeners = names.map((type) => {
       const fn = (data, t) => {
         buffer.push({ type, data, t: t ?? null, seq: this._lineSeq ?? null });
@@ -501,6 +501,11 @@ class AttachedJob extends EventEmitter {
       case 'signal':
         emit('signal', event.signal);
         break;
+      case 'resources': { // the keeper's sample of the job's tree (bridge/resources.py)
+        const { event: _kind, t: _t, seq: _seq, ...sample } = event;
+        emit('resources', sample);
+        break;
+      }
       case 'attempt':
         emit('attempt', { attempt: event.attempt, outcome: event.outcome, report: event.report, restart_in: event.restart_in });
         break;

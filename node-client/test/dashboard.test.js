@@ -505,3 +505,37 @@ test('store source: a two-rank torchrun job shows the lead\'s progress and one s
   assert.equal(v.stages.filter((s) => s.name === 'train').length, 1, JSON.stringify(v.stages));
   assert.equal(v.ranks.filter((r) => r.rank === 1).length, 1, 'rank 1 has its row in the ranks table');
 });
+
+test('store source: the resource chart survives a dashboard restart (the keeper samples, the feed keeps it)', async (t) => {
+  // Issue 29: the CPU/RSS chart started again when the dashboard restarted. The keeper samples
+  // the job's tree every second into the feed (bridge/resources.py); a new source replays it.
+  const python = require('../src/index.js').resolvePython();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-res-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const storePath = path.join(dir, 'jobs.db');
+  const until = async (what, ok, ms = 30000) => {
+    const deadline = Date.now() + ms;
+    while (!ok()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+  const gate = path.join(dir, 'go');
+  const code = `import os, time\nwhile not os.path.exists(${JSON.stringify(gate)}): time.sleep(0.05)\n`;
+  const first = new StoreSource({ storePath, python, refreshMs: 200 });
+  const id = await first.submit({ kind: 'command', argv: [python, '-c', code] });
+  await until('three samples', () => first.get(id).resources.t.length >= 3);
+  const seen = { t: [...first.get(id).resources.t], rss: [...first.get(id).resources.rss_mb] };
+  await first.close(); // the job goes on under its keeper
+  const second = new StoreSource({ storePath, python, refreshMs: 200 });
+  t.after(() => second.close());
+  await second.refresh();
+  await until('the replayed samples', () => second.get(id) && second.get(id).resources.t.length > seen.t.length);
+  const r = second.get(id).resources;
+  assert.deepEqual(r.t.slice(0, seen.t.length), seen.t, 'the same points, on the job\'s own timeline');
+  assert.deepEqual(r.rss_mb.slice(0, seen.rss.length), seen.rss);
+  assert.ok(r.rss_mb.every((mb) => mb > 0), JSON.stringify(r.rss_mb));
+  fs.writeFileSync(gate, '');
+  await until('the end', () => second.get(id).state === 'ended');
+  assert.equal(second.get(id).outcome, 'succeeded');
+});
