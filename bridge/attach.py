@@ -141,7 +141,11 @@ class Attached:
             current = row.get(self.id)
         finally:
             row.close()
-        if not current or not procs.same_process(current["keeper_pid"], current["keeper_start"]):
+        if (
+            not current
+            or current["job_pid"] is None  # the keeper may not have its SIGUSR1 handler yet
+            or not procs.same_process(current["keeper_pid"], current["keeper_start"])
+        ):
             return None
         with self._cond:
             seen = len(self._stacks)

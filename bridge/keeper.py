@@ -46,7 +46,6 @@ URGENT_EVENTS = ("state", "hang", "signal", "attempt", "stacks", "launch_failed"
 BACKOFF_MAX_S = 300.0
 STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about once a second
 CANCEL_POLL_S = 0.05  # how soon the main loop passes on a cancel that SIGTERM/SIGINT asked for
-REQUEST_POLL_S = 1.0  # the requests directory is read at least this often (and at SIGUSR2)
 PING_TIMEOUT_S = 2.0  # an attached ping waits this long for the worker, as Job.ping()'s default
 PING_TIMEOUT_MAX_S = 60.0  # and never longer, whatever it asked
 
@@ -174,6 +173,7 @@ class Keeper:
         self.cancelled = threading.Event()
         self.requested = threading.Event()  # SIGUSR2: a request file waits (scheduler.request)
         self.finished = threading.Event()
+        self.sample_due = threading.Event()  # a status was written: resources may follow
         self._status_written: Optional[tuple[float, Any]] = None  # (t, state) of the last
         self.job = None
         self.events = EventsFile(self.row["events_path"])
@@ -205,16 +205,26 @@ class Keeper:
         threading.Thread(target=ask, name="trainbridge-keeper-dump", daemon=True).start()
 
     def _sample_resources(self) -> None:
-        """Every RESOURCES_EVERY_S while the job's process lives: its tree's CPU, RSS and GPU
-        as a `resources` event in the feed (bridge/resources.py), so a face that attaches
-        later draws the whole history, as the keeper saw it."""
+        """With the feed's heartbeat (each `status` the keeper writes, about once a second
+        while the job's process lives), at most every RESOURCES_EVERY_S: the job's tree's CPU,
+        RSS and GPU as a `resources` event (bridge/resources.py), so a face that attaches later
+        draws the whole history. Off the hub's thread (nvidia-smi may take seconds), and no
+        wake-up of its own: an idle keeper wakes for its heartbeat only."""
         from trainbridge.bridge import resources
 
         sampler = resources.Sampler()
-        while not self.finished.wait(resources.RESOURCES_EVERY_S):
-            job = self.job
+        last = None
+        while True:
+            self.sample_due.wait()
+            self.sample_due.clear()
+            if self.finished.is_set():
+                return
+            job, now = self.job, time.monotonic()
             if job is None or job.done() or not job.pid:
                 continue
+            if last is not None and now - last < resources.RESOURCES_EVERY_S * 0.8:
+                continue
+            last = now
             sample = sampler.sample(job.pid)
             if sample is not None:
                 self.events.write({"event": "resources", "t": time.time(), **sample})
@@ -225,12 +235,15 @@ class Keeper:
     def _serve_requests(self) -> None:
         """Answer the requests (scheduler.request) in the job's requests/ directory: a `send`
         passes its data to the job in the order asked, a `ping` asks the worker on a thread
-        of its own; each gets a `reply` event in the feed. Woken by SIGUSR2, and looks once
-        a second anyway (a signal sent before the handler was installed)."""
+        of its own; each gets a `reply` event in the feed. Woken by SIGUSR2 only (no wake-up
+        of its own): scheduler.request signals a keeper only once its job has a process,
+        long after run() installed the handler."""
         directory = os.path.join(self.row["dir"], procs.REQUESTS_DIR)
-        while not self.finished.is_set():
-            self.requested.wait(REQUEST_POLL_S)
+        while True:
+            self.requested.wait()
             self.requested.clear()
+            if self.finished.is_set():
+                return
             try:
                 names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
             except OSError:
@@ -309,6 +322,9 @@ class Keeper:
             ):
                 return
             self._status_written = (event["t"], status.get("state"))
+            self.events.write(event)
+            self.sample_due.set()  # the resources sampler goes with the heartbeat
+            return
         self.events.write(event)
         if kind == "state" and event["state"] != "ended":
             # An attempt's end is not the job's: _finish (or a restart) writes the row's.
@@ -462,6 +478,8 @@ class Keeper:
 
     def _finish(self, outcome: Optional[str], report: Optional[dict[str, Any]]) -> None:
         self.finished.set()
+        self.requested.set()  # the requests and resources threads end
+        self.sample_due.set()
         report = report or {"outcome": outcome}
         report_obj = dict(report)
         self.rows.stop()

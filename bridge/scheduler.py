@@ -381,10 +381,12 @@ def request(store: Store, job_id: str, op: str, data: Any = None) -> str:
         raise KeyError(f"no job {job_id!r} in {store.path}")
     if row["state"] == "ended":
         raise RuntimeError(f"job {job_id} has ended ({row['outcome']})")
-    if not procs.same_process(row["keeper_pid"], row["keeper_start"]):
+    # A keeper signalled before it installed its handlers would die of SIGUSR2: the row
+    # names its keeper at spawn, but its job's pid only once the keeper runs the job.
+    if row["job_pid"] is None or not procs.same_process(row["keeper_pid"], row["keeper_start"]):
         raise RuntimeError(
-            f"job {job_id} has no running keeper (state {row['state']}): a queued job has "
-            "none yet; wait until it runs"
+            f"job {job_id} has no running process (state {row['state']}): ping and send "
+            "reach a job once it runs"
         )
     request_id = f"{time.time_ns():020d}-{os.getpid()}-{next(_request_count):06d}"
     directory = os.path.join(row["dir"], procs.REQUESTS_DIR)

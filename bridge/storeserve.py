@@ -48,7 +48,11 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
         return sched.forget(args["id"])
     if op == "dump_stacks":
         row = sched.get(args["id"])
-        if not row or not procs.same_process(row["keeper_pid"], row["keeper_start"]):
+        if (
+            not row
+            or row["job_pid"] is None  # the keeper may not have its SIGUSR1 handler yet
+            or not procs.same_process(row["keeper_pid"], row["keeper_start"])
+        ):
             return False
         os.kill(row["keeper_pid"], signal.SIGUSR1)
         return True

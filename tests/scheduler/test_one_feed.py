@@ -432,3 +432,27 @@ def test_every_face_gets_the_same_report_and_launch_judges_as_the_keeper(store_p
         report = job.wait(WAIT_S)
         assert report is not None, f"launch(): {verdict}: no end within {WAIT_S} s"
         assert _judged(report) == _judged(live[verdict]), verdict
+
+
+def test_asking_a_job_at_once_after_submit_never_kills_its_keeper(store_path):
+    """The row names its keeper as soon as it is spawned, before the keeper has installed
+    its SIGUSR1/SIGUSR2 handlers, whose default action ends a process: a dump_stacks() or
+    ping() asked at once could kill the keeper (the job then "lost"). They wait for the job's
+    process (the keeper sets job_pid after its handlers), and say None until then."""
+    import time
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("echo"))
+        job = s.attach(job_id)
+        deadline = time.monotonic() + WAIT_S
+        answered = None
+        while answered is None:
+            assert time.monotonic() < deadline, "no answer within the deadline"
+            job.dump_stacks(timeout=0.2)
+            answered = job.ping(timeout=0.5)
+        job.send("stop")
+        report = job.wait(WAIT_S)
+        assert report["outcome"] == "succeeded", report["summary"]
+    finally:
+        s.close()
