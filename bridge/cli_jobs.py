@@ -167,8 +167,8 @@ def submit(args) -> int:
                 f"Scheduler frees its slots)",
                 file=sys.stderr,
             )
-    if args.attach:
-        args.id = job_id
+    if args.attach:  # attach's own options at their defaults: from the start
+        args.id, args.now, args.from_seq = job_id, False, None
         return attach(args)
     return 0
 

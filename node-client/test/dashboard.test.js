@@ -483,7 +483,7 @@ test('store source: a stray subprocess does not replace the lead\'s progress or 
 });
 
 test('store source: a two-rank torchrun job shows the lead\'s progress and one stage tree (one judge)', async (t) => {
-  // Issue 29: rank 1 reports 150/200 after rank 0's 20/20 (tests/faults/scenarios/
+  // Issue 29: rank 1 reports 150/200 after rank 0's 20/20 (tests/distributed/scenarios/
   // torchrun_two_ranks_progress.py); the page draws the lead's, and each rank's own "train"
   // is one row. tests/distributed/test_elastic.py runs the same job through status() and attach.
   const python = require('../src/index.js').resolvePython();
@@ -491,7 +491,7 @@ test('store source: a two-rank torchrun job shows the lead\'s progress and one s
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const source = new StoreSource({ storePath: path.join(dir, 'jobs.db'), python, refreshMs: 200 });
   t.after(() => source.close());
-  const script = path.join(__dirname, '..', '..', 'tests', 'faults', 'scenarios', 'torchrun_two_ranks_progress.py');
+  const script = path.join(__dirname, '..', '..', 'tests', 'distributed', 'scenarios', 'torchrun_two_ranks_progress.py');
   const argv = [python, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', script, path.join(dir, 'rank0-done')];
   const id = await source.submit({ kind: 'command', argv });
   const deadline = Date.now() + 120000;

@@ -40,7 +40,7 @@ test('the last words are acked: the worker exits at once instead of waiting for 
   for (const report of [ok, failed]) {
     assert.ok(report.worker.bye, 'the worker said bye');
     assert.ok(report.duration_s < 10, `took ${report.duration_s} s`);
-    assert.deepEqual(report.protocol, { rejected: {}, lost: 0, foreign_hello: 0, unrouted: 0, undelivered: {} });
+    assert.deepEqual(report.protocol, { rejected: {}, lost: 0, foreign_hello: 0, unrouted: 0, undelivered: {}, unsent: 0 });
   }
 });
 

@@ -56,6 +56,7 @@ print(first.kind, first.body["to"], second.kind, second.body["to"], flush=True)
         "foreign_hello": 0,
         "unrouted": 0,
         "undelivered": {},
+        "unsent": 0,
     }
     assert r["progress"]["step"] == 1
 

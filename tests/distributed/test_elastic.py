@@ -156,7 +156,7 @@ def _torchrun_progress_cmd(flag):
         "torch.distributed.run",
         "--standalone",
         "--nproc_per_node=2",
-        os.path.join(SCENARIOS, "torchrun_two_ranks_progress.py"),
+        os.path.join(ROOT, "tests", "distributed", "scenarios", "torchrun_two_ranks_progress.py"),
         str(flag),
     ]
 

@@ -2,6 +2,7 @@
 and reports its own progress. Rank 0 (the lead) counts 1..20 of 20; after it is done, rank 1
 reports 150 of 200 (so a face that took the last progress from anyone would show rank 1's).
 The order is made with a file (argv[1]), not with time."""
+
 import os
 import sys
 import time
