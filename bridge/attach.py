@@ -235,6 +235,13 @@ class Attached:
         )
 
     # --- the tail thread --------------------------------------------------------------------
+    def _before(self, event: dict[str, Any]) -> bool:
+        """Whether the event comes before the number asked for (since=N): the feed's end was
+        before N when the tail began (a queued job has no feed yet), so the lines that came
+        since start below N."""
+        since, seq = self.since, event.get("seq")
+        return isinstance(since, int) and isinstance(seq, int) and seq < since
+
     def _publish(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
         if isinstance(event.get("seq"), int):
@@ -302,6 +309,8 @@ class Attached:
                             event = json.loads(line)
                         except ValueError:
                             continue  # a torn line cannot happen (one write per line)
+                        if self._before(event):
+                            continue
                         self._publish(event)
                         if event.get("event") == "end":
                             return

@@ -389,6 +389,9 @@ class AttachedJob extends EventEmitter {
         if (!line.trim()) continue;
         let event;
         try { event = JSON.parse(line); } catch { continue; }
+        // {since: N} on a feed that ended before N (a queued job has none yet): the lines that
+        // came since are read from where it ended, and those below N are not asked for.
+        if (typeof this._since === 'number' && Number.isInteger(event.seq) && event.seq < this._since) continue;
         this._deliver(event);
       }
       if (!got && !this._stopped && Date.now() >= this._nextRow) {

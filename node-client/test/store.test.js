@@ -292,3 +292,21 @@ test('an attached job pings and sends as a launched one and hears the script\'s 
   // A launched Job's timeout unit: seconds.
   assert.equal(await job.dumpStacks({ timeout: 1 }), null);
 });
+
+test('from event N of a queued job: its events from N on once it runs, not the ones before', async (t) => {
+  const store = openStore(tempStore(t), { python: PYTHON, slots: { jobs: 1, gpus: [] } });
+  t.after(() => store.close());
+  const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
+  const first = await store.submit({ command: PYTHON, args: [child, 'forever'], env: userEnv() });
+  const running = store.attach(first);
+  await new Promise((resolve) => { const on = (s) => { if (s.step) { running.off('status', on); resolve(); } }; running.on('status', on); });
+  running.close();
+  const queued = await store.submit({ command: PYTHON, args: [child, 'steps', '3'], env: userEnv() });
+  assert.equal((await store.get(queued)).state, 'queued');
+  const job = store.attach(queued, { since: 4 });
+  await store.cancel(first);
+  const numbers = [];
+  for await (const event of job) if (event.seq !== null) numbers.push(event.seq);
+  assert.ok(numbers.length && numbers[0] >= 4, JSON.stringify(numbers.slice(0, 3)));
+  assert.equal((await job.done).outcome, 'succeeded');
+});

@@ -456,3 +456,22 @@ def test_asking_a_job_at_once_after_submit_never_kills_its_keeper(store_path):
         assert report["outcome"] == "succeeded", report["summary"]
     finally:
         s.close()
+
+
+def test_from_event_n_of_a_queued_job_starts_at_n_when_it_runs(store_path):
+    """attach(since=N) to a job whose feed does not reach N yet (here: queued, no feed at
+    all) gives its events from N on once they come, not the ones before."""
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        first = s.submit(child("forever"))
+        until_progress(s.attach(first))
+        queued = s.submit(child("steps", 3))
+        assert s.get(queued)["state"] == "queued"
+        job = s.attach(queued, since=4)
+        s.cancel(first)
+        events = list(job.events(timeout=WAIT_S))
+        assert events and events[0]["seq"] == 4, events[:2]
+        assert [e["seq"] for e in events] == list(range(4, 4 + len(events)))
+        assert job.report["outcome"] == "succeeded"
+    finally:
+        s.close()
