@@ -84,16 +84,18 @@ def test_repeated_live_looks_at_a_sleeping_child_keep_answering():
     try:
         proc.stdout.readline()
         mark = evidence.live(proc.pid)["mark"]
-        kinds = set()
+        looks = []
         for _ in range(20):
             ev = evidence.live(proc.pid, mark)
-            kinds.add(
-                diagnosis.diagnose_hang({"reason": "stall", "evidence": ev, "idle_s": 3})["kind"]
-            )
+            found = diagnosis.diagnose_hang({"reason": "stall", "evidence": ev, "idle_s": 3})
+            looks.append((ev.get("alive"), ev.get("status"), found["kind"]))
     finally:
         proc.kill()
         proc.wait()
-    assert len(kinds) == 1 and None not in kinds, kinds  # the same still child, the same answer
+    # Each look reads the child as it is (alive, asleep) and says something. Which kind
+    # depends on whether the look came 0.2 s or more after the mark (then it has the CPU
+    # fraction): the hunt saw both "unknown" and "sleeping" in one run.
+    assert all(alive and status == "sleeping" and kind for alive, status, kind in looks), looks
 
 
 IGNORES_SIGTERM_AND_SLEEPS = """
