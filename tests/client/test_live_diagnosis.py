@@ -92,10 +92,13 @@ def test_repeated_live_looks_at_a_sleeping_child_keep_answering():
     finally:
         proc.kill()
         proc.wait()
-    # Each look reads the child as it is (alive, asleep) and says something. Which kind
-    # depends on whether the look came 0.2 s or more after the mark (then it has the CPU
-    # fraction): the hunt saw both "unknown" and "sleeping" in one run.
-    assert all(alive and status == "sleeping" and kind for alive, status, kind in looks), looks
+    # Each look reads the child as it is and says something. What it says depends on timing
+    # on a busy machine: the child may still be on its way into sleep() ("running"), and a
+    # look under 0.2 s after the mark has no CPU fraction: the hunt saw "unknown" and
+    # "sleeping" in one run.
+    assert all(
+        alive and status in ("running", "sleeping") and kind for alive, status, kind in looks
+    ), looks
 
 
 IGNORES_SIGTERM_AND_SLEEPS = """
