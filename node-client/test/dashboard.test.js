@@ -17,6 +17,15 @@ const { StoreSource } = require('../dashboard/store_source.js');
 const { openStore } = require('../src/index.js');
 
 const T0 = 1_800_000_000_000;
+
+/** Wait until ok() holds, polling every 25 ms; fail with `what` after ms. */
+async function until(what, ok, ms = 30000) {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
 const view0 = () => model.createView({ id: 'job-1', title: 'demo', command: ['python', 'x.py'], t: T0 });
 
 test('progress: the page shows the judge\'s status (rate, ETA, falling in a stall); metrics series from progress', () => {
@@ -309,13 +318,6 @@ test('store source: a job outlives the source that started it; a new one replays
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const storePath = path.join(dir, 'jobs.db');
-  const until = async (what, ok, ms = 30000) => {
-    const deadline = Date.now() + ms;
-    while (!ok()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  };
   const first = new StoreSource({ storePath, python, refreshMs: 200 });
   const id = await first.submit({ kind: 'command', argv: [python, '-c', "import time; print('before', flush=True); time.sleep(1.5); print('after')"] });
   await until('the first line', () => first.get(id).log.lines.some((l) => l.text === 'before'));
@@ -513,13 +515,6 @@ test('store source: the resource chart survives a dashboard restart (the keeper 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-res-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const storePath = path.join(dir, 'jobs.db');
-  const until = async (what, ok, ms = 30000) => {
-    const deadline = Date.now() + ms;
-    while (!ok()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  };
   const gate = path.join(dir, 'go');
   const code = `import os, time\nwhile not os.path.exists(${JSON.stringify(gate)}): time.sleep(0.05)\n`;
   const first = new StoreSource({ storePath, python, refreshMs: 200 });
