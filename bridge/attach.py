@@ -12,14 +12,13 @@ ping and send as request files and SIGUSR2 (the answer comes back as a "reply" e
 from __future__ import annotations
 
 import json
-import os
 import signal
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any, Callable, Optional, Union
 
-from trainbridge.bridge import feed, procs, scheduler
+from trainbridge.bridge import feed, scheduler
 from trainbridge.bridge.job_events import EventQueue
 from trainbridge.bridge.report import Report
 from trainbridge.bridge.status import StatusTracker
@@ -141,15 +140,10 @@ class Attached:
             current = row.get(self.id)
         finally:
             row.close()
-        if (
-            not current
-            or current["job_pid"] is None  # the keeper may not have its SIGUSR1 handler yet
-            or not procs.same_process(current["keeper_pid"], current["keeper_start"])
-        ):
-            return None
         with self._cond:
             seen = len(self._stacks)
-        os.kill(current["keeper_pid"], signal.SIGUSR1)
+        if not scheduler.signal_keeper(current, signal.SIGUSR1):
+            return None
         deadline = time.monotonic() + timeout + 1.0
         with self._cond:
             while len(self._stacks) == seen:

@@ -388,10 +388,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         worker.on_message() / worker.receive() (PROTOCOL.md "user"). In order; held until
         the worker said hello (at most OUTBOX_LIMIT). Raises ValueError when too large
         and RuntimeError when the job ended or the outbox is full."""
-        try:
-            codec.encode("user", 1, {"data": data}, self.key, self.id)
-        except codec.ProtocolError as exc:
-            raise ValueError(f"job.send: cannot send this message ({exc})") from None
+        check_message(data, self.key, self.id)
         if self._done.is_set():
             raise RuntimeError(f"job.send: job {self.id} has ended")
         if self.lead is None and len(self._outbox) >= OUTBOX_LIMIT:
@@ -474,6 +471,15 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
             for record in records
         ]
         self._publish_all(events)
+
+
+def check_message(data: Any, key: bytes = b"k" * 32, job_id: str = "size-check") -> None:
+    """ValueError when job.send(data) cannot go to the worker (too large, a type the codec
+    refuses): the codec's own check, also for an attached job's send (scheduler.request)."""
+    try:
+        codec.encode("user", 1, {"data": data}, key, job_id)
+    except codec.ProtocolError as exc:
+        raise ValueError(f"job.send: cannot send this message ({exc})") from None
 
 
 def launch(

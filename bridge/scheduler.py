@@ -356,6 +356,19 @@ def check_cancel(reason: Any, grace: Any) -> None:
         raise ValueError(f"cancel: grace must be None or seconds >= 0, not {grace!r}")
 
 
+def signal_keeper(row: Optional[dict[str, Any]], signum: int) -> bool:
+    """Send the job's keeper `signum` (SIGUSR1: dump stacks; SIGUSR2: read the requests)
+    when it can take it: it is alive (pid and start time) and its job has a process. The
+    row names a keeper at spawn, before it installs its handlers (whose default action ends
+    it); it sets job_pid after. False when the signal was not sent."""
+    if not row or row["job_pid"] is None:
+        return False
+    if not procs.same_process(row["keeper_pid"], row["keeper_start"]):
+        return False
+    os.kill(row["keeper_pid"], signum)
+    return True
+
+
 REQUEST_OPS = ("ping", "send")
 _request_count = itertools.count()
 
@@ -370,19 +383,14 @@ def request(store: Store, job_id: str, op: str, data: Any = None) -> str:
     if op not in REQUEST_OPS:
         raise ValueError(f"request: op must be one of {', '.join(REQUEST_OPS)}, not {op!r}")
     if op == "send":
-        from trainbridge.protocol import codec
+        from trainbridge.bridge.job import check_message
 
-        try:  # the size and the types launch()'s Job.send() accepts
-            codec.encode("user", 1, {"data": data}, b"k" * 32, "size-check")
-        except codec.ProtocolError as exc:
-            raise ValueError(f"job.send: cannot send this message ({exc})") from None
+        check_message(data)  # what launch()'s Job.send() accepts
     row = store.get(job_id)
     if row is None:
         raise KeyError(f"no job {job_id!r} in {store.path}")
     if row["state"] == "ended":
         raise RuntimeError(f"job {job_id} has ended ({row['outcome']})")
-    # A keeper signalled before it installed its handlers would die of SIGUSR2: the row
-    # names its keeper at spawn, but its job's pid only once the keeper runs the job.
     if row["job_pid"] is None or not procs.same_process(row["keeper_pid"], row["keeper_start"]):
         raise RuntimeError(
             f"job {job_id} has no running process (state {row['state']}): ping and send "
@@ -393,7 +401,8 @@ def request(store: Store, job_id: str, op: str, data: Any = None) -> str:
     os.makedirs(directory, mode=0o700, exist_ok=True)
     body = json.dumps({"id": request_id, "op": op, "data": data}, ensure_ascii=True)
     private_files.write_atomic(os.path.join(directory, request_id + ".json"), body.encode())
-    os.kill(row["keeper_pid"], signal.SIGUSR2)
+    if not signal_keeper(row, signal.SIGUSR2):
+        raise RuntimeError(f"job {job_id}: its keeper ended while it was asked")
     return request_id
 
 

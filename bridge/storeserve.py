@@ -17,12 +17,11 @@ implementation is Python's, which a Node user of trainbridge has for the worker 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 from typing import Any
 
-from trainbridge.bridge import procs
+from trainbridge.bridge import scheduler
 from trainbridge.bridge.scheduler import Scheduler
 
 
@@ -47,15 +46,7 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
     if op == "forget":
         return sched.forget(args["id"])
     if op == "dump_stacks":
-        row = sched.get(args["id"])
-        if (
-            not row
-            or row["job_pid"] is None  # the keeper may not have its SIGUSR1 handler yet
-            or not procs.same_process(row["keeper_pid"], row["keeper_start"])
-        ):
-            return False
-        os.kill(row["keeper_pid"], signal.SIGUSR1)
-        return True
+        return scheduler.signal_keeper(sched.get(args["id"]), signal.SIGUSR1)
     if op == "request":
         return sched.request(args["id"], args["op"], args.get("data"))
     if op == "ping":
