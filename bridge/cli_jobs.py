@@ -65,6 +65,12 @@ def add_commands(sub) -> None:
             metavar="S",
             help=f"as for run (default {d[name]}; 0 disables)",
         )
+    p.add_argument(
+        "--no-zero-code",
+        dest="zero_code",
+        action="store_false",
+        help="as for run: only scripts that import trainbridge.worker say hello",
+    )
     p.add_argument("--cwd", help="working directory (default: this one)")
     p.add_argument("--attach", action="store_true", help="then follow it like `attach`")
     p.add_argument("--json", action="store_true", help="print {\"id\": ...} as JSON")
@@ -152,6 +158,7 @@ def submit(args) -> int:
                 priority=args.priority,
                 max_restarts=args.max_restarts,
                 restart_backoff=args.restart_backoff,
+                zero_code=args.zero_code,
             )
         except ValueError as exc:
             print(f"trainbridge submit: {exc}", file=sys.stderr)

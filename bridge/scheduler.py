@@ -281,6 +281,7 @@ def submit(
     priority: int = 0,
     max_restarts: int = 0,
     restart_backoff: float = 1.0,
+    zero_code: bool = True,
 ) -> str:
     if isinstance(cmd, (str, bytes)) or not cmd:
         raise ValueError("the command must be a non-empty list of arguments (no shell strings)")
@@ -288,6 +289,8 @@ def submit(
     unknown = set(config) - TIMEOUT_NAMES
     if unknown:
         raise ValueError(f"unknown timeouts {sorted(unknown)}; known: {sorted(TIMEOUT_NAMES)}")
+    if not isinstance(zero_code, bool):
+        raise ValueError(f"zero_code must be True or False, got {zero_code!r}")
     # launch()'s own check (argv, cwd, env, deadline values: NaN, "30", negatives), so a bad
     # job is refused here instead of being stored and failing later in its keeper.
     from trainbridge.bridge.job import LaunchError, check_arguments
@@ -296,6 +299,8 @@ def submit(
         check_arguments(list(cmd), cwd=cwd, env=env, config=config)
     except LaunchError as exc:
         raise ValueError(str(exc)) from None
+    if not zero_code:  # the keeper passes its row's config to launch() by name
+        config["zero_code"] = False
     resources = dict(resources or {})
     gpus = resources.get("gpus", 0)
     if not isinstance(gpus, int) or gpus < 0:
@@ -548,10 +553,12 @@ class Scheduler:
         priority: int = 0,
         max_restarts: int = 0,
         restart_backoff: float = 1.0,
+        zero_code: bool = True,
     ) -> str:
         """Queue cmd (a list, no shell) and start it if its slots are free; returns its id.
         env: the job's whole environment (default: this process's, now); only the names go
-        in the store. timeouts: launch()'s deadlines by name (startup_timeout, ...)."""
+        in the store. timeouts: launch()'s deadlines by name (startup_timeout, ...).
+        zero_code: as launch()'s (False: only processes that import the worker say hello)."""
         with self._lock:
             job_id = submit(
                 self._store,
@@ -563,6 +570,7 @@ class Scheduler:
                 priority,
                 max_restarts,
                 restart_backoff,
+                zero_code,
             )
             schedule_pass(self._store, self.python, self._keepers)
         return job_id

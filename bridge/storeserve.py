@@ -5,8 +5,9 @@
 Each request is one line on stdin, {"id": n, "op": name, "args": {...}}; each answer one
 line on stdout, {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "error": text}.
 Ops: jobs {state, limit}, get {id}, submit {cmd, cwd, env, timeouts, resources, priority,
-max_restarts, restart_backoff}, cancel {id}, forget {id}, dump_stacks {id} (sends SIGUSR1 to
-the keeper; the stacks come as a "stacks" event in the events file), request {id, op, data}
+max_restarts, restart_backoff, zero_code}, cancel {id}, forget {id}, dump_stacks {id} (sends
+SIGUSR1 to the keeper; the stacks come as a "stacks" event in the events file), request {id,
+op, data}
 (ping or send, scheduler.request: returns the request id; the answer comes as a "reply"
 event). All ASCII JSON.
 The helper is a full Scheduler (it reconciles and starts queued jobs while it runs) and ends
@@ -40,6 +41,7 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
             priority=args.get("priority", 0),
             max_restarts=args.get("max_restarts", 0),
             restart_backoff=args.get("restart_backoff", 1.0),
+            zero_code=args.get("zero_code", True),
         )
     if op == "cancel":
         return sched.cancel(args["id"], reason=args.get("reason"), grace=args.get("grace"))

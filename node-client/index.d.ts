@@ -433,6 +433,8 @@ export interface SubmitOptions {
   maxRestarts?: number;
   /** Seconds before the first restart, doubled for each next one. Default 1. */
   restartBackoff?: number;
+  /** As launch()'s: false = only scripts that import trainbridge's worker say hello. Default true. */
+  zeroCode?: boolean;
 }
 
 /**

@@ -120,7 +120,7 @@ class Store {
   /**
    * Queue a job; resolves to its id. options: command, args, cwd, env (the whole environment;
    * default this process's), timeouts (snake_case or camelCase), resources ({gpus}),
-   * priority, maxRestarts, restartBackoff (seconds).
+   * priority, maxRestarts, restartBackoff (seconds), zeroCode (as launch()'s; default true).
    */
   submit(options) {
     if (!options || !options.command) throw new TypeError('submit() needs a command, e.g. {command: "python", args: ["train.py"]}');
@@ -137,6 +137,7 @@ class Store {
       priority: options.priority || 0,
       max_restarts: options.maxRestarts || 0,
       restart_backoff: options.restartBackoff ?? 1.0,
+      zero_code: options.zeroCode ?? true,
     });
   }
 

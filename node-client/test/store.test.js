@@ -310,3 +310,14 @@ test('from event N of a queued job: its events from N on once it runs, not the o
   assert.ok(numbers.length && numbers[0] >= 4, JSON.stringify(numbers.slice(0, 3)));
   assert.equal((await job.done).outcome, 'succeeded');
 });
+
+test('submit({zeroCode: false}) leaves the worker out, as launch()\'s zeroCode and Python\'s submit(zero_code=False)', async (t) => {
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const code = "import sys; print('worker' if 'trainbridge.worker' in sys.modules else 'none')";
+  const off = await store.submit({ command: PYTHON, args: ['-c', code], env: userEnv(), zeroCode: false });
+  const on = await store.submit({ command: PYTHON, args: ['-c', code], env: userEnv() });
+  assert.deepEqual((await store.attach(off).done).log_tail, ['none']);
+  assert.deepEqual((await store.attach(on).done).log_tail, ['worker']);
+  assert.deepEqual((await store.get(off)).config, { zero_code: false });
+});

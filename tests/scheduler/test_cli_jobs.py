@@ -96,3 +96,12 @@ def test_attach_now_starts_from_the_jobs_state_and_status_not_its_first_line(sto
     assert events[1]["status"]["step"] >= 10, events[1]
     assert "step 1" not in [e["text"] for e in events if e["event"] == "output"]
     assert events[-1]["event"] == "end" and events[-1]["report"]["outcome"] == "succeeded"
+
+
+def test_submit_no_zero_code_leaves_the_worker_out(store_path):
+    code = "import sys; print('worker' if 'trainbridge.worker' in sys.modules else 'none')"
+    done = tb(store_path, "submit", "--no-zero-code", "--", sys.executable, "-c", code)
+    assert done.returncode == 0, done.stderr
+    followed = tb(store_path, "attach", done.stdout.strip(), "--json")
+    outputs = [json.loads(line) for line in followed.stdout.splitlines()]
+    assert [e["text"] for e in outputs if e["event"] == "output"] == ["none"]

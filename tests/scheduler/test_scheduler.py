@@ -5,6 +5,7 @@ restarted with backoff and each attempt's report is kept; cancel works queued or
 forget removes a job and its files."""
 
 import os
+import sys
 import time
 
 import pytest
@@ -259,3 +260,22 @@ def test_a_command_that_cannot_start_ends_failed_with_the_reason(store_path):
         assert report["outcome"] == "failed"
         assert "could not start '/nonexistent/python'" in report["note"]
         assert s.get(job_id)["outcome"] == "failed"
+
+
+WORKER_LOADED = "import sys; print('worker' if 'trainbridge.worker' in sys.modules else 'none')"
+
+
+def test_zero_code_off_leaves_the_worker_out_as_launch_does(store_path):
+    """submit(zero_code=False) is launch()'s zero_code=False: the keeper does not load the
+    worker into the job's Python processes (a script that imports it itself still says
+    hello). The row's config says so; anything but a bool is refused at submit."""
+    with sched(store_path) as s:
+        on = s.submit([sys.executable, "-c", WORKER_LOADED])
+        off = s.submit([sys.executable, "-c", WORKER_LOADED], zero_code=False)
+        assert s.attach(on).wait(WAIT_S)["log_tail"] == ["worker"]
+        report = s.attach(off).wait(WAIT_S)
+        assert report["log_tail"] == ["none"] and report["outcome"] == "succeeded"
+        assert s.get(off)["config"] == {"zero_code": False}
+        assert s.get(on)["config"] == {}
+        with pytest.raises(ValueError, match="zero_code must be True or False"):
+            s.submit([sys.executable, "-c", "pass"], zero_code="no")
