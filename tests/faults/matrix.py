@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import socket
 import sys
 import threading
@@ -16,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import psutil
 
@@ -106,12 +107,44 @@ class GoSignal:
         self.thread.join(2)
 
 
+class ExitWatch:
+    """The wall time a process that is not our child exits, through a pidfd (Linux): what
+    launch()'s Job reads for its own child, for a job whose keeper is another process. `t`
+    stays None when the process was gone (or a zombie) before the watch began."""
+
+    def __init__(self, pid: int):
+        self.t: Optional[float] = None
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:  # gone already
+            return
+        if select.select([fd], [], [], 0)[0]:  # exited before the watch: no time to give
+            os.close(fd)
+            return
+        self.thread = threading.Thread(target=self._wait, args=(fd,), daemon=True)
+        self.thread.start()
+
+    def _wait(self, fd: int) -> None:
+        try:
+            if select.select([fd], [], [], 120)[0]:
+                self.t = time.time()
+        finally:
+            os.close(fd)
+
+
 class Timing:
     """Wall times of the events the deadlines are measured between (listener thread)."""
 
-    def __init__(self, marker: Optional[str], go: Optional[GoSignal] = None):
+    def __init__(
+        self,
+        marker: Optional[str],
+        go: Optional[GoSignal] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.marker = marker
         self.go = go
+        self.clock = clock
+        self.exit: Optional[ExitWatch] = None  # keeper route: the job's process, watched
         self.marker_t: Optional[float] = None
         self.hang_t: Optional[float] = None
         self.end_t: Optional[float] = None
@@ -119,7 +152,7 @@ class Timing:
         self.live: Optional[dict[str, Any]] = None  # the last live (stalled) diagnosis
 
     def __call__(self, event: dict[str, Any]) -> None:
-        now = time.monotonic()
+        now = self.clock()
         kind = event.get("event")
         if self.go is not None:
             self.go.seen(event)
@@ -131,21 +164,21 @@ class Timing:
             self.end_t = now
         elif kind == "spawn" and self.spawn_t is None:
             self.spawn_t = now
+            if self.clock is time.time:  # another process's child: watch its exit here
+                self.exit = ExitWatch(event["pid"])
         elif kind == "stalled" and event.get("diagnosis"):
             self.live = event["diagnosis"]
 
 
-def job_processes(job_id: str) -> list[psutil.Process]:
-    """Live processes that carry the job's id in their environment (zombies are gone)."""
+def job_processes(job_id: str, variable: str = "TRAINBRIDGE_JOB_ID") -> list[psutil.Process]:
+    """Live processes that carry the job's id in their environment (zombies are gone): a
+    launched job's id, or with variable="TRAINBRIDGE_STORE_JOB" a scheduled job's."""
     out = []
     for proc in psutil.process_iter(["pid"]):
         if proc.pid == os.getpid():
             continue
         try:
-            if (
-                proc.environ().get("TRAINBRIDGE_JOB_ID") == job_id
-                and proc.status() != psutil.STATUS_ZOMBIE
-            ):
+            if proc.environ().get(variable) == job_id and proc.status() != psutil.STATUS_ZOMBIE:
                 out.append(proc)
         except (psutil.Error, OSError):
             continue
@@ -153,22 +186,10 @@ def job_processes(job_id: str) -> list[psutil.Process]:
 
 
 def run(name: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """(report, measures, failures) for one row."""
+    """(report, measures, failures) for one row, launched by this process (launch())."""
     from trainbridge import bridge
-    from trainbridge.bridge import childstack
 
-    # The rows say what both clients say; Node never asks py-spy, and a py-spy on PATH (a
-    # user's pip install) would make the Python client name the child's Python frame instead
-    # of its kernel stack. That variant is pinned in vectors/diagnosis.json.
-    childstack.py_spy_dump = lambda pid, notes: None
-
-    row = ROWS[name]
-    config = {**MATRIX["config"], **(row.get("config") or {})}
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (
-        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
-    )
-    env.update(row.get("env") or {})
+    row, config, env = _setup(name)
     subs: dict[str, str] = {}
     with _needs(row, env, subs) as go, _tmpdir(row, env):
         timing = Timing(_sub(row.get("last_line"), subs), go)
@@ -188,20 +209,97 @@ def run(name: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
             report = job.wait(timeout=10) or {}
             failures.append("no report within 60 s")
         ended = job.ended
-        leftovers = job_processes(job.id)
-        if leftovers:
-            _, alive = psutil.wait_procs(leftovers, timeout=GONE_WAIT_S)
-            alive = [p for p in alive if _alive(p)]
-            if alive:
-                failures.append(f"processes left behind: {[p.pid for p in alive]}")
-                for p in alive:  # do not let one failure poison the next rows
-                    try:
-                        p.kill()
-                    except psutil.Error:
-                        pass
+        failures += _left_behind(job_processes(job.id))
     measures = _measures(row, config, timing, launched, ended)
     failures += judge(row, report, measures, subs)
     return report, measures, failures
+
+
+def run_kept(name: str, store: str) -> tuple[dict[str, Any], dict[str, Any], list[str], str]:
+    """(report, measures, failures, job id) for one row submitted to a Scheduler on `store`
+    and judged by its keeper (another process, the same judge as launch()), as a face sees it:
+    the report is an attached job's, the times are when its events reached this process.
+    The failures include any difference between that report, the one attach() reads after
+    the end, and the store's row: every face gets the keeper's report, field by field."""
+    from trainbridge import bridge
+    from trainbridge.bridge.procs import JOB_VARIABLE
+
+    row, config, env = _setup(name)
+    subs: dict[str, str] = {}
+    sched = bridge.Scheduler(store=store, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        with _needs(row, env, subs) as go, _tmpdir(row, env):
+            timing = Timing(_sub(row.get("last_line"), subs), go, clock=time.time)
+            submitted = time.time()
+            job_id = sched.submit(
+                [sys.executable, *row["argv"]],
+                cwd=str(SCENARIOS),
+                env=env,
+                timeouts=config,
+                zero_code=row.get("zero_code", True),
+            )
+            job = sched.attach(job_id, on_event=timing)
+            report = job.wait(timeout=60)
+            failures: list[str] = []
+            if report is None:
+                sched.cancel(job_id, grace=0)
+                report = job.wait(timeout=10) or {}
+                failures.append("no report within 60 s")
+            failures += _left_behind(job_processes(job_id, JOB_VARIABLE))
+        after = sched.attach(job_id).wait(timeout=10)
+        kept = sched.get(job_id)["report"]
+    finally:
+        sched.close()
+    if not (after == report == kept):
+        failures.append(
+            "the faces' reports differ: "
+            + "; ".join(
+                f"{k}: attached live {report.get(k)!r}, after {(after or {}).get(k)!r}, "
+                f"row {(kept or {}).get(k)!r}"
+                for k in sorted(set(report) | set(after or {}) | set(kept or {}))
+                if not (report.get(k) == (after or {}).get(k) == (kept or {}).get(k))
+            )
+        )
+    if timing.exit is not None and getattr(timing.exit, "thread", None) is not None:
+        timing.exit.thread.join(GONE_WAIT_S)
+    ended = timing.exit.t if timing.exit is not None else None
+    measures = _measures(row, config, timing, submitted, ended)
+    failures += judge(row, report, measures, subs)
+    return report, measures, failures, job_id
+
+
+def _setup(name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """The row, its config and the child's environment."""
+    from trainbridge.bridge import childstack
+
+    # The rows say what both clients say; Node never asks py-spy, and a py-spy on PATH (a
+    # user's pip install) would make the Python client name the child's Python frame instead
+    # of its kernel stack. That variant is pinned in vectors/diagnosis.json. (A keeper is
+    # another process: the test's PATH, from scripts/setup, has no py-spy.)
+    childstack.py_spy_dump = lambda pid, notes: None
+
+    row = ROWS[name]
+    config = {**MATRIX["config"], **(row.get("config") or {})}
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
+    env.update(row.get("env") or {})
+    return row, config, env
+
+
+def _left_behind(leftovers: list[psutil.Process]) -> list[str]:
+    """A failure when any of the job's processes outlives it (then they are killed)."""
+    if not leftovers:
+        return []
+    _, alive = psutil.wait_procs(leftovers, timeout=GONE_WAIT_S)
+    alive = [p for p in alive if _alive(p)]
+    for p in alive:  # do not let one failure poison the next rows
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    return [f"processes left behind: {[p.pid for p in alive]}"] if alive else []
 
 
 def _alive(proc: psutil.Process) -> bool:
@@ -359,6 +457,59 @@ def judge(
     return failures
 
 
+def judged(report: dict[str, Any]) -> dict[str, Any]:
+    """A report's judgement without what differs from run to run (times, pids, paths): two
+    supervisors that judge alike give equal ones."""
+    diagnosis = report.get("diagnosis") or {}
+    return {
+        "outcome": report.get("outcome"),
+        "exit_code": report.get("exit_code"),
+        "signal": report.get("signal"),
+        "kind": diagnosis.get("kind"),
+        "error": (report.get("error") or {}).get("type"),
+        "stages": [s["name"] for s in report.get("stages") or []],
+        "stage": report.get("stage"),
+        "hang": (report.get("hang") or {}).get("reason"),
+    }
+
+
+class NodeFace:
+    """One Node process that reads ended jobs of one store as a Node face does
+    (openStore(store).attach(id).done), for many rows: Node and its store helper start once."""
+
+    def __init__(self, store: str):
+        import subprocess
+
+        self.proc = subprocess.Popen(
+            [
+                "node",
+                str(ROOT / "tests" / "scheduler" / "attached_reports.js"),
+                "--serve",
+                store,
+                sys.executable,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=str(ROOT),
+        )
+
+    def report(self, job_id: str) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(job_id + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()  # the job has ended: its report is in its feed
+        if not line:
+            raise AssertionError(f"attached_reports.js ended: {self.close()[-3000:]}")
+        return json.loads(line)
+
+    def close(self) -> str:
+        """Its stderr, once it has ended."""
+        _, err = self.proc.communicate(input="", timeout=60)
+        return err
+
+
 def keep_report(name: str, report: dict[str, Any], failures: list[str]) -> str:
     """Write a failing row's report where a person can read it later; returns the path."""
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / "trainbridge-faults"
@@ -373,17 +524,26 @@ def keep_report(name: str, report: dict[str, Any], failures: list[str]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """python -m tests.faults.matrix [--repeat N] [NAME ...]: run rows, print one line each."""
+    """python -m tests.faults.matrix [--repeat N] [--keeper] [NAME ...]: run rows, print one
+    line each; --keeper submits each to a Scheduler (a store in a temporary folder) instead."""
+    import tempfile
+
     repeat = 1
     if argv[:1] == ["--repeat"]:
         repeat, argv = int(argv[1]), argv[2:]
+    kept = argv[:1] == ["--keeper"]
+    argv = argv[1:] if kept else argv
     names = argv or list(ROWS)
     bad = 0
     started = time.monotonic()
     for i in range(repeat):
         pass_start = time.monotonic()
         for name in names:
-            report, measures, failures = run(name)
+            if kept:
+                with tempfile.TemporaryDirectory() as folder:
+                    report, measures, failures, _ = run_kept(name, os.path.join(folder, "j.db"))
+            else:
+                report, measures, failures = run(name)
             diag = report.get("diagnosis") or {}
             status = "ok  " if not failures else "FAIL"
             print(

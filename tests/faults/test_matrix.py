@@ -3,18 +3,44 @@ real process that really fails, hangs or crashes; the report must give the row's
 diagnosis kind and named frame, keep the last output line, know it within the deadline,
 and leave no process behind. The judging lives in matrix.py (shared with the 20x loop)."""
 
+import json
+
 import pytest
 
 from tests.faults import matrix
 
 
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """One job store for every row's keeper run, and a Node face reading it."""
+    path = str(tmp_path_factory.mktemp("kept") / "jobs.db")
+    face = matrix.NodeFace(path)
+    yield path, face
+    err = face.close()
+    assert face.proc.returncode == 0, err
+
+
 @pytest.mark.parametrize("name", list(matrix.ROWS))
-def test_fault_matrix(name):
+def test_fault_matrix(name, store):
+    """Each row twice: launched by this process, and submitted to a Scheduler, whose keeper
+    (another process) judges it while this process only reads its feed (one judge, one feed:
+    issue 29). Both are held to the row; their judgements are equal; the attached report is
+    the same live, after the end, in the store's row and from Node."""
     report, measures, failures = matrix.run(name)
+    path, node = store
+    kept, kept_measures, kept_failures, job_id = matrix.run_kept(name, path)
+    failures += [f"under a keeper: {failure}" for failure in kept_failures]
+    if matrix.judged(kept) != matrix.judged(report):
+        failures.append(
+            f"launch() judged {matrix.judged(report)}, the keeper {matrix.judged(kept)}"
+        )
+    if node.report(job_id) != json.loads(json.dumps(kept)):
+        failures.append("Node's attached report differs from Python's")
     if failures:
-        kept = matrix.keep_report(name, report, failures)
+        paths = [matrix.keep_report(name, report, failures)]
+        paths.append(matrix.keep_report(f"keeper-{name}", kept, failures))
         raise AssertionError(
-            "\n".join(failures + [f"summary: {report.get('summary')}", f"report: {kept}"])
+            "\n".join(failures + [f"summary: {report.get('summary')}", f"reports: {paths}"])
         )
 
 

@@ -4,6 +4,7 @@ view render those, never a judgement of their own. Real keeper, real processes."
 
 import sys
 
+from tests.faults.matrix import judged
 from trainbridge import bridge
 from trainbridge.bridge.cli_views import ViewModel
 
@@ -350,19 +351,6 @@ VERDICTS = {
 }
 
 
-def _judged(report):
-    """The judgement of a report, without what differs from run to run."""
-    diagnosis = report.get("diagnosis") or {}
-    return {
-        "outcome": report.get("outcome"),
-        "exit_code": report.get("exit_code"),
-        "signal": report.get("signal"),
-        "kind": diagnosis.get("kind"),
-        "error": (report.get("error") or {}).get("type"),
-        "stages": [s["name"] for s in report.get("stages") or []],
-    }
-
-
 def test_every_face_gets_the_same_report_and_launch_judges_as_the_keeper(store_path):
     """Issue 29 "done when": for each verdict, the report an attached job gets while the job
     runs, the one it gets after the end (Python and Node), and the store's row are equal
@@ -400,16 +388,15 @@ def test_every_face_gets_the_same_report_and_launch_judges_as_the_keeper(store_p
             row = s.get(job_id)["report"]
             assert after == live[verdict] == row, verdict
             assert type(after) is type(live[verdict]) is bridge.Report, verdict
-        script = (
-            "const { openStore } = require('./node-client/src/index.js');"
-            "(async () => { const store = openStore(process.argv[1], { python: process.argv[2] });"
-            "const out = {};"
-            "for (const id of process.argv.slice(3)) out[id] = await store.attach(id).done;"
-            "await store.close(); process.stdout.write(JSON.stringify(out)); })();"
-        )
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         node = subprocess.run(
-            ["node", "-e", script, store_path, sys.executable, *ids.values()],
+            [
+                "node",
+                "tests/scheduler/attached_reports.js",
+                store_path,
+                sys.executable,
+                *ids.values(),
+            ],
             capture_output=True,
             text=True,
             timeout=120,
@@ -431,7 +418,7 @@ def test_every_face_gets_the_same_report_and_launch_judges_as_the_keeper(store_p
             job.cancel(grace=0, reason="the test cancels it")
         report = job.wait(WAIT_S)
         assert report is not None, f"launch(): {verdict}: no end within {WAIT_S} s"
-        assert _judged(report) == _judged(live[verdict]), verdict
+        assert judged(report) == judged(live[verdict]), verdict
 
 
 def test_asking_a_job_at_once_after_submit_never_kills_its_keeper(store_path):
