@@ -156,7 +156,8 @@ class Attached:
     def ping(self, timeout: float = 2.0) -> Optional[float]:
         """As launch()'s Job.ping(): the round trip between the job's supervisor (its keeper)
         and the worker, in seconds, or None (no worker, no answer, no running keeper). The
-        keeper pings and answers with a `reply` event in the feed."""
+        keeper pings and answers with a `reply` event in the feed. ValueError for a timeout
+        that is not more than 0 and at most 60 s (the keeper waits no longer)."""
         try:
             asked = self._request("ping", {"timeout": timeout})
         except RuntimeError:

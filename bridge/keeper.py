@@ -35,7 +35,7 @@ import threading
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import feed, private_files, procs
+from trainbridge.bridge import feed, private_files, procs, scheduler
 from trainbridge.bridge.procs import ENV_FILE, process_start
 from trainbridge.bridge.store import Store
 
@@ -46,8 +46,6 @@ URGENT_EVENTS = ("state", "hang", "signal", "attempt", "stacks", "launch_failed"
 BACKOFF_MAX_S = 300.0
 STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about once a second
 CANCEL_POLL_S = 0.05  # how soon the main loop passes on a cancel that SIGTERM/SIGINT asked for
-PING_TIMEOUT_S = 2.0  # an attached ping waits this long for the worker, as Job.ping()'s default
-PING_TIMEOUT_MAX_S = 60.0  # and never longer, whatever it asked
 
 
 def backoff(base: float, restarts_done: int) -> float:
@@ -279,10 +277,12 @@ class Keeper:
                 self._reply(asked)
         elif asked.get("op") == "ping":
             data = asked.get("data") if isinstance(asked.get("data"), dict) else {}
-            wait = data.get("timeout", PING_TIMEOUT_S)
-            if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait > 0:
-                wait = PING_TIMEOUT_S
-            wait = min(float(wait), PING_TIMEOUT_MAX_S)
+            wait = data.get("timeout", scheduler.PING_TIMEOUT_S)
+            try:  # checked by the asker (scheduler.request); a hand-made file is answered
+                scheduler.check_ping_timeout(wait)
+            except ValueError as exc:
+                self._reply(asked, error=str(exc))
+                return
 
             def ping() -> None:
                 rtt = job.ping(wait)
@@ -501,8 +501,6 @@ class Keeper:
         )
         self.events.close()
         try:
-            from trainbridge.bridge import scheduler
-
             scheduler.schedule_pass(self.store)
         except Exception as exc:  # noqa: BLE001 - the job's end is recorded; say why not more
             print(

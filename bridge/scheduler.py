@@ -378,19 +378,38 @@ REQUEST_OPS = ("ping", "send")
 _request_count = itertools.count()
 
 
+PING_TIMEOUT_S = 2.0  # an attached ping waits this long for the worker, as Job.ping()'s default
+PING_TIMEOUT_MAX_S = 60.0  # and at most this long: the keeper holds a thread while it waits
+
+
+def check_ping_timeout(timeout: Any) -> None:
+    """An attached ping's timeout: seconds, more than 0 and at most PING_TIMEOUT_MAX_S
+    (refused here rather than cut short by the keeper without a word)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ValueError(f"ping: timeout must be a number of seconds, not {timeout!r}")
+    if not 0 < timeout <= PING_TIMEOUT_MAX_S:
+        raise ValueError(
+            f"ping: timeout must be more than 0 and at most {PING_TIMEOUT_MAX_S:g} s for a "
+            f"scheduled job (its keeper waits no longer), got {timeout!r}"
+        )
+
+
 def request(store: Store, job_id: str, op: str, data: Any = None) -> str:
     """Ask a running job's keeper to ping its worker (`ping`) or to pass `data` to the
     training script (`send`, as launch()'s Job.send). The request is a file in the job's
     `requests/` directory (0600; named so that one asker's requests sort in the order asked),
     then SIGUSR2 wakes the keeper; it answers with a `reply` event in the feed: {"request":
     id, "op", "ok", "rtt_s" (ping), "error"}. Returns the request id. ValueError for a bad
-    op or a message that cannot be sent; RuntimeError when the job has no live keeper."""
+    op, a message that cannot be sent or a ping's timeout out of range (data {"timeout": s});
+    RuntimeError when the job has no live keeper."""
     if op not in REQUEST_OPS:
         raise ValueError(f"request: op must be one of {', '.join(REQUEST_OPS)}, not {op!r}")
     if op == "send":
         from trainbridge.bridge.job import check_message
 
         check_message(data)  # what launch()'s Job.send() accepts
+    else:
+        check_ping_timeout((data or {}).get("timeout", PING_TIMEOUT_S))
     row = store.get(job_id)
     if row is None:
         raise KeyError(f"no job {job_id!r} in {store.path}")

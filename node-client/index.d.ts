@@ -481,7 +481,10 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJ
   cancel(options?: { grace?: number | null; reason?: string | null }): Promise<Report>;
   /** Seconds, as a launched Job's. */
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
-  /** The keeper's round trip to the worker in seconds, or null (no worker, no answer, no running keeper). */
+  /**
+   * The keeper's round trip to the worker in seconds, or null (no worker, no answer, no running keeper).
+   * `timeout`: seconds, more than 0 and at most 60 (the keeper waits no longer); else a RangeError.
+   */
   ping(options?: { timeout?: number }): Promise<number | null>;
   /** As a launched Job's send(), through the keeper; resolves once the keeper took it (`timeout` seconds). */
   send(data: unknown, options?: { timeout?: number }): Promise<void>;

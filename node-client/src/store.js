@@ -268,14 +268,18 @@ class AttachedJob extends EventEmitter {
   /**
    * As a launched Job's ping(): the round trip between the job's keeper and its worker, in
    * seconds, or null (no worker, no answer, no running keeper). The keeper answers with a
-   * 'reply' line in the feed (bridge/attach.py ping()).
+   * 'reply' line in the feed (bridge/attach.py ping()). `timeout` in seconds, at most 60 (the
+   * keeper waits no longer): more rejects with a RangeError.
    */
   async ping({ timeout = 2 } = {}) {
     let asked;
     try {
       asked = await this._store._call('request', { id: this.id, op: 'ping', data: { timeout } });
-    } catch {
-      return null; // ended, or not running yet: nobody to ask
+    } catch (err) {
+      // A bad timeout (more than the keeper's 60 s, not a number) is refused as Python's is;
+      // otherwise the job ended, or runs not yet: nobody to ask.
+      if (/^ValueError: /.test(err.message)) throw new RangeError(err.message.replace(/^ValueError: /, ''));
+      return null;
     }
     const reply = await this._reply(asked, (timeout + 1) * 1000);
     return reply && reply.ok ? reply.rtt_s : null;

@@ -281,6 +281,10 @@ test('an attached job pings and sends as a launched one and hears the script\'s 
   await new Promise((resolve) => job.once('hello', resolve));
   const rtt = await job.ping();
   assert.ok(rtt !== null && rtt > 0 && rtt < 2, String(rtt));
+  // The keeper waits at most 60 s for a worker: a longer ping is refused, not cut short.
+  for (const bad of [61, 0, '2']) {
+    await assert.rejects(job.ping({ timeout: bad }), (err) => err instanceof RangeError && /ping: timeout must be/.test(err.message));
+  }
   for (let i = 0; i < 5; i += 1) await job.send({ n: i });
   await assert.rejects(job.send('x'.repeat(10_000_000)), (err) => err instanceof RangeError && /cannot send this message/.test(err.message));
   await job.send('stop');

@@ -302,6 +302,10 @@ def test_an_attached_job_pings_and_sends_as_a_launched_one_and_hears_the_scripts
                 break
         rtt = job.ping()
         assert rtt is not None and 0 < rtt < 2, rtt
+        # The keeper waits at most 60 s for a worker: a longer ping is refused, not cut short.
+        for bad in (61, 0, "2", True):
+            with pytest.raises(ValueError, match="ping: timeout must be"):
+                job.ping(timeout=bad)
         # A torn request (a writer killed mid-write) is answered once, as unreadable, and
         # removed; it does not hold up the next one.
         import os
