@@ -69,8 +69,9 @@ class AsyncJob:
             if event["event"] == "end":
                 return
 
-    def cancel(self, grace: Optional[float] = None) -> None:
-        self.job.cancel(grace)
+    def cancel(self, grace: Optional[float] = None, reason: Optional[str] = None) -> None:
+        """Job.cancel(grace, reason); it does not wait for the end (await wait() for that)."""
+        self.job.cancel(grace=grace, reason=reason)
 
     def send(self, data: Any) -> None:
         """Job.send(): a message to the script (never blocks: it is queued)."""
@@ -83,6 +84,15 @@ class AsyncJob:
 
     async def ping(self, timeout: float = 2.0) -> Optional[float]:
         return await self._loop.run_in_executor(None, functools.partial(self.job.ping, timeout))
+
+
+class AsyncAttachedJob(AsyncJob):
+    """aio.Scheduler.attach(): an attached job (bridge/attach.py) for asyncio code. Its send()
+    is awaited: it waits for the keeper's reply, off the loop."""
+
+    async def send(self, data: Any, timeout: float = 5.0) -> None:  # type: ignore[override]
+        """The attached job's send(): resolves once the keeper took the message."""
+        await self._loop.run_in_executor(None, functools.partial(self.job.send, data, timeout))
 
 
 async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from trainbridge.bridge.scheduler import Scheduler as _Scheduler
 
@@ -41,14 +41,17 @@ class Scheduler:
     async def get(self, job_id: str) -> Optional[dict[str, Any]]:
         return await self._run(self.sync.get, job_id)
 
-    async def cancel(self, job_id: str) -> bool:
-        return await self._run(self.sync.cancel, job_id)
+    async def cancel(
+        self, job_id: str, reason: Optional[str] = None, grace: Optional[float] = None
+    ) -> bool:
+        return await self._run(self.sync.cancel, job_id, reason, grace)
 
     async def forget(self, job_id: str) -> bool:
         return await self._run(self.sync.forget, job_id)
 
-    async def attach(self, job_id: str, since: str = "start"):
-        from trainbridge.bridge.aio import AsyncJob
+    async def attach(self, job_id: str, since: Union[str, int] = "start"):
+        """Scheduler.attach() as an AsyncAttachedJob (its send() is awaited)."""
+        from trainbridge.bridge.aio import AsyncAttachedJob
 
         loop = asyncio.get_running_loop()
         holder: dict[str, Any] = {}
@@ -58,7 +61,7 @@ class Scheduler:
                 holder["job"]._on_event(event)
 
         attached = await self._run(self.sync.attach, job_id, on_event, since)
-        holder["job"] = AsyncJob(attached, loop)
+        holder["job"] = AsyncAttachedJob(attached, loop)
         if attached.done():  # ended before the wrapper existed
             holder["job"]._resolve(attached.report)
         return holder["job"]

@@ -27,3 +27,53 @@ def test_submit_attach_and_wait_from_asyncio(store_path):
     assert report.outcome == "succeeded"
     assert cancelled["outcome"] == "cancelled"
     assert [r["outcome"] for r in rows] == ["cancelled", "succeeded"]
+
+
+def test_an_attached_job_from_asyncio_pings_sends_and_cancels_with_a_reason(store_path):
+    """The aio attached job has the attached job's API: ping(), an awaited send() that waits
+    for the keeper's reply off the loop (it blocked the loop for up to 5 s), and cancel with
+    a reason and a grace, as aio.Scheduler.cancel() has."""
+
+    async def main():
+        async with aio.Scheduler(
+            store=store_path, slots={"jobs": 2, "gpus": []}, tick=0.1
+        ) as sched:
+            echo = await sched.attach(await sched.submit(child("echo")))
+            async for event in echo.events():
+                if event["event"] == "message" and event["kind"] == "hello":
+                    break
+            assert await echo.ping() is not None
+            ticks = 0
+
+            async def ticker():
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await asyncio.sleep(0.001)  # the loop's pulse, counted while send waits
+
+            pulse = asyncio.ensure_future(ticker())
+            await echo.send({"n": 1})
+            await echo.send("stop")
+            pulse.cancel()
+            echoed = [
+                e["body"]["data"]["echo"]
+                async for e in echo.events()
+                if e["event"] == "message" and e["kind"] == "user"
+            ]
+            first = await sched.attach(await sched.submit(child("forever")))
+            async for event in first.events():
+                if event["event"] == "status" and event["status"]["step"]:
+                    break
+            first.cancel(grace=0, reason="from asyncio")
+            second = await sched.attach(await sched.submit(child("forever")))
+            async for event in second.events():
+                if event["event"] == "status" and event["status"]["step"]:
+                    break
+            assert await sched.cancel(second.id, reason="from the scheduler", grace=0)
+            return echoed, ticks, await first.wait(WAIT_S), await second.wait(WAIT_S)
+
+    echoed, ticks, first, second = asyncio.run(main())
+    assert echoed == [{"n": 1}, "stop"]
+    assert ticks > 0, "the loop ran while send() waited for the keeper"
+    assert first["outcome"] == "cancelled" and first["cancel"]["reason"] == "from asyncio"
+    assert second["cancel"]["reason"] == "from the scheduler"
