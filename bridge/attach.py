@@ -173,6 +173,11 @@ class Attached:
         keeper refused it or did not answer within `timeout` (then it may still arrive)."""
         asked = self._request("send", data)
         reply = self._reply(asked, timeout)
+        if reply is None and self._done.is_set():
+            raise RuntimeError(
+                f"job.send: job {self.id} ended ({(self.report or {}).get('outcome')}) before "
+                "its keeper answered; the message may not have been delivered"
+            )
         if reply is None:
             raise RuntimeError(
                 f"job.send: the keeper of {self.id} did not answer in {timeout:g} s "

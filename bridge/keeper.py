@@ -45,6 +45,7 @@ CANCEL_REASON = "cancelled through the job store (Scheduler.cancel / trainbridge
 URGENT_EVENTS = ("state", "hang", "signal", "attempt", "stacks", "launch_failed", "end")
 BACKOFF_MAX_S = 300.0
 STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about once a second
+REQUESTS_JOIN_S = 5.0  # at the end: the requests thread finishes what it read
 CANCEL_POLL_S = 0.05  # how soon the main loop passes on a cancel that SIGTERM/SIGINT asked for
 
 
@@ -74,10 +75,21 @@ class EventsFile(threading.Thread):
             self.seq = 0
         self.written = 0
         self.failed = 0
+        self.late = 0  # events written after the feed closed (the keeper answers every
+        # request before its end: none should come; any that does is counted in keeper.log)
         self.start()
 
     def write(self, event: dict[str, Any], urgent: bool = False) -> None:
         with self.cond:
+            if self.stopping:
+                self.late += 1
+                print(
+                    f"trainbridge keeper: a {event.get('event')!r} event came after the feed "
+                    f"closed and is not in it ({self.late} so far)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                return
             self.pending.append(event)
             if urgent or event.get("event") in URGENT_EVENTS:
                 self.urgent = True
@@ -176,6 +188,9 @@ class Keeper:
         self.job = None
         self.events = EventsFile(self.row["events_path"])
         self.rows = RowWriter(store_path, job_id)
+        self._requests_thread: Optional[threading.Thread] = None
+        self._pings: dict[Any, dict[str, Any]] = {}  # asked, waiting for the worker
+        self._pings_lock = threading.Lock()
 
     # --- signals (main thread) ------------------------------------------------------------
     def _on_cancel(self, signum, frame) -> None:
@@ -236,33 +251,55 @@ class Keeper:
         of its own; each gets a `reply` event in the feed. Woken by SIGUSR2 only (no wake-up
         of its own): scheduler.request signals a keeper only once its job has a process,
         long after run() installed the handler."""
-        directory = os.path.join(self.row["dir"], procs.REQUESTS_DIR)
         while True:
             self.requested.wait()
             self.requested.clear()
             if self.finished.is_set():
                 return
-            try:
-                names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
-            except OSError:
-                continue  # none asked yet
-            for name in names:
-                path = os.path.join(directory, name)
-                try:
-                    with open(path, encoding="ascii") as f:
-                        asked = json.load(f)
-                except (OSError, ValueError) as exc:  # torn or foreign: answered, then gone
-                    asked = {"id": name[: -len(".json")], "op": None, "error": str(exc)}
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass  # gone already; each request is answered once, here
-                if not isinstance(asked, dict):
-                    asked = {"id": name[: -len(".json")], "op": None, "error": "not an object"}
+            for asked in self._take_requests():
                 if "error" in asked:
                     self._reply(asked, error=f"unreadable request: {asked['error']}")
-                    continue
-                self._answer(asked)
+                else:
+                    self._answer(asked)
+
+    def _take_requests(self) -> list[dict[str, Any]]:
+        """The request files waiting in the job's requests/ directory, oldest first, each
+        removed as it is read (so it is answered once)."""
+        directory = os.path.join(self.row["dir"], procs.REQUESTS_DIR)
+        try:
+            names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
+        except OSError:
+            return []  # none asked yet
+        out = []
+        for name in names:
+            path = os.path.join(directory, name)
+            try:
+                with open(path, encoding="ascii") as f:
+                    asked = json.load(f)
+            except (OSError, ValueError) as exc:  # torn or foreign: answered, then gone
+                asked = {"id": name[: -len(".json")], "op": None, "error": str(exc)}
+            try:
+                os.unlink(path)
+            except OSError:
+                pass  # gone already
+            if not isinstance(asked, dict):
+                asked = {"id": name[: -len(".json")], "op": None, "error": "not an object"}
+            out.append(asked)
+        return out
+
+    def _answer_the_rest(self) -> None:
+        """At the end, before the feed's last event: every request still waiting (asked as
+        the job ended, never read) and every ping still waiting for the worker gets its
+        reply, an error, so no asker waits on a reply that cannot come."""
+        for asked in self._take_requests():
+            self._reply(
+                asked,
+                error="the job ended before its keeper read this request: it was not delivered",
+            )
+        with self._pings_lock:
+            pending, self._pings = list(self._pings.values()), {}
+        for asked in pending:
+            self._reply(asked, error="the job ended before the worker answered")
 
     def _answer(self, asked: dict[str, Any]) -> None:
         job = self.job
@@ -284,8 +321,14 @@ class Keeper:
                 self._reply(asked, error=str(exc))
                 return
 
+            with self._pings_lock:
+                self._pings[asked.get("id")] = asked
+
             def ping() -> None:
                 rtt = job.ping(wait)
+                with self._pings_lock:
+                    if self._pings.pop(asked.get("id"), None) is None:
+                        return  # answered at the end (_answer_the_rest)
                 if rtt is None:
                     self._reply(asked, error="no answer from the worker (no hello yet, or busy)")
                 else:
@@ -342,9 +385,10 @@ class Keeper:
             signal.signal(sig, self._on_cancel)
         signal.signal(signal.SIGUSR1, self._on_dump)
         signal.signal(signal.SIGUSR2, self._on_request)
-        threading.Thread(
+        self._requests_thread = threading.Thread(
             target=self._serve_requests, name="trainbridge-keeper-requests", daemon=True
-        ).start()
+        )
+        self._requests_thread.start()
         threading.Thread(
             target=self._sample_resources, name="trainbridge-keeper-resources", daemon=True
         ).start()
@@ -496,6 +540,11 @@ class Keeper:
             job_pid=None,
             job_start=None,
         )
+        # The row says ended: an asker is refused from now on. What was asked before gets
+        # its answer ahead of the end event.
+        if self._requests_thread is not None:
+            self._requests_thread.join(REQUESTS_JOIN_S)
+        self._answer_the_rest()
         self.events.write(
             {"event": "end", "t": time.time(), "outcome": outcome, "report": report_obj}
         )

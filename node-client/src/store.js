@@ -300,6 +300,9 @@ class AttachedJob extends EventEmitter {
       throw new Error(err.message.replace(/^[A-Za-z]+Error: /, ''));
     }
     const reply = await this._reply(asked, timeout * 1000);
+    if (!reply && this.report) {
+      throw new Error(`job.send: job ${this.id} ended (${this.report.outcome}) before its keeper answered; the message may not have been delivered`);
+    }
     if (!reply) throw new Error(`job.send: the keeper of ${this.id} did not answer in ${timeout} s (stopped or starved?); the message may still be delivered`);
     if (!reply.ok) throw new Error(`job.send: ${reply.error}`);
   }

@@ -325,3 +325,26 @@ test('submit({zeroCode: false}) leaves the worker out, as launch()\'s zeroCode a
   assert.deepEqual((await store.attach(on).done).log_tail, ['worker']);
   assert.deepEqual((await store.get(off)).config, { zero_code: false });
 });
+
+test('a send whose keeper is lost while it waits says the job ended, not that the keeper is starved', async (t) => {
+  // As tests/scheduler/test_one_feed.py: the keeper answers every request before its end; a
+  // keeper killed first answers none, and the reconciled end tells the asker why.
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
+  const id = await store.submit({ command: PYTHON, args: [child, 'forever'], env: userEnv() });
+  const job = store.attach(id);
+  await new Promise((resolve) => { const on = (s) => { if (s.step) { job.off('status', on); resolve(); } }; job.on('status', on); });
+  const row = await store.get(id);
+  process.kill(row.keeper_pid, 'SIGSTOP');
+  const sent = job.send('hello', { timeout: 30 });
+  const requests = path.join(row.dir, 'requests');
+  const deadline = Date.now() + 30000;
+  while (!(fs.existsSync(requests) && fs.readdirSync(requests).length)) {
+    assert.ok(Date.now() < deadline, 'no request file within 30 s');
+    await new Promise((resolve) => setTimeout(resolve, 20)); // polling interval, not a synchronisation
+  }
+  process.kill(row.keeper_pid, 'SIGKILL');
+  await assert.rejects(sent, /ended \(lost\) before its keeper answered/);
+  assert.equal((await job.done).outcome, 'lost');
+});

@@ -8,7 +8,7 @@ from tests.faults.matrix import judged
 from trainbridge import bridge
 from trainbridge.bridge.cli_views import ViewModel
 
-from .conftest import WAIT_S, child, leftovers, until_progress
+from .conftest import WAIT_S, child, leftovers, until_progress, wait_for
 
 
 def test_a_stray_subprocess_does_not_replace_the_leads_progress_anywhere(store_path):
@@ -464,5 +464,76 @@ def test_from_event_n_of_a_queued_job_starts_at_n_when_it_runs(store_path):
         assert events and events[0]["seq"] == 4, events[:2]
         assert [e["seq"] for e in events] == list(range(4, 4 + len(events)))
         assert job.report["outcome"] == "succeeded"
+    finally:
+        s.close()
+
+
+def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_path):
+    """A reply the keeper wrote after its feed closed was lost without a count: a ping still
+    waiting for a worker that died, a request file the keeper had not read yet. Now each
+    gets a `reply` (an error that says so) ahead of the `end`; and a send whose keeper is
+    lost says the job ended, not that the keeper is "stopped or starved"."""
+    import os
+    import signal
+    import threading
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 2, "gpus": []}, tick=0.1)
+    try:
+        # A ping to a worker that cannot answer (its process stopped), then the process dies.
+        job_id = s.submit(child("forever"))
+        job = s.attach(job_id)
+        until_progress(job)
+        row = s.get(job_id)
+        os.kill(row["job_pid"], signal.SIGSTOP)
+        asked = threading.Thread(target=job.ping, kwargs={"timeout": 30}, daemon=True)
+        asked.start()
+        requests = os.path.join(row["dir"], "requests")
+        wait_for(
+            lambda: os.path.isdir(requests) and not os.listdir(requests),
+            what="the keeper to read the ping's request",
+        )
+        # A request the keeper never read: written by hand, with no SIGUSR2.
+        unread = os.path.join(requests, "00000000000000000001-1-000000.json")
+        with open(unread, "w") as f:
+            f.write('{"id": "00000000000000000001-1-000000", "op": "send", "data": "late"}')
+        os.kill(row["job_pid"], signal.SIGKILL)
+        report = job.wait(WAIT_S)
+        assert report["outcome"] == "crashed", report["summary"]
+        events = list(s.attach(job_id).events(timeout=WAIT_S))
+        replies = {e["op"]: e for e in events if e["event"] == "reply"}
+        # (Killed in the moment between reading the ping and asking the worker, it is "not
+        # running": an answer too.)
+        assert not replies["ping"]["ok"], replies["ping"]
+        assert any(
+            words in replies["ping"]["error"]
+            for words in ("ended before the worker", "not running")
+        ), replies["ping"]
+        assert not replies["send"]["ok"] and "not delivered" in replies["send"]["error"]
+        assert events[-1]["event"] == "end"
+        assert not os.path.exists(unread)
+        asked.join(WAIT_S)
+        assert not asked.is_alive()
+
+        # A send whose keeper is lost while it waits (stopped, then killed: reconciled).
+        lost_id = s.submit(child("forever"))
+        lost = s.attach(lost_id)
+        until_progress(lost)
+        keeper = s.get(lost_id)["keeper_pid"]
+        os.kill(keeper, signal.SIGSTOP)
+        raised = []
+
+        def send():
+            try:
+                lost.send("hello", timeout=WAIT_S)
+            except RuntimeError as exc:
+                raised.append(str(exc))
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        waiting = os.path.join(s.get(lost_id)["dir"], "requests")
+        wait_for(lambda: os.path.isdir(waiting) and os.listdir(waiting), what="the send's request")
+        os.kill(keeper, signal.SIGKILL)
+        sender.join(WAIT_S)
+        assert raised and "ended (lost) before its keeper answered" in raised[0], raised
     finally:
         s.close()
