@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 
 import zmq
 
-from trainbridge.bridge import intake, launcher
+from trainbridge.bridge import intake, launcher, resources
 from trainbridge.protocol import codec
 
 IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
@@ -104,6 +104,7 @@ class Hub:
         self.runtime_dir = runtime_dir or launcher.make_runtime_dir()
         self.jobs: dict[str, Any] = {}  # job id -> Job (I/O thread only)
         self.unrouted = 0  # messages for no job this client serves (reports show their share)
+        self.resources = resources.Sampling()  # for jobs launched with sample_resources
         self.budget = intake.budget_initial()  # unauthenticated input, all connections
         self._calls: collections.deque[Callable[[], None]] = collections.deque()
         self._wake_r, self._wake_w = os.pipe()

@@ -115,6 +115,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         python_env: bool = True,
         ident: Optional[Sequence[Any]] = None,
         log_timestamps: bool = False,
+        sample_resources: bool = False,
     ):
         if detached:
             raise TypeError(DETACHED_REMOVED)
@@ -130,6 +131,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self.log_path = log_path
         self._log = open_log(log_path) if log_path else None  # first: nothing to undo
         self.log_timestamps = log_timestamps  # prefix each log line with its UTC time
+        self.sample_resources = sample_resources  # `resources` events with the heartbeat
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
         # `ident` (job id, key): chosen by a caller that spawned the process already
@@ -498,6 +500,7 @@ def launch(
     raw: bool = False,
     python_env: bool = True,
     log_timestamps: bool = False,
+    sample_resources: bool = False,
     **machine_config: Any,
 ) -> Job:
     """Start `cmd` (a list, no shell) under supervision and return its Job at once.
@@ -513,7 +516,9 @@ def launch(
     passes this process's stdin. raw=True makes job.stdout and job.stderr iterators of
     the output's bytes chunks, exactly as written, besides the line events. python_env=False
     leaves PYTHONUNBUFFERED, PYTHONIOENCODING, PYTHONUTF8 and PYTHONFAULTHANDLER as the
-    caller's environment has them.
+    caller's environment has them. sample_resources=True publishes a `resources` event (the
+    job's process tree's CPU, RSS and GPU; bridge/resources.py) with the status heartbeat, at
+    most once a second, as a scheduled job's keeper does.
     Raises launcher.LaunchError when the command cannot be started."""
     config = {
         "startup_timeout": startup_timeout,
@@ -538,4 +543,5 @@ def launch(
         raw=raw,
         python_env=python_env,
         log_timestamps=log_timestamps,
+        sample_resources=sample_resources,
     ).start()

@@ -93,6 +93,18 @@ class JobActions:
         face renders as it is (docs/CLIENT.md "The status event")."""
         self._status_next = time.monotonic() + STATUS_EVERY_S
         self._publish({"event": "status", "status": self.status()})
+        if self.sample_resources and self.pid and self.m["exit"] is None:
+            self.hub.resources.due(self.id, self.pid, self._sampled)
+
+    def _sampled(self, sample: dict[str, Any]) -> None:
+        """A sample of the job's tree (bridge/resources.py; its thread): published as a
+        `resources` event on the I/O thread, unless the job ended meanwhile."""
+
+        def publish() -> None:
+            if self.m["exit"] is None:
+                self._publish({"event": "resources", **sample})
+
+        self.hub.call(publish)
 
     def _due(self, now: float) -> tuple[bool, Optional[float], Optional[float]]:
         """What of this job's timed work is due, the one account next_wakeup and tick both

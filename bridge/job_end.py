@@ -29,6 +29,7 @@ class JobEnd:
             return
         now = time.monotonic()
         self.facts["ended"] = now
+        self.hub.resources.forget(self.id, self.proc.pid)
         if self._pidfd is not None:
             self.hub.remove_fd(self._pidfd)
             os.close(self._pidfd)

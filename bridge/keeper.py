@@ -11,7 +11,8 @@ exactly those of a launched job), and:
   (<dir>/events.jsonl, bridge/feed.py), which is how anyone attaches: from the first line,
   from now, or from event N (docs/STORE.md "Events file");
 - writes the output to <dir>/output.log (the job's log_path);
-- samples the job's process tree (CPU, RSS, GPU) every second as "resources" events;
+- launches it with sample_resources: its Job samples the process tree (CPU, RSS, GPU) about
+  every second as "resources" events;
 - keeps the store row true: state at once, stage and progress coalesced (PROGRESS_EVERY_S),
   then outcome, exit code, signal and report; every attempt's report in `attempts`;
 - restarts a failed attempt up to max_restarts times, waiting restart_backoff * 2**n seconds;
@@ -183,7 +184,6 @@ class Keeper:
         self.cancelled = threading.Event()
         self.requested = threading.Event()  # SIGUSR2: a request file waits (scheduler.request)
         self.finished = threading.Event()
-        self.sample_due = threading.Event()  # a status was written: resources may follow
         self._status_written: Optional[tuple[float, Any]] = None  # (t, state) of the last
         self.job = None
         self.events = EventsFile(self.row["events_path"])
@@ -216,31 +216,6 @@ class Keeper:
             self.events.write({"event": "stacks", "t": time.time(), "stacks": stacks})
 
         threading.Thread(target=ask, name="trainbridge-keeper-dump", daemon=True).start()
-
-    def _sample_resources(self) -> None:
-        """With the feed's heartbeat (each `status` the keeper writes, about once a second
-        while the job's process lives), at most every RESOURCES_EVERY_S: the job's tree's CPU,
-        RSS and GPU as a `resources` event (bridge/resources.py), so a face that attaches later
-        draws the whole history. Off the hub's thread (nvidia-smi may take seconds), and no
-        wake-up of its own: an idle keeper wakes for its heartbeat only."""
-        from trainbridge.bridge import resources
-
-        sampler = resources.Sampler()
-        last = None
-        while True:
-            self.sample_due.wait()
-            self.sample_due.clear()
-            if self.finished.is_set():
-                return
-            job, now = self.job, time.monotonic()
-            if job is None or job.done() or not job.pid:
-                continue
-            if last is not None and now - last < resources.RESOURCES_EVERY_S * 0.8:
-                continue
-            last = now
-            sample = sampler.sample(job.pid)
-            if sample is not None:
-                self.events.write({"event": "resources", "t": time.time(), **sample})
 
     def _on_request(self, signum, frame) -> None:
         self.requested.set()  # the requests thread reads the files (no I/O in a handler)
@@ -366,7 +341,6 @@ class Keeper:
                 return
             self._status_written = (event["t"], status.get("state"))
             self.events.write(event)
-            self.sample_due.set()  # the resources sampler goes with the heartbeat
             return
         self.events.write(event)
         if kind == "state" and event["state"] != "ended":
@@ -389,9 +363,6 @@ class Keeper:
             target=self._serve_requests, name="trainbridge-keeper-requests", daemon=True
         )
         self._requests_thread.start()
-        threading.Thread(
-            target=self._sample_resources, name="trainbridge-keeper-resources", daemon=True
-        ).start()
         me = os.getpid()
         if not self.store.update(
             self.id, where_state=["starting"], keeper_pid=me, keeper_start=process_start(me)
@@ -417,6 +388,7 @@ class Keeper:
                     env=env,
                     log_path=row["log_path"],
                     on_event=self._on_event,
+                    sample_resources=True,  # `resources` events, with the heartbeat
                     **config,
                 )
             except (bridge.LaunchError, OSError) as exc:
@@ -522,8 +494,7 @@ class Keeper:
 
     def _finish(self, outcome: Optional[str], report: Optional[dict[str, Any]]) -> None:
         self.finished.set()
-        self.requested.set()  # the requests and resources threads end
-        self.sample_due.set()
+        self.requested.set()  # the requests thread ends
         report = report or {"outcome": outcome}
         report_obj = dict(report)
         self.rows.stop()

@@ -1,8 +1,11 @@
 """CPU, RSS and GPU use of a job's process tree, sampled by its supervisor.
 
-The keeper samples its job once every RESOURCES_EVERY_S and writes each sample to the feed as
-a `resources` event, so every face (the dashboard above all) draws the same history, from the
-job's start, whenever it attaches: a restarted dashboard no longer starts the chart again.
+The job's supervisor samples it: a Job launched with sample_resources=True (the keeper
+launches every scheduled job so) publishes a `resources` event at most once every
+RESOURCES_EVERY_S, with its `status` heartbeat, and the keeper writes them to the feed, so
+every face (the dashboard above all) draws the same history, from the job's start, whenever
+it attaches: a restarted dashboard no longer starts the chart again. One Sampling thread per
+hub samples every job due, with one nvidia-smi answer for all.
 The fields are those of node-client/dashboard/resources.js, which samples the jobs a Node
 process launches itself: `cpu_percent` (the tree's CPU time since the previous sample over the
 wall time; 100 is one core; None for the first), `rss_bytes`, `gpu_mem_bytes` (the tree's
@@ -15,12 +18,15 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from typing import Any, Callable, Optional
 
 import psutil
 
 RESOURCES_EVERY_S = 1.0  # as the dashboard's own sampler (sampleMs 1000)
+DUE_SLACK = 0.8  # a heartbeat a little early still takes a sample (else one in two is skipped)
+_ASK = object()  # sample(): ask the probe
 NVIDIA_SMI_TIMEOUT_S = 3.0
 APPS_QUERY = ["--query-compute-apps=pid,used_memory,gpu_uuid", "--format=csv,noheader,nounits"]
 GPUS_QUERY = ["--query-gpu=uuid,utilization.gpu", "--format=csv,noheader,nounits"]
@@ -97,7 +103,11 @@ class Sampler:
         self.clock = clock
         self._last: dict[int, tuple[float, float]] = {}  # root -> (t, cpu_s)
 
-    def sample(self, root: int) -> Optional[dict[str, Any]]:
+    def forget(self, root: int) -> None:
+        self._last.pop(root, None)
+
+    def sample(self, root: int, gpu: Any = _ASK) -> Optional[dict[str, Any]]:
+        """gpu: the probe's answer when the caller asked it once for many roots."""
         try:
             top = psutil.Process(root)
             procs = [top, *top.children(recursive=True)]
@@ -127,7 +137,8 @@ class Sampler:
             "gpu_util": None,
             "processes": len(pids),
         }
-        gpu = self.probe()
+        if gpu is _ASK:
+            gpu = self.probe()
         if gpu:
             mine = [a for a in gpu["apps"] if a["pid"] in pids]
             if mine:
@@ -135,3 +146,59 @@ class Sampler:
                 utils = [gpu["gpus"][a["uuid"]] for a in mine if a["uuid"] in gpu["gpus"]]
                 sample["gpu_util"] = max(utils) if utils else None
         return sample
+
+
+class Sampling:
+    """The hub's resource sampler (one thread for all its jobs, started with the first).
+    due(key, root, deliver) is called with a job's heartbeat, on the hub's I/O thread; at most
+    every RESOURCES_EVERY_S per job, the thread samples root's tree and calls deliver(sample)
+    (off the I/O thread: nvidia-smi may take seconds). No wake-up of its own: an idle hub
+    wakes for its jobs' heartbeats only."""
+
+    def __init__(self, probe: Optional[Callable[[], Optional[dict[str, Any]]]] = None):
+        self._probe = probe
+        self._sampler: Optional[Sampler] = None  # made on the thread: nothing runs before
+        self._cond = threading.Condition()
+        self._due: dict[Any, tuple[int, Callable[[dict[str, Any]], None]]] = {}
+        self._last: dict[Any, float] = {}
+        self._gone: list[int] = []  # roots whose CPU baseline the thread drops
+        self._thread: Optional[threading.Thread] = None
+
+    def due(self, key: Any, root: int, deliver: Callable[[dict[str, Any]], None]) -> None:
+        now = time.monotonic()
+        with self._cond:
+            last = self._last.get(key)
+            if last is not None and now - last < RESOURCES_EVERY_S * DUE_SLACK:
+                return
+            self._last[key] = now
+            self._due[key] = (root, deliver)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="trainbridge-resources", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+
+    def forget(self, key: Any, root: Optional[int]) -> None:
+        """The job ended: no more samples for it."""
+        with self._cond:
+            self._last.pop(key, None)
+            self._due.pop(key, None)
+            if root is not None:
+                self._gone.append(root)
+
+    def _run(self) -> None:
+        sampler = self._sampler = Sampler(self._probe)
+        while True:
+            with self._cond:
+                while not self._due:
+                    self._cond.wait()
+                due, self._due = self._due, {}
+                gone, self._gone = self._gone, []
+            for root in gone:
+                sampler.forget(root)
+            gpu = sampler.probe()  # one answer for every job due now
+            for root, deliver in due.values():
+                sample = sampler.sample(root, gpu)
+                if sample is not None:
+                    deliver(sample)

@@ -1,0 +1,70 @@
+"""launch(sample_resources=True): the Job itself samples its process tree with its status
+heartbeat (bridge/resources.py), the same code a scheduled job's keeper runs, so a launched
+job's face gets the same `resources` events as an attached one. One sampling thread per hub,
+and nothing sampled for a job that did not ask."""
+
+import sys
+import threading
+
+from trainbridge import bridge
+from trainbridge.bridge import resources
+from trainbridge.bridge.hub import Hub
+from trainbridge.bridge.job import Job
+
+# A parent that waits on a busy child for ~3 s: the tree's CPU is the child's.
+BUSY_CHILD = (
+    "import subprocess, sys\n"
+    "busy = 'import time\\nend = time.monotonic() + 3\\nwhile time.monotonic() < end: pass'\n"
+    "subprocess.run([sys.executable, '-c', busy], check=True)\n"
+)
+
+
+def test_a_launched_job_publishes_its_trees_samples_and_one_that_did_not_ask_none():
+    asked = []
+    pids = set()
+    lock = threading.Lock()
+
+    def probe():  # nvidia-smi as the Node dashboard reads it: the jobs hold 1.5 GiB each
+        with lock:
+            asked.append(1)
+            apps = [{"pid": pid, "mem_bytes": 1536 * 1048576, "uuid": "GPU-a"} for pid in pids]
+        return {"apps": apps, "gpus": {"GPU-a": 87}}
+
+    hub = Hub()
+    hub.resources = resources.Sampling(probe)
+    try:
+        jobs = [
+            Job([sys.executable, "-c", BUSY_CHILD], hub=hub, sample_resources=True).start()
+            for _ in range(2)
+        ]
+        quiet = Job([sys.executable, "-c", BUSY_CHILD], hub=hub).start()
+        with lock:
+            pids.update(job.pid for job in jobs)
+        events = [list(job.events(timeout=30)) for job in (*jobs, quiet)]
+    finally:
+        hub.close()
+    for job, seen in zip(jobs, events):
+        assert seen[-1]["event"] == "end" and job.report["outcome"] == "succeeded"
+        samples = [e for e in seen if e["event"] == "resources"]
+        assert len(samples) >= 2, samples  # about one a second for ~3 s
+        assert all(e["rss_bytes"] > 0 for e in samples), samples
+        assert max(e["processes"] for e in samples) >= 2, "the busy child is in the tree"
+        assert max(e["cpu_percent"] or 0 for e in samples) > 0, samples
+        # (the first may come before the test told its fake nvidia-smi the job's pid)
+        assert {e["gpu_mem_bytes"] for e in samples[1:]} == {1536 * 1048576}, samples
+        assert {e["gpu_util"] for e in samples[1:]} == {87}, samples
+        # Each follows a status event (the heartbeat), never comes after the exit.
+        kinds = [e["event"] for e in seen]
+        assert kinds.index("resources") > kinds.index("status")
+        assert max(i for i, k in enumerate(kinds) if k == "resources") < kinds.index("end")
+    assert not [e for e in events[2] if e["event"] == "resources"], "the quiet job asked none"
+    assert (
+        len(asked)
+        <= sum(len([e for e in seen if e["event"] == "resources"]) for seen in events[:2]) + 2
+    )  # one probe for all the jobs due at once, never one per job and sample
+
+
+def test_launch_takes_sample_resources():
+    job = bridge.launch([sys.executable, "-c", "pass"], sample_resources=True, zero_code=False)
+    assert job.wait(30)["outcome"] == "succeeded"
+    assert job.sample_resources is True
