@@ -48,6 +48,41 @@ for i in tqdm(range(20), desc="epoch", mininterval=0):
     time.sleep(0.02)
 print("fetch ->", worker.fetch(1), flush=True)
 '''
+# The store from the installed package: submit, attach, ping, send, then rejoin from event N.
+NODE_STORE = """\
+const { openStore } = require('trainbridge');
+const [python, script, storePath] = process.argv.slice(2);
+const env = JSON.parse(process.env.INSTALL_TEST_ENV);
+(async () => {
+  const store = openStore(storePath, { python });
+  const id = await store.submit({ command: python, args: ['echo.py'], cwd: script, env });
+  const job = store.attach(id);
+  const echoed = [];
+  job.on('message', (data) => echoed.push(data.echo));
+  await new Promise((resolve) => job.once('hello', resolve));
+  const rtt = await job.ping({ timeout: 10 });
+  await job.send({ n: 1 });
+  await job.send('stop');
+  const report = await job.done;
+  const seqs = [];
+  for await (const event of store.attach(id, { since: 3 })) if (event.seq !== null) seqs.push(event.seq);
+  await store.close();
+  process.stdout.write(JSON.stringify({ rtt, echoed, outcome: report.outcome, seqs }) + '\\n');
+})();
+"""
+# A script that answers what the GUI sends (worker.receive / worker.send).
+USER_ECHO = """\
+from trainbridge import worker
+
+with worker.stage("serve"):
+    while True:
+        got = worker.receive(timeout=0.05)
+        if got is None:
+            continue
+        worker.send({"echo": got})
+        if got == "stop":
+            break
+"""
 NODE_RUN = '''\
 const { launch } = require('trainbridge');
 const [python, cwd] = process.argv.slice(2);
@@ -164,6 +199,8 @@ def script(built):
         f.write(USER_WORKER)
     with open(os.path.join(path, "train.py"), "w") as f:
         f.write(USER_TRAIN)
+    with open(os.path.join(path, "echo.py"), "w") as f:
+        f.write(USER_ECHO)
     return path
 
 
@@ -278,14 +315,16 @@ def test_installed_trainbridge_run_supervises_an_unmodified_script(built, script
     assert not psutil.Process().children(recursive=True)
 
 
-def run_node(built, script, python):
+def node_app(built):
+    """A GUI project outside the repository with the packed npm package installed."""
     app = os.path.join(built["tmp"], "gui-app")
     if not os.path.isdir(os.path.join(app, "node_modules", "trainbridge")):
         os.makedirs(app, exist_ok=True)
         with open(os.path.join(app, "package.json"), "w") as f:
             json.dump({"name": "gui-app", "private": True}, f)
-        with open(os.path.join(app, "run.js"), "w") as f:
-            f.write(NODE_RUN)
+        for name, text in (("run.js", NODE_RUN), ("store.js", NODE_STORE)):
+            with open(os.path.join(app, name), "w") as f:
+                f.write(text)
         sh(
             [
                 "npm",
@@ -299,6 +338,11 @@ def run_node(built, script, python):
             app,
             env=clean_env(),
         )
+    return app
+
+
+def run_node(built, script, python):
+    app = node_app(built)
     env = clean_env()
     env["INSTALL_TEST_ENV"] = json.dumps(clean_env())
     out = sh(["node", "run.js", python, script], app, env=env, timeout=120)
@@ -390,3 +434,23 @@ def test_the_base_install_is_the_training_side_and_the_client_names_its_extra(bu
     lines = [e["text"] for e in events if e["event"] == "output"]
     loaded = [line.split(": ", 1)[1] for line in lines if line.startswith("trainbridge from: ")]
     assert loaded and loaded[0].startswith(os.path.join(built["tmp"], "gui", "lib")), loaded
+
+
+def test_installed_node_package_pings_sends_and_rejoins_a_scheduled_job(built, script):
+    """openStore() of the installed npm package, with a GUI venv that has the wheel: submit,
+    attach, ping and send through the keeper, then rejoin the feed from event 3 (issue 29's
+    attached API, from the tarball as a GUI project gets it)."""
+    python = venv(built["tmp"], "node-store", built["wheel"] + "[client]")
+    app = node_app(built)
+    env = clean_env()
+    env["INSTALL_TEST_ENV"] = json.dumps(clean_env())
+    store = os.path.join(built["tmp"], "node-jobs.db")
+    out = sh(["node", "store.js", python, script, store], app, env=env, timeout=120)
+    result = json.loads(out.splitlines()[-1])
+    assert result["outcome"] == "succeeded", result
+    assert result["rtt"] is not None and 0 < result["rtt"] < 10, result
+    assert result["echoed"] == [{"n": 1}, "stop"], result
+    seqs = result["seqs"]
+    # Node's events are its Job's (a feed `lead` or `reply` line has none): in order, from 3.
+    assert seqs[0] == 3 and seqs == sorted(set(seqs)) and len(seqs) > 5, seqs
+    assert not psutil.Process().children(recursive=True)
