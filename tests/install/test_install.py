@@ -65,7 +65,9 @@ const env = JSON.parse(process.env.INSTALL_TEST_ENV);
   await job.send('stop');
   const report = await job.done;
   const seqs = [];
-  for await (const event of store.attach(id, { since: 3 })) if (event.seq !== null) seqs.push(event.seq);
+  for await (const event of store.attach(id, { since: 3 })) {
+    if (event.seq !== null) seqs.push(event.seq);
+  }
   await store.close();
   process.stdout.write(JSON.stringify({ rtt, echoed, outcome: report.outcome, seqs }) + '\\n');
 })();
