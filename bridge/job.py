@@ -189,7 +189,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._status = StatusTracker(time.monotonic())  # the lead's stages and progress
         self._status_lock = threading.Lock()  # status() reads it from any thread
         self._pidfd: Optional[int] = None
-        self._drain_until: Optional[float] = None
+        self._drain_started: Optional[float] = None
         self._tree_next = 0.0
         self._status_next = 0.0  # when the feed's next `status` event is due (job_actions)
         self.proc = None

@@ -113,9 +113,17 @@ class JobActions:
         drain ends, `now` once the pipes are done; when the process tree is next re-read,
         only while the job runs and does not drain). The machine's own deadline is read
         apart, after the work above, which may move it."""
-        if self._drain_until is not None:
-            drain: Optional[float] = now if not self._pipes else self._drain_until
-            return self.channel.held, drain, None
+        if self._drain_started is not None:
+            wait = machine.drain_wait(
+                pipes_open=bool(self._pipes),
+                since_drain_s=now - self._drain_started,
+                bye=self.facts["bye"] is not None,
+                # This hub has no end notices; it read every message queued at the exit.
+                connections_ended=False,
+                notice_due=False,
+                quiet_s=now - max(self.last_message_t or 0.0, self.facts["ended"] or 0.0),
+            )
+            return self.channel.held, now + wait, None
         tree = self._tree_next if self.m["exit"] is None else None
         return self.channel.held, None, tree
 
@@ -144,7 +152,7 @@ class JobActions:
         if self.m["exit"] is None and now >= self._status_next:
             self._publish_status()
         if drain is not None and now >= drain:
-            self._drain_until = None
+            self._drain_started = None
             self._close_pipes()
             self._step({"type": "drained", "t": now})
             return

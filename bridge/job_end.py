@@ -18,8 +18,6 @@ from trainbridge.bridge import report as reports
 from trainbridge.bridge.lines import log_text
 from trainbridge.bridge.report import Report
 
-PIPE_LINGER_S = 0.2  # after the exit: how long a pipe held by a grandchild may keep us
-
 
 class JobEnd:
     """Job's end room (I/O thread)."""
@@ -62,7 +60,7 @@ class JobEnd:
             self.facts["leftovers"] = [p.pid for p in self.tree.alive(include_root=False)]
             if self.facts["leftovers"]:
                 self.tree.signal(signals.SIGTERM, include_root=False)
-        self._drain_until = time.monotonic() + PIPE_LINGER_S
+        self._drain_started = time.monotonic()  # machine.drain_wait() says when it is done
 
     def _start_snapshot(self) -> None:
         pid = self.pid

@@ -178,6 +178,34 @@ def step(state: State, event: Event) -> tuple[State, list[Action]]:
     return s, actions
 
 
+# The drain after the exit (drain_wait): how long a pipe held by a grandchild may keep the
+# job; without a bye (the lead's last word) or every connection's end notice, how long the
+# socket must stay quiet (longer while an end notice is due: libzmq drops one when the
+# connection's queue was full). vectors/drain.json pins the rule for both clients.
+PIPE_LINGER_S = 0.2
+DRAIN_QUIET_S = 0.005
+DRAIN_NOTICE_WAIT_S = 0.025
+
+
+def drain_wait(
+    pipes_open: bool,
+    since_drain_s: float,
+    bye: bool,
+    connections_ended: bool,
+    notice_due: bool,
+    quiet_s: float,
+) -> float:
+    """Seconds until the drain may end, 0.0 when it has: the pipes are done (closed, or the
+    linger is over) and the socket holds nothing more from the lead (it said bye, every
+    connection of the job sent its end notice, or nothing came for the quiet time since the
+    later of its last message and the exit). Inputs change as output and messages come:
+    ask again then."""
+    waits = [PIPE_LINGER_S - since_drain_s] if pipes_open else []
+    if not (bye or connections_ended):
+        waits.append((DRAIN_NOTICE_WAIT_S if notice_due else DRAIN_QUIET_S) - quiet_s)
+    return round(max(0.0, *waits), 6) if waits else 0.0
+
+
 def live_look_due(state: State) -> bool:
     """Whether a live diagnosis is wanted now: the job is stalled and no verdict is being
     made (a hang's ending signals the tree: a look then sees it half gone), nor has it

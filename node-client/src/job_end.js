@@ -16,13 +16,11 @@ const { readFiles } = require('./report_files.js');
 const { logFooter } = require('./report_text.js');
 const jobFacts = require('./job_facts.js');
 const { now } = require('./job_actions.js');
+const machine = require('./machine.js');
 
-// After the exit, with no proof that the socket is empty: nothing received for this long. The
-// receive loop hands on whatever is queued at once (it is the only reader: src/hub.js), so
-// quiet means read. Longer while a disconnect notice is due: the proof usually comes first.
-const QUIET_MS = 5;
-const NOTICE_WAIT_MS = 25;
-const PIPE_LINGER_MS = 200; // after the exit: how long a pipe held by a grandchild may keep us
+// After the exit, the drain ends by machine.drainWait (one rule with bridge/machine.py,
+// vectors/drain.json). Without a proof that the socket is empty, quiet means read: the receive
+// loop hands on whatever is queued at once (it is the only reader: src/hub.js).
 const SNAPSHOT_WINDOW_MS = 500; // CPU is measured over this window (bridge/evidence.py's)
 const STATE_SAMPLE_MS = 20; // how often the main thread's state is sampled in the window
 // With rejectOnFailure, `done` rejects on these; a cancel (the user's own stop) still resolves.
@@ -138,8 +136,8 @@ class JobEnd {
 
   _drain() {
     // Whatever of the tree outlived the main process is an orphan now: ask it to go (it is
-    // SIGKILLed at finish), so it cannot hold our pipes. Then wait for the pipes' end (at
-    // most PIPE_LINGER_MS) and for the socket to stay quiet QUIET_MS: the last messages.
+    // SIGKILLed at finish), so it cannot hold our pipes. Then wait for the pipes' end and for
+    // the socket's last messages, as machine.drainWait says.
     this._facts.leftovers = launcher.jobLeftovers(this._tree);
     this._drainScanned = true;
     if (this._facts.leftovers.length) launcher.signalTree(this._tree, 'SIGTERM', { includeRoot: false });
@@ -147,16 +145,18 @@ class JobEnd {
     const check = () => {
       if (this.report) return;
       const t = now();
-      const pipesDone = this._pipesOpen <= 0 || (t - start) * 1000 >= PIPE_LINGER_MS;
       // After an acked bye the worker sent its last message; otherwise (a crash) messages may
-      // still be queued: wait until every connection of the job has ended (the hub's notice
-      // comes after all it delivered) or, without that proof, until nothing came for
-      // QUIET_MS (NOTICE_WAIT_MS while a notice is due: libzmq drops it when the
-      // connection's queue is full at its end).
-      const quietFor = (t - Math.max(this._lastMsgAt, this._exitAt || 0)) * 1000;
-      const quiet = this._facts.bye !== null || this._connectionsEnded()
-        || quietFor >= (this._noticeDue() ? NOTICE_WAIT_MS : QUIET_MS);
-      if (pipesDone && quiet) {
+      // still be queued: every connection of the job ended (the hub's notice comes after all
+      // it delivered), or, without that proof, nothing came for the quiet time.
+      const wait = machine.drainWait({
+        pipes_open: this._pipesOpen > 0,
+        since_drain_s: t - start,
+        bye: this._facts.bye !== null,
+        connections_ended: this._connectionsEnded(),
+        notice_due: this._noticeDue(),
+        quiet_s: t - Math.max(this._lastMsgAt, this._exitAt || 0),
+      });
+      if (wait === 0) {
         this._drainCheck = null;
         this._post({ type: 'drained' });
         return;

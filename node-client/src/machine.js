@@ -142,6 +142,22 @@ function liveLookDue(state) {
   return state.state === 'stalled' && state.ending === null && state.exit === null;
 }
 
+// The drain after the exit (drainWait), as bridge/machine.py; vectors/drain.json pins both.
+const PIPE_LINGER_S = 0.2;
+const DRAIN_QUIET_S = 0.005;
+const DRAIN_NOTICE_WAIT_S = 0.025;
+
+/**
+ * Seconds until the drain may end, 0 when it has: the pipes are done (closed, or the linger is
+ * over) and the socket holds nothing more from the lead (bye, every connection's end notice, or
+ * quiet since the later of its last message and the exit). As bridge/machine.py drain_wait.
+ */
+function drainWait({ pipes_open, since_drain_s, bye, connections_ended, notice_due, quiet_s }) {
+  const waits = pipes_open ? [PIPE_LINGER_S - since_drain_s] : [];
+  if (!(bye || connections_ended)) waits.push((notice_due ? DRAIN_NOTICE_WAIT_S : DRAIN_QUIET_S) - quiet_s);
+  return waits.length ? Math.round(Math.max(0, ...waits) * 1e6) / 1e6 : 0;
+}
+
 /** The earliest time at which a "timer" event may change something; null if none. */
 function nextDeadline(state) {
   if (state.state === 'ended') return null;
@@ -531,4 +547,7 @@ function outcome(s) {
   return 'failed'; // a plain command's non-zero exit
 }
 
-module.exports = { DEFAULTS, OPTIONAL, configProblem, HANG_REASONS, initial, step, nextDeadline, liveLookDue, outcome, chooseLead, isLauncher };
+module.exports = {
+  DEFAULTS, OPTIONAL, configProblem, HANG_REASONS, initial, step, nextDeadline, liveLookDue, outcome, chooseLead, isLauncher,
+  drainWait, PIPE_LINGER_S,
+};

@@ -47,3 +47,7 @@ test('chooseLead and isLauncher follow vectors/lead.json', () => {
   for (const c of vectors.lead) assert.equal(machine.chooseLead(c.present, c.launched_pid, c.launched_loaded ?? false), c.lead, c.name);
   for (const c of vectors.launcher) assert.equal(machine.isLauncher({ argv: c.argv }), c.launcher, c.argv.join(' '));
 });
+
+test('the drain ends as vectors/drain.json says, one rule with bridge/machine.py', () => {
+  for (const c of loadVectors('drain.json').cases) assert.equal(machine.drainWait(c.in), c.wait_s, c.name);
+});

@@ -366,9 +366,9 @@ def test_a_job_whose_pipes_closed_is_not_kept_for_the_pipe_linger(monkeypatch):
     once they are closed the job ends at the next turn. The reactor ticks a job only when
     its next wakeup is due, so that wakeup must say so (it said the linger's end: every
     death -> report took the whole 0.2 s, p50 3.7 -> 204 ms in the benchmark)."""
-    from trainbridge.bridge import job_end, machine
+    from trainbridge.bridge import machine
 
-    monkeypatch.setattr(job_end, "PIPE_LINGER_S", 30.0)
+    monkeypatch.setattr(machine, "PIPE_LINGER_S", 30.0)
     monkeypatch.setitem(machine.DEFAULTS, "drain_timeout", 30.0)  # else it ends the wait at 1 s
     job = bridge.launch([sys.executable, "-c", "pass"], zero_code=False)
     report = job.wait(10)  # far under the linger: it ended once its pipes were closed

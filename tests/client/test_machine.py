@@ -72,3 +72,13 @@ def test_lead_vectors(case):
 @pytest.mark.parametrize("case", LEAD["launcher"], ids=lambda c: " ".join(c["argv"]))
 def test_launcher_vectors(case):
     assert machine.is_launcher({"argv": case["argv"]}) is case["launcher"]
+
+
+def test_drain_vectors():
+    """The drain's end (machine.drain_wait), one rule for both clients (vectors/drain.json):
+    Python waited only for the pipes, Node also for a quiet socket or every end notice."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "drain.json")
+    with open(path) as f:
+        cases = json.load(f)["cases"]
+    for case in cases:
+        assert machine.drain_wait(**case["in"]) == case["wait_s"], case["name"]
