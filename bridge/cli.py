@@ -244,7 +244,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is not None:
-        return int(handler(args) or 0)
+        from trainbridge.bridge.store_errors import StoreError
+
+        try:
+            return int(handler(args) or 0)
+        except StoreError as exc:  # one sentence with the cause and the fix, no traceback
+            from trainbridge.bridge.cli_jobs import EXIT_STORE
+
+            print(f"trainbridge {args.command}: {exc}", file=sys.stderr)
+            return EXIT_STORE
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]

@@ -20,6 +20,7 @@ import sys
 import time
 
 EXIT_NOT_FOUND = 3
+EXIT_STORE = 4  # the job store cannot be used (bridge/store_errors.py says why)
 
 
 def add_commands(sub) -> None:
@@ -119,10 +120,15 @@ def add_commands(sub) -> None:
     p.set_defaults(handler=logs)
 
 
-def _scheduler(args):
+def _scheduler(args, create: bool = False):
+    """The store's Scheduler. A store is made only by submit, or at the default path: a
+    --store path that is not there (mistyped?) is an error for the other verbs."""
     from trainbridge.bridge.scheduler import Scheduler
 
-    return Scheduler(store=args.store, tick=None)
+    sched = Scheduler(store=args.store, tick=None, create=create or args.store is None)
+    if sched.tick_error is not None:
+        print(f"trainbridge: {sched.tick_error} (the rows may be stale)", file=sys.stderr)
+    return sched
 
 
 def _missing(args, sched) -> int:
@@ -148,7 +154,7 @@ def submit(args) -> int:
         for name in ("startup_timeout", "stall_timeout", "heartbeat_timeout")
         if getattr(args, name) is not None
     }
-    with _scheduler(args) as sched:
+    with _scheduler(args, create=True) as sched:
         try:
             job_id = sched.submit(
                 cmd,

@@ -34,6 +34,7 @@ import itertools
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,8 +43,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
-from trainbridge.bridge import feed, machine, private_files, procs
-from trainbridge.bridge.store import ACTIVE, Store
+from trainbridge.bridge import feed, machine, private_files, procs, store_errors
+from trainbridge.bridge.store import ACTIVE, Store, StoreError
 
 TICK_S = 0.5  # how often a running Scheduler reconciles and starts queued jobs
 CLAIM_GRACE_S = 10.0  # a claimed job with no keeper pid after this long is queued again
@@ -317,13 +318,52 @@ def submit(
         raise ValueError("max_restarts and restart_backoff must be >= 0")
     job_id = f"j-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
     job_dir = os.path.join(store.jobs_dir, job_id)
+    try:
+        _make_job(
+            store,
+            job_id,
+            job_dir,
+            cmd,
+            cwd,
+            env,
+            config,
+            resources,
+            priority,
+            max_restarts,
+            restart_backoff,
+        )
+    except (OSError, StoreError) as exc:
+        # A full or read-only disk: no directory is left without its row, and the error
+        # says why (bridge/store_errors.py) instead of a raw OSError.
+        shutil.rmtree(job_dir, ignore_errors=True)
+        if isinstance(exc, StoreError):
+            raise
+        raise store_errors.explain(store.path, exc) from exc
+    return job_id
+
+
+def _make_job(
+    store,
+    job_id,
+    job_dir,
+    cmd,
+    cwd,
+    env,
+    config,
+    resources,
+    priority,
+    max_restarts,
+    restart_backoff,
+) -> None:
+    """The job's directory (its environment file, its empty feed) and its row."""
     os.mkdir(job_dir, 0o700)
     full_env = dict(os.environ if env is None else env)
     env_path = os.path.join(job_dir, procs.ENV_FILE)
     fd = os.open(env_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(full_env, f)
-    store.insert_job(
+    os.close(private_files.open_append(os.path.join(job_dir, procs.EVENTS_FILE)))
+    store.insert_job(  # last: a row is never without its directory
         {
             "id": job_id,
             "command": [str(part) for part in cmd],
@@ -341,8 +381,6 @@ def submit(
             "events_path": os.path.join(job_dir, procs.EVENTS_FILE),
         }
     )
-    os.close(private_files.open_append(os.path.join(job_dir, procs.EVENTS_FILE)))
-    return job_id
 
 
 CANCEL_REASON_MAX = 1000  # characters of a cancel's reason
@@ -473,8 +511,6 @@ def cancel(
 def forget(store: Store, job_id: str) -> bool:
     """Delete an ended job's row, attempts and directory (logs, events). False if it is not
     ended (cancel it first) or unknown."""
-    import shutil
-
     row = store.get(job_id)
     if row is None or row["state"] != "ended":
         return False
@@ -498,7 +534,10 @@ class Scheduler:
 
     slots: {"jobs": N, "gpus": [ids]} saved in the store for every process that schedules on
     it (default: CPU count, GPUs discovered). A background thread reconciles the store with
-    the processes and starts queued jobs every TICK_S (tick=None: only on calls)."""
+    the processes and starts queued jobs every TICK_S (tick=None: only on calls).
+    create=False: a store that is not there raises StoreMissing instead of being made. On a
+    read-only store (`read_only`) it lists and attaches, and neither ticks nor writes; a
+    write raises StoreReadOnly. Store failures are StoreError subclasses (store_errors.py)."""
 
     def __init__(
         self,
@@ -507,22 +546,30 @@ class Scheduler:
         tick: Optional[float] = TICK_S,
         keep_ended: Optional[int] = KEEP_ENDED,
         python: Optional[str] = None,
+        create: bool = True,
     ):
-        self._store = Store(store)
+        self._store = Store(store, create=create)
         self.path = self._store.path
+        self.read_only = self._store.read_only
         self.python = python
         self.keep_ended = keep_ended
         self._lock = threading.Lock()  # one connection, used by the caller and the ticker
         self._keepers: list[subprocess.Popen] = []  # reaped as they end (no zombies)
-        if slots is not None or self._store.setting("slots") is None:
+        if not self.read_only and (slots is not None or self._store.setting("slots") is None):
             merged = default_slots()
             merged.update(dict(slots or {}))
             merged["gpus"] = [int(g) for g in merged["gpus"]]
             self._store.set_setting("slots", merged)
-        self.slots = self._store.setting("slots")
+        self.slots = self._store.setting("slots") or default_slots()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self.tick()
+        # A tick writes (reconciles, retains): on a full disk that fails, and the rows may be
+        # stale, but listing and attaching still work. Said here; the next tick tries again.
+        self.tick_error: Optional[StoreError] = None
+        try:
+            self.tick()
+        except store_errors.StoreFull as exc:
+            self.tick_error = exc
         if tick:
             self._thread = threading.Thread(
                 target=self._run, args=(tick,), daemon=True, name="trainbridge-scheduler"
@@ -540,7 +587,10 @@ class Scheduler:
                 )
 
     def tick(self) -> None:
-        """Reconcile, start what fits, reap ended keepers, apply retention."""
+        """Reconcile, start what fits, reap ended keepers, apply retention (not on a
+        read-only store: nothing there can change)."""
+        if self.read_only:
+            return
         with self._lock:
             self._keepers = [p for p in self._keepers if p.poll() is None]
             reconcile(self._store)

@@ -12,6 +12,7 @@ The schema is versioned with PRAGMA user_version; MIGRATIONS[n] takes version n 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -19,7 +20,8 @@ import time
 from collections.abc import Iterable
 from typing import Any, Optional
 
-from trainbridge.bridge import private_files
+from trainbridge.bridge import private_files, store_errors
+from trainbridge.bridge.store_errors import StoreError as StoreError  # re-exported
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 5000
@@ -96,10 +98,6 @@ MIGRATIONS = [
 ]
 
 
-class StoreError(Exception):
-    """The store cannot be used (newer schema than this trainbridge, unreadable file)."""
-
-
 def default_path() -> str:
     """$TRAINBRIDGE_STORE, else <per-user data dir>/trainbridge/jobs.db (XDG on Linux)."""
     explicit = os.environ.get("TRAINBRIDGE_STORE")
@@ -117,39 +115,92 @@ def default_path() -> str:
 class Store:
     """One connection to the store file. Not shared between threads: open one per thread."""
 
-    def __init__(self, path: Optional[str] = None):
+    def __init__(self, path: Optional[str] = None, create: bool = True):
+        """Open the store at `path` (default: default_path()), made if it is not there unless
+        create=False (then StoreMissing). A store on a read-only file system, or whose files
+        this user may read but not write, opens for reading: `read_only` is True and any
+        write raises StoreReadOnly. Every failure is a StoreError (bridge/store_errors.py)."""
         self.path = os.path.abspath(path or default_path())
         self.jobs_dir = os.path.join(os.path.dirname(self.path), "jobs")
-        _make_private(
-            self.path, own_dir=path is None or self.path == os.path.abspath(default_path())
-        )
+        self.read_only = False
+        if not create and not os.path.exists(self.path):
+            raise store_errors.missing(self.path)
         try:
-            self.db = sqlite3.connect(
-                self.path,
-                timeout=BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-                check_same_thread=False,
+            _make_private(
+                self.path, own_dir=path is None or self.path == os.path.abspath(default_path())
             )
-            self.db.row_factory = sqlite3.Row
-            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self.db.execute("PRAGMA journal_mode = WAL")
-            self.db.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"cannot open the job store {self.path}: {exc}. Check the path; "
-                f"a store written by a newer trainbridge needs that version."
-            ) from exc
+        except (
+            store_errors.StoreReadOnly,
+            store_errors.StoreAccess,
+            store_errors.StoreFull,
+        ) as exc:
+            if isinstance(exc, store_errors.StoreNotPrivate) or not (
+                os.path.isfile(self.path) and os.access(self.path, os.R_OK)
+            ):
+                raise  # another account's store is refused, never read
+            self.read_only, why = True, exc  # it exists and can be read: the reads work
+        else:
+            why = None
+        try:
+            connection = self._connect()
+        except (
+            store_errors.StoreFull,
+            store_errors.StoreReadOnly,
+            store_errors.StoreAccess,
+        ) as exc:
+            # WAL's files cannot be made beside it (a full disk, a read-only folder): when
+            # the store itself can be read, read it as it is.
+            readable = os.path.isfile(self.path) and os.access(self.path, os.R_OK)
+            writable = os.access(self.path, os.W_OK) and os.access(
+                os.path.dirname(self.path), os.W_OK
+            )
+            if not readable or (isinstance(exc, store_errors.StoreAccess) and writable):
+                raise
+            self.read_only = True
+            why = exc if isinstance(exc, store_errors.StoreFull) else why
+            connection = self._connect()
+        if not (os.access(self.path, os.W_OK) and os.access(os.path.dirname(self.path), os.W_OK)):
+            self.read_only = True  # opened (its WAL files were there), but it cannot change
+        self.db = _Db(connection, self.path, why)
+        self._migrate()
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            if self.read_only:
+                db = _connect_read_only(self.path)
+            else:
+                db = sqlite3.connect(
+                    self.path,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            db.row_factory = sqlite3.Row
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if not self.read_only:
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA user_version").fetchone()  # reads the header: a damaged one fails
+            return db
+        except sqlite3.Error as exc:
+            raise store_errors.explain(self.path, exc) from exc
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"the job store {self.path} has schema version {version}; this "
-                f"trainbridge knows up to {SCHEMA_VERSION}: upgrade trainbridge"
+            raise store_errors.StoreTooNew(
+                f"the job store {self.path} has schema version {version}; this trainbridge "
+                f"knows up to {SCHEMA_VERSION}: upgrade trainbridge (pip install -U trainbridge)",
+                self.path,
             )
         if version == SCHEMA_VERSION:
             return
+        if self.read_only:
+            raise store_errors.StoreReadOnly(
+                f"the job store {self.path} was written by an older trainbridge and is "
+                f"read-only here: open it once with write access, which upgrades it",
+                self.path,
+            )
         self.db.execute("BEGIN IMMEDIATE")
         try:
             version = self.db.execute("PRAGMA user_version").fetchone()[0]  # another won?
@@ -161,7 +212,7 @@ class Store:
                 self.db.execute(f"PRAGMA user_version = {version}")
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            _rollback(self.db)
             raise
 
     def close(self) -> None:
@@ -265,6 +316,71 @@ class Store:
         )
 
 
+class _Db:
+    """The store's connection, each SQLite error turned into a StoreError that says why
+    (a full disk, a damaged file, a read-only store) at the one place every query passes.
+    `why`: why a store was opened for reading only (a full disk, say), which a write then
+    raises instead of SQLite's "readonly database"."""
+
+    def __init__(self, db: sqlite3.Connection, path: str, why: Optional[Exception] = None):
+        self._db = db
+        self._path = path
+        self._why = why
+
+    def execute(self, sql: str, args: Any = ()) -> _Cursor:
+        try:
+            return _Cursor(self._db.execute(sql, args), self._path)
+        except sqlite3.Error as exc:
+            error = store_errors.explain(self._path, exc)
+            if isinstance(error, store_errors.StoreReadOnly) and isinstance(
+                self._why, store_errors.StoreError
+            ):
+                error = type(self._why)(str(self._why), self._path)
+            raise error from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class _Cursor:
+    def __init__(self, cursor: sqlite3.Cursor, path: str):
+        self._cursor = cursor
+        self._path = path
+        self.rowcount = cursor.rowcount
+
+    def fetchone(self) -> Any:
+        try:
+            return self._cursor.fetchone()
+        except sqlite3.Error as exc:  # a damaged page met while stepping
+            raise store_errors.explain(self._path, exc) from exc
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return self._cursor.fetchall()
+        except sqlite3.Error as exc:
+            raise store_errors.explain(self._path, exc) from exc
+
+    def __iter__(self) -> Any:
+        return iter(self.fetchall())
+
+
+def _connect_read_only(path: str) -> sqlite3.Connection:
+    """A read-only connection. A WAL store whose folder cannot be written has no -shm to map:
+    then `immutable` (nothing can change a file on a read-only file system anyway)."""
+    from urllib.parse import quote
+
+    uri = f"file:{quote(path)}?mode=ro"
+    db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        db.close()
+        return sqlite3.connect(
+            uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False
+        )
+
+
 def _make_private(path: str, own_dir: bool) -> None:
     """The store's files readable by this user only (docs/SECURITY.md): a new store file is
     created 0600 before SQLite opens it (SQLite gives its -wal and -shm the same mode), the
@@ -285,27 +401,42 @@ def _make_private(path: str, own_dir: bool) -> None:
             for name in (path, f"{path}-wal", f"{path}-shm"):
                 private_files.tighten(name, private_files.FILE_MODE)
     except private_files.PrivateFileError as exc:
-        raise StoreError(
+        raise store_errors.StoreNotPrivate(
             f"cannot use the job store {path}: {exc.strerror}. The store holds every job's command "
             f"line and output: it must be this user's and readable by it only "
-            f"(chmod 600 {path}*; chmod 700 {jobs_dir})"
+            f"(chmod 600 {path}*; chmod 700 {jobs_dir})",
+            path,
         ) from exc
     except OSError as exc:  # a full disk, a read-only or missing directory: said as it is
+        if exc.errno in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM):
+            raise store_errors.explain(path, exc) from exc
         raise StoreError(
-            f"cannot use the job store {path}: {private_files.error_text(exc)}"
+            f"cannot use the job store {path}: {private_files.error_text(exc)}", path
         ) from exc
 
 
 class _Tx:
-    def __init__(self, db: sqlite3.Connection):
+    def __init__(self, db: _Db):
         self.db = db
 
-    def __enter__(self) -> sqlite3.Connection:
+    def __enter__(self) -> _Db:
         self.db.execute("BEGIN IMMEDIATE")
         return self.db
 
     def __exit__(self, kind, value, tb) -> None:
-        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+        if kind is None:
+            self.db.execute("COMMIT")
+        else:
+            _rollback(self.db)
+
+
+def _rollback(db: _Db) -> None:
+    """ROLLBACK after a failure; SQLite may have ended the transaction itself (a full disk
+    does), and the first error, which says why, is the one to raise."""
+    try:
+        db.execute("ROLLBACK")
+    except StoreError:
+        pass
 
 
 def _encode(fields: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,8 @@ max_restarts, restart_backoff, zero_code}, cancel {id}, forget {id}, dump_stacks
 SIGUSR1 to the keeper; the stacks come as a "stacks" event in the events file), request {id,
 op, data}
 (ping or send, scheduler.request: returns the request id; the answer comes as a "reply"
-event). All ASCII JSON.
+event). All ASCII JSON. A failure of the store itself (bridge/store_errors.py) also gives its
+`kind`; a store that cannot be opened answers every request so.
 The helper is a full Scheduler (it reconciles and starts queued jobs while it runs) and ends
 when its stdin closes. So the Node package needs no native SQLite module: the one store
 implementation is Python's, which a Node user of trainbridge has for the worker anyway.
@@ -20,10 +21,11 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from typing import Any
+from typing import Any, Optional
 
 from trainbridge.bridge import scheduler
 from trainbridge.bridge.scheduler import Scheduler
+from trainbridge.bridge.store_errors import StoreError
 
 
 def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
@@ -62,7 +64,12 @@ def main(argv=None) -> int:
         print("usage: python -m trainbridge.bridge.storeserve STORE [SLOTS_JSON]", file=sys.stderr)
         return 2
     slots = json.loads(args[1]) if len(args) > 1 and args[1] else None
-    sched = Scheduler(store=args[0], slots=slots)
+    sched: Optional[Scheduler] = None
+    broken: Optional[StoreError] = None
+    try:
+        sched = Scheduler(store=args[0], slots=slots)
+    except StoreError as exc:  # every request is answered with why (Node: a StoreError)
+        broken = exc
     out = sys.stdout
     try:
         for line in sys.stdin:
@@ -71,6 +78,9 @@ def main(argv=None) -> int:
             request: dict[str, Any] = {}
             try:
                 request = json.loads(line)
+                if broken is not None:
+                    raise broken
+                assert sched is not None
                 answer = {
                     "id": request.get("id"),
                     "ok": True,
@@ -82,10 +92,13 @@ def main(argv=None) -> int:
                     "ok": False,
                     "error": f"{type(exc).__name__}: {exc}",
                 }
+                if isinstance(exc, StoreError):
+                    answer["kind"] = exc.kind
             out.write(json.dumps(answer, ensure_ascii=True, default=str) + "\n")
             out.flush()
     finally:
-        sched.close()
+        if sched is not None:
+            sched.close()
     return 0
 
 

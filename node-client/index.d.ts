@@ -285,6 +285,11 @@ export class ProtocolError extends Error {
   detail: string;
 }
 
+/** The job store cannot be used: one sentence with the cause and the fix (docs/STORE.md "Failures"). */
+export class StoreError extends Error {
+  kind: 'corrupt' | 'read_only' | 'full' | 'access' | 'missing' | 'too_new' | 'failed';
+}
+
 export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   readonly id: string;
   readonly command: string[];

@@ -1,5 +1,5 @@
 'use strict';
-/** The two error types a user of trainbridge meets. */
+/** The error types a user of trainbridge meets. */
 
 class ProtocolError extends Error {
   /** A frame that is not a valid v1 message. `reason` is a stable short code (PROTOCOL.md 8). */
@@ -36,4 +36,16 @@ class PythonError extends Error {
   }
 }
 
-module.exports = { ProtocolError, PythonError };
+/**
+ * The job store cannot be used (bridge/store_errors.py): `kind` is corrupt, read_only, full,
+ * access, missing, too_new or failed; `message` one sentence with the cause and the fix.
+ */
+class StoreError extends Error {
+  constructor(message, kind = 'failed') {
+    super(message);
+    this.name = 'StoreError';
+    this.kind = kind;
+  }
+}
+
+module.exports = { ProtocolError, PythonError, StoreError };

@@ -16,7 +16,7 @@ if (process.platform !== 'linux') {
 
 const { Job, LaunchError, JobFailedError, checkOptions } = require('./job.js');
 const { Hub, getDefaultHub } = require('./hub.js');
-const { ProtocolError, PythonError } = require('./errors.js');
+const { ProtocolError, PythonError, StoreError } = require('./errors.js');
 const { toJSON, summary } = require('./report.js');
 const { resolvePython } = require('./launcher.js');
 const machine = require('./machine.js');
@@ -35,7 +35,7 @@ function launch(options) {
 }
 
 module.exports = {
-  launch, openStore, defaultStorePath, Job, Hub, ProtocolError, PythonError, LaunchError, JobFailedError, toJSON,
+  launch, openStore, defaultStorePath, Job, Hub, ProtocolError, PythonError, StoreError, LaunchError, JobFailedError, toJSON,
   summary, resolvePython, doctor, DoctorError, AttachedJob,
   DEFAULT_TIMEOUTS: machine.DEFAULTS,
 };

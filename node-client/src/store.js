@@ -22,7 +22,7 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { EventEmitter } = require('node:events');
 const { resolvePython } = require('./launcher.js');
-const { PythonError } = require('./errors.js');
+const { PythonError, StoreError } = require('./errors.js');
 const { StatusTracker } = require('./status.js');
 const feed = require('./feed.js');
 
@@ -98,6 +98,7 @@ class Store {
       if (!waiter) continue;
       this._pending.delete(answer.id);
       if (answer.ok) waiter.resolve(answer.result);
+      else if (answer.kind) waiter.reject(new StoreError(answer.error.replace(/^\w+: /, ''), answer.kind));
       else waiter.reject(new Error(answer.error));
     }
   }

@@ -76,12 +76,12 @@ def test_cancel_a_running_job_from_another_shell(store_path):
 
 
 def test_unknown_ids_and_bad_submissions_say_so(store_path):
-    missing = tb(store_path, "attach", "j-nope")
-    assert missing.returncode == 3 and "no job 'j-nope'" in missing.stderr
     bad = tb(store_path, "submit", "--gpus", "2", "--", *child("steps", 1))
     assert bad.returncode == 2 and "asks for 2 GPU" in bad.stderr
     # What to do, in terms the CLI user can act on (it said "set slots=...", a Python argument)
     assert "leave the GPUs out of the job" in bad.stderr and "set slots=" not in bad.stderr
+    missing = tb(store_path, "attach", "j-nope")  # the store exists (submit made it)
+    assert missing.returncode == 3 and "no job 'j-nope'" in missing.stderr
 
 
 def test_attach_now_starts_from_the_jobs_state_and_status_not_its_first_line(store_path):
