@@ -128,7 +128,10 @@ def test_a_rank_whose_beacon_cannot_answer_is_named_from_its_faulthandler_dump()
             env=env,
             startup_timeout=60,
             heartbeat_timeout=60,
-            stall_timeout=8,
+            # From the start too: two ranks importing torch beside CPU loops took over 8 s
+            # (the verdict was then, rightly, a hang in 'import torch'), as the fault
+            # matrix's torchrun rows allow 20 s.
+            stall_timeout=20,
             kill_grace=2,
         )
         report = job.wait(120)
