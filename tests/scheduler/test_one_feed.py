@@ -477,6 +477,9 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
     import signal
     import threading
 
+    from trainbridge.bridge import scheduler
+    from trainbridge.bridge.store import Store
+
     s = bridge.Scheduler(store=store_path, slots={"jobs": 2, "gpus": []}, tick=0.1)
     try:
         # A ping to a worker that cannot answer (its process stopped), then the process dies.
@@ -485,11 +488,15 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
         until_progress(job)
         row = s.get(job_id)
         os.kill(row["job_pid"], signal.SIGSTOP)
-        asked = threading.Thread(target=job.ping, kwargs={"timeout": 30}, daemon=True)
-        asked.start()
+        # The ping as job.ping() asks it, its request file known: read once it is gone.
+        store = Store(store_path)
+        try:
+            ping_id = scheduler.request(store, job_id, "ping", {"timeout": 30})
+        finally:
+            store.close()
         requests = os.path.join(row["dir"], "requests")
         wait_for(
-            lambda: os.path.isdir(requests) and not os.listdir(requests),
+            lambda: not os.path.exists(os.path.join(requests, ping_id + ".json")),
             what="the keeper to read the ping's request",
         )
         # A request the keeper never read: written by hand, with no SIGUSR2.
@@ -501,6 +508,7 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
         assert report["outcome"] == "crashed", report["summary"]
         events = list(s.attach(job_id).events(timeout=WAIT_S))
         replies = {e["op"]: e for e in events if e["event"] == "reply"}
+        assert replies["ping"]["request"] == ping_id, replies
         # (Killed in the moment between reading the ping and asking the worker, it is "not
         # running": an answer too.)
         assert not replies["ping"]["ok"], replies["ping"]
@@ -511,8 +519,6 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
         assert not replies["send"]["ok"] and "not delivered" in replies["send"]["error"]
         assert events[-1]["event"] == "end"
         assert not os.path.exists(unread)
-        asked.join(WAIT_S)
-        assert not asked.is_alive()
 
         # A send whose keeper is lost while it waits (stopped, then killed: reconciled).
         lost_id = s.submit(child("forever"))
