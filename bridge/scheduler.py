@@ -318,20 +318,24 @@ def submit(
         raise ValueError("max_restarts and restart_backoff must be >= 0")
     job_id = f"j-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
     job_dir = os.path.join(store.jobs_dir, job_id)
+    row = {
+        "id": job_id,
+        "command": [str(part) for part in cmd],
+        "cwd": os.path.abspath(cwd) if cwd else os.getcwd(),
+        "env_names": None if env is None else sorted(env),
+        "config": config,
+        "resources": resources,
+        "priority": int(priority),
+        "max_restarts": int(max_restarts),
+        "restart_backoff": float(restart_backoff),
+        "state": "queued",
+        "submitted_at": time.time(),
+        "dir": job_dir,
+        "log_path": os.path.join(job_dir, procs.OUTPUT_FILE),
+        "events_path": os.path.join(job_dir, procs.EVENTS_FILE),
+    }
     try:
-        _make_job(
-            store,
-            job_id,
-            job_dir,
-            cmd,
-            cwd,
-            env,
-            config,
-            resources,
-            priority,
-            max_restarts,
-            restart_backoff,
-        )
+        _make_job(store, row, dict(os.environ if env is None else env))
     except (OSError, StoreError) as exc:
         # A full or read-only disk: no directory is left without its row, and the error
         # says why (bridge/store_errors.py) instead of a raw OSError.
@@ -342,45 +346,17 @@ def submit(
     return job_id
 
 
-def _make_job(
-    store,
-    job_id,
-    job_dir,
-    cmd,
-    cwd,
-    env,
-    config,
-    resources,
-    priority,
-    max_restarts,
-    restart_backoff,
-) -> None:
-    """The job's directory (its environment file, its empty feed) and its row."""
-    os.mkdir(job_dir, 0o700)
-    full_env = dict(os.environ if env is None else env)
-    env_path = os.path.join(job_dir, procs.ENV_FILE)
-    fd = os.open(env_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(full_env, f)
-    os.close(private_files.open_append(os.path.join(job_dir, procs.EVENTS_FILE)))
-    store.insert_job(  # last: a row is never without its directory
-        {
-            "id": job_id,
-            "command": [str(part) for part in cmd],
-            "cwd": os.path.abspath(cwd) if cwd else os.getcwd(),
-            "env_names": None if env is None else sorted(env),
-            "config": config,
-            "resources": resources,
-            "priority": int(priority),
-            "max_restarts": int(max_restarts),
-            "restart_backoff": float(restart_backoff),
-            "state": "queued",
-            "submitted_at": time.time(),
-            "dir": job_dir,
-            "log_path": os.path.join(job_dir, procs.OUTPUT_FILE),
-            "events_path": os.path.join(job_dir, procs.EVENTS_FILE),
-        }
+def _make_job(store: Store, row: dict[str, Any], env: dict[str, str]) -> None:
+    """The job's directory (its environment file, its empty feed), then its row: a row is
+    never without its directory."""
+    os.mkdir(row["dir"], 0o700)
+    fd = os.open(
+        os.path.join(row["dir"], procs.ENV_FILE), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600
     )
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(env, f)
+    os.close(private_files.open_append(row["events_path"]))
+    store.insert_job(row)
 
 
 CANCEL_REASON_MAX = 1000  # characters of a cancel's reason
