@@ -12,6 +12,14 @@ const { spawn, spawnSync } = require('node:child_process');
 const { openStore } = require('../src/index.js');
 const { FIXTURE, PYTHON, userEnv, liveProcesses } = require('../test-support/e2e.js');
 
+/** Until the judge's status (the keeper's, in the feed) has a step: the job is under way. */
+function untilProgress(job) {
+  return new Promise((resolve) => {
+    const on = (s) => { if (s.step) { job.off('status', on); resolve(); } };
+    job.on('status', on);
+  });
+}
+
 function tempStore(t) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-store-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -132,7 +140,7 @@ test('a stopped keeper is said not answering; after SIGCONT it answers again and
   const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
   const id = await store.submit({ command: PYTHON, args: [child, 'steps', '120'], env: userEnv(), timeouts: { heartbeatTimeout: 5 } });
   const job = store.attach(id);
-  await new Promise((resolve) => { const on = (s) => { if (s.step) { job.off('status', on); resolve(); } }; job.on('status', on); });
+  await untilProgress(job);
   const keeper = (await store.get(id)).keeper_pid;
   process.kill(keeper, 'SIGSTOP');
   const stopped = Date.now();
@@ -230,7 +238,7 @@ test('an attached cancel takes a reason and a grace, as a launched Job\'s', asyn
   const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
   const id = await store.submit({ command: PYTHON, args: [child, 'forever'], env: userEnv() });
   const job = store.attach(id);
-  await new Promise((resolve) => { const on = (s) => { if (s.step) { job.off('status', on); resolve(); } }; job.on('status', on); });
+  await untilProgress(job);
   await assert.rejects(job.cancel({ grace: -1 }), /grace must be None or seconds >= 0/);
   const report = await job.cancel({ grace: 0, reason: 'the user pressed Stop' });
   assert.equal(report.outcome, 'cancelled');
@@ -303,7 +311,7 @@ test('from event N of a queued job: its events from N on once it runs, not the o
   const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
   const first = await store.submit({ command: PYTHON, args: [child, 'forever'], env: userEnv() });
   const running = store.attach(first);
-  await new Promise((resolve) => { const on = (s) => { if (s.step) { running.off('status', on); resolve(); } }; running.on('status', on); });
+  await untilProgress(running);
   running.close();
   const queued = await store.submit({ command: PYTHON, args: [child, 'steps', '3'], env: userEnv() });
   assert.equal((await store.get(queued)).state, 'queued');
@@ -334,7 +342,7 @@ test('a send whose keeper is lost while it waits says the job ended, not that th
   const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
   const id = await store.submit({ command: PYTHON, args: [child, 'forever'], env: userEnv() });
   const job = store.attach(id);
-  await new Promise((resolve) => { const on = (s) => { if (s.step) { job.off('status', on); resolve(); } }; job.on('status', on); });
+  await untilProgress(job);
   const row = await store.get(id);
   process.kill(row.keeper_pid, 'SIGSTOP');
   const sent = job.send('hello', { timeout: 30 });
