@@ -12,12 +12,24 @@ const { spawn, spawnSync } = require('node:child_process');
 const { openStore } = require('../src/index.js');
 const { FIXTURE, PYTHON, userEnv, liveProcesses } = require('../test-support/e2e.js');
 
+const CHILD = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
+
 /** Until the judge's status (the keeper's, in the feed) has a step: the job is under way. */
 function untilProgress(job) {
   return new Promise((resolve) => {
     const on = (s) => { if (s.step) { job.off('status', on); resolve(); } };
     job.on('status', on);
   });
+}
+
+/** A store in a temporary folder with a job of tests/scheduler/child.py 'forever' under way. */
+async function runningJob(t) {
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const id = await store.submit({ command: PYTHON, args: [CHILD, 'forever'], env: userEnv() });
+  const job = store.attach(id);
+  await untilProgress(job);
+  return { store, id, job };
 }
 
 function tempStore(t) {
@@ -233,12 +245,7 @@ test('an attached job is as thick as a launched one: stalled with its diagnosis,
 });
 
 test('an attached cancel takes a reason and a grace, as a launched Job\'s', async (t) => {
-  const store = openStore(tempStore(t), { python: PYTHON });
-  t.after(() => store.close());
-  const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
-  const id = await store.submit({ command: PYTHON, args: [child, 'forever'], env: userEnv() });
-  const job = store.attach(id);
-  await untilProgress(job);
+  const { job } = await runningJob(t);
   await assert.rejects(job.cancel({ grace: -1 }), /grace must be None or seconds >= 0/);
   const report = await job.cancel({ grace: 0, reason: 'the user pressed Stop' });
   assert.equal(report.outcome, 'cancelled');
@@ -337,12 +344,7 @@ test('submit({zeroCode: false}) leaves the worker out, as launch()\'s zeroCode a
 test('a send whose keeper is lost while it waits says the job ended, not that the keeper is starved', async (t) => {
   // As tests/scheduler/test_one_feed.py: the keeper answers every request before its end; a
   // keeper killed first answers none, and the reconciled end tells the asker why.
-  const store = openStore(tempStore(t), { python: PYTHON });
-  t.after(() => store.close());
-  const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
-  const id = await store.submit({ command: PYTHON, args: [child, 'forever'], env: userEnv() });
-  const job = store.attach(id);
-  await untilProgress(job);
+  const { store, id, job } = await runningJob(t);
   const row = await store.get(id);
   process.kill(row.keeper_pid, 'SIGSTOP');
   const sent = job.send('hello', { timeout: 30 });
