@@ -29,6 +29,24 @@ def tb(*args, cwd=None):
     )
 
 
+# Node's face of a store: list it, then try to submit; prints {listed, kind, message}.
+NODE_LIST_SUBMIT = (
+    "const { openStore, StoreError } = require(process.argv[3] + '/node-client/src/index.js');"
+    "(async () => { const store = openStore(process.argv[1], { python: process.argv[2] });"
+    "const out = { listed: (await store.jobs()).map((r) => r.id) };"
+    "try { await store.submit({ command: 'true' }); out.kind = null; }"
+    "catch (err) { out.store = err instanceof StoreError; out.kind = err.kind;"
+    " out.message = err.message; }"
+    "await store.close(); console.log(JSON.stringify(out)); })();"
+)
+
+
+def node_list_submit(path: str) -> str:
+    """The shell line that runs NODE_LIST_SUBMIT on the store at `path`."""
+    script = NODE_LIST_SUBMIT.replace('"', '\\"')
+    return f'node -e "{script}" {path} {sys.executable} {ROOT}'
+
+
 def in_namespace(script: str) -> subprocess.CompletedProcess:
     """`script` (sh) in a private mount namespace, so its mounts vanish with it."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
@@ -134,13 +152,17 @@ def test_a_read_only_store_lists_and_refuses_writes_saying_why(tmp_path):
         f"{cli} logs {job_id} --store {path}; echo rc=$?\n"
         f"{cli} submit --store {path} -- true || echo rc=$?\n"
         f"{sys.executable} -c \"{api}\" {path}\n"
+        f"{node_list_submit(path)}\n"
     )
     lines = out.stdout.splitlines()
     assert json.loads(lines[0])[0]["id"] == job_id, out  # listed
     assert lines[1] == "rc=0" and "hi" in lines and "rc=0" in lines[2:5], out
     assert f"rc={EXIT_STORE}" in lines, out
     assert "is read-only" in out.stderr and "Traceback" not in out.stderr, out.stderr
-    assert lines[-2:] == ["True 1", "StoreReadOnly read_only"], out
+    assert lines[-3:-1] == ["True 1", "StoreReadOnly read_only"], out
+    node = json.loads(lines[-1])  # Node lists it, and its submit is a StoreError that says why
+    assert node["listed"] == [job_id] and node["store"] and node["kind"] == "read_only", node
+    assert "is read-only" in node["message"], node
     assert os.listdir(os.path.join(folder, "jobs")) == [job_id]  # nothing half made
 
 
@@ -156,10 +178,13 @@ def test_a_full_disk_still_lists_and_a_submit_says_so_and_leaves_nothing(tmp_pat
         f"{cli} jobs --store {path} --json; echo rc=$?\n"
         f"{cli} submit --store {path} -- true || echo rc=$?\n"
         f"ls {folder}/jobs | wc -l\n"
+        f"{node_list_submit(path)}\n"
     )
     lines = out.stdout.splitlines()
     job_id = lines[0]
     assert [row["id"] for row in json.loads(lines[1])] == [job_id], out
-    assert lines[2:] == ["rc=0", f"rc={EXIT_STORE}", "1"], out  # no directory without a row
+    assert lines[2:5] == ["rc=0", f"rc={EXIT_STORE}", "1"], out  # no directory without a row
+    node = json.loads(lines[5])
+    assert node["listed"] == [job_id] and node["store"] and node["kind"] == "full", node
     assert "is full" in out.stderr and "df -h" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr, out.stderr
