@@ -72,6 +72,12 @@ def add_commands(sub) -> None:
         action="store_false",
         help="as for run: only scripts that import trainbridge.worker say hello",
     )
+    p.add_argument("--name", help="a name for the job, shown by `jobs`")
+    p.add_argument(
+        "--tag", action="append", dest="tags", metavar="TAG", help="a tag (repeat for more)"
+    )
+    p.add_argument("--meta", metavar="JSON", help="free metadata, a JSON object, kept in the row")
+    p.add_argument("--log", dest="log_path", metavar="PATH", help="write the output log there")
     p.add_argument("--cwd", help="working directory (default: this one)")
     p.add_argument("--attach", action="store_true", help="then follow it like `attach`")
     p.add_argument("--json", action="store_true", help="print {\"id\": ...} as JSON")
@@ -85,6 +91,7 @@ def add_commands(sub) -> None:
         help="only this state (queued, running, ended, ...; 'active' for every unfinished one)",
     )
     p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    p.add_argument("--tag", help="only the jobs submitted with this tag")
     p.add_argument("--json", action="store_true", help="the rows as a JSON list")
     p.set_defaults(handler=jobs)
 
@@ -154,6 +161,11 @@ def submit(args) -> int:
         for name in ("startup_timeout", "stall_timeout", "heartbeat_timeout")
         if getattr(args, name) is not None
     }
+    try:
+        meta = None if args.meta is None else json.loads(args.meta)
+    except ValueError as exc:
+        print(f"trainbridge submit: --meta is not JSON: {exc}", file=sys.stderr)
+        return 2
     with _scheduler(args, create=True) as sched:
         try:
             job_id = sched.submit(
@@ -165,6 +177,10 @@ def submit(args) -> int:
                 max_restarts=args.max_restarts,
                 restart_backoff=args.restart_backoff,
                 zero_code=args.zero_code,
+                name=args.name,
+                tags=args.tags,
+                meta=meta,
+                log_path=args.log_path,
             )
         except ValueError as exc:
             print(f"trainbridge submit: {exc}", file=sys.stderr)
@@ -188,7 +204,7 @@ def submit(args) -> int:
 
 def jobs(args) -> int:
     with _scheduler(args) as sched:
-        rows = sched.jobs(args.state, args.limit)
+        rows = sched.jobs(args.state, args.limit, args.tag)
     if args.json:
         print(json.dumps(rows, ensure_ascii=True, default=str))
         return 0
@@ -199,6 +215,7 @@ def jobs(args) -> int:
     table = Table(box=None, header_style="bold")
     for name in (
         "ID",
+        "NAME",
         "STATE",
         "OUTCOME",
         "STAGE",
@@ -229,6 +246,7 @@ def jobs(args) -> int:
         )
         table.add_row(
             row["id"],
+            row.get("name") or "-",
             Text(row["state"], style=colours.get(row["state"], "")),
             Text(row["outcome"] or "-", style=colours.get(row["outcome"] or "", "")),
             row.get("stage") or "-",

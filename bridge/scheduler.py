@@ -283,6 +283,10 @@ def submit(
     max_restarts: int = 0,
     restart_backoff: float = 1.0,
     zero_code: bool = True,
+    name: Optional[str] = None,
+    tags: Optional[Sequence[str]] = None,
+    meta: Optional[Mapping[str, Any]] = None,
+    log_path: Optional[str] = None,
 ) -> str:
     if isinstance(cmd, (str, bytes)) or not cmd:
         raise ValueError("the command must be a non-empty list of arguments (no shell strings)")
@@ -292,6 +296,7 @@ def submit(
         raise ValueError(f"unknown timeouts {sorted(unknown)}; known: {sorted(TIMEOUT_NAMES)}")
     if not isinstance(zero_code, bool):
         raise ValueError(f"zero_code must be True or False, got {zero_code!r}")
+    labels = check_labels(name, tags, meta, log_path)
     # launch()'s own check (argv, cwd, env, deadline values: NaN, "30", negatives), so a bad
     # job is refused here instead of being stored and failing later in its keeper.
     from trainbridge.bridge.job import LaunchError, check_arguments
@@ -333,6 +338,7 @@ def submit(
         "dir": job_dir,
         "log_path": os.path.join(job_dir, procs.OUTPUT_FILE),
         "events_path": os.path.join(job_dir, procs.EVENTS_FILE),
+        **labels,
     }
     try:
         _make_job(store, row, dict(os.environ if env is None else env))
@@ -357,6 +363,50 @@ def _make_job(store: Store, row: dict[str, Any], env: dict[str, str]) -> None:
         json.dump(env, f)
     os.close(private_files.open_append(row["events_path"]))
     store.insert_job(row)
+
+
+NAME_MAX = 200  # characters of a job's name, and of each tag
+TAGS_MAX = 32
+META_MAX_BYTES = 64 * 1024  # a job's meta as JSON
+
+
+def check_labels(name: Any, tags: Any, meta: Any, log_path: Any) -> dict[str, Any]:
+    """What a GUI keeps with a job (submit's name, tags, meta and log_path), checked: the
+    row's columns they fill. ValueError that says which and why."""
+    out: dict[str, Any] = {}
+    if name is not None:
+        if not isinstance(name, str) or not 0 < len(name) <= NAME_MAX:
+            raise ValueError(f"name must be a string of 1 to {NAME_MAX} characters, got {name!r}")
+        out["name"] = name
+    if tags is not None:
+        if isinstance(tags, str) or not all(
+            isinstance(t, str) and 0 < len(t) <= NAME_MAX for t in tags
+        ):
+            raise ValueError(f"tags must be a list of strings (1 to {NAME_MAX} characters)")
+        if len(list(tags)) > TAGS_MAX:
+            raise ValueError(f"at most {TAGS_MAX} tags, got {len(list(tags))}")
+        out["tags"] = list(dict.fromkeys(tags))
+    if meta is not None:
+        if not isinstance(meta, Mapping):
+            raise ValueError(f"meta must be a dict (a JSON object), got {type(meta).__name__}")
+        try:
+            size = len(json.dumps(meta, ensure_ascii=True, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"meta must be JSON (strings, numbers, lists, dicts): {exc}") from None
+        if size > META_MAX_BYTES:
+            raise ValueError(f"meta is {size} bytes as JSON; at most {META_MAX_BYTES}")
+        out["meta"] = dict(meta)
+    if log_path is not None:
+        if not isinstance(log_path, (str, os.PathLike)):
+            raise ValueError(f"log_path must be a path, got {log_path!r}")
+        path = os.path.abspath(os.fspath(log_path))
+        if not os.path.isdir(os.path.dirname(path)):
+            raise ValueError(
+                f"log_path {path}: its folder does not exist; make it first (the job's "
+                "output is written there, as well as to its feed)"
+            )
+        out["log_path"] = path
+    return out
 
 
 CANCEL_REASON_MAX = 1000  # characters of a cancel's reason
@@ -599,33 +649,43 @@ class Scheduler:
         max_restarts: int = 0,
         restart_backoff: float = 1.0,
         zero_code: bool = True,
+        name: Optional[str] = None,
+        tags: Optional[Sequence[str]] = None,
+        meta: Optional[Mapping[str, Any]] = None,
+        log_path: Optional[str] = None,
     ) -> str:
         """Queue cmd (a list, no shell) and start it if its slots are free; returns its id.
         env: the job's whole environment (default: this process's, now); only the names go
         in the store. timeouts: launch()'s deadlines by name (startup_timeout, ...).
-        zero_code: as launch()'s (False: only processes that import the worker say hello)."""
+        zero_code: as launch()'s (False: only processes that import the worker say hello).
+        name, tags (strings), meta (a JSON object): kept in the row for the GUI (jobs(tag=)
+        lists by tag); log_path: the job's output log there instead of in the job's folder."""
         with self._lock:
             job_id = submit(
                 self._store,
                 cmd,
-                cwd,
-                env,
-                timeouts,
-                resources,
-                priority,
-                max_restarts,
-                restart_backoff,
-                zero_code,
+                cwd=cwd,
+                env=env,
+                timeouts=timeouts,
+                resources=resources,
+                priority=priority,
+                max_restarts=max_restarts,
+                restart_backoff=restart_backoff,
+                zero_code=zero_code,
+                name=name,
+                tags=tags,
+                meta=meta,
+                log_path=log_path,
             )
             schedule_pass(self._store, self.python, self._keepers)
         return job_id
 
     def jobs(
-        self, state: Optional[Any] = None, limit: Optional[int] = None
+        self, state: Optional[Any] = None, limit: Optional[int] = None, tag: Optional[str] = None
     ) -> list[dict[str, Any]]:
-        """Rows, newest first; state: a state, a list, or "active"."""
+        """Rows, newest first; state: a state, a list, or "active"; tag: submitted with it."""
         with self._lock:
-            return self._store.jobs(state, limit)
+            return self._store.jobs(state, limit, tag)
 
     def get(self, job_id: str) -> Optional[dict[str, Any]]:
         with self._lock:

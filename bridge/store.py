@@ -23,7 +23,7 @@ from typing import Any, Optional
 from trainbridge.bridge import private_files, store_errors
 from trainbridge.bridge.store_errors import StoreError as StoreError  # re-exported
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
 
 # Job states in the row: the Job's own (starting, running, stalled, ended) plus queued and
@@ -32,7 +32,17 @@ ACTIVE = ("starting", "running", "stalled", "restarting")
 STATES = ("queued",) + ACTIVE + ("ended",)
 
 # Row columns stored as JSON text.
-JSON_COLUMNS = ("command", "env_names", "config", "resources", "assigned", "progress", "report")
+JSON_COLUMNS = (
+    "command",
+    "env_names",
+    "config",
+    "resources",
+    "assigned",
+    "progress",
+    "report",
+    "tags",
+    "meta",
+)
 
 MIGRATIONS = [
     # 0 -> 1: the first schema.
@@ -94,6 +104,13 @@ MIGRATIONS = [
     """
     ALTER TABLE jobs ADD COLUMN cancel_reason TEXT;
     ALTER TABLE jobs ADD COLUMN cancel_grace REAL
+    """,
+    # 2 -> 3: what a GUI keeps with a job instead of a mapping of its own: a name, tags (a
+    # JSON list of strings) and free metadata (a JSON object), given at submit.
+    """
+    ALTER TABLE jobs ADD COLUMN name TEXT;
+    ALTER TABLE jobs ADD COLUMN tags TEXT;
+    ALTER TABLE jobs ADD COLUMN meta TEXT
     """,
 ]
 
@@ -256,10 +273,12 @@ class Store:
         return _decode(row) if row else None
 
     def jobs(
-        self, state: Optional[Any] = None, limit: Optional[int] = None
+        self, state: Optional[Any] = None, limit: Optional[int] = None, tag: Optional[str] = None
     ) -> list[dict[str, Any]]:
-        """Jobs, newest first. state: one state, a list of states, or "active"."""
+        """Jobs, newest first. state: one state, a list of states, or "active"; tag: only
+        the jobs submitted with that tag."""
         sql, args = "SELECT * FROM jobs", []  # type: str, List[Any]
+        where = []
         if state is not None:
             states = (
                 list(ACTIVE)
@@ -268,8 +287,13 @@ class Store:
                 if isinstance(state, str)
                 else list(state)
             )
-            sql += f" WHERE state IN ({', '.join('?' for _ in states)})"
+            where.append(f"state IN ({', '.join('?' for _ in states)})")
             args += states
+        if tag is not None:
+            where.append("EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = ?)")
+            args.append(tag)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY seq DESC"
         if limit is not None:
             sql += " LIMIT ?"

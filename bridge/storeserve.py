@@ -4,13 +4,13 @@
 
 Each request is one line on stdin, {"id": n, "op": name, "args": {...}}; each answer one
 line on stdout, {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "error": text}.
-Ops: jobs {state, limit}, get {id}, submit {cmd, cwd, env, timeouts, resources, priority,
-max_restarts, restart_backoff, zero_code}, cancel {id}, forget {id}, dump_stacks {id} (sends
-SIGUSR1 to the keeper; the stacks come as a "stacks" event in the events file), request {id,
-op, data}
-(ping or send, scheduler.request: returns the request id; the answer comes as a "reply"
-event). All ASCII JSON. A failure of the store itself (bridge/store_errors.py) also gives its
-`kind`; a store that cannot be opened answers every request so.
+Ops: jobs {state, limit, tag}, get {id}, submit {cmd, cwd, env, timeouts, resources, priority,
+max_restarts, restart_backoff, zero_code, name, tags, meta, log_path}, cancel {id}, forget
+{id}, dump_stacks {id} (sends SIGUSR1 to the keeper; the stacks come as a "stacks" event in
+the events file), request {id, op, data} (ping or send, scheduler.request: returns the request
+id; the answer comes as a "reply" event). All ASCII JSON. A failure of the store itself
+(bridge/store_errors.py) also gives its `kind`; a store that cannot be opened answers every
+request so.
 The helper is a full Scheduler (it reconciles and starts queued jobs while it runs) and ends
 when its stdin closes. So the Node package needs no native SQLite module: the one store
 implementation is Python's, which a Node user of trainbridge has for the worker anyway.
@@ -30,7 +30,7 @@ from trainbridge.bridge.store_errors import StoreError
 
 def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
     if op == "jobs":
-        return sched.jobs(args.get("state"), args.get("limit"))
+        return sched.jobs(args.get("state"), args.get("limit"), args.get("tag"))
     if op == "get":
         return sched.get(args["id"])
     if op == "submit":
@@ -44,6 +44,10 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
             max_restarts=args.get("max_restarts", 0),
             restart_backoff=args.get("restart_backoff", 1.0),
             zero_code=args.get("zero_code", True),
+            name=args.get("name"),
+            tags=args.get("tags"),
+            meta=args.get("meta"),
+            log_path=args.get("log_path"),
         )
     if op == "cancel":
         return sched.cancel(args["id"], reason=args.get("reason"), grace=args.get("grace"))

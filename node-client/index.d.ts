@@ -388,10 +388,14 @@ export function launch(options: LaunchOptions): Job;
 /** A row of the job store (docs/STORE.md "The jobs table"). */
 export interface StoredJob {
   id: string;
+  /** As submitted (null when not given). */
+  name: string | null;
+  tags: string[] | null;
+  meta: Record<string, unknown> | null;
   command: string[];
   cwd: string | null;
   env_names: string[] | null;
-  config: Record<string, number | null>;
+  config: Record<string, number | boolean | null>;
   resources: { gpus?: number };
   assigned: { gpus?: number[] } | null;
   priority: number;
@@ -440,6 +444,12 @@ export interface SubmitOptions {
   restartBackoff?: number;
   /** As launch()'s: false = only scripts that import trainbridge's worker say hello. Default true. */
   zeroCode?: boolean;
+  /** Kept in the row for the GUI (no id mapping of its own): a name, tags, free JSON metadata. */
+  name?: string;
+  tags?: string[];
+  meta?: Record<string, unknown>;
+  /** The job's output log at this path (its folder must exist) instead of in the job's folder. */
+  logPath?: string;
 }
 
 /**
@@ -504,7 +514,7 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJ
 
 export interface JobStore {
   readonly path: string;
-  jobs(options?: { state?: string | string[]; limit?: number }): Promise<StoredJob[]>;
+  jobs(options?: { state?: string | string[]; limit?: number; tag?: string }): Promise<StoredJob[]>;
   get(id: string): Promise<StoredJob | null>;
   submit(options: SubmitOptions): Promise<string>;
   cancel(id: string, options?: { reason?: string | null; grace?: number | null }): Promise<boolean>;

@@ -113,7 +113,7 @@ class Store {
   }
 
   /** Rows, newest first. state: a state, a list of states, or 'active'; limit: how many. */
-  jobs({ state, limit } = {}) { return this._call('jobs', { state, limit }); }
+  jobs({ state, limit, tag } = {}) { return this._call('jobs', { state, limit, tag }); }
 
   /** One row (with its attempts), or null. */
   get(id) { return this._call('get', { id }); }
@@ -121,7 +121,9 @@ class Store {
   /**
    * Queue a job; resolves to its id. options: command, args, cwd, env (the whole environment;
    * default this process's), timeouts (snake_case or camelCase), resources ({gpus}),
-   * priority, maxRestarts, restartBackoff (seconds), zeroCode (as launch()'s; default true).
+   * priority, maxRestarts, restartBackoff (seconds), zeroCode (as launch()'s; default true),
+   * name, tags (strings), meta (a JSON object) kept in the row for the GUI (jobs({tag})), and
+   * logPath (the output log there instead of in the job's folder).
    */
   submit(options) {
     if (!options || !options.command) throw new TypeError('submit() needs a command, e.g. {command: "python", args: ["train.py"]}');
@@ -139,6 +141,10 @@ class Store {
       max_restarts: options.maxRestarts || 0,
       restart_backoff: options.restartBackoff ?? 1.0,
       zero_code: options.zeroCode ?? true,
+      name: options.name ?? null,
+      tags: options.tags ?? null,
+      meta: options.meta ?? null,
+      log_path: options.logPath ? path.resolve(options.logPath) : null,
     });
   }
 

@@ -358,3 +358,23 @@ test('a send whose keeper is lost while it waits says the job ended, not that th
   await assert.rejects(sent, /ended \(lost\) before its keeper answered/);
   assert.equal((await job.done).outcome, 'lost');
 });
+
+test('submit with a name, tags, meta and a log path of its own; jobs({tag}) lists by tag', async (t) => {
+  // As Python's submit(name=, tags=, meta=, log_path=): the GUI keeps no id mapping of its own.
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-log-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const logPath = path.join(dir, 'log.txt');
+  const id = await store.submit({
+    command: PYTHON, args: [CHILD, 'steps', '2'], env: userEnv(),
+    name: 'lora-1', tags: ['lora', 'sdxl'], meta: { guiId: 7 }, logPath,
+  });
+  assert.equal((await store.attach(id).done).outcome, 'succeeded');
+  const row = await store.get(id);
+  assert.deepEqual([row.name, row.tags, row.meta, row.log_path], ['lora-1', ['lora', 'sdxl'], { guiId: 7 }, logPath]);
+  assert.deepEqual((await store.jobs({ tag: 'sdxl' })).map((r) => r.id), [id]);
+  assert.deepEqual(await store.jobs({ tag: 'none' }), []);
+  assert.deepEqual(fs.readFileSync(logPath, 'utf8').split('\n').slice(0, 2), ['step 1', 'step 2']);
+  await assert.rejects(store.submit({ command: 'true', tags: 'lora' }), /tags must be a list/);
+});

@@ -105,3 +105,34 @@ def test_submit_no_zero_code_leaves_the_worker_out(store_path):
     followed = tb(store_path, "attach", done.stdout.strip(), "--json")
     outputs = [json.loads(line) for line in followed.stdout.splitlines()]
     assert [e["text"] for e in outputs if e["event"] == "output"] == ["none"]
+
+
+def test_submit_with_a_name_tags_meta_and_a_log_of_its_own(store_path, tmp_path):
+    log = tmp_path / "log.txt"
+    done = tb(
+        store_path,
+        "submit",
+        "--name",
+        "lora-1",
+        "--tag",
+        "lora",
+        "--tag",
+        "sdxl",
+        "--meta",
+        '{"gui_id": 7}',
+        "--log",
+        str(log),
+        "--",
+        *child("steps", 2),
+    )
+    assert done.returncode == 0, done.stderr
+    job_id = done.stdout.strip()
+    assert tb(store_path, "attach", job_id, "--json").returncode == 0
+    rows = json.loads(tb(store_path, "jobs", "--tag", "sdxl", "--json").stdout)
+    assert [(r["id"], r["name"], r["tags"], r["meta"]) for r in rows] == [
+        (job_id, "lora-1", ["lora", "sdxl"], {"gui_id": 7})
+    ]
+    assert "lora-1" in tb(store_path, "jobs").stdout  # the table's NAME column
+    assert log.read_text().splitlines()[:2] == ["step 1", "step 2"]
+    bad = tb(store_path, "submit", "--meta", "{not json", "--", "true")
+    assert bad.returncode == 2 and "--meta is not JSON" in bad.stderr

@@ -279,3 +279,46 @@ def test_zero_code_off_leaves_the_worker_out_as_launch_does(store_path):
         assert s.get(on)["config"] == {}
         with pytest.raises(ValueError, match="zero_code must be True or False"):
             s.submit([sys.executable, "-c", "pass"], zero_code="no")
+
+
+def test_a_job_keeps_its_name_tags_meta_and_its_own_log_path(store_path, tmp_path):
+    """Issue 33: a GUI had to keep its own id mapping (no name, tags or metadata on submit)
+    and the log lived only in the store's folder (ai-toolkit writes training/<name>/log.txt).
+    They go in the row, jobs(tag=) lists by tag, and the output log is written where asked."""
+    log = tmp_path / "training" / "lora-1" / "log.txt"
+    log.parent.mkdir(parents=True)
+    with sched(store_path) as s:
+        job_id = s.submit(
+            child("steps", 2),
+            name="lora-1",
+            tags=["lora", "sdxl", "lora"],
+            meta={"gui_id": 7, "dataset": "cats"},
+            log_path=str(log),
+        )
+        other = s.submit(child("steps", 1), tags=["other"])
+        assert s.attach(job_id).wait(WAIT_S)["outcome"] == "succeeded"
+        assert s.attach(other).wait(WAIT_S)["outcome"] == "succeeded"
+        row = s.get(job_id)
+        assert (row["name"], row["tags"], row["meta"]) == (
+            "lora-1",
+            ["lora", "sdxl"],
+            {"gui_id": 7, "dataset": "cats"},
+        )
+        assert row["log_path"] == str(log)
+        assert log.read_text().splitlines()[:2] == ["step 1", "step 2"]
+        assert [r["id"] for r in s.jobs(tag="sdxl")] == [job_id]
+        assert [r["id"] for r in s.jobs(tag="other")] == [other]
+        assert s.jobs(tag="none") == [] and len(s.jobs()) == 2
+        for bad, words in (
+            ({"name": ""}, "name must be"),
+            ({"name": "x" * 201}, "name must be"),
+            ({"tags": "lora"}, "tags must be a list"),
+            ({"tags": ["ok", 3]}, "tags must be a list"),
+            ({"meta": ["not", "a", "dict"]}, "meta must be a dict"),
+            ({"meta": {"t": object()}}, "meta must be JSON"),
+            ({"meta": {"big": "x" * 70000}}, "at most 65536"),
+            ({"log_path": str(tmp_path / "nowhere" / "log.txt")}, "does not exist"),
+        ):
+            with pytest.raises(ValueError, match=words):
+                s.submit(child("steps", 1), **bad)
+        assert len(s.jobs()) == 2  # nothing stored for a refused submit
