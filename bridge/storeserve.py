@@ -24,7 +24,7 @@ import sys
 from typing import Any, Optional
 
 from trainbridge.bridge import scheduler
-from trainbridge.bridge.scheduler import Scheduler
+from trainbridge.bridge.scheduler import KEEP_ENDED, Scheduler
 from trainbridge.bridge.store_errors import StoreError
 
 
@@ -65,13 +65,20 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
-        print("usage: python -m trainbridge.bridge.storeserve STORE [SLOTS_JSON]", file=sys.stderr)
+        print(
+            "usage: python -m trainbridge.bridge.storeserve STORE [SLOTS_JSON] [OPTIONS_JSON]",
+            file=sys.stderr,
+        )
         return 2
     slots = json.loads(args[1]) if len(args) > 1 and args[1] else None
+    # OPTIONS_JSON: {"keep_ended": N or null}: the Scheduler's retention (Node's keepEnded).
+    options = json.loads(args[2]) if len(args) > 2 and args[2] else {}
     sched: Optional[Scheduler] = None
     broken: Optional[StoreError] = None
     try:
-        sched = Scheduler(store=args[0], slots=slots)
+        sched = Scheduler(
+            store=args[0], slots=slots, keep_ended=options.get("keep_ended", KEEP_ENDED)
+        )
     except StoreError as exc:  # every request is answered with why (Node: a StoreError)
         broken = exc
     out = sys.stdout

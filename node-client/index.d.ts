@@ -528,7 +528,12 @@ export interface JobStore {
 }
 
 /** Open a job store (default: defaultStorePath()); a Python helper serves it. Close it when done. */
-export function openStore(path?: string, options?: { python?: string; slots?: { jobs?: number; gpus?: number[] } }): JobStore;
+export function openStore(path?: string, options?: {
+  python?: string;
+  slots?: { jobs?: number; gpus?: number[] };
+  /** Keep the newest N ended jobs, forgetting older ones with their files (default 1000); null keeps all. */
+  keepEnded?: number | null;
+}): JobStore;
 /** $TRAINBRIDGE_STORE, else the per-user data directory's trainbridge/jobs.db. */
 export function defaultStorePath(): string;
 

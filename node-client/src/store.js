@@ -58,7 +58,14 @@ class Store {
       env.PYTHONPATH = REPO_ROOT + (env.PYTHONPATH ? path.delimiter + env.PYTHONPATH : '');
     }
     const args = ['-m', 'trainbridge.bridge.storeserve', this.path];
-    if (options.slots) args.push(JSON.stringify(options.slots));
+    if (options.keepEnded !== undefined && options.keepEnded !== null
+      && !(Number.isInteger(options.keepEnded) && options.keepEnded >= 0)) {
+      throw new TypeError(`openStore: keepEnded must be a whole number >= 0, or null to keep every ended job; got ${JSON.stringify(options.keepEnded)}`);
+    }
+    args.push(options.slots ? JSON.stringify(options.slots) : '');
+    // Retention, as Python's Scheduler(keep_ended=): the newest N ended jobs are kept, older
+    // ones forgotten with their files (default 1000; null keeps all).
+    if (options.keepEnded !== undefined) args.push(JSON.stringify({ keep_ended: options.keepEnded }));
     this._helper = spawn(options.python || resolvePython(), args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     this._pending = new Map();
     this._nextId = 1;

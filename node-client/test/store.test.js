@@ -378,3 +378,24 @@ test('submit with a name, tags, meta and a log path of its own; jobs({tag}) list
   assert.deepEqual(fs.readFileSync(logPath, 'utf8').split('\n').slice(0, 2), ['step 1', 'step 2']);
   await assert.rejects(store.submit({ command: 'true', tags: 'lora' }), /tags must be a list/);
 });
+
+test('openStore({keepEnded}) sets the retention, as Python\'s Scheduler(keep_ended=)', async (t) => {
+  const file = tempStore(t);
+  const store = openStore(file, { python: PYTHON, keepEnded: 1 });
+  t.after(() => store.close());
+  const first = await store.submit({ command: PYTHON, args: [CHILD, 'steps', '1'], env: userEnv() });
+  await store.attach(first).done;
+  const firstDir = (await store.get(first)).dir;
+  const second = await store.submit({ command: PYTHON, args: [CHILD, 'steps', '1'], env: userEnv() });
+  await store.attach(second).done;
+  const deadline = Date.now() + 30000;
+  let rows = await store.jobs();
+  while (rows.length > 1) { // the helper's next tick applies it
+    assert.ok(Date.now() < deadline, `still ${rows.length} jobs after 30 s`);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // polling interval, not a synchronisation
+    rows = await store.jobs();
+  }
+  assert.deepEqual(rows.map((r) => r.id), [second]);
+  assert.equal(fs.existsSync(firstDir), false, 'the forgotten job\'s files went with it');
+  assert.throws(() => openStore(file, { keepEnded: -1 }), /keepEnded must be a whole number >= 0/);
+});
