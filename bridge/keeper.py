@@ -46,6 +46,7 @@ CANCEL_REASON = "cancelled through the job store (Scheduler.cancel / trainbridge
 URGENT_EVENTS = ("state", "hang", "signal", "attempt", "stacks", "launch_failed", "end")
 BACKOFF_MAX_S = 300.0
 STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about once a second
+ROW_PROGRESS = ("step", "total", "rate", "eta_s", "metrics")  # of the judge's status, in the row
 REQUESTS_JOIN_S = 5.0  # at the end: the requests thread finishes what it read
 CANCEL_POLL_S = 0.05  # how soon the main loop passes on a cancel that SIGTERM/SIGINT asked for
 
@@ -328,8 +329,8 @@ class Keeper:
         if kind == "status":
             # The row's progress is the judge's (the lead's, never a subprocess's).
             status = event["status"]
-            if status.get("step") is not None:
-                self.rows.set(progress={"step": status["step"], "total": status.get("total")})
+            if status.get("step") is not None:  # what a GUI's job list shows, no attach needed
+                self.rows.set(progress={k: status.get(k) for k in ROW_PROGRESS})
             # The file gets at most one a second (a progressing job publishes one per
             # progress message); the Job's tick writes the latest within a second anyway.
             last = self._status_written

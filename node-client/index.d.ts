@@ -406,7 +406,11 @@ export interface StoredJob {
   exit_code: number | null;
   signal: string | null;
   stage: string | null;
-  progress: { step?: number; total?: number | null } | null;
+  /** The judge's last numbers (its `status`), for a job list that does not attach. */
+  progress: {
+    step?: number; total?: number | null; rate?: number | null; eta_s?: number | null;
+    metrics?: Record<string, number | string>;
+  } | null;
   note: string | null;
   submitted_at: number;
   started_at: number | null;

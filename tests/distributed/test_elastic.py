@@ -218,7 +218,8 @@ def test_a_two_rank_torchrun_job_shows_the_leads_progress_and_one_stage_tree(tmp
         for event in events:
             view.update(event)
         assert view.progress_text().startswith("20/20"), view.progress_text()
-        assert s.get(job_id)["progress"] == {"step": 20, "total": 20}
+        progress = s.get(job_id)["progress"]
+        assert (progress["step"], progress["total"]) == (20, 20), progress
         assert not procs.processes_of(job_id), "a process of the job was left over"
     finally:
         s.close()

@@ -48,7 +48,8 @@ def test_a_submitted_job_runs_under_its_keeper_and_its_report_lands_in_the_store
         assert row["env_names"] == ["PATH", "SECRET"]  # names only
         assert "x" not in open(store_path, "rb").read().decode("latin1").split("SECRET")[-1][:3]
         assert not os.path.exists(os.path.join(row["dir"], procs.ENV_FILE))
-        assert row["stage"] == "train" and row["progress"] == {"step": 3, "total": 3}
+        assert row["stage"] == "train"
+        assert (row["progress"]["step"], row["progress"]["total"]) == (3, 3), row["progress"]
         assert [a["outcome"] for a in row["attempts"]] == ["succeeded"]
         assert row["report"]["summary"] == report["summary"]
         logged = open(row["log_path"]).read().splitlines()
