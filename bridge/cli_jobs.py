@@ -120,6 +120,20 @@ def add_commands(sub) -> None:
     p.add_argument("--wait", action="store_true", help="wait until it has ended")
     p.set_defaults(handler=cancel)
 
+    p = sub.add_parser("rerun", help="queue a new job with a stored job's spec")
+    store_option(p)
+    p.add_argument("id")
+    p.add_argument("--json", action="store_true", help="print {\"id\": ...} as JSON")
+    p.set_defaults(handler=rerun)
+
+    for verb, text in (
+        ("pause", "start no queued job until resume (running jobs go on)"),
+        ("resume", "start queued jobs again"),
+    ):
+        p = sub.add_parser(verb, help=text)
+        store_option(p)
+        p.set_defaults(handler=pause_or_resume)
+
     p = sub.add_parser("logs", help="print a stored job's output")
     store_option(p)
     p.add_argument("id")
@@ -311,6 +325,30 @@ def cancel(args) -> int:
         if args.wait:
             report = sched.attach(args.id).wait()
             print(f"trainbridge: {args.id} {report.get('outcome')}")
+    return 0
+
+
+def rerun(args) -> int:
+    with _scheduler(args) as sched:
+        if sched.get(args.id) is None:
+            return _missing(args, sched)
+        try:
+            job_id = sched.rerun(args.id)
+        except ValueError as exc:  # its log folder is gone, say
+            print(f"trainbridge rerun: {exc}", file=sys.stderr)
+            return 2
+    print(json.dumps({"id": job_id}) if args.json else job_id)
+    return 0
+
+
+def pause_or_resume(args) -> int:
+    with _scheduler(args) as sched:
+        if args.command == "pause":
+            sched.pause()
+            print("trainbridge: the queue is paused: no queued job starts until `resume`")
+        else:
+            sched.resume()
+            print("trainbridge: the queue runs again")
     return 0
 
 

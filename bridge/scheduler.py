@@ -109,6 +109,10 @@ def schedule_pass(
 def _claim_next(store: Store) -> Optional[str]:
     slots = _slots(store)
     with store.transaction() as db:
+        # A paused queue starts nothing (every process that schedules on the store reads it).
+        paused = db.execute("SELECT value FROM settings WHERE name = 'paused'").fetchone()
+        if paused is not None and json.loads(paused[0]):
+            return None
         active = db.execute(
             "SELECT assigned FROM jobs WHERE state IN (%s)" % ", ".join("?" for _ in ACTIVE), ACTIVE
         ).fetchall()
@@ -703,6 +707,49 @@ class Scheduler:
         if self.get(job_id) is None:
             raise KeyError(f"no job {job_id!r} in {self.path}")
         return Attached(self.path, job_id, on_event=on_event, since=since)
+
+    def pause(self) -> None:
+        """Start no queued job (in any process that schedules on this store) until resume();
+        running jobs go on, and submit still queues."""
+        with self._lock:
+            self._store.set_setting("paused", True)
+
+    def resume(self) -> None:
+        """Start queued jobs again, at once where slots are free."""
+        with self._lock:
+            self._store.set_setting("paused", False)
+            schedule_pass(self._store, self.python, self._keepers)
+
+    @property
+    def paused(self) -> bool:
+        with self._lock:
+            return bool(self._store.setting("paused"))
+
+    def rerun(self, job_id: str, env: Optional[Mapping[str, str]] = None) -> str:
+        """Queue a new job with an ended one's spec (command, cwd, timeouts, resources,
+        priority, restarts, zero_code, name, tags, meta, log path); returns the new id. Its
+        environment is `env`, else this process's: the old job's values were never kept."""
+        row = self.get(job_id)
+        if row is None:
+            raise KeyError(f"no job {job_id!r} in {self.path}")
+        config = dict(row["config"] or {})
+        zero_code = config.pop("zero_code", True)
+        own_log = row["log_path"] != os.path.join(row["dir"], procs.OUTPUT_FILE)
+        return self.submit(
+            row["command"],
+            cwd=row["cwd"],
+            env=env,
+            timeouts=config,
+            resources=row["resources"],
+            priority=row["priority"],
+            max_restarts=row["max_restarts"],
+            restart_backoff=row["restart_backoff"],
+            zero_code=zero_code,
+            name=row.get("name"),
+            tags=row.get("tags"),
+            meta=row.get("meta"),
+            log_path=row["log_path"] if own_log else None,
+        )
 
     def cancel(
         self, job_id: str, reason: Optional[str] = None, grace: Optional[float] = None

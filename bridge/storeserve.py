@@ -8,7 +8,8 @@ Ops: jobs {state, limit, tag}, get {id}, submit {cmd, cwd, env, timeouts, resour
 max_restarts, restart_backoff, zero_code, name, tags, meta, log_path}, cancel {id}, forget
 {id}, dump_stacks {id} (sends SIGUSR1 to the keeper; the stacks come as a "stacks" event in
 the events file), request {id, op, data} (ping or send, scheduler.request: returns the request
-id; the answer comes as a "reply" event). All ASCII JSON. A failure of the store itself
+id; the answer comes as a "reply" event), pause {}, resume {}, rerun {id, env}. All ASCII
+JSON. A failure of the store itself
 (bridge/store_errors.py) also gives its `kind`; a store that cannot be opened answers every
 request so.
 The helper is a full Scheduler (it reconciles and starts queued jobs while it runs) and ends
@@ -49,6 +50,12 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
             meta=args.get("meta"),
             log_path=args.get("log_path"),
         )
+    if op == "pause":
+        return sched.pause()
+    if op == "resume":
+        return sched.resume()
+    if op == "rerun":
+        return sched.rerun(args["id"], env=args.get("env"))
     if op == "cancel":
         return sched.cancel(args["id"], reason=args.get("reason"), grace=args.get("grace"))
     if op == "forget":

@@ -523,6 +523,11 @@ export interface JobStore {
   submit(options: SubmitOptions): Promise<string>;
   cancel(id: string, options?: { reason?: string | null; grace?: number | null }): Promise<boolean>;
   forget(id: string): Promise<boolean>;
+  /** Start no queued job (in any process on this store) until resume(); running jobs go on. */
+  pause(): Promise<void>;
+  resume(): Promise<void>;
+  /** A new job with an ended one's spec; its environment is options.env, else process.env. */
+  rerun(id: string, options?: { env?: NodeJS.ProcessEnv }): Promise<string>;
   /**
    * From the first event; since 'now': the job's state and its keeper's last status, then what
    * comes next; since N: the events numbered N and after.

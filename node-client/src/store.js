@@ -155,6 +155,19 @@ class Store {
     });
   }
 
+  /** Start no queued job (in any process on this store) until resume(); running jobs go on. */
+  pause() { return this._call('pause'); }
+
+  /** Start queued jobs again. */
+  resume() { return this._call('resume'); }
+
+  /**
+   * Queue a new job with an ended one's spec (command, cwd, timeouts, resources, priority,
+   * restarts, zeroCode, name, tags, meta, log path); resolves to the new id. Its environment is
+   * options.env, else this process's (the old job's values were never kept).
+   */
+  rerun(id, { env } = {}) { return this._call('rerun', { id, env: env || { ...process.env } }); }
+
   /** Cancel a queued or running job; resolves to false when it is unknown or already ended. */
   cancel(id, { reason = null, grace = null } = {}) { return this._call('cancel', { id, reason, grace }); }
 

@@ -399,3 +399,18 @@ test('openStore({keepEnded}) sets the retention, as Python\'s Scheduler(keep_end
   assert.equal(fs.existsSync(firstDir), false, 'the forgotten job\'s files went with it');
   assert.throws(() => openStore(file, { keepEnded: -1 }), /keepEnded must be a whole number >= 0/);
 });
+
+test('pause, resume and rerun from Node, as Python\'s Scheduler has them', async (t) => {
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const first = await store.submit({ command: PYTHON, args: [CHILD, 'steps', '1'], env: userEnv(), name: 'one' });
+  await store.attach(first).done;
+  await store.pause();
+  const again = await store.rerun(first, { env: userEnv() });
+  assert.equal((await store.get(again)).state, 'queued');
+  await store.resume();
+  assert.equal((await store.attach(again).done).outcome, 'succeeded');
+  const row = await store.get(again);
+  assert.deepEqual([row.name, row.command], ['one', (await store.get(first)).command]);
+  await assert.rejects(store.rerun('j-nope'), /no job 'j-nope'/);
+});

@@ -136,3 +136,19 @@ def test_submit_with_a_name_tags_meta_and_a_log_of_its_own(store_path, tmp_path)
     assert log.read_text().splitlines()[:2] == ["step 1", "step 2"]
     bad = tb(store_path, "submit", "--meta", "{not json", "--", "true")
     assert bad.returncode == 2 and "--meta is not JSON" in bad.stderr
+
+
+def test_pause_resume_and_rerun_from_the_cli(store_path):
+    first = tb(store_path, "submit", "--name", "one", "--", *child("steps", 1)).stdout.strip()
+    assert tb(store_path, "attach", first, "--json").returncode == 0
+    paused = tb(store_path, "pause")
+    assert paused.returncode == 0 and "paused" in paused.stdout
+    again = tb(store_path, "rerun", first)
+    assert again.returncode == 0, again.stderr
+    new_id = again.stdout.strip()
+    assert json.loads(tb(store_path, "jobs", "--json").stdout)[0]["state"] == "queued"
+    assert tb(store_path, "resume").returncode == 0
+    assert tb(store_path, "attach", new_id, "--json").returncode == 0
+    rows = {r["id"]: r for r in json.loads(tb(store_path, "jobs", "--json").stdout)}
+    assert rows[new_id]["name"] == "one" and rows[new_id]["outcome"] == "succeeded"
+    assert tb(store_path, "rerun", "j-nope").returncode == 3

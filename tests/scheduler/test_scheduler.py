@@ -323,3 +323,41 @@ def test_a_job_keeps_its_name_tags_meta_and_its_own_log_path(store_path, tmp_pat
             with pytest.raises(ValueError, match=words):
                 s.submit(child("steps", 1), **bad)
         assert len(s.jobs()) == 2  # nothing stored for a refused submit
+
+
+def test_a_paused_queue_starts_nothing_until_resumed_and_a_job_reruns_with_its_spec(store_path):
+    """Issue 33: no queue pause and no re-run. A paused queue starts no queued job, neither
+    at submit, nor at a tick, nor when a keeper's job ends (each reads the store's setting);
+    resume starts them. rerun queues a new job with the old one's spec."""
+    with sched(store_path, jobs=2) as s:
+        first = s.submit(child("steps", 1), name="first", tags=["t"], meta={"n": 1})
+        assert s.attach(first).wait(WAIT_S)["outcome"] == "succeeded"
+        running = s.submit(child("steps", 3))
+        s.pause()
+        assert s.paused
+        held = s.submit(child("steps", 1))
+        again = s.rerun(first)
+        # The running job's keeper runs a scheduling pass at its end: it starts nothing.
+        assert s.attach(running).wait(WAIT_S)["outcome"] == "succeeded"
+        row = s.get(running)
+        wait_for(
+            lambda: not procs.same_process(row["keeper_pid"], row["keeper_start"]),
+            what="the running job's keeper to exit, after its scheduling pass",
+        )
+        s.tick()
+        other = bridge.Scheduler(store=store_path, tick=None)  # another process's view
+        try:
+            assert other.paused and other.get(held)["state"] == "queued"
+        finally:
+            other.close()
+        assert s.get(again)["state"] == "queued"
+        s.resume()
+        assert not s.paused
+        assert s.attach(held).wait(WAIT_S)["outcome"] == "succeeded"
+        assert s.attach(again).wait(WAIT_S)["outcome"] == "succeeded"
+        old, new = s.get(first), s.get(again)
+        for key in ("command", "cwd", "config", "name", "tags", "meta", "priority"):
+            assert new[key] == old[key], key
+        assert new["id"] != old["id"] and new["log_path"] != old["log_path"]
+        with pytest.raises(KeyError):
+            s.rerun("j-nope")
