@@ -150,12 +150,16 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._done = threading.Event()
         self.report: Optional[Report] = None
 
-        self.m = machine.initial(config, time.monotonic())
+        # One clock read for the machine's start and the report's: two reads with a slow step
+        # between them (the channel's registration, under load) made a startup hang's
+        # after_s less than the startup deadline (0.481 s for 0.5 s).
+        t0 = time.monotonic()
+        self.m = machine.initial(config, t0)
         self._unrouted_at_start = self.hub.unrouted  # the report shows what came meanwhile
         self.channel = Channel(self.hub, self.id, self.key, self._on_message, self._on_refused)
         # Facts for the report, gathered as they come (bridge/job_facts.py).
         self.facts = job_facts.initial(
-            self.id, self.cmd, log_path, time.monotonic(), time.time(), tail_lines
+            self.id, self.cmd, log_path, t0, time.time() - (time.monotonic() - t0), tail_lines
         )
         self.facts["ranks"] = ranks.initial()  # every worker process's own state
         self.last_output_t: Optional[float] = None  # monotonic time of the last output line
@@ -186,7 +190,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._pipe_files: dict[int, Any] = {}  # close through these: Popen owns the fds
         self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
         self._redraws = RedrawThrottle()  # a bar's redraws reach the log once a second
-        self._status = StatusTracker(time.monotonic())  # the lead's stages and progress
+        self._status = StatusTracker(t0)  # the lead's stages and progress
         self._status_lock = threading.Lock()  # status() reads it from any thread
         self._pidfd: Optional[int] = None
         self._drain_started: Optional[float] = None

@@ -93,13 +93,16 @@ class Job extends EventEmitter {
     this.pid = null;
     this.report = null;
     this._options = options;
-    this._m = machine.initial(config, now());
+    // One clock read for the machine's start, the status tracker's and the report's (two reads
+    // with a slow step between them made a startup hang's after_s less than the deadline).
+    const t0 = now();
+    this._m = machine.initial(config, t0);
     this._workerSettings = worker;
     this._hub = hub;
     this._tailLines = options.tailLines ?? DEFAULT_TAIL_LINES;
     this._splitters = { stdout: new LineSplitter(), stderr: new LineSplitter() };
     this._redraws = new RedrawThrottle(); // a bar's redraws reach the log once a second
-    this._status = new StatusTracker(now()); // the lead's stages and progress, for status()
+    this._status = new StatusTracker(t0); // the lead's stages and progress, for status()
     this._statusTick = null; // publishes 'status' while the process lives (job_actions.js)
     this._pipesOpen = 0;
     this._peers = new Set();
@@ -132,7 +135,7 @@ class Job extends EventEmitter {
     this._errorTaps = new Set(); // events() iterators: they get Python errors without listening to 'error'
     // Facts for the report, gathered as they come (src/job_facts.js, as bridge's).
     this._facts = jobFacts.initial({
-      id: this.id, command: this.command, logPath: options.logPath || null, started: now(), startedWall: Date.now() / 1000,
+      id: this.id, command: this.command, logPath: options.logPath || null, started: t0, startedWall: Date.now() / 1000 - (now() - t0),
     });
     this._facts.ranks = ranks.initial(); // every worker process's own state
     this._unroutedAtStart = hub.unrouted; // the report shows what came meanwhile, for no job

@@ -28,6 +28,36 @@ def test_no_hello_before_the_startup_deadline(run):
     assert r["diagnosis"]["kind"] in ("startup", "sleeping")
 
 
+def test_a_startup_hang_is_said_after_the_whole_deadline_however_slow_the_job_was_made(
+    monkeypatch,
+):
+    """The machine's start and the report's were two clock reads with the channel's
+    registration between them: under load (hunt on 22919ee) a 0.5 s startup hang said
+    after_s 0.481. A registration made slow here shows it on any machine."""
+    import sys
+    import time
+
+    from trainbridge import bridge
+    from trainbridge.bridge import job as jobs
+
+    real = jobs.Channel
+
+    def slow_channel(*args, **kwargs):
+        time.sleep(0.1)  # a slow registration (a busy hub), not a synchronisation
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jobs, "Channel", slow_channel)
+    job = bridge.launch(
+        [sys.executable, "-c", "import time; time.sleep(60)"],
+        zero_code=False,
+        startup_timeout=0.5,
+        kill_grace=1,
+    )
+    r = job.wait(30)
+    assert r["outcome"] == "hung" and r["hang"]["reason"] == "startup"
+    assert r["hang"]["after_s"] >= 0.5, r["hang"]
+
+
 def test_stage_over_its_budget(run):
     job, r = run("""
         import time; from trainbridge import worker
