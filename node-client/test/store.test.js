@@ -355,7 +355,9 @@ test('a send whose keeper is lost while it waits says the job ended, not that th
     await new Promise((resolve) => setTimeout(resolve, 20)); // polling interval, not a synchronisation
   }
   process.kill(row.keeper_pid, 'SIGKILL');
-  await assert.rejects(sent, /ended \(lost\) before its keeper answered/);
+  // Killed before the request's own signal reached it (a busy machine), the asker hears so
+  // at once; else the reconciled end says it. Never "stopped or starved".
+  await assert.rejects(sent, /ended \(lost\) before its keeper answered|its keeper ended while it was asked/);
   assert.equal((await job.done).outcome, 'lost');
 });
 

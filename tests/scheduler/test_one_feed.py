@@ -542,6 +542,14 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
         wait_for(lambda: os.path.isdir(waiting) and os.listdir(waiting), what="the send's request")
         os.kill(keeper, signal.SIGKILL)
         sender.join(WAIT_S)
-        assert raised and "ended (lost) before its keeper answered" in raised[0], raised
+        # Killed before the request's own signal reached it (a busy machine), the asker
+        # hears so at once; else the reconciled end says it. Never "stopped or starved".
+        assert raised and any(
+            words in raised[0]
+            for words in (
+                "ended (lost) before its keeper answered",
+                "keeper ended while it was asked",
+            )
+        ), raised
     finally:
         s.close()
