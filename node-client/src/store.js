@@ -72,6 +72,7 @@ class Store {
     this._stderr = '';
     this._buf = '';
     this._closed = false;
+    this._attached = new Set(); // followed until close(): an attacher left polling kept a GUI alive
     this._helper.stdout.setEncoding('utf8');
     this._helper.stdout.on('data', (text) => this._onData(text));
     this._helper.stderr.setEncoding('utf8');
@@ -184,11 +185,16 @@ class Store {
     if (!SINCE.includes(since) && !(Number.isInteger(since) && since >= 1)) {
       throw new TypeError(`attach: since must be 'start', 'now' or an event number from 1, not ${JSON.stringify(since)}`);
     }
-    return new AttachedJob(this, id, since);
+    const job = new AttachedJob(this, id, since);
+    this._attached.add(job);
+    return job;
   }
 
   /** Stop the helper (running jobs go on under their keepers). */
+  /** Stop the helper and every attached job's following (the jobs go on), so the process can exit. */
   async close() {
+    for (const job of this._attached) job.close();
+    this._attached.clear();
     if (!this._closed) this._helper.stdin.end();
     await this._exited;
   }

@@ -416,3 +416,19 @@ test('pause, resume and rerun from Node, as Python\'s Scheduler has them', async
   assert.deepEqual([row.name, row.command], ['one', (await store.get(first)).command]);
   await assert.rejects(store.rerun('j-nope'), /no job 'j-nope'/);
 });
+
+test('store.close() stops every attached job\'s following, so a GUI process can exit', async () => {
+  // A failed test once left an attached job polling a closed store: the process never ended.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-store-close-'));
+  const script = [
+    "const { openStore } = require(process.argv[1]);",
+    "(async () => { const store = openStore(process.argv[2], { python: process.argv[3] });",
+    "const id = await store.submit({ command: process.argv[3], args: ['-c', 'import time; time.sleep(30)'] });",
+    "store.attach(id); await store.cancel(id); await store.close(); })();",
+  ].join('\n');
+  const done = spawnSync(process.execPath, ['-e', script, path.join(__dirname, '..', 'src', 'index.js'), path.join(dir, 'jobs.db'), PYTHON],
+    { timeout: 30000, encoding: 'utf8' });
+  fs.rmSync(dir, { recursive: true, force: true });
+  assert.equal(done.error, undefined, 'the process did not exit within 30 s of close()');
+  assert.equal(done.status, 0, done.stderr);
+});
