@@ -240,9 +240,10 @@ class AttachedJob extends EventEmitter {
     try {
       this.row = await this._store.get(this.id);
     } catch (err) {
-      this._fail(err);
+      if (!this._stopped) this._fail(err);
       return;
     }
+    if (this._stopped) return; // closed while the row was asked for: follow nothing
     if (!this.row) { this._fail(new Error(`no job ${JSON.stringify(this.id)} in ${this._store.path}`)); return; }
     this.state = this.row.state;
     this.pid = this.row.job_pid;
