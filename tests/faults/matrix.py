@@ -459,12 +459,16 @@ def judge(
 
 def judged(report: dict[str, Any]) -> dict[str, Any]:
     """A report's judgement without what differs from run to run (times, pids, paths): two
-    supervisors that judge alike give equal ones."""
+    supervisors that judge alike give equal ones. How a job the supervisor stopped (hung,
+    cancelled) then died is the process's timing, not a judgement: torchrun given SIGTERM
+    exits 1 when its ranks go in time, else the escalation's SIGKILL ends it (both seen in
+    one full run, 7d57dfb), so its exit is left out there."""
     diagnosis = report.get("diagnosis") or {}
+    stopped = report.get("outcome") in ("hung", "cancelled")
     return {
         "outcome": report.get("outcome"),
-        "exit_code": report.get("exit_code"),
-        "signal": report.get("signal"),
+        "exit_code": None if stopped else report.get("exit_code"),
+        "signal": None if stopped else report.get("signal"),
         "kind": diagnosis.get("kind"),
         "error": (report.get("error") or {}).get("type"),
         "stages": [s["name"] for s in report.get("stages") or []],

@@ -551,5 +551,8 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
                 "keeper ended while it was asked",
             )
         ), raised
+        # Either way the job is reconciled lost, and its processes ended with it (told at
+        # once, the asker returns before that: the store's check finds none left).
+        assert lost.wait(WAIT_S)["outcome"] == "lost"
     finally:
         s.close()
