@@ -19,7 +19,11 @@ exactly those of a launched job), and:
 - on SIGTERM / SIGINT / SIGHUP cancels the job (docs/STORE.md "Cancel"); on SIGUSR1 asks the
   worker for its stacks and writes them as a "stacks" event; on SIGUSR2 answers the ping and
   send requests waiting in the job's requests/ directory with "reply" events;
-- when its job ends, runs one scheduling pass so queued jobs start without a scheduler.
+- when its job ends, runs one scheduling pass so queued jobs start without a scheduler;
+- on a full disk keeps the job's true end: it holds RESERVE_BYTES of the disk for it (released
+  when a write fails), drops output before state (counted, said in the report and keeper.log),
+  never tears a line of the feed, and writes the end again until the store takes it (the
+  row says running meanwhile, and the keeper lives, so nobody reconciles the job lost).
 
 The training process is launched supervised (not detached): it carries the keeper's pid in
 TRAINBRIDGE_CLIENT_PID, so if the keeper is SIGKILLed its worker ends the job's tree, and the
@@ -34,11 +38,12 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from trainbridge.bridge import feed, private_files, procs, scheduler
 from trainbridge.bridge.procs import ENV_FILE, process_start
 from trainbridge.bridge.store import Store
+from trainbridge.bridge.store_errors import StoreError
 
 PROGRESS_EVERY_S = 0.5  # stage/progress reach the row at most this often (latest wins)
 FLUSH_EVERY_S = 0.02  # events reach the events file at most this late
@@ -49,6 +54,14 @@ STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about 
 ROW_PROGRESS = ("step", "total", "rate", "eta_s", "metrics")  # of the judge's status, in the row
 REQUESTS_JOIN_S = 5.0  # at the end: the requests thread finishes what it read
 CANCEL_POLL_S = 0.05  # how soon the main loop passes on a cancel that SIGTERM/SIGINT asked for
+# A full disk (issue 33): what could not be written is kept and written again this often.
+RETRY_S = 1.0
+ROW_RETRY_MAX_S = 10.0  # the job's end goes to the row at last this often while it cannot
+CLOSE_RETRY_S = 30.0  # at the end, the feed's last events are tried this long
+KEPT_MAX = 10_000  # events kept to write again (the oldest go first beyond it)
+KEPT_EVENTS = URGENT_EVENTS + ("reply", "stalled", "lead", "log_error")
+KEPT_MESSAGES = ("hello", "stage", "error", "bye")
+RESERVE_BYTES = 256 * 1024  # kept free for the job's end: released when a write fails
 
 
 def backoff(base: float, restarts_done: int) -> float:
@@ -58,25 +71,34 @@ def backoff(base: float, restarts_done: int) -> float:
 
 class EventsFile(threading.Thread):
     """The job's feed: its events, numbered, one ASCII JSON object per line (bridge/feed.py).
-    The hub's I/O thread only appends
-    to a list; this thread encodes and writes them, at most FLUSH_EVERY_S after they came
-    (at once for a state change or the end), so an output flood costs the supervision
-    little. Write failures are counted (events_failed in the report)."""
+    The hub's I/O thread only appends to a list; this thread encodes and writes them, at most
+    FLUSH_EVERY_S after they came (at once for a state change or the end), so an output flood
+    costs the supervision little.
+
+    A failed write (a full disk) never leaves a torn line: the file is cut back to its last
+    whole line. Output capture degrades first: the events that only fill the log or that a
+    later one replaces (all but KEPT_EVENTS) are dropped and counted (`failed`, the report's
+    events_failed, with the first error in `error`, its feed_error); the others (the state,
+    stages, replies, the end) are kept, in order, and written again every RETRY_S until
+    they go (at most KEPT_MAX; at the end, for CLOSE_RETRY_S). Numbers go to what is written:
+    the feed has no gap."""
 
     def __init__(self, path: str):
         super().__init__(name="trainbridge-keeper-events", daemon=True)
+        self.path = path
         self.cond = threading.Condition()
         self.pending: list[dict[str, Any]] = []
         self.urgent = False
         self.stopping = False
-        self.f = os.fdopen(private_files.open_append(path), "a", encoding="ascii")
+        self.fd = private_files.open_append(path)
         # The feed's numbers go on from the file's last one (docs/PROTOCOL.md "The feed").
         try:
             self.seq = feed.last_seq(path)
         except feed.FeedError:  # begun by an older release: number from 1
             self.seq = 0
         self.written = 0
-        self.failed = 0
+        self.failed = 0  # dropped after a failed write, or still unwritten when it closed
+        self.error: Optional[str] = None  # why the first write failed
         self.late = 0  # events written after the feed closed (the keeper answers every
         # request before its end: none should come; any that does is counted in keeper.log)
         self.start()
@@ -85,11 +107,9 @@ class EventsFile(threading.Thread):
         with self.cond:
             if self.stopping:
                 self.late += 1
-                print(
-                    f"trainbridge keeper: a {event.get('event')!r} event came after the feed "
-                    f"closed and is not in it ({self.late} so far)",
-                    file=sys.stderr,
-                    flush=True,
+                say(
+                    f"a {event.get('event')!r} event came after the feed closed and is not in "
+                    f"it ({self.late} so far)"
                 )
                 return
             self.pending.append(event)
@@ -98,24 +118,54 @@ class EventsFile(threading.Thread):
                 self.cond.notify()
 
     def run(self) -> None:
+        kept: list[dict[str, Any]] = []  # what a failed write left to write again
+        give_up: Optional[float] = None
         while True:
             with self.cond:
-                if not self.urgent and not self.stopping:
+                if kept:
+                    self.cond.wait(RETRY_S)  # a full disk: not before RETRY_S, urgent or not
+                elif not self.urgent and not self.stopping:
                     self.cond.wait(FLUSH_EVERY_S)
-                batch, self.pending, self.urgent = self.pending, [], False
+                batch, self.pending, self.urgent = kept + self.pending, [], False
                 stopping = self.stopping
-            if batch:
-                first = self.seq + 1
-                self.seq += len(batch)  # numbered as written: a failed write leaves a gap
-                text = "".join(feed.encode(first + i, event) for i, event in enumerate(batch))
-                try:
-                    self.f.write(text)
-                    self.f.flush()
-                    self.written += len(batch)
-                except (OSError, ValueError):
-                    self.failed += len(batch)  # counted; the row and the report still tell
-            if stopping:
+            kept = self._write(batch) if batch else []
+            if not stopping:
+                continue
+            if not kept:
                 return
+            give_up = give_up or time.monotonic() + CLOSE_RETRY_S
+            if time.monotonic() >= give_up:
+                self.failed += len(kept)
+                say(f"{len(kept)} events of the feed's end could not be written: {self.error}")
+                return
+
+    def _write(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Append the batch, numbered, in whole lines; returns what to write again."""
+        first = self.seq + 1
+        data = "".join(feed.encode(first + i, e) for i, e in enumerate(batch)).encode("ascii")
+        try:
+            whole = os.fstat(self.fd).st_size  # the end of the last whole line
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError as exc:
+            try:
+                os.ftruncate(self.fd, whole)  # no torn line (frees space, never needs it)
+            except (OSError, UnboundLocalError):
+                pass
+            keep = [e for e in batch if kept_event(e)][-KEPT_MAX:]
+            self.failed += len(batch) - len(keep)
+            if self.error is None:
+                self.error = f"{private_files.error_text(exc)}, writing {self.path}"
+                say(
+                    f"cannot write the job's events ({self.error}): its output is dropped "
+                    f"(counted in the report's events_failed) and its state and end are kept "
+                    f"and written again every {RETRY_S:g} s; free space there"
+                )
+            return keep
+        self.seq += len(batch)
+        self.written += len(batch)
+        return []
 
     def close(self) -> None:
         with self.cond:
@@ -123,15 +173,34 @@ class EventsFile(threading.Thread):
             self.cond.notify()
         self.join()
         try:
-            self.f.close()
+            os.close(self.fd)
         except OSError:
             self.failed += 1
+
+
+def kept_event(event: dict[str, Any]) -> bool:
+    """Whether a failed write keeps the event to write again: the job's state, stages,
+    replies and end, not its output, status, resources or progress (a later one replaces
+    those, or they only fill the log)."""
+    kind = event.get("event")
+    if kind == "message":
+        return (event.get("kind") or "") in KEPT_MESSAGES
+    return kind in KEPT_EVENTS
+
+
+def say(text: str) -> None:
+    """A line in keeper.log (the keeper's stderr); on a full disk even that may fail."""
+    try:
+        print(f"trainbridge keeper: {text}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 class RowWriter(threading.Thread):
     """Copies the live state into the row: state changes at once, stage/progress coalesced.
     Runs on its own thread with its own connection, so the hub's I/O thread never waits
-    on the store."""
+    on the store. A write the store refuses (a full disk) is kept, merged with what comes
+    after it, and tried again every RETRY_S; stop() hands back what was never written."""
 
     def __init__(self, store_path: str, job_id: str):
         super().__init__(name="trainbridge-keeper-row", daemon=True)
@@ -142,6 +211,8 @@ class RowWriter(threading.Thread):
         self.urgent = False
         self.stopping = False
         self.writes = 0
+        self.failures = 0
+        self.error: Optional[str] = None  # the last failure's reason, until a write goes
 
     def set(self, urgent: bool = False, **fields: Any) -> None:
         with self.cond:
@@ -151,27 +222,45 @@ class RowWriter(threading.Thread):
                 self.cond.notify()
 
     def run(self) -> None:
-        store = Store(self.store_path)
+        store: Optional[Store] = None
         try:
             while True:
                 with self.cond:
-                    if not self.urgent and not self.stopping:
+                    if self.error is not None and not self.stopping:
+                        self.cond.wait(RETRY_S)
+                    elif not self.urgent and not self.stopping:
                         self.cond.wait(PROGRESS_EVERY_S)
+                    if self.stopping:
+                        return  # what is pending goes with the end (stop())
                     fields, self.pending, self.urgent = self.pending, {}, False
-                    stopping = self.stopping
-                if fields:
+                if not fields:
+                    continue
+                try:
+                    store = store or Store(self.store_path)
                     store.update(self.job_id, **fields)
+                except StoreError as exc:
+                    with self.cond:  # kept: what came since is newer
+                        self.pending = {**fields, **self.pending}
+                    self.failures += 1
+                    if self.error is None:
+                        say(f"cannot update the job's row ({exc}); trying every {RETRY_S:g} s")
+                    self.error = str(exc)
+                else:
                     self.writes += 1
-                if stopping:
-                    return
+                    self.error = None
         finally:
-            store.close()
+            if store is not None:
+                store.close()
 
-    def stop(self) -> None:
+    def stop(self) -> dict[str, Any]:
+        """Stop; returns the fields never written (the caller writes them with the end)."""
         with self.cond:
             self.stopping = True
             self.cond.notify()
         self.join()
+        with self.cond:
+            left, self.pending = self.pending, {}
+        return left
 
 
 class Keeper:
@@ -192,6 +281,7 @@ class Keeper:
         self._requests_thread: Optional[threading.Thread] = None
         self._pings: dict[Any, dict[str, Any]] = {}  # asked, waiting for the worker
         self._pings_lock = threading.Lock()
+        self._reserve: Optional[str] = None  # the space kept for the end (make_reserve)
 
     # --- signals (main thread) ------------------------------------------------------------
     def _on_cancel(self, signum, frame) -> None:
@@ -369,6 +459,7 @@ class Keeper:
             self.id, where_state=["starting"], keeper_pid=me, keeper_start=process_start(me)
         ):
             return 0  # not ours to run (cancelled while starting, or another keeper has it)
+        self._reserve = make_reserve(self.row["dir"])
         self.rows.start()
         env = self._env()
         row = self.row
@@ -408,14 +499,7 @@ class Keeper:
                         "summary": f"Job failed: {note}",
                     },
                 )
-                self.store.put_attempt(
-                    self.id,
-                    attempt,
-                    started_at=started,
-                    ended_at=time.time(),
-                    outcome="failed",
-                    report=final,
-                )
+                self._record_attempt(attempt, started, final)
                 break
             cancel_sent = False
             self.rows.set(
@@ -434,16 +518,7 @@ class Keeper:
                 self.job.wait(CANCEL_POLL_S)
             final = dict(self.job.report or {})
             outcome = final.get("outcome")
-            self.store.put_attempt(
-                self.id,
-                attempt,
-                started_at=started,
-                ended_at=time.time(),
-                outcome=outcome,
-                exit_code=final.get("exit_code"),
-                signal=final.get("signal"),
-                report=final,
-            )
+            self._record_attempt(attempt, started, final)
             restarts_done = attempt - 1 - (row["attempt"] or 0)
             if (
                 outcome in ("succeeded", "cancelled")
@@ -478,6 +553,57 @@ class Keeper:
         self._finish(outcome, final)
         return 0
 
+    def _record_attempt(self, attempt: int, started: float, report: dict[str, Any]) -> None:
+        ended = time.time()
+        self._durably(
+            "the attempt's report",
+            lambda store: store.put_attempt(
+                self.id,
+                attempt,
+                started_at=started,
+                ended_at=ended,
+                outcome=report.get("outcome"),
+                exit_code=report.get("exit_code"),
+                signal=report.get("signal"),
+                report=report,
+            ),
+        )
+
+    def _durably(self, what: str, write: Callable[[Store], Any]) -> None:
+        """write(store) until the store takes it: a job's true end is never lost to a full
+        disk. The first failure releases the space reserve (room for this write) and says so
+        in keeper.log; then it tries again every RETRY_S, doubling to ROW_RETRY_MAX_S, for as
+        long as it takes, on a fresh connection each time (one opened on a full disk reads
+        only). A damaged store is not tried again: what could be done is said."""
+        wait, failed_at = RETRY_S, None
+        while True:
+            try:
+                write(self.store)
+            except StoreError as exc:
+                if exc.kind in ("corrupt", "too_new"):
+                    say(f"gave up writing {what}: {exc}")
+                    return
+                if failed_at is None:
+                    failed_at = time.monotonic()
+                    release(self._reserve)
+                    say(
+                        f"cannot write {what} ({exc}); it is kept here and written as soon as "
+                        "the store takes it"
+                    )
+                else:
+                    time.sleep(wait)  # a backoff between tries, nothing waits on it
+                    wait = min(wait * 2, ROW_RETRY_MAX_S)
+                try:
+                    fresh = Store(self.store_path)
+                except StoreError:
+                    continue
+                self.store.close()
+                self.store = fresh
+            else:
+                if failed_at is not None:
+                    say(f"wrote {what} after {time.monotonic() - failed_at:.1f} s")
+                return
+
     def _env(self) -> dict[str, str]:
         path = os.path.join(self.row["dir"], ENV_FILE)
         with open(path, encoding="utf-8") as f:
@@ -498,20 +624,23 @@ class Keeper:
         self.requested.set()  # the requests thread ends
         report = report or {"outcome": outcome}
         report_obj = dict(report)
-        self.rows.stop()
+        unwritten = self.rows.stop()  # e.g. the last stage, refused by a full disk
         if self.events.failed:
             report_obj["events_failed"] = self.events.failed  # attachers missed these
-        self.store.update(
-            self.id,
-            state="ended",
-            outcome=outcome,
-            exit_code=report_obj.get("exit_code"),
-            signal=report_obj.get("signal"),
-            report=report_obj,
-            ended_at=time.time(),
-            job_pid=None,
-            job_start=None,
-        )
+            report_obj["feed_error"] = self.events.error
+        end = {
+            **unwritten,
+            "state": "ended",
+            "outcome": outcome,
+            "exit_code": report_obj.get("exit_code"),
+            "signal": report_obj.get("signal"),
+            "report": report_obj,
+            "ended_at": time.time(),
+            "job_pid": None,
+            "job_start": None,
+        }
+        self._durably("the job's end", lambda store: store.update(self.id, **end))
+        release(self._reserve)  # its room is for the feed's end now; given back before it
         # The row says ended: an asker is refused from now on. What was asked before gets
         # its answer ahead of the end event.
         if self._requests_thread is not None:
@@ -528,6 +657,34 @@ class Keeper:
                 f"trainbridge keeper: could not start queued jobs: {type(exc).__name__}: {exc}",
                 file=sys.stderr,
             )
+
+
+def make_reserve(directory: str) -> Optional[str]:
+    """RESERVE_BYTES of the disk, held in <directory>/reserve for the job's end (released by
+    the first write that fails: the row, the feed's last events and keeper.log's words fit
+    in it); None where the disk has no room for it already."""
+    path = os.path.join(directory, procs.RESERVE_FILE)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return None
+    try:
+        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+    except OSError:
+        os.close(fd)
+        release(path)
+        return None
+    os.close(fd)
+    return path
+
+
+def release(reserve: Optional[str]) -> None:
+    """Give the reserve's space back (a second call does nothing)."""
+    if reserve is not None:
+        try:
+            os.unlink(reserve)
+        except OSError:
+            pass
 
 
 def main(argv=None) -> int:

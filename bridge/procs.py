@@ -18,6 +18,7 @@ EVENTS_FILE = "events.jsonl"  # every event, one ASCII JSON line each
 REQUESTS_DIR = "requests"  # ping / send asked of the keeper, one file each (scheduler.request)
 OUTPUT_FILE = "output.log"  # the job's output (launch()'s log_path)
 KEEPER_LOG = "keeper.log"  # the keeper's own stdout/stderr
+RESERVE_FILE = "reserve"  # space its keeper keeps free for the job's end (a full disk)
 JOB_VARIABLE = "TRAINBRIDGE_STORE_JOB"  # set in a scheduled job's environment: its store id
 
 

@@ -47,7 +47,7 @@ def node_list_submit(path: str) -> str:
     return f'node -e "{script}" {path} {sys.executable} {ROOT}'
 
 
-def in_namespace(script: str) -> subprocess.CompletedProcess:
+def in_namespace(script: str, timeout: float = WAIT_S * 2) -> subprocess.CompletedProcess:
     """`script` (sh) in a private mount namespace, so its mounts vanish with it."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare(1) for a private mount namespace (CI has both)")
@@ -56,7 +56,7 @@ def in_namespace(script: str) -> subprocess.CompletedProcess:
         env=user_env(),
         capture_output=True,
         text=True,
-        timeout=WAIT_S * 2,
+        timeout=timeout,
     )
 
 
@@ -173,7 +173,9 @@ def test_a_full_disk_still_lists_and_a_submit_says_so_and_leaves_nothing(tmp_pat
     cli = " ".join(TRAINBRIDGE)
     out = in_namespace(
         f"mount -t tmpfs -o size=512k tmpfs {folder}\n"
-        f"{cli} submit --store {path} -- true\n"
+        f"id=$({cli} submit --store {path} -- true); echo $id\n"
+        # ended first: its keeper gives back the space it kept for the end (keeper.py)
+        f"{cli} attach --store {path} $id >/dev/null\n"
         f"dd if=/dev/zero of={folder}/fill bs=4k 2>/dev/null || true\n"
         f"{cli} jobs --store {path} --json; echo rc=$?\n"
         f"{cli} submit --store {path} -- true || echo rc=$?\n"
@@ -188,3 +190,63 @@ def test_a_full_disk_still_lists_and_a_submit_says_so_and_leaves_nothing(tmp_pat
     assert node["listed"] == [job_id] and node["store"] and node["kind"] == "full", node
     assert "is full" in out.stderr and "df -h" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_job_whose_disk_fills_keeps_its_true_end(tmp_path):
+    """The disk under the store fills while a job runs (a real 2 MiB tmpfs, filled to the last
+    byte): the keeper used to die with nothing in keeper.log, its row said `running` for a
+    dead job, attach().wait() never returned, and the freed disk later made it `lost`.
+    Now the end is written on the still-full disk (the keeper's reserve), the output that
+    could not be kept is counted and said, no line of the feed is torn, and Python's and
+    Node's attached reports say it succeeded."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "full_disk.py")
+    out = in_namespace(
+        f"mount -t tmpfs -o size=2m tmpfs {folder}\n"
+        f"{sys.executable} {helper} {folder} {tmp_path}\n",
+        timeout=120,
+    )
+    assert out.returncode == 0 and out.stdout.strip(), out
+    got = json.loads(out.stdout)
+    report = got["report"]
+    assert report is not None, f"attach().wait() did not return; keeper.log: {got['keeper_log']}"
+    assert report["outcome"] == "succeeded", report.get("summary")
+    assert got["row"] == {"state": "ended", "outcome": "succeeded", "exit_code": 0}, got["row"]
+    assert got["free_before"] == 0 and got["filler"], got  # written on a full disk
+    # Output capture degraded first, counted and said: in the report, the log and keeper.log.
+    assert report["events_failed"] > 0 and "ENOSPC" in report["feed_error"], report
+    assert "ENOSPC" in (report.get("log_error") or {}).get("error", ""), report.get("log_error")
+    assert "cannot write the job's events" in got["keeper_log"], got["keeper_log"]
+    # Whole lines, numbered without a gap, the end last.
+    feed = got["feed"]
+    assert not [e for e in feed if e.get("torn")], [e for e in feed if e.get("torn")]
+    assert [e["seq"] for e in feed] == list(range(1, len(feed) + 1))
+    assert feed[-1]["event"] == "end", feed[-3:]
+    assert json.loads(got["node"])["outcome"] == "succeeded", got["node_err"]
+    assert got["left"] == [], got["left"]
+
+
+def test_a_full_disk_that_takes_the_reserve_too_is_waited_out(tmp_path):
+    """The keeper's reserve is gone too (another process took the space): it cannot write the
+    job's end at all, so it keeps it and tries again (the row says running: the keeper is
+    alive) until space is freed; then the true end, `succeeded`, not `lost`."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "full_disk.py")
+    out = in_namespace(
+        f"mount -t tmpfs -o size=2m tmpfs {folder}\n"
+        f"{sys.executable} {helper} {folder} {tmp_path} retry\n",
+        timeout=120,
+    )
+    assert out.returncode == 0 and out.stdout.strip(), out
+    got = json.loads(out.stdout)
+    assert got["report"] is not None, f"attach().wait() did not return: {got['keeper_log']}"
+    assert got["report"]["outcome"] == "succeeded", got["report"].get("summary")
+    assert got["row"] == {"state": "ended", "outcome": "succeeded", "exit_code": 0}, got["row"]
+    # The first write the store refused (the attempt's report), kept and written later:
+    assert "cannot write the attempt's report" in got["keeper_log"], got["keeper_log"]
+    assert "wrote the attempt's report after" in got["keeper_log"], got["keeper_log"]
+    assert got["feed"][-1]["event"] == "end" and not [e for e in got["feed"] if e.get("torn")]
+    assert json.loads(got["node"])["outcome"] == "succeeded", got["node_err"]
+    assert got["left"] == [], got["left"]
