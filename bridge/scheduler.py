@@ -607,14 +607,26 @@ class Scheduler:
             self._thread.start()
 
     def _run(self, every: float) -> None:
+        said: Optional[str] = None  # the failure said last: each is said once, not per tick
         while not self._stop.wait(every):
             try:
                 self.tick()
-            except Exception as exc:  # noqa: BLE001 - keep ticking; say why once per tick
-                print(
-                    f"trainbridge scheduler: tick failed: {type(exc).__name__}: {exc}",
-                    file=sys.stderr,
-                )
+            except Exception as exc:  # noqa: BLE001 - keep ticking; say why, once
+                if isinstance(exc, StoreError):
+                    self.tick_error = exc
+                text = f"{type(exc).__name__}: {exc}"
+                if text != said:
+                    print(
+                        f"trainbridge scheduler: tick failed: {text}; trying again every "
+                        f"{every:g} s (said again only if the cause changes)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    said = text
+            else:
+                if said is not None:
+                    print("trainbridge scheduler: ticks work again", file=sys.stderr, flush=True)
+                said, self.tick_error = None, None
 
     def tick(self) -> None:
         """Reconcile, start what fits, reap ended keepers, apply retention (not on a

@@ -361,3 +361,32 @@ def test_a_paused_queue_starts_nothing_until_resumed_and_a_job_reruns_with_its_s
         assert new["id"] != old["id"] and new["log_path"] != old["log_path"]
         with pytest.raises(KeyError):
             s.rerun("j-nope")
+
+
+def test_a_failing_tick_is_said_once_and_its_recovery_too(store_path, capfd):
+    """A tick that fails (a full disk: reconcile writes) printed "tick failed" twice a
+    second for as long as it lasted. Now each cause is said once, `tick_error` holds it, and
+    the recovery is said; the ticks go on."""
+    import threading
+
+    from trainbridge.bridge import store_errors
+
+    calls, enough = [], threading.Event()
+
+    class Flaky(bridge.Scheduler):
+        def tick(self):
+            calls.append(1)
+            if len(calls) >= 12:
+                enough.set()
+            if 2 <= len(calls) <= 7:  # (call 1: the constructor's)
+                raise store_errors.StoreFull("the disk holding the job store is full", "x")
+
+    s = Flaky(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.01)
+    try:
+        assert enough.wait(WAIT_S)
+    finally:
+        s.close()
+    err = capfd.readouterr().err
+    assert err.count("tick failed") == 1, err
+    assert "StoreFull: the disk holding the job store is full; trying again" in err, err
+    assert err.count("ticks work again") == 1 and s.tick_error is None, err
