@@ -43,7 +43,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
-from trainbridge.bridge import feed, machine, private_files, procs, store_errors
+from trainbridge.bridge import feed, machine, private_files, procs, store_errors, watch
 from trainbridge.bridge.store import ACTIVE, Store, StoreError
 
 TICK_S = 0.5  # how often a running Scheduler reconciles and starts queued jobs
@@ -549,13 +549,32 @@ def forget(store: Store, job_id: str) -> bool:
     return True
 
 
+RETAINED_LAST = 200  # ids retention names in the store's `retained` setting (watch.py)
+
+
 def retain(store: Store, keep_ended: int) -> int:
-    """Forget the oldest ended jobs beyond the newest keep_ended; returns how many."""
+    """Forget the oldest ended jobs beyond the newest keep_ended; returns how many. Each
+    pass that forgets any says so in the store's `retained` setting (keep_ended, the count
+    so far, when, the last ids), which a watch's `removed` change and the CLI read."""
     old = store.db.execute(
         "SELECT id FROM jobs WHERE state = 'ended' ORDER BY seq DESC LIMIT -1 OFFSET ?",
         (keep_ended,),
     ).fetchall()
-    return sum(forget(store, job_id) for (job_id,) in old)
+    if not old:
+        return 0
+    before = store.setting(watch.RETAINED) or {}
+    ids = [job_id for (job_id,) in old]
+    gone = [job_id for job_id in ids if forget(store, job_id)]
+    store.set_setting(
+        watch.RETAINED,
+        {
+            "keep_ended": keep_ended,
+            "count": int(before.get("count") or 0) + len(gone),
+            "at": time.time(),
+            "last": ((before.get("last") or []) + gone)[-RETAINED_LAST:],
+        },
+    )
+    return len(gone)
 
 
 # --- the object a GUI holds ---------------------------------------------------------------------
@@ -638,7 +657,15 @@ class Scheduler:
             reconcile(self._store)
             schedule_pass(self._store, self.python, self._keepers)
             if self.keep_ended is not None:
-                retain(self._store, self.keep_ended)
+                forgot = retain(self._store, self.keep_ended)
+                if forgot:
+                    print(
+                        f"trainbridge scheduler: forgot {forgot} ended job(s) beyond the "
+                        f"newest {self.keep_ended} (keep_ended), with their logs and events; "
+                        "keep_ended=None keeps every job",
+                        file=sys.stderr,
+                        flush=True,
+                    )
 
     def close(self) -> None:
         """Stop ticking. Running jobs go on under their procs."""
@@ -719,6 +746,12 @@ class Scheduler:
         if self.get(job_id) is None:
             raise KeyError(f"no job {job_id!r} in {self.path}")
         return Attached(self.path, job_id, on_event=on_event, since=since)
+
+    def watch(self, on_change=None) -> watch.Watch:
+        """The job list's change feed (bridge/watch.py): every row "added" first, then each
+        change anyone makes, as it is committed; no polling by the caller. Close it (or use
+        it in a with block) when done."""
+        return watch.Watch(self.path, on_change=on_change)
 
     def pause(self) -> None:
         """Start no queued job (in any process that schedules on this store) until resume();

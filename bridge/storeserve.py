@@ -8,7 +8,10 @@ Ops: jobs {state, limit, tag}, get {id}, submit {cmd, cwd, env, timeouts, resour
 max_restarts, restart_backoff, zero_code, name, tags, meta, log_path}, cancel {id}, forget
 {id}, dump_stacks {id} (sends SIGUSR1 to the keeper; the stacks come as a "stacks" event in
 the events file), request {id, op, data} (ping or send, scheduler.request: returns the request
-id; the answer comes as a "reply" event), pause {}, resume {}, rerun {id, env}. All ASCII
+id; the answer comes as a "reply" event), pause {}, resume {}, rerun {id, env}, watch {watch: n}
+(n: the asker's number for it; each change of bridge/watch.py comes as its own line,
+{"watch": n, "change": {...}}, the first ones, every row "added", before the answer),
+unwatch {watch}. All ASCII
 JSON. A failure of the store itself
 (bridge/store_errors.py) also gives its `kind`; a store that cannot be opened answers every
 request so.
@@ -22,14 +25,63 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import threading
 from typing import Any, Optional
 
-from trainbridge.bridge import scheduler
+from trainbridge.bridge import scheduler, watch
 from trainbridge.bridge.scheduler import KEEP_ENDED, Scheduler
 from trainbridge.bridge.store_errors import StoreError
 
 
-def handle(sched: Scheduler, op: str, args: dict[str, Any]) -> Any:
+class Out:
+    """stdout, one whole line at a time: answers (the main thread) and watches' changes
+    (their threads) never interleave."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.lock = threading.Lock()
+
+    def line(self, obj: dict[str, Any]) -> None:
+        text = json.dumps(obj, ensure_ascii=True, default=str) + "\n"
+        with self.lock:
+            self.stream.write(text)
+            self.stream.flush()
+
+
+class Watches:
+    """The watches a Node process asked for, by number."""
+
+    def __init__(self, out: Out):
+        self.out = out
+        self.open: dict[int, watch.Watch] = {}
+
+    def start(self, sched: Scheduler, number: Any) -> int:
+        """Watch under the asker's number (its first changes come before the answer)."""
+        if not isinstance(number, int) or isinstance(number, bool) or number in self.open:
+            raise ValueError(f"watch: a new number is needed, not {number!r}")
+
+        def send(change: dict[str, Any]) -> None:
+            self.out.line({"watch": number, "change": change})
+
+        self.open[number] = sched.watch(on_change=send)
+        return number
+
+    def stop(self, number: Any) -> bool:
+        found = self.open.pop(number, None)
+        if found is not None:
+            found.close()
+        return found is not None
+
+    def close(self) -> None:
+        for number in list(self.open):
+            self.stop(number)
+
+
+def handle(sched: Scheduler, op: str, args: dict[str, Any], watches: Watches) -> Any:
+    if op == "watch":
+        return watches.start(sched, args.get("watch"))
+    if op == "unwatch":
+        return watches.stop(args.get("watch"))
     if op == "jobs":
         return sched.jobs(args.get("state"), args.get("limit"), args.get("tag"))
     if op == "get":
@@ -88,7 +140,8 @@ def main(argv=None) -> int:
         )
     except StoreError as exc:  # every request is answered with why (Node: a StoreError)
         broken = exc
-    out = sys.stdout
+    out = Out(sys.stdout)
+    watches = Watches(out)
     try:
         for line in sys.stdin:
             if not line.strip():
@@ -102,7 +155,7 @@ def main(argv=None) -> int:
                 answer = {
                     "id": request.get("id"),
                     "ok": True,
-                    "result": handle(sched, request.get("op"), request.get("args") or {}),
+                    "result": handle(sched, request.get("op"), request.get("args") or {}, watches),
                 }
             except Exception as exc:  # noqa: BLE001 - every failure is an answer, not a crash
                 answer = {
@@ -112,9 +165,9 @@ def main(argv=None) -> int:
                 }
                 if isinstance(exc, StoreError):
                     answer["kind"] = exc.kind
-            out.write(json.dumps(answer, ensure_ascii=True, default=str) + "\n")
-            out.flush()
+            out.line(answer)
     finally:
+        watches.close()
         if sched is not None:
             sched.close()
     return 0

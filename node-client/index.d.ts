@@ -516,8 +516,34 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJ
   close(): void;
 }
 
+/** A change of the store's job list (bridge/watch.py): every row 'added' first (initial), then each commit. */
+export interface JobChange {
+  event: 'job';
+  change: 'added' | 'changed' | 'removed';
+  id: string;
+  /** The row as it is now; null when removed. */
+  row: StoredJob | null;
+  /** Seconds since the epoch. */
+  t: number;
+  initial?: true;
+  /** Why a row was removed: 'forgotten', or 'retention (keep_ended=N)'. */
+  why?: string;
+}
+
+/** JobStore.watch()'s handle. */
+export class StoreWatch extends EventEmitter {
+  /** Resolves once the first rows have been emitted; rejects with a StoreError. */
+  readonly ready: Promise<StoreWatch>;
+  on(event: 'job', listener: (change: JobChange) => void): this;
+  /** The store failed while watched (said once per cause; the watch goes on). */
+  on(event: 'error', listener: (failure: { event: 'error'; message: string; kind: string }) => void): this;
+  close(): Promise<void>;
+}
+
 export interface JobStore {
   readonly path: string;
+  /** The job list's change feed: no polling by the caller. */
+  watch(): StoreWatch;
   jobs(options?: { state?: string | string[]; limit?: number; tag?: string }): Promise<StoredJob[]>;
   get(id: string): Promise<StoredJob | null>;
   submit(options: SubmitOptions): Promise<string>;

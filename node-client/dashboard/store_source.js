@@ -10,57 +10,77 @@ const { launchOptions, titleOf } = require('./spec.js');
  * keepers, not in this process, so they outlive the dashboard; a restarted dashboard attaches
  * to them again (each job's events from the first one) and shows the running ones live and the
  * ended ones with their reports. Jobs submitted elsewhere (`trainbridge submit`) appear too.
+ * The list follows the store's change feed (store.watch(), bridge/watch.py): a job submitted
+ * anywhere appears, a row's change is folded in, a job forgotten (forget(), retention) leaves
+ * the list, as each is committed; nothing here reads the rows on a timer.
  * options: storePath (default: the store's default path), python, slots (the store's, as
- * openStore's: {jobs, gpus}; default the store's own), sampleMs, gpuProbe,
- * refreshMs (how often the store's rows are read, default 1000), limit (jobs shown, 100).
+ * openStore's: {jobs, gpus}; default the store's own), sampleMs, gpuProbe, limit (the newest
+ * jobs followed and shown, 100).
  */
 class StoreSource extends MemorySource {
-  constructor({ storePath, python, slots, sampleMs = 1000, gpuProbe, refreshMs = 1000, limit = 100 } = {}) {
+  constructor({ storePath, python, slots, sampleMs = 1000, gpuProbe, limit = 100 } = {}) {
     super({ dataDir: os.tmpdir(), sampleMs, gpuProbe, python });
     this._ownDir = false;
     this._store = openStore(storePath, { ...(python ? { python } : {}), ...(slots ? { slots } : {}) });
     this.path = this._store.path;
     this._limit = limit;
-    this._refreshing = null;
-    this._refreshAgain = null; // the read queued behind the one under way (refresh())
     this._lastError = null;
-    this._refreshTimer = setInterval(() => this.refresh().then(() => { this._lastError = null; }, (err) => {
+    this._initial = []; // the rows before the watch is ready: only the newest `limit` are followed
+    this._watch = this._store.watch();
+    this._watch.on('job', (change) => this._change(change));
+    this._watch.on('error', ({ message }) => {
       // Said once per new failure, where the server's user sees it; the pages keep what they have.
-      if (err.message !== this._lastError) process.stderr.write(`[dashboard] cannot read the job store ${this.path}: ${err.message}\n`);
-      this._lastError = err.message;
-    }), refreshMs);
-    this._refreshTimer.unref();
+      if (message !== this._lastError) process.stderr.write(`[dashboard] cannot read the job store ${this.path}: ${message}\n`);
+      this._lastError = message;
+    });
+    this._ready = this._watch.ready.then(() => {
+      for (const row of this._initial.slice(-this._limit)) this._row(row);
+      this._initial = null;
+    });
   }
 
-  /**
-   * Read the store's rows; attach to the jobs not seen yet. Resolves when a read that began
-   * after this call is done: one already under way may have read the rows before the caller's
-   * change (submit() waits on this, and the page then asks for the job by its id).
-   */
+  /** Resolves once the store's rows are in the list (the change feed's first rows). */
   refresh() {
-    if (!this._refreshing) {
-      this._refreshing = this._refresh().finally(() => { this._refreshing = null; });
-      return this._refreshing;
-    }
-    if (!this._refreshAgain) {
-      this._refreshAgain = this._refreshing.catch(() => undefined).then(() => {
-        this._refreshAgain = null;
-        return this.refresh();
-      });
-    }
-    return this._refreshAgain;
+    return this._ready;
   }
 
-  async _refresh() {
-    const rows = await this._store.jobs({ limit: this._limit });
-    for (const row of [...rows].reverse()) { // oldest first: the list shows newest first
-      let entry = this._jobs.get(row.id);
-      if (!entry) entry = this._follow(row);
-      entry.row = row;
-      entry.logPath = row.log_path;
-      if (row.job_pid && entry.view.pid !== row.job_pid && row.state !== 'ended') {
-        this._apply(entry, 'spawn', { pid: row.job_pid });
-      }
+  _change({ change, id, row }) {
+    if (change === 'removed') {
+      const entry = this._jobs.get(id);
+      if (!entry) return;
+      entry.job.close();
+      this._jobs.delete(id);
+      this._notify(entry); // the list is sent again, without it
+    } else if (this._initial) {
+      this._initial.push(row);
+    } else {
+      this._row(row);
+    }
+  }
+
+  /** A row, new or changed: followed (the newest `limit` jobs), its pid and log noted. */
+  _row(row) {
+    let entry = this._jobs.get(row.id);
+    if (!entry) {
+      entry = this._follow(row);
+      this._unfollowOldest();
+    }
+    entry.row = row;
+    entry.logPath = row.log_path;
+    if (row.job_pid && entry.view.pid !== row.job_pid && row.state !== 'ended') {
+      this._apply(entry, 'spawn', { pid: row.job_pid });
+    }
+  }
+
+  /** Beyond `limit` jobs, the oldest ended one leaves the list (the store keeps it). */
+  _unfollowOldest() {
+    if (this._jobs.size <= this._limit) return;
+    for (const [id, entry] of this._jobs) { // in the order followed: oldest first
+      if (entry.view.state !== 'ended') continue;
+      entry.job.close();
+      this._jobs.delete(id);
+      this._notify(entry);
+      return;
     }
   }
 
@@ -87,7 +107,12 @@ class StoreSource extends MemorySource {
   async submit(spec) {
     const { options } = launchOptions(spec, { python: this._python || resolvePython(), env: this._env || process.env });
     const id = await this._store.submit(options);
-    await this.refresh();
+    // In the list before the page asks for it (the change feed brings it too, a moment later).
+    if (!this._jobs.has(id)) {
+      const row = await this._store.get(id);
+      await this._ready;
+      if (row && !this._jobs.has(id)) this._row(row);
+    }
     return id;
   }
 
@@ -116,7 +141,7 @@ class StoreSource extends MemorySource {
   /** Stop following (the jobs go on under their keepers) and stop the store's helper. */
   async close() {
     clearInterval(this._timer);
-    clearInterval(this._refreshTimer);
+    await this._watch.close();
     for (const e of this._jobs.values()) e.job.close();
     await this._store.close();
   }

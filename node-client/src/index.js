@@ -20,7 +20,7 @@ const { ProtocolError, PythonError, StoreError } = require('./errors.js');
 const { toJSON, summary } = require('./report.js');
 const { resolvePython } = require('./launcher.js');
 const machine = require('./machine.js');
-const { openStore, defaultStorePath, AttachedJob } = require('./store.js');
+const { openStore, defaultStorePath, AttachedJob, StoreWatch } = require('./store.js');
 const { doctor, DoctorError } = require('./doctor.js');
 
 /**
@@ -36,6 +36,6 @@ function launch(options) {
 
 module.exports = {
   launch, openStore, defaultStorePath, Job, Hub, ProtocolError, PythonError, StoreError, LaunchError, JobFailedError, toJSON,
-  summary, resolvePython, doctor, DoctorError, AttachedJob,
+  summary, resolvePython, doctor, DoctorError, AttachedJob, StoreWatch,
   DEFAULT_TIMEOUTS: machine.DEFAULTS,
 };

@@ -73,6 +73,8 @@ class Store {
     this._buf = '';
     this._closed = false;
     this._attached = new Set(); // followed until close(): an attacher left polling kept a GUI alive
+    this._watches = new Map(); // number -> StoreWatch (watch())
+    this._nextWatch = 1;
     this._helper.stdout.setEncoding('utf8');
     this._helper.stdout.on('data', (text) => this._onData(text));
     this._helper.stderr.setEncoding('utf8');
@@ -102,6 +104,11 @@ class Store {
       if (!line.trim()) continue;
       let answer;
       try { answer = JSON.parse(line); } catch { continue; }
+      if (answer.watch !== undefined && answer.change) { // a watch's change, not an answer
+        const watch = this._watches.get(answer.watch);
+        if (watch) watch._deliver(answer.change);
+        continue;
+      }
       const waiter = this._pending.get(answer.id);
       if (!waiter) continue;
       this._pending.delete(answer.id);
@@ -172,6 +179,26 @@ class Store {
   /** Cancel a queued or running job; resolves to false when it is unknown or already ended. */
   cancel(id, { reason = null, grace = null } = {}) { return this._call('cancel', { id, reason, grace }); }
 
+  /**
+   * The job list's change feed (bridge/watch.py, through the helper; no polling by the caller):
+   * a StoreWatch emitting 'job' ({event: 'job', change: 'added' | 'changed' | 'removed', id,
+   * row, t, initial, why}): every row 'added' first (initial: true), oldest first, then each
+   * change anyone commits. 'error' ({event: 'error', message, kind}) when the store fails
+   * while watched (emitted only to a listener). `ready` resolves once the first rows are out
+   * (rejects with a StoreError); close() stops it. Python: Scheduler.watch().
+   */
+  watch() {
+    const number = this._nextWatch++;
+    const watch = new StoreWatch(this, number);
+    this._watches.set(number, watch);
+    watch.ready = this._call('watch', { watch: number }).then(() => watch, (err) => {
+      this._watches.delete(number);
+      throw err;
+    });
+    watch.ready.catch(() => undefined);
+    return watch;
+  }
+
   /** Delete an ended job's row and files; false when it is not ended. */
   forget(id) { return this._call('forget', { id }); }
 
@@ -195,6 +222,7 @@ class Store {
   async close() {
     for (const job of this._attached) job.close();
     this._attached.clear();
+    this._watches.clear();
     if (!this._closed) this._helper.stdin.end();
     await this._exited;
   }
@@ -209,6 +237,27 @@ class Store {
  * seconds (as Python's events carry "t"), so a replay keeps the job's own timeline; null
  * for an end read from the row without its line. events() yields {type, data, t}.
  */
+/** Store.watch()'s handle: the changes of the store's job list, as events. */
+class StoreWatch extends EventEmitter {
+  constructor(store, number) {
+    super();
+    this._store = store;
+    this._number = number;
+    this.ready = null;
+  }
+
+  _deliver(change) {
+    if (change.event === 'error' && this.listenerCount('error') === 0) return;
+    this.emit(change.event, change);
+  }
+
+  /** Stop watching (resolves when the helper has stopped it). */
+  async close() {
+    if (!this._store._watches.delete(this._number)) return;
+    await this._store._call('unwatch', { watch: this._number }).catch(() => false);
+  }
+}
+
 class AttachedJob extends EventEmitter {
   constructor(store, id, since = 'start') {
     super();
@@ -583,4 +632,4 @@ function openStore(storePath, options) {
   return new Store(storePath, options);
 }
 
-module.exports = { openStore, defaultStorePath, Store, AttachedJob };
+module.exports = { openStore, defaultStorePath, Store, StoreWatch, AttachedJob };

@@ -7,7 +7,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 const model = require('../dashboard/model.js');
 const { launchOptions, SpecError, titleOf } = require('../dashboard/spec.js');
 const { MemorySource } = require('../dashboard/source.js');
@@ -318,12 +318,12 @@ test('store source: a job outlives the source that started it; a new one replays
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const storePath = path.join(dir, 'jobs.db');
-  const first = new StoreSource({ storePath, python, refreshMs: 200 });
+  const first = new StoreSource({ storePath, python });
   const id = await first.submit({ kind: 'command', argv: [python, '-c', "import time; print('before', flush=True); time.sleep(1.5); print('after')"] });
   await until('the first line', () => first.get(id).log.lines.some((l) => l.text === 'before'));
   const startedAt = first.get(id).startedAt;
   await first.close(); // the job goes on under its keeper
-  const second = new StoreSource({ storePath, python, refreshMs: 200 });
+  const second = new StoreSource({ storePath, python });
   t.after(() => second.close());
   await second.refresh();
   await until('the end', () => second.get(id) && second.get(id).state === 'ended');
@@ -335,28 +335,57 @@ test('store source: a job outlives the source that started it; a new one replays
   assert.ok(fs.readFileSync(second.logPath(id), 'utf8').includes('after'), 'the full log is the keeper\'s');
 });
 
-test('a store job is known as soon as submit() returns, even with a refresh of the store under way', async (t) => {
+test('a store job is known as soon as submit() returns, before the change feed brings it', async (t) => {
   // The page opens the job's stream with the id submit() gave it: a job not yet followed is a
-  // 404 there, and the page never showed its output. A periodic refresh that read the rows just
-  // before the new one was written used to be the one submit() waited for.
+  // 404 there, and the page never showed its output. The change feed is held back here until
+  // submit() has returned: the job must already be in the list.
   const python = require('../src/index.js').resolvePython();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const source = new StoreSource({ storePath: path.join(dir, 'jobs.db'), python, refreshMs: 60000 });
+  const source = new StoreSource({ storePath: path.join(dir, 'jobs.db'), python });
   t.after(() => source.close());
-  // The order the race needs, made certain at the store's seam: a refresh reads the rows, and
-  // its answer is held until the submit's row has been written.
-  const store = source._store;
-  const [jobs, submit] = [store.jobs.bind(store), store.submit.bind(store)];
-  let written;
-  const gate = new Promise((resolve) => { written = resolve; });
-  store.jobs = async (options) => { const rows = await jobs(options); await gate; return rows; };
-  store.submit = async (options) => { const id = await submit(options); written(); return id; };
-  const running = source.refresh();
+  await source.refresh();
+  const held = [];
+  const deliver = source._watch._deliver.bind(source._watch);
+  source._watch._deliver = (change) => { held.push(change); };
   const id = await source.submit({ kind: 'command', argv: [python, '-c', 'pass'] });
   assert.ok(source.get(id), `job ${id} is followed once submit() has returned`);
-  await running;
+  source._watch._deliver = deliver;
+  for (const change of held) deliver(change); // the feed's own 'added' then changes nothing
+  assert.equal(source.list().filter((j) => j.id === id).length, 1);
   await source.cancel(id);
+});
+
+test('store source: the list is driven by the store\'s change feed, not by reading the rows (issue 33)', async (t) => {
+  // A job submitted by another process appears, its end is drawn, a forgotten job leaves the
+  // list; the source never calls jobs() (it used to, every second).
+  const python = require('../src/index.js').resolvePython();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-watch-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const storePath = path.join(dir, 'jobs.db');
+  const source = new StoreSource({ storePath, python });
+  t.after(() => source.close());
+  let reads = 0;
+  const jobs = source._store.jobs.bind(source._store);
+  source._store.jobs = (options) => { reads += 1; return jobs(options); };
+  await source.refresh();
+  const changed = [];
+  const unwatch = source.watch((id) => changed.push(id));
+  t.after(unwatch);
+  const sched = (code) => {
+    const py = spawnSync(python, ['-c', `import sys; from trainbridge import bridge; s = bridge.Scheduler(store=sys.argv[1], tick=None); ${code}; s.close()`,
+      storePath, python], { encoding: 'utf8' });
+    assert.equal(py.status, 0, py.stderr);
+    return py.stdout.trim();
+  };
+  const id = sched("print(s.submit([sys.argv[2], '-c', 'print(1)']))");
+  await until('the job submitted elsewhere, ended in the list', () => source.list().some((j) => j.id === id && j.state === 'ended'));
+  assert.equal(source.get(id).outcome, 'succeeded');
+  assert.equal(sched(`print(s.forget(${JSON.stringify(id)}))`), 'True');
+  await until('the forgotten job to leave the list', () => !source.list().some((j) => j.id === id));
+  assert.equal(source.get(id), null);
+  assert.ok(changed.includes(id), 'the page was told (the server sends the list again)');
+  assert.equal(reads, 0, 'the source read the rows with jobs()');
 });
 
 test('close() does not wait for a connection that has not sent a request (a browser\'s preconnect)', async (t) => {
@@ -458,7 +487,7 @@ test('store source: a stray subprocess does not replace the lead\'s progress or 
   const python = require('../src/index.js').resolvePython();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const source = new StoreSource({ storePath: path.join(dir, 'jobs.db'), python, refreshMs: 200 });
+  const source = new StoreSource({ storePath: path.join(dir, 'jobs.db'), python });
   t.after(() => source.close());
   const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
   const id = await source.submit({ kind: 'command', argv: [python, child, 'stray'] });
@@ -491,7 +520,7 @@ test('store source: a two-rank torchrun job shows the lead\'s progress and one s
   const python = require('../src/index.js').resolvePython();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-torchrun-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const source = new StoreSource({ storePath: path.join(dir, 'jobs.db'), python, refreshMs: 200 });
+  const source = new StoreSource({ storePath: path.join(dir, 'jobs.db'), python });
   t.after(() => source.close());
   const script = path.join(__dirname, '..', '..', 'tests', 'distributed', 'scenarios', 'torchrun_two_ranks_progress.py');
   const argv = [python, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', script, path.join(dir, 'rank0-done')];
@@ -517,12 +546,12 @@ test('store source: the resource chart survives a dashboard restart (the keeper 
   const storePath = path.join(dir, 'jobs.db');
   const gate = path.join(dir, 'go');
   const code = `import os, time\nwhile not os.path.exists(${JSON.stringify(gate)}): time.sleep(0.05)\n`;
-  const first = new StoreSource({ storePath, python, refreshMs: 200 });
+  const first = new StoreSource({ storePath, python });
   const id = await first.submit({ kind: 'command', argv: [python, '-c', code] });
   await until('three samples', () => first.get(id).resources.t.length >= 3);
   const seen = { t: [...first.get(id).resources.t], rss: [...first.get(id).resources.rss_mb] };
   await first.close(); // the job goes on under its keeper
-  const second = new StoreSource({ storePath, python, refreshMs: 200 });
+  const second = new StoreSource({ storePath, python });
   t.after(() => second.close());
   await second.refresh();
   await until('the replayed samples', () => second.get(id) && second.get(id).resources.t.length > seen.t.length);

@@ -440,3 +440,41 @@ test('store.close() stops every attached job\'s following, so a GUI process can 
   }
   fs.rmSync(dir, { recursive: true, force: true });
 });
+
+test('store.watch(): the job list as changes, as Python\'s Scheduler.watch() (issue 33)', async (t) => {
+  // A GUI's list without polling jobs(): every row first, then each change any process makes.
+  const storePath = tempStore(t);
+  const store = openStore(storePath, { python: PYTHON });
+  t.after(() => store.close());
+  const first = await store.submit({ command: PYTHON, args: [CHILD, 'steps', '1'], env: userEnv() });
+  await store.attach(first).done;
+  const changes = [];
+  const waiters = [];
+  const watch = store.watch();
+  watch.on('job', (change) => {
+    changes.push(change);
+    for (const w of [...waiters]) if (w.ok(change)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(change); }
+  });
+  const next = (what, ok) => new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no change for 30 s waiting for ${what}`)), 30000);
+    waiters.push({ ok, resolve: (c) => { clearTimeout(timer); resolve(c); } });
+  });
+  assert.equal(await watch.ready, watch);
+  assert.deepEqual(changes.map((c) => [c.change, c.id, c.initial, c.row.state]), [['added', first, true, 'ended']]);
+  // Submitted by Python (another process): added, then its states, to the end.
+  const ended = next('the second job to end', (c) => c.id !== first && c.row && c.row.state === 'ended');
+  const py = spawnSync(PYTHON, ['-c', 'import sys; from trainbridge import bridge; s = bridge.Scheduler(store=sys.argv[1], tick=None); print(s.submit(sys.argv[2:])); s.close()',
+    storePath, PYTHON, CHILD, 'steps', '2'], { encoding: 'utf8', env: userEnv() });
+  assert.equal(py.status, 0, py.stderr);
+  const second = py.stdout.trim();
+  assert.equal((await ended).id, second);
+  const ofSecond = changes.filter((c) => c.id === second);
+  assert.equal(ofSecond[0].change, 'added');
+  assert.ok(ofSecond.some((c) => c.row.state === 'running'), ofSecond.map((c) => c.row.state).join(' '));
+  assert.equal(ofSecond.at(-1).row.outcome, 'succeeded');
+  // Forgotten: removed, with why.
+  const removed = next('the removal', (c) => c.change === 'removed');
+  assert.equal(await store.forget(first), true);
+  assert.deepEqual(await removed, { ...(await removed), event: 'job', change: 'removed', id: first, row: null, why: 'forgotten' });
+  await watch.close();
+});

@@ -51,6 +51,11 @@ async function main(): Promise<void> {
   await attached.send({ stop_after_epoch: true });
   const seen: number | null = attached.position;
   if (seen !== null) openStore('/tmp/jobs.db').attach('id', { since: seen + 1 });
+  // A GUI's job list from the change feed.
+  const watch = openStore('/tmp/jobs.db').watch();
+  watch.on('job', (c) => { if (c.change === 'removed') void c.why; else if (c.row) void c.row.state; });
+  await watch.ready;
+  await watch.close();
 
   // @ts-expect-error: a misspelt timeout does not compile (Timeouts is closed)
   launch({ command: 'python', timeouts: { stallTimout: 600 } });
