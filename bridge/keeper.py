@@ -53,7 +53,6 @@ BACKOFF_MAX_S = 300.0
 STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about once a second
 ROW_PROGRESS = ("step", "total", "rate", "eta_s", "metrics")  # of the judge's status, in the row
 REQUESTS_JOIN_S = 5.0  # at the end: the requests thread finishes what it read
-CANCEL_POLL_S = 0.05  # how soon the main loop passes on a cancel that SIGTERM/SIGINT asked for
 # A full disk (issue 33): what could not be written is kept and written again this often.
 RETRY_S = 1.0
 ROW_RETRY_MAX_S = 10.0  # the job's end goes to the row at last this often while it cannot
@@ -116,6 +115,8 @@ class EventsFile(threading.Thread):
             if urgent or event.get("event") in URGENT_EVENTS:
                 self.urgent = True
                 self.cond.notify()
+            elif len(self.pending) == 1:
+                self.cond.notify()  # the first since a write: its FLUSH_EVERY_S begins
 
     def run(self) -> None:
         kept: list[dict[str, Any]] = []  # what a failed write left to write again
@@ -125,7 +126,10 @@ class EventsFile(threading.Thread):
                 if kept:
                     self.cond.wait(RETRY_S)  # a full disk: not before RETRY_S, urgent or not
                 elif not self.urgent and not self.stopping:
-                    self.cond.wait(FLUSH_EVERY_S)
+                    if not self.pending:  # idle: no wake-up until an event comes
+                        self.cond.wait()
+                    if not self.urgent and not self.stopping:
+                        self.cond.wait(FLUSH_EVERY_S)  # more may come: one write for all
                 batch, self.pending, self.urgent = kept + self.pending, [], False
                 stopping = self.stopping
             kept = self._write(batch) if batch else []
@@ -216,9 +220,11 @@ class RowWriter(threading.Thread):
 
     def set(self, urgent: bool = False, **fields: Any) -> None:
         with self.cond:
+            first = not self.pending
             self.pending.update(fields)
             if urgent:
                 self.urgent = True
+            if urgent or first:  # the first since a write: its PROGRESS_EVERY_S begins
                 self.cond.notify()
 
     def run(self) -> None:
@@ -229,7 +235,10 @@ class RowWriter(threading.Thread):
                     if self.error is not None and not self.stopping:
                         self.cond.wait(RETRY_S)
                     elif not self.urgent and not self.stopping:
-                        self.cond.wait(PROGRESS_EVERY_S)
+                        if not self.pending:  # idle: no wake-up until a field comes
+                            self.cond.wait()
+                        if not self.urgent and not self.stopping:
+                            self.cond.wait(PROGRESS_EVERY_S)  # coalesced: the latest wins
                     if self.stopping:
                         return  # what is pending goes with the end (stop())
                     fields, self.pending, self.urgent = self.pending, {}, False
@@ -282,18 +291,37 @@ class Keeper:
         self._pings: dict[Any, dict[str, Any]] = {}  # asked, waiting for the worker
         self._pings_lock = threading.Lock()
         self._reserve: Optional[str] = None  # the space kept for the end (make_reserve)
+        self._cancel_lock = threading.Lock()
+        self._cancel_sent: Any = None  # the attempt's Job that was cancelled
 
     # --- signals (main thread) ------------------------------------------------------------
     def _on_cancel(self, signum, frame) -> None:
-        # The main loop passes it on with the row's reason and grace (_cancel): no SQLite
-        # in a signal handler, which may have interrupted the main thread's own query.
+        # Passed on by a thread with its own connection: no SQLite in a signal handler,
+        # which may have interrupted the main thread's own query. (The main thread waits
+        # for its job with no timeout: it does not poll for this.)
         self.cancelled.set()
+        threading.Thread(
+            target=self._pass_cancel, name="trainbridge-keeper-cancel", daemon=True
+        ).start()
 
-    def _cancel(self, job: Any) -> None:
-        """job.cancel() with what the canceller asked for (Scheduler.cancel(reason, grace),
-        stored in the row), else CANCEL_REASON and the job's cancel_grace. A SIGTERM sent
-        by hand has no row request: its defaults."""
-        row = self.store.get(self.id) or {}
+    def _pass_cancel(self) -> None:
+        """job.cancel() once per attempt, with what the canceller asked for
+        (Scheduler.cancel(reason, grace), stored in the row), else CANCEL_REASON and the
+        job's cancel_grace. A SIGTERM sent by hand has no row request: its defaults. No job
+        yet, or between attempts: the main thread sees `cancelled` itself."""
+        with self._cancel_lock:
+            job = self.job
+            if job is None or job.done() or job is self._cancel_sent:
+                return
+            self._cancel_sent = job
+        try:
+            store = Store(self.store_path)
+            try:
+                row = store.get(self.id) or {}
+            finally:
+                store.close()
+        except StoreError:
+            row = {}  # the defaults: a cancel is never lost to the store
         job.cancel(grace=row.get("cancel_grace"), reason=row.get("cancel_reason") or CANCEL_REASON)
 
     def _on_dump(self, signum, frame) -> None:
@@ -501,7 +529,6 @@ class Keeper:
                 )
                 self._record_attempt(attempt, started, final)
                 break
-            cancel_sent = False
             self.rows.set(
                 urgent=True,
                 attempt=attempt,
@@ -511,11 +538,9 @@ class Keeper:
                 started_at=started,
                 note=None,
             )
-            while not self.job.done():
-                if self.cancelled.is_set() and not cancel_sent:
-                    cancel_sent = True
-                    self._cancel(self.job)
-                self.job.wait(CANCEL_POLL_S)
+            if self.cancelled.is_set():  # asked while it was starting
+                self._pass_cancel()
+            self.job.wait()  # a cancel's signal is passed on by its own thread
             final = dict(self.job.report or {})
             outcome = final.get("outcome")
             self._record_attempt(attempt, started, final)
