@@ -25,6 +25,7 @@ BENCHES = [
     "live_look",
     "loop",
     "scheduler",
+    "keepers",
     "transparent",
     "ddp",
     "ddp_hosts",

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -23,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Callable, Optional
 
 import psutil
+
+from trainbridge.bridge import procfs
 
 # What every child gets: unbuffered UTF-8 output and faulthandler on fatal signals, so the
 # last lines and a native crash's Python stack reach us even when nothing else does.
@@ -136,13 +139,23 @@ class Tree:
             own_group = True
         self.pgid: Optional[int] = pid if own_group else None
         self.known: dict[int, float] = {}
+        self._full_at = -math.inf  # when the whole process table was last read for it
         self.refresh()
 
     def refresh(self, max_age: float = 0.0) -> None:
         """Remember the current descendants and group members (call while the root is
-        alive, and often). From one table of /proc shared by every job's tree
-        (process_table): one younger than max_age is reused, so that a round of periodic
-        refreshes reads /proc once for all jobs; 0 (signals, a hello's check) reads it now."""
+        alive, and often). A periodic refresh (max_age > 0) walks only the tree's own
+        processes (procfs.descendants: below the root and every process seen so far), and
+        reads the whole table for group members orphaned before they were seen at most
+        every FULL_TABLE_EVERY_S: 200 keepers each reading all of /proc every second was
+        the machine's busiest work. 0 (signals, a hello's check) reads the table now."""
+        now = time.monotonic()
+        if max_age > 0 and now - self._full_at < FULL_TABLE_EVERY_S:
+            found = procfs.descendants([self.pid, *self.known])
+            if found is not None:
+                self._remember(found)
+                return
+        self._full_at = now
         table = process_table(max_age)
         if table is None:  # no /proc: psutil's own walk
             self._refresh_with_psutil()
@@ -154,7 +167,10 @@ class Tree:
         if self.pgid is not None:
             # A descendant that was orphaned before we saw it may still be in the group.
             found.extend(pid for pid, (_, pgid) in parents.items() if pgid == self.pgid)
-        for pid in found:
+        self._remember(found)
+
+    def _remember(self, pids: Iterable[int]) -> None:
+        for pid in pids:
             if pid not in self.known:
                 try:
                     self.known[pid] = psutil.Process(pid).create_time()
@@ -243,6 +259,7 @@ class Tree:
 
 
 SHARED_TABLE_S = 0.5  # a periodic refresh reuses a /proc table this young (Tree.refresh)
+FULL_TABLE_EVERY_S = 10.0  # a periodic refresh reads the whole table at most this often
 _table: Optional[tuple[float, tuple[dict[int, tuple[int, int]], dict[int, list[int]]]]] = None
 
 

@@ -202,6 +202,38 @@ def start_ticks(pid: int) -> Optional[int]:
         return None
 
 
+_CHILDREN: Optional[bool] = None  # whether this kernel has /proc/<pid>/task/<tid>/children
+
+
+def descendants(roots: list[int]) -> Optional[set[int]]:
+    """Every process below `roots` (not the roots themselves), from each one's
+    /proc/<pid>/task/*/children: reads only these processes' files, never all of /proc,
+    so a machine with many processes (200 keepers and their jobs) costs each caller only
+    its own tree. None where the kernel has no such file (CONFIG_PROC_CHILDREN)."""
+    global _CHILDREN
+    if _CHILDREN is None:
+        _CHILDREN = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+    if not _CHILDREN:
+        return None
+    found: set[int] = set()
+    queue = list(roots)
+    seen = set(roots)
+    while queue:
+        parent = queue.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue  # gone
+        for tid in tasks:
+            for child in (read(f"/proc/{parent}/task/{tid}/children") or "").split():
+                pid = int(child)
+                if pid not in seen:
+                    seen.add(pid)
+                    found.add(pid)
+                    queue.append(pid)
+    return found
+
+
 def tree_pids(pid: int, limit: int = 200) -> list[int]:
     """The job's descendants from /proc/<pid>/task/*/children (no scan of all of /proc)."""
     out: list[int] = []

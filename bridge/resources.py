@@ -24,6 +24,8 @@ from typing import Any, Callable, Optional
 
 import psutil
 
+from trainbridge.bridge import procfs
+
 RESOURCES_EVERY_S = 1.0  # as the dashboard's own sampler (sampleMs 1000)
 DUE_SLACK = 0.8  # a heartbeat a little early still takes a sample (else one in two is skipped)
 _ASK = object()  # sample(): ask the probe
@@ -91,6 +93,16 @@ class NvidiaSmi:
         return {"apps": parse_apps(apps or ""), "gpus": parse_gpus(gpus or "")}
 
 
+def _processes(pids: set[int]) -> list[psutil.Process]:
+    out = []
+    for pid in sorted(pids):
+        try:
+            out.append(psutil.Process(pid))
+        except psutil.Error:
+            continue  # ended meanwhile
+    return out
+
+
 class Sampler:
     """sample(root) -> the sample of root's process tree, or None when root is gone."""
 
@@ -110,7 +122,11 @@ class Sampler:
         """gpu: the probe's answer when the caller asked it once for many roots."""
         try:
             top = psutil.Process(root)
-            procs = [top, *top.children(recursive=True)]
+            below = procfs.descendants([root])  # its own tree's files, not all of /proc
+            if below is None:
+                procs = [top, *top.children(recursive=True)]
+            else:
+                procs = [top, *_processes(below)]
         except psutil.Error:
             return None
         cpu_s, rss, pids = 0.0, 0, []
