@@ -267,12 +267,14 @@ test('a face rejoins the feed from event N with nothing missed or repeated (atta
     if (event.type === 'log' && /^step 5/.test(event.data.text)) break;
   }
   first.close(); // the GUI goes away mid-job
-  assert.equal(first.position, seen.at(-1).seq);
-  const again = store.attach(id, { since: first.position + 1 });
+  // position: the last event read from the feed; a `for await` consumer may not have taken all
+  // of those yet (a loaded hunt run read one more): it rejoins after its own last event.
+  assert.ok(first.position >= seen.at(-1).seq, `${first.position} < ${seen.at(-1).seq}`);
+  const again = store.attach(id, { since: seen.at(-1).seq + 1 });
   const rest = [];
   for await (const event of again) if (event.seq !== null) rest.push(event);
   const numbers = [...seen, ...rest].map((e) => e.seq);
-  assert.ok(rest.length && rest[0].seq > first.position, 'nothing repeated at the rejoin');
+  assert.ok(rest.length && rest[0].seq === seen.at(-1).seq + 1, 'nothing repeated or missed at the rejoin');
   assert.equal(again.position, numbers.at(-1));
   assert.equal((await again.done).outcome, 'succeeded');
   // After the end, read whole: the same events with the same numbers (nothing missed at the
