@@ -47,10 +47,13 @@ def _proc(pid: int) -> dict[str, float]:
         fields = f.read().rsplit(")", 1)[1].split()
     out["cpu"] = (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
     for tid in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{tid}/status") as f:
-            for line in f:
-                if line.startswith("voluntary_ctxt_switches"):
-                    out["wakeups"] += int(line.split()[1])
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        out["wakeups"] += int(line.split()[1])
+        except OSError:
+            continue  # a thread that ended meanwhile
     return out
 
 
