@@ -58,20 +58,22 @@ def _proc(pid: int) -> dict[str, float]:
 
 
 def _window(pids: list[int]) -> list[dict[str, float]]:
-    """Each process's RSS/PSS at the end, and its CPU % and wake-ups/s over WINDOW_S."""
-    before = {pid: _proc(pid) for pid in pids}
-    t = time.monotonic()
+    """Each process's RSS/PSS at the end, and its CPU % and wake-ups/s over about WINDOW_S
+    (each process over the time between its own two reads: reading 300 processes takes a
+    while on a busy machine)."""
+    before = {pid: (time.monotonic(), _proc(pid)) for pid in pids}
     time.sleep(WINDOW_S)  # the measured window itself, not a synchronisation
-    dt = time.monotonic() - t
     out = []
     for pid in pids:
+        t0, first = before[pid]
         after = _proc(pid)
+        dt = time.monotonic() - t0
         out.append(
             {
                 "rss": after["rss"],
                 "pss": after["pss"],
-                "cpu": 100 * (after["cpu"] - before[pid]["cpu"]) / dt,
-                "wakeups": (after["wakeups"] - before[pid]["wakeups"]) / dt,
+                "cpu": 100 * (after["cpu"] - first["cpu"]) / dt,
+                "wakeups": (after["wakeups"] - first["wakeups"]) / dt,
             }
         )
     return out
