@@ -134,6 +134,23 @@ def add_commands(sub) -> None:
         store_option(p)
         p.set_defaults(handler=pause_or_resume)
 
+    p = sub.add_parser("forget", help="delete an ended job's row and files")
+    store_option(p)
+    p.add_argument("id")
+    p.set_defaults(handler=forget)
+
+    p = sub.add_parser(
+        "retention", help="show or set how many ended jobs the store keeps (for every process)"
+    )
+    store_option(p)
+    p.add_argument(
+        "keep",
+        nargs="?",
+        metavar="N|all",
+        help="keep the newest N ended jobs, forgetting older ones with their files; all: keep all",
+    )
+    p.set_defaults(handler=retention)
+
     p = sub.add_parser("logs", help="print a stored job's output")
     store_option(p)
     p.add_argument("id")
@@ -219,6 +236,9 @@ def submit(args) -> int:
 def jobs(args) -> int:
     with _scheduler(args) as sched:
         rows = sched.jobs(args.state, args.limit, args.tag)
+        retained = sched.forgotten()
+    if retained.get("count"):  # jobs a list no longer shows: said, on stderr
+        print(f"trainbridge: {forgotten_line(retained)}", file=sys.stderr)
     if args.json:
         print(json.dumps(rows, ensure_ascii=True, default=str))
         return 0
@@ -339,6 +359,52 @@ def rerun(args) -> int:
             return 2
     print(json.dumps({"id": job_id}) if args.json else job_id)
     return 0
+
+
+def forget(args) -> int:
+    with _scheduler(args) as sched:
+        row = sched.get(args.id)
+        if row is None:
+            return _missing(args, sched)
+        if row["state"] != "ended":
+            print(
+                f"trainbridge forget: {args.id} is {row['state']}, not ended: cancel it first "
+                f"(trainbridge cancel --wait {args.id})",
+                file=sys.stderr,
+            )
+            return 2
+        sched.forget(args.id)
+    print(f"trainbridge: forgot {args.id} (its row, attempts and files)")
+    return 0
+
+
+def retention(args) -> int:
+    keep = args.keep
+    if keep is not None and keep != "all" and not keep.isdigit():
+        print(f"trainbridge retention: {keep!r} is not a number of jobs or 'all'", file=sys.stderr)
+        return 2
+    with _scheduler(args) as sched:
+        if keep is not None:
+            sched.keep_ended = None if keep == "all" else int(keep)
+            sched.tick()  # applied now, not at some process's next tick
+        current = sched.keep_ended
+        retained = sched.forgotten()
+    said = "every ended job" if current is None else f"the newest {current} ended jobs"
+    print(f"trainbridge: the store keeps {said}, in every process that uses it")
+    if retained.get("count"):
+        print(f"trainbridge: {forgotten_line(retained)}")
+    return 0
+
+
+def forgotten_line(retained: dict) -> str:
+    import datetime
+
+    at = datetime.datetime.fromtimestamp(retained.get("at") or 0).strftime("%Y-%m-%d %H:%M")
+    return (
+        f"{retained['count']} older ended job(s) forgotten by retention so far (keep_ended="
+        f"{retained.get('keep_ended')}), the last at {at}; `trainbridge retention all` keeps "
+        "every job"
+    )
 
 
 def pause_or_resume(args) -> int:

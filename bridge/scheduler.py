@@ -48,7 +48,9 @@ from trainbridge.bridge.store import ACTIVE, Store, StoreError
 
 TICK_S = 0.5  # how often a running Scheduler reconciles and starts queued jobs
 CLAIM_GRACE_S = 10.0  # a claimed job with no keeper pid after this long is queued again
-KEEP_ENDED = 1000  # ended jobs kept (with their logs) by a Scheduler's retention
+KEEP_ENDED = 1000  # ended jobs kept (with their logs) by retention, unless the store says
+KEEP_SETTING = "keep_ended"  # the store's retention, for every process: N, or None (keep all)
+_UNSET: Any = object()
 TIMEOUT_NAMES = set(machine.DEFAULTS) | {
     "startup_timeout",
     "stall_timeout",
@@ -552,6 +554,23 @@ def forget(store: Store, job_id: str) -> bool:
 RETAINED_LAST = 200  # ids retention names in the store's `retained` setting (watch.py)
 
 
+def retention(store: Store) -> Optional[int]:
+    """The store's retention: keep the newest N ended jobs (None: every one); KEEP_ENDED
+    until someone sets it (Scheduler(keep_ended=), Node openStore({keepEnded}), the CLI's
+    `trainbridge retention`)."""
+    row = store.db.execute("SELECT value FROM settings WHERE name = ?", (KEEP_SETTING,)).fetchone()
+    return KEEP_ENDED if row is None else json.loads(row[0])
+
+
+def check_keep_ended(value: Any) -> Optional[int]:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise ValueError(
+            f"keep_ended must be a whole number >= 0, or None to keep every ended job; "
+            f"got {value!r}"
+        )
+    return value
+
+
 def retain(store: Store, keep_ended: int) -> int:
     """Forget the oldest ended jobs beyond the newest keep_ended; returns how many. Each
     pass that forgets any says so in the store's `retained` setting (keep_ended, the count
@@ -584,6 +603,9 @@ class Scheduler:
     slots: {"jobs": N, "gpus": [ids]} saved in the store for every process that schedules on
     it (default: CPU count, GPUs discovered). A background thread reconciles the store with
     the processes and starts queued jobs every TICK_S (tick=None: only on calls).
+    keep_ended: the store's retention, saved in it for every process (the newest N ended
+    jobs are kept, older ones forgotten with their files; None keeps all; unset: the
+    store's, KEEP_ENDED by default).
     create=False: a store that is not there raises StoreMissing instead of being made. On a
     read-only store (`read_only`) it lists and attaches, and neither ticks nor writes; a
     write raises StoreReadOnly. Store failures are StoreError subclasses (store_errors.py)."""
@@ -593,15 +615,18 @@ class Scheduler:
         store: Optional[str] = None,
         slots: Optional[Mapping[str, Any]] = None,
         tick: Optional[float] = TICK_S,
-        keep_ended: Optional[int] = KEEP_ENDED,
+        keep_ended: Optional[int] = _UNSET,
         python: Optional[str] = None,
         create: bool = True,
     ):
+        if keep_ended is not _UNSET:
+            check_keep_ended(keep_ended)
         self._store = Store(store, create=create)
         self.path = self._store.path
         self.read_only = self._store.read_only
         self.python = python
-        self.keep_ended = keep_ended
+        if keep_ended is not _UNSET and not self.read_only:
+            self._store.set_setting(KEEP_SETTING, keep_ended)  # for every process on it
         self._lock = threading.Lock()  # one connection, used by the caller and the ticker
         self._keepers: list[subprocess.Popen] = []  # reaped as they end (no zombies)
         if not self.read_only and (slots is not None or self._store.setting("slots") is None):
@@ -656,12 +681,13 @@ class Scheduler:
             self._keepers = [p for p in self._keepers if p.poll() is None]
             reconcile(self._store)
             schedule_pass(self._store, self.python, self._keepers)
-            if self.keep_ended is not None:
-                forgot = retain(self._store, self.keep_ended)
+            keep = retention(self._store)
+            if keep is not None:
+                forgot = retain(self._store, keep)
                 if forgot:
                     print(
                         f"trainbridge scheduler: forgot {forgot} ended job(s) beyond the "
-                        f"newest {self.keep_ended} (keep_ended), with their logs and events; "
+                        f"newest {keep} (keep_ended), with their logs and events; "
                         "keep_ended=None keeps every job",
                         file=sys.stderr,
                         flush=True,
@@ -746,6 +772,24 @@ class Scheduler:
         if self.get(job_id) is None:
             raise KeyError(f"no job {job_id!r} in {self.path}")
         return Attached(self.path, job_id, on_event=on_event, since=since)
+
+    @property
+    def keep_ended(self) -> Optional[int]:
+        """The store's retention (every process on it applies the same)."""
+        with self._lock:
+            return retention(self._store)
+
+    @keep_ended.setter
+    def keep_ended(self, value: Optional[int]) -> None:
+        check_keep_ended(value)
+        with self._lock:
+            self._store.set_setting(KEEP_SETTING, value)
+
+    def forgotten(self) -> dict[str, Any]:
+        """What retention forgot so far ({} when nothing): keep_ended, count, at (when the
+        last went), last (the latest ids, at most RETAINED_LAST)."""
+        with self._lock:
+            return dict(self._store.setting(watch.RETAINED) or {})
 
     def watch(self, on_change=None) -> watch.Watch:
         """The job list's change feed (bridge/watch.py): every row "added" first, then each

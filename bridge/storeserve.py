@@ -29,7 +29,7 @@ import threading
 from typing import Any, Optional
 
 from trainbridge.bridge import scheduler, watch
-from trainbridge.bridge.scheduler import KEEP_ENDED, Scheduler
+from trainbridge.bridge.scheduler import Scheduler
 from trainbridge.bridge.store_errors import StoreError
 
 
@@ -130,14 +130,13 @@ def main(argv=None) -> int:
         )
         return 2
     slots = json.loads(args[1]) if len(args) > 1 and args[1] else None
-    # OPTIONS_JSON: {"keep_ended": N or null}: the Scheduler's retention (Node's keepEnded).
+    # OPTIONS_JSON: {"keep_ended": N or null}: the store's retention (Node's keepEnded).
     options = json.loads(args[2]) if len(args) > 2 and args[2] else {}
     sched: Optional[Scheduler] = None
     broken: Optional[StoreError] = None
     try:
-        sched = Scheduler(
-            store=args[0], slots=slots, keep_ended=options.get("keep_ended", KEEP_ENDED)
-        )
+        retention = {"keep_ended": options["keep_ended"]} if "keep_ended" in options else {}
+        sched = Scheduler(store=args[0], slots=slots, **retention)
     except StoreError as exc:  # every request is answered with why (Node: a StoreError)
         broken = exc
     out = Out(sys.stdout)

@@ -152,3 +152,43 @@ def test_pause_resume_and_rerun_from_the_cli(store_path):
     rows = {r["id"]: r for r in json.loads(tb(store_path, "jobs", "--json").stdout)}
     assert rows[new_id]["name"] == "one" and rows[new_id]["outcome"] == "succeeded"
     assert tb(store_path, "rerun", "j-nope").returncode == 3
+
+
+def test_retention_is_the_stores_for_every_process_and_forgetting_is_said(store_path):
+    """Issue 33: retention was each Scheduler's own (a CLI verb, a Node helper and a GUI could
+    keep different numbers of the same store's jobs) and it forgot jobs silently; there was
+    no `forget` verb. Now `trainbridge retention N` sets the store's, every process applies
+    it, and `jobs` says how many it forgot."""
+    from trainbridge import bridge
+
+    ids = []
+    for _ in range(3):
+        ids.append(tb(store_path, "submit", "--", *child("steps", 1)).stdout.strip())
+        assert tb(store_path, "attach", ids[-1]).returncode == 0
+    shown = tb(store_path, "retention")
+    assert "keeps the newest 1000 ended jobs" in shown.stdout, shown
+    assert tb(store_path, "retention", "many").returncode == 2
+    kept = tb(store_path, "retention", "2")
+    assert kept.returncode == 0 and "keeps the newest 2 ended jobs" in kept.stdout, kept
+    assert "1 older ended job(s) forgotten by retention" in kept.stdout, kept.stdout
+    listed = tb(store_path, "jobs", "--json")
+    assert [r["id"] for r in json.loads(listed.stdout)] == ids[:0:-1]
+    assert "1 older ended job(s) forgotten by retention so far (keep_ended=2)" in listed.stderr
+    # Another process (a GUI's Scheduler, with no keep_ended of its own) applies the store's.
+    s = bridge.Scheduler(store=store_path, tick=None)
+    try:
+        assert s.keep_ended == 2
+        s.keep_ended = 1
+    finally:
+        s.close()
+    assert "keeps the newest 1 ended jobs" in tb(store_path, "retention").stdout
+    assert [r["id"] for r in json.loads(tb(store_path, "jobs", "--json").stdout)] == [ids[2]]
+    assert tb(store_path, "retention", "all").stdout.count("keeps every ended job") == 1
+    # forget: an ended job's row and files; an unknown or running one says why.
+    running = tb(store_path, "submit", "--", *child("forever")).stdout.strip()
+    refused = tb(store_path, "forget", running)
+    assert refused.returncode == 2 and "cancel it first" in refused.stderr, refused
+    assert tb(store_path, "cancel", "--wait", running).returncode == 0
+    assert tb(store_path, "forget", "j-nope").returncode == 3
+    assert tb(store_path, "forget", ids[2]).returncode == 0
+    assert [r["id"] for r in json.loads(tb(store_path, "jobs", "--json").stdout)] == [running]
