@@ -45,7 +45,7 @@ RCVHWM = 16
 # retried on ticks).
 SNDHWM = 1000
 PER_CONNECTION_BYTES = RCVHWM * (codec.MAX_MESSAGE_BYTES + 64)
-POLL_MAX_S = 0.5  # the longest the reactor sleeps: jobs also refresh process trees on ticks
+POLL_MAX_S = 5.0  # the longest the reactor sleeps (a safety net: every job names its next wakeup)
 # A poll that returns this much later than asked: the reactor itself did not run (a SIGSTOP,
 # a starved machine). Its jobs hear "paused" first, so that their workers' silence is not
 # judged on time it could not read them (machine.py "paused").
