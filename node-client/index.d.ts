@@ -566,7 +566,7 @@ export interface JobStore {
 export function openStore(path?: string, options?: {
   python?: string;
   slots?: { jobs?: number; gpus?: number[] };
-  /** Keep the newest N ended jobs, forgetting older ones with their files (default 1000); null keeps all. */
+  /** The store's retention, for every process on it: keep the newest N ended jobs, forgetting older ones with their files (default: the store's, 1000 unless set); null keeps all. */
   keepEnded?: number | null;
 }): JobStore;
 /** $TRAINBRIDGE_STORE, else the per-user data directory's trainbridge/jobs.db. */
