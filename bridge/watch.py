@@ -8,7 +8,9 @@ The first changes are every row, oldest first, "added" with `initial: True`, so 
 its list from the feed alone; then one change per row written by anyone (a submit, a
 keeper's progress, an end, a cancel): `changed` carries the whole row as it is now, `removed`
 has `row: None` and `why` ("retention (keep_ended=N)" when the store's retention forgot it,
-else "forgotten"). Node: `openStore().watch()` (the same changes, from the store helper).
+else "forgotten"). The queue's pause is a change too: {"event": "queue", "paused", "t"} (first
+with `initial: True`, then whenever any process pauses or resumes it). Node:
+`openStore().watch()` (the same changes, from the store helper).
 
 How it knows: one thread per watch holds its own connection and asks SQLite's
 `PRAGMA data_version` every WATCH_EVERY_S: a number in the WAL's shared memory that changes
@@ -74,6 +76,7 @@ class Watch:
         self._on_change = on_change
         self._queue = EventQueue(maxlen=None)  # a GUI's list: every change, none dropped
         self._known: dict[str, float] = {}
+        self._paused: Optional[bool] = None
         self._closed = threading.Event()
         self._ended = False  # the consumer has seen the close
         self._version = self._data_version()
@@ -134,6 +137,11 @@ class Watch:
         db = self._store.db
         now = [(r[0], r[1]) for r in db.execute("SELECT id, updated_at FROM jobs ORDER BY seq")]
         added, changed, removed = diff(self._known, now)
+        paused = bool(self._store.setting("paused"))
+        if paused != self._paused:
+            self._paused = paused
+            event = {"event": "queue", "paused": paused, "t": time.time()}
+            self._put({**event, "initial": True} if initial else event)
         retained = self._store.setting(RETAINED) if removed else None
         t = time.time()
         for change, ids in (("added", added), ("changed", changed)):

@@ -535,6 +535,8 @@ export class StoreWatch extends EventEmitter {
   /** Resolves once the first rows have been emitted; rejects with a StoreError. */
   readonly ready: Promise<StoreWatch>;
   on(event: 'job', listener: (change: JobChange) => void): this;
+  /** The queue was paused or resumed (by any process; first its state then, initial). */
+  on(event: 'queue', listener: (change: { event: 'queue'; paused: boolean; t: number; initial?: true }) => void): this;
   /** The store failed while watched (said once per cause; the watch goes on). */
   on(event: 'error', listener: (failure: { event: 'error'; message: string; kind: string }) => void): this;
   close(): Promise<void>;
@@ -552,6 +554,8 @@ export interface JobStore {
   /** Start no queued job (in any process on this store) until resume(); running jobs go on. */
   pause(): Promise<void>;
   resume(): Promise<void>;
+  /** Whether the queue is paused. */
+  paused(): Promise<boolean>;
   /** A new job with an ended one's spec; its environment is options.env, else process.env. */
   rerun(id: string, options?: { env?: NodeJS.ProcessEnv }): Promise<string>;
   /**

@@ -227,9 +227,24 @@ function summaryOf(view) {
     id: view.id, title: view.title, state: view.state, outcome: view.outcome,
     stage: currentStage(view), percent: view.progress ? view.progress.percent : null,
     step: view.progress ? view.progress.step : null, total: view.progress ? view.progress.total : null,
-    submittedAt: view.submittedAt, duration_s: view.report ? view.report.duration_s : null,
+    submittedAt: view.submittedAt, startedAt: view.startedAt,
+    duration_s: view.report ? view.report.duration_s : null,
+    reason: reasonOf(view.report),
     version: view.version,
   };
+}
+
+/**
+ * Why a job ended, in a few words for the list, from the judge's report (never judged here): its
+ * diagnosis's summary, else a cancel's reason, else the summary's first sentence; null for a
+ * success or a job not ended.
+ */
+function reasonOf(report) {
+  if (!report || report.outcome === 'succeeded') return null;
+  const diagnosis = report.diagnosis && report.diagnosis.summary;
+  const cancel = report.outcome === 'cancelled' && report.cancel && report.cancel.reason;
+  const text = diagnosis || (cancel ? `cancelled: ${cancel}` : null) || String(report.summary || '').split(/(?<=\.) /)[0];
+  return text ? (text.length > 160 ? `${text.slice(0, 157)}...` : text) : null;
 }
 
 function currentStage(view) {
@@ -280,4 +295,4 @@ function delta(view, cursor) {
   };
 }
 
-module.exports = { createView, apply, delta, summaryOf, head, currentStage, LOG_KEEP, SERIES_MAX };
+module.exports = { createView, apply, delta, summaryOf, reasonOf, head, currentStage, LOG_KEEP, SERIES_MAX };

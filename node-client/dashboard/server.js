@@ -19,7 +19,7 @@ const http = require('node:http');
 const path = require('node:path');
 const { toJSON } = require('../src/report.js');
 const model = require('./model.js');
-const { MemorySource } = require('./source.js');
+const { MemorySource, NoQueueError } = require('./source.js');
 const { StoreSource } = require('./store_source.js');
 const { SpecError } = require('./spec.js');
 const { newToken } = require('./token.js');
@@ -232,7 +232,19 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
       }
     }
     if (p === '/api/stream' && req.method === 'GET') return listStream(req, res);
-    const m = /^\/api\/jobs\/([A-Za-z0-9_.-]+)(?:\/(stream|report|log|cancel|stacks))?$/.exec(p);
+    if (p === '/api/queue' && req.method === 'GET') return sendJSON(res, 200, { queue: await jobs.queue() });
+    if (p === '/api/queue' && req.method === 'POST') {
+      const { paused } = await readBody(req);
+      if (typeof paused !== 'boolean') throw new HttpError(400, 'send {"paused": true} to pause the queue, {"paused": false} to resume it');
+      try {
+        await (paused ? jobs.pause() : jobs.resume());
+      } catch (err) {
+        if (err instanceof NoQueueError) throw new HttpError(409, err.message);
+        throw err;
+      }
+      return sendJSON(res, 200, { queue: await jobs.queue() });
+    }
+    const m = /^\/api\/jobs\/([A-Za-z0-9_.-]+)(?:\/(stream|report|log|cancel|stacks|rerun|forget))?$/.exec(p);
     if (!m) throw new HttpError(404, `no such page: ${p}`);
     const [, id, what] = m;
     const view = jobs.get(id);
@@ -250,6 +262,18 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
       // The page sees the end through its stream; a failure is written where the server's user sees it.
       jobs.cancel(id).catch((err) => process.stderr.write(`[dashboard] cancel ${id} failed: ${err.message}\n`));
       return sendJSON(res, 202, { id, cancelling: true });
+    }
+    if (req.method === 'POST' && what === 'rerun') {
+      if (view.state !== 'ended') throw new HttpError(409, `job ${id} has not ended: re-run it once it has (or cancel it)`);
+      return sendJSON(res, 201, { id: await jobs.rerun(id) });
+    }
+    if (req.method === 'POST' && what === 'forget') {
+      // Deleting takes its files too: the page asks first, and the request must say so.
+      const { confirm } = await readBody(req);
+      if (confirm !== true) throw new HttpError(400, `deleting job ${id} removes its log and report: send {"confirm": true}`);
+      if (view.state !== 'ended') throw new HttpError(409, `job ${id} is ${view.state}: cancel it before deleting it`);
+      await jobs.forget(id);
+      return sendJSON(res, 200, { id, deleted: true });
     }
     if (req.method === 'POST' && what === 'stacks') {
       if (view.state === 'ended') throw new HttpError(409, `job ${id} has ended: its last stacks are in the report`);
@@ -298,7 +322,11 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
   function listStream(req, res) {
     const stream = sse(req, res);
     let timer = null;
-    const flush = () => { timer = null; stream.send('jobs', jobs.list()); };
+    const flush = () => {
+      timer = null;
+      stream.send('jobs', jobs.list());
+      stream.send('queue', { queue: jobs.queueState ? jobs.queueState() : null });
+    };
     flush();
     const unwatch = jobs.watch(() => { if (!timer) timer = setTimeout(flush, LIST_FLUSH_MS); });
     stream.onClose(() => { unwatch(); if (timer) clearTimeout(timer); });

@@ -12,6 +12,11 @@
  *   submit(spec)        -> id, or a Promise of it  throws SpecError for a bad spec
  *   cancel(id)          -> Promise<summary>
  *   dumpStacks(id)      -> Promise<string|null>   (also recorded in the view)
+ *   rerun(id)           -> Promise<new id>         an ended job's spec again
+ *   forget(id)          -> Promise<bool>           an ended job and its files; false when not ended
+ *   queue()             -> Promise<{paused}|null>  null: no queue (every job starts at once)
+ *   queueState()        -> {paused} | null          the same, as last heard (no I/O)
+ *   pause(), resume()   -> Promise                 the queue (NoQueueError without one)
  *   close()             -> Promise                ends what this source started
  *
  * MemorySource runs jobs with launch() in this process: they live as long as it does.
@@ -27,6 +32,9 @@ const model = require('./model.js');
 const { createSampler } = require('./resources.js');
 const { launchOptions } = require('./spec.js');
 const { privateDir } = require('../src/private_files.js');
+
+/** What pause()/resume() throw where jobs are not queued (the in-memory source). */
+class NoQueueError extends Error {}
 
 class MemorySource extends EventEmitter {
   /**
@@ -112,6 +120,32 @@ class MemorySource extends EventEmitter {
     return model.summaryOf(e.view);
   }
 
+  /** Submit an ended job's spec again (the form's, kept in its view); resolves to the new id. */
+  async rerun(id) {
+    const e = this._jobs.get(id);
+    if (!e || !e.view.spec) throw new Error(`no spec of job ${id} to run again`);
+    return this.submit(e.view.spec);
+  }
+
+  /** Drop an ended job and its log; false when it is not ended (cancel it first). */
+  async forget(id) {
+    const e = this._jobs.get(id);
+    if (!e || e.view.state !== 'ended') return false;
+    this._jobs.delete(id);
+    if (e.logPath && this._ownDir) fs.rmSync(e.logPath, { force: true });
+    this._notify(e); // the list is sent again, without it
+    return true;
+  }
+
+  /** null: jobs run at once here, there is no queue to pause. */
+  async queue() { return null; }
+
+  queueState() { return null; }
+
+  async pause() { throw new NoQueueError('jobs run at once with --memory: there is no queue to pause (the job store has one)'); }
+
+  async resume() { return this.pause(); }
+
   async dumpStacks(id) {
     const e = this._jobs.get(id);
     if (!e) return null;
@@ -161,4 +195,4 @@ class MemorySource extends EventEmitter {
   }
 }
 
-module.exports = { MemorySource };
+module.exports = { MemorySource, NoQueueError };

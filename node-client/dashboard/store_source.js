@@ -28,6 +28,11 @@ class StoreSource extends MemorySource {
     this._initial = []; // the rows before the watch is ready: only the newest `limit` are followed
     this._watch = this._store.watch();
     this._watch.on('job', (change) => this._change(change));
+    this._paused = null; // the queue's state, from the change feed
+    this._watch.on('queue', ({ paused }) => {
+      this._paused = paused;
+      for (const fn of this._watchers) fn(null); // the list's stream sends the queue again
+    });
     this._watch.on('error', ({ message }) => {
       // Said once per new failure, where the server's user sees it; the pages keep what they have.
       if (message !== this._lastError) process.stderr.write(`[dashboard] cannot read the job store ${this.path}: ${message}\n`);
@@ -115,6 +120,31 @@ class StoreSource extends MemorySource {
     }
     return id;
   }
+
+  /** A new job with an ended one's spec (docs/STORE.md rerun), in the list when this resolves. */
+  async rerun(id) {
+    const newId = await this._store.rerun(id, { env: this._env || process.env });
+    const row = await this._store.get(newId);
+    if (row && !this._jobs.has(newId)) this._row(row);
+    return newId;
+  }
+
+  /** Forget an ended job with its files (the change feed takes it off the list). */
+  async forget(id) {
+    const done = await this._store.forget(id);
+    const entry = done && this._jobs.get(id);
+    if (entry) this._change({ change: 'removed', id });
+    return done;
+  }
+
+  async queue() { return { paused: await this._store.paused() }; }
+
+  /** The queue as the change feed last said ({paused}), or null before it has. */
+  queueState() { return this._paused === null ? null : { paused: this._paused }; }
+
+  pause() { return this._store.pause(); }
+
+  resume() { return this._store.resume(); }
 
   report(id) {
     const e = this._jobs.get(id);

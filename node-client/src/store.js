@@ -169,6 +169,9 @@ class Store {
   /** Start queued jobs again. */
   resume() { return this._call('resume'); }
 
+  /** Whether the queue is paused (by any process on this store). */
+  paused() { return this._call('paused'); }
+
   /**
    * Queue a new job with an ended one's spec (command, cwd, timeouts, resources, priority,
    * restarts, zeroCode, name, tags, meta, log path); resolves to the new id. Its environment is

@@ -563,3 +563,56 @@ test('store source: the resource chart survives a dashboard restart (the keeper 
   await until('the end', () => second.get(id).state === 'ended');
   assert.equal(second.get(id).outcome, 'succeeded');
 });
+
+test('server: the list\'s actions: re-run, delete (confirmed, its files too), queue pause; the list says when and why (issue 34)', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-actions-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const dash = await startDashboard({ port: 0, store: path.join(dir, 'jobs.db') });
+  t.after(() => dash.close());
+  const user = asUser(dash);
+  const json = (p, body) => user(p, { method: 'POST', body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } });
+  const python = require('../src/index.js').resolvePython();
+  const made = await json('api/jobs', { kind: 'command', argv: [python, '-c', 'raise SystemExit("no data in /x")'] });
+  const { id } = JSON.parse(made.body);
+  await until('the job to end', () => dash.source.get(id).state === 'ended');
+  const row = dash.source.list().find((j) => j.id === id);
+  assert.equal(row.outcome, 'failed');
+  assert.ok(row.startedAt > 0 && row.duration_s > 0, JSON.stringify(row));
+  assert.match(row.reason, /no data in \/x/, 'why, from the report: no click needed');
+  // Re-run: a new job with the same spec.
+  const again = await json(`api/jobs/${id}/rerun`, {});
+  assert.equal(again.status, 201);
+  const second = JSON.parse(again.body).id;
+  assert.notEqual(second, id);
+  assert.deepEqual(dash.source.get(second).command, dash.source.get(id).command);
+  await until('the re-run to end', () => dash.source.get(second).state === 'ended');
+  // Delete: refused unconfirmed or for a running job; confirmed, the job, its row and files go.
+  assert.equal((await json(`api/jobs/${id}/forget`, {})).status, 400);
+  const logFile = dash.source.logPath(id);
+  assert.ok(fs.existsSync(logFile));
+  assert.equal((await json(`api/jobs/${id}/forget`, { confirm: true })).status, 200);
+  assert.equal(dash.source.get(id), null);
+  assert.ok(!dash.source.list().some((j) => j.id === id));
+  assert.ok(!fs.existsSync(logFile), 'its files are gone');
+  assert.equal((await user(`api/jobs/${id}`)).status, 404);
+  // The queue: paused for every process on the store (the change feed brings it to the list).
+  assert.deepEqual(JSON.parse((await user('api/queue')).body), { queue: { paused: false } });
+  assert.equal((await json('api/queue', { paused: 'yes' })).status, 400);
+  assert.deepEqual(JSON.parse((await json('api/queue', { paused: true })).body), { queue: { paused: true } });
+  await until('the feed to say paused', () => (dash.source.queueState() || {}).paused === true);
+  const held = JSON.parse((await json('api/jobs', { kind: 'command', argv: [python, '-c', 'pass'] })).body).id;
+  assert.equal(dash.source.get(held).state, 'queued', 'a paused queue starts nothing');
+  assert.equal((await json(`api/jobs/${held}/forget`, { confirm: true })).status, 409, 'not ended: cancel it first');
+  assert.equal((await json('api/queue', { paused: false })).status, 200);
+  await until('the held job to end', () => dash.source.get(held).state === 'ended');
+});
+
+test('server: with --memory there is no queue to pause, and it says so', async (t) => {
+  const dash = await startDashboard({ port: 0, memory: true });
+  t.after(() => dash.close());
+  const user = asUser(dash);
+  assert.deepEqual(JSON.parse((await user('api/queue')).body), { queue: null });
+  const r = await user('api/queue', { method: 'POST', body: '{"paused": true}', headers: { 'Content-Type': 'application/json' } });
+  assert.equal(r.status, 409);
+  assert.match(JSON.parse(r.body).error, /no queue to pause/);
+});

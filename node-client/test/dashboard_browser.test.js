@@ -170,6 +170,37 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors.filter((e) => !/status of 400 \(Bad Request\)/.test(e)), [], 'only the refused submit is an error');
   });
 
+  it('the list: a double click on Start makes one job; why, re-run and delete (asked first) from the list (issue 34)', async () => {
+    const { page, errors } = await open(dash.url);
+    await page.check('input[name=kind][value=command]');
+    const marker = `dblclick-${Date.now()}`;
+    await page.fill('#argv', `${python} -c "raise SystemExit('${marker} has no data')"`);
+    await page.dblclick('#submit-button');
+    await page.locator('#state', { hasText: 'failed' }).waitFor({ timeout: 60000 });
+    const id = new URL(page.url()).hash.split('/').pop();
+    const mine = () => dash.source.list().filter((j) => j.title.includes(marker));
+    assert.equal(mine().length, 1, 'one job for a double click');
+    await page.goto(dash.url);
+    const row = page.locator(`tr[data-job="${id}"]`);
+    await row.locator('td.why', { hasText: `${marker} has no data` }).waitFor({ timeout: 10000 });
+    // Re-run: a new job with the same command, its page opened.
+    await row.locator('button[data-action=rerun]').click();
+    await page.waitForURL((u) => u.hash.startsWith('#/jobs/') && !u.hash.endsWith(id), { timeout: 10000 });
+    await page.locator('#state', { hasText: 'failed' }).waitFor({ timeout: 60000 });
+    assert.equal(mine().length, 2);
+    // Delete: the page asks; dismissed, nothing goes; accepted, the job leaves the list.
+    await page.goto(dash.url);
+    page.once('dialog', (d) => d.dismiss());
+    await row.locator('button[data-action=delete]').click();
+    assert.ok(dash.source.get(id), 'a dismissed question deletes nothing');
+    page.once('dialog', (d) => { assert.match(d.message(), /with its log and report/); d.accept(); });
+    await row.locator('button[data-action=delete]').click();
+    await row.waitFor({ state: 'detached', timeout: 10000 });
+    assert.equal(dash.source.get(id), null);
+    await page.screenshot({ path: path.join(SHOTS, 'list-actions.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  });
+
   it('another site cannot frame the dashboard (clickjacking), even for a logged-in user', async () => {
     const { page } = await open(dash.url); // logged in: the cookie is there
     // A page of another origin that frames the dashboard, as a clickjacking page would: served

@@ -29,7 +29,9 @@ def test_the_list_as_changes_from_every_process_with_why_a_job_left(store_path, 
         first = s.submit(child("steps", 1))
         assert s.attach(first).wait(WAIT_S).outcome == "succeeded"
         with s.watch() as w:
-            # The list so far, at once: every row "added", marked initial.
+            # The queue's state, then the list so far, at once: every row "added", initial.
+            queue = w.next(0)
+            assert (queue["event"], queue["paused"], queue["initial"]) == ("queue", False, True)
             initial = w.next(0)
             assert (initial["change"], initial["id"], initial["initial"]) == ("added", first, True)
             assert initial["row"]["state"] == "ended" and w.next(0) is None
@@ -39,24 +41,28 @@ def test_the_list_as_changes_from_every_process_with_why_a_job_left(store_path, 
             other.close()
             got = changes_until(
                 w,
-                lambda c: c["id"] == second and (c["row"] or {}).get("state") == "ended",
+                lambda c: c.get("id") == second and (c["row"] or {}).get("state") == "ended",
                 "the second job to end",
             )
             assert (
                 got[0]["change"] == "added" and got[0]["id"] == second and "initial" not in got[0]
             )
-            states = [c["row"]["state"] for c in got if c["id"] == second]
+            states = [c["row"]["state"] for c in got if c.get("id") == second]
             assert "running" in states and states[-1] == "ended", states
             assert got[-1]["row"]["outcome"] == "succeeded"
             # forget(): removed, and why.
             assert s.forget(first)
-            gone = changes_until(w, lambda c: c["change"] == "removed", "the forgotten job")
+            gone = changes_until(w, lambda c: c.get("change") == "removed", "the forgotten job")
             assert (gone[-1]["id"], gone[-1]["row"], gone[-1]["why"]) == (first, None, "forgotten")
             # Retention (keep_ended=2): the third ended job makes the oldest go, said so.
             third, fourth = s.submit(child("steps", 1)), s.submit(child("steps", 1))
             for job_id in (third, fourth):
                 assert s.attach(job_id).wait(WAIT_S).outcome == "succeeded"
-            gone = changes_until(w, lambda c: c["change"] == "removed", "retention")
+            gone = changes_until(w, lambda c: c.get("change") == "removed", "retention")
+            # Pausing the queue, from another process too, is a change.
+            s.pause()
+            paused = changes_until(w, lambda c: c["event"] == "queue", "the pause")
+            assert paused[-1]["paused"] is True and "initial" not in paused[-1]
             assert gone[-1]["id"] == second and gone[-1]["why"] == "retention (keep_ended=2)"
         assert w.next(None) is None  # closed: an iteration ends
         assert list(w) == []

@@ -1,5 +1,5 @@
 // The job list (live states) and the form that starts a job: the page at #/.
-import { h, badgeClass, post, splitCommand, stream } from '/dom.js';
+import { h, badgeClass, post, seconds, splitCommand, stream } from '/dom.js';
 
 const STAGES = ['config', 'data', 'model', 'optimizer', 'train', 'save'];
 
@@ -10,9 +10,35 @@ export function listPage(main) {
   const table = h('table', {},
     h('caption', { class: 'muted', style: 'text-align:left', text: 'Newest first; states update live.' }),
     h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Job' }), h('th', { scope: 'col', text: 'State' }),
-      h('th', { scope: 'col', class: 'opt', text: 'Stage' }), h('th', { scope: 'col', text: 'Progress' }))),
+      h('th', { scope: 'col', class: 'opt', text: 'Stage' }), h('th', { scope: 'col', text: 'Progress' }),
+      h('th', { scope: 'col', class: 'opt', text: 'Started' }), h('th', { scope: 'col', class: 'opt', text: 'Took' }),
+      h('th', { scope: 'col', text: 'Why' }), h('th', { scope: 'col', text: 'Actions' }))),
     tbody);
   const rows = new Map();
+  const problem = h('p', { class: 'error', role: 'alert', id: 'list-error', hidden: true });
+  const act = async (what, fn) => {
+    problem.hidden = true;
+    try {
+      await fn();
+    } catch (err) {
+      problem.textContent = `${what}: ${err.message}`;
+      problem.hidden = false;
+    }
+  };
+  // The queue (the job store's; none in --memory mode): paused or running, for every process.
+  const queueButton = h('button', { type: 'button', id: 'queue-button', hidden: true });
+  const queueWords = h('span', { class: 'muted', id: 'queue-state' });
+  let paused = null;
+  function renderQueue({ queue }) {
+    paused = queue ? queue.paused : null;
+    queueButton.hidden = queue === null;
+    queueButton.textContent = paused ? 'Resume queue' : 'Pause queue';
+    queueWords.textContent = queue === null ? '' : (paused ? ' The queue is paused: no queued job starts.' : '');
+  }
+  queueButton.addEventListener('click', () => act('Queue', async () => {
+    queueButton.disabled = true;
+    try { renderQueue(await post('/api/queue', { paused: !paused })); } finally { queueButton.disabled = false; }
+  }));
   function render(jobs) {
     empty.hidden = jobs.length > 0;
     table.hidden = jobs.length === 0;
@@ -27,10 +53,19 @@ export function listPage(main) {
           h('td', { class: 'title' }, h('a', { href: `#/jobs/${j.id}` })),
           h('td', {}, h('span', { 'data-testid': 'job-state' })),
           h('td', { class: 'opt' }),
-          h('td', {}, h('span', { class: 'mini', 'aria-hidden': 'true' }, h('span')), h('span', { class: 'pct' })));
+          h('td', {}, h('span', { class: 'mini', 'aria-hidden': 'true' }, h('span')), h('span', { class: 'pct' })),
+          h('td', { class: 'opt' }), h('td', { class: 'opt' }), h('td', { class: 'why' }),
+          h('td', { class: 'row-actions' },
+            h('button', { type: 'button', 'data-action': 'rerun', text: 'Re-run', 'aria-label': `Re-run ${j.title}`,
+              onclick: () => act('Re-run', async () => { const { id } = await post(`/api/jobs/${j.id}/rerun`); location.hash = `#/jobs/${id}`; }) }),
+            h('button', { type: 'button', class: 'danger', 'data-action': 'delete', text: 'Delete', 'aria-label': `Delete ${j.title}`,
+              onclick: () => act('Delete', async () => {
+                if (!window.confirm(`Delete ${j.title} (${j.id}) with its log and report?`)) return;
+                await post(`/api/jobs/${j.id}/forget`, { confirm: true });
+              }) })));
         rows.set(j.id, row);
       }
-      const [titleCell, stateCell, stageCell, progressCell] = row.children;
+      const [titleCell, stateCell, stageCell, progressCell, startedCell, tookCell, whyCell, actionsCell] = row.children;
       const word = j.state === 'ended' ? j.outcome : j.state;
       titleCell.firstChild.textContent = j.title;
       stateCell.firstChild.textContent = word;
@@ -40,6 +75,10 @@ export function listPage(main) {
       progressCell.firstChild.hidden = pct === null;
       progressCell.firstChild.firstChild.style.width = `${pct ?? 0}%`;
       progressCell.lastChild.textContent = pct !== null ? ` ${Math.round(pct)}%` : (j.step !== null ? `step ${j.step}` : '');
+      startedCell.textContent = j.startedAt ? new Date(j.startedAt).toLocaleTimeString() : '';
+      tookCell.textContent = seconds(j.duration_s);
+      whyCell.textContent = j.reason || '';
+      for (const button of actionsCell.children) button.disabled = j.state !== 'ended'; // cancel first
       // Moved only when out of place: moving a node drops its focus.
       const want = before ? before : null;
       if (row.parentNode !== tbody || row.nextSibling !== want) tbody.insertBefore(row, want);
@@ -49,10 +88,11 @@ export function listPage(main) {
   }
   const formEl = submitForm();
   main.replaceChildren(h('div', { class: 'layout' },
-    h('section', { class: 'panel', 'aria-labelledby': 'jobs-h' }, h('h1', { id: 'jobs-h', text: 'Jobs' }), empty, table),
+    h('section', { class: 'panel', 'aria-labelledby': 'jobs-h' }, h('h1', { id: 'jobs-h', text: 'Jobs' }),
+      h('p', { class: 'queue' }, queueButton, queueWords), problem, empty, h('div', { class: 'scroll' }, table)),
     h('section', { class: 'panel', 'aria-labelledby': 'submit-h' }, h('h2', { id: 'submit-h', text: 'Submit a job' }), formEl)));
   table.hidden = true;
-  return stream('/api/stream', { jobs: render });
+  return stream('/api/stream', { jobs: render, queue: renderQueue });
 }
 
 function field(label, input) {
@@ -86,8 +126,11 @@ function submitForm() {
     demo.hidden = e.target.value !== 'demo';
     command.hidden = e.target.value !== 'command';
   });
+  const start = form.querySelector('#submit-button');
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
+    if (start.disabled) return; // a double click starts one job, not two
+    start.disabled = true;
     error.textContent = '';
     const v = (id) => form.querySelector(`#${id}`).value.trim();
     let spec;
@@ -102,6 +145,8 @@ function submitForm() {
       location.hash = `#/jobs/${id}`;
     } catch (err) {
       error.textContent = `Not started: ${err.message}`;
+    } finally {
+      start.disabled = false;
     }
   });
   return form;
