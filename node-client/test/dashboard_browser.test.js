@@ -402,8 +402,16 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
       const shownBefore = await percent();
       const stagesBefore = await page.locator('#stages li').allInnerTexts();
       srv.proc.kill('SIGKILL');
+      const killed = Date.now();
       await srv.exited;
+      // Stale at once (issue 34): said in words, the live values greyed, no button to press.
+      await page.locator('#stale-banner').waitFor({ state: 'visible', timeout: 2000 });
+      t.diagnostic(`server killed -> the page says so: ${Date.now() - killed} ms`);
+      assert.match(await text(page, '#stale-banner'), /server is not answering .* from \d+ s ago/);
+      assert.ok(await page.locator('#cancel').isDisabled() && await page.locator('#dump').isDisabled(), 'no action while the server is down');
+      assert.ok(await page.evaluate(() => document.body.classList.contains('stale')));
       await page.locator('#conn', { hasText: 'reconnecting' }).waitFor({ timeout: 10000 });
+      await page.screenshot({ path: path.join(SHOTS, 'stale.png'), fullPage: true });
       const t0 = Date.now();
       srv = await serve(['--port', new URL(srv.url).port, '--store', store], dir);
       // The page reconnects by itself; the job went on meanwhile, under its keeper.
@@ -413,6 +421,8 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
       assert.equal(await text(page, '#state'), 'running');
       // The page's cookie from before the restart still works: the token is kept in its file.
       await page.locator('#conn', { hasText: 'live' }).waitFor({ timeout: 10000 });
+      assert.ok(await page.locator('#stale-banner').isHidden(), 'not stale once it answers again');
+      assert.ok(await page.locator('#cancel').isEnabled(), 'Cancel is back for a running job');
       // The timeline is rebuilt from the events' own times: the stages closed before keep their lengths.
       const stagesAfter = await page.locator('#stages li').allInnerTexts();
       for (const name of ['config', 'data', 'model', 'optimizer']) {

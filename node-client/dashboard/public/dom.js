@@ -32,6 +32,34 @@ export async function post(url, body) {
 }
 
 /**
+ * While the server does not answer, what the page shows is not the truth any more: the page is
+ * marked stale (greyed by body.stale), a banner says since when, and every enabled button in
+ * it is disabled (and enabled again once the stream is back: the page's own rendering then
+ * decides). Connection state is part of what the page says, not a grey word in a corner.
+ */
+const banner = document.getElementById('stale-banner');
+let heardAt = Date.now(); // the last message of any stream
+let staleTimer = null;
+function markStale(stale) {
+  if (stale === document.body.classList.contains('stale')) return;
+  document.body.classList.toggle('stale', stale);
+  banner.hidden = !stale;
+  if (stale) {
+    for (const b of document.querySelectorAll('main button:not([disabled])')) { b.disabled = true; b.dataset.staleOff = '1'; }
+    const say = () => {
+      const ago = Math.round((Date.now() - heardAt) / 1000);
+      banner.textContent = `The dashboard server is not answering (trying again): what you see is from ${ago} s ago, `
+        + 'and the buttons are off until it answers. The jobs go on under their keepers.';
+    };
+    say();
+    staleTimer = setInterval(say, 1000);
+  } else {
+    clearInterval(staleTimer);
+    for (const b of document.querySelectorAll('main button[data-stale-off]')) { b.disabled = false; delete b.dataset.staleOff; }
+  }
+}
+
+/**
  * A Server-Sent Events stream that a hidden tab lets go of: a browser gives each host about
  * six HTTP/1.1 connections, and every open stream holds one, so background tabs must not
  * starve the one in front. Opened again (from a fresh snapshot) when the tab shows.
@@ -40,10 +68,10 @@ export function stream(url, handlers) {
   let es = null;
   const connect = () => {
     es = new EventSource(url);
-    es.onopen = () => { conn.textContent = 'live'; if (handlers.open) handlers.open(); };
-    es.onerror = () => { conn.textContent = 'reconnecting…'; };
+    es.onopen = () => { conn.textContent = 'live'; markStale(false); if (handlers.open) handlers.open(); };
+    es.onerror = () => { conn.textContent = 'reconnecting…'; markStale(true); };
     for (const [name, fn] of Object.entries(handlers)) {
-      if (name !== 'open') es.addEventListener(name, (e) => fn(JSON.parse(e.data)));
+      if (name !== 'open') es.addEventListener(name, (e) => { heardAt = Date.now(); fn(JSON.parse(e.data)); });
     }
   };
   const onVisibility = () => {
@@ -55,6 +83,7 @@ export function stream(url, handlers) {
   return () => {
     document.removeEventListener('visibilitychange', onVisibility);
     if (es) es.close();
+    markStale(false); // the next page opens its own stream
   };
 }
 

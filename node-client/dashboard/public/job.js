@@ -266,7 +266,9 @@ export function jobPage(main, id) {
       h('section', { class: 'panel verdict', role: 'alert' }, h('h1', { id: 'title', text: `No job ${id} here` }),
         h('p', { id: 'not-found', text: `${why}. A job run by a dashboard started with --memory ends with it; a stored job is in the store it was submitted to.` })));
   }).catch(() => undefined);
-  const tick = setInterval(() => { if (head && head.state !== 'ended') renderStages(); }, 500);
+  // The open stages grow with the clock, but not while the server is down (body.stale): their
+  // end is not known then, and a growing bar would say the job is fine.
+  const tick = setInterval(() => { if (head && head.state !== 'ended' && !document.body.classList.contains('stale')) renderStages(); }, 500);
 
   cancel.addEventListener('click', async () => {
     cancel.disabled = true;
