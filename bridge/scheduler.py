@@ -191,6 +191,18 @@ def _spawn_keeper(store: Store, job_id: str, python: Optional[str]) -> Optional[
 
 
 # --- reconciliation ---------------------------------------------------------------------
+def last_known(row: dict[str, Any]) -> str:
+    """A lost job's last state, stage and step in words (a GUI shows the note as it is)."""
+    bits = [f"state {row['state']}"]
+    if row.get("stage"):
+        bits.append(f"stage '{row['stage']}'")
+    progress = row.get("progress") or {}
+    if progress.get("step") is not None:
+        total = progress.get("total")
+        bits.append(f"step {progress['step']}" + (f" of {total}" if total else ""))
+    return ", ".join(bits)
+
+
 def reconcile(store: Store) -> list[str]:
     """Mark active jobs whose keeper is gone as lost (ending their leftovers and removing the
     keeper's runtime directory) and requeue claims whose claimer died before starting a
@@ -226,8 +238,7 @@ def reconcile(store: Store) -> list[str]:
             outcome = "lost"
             note = (
                 f"its keeper (pid {fresh['keeper_pid']}) is gone: the job's end was not "
-                f"seen. Last known: state {fresh['state']}, stage {fresh['stage']!r}, "
-                f"progress {fresh['progress']}. Its processes were stopped; see "
+                f"seen. Last known: {last_known(fresh)}. Its processes were stopped; see "
                 f"{fresh['log_path']} and {os.path.join(fresh['dir'], procs.KEEPER_LOG)}"
             )
         report = _short_report(fresh, outcome, note)

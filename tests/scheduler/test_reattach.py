@@ -115,6 +115,9 @@ def test_kill_a_keeper_and_the_store_says_lost_and_nothing_runs_on(store_path):
         known_s = time.monotonic() - t0
         assert report["outcome"] == "lost"
         assert f"keeper (pid {row['keeper_pid']}) is gone" in report["note"]
+        # In words, as a GUI shows it: no Python repr of the row's progress (issue 34).
+        assert "Last known: state running, stage 'train', step " in report["note"], report["note"]
+        assert "{" not in report["note"], report["note"]
         assert known_s < 3.0, known_s
         ended = s.get(job_id)
         assert (ended["state"], ended["outcome"]) == ("ended", "lost")
