@@ -120,7 +120,7 @@ export interface Report {
   exit_code: number | null;
   signal: string | null;
   stage: string | null;
-  stages: { name: string; status: 'running' | 'ok' | 'error' | string; duration_s: number | null; depth: number }[];
+  stages: { name: string; status: 'running' | 'ok' | 'error' | 'cancelled' | string; duration_s: number | null; depth: number }[];
   progress: { step: number; total: number | null; metrics: Record<string, number | string> } | null;
   error: {
     type: string; message: string; traceback: string; kind?: string; stage?: string | null;

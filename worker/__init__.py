@@ -67,6 +67,17 @@ def _progress_off(step: Any, total: Any = None, **metrics: Any) -> None:
 _progress_off.__doc__ = progress.__doc__
 
 
+def _end_status(exc: Any) -> str:
+    """How a stage ended: "ok", "error", or "cancelled" when the job's cancel (the
+    KeyboardInterrupt it raises in the main thread) ended it: the user's own action, not a
+    failure of the stage (a GUI draws it so)."""
+    if exc is None:
+        return "ok"
+    if _STATE.cancelled and isinstance(exc, KeyboardInterrupt):
+        return "cancelled"
+    return "error"
+
+
 class stage:
     """A named phase of the job, as a context manager or a decorator; stages nest.
 
@@ -105,10 +116,7 @@ class stage:
                 except Exception:  # noqa: BLE001 - exceptions without a __dict__
                     pass
             _runtime.stage_end(
-                self.name,
-                depth,
-                "ok" if exc is None else "error",
-                round(_time.monotonic() - start, 6),
+                self.name, depth, _end_status(exc), round(_time.monotonic() - start, 6)
             )
         except BaseException as failure:  # noqa: BLE001 - never replace the script's exception
             _runtime.internal_error("stage end", failure)

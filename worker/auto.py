@@ -16,7 +16,8 @@ hooks below are chosen so that their cost is paid at most a few times a second.
   total_iters once the schedule's pace (per batch or per epoch) is seen. A script that
   names its own stages or reports its own progress through the worker API keeps them:
   these automatic ones stand aside.
-- at exit, the stages opened here are closed (status "error" after an uncaught exception),
+- at exit, the stages opened here are closed (status "error" after an uncaught exception,
+  "cancelled" after the job's cancel),
   so the report's stage is where the process really was when it died without exiting.
 - once tqdm is imported: every bar's refresh (tqdm rate-limits those to ~10 Hz) becomes
   progress with the bar's description, count, total and rate, so a download stuck at
@@ -110,7 +111,12 @@ def _end(name: str, failed: bool = False) -> None:
     with _lock:
         cm = _open.pop(name, None)
     if cm is not None:
-        error = RuntimeError("uncaught exception") if failed else None
+        error = None
+        if failed:  # a cancel's KeyboardInterrupt is kept: the stage ends "cancelled"
+            last = getattr(sys, "last_value", None)
+            error = (
+                last if isinstance(last, KeyboardInterrupt) else RuntimeError("uncaught exception")
+            )
         cm.__exit__(type(error) if error else None, error, None)
 
 

@@ -154,6 +154,15 @@ test('cancel({reason}): echoed in the report, answered by the worker, not an err
   assert.ok(took < 5, `${took} s`);
 });
 
+test('the stages a cancel ended say cancelled, not error, as in Python (issue 34)', async () => {
+  const staged = "import time\nfrom trainbridge import worker\nwith worker.stage('train'):\n"
+    + '    for i in range(100000):\n        worker.progress(i + 1)\n        time.sleep(0.02)\n';
+  const { report } = await cancelAfterProgress(staged, { reason: 'user pressed Stop' });
+  const statuses = Object.fromEntries(report.stages.map((s) => [s.name, s.status]));
+  assert.equal(statuses.train, 'cancelled', JSON.stringify(report.stages));
+  assert.equal(statuses.main, 'cancelled', JSON.stringify(report.stages));
+});
+
 test('a refused cancel (SIGINT ignored) says why, and SIGTERM follows at once', async () => {
   const ignores = 'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n' + LOOP;
   const { report, answers, took } = await cancelAfterProgress(ignores);

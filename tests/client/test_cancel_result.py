@@ -62,3 +62,28 @@ def test_no_cancel_no_cancel_field():
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     report = bridge.launch([sys.executable, "-c", "pass"], env=env).wait(WAIT_S)
     assert report["cancel"] is None
+
+
+STAGED = (
+    "import time\nfrom trainbridge import worker\nwith worker.stage('train'):\n"
+    "    for i in range(100000):\n        worker.progress(i + 1)\n        time.sleep(0.02)\n"
+)
+
+
+def test_the_stages_a_cancel_ended_say_cancelled_not_error():
+    """Issue 34: a user's cancel painted the stage bars red ("error"), as a failure. The worker
+    knows the KeyboardInterrupt is its cancel's: the stages it ends say "cancelled"."""
+    report, _, _ = cancel_after_progress(STAGED, reason="user pressed Stop")
+    statuses = {s["name"]: s["status"] for s in report["stages"]}
+    assert statuses["train"] == "cancelled" and statuses["main"] == "cancelled", report["stages"]
+    assert "error" not in statuses.values(), report["stages"]
+    # A Ctrl-C of the script's own (no cancel asked) is still an error of the stage.
+    raised = bridge.launch(
+        [
+            sys.executable,
+            "-c",
+            "from trainbridge import worker\nwith worker.stage('train'):\n"
+            "    raise KeyboardInterrupt",
+        ]
+    ).wait(WAIT_S)
+    assert {s["name"]: s["status"] for s in raised["stages"]}["train"] == "error"
