@@ -144,12 +144,20 @@ def format_stack(frame: Optional[FrameType]) -> str:
 
 
 def all_stacks() -> str:
-    """Every thread's Python stack, most recent call last, like faulthandler but richer."""
+    """Every thread's Python stack, most recent call last, like faulthandler but richer: the
+    main thread first (where a script usually is), then the script's other threads, then
+    trainbridge's own ("trainbridge-..."), so a reader is not first shown the beacon's."""
     import threading
 
     names = {t.ident: t.name for t in threading.enumerate()}
+    main = threading.main_thread().ident
+
+    def order(item: Any) -> int:
+        ident = item[0]
+        return 0 if ident == main else 2 if names.get(ident, "").startswith("trainbridge-") else 1
+
     parts = []
-    for ident, frame in sys._current_frames().items():
+    for ident, frame in sorted(sys._current_frames().items(), key=order):
         parts.append(
             f'Thread {ident:#x} "{names.get(ident, "?")}" (most recent call last):\n'
             + format_stack(frame)

@@ -76,3 +76,25 @@ def test_ping_without_a_worker_is_none(script):
     finally:
         job.cancel(grace=1)
     job.wait(WAIT_S)
+
+
+def test_dumped_stacks_show_the_main_thread_first_and_trainbridges_own_last(script):
+    """Issue 34: the Stacks box opened on the internal `trainbridge-beacon` thread, the main
+    thread below the fold. The worker orders them: main, the script's own, trainbridge's."""
+    path = script("""
+        import threading; from trainbridge import worker
+        threading.Thread(target=threading.Event().wait, name="loader", daemon=True).start()
+        worker.progress(1, 2)
+        threading.Event().wait(60)
+    """)
+    job = bridge.launch([sys.executable, path], zero_code=False, startup_timeout=WAIT_S)
+    try:
+        _running(job)
+        stacks = job.dump_stacks(timeout=5)
+        assert stacks is not None
+        names = [line.split('"')[1] for line in stacks.splitlines() if line.startswith("Thread 0x")]
+        assert names[0] == "MainThread" and names[1] == "loader", names
+        assert names[2:] and all(n.startswith("trainbridge-") for n in names[2:]), names
+    finally:
+        job.cancel(grace=1)
+    assert job.wait(WAIT_S)["outcome"] == "cancelled"
