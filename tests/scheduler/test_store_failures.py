@@ -192,6 +192,20 @@ def test_a_full_disk_still_lists_and_a_submit_says_so_and_leaves_nothing(tmp_pat
     assert "Traceback" not in out.stderr, out.stderr
 
 
+def full_disk(tmp_path, *mode: str) -> dict:
+    """What full_disk.py saw of a job whose 2 MiB tmpfs filled (its private namespace)."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "full_disk.py")
+    out = in_namespace(
+        f"mount -t tmpfs -o size=2m tmpfs {folder}\n"
+        f"{sys.executable} {helper} {folder} {tmp_path} {' '.join(mode)}\n",
+        timeout=120,
+    )
+    assert out.returncode == 0 and out.stdout.strip(), out
+    return json.loads(out.stdout)
+
+
 def test_a_job_whose_disk_fills_keeps_its_true_end(tmp_path):
     """The disk under the store fills while a job runs (a real 2 MiB tmpfs, filled to the last
     byte): the keeper used to die with nothing in keeper.log, its row said `running` for a
@@ -199,16 +213,7 @@ def test_a_job_whose_disk_fills_keeps_its_true_end(tmp_path):
     Now the end is written on the still-full disk (the keeper's reserve), the output that
     could not be kept is counted and said, no line of the feed is torn, and Python's and
     Node's attached reports say it succeeded."""
-    folder = tmp_path / "small"
-    folder.mkdir()
-    helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "full_disk.py")
-    out = in_namespace(
-        f"mount -t tmpfs -o size=2m tmpfs {folder}\n"
-        f"{sys.executable} {helper} {folder} {tmp_path}\n",
-        timeout=120,
-    )
-    assert out.returncode == 0 and out.stdout.strip(), out
-    got = json.loads(out.stdout)
+    got = full_disk(tmp_path)
     report = got["report"]
     assert report is not None, f"attach().wait() did not return; keeper.log: {got['keeper_log']}"
     assert report["outcome"] == "succeeded", report.get("summary")
@@ -231,16 +236,7 @@ def test_a_full_disk_that_takes_the_reserve_too_is_waited_out(tmp_path):
     """The keeper's reserve is gone too (another process took the space): it cannot write the
     job's end at all, so it keeps it and tries again (the row says running: the keeper is
     alive) until space is freed; then the true end, `succeeded`, not `lost`."""
-    folder = tmp_path / "small"
-    folder.mkdir()
-    helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "full_disk.py")
-    out = in_namespace(
-        f"mount -t tmpfs -o size=2m tmpfs {folder}\n"
-        f"{sys.executable} {helper} {folder} {tmp_path} retry\n",
-        timeout=120,
-    )
-    assert out.returncode == 0 and out.stdout.strip(), out
-    got = json.loads(out.stdout)
+    got = full_disk(tmp_path, "retry")
     assert got["report"] is not None, f"attach().wait() did not return: {got['keeper_log']}"
     assert got["report"]["outcome"] == "succeeded", got["report"].get("summary")
     assert got["row"] == {"state": "ended", "outcome": "succeeded", "exit_code": 0}, got["row"]
