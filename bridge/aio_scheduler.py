@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Mapping
 from typing import Any, Optional, Union
 
 from trainbridge.bridge.scheduler import Scheduler as _Scheduler
@@ -34,9 +35,9 @@ class Scheduler:
         return await self._run(self.sync.submit, cmd, **options)
 
     async def jobs(
-        self, state: Optional[Any] = None, limit: Optional[int] = None
+        self, state: Optional[Any] = None, limit: Optional[int] = None, tag: Optional[str] = None
     ) -> list[dict[str, Any]]:
-        return await self._run(self.sync.jobs, state, limit)
+        return await self._run(self.sync.jobs, state, limit, tag)
 
     async def get(self, job_id: str) -> Optional[dict[str, Any]]:
         return await self._run(self.sync.get, job_id)
@@ -48,6 +49,33 @@ class Scheduler:
 
     async def forget(self, job_id: str) -> bool:
         return await self._run(self.sync.forget, job_id)
+
+    async def rerun(self, job_id: str, env: Optional[Mapping[str, str]] = None) -> str:
+        return await self._run(self.sync.rerun, job_id, env)
+
+    async def pause(self) -> None:
+        await self._run(self.sync.pause)
+
+    async def resume(self) -> None:
+        await self._run(self.sync.resume)
+
+    async def paused(self) -> bool:
+        return await self._run(lambda: self.sync.paused)
+
+    async def forgotten(self) -> dict[str, Any]:
+        return await self._run(self.sync.forgotten)
+
+    async def set_keep_ended(self, keep_ended: Optional[int]) -> None:
+        """The store's retention (Scheduler.keep_ended's setter), for every process."""
+
+        def put() -> None:
+            self.sync.keep_ended = keep_ended
+
+        await self._run(put)
+
+    async def watch(self) -> AsyncWatch:
+        """Scheduler.watch() as an async iterator: `async for change in await s.watch()`."""
+        return AsyncWatch(await self._run(self.sync.watch))
 
     async def attach(self, job_id: str, since: Union[str, int] = "start"):
         """Scheduler.attach() as an AsyncAttachedJob (its send() is awaited)."""
@@ -70,6 +98,37 @@ class Scheduler:
         await self._run(self.sync.close)
 
     async def __aenter__(self) -> Scheduler:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class AsyncWatch:
+    """The job list's change feed (bridge/watch.py), awaited: next(timeout), async for,
+    close(). Each wait runs in the loop's executor; closing ends an iteration."""
+
+    def __init__(self, watch: Any):
+        self.sync = watch
+
+    async def next(self, timeout: Optional[float] = None) -> Optional[dict[str, Any]]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self.sync.next, timeout)
+
+    def __aiter__(self) -> AsyncWatch:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        change = await self.next(None)
+        if change is None:
+            raise StopAsyncIteration
+        return change
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.sync.close)
+
+    async def __aenter__(self) -> AsyncWatch:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

@@ -77,3 +77,37 @@ def test_an_attached_job_from_asyncio_pings_sends_and_cancels_with_a_reason(stor
     assert ticks > 0, "the loop ran while send() waited for the keeper"
     assert first["outcome"] == "cancelled" and first["cancel"]["reason"] == "from asyncio"
     assert second["cancel"]["reason"] == "from the scheduler"
+
+
+def test_the_queue_the_feed_and_retention_from_asyncio(store_path):
+    """aio.Scheduler has what Scheduler has (STORE.md says "the same methods, awaited"; pause,
+    resume, rerun, jobs(tag) and watch were missing): the change feed as an async iterator."""
+
+    async def main():
+        async with aio.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1) as s:
+            await s.pause()
+            assert await s.paused()
+            held = await s.submit(child("steps", 1), tags=["aio"])
+            assert [r["id"] for r in await s.jobs(tag="aio")] == [held]
+            seen = []
+            async with await s.watch() as changes:
+                await s.resume()
+                async for change in changes:
+                    seen.append(change)
+                    if change.get("id") == held and (change["row"] or {}).get("state") == "ended":
+                        break
+            again = await s.rerun(held)
+            assert (await (await s.attach(again)).wait(WAIT_S))["outcome"] == "succeeded"
+            async with await s.watch() as changes:
+                await s.set_keep_ended(1)  # the next tick forgets the older of the two
+                async for change in changes:
+                    if change.get("change") == "removed":
+                        break
+            assert s.sync.keep_ended == 1
+            return seen, await s.forgotten()
+
+    seen, forgotten = asyncio.run(main())
+    assert seen[0]["event"] == "queue" and seen[0]["paused"] is True
+    assert any(c["event"] == "queue" and c["paused"] is False for c in seen)
+    assert seen[-1]["row"]["outcome"] == "succeeded"
+    assert forgotten["count"] == 1 and forgotten["keep_ended"] == 1
