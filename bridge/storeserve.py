@@ -8,8 +8,8 @@ Ops: jobs {state, limit, tag}, get {id}, submit {cmd, cwd, env, timeouts, resour
 max_restarts, restart_backoff, zero_code, name, tags, meta, log_path}, cancel {id}, forget
 {id}, dump_stacks {id} (sends SIGUSR1 to the keeper; the stacks come as a "stacks" event in
 the events file), request {id, op, data} (ping or send, scheduler.request: returns the request
-id; the answer comes as a "reply" event), pause {}, resume {}, paused {}, rerun {id, env},
-watch {watch: n} (n: the asker's number for it; each change of bridge/watch.py comes as its
+id; the answer comes as a "reply" event), pause {}, resume {}, paused {}, forgotten {},
+keep_ended {}, rerun {id, env}, watch {watch: n} (n: the asker's number for it; each change of bridge/watch.py comes as its
 own line, {"watch": n, "change": {...}}, the first ones, every row "added", before the answer),
 unwatch {watch}. All ASCII
 JSON. A failure of the store itself
@@ -108,6 +108,10 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any], watches: Watches) ->
         return sched.resume()
     if op == "paused":
         return sched.paused
+    if op == "forgotten":
+        return sched.forgotten()
+    if op == "keep_ended":
+        return sched.keep_ended
     if op == "rerun":
         return sched.rerun(args["id"], env=args.get("env"))
     if op == "cancel":

@@ -556,6 +556,10 @@ export interface JobStore {
   resume(): Promise<void>;
   /** Whether the queue is paused. */
   paused(): Promise<boolean>;
+  /** What retention forgot so far ({} when nothing). */
+  forgotten(): Promise<{ count?: number; keep_ended?: number; at?: number; last?: string[] }>;
+  /** The store's retention (null: every ended job is kept). */
+  keepEnded(): Promise<number | null>;
   /** A new job with an ended one's spec; its environment is options.env, else process.env. */
   rerun(id: string, options?: { env?: NodeJS.ProcessEnv }): Promise<string>;
   /**

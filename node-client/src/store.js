@@ -172,6 +172,12 @@ class Store {
   /** Whether the queue is paused (by any process on this store). */
   paused() { return this._call('paused'); }
 
+  /** What retention forgot so far ({count, keep_ended, at, last: ids}; {} when nothing). */
+  forgotten() { return this._call('forgotten'); }
+
+  /** The store's retention (openStore's keepEnded sets it for every process); null: keep all. */
+  keepEnded() { return this._call('keep_ended'); }
+
   /**
    * Queue a new job with an ended one's spec (command, cwd, timeouts, resources, priority,
    * restarts, zeroCode, name, tags, meta, log path); resolves to the new id. Its environment is

@@ -401,6 +401,13 @@ test('openStore({keepEnded}) sets the retention, as Python\'s Scheduler(keep_end
   }
   assert.deepEqual(rows.map((r) => r.id), [second]);
   assert.equal(fs.existsSync(firstDir), false, 'the forgotten job\'s files went with it');
+  // Said: how many retention forgot, as Python's Scheduler.forgotten() and `trainbridge jobs`.
+  const forgotten = await store.forgotten();
+  assert.deepEqual([forgotten.count, forgotten.keep_ended, forgotten.last], [1, 1, [first]]);
+  // The store's retention, for every process: a second openStore without keepEnded keeps it.
+  const other = openStore(file, { python: PYTHON });
+  t.after(() => other.close());
+  assert.equal(await other.keepEnded(), 1);
   assert.throws(() => openStore(file, { keepEnded: -1 }), /keepEnded must be a whole number >= 0/);
 });
 
