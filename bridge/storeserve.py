@@ -9,9 +9,9 @@ max_restarts, restart_backoff, zero_code, name, tags, meta, log_path}, cancel {i
 {id}, dump_stacks {id} (sends SIGUSR1 to the keeper; the stacks come as a "stacks" event in
 the events file), request {id, op, data} (ping or send, scheduler.request: returns the request
 id; the answer comes as a "reply" event), pause {}, resume {}, paused {}, forgotten {},
-keep_ended {}, rerun {id, env}, watch {watch: n} (n: the asker's number for it; each change of bridge/watch.py comes as its
-own line, {"watch": n, "change": {...}}, the first ones, every row "added", before the answer),
-unwatch {watch}. All ASCII
+keep_ended {}, rerun {id, env}, watch {watch: n} (n: the asker's number for it; each change
+of bridge/watch.py comes as its own line, {"watch": n, "change": {...}}, the first ones,
+every row "added", before the answer), unwatch {watch}. All ASCII
 JSON. A failure of the store itself
 (bridge/store_errors.py) also gives its `kind`; a store that cannot be opened answers every
 request so.
