@@ -149,6 +149,7 @@ class Timing:
         self.hang_t: Optional[float] = None
         self.end_t: Optional[float] = None
         self.spawn_t: Optional[float] = None
+        self.spawned_at: Optional[float] = None  # the spawn event's own t (its judge's clock)
         self.live: Optional[dict[str, Any]] = None  # the last live (stalled) diagnosis
 
     def __call__(self, event: dict[str, Any]) -> None:
@@ -164,6 +165,7 @@ class Timing:
             self.end_t = now
         elif kind == "spawn" and self.spawn_t is None:
             self.spawn_t = now
+            self.spawned_at = event.get("t")
             if self.clock is time.time:  # another process's child: watch its exit here
                 self.exit = ExitWatch(event["pid"])
         elif kind == "stalled" and event.get("diagnosis"):
@@ -263,6 +265,11 @@ def run_kept(name: str, store: str) -> tuple[dict[str, Any], dict[str, Any], lis
     if timing.exit is not None and getattr(timing.exit, "thread", None) is not None:
         timing.exit.thread.join(GONE_WAIT_S)
     ended = timing.exit.t if timing.exit is not None else None
+    if ended is None and timing.spawned_at is not None and report.get("duration_s") is not None:
+        # A job that ended before this process read its spawn from the feed (a crash in
+        # 0.0 s; hunt 09eeb79 run 1) has no exit to watch: its judge's own account of it,
+        # the spawn's time plus the job's duration, on the same machine's wall clock.
+        ended = timing.spawned_at + report["duration_s"]
     measures = _measures(row, config, timing, submitted, ended)
     failures += judge(row, report, measures, subs)
     return report, measures, failures, job_id
