@@ -215,7 +215,6 @@ class RowWriter(threading.Thread):
         self.urgent = False
         self.stopping = False
         self.writes = 0
-        self.failures = 0
         self.error: Optional[str] = None  # the last failure's reason, until a write goes
 
     def set(self, urgent: bool = False, **fields: Any) -> None:
@@ -250,7 +249,6 @@ class RowWriter(threading.Thread):
                 except StoreError as exc:
                     with self.cond:  # kept: what came since is newer
                         self.pending = {**fields, **self.pending}
-                    self.failures += 1
                     if self.error is None:
                         say(f"cannot update the job's row ({exc}); trying every {RETRY_S:g} s")
                     self.error = str(exc)

@@ -21,6 +21,7 @@ newer. `diff` is the pure part.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -166,5 +167,11 @@ class Watch:
         if self._on_change is not None:
             try:
                 self._on_change(change)
-            except Exception:  # noqa: BLE001 - a listener's bug must not end the watch
-                self._on_change = None
+            except Exception as exc:  # noqa: BLE001 - a listener's bug must not end the watch
+                self._on_change = None  # the changes still queue for next() / iteration
+                print(
+                    f"trainbridge watch: on_change raised {type(exc).__name__}: {exc}; it is "
+                    "not called again (the changes still come from next() and iteration)",
+                    file=sys.stderr,
+                    flush=True,
+                )

@@ -100,3 +100,20 @@ def test_diff_is_pure():
     assert watch.diff(known, now) == (["d"], ["c"], ["b"])
     assert watch.removal_reason("b", {"last": ["b"], "keep_ended": 5}) == "retention (keep_ended=5)"
     assert watch.removal_reason("b", None) == "forgotten"
+
+
+def test_a_listener_that_raises_is_said_and_the_feed_goes_on(store_path, capfd):
+    """A GUI's on_change bug stopped its callbacks without a word; now it is said on stderr,
+    and the changes still come from next()."""
+
+    def broken(change):
+        raise ValueError("a GUI bug")
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=None)
+    try:
+        with s.watch(on_change=broken) as w:
+            assert w.next(0)["event"] == "queue"
+    finally:
+        s.close()
+    err = capfd.readouterr().err
+    assert "on_change raised ValueError: a GUI bug; it is not called again" in err, err
