@@ -569,8 +569,7 @@ def retention(store: Store) -> Optional[int]:
     """The store's retention: keep the newest N ended jobs (None: every one); KEEP_ENDED
     until someone sets it (Scheduler(keep_ended=), Node openStore({keepEnded}), the CLI's
     `trainbridge retention`)."""
-    row = store.db.execute("SELECT value FROM settings WHERE name = ?", (KEEP_SETTING,)).fetchone()
-    return KEEP_ENDED if row is None else json.loads(row[0])
+    return store.setting(KEEP_SETTING, KEEP_ENDED)
 
 
 def check_keep_ended(value: Any) -> Optional[int]:

@@ -329,9 +329,10 @@ class Store:
         return [_decode(row) for row in rows]
 
     # --- settings -------------------------------------------------------------------------
-    def setting(self, name: str) -> Any:
+    def setting(self, name: str, default: Any = None) -> Any:
+        """A setting's value (a stored null is None), or `default` when it was never set."""
         row = self.db.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return json.loads(row[0]) if row else default
 
     def set_setting(self, name: str, value: Any) -> None:
         self.db.execute(
