@@ -108,6 +108,7 @@ async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
         log_path=options.get("log_path"),
         on_event=user_callback,
         config={k: v for k, v in options.items() if k in machine.DEFAULTS},
+        stop_on_nan=options.get("stop_on_nan"),
     )
 
     def on_event(event: dict[str, Any]) -> None:

@@ -11,14 +11,13 @@ ping and send as request files and SIGUSR2 (the answer comes back as a "reply" e
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any, Callable, Optional, Union
 
-from trainbridge.bridge import feed, scheduler
+from trainbridge.bridge import feed, jsonform, scheduler
 from trainbridge.bridge.job_events import EventQueue
 from trainbridge.bridge.report import Report
 from trainbridge.bridge.status import StatusTracker
@@ -306,7 +305,7 @@ class Attached:
                         if not line.strip():
                             continue
                         try:
-                            event = json.loads(line)
+                            event = jsonform.loads(line)
                         except ValueError:
                             continue  # a torn line cannot happen (one write per line)
                         if self._before(event):

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import signal
 import sys
 import threading
 from typing import Any, Optional
 
-from trainbridge.bridge import machine
+from trainbridge.bridge import jsonform, machine
 from trainbridge.bridge.cli_views import JsonView, make_view
 
 EXIT_HUNG = 124
@@ -181,6 +180,14 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
         "scripts that import trainbridge.worker themselves then say hello",
     )
     run.add_argument(
+        "--stop-on-nan",
+        action="append",
+        metavar="METRIC",
+        help="cancel the job when METRIC (a name the job reports, e.g. loss) first becomes NaN "
+        "or infinite; repeat for more, '*' for every metric. Without it the job goes on and the "
+        "report's training health says it",
+    )
+    run.add_argument(
         "--listen",
         metavar="ADDR[:PORT]",
         help="also accept ranks of other hosts (torchrun --nnodes>1) on tcp ADDR:PORT, "
@@ -295,6 +302,7 @@ def run(args: argparse.Namespace, cmd: list[str]) -> int:
             log_path=args.log,
             zero_code=args.zero_code,
             log_timestamps=args.log_timestamps,
+            stop_on_nan=args.stop_on_nan,
         )
     except (bridge.LaunchError, OSError) as exc:
         message = (
@@ -307,7 +315,7 @@ def run(args: argparse.Namespace, cmd: list[str]) -> int:
             message = f"trainbridge: {exc} (--log)."
         if json_mode:
             print(
-                json.dumps({"event": "launch_failed", "message": message}, ensure_ascii=True),
+                jsonform.dumps({"event": "launch_failed", "message": message}),
                 flush=True,
             )
         else:
@@ -342,7 +350,7 @@ def _open_to_other_hosts(job, args: argparse.Namespace, json_mode: bool) -> None
     endpoint = variables["TRAINBRIDGE_ENDPOINT"]
     if json_mode:
         event = {"event": "rank_env", "path": args.rank_env, "endpoint": endpoint}
-        print(json.dumps(event, ensure_ascii=True), flush=True)
+        print(jsonform.dumps(event), flush=True)
     else:
         print(
             f"trainbridge: ranks of other hosts connect to {endpoint}; copy {args.rank_env} "

@@ -19,6 +19,8 @@ import json
 import sys
 import time
 
+from trainbridge.bridge import jsonform
+
 EXIT_NOT_FOUND = 3
 EXIT_STORE = 4  # the job store cannot be used (bridge/store_errors.py says why)
 
@@ -71,6 +73,13 @@ def add_commands(sub) -> None:
         dest="zero_code",
         action="store_false",
         help="as for run: only scripts that import trainbridge.worker say hello",
+    )
+    p.add_argument(
+        "--stop-on-nan",
+        action="append",
+        metavar="METRIC",
+        help="as for run: cancel the job when METRIC (e.g. loss) first becomes NaN or infinite; "
+        "repeat for more, '*' for every metric",
     )
     p.add_argument("--name", help="a name for the job, shown by `jobs`")
     p.add_argument(
@@ -208,6 +217,7 @@ def submit(args) -> int:
                 max_restarts=args.max_restarts,
                 restart_backoff=args.restart_backoff,
                 zero_code=args.zero_code,
+                stop_on_nan=args.stop_on_nan,
                 name=args.name,
                 tags=args.tags,
                 meta=meta,
@@ -240,7 +250,7 @@ def jobs(args) -> int:
     if retained.get("count"):  # jobs a list no longer shows: said, on stderr
         print(f"trainbridge: {forgotten_line(retained)}", file=sys.stderr)
     if args.json:
-        print(json.dumps(rows, ensure_ascii=True, default=str))
+        print(jsonform.dumps(rows, default=str))
         return 0
     from rich.console import Console
     from rich.table import Table

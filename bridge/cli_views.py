@@ -5,10 +5,11 @@ at the end. `ViewModel` is the pure bookkeeping the screen draws from."""
 from __future__ import annotations
 
 import collections
-import json
 import sys
 import time
 from typing import Any, Optional
+
+from trainbridge.bridge import jsonform
 
 
 class JsonView:
@@ -20,7 +21,7 @@ class JsonView:
             event = job.next_event(0.2)
             if event is None:
                 continue
-            print(json.dumps(event, ensure_ascii=True, default=str), flush=True)
+            print(jsonform.dumps(event, default=str), flush=True)
             if event["event"] == "end":
                 report = event["report"]
         return report
@@ -89,6 +90,8 @@ class ViewModel:
             )
         elif kind == "signal":
             self.notes.append(f"sent {event['signal']}")
+        elif kind == "health":
+            self.notes.append(f"training health: {event['text']}")
         elif kind == "log_error":
             self.notes.append(loss_note(event, None))
 
@@ -313,6 +316,8 @@ class PlainView:
                 self._note(f"stage {event['body']['name']}")
             elif kind == "hang":
                 self._note(f"hung ({event['reason']}): collecting stacks, then stopping the tree")
+            elif kind == "health":
+                self._note(f"training health: {event['text']}")
             elif kind in ("dropped", "log_error"):
                 self._note(loss_note(event, self.log_path, self.log_error))
                 if kind == "log_error":

@@ -22,9 +22,10 @@ says where it lives.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import IO, Any, Optional
+
+from trainbridge.bridge import jsonform
 
 CATCH_UP_BYTES = 8 * 1024 * 1024  # last_status reads at most this much of the file's end
 BLOCK = 256 * 1024  # backward reads, this much at a time
@@ -39,7 +40,7 @@ class FeedError(ValueError):
 def encode(seq: int, event: dict[str, Any]) -> str:
     """One feed line: `seq` first, so a reader finds it in the line's first bytes."""
     body = {k: v for k, v in event.items() if k != "seq"}
-    return json.dumps({"seq": seq, **body}, ensure_ascii=True, default=str) + "\n"
+    return jsonform.dumps({"seq": seq, **body}, default=str) + "\n"
 
 
 def seq_of(line: bytes) -> Optional[int]:
@@ -183,7 +184,7 @@ def last_status(path: str) -> tuple[int, Optional[dict[str, Any]]]:
                 if b'"status"' not in line:
                     continue
                 try:
-                    event = json.loads(line)
+                    event = jsonform.loads(line)
                 except ValueError:
                     continue
                 if event.get("event") == "status":

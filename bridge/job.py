@@ -48,7 +48,12 @@ from trainbridge.bridge import job_facts, jobenv, launcher, machine, ranks
 from trainbridge.bridge.channel import Channel
 from trainbridge.bridge.hub import Hub
 from trainbridge.bridge.job_actions import JobActions
-from trainbridge.bridge.job_arguments import TAIL_LINES, check_arguments, config_message
+from trainbridge.bridge.job_arguments import (
+    TAIL_LINES,
+    check_arguments,
+    config_message,
+    metric_names,
+)
 from trainbridge.bridge.job_end import JobEnd, Report, _oom_kill_count
 from trainbridge.bridge.job_events import EVENT_QUEUE, EventQueue
 from trainbridge.bridge.job_facts import STAGES_KEPT
@@ -116,6 +121,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         ident: Optional[Sequence[Any]] = None,
         log_timestamps: bool = False,
         sample_resources: bool = False,
+        stop_on_nan: Any = None,
     ):
         if detached:
             raise TypeError(DETACHED_REMOVED)
@@ -127,7 +133,10 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
             log_path=log_path,
             on_event=on_event,
             tail_lines=tail_lines,
+            stop_on_nan=stop_on_nan,
         )  # before anything exists
+        # metrics whose first NaN or infinity cancels the job (bridge/health.py)
+        self.stop_on_nan = metric_names(stop_on_nan)
         self.log_path = log_path
         self._log = open_log(log_path) if log_path else None  # first: nothing to undo
         self.log_timestamps = log_timestamps  # prefix each log line with its UTC time
@@ -326,17 +335,19 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         `reason` is echoed in the report's "cancel"; a worker that cannot interrupt the
         script (SIGINT ignored) says so, and SIGTERM follows at once."""
 
-        def ask() -> None:
-            if self.facts["cancel"] is None:
-                self.facts["cancel"] = {
-                    "reason": reason or "cancelled by the client",
-                    "accepted": None,
-                    "refused": None,
-                    "traceback": None,
-                }
-            self._step({"type": "cancel", "t": time.monotonic(), "grace": grace})
+        self.hub.call(lambda: self._ask_cancel(grace, reason or "cancelled by the client"))
 
-        self.hub.call(ask)
+    def _ask_cancel(self, grace: Optional[float], reason: str, **by: Any) -> None:
+        """cancel() on the I/O thread; `by` says who asked, when not the client."""
+        if self.facts["cancel"] is None:
+            self.facts["cancel"] = {
+                "reason": reason,
+                "accepted": None,
+                "refused": None,
+                "traceback": None,
+                **by,
+            }
+        self._step({"type": "cancel", "t": time.monotonic(), "grace": grace})
 
     def note_user_signal(self, name: str, reason: str) -> None:
         """The user sent the process `name` (SIGINT/SIGTERM/SIGHUP) outside cancel(), as
@@ -505,6 +516,7 @@ def launch(
     python_env: bool = True,
     log_timestamps: bool = False,
     sample_resources: bool = False,
+    stop_on_nan: Any = None,
     **machine_config: Any,
 ) -> Job:
     """Start `cmd` (a list, no shell) under supervision and return its Job at once.
@@ -522,7 +534,9 @@ def launch(
     leaves PYTHONUNBUFFERED, PYTHONIOENCODING, PYTHONUTF8 and PYTHONFAULTHANDLER as the
     caller's environment has them. sample_resources=True publishes a `resources` event (the
     job's process tree's CPU, RSS and GPU; bridge/resources.py) with the status heartbeat, at
-    most once a second, as a scheduled job's keeper does.
+    most once a second, as a scheduled job's keeper does. stop_on_nan: a metric name, a list of
+    them, or "*" for every one: the job is cancelled when one first becomes NaN or infinite
+    (the `health` event says it either way; docs/CLIENT.md "Training health").
     Raises launcher.LaunchError when the command cannot be started."""
     config = {
         "startup_timeout": startup_timeout,
@@ -531,7 +545,15 @@ def launch(
         "kill_grace": kill_grace,
         **machine_config,
     }
-    check_arguments(cmd, cwd=cwd, env=env, config=config, log_path=log_path, on_event=on_event)
+    check_arguments(
+        cmd,
+        cwd=cwd,
+        env=env,
+        config=config,
+        log_path=log_path,
+        on_event=on_event,
+        stop_on_nan=stop_on_nan,
+    )
     if stall_timeout is not None and "stalled_after" not in machine_config:
         config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
     return Job(
@@ -548,4 +570,5 @@ def launch(
         python_env=python_env,
         log_timestamps=log_timestamps,
         sample_resources=sample_resources,
+        stop_on_nan=stop_on_nan,
     ).start()

@@ -22,6 +22,7 @@ def check_arguments(
     log_path: Any = None,
     on_event: Any = None,
     tail_lines: Any = TAIL_LINES,
+    stop_on_nan: Any = None,
 ) -> None:
     """Refuse bad arguments with a LaunchError that says which and why, before anything is
     registered or spawned (launch, Job, aio.launch and the CLI all come through here)."""
@@ -57,12 +58,27 @@ def check_arguments(
         raise LaunchError(f"on_event must be a function or None, got {on_event!r}")
     if type(tail_lines) is not int or tail_lines < 0:
         raise LaunchError(f"tail_lines must be a whole number >= 0, got {tail_lines!r}")
+    metric_names(stop_on_nan)
     if config is not None:
         if not isinstance(config, dict):
             raise LaunchError(f"config must be a dict, got {type(config).__name__}")
         problem = machine.config_problem(config)
         if problem is not None:
             raise LaunchError(config_message(problem[0], problem[1], config.get(problem[0])))
+
+
+def metric_names(stop_on_nan: Any) -> list[str]:
+    """stop_on_nan as a list of metric names ("*": every metric); None or [] is off. A LaunchError
+    says what is wrong with anything else."""
+    if stop_on_nan is None:
+        return []
+    names = [stop_on_nan] if isinstance(stop_on_nan, str) else stop_on_nan
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n for n in names):
+        raise LaunchError(
+            "stop_on_nan must be a metric name, a list of them, or '*' for every metric "
+            f"(the job is cancelled when one becomes NaN or infinite), got {stop_on_nan!r}"
+        )
+    return list(names)
 
 
 def config_message(key: str, problem: str, value: Any) -> str:

@@ -19,6 +19,7 @@ Keys (docs/CLIENT.md "The facts record and the report"):
   stages    [{name, status, duration_s, depth, budget_s, started, began, closed?}]
   stages_dropped, stage_events (begins and ends so far: a stage's began and closed)
   progress, error, bye, heartbeat (the lead's last), stacks (dump replies)
+  health    bridge/health.py's record: metrics that became NaN or infinite (entries)
   cancel    {reason, accepted, refused, traceback} once the user cancelled, else None
   internal_error   a bug in trainbridge ended the job
   signals_sent, exit_code, exit_signal, oom_killed, oom_kills, leftovers, snapshot
@@ -32,7 +33,7 @@ from __future__ import annotations
 import collections
 from typing import Any, Optional
 
-from trainbridge.bridge import ranks
+from trainbridge.bridge import health, ranks
 
 Facts = dict[str, Any]
 STAGES_KEPT = 1_000  # stage records kept for the report (a stage per step must not grow)
@@ -72,6 +73,7 @@ def initial(
         "stages_dropped": 0,
         "stage_events": 0,  # numbers the stage begins and ends, in the order received
         "progress": None,
+        "health": health.initial(),
         "error": None,
         "bye": None,
         "heartbeat": None,
@@ -145,6 +147,7 @@ def apply(facts: Facts, message: dict[str, Any]) -> Facts:
             "total": body.get("total"),
             "metrics": body.get("metrics") or {},
         }
+        health.observe(facts["health"], body["step"], body.get("metrics"))
     elif kind == "error":
         if body.get("fatal") or facts["error"] is None:
             facts["error"] = body

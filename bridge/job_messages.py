@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import psutil
 
-from trainbridge.bridge import job_facts, launcher, machine, ranks, status
+from trainbridge.bridge import health, job_facts, launcher, machine, ranks, status
 from trainbridge.bridge.job_actions import SIGNALS
 
 LEADS_KEPT = 16  # lead changes kept for the report
@@ -45,6 +45,7 @@ class JobMessages:
         message = {"kind": kind, "body": body, "key": key, "rank": rank, "ts": msg.ts}
         # Never a signal to a rank of another host: its pid names a process over there.
         message.update(lead=lead, t=now, in_tree=not remote and self._dumps_to(body))
+        said = len(self.facts["health"]["entries"])
         self.facts = job_facts.apply(self.facts, message)  # the report's facts (pure)
         # who said it (docs/CLIENT.md)
         sender = dict(ranks.sender(self.facts["ranks"], key), lead=lead)
@@ -65,6 +66,8 @@ class JobMessages:
         )
         if lead and kind in ("stage", "progress"):
             self._publish_status()  # the judged view of what just came
+        for entry in self.facts["health"]["entries"][said:]:
+            self._on_health(entry, sender)
         if kind == "reply":
             if body.get("to") in self._hang_seqs and body.get("stacks"):
                 self._hang_answered.add(routing_id)
@@ -184,6 +187,13 @@ class JobMessages:
                 self._status.stage(body)
             else:
                 self._status.progress(body, now)
+
+    def _on_health(self, entry: dict[str, Any], sender: dict[str, Any]) -> None:
+        """A metric became NaN or infinite (bridge/health.py): said in a `health` event, and
+        the job cancelled when the user asked for that (stop_on_nan)."""
+        self._publish({"event": "health", **entry, "sender": sender})
+        if health.stops(entry, self.stop_on_nan) and self.m["exit"] is None:
+            self._ask_cancel(None, f"{entry['text']}: stopped, as stop_on_nan asks", by="health")
 
     def _on_cancel_reply(self, body: dict[str, Any], now: float) -> None:
         """The lead's answer to the in-band cancel: accepted, or refused and why."""

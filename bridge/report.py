@@ -145,6 +145,7 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
             for s in facts["stages"]
         ],
         "progress": facts["progress"],
+        "health": [dict(entry) for entry in facts["health"]["entries"]],
         "error": error,
         "diagnosis": verdict,
         "stacks": stacks,
@@ -359,7 +360,8 @@ def _cancel(
 ) -> Optional[dict[str, Any]]:
     """The user's cancel: reason, the worker's answer (accepted, or refused and why), the
     KeyboardInterrupt traceback that shows where the script was stopped, and by what:
-    cancel() ("client") or a signal the user sent the process ("signal")."""
+    cancel() ("client"), a signal the user sent the process ("signal"), or a metric that
+    became NaN under stop_on_nan ("health")."""
     if info is None:
         return None
     out = {

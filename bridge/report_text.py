@@ -5,8 +5,9 @@ node-client/src/report_text.js."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional
+
+from trainbridge.bridge import jsonform
 
 
 def log_footer(report: dict[str, Any]) -> str:
@@ -85,13 +86,15 @@ def summary(report: dict[str, Any]) -> str:
     progress = report.get("progress")
     if progress and progress.get("step") is not None:
         total = progress.get("total")
-        parts[0] += f", at step {_fmt(progress['step'])}" + (f" of {_fmt(total)}" if total else "")
+        parts[0] += f", at step {fmt(progress['step'])}" + (f" of {fmt(total)}" if total else "")
     hang = report.get("hang")
     if hang:
         parts.append(
             f"It was declared hung ({hang['reason'].replace('_', ' ')}) "
             f"{hang['after_s']:.1f} s after the start, and stopped."
         )
+    if report.get("health"):
+        parts.append("Training health: " + "; ".join(e["text"] for e in report["health"]))
     diagnosis = report.get("diagnosis")
     if diagnosis:
         parts.append(f"Diagnosis ({diagnosis.get('kind')}): {diagnosis.get('summary')}")
@@ -105,9 +108,10 @@ def summary(report: dict[str, Any]) -> str:
 
 
 def to_json(report: dict[str, Any], indent: Optional[int] = 2) -> str:
-    """ASCII JSON: non-ASCII text and undecodable bytes (lone surrogates) become \\u escapes."""
-    return json.dumps(report, ensure_ascii=True, indent=indent, default=str)
+    """ASCII JSON: non-ASCII text and undecodable bytes (lone surrogates) become \\u escapes;
+    a number that is not finite is its string (bridge/jsonform.py)."""
+    return jsonform.dumps(report, indent=indent, default=str)
 
 
-def _fmt(value: Any) -> str:
+def fmt(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)

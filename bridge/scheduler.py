@@ -43,7 +43,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
-from trainbridge.bridge import feed, machine, private_files, procs, store_errors, watch
+from trainbridge.bridge import feed, jsonform, machine, private_files, procs, store_errors, watch
 from trainbridge.bridge.store import ACTIVE, Store, StoreError
 
 TICK_S = 0.5  # how often a running Scheduler reconciles and starts queued jobs
@@ -281,7 +281,7 @@ def _append_end_event(row: dict[str, Any], report: dict[str, Any]) -> None:
         try:
             line = ("\n" if torn else "") + feed.encode(feed.last_seq(path, torn) + 1, event)
         except feed.FeedError:  # written by an older release: its lines carry no number
-            line = json.dumps(event, ensure_ascii=True) + "\n"
+            line = jsonform.dumps(event) + "\n"
         with os.fdopen(private_files.open_append(path), "a", encoding="ascii") as f:
             f.write(line)
     except OSError:
@@ -304,6 +304,7 @@ def submit(
     tags: Optional[Sequence[str]] = None,
     meta: Optional[Mapping[str, Any]] = None,
     log_path: Optional[str] = None,
+    stop_on_nan: Any = None,
 ) -> str:
     if isinstance(cmd, (str, bytes)) or not cmd:
         raise ValueError("the command must be a non-empty list of arguments (no shell strings)")
@@ -319,11 +320,13 @@ def submit(
     from trainbridge.bridge.job import LaunchError, check_arguments
 
     try:
-        check_arguments(list(cmd), cwd=cwd, env=env, config=config)
+        check_arguments(list(cmd), cwd=cwd, env=env, config=config, stop_on_nan=stop_on_nan)
     except LaunchError as exc:
         raise ValueError(str(exc)) from None
     if not zero_code:  # the keeper passes its row's config to launch() by name
         config["zero_code"] = False
+    if stop_on_nan:
+        config["stop_on_nan"] = [stop_on_nan] if isinstance(stop_on_nan, str) else list(stop_on_nan)
     resources = dict(resources or {})
     gpus = resources.get("gpus", 0)
     if not isinstance(gpus, int) or gpus < 0:
@@ -533,7 +536,7 @@ def cancel(
                 "UPDATE jobs SET state = 'ended', outcome = 'cancelled', ended_at = ?, "
                 "updated_at = ?, cancel_requested = 1, note = ?, report = ? "
                 "WHERE id = ?",
-                (now, now, report["note"], json.dumps(report), job_id),
+                (now, now, report["note"], jsonform.dumps(report), job_id),
             )
             queued = True
         else:
@@ -732,13 +735,15 @@ class Scheduler:
         tags: Optional[Sequence[str]] = None,
         meta: Optional[Mapping[str, Any]] = None,
         log_path: Optional[str] = None,
+        stop_on_nan: Any = None,
     ) -> str:
         """Queue cmd (a list, no shell) and start it if its slots are free; returns its id.
         env: the job's whole environment (default: this process's, now); only the names go
         in the store. timeouts: launch()'s deadlines by name (startup_timeout, ...).
         zero_code: as launch()'s (False: only processes that import the worker say hello).
         name, tags (strings), meta (a JSON object): kept in the row for the GUI (jobs(tag=)
-        lists by tag); log_path: the job's output log there instead of in the job's folder."""
+        lists by tag); log_path: the job's output log there instead of in the job's folder;
+        stop_on_nan: as launch()'s (metric names whose first NaN or infinity cancels the job)."""
         with self._lock:
             job_id = submit(
                 self._store,
@@ -755,6 +760,7 @@ class Scheduler:
                 tags=tags,
                 meta=meta,
                 log_path=log_path,
+                stop_on_nan=stop_on_nan,
             )
             schedule_pass(self._store, self.python, self._keepers)
         return job_id

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, Optional
 
-from trainbridge.bridge import private_files, store_errors
+from trainbridge.bridge import jsonform, private_files, store_errors
 from trainbridge.bridge.store_errors import StoreError as StoreError  # re-exported
 
 SCHEMA_VERSION = 3
@@ -468,7 +468,7 @@ def _encode(fields: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for name, value in fields.items():
         if name in JSON_COLUMNS and value is not None:
-            value = json.dumps(value, ensure_ascii=True, default=str)
+            value = jsonform.dumps(value, default=str)
         out[name] = value
     return out
 
@@ -477,5 +477,5 @@ def _decode(row: sqlite3.Row) -> dict[str, Any]:
     out = dict(row)
     for name in JSON_COLUMNS:
         if out.get(name) is not None:
-            out[name] = json.loads(out[name])
+            out[name] = jsonform.loads(out[name])
     return out

@@ -5,14 +5,14 @@
 Each request is one line on stdin, {"id": n, "op": name, "args": {...}}; each answer one
 line on stdout, {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "error": text}.
 Ops: jobs {state, limit, tag}, get {id}, submit {cmd, cwd, env, timeouts, resources, priority,
-max_restarts, restart_backoff, zero_code, name, tags, meta, log_path}, cancel {id}, forget
-{id}, dump_stacks {id} (sends SIGUSR1 to the keeper; the stacks come as a "stacks" event in
-the events file), request {id, op, data} (ping or send, scheduler.request: returns the request
-id; the answer comes as a "reply" event), pause {}, resume {}, paused {}, forgotten {},
-keep_ended {}, rerun {id, env}, watch {watch: n} (n: the asker's number for it; each change
-of bridge/watch.py comes as its own line, {"watch": n, "change": {...}}, the first ones,
-every row "added", before the answer), unwatch {watch}. All ASCII
-JSON. A failure of the store itself
+max_restarts, restart_backoff, zero_code, name, tags, meta, log_path, stop_on_nan}, cancel
+{id}, forget {id}, dump_stacks {id} (sends SIGUSR1 to the keeper; the stacks come as a
+"stacks" event in the events file), request {id, op, data} (ping or send,
+scheduler.request: returns the request id; the answer comes as a "reply" event), pause {},
+resume {}, paused {}, forgotten {}, keep_ended {}, rerun {id, env}, watch {watch: n} (n: the
+asker's number for it; each change of bridge/watch.py comes as its own line, {"watch": n,
+"change": {...}}, the first ones, every row "added", before the answer), unwatch {watch}.
+All strict ASCII JSON (NaN as "NaN": bridge/jsonform.py). A failure of the store itself
 (bridge/store_errors.py) also gives its `kind`; a store that cannot be opened answers every
 request so.
 The helper is a full Scheduler (it reconciles and starts queued jobs while it runs) and ends
@@ -28,7 +28,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from trainbridge.bridge import scheduler, watch
+from trainbridge.bridge import jsonform, scheduler, watch
 from trainbridge.bridge.scheduler import Scheduler
 from trainbridge.bridge.store_errors import StoreError
 
@@ -42,7 +42,7 @@ class Out:
         self.lock = threading.Lock()
 
     def line(self, obj: dict[str, Any]) -> None:
-        text = json.dumps(obj, ensure_ascii=True, default=str) + "\n"
+        text = jsonform.dumps(obj, default=str) + "\n"
         with self.lock:
             self.stream.write(text)
             self.stream.flush()
@@ -101,6 +101,7 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any], watches: Watches) ->
             tags=args.get("tags"),
             meta=args.get("meta"),
             log_path=args.get("log_path"),
+            stop_on_nan=args.get("stop_on_nan"),
         )
     if op == "pause":
         return sched.pause()

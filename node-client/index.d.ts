@@ -100,6 +100,25 @@ export interface LaunchOptions {
   raw?: boolean;
   /** false: leave PYTHONUNBUFFERED, PYTHONIOENCODING, PYTHONUTF8, PYTHONFAULTHANDLER as env has them. Default true. */
   pythonEnv?: boolean;
+  /** Cancel the job when one of these metrics first becomes NaN or infinite ('*': any metric).
+   *  Without it the job goes on; the 'health' event and report.health say it either way. */
+  stopOnNan?: string | string[];
+}
+
+/**
+ * Training health (docs/CLIENT.md): a metric that became NaN or infinite, said once per metric.
+ * value and last_finite are numbers (NaN, Infinity): JSON spells them "NaN", "Infinity",
+ * "-Infinity" (docs/PROTOCOL.md section 12) and the client reads them back.
+ */
+export interface HealthEntry {
+  metric: string;
+  value: number;
+  step: number | string | null;
+  /** The metric's last finite value and its step; null when it was never finite. */
+  last_finite: number | null;
+  last_finite_step: number | string | null;
+  /** e.g. "loss became NaN by step 12 (it was 2.31 at step 9)": "at step" when no step was missed between. */
+  text: string;
 }
 
 export type JobState = 'starting' | 'running' | 'stalled' | 'ended';
@@ -122,6 +141,8 @@ export interface Report {
   stage: string | null;
   stages: { name: string; status: 'running' | 'ok' | 'error' | 'cancelled' | string; duration_s: number | null; depth: number }[];
   progress: { step: number; total: number | null; metrics: Record<string, number | string> } | null;
+  /** Metrics that became NaN or infinite, in the order it happened (empty: none). */
+  health: HealthEntry[];
   error: {
     type: string; message: string; traceback: string; kind?: string; stage?: string | null;
     fatal?: boolean; thread?: string; frames?: Frame[]; chain?: unknown[]; exit_code?: number | null; source?: string;
@@ -150,8 +171,9 @@ export interface Report {
   evidence: Record<string, unknown> | null;
   /** The user's cancel (null when none): reason, the worker's answer, where the script stopped. */
   cancel: { reason: string | null; accepted: boolean | null; refused: string | null; traceback: string | null;
-    /** client: cancel(); signal: the user signalled the process (run --transparent, PythonShell.kill()). */
-    by: 'client' | 'signal'; signal: string | null } | null;
+    /** client: cancel(); signal: the user signalled the process (run --transparent, PythonShell.kill());
+     *  health: a metric became NaN under stopOnNan. */
+    by: 'client' | 'signal' | 'health'; signal: string | null } | null;
   summary: string;
   /** One row per worker process (docs/CLIENT.md, Ranks and the root cause). */
   ranks: RankRow[];
@@ -244,6 +266,7 @@ export type JobEvent =
   | { type: 'dropped'; data: { count: number; kinds: Record<string, number> } }
   | { type: 'error'; data: PythonError }
   | { type: 'message'; data: unknown }
+  | { type: 'health'; data: HealthEntry & { sender?: Sender; t: number } }
   | { type: 'end'; data: Report };
 
 /** An exception raised in the Python child: name = its type, stack = its traceback. */
@@ -346,6 +369,8 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   on(event: 'lead', listener: (lead: { pid: number | null }) => void): this;
   /** A hang was declared (startup, stage_budget, stall, heartbeat, after_bye): stacks, then the kill. */
   on(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
+  /** A metric became NaN or infinite (training health), once per metric; the job goes on unless stopOnNan names it. */
+  on(event: 'health', listener: (entry: HealthEntry & { sender?: Sender; t: number }) => void): this;
   on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   on(event: 'log_error', listener: (problem: LogError) => void): this;
   /** Emitted only while someone listens: a Python error never crashes the supervisor. */
@@ -367,6 +392,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   once(event: 'state', listener: (state: JobState) => void): this;
   once(event: 'lead', listener: (lead: { pid: number | null }) => void): this;
   once(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
+  once(event: 'health', listener: (entry: HealthEntry & { sender?: Sender; t: number }) => void): this;
   once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   once(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
   once(event: 'end', listener: (report: Report) => void): this;
@@ -454,6 +480,8 @@ export interface SubmitOptions {
   meta?: Record<string, unknown>;
   /** The job's output log at this path (its folder must exist) instead of in the job's folder. */
   logPath?: string;
+  /** As launch()'s: cancel the job when one of these metrics first becomes NaN or infinite. */
+  stopOnNan?: string | string[];
 }
 
 /**

@@ -23,6 +23,7 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
     stages: [], // {name, depth, start_s, end_s, status}
     progress: null, // {step, total, rate, eta_s, metrics, percent, age_s}: the last 'status' event
     hang: null, stalled: null, signals: [],
+    health: [], // {metric, step, text}: the supervisor's training-health entries (src/health.js)
     report: null, stacks: [], // {at, text}
     // Series: metrics over steps, resources over seconds since the start.
     metrics: { epoch: 0, names: [], step: [], values: {} },
@@ -169,6 +170,9 @@ function apply(view, { type, data, t }) {
       break;
     case 'signal':
       view.signals.push(data);
+      break;
+    case 'health': // said by the judge; the page shows its words
+      view.health.push({ metric: data.metric, step: data.step ?? null, text: data.text });
       break;
     case 'resources':
       addResources(view, t, data);

@@ -17,6 +17,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
+const jsonform = require('../src/jsonform.js');
 const { toJSON } = require('../src/report.js');
 const model = require('./model.js');
 const { MemorySource, NoQueueError } = require('./source.js');
@@ -63,7 +64,7 @@ class HttpError extends Error {
 }
 
 function sendJSON(res, status, value) {
-  const body = typeof value === 'string' ? value : JSON.stringify(value);
+  const body = typeof value === 'string' ? value : jsonform.stringify(value);
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' });
   res.end(body);
 }
@@ -120,7 +121,7 @@ function sse(req, res) {
   const closers = [() => clearInterval(ping)];
   req.on('close', () => { for (const c of closers) c(); });
   return {
-    send: (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
+    send: (event, data) => res.write(`event: ${event}\ndata: ${jsonform.stringify(data)}\n\n`),
     onClose: (fn) => closers.push(fn),
   };
 }

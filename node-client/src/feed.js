@@ -12,6 +12,7 @@
  */
 
 const fs = require('node:fs');
+const jsonform = require('./jsonform.js');
 
 const CATCH_UP_BYTES = 8 * 1024 * 1024;
 const BLOCK = 256 * 1024;
@@ -145,7 +146,7 @@ function lastStatus(file) {
       for (let i = whole.length - 1; i >= 0; i -= 1) {
         if (!whole[i].includes('"status"')) continue;
         let event;
-        try { event = JSON.parse(whole[i]); } catch { continue; }
+        try { event = jsonform.parse(whole[i]); } catch { continue; }
         if (event.event === 'status') return { offset: end, status: event };
       }
     }

@@ -39,7 +39,9 @@ const oom = require('./oom.js');
 const { StatusTracker } = require('./status.js');
 const ranks = require('./ranks.js');
 const jobFacts = require('./job_facts.js');
-const { checkOptions, splitTimeouts, LaunchError, DEFAULT_TAIL_LINES } = require('./job_arguments.js');
+const {
+  checkOptions, metricNames, splitTimeouts, LaunchError, DEFAULT_TAIL_LINES,
+} = require('./job_arguments.js');
 const { EVENT_QUEUE, events } = require('./job_events.js');
 const { JobActions, now } = require('./job_actions.js');
 const { JobMessages } = require('./job_messages.js');
@@ -75,7 +77,8 @@ class Job extends EventEmitter {
   /**
    * Use launch() (src/index.js). options: command, args, cwd, env, timeouts, logPath,
    * logTimestamps (prefix each log line with its UTC time),
-   * tailLines, zeroCode, injectDir; hub: the Hub that routes this job's messages.
+   * tailLines, zeroCode, injectDir, stopOnNan (metric names whose first NaN or infinity cancels
+   * the job; '*' for every one); hub: the Hub that routes this job's messages.
    */
   constructor(options, hub) {
     super();
@@ -93,6 +96,7 @@ class Job extends EventEmitter {
     this.pid = null;
     this.report = null;
     this._options = options;
+    this._stopOnNan = metricNames(options.stopOnNan); // health.js: cancel on these metrics' NaN
     // One clock read for the machine's start, the status tracker's and the report's (two reads
     // with a slow step between them made a startup hang's after_s less than the deadline).
     const t0 = now();
@@ -168,11 +172,16 @@ class Job extends EventEmitter {
    * ignored) says so (the 'cancel' event), and SIGTERM follows at once.
    */
   cancel({ grace, reason } = {}) {
+    this._askCancel(grace, reason || 'cancelled by the client');
+    return this.done;
+  }
+
+  /** cancel(), and who asked (`by`) when not the client. Python: Job._ask_cancel. */
+  _askCancel(grace, reason, by = {}) {
     if (this._facts.cancel === null) {
-      this._facts.cancel = { reason: reason || 'cancelled by the client', accepted: null, refused: null, traceback: null };
+      this._facts.cancel = { reason, accepted: null, refused: null, traceback: null, ...by };
     }
     this._post({ type: 'cancel', ...(grace === undefined ? {} : { grace }) });
-    return this.done;
   }
 
   /**

@@ -74,6 +74,7 @@ function checkOptions(options) {
   if (tailLines !== undefined && !(Number.isInteger(tailLines) && tailLines >= 0)) {
     throw new LaunchError(`tailLines must be a whole number >= 0, got ${show(tailLines)}`);
   }
+  metricNames(options.stopOnNan);
   if (timeouts !== undefined && timeouts !== null && (typeof timeouts !== 'object' || Array.isArray(timeouts))) {
     throw new LaunchError(`timeouts must be an object, got ${show(timeouts)}`);
   }
@@ -103,6 +104,19 @@ function checkOptions(options) {
   }
 }
 
+/**
+ * stopOnNan as a list of metric names ('*': every metric); undefined, null or [] is off. A
+ * LaunchError says what is wrong with anything else. Python: job_arguments.metric_names.
+ */
+function metricNames(stopOnNan) {
+  if (stopOnNan === undefined || stopOnNan === null) return [];
+  const names = typeof stopOnNan === 'string' ? [stopOnNan] : stopOnNan;
+  if (!Array.isArray(names) || !names.every((n) => typeof n === 'string' && n !== '')) {
+    throw new LaunchError(`stopOnNan must be a metric name, an array of them, or '*' for every metric (the job is cancelled when one becomes NaN or infinite), got ${show(stopOnNan)}`);
+  }
+  return [...names];
+}
+
 class LaunchError extends Error {
   /** The command could not be started (not found, not executable, bad cwd). */
   constructor(message, cause) {
@@ -112,4 +126,4 @@ class LaunchError extends Error {
   }
 }
 
-module.exports = { checkOptions, splitTimeouts, LaunchError, DEFAULT_TAIL_LINES, WORKER_SETTINGS };
+module.exports = { checkOptions, metricNames, splitTimeouts, LaunchError, DEFAULT_TAIL_LINES, WORKER_SETTINGS };

@@ -9,6 +9,7 @@
  * The keys are listed in bridge/job_facts.py.
  */
 
+const health = require('./health.js');
 const ranks = require('./ranks.js');
 
 const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
@@ -22,7 +23,7 @@ function initial({ id, command, logPath = null, started, startedWall }) {
     tail: [], lines: { stdout: 0, stderr: 0 }, bytes: { stdout: 0, stderr: 0 }, fatal_lines: [],
     hellos: {}, // rank (a string) -> hello: every rank's, the lead's wins
     ranks: null, lead_pid: null, leads: [], dump_pids: [], native_dump_pids: [],
-    stages: [], stages_dropped: 0, stage_events: 0, progress: null, error: null, bye: null, heartbeat: null, stacks: [],
+    stages: [], stages_dropped: 0, stage_events: 0, progress: null, health: health.initial(), error: null, bye: null, heartbeat: null, stacks: [],
     cancel: null, internal_error: null, signals_sent: [], exit_code: null, exit_signal: null,
     oom_killed: null, oom_kills: null, leftovers: [], snapshot: null,
     rejected: {}, lost: 0, undelivered: {}, unrouted: 0, foreign_hellos: 0,
@@ -80,7 +81,10 @@ function apply(facts, message) {
   }
   if (!lead) return facts;
   if (kind === 'stage') recordStage(facts, body, message.t);
-  else if (kind === 'progress') facts.progress = { step: body.step, total: body.total ?? null, metrics: body.metrics || {} };
+  else if (kind === 'progress') {
+    facts.progress = { step: body.step, total: body.total ?? null, metrics: body.metrics || {} };
+    health.observe(facts.health, body.step, body.metrics);
+  }
   else if (kind === 'error') {
     if (body.fatal || facts.error === null) facts.error = body;
   } else if (kind === 'bye') facts.bye = body;

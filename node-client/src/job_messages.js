@@ -13,6 +13,7 @@ const launcher = require('./launcher.js');
 const ranks = require('./ranks.js');
 const { PythonError } = require('./errors.js');
 const { now } = require('./job_actions.js');
+const health = require('./health.js');
 const jobFacts = require('./job_facts.js');
 const { sentAt } = require('./status.js');
 
@@ -69,6 +70,7 @@ class JobMessages {
     }
     const lead = peer !== null && peer === this._lead;
     // The report's facts (src/job_facts.js apply: pure), every process's own state among them.
+    const said = this._facts.health.entries.length;
     this._facts = jobFacts.apply(this._facts, {
       kind: msg.kind, body, key: peer, rank: Number(peer.split('/')[1]), ts: msg.ts, lead, t: now(),
       // Never a signal to a rank of another host: its pid names a process over there.
@@ -109,6 +111,7 @@ class JobMessages {
         body.t = Date.now() / 1000; // when it arrived, as the Python client's event "t"
         this._emit('progress', body);
         this._publishStatus();
+        for (const entry of this._facts.health.entries.slice(said)) this._onHealth(entry, sender);
         this._post({ type: 'progress' });
         break;
       case 'error': {
@@ -176,6 +179,17 @@ class JobMessages {
    * A process said bye or is gone. The launched process never leaves: its last words are
    * the job's. Another one that led hands the lead back (machine event "lead").
    */
+  /**
+   * A metric became NaN or infinite (health.js): said in a 'health' event, and the job
+   * cancelled when the user asked for that (stopOnNan). Python: JobMessages._on_health.
+   */
+  _onHealth(entry, sender) {
+    this._emit('health', { ...entry, sender, t: Date.now() / 1000 });
+    if (health.stops(entry, this._stopOnNan) && this._m.exit === null) {
+      this._askCancel(undefined, `${entry.text}: stopped, as stopOnNan asks`, { by: 'health' });
+    }
+  }
+
   _leave(peer) {
     const hello = this._present.get(peer);
     if (hello === undefined || hello.pid === this.pid) return;

@@ -111,6 +111,7 @@ function buildReport(facts, files) {
     stage,
     stages: facts.stages.map((s) => ({ name: s.name, status: s.status, duration_s: s.duration_s, depth: s.depth })),
     progress: facts.progress,
+    health: facts.health.entries.map((entry) => ({ ...entry })),
     error,
     diagnosis,
     stacks,

@@ -5,6 +5,8 @@
  * with; toJSON(report), ASCII JSON. Pure. The Python twin is bridge/report_text.py.
  */
 
+const jsonform = require('./jsonform.js');
+
 /**
  * What a job's log file ends with: the verdict, then the stacks that explain it (the crash
  * file's are gone once the job ends; the log keeps them). Python: report_text.log_footer.
@@ -48,20 +50,18 @@ function losses(report) {
   return out;
 }
 
+/** Python's f"{x:g}" for a number that is not a whole one (6 significant digits, exponent
+ * form below 1e-4 and from 1e6), String() for the rest; null is Python's None. */
 function fmt(value) {
-  // Python's f"{x:g}" for floats, str() for the rest.
-  if (typeof value === 'number' && !Number.isInteger(value)) {
-    let s = value.toPrecision(6);
-    if (s.includes('e')) {
-      const [mant, exp] = s.split('e');
-      const m = mant.includes('.') ? mant.replace(/0+$/, '').replace(/\.$/, '') : mant;
-      const e = Number(exp);
-      return `${m}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
-    }
-    if (s.includes('.')) s = s.replace(/0+$/, '').replace(/\.$/, '');
-    return s;
-  }
-  return String(value);
+  if (value === null || value === undefined) return 'None';
+  if (typeof value !== 'number' || Number.isInteger(value)) return String(value);
+  if (Number.isNaN(value)) return 'nan';
+  if (!Number.isFinite(value)) return value > 0 ? 'inf' : '-inf';
+  const strip = (s) => (s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s);
+  const [mant, exp] = value.toExponential(5).split('e');
+  const e = Number(exp);
+  if (e < -4 || e >= 6) return `${strip(mant)}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
+  return strip(value.toFixed(5 - e));
 }
 
 /**
@@ -94,6 +94,7 @@ function summary(report) {
   if (hang) {
     parts.push(`It was declared hung (${hang.reason.replace(/_/g, ' ')}) ${pyFixed(hang.after_s, 1)} s after the start, and stopped.`);
   }
+  if (report.health && report.health.length) parts.push(`Training health: ${report.health.map((e) => e.text).join('; ')}.`);
   const { diagnosis } = report;
   if (diagnosis) {
     parts.push(`Diagnosis (${diagnosis.kind}): ${diagnosis.summary}.`);
@@ -105,10 +106,13 @@ function summary(report) {
   return parts.map((p) => p.replace(/\.\./g, '.')).join(' ');
 }
 
-/** ASCII JSON: non-ASCII text and undecodable bytes (lone surrogates) become \u escapes. */
+/**
+ * ASCII JSON: non-ASCII text and undecodable bytes (lone surrogates) become \u escapes; a
+ * number that is not finite is its string (jsonform.js).
+ */
 function toJSON(report, indent = 2) {
-  return JSON.stringify(report, null, indent)
+  return jsonform.stringify(report, indent)
     .replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-module.exports = { logFooter, losses, summary, toJSON };
+module.exports = { fmt, logFooter, losses, summary, toJSON };

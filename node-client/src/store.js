@@ -25,6 +25,8 @@ const { resolvePython } = require('./launcher.js');
 const { PythonError, StoreError } = require('./errors.js');
 const { StatusTracker } = require('./status.js');
 const feed = require('./feed.js');
+const jsonform = require('./jsonform.js');
+const { metricNames } = require('./job_arguments.js');
 
 const POLL_MS = 50; // how often an attached job's events file is read
 // The keeper publishes 'status' at least once a second while its job's process lives: its events
@@ -103,7 +105,7 @@ class Store {
       this._buf = this._buf.slice(nl + 1);
       if (!line.trim()) continue;
       let answer;
-      try { answer = JSON.parse(line); } catch { continue; }
+      try { answer = jsonform.parse(line); } catch { continue; }
       if (answer.watch !== undefined && answer.change) { // a watch's change, not an answer
         const watch = this._watches.get(answer.watch);
         if (watch) watch._deliver(answer.change);
@@ -138,10 +140,12 @@ class Store {
    * default this process's), timeouts (snake_case or camelCase), resources ({gpus}),
    * priority, maxRestarts, restartBackoff (seconds), zeroCode (as launch()'s; default true),
    * name, tags (strings), meta (a JSON object) kept in the row for the GUI (jobs({tag})), and
-   * logPath (the output log there instead of in the job's folder).
+   * logPath (the output log there instead of in the job's folder); stopOnNan as launch()'s
+   * (metric names whose first NaN or infinity cancels the job).
    */
   submit(options) {
     if (!options || !options.command) throw new TypeError('submit() needs a command, e.g. {command: "python", args: ["train.py"]}');
+    metricNames(options.stopOnNan); // a LaunchError that names stopOnNan, before the helper's
     const timeouts = {};
     for (const [name, value] of Object.entries(options.timeouts || {})) {
       timeouts[name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
@@ -160,6 +164,7 @@ class Store {
       tags: options.tags ?? null,
       meta: options.meta ?? null,
       log_path: options.logPath ? path.resolve(options.logPath) : null,
+      stop_on_nan: options.stopOnNan ?? null,
     });
   }
 
@@ -488,7 +493,7 @@ class AttachedJob extends EventEmitter {
         this._buf = this._buf.slice(nl + 1);
         if (!line.trim()) continue;
         let event;
-        try { event = JSON.parse(line); } catch { continue; }
+        try { event = jsonform.parse(line); } catch { continue; }
         // {since: N} on a feed that ended before N (a queued job has none yet): the lines that
         // came since are read from where it ended, and those below N are not asked for.
         if (typeof this._since === 'number' && Number.isInteger(event.seq) && event.seq < this._since) continue;
@@ -601,6 +606,11 @@ class AttachedJob extends EventEmitter {
       case 'hang':
         emit('hang', { reason: event.reason, stage: event.stage ?? null });
         break;
+      case 'health': { // a metric became NaN or infinite (src/health.js), as a launched Job's
+        const { event: _kind, seq: _seq, ...entry } = event;
+        emit('health', entry);
+        break;
+      }
       case 'signal':
         emit('signal', event.signal);
         break;

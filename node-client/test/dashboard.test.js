@@ -78,6 +78,19 @@ test('a hang stays "hung" until the end; the end closes open stages with the out
   assert.equal(v.report.diagnosis.frame, 'threading.py:327 wait');
 });
 
+test('training health: the judge\'s entries are in the page\'s head while it runs and after, in its words', () => {
+  const v = view0();
+  model.apply(v, { type: 'state', data: 'running', t: T0 });
+  const { message: before } = model.delta(v, null);
+  assert.deepEqual(before.head.health, []);
+  const entry = { metric: 'loss', value: NaN, step: 6, last_finite: 0.2, last_finite_step: 5, text: 'loss became NaN at step 6 (it was 0.2 at step 5)' };
+  model.apply(v, { type: 'health', data: entry, t: T0 + 1000 });
+  const { message } = model.delta(v, null);
+  assert.deepEqual(message.head.health, [{ metric: 'loss', step: 6, text: entry.text }]);
+  model.apply(v, { type: 'end', data: { outcome: 'succeeded', summary: 'Job succeeded.' }, t: T0 + 2000 });
+  assert.deepEqual(model.head(v).health.map((e) => e.text), [entry.text]);
+});
+
 test('a closed stage is as long as the worker measured, ending when its end arrived', () => {
   const v = view0();
   model.apply(v, { type: 'state', data: 'starting', t: T0 });

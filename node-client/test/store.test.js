@@ -487,3 +487,27 @@ test('store.watch(): the job list as changes, as Python\'s Scheduler.watch() (is
   assert.deepEqual(await removed, { ...(await removed), event: 'job', change: 'removed', id: first, row: null, why: 'forgotten' });
   await watch.close();
 });
+
+test('a scheduled job whose loss becomes NaN: health on every face, NaN read back, stopOnNan cancels it (Python: test_training_health)', async (t) => {
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  assert.throws(() => store.submit({ command: PYTHON, args: [CHILD, 'steps', '1'], stopOnNan: 3 }), /stopOnNan must be a metric name/);
+  const id = await store.submit({ command: PYTHON, args: [CHILD, 'diverge', '3'], env: userEnv(), stopOnNan: ['loss'] });
+  const job = store.attach(id);
+  const said = [];
+  job.on('health', (entry) => said.push(entry));
+  const report = await job.done;
+  // Before strict JSON, the keeper's lines with a bare NaN were skipped here: no health, no end.
+  assert.equal(said.length, 1);
+  assert.equal(said[0].metric, 'loss');
+  assert.ok(Number.isNaN(said[0].value));
+  assert.match(said[0].text, /^loss became NaN /);
+  assert.equal(report.outcome, 'cancelled', report.summary);
+  assert.equal(report.cancel.by, 'health');
+  assert.ok(report.cancel.reason.startsWith(said[0].text));
+  assert.ok(Number.isNaN(report.health[0].value));
+  assert.ok(Number.isNaN(job.status().metrics.loss));
+  const row = await store.get(id);
+  assert.ok(Number.isNaN(row.progress.metrics.loss));
+  assert.deepEqual(liveProcesses([row.job_pid]), []);
+});

@@ -8,6 +8,10 @@ when the job ends, `files` what read_files() got from the crash file and the sta
 "apply": worker messages folded into a new record (job_facts apply): {name, messages,
 facts}, the record after them but its `ranks` (vectors/ranks.json pins those).
 
+Numbers that are not finite are written in their strict form ("NaN", "Infinity":
+bridge/jsonform.py); the runners read the messages' metrics back with jsonform.revive and
+compare the strict forms of what they build.
+
 The expectations are written by the Python client and then reviewed by hand: the committed
 JSON is the contract; tests/client/test_report_vectors.py and node-client/test/report.test.js
 run it."""
@@ -19,7 +23,10 @@ import sys
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 sys.path.insert(0, ROOT)
 
-from trainbridge.bridge import job_facts, ranks, report  # noqa: E402 - after the path
+from trainbridge.bridge import health, job_facts, ranks, report  # noqa: E402 - after the path
+from trainbridge.bridge.jsonform import finite_form  # noqa: E402 - after the path
+
+NAN, INF = float("nan"), float("inf")  # written "NaN", "Infinity" (bridge/jsonform.py)
 
 STARTED = 1000.0  # the shell's monotonic clock at the start
 WALL = 1764460800.0  # 2025-11-30T00:00:00Z
@@ -371,6 +378,21 @@ def cases():
         ),
         {"crash_text": None, "stage_box": None},
     )
+    record = health.initial()
+    for step, loss in ((3, 2.3125), (4, 1.75), (9, NAN)):
+        health.observe(record, step, {"loss": loss, "lr": 0.5})
+    yield (
+        "succeeded, but its loss became NaN on the way (training health)",
+        facts(
+            **hello_facts(),
+            stages=ok_stages,
+            progress={"step": 41, "total": 41, "metrics": {"loss": NAN, "lr": INF}},
+            health=record,
+            bye={"exit_code": 0, "reason": "normal"},
+            exit_code=0,
+        ),
+        {"crash_text": None, "stage_box": None},
+    )
 
 
 def rendezvous_facts():
@@ -445,9 +467,17 @@ def apply_cases():
         msg("heartbeat", {"beat": 1, "dropped": {"log": 1}}, 0.6, lead=False, sender=other, rank=1),
         msg("hello", dict(rank1, pid=4301), 0.7, lead=False, sender=other, rank=1, in_tree=True),
     ]
+    diverged = [
+        msg("progress", {"step": 1, "total": 40, "metrics": {"loss": 2.5, "acc": 0}}, 0.5),
+        msg("progress", {"step": 2, "total": 40, "metrics": {"loss": INF, "acc": 0.125}}, 0.6),
+        msg("progress", {"step": 7, "total": 40, "metrics": {"loss": NAN, "acc": NAN}}, 0.7),
+        msg("progress", {"step": 8, "total": 40, "metrics": {"loss": 1.0, "acc": NAN}}, 0.8),
+        msg("progress", {"step": 5, "total": 10, "metrics": {"loss": NAN}}, 0.9, lead=False),
+    ]
     for name, messages in (
         ("the lead alone: hello, nested stages, progress, drops, a dump, errors, bye", one),
         ("a launcher leads; another process is listed, its dump and drops count", two),
+        ("training health: said once, when first not finite; the lead's only", diverged),
     ):
         f = job_facts.initial("job-0123456789ab", ["python", "train.py"], None, STARTED, WALL, 40)
         f["tail"] = []
@@ -455,6 +485,7 @@ def apply_cases():
         for m in messages:
             f = job_facts.apply(f, json.loads(json.dumps(m)))
         f.pop("ranks")
+        f = finite_form(f)
         yield {"name": name, "messages": messages, "facts": f}
 
 
@@ -463,7 +494,7 @@ def main():
     for name, f, files in cases():
         f["tail"] = list(f["tail"])
         built = report.build(json.loads(json.dumps(f)), files)
-        out_cases.append({"name": name, "facts": f, "files": files, "report": built})
+        out_cases.append(finite_form({"name": name, "facts": f, "files": files, "report": built}))
     path = os.path.join(ROOT, "vectors", "report.json")
     with open(path, "w", encoding="ascii") as fh:
         json.dump(
@@ -471,11 +502,12 @@ def main():
                 "about": "facts record + files in -> report out (bridge/report.py build, "
                 "node-client/src/report.js buildReport); tests/client/make_report_vectors.py",
                 "cases": out_cases,
-                "apply": list(apply_cases()),
+                "apply": [finite_form(case) for case in apply_cases()],
             },
             fh,
             indent=1,
             ensure_ascii=True,
+            allow_nan=False,
         )
         fh.write("\n")
     print(f"wrote {os.path.normpath(path)}: {len(out_cases)} report cases")

@@ -9,6 +9,8 @@ what it says.
   die N SIG     N progress steps, 0.1 s apart, then kills itself with signal SIG
   stall         one progress step, then sleeps in a loop (no more progress)
   echo          sends back (worker.send) every message it receives, until one says "stop"
+  diverge N     N progress steps with a finite loss, 0.1 s apart, then a NaN loss at every
+                next step, 0.1 s apart, until killed (a loss that diverged; stop_on_nan stops it)
   stray         105 of 200 steps in a stage "train", then a Python subprocess (supervised
                 too) opens its own "train" and reports 1 of 1; then exits 0
 """
@@ -81,6 +83,13 @@ elif mode == "stall":
         print("step 1, then nothing", flush=True)
         while True:
             time.sleep(0.05)
+elif mode == "diverge":
+    with worker.stage("train"):
+        i = 0
+        while True:
+            i += 1
+            worker.progress(i, None, loss=1.0 / i if i <= int(arg) else float("nan"))
+            time.sleep(0.1)
 elif mode == "gpus":
     print(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}", flush=True)
 else:

@@ -155,6 +155,10 @@ export function jobPage(main, id) {
 
   function renderVerdict() {
     const parts = [h('h2', { id: 'verdict-h', class: 'outcome', 'data-testid': 'verdict-outcome', text: verdictTitle() })];
+    if (head.health && head.health.length) { // the judge's words, while it runs and after
+      parts.push(h('p', { id: 'health', class: 'health', 'data-testid': 'health', role: 'alert' },
+        h('strong', { text: 'Training health: ' }), head.health.map((e) => e.text).join('; ')));
+    }
     const r = head.report;
     if (r) {
       parts.push(h('p', { id: 'summary', text: r.summary }));
