@@ -6,6 +6,7 @@ Stack and text reading is in diagnosis_stack.py.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any, Optional
@@ -28,6 +29,8 @@ from .diagnosis_stack import (
 END_KINDS = (
     "python_exception",
     "cuda_oom",
+    "host_oom",
+    "disk_full",
     "native_crash",
     "killed",
     "oom_killed",
@@ -174,6 +177,83 @@ def stage_at_end(
     return max(stages, key=lambda s: s["closed"])["name"]
 
 
+# A resource that ran out, raised as a library's generic error (issue 32 item 6): the words of
+# the allocators and of the kernel's errno, as Python, torch and numpy print them.
+_HOST_OOM_TEXT = re.compile(
+    r"\bMemoryError\b|DefaultCPUAllocator: can't allocate memory|std::bad_alloc|"
+    r"Cannot allocate memory|Unable to allocate [\d.]+ [KMGT]i?B"
+)
+_DISK_FULL_TEXT = re.compile(
+    r"No space left on device|Disk quota exceeded|unexpected pos \d+ vs \d+|"
+    r"PytorchStreamWriter failed writing file"
+)
+
+
+def _says(
+    pattern: re.Pattern[str], error: Optional[dict[str, Any]], log_tail: Sequence[str]
+) -> bool:
+    """Whether the fatal error (its type, message and chain) or, without one, the last
+    output lines say what `pattern` matches."""
+    if error:
+        texts = [f"{error.get('type', '')}: {error.get('message', '')}"]
+        texts += [
+            f"{c.get('type', '')}: {c.get('message', '')}"
+            for c in error.get("chain") or []
+            if isinstance(c, dict)
+        ]
+        return any(pattern.search(str(t)) for t in texts)
+    return any(pattern.search(str(line)) for line in log_tail[-50:])
+
+
+def size(value: Any) -> str:
+    """Bytes for people: 1.5 GiB, 320.0 MiB, 12 KiB (rounded half up, as the Node twin)."""
+    for unit, name in ((1 << 30, "GiB"), (1 << 20, "MiB")):
+        if value >= unit:
+            return f"{math.floor(value / unit * 10 + 0.5) / 10:.1f} {name}"
+    return f"{math.floor(value / 1024 + 0.5)} KiB"
+
+
+def _memory_words(memory: dict[str, Any]) -> tuple[str, str]:
+    """What the summary adds about the process's memory, and the hint's first advice."""
+    facts = []
+    as_limit, cgroup = memory.get("as_limit_bytes"), memory.get("cgroup_limit_bytes")
+    if isinstance(as_limit, int):
+        facts.append(f"address-space limit {size(as_limit)}, ulimit -v")
+    if isinstance(cgroup, int):
+        facts.append(f"memory limit of its cgroup {size(cgroup)}")
+    for key, name in (("vm_bytes", "address space in use"), ("peak_rss_bytes", "peak RSS")):
+        if isinstance(memory.get(key), int):
+            facts.append(f"{name} {size(memory[key])}")
+    if isinstance(as_limit, int):
+        advice = (
+            f"the process hit its address-space limit ({size(as_limit)}, ulimit -v or "
+            "RLIMIT_AS): raise or remove it (ulimit -v unlimited)"
+        )
+    elif isinstance(cgroup, int):
+        advice = (
+            f"the process hit its cgroup's memory limit ({size(cgroup)}; a container or "
+            "systemd limit): raise it"
+        )
+    else:
+        advice = "the host ran out of RAM: free memory that other processes hold"
+    return (f" ({'; '.join(facts)})" if facts else ""), advice
+
+
+def _disk_words(disk: dict[str, Any]) -> tuple[str, str]:
+    """What the summary adds about the disk written to, and the hint's first advice."""
+    fs = disk.get("filesystem")
+    facts = []
+    if isinstance(disk.get("path"), str):
+        facts.append(f"writing {disk['path']}")
+    if isinstance(fs, str) and isinstance(disk.get("free_bytes"), int):
+        total = disk.get("total_bytes")
+        of = f" of {size(total)}" if isinstance(total, int) else ""
+        facts.append(f"{fs} has {size(disk['free_bytes'])} free{of}")
+    where_to = f"on {fs}" if isinstance(fs, str) else "on the disk written to"
+    advice = f"free space {where_to} (old checkpoints, caches) or write to a disk with room"
+    return (f" ({'; '.join(facts)})" if facts else ""), advice
+
+
 def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
     """Why a process ended; None for a clean success. See the module docstring for shape.
 
@@ -212,6 +292,37 @@ def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
             f"CUDA out of memory{in_stage(stage)} at {where(frames)}: {message}",
             "lower the batch size or sequence length, enable gradient checkpointing "
             "or mixed precision, or free other jobs on the GPU (nvidia-smi)",
+            evidence,
+        )
+    resources = ((error or {}).get("resources") if fatal_error else None) or {}
+    if not isinstance(resources, dict):
+        resources = {}
+    if ended_badly and _says(_HOST_OOM_TEXT, error if fatal_error else None, log_tail):
+        frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
+        evidence.update(frame_fields(frames))
+        memory = resources.get("memory") if isinstance(resources.get("memory"), dict) else {}
+        evidence["memory"] = memory or None
+        details, advice = _memory_words(memory)
+        message = one_line(_message(error if fatal_error else None, log_tail), MESSAGE_MAX)
+        return diag(
+            "host_oom",
+            f"out of host memory{in_stage(stage)} at {where(frames)}{details}: {message}",
+            f"{advice}; or make the job need less: a smaller batch or model, fewer DataLoader "
+            "workers or a lower prefetch_factor, the data read lazily instead of held in memory",
+            evidence,
+        )
+    if ended_badly and _says(_DISK_FULL_TEXT, error if fatal_error else None, log_tail):
+        frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
+        evidence.update(frame_fields(frames))
+        disk = resources.get("disk") if isinstance(resources.get("disk"), dict) else {}
+        evidence["disk"] = disk or None
+        details, advice = _disk_words(disk)
+        message = one_line(_message(error if fatal_error else None, log_tail), MESSAGE_MAX)
+        return diag(
+            "disk_full",
+            f"disk full{in_stage(stage)} at {where(frames)}{details}: {message}",
+            f"{advice}; the file being written is likely incomplete: delete it "
+            "(a checkpoint cut short does not load)",
             evidence,
         )
     if facts.get("oom_killed"):
@@ -336,6 +447,16 @@ def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
             evidence,
         )
     return None
+
+
+def _message(error: Optional[dict[str, Any]], log_tail: Sequence[str]) -> str:
+    """The error's own words: the worker's message, else the traceback's last line."""
+    if error:
+        return f"{error.get('type', 'Exception')}: {error.get('message', '')}"
+    printed = traceback_in_text(log_tail)
+    if printed:
+        return f"{printed['type']}: {printed['message']}"
+    return last_line(log_tail) or ""
 
 
 def _oom_line(log_tail: Sequence[str]) -> str:

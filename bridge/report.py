@@ -394,6 +394,7 @@ def _error(worker_error: Optional[dict[str, Any]], tail: list[str]) -> Optional[
                     "frames",
                     "chain",
                     "exit_code",
+                    "resources",  # memory and disk as it failed (worker/exhaustion.py)
                 )
                 if k in worker_error
             }

@@ -155,10 +155,22 @@ def _report_uncaught(exc: Any, tb: Any) -> None:
         STATE.exit_code = None if interrupted else 1
         STATE.keyboard_interrupt = interrupted
         if not interrupted:
+            _add_resources(body, exc)
             _record_for_torchrun(body)
         runtime.send_final("error", body)
     except BaseException as failure:  # noqa: BLE001 - Python's own excepthook still runs after us
         runtime.internal_error("reporting an uncaught exception", failure)
+
+
+def _add_resources(body: Any, exc: BaseException) -> None:
+    """What the process had of memory and disk as it failed (worker/exhaustion.py): the
+    supervisor names the resource when the error is one running out."""
+    try:
+        from trainbridge.worker import exhaustion
+
+        body["resources"] = exhaustion.at_error(exc)
+    except BaseException as failure:  # noqa: BLE001 - the error itself must still be sent
+        runtime.internal_error("reading memory and disk at the error", failure)
 
 
 def _record_for_torchrun(body: Any) -> None:

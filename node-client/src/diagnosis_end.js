@@ -78,6 +78,68 @@ function workerDied(error, logTail) {
   return found;
 }
 
+// A resource that ran out, raised as a library's generic error: the words of the allocators
+// and of the kernel's errno, as Python, torch and numpy print them (as bridge/diagnosis_end.py).
+const HOST_OOM_TEXT = /\bMemoryError\b|DefaultCPUAllocator: can't allocate memory|std::bad_alloc|Cannot allocate memory|Unable to allocate [\d.]+ [KMGT]i?B/;
+const DISK_FULL_TEXT = /No space left on device|Disk quota exceeded|unexpected pos \d+ vs \d+|PytorchStreamWriter failed writing file/;
+
+/** Whether the fatal error (type, message, chain) or, without one, the last output lines say it. */
+function says(pattern, error, logTail) {
+  if (error) {
+    const texts = [`${error.type ?? ''}: ${error.message ?? ''}`];
+    for (const c of error.chain || []) if (c && typeof c === 'object' && !Array.isArray(c)) texts.push(`${c.type ?? ''}: ${c.message ?? ''}`);
+    return texts.some((t) => pattern.test(String(t)));
+  }
+  return logTail.slice(-50).some((line) => pattern.test(String(line)));
+}
+
+/** Bytes for people: 1.5 GiB, 320.0 MiB, 12 KiB (rounded half up, as the Python twin). */
+function size(value) {
+  for (const [unit, name] of [[2 ** 30, 'GiB'], [2 ** 20, 'MiB']]) {
+    if (value >= unit) return `${(Math.floor((value / unit) * 10 + 0.5) / 10).toFixed(1)} ${name}`;
+  }
+  return `${Math.floor(value / 1024 + 0.5)} KiB`;
+}
+
+const isInt = (v) => Number.isInteger(v);
+
+function memoryWords(memory) {
+  const facts = [];
+  const asLimit = memory.as_limit_bytes;
+  const cgroup = memory.cgroup_limit_bytes;
+  if (isInt(asLimit)) facts.push(`address-space limit ${size(asLimit)}, ulimit -v`);
+  if (isInt(cgroup)) facts.push(`memory limit of its cgroup ${size(cgroup)}`);
+  for (const [key, name] of [['vm_bytes', 'address space in use'], ['peak_rss_bytes', 'peak RSS']]) {
+    if (isInt(memory[key])) facts.push(`${name} ${size(memory[key])}`);
+  }
+  let advice;
+  if (isInt(asLimit)) advice = `the process hit its address-space limit (${size(asLimit)}, ulimit -v or RLIMIT_AS): raise or remove it (ulimit -v unlimited)`;
+  else if (isInt(cgroup)) advice = `the process hit its cgroup's memory limit (${size(cgroup)}; a container or systemd limit): raise it`;
+  else advice = 'the host ran out of RAM: free memory that other processes hold';
+  return [facts.length ? ` (${facts.join('; ')})` : '', advice];
+}
+
+function diskWords(disk) {
+  const fs = disk.filesystem;
+  const facts = [];
+  if (typeof disk.path === 'string') facts.push(`writing ${disk.path}`);
+  if (typeof fs === 'string' && isInt(disk.free_bytes)) {
+    facts.push(`${fs} has ${size(disk.free_bytes)} free${isInt(disk.total_bytes) ? ` of ${size(disk.total_bytes)}` : ''}`);
+  }
+  const whereTo = typeof fs === 'string' ? `on ${fs}` : 'on the disk written to';
+  return [facts.length ? ` (${facts.join('; ')})` : '', `free space ${whereTo} (old checkpoints, caches) or write to a disk with room`];
+}
+
+/** The error's own words: the worker's message, else the traceback's last line. */
+function messageOf(error, logTail) {
+  if (error) return `${error.type ?? 'Exception'}: ${error.message ?? ''}`;
+  const printed = tracebackInText(logTail);
+  if (printed) return `${printed.type}: ${printed.message}`;
+  return lastLine(logTail) || '';
+}
+
+const isMap = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
 function workerDiedHint(signal, oomKills) {
   const memory = 'lower num_workers, prefetch_factor or the batch size, or raise the memory limit';
   if (signal === 'SIGKILL' || signal === null) {
@@ -138,6 +200,33 @@ function diagnoseEnd(facts) {
     Object.assign(evidence, frameFields(frames));
     return diag('cuda_oom', `CUDA out of memory${inStage(stage)} at ${where(frames)}: ${message}`,
       'lower the batch size or sequence length, enable gradient checkpointing or mixed precision, or free other jobs on the GPU (nvidia-smi)',
+      evidence);
+  }
+  const resources = ((fatalError ? (error || {}).resources : null)) || {};
+  const resourceFrames = () => {
+    const errFrames = errorFrames(error);
+    return errFrames.length ? errFrames : ((tracebackInText(logTail) || {}).frames || []);
+  };
+  if (endedBadly && says(HOST_OOM_TEXT, fatalError ? error : null, logTail)) {
+    const frames = resourceFrames();
+    Object.assign(evidence, frameFields(frames));
+    const memory = isMap(resources.memory) ? resources.memory : {};
+    evidence.memory = Object.keys(memory).length ? memory : null;
+    const [details, advice] = memoryWords(memory);
+    const message = oneLine(messageOf(fatalError ? error : null, logTail), MESSAGE_MAX);
+    return diag('host_oom', `out of host memory${inStage(stage)} at ${where(frames)}${details}: ${message}`,
+      `${advice}; or make the job need less: a smaller batch or model, fewer DataLoader workers or a lower prefetch_factor, the data read lazily instead of held in memory`,
+      evidence);
+  }
+  if (endedBadly && says(DISK_FULL_TEXT, fatalError ? error : null, logTail)) {
+    const frames = resourceFrames();
+    Object.assign(evidence, frameFields(frames));
+    const disk = isMap(resources.disk) ? resources.disk : {};
+    evidence.disk = Object.keys(disk).length ? disk : null;
+    const [details, advice] = diskWords(disk);
+    const message = oneLine(messageOf(fatalError ? error : null, logTail), MESSAGE_MAX);
+    return diag('disk_full', `disk full${inStage(stage)} at ${where(frames)}${details}: ${message}`,
+      `${advice}; the file being written is likely incomplete: delete it (a checkpoint cut short does not load)`,
       evidence);
   }
   if (facts.oom_killed) {

@@ -251,7 +251,7 @@ function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid, crashText = n
   }
 }
 
-const ERROR_KEYS = ['type', 'message', 'traceback', 'kind', 'stage', 'fatal', 'thread', 'frames', 'chain', 'exit_code'];
+const ERROR_KEYS = ['type', 'message', 'traceback', 'kind', 'stage', 'fatal', 'thread', 'frames', 'chain', 'exit_code', 'resources'];
 
 /** The worker's error, or the last traceback printed on stderr by a plain command. */
 function errorOf(workerError, tail) {

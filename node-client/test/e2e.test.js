@@ -282,3 +282,23 @@ test('a consumer of events() that falls 10,000 behind gets a dropped count, then
   assert.equal(seen.length, 10001);
   assert.equal(seen.at(-1).type, 'end');
 });
+
+test('out of host memory under an address-space limit is named, with the limit (Python: test_exhaustion.py)', async () => {
+  const code = [
+    'import resource',
+    'with open("/proc/self/status") as f:',
+    '    vm = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))',
+    'limit = vm + (256 << 20)',
+    'resource.setrlimit(resource.RLIMIT_AS, (limit, limit))',
+    'print("limit", limit, flush=True)',
+    'blob = bytearray(1 << 30)',
+  ].join('\n');
+  const report = await launch({ command: PYTHON, args: ['-c', code], env: userEnv() }).done;
+  const limit = Number(report.log_tail.find((l) => l.startsWith('limit')).split(' ')[1]);
+  const d = report.diagnosis;
+  assert.equal(d.kind, 'host_oom', report.summary);
+  assert.equal(d.evidence.memory.as_limit_bytes, limit);
+  assert.match(d.summary, /^out of host memory .*, ulimit -v.*MemoryError/);
+  assert.match(d.hint, /^the process hit its address-space limit/);
+  assert.deepEqual(liveProcesses([report.pid]), []);
+});

@@ -624,6 +624,83 @@ ERR_WORKER_KILLED = {
         },
     ],
 }
+ERR_HOST_OOM = {
+    "type": "RuntimeError",
+    "kind": "exception",
+    "fatal": True,
+    "thread": "MainThread",
+    "stage": "train",
+    "message": "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't "
+    "allocate memory: you tried to allocate 8589934592 bytes. Error code 12 (Cannot allocate "
+    "memory)",
+    "frames": [
+        {"file": "/job/makemore.py", "line": 684, "function": "<module>"},
+        {"file": "/job/makemore.py", "line": 145, "function": "forward"},
+        {
+            "file": "/venv/site-packages/torch/nn/functional.py",
+            "line": 2264,
+            "function": "embedding",
+        },
+    ],
+    "resources": {
+        "memory": {
+            "as_limit_bytes": 3 << 30,
+            "data_limit_bytes": None,
+            "vm_bytes": 2_950_000_000,
+            "rss_bytes": 1_200_000_000,
+            "peak_rss_bytes": 1_250_000_000,
+            "cgroup_limit_bytes": None,
+        }
+    },
+}
+ERR_MEMORY_CGROUP = {
+    "type": "MemoryError",
+    "kind": "exception",
+    "fatal": True,
+    "thread": "MainThread",
+    "message": "",
+    "frames": [{"file": "/job/prep.py", "line": 12, "function": "load_all"}],
+    "resources": {"memory": {"as_limit_bytes": None, "cgroup_limit_bytes": 4 << 30}},
+}
+ERR_ENOSPC = {
+    "type": "OSError",
+    "kind": "exception",
+    "fatal": True,
+    "thread": "MainThread",
+    "stage": "save",
+    "message": "[Errno 28] No space left on device: '/ckpt/model-0004.pt'",
+    "frames": [{"file": "/job/train.py", "line": 286, "function": "save_checkpoint"}],
+    "resources": {
+        "disk": {
+            "path": "/ckpt/model-0004.pt",
+            "filesystem": "/ckpt",
+            "free_bytes": 0,
+            "total_bytes": 64 << 20,
+        }
+    },
+}
+ERR_TORCH_SAVE = {
+    "type": "RuntimeError",
+    "kind": "exception",
+    "fatal": True,
+    "thread": "MainThread",
+    "message": "[enforce fail at inline_container.cc:603] . unexpected pos 47168 vs 47120",
+    "chain": [
+        {
+            "type": "RuntimeError",
+            "relation": "context",
+            "message": "[enforce fail at inline_container.cc:778] . PytorchStreamWriter failed "
+            "writing file data/3: file write failed",
+        }
+    ],
+    "frames": [
+        {"file": "/job/train.py", "line": 286, "function": "<module>"},
+        {"file": "/venv/site-packages/torch/serialization.py", "line": 651, "function": "save"},
+    ],
+    "resources": {
+        "disk": {"path": None, "filesystem": "/", "free_bytes": 12288, "total_bytes": 1 << 34}
+    },
+}
 PRINTED_TB = [
     "step 1",
     "Traceback (most recent call last):",
@@ -705,6 +782,73 @@ ENDS = [
         ["SIGKILL", "epoch 3"],
     ),
     ("oom killer", {"signal": "SIGKILL", "oom_killed": True}, "oom_killed", ["out-of-memory"]),
+    (
+        "host memory under an address-space limit (torch's allocator)",
+        {"exit_code": 1, "error": ERR_HOST_OOM},
+        "host_oom",
+        [
+            "out of host memory in stage 'train' at nn/functional.py:2264 embedding "
+            "(from job/makemore.py:145 forward)",
+            "address-space limit 3.0 GiB, ulimit -v",
+            "peak RSS 1.2 GiB",
+            "DefaultCPUAllocator",
+        ],
+    ),
+    (
+        "MemoryError under a cgroup limit",
+        {"exit_code": 1, "error": ERR_MEMORY_CGROUP},
+        "host_oom",
+        ["out of host memory", "memory limit of its cgroup 4.0 GiB", "MemoryError"],
+    ),
+    (
+        "host memory, numpy on stderr, no worker",
+        {
+            "exit_code": 1,
+            "log_tail": [
+                "Traceback (most recent call last):",
+                '  File "/job/prep.py", line 3, in <module>',
+                "    x = np.zeros((1 << 20, 1 << 20))",
+                "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 8.00 TiB for an "
+                "array with shape (1048576, 1048576) and data type float64",
+            ],
+        },
+        "host_oom",
+        ["out of host memory at job/prep.py:3", "Unable to allocate 8.00 TiB"],
+    ),
+    (
+        "disk full while saving a checkpoint (ENOSPC)",
+        {"exit_code": 1, "error": ERR_ENOSPC},
+        "disk_full",
+        [
+            "disk full in stage 'save' at job/train.py:286 save_checkpoint",
+            "writing /ckpt/model-0004.pt",
+            "/ckpt has 0 KiB free of 64.0 MiB",
+        ],
+    ),
+    (
+        "disk full under torch.save's generic error",
+        {"exit_code": 1, "error": ERR_TORCH_SAVE},
+        "disk_full",
+        [
+            "disk full at torch/serialization.py:651 save (from job/train.py:286 <module>)",
+            "/ has 12 KiB free of 16.0 GiB",
+            "unexpected pos",
+        ],
+    ),
+    (
+        "disk full on stderr, no worker",
+        {
+            "exit_code": 1,
+            "log_tail": [
+                "Traceback (most recent call last):",
+                '  File "/job/dump.py", line 8, in <module>',
+                "    f.write(blob)",
+                "OSError: [Errno 28] No space left on device",
+            ],
+        },
+        "disk_full",
+        ["disk full at job/dump.py:8", "No space left on device"],
+    ),
     ("sigterm from outside", {"signal": "SIGTERM"}, "killed", ["SIGTERM"]),
     (
         "sys.exit(3) with no error",
