@@ -20,8 +20,12 @@ hooks below are chosen so that their cost is paid at most a few times a second.
   "cancelled" after the job's cancel),
   so the report's stage is where the process really was when it died without exiting.
 - once tqdm is imported: every bar's refresh (tqdm rate-limits those to ~10 Hz) becomes
-  progress with the bar's description, count, total and rate, so a download stuck at
-  0 B/s becomes a stall that names the file.
+  progress with the bar's description, count, total and rate, and the numbers the script
+  gave its set_postfix() (loss=..., lr=...), so a download stuck at 0 B/s becomes a stall
+  that names the file and a loss shown only on the bar reaches the report. Before training
+  (no "first batch" or "train" yet), the outermost main-thread bar with a description is a
+  stage of that name while it lives ("Downloading model.safetensors", "Tokenizing"): the
+  phases a tqdm-only script shows its user are the ones it is judged by.
 
 Its length (about 500 lines): sitecustomize loads it into every supervised interpreter
 before the script runs, so it stays one module: each more would be one more import, at
@@ -287,19 +291,80 @@ def _report_internal(exc: BaseException) -> None:
         pass
 
 
+# The bar whose description is a stage now: [id(bar), stage name] (one at a time: the
+# outermost; see the module docstring).
+_bar_stage: list = [None, None]
+_training = [False]  # "first batch" or "train" began: bars are progress only from then on
+_AUTO_NAMES = ("startup", "main", "first batch", "train")
+POSTFIX_ATTR = "_trainbridge_postfix"
+
+
+def _bar_stage_begin(bar) -> None:
+    if (
+        _bar_stage[0] is not None
+        or _training[0]
+        or threading.current_thread() is not threading.main_thread()
+        or _user_stages_open()
+        or _user_progress()
+    ):
+        return
+    name = str(getattr(bar, "desc", "") or "").strip().rstrip(":").strip()[:80]
+    if not name or name in _AUTO_NAMES or name.startswith("import ") or name in _open:
+        return
+    _bar_stage[:] = [id(bar), name]
+    _begin(name)
+
+
+def _bar_stage_end(bar) -> None:
+    if _bar_stage[0] is not None and _bar_stage[0] == id(bar):
+        name = _bar_stage[1]
+        _bar_stage[:] = [None, None]
+        _end(name)
+
+
+def _training_begins() -> None:
+    """The torch hooks open "first batch" or "train": a bar's stage ends first, so theirs
+    stay directly inside "main"."""
+    _training[0] = True
+    if _bar_stage[0] is not None:
+        name = _bar_stage[1]
+        _bar_stage[:] = [None, None]
+        _end(name)
+
+
+def _postfix_numbers(values: dict) -> dict:
+    """The numbers of a set_postfix() call, as metrics: plain numbers, numpy scalars and 0-dim
+    tensors (tqdm has just formatted them, so reading one costs no GPU wait of its own)."""
+    import numbers
+
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, numbers.Number) and not isinstance(value, complex):
+            out[str(key)] = float(value) if isinstance(value, numbers.Real) else value
+        elif getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+            try:
+                out[str(key)] = float(value.item())
+            except Exception:  # noqa: BLE001 - not a number after all: tqdm shows it, we skip it
+                pass
+    return out
+
+
 def _hook_tqdm(module) -> None:
     cls = module.tqdm
     real_refresh, real_close = cls.refresh, cls.close
+    real_set_postfix = cls.set_postfix
 
     def report(bar) -> None:
         if _user_progress():
             return
         try:
             fmt = bar.format_dict
-            metrics = {
-                "bar": str(fmt.get("prefix") or bar.desc or ""),
-                "unit": str(fmt.get("unit") or "it"),
-            }
+            metrics = dict(getattr(bar, POSTFIX_ATTR, None) or {})
+            metrics.update(
+                bar=str(fmt.get("prefix") or bar.desc or ""), unit=str(fmt.get("unit") or "it")
+            )
             rate = fmt.get("rate")
             if rate is None and fmt.get("elapsed"):
                 rate = fmt.get("n", 0) / fmt["elapsed"]
@@ -311,15 +376,27 @@ def _hook_tqdm(module) -> None:
 
     def refresh(self, *args, **kwargs):
         if not getattr(self, "disable", True):
+            _safe(_bar_stage_begin, self)
             report(self)
         return real_refresh(self, *args, **kwargs)
 
     def close(self, *args, **kwargs):
         if not getattr(self, "disable", True):
             report(self)
+            _safe(_bar_stage_end, self)
         return real_close(self, *args, **kwargs)
 
-    cls.refresh, cls.close = refresh, close
+    def set_postfix(self, ordered_dict=None, refresh=True, **kwargs):
+        try:
+            values = dict(ordered_dict or {})
+            values.update(kwargs)
+            setattr(self, POSTFIX_ATTR, _postfix_numbers(values))
+        except Exception as exc:  # noqa: BLE001 - a metric must never break the bar
+            _report_internal(exc)
+        return real_set_postfix(self, ordered_dict, refresh, **kwargs)
+
+    set_postfix.__wrapped__ = real_set_postfix
+    cls.refresh, cls.close, cls.set_postfix = refresh, close, set_postfix
 
 
 _first_batch_seen = False
@@ -345,6 +422,7 @@ class _FirstBatch:
         self._it = iterator
         self._staged = not _user_stages_open()
         if self._staged:
+            _training_begins()
             _begin("first batch")
 
     def __iter__(self):
@@ -524,6 +602,7 @@ def _hook_torch_optim(module) -> None:
         if _HORIZON[0] is not None and _HORIZON[0] is not _AMBIGUOUS and _TOTAL[0] is None:
             _horizon_total(_steps)
         if _steps == 1 and "train" not in _open and not _user_stages_open():
+            _training_begins()
             _end("first batch")
             _begin("train")
         _last_auto_progress = SLOT[0] = (_steps, _TOTAL[0], _OPTIMIZER_METRICS)

@@ -203,3 +203,24 @@ def test_the_scripts_own_worker_and_bridge_modules_are_never_shadowed():
     hellos = [e for e in events if e.get("event") == "message" and e.get("kind") == "hello"]
     assert len(hellos) == 2  # the script and its subprocess are both supervised
     assert "main" in names(report)
+
+
+def test_a_tqdm_only_script_has_its_bars_as_stages_and_its_postfix_as_metrics():
+    """Issue 32 item 8: set_postfix(loss=..., lr=...) was dropped (metrics were bar, rate and
+    unit only) and a tqdm-only script had only startup/main stages."""
+    report, events = run([PY, "tqdm_phases.py"])
+    assert report["outcome"] == "succeeded", report["summary"]
+    stages = [(s["name"], s["depth"], s["status"]) for s in report["stages"]]
+    assert ("Downloading weights.bin", 1, "ok") in stages, stages
+    assert ("Fitting", 1, "ok") in stages, stages  # the trailing ':' of a desc is not the name
+    assert not any(name == "batches" for name, _, _ in stages), stages  # an inner bar: progress
+    progress = [
+        e["body"] for e in events if e.get("event") == "message" and e.get("kind") == "progress"
+    ]
+    fitting = [p["metrics"] for p in progress if p["metrics"].get("lr") == 3e-4]
+    assert fitting, "the bar's postfix never reached the metrics"
+    assert all(isinstance(m["loss"], float) for m in fitting) and "note" not in fitting[-1]
+    assert [h["metric"] for h in report["health"]] == ["loss"], report["health"]
+    # "became NaN at/by step N", or "was NaN from its first report" when the beacon's few
+    # sends a second all fell on the inner bar until then: both say the loss is NaN
+    assert "Training health: loss " in report["summary"] and "NaN" in report["summary"]
