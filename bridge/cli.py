@@ -122,11 +122,13 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
         type=_seconds,
         default=d["startup_timeout"],
         metavar="S",
-        help="hung if no process of the command has said hello after S seconds "
-        f"(default {d['startup_timeout']:g}; 0 disables). In zero-code mode every Python "
-        "process says it as it starts; a command that runs no Python that long (a shell "
-        "script preparing data) needs more, or 0. A process that loaded the worker but "
-        "has not said hello yet is held to --heartbeat-timeout instead",
+        help="after S seconds with no hello from any process of the command (default "
+        f"{d['startup_timeout']:g}; 0 disables), look at its processes for a second: a "
+        "tree with no Python yet (a shell script preparing data), or one using CPU, "
+        "reading, writing or printing, is starting and gets S more; a Python process doing "
+        "nothing is hung. In zero-code mode every Python process says hello as it starts. "
+        "A process that loaded the worker but has not said hello yet is held to "
+        "--heartbeat-timeout instead",
     )
     run.add_argument(
         "--stall-timeout",

@@ -92,6 +92,8 @@ class ViewModel:
             self.notes.append(f"sent {event['signal']}")
         elif kind == "health":
             self.notes.append(f"training health: {event['text']}")
+        elif kind == "starting":
+            self.notes.append(f"still starting, not hung: {event['why']}")
         elif kind == "log_error":
             self.notes.append(loss_note(event, None))
 
@@ -318,6 +320,8 @@ class PlainView:
                 self._note(f"hung ({event['reason']}): collecting stacks, then stopping the tree")
             elif kind == "health":
                 self._note(f"training health: {event['text']}")
+            elif kind == "starting":
+                self._note(f"still starting, not hung: {event['why']}")
             elif kind in ("dropped", "log_error"):
                 self._note(loss_note(event, self.log_path, self.log_error))
                 if kind == "log_error":

@@ -120,8 +120,9 @@ IO_BUSY_BYTES = 1 << 20  # bytes per window that count as "doing I/O"
 
 def _startup_hint(frames: Sequence[Any]) -> str:
     """What to do when no process said hello in time. In zero-code mode (the default) every
-    Python process says it as it starts; so a Python frame means it was stuck before that, and
-    none may mean the command runs no Python yet (a shell script, a download step)."""
+    Python process says it as it starts; so a Python frame means it was stuck before that. A
+    tree with no Python, or one that works, is never a startup hang (bridge/startup_look.py):
+    without a frame, a Python process started and then did nothing."""
     if frames:
         return (
             "the process was stuck before trainbridge's hello (in zero-code mode it comes as "
@@ -129,10 +130,10 @@ def _startup_hint(frames: Sequence[Any]) -> str:
             "what the named frame waits on"
         )
     return (
-        "no process of the command said hello in time: a command that runs no Python that "
-        "long (a shell script preparing data, a download) needs a larger --startup-timeout "
-        "(startup_timeout), or 0 to turn it off; to see where a Python process is stuck, "
-        "install py-spy (pip install py-spy)"
+        "a Python process of the command started and then did nothing (no CPU, I/O or "
+        "output) until the startup deadline, before trainbridge's hello: to see where it is "
+        "stuck, install py-spy (pip install py-spy); if it waits on purpose, raise "
+        "--startup-timeout (startup_timeout), or 0 to turn it off"
     )
 
 

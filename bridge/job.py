@@ -204,6 +204,10 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._pidfd: Optional[int] = None
         self._drain_started: Optional[float] = None
         self._tree_next = 0.0
+        # The look at the startup deadline (machine "look"): the first sample and when the
+        # second is due (bridge/startup_look.py)
+        self._look: Optional[dict[str, Any]] = None
+        self._look_due: Optional[float] = None
         self._status_next = 0.0  # when the feed's next `status` event is due (job_actions)
         self.proc = None
         self.pid: Optional[int] = None

@@ -16,10 +16,12 @@ from trainbridge.bridge import (
     evidence,
     launcher,
     machine,
+    procfs,
     rankdumps,
     ranks,
     ranks_hang,
     report_files,
+    startup_look,
 )
 
 LIVE_DIAGNOSIS_S = 2.0  # while stalled, the live diagnosis is refreshed at most this often
@@ -83,6 +85,8 @@ class JobActions:
                         launcher.signal_process(pid, SIGNALS[name])
             elif self.tree is not None:
                 self.tree.signal(SIGNALS[name])
+        elif do == "look":
+            self._start_look()
         elif do == "drain":
             self._drain()
         elif do == "finish":
@@ -138,7 +142,7 @@ class JobActions:
         now = time.monotonic()
         held, drain, tree = self._due(now)
         status = self._status_next if self.m["exit"] is None else None
-        times = [machine.next_deadline(self.m), drain, tree, status]
+        times = [machine.next_deadline(self.m), drain, tree, status, self._look_due]
         if held:
             times.append(now + SEND_RETRY_S)
         return min((t for t in times if t is not None), default=None)
@@ -156,6 +160,8 @@ class JobActions:
             self._close_pipes()
             self._step({"type": "drained", "t": now})
             return
+        if self._look_due is not None and now >= self._look_due:
+            self._end_look(now)
         if tree is not None and now >= tree:
             self.tree.refresh(max_age=launcher.SHARED_TABLE_S)  # one /proc read for all jobs
             self._check_lead_alive(now)
@@ -175,6 +181,30 @@ class JobActions:
             if ending is not None and ending["step"] == "signal_dump":
                 self._rank_dumps_fallback()
             self._step({"type": "timer", "t": now})
+
+    def _output_lines(self) -> int:
+        return int(self.facts["lines"]["stdout"]) + int(self.facts["lines"]["stderr"])
+
+    def _start_look(self) -> None:
+        """The startup deadline passed without a hello: sample the job's tree now and again
+        LOOK_S later (machine.py "look"; the verdict is bridge/startup_look.py's)."""
+        if self.pid is None:
+            return  # no process: the look's own deadline decides
+        now = time.monotonic()
+        self._look = procfs.tree_sample(self.pid, self._output_lines(), now)
+        self._look_due = now + machine.LOOK_S
+
+    def _end_look(self, now: float) -> None:
+        before, self._look, self._look_due = self._look, None, None
+        if before is None or self.pid is None or self.m["exit"] is not None:
+            return
+        verdict = startup_look.judge(
+            before, procfs.tree_sample(self.pid, self._output_lines(), now)
+        )
+        if verdict["working"]:  # said before the machine moves on: faces show why it waits
+            timeout = self.m["config"]["startup_timeout"]
+            self._publish({"event": "starting", "why": verdict["why"], "for_s": timeout})
+        self._step({"type": "looked", "t": now, "reason": "startup", "working": verdict["working"]})
 
     def _rank_dumps_fallback(self) -> None:
         """After SIGUSR1 at hang time: each local rank that did not answer the hang's

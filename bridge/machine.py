@@ -36,6 +36,11 @@ Events ({"type": ..., "t": ...} plus):
              startup timeout (issue 12 item 4). t is when it loaded.
   no_worker  reason: str (a process said it cannot load the worker: no hello will come,
              so the startup deadline no longer applies)
+  looked     reason: "startup", working: bool. The shell's answer to a "look" action: what
+             the job's tree did over a short window (bridge/startup_look.py). Working (no
+             Python in the tree yet, or CPU, I/O or output moving): the job is starting, not
+             hung, and the startup deadline runs again from now. Not working: the startup
+             hang is declared now.
   cancel     grace?: num (seconds between the in-band cancel and SIGTERM)
   cancel_refused  reason: str (the worker answered the in-band cancel that it cannot
              stop the script, e.g. SIGINT is ignored: SIGTERM at once, not after the grace)
@@ -68,6 +73,8 @@ Actions ({"do": ...} plus):
              no Python runs in the process (native code holds the GIL), so faulthandler's C
              handler can read the main thread's frames without racing anything.
   drain      read what is left (socket and pipes), then send "drained"
+  look       reason: "startup". The startup deadline passed: look at the job's tree (over
+             LOOK_S) and send "looked"; no answer within LOOK_TIMEOUT_S is a hang, as before
   finish     outcome: the job is over; build the report
 
 Its length (about 600 lines, over the ~400 of the other rooms): one handler per event over
@@ -127,6 +134,11 @@ def config_problem(config: dict[str, Any]) -> Optional[tuple[str, str]]:
 
 
 HANG_REASONS = ("startup", "stage_budget", "stall", "heartbeat", "after_bye")
+# The look at the startup deadline (issue 32 item 2): the shell samples the job's tree twice,
+# LOOK_S apart; an answer that has not come LOOK_TIMEOUT_S after the deadline (a shell that
+# could not look) leaves the verdict to the deadline, as before the look existed.
+LOOK_S = 1.0
+LOOK_TIMEOUT_S = 5.0
 
 
 def initial(config: Optional[dict[str, Any]] = None, t: float = 0.0) -> State:
@@ -156,6 +168,8 @@ def initial(config: Optional[dict[str, Any]] = None, t: float = 0.0) -> State:
         "drain_deadline": None,
         "refused": None,
         "no_worker": None,  # why no hello will come (the startup deadline is off)
+        "startup_from": t,  # the startup deadline runs from here (a look that saw work moves it)
+        "look": None,  # {"reason", "deadline"}: a look asked for and not answered yet
         "loaded_t": None,  # the worker loaded (stage box) before any hello
         "awaiting_ranks": False,  # only a distributed launcher said hello: still starting
         "lead_gone": False,  # the lead left and no other process speaks for the job
@@ -318,7 +332,7 @@ def _on_paused(s: State, e: Event, t: float, actions: list[Action]) -> None:
     gap = e.get("paused_s")
     if s["exit"] is not None or s["ending"] is not None or not gap or gap <= 0:
         return
-    for key in ("t0", "loaded_t", "last_msg_t", "last_activity_t"):
+    for key in ("t0", "startup_from", "loaded_t", "last_msg_t", "last_activity_t"):
         if s[key] is not None:
             s[key] += gap
     for st in s["stages"]:
@@ -361,6 +375,19 @@ def _on_worker_loaded(s: State, e: Event, t: float, actions: list[Action]) -> No
         s["loaded_t"] = t
         s["dump_signal"] = bool(e.get("dump_signal"))
         s["native_dump"] = bool(e.get("native_dump"))
+
+
+def _on_looked(s: State, e: Event, t: float, actions: list[Action]) -> None:
+    look = s["look"]
+    if look is None or look["reason"] != e.get("reason") or s["exit"] is not None:
+        return
+    s["look"] = None
+    if s["ending"] is not None or s["hello"]:
+        return  # a hello (or another ending) came while the shell looked
+    if e.get("working"):
+        s["startup_from"] = t
+    else:
+        _hang(s, "startup", t, actions)
 
 
 def _on_no_worker(s: State, e: Event, t: float, actions: list[Action]) -> None:
@@ -429,6 +456,15 @@ def _on_timer(s: State, e: Event, t: float, actions: list[Action]) -> None:
         if what == "stalled":
             _set_state(s, "stalled", actions)
             continue
+        if what == "startup" and not s["hello"]:
+            # Evidence first (issue 32 item 2): a tree with no Python yet, or one that works,
+            # is starting; the hang is a Python process that started and does nothing.
+            s["look"] = {"reason": "startup", "deadline": t + LOOK_TIMEOUT_S}
+            actions.append({"do": "look", "reason": "startup"})
+            return
+        if what == "look":
+            s["look"] = None
+            what = "startup"
         _hang(s, what, t, actions)
         return
 
@@ -448,6 +484,7 @@ _HANDLERS = {
     "snapshotted": _on_snapshotted,
     "refused": _on_refused,
     "no_worker": _on_no_worker,
+    "looked": _on_looked,
     "worker_loaded": _on_worker_loaded,
     "cancel": _on_cancel,
     "cancel_refused": _on_cancel_refused,
@@ -484,7 +521,10 @@ def _watch_deadlines(s: State) -> list[tuple[str, float]]:
         return out
     if not s["hello"] or s.get("awaiting_ranks"):
         if c["startup_timeout"] is not None and s["no_worker"] is None:
-            out.append(("startup", s["t0"] + c["startup_timeout"]))
+            if s["look"] is None:
+                out.append(("startup", s["startup_from"] + c["startup_timeout"]))
+            else:
+                out.append(("look", s["look"]["deadline"]))
         # (a launcher's hello while its ranks start ends this: the launcher beats)
         if not s["hello"] and s.get("loaded_t") is not None and c["heartbeat_timeout"] is not None:
             out.append(("heartbeat", s["loaded_t"] + c["heartbeat_timeout"]))

@@ -250,3 +250,39 @@ def tree_pids(pid: int, limit: int = 200) -> list[int]:
                     out.append(int(child))
                     queue.append(int(child))
     return out[:limit]
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_sample(pid: int) -> Optional[dict[str, Any]]:
+    """One process for bridge/startup_look.py: its program's name (the executable's, else
+    comm), CPU seconds used, bytes read and written (rchar + wchar: files, pipes and sockets;
+    None when /proc/<pid>/io cannot be read). None once it is gone (or a zombie)."""
+    fields = stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):
+        return None
+    try:
+        name = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        name = (read(f"/proc/{pid}/comm") or "").strip()
+    io_bytes = None
+    text = read(f"/proc/{pid}/io")
+    if text:
+        counters = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        try:
+            io_bytes = int(counters["rchar"]) + int(counters["wchar"])
+        except (KeyError, ValueError):
+            io_bytes = None
+    return {
+        "pid": pid,
+        "name": name.removesuffix(" (deleted)"),
+        "cpu_s": round((int(fields[11]) + int(fields[12])) / _CLK_TCK, 3),
+        "io_bytes": io_bytes,
+    }
+
+
+def tree_sample(pid: int, lines: int, t: float) -> dict[str, Any]:
+    """The job's tree now, as bridge/startup_look.py judges it: {t, lines, procs}."""
+    procs = [process_sample(p) for p in [pid, *tree_pids(pid)]]
+    return {"t": t, "lines": lines, "procs": [p for p in procs if p is not None]}

@@ -24,6 +24,7 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
     progress: null, // {step, total, rate, eta_s, metrics, percent, age_s}: the last 'status' event
     hang: null, stalled: null, signals: [],
     health: [], // {metric, step, text}: the supervisor's training-health entries (src/health.js)
+    starting: null, // why a job past its startup deadline is starting, not hung (startup_look.js)
     report: null, stacks: [], // {at, text}
     // Series: metrics over steps, resources over seconds since the start.
     metrics: { epoch: 0, names: [], step: [], values: {} },
@@ -170,6 +171,9 @@ function apply(view, { type, data, t }) {
       break;
     case 'signal':
       view.signals.push(data);
+      break;
+    case 'starting':
+      view.starting = data.why;
       break;
     case 'health': // said by the judge; the page shows its words
       view.health.push({ metric: data.metric, step: data.step ?? null, text: data.text });

@@ -310,4 +310,4 @@ function diagnoseEnd(facts) {
   return null;
 }
 
-module.exports = { NATIVE_SIGNALS, diagnoseEnd, stageAtEnd };
+module.exports = { NATIVE_SIGNALS, diagnoseEnd, size, stageAtEnd };

@@ -46,16 +46,17 @@ const mainOf = (evidence) => evidence.main_thread || {};
 /**
  * What to do when no process said hello in time (bridge/diagnosis_hang.py _startup_hint). In
  * zero-code mode every Python process says it as it starts: a Python frame means it was stuck
- * before that; none may mean the command runs no Python yet (a shell script, a download).
+ * before that. A tree with no Python, or one that works, is never a startup hang
+ * (startup_look.js): without a frame, a Python process started and then did nothing.
  */
 function startupHint(frames) {
   if (frames.length) {
     return "the process was stuck before trainbridge's hello (in zero-code mode it comes as Python starts; "
       + 'with --no-zero-code at `from trainbridge import worker`): check what the named frame waits on';
   }
-  return 'no process of the command said hello in time: a command that runs no Python that long (a shell script '
-    + 'preparing data, a download) needs a larger --startup-timeout (startup_timeout), or 0 to turn it off; '
-    + 'to see where a Python process is stuck, install py-spy (pip install py-spy)';
+  return 'a Python process of the command started and then did nothing (no CPU, I/O or output) until the startup '
+    + "deadline, before trainbridge's hello: to see where it is stuck, install py-spy (pip install py-spy); if it waits "
+    + 'on purpose, raise --startup-timeout (startup_timeout), or 0 to turn it off';
 }
 
 function remoteOf(conn) {

@@ -15,6 +15,8 @@ const { diagnoseHang } = require('./diagnosis.js');
 const ranks = require('./ranks.js');
 const ranksHang = require('./ranks_hang.js');
 const rankdumps = require('./rankdumps.js');
+const procfs = require('./procfs.js');
+const startupLook = require('./startup_look.js');
 const { crashFileSize, signalDumpedPids } = require('./report_files.js');
 
 const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed at most this often
@@ -151,6 +153,9 @@ class JobActions {
       case 'signal':
         this._signal(action.signal);
         break;
+      case 'look':
+        this._look();
+        break;
       case 'drain':
         this._drain();
         break;
@@ -160,6 +165,23 @@ class JobActions {
       default:
         break;
     }
+  }
+
+  /**
+   * The startup deadline passed without a hello: sample the job's tree now and LOOK_S later,
+   * then answer the machine (machine.js "look"; the verdict is startup_look.js's). A job
+   * with no Python yet, or one that works, is starting: a 'starting' event says why.
+   */
+  _look() {
+    const lines = () => this._facts.lines.stdout + this._facts.lines.stderr;
+    const before = procfs.treeSample(this.pid, lines(), now());
+    const timer = setTimeout(() => {
+      if (this._m.exit !== null || this.report) return;
+      const verdict = startupLook.judge(before, procfs.treeSample(this.pid, lines(), now()));
+      if (verdict.working) this._emit('starting', { why: verdict.why, for_s: this._m.config.startup_timeout });
+      this._post({ type: 'looked', reason: 'startup', working: verdict.working });
+    }, machine.LOOK_S * 1000);
+    timer.unref();
   }
 
   /** Send a command to every process of the job that spoke; returns its seq (or null). */

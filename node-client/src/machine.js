@@ -71,6 +71,9 @@ function configProblem(config) {
 }
 
 const HANG_REASONS = Object.freeze(['startup', 'stage_budget', 'stall', 'heartbeat', 'after_bye']);
+// The look at the startup deadline (bridge/machine.py LOOK_S, LOOK_TIMEOUT_S).
+const LOOK_S = 1.0;
+const LOOK_TIMEOUT_S = 5.0;
 
 /** The state of a job spawned at time t. */
 function initial(config = null, t = 0.0) {
@@ -98,6 +101,8 @@ function initial(config = null, t = 0.0) {
     drain_deadline: null,
     refused: null,
     no_worker: null, // why no hello will come (the startup deadline is off)
+    startup_from: t, // the startup deadline runs from here (a look that saw work moves it)
+    look: null, // {reason, deadline}: a look asked for and not answered yet
     loaded_t: null, // the worker loaded (stage box) before any hello
     awaiting_ranks: false, // only a distributed launcher said hello: still starting
     lead_gone: false, // the lead left and no other process speaks for the job
@@ -240,7 +245,7 @@ function onBye(s, e, t) {
 function onPaused(s, e) {
   const gap = get(e, 'paused_s');
   if (s.exit !== null || s.ending !== null || !gap || gap <= 0) return;
-  for (const key of ['t0', 'loaded_t', 'last_msg_t', 'last_activity_t']) if (s[key] !== null && s[key] !== undefined) s[key] += gap;
+  for (const key of ['t0', 'startup_from', 'loaded_t', 'last_msg_t', 'last_activity_t']) if (s[key] !== null && s[key] !== undefined) s[key] += gap;
   for (const st of s.stages) st.t += gap;
 }
 
@@ -283,6 +288,15 @@ function onWorkerLoaded(s, e, t) {
     s.dump_signal = Boolean(get(e, 'dump_signal'));
     s.native_dump = Boolean(get(e, 'native_dump'));
   }
+}
+
+function onLooked(s, e, t, actions) {
+  const { look } = s;
+  if (look === null || look === undefined || look.reason !== e.reason || s.exit !== null) return;
+  s.look = null;
+  if (s.ending !== null || s.hello) return; // a hello (or another ending) came while the shell looked
+  if (e.working) s.startup_from = t;
+  else hang(s, 'startup', t, actions);
 }
 
 function onNoWorker(s, e) {
@@ -346,14 +360,21 @@ function onTimer(s, e, t, actions) {
       setState(s, 'stalled', actions);
       continue;
     }
-    hang(s, what, t, actions);
+    if (what === 'startup' && !s.hello) {
+      // Evidence first: a tree with no Python yet, or one that works, is starting.
+      s.look = { reason: 'startup', deadline: t + LOOK_TIMEOUT_S };
+      actions.push({ do: 'look', reason: 'startup' });
+      return;
+    }
+    if (what === 'look') s.look = null;
+    hang(s, what === 'look' ? 'startup' : what, t, actions);
     return;
   }
 }
 
 const HANDLERS = {
   hello: onHello, stage: onStage, progress: onProgress, beat: onBeat, paused: onPaused, output: onOutput, error: onError,
-  bye: onBye, lead: onLead, dumped: onDumped, signal_dumped: onSignalDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, worker_loaded: onWorkerLoaded, cancel: onCancel, cancel_refused: onCancelRefused, user_signal: onUserSignal, exit: onExit,
+  bye: onBye, lead: onLead, dumped: onDumped, signal_dumped: onSignalDumped, snapshotted: onSnapshotted, refused: onRefused, no_worker: onNoWorker, looked: onLooked, worker_loaded: onWorkerLoaded, cancel: onCancel, cancel_refused: onCancelRefused, user_signal: onUserSignal, exit: onExit,
   drained: onDrained, timer: onTimer,
 };
 
@@ -381,7 +402,10 @@ function watchDeadlines(s) {
   const out = [];
   if (s.exit !== null || s.ending !== null || s.state === 'ended') return out;
   if (!s.hello || s.awaiting_ranks) {
-    if (c.startup_timeout !== null && s.no_worker === null) out.push(['startup', s.t0 + c.startup_timeout]);
+    if (c.startup_timeout !== null && s.no_worker === null) {
+      if (s.look === null || s.look === undefined) out.push(['startup', s.startup_from + c.startup_timeout]);
+      else out.push(['look', s.look.deadline]);
+    }
     // (a launcher's hello while its ranks start ends this: the launcher beats)
     if (!s.hello && (s.loaded_t ?? null) !== null && c.heartbeat_timeout !== null) out.push(['heartbeat', s.loaded_t + c.heartbeat_timeout]);
     return out;
@@ -549,5 +573,5 @@ function outcome(s) {
 
 module.exports = {
   DEFAULTS, OPTIONAL, configProblem, HANG_REASONS, initial, step, nextDeadline, liveLookDue, outcome, chooseLead, isLauncher,
-  drainWait, PIPE_LINGER_S,
+  drainWait, PIPE_LINGER_S, LOOK_S, LOOK_TIMEOUT_S,
 };

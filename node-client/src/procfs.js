@@ -10,6 +10,7 @@
 
 const fs = require('node:fs');
 const os = require('node:os');
+const path = require('node:path');
 
 const SYSCALLS = {
   x64: { 0: 'read', 1: 'write', 7: 'poll', 17: 'pread64', 18: 'pwrite64', 19: 'readv', 20: 'writev', 23: 'select',
@@ -163,7 +164,35 @@ function mainThreadSample(pid) {
   return { state, wait: wchan };
 }
 
+const CLK_TCK = 100; // USER_HZ: 100 on every Linux architecture Node runs on
+
+/**
+ * One process for startup_look.js (bridge/procfs.py process_sample): its program's name (the
+ * executable's, else comm), CPU seconds, bytes read and written (rchar + wchar; null when
+ * /proc/<pid>/io cannot be read). null once it is gone (or a zombie).
+ */
+function processSample(pid) {
+  const text = read(`/proc/${pid}/stat`);
+  if (!text || !text.includes(')')) return null;
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  if (fields[0] === 'Z' || fields[0] === 'X') return null;
+  let name;
+  try { name = path.basename(fs.readlinkSync(`/proc/${pid}/exe`)); } catch { name = (read(`/proc/${pid}/comm`) || '').trim(); }
+  const io = ioCounters(pid);
+  return {
+    pid, name: name.replace(/ \(deleted\)$/, ''),
+    cpu_s: Math.round(((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1000) / 1000,
+    io_bytes: io && Number.isFinite(io.rchar) && Number.isFinite(io.wchar) ? io.rchar + io.wchar : null,
+  };
+}
+
+/** The job's tree now, as startup_look.js judges it: {t, lines, procs}. */
+function treeSample(pid, lines, t) {
+  return { t, lines, procs: [pid, ...treePids(pid)].map(processSample).filter((p) => p !== null) };
+}
+
 module.exports = {
+  processSample, treeSample,
   SYSCALLS, FD_SYSCALLS, STATE_WORDS, read, syscallName, parseSyscallLine, parseStat, mainThread,
   mainThreadState, mainThreadSample, descendants, childEntry, ioCounters, treePids,
 };

@@ -91,6 +91,13 @@ test('training health: the judge\'s entries are in the page\'s head while it run
   assert.deepEqual(model.head(v).health.map((e) => e.text), [entry.text]);
 });
 
+test('a job past its startup deadline that is starting, not hung, says why on the page', () => {
+  const v = view0();
+  assert.equal(model.head(v).starting, null);
+  model.apply(v, { type: 'starting', data: { why: "no Python in the job's process tree yet (bash)", for_s: 120 }, t: T0 + 120000 });
+  assert.equal(model.delta(v, null).message.head.starting, "no Python in the job's process tree yet (bash)");
+});
+
 test('a closed stage is as long as the worker measured, ending when its end arrived', () => {
   const v = view0();
   model.apply(v, { type: 'state', data: 'starting', t: T0 });

@@ -169,14 +169,23 @@ test('a stall shorter than the freeze watchdog, native deadlock with the GIL hel
   assert.deepEqual(liveProcesses([report.pid]), []);
 });
 
-test('no hello before the startup deadline -> hung (startup)', async () => {
-  const job = launch({ command: 'sleep', args: ['30'], timeouts: { startupTimeout: 0.5, killGrace: 1 } });
+test('no hello before the startup deadline from a Python that does nothing -> hung (startup)', async () => {
+  const job = launch({ command: PYTHON, args: ['-c', 'import time; time.sleep(30)'], zeroCode: false, timeouts: { startupTimeout: 0.5, killGrace: 1 } });
   const report = await job.done;
   assert.equal(report.outcome, 'hung');
   assert.equal(report.hang.reason, 'startup');
   assert.equal(report.diagnosis.kind, 'startup');
   assert.equal(report.signal, 'SIGTERM');
   assert.deepEqual(liveProcesses([report.pid]), []);
+});
+
+test('a tree with no Python yet is starting, not hung: it goes on past the startup deadline (Python: test_deadlines.py)', async () => {
+  const job = launch({ command: 'bash', args: ['-c', 'sleep 2.5; echo prepared'], timeouts: { startupTimeout: 0.5, killGrace: 1 } });
+  const said = [];
+  job.on('starting', (s) => said.push(s.why));
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded', report.summary);
+  assert.ok(said.length && said[0].startsWith("no Python in the job's process tree yet (bash"), said.join('; '));
 });
 
 test('cancel with grandchildren: cancelled, and none of them is left', async () => {

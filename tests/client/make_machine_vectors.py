@@ -178,19 +178,66 @@ CASES = [
         None,
     ),
     (
-        "hung: no hello before the startup deadline; SIGTERM ignored",
+        "hung: no hello before the startup deadline, the look saw nothing move; SIGTERM ignored",
         {},
         10,
         [
             (9.9, "timer", {}, START, [], 10),
-            (10, "timer", {}, START, ["snapshot:startup"], 11.5),
-            (10.5, "snapshotted", {}, START, ["signal:SIGTERM"], 11.5),
-            (11.5, "timer", {}, START, ["signal:SIGKILL"], None),
-            (11.6, "exit", ex(None, "SIGKILL"), START, ["drain"], 12.1),
-            (11.7, "drained", {}, END, ["state:ended", "finish:hung"], None),
+            (10, "timer", {}, START, ["look:startup"], 15),
+            (
+                11,
+                "looked",
+                {"reason": "startup", "working": False},
+                START,
+                ["snapshot:startup"],
+                12.5,
+            ),
+            (11.5, "snapshotted", {}, START, ["signal:SIGTERM"], 12.5),
+            (12.5, "timer", {}, START, ["signal:SIGKILL"], None),
+            (12.6, "exit", ex(None, "SIGKILL"), START, ["drain"], 13.1),
+            (12.7, "drained", {}, END, ["state:ended", "finish:hung"], None),
         ],
         "hung",
-        {"reason": "startup", "t": 10, "stage": None},
+        {"reason": "startup", "t": 11, "stage": None},
+    ),
+    (
+        "starting, not hung: the look at the startup deadline saw work, the deadline runs again",
+        {},
+        10,
+        [
+            (10, "timer", {}, START, ["look:startup"], 15),
+            (11, "looked", {"reason": "startup", "working": True}, START, [], 21),
+            (21, "timer", {}, START, ["look:startup"], 26),
+            (22, "looked", {"reason": "startup", "working": True}, START, [], 32),
+            (25, "hello", HELLO, RUN, ["state:running"], 28),
+        ],
+        None,
+        None,
+    ),
+    (
+        "a hello while the shell looks: the answer comes too late to matter",
+        {},
+        10,
+        [
+            (10, "timer", {}, START, ["look:startup"], 15),
+            (10.5, "hello", HELLO, RUN, ["state:running"], 13.5),
+            (11, "looked", {"reason": "startup", "working": False}, RUN, [], 13.5),
+        ],
+        None,
+        None,
+    ),
+    (
+        "hung: startup; the shell never answered the look, so its deadline decides",
+        {},
+        10,
+        [
+            (10, "timer", {}, START, ["look:startup"], 15),
+            (15, "timer", {}, START, ["snapshot:startup"], 16.5),
+            (15.1, "exit", ex(None, "SIGKILL"), START, ["drain"], 15.6),
+            (15.2, "drained", {}, END, ["state:ended", "finish:hung"], None),
+        ],
+        "hung",
+        {"reason": "startup", "t": 15, "stage": None},
     ),
     (
         "a distributed launcher's hello does not end start-up; its first rank's does",
@@ -224,14 +271,22 @@ CASES = [
         {},
         10,
         [
-            (10, "timer", {}, START, ["snapshot:startup"], 11.5),
-            (11.5, "timer", {}, START, ["signal:SIGTERM"], 12.5),
-            (11.6, "snapshotted", {}, START, [], 12.5),
-            (11.7, "exit", ex(None, "SIGTERM"), START, ["drain"], 12.2),
-            (11.8, "drained", {}, END, ["state:ended", "finish:hung"], None),
+            (10, "timer", {}, START, ["look:startup"], 15),
+            (
+                11,
+                "looked",
+                {"reason": "startup", "working": False},
+                START,
+                ["snapshot:startup"],
+                12.5,
+            ),
+            (12.5, "timer", {}, START, ["signal:SIGTERM"], 13.5),
+            (12.6, "snapshotted", {}, START, [], 13.5),
+            (12.7, "exit", ex(None, "SIGTERM"), START, ["drain"], 13.2),
+            (12.8, "drained", {}, END, ["state:ended", "finish:hung"], None),
         ],
         "hung",
-        {"reason": "startup", "t": 10, "stage": None},
+        {"reason": "startup", "t": 11, "stage": None},
     ),
     (
         "hung: stage budget; in-band dump answered, then SIGUSR1",
@@ -837,9 +892,13 @@ CASES = [
 
 def action(short):
     name, _, arg = short.partition(":")
-    key = {"state": "state", "snapshot": "reason", "signal": "signal", "finish": "outcome"}.get(
-        name
-    )
+    key = {
+        "state": "state",
+        "snapshot": "reason",
+        "signal": "signal",
+        "finish": "outcome",
+        "look": "reason",
+    }.get(name)
     return {"do": name, key: arg} if key else {"do": name}
 
 

@@ -239,6 +239,7 @@ def test_run_help_says_what_the_startup_deadline_really_covers():
     )
     text = " ".join(out.stdout.split())
     assert "only counts for scripts that import worker" not in text
-    assert "hung if no process of the command has said hello after S seconds" in text
-    assert "runs no Python that long" in text and "0 disables" in text
+    assert "S seconds with no hello from any process of the command" in text
+    assert "a tree with no Python yet" in text and "is starting and gets S more" in text
+    assert "a Python process doing nothing is hung" in text and "0 disables" in text
     assert "held to --heartbeat-timeout" in text

@@ -28,6 +28,56 @@ def test_no_hello_before_the_startup_deadline(run):
     assert r["diagnosis"]["kind"] in ("startup", "sleeping")
 
 
+def _starting(job):
+    return [e["why"] for e in job.events(timeout=0) if e["event"] == "starting"]
+
+
+def test_a_tree_with_no_python_yet_is_starting_not_hung():
+    """Issue 32 item 2: `bash -c 'sleep 150'` was killed at the startup deadline, 'never said
+    hello', like every shell script that prepares data before its Python starts."""
+    from trainbridge import bridge
+
+    job = bridge.launch(
+        ["bash", "-c", "sleep 2.5; echo prepared"], startup_timeout=0.5, kill_grace=1
+    )
+    r = job.wait(30)
+    assert r["outcome"] == "succeeded", r["summary"]
+    said = _starting(job)
+    assert said and said[0].startswith("no Python in the job's process tree yet (bash"), said
+
+
+def test_a_python_that_works_before_its_hello_is_starting_not_hung():
+    """A busy start (CPU before `import worker`, as a heavy import): a look sees it work."""
+    import sys
+
+    from trainbridge import bridge
+
+    code = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 2.5: pass\n"
+    job = bridge.launch([sys.executable, "-c", code], zero_code=False, startup_timeout=0.5)
+    r = job.wait(30)
+    assert r["outcome"] == "succeeded", r["summary"]
+    said = _starting(job)
+    assert said and "of a core over" in said[0], said
+
+
+def test_a_shell_script_whose_python_then_does_nothing_is_hung_at_a_look():
+    """The hang before hello is a Python process that started and does nothing: found at the
+    first deadline after it started, whatever ran before it."""
+    import sys
+    import time
+
+    from trainbridge import bridge
+
+    line = f"sleep 1; exec {sys.executable} -c 'import time; time.sleep(60)'"
+    t0 = time.monotonic()
+    job = bridge.launch(["bash", "-c", line], zero_code=False, startup_timeout=0.5, kill_grace=1)
+    r = job.wait(30)
+    assert r["outcome"] == "hung" and r["hang"]["reason"] == "startup", r["summary"]
+    assert r["hang"]["after_s"] >= 1.0, r["hang"]  # not while bash alone ran
+    # the deadline (0.5 s, then 0.5 s after each look of 1 s) + the look + the kill
+    assert time.monotonic() - t0 < 1.0 + 2 * (0.5 + 1.0) + 1 + 5, r["hang"]
+
+
 def test_a_startup_hang_is_said_after_the_whole_deadline_however_slow_the_job_was_made(
     monkeypatch,
 ):

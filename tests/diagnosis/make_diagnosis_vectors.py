@@ -492,7 +492,7 @@ HANGS = [
         },
         "startup",
         ["never said hello", "sleeping"],
-        ["--startup-timeout", "runs no Python"],
+        ["--startup-timeout", "started and then did nothing"],
     ),
     (
         "no hello, faulthandler stack",

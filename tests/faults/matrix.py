@@ -371,7 +371,10 @@ def _measures(row, config, timing: Timing, launched: float, ended: Optional[floa
         # same span from the report's clock): the first launch() in a process also pays the
         # client's one-time imports and hub start, which is not part of knowing.
         start = timing.spawn_t if timing.spawn_t is not None else launched
-        stop, limit = timing.hang_t, config["startup_timeout"] + 1
+        # ... plus the look at the deadline (machine.LOOK_S: an idle Python is hung after it)
+        from trainbridge.bridge.machine import LOOK_S
+
+        stop, limit = timing.hang_t, config["startup_timeout"] + LOOK_S + 1
     else:  # stall | heartbeat: from the last line printed before the hang
         start, stop = timing.marker_t, timing.hang_t
         limit = config[f"{how}_timeout"] + 1

@@ -171,6 +171,8 @@ export function jobPage(main, id) {
       }
     } else if (head.state === 'hung') {
       parts.push(h('p', { text: `Declared hung (${head.hang ? head.hang.reason : 'no progress'})${head.hang && head.hang.stage ? ` in stage ${head.hang.stage}` : ''}: collecting stacks, then stopping it.` }));
+    } else if (head.state === 'starting' && head.starting) {
+      parts.push(h('p', { id: 'starting', text: `Still starting, not hung: ${head.starting}.` }));
     } else if (head.stalled) {
       parts.push(h('p', { text: `No progress for ${head.stalled.idle_s ?? '?'} s in stage ${head.stalled.stage ?? '?'}. It may recover; a stall timeout declares it hung.` }));
     } else {
