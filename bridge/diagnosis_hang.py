@@ -121,7 +121,7 @@ IO_BUSY_BYTES = 1 << 20  # bytes per window that count as "doing I/O"
 def _startup_hint(frames: Sequence[Any]) -> str:
     """What to do when no process said hello in time. In zero-code mode (the default) every
     Python process says it as it starts; so a Python frame means it was stuck before that. A
-    tree with no Python, or one that works, is never a startup hang (bridge/startup_look.py):
+    tree with no Python, or one that works, is never a startup hang (bridge/look.py):
     without a frame, a Python process started and then did nothing."""
     if frames:
         return (

@@ -205,8 +205,8 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._drain_started: Optional[float] = None
         self._tree_next = 0.0
         # The look at the startup deadline (machine "look"): the first sample and when the
-        # second is due (bridge/startup_look.py)
-        self._look: Optional[dict[str, Any]] = None
+        # second is due (bridge/look.py)
+        self._look: Optional[dict[str, Any]] = None  # {"reason", "sample"}
         self._look_due: Optional[float] = None
         self._status_next = 0.0  # when the feed's next `status` event is due (job_actions)
         self.proc = None

@@ -15,13 +15,13 @@ from trainbridge.bridge import (
     diagnosis,
     evidence,
     launcher,
+    look,
     machine,
     procfs,
     rankdumps,
     ranks,
     ranks_hang,
     report_files,
-    startup_look,
 )
 
 LIVE_DIAGNOSIS_S = 2.0  # while stalled, the live diagnosis is refreshed at most this often
@@ -86,7 +86,7 @@ class JobActions:
             elif self.tree is not None:
                 self.tree.signal(SIGNALS[name])
         elif do == "look":
-            self._start_look()
+            self._start_look(action["reason"])
         elif do == "drain":
             self._drain()
         elif do == "finish":
@@ -185,26 +185,30 @@ class JobActions:
     def _output_lines(self) -> int:
         return int(self.facts["lines"]["stdout"]) + int(self.facts["lines"]["stderr"])
 
-    def _start_look(self) -> None:
-        """The startup deadline passed without a hello: sample the job's tree now and again
-        LOOK_S later (machine.py "look"; the verdict is bridge/startup_look.py's)."""
+    def _sample(self, now: float) -> dict[str, Any]:
+        lead = self.facts["lead_pid"] or self.pid
+        return procfs.tree_sample(self.pid, self._output_lines(), now, lead=lead)
+
+    def _start_look(self, reason: str) -> None:
+        """A startup or heartbeat deadline passed: sample the job's tree now and again LOOK_S
+        later (machine.py "look"; the verdict is bridge/look.py's)."""
         if self.pid is None:
             return  # no process: the look's own deadline decides
         now = time.monotonic()
-        self._look = procfs.tree_sample(self.pid, self._output_lines(), now)
+        self._look = {"reason": reason, "sample": self._sample(now)}
         self._look_due = now + machine.LOOK_S
 
     def _end_look(self, now: float) -> None:
-        before, self._look, self._look_due = self._look, None, None
-        if before is None or self.pid is None or self.m["exit"] is not None:
+        asked, self._look, self._look_due = self._look, None, None
+        if asked is None or self.pid is None or self.m["exit"] is not None:
             return
-        verdict = startup_look.judge(
-            before, procfs.tree_sample(self.pid, self._output_lines(), now)
-        )
+        reason = asked["reason"]
+        verdict = look.judge(reason, asked["sample"], self._sample(now))
         if verdict["working"]:  # said before the machine moves on: faces show why it waits
-            timeout = self.m["config"]["startup_timeout"]
-            self._publish({"event": "starting", "why": verdict["why"], "for_s": timeout})
-        self._step({"type": "looked", "t": now, "reason": "startup", "working": verdict["working"]})
+            timeout = self.m["config"][f"{reason}_timeout"]
+            event = "starting" if reason == "startup" else "starved"
+            self._publish({"event": event, "why": verdict["why"], "for_s": timeout})
+        self._step({"type": "looked", "t": now, "reason": reason, "working": verdict["working"]})
 
     def _rank_dumps_fallback(self) -> None:
         """After SIGUSR1 at hang time: each local rank that did not answer the hang's

@@ -36,10 +36,12 @@ Events ({"type": ..., "t": ...} plus):
              startup timeout (issue 12 item 4). t is when it loaded.
   no_worker  reason: str (a process said it cannot load the worker: no hello will come,
              so the startup deadline no longer applies)
-  looked     reason: "startup", working: bool. The shell's answer to a "look" action: what
-             the job's tree did over a short window (bridge/startup_look.py). Working (no
-             Python in the tree yet, or CPU, I/O or output moving): the job is starting, not
-             hung, and the startup deadline runs again from now. Not working: the startup
+  looked     reason: "startup" | "heartbeat", working: bool. The shell's answer to a "look"
+             action: what the job's tree did over a short window (bridge/look.py). startup,
+             working (no Python in the tree yet, or CPU, I/O or output moving): the job is
+             starting, and the startup deadline runs again from now. heartbeat, working (the
+             lead's threads waited for a CPU: a starved machine): the beacon's silence is
+             the machine's, and the heartbeat deadline runs again from now. Not working: that
              hang is declared now.
   cancel     grace?: num (seconds between the in-band cancel and SIGTERM)
   cancel_refused  reason: str (the worker answered the in-band cancel that it cannot
@@ -73,8 +75,9 @@ Actions ({"do": ...} plus):
              no Python runs in the process (native code holds the GIL), so faulthandler's C
              handler can read the main thread's frames without racing anything.
   drain      read what is left (socket and pipes), then send "drained"
-  look       reason: "startup". The startup deadline passed: look at the job's tree (over
-             LOOK_S) and send "looked"; no answer within LOOK_TIMEOUT_S is a hang, as before
+  look       reason: "startup" | "heartbeat". That deadline passed: look at the job's tree
+             (over LOOK_S) and send "looked"; no answer within LOOK_TIMEOUT_S is the hang,
+             as before the look
   finish     outcome: the job is over; build the report
 
 Its length (about 600 lines, over the ~400 of the other rooms): one handler per event over
@@ -139,6 +142,7 @@ HANG_REASONS = ("startup", "stage_budget", "stall", "heartbeat", "after_bye")
 # could not look) leaves the verdict to the deadline, as before the look existed.
 LOOK_S = 1.0
 LOOK_TIMEOUT_S = 5.0
+LOOKED_AT = ("startup", "heartbeat")  # the deadlines that look before they judge
 
 
 def initial(config: Optional[dict[str, Any]] = None, t: float = 0.0) -> State:
@@ -170,6 +174,7 @@ def initial(config: Optional[dict[str, Any]] = None, t: float = 0.0) -> State:
         "no_worker": None,  # why no hello will come (the startup deadline is off)
         "startup_from": t,  # the startup deadline runs from here (a look that saw work moves it)
         "look": None,  # {"reason", "deadline"}: a look asked for and not answered yet
+        "looks": 0,  # looks that found the job working: each moved a deadline on
         "loaded_t": None,  # the worker loaded (stage box) before any hello
         "awaiting_ranks": False,  # only a distributed launcher said hello: still starting
         "lead_gone": False,  # the lead left and no other process speaks for the job
@@ -264,6 +269,9 @@ def _on_hello(s: State, e: Event, t: float, actions: list[Action]) -> None:
     # A distributed launcher's hello (torchrun) does not end start-up: its ranks have not
     # started, and may never (a rendezvous waiting for nodes). The first rank's hello does.
     s["awaiting_ranks"] = bool(e.get("awaits_ranks"))
+    look = s["look"]
+    if look is not None and (look["reason"] == "heartbeat" or not s["awaiting_ranks"]):
+        s["look"] = None  # it spoke, or started: the look's answer no longer matters
     if s["awaiting_ranks"]:
         return
     if s["state"] == "starting" and s["ending"] is None:
@@ -335,6 +343,8 @@ def _on_paused(s: State, e: Event, t: float, actions: list[Action]) -> None:
     for key in ("t0", "startup_from", "loaded_t", "last_msg_t", "last_activity_t"):
         if s[key] is not None:
             s[key] += gap
+    if s["look"] is not None:
+        s["look"]["deadline"] += gap
     for st in s["stages"]:
         st["t"] += gap
 
@@ -382,12 +392,19 @@ def _on_looked(s: State, e: Event, t: float, actions: list[Action]) -> None:
     if look is None or look["reason"] != e.get("reason") or s["exit"] is not None:
         return
     s["look"] = None
-    if s["ending"] is not None or s["hello"]:
+    reason = look["reason"]
+    if s["ending"] is not None or (reason == "startup" and s["hello"]):
         return  # a hello (or another ending) came while the shell looked
-    if e.get("working"):
+    if not e.get("working"):
+        _hang(s, reason, t, actions)
+        return
+    s["looks"] += 1
+    if reason == "startup":
         s["startup_from"] = t
-    else:
-        _hang(s, "startup", t, actions)
+    elif s["hello"]:
+        s["last_msg_t"] = t  # the heartbeat deadline runs again from now
+    elif s["loaded_t"] is not None:
+        s["loaded_t"] = t
 
 
 def _on_no_worker(s: State, e: Event, t: float, actions: list[Action]) -> None:
@@ -456,15 +473,17 @@ def _on_timer(s: State, e: Event, t: float, actions: list[Action]) -> None:
         if what == "stalled":
             _set_state(s, "stalled", actions)
             continue
-        if what == "startup" and not s["hello"]:
-            # Evidence first (issue 32 item 2): a tree with no Python yet, or one that works,
-            # is starting; the hang is a Python process that started and does nothing.
-            s["look"] = {"reason": "startup", "deadline": t + LOOK_TIMEOUT_S}
-            actions.append({"do": "look", "reason": "startup"})
+        if what in LOOKED_AT and s["look"] is not None:
+            continue  # the other look's answer comes first
+        if what in LOOKED_AT and (what != "startup" or not s["hello"]):
+            # Evidence first (bridge/look.py): a tree with no Python yet, or one that works,
+            # is starting; a beacon silent because its machine gives it no CPU is starved.
+            # A launcher's hello keeps the plain startup deadline (its rendezvous).
+            s["look"] = {"reason": what, "deadline": t + LOOK_TIMEOUT_S}
+            actions.append({"do": "look", "reason": what})
             return
         if what == "look":
-            s["look"] = None
-            what = "startup"
+            what, s["look"] = s["look"]["reason"], None
         _hang(s, what, t, actions)
         return
 
@@ -504,6 +523,8 @@ def _set_state(s: State, name: str, actions: list[Action]) -> None:
 
 def _beacon(s: State, t: float) -> None:
     s["last_msg_t"] = t
+    if s["look"] is not None and s["look"]["reason"] == "heartbeat":
+        s["look"] = None  # the beacon spoke: its silence is over, whatever the look finds
 
 
 def _activity(s: State, t: float, actions: list[Action]) -> None:
@@ -521,13 +542,10 @@ def _watch_deadlines(s: State) -> list[tuple[str, float]]:
         return out
     if not s["hello"] or s.get("awaiting_ranks"):
         if c["startup_timeout"] is not None and s["no_worker"] is None:
-            if s["look"] is None:
-                out.append(("startup", s["startup_from"] + c["startup_timeout"]))
-            else:
-                out.append(("look", s["look"]["deadline"]))
+            out.append(_or_look(s, "startup", s["startup_from"] + c["startup_timeout"]))
         # (a launcher's hello while its ranks start ends this: the launcher beats)
         if not s["hello"] and s.get("loaded_t") is not None and c["heartbeat_timeout"] is not None:
-            out.append(("heartbeat", s["loaded_t"] + c["heartbeat_timeout"]))
+            out.append(_or_look(s, "heartbeat", s["loaded_t"] + c["heartbeat_timeout"]))
         return out
     if s["lead_gone"]:
         return out  # nobody speaks for the job: its exit decides
@@ -536,13 +554,21 @@ def _watch_deadlines(s: State) -> list[tuple[str, float]]:
         out.append(("stage_budget", min(budgets)))
     if c["heartbeat_timeout"] is not None and s["last_msg_t"] is not None:
         reason = "after_bye" if s["bye"] is not None else "heartbeat"
-        out.append((reason, s["last_msg_t"] + c["heartbeat_timeout"]))
+        out.append(_or_look(s, reason, s["last_msg_t"] + c["heartbeat_timeout"]))
     if s["last_activity_t"] is not None and s["bye"] is None:
         if c["stalled_after"] is not None and s["state"] == "running":
             out.append(("stalled", s["last_activity_t"] + c["stalled_after"]))
         if c["stall_timeout"] is not None:
             out.append(("stall", s["last_activity_t"] + c["stall_timeout"]))
     return out
+
+
+def _or_look(s: State, reason: str, deadline: float) -> tuple[str, float]:
+    """A watched deadline, or the deadline of the look it is waiting on."""
+    look = s["look"]
+    if look is not None and look["reason"] == reason:
+        return ("look", look["deadline"])
+    return (reason, deadline)
 
 
 def _hang(s: State, reason: str, t: float, actions: list[Action]) -> None:

@@ -255,10 +255,27 @@ def tree_pids(pid: int, limit: int = 200) -> list[int]:
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
+def run_delay(pid: int) -> Optional[float]:
+    """Seconds the process's threads have waited on a CPU run queue, summed (the second field
+    of /proc/<pid>/task/*/schedstat, in ns); None where the kernel has no schedstat."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    total, found = 0, False
+    for tid in tids:
+        fields = (read(f"/proc/{pid}/task/{tid}/schedstat") or "").split()
+        if len(fields) >= 2 and fields[1].isdigit():
+            total += int(fields[1])
+            found = True
+    return round(total / 1e9, 6) if found else None
+
+
 def process_sample(pid: int) -> Optional[dict[str, Any]]:
-    """One process for bridge/startup_look.py: its program's name (the executable's, else
-    comm), CPU seconds used, bytes read and written (rchar + wchar: files, pipes and sockets;
-    None when /proc/<pid>/io cannot be read). None once it is gone (or a zombie)."""
+    """One process for bridge/look.py: its program's name (the executable's, else comm), CPU
+    seconds used, bytes read and written (rchar + wchar: files, pipes and sockets; None when
+    /proc/<pid>/io cannot be read), seconds its threads waited for a CPU (run_delay). None
+    once it is gone (or a zombie)."""
     fields = stat_fields(pid)
     if fields is None or fields[0] in ("Z", "X"):
         return None
@@ -279,10 +296,16 @@ def process_sample(pid: int) -> Optional[dict[str, Any]]:
         "name": name.removesuffix(" (deleted)"),
         "cpu_s": round((int(fields[11]) + int(fields[12])) / _CLK_TCK, 3),
         "io_bytes": io_bytes,
+        "run_delay_s": run_delay(pid),
     }
 
 
-def tree_sample(pid: int, lines: int, t: float) -> dict[str, Any]:
-    """The job's tree now, as bridge/startup_look.py judges it: {t, lines, procs}."""
+def tree_sample(pid: int, lines: int, t: float, lead: Optional[int] = None) -> dict[str, Any]:
+    """The job's tree now, as bridge/look.py judges it: {t, lines, lead, procs}."""
     procs = [process_sample(p) for p in [pid, *tree_pids(pid)]]
-    return {"t": t, "lines": lines, "procs": [p for p in procs if p is not None]}
+    return {
+        "t": t,
+        "lines": lines,
+        "lead": pid if lead is None else lead,
+        "procs": [p for p in procs if p is not None],
+    }

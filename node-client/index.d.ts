@@ -269,6 +269,8 @@ export type JobEvent =
   | { type: 'health'; data: HealthEntry & { sender?: Sender; t: number } }
   /** The startup deadline passed without a hello, and a look at the tree saw it starting, not hung. */
   | { type: 'starting'; data: { why: string; for_s: number } }
+  /** The heartbeat deadline passed, and a look saw the lead waiting for a CPU (a busy machine): not hung. */
+  | { type: 'starved'; data: { why: string; for_s: number } }
   | { type: 'end'; data: Report };
 
 /** An exception raised in the Python child: name = its type, stack = its traceback. */
@@ -375,6 +377,8 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   on(event: 'health', listener: (entry: HealthEntry & { sender?: Sender; t: number }) => void): this;
   /** At the startup deadline with no hello: its tree has no Python yet, or works (CPU, I/O, output); another for_s seconds. */
   on(event: 'starting', listener: (info: { why: string; for_s: number }) => void): this;
+  /** At the heartbeat deadline: the lead's threads waited for a CPU (a busy machine); another for_s seconds. */
+  on(event: 'starved', listener: (info: { why: string; for_s: number }) => void): this;
   on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   on(event: 'log_error', listener: (problem: LogError) => void): this;
   /** Emitted only while someone listens: a Python error never crashes the supervisor. */
@@ -398,6 +402,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   once(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
   once(event: 'health', listener: (entry: HealthEntry & { sender?: Sender; t: number }) => void): this;
   once(event: 'starting', listener: (info: { why: string; for_s: number }) => void): this;
+  once(event: 'starved', listener: (info: { why: string; for_s: number }) => void): this;
   once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   once(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
   once(event: 'end', listener: (report: Report) => void): this;

@@ -24,7 +24,7 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
     progress: null, // {step, total, rate, eta_s, metrics, percent, age_s}: the last 'status' event
     hang: null, stalled: null, signals: [],
     health: [], // {metric, step, text}: the supervisor's training-health entries (src/health.js)
-    starting: null, // why a job past its startup deadline is starting, not hung (startup_look.js)
+    starting: null, // why a job past its startup deadline is starting, not hung (look.js)
     report: null, stacks: [], // {at, text}
     // Series: metrics over steps, resources over seconds since the start.
     metrics: { epoch: 0, names: [], step: [], values: {} },

@@ -47,7 +47,7 @@ const mainOf = (evidence) => evidence.main_thread || {};
  * What to do when no process said hello in time (bridge/diagnosis_hang.py _startup_hint). In
  * zero-code mode every Python process says it as it starts: a Python frame means it was stuck
  * before that. A tree with no Python, or one that works, is never a startup hang
- * (startup_look.js): without a frame, a Python process started and then did nothing.
+ * (look.js): without a frame, a Python process started and then did nothing.
  */
 function startupHint(frames) {
   if (frames.length) {

@@ -16,7 +16,7 @@ const ranks = require('./ranks.js');
 const ranksHang = require('./ranks_hang.js');
 const rankdumps = require('./rankdumps.js');
 const procfs = require('./procfs.js');
-const startupLook = require('./startup_look.js');
+const look = require('./look.js');
 const { crashFileSize, signalDumpedPids } = require('./report_files.js');
 
 const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed at most this often
@@ -154,7 +154,7 @@ class JobActions {
         this._signal(action.signal);
         break;
       case 'look':
-        this._look();
+        this._look(action.reason);
         break;
       case 'drain':
         this._drain();
@@ -168,18 +168,22 @@ class JobActions {
   }
 
   /**
-   * The startup deadline passed without a hello: sample the job's tree now and LOOK_S later,
-   * then answer the machine (machine.js "look"; the verdict is startup_look.js's). A job
-   * with no Python yet, or one that works, is starting: a 'starting' event says why.
+   * A startup or heartbeat deadline passed: sample the job's tree now and LOOK_S later, then
+   * answer the machine (machine.js "look"; the verdict is look.js's). A job with no Python
+   * yet, or one that works, is starting ('starting' says why); a lead starved of CPU is
+   * waiting for a core ('starved'). Python: JobActions._start_look / _end_look.
    */
-  _look() {
-    const lines = () => this._facts.lines.stdout + this._facts.lines.stderr;
-    const before = procfs.treeSample(this.pid, lines(), now());
+  _look(reason) {
+    const sample = () => procfs.treeSample(this.pid, this._facts.lines.stdout + this._facts.lines.stderr, now(),
+      this._facts.lead_pid || this.pid);
+    const before = sample();
     const timer = setTimeout(() => {
       if (this._m.exit !== null || this.report) return;
-      const verdict = startupLook.judge(before, procfs.treeSample(this.pid, lines(), now()));
-      if (verdict.working) this._emit('starting', { why: verdict.why, for_s: this._m.config.startup_timeout });
-      this._post({ type: 'looked', reason: 'startup', working: verdict.working });
+      const verdict = look.judge(reason, before, sample());
+      if (verdict.working) {
+        this._emit(reason === 'startup' ? 'starting' : 'starved', { why: verdict.why, for_s: this._m.config[`${reason}_timeout`] });
+      }
+      this._post({ type: 'looked', reason, working: verdict.working });
     }, machine.LOOK_S * 1000);
     timer.unref();
   }

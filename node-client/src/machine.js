@@ -74,6 +74,7 @@ const HANG_REASONS = Object.freeze(['startup', 'stage_budget', 'stall', 'heartbe
 // The look at the startup deadline (bridge/machine.py LOOK_S, LOOK_TIMEOUT_S).
 const LOOK_S = 1.0;
 const LOOK_TIMEOUT_S = 5.0;
+const LOOKED_AT = ['startup', 'heartbeat']; // the deadlines that look before they judge
 
 /** The state of a job spawned at time t. */
 function initial(config = null, t = 0.0) {
@@ -103,6 +104,7 @@ function initial(config = null, t = 0.0) {
     no_worker: null, // why no hello will come (the startup deadline is off)
     startup_from: t, // the startup deadline runs from here (a look that saw work moves it)
     look: null, // {reason, deadline}: a look asked for and not answered yet
+    looks: 0, // looks that found the job working: each moved a deadline on
     loaded_t: null, // the worker loaded (stage box) before any hello
     awaiting_ranks: false, // only a distributed launcher said hello: still starting
     lead_gone: false, // the lead left and no other process speaks for the job
@@ -184,6 +186,8 @@ function onHello(s, e, t, actions) {
   // A distributed launcher's hello (torchrun) does not end start-up: its ranks have not
   // started, and may never (a rendezvous waiting for nodes). The first rank's hello does.
   s.awaiting_ranks = Boolean(e.awaits_ranks);
+  const { look } = s;
+  if (look && (look.reason === 'heartbeat' || !s.awaiting_ranks)) s.look = null; // it spoke, or started
   if (s.awaiting_ranks) return;
   if (s.state === 'starting' && s.ending === null) setState(s, 'running', actions);
 }
@@ -246,6 +250,7 @@ function onPaused(s, e) {
   const gap = get(e, 'paused_s');
   if (s.exit !== null || s.ending !== null || !gap || gap <= 0) return;
   for (const key of ['t0', 'startup_from', 'loaded_t', 'last_msg_t', 'last_activity_t']) if (s[key] !== null && s[key] !== undefined) s[key] += gap;
+  if (s.look) s.look.deadline += gap;
   for (const st of s.stages) st.t += gap;
 }
 
@@ -294,9 +299,16 @@ function onLooked(s, e, t, actions) {
   const { look } = s;
   if (look === null || look === undefined || look.reason !== e.reason || s.exit !== null) return;
   s.look = null;
-  if (s.ending !== null || s.hello) return; // a hello (or another ending) came while the shell looked
-  if (e.working) s.startup_from = t;
-  else hang(s, 'startup', t, actions);
+  const { reason } = look;
+  if (s.ending !== null || (reason === 'startup' && s.hello)) return; // a hello (or another ending) came meanwhile
+  if (!e.working) {
+    hang(s, reason, t, actions);
+    return;
+  }
+  s.looks += 1;
+  if (reason === 'startup') s.startup_from = t;
+  else if (s.hello) s.last_msg_t = t; // the heartbeat deadline runs again from now
+  else if ((s.loaded_t ?? null) !== null) s.loaded_t = t;
 }
 
 function onNoWorker(s, e) {
@@ -360,14 +372,21 @@ function onTimer(s, e, t, actions) {
       setState(s, 'stalled', actions);
       continue;
     }
-    if (what === 'startup' && !s.hello) {
-      // Evidence first: a tree with no Python yet, or one that works, is starting.
-      s.look = { reason: 'startup', deadline: t + LOOK_TIMEOUT_S };
-      actions.push({ do: 'look', reason: 'startup' });
+    if (LOOKED_AT.includes(what) && s.look) continue; // the other look's answer comes first
+    if (LOOKED_AT.includes(what) && (what !== 'startup' || !s.hello)) {
+      // Evidence first (look.js): a tree with no Python yet, or one that works, is starting; a
+      // beacon silent because its machine gives it no CPU is starved. A launcher's hello keeps
+      // the plain startup deadline (its rendezvous).
+      s.look = { reason: what, deadline: t + LOOK_TIMEOUT_S };
+      actions.push({ do: 'look', reason: what });
       return;
     }
-    if (what === 'look') s.look = null;
-    hang(s, what === 'look' ? 'startup' : what, t, actions);
+    let reason = what;
+    if (what === 'look') {
+      reason = s.look.reason;
+      s.look = null;
+    }
+    hang(s, reason, t, actions);
     return;
   }
 }
@@ -388,6 +407,7 @@ function setState(s, name, actions) {
 
 function beacon(s, t) {
   s.last_msg_t = t;
+  if (s.look && s.look.reason === 'heartbeat') s.look = null; // the beacon spoke: its silence is over
 }
 
 function activity(s, t, actions) {
@@ -402,12 +422,9 @@ function watchDeadlines(s) {
   const out = [];
   if (s.exit !== null || s.ending !== null || s.state === 'ended') return out;
   if (!s.hello || s.awaiting_ranks) {
-    if (c.startup_timeout !== null && s.no_worker === null) {
-      if (s.look === null || s.look === undefined) out.push(['startup', s.startup_from + c.startup_timeout]);
-      else out.push(['look', s.look.deadline]);
-    }
+    if (c.startup_timeout !== null && s.no_worker === null) out.push(orLook(s, 'startup', s.startup_from + c.startup_timeout));
     // (a launcher's hello while its ranks start ends this: the launcher beats)
-    if (!s.hello && (s.loaded_t ?? null) !== null && c.heartbeat_timeout !== null) out.push(['heartbeat', s.loaded_t + c.heartbeat_timeout]);
+    if (!s.hello && (s.loaded_t ?? null) !== null && c.heartbeat_timeout !== null) out.push(orLook(s, 'heartbeat', s.loaded_t + c.heartbeat_timeout));
     return out;
   }
   if (s.lead_gone) return out; // nobody speaks for the job: its exit decides
@@ -416,13 +433,18 @@ function watchDeadlines(s) {
   if (budgets.length) out.push(['stage_budget', Math.min(...budgets)]);
   if (c.heartbeat_timeout !== null && s.last_msg_t !== null) {
     const reason = s.bye !== null ? 'after_bye' : 'heartbeat';
-    out.push([reason, s.last_msg_t + c.heartbeat_timeout]);
+    out.push(orLook(s, reason, s.last_msg_t + c.heartbeat_timeout));
   }
   if (s.last_activity_t !== null && s.bye === null) {
     if (c.stalled_after !== null && s.state === 'running') out.push(['stalled', s.last_activity_t + c.stalled_after]);
     if (c.stall_timeout !== null) out.push(['stall', s.last_activity_t + c.stall_timeout]);
   }
   return out;
+}
+
+/** A watched deadline, or the deadline of the look it is waiting on. */
+function orLook(s, reason, deadline) {
+  return s.look && s.look.reason === reason ? ['look', s.look.deadline] : [reason, deadline];
 }
 
 function hang(s, reason, t, actions) {

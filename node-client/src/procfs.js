@@ -167,9 +167,28 @@ function mainThreadSample(pid) {
 const CLK_TCK = 100; // USER_HZ: 100 on every Linux architecture Node runs on
 
 /**
- * One process for startup_look.js (bridge/procfs.py process_sample): its program's name (the
+ * Seconds the process's threads have waited on a CPU run queue, summed (the second field of
+ * /proc/<pid>/task/*\/schedstat, in ns); null where the kernel has no schedstat.
+ */
+function runDelay(pid) {
+  let tids;
+  try { tids = fs.readdirSync(`/proc/${pid}/task`); } catch { return null; }
+  let total = 0;
+  let found = false;
+  for (const tid of tids) {
+    const fields = (read(`/proc/${pid}/task/${tid}/schedstat`) || '').split(/\s+/);
+    if (fields.length >= 2 && /^\d+$/.test(fields[1])) {
+      total += Number(fields[1]);
+      found = true;
+    }
+  }
+  return found ? Math.round(total / 1e3) / 1e6 : null;
+}
+
+/**
+ * One process for look.js (bridge/procfs.py process_sample): its program's name (the
  * executable's, else comm), CPU seconds, bytes read and written (rchar + wchar; null when
- * /proc/<pid>/io cannot be read). null once it is gone (or a zombie).
+ * /proc/<pid>/io cannot be read), seconds its threads waited for a CPU. null once it is gone.
  */
 function processSample(pid) {
   const text = read(`/proc/${pid}/stat`);
@@ -183,16 +202,17 @@ function processSample(pid) {
     pid, name: name.replace(/ \(deleted\)$/, ''),
     cpu_s: Math.round(((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1000) / 1000,
     io_bytes: io && Number.isFinite(io.rchar) && Number.isFinite(io.wchar) ? io.rchar + io.wchar : null,
+    run_delay_s: runDelay(pid),
   };
 }
 
-/** The job's tree now, as startup_look.js judges it: {t, lines, procs}. */
-function treeSample(pid, lines, t) {
-  return { t, lines, procs: [pid, ...treePids(pid)].map(processSample).filter((p) => p !== null) };
+/** The job's tree now, as look.js judges it: {t, lines, lead, procs}. */
+function treeSample(pid, lines, t, lead = pid) {
+  return { t, lines, lead, procs: [pid, ...treePids(pid)].map(processSample).filter((p) => p !== null) };
 }
 
 module.exports = {
-  processSample, treeSample,
+  processSample, runDelay, treeSample,
   SYSCALLS, FD_SYSCALLS, STATE_WORDS, read, syscallName, parseSyscallLine, parseStat, mainThread,
   mainThreadState, mainThreadSample, descendants, childEntry, ioCounters, treePids,
 };

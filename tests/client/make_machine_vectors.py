@@ -30,6 +30,7 @@ RUN, STALL, START, END = "running", "stalled", "starting", "ended"
 HELLO = {"dump_signal": False}
 HELLO_SIG = {"dump_signal": True}
 HELLO_NATIVE = {"dump_signal": True, "native_dump": True}  # SIGUSR1 and SIGUSR2 registered
+LOOK_HB = {"reason": "heartbeat", "working": False}  # the look saw no wait for a CPU: hung
 
 
 def ex(code=None, signal=None):
@@ -339,14 +340,15 @@ CASES = [
             (0, "hello", HELLO_SIG, RUN, ["state:running"], 3),
             (0.5, "progress", {}, RUN, [], 2.5),
             (2.5, "timer", {}, STALL, ["state:stalled"], 3.5),
-            (3.5, "timer", {}, STALL, ["snapshot:heartbeat", "signal:SIGUSR1"], 3.75),
-            (3.7, "snapshotted", {}, STALL, [], 3.75),
-            (3.75, "timer", {}, STALL, ["signal:SIGTERM"], 4.75),
-            (4, "exit", ex(None, "SIGTERM"), STALL, ["drain"], 4.5),
-            (4.1, "drained", {}, END, ["state:ended", "finish:hung"], None),
+            (3.5, "timer", {}, STALL, ["look:heartbeat"], 6.5),
+            (4.5, "looked", LOOK_HB, STALL, ["snapshot:heartbeat", "signal:SIGUSR1"], 4.75),
+            (4.7, "snapshotted", {}, STALL, [], 4.75),
+            (4.75, "timer", {}, STALL, ["signal:SIGTERM"], 5.75),
+            (5, "exit", ex(None, "SIGTERM"), STALL, ["drain"], 5.5),
+            (5.1, "drained", {}, END, ["state:ended", "finish:hung"], None),
         ],
         "hung",
-        {"reason": "heartbeat", "t": 3.5, "stage": None},
+        {"reason": "heartbeat", "t": 4.5, "stage": None},
     ),
     (
         "hung: stall; neither dump_stacks nor SIGUSR1 answered (native code holds the GIL), "
@@ -399,15 +401,43 @@ CASES = [
             (0, "hello", HELLO_NATIVE, RUN, ["state:running"], 3),
             (0.5, "progress", {}, RUN, [], 2.5),
             (2.5, "timer", {}, STALL, ["state:stalled"], 3.5),
-            (3.5, "timer", {}, STALL, ["snapshot:heartbeat", "signal:SIGUSR1"], 3.75),
-            (3.75, "timer", {}, STALL, ["signal:SIGUSR2"], 4.0),
-            (4.0, "timer", {}, STALL, [], 5.0),
-            (4.1, "snapshotted", {}, STALL, ["signal:SIGTERM"], 5.1),
-            (4.2, "exit", ex(None, "SIGTERM"), STALL, ["drain"], 4.7),
-            (4.3, "drained", {}, END, ["state:ended", "finish:hung"], None),
+            (3.5, "timer", {}, STALL, ["look:heartbeat"], 6.5),
+            (4.5, "looked", LOOK_HB, STALL, ["snapshot:heartbeat", "signal:SIGUSR1"], 4.75),
+            (4.75, "timer", {}, STALL, ["signal:SIGUSR2"], 5.0),
+            (5.0, "timer", {}, STALL, [], 6.0),
+            (5.1, "snapshotted", {}, STALL, ["signal:SIGTERM"], 6.1),
+            (5.2, "exit", ex(None, "SIGTERM"), STALL, ["drain"], 5.7),
+            (5.3, "drained", {}, END, ["state:ended", "finish:hung"], None),
         ],
         "hung",
-        {"reason": "heartbeat", "t": 3.5, "stage": None},
+        {"reason": "heartbeat", "t": 4.5, "stage": None},
+    ),
+    (
+        "waiting for a free core: the heartbeat look sees the lead starved; its deadline runs "
+        "again",
+        {},
+        10,
+        [
+            (0, "hello", HELLO_SIG, RUN, ["state:running"], 3),
+            (3, "timer", {}, RUN, ["look:heartbeat"], 8),
+            (4, "looked", {"reason": "heartbeat", "working": True}, RUN, [], 7),
+            (5, "beat", {}, RUN, [], 8),
+        ],
+        None,
+        None,
+    ),
+    (
+        "a beat while the shell looks: the silence is over, and the late answer changes nothing",
+        {},
+        10,
+        [
+            (0, "hello", HELLO_SIG, RUN, ["state:running"], 3),
+            (3, "timer", {}, RUN, ["look:heartbeat"], 8),
+            (3.5, "beat", {}, RUN, [], 6.5),
+            (4, "looked", LOOK_HB, RUN, [], 6.5),
+        ],
+        None,
+        None,
     ),
     (
         "hung: bye sent but the process does not exit",
@@ -798,14 +828,15 @@ CASES = [
         10,
         [
             (0.8, "worker_loaded", {"dump_signal": True}, START, [], 3.8),
-            (3.8, "timer", {}, START, ["snapshot:heartbeat", "signal:SIGUSR1"], 4.05),
-            (3.9, "snapshotted", {}, START, [], 4.05),
-            (4.05, "timer", {}, START, ["signal:SIGTERM"], 5.05),
-            (4.2, "exit", ex(None, "SIGTERM"), START, ["drain"], 4.7),
-            (4.3, "drained", {}, END, ["state:ended", "finish:hung"], None),
+            (3.8, "timer", {}, START, ["look:heartbeat"], 8.8),
+            (4.8, "looked", LOOK_HB, START, ["snapshot:heartbeat", "signal:SIGUSR1"], 5.05),
+            (4.9, "snapshotted", {}, START, [], 5.05),
+            (5.05, "timer", {}, START, ["signal:SIGTERM"], 6.05),
+            (5.2, "exit", ex(None, "SIGTERM"), START, ["drain"], 5.7),
+            (5.3, "drained", {}, END, ["state:ended", "finish:hung"], None),
         ],
         "hung",
-        {"reason": "heartbeat", "t": 3.8, "stage": None},
+        {"reason": "heartbeat", "t": 4.8, "stage": None},
     ),
     (
         "hung: worker loaded, no hello, SIGUSR1 unanswered (GIL held): then SIGUSR2, the "
@@ -814,15 +845,16 @@ CASES = [
         10,
         [
             (0.8, "worker_loaded", {"dump_signal": True, "native_dump": True}, START, [], 3.8),
-            (3.8, "timer", {}, START, ["snapshot:heartbeat", "signal:SIGUSR1"], 4.05),
-            (4.05, "timer", {}, START, ["signal:SIGUSR2"], 4.3),
-            (4.1, "snapshotted", {}, START, [], 4.3),
-            (4.3, "timer", {}, START, ["signal:SIGTERM"], 5.3),
-            (4.4, "exit", ex(None, "SIGTERM"), START, ["drain"], 4.9),
-            (4.5, "drained", {}, END, ["state:ended", "finish:hung"], None),
+            (3.8, "timer", {}, START, ["look:heartbeat"], 8.8),
+            (4.8, "looked", LOOK_HB, START, ["snapshot:heartbeat", "signal:SIGUSR1"], 5.05),
+            (5.05, "timer", {}, START, ["signal:SIGUSR2"], 5.3),
+            (5.1, "snapshotted", {}, START, [], 5.3),
+            (5.3, "timer", {}, START, ["signal:SIGTERM"], 6.3),
+            (5.4, "exit", ex(None, "SIGTERM"), START, ["drain"], 5.9),
+            (5.5, "drained", {}, END, ["state:ended", "finish:hung"], None),
         ],
         "hung",
-        {"reason": "heartbeat", "t": 3.8, "stage": None},
+        {"reason": "heartbeat", "t": 4.8, "stage": None},
     ),
     (
         "worker loaded then hello: the normal deadlines",

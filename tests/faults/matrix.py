@@ -376,8 +376,11 @@ def _measures(row, config, timing: Timing, launched: float, ended: Optional[floa
 
         stop, limit = timing.hang_t, config["startup_timeout"] + LOOK_S + 1
     else:  # stall | heartbeat: from the last line printed before the hang
+        from trainbridge.bridge.machine import LOOK_S, LOOKED_AT
+
         start, stop = timing.marker_t, timing.hang_t
-        limit = config[f"{how}_timeout"] + 1
+        # a heartbeat silence is looked at first (is the lead only starved of CPU?)
+        limit = config[f"{how}_timeout"] + (LOOK_S if how in LOOKED_AT else 0) + 1
     known = None if start is None or stop is None else round(stop - start, 3)
     return {"how": how, "known_s": known, "limit_s": limit, "live": timing.live}
 

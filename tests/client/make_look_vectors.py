@@ -1,7 +1,7 @@
-"""Writes vectors/startup_look.json: the look at the startup deadline (bridge/startup_look.py
-judge, and its twin node-client/src/startup_look.js): two samples of a job's tree in, the
-verdict out. The expectations are written by the Python client and reviewed by hand;
-tests/client/test_startup_look.py and node-client/test/startup_look.test.js run them."""
+"""Writes vectors/look.json: the look before a hang is declared (bridge/look.py judge, and its
+twin node-client/src/look.js): a reason and two samples of a job's tree in, the verdict out.
+The expectations are written by the Python client and reviewed by hand; tests/client/test_look.py
+and node-client/test/look.test.js run them."""
 
 import json
 import os
@@ -10,19 +10,25 @@ import sys
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 sys.path.insert(0, ROOT)
 
-from trainbridge.bridge import startup_look  # noqa: E402 - after the path
+from trainbridge.bridge import look  # noqa: E402 - after the path
 
 
-def proc(pid, name, cpu_s=0.0, io_bytes=1000):
-    return {"pid": pid, "name": name, "cpu_s": cpu_s, "io_bytes": io_bytes}
+def proc(pid, name, cpu_s=0.0, io_bytes=1000, run_delay_s=0.5):
+    return {
+        "pid": pid,
+        "name": name,
+        "cpu_s": cpu_s,
+        "io_bytes": io_bytes,
+        "run_delay_s": run_delay_s,
+    }
 
 
-def sample(t, *procs, lines=0):
-    return {"t": t, "lines": lines, "procs": list(procs)}
+def sample(t, *procs, lines=0, lead=None):
+    return {"t": t, "lines": lines, "lead": lead, "procs": list(procs)}
 
 
 PY = proc(11, "python3.11", cpu_s=2.0, io_bytes=5_000_000)
-CASES = [
+STARTUP = [
     ("the process is gone", sample(0, PY), sample(1)),
     (
         "a shell script before its Python: no Python in the tree",
@@ -73,23 +79,50 @@ CASES = [
 ]
 
 
+HEARTBEAT = [
+    (
+        "the lead waited 70% of the window for a CPU: a busy machine",
+        sample(0, PY, lead=11),
+        sample(1.0, {**PY, "run_delay_s": 1.2}, lead=11),
+    ),
+    (
+        "a GIL held in native code runs on the CPU: no wait, hung",
+        sample(0, PY, lead=11),
+        sample(1.0, {**PY, "cpu_s": 3.0, "run_delay_s": 0.52}, lead=11),
+    ),
+    (
+        "another process starved, not the lead: hung",
+        sample(0, proc(10, "python3", run_delay_s=0.0), PY, lead=11),
+        sample(1.0, proc(10, "python3", run_delay_s=0.9), PY, lead=11),
+    ),
+    (
+        "a kernel without schedstat says nothing: hung, as before the look",
+        sample(0, {**PY, "run_delay_s": None}, lead=11),
+        sample(1.0, {**PY, "run_delay_s": None}, lead=11),
+    ),
+    ("the lead is gone", sample(0, PY, lead=11), sample(1.0, lead=11)),
+]
+
+
 def main():
     out = [
         {
             "name": name,
+            "reason": reason,
             "before": before,
             "after": after,
-            "verdict": startup_look.judge(before, after),
+            "verdict": look.judge(reason, before, after),
         }
-        for name, before, after in CASES
+        for reason, cases in (("startup", STARTUP), ("heartbeat", HEARTBEAT))
+        for name, before, after in cases
     ]
-    path = os.path.join(ROOT, "vectors", "startup_look.json")
+    path = os.path.join(ROOT, "vectors", "look.json")
     with open(path, "w", encoding="ascii") as fh:
         json.dump(
             {
-                "about": "two samples of a job's tree in -> is it starting or hung? "
-                "(bridge/startup_look.py, node-client/src/startup_look.js); "
-                "tests/client/make_startup_look_vectors.py",
+                "about": "a reason and two samples of a job's tree in -> hung, or starting, "
+                "or waiting for a CPU? (bridge/look.py, node-client/src/look.js); "
+                "tests/client/make_look_vectors.py",
                 "cases": out,
             },
             fh,
