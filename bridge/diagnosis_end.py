@@ -254,6 +254,55 @@ def _disk_words(disk: dict[str, Any]) -> tuple[str, str]:
     return (f" ({'; '.join(facts)})" if facts else ""), advice
 
 
+# A resource that ran out, in order: (kind, the error's words, the part of the error's
+# `resources` that says how much there was, its words, the summary's lead, the hint's tail).
+_EXHAUSTION = (
+    (
+        "host_oom",
+        _HOST_OOM_TEXT,
+        "memory",
+        _memory_words,
+        "out of host memory",
+        "; or make the job need less: a smaller batch or model, fewer DataLoader workers or a "
+        "lower prefetch_factor, the data read lazily instead of held in memory",
+    ),
+    (
+        "disk_full",
+        _DISK_FULL_TEXT,
+        "disk",
+        _disk_words,
+        "disk full",
+        "; the file being written is likely incomplete: delete it (a checkpoint cut short "
+        "does not load)",
+    ),
+)
+
+
+def _exhaustion(
+    error: Optional[dict[str, Any]], log_tail: Sequence[str], stage: Any, evidence: dict[str, Any]
+) -> Optional[dict[str, Any]]:
+    """The first resource of _EXHAUSTION the fatal error (or, without one, the output) says
+    ran out: named with what the process had of it (worker/exhaustion.py), else None."""
+    resources = (error or {}).get("resources")
+    resources = resources if isinstance(resources, dict) else {}
+    for kind, pattern, part, words, lead, tail in _EXHAUSTION:
+        if not _says(pattern, error, log_tail):
+            continue
+        frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
+        evidence.update(frame_fields(frames))
+        had = resources.get(part) if isinstance(resources.get(part), dict) else {}
+        evidence[part] = had or None
+        details, advice = words(had)
+        message = one_line(_message(error, log_tail), MESSAGE_MAX)
+        return diag(
+            kind,
+            f"{lead}{in_stage(stage)} at {where(frames)}{details}: {message}",
+            advice + tail,
+            evidence,
+        )
+    return None
+
+
 def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
     """Why a process ended; None for a clean success. See the module docstring for shape.
 
@@ -294,37 +343,13 @@ def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
             "or mixed precision, or free other jobs on the GPU (nvidia-smi)",
             evidence,
         )
-    resources = ((error or {}).get("resources") if fatal_error else None) or {}
-    if not isinstance(resources, dict):
-        resources = {}
-    if ended_badly and _says(_HOST_OOM_TEXT, error if fatal_error else None, log_tail):
-        frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
-        evidence.update(frame_fields(frames))
-        memory = resources.get("memory") if isinstance(resources.get("memory"), dict) else {}
-        evidence["memory"] = memory or None
-        details, advice = _memory_words(memory)
-        message = one_line(_message(error if fatal_error else None, log_tail), MESSAGE_MAX)
-        return diag(
-            "host_oom",
-            f"out of host memory{in_stage(stage)} at {where(frames)}{details}: {message}",
-            f"{advice}; or make the job need less: a smaller batch or model, fewer DataLoader "
-            "workers or a lower prefetch_factor, the data read lazily instead of held in memory",
-            evidence,
-        )
-    if ended_badly and _says(_DISK_FULL_TEXT, error if fatal_error else None, log_tail):
-        frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
-        evidence.update(frame_fields(frames))
-        disk = resources.get("disk") if isinstance(resources.get("disk"), dict) else {}
-        evidence["disk"] = disk or None
-        details, advice = _disk_words(disk)
-        message = one_line(_message(error if fatal_error else None, log_tail), MESSAGE_MAX)
-        return diag(
-            "disk_full",
-            f"disk full{in_stage(stage)} at {where(frames)}{details}: {message}",
-            f"{advice}; the file being written is likely incomplete: delete it "
-            "(a checkpoint cut short does not load)",
-            evidence,
-        )
+    found = (
+        _exhaustion(error if fatal_error else None, log_tail, stage, evidence)
+        if ended_badly
+        else None
+    )
+    if found is not None:
+        return found
     if facts.get("oom_killed"):
         return diag(
             "oom_killed",

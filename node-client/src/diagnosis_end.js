@@ -140,6 +140,33 @@ function messageOf(error, logTail) {
 
 const isMap = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
+// A resource that ran out, in order (bridge/diagnosis_end.py _EXHAUSTION): [kind, the error's
+// words, the part of its `resources` that says how much there was, its words, the summary's
+// lead, the hint's tail].
+const EXHAUSTION = [
+  ['host_oom', HOST_OOM_TEXT, 'memory', memoryWords, 'out of host memory',
+    '; or make the job need less: a smaller batch or model, fewer DataLoader workers or a lower prefetch_factor, the data read lazily instead of held in memory'],
+  ['disk_full', DISK_FULL_TEXT, 'disk', diskWords, 'disk full',
+    '; the file being written is likely incomplete: delete it (a checkpoint cut short does not load)'],
+];
+
+/** The first resource of EXHAUSTION the fatal error (or, without one, the output) says ran out, else null. */
+function exhaustion(error, logTail, stage, evidence) {
+  const resources = isMap((error || {}).resources) ? error.resources : {};
+  for (const [kind, pattern, part, words, lead, tail] of EXHAUSTION) {
+    if (!says(pattern, error, logTail)) continue;
+    const errFrames = errorFrames(error);
+    const frames = errFrames.length ? errFrames : ((tracebackInText(logTail) || {}).frames || []);
+    Object.assign(evidence, frameFields(frames));
+    const had = isMap(resources[part]) ? resources[part] : {};
+    evidence[part] = Object.keys(had).length ? had : null;
+    const [details, advice] = words(had);
+    const message = oneLine(messageOf(error, logTail), MESSAGE_MAX);
+    return diag(kind, `${lead}${inStage(stage)} at ${where(frames)}${details}: ${message}`, advice + tail, evidence);
+  }
+  return null;
+}
+
 function workerDiedHint(signal, oomKills) {
   const memory = 'lower num_workers, prefetch_factor or the batch size, or raise the memory limit';
   if (signal === 'SIGKILL' || signal === null) {
@@ -202,33 +229,8 @@ function diagnoseEnd(facts) {
       'lower the batch size or sequence length, enable gradient checkpointing or mixed precision, or free other jobs on the GPU (nvidia-smi)',
       evidence);
   }
-  const resources = ((fatalError ? (error || {}).resources : null)) || {};
-  const resourceFrames = () => {
-    const errFrames = errorFrames(error);
-    return errFrames.length ? errFrames : ((tracebackInText(logTail) || {}).frames || []);
-  };
-  if (endedBadly && says(HOST_OOM_TEXT, fatalError ? error : null, logTail)) {
-    const frames = resourceFrames();
-    Object.assign(evidence, frameFields(frames));
-    const memory = isMap(resources.memory) ? resources.memory : {};
-    evidence.memory = Object.keys(memory).length ? memory : null;
-    const [details, advice] = memoryWords(memory);
-    const message = oneLine(messageOf(fatalError ? error : null, logTail), MESSAGE_MAX);
-    return diag('host_oom', `out of host memory${inStage(stage)} at ${where(frames)}${details}: ${message}`,
-      `${advice}; or make the job need less: a smaller batch or model, fewer DataLoader workers or a lower prefetch_factor, the data read lazily instead of held in memory`,
-      evidence);
-  }
-  if (endedBadly && says(DISK_FULL_TEXT, fatalError ? error : null, logTail)) {
-    const frames = resourceFrames();
-    Object.assign(evidence, frameFields(frames));
-    const disk = isMap(resources.disk) ? resources.disk : {};
-    evidence.disk = Object.keys(disk).length ? disk : null;
-    const [details, advice] = diskWords(disk);
-    const message = oneLine(messageOf(fatalError ? error : null, logTail), MESSAGE_MAX);
-    return diag('disk_full', `disk full${inStage(stage)} at ${where(frames)}${details}: ${message}`,
-      `${advice}; the file being written is likely incomplete: delete it (a checkpoint cut short does not load)`,
-      evidence);
-  }
+  const found = endedBadly ? exhaustion(fatalError ? error : null, logTail, stage, evidence) : null;
+  if (found !== null) return found;
   if (facts.oom_killed) {
     return diag('oom_killed', `killed by the kernel's out-of-memory killer${inStage(stage)} (signal ${signal || 'SIGKILL'})`,
       'the job ran out of host RAM: lower the batch size or DataLoader num_workers / prefetch, or raise the memory limit',
