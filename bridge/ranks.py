@@ -280,20 +280,62 @@ def error_body(state: State, cause: Optional[dict[str, Any]]) -> Optional[dict[s
     return None
 
 
+SIGNAL_NAMES = {6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+
+
+def _killed(row: dict[str, Any]) -> Optional[str]:
+    """The signal a rank died of with no error of its own (torchrun's negative exit code),
+    else None."""
+    code = (row["exit"] or {}).get("code")
+    if row["role"] != "rank" or row["error"] is not None or not isinstance(code, int):
+        return None
+    return SIGNAL_NAMES.get(-code, f"signal {-code}") if code < 0 else None
+
+
+def _death(row: dict[str, Any], signal: str) -> dict[str, Any]:
+    """A rank's death by a signal as the failure it is: no message, no frame, no clock."""
+    return {
+        "type": signal,
+        "message": "",
+        "stage": row["stage"],
+        "frame": None,
+        "t": None,
+        "source": "signal",
+    }
+
+
 def root_cause(rows: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
     """The rank that failed first by its own clock (ties: the lower rank), with the other
-    failed ranks as consequences; None when no rank failed with an error."""
+    failed ranks as consequences; None when no rank failed with an error.
+
+    A rank killed by a signal with no error of its own (SIGKILL from outside, the OOM killer:
+    no error file, no timestamp) failed too, before the peers that only lost it: when every
+    error the ranks sent is such a consequence (peer gone, or a stop by the launcher), the
+    killed rank is the cause (a SIGTERM the launcher sent comes after any other signal)."""
     failed = [
         r
         for r in rows
         if r["role"] == "rank" and r["error"] is not None and r["error"].get("t") is not None
     ]
-    if not failed:
+    killed = [(r, sig) for r in rows if (sig := _killed(r)) is not None]
+    own = [r for r in failed if _why(r) == "later"]
+    if killed and not own:
+        row, signal = min(
+            killed,
+            key=lambda k: (k[1] == "SIGTERM", k[0]["rank"] if k[0]["rank"] is not None else 0),
+        )
+        first = dict(row, error=_death(row, signal))
+    elif failed:
+        first = min(
+            failed, key=lambda r: (r["error"]["t"], r["rank"] if r["rank"] is not None else 0)
+        )
+    else:
         return None
-    first = min(failed, key=lambda r: (r["error"]["t"], r["rank"] if r["rank"] is not None else 0))
     consequences = []
     for r in rows:
-        if r is first or r["role"] != "rank" or r["state"] != "failed":
+        if r["pid"] == first["pid"] and r["host"] == first["host"] and r["rank"] == first["rank"]:
+            continue
+        if r["role"] != "rank" or r["state"] != "failed":
             continue
         consequences.append(
             {
@@ -338,6 +380,11 @@ _WHY_TEXT = {
 def _sentence(first: dict[str, Any], consequences: list[dict[str, Any]]) -> str:
     err = first["error"]
     text = f"rank {first['rank']} ({who(first)}) failed first: {_short(err)}"
+    if err.get("source") == "signal":
+        text = (
+            f"rank {first['rank']} ({who(first)}) failed first: killed by {err['type']}, with "
+            "no error of its own (a kill from outside the job, or the kernel's OOM killer)"
+        )
     if err.get("stage"):
         text += f" in stage '{err['stage']}'"
     if err.get("frame"):
@@ -350,6 +397,16 @@ def _sentence(first: dict[str, Any], consequences: list[dict[str, Any]]) -> str:
         )
         text += " (consequences, not the cause)"
     return text
+
+
+def killed_hint(cause: dict[str, Any]) -> str:
+    """What to try when the root cause is a rank killed by a signal (root_cause)."""
+    return (
+        f"rank {cause['rank']} was killed by {cause['error']['type']} from outside the job: "
+        "check dmesg for the kernel's OOM killer (dmesg | grep -i 'killed process') and who "
+        "else stops processes here (a scheduler, a user); the other ranks' errors follow "
+        "from its death"
+    )
 
 
 def who(row: dict[str, Any]) -> str:

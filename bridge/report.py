@@ -113,6 +113,8 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     verdict, diagnosis_error = _diagnose(outcome, facts_end, facts, stacks, stage, crash_text)
     if cause is not None and outcome == "failed" and verdict is not None:
         verdict = dict(verdict, summary=cause["summary"])
+        if cause["error"].get("source") == "signal":  # a rank killed, with no error of its own
+            verdict.update(kind="killed", hint=ranks.killed_hint(cause))
     waiting = _rendezvous(facts, outcome, stacks)
     if waiting is not None:
         verdict = waiting

@@ -158,15 +158,44 @@ function errorBody(state, cause) {
   return null;
 }
 
+const SIGNAL_NAMES = { 6: 'SIGABRT', 7: 'SIGBUS', 9: 'SIGKILL', 11: 'SIGSEGV', 15: 'SIGTERM' };
+
+/** The signal a rank died of with no error of its own (torchrun's negative exit code), else null. */
+function killed(row) {
+  const code = row.exit ? row.exit.code : null;
+  if (row.role !== 'rank' || row.error !== null || !Number.isInteger(code) || code >= 0) return null;
+  return SIGNAL_NAMES[-code] || `signal ${-code}`;
+}
+
+/**
+ * The rank that failed first by its own clock (ties: the lower rank), with the other failed
+ * ranks as consequences; null when no rank failed. A rank killed by a signal with no error of
+ * its own failed before the peers that only lost it (bridge/ranks.py root_cause).
+ */
 function rootCause(rows) {
   const failed = rows.filter((r) => r.role === 'rank' && r.error !== null && r.error.t !== null && r.error.t !== undefined);
-  if (!failed.length) return null;
-  let first = failed[0];
-  for (const r of failed.slice(1)) {
-    if (r.error.t < first.error.t || (r.error.t === first.error.t && (r.rank ?? 0) < (first.rank ?? 0))) first = r;
+  const dead = rows.map((r) => [r, killed(r)]).filter(([, sig]) => sig !== null);
+  const own = failed.filter((r) => why(r) === 'later');
+  let first;
+  if (dead.length && !own.length) {
+    let [row, signal] = dead[0];
+    for (const [r, sig] of dead.slice(1)) {
+      const a = [sig === 'SIGTERM' ? 1 : 0, r.rank ?? 0];
+      const b = [signal === 'SIGTERM' ? 1 : 0, row.rank ?? 0];
+      if (a[0] < b[0] || (a[0] === b[0] && a[1] < b[1])) [row, signal] = [r, sig];
+    }
+    first = { ...row, error: { type: signal, message: '', stage: row.stage, frame: null, t: null, source: 'signal' } };
+  } else if (failed.length) {
+    first = failed[0];
+    for (const r of failed.slice(1)) {
+      if (r.error.t < first.error.t || (r.error.t === first.error.t && (r.rank ?? 0) < (first.rank ?? 0))) first = r;
+    }
+  } else {
+    return null;
   }
+  const same = (r) => r.pid === first.pid && r.host === first.host && r.rank === first.rank;
   const consequences = rows
-    .filter((r) => r !== first && r.role === 'rank' && r.state === 'failed')
+    .filter((r) => !same(r) && r.role === 'rank' && r.state === 'failed')
     .map((r) => ({ rank: r.rank, host: r.host, pid: r.pid, why: why(r), error: r.error }));
   return {
     rank: first.rank, local_rank: first.local_rank, host: first.host, ...(first.addr ? { addr: first.addr } : {}),
@@ -187,6 +216,9 @@ const WHY_TEXT = { stopped: 'stopped by the launcher', peer_gone: 'lost its peer
 function sentence(first, consequences) {
   const err = first.error;
   let text = `rank ${first.rank} (${who(first)}) failed first: ${short(err)}`;
+  if (err.source === 'signal') {
+    text = `rank ${first.rank} (${who(first)}) failed first: killed by ${err.type}, with no error of its own (a kill from outside the job, or the kernel's OOM killer)`;
+  }
   if (err.stage) text += ` in stage '${err.stage}'`;
   if (err.frame) text += ` at ${err.frame}`;
   if (consequences.length) {
@@ -195,6 +227,13 @@ function sentence(first, consequences) {
     text += ' (consequences, not the cause)';
   }
   return text;
+}
+
+/** What to try when the root cause is a rank killed by a signal (Python: ranks.killed_hint). */
+function killedHint(cause) {
+  return `rank ${cause.rank} was killed by ${cause.error.type} from outside the job: check dmesg for the kernel's OOM killer `
+    + "(dmesg | grep -i 'killed process') and who else stops processes here (a scheduler, a user); the other ranks' errors "
+    + 'follow from its death';
 }
 
 const who = (row) => `host ${row.host || '?'}${row.addr ? ` at ${row.addr}` : ''}, pid ${row.pid ?? '?'}`;
@@ -227,4 +266,4 @@ function processStacks(state) {
   return out;
 }
 
-module.exports = { processStacks, initial, observe, sender, table, rootCause, errorBody, awaitsRanks, where, who };
+module.exports = { processStacks, initial, observe, sender, table, rootCause, killedHint, errorBody, awaitsRanks, where, who };

@@ -92,7 +92,11 @@ function buildReport(facts, files) {
     factsEnd.stage = causeError.stage || stage;
   }
   let [diagnosis, diagnosisError] = diagnose(outcome, factsEnd, facts, m, stacks, stage, pid, crashText);
-  if (cause !== null && outcome === 'failed' && diagnosis) diagnosis = { ...diagnosis, summary: cause.summary };
+  if (cause !== null && outcome === 'failed' && diagnosis) {
+    diagnosis = { ...diagnosis, summary: cause.summary };
+    // a rank killed, with no error of its own (ranks.js rootCause)
+    if (cause.error.source === 'signal') Object.assign(diagnosis, { kind: 'killed', hint: ranks.killedHint(cause) });
+  }
   const waiting = rendezvousOf(m, facts, outcome, stacks);
   if (waiting !== null) diagnosis = waiting;
   const stuck = outcome === 'hung' && facts.ranks ? ranksHang.hungRank(facts.ranks) : null;

@@ -44,6 +44,80 @@ PEER = "[pair.cc:553] Connection closed by peer [127.0.0.1]:1234."
 
 CASES = [
     {
+        "name": "a rank killed from outside (no error, no clock) is the cause; the peer that "
+        "lost it is a consequence, though its error came first",
+        "messages": [
+            ["j/100", "hello", hello(100, 9), 1.0],
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 2.0],
+            ["j/1", "hello", hello(102, 100, 1, 1, 2), 2.1],
+            ["j/1", "stage", {"event": "begin", "name": "train"}, 3.0],
+            [
+                "j/0",
+                "error",
+                error("RuntimeError", PEER, [("/w/train.py", 16, "<module>"), REDUCE], "train"),
+                10.5,
+            ],
+            [
+                "j/100",
+                "error",
+                error(
+                    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError",
+                    "failed",
+                    [("/v/bin/torchrun", 8, "<module>")],
+                    None,
+                    failures=[
+                        {
+                            "rank": 1,
+                            "local_rank": 1,
+                            "pid": 102,
+                            "exit_code": -9,
+                            "time": 11,
+                            "error_file": "<N/A>",
+                            "message": "Signal 9 (SIGKILL) received by PID 102",
+                            "traceback": None,
+                        },
+                    ],
+                ),
+                12.0,
+            ],
+        ],
+        "root_cause": {
+            "rank": 1,
+            "why": {"0": "peer_gone"},
+            "error_type": None,
+            "summary": "rank 1 (host a, pid 102) failed first: killed by SIGKILL, with no error "
+            "of its own (a kill from outside the job, or the kernel's OOM killer) in stage "
+            "'train'; then rank 0 lost its peer (RuntimeError at w/train.py:16 <module>) "
+            "(consequences, not the cause)",
+        },
+        "rows": [
+            {
+                "rank": 0,
+                "role": "rank",
+                "pid": 101,
+                "state": "failed",
+                "stage": None,
+                "progress": None,
+            },
+            {
+                "rank": 1,
+                "role": "rank",
+                "pid": 102,
+                "state": "failed",
+                "stage": "train",
+                "progress": None,
+            },
+            {
+                "rank": None,
+                "role": "launcher",
+                "pid": 100,
+                "state": "failed",
+                "stage": None,
+                "progress": None,
+            },
+        ],
+    },
+    {
         "name": "the rank that failed first is the cause; a peer that lost it is a consequence",
         "messages": [
             ["j/100", "hello", hello(100, 9), 1.0],

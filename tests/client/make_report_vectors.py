@@ -149,6 +149,50 @@ def distributed():
     return {"hellos": hellos, "ranks": state, "lead_pid": 5000, "leads": [5000]}
 
 
+def killed_rank():
+    """Two ranks under a launcher: rank 1 SIGKILLed from outside (no error, no clock: only
+    torchrun's record), rank 0 failing on the lost peer."""
+    state = ranks.initial()
+    launcher = dict(HELLO, pid=4999, rank=None, local_rank=None, world_size=None)
+    ranks.observe(state, "job-0123456789ab/4999/4999", "hello", launcher, WALL + 0.1)
+    for rank in (0, 1):
+        key = f"job-0123456789ab/{rank}/{5000 + rank}"
+        hello = dict(HELLO, pid=5000 + rank, ppid=4999, rank=rank, local_rank=rank, world_size=2)
+        ranks.observe(state, key, "hello", hello, WALL + 0.2)
+    peer = "[pair.cc:553] Connection closed by peer [127.0.0.1]:1234."
+    ranks.observe(
+        state,
+        "job-0123456789ab/0/5000",
+        "error",
+        dict(ERROR, type="RuntimeError", message=peer),
+        WALL + 6.0,
+    )
+    failure = {
+        "rank": 1,
+        "local_rank": 1,
+        "pid": 5001,
+        "exit_code": -9,
+        "time": int(WALL) + 6,
+        "error_file": "<N/A>",
+        "message": "Signal 9 (SIGKILL) received by PID 5001",
+        "traceback": None,
+    }
+    child_failed = dict(
+        ERROR,
+        type="torch.distributed.elastic.multiprocessing.errors.ChildFailedError",
+        message="train.py FAILED",
+        failures=[failure],
+    )
+    ranks.observe(state, "job-0123456789ab/4999/4999", "error", child_failed, WALL + 7.0)
+    return {
+        "hellos": {"0": dict(HELLO, pid=4999)},
+        "ranks": state,
+        "lead_pid": 4999,
+        "leads": [4999],
+        "error": child_failed,
+    }
+
+
 def cases():
     ok_stages = [stage("startup", began=1, closed=2), stage("train", began=3, closed=4)]
     yield (
@@ -376,6 +420,11 @@ def cases():
             error=dict(ERROR, type="DistBackendError", message="NCCL communicator was aborted"),
             exit_code=1,
         ),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "failed: a rank killed from outside is the cause, not the peer that lost it",
+        facts(outcome="failed", **killed_rank(), exit_code=1),
         {"crash_text": None, "stage_box": None},
     )
     record = health.initial()
