@@ -40,7 +40,7 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
-from trainbridge.bridge import feed, private_files, procs, scheduler
+from trainbridge.bridge import feed, private_files, procs, report_text, scheduler
 from trainbridge.bridge.procs import ENV_FILE, process_start
 from trainbridge.bridge.store import Store
 from trainbridge.bridge.store_errors import StoreError
@@ -515,16 +515,14 @@ class Keeper:
                     f"that it is executable (use the full path, e.g. .venv/bin/python)."
                 )
                 self.events.write({"event": "launch_failed", "t": time.time(), "message": note})
-                outcome, final = (
-                    "failed",
-                    {
-                        "outcome": "failed",
-                        "exit_code": None,
-                        "signal": None,
-                        "note": note,
-                        "summary": f"Job failed: {note}",
-                    },
-                )
+                final = {
+                    "outcome": "failed",
+                    "exit_code": None,
+                    "signal": None,
+                    "note": note,
+                    "summary": f"Job failed: {note}",
+                }
+                outcome, final["reason"] = "failed", report_text.reason(final)
                 self._record_attempt(attempt, started, final)
                 break
             self.rows.set(

@@ -35,7 +35,7 @@ from trainbridge.bridge.report_files import (
     signal_dumped_in,
     signal_dumped_pids,
 )
-from trainbridge.bridge.report_text import log_footer, losses, summary, to_json
+from trainbridge.bridge.report_text import log_footer, losses, reason, summary, to_json
 
 __all__ = [
     "CRASH_TEXT_MAX",
@@ -201,6 +201,7 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     if diagnosis_error:
         report["diagnosis_error"] = diagnosis_error
     report["summary"] = summary(report)
+    report["reason"] = reason(report)
     return report
 
 
@@ -304,6 +305,7 @@ def minimal(facts: dict[str, Any], exc: BaseException) -> dict[str, Any]:
         "report_error": f"{type(exc).__name__}: {exc}",
     }
     report["summary"] = summary(report)
+    report["reason"] = reason(report)
     return report
 
 

@@ -5,6 +5,7 @@ node-client/src/report_text.js."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 
 from trainbridge.bridge import jsonform
@@ -105,6 +106,34 @@ def summary(report: dict[str, Any]) -> str:
         parts.append(f"Error: {error.get('type')}: {error.get('message')}")
     parts.extend(losses(report))
     return " ".join(p if p.endswith(".") else p + "." for p in parts)
+
+
+REASON_CHARS = 160  # a job list's "why" column
+
+
+def reason(report: Optional[dict[str, Any]]) -> Optional[str]:
+    """Why, in one short line for a job list (the report's `reason`, decided here once so
+    every face shows the same): the diagnosis summary, a cancel's reason, the store's note,
+    else the summary's first sentence; for a success, only its training health. Node:
+    report_text.js reason."""
+    if not report:
+        return None
+    if report.get("outcome") == "succeeded":
+        health = report.get("health") or []
+        text = f"training health: {health[0]['text']}" if health else None
+    else:
+        diagnosis = (report.get("diagnosis") or {}).get("summary")
+        cancel = report.get("outcome") == "cancelled" and (report.get("cancel") or {}).get("reason")
+        text = (
+            diagnosis
+            or (f"cancelled: {cancel}" if cancel else None)
+            or report.get("note")
+            or re.split(r"(?<=\.) ", str(report.get("summary") or ""))[0]
+            or None
+        )
+    if text and len(text) > REASON_CHARS:
+        text = text[: REASON_CHARS - 3] + "..."
+    return text
 
 
 def to_json(report: dict[str, Any], indent: Optional[int] = 2) -> str:

@@ -260,7 +260,9 @@ def reconcile(store: Store) -> list[str]:
 
 def _short_report(row: dict[str, Any], outcome: str, note: str) -> dict[str, Any]:
     """The report of a job whose keeper could not write one: what the store knows."""
-    return {
+    from trainbridge.bridge.report_text import reason
+
+    report = {
         "outcome": outcome,
         "exit_code": None,
         "signal": None,
@@ -269,6 +271,8 @@ def _short_report(row: dict[str, Any], outcome: str, note: str) -> dict[str, Any
         "note": note,
         "summary": f"Job {outcome}: {note}.",
     }
+    report["reason"] = reason(report)
+    return report
 
 
 def _append_end_event(row: dict[str, Any], report: dict[str, Any]) -> None:

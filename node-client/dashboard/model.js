@@ -216,6 +216,7 @@ function endWith(view, report, t) {
   view.report = {
     outcome: report.outcome, exit_code: report.exit_code ?? null, signal: report.signal ?? null,
     stage: report.stage ?? null, duration_s: report.duration_s ?? null, summary: report.summary || '',
+    reason: report.reason ?? null, // why, for the list: the judge's words (report_text reason)
     diagnosis: report.diagnosis ? {
       kind: report.diagnosis.kind, summary: report.diagnosis.summary, hint: report.diagnosis.hint,
       frame: (report.diagnosis.evidence || {}).frame ?? null,
@@ -237,22 +238,9 @@ function summaryOf(view) {
     step: view.progress ? view.progress.step : null, total: view.progress ? view.progress.total : null,
     submittedAt: view.submittedAt, startedAt: view.startedAt,
     duration_s: view.report ? view.report.duration_s : null,
-    reason: reasonOf(view.report),
+    reason: view.report ? view.report.reason ?? null : null, // the judge's (report_text.reason)
     version: view.version,
   };
-}
-
-/**
- * Why a job ended, in a few words for the list, from the judge's report (never judged here): its
- * diagnosis's summary, else a cancel's reason, else the summary's first sentence; null for a
- * success or a job not ended.
- */
-function reasonOf(report) {
-  if (!report || report.outcome === 'succeeded') return null;
-  const diagnosis = report.diagnosis && report.diagnosis.summary;
-  const cancel = report.outcome === 'cancelled' && report.cancel && report.cancel.reason;
-  const text = diagnosis || (cancel ? `cancelled: ${cancel}` : null) || String(report.summary || '').split(/(?<=\.) /)[0];
-  return text ? (text.length > 160 ? `${text.slice(0, 157)}...` : text) : null;
 }
 
 function currentStage(view) {
@@ -303,4 +291,4 @@ function delta(view, cursor) {
   };
 }
 
-module.exports = { createView, apply, delta, summaryOf, reasonOf, head, currentStage, LOG_KEEP, SERIES_MAX };
+module.exports = { createView, apply, delta, summaryOf, head, currentStage, LOG_KEEP, SERIES_MAX };

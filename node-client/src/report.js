@@ -21,7 +21,9 @@ const ranks = require('./ranks.js');
 const ranksHang = require('./ranks_hang.js');
 // The report's words and its files have rooms of their own; their names stay importable here.
 const { readFiles, readCrashFile, crashFileSize, signalDumpedPids, signalDumpedIn } = require('./report_files.js');
-const { logFooter, losses, summary, toJSON } = require('./report_text.js');
+const {
+  logFooter, losses, reason, summary, toJSON,
+} = require('./report_text.js');
 
 const REPORT_VERSION = 1;
 
@@ -152,6 +154,7 @@ function buildReport(facts, files) {
   };
   if (diagnosisError) report.diagnosis_error = diagnosisError;
   report.summary = summary(report);
+  report.reason = reason(report);
   return plain(report);
 }
 
@@ -232,6 +235,7 @@ function minimalReport(facts, err) {
     report_version: REPORT_VERSION, report_error: `${err.name}: ${err.message}`,
   };
   report.summary = summary(report);
+  report.reason = reason(report);
   return plain(report);
 }
 

@@ -115,4 +115,27 @@ function toJSON(report, indent = 2) {
     .replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-module.exports = { fmt, logFooter, losses, summary, toJSON };
+const REASON_CHARS = 160; // a job list's "why" column
+
+/**
+ * Why, in one short line for a job list (the report's `reason`): the diagnosis summary, a
+ * cancel's reason, the store's note, else the summary's first sentence; for a success, only
+ * its training health. Python: report_text.reason.
+ */
+function reason(report) {
+  if (!report) return null;
+  let text;
+  if (report.outcome === 'succeeded') {
+    const health = report.health || [];
+    text = health.length ? `training health: ${health[0].text}` : null;
+  } else {
+    const diagnosis = report.diagnosis && report.diagnosis.summary;
+    const cancel = report.outcome === 'cancelled' && report.cancel && report.cancel.reason;
+    text = diagnosis || (cancel ? `cancelled: ${cancel}` : null) || report.note
+      || String(report.summary || '').split(/(?<=\.) /)[0] || null;
+  }
+  if (text && text.length > REASON_CHARS) text = `${text.slice(0, REASON_CHARS - 3)}...`;
+  return text || null;
+}
+
+module.exports = { fmt, logFooter, losses, reason, summary, toJSON };
