@@ -87,10 +87,20 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     if cause_error is not None and outcome == "failed":
         error = _error(cause_error, tail)  # the rank that failed first, not the lead's echo
     stage = diagnosis.stage_at_end(facts["stages"], facts["error"])
-    if facts["bye"] is None:  # no last words: the stage box may know a stage the messages missed
+    stages = [
+        {
+            "name": s["name"],
+            "status": s["status"],
+            "duration_s": s["duration_s"],
+            "depth": s["depth"],
+        }
+        for s in facts["stages"]
+    ]
+    if facts["bye"] is None:  # no last words: the stage box may know stages the messages missed
         boxed = files.get("stage_box")  # the lead's, or with no hello yet the launched one's
         if boxed:
             stage = boxed[-1]
+            stages += _boxed_only(stages, boxed)
     hang = m.get("hang")
     facts_end = {
         "outcome": outcome,
@@ -137,15 +147,7 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
         "exit_code": facts["exit_code"],
         "signal": facts["exit_signal"],
         "stage": stage,
-        "stages": [
-            {
-                "name": s["name"],
-                "status": s["status"],
-                "duration_s": s["duration_s"],
-                "depth": s["depth"],
-            }
-            for s in facts["stages"]
-        ],
+        "stages": stages,
         "progress": facts["progress"],
         "health": [dict(entry) for entry in facts["health"]["entries"]],
         "error": error,
@@ -203,6 +205,20 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     report["summary"] = summary(report)
     report["reason"] = reason(report)
     return report
+
+
+def _boxed_only(stages: list[dict[str, Any]], boxed: list[str]) -> list[dict[str, Any]]:
+    """The stages open in the stage box that no stage message brought (a native crash right
+    after they began, before the beacon sent them): records that never ended, at the box's
+    depth, so the report lists every stage the process was in whatever the beacon managed."""
+    open_names = [s["name"] for s in stages if s["status"] == "running"]
+    out = []
+    for depth, name in enumerate(boxed):
+        if name in open_names:
+            open_names.remove(name)
+            continue
+        out.append({"name": name, "status": "running", "duration_s": None, "depth": depth})
+    return out
 
 
 def dropped_total(counts: Any) -> dict[str, int]:

@@ -78,9 +78,13 @@ function buildReport(facts, files) {
   const [rows, cause, causeError] = ranksOf(facts);
   if (causeError !== null && outcome === 'failed') error = errorOf(causeError, tail); // the rank that failed first
   let stage = stageAtEnd(facts.stages, facts.error);
-  if (facts.bye === null) { // no last words: the stage box may know a stage the messages missed
+  const stages = facts.stages.map((s) => ({ name: s.name, status: s.status, duration_s: s.duration_s, depth: s.depth }));
+  if (facts.bye === null) { // no last words: the stage box may know stages the messages missed
     const boxed = files.stage_box ?? null; // the lead's, or with no hello yet the launched one's
-    if (boxed && boxed.length) stage = boxed[boxed.length - 1];
+    if (boxed && boxed.length) {
+      stage = boxed[boxed.length - 1];
+      stages.push(...boxedOnly(stages, boxed));
+    }
   }
   const { hang } = m;
   const factsEnd = {
@@ -115,7 +119,7 @@ function buildReport(facts, files) {
     exit_code: facts.exit_code,
     signal: facts.exit_signal,
     stage,
-    stages: facts.stages.map((s) => ({ name: s.name, status: s.status, duration_s: s.duration_s, depth: s.depth })),
+    stages,
     progress: facts.progress,
     health: facts.health.entries.map((entry) => ({ ...entry })),
     error,
@@ -237,6 +241,21 @@ function minimalReport(facts, err) {
   report.summary = summary(report);
   report.reason = reason(report);
   return plain(report);
+}
+
+/**
+ * The stages open in the stage box that no stage message brought (a native crash right after
+ * they began): records that never ended, at the box's depth (Python: report._boxed_only).
+ */
+function boxedOnly(stages, boxed) {
+  const open = stages.filter((s) => s.status === 'running').map((s) => s.name);
+  const out = [];
+  boxed.forEach((name, depth) => {
+    const i = open.indexOf(name);
+    if (i >= 0) open.splice(i, 1);
+    else out.push({ name, status: 'running', duration_s: null, depth });
+  });
+  return out;
 }
 
 function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid, crashText = null) {
