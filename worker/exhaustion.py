@@ -146,7 +146,8 @@ def disk(exc: BaseException) -> Optional[dict[str, Any]]:
     if not speaks:
         return None
     best: Optional[dict[str, Any]] = None
-    for path in _paths_written(exc) or [None]:
+    candidates: list[Optional[str]] = list(_paths_written(exc)) or [None]
+    for path in candidates:
         where = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
         st = os.statvfs(where)
         free = st.f_bavail * st.f_frsize
