@@ -201,6 +201,21 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
+  it('an error raised in the script itself names its frame once (not "X from X", issue 34)', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-frame-'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const script = path.join(dir, 'raises.py');
+    fs.writeFileSync(script, 'def load():\n    raise ValueError("no shard")\n\nload()\n');
+    const { page, errors } = await open(dash.url);
+    await page.check('input[name=kind][value=command]');
+    await page.fill('#argv', `${python} ${script}`);
+    await page.click('#submit-button');
+    await page.locator('#verdict-h', { hasText: 'Outcome: failed' }).waitFor({ timeout: 60000 });
+    assert.match(await text(page, '#frame'), /raises\.py:2 load/);
+    assert.doesNotMatch(await text(page, '#verdict'), /raises\.py:2 load from /);
+    assert.deepEqual(errors, []);
+  });
+
   it('another site cannot frame the dashboard (clickjacking), even for a logged-in user', async () => {
     const { page } = await open(dash.url); // logged in: the cookie is there
     // A page of another origin that frames the dashboard, as a clickjacking page would: served

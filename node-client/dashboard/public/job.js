@@ -166,7 +166,7 @@ export function jobPage(main, id) {
         const d = r.diagnosis;
         parts.push(h('p', { id: 'diagnosis' }, h('strong', { text: `Diagnosis (${d.kind}): ` }), d.summary));
         if (d.frame) parts.push(h('p', {}, 'Blocking frame: ', h('code', { class: 'frame', id: 'frame', text: d.frame }),
-          d.user_frame ? h('span', {}, ' from ', h('code', { class: 'frame', text: d.user_frame })) : null));
+          d.user_frame && d.user_frame !== d.frame ? h('span', {}, ' from ', h('code', { class: 'frame', text: d.user_frame })) : null));
         if (d.hint) parts.push(h('p', { id: 'hint' }, h('strong', { text: 'Try: ' }), d.hint));
       }
     } else if (head.state === 'hung') {
