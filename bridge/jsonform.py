@@ -90,7 +90,10 @@ def loads(text: Any) -> Any:
     """json.loads with the numbers revive() reads back. Lines with no non-finite string in
     them (nearly all) are only parsed."""
     obj = json.loads(text)
-    probe = text if isinstance(text, str) else bytes(text).decode("ascii", "replace")
-    if '"NaN"' in probe or 'Infinity"' in probe:
+    if isinstance(text, str):
+        found = '"NaN"' in text or 'Infinity"' in text
+    else:  # a feed line as read: probed as bytes, not decoded a second time
+        found = b'"NaN"' in text or b'Infinity"' in text
+    if found:
         revive(obj)
     return obj

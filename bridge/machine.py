@@ -174,7 +174,6 @@ def initial(config: Optional[dict[str, Any]] = None, t: float = 0.0) -> State:
         "no_worker": None,  # why no hello will come (the startup deadline is off)
         "startup_from": t,  # the startup deadline runs from here (a look that saw work moves it)
         "look": None,  # {"reason", "deadline"}: a look asked for and not answered yet
-        "looks": 0,  # looks that found the job working: each moved a deadline on
         "loaded_t": None,  # the worker loaded (stage box) before any hello
         "awaiting_ranks": False,  # only a distributed launcher said hello: still starting
         "lead_gone": False,  # the lead left and no other process speaks for the job
@@ -398,7 +397,6 @@ def _on_looked(s: State, e: Event, t: float, actions: list[Action]) -> None:
     if not e.get("working"):
         _hang(s, reason, t, actions)
         return
-    s["looks"] += 1
     if reason == "startup":
         s["startup_from"] = t
     elif s["hello"]:

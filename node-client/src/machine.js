@@ -104,7 +104,6 @@ function initial(config = null, t = 0.0) {
     no_worker: null, // why no hello will come (the startup deadline is off)
     startup_from: t, // the startup deadline runs from here (a look that saw work moves it)
     look: null, // {reason, deadline}: a look asked for and not answered yet
-    looks: 0, // looks that found the job working: each moved a deadline on
     loaded_t: null, // the worker loaded (stage box) before any hello
     awaiting_ranks: false, // only a distributed launcher said hello: still starting
     lead_gone: false, // the lead left and no other process speaks for the job
@@ -305,7 +304,6 @@ function onLooked(s, e, t, actions) {
     hang(s, reason, t, actions);
     return;
   }
-  s.looks += 1;
   if (reason === 'startup') s.startup_from = t;
   else if (s.hello) s.last_msg_t = t; // the heartbeat deadline runs again from now
   else if ((s.loaded_t ?? null) !== null) s.loaded_t = t;
