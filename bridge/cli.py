@@ -136,7 +136,9 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
         default=d["stall_timeout"],
         metavar="S",
         help="hung if no progress or stage change for S seconds once the script "
-        "reported any (default: off)",
+        "reported any (default: off). backward() calls the zero-code hook counts are "
+        "progress too, and at the deadline a busy main thread that moved through the "
+        "script's own functions is computing, not hung: S more from when it last moved",
     )
     run.add_argument(
         "--heartbeat-timeout",

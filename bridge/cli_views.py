@@ -96,6 +96,8 @@ class ViewModel:
             self.notes.append(f"still starting, not hung: {event['why']}")
         elif kind == "starved":
             self.notes.append(f"silent but not hung: {event['why']}")
+        elif kind == "computing":
+            self.notes.append(f"no progress but not hung: {event['why']}")
         elif kind == "log_error":
             self.notes.append(loss_note(event, None))
 
@@ -326,6 +328,8 @@ class PlainView:
                 self._note(f"still starting, not hung: {event['why']}")
             elif kind == "starved":
                 self._note(f"silent but not hung: {event['why']}")
+            elif kind == "computing":
+                self._note(f"no progress but not hung: {event['why']}")
             elif kind in ("dropped", "log_error"):
                 self._note(loss_note(event, self.log_path, self.log_error))
                 if kind == "log_error":

@@ -204,9 +204,11 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._pidfd: Optional[int] = None
         self._drain_started: Optional[float] = None
         self._tree_next = 0.0
-        # The look at the startup deadline (machine "look"): the first sample and when the
-        # second is due (bridge/look.py)
+        # The look at a startup, heartbeat or stall deadline (machine "look"): the first
+        # sample and when the second is due (bridge/look.py)
         self._look: Optional[dict[str, Any]] = None  # {"reason", "sample"}
+        # The lead's heartbeats: its `work` count and where its main thread was (look.heard)
+        self._heard: dict[str, Any] = {}
         self._look_due: Optional[float] = None
         self._status_next = 0.0  # when the feed's next `status` event is due (job_actions)
         self.proc = None

@@ -35,6 +35,9 @@ SEND_RETRY_S = 0.01  # how soon a send that a full worker queue refused is tried
 # least this often while the process lives: a stall's falling rate reaches the faces, and
 # its coming is the supervisor's own heartbeat (docs/CLIENT.md "The status event").
 STATUS_EVERY_S = 1.0
+# The feed's event when a deadline's look saw the job working, not hung (docs/CLIENT.md):
+# starting (startup), starved (heartbeat: waiting for a free core), computing (stall).
+LOOKED_EVENTS = {"startup": "starting", "heartbeat": "starved", "stall": "computing"}
 SIGNALS = {"SIGUSR1": signals.SIGUSR1, "SIGTERM": signals.SIGTERM, "SIGKILL": signals.SIGKILL}
 if hasattr(signals, "SIGUSR2"):
     SIGNALS["SIGUSR2"] = signals.SIGUSR2
@@ -190,7 +193,7 @@ class JobActions:
         return procfs.tree_sample(self.pid, self._output_lines(), now, lead=lead)
 
     def _start_look(self, reason: str) -> None:
-        """A startup or heartbeat deadline passed: sample the job's tree now and again LOOK_S
+        """A startup, heartbeat or stall deadline passed: sample the job's tree now and again LOOK_S
         later (machine.py "look"; the verdict is bridge/look.py's)."""
         if self.pid is None:
             return  # no process: the look's own deadline decides
@@ -202,13 +205,20 @@ class JobActions:
         asked, self._look, self._look_due = self._look, None, None
         if asked is None or self.pid is None or self.m["exit"] is not None:
             return
-        reason = asked["reason"]
-        verdict = look.judge(reason, asked["sample"], self._sample(now))
+        reason, after = asked["reason"], self._sample(now)
+        if reason == "stall" and self.m["last_activity_t"] is not None:
+            start = self.m["last_activity_t"]
+            wheres = look.stall_wheres(self._heard.get("wheres") or [], start)
+            after.update({"from": start, "wheres": wheres})
+        verdict = look.judge(reason, asked["sample"], after)
         if verdict["working"]:  # said before the machine moves on: faces show why it waits
             timeout = self.m["config"][f"{reason}_timeout"]
-            event = "starting" if reason == "startup" else "starved"
+            event = LOOKED_EVENTS[reason]
             self._publish({"event": event, "why": verdict["why"], "for_s": timeout})
-        self._step({"type": "looked", "t": now, "reason": reason, "working": verdict["working"]})
+        looked = {"type": "looked", "t": now, "reason": reason, "working": verdict["working"]}
+        if "since" in verdict:
+            looked["since"] = verdict["since"]
+        self._step(looked)
 
     def _rank_dumps_fallback(self) -> None:
         """After SIGUSR1 at hang time: each local rank that did not answer the hang's

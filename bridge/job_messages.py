@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import psutil
 
-from trainbridge.bridge import health, job_facts, launcher, machine, ranks, status
+from trainbridge.bridge import health, job_facts, launcher, look, machine, ranks, status
 from trainbridge.bridge.job_actions import SIGNALS
 
 LEADS_KEPT = 16  # lead changes kept for the report
@@ -131,7 +131,10 @@ class JobMessages:
             )
             self._leave(routing_id, now)
         else:
-            self._step({"type": "beat", "t": now})
+            worked = False
+            if kind == "heartbeat":
+                self._heard, worked = look.heard(self._heard, body, now)
+            self._step({"type": "beat", "t": now, **({"work": True} if worked else {})})
             if kind == "heartbeat" and machine.live_look_due(self.m):
                 self._live_diagnose()
 
@@ -150,6 +153,7 @@ class JobMessages:
         if lead == self.lead:
             return False
         self.lead, self.facts["lead_pid"] = lead, pid
+        self._heard = {}  # a new lead: its own heartbeats' work and places (look.heard)
         self.facts["leads"] = (self.facts["leads"] + [pid])[-LEADS_KEPT:]
         self._publish({"event": "lead", "pid": pid})
         return True

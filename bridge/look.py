@@ -1,8 +1,9 @@
-"""The look before a hang is declared (issue 32 items 2 and 3): at the startup and heartbeat
-deadlines, is the job hung, or starting, or only waiting for a free core? Pure: two samples of
-the job's process tree in, a verdict out. The shell (bridge/job_actions.py) takes the samples
-machine.LOOK_S apart when the machine asks ("look" action) and answers with a "looked"
-event. node-client/src/look.js is the twin; vectors/look.json holds cases both run.
+"""The look before a hang is declared (issue 32 items 1, 2 and 3): at the startup, heartbeat
+and stall deadlines, is the job hung, or starting, or waiting for a free core, or computing?
+Pure: two samples of the job's process tree in, a verdict out. The shell
+(bridge/job_actions.py) takes the samples machine.LOOK_S apart when the machine asks ("look"
+action) and answers with a "looked" event. node-client/src/look.js is the twin;
+vectors/look.json holds cases both run.
 
 A sample: {"t": seconds, "lines": output lines so far, "lead": the pid that speaks (or would)
 for the job, "procs": [{"pid", "name", "cpu_s", "io_bytes", "run_delay_s"}]}
@@ -20,6 +21,17 @@ heartbeat (the beacon went silent), waiting when the lead's threads waited STARV
 window on a run queue: the machine is busy (a laptop compiling beside the job, the load at 4x
 the cores), and a runnable process starved of CPU is slow, not hung. A GIL held in native code
 runs on the CPU (no queue); a stopped or deadlocked process does not queue at all: hung.
+
+stall (no progress for stall_timeout), computing when the lead was busy (it ran, or queued for
+a CPU, BUSY_LEAD of the window) and its main thread moved: the places its heartbeats named
+(`where`: the innermost frame of the script's own code, "file.py:function") changed at least
+MOVES times since the last activity (once is a loop entered, not one that runs). The
+after-sample carries them: "from" (when the stall window began) and "wheres" ([t, place] each
+time the place changed, the first being the place at "from"; look.heard and stall_wheres keep
+and cut them). The verdict's "since" is when it last moved: the stall deadline counts from
+there. A loop that spins in one function of the script (`while not ready: pass`, a wait in a
+library it calls) stays in one place: hung, cpu_bound. One that spins through two of the
+script's own functions looks like work: a stage budget names it (docs/CLIENT.md).
 """
 
 from __future__ import annotations
@@ -30,9 +42,13 @@ from typing import Any
 
 from trainbridge.bridge.diagnosis_end import size
 
-REASONS = ("startup", "heartbeat")
+REASONS = ("startup", "heartbeat", "stall")
 BUSY_CPU = 0.10  # of one core, over the window
 STARVED = 0.25  # of the window, spent waiting for a CPU
+BUSY_LEAD = 0.5  # of the window, the lead ran or waited for a CPU: a busy process
+PLACES_SAID = 4  # places named in a verdict
+MOVES = 2  # changes of place in the window that make a busy main thread one that computes
+WHERES_KEPT = 64  # changes of place a shell keeps of its lead's heartbeats
 PYTHON = re.compile(r"^(python|pypy)[0-9.]*(-dbg)?$")
 
 
@@ -71,7 +87,13 @@ def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[st
     window = max(0.001, float(after["t"]) - float(before["t"]))
     old = {p["pid"]: p for p in before.get("procs") or []}
     if not procs:
-        return {"working": True, "why": "no process of the job is left: its exit decides"}
+        return {
+            "working": True,
+            "why": "no process of the job is left: its exit decides",
+            **({"since": float(after["t"])} if reason == "stall" else {}),
+        }
+    if reason == "stall":
+        return _stall(before, after, window, old)
     if reason == "heartbeat":
         lead = [p for p in procs if p["pid"] == after.get("lead")] or procs[:1]
         waited = _delta(lead, old, "run_delay_s")
@@ -117,4 +139,72 @@ def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[st
         "working": False,
         "why": f"{python['name']} (pid {python['pid']}) started and then did nothing in "
         f"{_span(window)}: {share}% of a core, no bytes read or written, no output",
+    }
+
+
+def heard(track: dict[str, Any], body: dict[str, Any], t: float) -> tuple[dict[str, Any], bool]:
+    """The lead's heartbeat `body`, heard at `t`, folded into what the shell keeps of its
+    heartbeats ({"work": the last `work` count, "wheres": [t, place] at each change of place,
+    the last WHERES_KEPT}; {} for a new lead): the new track, and whether this heartbeat
+    counted more work than the last one did (the machine's `beat` with work)."""
+    work, where, last = body.get("work"), body.get("where"), track.get("work")
+    worked = type(work) is int and type(last) is int and work > last
+    wheres = track.get("wheres") or []
+    if isinstance(where, str) and (not wheres or wheres[-1][1] != where):
+        wheres = (wheres + [[t, where]])[-WHERES_KEPT:]
+    return {"work": work if type(work) is int else last, "wheres": wheres}, worked
+
+
+def stall_wheres(wheres: list[list[Any]], start: float) -> list[list[Any]]:
+    """The places of a stall window that began at `start`: the one in effect then, and each
+    change after it (the after-sample's "wheres")."""
+    first = 0
+    for i, (t, _) in enumerate(wheres):
+        if t <= start:
+            first = i
+    return [list(w) for w in wheres[first:]]
+
+
+def _stall(
+    before: dict[str, Any], after: dict[str, Any], window: float, old: dict[Any, dict[str, Any]]
+) -> dict[str, Any]:
+    procs = after.get("procs") or []
+    lead = [p for p in procs if p["pid"] == after.get("lead")] or procs[:1]
+    busy = _delta(lead, old, "cpu_s") + _delta(lead, old, "run_delay_s")
+    share = math.floor(busy / window * 100 + 0.5)
+    start = after.get("from")
+    wheres = [w for w in after.get("wheres") or [] if isinstance(w, list) and len(w) == 2]
+    moves = [
+        wheres[i][0]
+        for i in range(1, len(wheres))
+        if wheres[i][1] != wheres[i - 1][1] and (start is None or wheres[i][0] > start)
+    ]
+    places: list[str] = []
+    for _, place in wheres:
+        if isinstance(place, str) and place not in places:
+            places.append(place)
+    stall_s = _span(float(after["t"]) - float(start)) if isinstance(start, (int, float)) else ""
+    over = f" over the last {stall_s}" if stall_s else ""
+    if busy / window < BUSY_LEAD:
+        return {
+            "working": False,
+            "why": f"no progress{over}, and its main thread is not busy (it ran or queued "
+            f"for a CPU {share}% of {_span(window)})",
+        }
+    if len(moves) < MOVES:
+        at = f"in {places[-1]}" if places else "in one place (no heartbeat said where)"
+        if moves:
+            at += " after it moved there"
+        return {
+            "working": False,
+            "why": f"busy (it ran or queued for a CPU {share}% of {_span(window)}) but its "
+            f"main thread stayed {at}{over}",
+        }
+    said = ", ".join(places[-PLACES_SAID:]) + (", ..." if len(places) > PLACES_SAID else "")
+    return {
+        "working": True,
+        "since": float(moves[-1]),
+        "why": f"computing, not hung: busy (it ran or queued for a CPU {share}% of "
+        f"{_span(window)}), its main thread moved through {len(places)} of the script's "
+        f"functions{over} without progress ({said})",
     }

@@ -17,7 +17,11 @@ Events ({"type": ..., "t": ...} plus):
              until a hello without it; the startup deadline holds)
   stage      event: "begin"|"end", name, depth?: int, budget_s?: num
   progress   (step and total are the shell's business)
-  beat       any other authentic worker message: heartbeat, log, reply (the beacon lives)
+  beat       any other authentic worker message: heartbeat, log, reply (the beacon lives).
+             work?: bool: the lead's heartbeat counted more training work than its last
+             (`work`, the backward() calls the zero-code hook saw): activity for the stall
+             deadlines, as progress is (a loop that updates its weights by hand and never
+             calls an optimizer trains). Like output, it never arms them.
   output     the job printed a line (stdout or stderr). It is activity for the stall
              deadlines only while the job has never reported progress (a script that trains
              by hand and prints): a job with a progress source keeps strict progress
@@ -36,13 +40,17 @@ Events ({"type": ..., "t": ...} plus):
              startup timeout (issue 12 item 4). t is when it loaded.
   no_worker  reason: str (a process said it cannot load the worker: no hello will come,
              so the startup deadline no longer applies)
-  looked     reason: "startup" | "heartbeat", working: bool. The shell's answer to a "look"
+  looked     reason: "startup" | "heartbeat" | "stall", working: bool, since?: num. The
+             shell's answer to a "look"
              action: what the job's tree did over a short window (bridge/look.py). startup,
              working (no Python in the tree yet, or CPU, I/O or output moving): the job is
              starting, and the startup deadline runs again from now. heartbeat, working (the
              lead's threads waited for a CPU: a starved machine): the beacon's silence is
-             the machine's, and the heartbeat deadline runs again from now. Not working: that
-             hang is declared now.
+             the machine's, and the heartbeat deadline runs again from now. stall, working
+             (the lead is busy and its main thread moved through the script's own functions
+             since the last activity): it computes, and `since` (when it last moved) is
+             activity, unless that is a whole stall_timeout ago. Not working: that hang is
+             declared now.
   cancel     grace?: num (seconds between the in-band cancel and SIGTERM)
   cancel_refused  reason: str (the worker answered the in-band cancel that it cannot
              stop the script, e.g. SIGINT is ignored: SIGTERM at once, not after the grace)
@@ -75,7 +83,7 @@ Actions ({"do": ...} plus):
              no Python runs in the process (native code holds the GIL), so faulthandler's C
              handler can read the main thread's frames without racing anything.
   drain      read what is left (socket and pipes), then send "drained"
-  look       reason: "startup" | "heartbeat". That deadline passed: look at the job's tree
+  look       reason: "startup" | "heartbeat" | "stall". That deadline passed: look at the job's tree
              (over LOOK_S) and send "looked"; no answer within LOOK_TIMEOUT_S is the hang,
              as before the look
   finish     outcome: the job is over; build the report
@@ -142,7 +150,7 @@ HANG_REASONS = ("startup", "stage_budget", "stall", "heartbeat", "after_bye")
 # could not look) leaves the verdict to the deadline, as before the look existed.
 LOOK_S = 1.0
 LOOK_TIMEOUT_S = 5.0
-LOOKED_AT = ("startup", "heartbeat")  # the deadlines that look before they judge
+LOOKED_AT = ("startup", "heartbeat", "stall")  # the deadlines that look before they judge
 
 
 def initial(config: Optional[dict[str, Any]] = None, t: float = 0.0) -> State:
@@ -303,17 +311,19 @@ def _on_progress(s: State, e: Event, t: float, actions: list[Action]) -> None:
 def _on_output(s: State, e: Event, t: float, actions: list[Action]) -> None:
     # Issue 12: a script with no progress source that prints a line every few seconds is
     # working, not stalled.
-    if (
-        not s["progress_seen"]
-        and s["last_activity_t"] is not None
-        and s["bye"] is None
-        and s["ending"] is None
-    ):
+    if not s["progress_seen"] and _armed(s):
         _activity(s, t, actions)
+
+
+def _armed(s: State) -> bool:
+    """The stall deadlines run: a stage or progress armed them, and no ending or bye came."""
+    return s["last_activity_t"] is not None and s["bye"] is None and s["ending"] is None
 
 
 def _on_beat(s: State, e: Event, t: float, actions: list[Action]) -> None:
     _beacon(s, t)
+    if e.get("work") and _armed(s):
+        _activity(s, t, actions)  # training work the script reports to nobody
 
 
 def _on_error(s: State, e: Event, t: float, actions: list[Action]) -> None:
@@ -354,6 +364,8 @@ def _on_lead(s: State, e: Event, t: float, actions: list[Action]) -> None:
     s["lead_gone"] = not e.get("present")
     if not s["lead_gone"]:
         s["last_msg_t"] = t
+        if s["look"] is not None and s["look"]["reason"] in ("heartbeat", "stall"):
+            s["look"] = None  # a look at the leaver: the new lead's clocks start now
         if s["last_activity_t"] is not None:
             s["last_activity_t"] = t
             if s["state"] == "stalled" and s["ending"] is None:
@@ -394,10 +406,18 @@ def _on_looked(s: State, e: Event, t: float, actions: list[Action]) -> None:
     reason = look["reason"]
     if s["ending"] is not None or (reason == "startup" and s["hello"]):
         return  # a hello (or another ending) came while the shell looked
-    if not e.get("working"):
+    since = e.get("since")
+    if type(since) not in (int, float):
+        since = None
+    elif s["config"]["stall_timeout"] is not None and since + s["config"]["stall_timeout"] <= t:
+        since = None  # it last moved a whole stall_timeout ago: no evidence of now
+    if not e.get("working") or (reason == "stall" and since is None):
         _hang(s, reason, t, actions)
         return
-    if reason == "startup":
+    if reason == "stall" and since is not None:
+        last = s["last_activity_t"]
+        _activity(s, since if last is None else max(last, since), actions)
+    elif reason == "startup":
         s["startup_from"] = t
     elif s["hello"]:
         s["last_msg_t"] = t  # the heartbeat deadline runs again from now
@@ -528,6 +548,8 @@ def _beacon(s: State, t: float) -> None:
 def _activity(s: State, t: float, actions: list[Action]) -> None:
     # Progress or a stage change: work moves, so a stalled job is running again.
     s["last_activity_t"] = t
+    if s["look"] is not None and s["look"]["reason"] == "stall":
+        s["look"] = None  # work moved while the shell looked: the look no longer matters
     if s["state"] == "stalled" and s["ending"] is None:
         _set_state(s, "running", actions)
 
@@ -557,7 +579,7 @@ def _watch_deadlines(s: State) -> list[tuple[str, float]]:
         if c["stalled_after"] is not None and s["state"] == "running":
             out.append(("stalled", s["last_activity_t"] + c["stalled_after"]))
         if c["stall_timeout"] is not None:
-            out.append(("stall", s["last_activity_t"] + c["stall_timeout"]))
+            out.append(_or_look(s, "stall", s["last_activity_t"] + c["stall_timeout"]))
     return out
 
 

@@ -271,6 +271,8 @@ export type JobEvent =
   | { type: 'starting'; data: { why: string; for_s: number } }
   /** The heartbeat deadline passed, and a look saw the lead waiting for a CPU (a busy machine): not hung. */
   | { type: 'starved'; data: { why: string; for_s: number } }
+  /** The stall deadline passed, and a look saw the lead busy with its main thread moving: computing, not hung. */
+  | { type: 'computing'; data: { why: string; for_s: number } }
   | { type: 'end'; data: Report };
 
 /** An exception raised in the Python child: name = its type, stack = its traceback. */
@@ -379,6 +381,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   on(event: 'starting', listener: (info: { why: string; for_s: number }) => void): this;
   /** At the heartbeat deadline: the lead's threads waited for a CPU (a busy machine); another for_s seconds. */
   on(event: 'starved', listener: (info: { why: string; for_s: number }) => void): this;
+  on(event: 'computing', listener: (info: { why: string; for_s: number }) => void): this;
   on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   on(event: 'log_error', listener: (problem: LogError) => void): this;
   /** Emitted only while someone listens: a Python error never crashes the supervisor. */
@@ -403,6 +406,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   once(event: 'health', listener: (entry: HealthEntry & { sender?: Sender; t: number }) => void): this;
   once(event: 'starting', listener: (info: { why: string; for_s: number }) => void): this;
   once(event: 'starved', listener: (info: { why: string; for_s: number }) => void): this;
+  once(event: 'computing', listener: (info: { why: string; for_s: number }) => void): this;
   once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   once(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
   once(event: 'end', listener: (report: Report) => void): this;

@@ -43,6 +43,8 @@ WORKER_KINDS: dict[str, dict[str, str]] = {
         "progress_age_s": "num?",
         "stack": "str?",
         "dropped": "map",
+        "where": "str?",
+        "work": "int?",
     },
     "log": {"level": "str", "message": "str"},
     # Consecutive log records in one message (PROTOCOL.md "logs"): each is a `log` body.

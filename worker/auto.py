@@ -497,7 +497,10 @@ def _remember_loss(tensor) -> None:
 def _hook_backward(tensor_cls) -> None:
     real_backward = tensor_cls.backward
 
+    STATE.work = STATE.work or 0
+
     def backward(self, *args, **kwargs):
+        STATE.work += 1  # type: ignore[operator]  # set above, before the hook exists
         if self.ndim == 0 and (SLOT[0] is None or SLOT[0] is _last_auto_progress):
             try:
                 _remember_loss(self)

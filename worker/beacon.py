@@ -474,7 +474,10 @@ class Beacon(threading.Thread):
             ),
             "stack": None,
             "dropped": dict(STATE.dropped),
+            "where": facts.main_where(),
         }
+        if STATE.work is not None:
+            body["work"] = STATE.work
         if idle_s > self.config.stall_s:
             main = threading.main_thread().ident
             body["stack"] = errors.format_stack(sys._current_frames().get(main))

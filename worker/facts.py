@@ -222,3 +222,66 @@ def resources() -> dict[str, Any]:
     except (OSError, IndexError, ValueError):
         times = os.times()
         return {"cpu_s": times.user + times.system, "threads": threading.active_count()}
+
+
+# Where the main thread is, said with every heartbeat (issue 32 item 1): the innermost frame of
+# the script's own code, as "file.py:function". A library's frames (the standard library,
+# site-packages, trainbridge itself) are stepped over: a loop spinning in `event.is_set()`
+# stays in the script's one function, while a training loop moves through the script's own
+# functions (its model's forward, its batch function). The supervisor's stall look reads the
+# places (bridge/look.py); the worker only names them.
+_LIBRARY_MARKS = ("/site-packages/", "/dist-packages/")
+_library_files: dict[str, bool] = {}  # filename -> is a library's (one entry per file seen)
+
+
+def _library_roots() -> tuple[str, ...]:
+    import sysconfig
+
+    roots = {os.path.join(os.path.dirname(os.path.abspath(__file__)), "")}  # the worker's own
+    for key in ("stdlib", "platstdlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            roots.add(os.path.join(os.path.realpath(path), ""))
+            roots.add(os.path.join(path, ""))
+    return tuple(sorted(roots))
+
+
+_ROOTS: list[tuple[str, ...]] = []
+
+
+def is_library_file(filename: str) -> bool:
+    known = _library_files.get(filename)
+    if known is not None:
+        return known
+    if not _ROOTS:
+        _ROOTS.append(_library_roots())
+    verdict = (
+        filename.startswith("<frozen")
+        or any(mark in filename for mark in _LIBRARY_MARKS)
+        or filename.startswith(_ROOTS[0])
+    )
+    _library_files[filename] = verdict
+    return verdict
+
+
+def where(frame: Any) -> Optional[str]:
+    """ "file.py:function" of the innermost frame of the script's own code in `frame`'s stack
+    (its innermost frame when all of it is a library's); None without a frame."""
+    first = None
+    while frame is not None:
+        code = frame.f_code
+        if first is None:
+            first = code
+        if not is_library_file(code.co_filename):
+            break
+        frame = frame.f_back
+    code = frame.f_code if frame is not None else first
+    if code is None:
+        return None
+    name = getattr(code, "co_qualname", code.co_name)
+    return f"{os.path.basename(code.co_filename)}:{name}"
+
+
+def main_where() -> Optional[str]:
+    main = threading.main_thread().ident
+    return where(sys._current_frames().get(main)) if main is not None else None

@@ -75,6 +75,9 @@ class State:
         self.idle_progress = False
         self.stages: list[str] = []
         self.activity = time.monotonic()  # last stage change on any thread
+        # backward() calls the zero-code hook saw (worker/auto.py), None where none counts:
+        # the heartbeat's `work`, training work the supervisor sees without any progress call.
+        self.work: Optional[int] = None
         self.started = time.monotonic()
         self.dump_signal: Optional[str] = None
         self.native_dump_signal: Optional[str] = None  # faulthandler's C dump, main thread only

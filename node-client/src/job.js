@@ -111,6 +111,7 @@ class Job extends EventEmitter {
     this._pipesOpen = 0;
     this._peers = new Set();
     this._lead = null; // routing id of the process that speaks for the job
+    this._heard = {}; // the lead's heartbeats: its work count and where its main thread was (look.heard)
     this._present = new Map(); // routing id -> hello, of the processes that may lead, in order
     this._foreign = new Set(); // routing ids whose hello came from outside the job's tree
     this._remote = false; // remoteEnv() was asked: other hosts' ranks may join

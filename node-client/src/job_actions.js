@@ -17,6 +17,9 @@ const ranksHang = require('./ranks_hang.js');
 const rankdumps = require('./rankdumps.js');
 const procfs = require('./procfs.js');
 const look = require('./look.js');
+
+// The event when a deadline's look saw the job working, not hung (bridge/job_actions.py).
+const LOOKED_EVENTS = { startup: 'starting', heartbeat: 'starved', stall: 'computing' };
 const { crashFileSize, signalDumpedPids } = require('./report_files.js');
 
 const LIVE_DIAGNOSIS_S = 2.0; // while stalled, the live diagnosis is refreshed at most this often
@@ -168,10 +171,11 @@ class JobActions {
   }
 
   /**
-   * A startup or heartbeat deadline passed: sample the job's tree now and LOOK_S later, then
-   * answer the machine (machine.js "look"; the verdict is look.js's). A job with no Python
-   * yet, or one that works, is starting ('starting' says why); a lead starved of CPU is
-   * waiting for a core ('starved'). Python: JobActions._start_look / _end_look.
+   * A startup, heartbeat or stall deadline passed: sample the job's tree now and LOOK_S later,
+   * then answer the machine (machine.js "look"; the verdict is look.js's). A job with no
+   * Python yet, or one that works, is starting ('starting' says why); a lead starved of CPU is
+   * waiting for a core ('starved'); a busy lead whose main thread moves is computing
+   * ('computing'). Python: JobActions._start_look / _end_look.
    */
   _look(reason) {
     const sample = () => procfs.treeSample(this.pid, this._facts.lines.stdout + this._facts.lines.stderr, now(),
@@ -179,11 +183,14 @@ class JobActions {
     const before = sample();
     const timer = setTimeout(() => {
       if (this._m.exit !== null || this.report) return;
-      const verdict = look.judge(reason, before, sample());
+      const after = sample();
+      const start = this._m.last_activity_t;
+      if (reason === 'stall' && start !== null) Object.assign(after, { from: start, wheres: look.stallWheres(this._heard.wheres || [], start) });
+      const verdict = look.judge(reason, before, after);
       if (verdict.working) {
-        this._emit(reason === 'startup' ? 'starting' : 'starved', { why: verdict.why, for_s: this._m.config[`${reason}_timeout`] });
+        this._emit(LOOKED_EVENTS[reason], { why: verdict.why, for_s: this._m.config[`${reason}_timeout`] });
       }
-      this._post({ type: 'looked', reason, working: verdict.working });
+      this._post({ type: 'looked', reason, working: verdict.working, ...('since' in verdict ? { since: verdict.since } : {}) });
     }, machine.LOOK_S * 1000);
     timer.unref();
   }

@@ -9,6 +9,7 @@
 
 const fs = require('node:fs');
 const machine = require('./machine.js');
+const look = require('./look.js');
 const launcher = require('./launcher.js');
 const ranks = require('./ranks.js');
 const { PythonError } = require('./errors.js');
@@ -125,11 +126,14 @@ class JobMessages {
         this._post({ type: 'bye', reason: body.reason, exit_code: body.exit_code ?? null });
         this._leave(peer);
         break;
-      case 'heartbeat':
+      case 'heartbeat': {
         this._emit('heartbeat', body);
-        this._post({ type: 'beat' });
+        const [track, worked] = look.heard(this._heard, body, now());
+        this._heard = track;
+        this._post(worked ? { type: 'beat', work: true } : { type: 'beat' });
         if (machine.liveLookDue(this._m)) this._liveDiagnose();
         break;
+      }
       case 'log':
         this._emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body, sender: this._sender });
         this._post({ type: 'beat' });
@@ -168,6 +172,7 @@ class JobMessages {
     for (const [peer, hello] of this._present) if (hello.pid === pid) { lead = peer; break; }
     if (lead === this._lead) return false;
     this._lead = lead;
+    this._heard = {}; // a new lead: its own heartbeats' work and places (look.heard)
     this._facts.lead_pid = pid;
     this._facts.leads = [...this._facts.leads, pid].slice(-LEADS_KEPT);
     this._watchLead();

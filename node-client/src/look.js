@@ -1,7 +1,7 @@
 'use strict';
 /**
- * The look before a hang is declared, at the startup and heartbeat deadlines: is the job hung,
- * or starting, or only waiting for a free core? Pure: two samples of the job's process tree in,
+ * The look before a hang is declared, at the startup, heartbeat and stall deadlines: is the job
+ * hung, or starting, or waiting for a free core, or computing? Pure: two samples of the job's process tree in,
  * a verdict out; the twin of bridge/look.py (vectors/look.json). A sample: {t, lines, lead,
  * procs: [{pid, name, cpu_s, io_bytes, run_delay_s}]} (procfs.js treeSample).
  *
@@ -10,13 +10,21 @@
  * or output over the window. Otherwise a Python process started and does nothing: hung.
  * heartbeat (the beacon went silent), waiting: the lead's threads waited STARVED of the window
  * for a CPU (a busy machine: slow, not hung). Otherwise hung.
+ * stall (no progress for stall_timeout), computing: the lead ran or queued for a CPU BUSY_LEAD
+ * of the window and its main thread moved MOVES times or more (the after-sample's `wheres`, [t, place] each time
+ * the heartbeats' `where` changed, the first being the place at `from`); `since` is when it
+ * last moved. Otherwise hung (one place: cpu_bound; not busy: the wait the diagnosis names).
  */
 
 const { size } = require('./diagnosis_end.js');
 
-const REASONS = ['startup', 'heartbeat'];
+const REASONS = ['startup', 'heartbeat', 'stall'];
 const BUSY_CPU = 0.10;
 const STARVED = 0.25;
+const BUSY_LEAD = 0.5; // of the window, the lead ran or waited for a CPU: a busy process
+const PLACES_SAID = 4; // places named in a verdict
+const MOVES = 2; // changes of place in the window that make a busy main thread one that computes
+const WHERES_KEPT = 64; // changes of place a shell keeps of its lead's heartbeats
 const PYTHON = /^(python|pypy)[0-9.]*(-dbg)?$/;
 
 const isPython = (name) => typeof name === 'string' && PYTHON.test(name);
@@ -40,13 +48,16 @@ function delta(procs, old, key) {
   return total;
 }
 
-/** {working, why} for the window from `before` to `after`. */
+/** {working, why, since?} for the window from `before` to `after`. */
 function judge(reason, before, after) {
   if (!REASONS.includes(reason)) throw new RangeError(`unknown look reason ${JSON.stringify(reason)}; known: ${REASONS.join(', ')}`);
   const procs = after.procs || [];
   const window = Math.max(0.001, Number(after.t) - Number(before.t));
   const old = new Map((before.procs || []).map((p) => [p.pid, p]));
-  if (!procs.length) return { working: true, why: 'no process of the job is left: its exit decides' };
+  if (!procs.length) {
+    return { working: true, why: 'no process of the job is left: its exit decides', ...(reason === 'stall' ? { since: Number(after.t) } : {}) };
+  }
+  if (reason === 'stall') return stall(after, window, old);
   if (reason === 'heartbeat') {
     const leads = procs.filter((p) => p.pid === after.lead);
     const waited = delta(leads.length ? leads : procs.slice(0, 1), old, 'run_delay_s');
@@ -70,4 +81,57 @@ function judge(reason, before, after) {
   return { working: false, why: `${python.name} (pid ${python.pid}) started and then did nothing in ${span(window)}: ${share}% of a core, no bytes read or written, no output` };
 }
 
-module.exports = { BUSY_CPU, REASONS, STARVED, isPython, judge };
+/**
+ * The lead's heartbeat `body`, heard at `t`, folded into what the shell keeps of its heartbeats
+ * ({work, wheres: [t, place] at each change of place, the last WHERES_KEPT}; {} for a new
+ * lead): [the new track, whether it counted more work than the last one did].
+ */
+function heard(track, body, t) {
+  const { work, where } = body;
+  const last = track.work ?? null;
+  const worked = Number.isInteger(work) && Number.isInteger(last) && work > last;
+  let wheres = track.wheres || [];
+  if (typeof where === 'string' && (!wheres.length || wheres[wheres.length - 1][1] !== where)) {
+    wheres = [...wheres, [t, where]].slice(-WHERES_KEPT);
+  }
+  return [{ work: Number.isInteger(work) ? work : last, wheres }, worked];
+}
+
+/** The places of a stall window that began at `start`: the one in effect then, and each change after. */
+function stallWheres(wheres, start) {
+  let first = 0;
+  wheres.forEach(([t], i) => { if (t <= start) first = i; });
+  return wheres.slice(first).map((w) => [...w]);
+}
+
+function stall(after, window, old) {
+  const procs = after.procs || [];
+  const leads = procs.filter((p) => p.pid === after.lead);
+  const lead = leads.length ? leads : procs.slice(0, 1);
+  const busy = delta(lead, old, 'cpu_s') + delta(lead, old, 'run_delay_s');
+  const share = Math.floor((busy / window) * 100 + 0.5);
+  const start = isNumber(after.from) ? after.from : null;
+  const wheres = (after.wheres || []).filter((w) => Array.isArray(w) && w.length === 2);
+  const moves = [];
+  for (let i = 1; i < wheres.length; i += 1) {
+    if (wheres[i][1] !== wheres[i - 1][1] && (start === null || wheres[i][0] > start)) moves.push(wheres[i][0]);
+  }
+  const places = [];
+  for (const [, place] of wheres) if (typeof place === 'string' && !places.includes(place)) places.push(place);
+  const over = start !== null ? ` over the last ${span(Number(after.t) - start)}` : '';
+  if (busy / window < BUSY_LEAD) {
+    return { working: false, why: `no progress${over}, and its main thread is not busy (it ran or queued for a CPU ${share}% of ${span(window)})` };
+  }
+  if (moves.length < MOVES) {
+    const at = (places.length ? `in ${places[places.length - 1]}` : 'in one place (no heartbeat said where)') + (moves.length ? ' after it moved there' : '');
+    return { working: false, why: `busy (it ran or queued for a CPU ${share}% of ${span(window)}) but its main thread stayed ${at}${over}` };
+  }
+  const said = places.slice(-PLACES_SAID).join(', ') + (places.length > PLACES_SAID ? ', ...' : '');
+  return {
+    working: true,
+    since: Number(moves[moves.length - 1]),
+    why: `computing, not hung: busy (it ran or queued for a CPU ${share}% of ${span(window)}), its main thread moved through ${places.length} of the script's functions${over} without progress (${said})`,
+  };
+}
+
+module.exports = { BUSY_CPU, BUSY_LEAD, REASONS, STARVED, WHERES_KEPT, heard, isPython, judge, stallWheres };

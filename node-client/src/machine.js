@@ -15,7 +15,8 @@
  * event over one state, pinned as a whole by vectors/machine.json.
  *
  * Events ({type, t} plus): hello {dump_signal, native_dump}, stage {event, name, depth?,
- * budget_s?}, progress, beat, error {fatal, kind, exit_code?}, bye {reason, exit_code?}, dumped,
+ * budget_s?}, progress, beat {work?} (work: the lead's heartbeat counted more backward()
+ * calls: activity for the stall deadlines), error {fatal, kind, exit_code?}, bye {reason, exit_code?}, dumped,
  * signal_dumped (the lead's SIGUSR1 handler wrote its stacks: Python ran), snapshotted
  * (the hang evidence asked for by "snapshot" is collected), refused {reason}, no_worker
  * {reason} (a process said it cannot load the worker: the startup deadline is off),
@@ -24,7 +25,8 @@
  * during another ending), exit {code, signal}, drained, timer, lead {present} (the process that spoke
  * for the job left while the job goes on: another one speaks for it now, or none does and
  * no heartbeat is watched until one says hello; the leaver's bye and open stages are
- * forgotten and the new lead's clocks start now).
+ * forgotten and the new lead's clocks start now), looked {reason: startup | heartbeat |
+ * stall, working, since?} (the shell's answer to a look; machine.py documents each).
  * Actions ({do} plus): state {state}, snapshot {reason} (collect hang evidence now, then
  * send "snapshotted"; SIGTERM waits for it, up to snapshot_timeout), dump_stacks, cancel,
  * signal {signal: SIGUSR1 | SIGUSR2 (the process only) | SIGTERM | SIGKILL (the whole tree);
@@ -74,7 +76,7 @@ const HANG_REASONS = Object.freeze(['startup', 'stage_budget', 'stall', 'heartbe
 // The look at the startup deadline (bridge/machine.py LOOK_S, LOOK_TIMEOUT_S).
 const LOOK_S = 1.0;
 const LOOK_TIMEOUT_S = 5.0;
-const LOOKED_AT = ['startup', 'heartbeat']; // the deadlines that look before they judge
+const LOOKED_AT = ['startup', 'heartbeat', 'stall']; // the deadlines that look before they judge
 
 /** The state of a job spawned at time t. */
 function initial(config = null, t = 0.0) {
@@ -220,11 +222,17 @@ function onProgress(s, e, t, actions) {
 // Issue 12: a script with no progress source that prints a line every few seconds is
 // working, not stalled. Output never arms the stall deadlines and is not a beacon message.
 function onOutput(s, e, t, actions) {
-  if (!s.progress_seen && s.last_activity_t !== null && s.bye === null && s.ending === null) activity(s, t, actions);
+  if (!s.progress_seen && armed(s)) activity(s, t, actions);
 }
 
-function onBeat(s, e, t) {
+/** The stall deadlines run: a stage or progress armed them, and no ending or bye came. */
+function armed(s) {
+  return s.last_activity_t !== null && s.bye === null && s.ending === null;
+}
+
+function onBeat(s, e, t, actions) {
   beacon(s, t);
+  if (e.work && armed(s)) activity(s, t, actions); // training work the script reports to nobody
 }
 
 function onError(s, e, t) {
@@ -259,6 +267,7 @@ function onLead(s, e, t, actions) {
   s.lead_gone = !e.present;
   if (!s.lead_gone) {
     s.last_msg_t = t;
+    if (s.look && (s.look.reason === 'heartbeat' || s.look.reason === 'stall')) s.look = null; // a look at the leaver
     if (s.last_activity_t !== null) {
       s.last_activity_t = t;
       if (s.state === 'stalled' && s.ending === null) setState(s, 'running', actions);
@@ -300,11 +309,16 @@ function onLooked(s, e, t, actions) {
   s.look = null;
   const { reason } = look;
   if (s.ending !== null || (reason === 'startup' && s.hello)) return; // a hello (or another ending) came meanwhile
-  if (!e.working) {
+  let since = typeof e.since === 'number' ? e.since : null;
+  if (reason === 'stall' && since !== null && s.config.stall_timeout !== null && since + s.config.stall_timeout <= t) {
+    since = null; // it last moved a whole stall_timeout ago: no evidence of now
+  }
+  if (!e.working || (reason === 'stall' && since === null)) {
     hang(s, reason, t, actions);
     return;
   }
-  if (reason === 'startup') s.startup_from = t;
+  if (reason === 'stall') activity(s, Math.max(s.last_activity_t ?? since, since), actions);
+  else if (reason === 'startup') s.startup_from = t;
   else if (s.hello) s.last_msg_t = t; // the heartbeat deadline runs again from now
   else if ((s.loaded_t ?? null) !== null) s.loaded_t = t;
 }
@@ -411,6 +425,7 @@ function beacon(s, t) {
 function activity(s, t, actions) {
   // Progress or a stage change: work moves, so a stalled job is running again.
   s.last_activity_t = t;
+  if (s.look && s.look.reason === 'stall') s.look = null; // work moved while the shell looked
   if (s.state === 'stalled' && s.ending === null) setState(s, 'running', actions);
 }
 
@@ -435,7 +450,7 @@ function watchDeadlines(s) {
   }
   if (s.last_activity_t !== null && s.bye === null) {
     if (c.stalled_after !== null && s.state === 'running') out.push(['stalled', s.last_activity_t + c.stalled_after]);
-    if (c.stall_timeout !== null) out.push(['stall', s.last_activity_t + c.stall_timeout]);
+    if (c.stall_timeout !== null) out.push(orLook(s, 'stall', s.last_activity_t + c.stall_timeout));
   }
   return out;
 }
@@ -593,5 +608,5 @@ function outcome(s) {
 
 module.exports = {
   DEFAULTS, OPTIONAL, configProblem, HANG_REASONS, initial, step, nextDeadline, liveLookDue, outcome, chooseLead, isLauncher,
-  drainWait, PIPE_LINGER_S, LOOK_S, LOOK_TIMEOUT_S,
+  drainWait, PIPE_LINGER_S, LOOK_S, LOOK_TIMEOUT_S, LOOKED_AT,
 };

@@ -16,7 +16,7 @@ const WORKER_KINDS = {
     status: 'str?' },
   progress: { step: 'num', total: 'num?', metrics: 'map' },
   heartbeat: { beat: 'int', stage: 'str?', stages: 'list', idle_s: 'num',
-    progress_age_s: 'num?', stack: 'str?', dropped: 'map' },
+    progress_age_s: 'num?', stack: 'str?', dropped: 'map', where: 'str?', work: 'int?' },
   log: { level: 'str', message: 'str' },
   // Consecutive log records in one message (PROTOCOL.md "logs"): each is a `log` body.
   logs: { records: 'list' },

@@ -606,8 +606,9 @@ class AttachedJob extends EventEmitter {
       case 'hang':
         emit('hang', { reason: event.reason, stage: event.stage ?? null });
         break;
-      case 'starting': // the deadline's look saw a job starting, or starved of CPU, not hung (look.js)
+      case 'starting': // the deadline's look saw a job starting, starved of CPU or computing, not hung (look.js)
       case 'starved':
+      case 'computing':
         emit(event.event, { why: event.why, for_s: event.for_s ?? null });
         break;
       case 'health': { // a metric became NaN or infinite (src/health.js), as a launched Job's

@@ -6,9 +6,10 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { judge } = require('../src/look.js');
+const { heard, judge, stallWheres } = require('../src/look.js');
 
-const { cases } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'look.json'), 'ascii'));
+const vectors = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'look.json'), 'ascii'));
+const { cases } = vectors;
 
 for (const c of cases) {
   test(`look vector (${c.reason}): ${c.name}`, () => {
@@ -17,5 +18,25 @@ for (const c of cases) {
 }
 
 test('an unknown look reason is refused', () => {
-  assert.throws(() => judge('stall', { t: 0 }, { t: 1, procs: [] }), /unknown look reason "stall"/);
+  assert.throws(() => judge('stage_budget', { t: 0 }, { t: 1, procs: [] }), /unknown look reason "stage_budget"/);
 });
+
+for (const c of vectors.heard) {
+  test(`the lead's heartbeats folded in: ${c.name}`, () => {
+    let track = {};
+    const worked = [];
+    for (const [t, body] of c.beats) {
+      const [next, w] = heard(track, body, t);
+      track = next;
+      worked.push(w);
+    }
+    assert.deepEqual(worked, c.worked);
+    assert.deepEqual(track, c.track);
+  });
+}
+
+for (const c of vectors.stall_wheres) {
+  test(`the places of a stall window: ${c.name}`, () => {
+    assert.deepEqual(stallWheres(c.wheres, c.start), c.out);
+  });
+}

@@ -88,3 +88,36 @@ test('zero-code: a download stuck at 0 B/s is a stall that names the file', asyn
   assert.match(report.diagnosis.summary, /'model\.safetensors' stopped at 1048576\/4000000 B/);
   assert.deepEqual(processesOfJob(report.job_id), []);
 });
+
+test('zero-code: a loop that updates its weights by hand trains past the stall deadline', async () => {
+  // Issue 32 item 1 (word_language_model's manual SGD): no optimizer, no output for 10 s, a
+  // 6 s stall deadline. Each heartbeat counts more backward() calls: that is activity.
+  const job = run(['manual_sgd.py', '10'], { timeouts: { stallTimeout: 6, startupTimeout: 60 } });
+  const beats = [];
+  const looked = [];
+  job.on('heartbeat', (b) => beats.push(b));
+  job.on('computing', (c) => looked.push(c));
+  job.on('hang', (h) => looked.push(h));
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded', JSON.stringify(report.diagnosis));
+  assert.ok(report.log_tail.some((l) => l.startsWith('trained ')), report.log_tail.join('\n'));
+  assert.deepEqual(looked, []);
+  const works = beats.filter((b) => 'work' in b).map((b) => b.work);
+  assert.ok(works.length && works[works.length - 1] > works[0], JSON.stringify(beats.slice(-3)));
+  assert.ok(beats.slice(-3).every((b) => b.where === 'manual_sgd.py:<module>'), JSON.stringify(beats.slice(-3)));
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});
+
+test('zero-code: a busy main thread moving through the script\'s functions is computing, not hung', async () => {
+  // No progress, no backward(), no output for 12 s, a 5 s stall deadline: the stall look sees
+  // a busy lead whose heartbeats name load_batch, forward and score in turn.
+  const job = run(['busy_phases.py', '12', '1.5'], { timeouts: { stallTimeout: 5, heartbeatTimeout: 2, startupTimeout: 60 } });
+  const computing = [];
+  job.on('computing', (c) => computing.push(c));
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded', JSON.stringify(report.diagnosis));
+  assert.ok(computing.length, 'a computing event');
+  assert.match(computing[0].why, /busy_phases\.py:/);
+  assert.equal(computing[0].for_s, 5);
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});

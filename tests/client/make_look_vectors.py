@@ -104,6 +104,126 @@ HEARTBEAT = [
 ]
 
 
+def stall_sample(t, *procs, start=0.0, wheres=(), lead=11):
+    return {**sample(t, *procs, lead=lead), "from": start, "wheres": [list(w) for w in wheres]}
+
+
+TRAIN = (
+    (-4.0, "main.py:train"),
+    (3.0, "model.py:RNNModel.forward"),
+    (9.5, "main.py:get_batch"),
+    (17.0, "main.py:train"),
+)
+STALL = [
+    (
+        "busy, and its main thread moved through the script's functions: computing, since "
+        "it last moved",
+        sample(20.0, PY, lead=11),
+        stall_sample(21.0, {**PY, "cpu_s": 2.9}, wheres=TRAIN),
+    ),
+    (
+        "starved on a loaded machine still counts as busy: it wanted the CPU",
+        sample(20.0, PY, lead=11),
+        stall_sample(21.0, {**PY, "cpu_s": 2.2, "run_delay_s": 1.0}, wheres=TRAIN),
+    ),
+    (
+        "one place the whole window (a spin in one function): hung",
+        sample(20.0, PY, lead=11),
+        stall_sample(21.0, {**PY, "cpu_s": 3.0}, wheres=[(-4.0, "cpu_loop.py:spin")]),
+    ),
+    (
+        "it moved once in the window (into a spin): a loop entered, hung",
+        sample(20.0, PY, lead=11),
+        stall_sample(
+            21.0, {**PY, "cpu_s": 3.0}, wheres=[(-9.0, "a.py:<module>"), (1.0, "a.py:spin")]
+        ),
+    ),
+    (
+        "it moved only before the window began: hung",
+        sample(20.0, PY, lead=11),
+        stall_sample(
+            21.0, {**PY, "cpu_s": 3.0}, wheres=[(-9.0, "a.py:train"), (-4.0, "a.py:spin")]
+        ),
+    ),
+    (
+        "moving but idle (a sleeping poll loop through two functions): hung",
+        sample(20.0, PY, lead=11),
+        stall_sample(21.0, {**PY, "cpu_s": 2.01}, wheres=TRAIN),
+    ),
+    (
+        "no heartbeat said where: hung",
+        sample(20.0, PY, lead=11),
+        stall_sample(21.0, {**PY, "cpu_s": 3.0}),
+    ),
+    (
+        "a busy DataLoader worker beside an idle lead: hung (the lead is judged)",
+        sample(20.0, proc(12, "python3", cpu_s=1.0), PY, lead=11),
+        stall_sample(21.0, proc(12, "python3", cpu_s=2.0), PY, wheres=TRAIN),
+    ),
+    (
+        "more places than a verdict names",
+        sample(20.0, PY, lead=11),
+        stall_sample(
+            21.0,
+            {**PY, "cpu_s": 2.9},
+            wheres=[(float(i), f"m.py:f{i}") for i in range(-1, 7)],
+        ),
+    ),
+    ("the lead is gone: its exit decides", sample(20.0, PY, lead=11), stall_sample(21.0)),
+]
+
+
+# The lead's heartbeats folded into what the shell keeps (look.heard): work grows -> activity.
+HEARD = [
+    (
+        "a growing backward() count is work; the first count, and a count that stays, are not",
+        [(1.0, {"work": 0}), (2.0, {"work": 40}), (3.0, {"work": 40}), (4.0, {"work": 41})],
+    ),
+    (
+        "a heartbeat without a count keeps the last one",
+        [(1.0, {"work": 5}), (2.0, {}), (3.0, {"work": 9})],
+    ),
+    (
+        "a count that is not an integer is not a count",
+        [(1.0, {"work": 5}), (2.0, {"work": 7.5}), (3.0, {"work": True}), (4.0, {"work": 6})],
+    ),
+    (
+        "places are kept at each change, not at each heartbeat",
+        [
+            (1.0, {"where": "main.py:train"}),
+            (2.0, {"where": "main.py:train"}),
+            (3.0, {"where": "model.py:Net.forward"}),
+            (4.0, {"where": None}),
+            (5.0, {"where": "main.py:train"}),
+        ],
+    ),
+    (
+        "only the last changes are kept",
+        [(float(i), {"where": f"m.py:f{i % 70}"}) for i in range(70)],
+    ),
+]
+STALL_WHERES = [
+    ("none", [], 5.0),
+    ("the place in effect at the start, and the changes after", TRAIN, 5.0),
+    ("every change is after the start: all of them", TRAIN, -10.0),
+    ("a change at the start itself is the place then", TRAIN, 3.0),
+    ("the last change is before the start: that place alone", TRAIN, 30.0),
+]
+
+
+def heard_cases():
+    out = []
+    for name, beats in HEARD:
+        track, worked = {}, []
+        for t, body in beats:
+            track, w = look.heard(track, body, t)
+            worked.append(w)
+        out.append(
+            {"name": name, "beats": [list(b) for b in beats], "worked": worked, "track": track}
+        )
+    return out
+
+
 def main():
     out = [
         {
@@ -113,7 +233,7 @@ def main():
             "after": after,
             "verdict": look.judge(reason, before, after),
         }
-        for reason, cases in (("startup", STARTUP), ("heartbeat", HEARTBEAT))
+        for reason, cases in (("startup", STARTUP), ("heartbeat", HEARTBEAT), ("stall", STALL))
         for name, before, after in cases
     ]
     path = os.path.join(ROOT, "vectors", "look.json")
@@ -121,9 +241,19 @@ def main():
         json.dump(
             {
                 "about": "a reason and two samples of a job's tree in -> hung, or starting, "
-                "or waiting for a CPU? (bridge/look.py, node-client/src/look.js); "
+                "or waiting for a CPU, or computing? (bridge/look.py, node-client/src/look.js); "
                 "tests/client/make_look_vectors.py",
                 "cases": out,
+                "heard": heard_cases(),
+                "stall_wheres": [
+                    {
+                        "name": name,
+                        "wheres": [list(w) for w in wheres],
+                        "start": start,
+                        "out": look.stall_wheres([list(w) for w in wheres], start),
+                    }
+                    for name, wheres, start in STALL_WHERES
+                ],
             },
             fh,
             indent=1,

@@ -31,6 +31,19 @@ HELLO = {"dump_signal": False}
 HELLO_SIG = {"dump_signal": True}
 HELLO_NATIVE = {"dump_signal": True, "native_dump": True}  # SIGUSR1 and SIGUSR2 registered
 LOOK_HB = {"reason": "heartbeat", "working": False}  # the look saw no wait for a CPU: hung
+LOOK_STALL = {"reason": "stall", "working": False}  # the look saw no work: hung
+
+# A job stalled since its progress at 1.5 whose stall deadline (6) passed at 7.5: the machine
+# asked the shell to look (issue 32 item 1).
+STALL_LOOKED_AT = [
+    (1, "hello", HELLO, RUN, ["state:running"], 4),
+    (1.5, "progress", {}, RUN, [], 3.5),
+    (3, "beat", {}, RUN, [], 3.5),
+    (3.5, "timer", {}, STALL, ["state:stalled"], 6),
+    (5, "beat", {}, STALL, [], 7.5),
+    (7, "beat", {}, STALL, [], 7.5),
+    (7.5, "timer", {}, STALL, ["look:stall"], 10),
+]
 
 
 def ex(code=None, signal=None):
@@ -322,7 +335,8 @@ CASES = [
             (6, "beat", {}, STALL, [], 9),
             (7.5, "beat", {}, STALL, [], 9.5),
             (9, "beat", {}, STALL, [], 9.5),
-            (9.5, "timer", {}, STALL, ["snapshot:stall", "dump_stacks"], 10),
+            (9.5, "timer", {}, STALL, ["look:stall"], 12.0),
+            (9.5, "looked", LOOK_STALL, STALL, ["snapshot:stall", "dump_stacks"], 10),
             (9.9, "snapshotted", {}, STALL, [], 10),
             (10, "timer", {}, STALL, ["signal:SIGTERM"], 11),
             (11, "timer", {}, STALL, ["signal:SIGKILL"], None),
@@ -361,7 +375,8 @@ CASES = [
             (2, "beat", {}, RUN, [], 2.5),
             (4, "beat", {}, RUN, [], 2.5),
             (6, "beat", {}, RUN, [], 2.5),
-            (6.5, "timer", {}, STALL, ["state:stalled", "snapshot:stall", "dump_stacks"], 7.0),
+            (6.5, "timer", {}, STALL, ["state:stalled", "look:stall"], 9.0),
+            (6.5, "looked", LOOK_STALL, STALL, ["snapshot:stall", "dump_stacks"], 7.0),
             (7.0, "timer", {}, STALL, ["signal:SIGUSR1"], 7.25),
             (7.25, "timer", {}, STALL, ["signal:SIGUSR2"], 7.5),
             (7.3, "snapshotted", {}, STALL, [], 7.5),
@@ -382,7 +397,8 @@ CASES = [
             (2, "beat", {}, RUN, [], 2.5),
             (4, "beat", {}, RUN, [], 2.5),
             (6, "beat", {}, RUN, [], 2.5),
-            (6.5, "timer", {}, STALL, ["state:stalled", "snapshot:stall", "dump_stacks"], 7.0),
+            (6.5, "timer", {}, STALL, ["state:stalled", "look:stall"], 9.0),
+            (6.5, "looked", LOOK_STALL, STALL, ["snapshot:stall", "dump_stacks"], 7.0),
             (7.0, "timer", {}, STALL, ["signal:SIGUSR1"], 7.25),
             (7.1, "signal_dumped", {}, STALL, [], 7.25),
             (7.2, "snapshotted", {}, STALL, [], 7.25),
@@ -803,7 +819,8 @@ CASES = [
             (5, "output", {}, STALL, [], 7),
             (6.5, "beat", {}, STALL, [], 7.5),
             (7, "output", {}, STALL, [], 7.5),
-            (7.5, "timer", {}, STALL, ["snapshot:stall", "dump_stacks"], 8.0),
+            (7.5, "timer", {}, STALL, ["look:stall"], 9.5),
+            (7.5, "looked", LOOK_STALL, STALL, ["snapshot:stall", "dump_stacks"], 8.0),
             (7.8, "dumped", {}, STALL, [], 9.0),
         ],
         None,
@@ -817,6 +834,95 @@ CASES = [
             (1, "hello", HELLO, RUN, ["state:running"], 4),
             (2, "output", {}, RUN, [], 4),
             (3, "beat", {}, RUN, [], 6),
+        ],
+        None,
+        None,
+    ),
+    # Issue 32 item 1: training that is alive is not killed as hung.
+    (
+        "a heartbeat that counted more backward() calls is activity: a loop that updates its "
+        "weights by hand trains",
+        {},
+        10,
+        [
+            (1, "hello", HELLO, RUN, ["state:running"], 4),
+            (1.5, "progress", {}, RUN, [], 3.5),
+            (3, "beat", {"work": True}, RUN, [], 5),
+            (5, "timer", {}, STALL, ["state:stalled"], 6),
+            (6, "beat", {"work": True}, RUN, ["state:running"], 8),
+            (7, "beat", {}, RUN, [], 8),
+        ],
+        None,
+        None,
+    ),
+    (
+        "a heartbeat's work never arms the stall deadlines",
+        {},
+        10,
+        [
+            (1, "hello", HELLO, RUN, ["state:running"], 4),
+            (2, "beat", {"work": True}, RUN, [], 5),
+        ],
+        None,
+        None,
+    ),
+    (
+        "computing: the stall look saw the busy main thread move; the stall deadline runs from "
+        "when it last moved",
+        {},
+        10,
+        [
+            *STALL_LOOKED_AT,
+            (
+                8.5,
+                "looked",
+                {"reason": "stall", "working": True, "since": 7.0},
+                RUN,
+                ["state:running"],
+                9.0,
+            ),
+        ],
+        None,
+        None,
+    ),
+    (
+        "hung: the stall look saw it move, but a whole stall_timeout ago",
+        {},
+        10,
+        [
+            *STALL_LOOKED_AT,
+            (
+                8.5,
+                "looked",
+                {"reason": "stall", "working": True, "since": 1.0},
+                STALL,
+                ["snapshot:stall", "dump_stacks"],
+                9.0,
+            ),
+        ],
+        None,
+        {"reason": "stall", "t": 8.5, "stage": None},
+    ),
+    (
+        "progress while the shell looks at a stall: the late answer changes nothing",
+        {},
+        10,
+        [
+            *STALL_LOOKED_AT,
+            (8, "progress", {}, RUN, ["state:running"], 10),
+            (8.5, "looked", LOOK_STALL, RUN, [], 10),
+        ],
+        None,
+        None,
+    ),
+    (
+        "the lead passes on while the shell looks at a stall: that look was of the leaver",
+        {},
+        10,
+        [
+            *STALL_LOOKED_AT,
+            (8, "lead", {"present": True}, RUN, ["state:running"], 10),
+            (8.5, "looked", LOOK_STALL, RUN, [], 10),
         ],
         None,
         None,
@@ -898,7 +1004,8 @@ CASES = [
             (5, "beat", {}, RUN, [], 6),
             (6, "timer", {}, STALL, ["state:stalled"], 8),
             (7.5, "beat", {}, STALL, [], 10),
-            (10, "timer", {}, STALL, ["snapshot:stall", "dump_stacks"], 10.5),
+            (10, "timer", {}, STALL, ["look:stall"], 10.5),
+            (10, "looked", LOOK_STALL, STALL, ["snapshot:stall", "dump_stacks"], 10.5),
         ],
         None,
         {"reason": "stall", "t": 10, "stage": None},

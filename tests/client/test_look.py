@@ -22,5 +22,30 @@ def test_two_samples_in_a_verdict_out(case):
 
 
 def test_an_unknown_reason_is_refused():
-    with pytest.raises(ValueError, match="unknown look reason 'stall'"):
-        look.judge("stall", {"t": 0}, {"t": 1, "procs": []})
+    with pytest.raises(ValueError, match="unknown look reason 'stage_budget'"):
+        look.judge("stage_budget", {"t": 0}, {"t": 1, "procs": []})
+
+
+VECTORS = json.load(
+    open(
+        os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "look.json"),
+        encoding="ascii",
+    )
+)
+
+
+@pytest.mark.parametrize("case", VECTORS["heard"], ids=[c["name"] for c in VECTORS["heard"]])
+def test_the_leads_heartbeats_folded_in(case):
+    track, worked = {}, []
+    for t, body in case["beats"]:
+        track, w = look.heard(track, body, t)
+        worked.append(w)
+    assert worked == case["worked"]
+    assert track == case["track"]
+
+
+@pytest.mark.parametrize(
+    "case", VECTORS["stall_wheres"], ids=[c["name"] for c in VECTORS["stall_wheres"]]
+)
+def test_the_places_of_a_stall_window(case):
+    assert look.stall_wheres(case["wheres"], case["start"]) == case["out"]

@@ -379,7 +379,7 @@ def _measures(row, config, timing: Timing, launched: float, ended: Optional[floa
         from trainbridge.bridge.machine import LOOK_S, LOOKED_AT
 
         start, stop = timing.marker_t, timing.hang_t
-        # a heartbeat silence is looked at first (is the lead only starved of CPU?)
+        # a deadline in LOOKED_AT is looked at first (starved of CPU? computing?)
         limit = config[f"{how}_timeout"] + (LOOK_S if how in LOOKED_AT else 0) + 1
     known = None if start is None or stop is None else round(stop - start, 3)
     return {"how": how, "known_s": known, "limit_s": limit, "live": timing.live}

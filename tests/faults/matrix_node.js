@@ -110,9 +110,9 @@ async function run(name) {
     const hangT = report.hang && report.hang.after_s != null ? launched + report.hang.after_s : null;
     start = how === 'startup' ? launched : markerT;
     stop = hangT;
-    // startup and heartbeat: plus the look at the deadline (an idle Python, a lead not starved
-    // of CPU, is hung after it)
-    limit = config[`${how}_timeout`] + (['startup', 'heartbeat'].includes(how) ? machine.LOOK_S : 0) + 1;
+    // plus the look at the deadline (an idle Python, a lead not starved of CPU, a busy main
+    // thread that stays in one place, is hung after it)
+    limit = config[`${how}_timeout`] + (machine.LOOKED_AT.includes(how) ? machine.LOOK_S : 0) + 1;
   }
   const known = start === null || stop === null ? null : Math.round((stop - start) * 1000) / 1000;
   return { report, measures: { how, known_s: known, limit_s: limit, live }, subs, job_id: job.id };

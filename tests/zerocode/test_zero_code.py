@@ -224,3 +224,31 @@ def test_a_tqdm_only_script_has_its_bars_as_stages_and_its_postfix_as_metrics():
     # "became NaN at/by step N", or "was NaN from its first report" when the beacon's few
     # sends a second all fell on the inner bar until then: both say the loss is NaN
     assert "Training health: loss " in report["summary"] and "NaN" in report["summary"]
+
+
+def test_a_loop_that_updates_its_weights_by_hand_trains_past_the_stall_deadline():
+    # Issue 32 item 1: no optimizer (word_language_model's manual SGD), no output for 10 s, a
+    # 6 s stall deadline (one that `import torch` meets). Each heartbeat counts more backward()
+    # calls: that is activity.
+    report, events = run([PY, "manual_sgd.py", "10"], stall_timeout=6.0)
+    assert report["outcome"] == "succeeded", report["diagnosis"]
+    assert any(line.startswith("trained ") for line in report["log_tail"]), report["log_tail"]
+    assert not [e for e in events if e["event"] in ("hang", "computing")], events
+    beats = [e["body"] for e in events if e.get("kind") == "heartbeat"]
+    works = [b["work"] for b in beats if "work" in b]
+    assert works and works[-1] > works[0], beats[-3:]
+    assert all(b.get("where") == "manual_sgd.py:<module>" for b in beats[-3:]), beats[-3:]
+
+
+def test_a_busy_main_thread_moving_through_the_scripts_functions_is_computing_not_hung():
+    # No progress, no backward(), no output for 12 s, a 5 s stall deadline: the stall look
+    # sees a busy lead whose heartbeats name load_batch, forward and score in turn.
+    report, events = run(
+        [PY, "busy_phases.py", "12", "1.5"], stall_timeout=5.0, heartbeat_timeout=2.0
+    )
+    assert report["outcome"] == "succeeded", report["diagnosis"]
+    computing = [e for e in events if e["event"] == "computing"]
+    assert computing, [e["event"] for e in events]
+    assert "busy_phases.py:" in computing[0]["why"], computing[0]
+    assert computing[0]["for_s"] == 5.0
+    assert not [e for e in events if e["event"] == "hang"]
