@@ -24,8 +24,8 @@ runs on the CPU (no queue); a stopped or deadlocked process does not queue at al
 
 stall (no progress for stall_timeout), computing when the lead was busy (it ran, or queued for
 a CPU, BUSY_LEAD of the window) and its main thread moved: the places its heartbeats named
-(`where`: the innermost frame of the script's own code, "file.py:function") changed at least
-MOVES times since the last activity (once is a loop entered, not one that runs). The
+(`where`: the innermost frame of the script's own code, "file.py:function") changed (MOVES)
+since the last activity: cpu_bound needs the same place for the whole window. The
 after-sample carries them: "from" (when the stall window began) and "wheres" ([t, place] each
 time the place changed, the first being the place at "from"; look.heard and stall_wheres keep
 and cut them). The verdict's "since" is when it last moved: the stall deadline counts from
@@ -47,7 +47,7 @@ BUSY_CPU = 0.10  # of one core, over the window
 STARVED = 0.25  # of the window, spent waiting for a CPU
 BUSY_LEAD = 0.5  # of the window, the lead ran or waited for a CPU: a busy process
 PLACES_SAID = 4  # places named in a verdict
-MOVES = 2  # changes of place in the window that make a busy main thread one that computes
+MOVES = 1  # changes of place in the window that make a busy main thread one that computes
 WHERES_KEPT = 64  # changes of place a shell keeps of its lead's heartbeats
 PYTHON = re.compile(r"^(python|pypy)[0-9.]*(-dbg)?$")
 
@@ -188,8 +188,8 @@ def _stall(
     if busy / window < BUSY_LEAD:
         return {
             "working": False,
-            "why": f"no progress{over}, and its main thread is not busy (it ran or queued "
-            f"for a CPU {share}% of {_span(window)})",
+            "why": f"no progress{over}, and it is not busy ({share}% of a core over "
+            f"{_span(window)}, running or waiting for one)",
         }
     if len(moves) < MOVES:
         at = f"in {places[-1]}" if places else "in one place (no heartbeat said where)"
@@ -197,14 +197,14 @@ def _stall(
             at += " after it moved there"
         return {
             "working": False,
-            "why": f"busy (it ran or queued for a CPU {share}% of {_span(window)}) but its "
-            f"main thread stayed {at}{over}",
+            "why": f"busy ({share}% of a core, running or waiting for one) but its main "
+            f"thread stayed {at}{over}",
         }
     said = ", ".join(places[-PLACES_SAID:]) + (", ..." if len(places) > PLACES_SAID else "")
     return {
         "working": True,
         "since": float(moves[-1]),
-        "why": f"computing, not hung: busy (it ran or queued for a CPU {share}% of "
-        f"{_span(window)}), its main thread moved through {len(places)} of the script's "
-        f"functions{over} without progress ({said})",
+        "why": f"computing, not hung: busy ({share}% of a core, running or waiting for "
+        f"one), its main thread moved through {len(places)} of the script's functions"
+        f"{over} without progress ({said})",
     }

@@ -415,8 +415,11 @@ def _on_looked(s: State, e: Event, t: float, actions: list[Action]) -> None:
         _hang(s, reason, t, actions)
         return
     if reason == "stall" and since is not None:
-        last = s["last_activity_t"]
-        _activity(s, since if last is None else max(last, since), actions)
+        # Activity at `since`, in the past: running again only if that is recent enough
+        last, after = s["last_activity_t"], s["config"]["stalled_after"]
+        s["last_activity_t"] = since if last is None else max(last, since)
+        if s["state"] == "stalled" and (after is None or s["last_activity_t"] + after > t):
+            _set_state(s, "running", actions)
     elif reason == "startup":
         s["startup_from"] = t
     elif s["hello"]:

@@ -11,7 +11,7 @@
  * heartbeat (the beacon went silent), waiting: the lead's threads waited STARVED of the window
  * for a CPU (a busy machine: slow, not hung). Otherwise hung.
  * stall (no progress for stall_timeout), computing: the lead ran or queued for a CPU BUSY_LEAD
- * of the window and its main thread moved MOVES times or more (the after-sample's `wheres`, [t, place] each time
+ * of the window and its main thread moved (MOVES; the after-sample's `wheres`, [t, place] each time
  * the heartbeats' `where` changed, the first being the place at `from`); `since` is when it
  * last moved. Otherwise hung (one place: cpu_bound; not busy: the wait the diagnosis names).
  */
@@ -23,7 +23,7 @@ const BUSY_CPU = 0.10;
 const STARVED = 0.25;
 const BUSY_LEAD = 0.5; // of the window, the lead ran or waited for a CPU: a busy process
 const PLACES_SAID = 4; // places named in a verdict
-const MOVES = 2; // changes of place in the window that make a busy main thread one that computes
+const MOVES = 1; // changes of place in the window that make a busy main thread one that computes
 const WHERES_KEPT = 64; // changes of place a shell keeps of its lead's heartbeats
 const PYTHON = /^(python|pypy)[0-9.]*(-dbg)?$/;
 
@@ -120,17 +120,17 @@ function stall(after, window, old) {
   for (const [, place] of wheres) if (typeof place === 'string' && !places.includes(place)) places.push(place);
   const over = start !== null ? ` over the last ${span(Number(after.t) - start)}` : '';
   if (busy / window < BUSY_LEAD) {
-    return { working: false, why: `no progress${over}, and its main thread is not busy (it ran or queued for a CPU ${share}% of ${span(window)})` };
+    return { working: false, why: `no progress${over}, and it is not busy (${share}% of a core over ${span(window)}, running or waiting for one)` };
   }
   if (moves.length < MOVES) {
     const at = (places.length ? `in ${places[places.length - 1]}` : 'in one place (no heartbeat said where)') + (moves.length ? ' after it moved there' : '');
-    return { working: false, why: `busy (it ran or queued for a CPU ${share}% of ${span(window)}) but its main thread stayed ${at}${over}` };
+    return { working: false, why: `busy (${share}% of a core, running or waiting for one) but its main thread stayed ${at}${over}` };
   }
   const said = places.slice(-PLACES_SAID).join(', ') + (places.length > PLACES_SAID ? ', ...' : '');
   return {
     working: true,
     since: Number(moves[moves.length - 1]),
-    why: `computing, not hung: busy (it ran or queued for a CPU ${share}% of ${span(window)}), its main thread moved through ${places.length} of the script's functions${over} without progress (${said})`,
+    why: `computing, not hung: busy (${share}% of a core, running or waiting for one), its main thread moved through ${places.length} of the script's functions${over} without progress (${said})`,
   };
 }
 

@@ -317,8 +317,12 @@ function onLooked(s, e, t, actions) {
     hang(s, reason, t, actions);
     return;
   }
-  if (reason === 'stall') activity(s, Math.max(s.last_activity_t ?? since, since), actions);
-  else if (reason === 'startup') s.startup_from = t;
+  if (reason === 'stall') {
+    // Activity at `since`, in the past: running again only if that is recent enough
+    s.last_activity_t = Math.max(s.last_activity_t ?? since, since);
+    const after = s.config.stalled_after;
+    if (s.state === 'stalled' && (after === null || s.last_activity_t + after > t)) setState(s, 'running', actions);
+  } else if (reason === 'startup') s.startup_from = t;
   else if (s.hello) s.last_msg_t = t; // the heartbeat deadline runs again from now
   else if ((s.loaded_t ?? null) !== null) s.loaded_t = t;
 }

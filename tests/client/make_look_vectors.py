@@ -132,7 +132,7 @@ STALL = [
         stall_sample(21.0, {**PY, "cpu_s": 3.0}, wheres=[(-4.0, "cpu_loop.py:spin")]),
     ),
     (
-        "it moved once in the window (into a spin): a loop entered, hung",
+        "it moved once in the window (into a spin): computing since then; the next look decides",
         sample(20.0, PY, lead=11),
         stall_sample(
             21.0, {**PY, "cpu_s": 3.0}, wheres=[(-9.0, "a.py:<module>"), (1.0, "a.py:spin")]

@@ -886,6 +886,18 @@ CASES = [
         None,
     ),
     (
+        "computing, but it last moved stalled_after ago: still stalled, and the stall deadline "
+        "runs from when it moved",
+        {},
+        10,
+        [
+            *STALL_LOOKED_AT,
+            (8.5, "looked", {"reason": "stall", "working": True, "since": 6.0}, STALL, [], 10),
+        ],
+        None,
+        None,
+    ),
+    (
         "hung: the stall look saw it move, but a whole stall_timeout ago",
         {},
         10,

@@ -376,11 +376,15 @@ def _measures(row, config, timing: Timing, launched: float, ended: Optional[floa
 
         stop, limit = timing.hang_t, config["startup_timeout"] + LOOK_S + 1
     else:  # stall | heartbeat: from the last line printed before the hang
+        from trainbridge.bridge.jobenv import heartbeat_interval
         from trainbridge.bridge.machine import LOOK_S, LOOKED_AT
 
         start, stop = timing.marker_t, timing.hang_t
-        # a deadline in LOOKED_AT is looked at first (starved of CPU? computing?)
+        # a deadline in LOOKED_AT is looked at first (starved of CPU? computing?); a stall
+        # counts from where the main thread last moved, which the next heartbeat tells
         limit = config[f"{how}_timeout"] + (LOOK_S if how in LOOKED_AT else 0) + 1
+        if how == "stall":
+            limit += heartbeat_interval(config)
     known = None if start is None or stop is None else round(stop - start, 3)
     return {"how": how, "known_s": known, "limit_s": limit, "live": timing.live}
 

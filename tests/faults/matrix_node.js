@@ -16,6 +16,7 @@ const HERE = __dirname;
 const ROOT = path.resolve(HERE, '..', '..');
 const { launch, resolvePython } = require(path.join(ROOT, 'node-client', 'src', 'index.js'));
 const machine = require(path.join(ROOT, 'node-client', 'src', 'machine.js'));
+const { workerTimings } = require(path.join(ROOT, 'node-client', 'src', 'job.js'));
 
 const MATRIX = JSON.parse(fs.readFileSync(path.join(HERE, 'matrix.json'), 'utf8'));
 const now = () => Number(process.hrtime.bigint()) / 1e9;
@@ -111,8 +112,10 @@ async function run(name) {
     start = how === 'startup' ? launched : markerT;
     stop = hangT;
     // plus the look at the deadline (an idle Python, a lead not starved of CPU, a busy main
-    // thread that stays in one place, is hung after it)
+    // thread that stays in one place, is hung after it); a stall counts from where the main
+    // thread last moved, which the next heartbeat tells
     limit = config[`${how}_timeout`] + (machine.LOOKED_AT.includes(how) ? machine.LOOK_S : 0) + 1;
+    if (how === 'stall') limit += Number(workerTimings(config).heartbeat_s);
   }
   const known = start === null || stop === null ? null : Math.round((stop - start) * 1000) / 1000;
   return { report, measures: { how, known_s: known, limit_s: limit, live }, subs, job_id: job.id };
