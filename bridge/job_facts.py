@@ -106,6 +106,7 @@ def machine_verdict(m: dict[str, Any]) -> dict[str, Any]:
         "refused": m.get("refused"),
         "no_worker": m.get("no_worker"),
         "loaded_t": m.get("loaded_t"),
+        "last_activity_t": m.get("last_activity_t"),  # a hang's idle time (report.hang_idle)
     }
 
 

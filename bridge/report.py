@@ -64,6 +64,18 @@ FATAL_LINES_MAX = 400  # stderr lines kept after "Fatal Python error"
 FATAL_MARKERS = ("Fatal Python error:", "Timeout (")  # faulthandler's crash and watchdog headers
 
 
+def hang_idle(m: dict[str, Any], heartbeat: dict[str, Any]) -> Optional[float]:
+    """How long the job had done nothing when it was declared hung: from the machine's last
+    activity (progress, a stage, counted work, output while it has no progress source; issue
+    38: the worker's own idle_s, since its last progress or stage, said 235 s where the
+    deadline had measured 90 s since the last line), else the last heartbeat's idle_s."""
+    hang, last = m.get("hang"), m.get("last_activity_t")
+    if hang and isinstance(last, (int, float)) and hang["t"] >= last:
+        return round(hang["t"] - last, 1)
+    idle = heartbeat.get("idle_s")
+    return idle if isinstance(idle, (int, float)) else None
+
+
 def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     """The report of a finished job from its facts record (bridge/job_facts.py, with
     `machine` and `ended` set) and read_files()'s answer."""
@@ -166,8 +178,9 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
             "reason": hang["reason"],
             "stage": hang["stage"],
             "after_s": round(hang["t"] - started, 3),
-            # what the last heartbeat said, as diagnose_hang read it
-            "idle_s": heartbeat.get("idle_s"),
+            # as diagnose_hang read them: the idle time the machine measured, and the
+            # last heartbeat's stack
+            "idle_s": hang_idle(m, heartbeat),
             "stack": heartbeat.get("stack"),
         },
         "signals_sent": list(facts["signals_sent"]),
@@ -344,7 +357,7 @@ def _diagnose(
                 "reason": hang["reason"],
                 "stage": hang["stage"] or stage,
                 "stages": [s["name"] for s in facts["stages"] if s["status"] == "running"],
-                "idle_s": heartbeat.get("idle_s"),
+                "idle_s": hang_idle(m, heartbeat),
                 "stack": heartbeat.get("stack"),
                 "stacks": stacks,
                 "saw_hello": bool(facts["hellos"]),

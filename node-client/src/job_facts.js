@@ -37,6 +37,7 @@ function machineVerdict(m) {
   return {
     outcome: m.outcome ?? null, hang: m.hang ?? null, refused: m.refused ?? null,
     no_worker: m.no_worker ?? null, loaded_t: m.loaded_t ?? null,
+    last_activity_t: m.last_activity_t ?? null, // a hang's idle time (report.js hangIdle)
   };
 }
 

@@ -133,10 +133,10 @@ function buildReport(facts, files) {
     job_id: facts.id,
     command: [...facts.command],
     started_at: iso(facts.started_wall),
-    // idle_s and stack: what the last heartbeat said, as diagnoseHang read them
+    // as diagnoseHang read them: the idle time the machine measured, the last heartbeat's stack
     hang: hang && {
       reason: hang.reason, stage: hang.stage, after_s: round(hang.t - facts.started),
-      idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
+      idle_s: hangIdle(m, facts.heartbeat || {}), stack: (facts.heartbeat || {}).stack ?? null,
     },
     signals_sent: [...facts.signals_sent],
     environment: environment(facts.hellos),
@@ -258,6 +258,17 @@ function boxedOnly(stages, boxed) {
   return out;
 }
 
+/**
+ * How long the job had done nothing when it was declared hung: from the machine's last
+ * activity, else the last heartbeat's idle_s (bridge/report.py hang_idle).
+ */
+function hangIdle(m, heartbeat) {
+  const { hang } = m;
+  const last = m.last_activity_t;
+  if (hang && typeof last === 'number' && hang.t >= last) return round(hang.t - last, 1);
+  return typeof heartbeat.idle_s === 'number' ? heartbeat.idle_s : null;
+}
+
 function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid, crashText = null) {
   try {
     if (outcome === 'hung') {
@@ -265,7 +276,7 @@ function diagnose(outcome, factsEnd, facts, m, stacks, stage, pid, crashText = n
       return [diagnoseHang({
         reason: hang.reason, stage: hang.stage || stage,
         stages: facts.stages.filter((s) => s.status === 'running').map((s) => s.name),
-        idle_s: (facts.heartbeat || {}).idle_s ?? null, stack: (facts.heartbeat || {}).stack ?? null,
+        idle_s: hangIdle(m, facts.heartbeat || {}), stack: (facts.heartbeat || {}).stack ?? null,
         stacks, saw_hello: Object.keys(facts.hellos).length > 0, evidence: facts.snapshot || {}, pid,
         worker_loaded: (m.loaded_t ?? null) !== null,
         progress: facts.progress, python_silent: pythonSilent(facts, crashText),

@@ -87,6 +87,21 @@ test('native crash: crashed by SIGSEGV, the faulthandler stack, known at once', 
   assert.deepEqual(processesOfJob(report.job_id), []);
 });
 
+test("a hang's idle time counts from the last activity, not the worker's last progress", async () => {
+  // Issue 38 (bridge: test_deadlines.py): 3 s of printing with no progress source is activity.
+  const job = run('prints-then-waits', { timeouts: { stallTimeout: 1.5, heartbeatTimeout: 4, killGrace: 1 } });
+  const beats = [];
+  job.on('heartbeat', (b) => beats.push(b));
+  const report = await job.done;
+  assert.equal(report.outcome, 'hung');
+  assert.equal(report.hang.reason, 'stall');
+  const workerIdle = beats[beats.length - 1].idle_s; // since the stage began
+  const idle = report.hang.idle_s;
+  assert.ok(idle + 2 < workerIdle, `${idle} vs the worker's ${workerIdle}`);
+  assert.equal(report.diagnosis.evidence.idle_s, idle);
+  assert.deepEqual(processesOfJob(report.job_id), []);
+});
+
 test('stall -> hung with stacks, then the tree is killed', async () => {
   const job = run('stall', { timeouts: { stallTimeout: 1, killGrace: 1 } });
   const states = [];

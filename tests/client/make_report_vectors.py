@@ -78,6 +78,7 @@ def facts(ended=12.5, outcome="succeeded", hang=None, **changes):
         "refused": None,
         "no_worker": None,
         "loaded_t": STARTED + 0.05,
+        "last_activity_t": None,
     }
     for key, value in changes.items():
         if key in f["machine"] and key != "hang":
@@ -248,6 +249,24 @@ def cases():
             fatal_lines=["Fatal Python error: Aborted", 'File "x.py", line 1 in <module>'],
             tail=out("stderr", "Fatal Python error: Aborted"),
             oom_killed=False,
+        ),
+        {"crash_text": None, "stage_box": None},
+    )
+    yield (
+        "hung: stall; idle since the machine's last activity (a printed line), not the "
+        "worker's idle_s (its last progress)",
+        facts(
+            outcome="hung",
+            ended=95.25,
+            hang={"reason": "stall", "stage": "train", "t": STARTED + 90.0},
+            last_activity_t=STARTED + 60.0,
+            **hello_facts(),
+            stages=[stage("startup"), stage("train", status="running", began=3)],
+            progress={"step": 12, "total": None, "metrics": {}},
+            heartbeat={"beat": 80, "idle_s": 235.0, "stack": HEARTBEAT_STACK, "stage": "train"},
+            signals_sent=["SIGUSR1", "SIGTERM"],
+            exit_signal="SIGTERM",
+            snapshot={"notes": []},
         ),
         {"crash_text": None, "stage_box": None},
     )

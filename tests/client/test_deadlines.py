@@ -216,3 +216,29 @@ def test_a_job_that_keeps_working_is_never_hung(run):
         heartbeat_timeout=2,
     )
     assert r["outcome"] == "succeeded" and r["hang"] is None
+
+
+def test_a_hangs_idle_time_counts_from_the_last_activity_not_the_workers_last_progress(run):
+    """Issue 38: "computing without progress for 235 s" where the deadline had measured 90 s
+    since the last output line. A script with no progress source prints for 3 s (activity),
+    then waits: the verdict's idle time is the machine's, from the last line."""
+    job, r = run(
+        """
+        import threading, time; from trainbridge import worker
+        with worker.stage("eval"):
+            end = time.monotonic() + 3
+            while time.monotonic() < end:
+                print("still evaluating", flush=True)
+                time.sleep(0.2)
+            threading.Event().wait(60)
+    """,
+        stall_timeout=1.5,
+        heartbeat_timeout=4,
+    )
+    assert r["outcome"] == "hung" and r["hang"]["reason"] == "stall", r["summary"]
+    beats = [e["body"] for e in job.events(timeout=0) if e.get("kind") == "heartbeat"]
+    worker_idle = beats[-1]["idle_s"]  # since the stage began: the prints do not count there
+    idle = r["hang"]["idle_s"]
+    assert idle + 2 < worker_idle, (idle, worker_idle)  # the 3 s of printing are not idle
+    assert r["diagnosis"]["evidence"]["idle_s"] == idle
+    assert f"for {idle:.0f} s" in r["diagnosis"]["summary"] or idle < 1, r["diagnosis"]
