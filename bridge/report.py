@@ -71,9 +71,9 @@ def hang_idle(m: dict[str, Any], heartbeat: dict[str, Any]) -> Optional[float]:
     deadline had measured 90 s since the last line), else the last heartbeat's idle_s."""
     hang, last = m.get("hang"), m.get("last_activity_t")
     if hang and isinstance(last, (int, float)) and hang["t"] >= last:
-        return round(hang["t"] - last, 1)
+        return round(float(hang["t"]) - last, 1)
     idle = heartbeat.get("idle_s")
-    return idle if isinstance(idle, (int, float)) else None
+    return float(idle) if isinstance(idle, (int, float)) else None
 
 
 def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
