@@ -53,7 +53,7 @@ def rendezvous_wait(
     host = launcher.get("host") or "?"
     waited = f"{waited_s:.0f} s" if waited_s >= 10 else f"{waited_s:.1f} s"
     summary = (
-        f"rendezvous_wait: torchrun on host {host} waited {waited} for nodes that never "
+        f"torchrun on host {host} waited {waited} for nodes that never "
         f"came: its {backend} rendezvous at {endpoint} needs {needed} node(s) "
         f"(--nnodes={nnodes}) and only this one is known to have joined; no rank started"
     )

@@ -39,7 +39,7 @@ function rendezvousWait(launcher, ranksSaidHello, waitedS, stacks) {
   const waited = waitedS >= 10 ? `${waitedS.toFixed(0)} s` : `${waitedS.toFixed(1)} s`;
   return {
     kind: 'rendezvous_wait',
-    summary: `rendezvous_wait: torchrun on host ${host} waited ${waited} for nodes that never came: its ${backend} rendezvous at ${endpoint} needs ${needed} node(s) (--nnodes=${nnodes}) and only this one is known to have joined; no rank started`,
+    summary: `torchrun on host ${host} waited ${waited} for nodes that never came: its ${backend} rendezvous at ${endpoint} needs ${needed} node(s) (--nnodes=${nnodes}) and only this one is known to have joined; no rank started`,
     hint: `start torchrun on the other node(s) with the same --rdzv-endpoint=${endpoint} and --rdzv-id, check that they can reach ${endpoint}, or lower --nnodes`,
     evidence: {
       endpoint, backend, nnodes, nnodes_expected: /^\d+$/.test(needed) ? Number(needed) : null,

@@ -380,7 +380,7 @@ RENDEZVOUS = [
         "ranks_said_hello": False,
         "waited_s": 20.04,
         "stacks": "File \"/v/torch/distributed/elastic/rendezvous/utils.py\", line 9, in _delay",
-        "summary": "rendezvous_wait: torchrun on host a waited 20 s for nodes "
+        "summary": "torchrun on host a waited 20 s for nodes "
         "that never came: its c10d rendezvous at 10.0.0.1:29400 "
         "needs 2 node(s) (--nnodes=2:4) and only this "
         "one is known to have joined; no rank started",
@@ -411,7 +411,7 @@ RENDEZVOUS = [
         "ranks_said_hello": False,
         "waited_s": 6.24,
         "stacks": "rendezvous",
-        "summary": "rendezvous_wait: torchrun on host b waited 6.2 s for nodes "
+        "summary": "torchrun on host b waited 6.2 s for nodes "
         "that never came: its "
         "static rendezvous at h1:1234 needs 3 node(s) (--nnodes=3) and only this one is "
         "known to have joined; no rank started",
