@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from .diagnosis_stack import (
-    MESSAGE_MAX,
     Frame,
     diag,
     format_frame,
@@ -21,6 +20,7 @@ from .diagnosis_stack import (
     last_line,
     one_line,
     parse_stack,
+    quote,
     traceback_in_text,
     user_frame,
     where,
@@ -293,7 +293,7 @@ def _exhaustion(
         had = resources.get(part) if isinstance(resources.get(part), dict) else {}
         evidence[part] = had or None
         details, advice = words(had)
-        message = one_line(_message(error, log_tail), MESSAGE_MAX)
+        message = quote(_message(error, log_tail))
         return diag(
             kind,
             f"{lead}{in_stage(stage)} at {where(frames)}{details}: {message}",
@@ -334,7 +334,7 @@ def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
         return None
     if ended_badly and _is_cuda_oom(error if fatal_error else None, log_tail):
         frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
-        message = one_line((error or {}).get("message") or _oom_line(log_tail), MESSAGE_MAX)
+        message = quote((error or {}).get("message") or _oom_line(log_tail))
         evidence.update(frame_fields(frames))
         return diag(
             "cuda_oom",
@@ -418,7 +418,7 @@ def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
         frames = _error_frames(error)
         evidence.update(frame_fields(frames))
         evidence["type"] = error.get("type")
-        message = one_line(error.get("message"), MESSAGE_MAX)
+        message = quote(error.get("message"))
         thread = error.get("thread")
         in_thread = f" in thread {thread}" if thread and thread != "MainThread" else ""
         return diag(
@@ -438,7 +438,7 @@ def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
             evidence["type"] = printed["type"]
             return diag(
                 "python_exception",
-                f"{printed['type']}: {one_line(printed['message'], MESSAGE_MAX)}"
+                f"{printed['type']}: {quote(printed['message'])}"
                 f"{in_stage(stage)} at {where(frames)} (from the traceback on stderr)",
                 "fix the error at the named frame; the traceback is in the log tail",
                 evidence,

@@ -203,6 +203,31 @@ def one_line(text: Any, limit: int = 200) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
+# A line of a long message that names an error ("WeightsUnpickler error: Unsupported global",
+# "RuntimeError: ..."): what a cut message must still show.
+_ERROR_LINE = re.compile(r"(Error|error|Exception)\s*:")
+_HEAD_SHARE = 3  # a cut message's first line keeps at least 1/_HEAD_SHARE of the room
+
+
+def quote(text: Any, limit: int = MESSAGE_MAX) -> str:
+    """An error message for a summary: one line, at most `limit` characters. One that is too
+    long keeps its first line and the later lines that name an error, joined by " ... ":
+    torch.load's message gives 500 characters of advice before "WeightsUnpickler error:
+    Unsupported global ..." (issue 38), and a cut from the start lost the error itself."""
+    whole = one_line(text, 1 << 30)
+    if len(whole) <= limit:
+        return whole
+    lines = [one_line(line, 1 << 30) for line in re.split(r"\r\n|\r|\n", strip_ansi(text))]
+    lines = [line for line in lines if line]
+    named = [line for line in lines[1:] if _ERROR_LINE.search(line)]
+    if not named:
+        return one_line(text, limit)
+    errors = " ... ".join(named)
+    head_room = max(limit // _HEAD_SHARE, limit - 5 - len(errors))
+    head = one_line(lines[0], head_room)
+    return f"{head} ... {one_line(errors, limit - 5 - len(head))}"
+
+
 def last_line(log_tail: Optional[Sequence[str]]) -> Optional[str]:
     for line in reversed(list(log_tail or [])):
         if str(line).strip():

@@ -6,7 +6,7 @@
  */
 
 const {
-  parseStack, formatFrame, userFrame, where, frameFields, oneLine, lastLine, tracebackInText, inStage, diag, MESSAGE_MAX,
+  parseStack, formatFrame, userFrame, where, frameFields, oneLine, quote, lastLine, tracebackInText, inStage, diag,
 } = require('./diagnosis_stack.js');
 
 const NATIVE_SIGNALS = new Set(['SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGABRT']);
@@ -161,7 +161,7 @@ function exhaustion(error, logTail, stage, evidence) {
     const had = isMap(resources[part]) ? resources[part] : {};
     evidence[part] = Object.keys(had).length ? had : null;
     const [details, advice] = words(had);
-    const message = oneLine(messageOf(error, logTail), MESSAGE_MAX);
+    const message = quote(messageOf(error, logTail));
     return diag(kind, `${lead}${inStage(stage)} at ${where(frames)}${details}: ${message}`, advice + tail, evidence);
   }
   return null;
@@ -223,7 +223,7 @@ function diagnoseEnd(facts) {
     const printed = tracebackInText(logTail);
     const errFrames = errorFrames(error);
     const frames = errFrames.length ? errFrames : ((printed || {}).frames || []);
-    const message = oneLine((error || {}).message || oomLine(logTail), MESSAGE_MAX);
+    const message = quote((error || {}).message || oomLine(logTail));
     Object.assign(evidence, frameFields(frames));
     return diag('cuda_oom', `CUDA out of memory${inStage(stage)} at ${where(frames)}: ${message}`,
       'lower the batch size or sequence length, enable gradient checkpointing or mixed precision, or free other jobs on the GPU (nvidia-smi)',
@@ -273,7 +273,7 @@ function diagnoseEnd(facts) {
     const frames = errorFrames(error);
     Object.assign(evidence, frameFields(frames));
     evidence.type = error.type ?? null;
-    const message = oneLine(error.message, MESSAGE_MAX);
+    const message = quote(error.message);
     const { thread } = error;
     const inThread = thread && thread !== 'MainThread' ? ` in thread ${thread}` : '';
     const fixAt = formatFrame(userFrame(frames) || (frames.length ? frames[frames.length - 1] : null));
@@ -288,7 +288,7 @@ function diagnoseEnd(facts) {
       Object.assign(evidence, frameFields(frames));
       evidence.type = printed.type;
       return diag('python_exception',
-        `${printed.type}: ${oneLine(printed.message, MESSAGE_MAX)}${inStage(stage)} at ${where(frames)} (from the traceback on stderr)`,
+        `${printed.type}: ${quote(printed.message)}${inStage(stage)} at ${where(frames)} (from the traceback on stderr)`,
         'fix the error at the named frame; the traceback is in the log tail', evidence);
     }
     const bye = facts.bye || {};

@@ -149,6 +149,27 @@ function oneLine(text, limit = 200) {
   return s.length <= limit ? s : `${s.slice(0, limit - 3)}...`;
 }
 
+// A line of a long message that names an error: what a cut message must still show.
+const ERROR_LINE = /(Error|error|Exception)\s*:/;
+const HEAD_SHARE = 3; // a cut message's first line keeps at least 1/HEAD_SHARE of the room
+
+/**
+ * An error message for a summary: one line, at most `limit` characters. One that is too long
+ * keeps its first line and the later lines that name an error, joined by " ... " (torch.load's
+ * "WeightsUnpickler error: ..." after 500 characters of advice). bridge/diagnosis_stack.py quote.
+ */
+function quote(text, limit = MESSAGE_MAX) {
+  const whole = oneLine(text, 2 ** 30);
+  if (whole.length <= limit) return whole;
+  const lines = stripAnsi(text).split(/\r\n|\r|\n/).map((line) => oneLine(line, 2 ** 30)).filter(Boolean);
+  const named = lines.slice(1).filter((line) => ERROR_LINE.test(line));
+  if (!named.length) return oneLine(text, limit);
+  const errors = named.join(' ... ');
+  const headRoom = Math.max(Math.floor(limit / HEAD_SHARE), limit - 5 - errors.length);
+  const head = oneLine(lines[0], headRoom);
+  return `${head} ... ${oneLine(errors, limit - 5 - head.length)}`;
+}
+
 function lastLine(logTail) {
   const lines = [...(logTail || [])];
   for (let i = lines.length - 1; i >= 0; i--) if (String(lines[i]).trim()) return oneLine(lines[i]);
@@ -192,5 +213,5 @@ function diag(kind, summary, hint, evidence) {
 
 module.exports = {
   TB_FRAME, parseStack, shortPath, formatFrame, isLibraryFrame, userFrame, where, frameFields, moduleName,
-  importingModule, oneLine, lastLine, tracebackInText, inStage, diag, stripAnsi, MESSAGE_MAX,
+  importingModule, oneLine, quote, lastLine, tracebackInText, inStage, diag, stripAnsi, MESSAGE_MAX,
 };

@@ -701,6 +701,25 @@ ERR_TORCH_SAVE = {
         "disk": {"path": None, "filesystem": "/", "free_bytes": 12288, "total_bytes": 1 << 34}
     },
 }
+# torch 2.6+'s torch.load of a checkpoint with a numpy global (issue 38): the error itself
+# comes after some 500 characters of advice.
+ERR_WEIGHTS_ONLY = {
+    **ERR_VALUE,
+    "type": "_pickle.UnpicklingError",
+    "message": "Weights only load failed. This file can still be loaded, to do so you have two "
+    "options, \x1b[1mdo those steps only if you trust the source of the checkpoint\x1b[0m. \n\t(1) "
+    "In PyTorch 2.6, we changed the default value of the `weights_only` argument in "
+    "`torch.load` from `False` to `True`. Re-running `torch.load` with `weights_only` set to "
+    "`False` will likely succeed, but it can result in arbitrary code execution. Do it only if "
+    "you got the file from a trusted source.\n\t(2) Alternatively, to load with "
+    "`weights_only=True` please check the recommended steps in the following error message."
+    "\n\tWeightsUnpickler error: Unsupported global: GLOBAL numpy.core.multiarray._reconstruct "
+    "was not an allowed global by default. Please use `torch.serialization.add_safe_globals("
+    "[_reconstruct])` or the `torch.serialization.safe_globals([_reconstruct])` context "
+    "manager to allowlist this global if you trust this class/function.\n\nCheck the "
+    "documentation of torch.load to learn more about types of dangerous globals, "
+    "https://pytorch.org/docs/stable/generated/torch.load.html.",
+}
 PRINTED_TB = [
     "step 1",
     "Traceback (most recent call last):",
@@ -727,6 +746,34 @@ ENDS = [
         {"exit_code": 1, "error": ERR_VALUE, "stage": "train"},
         "python_exception",
         ["ValueError: bad batch", "stage 'train'", "train.py:12 step"],
+    ),
+    (
+        "a long message keeps the line that names the error (torch.load's weights_only)",
+        {"exit_code": 1, "error": ERR_WEIGHTS_ONLY, "stage": "train"},
+        "python_exception",
+        [
+            "UnpicklingError: Weights only load failed.",
+            " ... WeightsUnpickler error: Unsupported global: GLOBAL "
+            "numpy.core.multiarray._reconstruct was not an allowed global by default.",
+        ],
+    ),
+    (
+        "a long message with no line that names an error is cut at its end",
+        {"exit_code": 1, "error": {**ERR_VALUE, "message": "advice line\n" + "word " * 200}},
+        "python_exception",
+        ["ValueError: advice line word word", "word ... in stage"],
+    ),
+    (
+        "a long message whose error line is long too: the first line keeps a third",
+        {
+            "exit_code": 1,
+            "error": {
+                **ERR_VALUE,
+                "message": "head " * 100 + "\nSomeError: " + "detail " * 150,
+            },
+        },
+        "python_exception",
+        ["ValueError: head head", "he... ... SomeError: detail detail", "det... in stage"],
     ),
     (
         "exception in Chinese",
