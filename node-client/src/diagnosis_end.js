@@ -35,11 +35,11 @@ function errorFrames(error) {
 
 /** Python's repr() of a str (quotes and escapes), for messages quoted as Python shows them. */
 function pyRepr(text) {
-  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  const mark = text.includes("'") && !text.includes('"') ? '"' : "'";
   let out = '';
   for (const ch of text) {
     const cp = ch.codePointAt(0);
-    if (ch === '\\' || ch === quote) out += `\\${ch}`;
+    if (ch === '\\' || ch === mark) out += `\\${ch}`;
     else if (ch === '\n') out += '\\n';
     else if (ch === '\r') out += '\\r';
     else if (ch === '\t') out += '\\t';
@@ -47,7 +47,7 @@ function pyRepr(text) {
     else if (cp >= 0xd800 && cp <= 0xdfff) out += `\\u${cp.toString(16).padStart(4, '0')}`;
     else out += ch;
   }
-  return quote + out + quote;
+  return mark + out + mark;
 }
 
 function oomLine(logTail) {
