@@ -84,6 +84,9 @@ class Attached:
         # The feed number (`seq`) of the last event read from the job's feed: attach again
         # with since=position + 1 to go on from here without a gap or a repeat.
         self.position: Optional[int] = None
+        # Lines of the feed that are not an event (a keeper killed mid-line, a damaged
+        # file): counted and said (an `unreadable` event), never skipped silently.
+        self.unreadable = 0
         self._start = 0
         if isinstance(since, int):  # checked here, so a bad number fails the caller
             self._start = feed.offset_of(row["events_path"], since)
@@ -219,6 +222,22 @@ class Attached:
         self._closed.set()
         self._thread.join()
 
+    def _say_unreadable(self, line: bytes, exc: ValueError) -> None:
+        """The `unreadable` event: a line of the feed is not an event. What it held is lost
+        to every face; the count and where it was are not."""
+        self.unreadable += 1
+        error = " ".join(str(exc).split())[:120].encode("ascii", "backslashreplace").decode()
+        self._publish(
+            {
+                "event": "unreadable",
+                "t": time.time(),
+                "count": self.unreadable,
+                "after_seq": self.position,
+                "bytes": len(line),
+                "error": error,
+            }
+        )
+
     def _say_answering(self, answering: bool, silent_s: float) -> None:
         """The `supervisor` event: the keeper stopped answering (its events file was silent
         past SUPERVISOR_SILENT_S while the job should be running), or answers again."""
@@ -306,8 +325,9 @@ class Attached:
                             continue
                         try:
                             event = jsonform.loads(line)
-                        except ValueError:
-                            continue  # a torn line cannot happen (one write per line)
+                        except ValueError as exc:  # a keeper killed mid-line: its torn line
+                            self._say_unreadable(line, exc)
+                            continue
                         if self._before(event):
                             continue
                         self._publish(event)

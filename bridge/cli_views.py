@@ -12,6 +12,16 @@ from typing import Any, Optional
 from trainbridge.bridge import jsonform
 
 
+def unreadable_note(event: dict[str, Any]) -> str:
+    """An attached job's feed line that is not an event (bridge/attach.py)."""
+    after = event.get("after_seq")
+    where = f"after event {after}" if after is not None else "at its start"
+    return (
+        f"a line of the job's events file could not be read ({event.get('bytes')} bytes "
+        f"{where}: {event.get('error')}); {event.get('count')} so far, what it held is lost"
+    )
+
+
 class JsonView:
     """One ASCII JSON object per event on stdout; the last is "end" with the report."""
 
@@ -98,6 +108,8 @@ class ViewModel:
             self.notes.append(f"silent but not hung: {event['why']}")
         elif kind == "computing":
             self.notes.append(f"no progress but not hung: {event['why']}")
+        elif kind == "unreadable":
+            self.notes.append(unreadable_note(event))
         elif kind == "log_error":
             self.notes.append(loss_note(event, None))
 
@@ -330,6 +342,8 @@ class PlainView:
                 self._note(f"silent but not hung: {event['why']}")
             elif kind == "computing":
                 self._note(f"no progress but not hung: {event['why']}")
+            elif kind == "unreadable":
+                self._note(unreadable_note(event))
             elif kind in ("dropped", "log_error"):
                 self._note(loss_note(event, self.log_path, self.log_error))
                 if kind == "log_error":

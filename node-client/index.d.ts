@@ -518,7 +518,9 @@ export interface ResourceSample {
  */
 export type AttachedJobEvent =
   (JobEvent | { type: 'attempt'; data: { attempt: number; outcome: string; report: Report; restart_in: number } }
-    | { type: 'resources'; data: ResourceSample })
+    | { type: 'resources'; data: ResourceSample }
+    | { type: 'supervisor'; data: { answering: boolean; silent_s: number; keeper_pid: number | null } }
+    | { type: 'unreadable'; data: { count: number; after_seq: number | null; bytes: number; error: string } })
   & { t: number | null; seq: number | null };
 
 /**
@@ -536,6 +538,8 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJ
   readonly answering: boolean | null;
   /** The feed number of the last event read: attach again with {since: position + 1} to go on from here. */
   readonly position: number | null;
+  /** Lines of the events file that were not an event ('unreadable' events). */
+  readonly unreadable: number;
   readonly report: Report | null;
   readonly done: Promise<Report>;
   /** As a launched Job's: the in-band cancel with `reason`, SIGTERM after `grace` seconds (else the job's cancelGrace). */
@@ -553,6 +557,8 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJ
   [Symbol.asyncIterator](): AsyncIterableIterator<AttachedJobEvent>;
   /** The keeper stopped answering (a SIGSTOP, a starved machine), or answers again. */
   on(event: 'supervisor', listener: (info: { answering: boolean; silent_s: number; keeper_pid: number | null }, t: number | null) => void): this;
+  /** A line of the events file is not an event (a keeper killed mid-line): what it held is lost; this says so. */
+  on(event: 'unreadable', listener: (info: { count: number; after_seq: number | null; bytes: number; error: string }, t: number | null) => void): this;
   on(event: string, listener: (data: any, t: number | null) => void): this;
   /** Stop following (the job goes on). */
   close(): void;

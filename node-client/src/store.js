@@ -26,6 +26,7 @@ const { PythonError, StoreError } = require('./errors.js');
 const { StatusTracker } = require('./status.js');
 const feed = require('./feed.js');
 const jsonform = require('./jsonform.js');
+const { EVENT_NAMES } = require('./job_events.js');
 const { metricNames } = require('./job_arguments.js');
 
 const POLL_MS = 50; // how often an attached job's events file is read
@@ -294,6 +295,9 @@ class AttachedJob extends EventEmitter {
     // The feed number (seq) of the last event read: attach again with {since: position + 1} to go
     // on from here without a gap or a repeat.
     this.position = null;
+    // Lines of the feed that are not an event (a keeper killed mid-line): counted and said
+    // (an 'unreadable' event), never skipped silently (bridge/attach.py).
+    this.unreadable = 0;
     this.done = new Promise((resolve, reject) => { this._resolve = resolve; this._reject = reject; });
     this.done.catch(() => undefined);
     this._start();
@@ -425,7 +429,9 @@ class AttachedJob extends EventEmitter {
   events() {
     const buffer = [];
     let wake = null;
-    const names = ['spawn', 'no_worker', 'cancel', 'hello', 'stage', 'progress', 'status', 'supervisor', 'log', 'message', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'resources', 'attempt', 'end'];
+    // A launched Job's events (health, starting, starved, computing were missing from a
+    // hand-kept list), and the ones only an attached job has.
+    const names = [...EVENT_NAMES, 'supervisor', 'unreadable', 'resources', 'attempt'];
     const listeners = names.map((type) => {
       const fn = (data, t) => {
         buffer.push({ type, data, t: t ?? null, seq: this._lineSeq ?? null });
@@ -493,7 +499,12 @@ class AttachedJob extends EventEmitter {
         this._buf = this._buf.slice(nl + 1);
         if (!line.trim()) continue;
         let event;
-        try { event = jsonform.parse(line); } catch { continue; }
+        try {
+          event = jsonform.parse(line);
+        } catch (err) {
+          this._sayUnreadable(line, err);
+          continue;
+        }
         // {since: N} on a feed that ended before N (a queued job has none yet): the lines that
         // came since are read from where it ended, and those below N are not asked for.
         if (typeof this._since === 'number' && Number.isInteger(event.seq) && event.seq < this._since) continue;
@@ -509,6 +520,13 @@ class AttachedJob extends EventEmitter {
   }
 
   /** The 'supervisor' event: the keeper stopped answering, or answers again (bridge/attach.py). */
+  /** A line of the feed is not an event: what it held is lost to every face; the count and where it was are not. */
+  _sayUnreadable(line, err) {
+    this.unreadable += 1;
+    const error = String(err.message).split(/\s+/).filter(Boolean).join(' ').slice(0, 120).replace(/[^\x20-\x7e]/g, '?');
+    this._emit('unreadable', { count: this.unreadable, after_seq: this.position, bytes: line.length, error }, Date.now() / 1000);
+  }
+
   _sayAnswering(answering, silentMs) {
     this.answering = answering;
     this._emit('supervisor', { answering, silent_s: Math.round(silentMs / 100) / 10, keeper_pid: this.row.keeper_pid ?? null }, Date.now() / 1000);

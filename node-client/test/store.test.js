@@ -510,4 +510,34 @@ test('a scheduled job whose loss becomes NaN: health on every face, NaN read bac
   const row = await store.get(id);
   assert.ok(Number.isNaN(row.progress.metrics.loss));
   assert.deepEqual(liveProcesses([row.job_pid]), []);
+  // for await gets it too (the attached job's hand-kept list of events lacked it)
+  const iterated = [];
+  for await (const event of store.attach(id)) if (event.type === 'health') iterated.push(event.data.metric);
+  assert.deepEqual(iterated, ['loss']);
+});
+
+test('a line of the feed that is not an event is said, not skipped (an \'unreadable\' event in its place)', async (t) => {
+  // A keeper killed mid-line leaves a torn line (bridge: test_one_feed.py). What it held is
+  // lost to every face; the attacher says so, where it was, and iterators get it too.
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const id = await store.submit({ command: PYTHON, args: [CHILD, 'steps', '3'], env: userEnv() });
+  assert.equal((await store.attach(id).done).outcome, 'succeeded');
+  const file = (await store.get(id)).events_path;
+  const lines = fs.readFileSync(file, 'latin1').split('\n');
+  lines.splice(3, 0, '{"seq": 4, "event": "output", "text": "half a li');
+  fs.writeFileSync(file, lines.join('\n'), 'latin1');
+  const job = store.attach(id);
+  const events = [];
+  for await (const event of job) events.push(event);
+  const said = events.filter((e) => e.type === 'unreadable');
+  assert.equal(said.length, 1, JSON.stringify(said));
+  assert.deepEqual({ ...said[0].data, error: typeof said[0].data.error }, { count: 1, after_seq: 3, bytes: lines[3].length, error: 'string' });
+  assert.match(said[0].data.error, /^[\x20-\x7e]+$/);
+  assert.equal(said[0].seq, null); // made by the reader, not a line's event
+  assert.equal(job.unreadable, 1);
+  const before = events.indexOf(said[0]);
+  assert.ok(events.slice(0, before).every((e) => e.seq === null || e.seq <= 3), 'said in its place, after event 3');
+  assert.ok(events.slice(before + 1).every((e) => e.seq === null || e.seq > 3), 'and before the ones after it');
+  assert.equal(events.at(-1).type, 'end');
 });

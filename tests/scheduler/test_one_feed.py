@@ -558,3 +558,36 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
         assert lost.wait(WAIT_S)["outcome"] == "lost"
     finally:
         s.close()
+
+
+def test_a_line_of_the_feed_that_is_not_an_event_is_said_not_skipped(store_path):
+    """A keeper killed mid-line leaves a torn line in the feed (reconciliation ends it and
+    goes on). What it held is lost to every face; an attacher says so with an `unreadable`
+    event in its place (count, the event before it), and the CLI view says it too."""
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("steps", 3))
+        assert s.attach(job_id).wait(WAIT_S)["outcome"] == "succeeded"
+        path = s.get(job_id)["events_path"]
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+        lines.insert(3, b'{"seq": 4, "event": "output", "text": "half a li')  # torn
+        with open(path, "wb") as f:
+            f.write(b"\n".join(lines))
+        job = s.attach(job_id)
+        events = []
+        while not events or events[-1]["event"] != "end":
+            event = job.next_event(WAIT_S)
+            assert event is not None, [e["event"] for e in events]
+            events.append(event)
+        said = [e for e in events if e["event"] == "unreadable"]
+        assert len(said) == 1 and job.unreadable == 1, said
+        assert said[0]["count"] == 1 and said[0]["after_seq"] == 3, said[0]
+        assert said[0]["bytes"] == len(lines[3]) and said[0]["error"].isascii(), said[0]
+        assert events[3] is said[0]  # in its place: after event 3, before the next one
+        view = ViewModel()
+        for event in events:
+            view.update(event)
+        assert any("could not be read" in note and "after event 3" in note for note in view.notes)
+    finally:
+        s.close()
