@@ -249,6 +249,8 @@ def _disk_words(disk: dict[str, Any]) -> tuple[str, str]:
         total = disk.get("total_bytes")
         of = f" of {size(total)}" if isinstance(total, int) else ""
         facts.append(f"{fs} has {size(disk['free_bytes'])} free{of}")
+    if isinstance(disk.get("unknown"), str):  # worker/exhaustion.py could not look in time
+        facts.append(disk["unknown"])
     where_to = f"on {fs}" if isinstance(fs, str) else "on the disk written to"
     advice = f"free space {where_to} (old checkpoints, caches) or write to a disk with room"
     return (f" ({'; '.join(facts)})" if facts else ""), advice

@@ -169,10 +169,34 @@ def at_error(exc: BaseException) -> dict[str, Any]:
             out["memory"] = memory()
         except Exception:  # noqa: BLE001 - a fact we cannot read is one the verdict goes without
             pass
-    try:
-        found = disk(exc)
-        if found is not None:
-            out["disk"] = found
-    except Exception:  # noqa: BLE001 - as above
-        pass
+    found, said = _disk_in_time(exc)
+    if found is not None:
+        out["disk"] = found
+    elif said:
+        out["disk"] = {"unknown": said}
     return out
+
+
+DISK_LOOK_S = 2.0  # how long the crash report waits for the filesystem to answer statvfs
+
+
+def _disk_in_time(exc: BaseException) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+    """disk(exc) on a thread of its own, waited for DISK_LOOK_S: a path on a hung network
+    mount blocks statvfs (and realpath) in the kernel, and the crash report must not wait
+    on it. (found, None), or (None, why) when it did not answer in time."""
+    import threading
+
+    box: list[Optional[dict[str, Any]]] = []
+
+    def look() -> None:
+        try:
+            box.append(disk(exc))
+        except Exception:  # noqa: BLE001 - a fact we cannot read is one the verdict goes without
+            box.append(None)
+
+    thread = threading.Thread(target=look, name="trainbridge-disk", daemon=True)
+    thread.start()
+    thread.join(DISK_LOOK_S)
+    if not box:
+        return None, f"the filesystem did not answer statvfs in {DISK_LOOK_S:g} s (a hung mount?)"
+    return box[0], None

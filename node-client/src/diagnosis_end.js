@@ -126,6 +126,7 @@ function diskWords(disk) {
   if (typeof fs === 'string' && isInt(disk.free_bytes)) {
     facts.push(`${fs} has ${size(disk.free_bytes)} free${isInt(disk.total_bytes) ? ` of ${size(disk.total_bytes)}` : ''}`);
   }
+  if (typeof disk.unknown === 'string') facts.push(disk.unknown); // worker/exhaustion.py could not look in time
   const whereTo = typeof fs === 'string' ? `on ${fs}` : 'on the disk written to';
   return [facts.length ? ` (${facts.join('; ')})` : '', `free space ${whereTo} (old checkpoints, caches) or write to a disk with room`];
 }

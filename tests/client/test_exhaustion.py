@@ -121,3 +121,24 @@ def test_torch_save_on_a_full_disk_is_named_not_unexpected_pos(tmp_path):
     assert d["kind"] == "disk_full", report["summary"]
     assert d["evidence"]["disk"]["filesystem"] == folder, d["evidence"]
     assert "job.py:2 <module>" in d["summary"], d["summary"]
+
+
+def test_a_disk_full_error_on_a_hung_mount_is_reported_without_waiting_on_it(tmp_path):
+    """statvfs on a hung network mount blocks in the kernel; the crash report must not wait
+    on it (worker/exhaustion.DISK_LOOK_S). Here statvfs never returns, as on such a mount:
+    the job still ends at once, failed, disk full, and says the free space is unknown."""
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import errno, os, threading\n"
+        "from trainbridge import worker\n"
+        "os.statvfs = lambda path: threading.Event().wait()  # a hung mount: never answers\n"
+        "with worker.stage('save'):\n"
+        "    raise OSError(errno.ENOSPC, 'No space left on device', '/mnt/nfs/ckpt.pt')\n"
+    )
+    report = _run(str(script), zero_code=False)
+    d = report["diagnosis"]
+    assert report["outcome"] == "failed" and d["kind"] == "disk_full", report["summary"]
+    assert "the filesystem did not answer statvfs in 2 s" in d["summary"], d["summary"]
+    assert d["evidence"]["disk"] == {
+        "unknown": "the filesystem did not answer statvfs in 2 s (a hung mount?)"
+    }

@@ -873,6 +873,22 @@ ENDS = [
         ],
     ),
     (
+        "disk full, the filesystem did not answer statvfs in time (a hung mount)",
+        {
+            "exit_code": 1,
+            "error": {
+                **ERR_ENOSPC,
+                "resources": {
+                    "disk": {
+                        "unknown": "the filesystem did not answer statvfs in 2 s (a hung mount?)"
+                    }
+                },
+            },
+        },
+        "disk_full",
+        ["disk full in stage 'save'", "(the filesystem did not answer statvfs in 2 s"],
+    ),
+    (
         "disk full under torch.save's generic error",
         {"exit_code": 1, "error": ERR_TORCH_SAVE},
         "disk_full",
