@@ -29,6 +29,7 @@ from .diagnosis_stack import (
 HANG_KINDS = (
     "network_wait",
     "lock_wait",
+    "file_lock_wait",
     "cpu_bound",
     "io_wait",
     "gil_held",
@@ -436,6 +437,8 @@ def _hang_kind(
         return "import_hang"
     if not saw_hello and reason == "startup":
         return "startup"
+    if _file_lock(evidence, kernel, stack) is not None:
+        return "file_lock_wait"
     # A Python-level wait that the kernel sees as a futex is still a lock unless the stack
     # names the real thing (a queue fed by a child, a socket with a timeout loop).
     if kernel == "lock_wait" and stack in ("child_wait", "network_wait", "sleeping"):
@@ -449,6 +452,37 @@ def _hang_kind(
     if stack:
         return stack
     return "unknown"
+
+
+# What a main thread waiting for another process's file lock looks like: blocked in the
+# kernel on it, or a poll (filelock's try-and-sleep, a spin on LOCK_NB). A main thread that
+# waits on a child, a socket or a GPU only happens to have a locked file open.
+_NOT_A_LOCK_POLL = frozenset({"child_wait", "network_wait", "gpu_busy", "stopped"})
+_LOCK_CALLS = {"FLOCK": " (flock)", "POSIX": " (fcntl)", "OFDLCK": " (fcntl, open file)"}
+
+
+def _file_lock(
+    evidence: dict[str, Any], kernel: Optional[str], stack: Optional[str]
+) -> Optional[dict[str, Any]]:
+    """The file lock the main thread waits for (bridge/filelocks.py), or None."""
+    locks = [lk for lk in evidence.get("file_locks") or [] if isinstance(lk, dict)]
+    if not locks:
+        return None
+    if locks[0].get("blocked"):
+        return locks[0]  # queued for it in the kernel: nothing else to weigh
+    if kernel in _NOT_A_LOCK_POLL or stack in _NOT_A_LOCK_POLL:
+        return None
+    return locks[0]
+
+
+def _lock_holder(lock: dict[str, Any], short: bool = False) -> str:
+    """'pid 812 (python prefetch.py, sleeping)', the job's own or another's; short: 'pid 812'."""
+    pid = lock.get("holder_pid")
+    if pid is None:
+        return "another process" if short else "another process's open file (its pid is not known)"
+    facts = ", ".join(str(x) for x in (lock.get("holder_cmd"), lock.get("holder_state")) if x)
+    own = "the job's own process " if lock.get("in_job") else ""
+    return f"{own}pid {pid}" + (f" ({facts})" if facts and not short else "")
 
 
 def _idle(facts: dict[str, Any]) -> str:
@@ -549,6 +583,21 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
         extra["child_stack"] = stack
         who += _child_stack_text(stack)
         return diag(kind, f"waiting{idle} on {who}{where_stage} at {at}", state_hint, extra)
+    if kind == "file_lock_wait":
+        lock = _file_lock(evidence, _kernel_says(evidence), _stack_says(frames)) or {}
+        holder = _lock_holder(lock)
+        extra["file_lock"] = lock
+        pid = lock.get("holder_pid")
+        stop = f" (kill {pid})" if pid is not None else ""
+        return diag(
+            kind,
+            f"waiting{idle} for a lock on {lock.get('path')}{_LOCK_CALLS.get(lock.get('lock'), '')}"
+            f", held by {holder}{where_stage} at {at}",
+            f"{_lock_holder(lock, short=True)} holds the lock: let it finish, stop it{stop} if "
+            "it is stuck, or give each job its own cache directory; the lock goes when its "
+            "holder closes the file or exits",
+            extra,
+        )
     if kind == "import_hang":
         module = importing_module(frames)
         extra["module"] = module

@@ -211,21 +211,37 @@ _HEAD_SHARE = 3  # a cut message's first line keeps at least 1/_HEAD_SHARE of th
 
 def quote(text: Any, limit: int = MESSAGE_MAX) -> str:
     """An error message for a summary: one line, at most `limit` characters. One that is too
-    long keeps its first line and the later lines that name an error, joined by " ... ":
-    torch.load's message gives 500 characters of advice before "WeightsUnpickler error:
-    Unsupported global ..." (issue 38), and a cut from the start lost the error itself."""
+    long keeps its first line and the later lines that name an error, then the other lines
+    that still fit, in order; " ... " marks what was left out. torch.load's message gives
+    500 characters of advice before "WeightsUnpickler error: Unsupported global ..." (issue
+    38), and a cut from the start lost the error itself."""
     whole = one_line(text, 1 << 30)
     if len(whole) <= limit:
         return whole
     lines = [one_line(line, 1 << 30) for line in re.split(r"\r\n|\r|\n", strip_ansi(text))]
     lines = [line for line in lines if line]
-    named = [line for line in lines[1:] if _ERROR_LINE.search(line)]
+    named = [i for i in range(1, len(lines)) if _ERROR_LINE.search(lines[i])]
     if not named:
         return one_line(text, limit)
-    errors = " ... ".join(named)
-    head_room = max(limit // _HEAD_SHARE, limit - 5 - len(errors))
-    head = one_line(lines[0], head_room)
-    return f"{head} ... {one_line(errors, limit - 5 - len(head))}"
+    errors = " ... ".join(lines[i] for i in named)
+    if len(_joined(lines, {0, *named})) > limit:  # even those do not fit: cut both
+        head = one_line(lines[0], max(limit // _HEAD_SHARE, limit - 5 - len(errors)))
+        return f"{head} ... {one_line(errors, limit - 5 - len(head))}"
+    kept = {0, *named}
+    for i in range(1, len(lines)):
+        if i not in kept and len(_joined(lines, kept | {i})) <= limit:
+            kept.add(i)
+    return _joined(lines, kept)
+
+
+def _joined(lines: list[str], kept: set[int]) -> str:
+    """The kept lines in order: " " between neighbours, " ... " where lines were left out
+    (after the last one too)."""
+    out, last = "", -1
+    for i in sorted(kept):
+        out += ("" if last < 0 else " " if i == last + 1 else " ... ") + lines[i]
+        last = i
+    return out + (" ..." if last < len(lines) - 1 else "")
 
 
 def last_line(log_tail: Optional[Sequence[str]]) -> Optional[str]:

@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 import psutil
 
-from trainbridge.bridge import childstack, gpu, procfs, pyspy, sockets
+from trainbridge.bridge import childstack, filelocks, gpu, procfs, pyspy, sockets
 
 STATE_SAMPLE_S = 0.02
 
@@ -200,6 +200,9 @@ def measure(
     peer = sockets.local_peer(pid, ev["main_thread"], [c["pid"] for c in ev["children"]])
     if peer:
         ev["unix_peer"] = peer
+    locks = filelocks.file_locks(pid, [p.pid for p in tree], notes)
+    if locks:
+        ev["file_locks"] = locks  # the holders of locks on files it has open
     # the waited-on child's own stack
     childstack.add(ev["children"], (peer or {}).get("pid"), notes)
     ev.update(gpu.facts([p.pid for p in tree]))

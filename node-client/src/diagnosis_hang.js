@@ -245,6 +245,29 @@ function kernelSays(evidence) {
   return null;
 }
 
+// A main thread waiting for another process's file lock: blocked in the kernel on it, or a
+// poll (filelock's try-and-sleep). One that waits on a child, a socket or a GPU only happens
+// to have a locked file open (bridge/diagnosis_hang.py _file_lock).
+const NOT_A_LOCK_POLL = new Set(['child_wait', 'network_wait', 'gpu_busy', 'stopped']);
+const LOCK_CALLS = { FLOCK: ' (flock)', POSIX: ' (fcntl)', OFDLCK: ' (fcntl, open file)' };
+
+/** The file lock the main thread waits for (src/filelocks.js), or null. */
+function fileLock(evidence, kernel, stack) {
+  const locks = (evidence.file_locks || []).filter((l) => l && typeof l === 'object' && !Array.isArray(l));
+  if (!locks.length) return null;
+  if (locks[0].blocked) return locks[0]; // queued for it in the kernel: nothing else to weigh
+  if (NOT_A_LOCK_POLL.has(kernel) || NOT_A_LOCK_POLL.has(stack)) return null;
+  return locks[0];
+}
+
+/** 'pid 812 (python prefetch.py, sleeping)', the job's own or another's; short: 'pid 812'. */
+function lockHolder(lock, short = false) {
+  const pid = lock.holder_pid ?? null;
+  if (pid === null) return short ? 'another process' : "another process's open file (its pid is not known)";
+  const facts = [lock.holder_cmd, lock.holder_state].filter(Boolean).join(', ');
+  return `${lock.in_job ? "the job's own process " : ''}pid ${pid}${facts && !short ? ` (${facts})` : ''}`;
+}
+
 function hangKind(reason, frames, evidence, sawHello, loaded = false, pythonSilent = false) {
   const kernel = kernelSays(evidence);
   const stack = stackSays(frames);
@@ -254,6 +277,7 @@ function hangKind(reason, frames, evidence, sawHello, loaded = false, pythonSile
   if ((BEACON_SILENT.has(reason) || pythonSilent) && (sawHello || loaded) && evidence.alive !== false) return 'gil_held';
   if (importingModule(frames)) return 'import_hang';
   if (!sawHello && reason === 'startup') return 'startup';
+  if (fileLock(evidence, kernel, stack) !== null) return 'file_lock_wait';
   if (kernel === 'lock_wait' && ['child_wait', 'network_wait', 'sleeping'].includes(stack)) return stack;
   if ((kernel === 'child_wait' || kernel === 'io_wait') && stack === 'network_wait') return stack;
   if (kernel === 'io_wait' && stack === 'child_wait') return stack;
@@ -326,6 +350,15 @@ function diagnoseHang(facts) {
       const stack = childStack(child, facts.process_stacks);
       extra.child_stack = stack;
       return diag(kind, `waiting${idle} on ${who}${childStackText(stack)}${whereStage} at ${at}`, stateHint, extra);
+    }
+    case 'file_lock_wait': {
+      const lock = fileLock(evidence, kernelSays(evidence), stackSays(frames)) || {};
+      const holder = lockHolder(lock);
+      extra.file_lock = lock;
+      const pid = lock.holder_pid ?? null;
+      const stop = pid !== null ? ` (kill ${pid})` : '';
+      return diag(kind, `waiting${idle} for a lock on ${lock.path}${LOCK_CALLS[lock.lock] || ''}, held by ${holder}${whereStage} at ${at}`,
+        `${lockHolder(lock, true)} holds the lock: let it finish, stop it${stop} if it is stuck, or give each job its own cache directory; the lock goes when its holder closes the file or exits`, extra);
     }
     case 'import_hang': {
       const module = importingModule(frames);

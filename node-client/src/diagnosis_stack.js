@@ -155,19 +155,38 @@ const HEAD_SHARE = 3; // a cut message's first line keeps at least 1/HEAD_SHARE 
 
 /**
  * An error message for a summary: one line, at most `limit` characters. One that is too long
- * keeps its first line and the later lines that name an error, joined by " ... " (torch.load's
- * "WeightsUnpickler error: ..." after 500 characters of advice). bridge/diagnosis_stack.py quote.
+ * keeps its first line and the later lines that name an error, then the other lines that still
+ * fit, in order; " ... " marks what was left out (torch.load's "WeightsUnpickler error: ..."
+ * after 500 characters of advice). bridge/diagnosis_stack.py quote.
  */
 function quote(text, limit = MESSAGE_MAX) {
   const whole = oneLine(text, 2 ** 30);
   if (whole.length <= limit) return whole;
   const lines = stripAnsi(text).split(/\r\n|\r|\n/).map((line) => oneLine(line, 2 ** 30)).filter(Boolean);
-  const named = lines.slice(1).filter((line) => ERROR_LINE.test(line));
+  const named = [];
+  for (let i = 1; i < lines.length; i += 1) if (ERROR_LINE.test(lines[i])) named.push(i);
   if (!named.length) return oneLine(text, limit);
-  const errors = named.join(' ... ');
-  const headRoom = Math.max(Math.floor(limit / HEAD_SHARE), limit - 5 - errors.length);
-  const head = oneLine(lines[0], headRoom);
-  return `${head} ... ${oneLine(errors, limit - 5 - head.length)}`;
+  const kept = new Set([0, ...named]);
+  if (joined(lines, kept).length > limit) { // even those do not fit: cut both
+    const errors = named.map((i) => lines[i]).join(' ... ');
+    const head = oneLine(lines[0], Math.max(Math.floor(limit / HEAD_SHARE), limit - 5 - errors.length));
+    return `${head} ... ${oneLine(errors, limit - 5 - head.length)}`;
+  }
+  for (let i = 1; i < lines.length; i += 1) {
+    if (!kept.has(i) && joined(lines, new Set([...kept, i])).length <= limit) kept.add(i);
+  }
+  return joined(lines, kept);
+}
+
+/** The kept lines in order: " " between neighbours, " ... " where lines were left out (after the last one too). */
+function joined(lines, kept) {
+  let out = '';
+  let last = -1;
+  for (const i of [...kept].sort((x, y) => x - y)) {
+    out += (last < 0 ? '' : i === last + 1 ? ' ' : ' ... ') + lines[i];
+    last = i;
+  }
+  return out + (last < lines.length - 1 ? ' ...' : '');
 }
 
 function lastLine(logTail) {

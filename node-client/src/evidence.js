@@ -15,6 +15,7 @@ const { STATE_WORDS, read, parseStat, mainThread, descendants, childEntry, ioCou
 const { inetSockets, unixSocketInodes, localPeer } = require('./sockets.js');
 const gpu = require('./gpu.js');
 const childstack = require('./childstack.js');
+const { fileLocks } = require('./filelocks.js');
 
 /** One look at the job's main process and its tree (no waiting). */
 function sample(pid) {
@@ -88,6 +89,8 @@ function measure(first, states = []) {
   });
   const peer = localPeer(pid, ev.main_thread, ev.children.map((c) => c.pid));
   if (peer) ev.unix_peer = peer;
+  const locks = fileLocks(pid, [pid, ...tree.map((k) => k.pid)], notes);
+  if (locks.length) ev.file_locks = locks; // the holders of locks on files it has open
   childstack.add(ev.children, peer ? peer.pid : null); // the waited-on child's own stack
   Object.assign(ev, gpu.facts(first.gpu_query));
   return ev;

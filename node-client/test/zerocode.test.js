@@ -90,9 +90,10 @@ test('zero-code: a download stuck at 0 B/s is a stall that names the file', asyn
 });
 
 test('zero-code: a loop that updates its weights by hand trains past the stall deadline', async () => {
-  // Issue 32 item 1 (word_language_model's manual SGD): no optimizer, no output for 10 s, a
-  // 6 s stall deadline. Each heartbeat counts more backward() calls: that is activity.
-  const job = run(['manual_sgd.py', '10'], { timeouts: { stallTimeout: 6, startupTimeout: 60 } });
+  // Issue 32 item 1 (word_language_model's manual SGD): no optimizer, no output for 14 s, a
+  // 10 s stall deadline (one that `import torch` meets beside two CPU loops). Each heartbeat
+  // counts more backward() calls: that is activity.
+  const job = run(['manual_sgd.py', '14'], { timeouts: { stallTimeout: 10, startupTimeout: 60 } });
   const beats = [];
   const looked = [];
   job.on('heartbeat', (b) => beats.push(b));
@@ -102,9 +103,11 @@ test('zero-code: a loop that updates its weights by hand trains past the stall d
   assert.equal(report.outcome, 'succeeded', JSON.stringify(report.diagnosis));
   assert.ok(report.log_tail.some((l) => l.startsWith('trained ')), report.log_tail.join('\n'));
   assert.deepEqual(looked, []);
-  const works = beats.filter((b) => 'work' in b).map((b) => b.work);
-  assert.ok(works.length && works[works.length - 1] > works[0], JSON.stringify(beats.slice(-3)));
-  assert.ok(beats.slice(-3).every((b) => b.where === 'manual_sgd.py:<module>'), JSON.stringify(beats.slice(-3)));
+  // the heartbeats that counted more work name the script's loop (the last may come from the
+  // interpreter's shutdown, where only the worker's atexit frames are left)
+  const training = beats.filter((b, i) => i > 0 && (b.work ?? 0) > (beats[i - 1].work ?? 0));
+  assert.ok(training.length > 1, JSON.stringify(beats.slice(-3)));
+  assert.deepEqual([...new Set(training.slice(0, -1).map((b) => b.where))], ['manual_sgd.py:<module>']);
   assert.deepEqual(processesOfJob(report.job_id), []);
 });
 

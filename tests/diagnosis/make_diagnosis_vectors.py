@@ -197,6 +197,35 @@ HTTPS = {
 }
 ZOMBIE_OR_STOPPED = {"pid": 101, "name": "python", "status": "stopped", "ppid": 100}
 
+# The hf cache's lock, held by another job (bridge/filelocks.py; issue 32 item 4).
+TB_FLOCK = '''  File "/job/train.py", line 12, in <module>
+    fetch_weights()
+  File "/job/train.py", line 7, in fetch_weights
+    fcntl.flock(lock, fcntl.LOCK_EX)
+'''
+TB_FILELOCK_POLL = '''  File "/job/train.py", line 12, in <module>
+    fetch_weights()
+  File "/venv/lib/python3.11/site-packages/huggingface_hub/file_download.py", line 1010, in fetch_weights
+    with WeakFileLock(lock_path):
+  File "/venv/lib/python3.11/site-packages/filelock/_api.py", line 344, in acquire
+    time.sleep(poll_interval)
+'''
+HF_LOCK = "/root/.cache/huggingface/hub/.locks/models--gpt2/6f0a.lock"
+
+
+def held_lock(blocked, pid=812, in_job=False, state="sleeping"):
+    return {
+        "path": HF_LOCK,
+        "lock": "FLOCK",
+        "access": "WRITE",
+        "holder_pid": pid,
+        "holder_cmd": "python prefetch.py gpt2",
+        "holder_state": state,
+        "in_job": in_job,
+        "blocked": blocked,
+    }
+
+
 # (name, facts, kind, substrings the summary must contain, substrings the hint must contain)
 HANGS = [
     (
@@ -266,6 +295,72 @@ HANGS = [
         "lock_wait",
         ["train.py:8 acquire_both"],
         ["deadlock"],
+    ),
+    (
+        "blocked in flock() on a lock another process holds: its holder named",
+        {
+            "reason": "stall",
+            "stack": TB_FLOCK,
+            "evidence": {
+                **proc("flock", "locks_lock_inode_wait"),
+                "file_locks": [held_lock(True)],
+            },
+        },
+        "file_lock_wait",
+        [
+            f"waiting for a lock on {HF_LOCK} (flock), held by pid 812 (python prefetch.py "
+            "gpt2, sleeping)",
+            "train.py:7 fetch_weights",
+        ],
+        ["kill 812", "own cache directory"],
+    ),
+    (
+        "polling a lock as filelock does (sleeping): the holder is the job's own process",
+        {
+            "reason": "stall",
+            "stack": TB_FILELOCK_POLL,
+            "evidence": {
+                **proc("clock_nanosleep", "hrtimer_nanosleep"),
+                "file_locks": [held_lock(False, pid=901, in_job=True, state="stopped")],
+            },
+        },
+        "file_lock_wait",
+        ["held by the job's own process pid 901 (python prefetch.py gpt2, stopped)"],
+        [],
+    ),
+    (
+        "a locked file open while the main thread waits on a socket: the socket is the wait",
+        {
+            "reason": "stall",
+            "evidence": {
+                **proc("recvfrom", "sk_wait_data", fd=5, fd_target="socket:[1]", sockets=[HTTPS]),
+                "file_locks": [held_lock(False)],
+            },
+        },
+        "network_wait",
+        ["reading from 1.2.3.4:443"],
+        [],
+    ),
+    (
+        "a lock held by an open file description: no pid to name",
+        {
+            "reason": "stall",
+            "evidence": {
+                **proc("flock", "locks_lock_inode_wait"),
+                "file_locks": [
+                    {
+                        **held_lock(True),
+                        "holder_pid": None,
+                        "holder_cmd": None,
+                        "holder_state": None,
+                        "lock": "OFDLCK",
+                    }
+                ],
+            },
+        },
+        "file_lock_wait",
+        ["(fcntl, open file), held by another process's open file (its pid is not known)"],
+        ["let it finish, stop it if"],
     ),
     (
         "join on a thread",
@@ -753,8 +848,10 @@ ENDS = [
         "python_exception",
         [
             "UnpicklingError: Weights only load failed.",
-            " ... WeightsUnpickler error: Unsupported global: GLOBAL "
+            "checkpoint. ... (2) Alternatively, to load with `weights_only=True`",
+            "error message. WeightsUnpickler error: Unsupported global: GLOBAL "
             "numpy.core.multiarray._reconstruct was not an allowed global by default.",
+            "if you trust this class/function. ... in stage 'train'",
         ],
     ),
     (

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import select
+import shutil
 import socket
 import sys
 import threading
@@ -309,6 +310,29 @@ def _left_behind(leftovers: list[psutil.Process]) -> list[str]:
     return [f"processes left behind: {[p.pid for p in alive]}"] if alive else []
 
 
+@contextmanager
+def lock_holder() -> Iterator[tuple[str, int]]:
+    """Another process that holds an exclusive flock on a fresh file until the row is over:
+    yields (the file, its pid) once it said it holds it (scenarios/_lock_holder.py)."""
+    import subprocess
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="fault-lock-")
+    path = os.path.join(folder, "model.safetensors.lock")
+    holder = subprocess.Popen(
+        [sys.executable, str(SCENARIOS / "_lock_holder.py"), path],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        yield path, holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _alive(proc: psutil.Process) -> bool:
     try:
         return proc.status() != psutil.STATUS_ZOMBIE
@@ -327,6 +351,11 @@ def _needs(
         if "silent_server" in (row.get("needs") or []):
             with silent_server() as port:
                 env["FAULT_SERVER_PORT"] = subs["FAULT_SERVER_PORT"] = str(port)
+                yield go
+        elif "lock_holder" in (row.get("needs") or []):
+            with lock_holder() as (path, pid):
+                env["FAULT_LOCK_PATH"] = subs["FAULT_LOCK_PATH"] = path
+                subs["FAULT_LOCK_PID"] = str(pid)
                 yield go
         else:
             yield go

@@ -28,6 +28,23 @@ function listen(onConnection) {
   });
 }
 
+/** Another process holding an exclusive flock on a fresh file (scenarios/_lock_holder.py), once it says so. */
+async function lockHolder() {
+  const { spawn } = require('node:child_process');
+  const folder = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'fault-lock-'));
+  const file = path.join(folder, 'model.safetensors.lock');
+  const holder = spawn(resolvePython(), [path.join(HERE, 'scenarios', '_lock_holder.py'), file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((resolve, reject) => {
+    let out = '';
+    holder.stdout.on('data', (b) => { out += b; if (out.includes('locked\n')) resolve(); });
+    holder.on('exit', (code) => reject(new Error(`the lock holder exited (${code}) before it held the lock`)));
+  });
+  return {
+    file, pid: holder.pid,
+    close: () => { holder.kill('SIGKILL'); fs.rmSync(folder, { recursive: true, force: true }); },
+  };
+}
+
 async function silentServer() {
   const held = [];
   const server = await listen((sock) => { held.push(sock); sock.on('error', () => {}); });
@@ -76,6 +93,12 @@ async function run(name) {
     const srv = await silentServer();
     env.FAULT_SERVER_PORT = subs.FAULT_SERVER_PORT = String(srv.port);
     closers.push(srv.close);
+  }
+  if ((row.needs || []).includes('lock_holder')) {
+    const holder = await lockHolder();
+    env.FAULT_LOCK_PATH = subs.FAULT_LOCK_PATH = holder.file;
+    subs.FAULT_LOCK_PID = String(holder.pid);
+    closers.push(holder.close);
   }
   let marker = row.last_line;
   for (const [k, v] of Object.entries(subs)) if (marker) marker = marker.split(`{${k}}`).join(v);

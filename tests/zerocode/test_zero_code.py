@@ -227,17 +227,19 @@ def test_a_tqdm_only_script_has_its_bars_as_stages_and_its_postfix_as_metrics():
 
 
 def test_a_loop_that_updates_its_weights_by_hand_trains_past_the_stall_deadline():
-    # Issue 32 item 1: no optimizer (word_language_model's manual SGD), no output for 10 s, a
-    # 6 s stall deadline (one that `import torch` meets). Each heartbeat counts more backward()
-    # calls: that is activity.
-    report, events = run([PY, "manual_sgd.py", "10"], stall_timeout=6.0)
+    # Issue 32 item 1: no optimizer (word_language_model's manual SGD), no output for 14 s, a
+    # 10 s stall deadline (one that `import torch` meets beside two CPU loops). Each heartbeat
+    # counts more backward() calls: that is activity.
+    report, events = run([PY, "manual_sgd.py", "14"], stall_timeout=10.0)
     assert report["outcome"] == "succeeded", report["diagnosis"]
     assert any(line.startswith("trained ") for line in report["log_tail"]), report["log_tail"]
     assert not [e for e in events if e["event"] in ("hang", "computing")], events
     beats = [e["body"] for e in events if e.get("kind") == "heartbeat"]
-    works = [b["work"] for b in beats if "work" in b]
-    assert works and works[-1] > works[0], beats[-3:]
-    assert all(b.get("where") == "manual_sgd.py:<module>" for b in beats[-3:]), beats[-3:]
+    # the heartbeats that counted more work name the script's loop (the last may come from
+    # the interpreter's shutdown, where only the worker's atexit frames are left)
+    training = [b for a, b in zip(beats, beats[1:]) if b.get("work", 0) > a.get("work", 0)]
+    assert len(training) > 1, beats[-3:]
+    assert {b.get("where") for b in training[:-1]} == {"manual_sgd.py:<module>"}, training
 
 
 def test_a_busy_main_thread_moving_through_the_scripts_functions_is_computing_not_hung():

@@ -1,0 +1,142 @@
+"""Who holds the file lock a job waits for (issue 32 item 4: follow the wait chain to its end).
+A main thread blocked in flock()/fcntl(F_SETLKW), or polling a lock as the filelock package
+does (huggingface_hub's download cache, a dataset cache), waits for another process: the
+verdict names that process, its command line and its state, not the waiting frame alone.
+
+Only procfs is read, never the filesystem itself (a lock file on a hung network mount must
+not hold up the hang's evidence): /proc/locks for the locks and their holders,
+/proc/<pid>/fdinfo/<fd> (mnt_id, ino) and /proc/<pid>/mountinfo (mnt_id -> device) for the
+files the job has open, /proc/<pid>/fd/<fd> for their names. node-client/src/filelocks.js is
+the twin; the verdict's words are bridge/diagnosis_hang.py's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Optional
+
+from trainbridge.bridge.procfs import STATE_WORDS, read
+
+_IDENT = re.compile(r"^([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9]+)$")  # major:minor:inode
+_PID = re.compile(r"^-?[0-9]+$")
+LOCKS_SAID = 4  # locks named in the evidence, at most
+FDS_READ = 4096  # open files looked at, at most
+
+
+def parse_locks(text: str) -> list[dict[str, Any]]:
+    """/proc/locks -> [{"type", "access", "pid", "dev": [major, minor], "inode", "waiting"}]:
+    "1: FLOCK  ADVISORY  WRITE 28502 fe:00:2146408 0 EOF" holds; "1: -> FLOCK ..." waits
+    for it. The device is hexadecimal there; an open file description's lock has pid -1."""
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        waiting = len(parts) > 1 and parts[1] == "->"
+        rest = parts[2:] if waiting else parts[1:]
+        if len(rest) < 5:
+            continue
+        kind, _mode, access, pid, ident = rest[:5]
+        m = _IDENT.match(ident)
+        if m is None or _PID.match(pid) is None:
+            continue
+        out.append(
+            {
+                "type": kind,
+                "access": access,
+                "pid": int(pid),
+                "dev": [int(m.group(1), 16), int(m.group(2), 16)],
+                "inode": int(m.group(3)),
+                "waiting": waiting,
+            }
+        )
+    return out
+
+
+def parse_mounts(text: str) -> dict[int, list[int]]:
+    """/proc/<pid>/mountinfo -> {mnt_id: [major, minor]}."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        try:
+            major, minor = parts[2].split(":")
+            out[int(parts[0])] = [int(major), int(minor)]
+        except (ValueError, IndexError):
+            continue
+    return out
+
+
+def parse_fdinfo(text: str) -> Optional[tuple[int, int]]:
+    """/proc/<pid>/fdinfo/<fd> -> (mnt_id, ino), or None (a kernel before 5.13 has no ino)."""
+    fields = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        fields[name.strip()] = value.strip()
+    try:
+        return int(fields["mnt_id"]), int(fields["ino"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _open_files(pid: int, mounts: dict[int, list[int]]) -> dict[tuple[int, int, int], str]:
+    """(major, minor, inode) -> path of the files `pid` has open."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")[:FDS_READ]
+    except OSError:
+        return {}
+    out = {}
+    for fd in fds:
+        try:
+            path = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        info = parse_fdinfo(read(f"/proc/{pid}/fdinfo/{fd}") or "")
+        if not path.startswith("/") or info is None or info[0] not in mounts:
+            continue
+        major, minor = mounts[info[0]]
+        out[(major, minor, info[1])] = path
+    return out
+
+
+def _holder(pid: int) -> dict[str, Any]:
+    raw = read(f"/proc/{pid}/cmdline")
+    stat = read(f"/proc/{pid}/stat")
+    state = stat.rsplit(")", 1)[1].split()[0] if stat and ")" in stat else None
+    return {
+        "holder_cmd": " ".join(raw.rstrip("\0").split("\0"))[:300] if raw else None,
+        "holder_state": STATE_WORDS.get(state, state) if state else None,
+    }
+
+
+def file_locks(pid: int, own: list[int], notes: list[str]) -> list[dict[str, Any]]:
+    """The locks other processes hold on files `pid` has open: [{"path", "lock", "access",
+    "holder_pid" (None for an open file description's lock), "holder_cmd", "holder_state",
+    "in_job" (the holder is one of `own`, the job's processes), "blocked" (`pid` is queued
+    for it in the kernel)}], those it is blocked on first."""
+    text = read("/proc/locks")
+    if text is None:
+        notes.append("/proc/locks not readable")
+        return []
+    locks = parse_locks(text)
+    if not locks:
+        return []
+    files = _open_files(pid, parse_mounts(read(f"/proc/{pid}/mountinfo") or ""))
+    queued = {(*lk["dev"], lk["inode"]) for lk in locks if lk["waiting"] and lk["pid"] == pid}
+    out = []
+    for lk in locks:
+        key = (lk["dev"][0], lk["dev"][1], lk["inode"])
+        if lk["waiting"] or lk["pid"] == pid or key not in files:
+            continue
+        holder = lk["pid"] if lk["pid"] > 0 else None
+        entry = {
+            "path": files[key],
+            "lock": lk["type"],
+            "access": lk["access"],
+            "holder_pid": holder,
+            "in_job": holder in own,
+            "blocked": key in queued,
+            **(_holder(holder) if holder else {"holder_cmd": None, "holder_state": None}),
+        }
+        if entry not in out:
+            out.append(entry)
+    out.sort(key=lambda e: not e["blocked"])
+    return out[:LOCKS_SAID]
