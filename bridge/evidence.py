@@ -272,6 +272,15 @@ def live(pid: int, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
                 ev["unix_peer"] = found["unix_peer"]
             if "sockets" in found:
                 ev["sockets"] = found["sockets"]
+        # The file locks: looked up again only when /proc/locks changed (the mark keeps them)
+        locks = procfs.read("/proc/locks")
+        if locks is not None and previous.get("locks") == locks:
+            held = previous.get("file_locks") or []
+        else:
+            held = filelocks.file_locks(pid, [pid, *(c["pid"] for c in children)], notes, locks)
+        mark.update(locks=locks, file_locks=held)
+        if held:
+            ev["file_locks"] = held
         childstack.add(children, (ev.get("unix_peer") or {}).get("pid"), notes, py_spy=False)
     except Exception as exc:  # noqa: BLE001 - best effort, like collect(): say why, go on
         notes.append(f"live evidence failed: {type(exc).__name__}: {exc}")

@@ -107,12 +107,14 @@ def _holder(pid: int) -> dict[str, Any]:
     }
 
 
-def file_locks(pid: int, own: list[int], notes: list[str]) -> list[dict[str, Any]]:
+def file_locks(
+    pid: int, own: list[int], notes: list[str], text: Optional[str] = None
+) -> list[dict[str, Any]]:
     """The locks other processes hold on files `pid` has open: [{"path", "lock", "access",
     "holder_pid" (None for an open file description's lock), "holder_cmd", "holder_state",
     "in_job" (the holder is one of `own`, the job's processes), "blocked" (`pid` is queued
-    for it in the kernel)}], those it is blocked on first."""
-    text = read("/proc/locks")
+    for it in the kernel)}], those it is blocked on first. `text`: /proc/locks, read already."""
+    text = read("/proc/locks") if text is None else text
     if text is None:
         notes.append("/proc/locks not readable")
         return []

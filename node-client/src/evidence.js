@@ -148,6 +148,12 @@ function live(pid, previous = null) {
       if (found.sockets) ev.sockets = found.sockets;
       Object.assign(mark, { socket: target, found });
     }
+    // The file locks: looked up again only when /proc/locks changed (the mark keeps them)
+    const locks = read('/proc/locks');
+    const held = locks !== null && prev.locks === locks ? prev.file_locks || []
+      : fileLocks(pid, [pid, ...ev.children.map((c) => c.pid)], notes, locks);
+    Object.assign(mark, { locks, file_locks: held });
+    if (held.length) ev.file_locks = held;
     childstack.add(ev.children, null); // a stopped child's kernel stack: one file read
   } catch (err) {
     notes.push(`live evidence failed: ${err.name}: ${err.message}`);

@@ -78,10 +78,10 @@ function holderFacts(pid) {
 /**
  * The locks other processes hold on files `pid` has open: [{path, lock, access, holder_pid
  * (null for an open file description's lock), holder_cmd, holder_state, in_job, blocked}],
- * those it is blocked on first.
+ * those it is blocked on first. `text`: /proc/locks, read already.
  */
-function fileLocks(pid, own, notes) {
-  const text = read('/proc/locks');
+function fileLocks(pid, own, notes, text = undefined) {
+  if (text === undefined) text = read('/proc/locks');
   if (text === null) {
     notes.push('/proc/locks not readable');
     return [];

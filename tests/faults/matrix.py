@@ -493,6 +493,7 @@ def judge(
     if row.get("live_kind") and live.get("kind") != row["live_kind"]:
         failures.append(f"last live diagnosis {live!r}, expected kind {row['live_kind']!r}")
     for part in row.get("live_summary_has") or []:
+        part = _sub(part, subs) or ""
         if part not in (live.get("summary") or ""):
             failures.append(f"last live diagnosis lacks {part!r}: {live.get('summary')!r}")
     known, limit = measures["known_s"], measures["limit_s"]
