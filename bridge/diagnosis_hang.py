@@ -23,6 +23,7 @@ from .diagnosis_stack import (
     in_stage,
     is_library_frame,
     parse_stack,
+    thread_stacks,
     where,
 )
 
@@ -485,6 +486,31 @@ def _lock_holder(lock: dict[str, Any], short: bool = False) -> str:
     return f"{own}pid {pid}" + (f" ({facts})" if facts and not short else "")
 
 
+# The wait chain inside the process (issue 32 item 4): a main thread waiting on a lock, a
+# queue, an event or a join waits for another thread of the script. Found blocked on a
+# socket or a child, that thread is the chain's end, and the verdict is about it.
+_THREAD_NAME = re.compile(r'^Thread 0x[0-9a-fA-F]+ "([^"]*)"')
+_CHAIN_ENDS = ("network_wait", "child_wait")  # in the order one is preferred
+
+
+def _waited_thread(stacks: Any) -> Optional[dict[str, Any]]:
+    """The script thread a main thread's lock wait is for: another thread of the in-band dump
+    (named: faulthandler's dumps name no thread, and cannot tell the worker's own threads,
+    trainbridge-*, from the script's) whose stack shows it blocked on a socket or a child."""
+    best: Optional[dict[str, Any]] = None
+    for header, frames in thread_stacks(stacks if isinstance(stacks, str) else None):
+        named = _THREAD_NAME.match(header)
+        name = named.group(1) if named else None
+        if name is None or name in ("MainThread", "") or name.startswith("trainbridge-"):
+            continue
+        kind = _stack_says(frames)
+        if kind in _CHAIN_ENDS and (
+            best is None or _CHAIN_ENDS.index(kind) < _CHAIN_ENDS.index(best["kind"])
+        ):
+            best = {"thread": name, "frames": frames, "kind": kind}
+    return best
+
+
 def _idle(facts: dict[str, Any]) -> str:
     idle = facts.get("idle_s")
     # A beat sent just before the hang says ~0 s: a number that small informs nobody.
@@ -506,7 +532,8 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
     evidence = dict(facts.get("evidence") or {})
     saw_hello = bool(facts.get("saw_hello", True))
     frames = (
-        parse_stack(facts.get("stack"))
+        facts.get("frames")  # a thread's frames already read (the wait chain, below)
+        or parse_stack(facts.get("stack"))
         or parse_stack(facts.get("stacks"))
         or parse_stack(evidence.get("py_spy"))
     )
@@ -514,6 +541,31 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
     loaded = bool(facts.get("worker_loaded"))
     kind = _hang_kind(reason, frames, evidence, saw_hello, loaded, bool(facts.get("python_silent")))
     at = where(frames)
+    end = _waited_thread(facts.get("stacks")) if kind == "lock_wait" else None
+    if end is not None:
+        # The verdict of the thread waited for: its own stack, and none of the main thread's
+        # kernel facts (they describe the main thread's futex)
+        found = diagnose_hang(
+            {
+                **facts,
+                "stack": None,
+                "stacks": None,
+                "frames": end["frames"],
+                "evidence": {k: v for k, v in evidence.items() if k != "main_thread"},
+            }
+        )
+        # the call the script made to wait (join, get, wait): below its own innermost frame
+        own = [i for i, f in enumerate(frames) if not is_library_frame(f)]
+        below = own[-1] + 1 if own and own[-1] + 1 < len(frames) else len(frames) - 1
+        via = str(frames[below].get("function")) if frames else "a lock"
+        found["evidence"]["waits_for"] = {"thread": end["thread"], "via": via, "at": at}
+        return diag(
+            found["kind"],
+            f"{found['summary']}, in thread '{end['thread']}'; the main thread waits for it "
+            f"({via}) at {at}",
+            found["hint"],
+            found["evidence"],
+        )
     idle = _idle(facts)
     main = _main(evidence)
     kernel_wait = main.get("wchan") or main.get("syscall")

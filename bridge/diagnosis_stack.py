@@ -92,6 +92,14 @@ def parse_stack(text: Optional[str], prefer: str = "main") -> list[Frame]:
     return blocks[-1][1]
 
 
+def thread_stacks(text: Optional[str]) -> list[tuple[str, list[Frame]]]:
+    """(header, frames innermost last) of every thread of a stack dump that has frames."""
+    if not text:
+        return []
+    blocks = [(h, _frames_of_block(h, ls)) for h, ls in _split_blocks(text)]
+    return [(h, f) for h, f in blocks if f]
+
+
 def format_frame(frame: Optional[Frame]) -> str:
     """'file:line function' with the file shortened to its last two path parts."""
     if not frame:

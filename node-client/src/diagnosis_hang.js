@@ -5,7 +5,7 @@
  */
 
 const {
-  isLibraryFrame, where, frameFields, importingModule, parseStack, inStage, diag,
+  isLibraryFrame, where, frameFields, importingModule, parseStack, inStage, diag, threadStacks,
 } = require('./diagnosis_stack.js');
 
 // --- hangs ----------------------------------------------------------------------------
@@ -297,17 +297,52 @@ function pyRound0(x) {
  * Why a job that is still alive makes no progress. Always returns a diagnosis.
  * facts: reason, stage, stages, idle_s, stack, stacks, saw_hello, python_silent, evidence.
  */
+// The wait chain inside the process (issue 32 item 4): a main thread waiting on a lock, a
+// queue, an event or a join waits for another thread of the script. Found blocked on a socket
+// or a child, that thread is the chain's end (bridge/diagnosis_hang.py _waited_thread).
+const THREAD_NAME = /^Thread 0x[0-9a-fA-F]+ "([^"]*)"/;
+const CHAIN_ENDS = ['network_wait', 'child_wait']; // in the order one is preferred
+
+function waitedThread(stacks) {
+  let best = null;
+  for (const [header, frames] of threadStacks(typeof stacks === 'string' ? stacks : null)) {
+    // the in-band dump's threads only (named: faulthandler's cannot tell the worker's from the script's)
+    const named = THREAD_NAME.exec(header);
+    const name = named ? named[1] : null;
+    if (name === null || name === '' || name === 'MainThread' || name.startsWith('trainbridge-')) continue;
+    const kind = stackSays(frames);
+    if (CHAIN_ENDS.includes(kind) && (best === null || CHAIN_ENDS.indexOf(kind) < CHAIN_ENDS.indexOf(best.kind))) {
+      best = { thread: name, frames, kind };
+    }
+  }
+  return best;
+}
+
 function diagnoseHang(facts) {
   const reason = facts.reason || 'stall';
   const evidence = { ...(facts.evidence || {}) };
   const sawHello = facts.saw_hello === undefined ? true : Boolean(facts.saw_hello);
-  let frames = parseStack(facts.stack);
+  let frames = facts.frames || []; // a thread's frames already read (the wait chain, below)
+  if (!frames.length) frames = parseStack(facts.stack);
   if (!frames.length) frames = parseStack(facts.stacks);
   if (!frames.length) frames = parseStack(evidence.py_spy);
   const stage = facts.stage ?? null;
   const loaded = Boolean(facts.worker_loaded);
   const kind = hangKind(reason, frames, evidence, sawHello, loaded, Boolean(facts.python_silent));
   const at = where(frames);
+  const end = kind === 'lock_wait' ? waitedThread(facts.stacks) : null;
+  if (end !== null) {
+    // The verdict of the thread waited for: its own stack, and none of the main thread's kernel
+    // facts (they describe the main thread's futex)
+    const { main_thread: _main, ...rest } = evidence;
+    const found = diagnoseHang({ ...facts, stack: null, stacks: null, frames: end.frames, evidence: rest });
+    // the call the script made to wait (join, get, wait): below its own innermost frame
+    const own = frames.map((f, i) => (isLibraryFrame(f) ? -1 : i)).filter((i) => i >= 0);
+    const below = own.length && own[own.length - 1] + 1 < frames.length ? own[own.length - 1] + 1 : frames.length - 1;
+    const via = frames.length ? String(frames[below].function) : 'a lock';
+    found.evidence.waits_for = { thread: end.thread, via, at };
+    return diag(found.kind, `${found.summary}, in thread '${end.thread}'; the main thread waits for it (${via}) at ${at}`, found.hint, found.evidence);
+  }
   const idle = idleText(facts);
   const main = evidence.main_thread || {};
   const extra = {

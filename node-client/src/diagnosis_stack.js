@@ -71,6 +71,12 @@ function parseStack(text, prefer = 'main') {
   return blocks[blocks.length - 1][1];
 }
 
+/** [header, frames innermost last] of every thread of a stack dump that has frames. */
+function threadStacks(text) {
+  if (!text) return [];
+  return splitBlocks(text).map(([h, ls]) => [h, framesOfBlock(h, ls)]).filter(([, f]) => f.length);
+}
+
 function shortPath(p) {
   const parts = String(p).replace(/\\/g, '/').split('/');
   return parts.length > 1 && parts[parts.length - 2] ? parts.slice(-2).join('/') : parts[parts.length - 1];
@@ -232,5 +238,5 @@ function diag(kind, summary, hint, evidence) {
 
 module.exports = {
   TB_FRAME, parseStack, shortPath, formatFrame, isLibraryFrame, userFrame, where, frameFields, moduleName,
-  importingModule, oneLine, quote, lastLine, tracebackInText, inStage, diag, stripAnsi, MESSAGE_MAX,
+  importingModule, oneLine, quote, lastLine, threadStacks, tracebackInText, inStage, diag, stripAnsi, MESSAGE_MAX,
 };

@@ -211,6 +211,47 @@ TB_FILELOCK_POLL = '''  File "/job/train.py", line 12, in <module>
     time.sleep(poll_interval)
 '''
 HF_LOCK = "/root/.cache/huggingface/hub/.locks/models--gpt2/6f0a.lock"
+# The wait chain inside the process (issue 32 item 4): the main thread joins a loader thread
+# that reads from a server through urllib (socket.py's readinto), or waits on a queue that a
+# thread fills from a subprocess; the worker's own thread is never the end.
+MAIN_JOINS = '''Thread 0x7f0000000001 "MainThread" (most recent call last):
+  File "/job/train.py", line 20, in <module>
+    loader.join()
+  File "/usr/lib/python3.11/threading.py", line 1119, in join
+    self._wait_for_tstate_lock()
+  File "/usr/lib/python3.11/threading.py", line 1139, in _wait_for_tstate_lock
+    if lock.acquire(block, timeout):
+'''
+BEACON_THREAD = '''Thread 0x7f0000000009 "trainbridge-beacon" (most recent call last):
+  File "/venv/site-packages/trainbridge/worker/beacon.py", line 210, in run
+    self._loop()
+  File "/venv/site-packages/http/client.py", line 300, in _read_status
+    line = str(self.fp.readline(_MAXLINE + 1), "iso-8859-1")
+'''
+LOADER_READS = '''Thread 0x7f0000000002 "loader" (most recent call last):
+  File "/usr/lib/python3.11/threading.py", line 982, in run
+    self._target(*self._args, **self._kwargs)
+  File "/job/train.py", line 12, in fetch_shards
+    return urllib.request.urlopen(url).read()
+  File "/usr/lib/python3.11/http/client.py", line 300, in _read_status
+    line = str(self.fp.readline(_MAXLINE + 1), "iso-8859-1")
+  File "/usr/lib/python3.11/socket.py", line 706, in readinto
+    return self._sock.recv_into(b)
+'''
+MAIN_GETS = '''Thread 0x7f0000000001 "MainThread" (most recent call last):
+  File "/job/train.py", line 30, in <module>
+    batch = batches.get()
+  File "/usr/lib/python3.11/queue.py", line 171, in get
+    self.not_empty.wait()
+  File "/usr/lib/python3.11/threading.py", line 327, in wait
+    waiter.acquire()
+'''
+FEEDER_WAITS = '''Thread 0x7f0000000003 "feeder" (most recent call last):
+  File "/job/train.py", line 18, in feed
+    out = subprocess.run(["./decode", path], capture_output=True)
+  File "/usr/lib/python3.11/subprocess.py", line 1209, in communicate
+    stdout, stderr = self._communicate(input, endtime, timeout)
+'''
 
 
 def held_lock(blocked, pid=812, in_job=False, state="sleeping"):
@@ -361,6 +402,44 @@ HANGS = [
         "file_lock_wait",
         ["(fcntl, open file), held by another process's open file (its pid is not known)"],
         ["let it finish, stop it if"],
+    ),
+    (
+        "the main thread joins a thread that reads from a server: the chain's end is named",
+        {
+            "reason": "stall",
+            "stacks": MAIN_JOINS + "\n" + BEACON_THREAD + "\n" + LOADER_READS,
+            "evidence": {**proc("futex", "futex_wait_queue"), "sockets": [HTTPS]},
+        },
+        "network_wait",
+        [
+            "reading from 1.2.3.4:443",
+            "(from job/train.py:12 fetch_shards), in thread 'loader'; the main thread waits "
+            "for it (join) at python3.11/threading.py:1139 _wait_for_tstate_lock (from "
+            "job/train.py:20 <module>)",
+        ],
+        ["HTTPS_PROXY"],
+    ),
+    (
+        "the main thread waits on a queue a thread fills from a subprocess",
+        {
+            "reason": "stall",
+            "stacks": MAIN_GETS + "\n" + FEEDER_WAITS,
+            "evidence": proc("futex", "futex_wait_queue"),
+        },
+        "child_wait",
+        ["job/train.py:18 feed), in thread 'feeder'; the main thread waits for it (get)"],
+        [],
+    ),
+    (
+        "a lock wait with only the worker's own thread beside it stays a lock wait",
+        {
+            "reason": "stall",
+            "stacks": MAIN_JOINS + "\n" + BEACON_THREAD,
+            "evidence": proc("futex", "futex_wait_queue"),
+        },
+        "lock_wait",
+        ["waiting on a lock", "job/train.py:20 <module>"],
+        [],
     ),
     (
         "join on a thread",
