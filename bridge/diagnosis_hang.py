@@ -476,6 +476,13 @@ def _file_lock(
     return locks[0]
 
 
+def _process_words(peer: dict[str, Any]) -> str:
+    """'pid 812 (python serve.py, sleeping)', or 'the job's own process pid 812 (...)'."""
+    facts = ", ".join(str(x) for x in (peer.get("cmd"), peer.get("state")) if x)
+    own = "the job's own process " if peer.get("in_job") else ""
+    return f"{own}pid {peer.get('pid')}" + (f" ({facts})" if facts else "")
+
+
 def _lock_holder(lock: dict[str, Any], short: bool = False) -> str:
     """'pid 812 (python prefetch.py, sleeping)', the job's own or another's; short: 'pid 812'."""
     pid = lock.get("holder_pid")
@@ -590,6 +597,18 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
         extra["remote"] = remote if sock else None
         extra["socket_status"] = sock.get("status") if sock else None
         verb = "connecting to" if sock and sock.get("status") == "SYN_SENT" else "reading from"
+        peer = (sock or {}).get("peer")
+        if isinstance(peer, dict) and peer.get("pid"):
+            # the end of the chain is a process on this machine: name it, and what to do there
+            extra["peer"] = peer
+            who = _process_words(peer)
+            return diag(
+                kind,
+                f"blocked {verb} {remote}{idle}, served by {who}{where_stage} at {at}",
+                f"the local server, pid {peer['pid']}, does not answer: look at its stack "
+                f"(py-spy dump --pid {peer['pid']}), restart it, or put a timeout on the call",
+                extra,
+            )
         return diag(
             kind,
             f"blocked {verb} {remote}{idle}{where_stage} at {at}",

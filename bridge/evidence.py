@@ -196,6 +196,7 @@ def measure(
     except (psutil.Error, OSError):
         pass
     ev["sockets"] = sockets.inet_sockets(tree, notes)
+    sockets.add_loopback_peers(ev["sockets"], [p.pid for p in tree], notes)
     ev["children"] = _children(proc, cpu0, cpu1, elapsed)
     peer = sockets.local_peer(pid, ev["main_thread"], [c["pid"] for c in ev["children"]])
     if peer:
@@ -267,6 +268,7 @@ def live(pid: int, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
                     found = {"fd_family": "unix", "unix_peer": peer}
                 else:
                     found = {"sockets": sockets.inet_sockets([psutil.Process(pid)], notes)}
+                    sockets.add_loopback_peers(found["sockets"], [pid], notes)
             mark.update(socket=target, found=found)
             if "unix_peer" in found:
                 ev["unix_peer"] = found["unix_peer"]

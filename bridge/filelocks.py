@@ -16,7 +16,7 @@ import os
 import re
 from typing import Any, Optional
 
-from trainbridge.bridge.procfs import STATE_WORDS, read
+from trainbridge.bridge.procfs import process_facts, read
 
 _IDENT = re.compile(r"^([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9]+)$")  # major:minor:inode
 _PID = re.compile(r"^-?[0-9]+$")
@@ -98,13 +98,8 @@ def _open_files(pid: int, mounts: dict[int, list[int]]) -> dict[tuple[int, int, 
 
 
 def _holder(pid: int) -> dict[str, Any]:
-    raw = read(f"/proc/{pid}/cmdline")
-    stat = read(f"/proc/{pid}/stat")
-    state = stat.rsplit(")", 1)[1].split()[0] if stat and ")" in stat else None
-    return {
-        "holder_cmd": " ".join(raw.rstrip("\0").split("\0"))[:300] if raw else None,
-        "holder_state": STATE_WORDS.get(state, state) if state else None,
-    }
+    facts = process_facts(pid)
+    return {"holder_cmd": facts["cmd"], "holder_state": facts["state"]}
 
 
 def file_locks(

@@ -186,6 +186,18 @@ def main_thread_sample(pid: int) -> Optional[dict[str, str]]:
     return {"state": state, "wait": wait}
 
 
+def process_facts(pid: int) -> dict[str, Any]:
+    """{"cmd": its command line (300 characters at most), "state": its state word}: who a
+    process is, for a verdict that names the other end of a wait."""
+    raw = read(f"/proc/{pid}/cmdline")
+    stat = read(f"/proc/{pid}/stat")
+    state = stat.rsplit(")", 1)[1].split()[0] if stat and ")" in stat else None
+    return {
+        "cmd": " ".join(raw.rstrip("\0").split("\0"))[:300] if raw else None,
+        "state": STATE_WORDS.get(state, state) if state else None,
+    }
+
+
 def stat_fields(pid: int) -> Optional[list[str]]:
     """/proc/<pid>/stat's fields after the command name (state first), or None."""
     stat = read(f"/proc/{pid}/stat")

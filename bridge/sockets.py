@@ -140,3 +140,39 @@ def inet_sockets(procs: list[psutil.Process], notes: list[str]) -> list[dict[str
                 }
             )
     return out
+
+
+def _loopback(host: Any) -> bool:
+    h = str(host)
+    return h.startswith("127.") or h == "::1" or h.startswith("::ffff:127.")
+
+
+def add_loopback_peers(
+    sockets: list[dict[str, Any]], job_pids: list[int], notes: list[str]
+) -> None:
+    """For each connected TCP socket of the job whose other end is on this machine (a
+    loopback address), the process that holds that end: sock["peer"] = {"pid", "cmd",
+    "state", "in_job"} (issue 32 item 4: a local server that does not answer is named, not
+    only its port). One scan of the machine's TCP sockets, and only when there is one."""
+    local = [
+        s
+        for s in sockets
+        if s.get("type") == "tcp" and s.get("raddr") and s.get("laddr") and _loopback(s["raddr"][0])
+    ]
+    if not local:
+        return
+    try:
+        every = psutil.net_connections(kind="tcp")
+    except (psutil.Error, OSError) as exc:
+        notes.append(f"the machine's TCP sockets not readable ({type(exc).__name__})")
+        return
+    for sock in local:
+        mine = (tuple(sock["laddr"]), tuple(sock["raddr"]))
+        for c in every:
+            if c.pid and c.laddr and c.raddr and (tuple(c.raddr), tuple(c.laddr)) == mine:
+                sock["peer"] = {
+                    "pid": c.pid,
+                    **procfs.process_facts(c.pid),
+                    "in_job": c.pid in job_pids,
+                }
+                break

@@ -260,6 +260,12 @@ function fileLock(evidence, kernel, stack) {
   return locks[0];
 }
 
+/** 'pid 812 (python serve.py, sleeping)', or 'the job's own process pid 812 (...)'. */
+function processWords(peer) {
+  const facts = [peer.cmd, peer.state].filter(Boolean).join(', ');
+  return `${peer.in_job ? "the job's own process " : ''}pid ${peer.pid}${facts ? ` (${facts})` : ''}`;
+}
+
 /** 'pid 812 (python prefetch.py, sleeping)', the job's own or another's; short: 'pid 812'. */
 function lockHolder(lock, short = false) {
   const pid = lock.holder_pid ?? null;
@@ -359,6 +365,13 @@ function diagnoseHang(facts) {
       extra.remote = sock ? remote : null;
       extra.socket_status = sock ? (sock.status ?? null) : null;
       const verb = sock && sock.status === 'SYN_SENT' ? 'connecting to' : 'reading from';
+      const peer = (sock || {}).peer;
+      if (peer && typeof peer === 'object' && peer.pid) {
+        // the end of the chain is a process on this machine: name it, and what to do there
+        extra.peer = peer;
+        return diag(kind, `blocked ${verb} ${remote}${idle}, served by ${processWords(peer)}${whereStage} at ${at}`,
+          `the local server, pid ${peer.pid}, does not answer: look at its stack (py-spy dump --pid ${peer.pid}), restart it, or put a timeout on the call`, extra);
+      }
       return diag(kind, `blocked ${verb} ${remote}${idle}${whereStage} at ${at}`,
         `blocked ${verb} ${remote}${idle}: check HTTPS_PROXY / HF_ENDPOINT, the server, or go offline (HF_HUB_OFFLINE=1); put a timeout on the call`, extra);
     }

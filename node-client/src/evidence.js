@@ -12,7 +12,7 @@
  */
 
 const { STATE_WORDS, read, parseStat, mainThread, descendants, childEntry, ioCounters, treePids } = require('./procfs.js');
-const { inetSockets, unixSocketInodes, localPeer } = require('./sockets.js');
+const { inetSockets, unixSocketInodes, localPeer, addLoopbackPeers } = require('./sockets.js');
 const gpu = require('./gpu.js');
 const childstack = require('./childstack.js');
 const { fileLocks } = require('./filelocks.js');
@@ -80,6 +80,7 @@ function measure(first, states = []) {
   }
   const tree = descendants(pid);
   ev.sockets = inetSockets([pid, ...tree.map((k) => k.pid)], notes);
+  addLoopbackPeers(ev.sockets, [pid, ...tree.map((k) => k.pid)], notes);
   ev.children = tree.map((k) => {
     const entry = childEntry(k);
     if (first.tree_cpu[k.pid] !== undefined) {
@@ -143,6 +144,7 @@ function live(pid, previous = null) {
         const inodes = unixSocketInodes(pid);
         const inode = Number(target.slice(8, -1));
         found = inodes && inodes.has(inode) ? { fd_family: 'unix' } : { sockets: inetSockets([pid], notes) };
+        if (found.sockets) addLoopbackPeers(found.sockets, [pid], notes);
       }
       if (found.fd_family) main.fd_family = found.fd_family;
       if (found.sockets) ev.sockets = found.sockets;

@@ -8,7 +8,7 @@
  */
 
 const fs = require('node:fs');
-const { STATE_WORDS, read } = require('./procfs.js');
+const { processFacts, read } = require('./procfs.js');
 
 const LOCKS_SAID = 4; // locks named in the evidence, at most
 const FDS_READ = 4096; // open files looked at, at most
@@ -66,13 +66,8 @@ function openFiles(pid, mounts) {
 }
 
 function holderFacts(pid) {
-  const raw = read(`/proc/${pid}/cmdline`);
-  const stat = read(`/proc/${pid}/stat`);
-  const state = stat && stat.includes(')') ? stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/)[0] : null;
-  return {
-    holder_cmd: raw ? raw.replace(/\0+$/, '').split('\0').join(' ').slice(0, 300) : null,
-    holder_state: state ? STATE_WORDS[state] || state : null,
-  };
+  const { cmd, state } = processFacts(pid);
+  return { holder_cmd: cmd, holder_state: state };
 }
 
 /**

@@ -211,7 +211,19 @@ function treeSample(pid, lines, t, lead = pid) {
   return { t, lines, lead, procs: [pid, ...treePids(pid)].map(processSample).filter((p) => p !== null) };
 }
 
+/** {cmd: its command line (300 characters at most), state: its state word}: who a process is (bridge/procfs.py process_facts). */
+function processFacts(pid) {
+  const raw = read(`/proc/${pid}/cmdline`);
+  const stat = read(`/proc/${pid}/stat`);
+  const state = stat && stat.includes(')') ? stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/)[0] : null;
+  return {
+    cmd: raw ? raw.replace(/\0+$/, '').split('\0').join(' ').slice(0, 300) : null,
+    state: state ? STATE_WORDS[state] || state : null,
+  };
+}
+
 module.exports = {
+  processFacts,
   processSample, runDelay, treeSample,
   SYSCALLS, FD_SYSCALLS, STATE_WORDS, read, syscallName, parseSyscallLine, parseStat, mainThread,
   mainThreadState, mainThreadSample, descendants, childEntry, ioCounters, treePids,

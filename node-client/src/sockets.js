@@ -10,7 +10,7 @@
 
 const fs = require('node:fs');
 const { execFileSync } = require('node:child_process');
-const { read } = require('./procfs.js');
+const { processFacts, read } = require('./procfs.js');
 
 // --- sockets (psutil's net_connections(kind="inet"), from /proc/<pid>/net and fd links) ---
 const TCP_STATES = { '01': 'ESTABLISHED', '02': 'SYN_SENT', '03': 'SYN_RECV', '04': 'FIN_WAIT1', '05': 'FIN_WAIT2',
@@ -148,4 +148,32 @@ function localPeer(pid, main, jobPids) {
   return { inode, peer_inode: peer, pid: owner ? owner.pid : null, fd: owner ? owner.fd : null };
 }
 
-module.exports = { ipv6, inetSockets, unixSocketInodes, unixPeerInode, socketOwner, localPeer };
+// --- the other end of a loopback TCP connection (bridge/sockets.py add_loopback_peers) ---
+const loopback = (host) => String(host).startsWith('127.') || host === '::1' || String(host).startsWith('::ffff:127.');
+
+/**
+ * For each connected TCP socket of the job whose other end is on this machine, the process
+ * that holds that end: sock.peer = {pid, cmd, state, in_job}. The peer's row is in the same
+ * network namespace's table (/proc/<pid>/net/tcp); its holder is found through /proc/<pid>/fd.
+ */
+function addLoopbackPeers(sockets, jobPids, notes) {
+  const local = sockets.filter((s) => s.type === 'tcp' && s.raddr && s.laddr && loopback(s.raddr[0]));
+  if (!local.length) return;
+  let pids;
+  try { pids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number); } catch (err) {
+    notes.push(`the machine's processes not readable (${err.code})`);
+    return;
+  }
+  for (const sock of local) {
+    const table = socketTable(sock.pid);
+    let inode = null;
+    for (const [ino, row] of table) {
+      if (row.type === 'tcp' && row.raddr && row.laddr[0] === sock.raddr[0] && row.laddr[1] === sock.raddr[1]
+        && row.raddr[0] === sock.laddr[0] && row.raddr[1] === sock.laddr[1]) { inode = ino; break; }
+    }
+    const owner = inode ? socketOwner(inode, pids) : null;
+    if (owner) sock.peer = { pid: owner.pid, ...processFacts(owner.pid), in_job: jobPids.includes(owner.pid) };
+  }
+}
+
+module.exports = { ipv6, inetSockets, unixSocketInodes, unixPeerInode, socketOwner, localPeer, addLoopbackPeers };

@@ -404,6 +404,38 @@ HANGS = [
         ["let it finish, stop it if"],
     ),
     (
+        "reading from a server on this machine: the process that holds the other end is named",
+        {
+            "reason": "stall",
+            "evidence": proc(
+                "recvfrom",
+                "sk_wait_data",
+                fd=7,
+                fd_target="socket:[2]",
+                sockets=[
+                    {
+                        **HTTPS,
+                        "fd": 7,
+                        "laddr": ["127.0.0.1", 50123],
+                        "raddr": ["127.0.0.1", 8000],
+                        "peer": {
+                            "pid": 733,
+                            "cmd": "python -m tokenizer_server --port 8000",
+                            "state": "stopped",
+                            "in_job": False,
+                        },
+                    }
+                ],
+            ),
+        },
+        "network_wait",
+        [
+            "reading from 127.0.0.1:8000, served by pid 733 (python -m tokenizer_server "
+            "--port 8000, stopped)"
+        ],
+        ["the local server, pid 733, does not answer", "py-spy dump --pid 733"],
+    ),
+    (
         "the main thread joins a thread that reads from a server: the chain's end is named",
         {
             "reason": "stall",
