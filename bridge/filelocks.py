@@ -20,6 +20,7 @@ from trainbridge.bridge.procfs import process_facts, read
 
 _IDENT = re.compile(r"^([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9]+)$")  # major:minor:inode
 _PID = re.compile(r"^-?[0-9]+$")
+_NO_INO = "file locks not matched: /proc/<pid>/fdinfo has no ino (a kernel before 5.13)"
 LOCKS_SAID = 4  # locks named in the evidence, at most
 FDS_READ = 4096  # open files looked at, at most
 
@@ -77,7 +78,9 @@ def parse_fdinfo(text: str) -> Optional[tuple[int, int]]:
         return None
 
 
-def _open_files(pid: int, mounts: dict[int, list[int]]) -> dict[tuple[int, int, int], str]:
+def _open_files(
+    pid: int, mounts: dict[int, list[int]], notes: list[str]
+) -> dict[tuple[int, int, int], str]:
     """(major, minor, inode) -> path of the files `pid` has open."""
     try:
         fds = os.listdir(f"/proc/{pid}/fd")[:FDS_READ]
@@ -90,6 +93,8 @@ def _open_files(pid: int, mounts: dict[int, list[int]]) -> dict[tuple[int, int, 
         except OSError:
             continue
         info = parse_fdinfo(read(f"/proc/{pid}/fdinfo/{fd}") or "")
+        if path.startswith("/") and info is None and _NO_INO not in notes:
+            notes.append(_NO_INO)  # a kernel before 5.13: no lock can be matched to a file
         if not path.startswith("/") or info is None or info[0] not in mounts:
             continue
         major, minor = mounts[info[0]]
@@ -116,7 +121,7 @@ def file_locks(
     locks = parse_locks(text)
     if not locks:
         return []
-    files = _open_files(pid, parse_mounts(read(f"/proc/{pid}/mountinfo") or ""))
+    files = _open_files(pid, parse_mounts(read(f"/proc/{pid}/mountinfo") or ""), notes)
     queued = {(*lk["dev"], lk["inode"]) for lk in locks if lk["waiting"] and lk["pid"] == pid}
     out = []
     for lk in locks:

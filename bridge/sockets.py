@@ -168,11 +168,11 @@ def add_loopback_peers(
         return
     for sock in local:
         mine = (tuple(sock["laddr"]), tuple(sock["raddr"]))
-        for c in every:
-            if c.pid and c.laddr and c.raddr and (tuple(c.raddr), tuple(c.laddr)) == mine:
-                sock["peer"] = {
-                    "pid": c.pid,
-                    **procfs.process_facts(c.pid),
-                    "in_job": c.pid in job_pids,
-                }
-                break
+        ends = [
+            c for c in every if c.laddr and c.raddr and (tuple(c.raddr), tuple(c.laddr)) == mine
+        ]
+        if ends and ends[0].pid:
+            pid = ends[0].pid
+            sock["peer"] = {"pid": pid, **procfs.process_facts(pid), "in_job": pid in job_pids}
+        elif ends:  # another user's process: its sockets are not ours to read
+            notes.append(f"the process at the other end of {sock['raddr']} is not readable")

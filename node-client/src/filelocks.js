@@ -50,7 +50,9 @@ function parseFdinfo(text) {
   return /^\d+$/.test(fields.mnt_id || '') && /^\d+$/.test(fields.ino || '') ? [Number(fields.mnt_id), Number(fields.ino)] : null;
 }
 
-function openFiles(pid, mounts) {
+const NO_INO = 'file locks not matched: /proc/<pid>/fdinfo has no ino (a kernel before 5.13)';
+
+function openFiles(pid, mounts, notes) {
   let fds;
   try { fds = fs.readdirSync(`/proc/${pid}/fd`).slice(0, FDS_READ); } catch { return new Map(); }
   const out = new Map();
@@ -58,6 +60,7 @@ function openFiles(pid, mounts) {
     let file;
     try { file = fs.readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { continue; }
     const info = parseFdinfo(read(`/proc/${pid}/fdinfo/${fd}`) || '');
+    if (file.startsWith('/') && info === null && !notes.includes(NO_INO)) notes.push(NO_INO); // a kernel before 5.13
     if (!file.startsWith('/') || info === null || !mounts.has(info[0])) continue;
     const [major, minor] = mounts.get(info[0]);
     out.set(`${major}:${minor}:${info[1]}`, file);
@@ -83,7 +86,7 @@ function fileLocks(pid, own, notes, text = undefined) {
   }
   const locks = parseLocks(text);
   if (!locks.length) return [];
-  const files = openFiles(pid, parseMounts(read(`/proc/${pid}/mountinfo`) || ''));
+  const files = openFiles(pid, parseMounts(read(`/proc/${pid}/mountinfo`) || ''), notes);
   const key = (l) => `${l.dev[0]}:${l.dev[1]}:${l.inode}`;
   const queued = new Set(locks.filter((l) => l.waiting && l.pid === pid).map(key));
   const out = [];

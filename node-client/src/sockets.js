@@ -173,6 +173,7 @@ function addLoopbackPeers(sockets, jobPids, notes) {
     }
     const owner = inode ? socketOwner(inode, pids) : null;
     if (owner) sock.peer = { pid: owner.pid, ...processFacts(owner.pid), in_job: jobPids.includes(owner.pid) };
+    else if (inode) notes.push(`the process at the other end of ${JSON.stringify(sock.raddr)} is not readable`); // another user's
   }
 }
 
