@@ -472,6 +472,15 @@ def test_from_event_n_of_a_queued_job_starts_at_n_when_it_runs(store_path):
         s.close()
 
 
+def proc_state(pid):
+    """The state letter of /proc/<pid>/stat (R, S, T...), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
 def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_path):
     """A reply the keeper wrote after its feed closed was lost without a count: a ping still
     waiting for a worker that died, a request file the keeper had not read yet. Now each
@@ -492,6 +501,7 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
         until_progress(job)
         row = s.get(job_id)
         os.kill(row["job_pid"], signal.SIGSTOP)
+        wait_for(lambda: proc_state(row["job_pid"]) == "T", what="the job's process to stop")
         # The ping as job.ping() asks it, its request file known: read once it is gone.
         store = Store(store_path)
         try:
@@ -503,6 +513,7 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
             lambda: not os.path.exists(os.path.join(requests, ping_id + ".json")),
             what="the keeper to read the ping's request",
         )
+        state_when_read = proc_state(row["job_pid"])
         # A request the keeper never read: written by hand, with no SIGUSR2.
         unread = os.path.join(requests, "00000000000000000001-1-000000.json")
         with open(unread, "w") as f:
@@ -515,7 +526,12 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
         assert replies["ping"]["request"] == ping_id, replies
         # (Killed in the moment between reading the ping and asking the worker, it is "not
         # running": an answer too.)
-        assert not replies["ping"]["ok"], replies["ping"]
+        # (A worker that answers was running: say what ran it, for the flake hunt.)
+        assert not replies["ping"]["ok"], (
+            replies["ping"],
+            f"state when the ping was read: {state_when_read}",
+            [(e["event"], e.get("t")) for e in events if e["event"] not in ("message", "log")],
+        )
         assert any(
             words in replies["ping"]["error"]
             for words in ("ended before the worker", "not running")
