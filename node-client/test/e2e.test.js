@@ -8,7 +8,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { launch, PythonError, LaunchError } = require('../src/index.js');
-const { FIXTURE, PYTHON, userEnv, liveProcesses, processesOfJob } = require('../test-support/e2e.js');
+const { FIXTURE, REPO, PYTHON, userEnv, liveProcesses, processesOfJob } = require('../test-support/e2e.js');
 
 const run = (mode, options = {}) => launch({ command: PYTHON, args: [FIXTURE, mode], env: userEnv(), ...options });
 
@@ -89,7 +89,13 @@ test('native crash: crashed by SIGSEGV, the faulthandler stack, known at once', 
 
 test("a hang's idle time counts from the last activity, not the worker's last progress", async () => {
   // Issue 38 (bridge: test_deadlines.py): 3 s of printing with no progress source is activity.
-  const job = run('prints-then-waits', { timeouts: { stallTimeout: 1.5, heartbeatTimeout: 4, killGrace: 1 } });
+  const script = path.join(REPO, 'tests', 'faults', 'scenarios', '_prints_then_waits.py');
+  const job = launch({
+    command: PYTHON,
+    args: [script],
+    env: userEnv(),
+    timeouts: { stallTimeout: 1.5, heartbeatTimeout: 4, killGrace: 1 },
+  });
   const beats = [];
   job.on('heartbeat', (b) => beats.push(b));
   const report = await job.done;

@@ -18,6 +18,7 @@ import pytest
 from trainbridge import bridge
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SCENARIOS = os.path.join(ROOT, "tests", "faults", "scenarios")
 SCHEMA = json.load(open(os.path.join(ROOT, "docs", "report.schema.json"), encoding="ascii"))
 WAIT_S = 30  # a generous upper bound: a test that needs it has failed anyway
 
@@ -132,10 +133,11 @@ def message(kind, **fields):
 
 @pytest.fixture
 def run(script):
-    """run(code, **launch options) -> (job, report): launch a Python child, wait for the end,
-    check the report's schema and that the tree is gone."""
+    """run(code, **launch options) -> (job, report): launch a Python child (`code`, or
+    scenario="name.py" of tests/faults/scenarios), wait for the end, check the report's schema
+    and that the tree is gone."""
 
-    def go(code, args=(), go_when=None, **options):
+    def go(code, args=(), go_when=None, scenario=None, **options):
         gate = os.path.join(os.path.dirname(script("")), "go")
         if go_when is None:
             open(gate, "w").close()
@@ -146,7 +148,9 @@ def run(script):
         options.setdefault("heartbeat_timeout", 5)
         options.setdefault("kill_grace", 1)
         options.setdefault("zero_code", False)  # the scripts import worker themselves
-        job = bridge.launch([sys.executable, script(code), *args], cwd=ROOT, **options)
+        # A scenario of tests/faults/scenarios (shared with the Node tests), or code here.
+        path = os.path.join(SCENARIOS, scenario) if scenario else script(code)
+        job = bridge.launch([sys.executable, path, *args], cwd=ROOT, **options)
         report = job.wait(WAIT_S)
         assert report is not None, f"no report within {WAIT_S} s; state {job.state}"
         validate_report(report)

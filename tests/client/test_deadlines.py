@@ -223,15 +223,8 @@ def test_a_hangs_idle_time_counts_from_the_last_activity_not_the_workers_last_pr
     since the last output line. A script with no progress source prints for 3 s (activity),
     then waits: the verdict's idle time is the machine's, from the last line."""
     job, r = run(
-        """
-        import threading, time; from trainbridge import worker
-        with worker.stage("eval"):
-            end = time.monotonic() + 3
-            while time.monotonic() < end:
-                print("still evaluating", flush=True)
-                time.sleep(0.2)
-            threading.Event().wait(60)
-    """,
+        None,
+        scenario="_prints_then_waits.py",
         stall_timeout=1.5,
         heartbeat_timeout=4,
     )
