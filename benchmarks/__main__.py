@@ -16,6 +16,7 @@ from benchmarks.harness import ROOT, machine, table, write_results
 
 BENCHES = [
     "hotpath",
+    "where",
     "startup",
     "throughput",
     "unpaced",

@@ -231,7 +231,10 @@ def resources() -> dict[str, Any]:
 # functions (its model's forward, its batch function). The supervisor's stall look reads the
 # places (bridge/look.py); the worker only names them.
 _LIBRARY_MARKS = ("/site-packages/", "/dist-packages/")
-_library_files: dict[str, bool] = {}  # filename -> is a library's (one entry per file seen)
+# filename -> is a library's. Bounded: code made at run time can name a new "file" each time
+# (torch.fx's "<eval_with_key>.N", templates), and a heartbeat must not grow with the run.
+LIBRARY_FILES_KEPT = 2048
+_library_files: dict[str, bool] = {}
 
 
 def _library_roots() -> tuple[str, ...]:
@@ -260,6 +263,8 @@ def is_library_file(filename: str) -> bool:
         or any(mark in filename for mark in _LIBRARY_MARKS)
         or filename.startswith(_ROOTS[0])
     )
+    if len(_library_files) >= LIBRARY_FILES_KEPT:
+        _library_files.clear()  # rare; the files a stack passes through are found again
     _library_files[filename] = verdict
     return verdict
 
