@@ -24,7 +24,9 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
     progress: null, // {step, total, rate, eta_s, metrics, percent, age_s}: the last 'status' event
     hang: null, stalled: null, signals: [],
     health: [], // {metric, step, text}: the supervisor's training-health entries (src/health.js)
-    starting: null, // why a job past its startup deadline is starting, not hung (look.js)
+    // What a deadline's look saw instead of a hang (look.js), in the judge's words, until the
+    // job moves on: {event: 'starting' | 'starved' | 'computing', why, at_s}.
+    looked: null,
     report: null, stacks: [], // {at, text}
     // Series: metrics over steps, resources over seconds since the start.
     metrics: { epoch: 0, names: [], step: [], values: {} },
@@ -118,6 +120,7 @@ function apply(view, { type, data, t }) {
       if (data === 'ended') break;
       if (view.state === 'hung') break; // hung until it has ended
       if (data === 'running' || data === 'starting') view.stalled = null;
+      if (view.looked && view.looked.event === 'starting' && data !== 'starting') view.looked = null;
       view.state = data;
       if (view.startedAt === null && data !== 'queued') view.startedAt = t;
       break;
@@ -142,9 +145,13 @@ function apply(view, { type, data, t }) {
         }
       }
       break;
-    case 'status':
+    case 'status': {
+      const before = view.progress ? view.progress.step : null;
       status(view, data);
+      // progress again: what the look said no longer holds
+      if (view.looked && view.progress && view.progress.step !== before) view.looked = null;
       break;
+    }
     case 'progress': // the lead's (both sources give only the lead's): one point of the metric series
       addMetrics(view, Number(data.step), data.metrics);
       break;
@@ -164,16 +171,20 @@ function apply(view, { type, data, t }) {
     }
     case 'stalled':
       view.stalled = { stage: data.stage ?? null, idle_s: data.idle_s ?? null };
+      view.looked = null;
       break;
     case 'hang':
       view.hang = { reason: data.reason, stage: data.stage ?? null };
       view.state = 'hung';
+      view.looked = null;
       break;
     case 'signal':
       view.signals.push(data);
       break;
-    case 'starting':
-      view.starting = data.why;
+    case 'starting': // the deadline's look: not hung, and why (the CLI says the same words)
+    case 'starved':
+    case 'computing':
+      view.looked = { event: type, why: data.why, at_s: since(view, t) };
       break;
     case 'health': // said by the judge; the page shows its words
       view.health.push({ metric: data.metric, step: data.step ?? null, text: data.text });
@@ -199,6 +210,7 @@ function endWith(view, report, t) {
   view.outcome = report.outcome;
   view.endedAt = t;
   view.stalled = null;
+  view.looked = null;
   for (const s of view.stages) {
     if (s.end_s === null) {
       s.end_s = since(view, t);

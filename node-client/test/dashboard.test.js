@@ -91,11 +91,34 @@ test('training health: the judge\'s entries are in the page\'s head while it run
   assert.deepEqual(model.head(v).health.map((e) => e.text), [entry.text]);
 });
 
-test('a job past its startup deadline that is starting, not hung, says why on the page', () => {
+test('what a deadline\'s look saw instead of a hang (starting, starved, computing) is on the page until the job moves on', () => {
+  // The CLI notes all three (cli_views.py); the page showed only `starting` (issue 32).
   const v = view0();
-  assert.equal(model.head(v).starting, null);
+  model.apply(v, { type: 'state', data: 'starting', t: T0 });
+  assert.equal(model.head(v).looked, null);
   model.apply(v, { type: 'starting', data: { why: "no Python in the job's process tree yet (bash)", for_s: 120 }, t: T0 + 120000 });
-  assert.equal(model.delta(v, null).message.head.starting, "no Python in the job's process tree yet (bash)");
+  assert.deepEqual(model.delta(v, null).message.head.looked,
+    { event: 'starting', why: "no Python in the job's process tree yet (bash)", at_s: 120 });
+  model.apply(v, { type: 'state', data: 'running', t: T0 + 121000 });
+  assert.equal(model.head(v).looked, null, 'running: no longer starting');
+
+  const why = 'computing, not hung: busy (98% of a core, running or waiting for one), its main thread moved through 3 of the script\'s functions';
+  model.apply(v, { type: 'status', data: { step: 4, total: 100 }, t: T0 + 122000 });
+  model.apply(v, { type: 'computing', data: { why, for_s: 30 }, t: T0 + 152000 });
+  assert.deepEqual(model.head(v).looked, { event: 'computing', why, at_s: 152 }); // since the start
+  model.apply(v, { type: 'state', data: 'running', t: T0 + 152001 }); // the machine's new deadline
+  model.apply(v, { type: 'status', data: { step: 4, total: 100 }, t: T0 + 153000 }); // no new step
+  assert.equal(model.head(v).looked.event, 'computing');
+  model.apply(v, { type: 'status', data: { step: 5, total: 100 }, t: T0 + 154000 });
+  assert.equal(model.head(v).looked, null, 'a new step: what the look said no longer holds');
+
+  model.apply(v, { type: 'starved', data: { why: 'silent, not hung: runnable, waiting for a free core', for_s: 30 }, t: T0 + 190000 });
+  assert.equal(model.head(v).looked.event, 'starved');
+  model.apply(v, { type: 'stalled', data: { stage: 'train', idle_s: 60 }, t: T0 + 214000 });
+  assert.equal(model.head(v).looked, null, 'stalled says more now');
+  model.apply(v, { type: 'starved', data: { why: 'waiting for a free core', for_s: 30 }, t: T0 + 220000 });
+  model.apply(v, { type: 'end', data: { outcome: 'succeeded', summary: 'Job succeeded.' }, t: T0 + 230000 });
+  assert.equal(model.head(v).looked, null, 'an ended job shows its outcome');
 });
 
 test('a closed stage is as long as the worker measured, ending when its end arrived', () => {

@@ -15,6 +15,7 @@ const { startDashboard } = require('../dashboard/server.js');
 
 const CHROMIUM = process.env.TRAINBRIDGE_CHROMIUM || '/usr/bin/chromium';
 const SHOTS = process.env.TRAINBRIDGE_SCREENSHOTS || path.join(__dirname, '..', 'test-output', 'dashboard');
+const REPO = path.resolve(__dirname, '..', '..');
 // The flags of a quiet, private, throw-away browser (the user data dir is a fresh temp dir).
 const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run'];
@@ -256,6 +257,23 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.match(await text(page, '#hint'), /^Try: /);
     assert.equal(await page.locator('#stages li.hung', { hasText: 'config' }).count(), 1);
     await page.screenshot({ path: path.join(SHOTS, 'hung.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  });
+
+  it('a job computing without progress past its stall deadline says so on the page, not hung (issue 32)', async () => {
+    // An unmodified script (zero-code) that moves through its own functions for 14 s with no
+    // progress and no output: the stall deadline's look judges it computing; the CLI said so,
+    // the page did not.
+    const { page, errors } = await open(dash.url);
+    const script = path.join(REPO, 'tests', 'zerocode', 'scripts', 'busy_phases.py');
+    const id = await submit(page, { kind: 'command', argv: [python, script, '14', '1.5'],
+      timeouts: { stallTimeout: 5, heartbeatTimeout: 2 } });
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    const looked = page.locator('#looked[data-look="computing"]');
+    await looked.waitFor({ timeout: 40000 });
+    assert.match(await looked.innerText(), /^No progress but not hung \(at \d+ s\): computing, not hung: .*busy_phases\.py:/);
+    await page.locator('#verdict-h', { hasText: 'Outcome: succeeded' }).waitFor({ timeout: 60000 });
+    assert.equal(await page.locator('#looked').count(), 0, 'an ended job shows its outcome, not the look');
     assert.deepEqual(errors, []);
   });
 

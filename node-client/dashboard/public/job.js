@@ -171,8 +171,10 @@ export function jobPage(main, id) {
       }
     } else if (head.state === 'hung') {
       parts.push(h('p', { text: `Declared hung (${head.hang ? head.hang.reason : 'no progress'})${head.hang && head.hang.stage ? ` in stage ${head.hang.stage}` : ''}: collecting stacks, then stopping it.` }));
-    } else if (head.state === 'starting' && head.starting) {
-      parts.push(h('p', { id: 'starting', text: `Still starting, not hung: ${head.starting}.` }));
+    } else if (head.looked) { // the judge's look at a deadline: not hung, and why
+      const said = { starting: 'Still starting, not hung', starved: 'Silent but not hung', computing: 'No progress but not hung' };
+      parts.push(h('p', { id: 'looked', 'data-testid': 'looked', 'data-look': head.looked.event },
+        h('strong', { text: `${said[head.looked.event]} ` }), `(at ${Math.round(head.looked.at_s)} s): ${head.looked.why}.`));
     } else if (head.stalled) {
       parts.push(h('p', { text: `No progress for ${head.stalled.idle_s ?? '?'} s in stage ${head.stalled.stage ?? '?'}. It may recover; a stall timeout declares it hung.` }));
     } else {
