@@ -33,6 +33,7 @@ const STATIC = {
   '/dom.js': [path.join(PUBLIC, 'dom.js'), 'text/javascript; charset=utf-8'],
   '/list.js': [path.join(PUBLIC, 'list.js'), 'text/javascript; charset=utf-8'],
   '/job.js': [path.join(PUBLIC, 'job.js'), 'text/javascript; charset=utf-8'],
+  '/mux.js': [path.join(PUBLIC, 'mux.js'), 'text/javascript; charset=utf-8'],
   '/style.css': [path.join(PUBLIC, 'style.css'), 'text/css; charset=utf-8'],
   '/vendor/uPlot.esm.js': [path.join(UPLOT, 'uPlot.esm.js'), 'text/javascript; charset=utf-8'],
   '/vendor/uPlot.min.css': [path.join(UPLOT, 'uPlot.min.css'), 'text/css; charset=utf-8'],
@@ -156,7 +157,8 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
       throw err;
     }
   }
-  const streams = new Set();
+  const streams = new Set(); // {jobId} of a page's stream, {mux} of a browser's: {end()} each
+  const muxes = new Map(); // sid -> a browser's multiplexed stream
   let bound = port;
 
   // A browser sends a host's cookies to every port of it: one per port, so two dashboards
@@ -232,7 +234,10 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
         throw err;
       }
     }
-    if (p === '/api/stream' && req.method === 'GET') return listStream(req, res);
+    if (p === '/api/stream' && req.method === 'GET') return pageStream(req, res, p);
+    if (p === '/api/mux' && req.method === 'GET') return muxStream(req, res);
+    const mx = /^\/api\/mux\/([0-9a-f]{32})$/.exec(p);
+    if (mx && req.method === 'POST') return sendJSON(res, 200, muxChange(mx[1], await readBody(req)));
     if (p === '/api/queue' && req.method === 'GET') return sendJSON(res, 200, { queue: await jobs.queue() });
     if (p === '/api/queue' && req.method === 'POST') {
       const { paused } = await readBody(req);
@@ -251,7 +256,7 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     const view = jobs.get(id);
     if (!view) throw new HttpError(404, `no job ${id} (the dashboard lists the jobs it knows at /)`);
     if (req.method === 'GET' && !what) return sendJSON(res, 200, withNow(model.delta(view, null).message));
-    if (req.method === 'GET' && what === 'stream') return jobStream(req, res, id);
+    if (req.method === 'GET' && what === 'stream') return pageStream(req, res, p);
     if (req.method === 'GET' && what === 'report') {
       const report = jobs.report(id);
       if (!report) throw new HttpError(409, `job ${id} has not ended yet: its report comes when it does`);
@@ -300,8 +305,10 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     fs.createReadStream(file, { start: 0, end: stat.size - 1 }).pipe(res);
   }
 
-  function jobStream(req, res, id) {
-    const stream = sse(req, res);
+  // A topic is what one page watches: a job (its view's deltas, from a snapshot) or the list.
+  // It writes to a channel, {send(event, data)}, and returns how to stop: the channel is an
+  // SSE stream of its own (one per page) or a part of a browser's multiplexed stream (/api/mux).
+  function watchJob(channel, id) {
     let cursor = null;
     let timer = null;
     const flush = () => {
@@ -310,29 +317,89 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
       if (!view) return;
       const d = model.delta(view, cursor);
       cursor = d.cursor;
-      if (d.message) stream.send('update', withNow(d.message));
+      if (d.message) channel.send('update', withNow(d.message));
     };
     flush();
     const detach = jobs.attach(id, () => { if (!timer) timer = setTimeout(flush, FLUSH_MS); });
-    stream.onClose(() => { if (detach) detach(); if (timer) clearTimeout(timer); });
-    res.jobId = id;
-    streams.add(res);
-    stream.onClose(() => streams.delete(res));
+    return () => { if (detach) detach(); if (timer) clearTimeout(timer); };
   }
 
-  function listStream(req, res) {
-    const stream = sse(req, res);
+  function watchList(channel) {
     let timer = null;
     const flush = () => {
       timer = null;
-      stream.send('jobs', jobs.list());
-      stream.send('queue', { queue: jobs.queueState ? jobs.queueState() : null });
+      channel.send('jobs', jobs.list());
+      channel.send('queue', { queue: jobs.queueState ? jobs.queueState() : null });
     };
     flush();
     const unwatch = jobs.watch(() => { if (!timer) timer = setTimeout(flush, LIST_FLUSH_MS); });
-    stream.onClose(() => { unwatch(); if (timer) clearTimeout(timer); });
-    streams.add(res);
-    stream.onClose(() => streams.delete(res));
+    return () => { unwatch(); if (timer) clearTimeout(timer); };
+  }
+
+  /** The topic a page's stream address names: [jobId or null, start(channel) -> stop]. */
+  function topic(address) {
+    if (address === '/api/stream') return [null, watchList];
+    const m = /^\/api\/jobs\/([A-Za-z0-9_.-]+)\/stream$/.exec(address);
+    if (!m) throw new HttpError(400, `${JSON.stringify(address)} is not a stream: /api/stream or /api/jobs/<id>/stream`);
+    if (!jobs.get(m[1])) throw new HttpError(404, `no job ${m[1]} (the dashboard lists the jobs it knows at /)`);
+    return [m[1], (channel) => watchJob(channel, m[1])];
+  }
+
+  /** One page's own stream (a browser without SharedWorker, a script). */
+  function pageStream(req, res, address) {
+    const [jobId, start] = topic(address);
+    const stream = sse(req, res);
+    stream.onClose(start(stream));
+    const entry = { jobId, end: () => res.end() };
+    streams.add(entry);
+    stream.onClose(() => streams.delete(entry));
+  }
+
+  /**
+   * A browser's one stream for all its tabs (public/mux.js, a SharedWorker, holds it): a
+   * browser gives a host six HTTP/1.1 connections, and a stream per tab spent them. It starts
+   * with `mux {sid}`; POST /api/mux/<sid> {watch: {key: address}, unwatch: [key]} changes
+   * what it carries; each message is `m {key, event, data}`, a watched topic's own event.
+   */
+  function muxStream(req, res) {
+    const stream = sse(req, res);
+    const sid = crypto.randomBytes(16).toString('hex');
+    const mux = { stream, watched: new Map() }; // key -> {jobId, stop}
+    muxes.set(sid, mux);
+    const entry = { mux, end: () => res.end() };
+    streams.add(entry);
+    stream.onClose(() => {
+      muxes.delete(sid);
+      streams.delete(entry);
+      for (const w of mux.watched.values()) w.stop();
+      mux.watched.clear();
+    });
+    stream.send('mux', { sid });
+  }
+
+  function muxChange(sid, { watch = {}, unwatch = [] }) {
+    const mux = muxes.get(sid);
+    if (!mux) throw new HttpError(404, `no stream ${sid}: it closed; open /api/mux again`);
+    if (typeof watch !== 'object' || watch === null || Array.isArray(watch) || !Array.isArray(unwatch)) {
+      throw new HttpError(400, 'send {"watch": {"<key>": "/api/jobs/<id>/stream"}, "unwatch": ["<key>"]}');
+    }
+    const refused = {};
+    for (const key of unwatch) {
+      const w = mux.watched.get(String(key));
+      if (w) { w.stop(); mux.watched.delete(String(key)); }
+    }
+    for (const [key, address] of Object.entries(watch)) {
+      if (mux.watched.has(key)) mux.watched.get(key).stop(); // watched again: from a snapshot
+      try {
+        const [jobId, start] = topic(String(address));
+        mux.watched.set(key, { jobId, stop: start({ send: (event, data) => mux.stream.send('m', { key, event, data }) }) });
+      } catch (err) {
+        if (!(err instanceof HttpError)) throw err;
+        mux.watched.delete(key);
+        refused[key] = { status: err.status, error: err.message };
+      }
+    }
+    return { watching: mux.watched.size, refused };
   }
 
   const server = http.createServer((req, res) => {
@@ -362,10 +429,13 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     token,
     server,
     source: jobs,
-    /** How many event streams are open now: all, or those of one job's pages. */
-    openStreams: (id) => [...streams].filter((res) => id === undefined || res.jobId === id).length,
+    /** How many pages watch now: all, or one job's (a page's stream, or its part of a browser's). */
+    openStreams: (id) => [...streams].flatMap((e) => (e.mux ? [...e.mux.watched.values()] : [e]))
+      .filter((w) => id === undefined || w.jobId === id).length,
+    /** How many event-stream connections are open now (a browser's shared one counts once). */
+    openConnections: () => streams.size,
     async close({ keepSource = false } = {}) {
-      for (const res of streams) res.end();
+      for (const entry of streams) entry.end();
       const closed = new Promise((resolve) => server.close(resolve));
       // server.close() waits for every connection with a request in progress, and counts a
       // connection that has not sent one yet (a browser's preconnect) as such: it held a

@@ -659,3 +659,75 @@ test('server: with --memory there is no queue to pause, and it says so', async (
   assert.equal(r.status, 409);
   assert.match(JSON.parse(r.body).error, /no queue to pause/);
 });
+
+/** The events of an SSE response, parsed: an async iterator of {event, data}. */
+async function* sseEvents(res) {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of res.body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const fields = Object.fromEntries(block.split('\n').filter((l) => l && !l.startsWith(':'))
+        .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
+      if (fields.event) yield { event: fields.event, data: JSON.parse(fields.data) };
+    }
+  }
+}
+
+test('server: one stream carries what all of a browser\'s tabs watch (/api/mux, issue 34)', async (t) => {
+  // A stream per tab spent the browser's six connections to the host: a submit waited forever.
+  const dash = await startDashboard({ port: 0, memory: true });
+  t.after(() => dash.close());
+  const user = asUser(dash);
+  const json = { 'Content-Type': 'application/json' };
+  assert.equal((await request(`${dash.url}api/mux`)).status, 401, 'not without the token');
+  const python = require('../src/index.js').resolvePython();
+  const made = await user('api/jobs', { method: 'POST', headers: json,
+    body: JSON.stringify({ kind: 'command', argv: [python, '-c', 'import time; time.sleep(60)'] }) });
+  const { id } = JSON.parse(made.body);
+  t.after(() => dash.source.cancel(id).catch(() => undefined));
+
+  const abort = new AbortController();
+  t.after(() => abort.abort());
+  const res = await fetch(`${dash.url}api/mux`, { headers: { Authorization: `Bearer ${dash.token}` }, signal: abort.signal });
+  assert.equal(res.status, 200);
+  const events = sseEvents(res);
+  const first = (await events.next()).value;
+  assert.equal(first.event, 'mux');
+  const { sid } = first.data;
+  assert.match(sid, /^[0-9a-f]{32}$/);
+  const change = (body, at = sid) => user(`api/mux/${at}`, { method: 'POST', headers: json, body: JSON.stringify(body) });
+  const watched = await change({ watch: { list: '/api/stream', job: `/api/jobs/${id}/stream`,
+    gone: '/api/jobs/job-nope/stream', other: '/api/jobs' } });
+  assert.equal(watched.status, 200);
+  const answer = JSON.parse(watched.body);
+  assert.equal(answer.watching, 2);
+  assert.deepEqual(Object.fromEntries(Object.entries(answer.refused).map(([k, v]) => [k, v.status])), { gone: 404, other: 400 });
+  assert.match(answer.refused.gone.error, /no job job-nope/);
+  // Each watched topic's own events, tagged with its key: the list, then the job's snapshot.
+  const seen = {};
+  while (!(seen.list && seen.job)) {
+    const { value } = await events.next();
+    assert.equal(value.event, 'm');
+    if (value.data.key === 'list' && value.data.event === 'jobs') seen.list = value.data.data;
+    if (value.data.key === 'job' && value.data.event === 'update') seen.job = value.data.data;
+  }
+  assert.ok(seen.list.some((j) => j.id === id));
+  assert.equal(seen.job.head.id, id);
+  assert.equal(dash.openStreams(id), 1);
+  assert.equal(dash.openConnections(), 1, 'two topics, one connection');
+  assert.equal((await change({ unwatch: ['job'] })).status, 200);
+  assert.equal(dash.openStreams(id), 0, 'unwatched: the server let go of the job');
+  assert.equal((await change({ watch: [] })).status, 400);
+  const unknown = await change({ watch: {} }, '0'.repeat(32));
+  assert.equal(unknown.status, 404);
+  assert.match(JSON.parse(unknown.body).error, /open \/api\/mux again/);
+  abort.abort();
+  const deadline = Date.now() + 5000;
+  while (dash.openConnections() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(dash.openConnections(), 0, 'the stream closed: its topics are let go');
+  assert.equal((await change({ watch: {} })).status, 404);
+});

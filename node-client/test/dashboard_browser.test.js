@@ -317,6 +317,39 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
+  it('eight tabs of one browser share one event stream: a submit from a ninth still goes through (issue 34)', async (t) => {
+    // A browser gives a host six HTTP/1.1 connections; a stream per tab spent them all and a
+    // submit waited forever, silently. Every page is visible (headless pages are).
+    const context = await browser.newContext();
+    t.after(() => context.close());
+    const login = await context.newPage();
+    await login.goto(dash.loginUrl);
+    const id = await submit(login, { kind: 'demo', hangAt: 'config' });
+    t.after(() => dash.source.cancel(id).catch(() => undefined));
+    const tabs = [];
+    for (let i = 0; i < 8; i++) {
+      const tab = await context.newPage();
+      await tab.goto(i % 2 ? dash.url : `${dash.url}#/jobs/${id}`);
+      tabs.push(tab);
+    }
+    for (const tab of tabs) await tab.locator('#conn', { hasText: 'live' }).waitFor({ timeout: 30000 });
+    await tabs[1].locator('tr[data-job]').first().waitFor({ timeout: 30000 }); // a list tab has its list
+    await tabs[0].locator('#where', { hasText: 'stage config' }).waitFor({ timeout: 60000 }); // a job tab its job
+    const page = await context.newPage();
+    await page.goto(dash.url);
+    await page.check('input[name=kind][value=command]');
+    const marker = `ninth-tab-${Date.now()}`;
+    await page.fill('#argv', `${python} -c "print('${marker}')"`);
+    await page.click('#submit-button');
+    await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 30000 });
+    const made = dash.source.list().filter((j) => j.title.includes(marker));
+    assert.equal(made.length, 1);
+    // Each tab still hears its own: the lists list the new job, the job pages see the cancel.
+    for (const tab of tabs.filter((_, i) => i % 2)) await tab.locator(`tr[data-job="${made[0].id}"]`).waitFor({ timeout: 15000 });
+    await dash.source.cancel(id);
+    for (const tab of tabs.filter((_, i) => !(i % 2))) await tab.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 30000 });
+  });
+
   it('a hidden tab lets go of its event stream and catches up when shown again', async () => {
     const { page, errors } = await open(dash.url);
     const id = await submit(page, { kind: 'demo', hangAt: 'config' });

@@ -60,31 +60,89 @@ function markStale(stale) {
 }
 
 /**
- * A Server-Sent Events stream that a hidden tab lets go of: a browser gives each host about
- * six HTTP/1.1 connections, and every open stream holds one, so background tabs must not
- * starve the one in front. Opened again (from a fresh snapshot) when the tab shows.
+ * A topic's events (the list: /api/stream; a job: /api/jobs/<id>/stream), given to
+ * handlers[event](data); handlers.open() when it is live (a snapshot follows). Every tab of
+ * this dashboard shares one connection (mux.js, a SharedWorker): a browser gives a host about
+ * six HTTP/1.1 connections, and a stream per tab spent them. Without SharedWorker, a stream of
+ * its own. A hidden tab lets go of its topic and takes a fresh snapshot when shown again.
  */
-export function stream(url, handlers) {
+export function stream(address, handlers) {
+  const shared = muxPort();
+  const key = `${tabId}-${++keys}`;
+  let watching = false;
   let es = null;
+  const live = () => { conn.textContent = 'live'; markStale(false); if (handlers.open) handlers.open(); };
+  const down = () => { conn.textContent = 'reconnecting…'; markStale(true); };
+  const deliver = (name, data) => { heardAt = Date.now(); if (name !== 'open' && handlers[name]) handlers[name](data); };
   const connect = () => {
-    es = new EventSource(url);
-    es.onopen = () => { conn.textContent = 'live'; markStale(false); if (handlers.open) handlers.open(); };
-    es.onerror = () => { conn.textContent = 'reconnecting…'; markStale(true); };
-    for (const [name, fn] of Object.entries(handlers)) {
-      if (name !== 'open') es.addEventListener(name, (e) => { heardAt = Date.now(); fn(JSON.parse(e.data)); });
+    if (shared) {
+      subscribers.set(key, { address, live, down, deliver });
+      shared.postMessage({ op: 'watch', key, address });
+    } else {
+      es = new EventSource(address);
+      es.onopen = live;
+      es.onerror = down;
+      for (const name of Object.keys(handlers)) {
+        if (name !== 'open') es.addEventListener(name, (e) => deliver(name, JSON.parse(e.data)));
+      }
     }
+    watching = true;
+  };
+  const disconnect = () => {
+    if (!watching) return;
+    if (shared) {
+      subscribers.delete(key);
+      shared.postMessage({ op: 'unwatch', key });
+    } else {
+      es.close();
+      es = null;
+    }
+    watching = false;
   };
   const onVisibility = () => {
-    if (document.hidden && es) { es.close(); es = null; conn.textContent = 'paused (tab hidden)'; }
-    else if (!document.hidden && !es) connect();
+    if (document.hidden && watching) { disconnect(); conn.textContent = 'paused (tab hidden)'; }
+    else if (!document.hidden && !watching) connect();
   };
   document.addEventListener('visibilitychange', onVisibility);
   if (!document.hidden) connect();
   return () => {
     document.removeEventListener('visibilitychange', onVisibility);
-    if (es) es.close();
+    disconnect();
     markStale(false); // the next page opens its own stream
   };
+}
+
+// The shared connection's port (null: this browser has no SharedWorker), and what this tab
+// watches through it: key -> {live, down, deliver}.
+const tabId = Math.random().toString(36).slice(2);
+let keys = 0;
+let port;
+const subscribers = new Map();
+function muxPort() {
+  if (port !== undefined) return port;
+  port = null;
+  if (typeof SharedWorker !== 'function') return port;
+  try {
+    port = new SharedWorker('/mux.js', { name: 'trainbridge-stream' }).port;
+  } catch {
+    return port; // refused (a privacy mode): a stream of its own
+  }
+  port.onmessage = ({ data }) => {
+    if (data.op === 'down') {
+      for (const s of subscribers.values()) s.down();
+      return;
+    }
+    const s = subscribers.get(data.key);
+    if (!s) return; // let go of already
+    if (data.op === 'open') s.live();
+    else if (data.op === 'm') s.deliver(data.event, data.data);
+  };
+  port.start();
+  window.addEventListener('pagehide', () => port.postMessage({ op: 'bye' }));
+  window.addEventListener('pageshow', (e) => { // back from the page cache: watch again
+    if (e.persisted) for (const [key, s] of subscribers) port.postMessage({ op: 'watch', key, address: s.address });
+  });
+  return port;
 }
 
 /** Split a command line as a POSIX shell would for words and quotes (no expansions). */
