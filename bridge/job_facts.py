@@ -148,7 +148,7 @@ def apply(facts: Facts, message: dict[str, Any]) -> Facts:
             "total": body.get("total"),
             "metrics": body.get("metrics") or {},
         }
-        health.observe(facts["health"], body["step"], body.get("metrics"))
+        observe_points(facts["health"], body)
     elif kind == "error":
         if body.get("fatal") or facts["error"] is None:
             facts["error"] = body
@@ -200,3 +200,22 @@ def _forget_a_closed_stage(facts: Facts) -> None:
             del facts["stages"][i]
             facts["stages_dropped"] += 1
             return
+
+
+def observe_points(record: dict[str, Any], body: dict[str, Any]) -> None:
+    """Training health from a progress message: each of its `points` in order (a NaN at one
+    step between two sends is seen), then the latest value unless it is the last point."""
+    points = body.get("points")
+    steps = points.get("steps") if isinstance(points, dict) else None
+    columns = points.get("metrics") if isinstance(points, dict) else None
+    if isinstance(steps, list) and isinstance(columns, dict):
+        for i, step in enumerate(steps):
+            at = {
+                name: column[i]
+                for name, column in columns.items()
+                if isinstance(column, list) and i < len(column) and column[i] is not None
+            }
+            health.observe(record, step, at)
+        if steps and steps[-1] == body["step"]:
+            return
+    health.observe(record, body["step"], body.get("metrics"))

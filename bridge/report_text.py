@@ -20,6 +20,9 @@ def log_footer(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+POINTS_KEPT = 1024  # worker/runtime.py SERIES_CAP: the calls' metrics kept between two sends
+
+
 def losses(report: dict[str, Any]) -> list[str]:
     """Sentences for the summary about anything the job's record is missing."""
     out = []
@@ -30,6 +33,13 @@ def losses(report: dict[str, Any]) -> list[str]:
                 f"The script's inbox was full: the worker dropped {count} job.send() "
                 f"message{'s' if count != 1 else ''} (report 'dropped'); read them with "
                 "worker.receive() or worker.on_message()."
+            )
+            continue
+        if kind == "points":
+            out.append(
+                f"The metrics of {count} progress() call{'s' if count != 1 else ''} were not "
+                f"kept for the curves: more than {POINTS_KEPT} calls came between two sends "
+                "(report 'dropped'); the latest values were sent."
             )
             continue
         out.append(

@@ -22,6 +22,9 @@ import sys as _sys
 import time as _time
 
 from trainbridge.worker import runtime as _runtime
+from trainbridge.worker.runtime import SERIES as _SERIES
+from trainbridge.worker.runtime import SERIES_CAP as _SERIES_CAP
+from trainbridge.worker.runtime import SERIES_FULL as _SERIES_FULL
 from trainbridge.worker.runtime import SLOT as _SLOT
 from trainbridge.worker.runtime import STATE as _STATE
 
@@ -53,9 +56,15 @@ def enabled() -> bool:
 def progress(step: Any, total: Any = None, **metrics: Any) -> None:
     """Record the latest step (and optional total and metrics: numbers or short strings).
 
-    The hot path: one tuple stored in a slot (and a flag read). The beacon thread sends the
-    latest value at most every 250 ms, so calling this on every iteration is fine."""
-    _SLOT[0] = (step, total, metrics)
+    The hot path: one tuple stored in a slot (and a flag read); with metrics, one append.
+    The beacon thread sends the latest value at most every 250 ms, with every call's metrics
+    since the last send, so calling this on every iteration is fine."""
+    _SLOT[0] = value = (step, total, metrics)
+    if metrics:
+        if len(_SERIES) < _SERIES_CAP:
+            _SERIES.append(value)
+        else:
+            _SERIES_FULL[0] += 1
     if _STATE.idle_progress:
         _runtime.nudge()  # the beacon sleeps until its next heartbeat: send this now
 

@@ -63,6 +63,9 @@ SNDHWM = 128
 # a short run does not wait 100 ms for its first hello.
 RECONNECT_IVL_MS = 5
 RECONNECT_IVL_MAX_MS = 200
+# A progress message's `points`: at most this many, of at most this many metrics.
+POINTS_MAX = 512
+POINTS_METRICS_MAX = 64
 # The GIL switch interval while the beacon starts (see _prompt_start).
 START_SWITCH_S = 0.0005
 
@@ -84,6 +87,32 @@ def _clean_metric(value: Any) -> Any:
 
 def _clean_map(values: dict[str, Any]) -> dict[str, Any]:
     return {str(k): _clean_metric(v) for k, v in values.items()}
+
+
+def _points(taken: list[Any]) -> dict[str, Any]:
+    """The progress message's `points` (PROTOCOL.md): every call's numeric metrics since the
+    last message, as {"steps": [...], "metrics": {name: [value or nil, ...]}}; past
+    POINTS_MAX, the points protocol/points.py keeps (a spike of one step among them)."""
+    from trainbridge.protocol import points  # on the beacon's thread, not at import
+
+    steps = [_clean_metric(step) for step, _, _ in taken]
+    columns: dict[str, list[Any]] = {}
+    for i, (_, _, metrics) in enumerate(taken):
+        for name, value in metrics.items():
+            value = _clean_metric(value)
+            if type(value) not in (int, float):
+                continue  # strings and flags are not points of a curve
+            column = columns.get(str(name))
+            if column is None:
+                if len(columns) >= POINTS_METRICS_MAX:
+                    continue
+                column = columns[str(name)] = [None] * len(taken)
+            column[i] = value
+    kept = points.keep(len(taken), columns, POINTS_MAX)
+    if len(kept) < len(taken):
+        steps = [steps[i] for i in kept]
+        columns = {name: [column[i] for i in kept] for name, column in columns.items()}
+    return {"steps": steps, "metrics": columns}
 
 
 class Beacon(threading.Thread):
@@ -353,9 +382,9 @@ class Beacon(threading.Thread):
 
                         messages.sent_one()
                 continue
-            if final.kind == "bye" and any(STATE.dropped.values()):
+            if final.kind == "bye" and any(runtime.dropped().values()):
                 # The final count, drops after the last heartbeat included (PROTOCOL.md).
-                final.body.setdefault("dropped", dict(STATE.dropped))
+                final.body.setdefault("dropped", runtime.dropped())
             frames = self._encode(final.kind, final.body)
             if frames is None:
                 final.acked.set()  # cannot be sent at all: do not hold the exit
@@ -443,14 +472,16 @@ class Beacon(threading.Thread):
             return
         step, total, metrics = value
         self.progress_sent, self.progress_sent_at = value, now
-        self._send_now(
-            "progress",
-            {
-                "step": _clean_metric(step),
-                "total": _clean_metric(total),
-                "metrics": _clean_map(metrics),
-            },
-        )
+        body = {
+            "step": _clean_metric(step),
+            "total": _clean_metric(total),
+            "metrics": _clean_map(metrics),
+        }
+        taken = runtime.SERIES[:]  # the main thread appends at the end only
+        del runtime.SERIES[: len(taken)]
+        if len(taken) > 1:  # one point is the latest value itself
+            body["points"] = _points(taken)
+        self._send_now("progress", body)
 
     def _resend_finals(self, now: float) -> None:
         for entry in self.finals.values():
@@ -473,7 +504,7 @@ class Beacon(threading.Thread):
                 None if self.progress_seen_at is None else round(now - self.progress_seen_at, 3)
             ),
             "stack": None,
-            "dropped": dict(STATE.dropped),
+            "dropped": runtime.dropped(),
             "where": facts.main_where(),
         }
         if STATE.work is not None:

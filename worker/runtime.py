@@ -41,6 +41,15 @@ LOG_QUEUE_LOW = LOG_QUEUE_LIMIT // 2
 # direct reference (one global lookup and one store on the hot path).
 SLOT: list[Any] = [None]
 
+# Every progress call's metrics since the last progress message (its SLOT tuple): the
+# main thread appends, the beacon takes them all when it sends (PROTOCOL.md `points`), so a
+# curve keeps a spike of one step that the coalesced latest value would skip. Bounded: past
+# SERIES_CAP calls between two sends (250 ms: 4,096 steps a second), a call's metrics are
+# counted (`dropped.points`), not kept; the count is one store, as cheap as the append.
+SERIES: list[Any] = []
+SERIES_CAP = 1024
+SERIES_FULL = [0]  # calls whose metrics found SERIES full: sent as `dropped.points`
+
 
 class Final:
     """An `error` or `bye` the caller waits on until the client acks it."""
@@ -128,6 +137,14 @@ def enqueue_log(body: dict[str, Any]) -> None:
         STATE.events.append(("log", body, SLOT[0]))
         if STATE.idle:
             nudge()
+
+
+def dropped() -> dict[str, int]:
+    """What this process dropped so far, per kind (heartbeats and the bye carry it)."""
+    counts = dict(STATE.dropped)
+    if SERIES_FULL[0]:
+        counts["points"] = SERIES_FULL[0]
+    return counts
 
 
 def nudge() -> None:
@@ -276,7 +293,7 @@ def _say_unsent(beacon: Any) -> None:
         return
     STATE.unsent_said = True
     try:
-        dropped = sum(STATE.dropped.values())  # its count went with heartbeats or bye only
+        dropped = STATE.dropped["log"]  # its count went with heartbeats or bye only
         also = f", and {dropped} log records were dropped for want of room" if dropped else ""
         sys.stderr.write(
             f"[trainbridge] worker: the client took nothing for {STATE.config.ack_timeout_s:g} s "

@@ -10,9 +10,10 @@
  */
 
 const { isLauncher } = require('../src/machine.js');
+const points = require('../src/points.js');
 
 const LOG_KEEP = 1000; // lines kept for the page; the full log is a download
-const SERIES_MAX = 4000; // points per series before it is thinned to half
+const SERIES_MAX = 4000; // points per series before it is thinned to half (a spike kept: src/points.js)
 
 function createView({ id, title, command, spec = null, t, state = 'starting' }) {
   return {
@@ -39,17 +40,40 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
 const ms = (x) => Math.round(x * 1000) / 1000;
 const since = (view, t) => ms(Math.max(0, ((t ?? view.submittedAt) - (view.startedAt ?? view.submittedAt)) / 1000));
 
-/** Halve a series in place (keep every other point, and always the last one). */
-function thin(arrays) {
+/**
+ * Halve series in place: the points src/points.js keeps of `values` (the metrics: a spike of
+ * one step and the first NaN of a run stay), or every other one without them; the last
+ * point always stays.
+ */
+function thin(arrays, values = null) {
   const n = arrays[0].length;
-  const keep = [];
-  for (let i = 0; i < n; i += 2) keep.push(i);
+  let keep = [];
+  if (values) keep = points.keep(n, values, Math.floor(n / 2));
+  else for (let i = 0; i < n; i += 2) keep.push(i);
   if (keep[keep.length - 1] !== n - 1) keep.push(n - 1);
   for (const a of arrays) {
     const copy = keep.map((i) => a[i]);
     a.length = 0;
     a.push(...copy);
   }
+}
+
+/**
+ * A progress message's points: every call's metrics since the last message (its `points`,
+ * PROTOCOL.md), or the latest value alone (a worker before them, zero-code's own source).
+ */
+function addProgress(view, body) {
+  const p = body.points;
+  if (p && Array.isArray(p.steps) && p.metrics && typeof p.metrics === 'object') {
+    p.steps.forEach((step, i) => {
+      const at = {};
+      for (const [name, column] of Object.entries(p.metrics)) if (Array.isArray(column)) at[name] = column[i];
+      addMetrics(view, Number(step), at);
+    });
+    const last = p.steps[p.steps.length - 1];
+    if (last === body.step) return;
+  }
+  addMetrics(view, Number(body.step), body.metrics);
 }
 
 function addMetrics(view, step, metrics) {
@@ -66,7 +90,7 @@ function addMetrics(view, step, metrics) {
   for (const name of m.names) m.values[name].push(null);
   for (const [name, v] of numeric) m.values[name][m.step.length - 1] = v;
   if (m.step.length > SERIES_MAX) {
-    thin([m.step, ...m.names.map((n) => m.values[n])]);
+    thin([m.step, ...m.names.map((n) => m.values[n])], m.values);
     m.epoch += 1;
   }
 }
@@ -152,8 +176,8 @@ function apply(view, { type, data, t }) {
       if (view.looked && view.progress && view.progress.step !== before) view.looked = null;
       break;
     }
-    case 'progress': // the lead's (both sources give only the lead's): one point of the metric series
-      addMetrics(view, Number(data.step), data.metrics);
+    case 'progress': // the lead's (both sources give only the lead's): points of the metric series
+      addProgress(view, data);
       break;
     case 'log': {
       if (data.stream === 'worker' && !data.text) break;

@@ -84,7 +84,7 @@ function apply(facts, message) {
   if (kind === 'stage') recordStage(facts, body, message.t);
   else if (kind === 'progress') {
     facts.progress = { step: body.step, total: body.total ?? null, metrics: body.metrics || {} };
-    health.observe(facts.health, body.step, body.metrics);
+    observePoints(facts.health, body);
   }
   else if (kind === 'error') {
     if (body.fatal || facts.error === null) facts.error = body;
@@ -123,6 +123,28 @@ function forgetAClosedStage(facts) {
     facts.stages.splice(i, 1);
     facts.stages_dropped += 1;
   }
+}
+
+/**
+ * Training health from a progress message: each of its `points` in order (a NaN at one step
+ * between two sends is seen), then the latest value unless it is the last point. Python:
+ * job_facts.observe_points.
+ */
+function observePoints(record, body) {
+  const points = body.points;
+  const steps = points && typeof points === 'object' ? points.steps : null;
+  const columns = points && typeof points === 'object' ? points.metrics : null;
+  if (Array.isArray(steps) && columns && typeof columns === 'object' && !Array.isArray(columns)) {
+    steps.forEach((step, i) => {
+      const at = {};
+      for (const [name, column] of Object.entries(columns)) {
+        if (Array.isArray(column) && i < column.length && column[i] !== null && column[i] !== undefined) at[name] = column[i];
+      }
+      health.observe(record, step, at);
+    });
+    if (steps.length && steps[steps.length - 1] === body.step) return;
+  }
+  health.observe(record, body.step, body.metrics);
 }
 
 module.exports = { initial, machineVerdict, fromPlain, apply, STAGES_KEPT, DUMPS_KEPT };

@@ -17,6 +17,8 @@ function logFooter(report) {
   return lines.join('\n');
 }
 
+const POINTS_KEPT = 1024; // worker/runtime.py SERIES_CAP: the calls' metrics kept between two sends
+
 /** Sentences for the summary about anything the job's record is missing. */
 function losses(report) {
   const out = [];
@@ -24,6 +26,10 @@ function losses(report) {
   for (const [kind, count] of dropped) {
     if (kind === 'user') {
       out.push(`The script's inbox was full: the worker dropped ${count} job.send() message${count !== 1 ? 's' : ''} (report 'dropped'); read them with worker.receive() or worker.on_message().`);
+      continue;
+    }
+    if (kind === 'points') {
+      out.push(`The metrics of ${count} progress() call${count !== 1 ? 's' : ''} were not kept for the curves: more than ${POINTS_KEPT} calls came between two sends (report 'dropped'); the latest values were sent.`);
       continue;
     }
     out.push(`The worker dropped ${count} ${kind} record${count !== 1 ? 's' : ''}: its queue stayed full past TRAINBRIDGE_LOG_WAIT_S (report 'dropped').`);

@@ -162,6 +162,32 @@ test('series: a page gets the new points, or all of them after the series was th
   assert.equal(message.metrics.step.at(-1), model.SERIES_MAX + 1, 'the last point is kept');
 });
 
+test('series: every step\'s metrics from a message\'s points; a spike of one step on a 10,000-step curve survives thinning (issue 34)', () => {
+  const v = view0();
+  const loss = (n) => (n === 6173 ? 50 : 10 - n * 0.0005);
+  // The worker sends a few messages a second, each with every call's points since the last.
+  for (let first = 1; first <= 10000; first += 500) {
+    const steps = Array.from({ length: 500 }, (_, i) => first + i);
+    const last = steps.at(-1);
+    model.apply(v, { type: 'progress', t: T0 + first,
+      data: { step: last, total: 10000, metrics: { loss: loss(last), note: 'x' }, points: { steps, metrics: { loss: steps.map(loss) } } } });
+  }
+  const { message } = model.delta(v, null);
+  const { step, values } = message.metrics;
+  assert.ok(step.length <= model.SERIES_MAX, `${step.length} points drawn`);
+  assert.ok(step.length > 1000, `${step.length} points drawn`);
+  assert.deepEqual(step, [...step].sort((a, b) => a - b), 'in order, no step twice');
+  assert.equal(new Set(step).size, step.length);
+  const at = step.indexOf(6173);
+  assert.ok(at >= 0, 'the spike\'s step is kept');
+  assert.equal(values.loss[at], 50);
+  assert.equal(step.at(-1), 10000);
+  // A message without points (zero-code's source, an older worker) is one point.
+  const w = view0();
+  model.apply(w, { type: 'progress', data: { step: 3, total: null, metrics: { loss: 0.5 } }, t: T0 });
+  assert.deepEqual(model.delta(w, null).message.metrics.step, [3]);
+});
+
 test('specs: the demo\'s options and any command with its timeouts; a bad one says what is wrong', () => {
   const demo = launchOptions({ kind: 'demo', steps: '50', hangAt: 'data', stallTimeout: '3' }, { python: 'py' });
   assert.equal(demo.title, 'demo --hang-at data');

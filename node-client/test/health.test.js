@@ -121,6 +121,24 @@ test('launch(): a loss that becomes NaN is said once, in the event and the repor
   assert.deepStrictEqual(liveProcesses([report.pid]), []);
 });
 
+test('launch(): a NaN of one step between two sends is said (the worker sends every call\'s points)', async () => {
+  // Python: test_training_health.py. 3,000 steps in about a second; the latest value alone missed it.
+  const code = [
+    'import time',
+    'from trainbridge import worker',
+    'for step in range(1, 3001):',
+    '    worker.progress(step, 3000, loss=float("nan") if step == 1500 else 1.0 / step)',
+    '    time.sleep(0.0003)',
+  ].join('\n');
+  const report = await launch({ python: PYTHON, args: ['-c', code], env: userEnv() }).done;
+  assert.strictEqual(report.outcome, 'succeeded', report.summary);
+  assert.strictEqual(report.health.length, 1);
+  const [entry] = report.health;
+  assert.strictEqual(entry.step, 1500);
+  assert.ok(entry.text.startsWith('loss became NaN at step 1500 ('), entry.text);
+  assert.deepStrictEqual(liveProcesses([report.pid]), []);
+});
+
 test('launch({stopOnNan}): the job is cancelled and says why; a bad stopOnNan is refused', async (t) => {
   assert.throws(() => launch({ python: PYTHON, args: ['-c', 'pass'], stopOnNan: ['loss', 1] }), /stopOnNan must be a metric name/);
   const { job } = divergingJob(t, { env: { TB_HOLD: '1' }, launch: { stopOnNan: ['acc', 'loss'] } });

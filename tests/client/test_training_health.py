@@ -74,6 +74,47 @@ def test_a_loss_that_becomes_nan_is_said_once_and_the_job_goes_on(script, tmp_pa
     assert_tree_gone(job)
 
 
+ONE_NAN_STEP = """
+    import time
+    from trainbridge import worker
+    for step in range(1, 3001):
+        worker.progress(step, 3000, loss=float("nan") if step == 1500 else 1.0 / step)
+        time.sleep(PAUSE)
+"""
+
+
+def test_a_nan_of_one_step_between_two_sends_is_said(script):
+    """3,000 steps in about a second: the worker sends the latest value a few times a second,
+    so the one NaN step was never seen; every call's metrics now ride along (`points`)."""
+    job = bridge.launch([sys.executable, script(ONE_NAN_STEP.replace("PAUSE", "0.0003"))])
+    report = job.wait(WAIT_S)
+    assert report is not None and report.outcome == "succeeded", report.summary
+    [entry] = report["health"]
+    assert entry["metric"] == "loss" and entry["step"] == 1500, entry
+    assert entry["text"].startswith("loss became NaN at step 1500 ("), entry["text"]
+    assert report["progress"] == {"step": 3000, "total": 3000, "metrics": {"loss": 1 / 3000}}
+    assert_tree_gone(job)
+
+
+def test_more_calls_between_two_sends_than_are_kept_are_counted_and_said(script):
+    job = bridge.launch(
+        [
+            sys.executable,
+            script(
+                ONE_NAN_STEP.replace("3001", "30001")
+                .replace("3000,", "30000,")
+                .replace("time.sleep(PAUSE)", "pass  # as fast as it goes")
+            ),
+        ]
+    )
+    report = job.wait(WAIT_S)
+    assert report is not None and report.outcome == "succeeded", report.summary
+    assert report["dropped"]["points"] > 0, report["dropped"]
+    assert "progress() calls were not kept for the curves" in report.summary, report.summary
+    assert report["progress"]["step"] == 30000  # the latest value is never one of them
+    assert_tree_gone(job)
+
+
 def test_stop_on_nan_cancels_the_job_and_says_why(script, tmp_path):
     go, on_event = _gates(tmp_path)
     job = bridge.launch(
