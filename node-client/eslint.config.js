@@ -45,6 +45,6 @@ module.exports = [
   {
     // The browser tests hand functions to page.evaluate / waitForFunction: those run in the page.
     files: ['test/dashboard_browser.test.js'],
-    languageOptions: { globals: { document: 'readonly', window: 'readonly' } },
+    languageOptions: { globals: { document: 'readonly', window: 'readonly', requestAnimationFrame: 'readonly' } },
   },
 ];

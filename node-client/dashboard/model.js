@@ -266,6 +266,20 @@ function endWith(view, report, t) {
   };
 }
 
+/**
+ * A metric's family, so that each family gets an axis of its own (a learning rate of 3e-4
+ * drawn on the loss axis is a flat line at zero): 'loss', 'lr', 'score' (accuracy and its
+ * kin, 0..1 or %), or 'other'. By name only.
+ */
+function familyOf(name) {
+  const n = String(name).toLowerCase();
+  if (/(^|[_\W])(lr|learning_rate|learningrate)($|[_\W])/.test(n) || n === 'lr') return 'lr';
+  if (/loss|nll|ppl|perplexity|bpb|bpc|mse|mae|rmse/.test(n)) return 'loss';
+  if (/acc|accuracy|f1|precision|recall|auc|iou|bleu|rouge|score/.test(n)) return 'score';
+  return 'other';
+}
+const FAMILIES = ['loss', 'lr', 'score', 'other'];
+
 /** What the job list shows for a job. */
 function summaryOf(view) {
   return {
@@ -303,9 +317,11 @@ function delta(view, cursor) {
   const message = { head: head(view) };
   if (m.epoch !== c.mEpoch || m.step.length < c.mLen) {
     message.metrics = { reset: true, names: [...m.names], step: [...m.step],
+      families: Object.fromEntries(m.names.map((n) => [n, familyOf(n)])),
       values: Object.fromEntries(m.names.map((n) => [n, [...m.values[n]]])) };
   } else if (m.step.length > c.mLen) {
     message.metrics = { reset: false, names: [...m.names], step: m.step.slice(c.mLen),
+      families: Object.fromEntries(m.names.map((n) => [n, familyOf(n)])),
       values: Object.fromEntries(m.names.map((n) => [n, m.values[n].slice(c.mLen)])),
       // a metric first seen now has nulls before; the page pads its own copy
     };
@@ -327,4 +343,4 @@ function delta(view, cursor) {
   };
 }
 
-module.exports = { createView, apply, delta, summaryOf, head, currentStage, LOG_KEEP, SERIES_MAX };
+module.exports = { createView, apply, delta, summaryOf, head, currentStage, familyOf, FAMILIES, LOG_KEEP, SERIES_MAX };

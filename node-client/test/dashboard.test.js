@@ -188,6 +188,17 @@ test('series: every step\'s metrics from a message\'s points; a spike of one ste
   assert.deepEqual(model.delta(w, null).message.metrics.step, [3]);
 });
 
+test('each metric family has an axis of its own: the page is told which family each metric is', () => {
+  const fam = (n) => model.familyOf(n);
+  assert.deepEqual(['loss', 'val_loss', 'ppl', 'train/nll'].map(fam), ['loss', 'loss', 'loss', 'loss']);
+  assert.deepEqual(['lr', 'learning_rate', 'train/lr', 'lr_head'].map(fam), ['lr', 'lr', 'lr', 'lr']);
+  assert.deepEqual(['acc', 'val_accuracy', 'f1'].map(fam), ['score', 'score', 'score']);
+  assert.deepEqual(['grad_norm', 'tokens_per_s', 'clr'].map(fam), ['other', 'other', 'other']);
+  const v = view0();
+  model.apply(v, { type: 'progress', data: { step: 1, metrics: { loss: 2, lr: 3e-4 } }, t: T0 });
+  assert.deepEqual(model.delta(v, null).message.metrics.families, { loss: 'loss', lr: 'lr' });
+});
+
 test('specs: the demo\'s options and any command with its timeouts; a bad one says what is wrong', () => {
   const demo = launchOptions({ kind: 'demo', steps: '50', hangAt: 'data', stallTimeout: '3' }, { python: 'py' });
   assert.equal(demo.title, 'demo --hang-at data');

@@ -80,6 +80,28 @@ const curvePixels = (page) => page.evaluate(() => {
   return n;
 });
 
+/** Where the loss curve's pixels are on the metrics canvas: the topmost row and where it is
+ * across the curve's width (0..1), and the median row as a fraction of the height. */
+const lossShape = (page) => page.evaluate(() => {
+  const c = document.querySelector('#metrics-chart canvas');
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const xs = [];
+  const ys = [];
+  for (let i = 0; i < d.length; i += 4) {
+    if (d[i] < 40 && d[i + 1] > 80 && d[i + 1] < 130 && d[i + 2] > 190 && d[i + 3] > 200) {
+      xs.push((i / 4) % c.width);
+      ys.push(Math.floor(i / 4 / c.width));
+    }
+  }
+  const top = Math.min(...ys);
+  const atTop = xs.filter((_, k) => ys[k] <= top + 2);
+  const xmin = Math.min(...xs);
+  const xmax = Math.max(...xs);
+  const sorted = [...ys].sort((a, b) => a - b);
+  return { pixels: xs.length, topAt: (atTop.reduce((a, b) => a + b, 0) / atTop.length - xmin) / (xmax - xmin),
+    top: top / c.height, median: sorted[Math.floor(sorted.length / 2)] / c.height };
+});
+
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
 describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, () => {
@@ -127,9 +149,9 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     await page.screenshot({ path: path.join(SHOTS, 'succeeded.png'), fullPage: true });
     assert.equal(await page.getAttribute('#progress', 'aria-valuenow'), '100');
     assert.match(await text(page, '#progress-text'), /100% · step 400 \/ 400/);
-    // Progress messages are coalesced on the wire (docs/PROTOCOL.md): not one point per step,
-    // at most 4 a second (400 steps of ~6 ms give ~10).
-    await page.waitForFunction(() => Number(document.querySelector('#metrics-chart').dataset.points) >= 6);
+    // Progress messages are coalesced on the wire (docs/PROTOCOL.md), but each carries every
+    // call's metrics since the last (`points`): one point per step (it was ~10 of 400).
+    await page.waitForFunction(() => Number(document.querySelector('#metrics-chart').dataset.points) >= 400);
     // The curve is drawn: the canvas has pixels of the loss series' colour.
     const drawn = await curvePixels(page);
     assert.ok(drawn > 300, `loss curve pixels: ${drawn} ${await page.evaluate(() => {
@@ -348,6 +370,41 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     for (const tab of tabs.filter((_, i) => i % 2)) await tab.locator(`tr[data-job="${made[0].id}"]`).waitFor({ timeout: 15000 });
     await dash.source.cancel(id);
     for (const tab of tabs.filter((_, i) => !(i % 2))) await tab.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 30000 });
+  });
+
+  it('a spike of one step on a 10,000-step curve is drawn; a log scale; the learning rate has its own axis (issue 34)', async () => {
+    // Coalesced, the page had ~4 points a second (26 for the 300-step demo): a one-step spike
+    // was gone. The worker now sends every call's metrics; the page thins by min and max.
+    const script = [
+      'import time',
+      'from trainbridge import worker',
+      'with worker.stage("train"):',
+      '    for step in range(1, 10001):',
+      '        worker.progress(step, 10000, loss=50.0 if step == 6173 else 10.0 * 0.9997 ** step, lr=3e-4)',
+      '        if step % 20 == 0:',
+      '            time.sleep(0.01)',
+    ].join('\n');
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, { kind: 'command', argv: [python, '-c', script] });
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await page.locator('#verdict-h', { hasText: 'Outcome: succeeded' }).waitFor({ timeout: 90000 })
+      .catch((err) => assert.fail(`${err.message}; page errors: ${JSON.stringify(errors)}; state ${dash.source.get(id).state}`));
+    // Far more than the ~40 latest values a coalesced feed gave; at most the model's 4,000.
+    await page.waitForFunction(() => Number(document.querySelector('#metrics-chart').dataset.points) >= 1000, null, { timeout: 10000 })
+      .catch(async () => assert.fail(`points drawn: ${await page.getAttribute('#metrics-chart', 'data-points')}`));
+    const linear = await lossShape(page);
+    assert.ok(linear.pixels > 300, JSON.stringify(linear));
+    assert.ok(Math.abs(linear.topAt - 0.6173) < 0.03, `the curve's top is the spike at step 6173: ${JSON.stringify(linear)}`);
+    // Its own axis: the learning rate is a series of the chart, on a scale of its own.
+    assert.match(await page.locator('#metrics-chart .u-legend').innerText(), /lr/);
+    await page.screenshot({ path: path.join(SHOTS, 'metrics-spike.png'), fullPage: true });
+    await page.check('#log-scale');
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))); // drawn
+    const log = await lossShape(page);
+    assert.ok(Math.abs(log.topAt - 0.6173) < 0.03, `still the spike: ${JSON.stringify(log)}`);
+    assert.ok(log.median < linear.median - 0.08, `on a log scale the falling loss fills the height: ${JSON.stringify({ linear, log })}`);
+    await page.screenshot({ path: path.join(SHOTS, 'metrics-log.png'), fullPage: true });
+    assert.deepEqual(errors, []);
   });
 
   it('a hidden tab lets go of its event stream and catches up when shown again', async () => {

@@ -41,6 +41,9 @@ export function jobPage(main, id) {
   const progressText = h('p', { class: 'progress-text', id: 'progress-text', text: 'no progress reported yet' });
   const stagesEl = h('ol', { class: 'stages', id: 'stages', 'aria-label': 'Stages' });
   const lossEl = h('div', { class: 'chart', id: 'metrics-chart' }, h('p', { class: 'empty', text: 'No metrics reported yet.' }));
+  // A loss that falls over decades is flat after its first steps on a linear axis.
+  const logScale = h('input', { type: 'checkbox', id: 'log-scale' });
+  const logLabel = h('label', { class: 'muted', for: 'log-scale', title: 'Log scale for the loss and other positive metrics' }, logScale, ' log scale');
   const resEl = h('div', { class: 'chart', id: 'resources-chart' }, h('p', { class: 'empty', text: 'Sampled once a second while the job runs.' }));
   const ranksSection = h('section', { class: 'panel', id: 'ranks', hidden: true }, h('h2', { text: 'Ranks' }));
   const stacksPre = h('pre', { class: 'stacks', id: 'stacks', tabindex: '0', 'aria-label': 'Stacks' });
@@ -55,7 +58,7 @@ export function jobPage(main, id) {
     h('section', { class: 'panel', 'aria-labelledby': 'progress-h' }, h('h2', { id: 'progress-h', text: 'Progress' }), bar, progressText),
     h('section', { class: 'panel', 'aria-labelledby': 'stages-h' }, h('h2', { id: 'stages-h', text: 'Stages' }), stagesEl),
     h('div', { class: 'grid2' },
-      h('figure', { class: 'panel' }, h('figcaption', {}, h('h2', { text: 'Loss and metrics by step' })), lossEl),
+      h('figure', { class: 'panel' }, h('figcaption', { class: 'charthead' }, h('h2', { text: 'Loss and metrics by step' }), logLabel), lossEl),
       h('figure', { class: 'panel' }, h('figcaption', {}, h('h2', { id: 'res-h', text: 'CPU and memory' })), resEl)),
     ranksSection, stacksSection,
     h('section', { class: 'panel', 'aria-labelledby': 'log-h' }, h('div', { class: 'loghead' }, h('h2', { id: 'log-h', text: 'Log' }), logInfo), logEl));
@@ -63,21 +66,36 @@ export function jobPage(main, id) {
   // Series as the page has them; the stream sends what is new.
   let head = null;
   let clockOffset = 0;
-  const metrics = { names: [], step: [], values: {} };
+  const metrics = { names: [], step: [], values: {}, families: {} };
   const res = { t: [], cpu: [], rss_mb: [], gpu_mem_mb: [], gpu_util: [] };
   let lossChart = null;
   let resChart = null;
   let resGpu = false;
   let logShown = 0;
 
+  // One axis per metric family (the server names them: model.familyOf): the first on the
+  // left, the others on the right without their own grid. Hovering shows each value.
+  const FAMILY_LABEL = { loss: 'loss', lr: 'learning rate', score: 'score', other: 'value' };
+  function positive(family) {
+    return metrics.names.filter((n) => metrics.families[n] === family)
+      .every((n) => metrics.values[n].every((v) => v === null || v > 0));
+  }
+  // A learning rate's ticks (3e-4) as uPlot's default writes them are "0".
+  const tickText = (v) => (v === 0 || v === null ? String(v) : Math.abs(v) < 0.01 || Math.abs(v) >= 1e5 ? v.toExponential(0) : String(Number(v.toPrecision(3))));
   function metricsChart() {
+    const families = [...new Set(metrics.names.map((n) => metrics.families[n] || 'other'))];
+    const scales = { x: { time: false } };
+    for (const f of families) scales[f] = logScale.checked && f !== 'score' && positive(f) ? { distr: 3 } : {};
     return chart(lossEl, {
-      legend: { live: false },
-      scales: { x: { time: false } },
-      axes: [{ label: 'step' }, {}],
-      series: [{ label: 'step' }, ...metrics.names.map((n, i) => ({ label: n, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true }))],
+      legend: { live: true },
+      scales,
+      axes: [{ label: 'step' }, ...families.map((f, i) => ({ scale: f, label: FAMILY_LABEL[f], side: i ? 1 : 3,
+        grid: { show: i === 0 }, size: 60, values: (u, ticks) => ticks.map(tickText) }))],
+      series: [{ label: 'step' }, ...metrics.names.map((n, i) => ({ label: n, scale: metrics.families[n] || 'other',
+        stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true }))],
     }, () => [metrics.step, ...metrics.names.map((n) => metrics.values[n])]);
   }
+  logScale.addEventListener('change', () => { if (lossChart) { lossChart.destroy(); lossChart = null; takeMetrics(null); } });
   function resourcesChart() {
     const series = [{ label: 's' }, { label: 'CPU %', stroke: COLORS[0], width: 2, scale: '%' },
       { label: 'RSS MB', stroke: COLORS[1], width: 2, scale: 'MB' }];
@@ -92,11 +110,14 @@ export function jobPage(main, id) {
   }
 
   function takeMetrics(m) {
-    if (m.reset) { metrics.names = []; metrics.step = []; metrics.values = {}; }
     const before = metrics.names.length;
-    for (const n of m.names) if (!metrics.values[n]) { metrics.names.push(n); metrics.values[n] = metrics.step.map(() => null); }
-    metrics.step.push(...m.step);
-    for (const n of metrics.names) metrics.values[n].push(...(m.values[n] || m.step.map(() => null)));
+    if (m) { // null: draw again what the page has (the scale changed)
+      if (m.reset) { metrics.names = []; metrics.step = []; metrics.values = {}; }
+      Object.assign(metrics.families, m.families || {});
+      for (const n of m.names) if (!metrics.values[n]) { metrics.names.push(n); metrics.values[n] = metrics.step.map(() => null); }
+      metrics.step.push(...m.step);
+      for (const n of metrics.names) metrics.values[n].push(...(m.values[n] || m.step.map(() => null)));
+    }
     if (!metrics.step.length) return;
     if (lossChart && metrics.names.length !== before) { lossChart.destroy(); lossChart = null; } // a new series
     if (!lossChart) lossChart = metricsChart();
