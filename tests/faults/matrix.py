@@ -133,6 +133,23 @@ class ExitWatch:
             os.close(fd)
 
 
+def supervisor_cpu_wait() -> float:
+    """Seconds this process's supervisor thread (the hub's reactor) has waited for a CPU so
+    far (schedstat run_delay): on a loaded machine a deadline can only be judged once the
+    supervisor runs, so a time to know is bounded by its deadline plus this wait between the
+    last line and the verdict (docs/DIAGNOSIS.md). 0 where it cannot be read."""
+    total = 0
+    for thread in threading.enumerate():
+        if thread.name != "trainbridge-hub" or thread.native_id is None:
+            continue
+        try:
+            with open(f"/proc/self/task/{thread.native_id}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / 1e9
+
+
 class Timing:
     """Wall times of the events the deadlines are measured between (listener thread)."""
 
@@ -148,6 +165,9 @@ class Timing:
         self.exit: Optional[ExitWatch] = None  # keeper route: the job's process, watched
         self.marker_t: Optional[float] = None
         self.hang_t: Optional[float] = None
+        # The supervisor's wait for a CPU at each (in this process only: the direct route).
+        self.marker_wait: Optional[float] = None
+        self.hang_wait: Optional[float] = None
         self.end_t: Optional[float] = None
         self.spawn_t: Optional[float] = None
         self.spawned_at: Optional[float] = None  # the spawn event's own t (its judge's clock)
@@ -160,8 +180,10 @@ class Timing:
             self.go.seen(event)
         if kind == "output" and self.marker and self.marker in event.get("text", ""):
             self.marker_t = now
+            self.marker_wait = supervisor_cpu_wait()
         elif kind == "hang" and self.hang_t is None:
             self.hang_t = now
+            self.hang_wait = supervisor_cpu_wait()
         elif kind == "end":
             self.end_t = now
         elif kind == "spawn" and self.spawn_t is None:
@@ -414,6 +436,10 @@ def _measures(row, config, timing: Timing, launched: float, ended: Optional[floa
         limit = config[f"{how}_timeout"] + (LOOK_S if how in LOOKED_AT else 0) + 1
         if how == "stall":
             limit += heartbeat_interval(config)
+        if timing.marker_wait is not None and timing.hang_wait is not None:
+            waited = round(timing.hang_wait - timing.marker_wait, 3)
+            if waited > 0:
+                limit = round(limit + waited, 3)  # the supervisor could not run sooner
     known = None if start is None or stop is None else round(stop - start, 3)
     return {"how": how, "known_s": known, "limit_s": limit, "live": timing.live}
 
