@@ -80,6 +80,16 @@ const curvePixels = (page) => page.evaluate(() => {
   return n;
 });
 
+/**
+ * axe-core's WCAG 2 A/AA checks on the page as it is now: its violations, each as
+ * "impact id: help (n nodes: first selector)".
+ */
+async function axeViolations(page) {
+  await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+  const result = await page.evaluate(() => window.axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }));
+  return result.violations.map((v) => ({ impact: v.impact, text: `${v.impact} ${v.id}: ${v.help} (${v.nodes.length} nodes: ${v.nodes[0].target.join(' ')})` }));
+}
+
 /** Where the loss curve's pixels are on the metrics canvas: the topmost row and where it is
  * across the curve's width (0..1), and the median row as a fraction of the height. */
 const lossShape = (page) => page.evaluate(() => {
@@ -259,6 +269,24 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
       evil.closeAllConnections();
       await new Promise((resolve) => evil.close(resolve));
     }
+  });
+
+  it('accessibility: axe-core finds no violation on the list, a running job, a crashed job (issue 34)', async (t) => {
+    const { page, errors } = await open(dash.url);
+    const crashed = await submit(page, { kind: 'demo', crashAt: 'config' });
+    const running = await submit(page, { kind: 'demo', hangAt: 'config' });
+    t.after(() => dash.source.cancel(running).catch(() => undefined));
+    await page.locator(`tr[data-job="${crashed}"]`).waitFor({ timeout: 30000 });
+    const found = { list: await axeViolations(page) };
+    await page.goto(`${dash.url}#/jobs/${running}`);
+    await page.locator('#where', { hasText: 'stage config' }).waitFor({ timeout: 60000 });
+    found.running = await axeViolations(page);
+    await page.goto(`${dash.url}#/jobs/${crashed}`);
+    await page.locator('#verdict-h', { hasText: 'Outcome: crashed' }).waitFor({ timeout: 60000 });
+    found.crashed = await axeViolations(page);
+    for (const [where, violations] of Object.entries(found)) t.diagnostic(`${where}: ${violations.map((v) => v.text).join('; ') || 'none'}`);
+    assert.deepEqual(Object.fromEntries(Object.entries(found).map(([k, v]) => [k, v.map((x) => x.text)])), { list: [], running: [], crashed: [] });
+    assert.deepEqual(errors, []);
   });
 
   it('a link to a job the dashboard does not know says so', async () => {
