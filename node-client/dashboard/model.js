@@ -23,7 +23,8 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
     ranks: [], // {rank, pid, host} per worker hello
     stages: [], // {name, depth, start_s, end_s, status}
     progress: null, // {step, total, rate, eta_s, metrics, percent, age_s}: the last 'status' event
-    hang: null, stalled: null, signals: [],
+    hang: null, stalled: null, signals: [], cancel: null, // {reason, at_s} once asked
+    cancelTrace: null, // [first, last] log line numbers of the cancel's traceback
     health: [], // {metric, step, text}: the supervisor's training-health entries (src/health.js)
     // What a deadline's look saw instead of a hang (look.js), in the judge's words, until the
     // job moves on: {event: 'starting' | 'starved' | 'computing', why, at_s}.
@@ -189,7 +190,9 @@ function apply(view, { type, data, t }) {
         encoding = 'escaped';
         return `\\x${(c.charCodeAt(0) - 0xdc00).toString(16).padStart(2, '0')}`;
       });
-      view.log.lines.push({ n: view.log.count, stream: data.stream, text, encoding });
+      const line = { n: view.log.count, stream: data.stream, text, encoding };
+      if (view.cancel && data.stream === 'stderr') line.after_cancel = true; // the cancel's traceback
+      view.log.lines.push(line);
       if (view.log.lines.length > LOG_KEEP) view.log.lines.splice(0, view.log.lines.length - LOG_KEEP);
       break;
     }
@@ -201,6 +204,10 @@ function apply(view, { type, data, t }) {
       view.hang = { reason: data.reason, stage: data.stage ?? null };
       view.state = 'hung';
       view.looked = null;
+      break;
+    case 'cancel': // the user's (or the judge's) cancel: what the interrupted script prints is its doing
+      if (!view.cancel) view.cancel = { reason: data.reason ?? null, at_s: since(view, t) };
+      markCancelTrace(view);
       break;
     case 'signal':
       view.signals.push(data);
@@ -228,8 +235,29 @@ function apply(view, { type, data, t }) {
   return view;
 }
 
+/**
+ * The cancel's KeyboardInterrupt traceback, which the script printed as the cancel stopped it,
+ * often before the cancel's answer came (the interrupt goes first): the last stderr block
+ * from "Traceback (most recent call last):" to "KeyboardInterrupt" among the latest lines.
+ * Its lines are the cancel's (after_cancel), and `cancelTrace` names them for a page that has
+ * them already.
+ */
+function markCancelTrace(view) {
+  const lines = view.log.lines;
+  let end = -1;
+  for (let i = lines.length - 1; i >= Math.max(0, lines.length - 200); i--) {
+    if (lines[i].stream === 'stderr' && /^KeyboardInterrupt\b/.test(lines[i].text)) { end = i; break; }
+  }
+  if (end < 0) return;
+  let start = end;
+  while (start > 0 && !(lines[start].stream === 'stderr' && lines[start].text.startsWith('Traceback (most recent call last):'))) start -= 1;
+  for (let i = start; i <= end; i++) if (lines[i].stream === 'stderr') lines[i].after_cancel = true;
+  view.cancelTrace = [lines[start].n, lines[end].n];
+}
+
 /** The part of the report the page shows (the whole report is at /api/jobs/:id/report). */
 function endWith(view, report, t) {
+  if (report.outcome === 'cancelled') markCancelTrace(view);
   view.state = 'ended';
   view.outcome = report.outcome;
   view.endedAt = t;

@@ -188,6 +188,32 @@ test('series: every step\'s metrics from a message\'s points; a spike of one ste
   assert.deepEqual(model.delta(w, null).message.metrics.step, [3]);
 });
 
+test('after a cancel, the interrupted script\'s stderr (its KeyboardInterrupt traceback) is the cancel\'s, not an error (issue 34)', () => {
+  const v = view0();
+  const log = (stream, text) => model.apply(v, { type: 'log', data: { stream, text }, t: T0 });
+  log('stderr', 'a warning before');
+  model.apply(v, { type: 'cancel', data: { reason: 'cancelled by the client', accepted: true }, t: T0 + 5000 });
+  log('stderr', 'Traceback (most recent call last):');
+  log('stderr', 'KeyboardInterrupt');
+  log('stdout', 'saved a checkpoint');
+  assert.deepEqual(v.log.lines.map((l) => [l.stream, l.after_cancel ?? false]),
+    [['stderr', false], ['stderr', true], ['stderr', true], ['stdout', false]]);
+  assert.deepEqual(model.head(v).cancel, { reason: 'cancelled by the client', at_s: 5 });
+
+  // The interrupt goes first: the traceback often comes before the cancel's answer.
+  const w = view0();
+  const wlog = (stream, text) => model.apply(w, { type: 'log', data: { stream, text }, t: T0 });
+  wlog('stderr', 'Traceback (most recent call last):');
+  wlog('stderr', 'ValueError: an earlier error, handled');
+  wlog('stdout', 'step 5');
+  wlog('stderr', 'Traceback (most recent call last):');
+  wlog('stderr', '  File "train.py", line 3, in <module>');
+  wlog('stderr', 'KeyboardInterrupt');
+  model.apply(w, { type: 'cancel', data: { reason: null, accepted: true }, t: T0 + 1000 });
+  assert.deepEqual(w.log.lines.map((l) => l.after_cancel ?? false), [false, false, false, true, true, true]);
+  assert.deepEqual(model.head(w).cancelTrace, [4, 6]);
+});
+
 test('each metric family has an axis of its own: the page is told which family each metric is', () => {
   const fam = (n) => model.familyOf(n);
   assert.deepEqual(['loss', 'val_loss', 'ppl', 'train/nll'].map(fam), ['loss', 'loss', 'loss', 'loss']);

@@ -363,6 +363,9 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     t.diagnostic(`cancel click -> "cancelled" on the page: ${Date.now() - t0} ms`);
     assert.equal(alive(pid), false, `pid ${pid} left over`);
     assert.ok(await page.locator('#cancel').isDisabled());
+    // The interrupted script's traceback is the user's cancel, drawn neutral, not as an error.
+    await page.locator('#log div.after-cancel', { hasText: 'KeyboardInterrupt' }).first().waitFor({ timeout: 10000 });
+    assert.equal(await page.locator('#log div.stderr:not(.after-cancel)', { hasText: 'KeyboardInterrupt' }).count(), 0);
     await page.screenshot({ path: path.join(SHOTS, 'cancelled.png'), fullPage: true });
     assert.deepEqual(errors, []);
   });

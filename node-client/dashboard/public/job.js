@@ -138,7 +138,8 @@ export function jobPage(main, id) {
     const nearBottom = logEl.scrollHeight - logEl.scrollTop - logEl.clientHeight < 40;
     const frag = document.createDocumentFragment();
     for (const line of l.lines.slice(-LOG_VIEW)) {
-      const row = h('div', { class: line.stream });
+      // After the user's cancel, the interrupted script's traceback is the cancel's, not an error.
+      const row = h('div', { class: line.after_cancel ? `${line.stream} after-cancel` : line.stream, 'data-n': String(line.n) });
       if (line.encoding && line.encoding !== 'utf-8') {
         row.append(h('span', { class: 'enc', title: line.encoding === 'gbk' ? 'decoded as GBK' : 'not valid UTF-8 or GBK: bytes shown as \\x escapes', text: line.encoding }));
       }
@@ -282,6 +283,13 @@ export function jobPage(main, id) {
       if (msg.metrics) takeMetrics(msg.metrics);
       if (msg.resources) takeResources(msg.resources, head.gpu);
       if (msg.log) takeLog(msg.log);
+      if (head.cancelTrace) { // lines the page had before the cancel said they were its
+        const [first, last] = head.cancelTrace;
+        for (const row of logEl.querySelectorAll('div.stderr:not(.after-cancel)')) {
+          const n = Number(row.dataset.n);
+          if (n >= first && n <= last) row.classList.add('after-cancel');
+        }
+      }
       renderHead();
     },
   });
