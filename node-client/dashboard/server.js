@@ -34,6 +34,7 @@ const STATIC = {
   '/list.js': [path.join(PUBLIC, 'list.js'), 'text/javascript; charset=utf-8'],
   '/job.js': [path.join(PUBLIC, 'job.js'), 'text/javascript; charset=utf-8'],
   '/mux.js': [path.join(PUBLIC, 'mux.js'), 'text/javascript; charset=utf-8'],
+  '/compare.js': [path.join(PUBLIC, 'compare.js'), 'text/javascript; charset=utf-8'],
   '/style.css': [path.join(PUBLIC, 'style.css'), 'text/css; charset=utf-8'],
   '/vendor/uPlot.esm.js': [path.join(UPLOT, 'uPlot.esm.js'), 'text/javascript; charset=utf-8'],
   '/vendor/uPlot.min.css': [path.join(UPLOT, 'uPlot.min.css'), 'text/css; charset=utf-8'],

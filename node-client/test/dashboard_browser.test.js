@@ -438,6 +438,45 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
+  it('several runs\' curves on one chart: pick two in the list, compare (issue 34)', async () => {
+    const run = (scale) => ['-c', [
+      'from trainbridge import worker',
+      'for step in range(1, 201):',
+      `    worker.progress(step, 200, loss=${scale} / step, lr=1e-3)`,
+    ].join('\n')];
+    const { page, errors } = await open(dash.url);
+    const a = await submit(page, { kind: 'command', argv: [python, ...run(10)] });
+    const b = await submit(page, { kind: 'command', argv: [python, ...run(5)] });
+    for (const id of [a, b]) await page.locator(`tr[data-job="${id}"] [data-testid=job-state]`, { hasText: 'succeeded' }).waitFor({ timeout: 60000 });
+    assert.ok(await page.locator('#compare-button').isDisabled(), 'two or more runs to compare');
+    await page.check(`tr[data-job="${a}"] input.pick`);
+    await page.check(`tr[data-job="${b}"] input.pick`);
+    await page.click('#compare-button');
+    await page.waitForURL((u) => u.hash === `#/compare/${b},${a}` || u.hash === `#/compare/${a},${b}`);
+    await page.locator('#compare-chart[data-runs="2"] canvas').waitFor({ timeout: 10000 });
+    assert.equal(await page.inputValue('#compare-metric'), 'loss', 'the loss first');
+    const legend = await page.locator('#compare-chart .u-legend').innerText();
+    for (const id of [a, b]) assert.ok(legend.includes(id), `${id} in the legend: ${legend}`);
+    // Both curves are drawn: pixels of the first two series' colours.
+    const colours = await page.evaluate(() => {
+      const c = document.querySelector('#compare-chart canvas');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let blue = 0;
+      let orange = 0;
+      for (let i = 0; i < d.length; i += 4) {
+        if (d[i] < 40 && d[i + 1] > 80 && d[i + 1] < 130 && d[i + 2] > 190) blue++;
+        if (d[i] > 160 && d[i + 1] > 50 && d[i + 1] < 100 && d[i + 2] < 40) orange++;
+      }
+      return { blue, orange };
+    });
+    assert.ok(colours.blue > 100 && colours.orange > 100, JSON.stringify(colours));
+    await page.selectOption('#compare-metric', 'lr');
+    await page.locator('#compare-chart[data-runs="2"] canvas').waitFor();
+    assert.equal(await page.locator('#compare-runs li').count(), 2);
+    await page.screenshot({ path: path.join(SHOTS, 'compare.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  });
+
   it('a hidden tab lets go of its event stream and catches up when shown again', async () => {
     const { page, errors } = await open(dash.url);
     const id = await submit(page, { kind: 'demo', hangAt: 'config' });

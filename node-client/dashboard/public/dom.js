@@ -21,6 +21,11 @@ export const seconds = (s) => {
   const m = Math.floor(s / 60);
   return m < 120 ? `${m} min ${Math.round(s % 60)} s` : `${Math.floor(m / 60)} h ${m % 60} min`;
 };
+/** The colours of a chart's series, in order. */
+export const COLORS = ['#0969da', '#bc4c00', '#1a7f37', '#8250df', '#cf222e', '#57606a'];
+/** An axis tick as people write it: a learning rate's 3e-4 is not "0" (uPlot's default). */
+export const tickText = (v) => (v === 0 || v === null ? String(v)
+  : Math.abs(v) < 0.01 || Math.abs(v) >= 1e5 ? Number(v.toPrecision(3)).toExponential() : String(Number(v.toPrecision(3))));
 export const shown = (head) => (head.state === 'ended' ? head.outcome : head.state);
 export const badgeClass = (word) => `badge s-${word}`;
 

@@ -1,6 +1,6 @@
 // A job's page (#/jobs/<id>): verdict, progress, stages, charts, ranks, stacks, the live log.
 import uPlot from '/vendor/uPlot.esm.js';
-import { h, seconds, shown, badgeClass, post, stream } from '/dom.js';
+import { h, seconds, shown, badgeClass, post, stream, tickText, COLORS } from '/dom.js';
 
 const LOG_VIEW = 500; // lines in the page; the full log is a download
 
@@ -24,7 +24,6 @@ function chart(el, opts, data) {
   };
 }
 
-const COLORS = ['#0969da', '#bc4c00', '#1a7f37', '#8250df', '#cf222e', '#57606a'];
 
 export function jobPage(main, id) {
   document.title = `${id} - trainbridge dashboard`;
@@ -80,8 +79,6 @@ export function jobPage(main, id) {
     return metrics.names.filter((n) => metrics.families[n] === family)
       .every((n) => metrics.values[n].every((v) => v === null || v > 0));
   }
-  // A learning rate's ticks (3e-4) as uPlot's default writes them are "0".
-  const tickText = (v) => (v === 0 || v === null ? String(v) : Math.abs(v) < 0.01 || Math.abs(v) >= 1e5 ? v.toExponential(0) : String(Number(v.toPrecision(3))));
   function metricsChart() {
     const families = [...new Set(metrics.names.map((n) => metrics.families[n] || 'other'))];
     const scales = { x: { time: false } };

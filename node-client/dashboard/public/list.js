@@ -50,7 +50,8 @@ export function listPage(main) {
       if (!row) {
         // Cells are updated in place: a row a user has focused keeps its focus.
         row = h('tr', { 'data-job': j.id },
-          h('td', { class: 'title' }, h('a', { href: `#/jobs/${j.id}` })),
+          h('td', { class: 'title' }, h('input', { type: 'checkbox', class: 'pick', 'data-compare': j.id, 'aria-label': `Compare ${j.title}`,
+            onchange: renderCompare }), ' ', h('a', { href: `#/jobs/${j.id}` })),
           h('td', {}, h('span', { 'data-testid': 'job-state' })),
           h('td', { class: 'opt' }),
           h('td', {}, h('span', { class: 'mini', 'aria-hidden': 'true' }, h('span')), h('span', { class: 'pct' })),
@@ -67,7 +68,7 @@ export function listPage(main) {
       }
       const [titleCell, stateCell, stageCell, progressCell, startedCell, tookCell, whyCell, actionsCell] = row.children;
       const word = j.state === 'ended' ? j.outcome : j.state;
-      titleCell.firstChild.textContent = j.title;
+      titleCell.lastChild.textContent = j.title;
       stateCell.firstChild.textContent = word;
       stateCell.firstChild.className = badgeClass(word);
       stageCell.textContent = j.stage || '';
@@ -85,11 +86,23 @@ export function listPage(main) {
       before = row;
     }
     for (const [id, row] of rows) if (!seen.has(id)) { row.remove(); rows.delete(id); }
+    renderCompare();
+  }
+  // Several runs' curves on one chart: pick two or more, then Compare (#/compare/a,b).
+  const compareButton = h('button', { type: 'button', id: 'compare-button', disabled: true, text: 'Compare curves',
+    onclick: () => { location.hash = `#/compare/${picked().join(',')}`; } });
+  function picked() {
+    return [...tbody.querySelectorAll('input.pick:checked')].map((box) => box.dataset.compare);
+  }
+  function renderCompare() {
+    const n = picked().length;
+    compareButton.disabled = n < 2;
+    compareButton.textContent = n >= 2 ? `Compare ${n} runs' curves` : 'Compare curves (pick two or more)';
   }
   const formEl = submitForm();
   main.replaceChildren(h('div', { class: 'layout' },
     h('section', { class: 'panel', 'aria-labelledby': 'jobs-h' }, h('h1', { id: 'jobs-h', text: 'Jobs' }),
-      h('p', { class: 'queue' }, queueButton, queueWords), problem, empty, h('div', { class: 'scroll' }, table)),
+      h('p', { class: 'queue' }, queueButton, queueWords, ' ', compareButton), problem, empty, h('div', { class: 'scroll' }, table)),
     h('section', { class: 'panel', 'aria-labelledby': 'submit-h' }, h('h2', { id: 'submit-h', text: 'Submit a job' }), formEl)));
   table.hidden = true;
   return stream('/api/stream', { jobs: render, queue: renderQueue });
