@@ -9,7 +9,8 @@ hub samples every job due, with one nvidia-smi answer for all.
 The fields are those of node-client/dashboard/resources.js, which samples the jobs a Node
 process launches itself: `cpu_percent` (the tree's CPU time since the previous sample over the
 wall time; 100 is one core; None for the first), `rss_bytes`, `gpu_mem_bytes` (the tree's
-processes' sum), `gpu_util` (the busiest device they use), `processes`. GPU figures come from
+processes' sum), `gpu_util` (the busiest device they use), `processes`, `gpus` (the devices
+nvidia-smi sees on the machine: 0 says "no GPU" plainly). GPU figures come from
 nvidia-smi (`$TRAINBRIDGE_NVIDIA_SMI` names another program), read as the Node twin reads it;
 without it they are None.
 """
@@ -155,6 +156,7 @@ class Sampler:
         }
         if gpu is _ASK:
             gpu = self.probe()
+        sample["gpus"] = len(gpu["gpus"]) if gpu else 0  # 0: none seen on this machine
         if gpu:
             mine = [a for a in gpu["apps"] if a["pid"] in pids]
             if mine:

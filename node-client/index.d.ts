@@ -508,6 +508,8 @@ export interface ResourceSample {
   gpu_mem_bytes: number | null;
   gpu_util: number | null;
   processes: number;
+  /** The GPUs nvidia-smi sees on the machine: 0 when none (or no nvidia-smi). */
+  gpus?: number;
 }
 
 /**

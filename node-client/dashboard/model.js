@@ -32,7 +32,7 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
     report: null, stacks: [], // {at, text}
     // Series: metrics over steps, resources over seconds since the start.
     metrics: { epoch: 0, names: [], step: [], values: {} },
-    resources: { epoch: 0, t: [], cpu: [], rss_mb: [], gpu_mem_mb: [], gpu_util: [], gpu: false },
+    resources: { epoch: 0, t: [], cpu: [], rss_mb: [], gpu_mem_mb: [], gpu_util: [], gpu: false, gpus: null },
     log: { lines: [], count: 0 }, // lines: {n, stream, text, encoding}; count: lines ever seen
     version: 0,
   };
@@ -104,6 +104,7 @@ function addResources(view, t, sample) {
   r.gpu_mem_mb.push(sample.gpu_mem_bytes == null ? null : Math.round(sample.gpu_mem_bytes / 1048576));
   r.gpu_util.push(sample.gpu_util ?? null);
   if (sample.gpu_mem_bytes != null || sample.gpu_util != null) r.gpu = true;
+  if (typeof sample.gpus === 'number') r.gpus = sample.gpus; // devices on the machine (0: none)
   if (r.t.length > SERIES_MAX) {
     thin([r.t, r.cpu, r.rss_mb, r.gpu_mem_mb, r.gpu_util]);
     r.epoch += 1;
@@ -329,7 +330,7 @@ function currentStage(view) {
 /** The scalar part of a view: everything except the series and the log. */
 function head(view) {
   const { metrics: _metrics, resources, log, ...rest } = view;
-  return { ...rest, stage: currentStage(view), log_count: log.count, gpu: resources.gpu };
+  return { ...rest, stage: currentStage(view), log_count: log.count, gpu: resources.gpu, gpus: resources.gpus };
 }
 
 /**

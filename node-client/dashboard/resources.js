@@ -99,7 +99,7 @@ function nvidiaSmiProbe(program = process.env.TRAINBRIDGE_NVIDIA_SMI || 'nvidia-
 
 /**
  * A sampler for many jobs: sample(pids) -> Map(rootPid -> {cpu_percent, rss_bytes, gpu_mem_bytes,
- * gpu_util, processes}); CPU is the tree's CPU time since the previous sample of that root over
+ * gpu_util, processes, gpus}); CPU is the tree's CPU time since the previous sample of that root over
  * the wall time (100 = one core).
  */
 function createSampler({ gpuProbe = nvidiaSmiProbe(), clock = () => Date.now() } = {}) {
@@ -110,7 +110,8 @@ function createSampler({ gpuProbe = nvidiaSmiProbe(), clock = () => Date.now() }
     const t = clock();
     const out = new Map();
     for (const root of roots) {
-      const s = { cpu_percent: null, rss_bytes: null, gpu_mem_bytes: null, gpu_util: null, processes: 0 };
+      const s = { cpu_percent: null, rss_bytes: null, gpu_mem_bytes: null, gpu_util: null, processes: 0,
+        gpus: gpu ? gpu.gpus.size : 0 }; // the devices nvidia-smi sees: 0 says "no GPU" plainly
       let pids = [root];
       if (scan) {
         pids = tree(scan, root);

@@ -280,9 +280,11 @@ test('resources: CPU and RSS of the job\'s process tree, GPU memory and utilisat
   assert.ok(s.rss_bytes > 0);
   assert.equal(s.gpu_mem_bytes, 1536 * 1048576);
   assert.equal(s.gpu_util, 87);
+  assert.equal(s.gpus, 2, 'the devices nvidia-smi sees');
   // No nvidia-smi: no GPU fields, and no error.
   const none = await createSampler({ gpuProbe: nvidiaSmiProbe('/nonexistent/nvidia-smi') })([child.pid]);
   assert.equal(none.get(child.pid).gpu_mem_bytes, null);
+  assert.equal(none.get(child.pid).gpus, 0, 'no GPU, said plainly');
   assert.deepEqual(parseApps('No running processes found\n'), []);
 });
 

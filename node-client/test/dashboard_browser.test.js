@@ -181,6 +181,8 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     const report = await page.request.get(await page.locator('#report-link').evaluate((a) => a.href));
     assert.equal((await report.json()).outcome, 'succeeded');
     assert.ok(Number(await page.getAttribute('#resources-chart', 'data-points')) >= 1, 'CPU/RSS sampled');
+    // Where the job used no GPU, the panel says why there is no GPU curve (none here: CI has none).
+    assert.match(await text(page, '#gpu-note'), /^(No GPU: nvidia-smi sees none|GPU: none used by this job)/);
     assert.deepEqual(errors, []);
   });
 
@@ -474,6 +476,30 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     await page.locator('#compare-chart[data-runs="2"] canvas').waitFor();
     assert.equal(await page.locator('#compare-runs li').count(), 2);
     await page.screenshot({ path: path.join(SHOTS, 'compare.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  });
+
+  it('the GPU panel: a job\'s GPU memory and utilisation over time, from (fake) nvidia-smi (issue 34)', async (t) => {
+    // A dashboard of its own whose jobs run in it, with a fake probe: the job's processes hold
+    // 1.5 GiB on one device at 87%, as nvidia-smi would say on a GPU machine.
+    let gpuDash = null;
+    const gpuProbe = async () => {
+      const pids = gpuDash ? gpuDash.source.list().map((j) => gpuDash.source.get(j.id).pid).filter(Boolean) : [];
+      return { apps: pids.map((pid) => ({ pid, mem_bytes: 1536 * 1048576, uuid: 'GPU-a' })), gpus: new Map([['GPU-a', 87]]) };
+    };
+    gpuDash = await startDashboard({ port: 0, memory: true, sourceOptions: { gpuProbe } });
+    t.after(() => gpuDash.close());
+    const { page, errors } = await open(gpuDash.url, undefined, gpuDash.loginUrl);
+    const id = await submit(page, { kind: 'demo', hangAt: 'config' }, gpuDash.url);
+    t.after(() => gpuDash.source.cancel(id).catch(() => undefined));
+    await page.goto(`${gpuDash.url}#/jobs/${id}`);
+    await page.locator('#res-h', { hasText: 'CPU, memory and GPU' }).waitFor({ timeout: 30000 });
+    await page.waitForFunction(() => Number(document.querySelector('#resources-chart').dataset.points) >= 2, null, { timeout: 30000 });
+    const legend = await page.locator('#resources-chart .u-legend').innerText();
+    assert.match(legend, /GPU mem MB/);
+    assert.match(legend, /GPU util %/);
+    assert.ok(await page.locator('#gpu-note').isHidden(), 'no "no GPU" note beside a GPU curve');
+    await page.screenshot({ path: path.join(SHOTS, 'gpu.png'), fullPage: true });
     assert.deepEqual(errors, []);
   });
 

@@ -53,6 +53,7 @@ def test_a_launched_job_publishes_its_trees_samples_and_one_that_did_not_ask_non
         # (the first may come before the test told its fake nvidia-smi the job's pid)
         assert {e["gpu_mem_bytes"] for e in samples[1:]} == {1536 * 1048576}, samples
         assert {e["gpu_util"] for e in samples[1:]} == {87}, samples
+        assert {e["gpus"] for e in samples} == {1}, "one device on this (fake) machine"
         # Each follows a status event (the heartbeat), never comes after the exit.
         kinds = [e["event"] for e in seen]
         assert kinds.index("resources") > kinds.index("status")

@@ -44,6 +44,7 @@ export function jobPage(main, id) {
   const logScale = h('input', { type: 'checkbox', id: 'log-scale' });
   const logLabel = h('label', { class: 'muted', for: 'log-scale', title: 'Log scale for the loss and other positive metrics' }, logScale, ' log scale');
   const resEl = h('div', { class: 'chart', id: 'resources-chart' }, h('p', { class: 'empty', text: 'Sampled once a second while the job runs.' }));
+  const gpuNote = h('p', { class: 'muted', id: 'gpu-note', hidden: true });
   const ranksSection = h('section', { class: 'panel', id: 'ranks', hidden: true }, h('h2', { text: 'Ranks' }));
   const stacksPre = h('pre', { class: 'stacks', id: 'stacks', tabindex: '0', 'aria-label': 'Stacks' });
   const stacksSection = h('section', { class: 'panel', id: 'stacks-section', hidden: true }, h('h2', { text: 'Stacks' }), stacksPre);
@@ -58,7 +59,7 @@ export function jobPage(main, id) {
     h('section', { class: 'panel', 'aria-labelledby': 'stages-h' }, h('h2', { id: 'stages-h', text: 'Stages' }), stagesEl),
     h('div', { class: 'grid2' },
       h('figure', { class: 'panel' }, h('figcaption', { class: 'charthead' }, h('h2', { text: 'Loss and metrics by step' }), logLabel), lossEl),
-      h('figure', { class: 'panel' }, h('figcaption', {}, h('h2', { id: 'res-h', text: 'CPU and memory' })), resEl)),
+      h('figure', { class: 'panel' }, h('figcaption', {}, h('h2', { id: 'res-h', text: 'CPU and memory' })), resEl, gpuNote)),
     ranksSection, stacksSection,
     h('section', { class: 'panel', 'aria-labelledby': 'log-h' }, h('div', { class: 'loghead' }, h('h2', { id: 'log-h', text: 'Log' }), logInfo), logEl));
 
@@ -279,6 +280,10 @@ export function jobPage(main, id) {
       clockOffset = head.now - Date.now();
       if (msg.metrics) takeMetrics(msg.metrics);
       if (msg.resources) takeResources(msg.resources, head.gpu);
+      // Said plainly: no GPU on this machine, or GPUs the job has not used (yet).
+      gpuNote.hidden = head.gpu || head.gpus === null || head.gpus === undefined;
+      gpuNote.textContent = head.gpus === 0 ? 'No GPU: nvidia-smi sees none on this machine (or is not installed).'
+        : `GPU: none used by this job so far (${head.gpus} on this machine).`;
       if (msg.log) takeLog(msg.log);
       if (head.cancelTrace) { // lines the page had before the cancel said they were its
         const [first, last] = head.cancelTrace;
