@@ -307,6 +307,9 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.match(await text(page, '#frame'), /threading\.py:\d+ wait/);
     assert.match(await text(page, '#verdict'), /demo_train\.py:\d+ misbehave/);
     assert.match(await text(page, '#hint'), /^Try: /);
+    // The report's paragraph, then its diagnosis and hint once each (they were said twice).
+    assert.match(await text(page, '#summary'), /^Job hung after .* and stopped\.$/);
+    assert.equal((await text(page, '#verdict')).split('Diagnosis (').length - 1, 1);
     assert.equal(await page.locator('#stages li.hung', { hasText: 'config' }).count(), 1);
     await page.screenshot({ path: path.join(SHOTS, 'hung.png'), fullPage: true });
     assert.deepEqual(errors, []);

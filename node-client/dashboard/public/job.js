@@ -181,7 +181,9 @@ export function jobPage(main, id) {
     }
     const r = head.report;
     if (r) {
-      parts.push(h('p', { id: 'summary', text: r.summary }));
+      // The report's paragraph ends with its diagnosis and hint, which follow here apart.
+      const cut = r.diagnosis ? r.summary.indexOf(' Diagnosis (') : -1;
+      parts.push(h('p', { id: 'summary', text: cut > 0 ? r.summary.slice(0, cut) : r.summary }));
       if (r.diagnosis) {
         const d = r.diagnosis;
         parts.push(h('p', { id: 'diagnosis' }, h('strong', { text: `Diagnosis (${d.kind}): ` }), d.summary));
