@@ -38,6 +38,7 @@ from trainbridge.bridge import health, ranks
 Facts = dict[str, Any]
 STAGES_KEPT = 1_000  # stage records kept for the report (a stage per step must not grow)
 DUMPS_KEPT = 4  # dump_stacks replies kept for the report
+ARTIFACTS_KEPT = 1000  # files listed in the report (a worker says at most 1,000 each)
 
 
 def initial(
@@ -95,6 +96,7 @@ def initial(
         "log_lines": 0,  # lines written to the log file
         "log_error": None,  # the log file is incomplete from this line on
         "dropped": {},
+        "artifacts": [],  # files the job made (any of its processes), in the order said
     }
 
 
@@ -138,6 +140,10 @@ def apply(facts: Facts, message: dict[str, Any]) -> Facts:
         facts["dropped"][key] = body["dropped"]  # counts only grow: the latest wins
     elif kind == "reply" and body.get("stacks"):
         facts["stacks"] = (facts["stacks"] + [body["stacks"]])[-DUMPS_KEPT:]
+    elif kind == "artifact" and len(facts["artifacts"]) < ARTIFACTS_KEPT:
+        # any process's (rank 0 saves the checkpoint; a DataLoader worker may write samples)
+        entry = {k: body.get(k) for k in ("path", "name", "kind", "bytes", "step", "by")}
+        facts["artifacts"].append(dict(entry, rank=message["rank"]))
     if not lead:
         return facts
     if kind == "stage":

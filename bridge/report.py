@@ -209,6 +209,7 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
         "log_path": facts["log_path"],
         "log_error": facts["log_error"],
         "dropped": dropped_total(facts["dropped"].values()),
+        "artifacts": [dict(a) for a in facts.get("artifacts", [])],
         "evidence": facts["snapshot"],
         "ranks": rows,
         "root_cause": cause,

@@ -35,6 +35,13 @@ def losses(report: dict[str, Any]) -> list[str]:
                 "worker.receive() or worker.on_message()."
             )
             continue
+        if kind == "artifacts":
+            out.append(
+                f"{count} more file{'s' if count != 1 else ''} the job made "
+                f"{'were' if count != 1 else 'was'} not listed: a worker lists at most 1,000 "
+                "(report 'dropped')."
+            )
+            continue
         if kind == "points":
             out.append(
                 f"The metrics of {count} progress() call{'s' if count != 1 else ''} were not "

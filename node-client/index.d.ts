@@ -168,6 +168,8 @@ export interface Report {
   log_error: LogError | null;
   /** Records the job's worker processes dropped, per kind (log: queue full past TRAINBRIDGE_LOG_WAIT_S). */
   dropped: Record<string, number>;
+  /** Files the job made, in the order said, at most 1,000. */
+  artifacts: Artifact[];
   evidence: Record<string, unknown> | null;
   /** The user's cancel (null when none): reason, the worker's answer, where the script stopped. */
   cancel: { reason: string | null; accepted: boolean | null; refused: string | null; traceback: string | null;
@@ -273,6 +275,8 @@ export type JobEvent =
   | { type: 'starved'; data: { why: string; for_s: number } }
   /** The stall deadline passed, and a look saw the lead busy with its main thread moving: computing, not hung. */
   | { type: 'computing'; data: { why: string; for_s: number } }
+  /** A file the job made (worker.artifact; zero-code: torch.save, PIL's Image.save to a path). */
+  | { type: 'artifact'; data: ArtifactBody }
   | { type: 'end'; data: Report };
 
 /** An exception raised in the Python child: name = its type, stack = its traceback. */
@@ -382,6 +386,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   /** At the heartbeat deadline: the lead's threads waited for a CPU (a busy machine); another for_s seconds. */
   on(event: 'starved', listener: (info: { why: string; for_s: number }) => void): this;
   on(event: 'computing', listener: (info: { why: string; for_s: number }) => void): this;
+  on(event: 'artifact', listener: (body: ArtifactBody) => void): this;
   on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   on(event: 'log_error', listener: (problem: LogError) => void): this;
   /** Emitted only while someone listens: a Python error never crashes the supervisor. */
@@ -407,6 +412,7 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   once(event: 'starting', listener: (info: { why: string; for_s: number }) => void): this;
   once(event: 'starved', listener: (info: { why: string; for_s: number }) => void): this;
   once(event: 'computing', listener: (info: { why: string; for_s: number }) => void): this;
+  once(event: 'artifact', listener: (body: ArtifactBody) => void): this;
   once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
   once(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
   once(event: 'end', listener: (report: Report) => void): this;
@@ -502,6 +508,23 @@ export interface SubmitOptions {
  * The keeper's sample of a scheduled job's process tree, about once a second (bridge/resources.py):
  * CPU as a percent of one core since the previous sample (null for the first), memory, GPU.
  */
+/** A file the job made, as its worker said it (PROTOCOL.md "artifact"). */
+export interface ArtifactBody {
+  path: string;
+  name: string;
+  kind: 'checkpoint' | 'image' | 'file';
+  bytes: number | null;
+  step: number | null;
+  /** script (worker.artifact), torch.save or Image.save */
+  by: string;
+  sender?: Sender;
+}
+
+/** A report's entry for a file the job made: its worker's words and the rank that said it. */
+export interface Artifact extends Omit<ArtifactBody, 'sender'> {
+  rank: number | null;
+}
+
 export interface ResourceSample {
   cpu_percent: number | null;
   rss_bytes: number | null;

@@ -35,6 +35,15 @@ WORKER_KINDS: dict[str, dict[str, str]] = {
         "status": "str?",
     },
     "progress": {"step": "num", "total": "num?", "metrics": "map"},
+    # A file the job made (worker.artifact; zero-code: torch.save, Image.save; PROTOCOL.md).
+    "artifact": {
+        "path": "str",
+        "name": "str",
+        "kind": "str",
+        "bytes": "int?",
+        "step": "num?",
+        "by": "str",
+    },
     "heartbeat": {
         "beat": "int",
         "stage": "str?",

@@ -42,6 +42,7 @@ __all__ = [
     "error",
     "enabled",
     "send",
+    "artifact",
     "on_message",
     "receive",
     "LogHandler",
@@ -195,6 +196,17 @@ def error(exc_or_message: Any, **fields: Any) -> None:
         _runtime.enqueue_event("error", body)
     except BaseException as exc:  # noqa: BLE001 - reporting must never break the script
         _runtime.internal_error("error", exc)
+
+
+def artifact(path: Any, kind: Optional[str] = None, step: Any = None) -> bool:
+    """Say that the job made a file: a checkpoint, a sample image, any file (kind: one of
+    "checkpoint", "image", "file"; by default from its name). The client lists it in the
+    report and the dashboard shows it (images as a gallery, checkpoints to download); step
+    defaults to the latest progress step. False when not supervised. Zero-code mode says so
+    itself for torch.save and PIL's Image.save to a path."""
+    from trainbridge.worker import artifacts
+
+    return artifacts.record(path, kind, step)
 
 
 def send(data: Any, timeout: Optional[float] = 10.0) -> bool:

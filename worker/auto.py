@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.machinery
+import os
 import sys
 import threading
 
@@ -99,6 +100,10 @@ def install() -> None:
     _on_import("torch.utils.data", _hook_torch_data)
     _on_import("torch.optim.optimizer", _hook_torch_optim)
     _on_import("torch.optim.lr_scheduler", _hook_lr_scheduler)
+    # torch.save to a path is a checkpoint (artifacts). Hooked where it is defined, before
+    # torch/__init__ takes its name from there ("torch" itself is the heavy-import stage's).
+    _on_import("torch.serialization", _hook_torch_save)
+    _on_import("PIL.Image", _hook_image_save)  # Image.save to a path: a sample image
 
 
 # --- long-lived stages ------------------------------------------------------------------
@@ -584,6 +589,53 @@ def _hook_lr_scheduler(module) -> None:
     for name in ("SequentialLR", "ChainedScheduler"):
         if getattr(module, name, None) is not None:
             wrap(getattr(module, name), composite)
+
+
+def _artifact(path: Any, kind: str, by: str) -> None:
+    try:
+        from trainbridge.worker import artifacts
+
+        artifacts.record(path, kind, by=by)
+    except Exception:  # noqa: BLE001 - telling about a file must never cost the save
+        pass
+
+
+def _hook_torch_save(serialization) -> None:
+    """torch.save(obj, "ckpt.pt") is a checkpoint the job made (worker/artifacts.py)."""
+    real = getattr(serialization, "save", None)
+    if real is None or getattr(real, "__wrapped__", None) is not None:
+        return
+
+    def save(obj, f, *args, **kwargs):
+        result = real(obj, f, *args, **kwargs)
+        if isinstance(f, (str, os.PathLike)):
+            _artifact(f, "checkpoint", "torch.save")
+        return result
+
+    save.__doc__ = real.__doc__
+    save.__wrapped__ = real  # type: ignore[attr-defined]
+    serialization.save = save
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "save", None) is real:
+        torch.save = save  # torch was imported before the worker was
+
+
+def _hook_image_save(module) -> None:
+    """PIL's Image.save("sample.png") is an image the job made (worker/artifacts.py)."""
+    cls = getattr(module, "Image", None)
+    real = getattr(cls, "save", None)
+    if real is None or getattr(real, "__wrapped__", None) is not None:
+        return
+
+    def save(self, fp, *args, **kwargs):
+        result = real(self, fp, *args, **kwargs)
+        if isinstance(fp, (str, os.PathLike)):
+            _artifact(fp, "image", "Image.save")
+        return result
+
+    save.__doc__ = real.__doc__
+    save.__wrapped__ = real  # type: ignore[attr-defined]
+    cls.save = save
 
 
 _OPTIMIZER_METRICS = _OptimizerMetrics(source="optimizer")  # shared: no dict per step

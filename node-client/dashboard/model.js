@@ -13,6 +13,7 @@ const { isLauncher } = require('../src/machine.js');
 const points = require('../src/points.js');
 
 const LOG_KEEP = 1000; // lines kept for the page; the full log is a download
+const ARTIFACTS_KEEP = 1000; // files listed (a worker says at most 1,000 itself)
 const SERIES_MAX = 4000; // points per series before it is thinned to half (a spike kept: src/points.js)
 
 function createView({ id, title, command, spec = null, t, state = 'starting' }) {
@@ -34,6 +35,7 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
     metrics: { epoch: 0, names: [], step: [], values: {} },
     resources: { epoch: 0, t: [], cpu: [], rss_mb: [], gpu_mem_mb: [], gpu_util: [], gpu: false, gpus: null },
     log: { lines: [], count: 0 }, // lines: {n, stream, text, encoding}; count: lines ever seen
+    artifacts: [], // {n, path, name, kind, bytes, step, at_s}: files the job made (worker/artifacts.py)
     version: 0,
   };
 }
@@ -206,6 +208,13 @@ function apply(view, { type, data, t }) {
       view.state = 'hung';
       view.looked = null;
       break;
+    case 'artifact': // a file the job made: the page lists it and serves it by its number
+      if (view.artifacts.length < ARTIFACTS_KEEP && typeof data.path === 'string') {
+        view.artifacts.push({ n: view.artifacts.length, path: data.path, name: String(data.name || data.path),
+          kind: ['checkpoint', 'image', 'file'].includes(data.kind) ? data.kind : 'file',
+          bytes: data.bytes ?? null, step: data.step ?? null, at_s: since(view, t) });
+      }
+      break;
     case 'cancel': // the user's (or the judge's) cancel: what the interrupted script prints is its doing
       if (!view.cancel) view.cancel = { reason: data.reason ?? null, at_s: since(view, t) };
       markCancelTrace(view);
@@ -329,7 +338,7 @@ function currentStage(view) {
 
 /** The scalar part of a view: everything except the series and the log. */
 function head(view) {
-  const { metrics: _metrics, resources, log, ...rest } = view;
+  const { metrics: _metrics, resources, log, artifacts: _artifacts, ...rest } = view;
   return { ...rest, stage: currentStage(view), log_count: log.count, gpu: resources.gpu, gpus: resources.gpus };
 }
 
@@ -339,7 +348,7 @@ function head(view) {
  * the last line number it has (lines no longer kept are counted as `skipped`).
  */
 function delta(view, cursor) {
-  const c = cursor || { version: -1, mEpoch: -1, mLen: 0, rEpoch: -1, rLen: 0, logN: 0 };
+  const c = cursor || { version: -1, mEpoch: -1, mLen: 0, rEpoch: -1, rLen: 0, logN: 0, artN: 0 };
   if (c.version === view.version) return { message: null, cursor: c };
   const m = view.metrics;
   const r = view.resources;
@@ -365,10 +374,14 @@ function delta(view, cursor) {
   if (fresh.length) {
     message.log = { lines: fresh, skipped: fresh[0].n - c.logN - 1 };
   }
+  const seen = c.artN || 0;
+  if (view.artifacts.length > seen) { // new files only (the page keeps the list)
+    message.artifacts = view.artifacts.slice(seen).map((a) => ({ ...a }));
+  }
   return {
     message,
     cursor: { version: view.version, mEpoch: m.epoch, mLen: m.step.length, rEpoch: r.epoch, rLen: r.t.length,
-      logN: view.log.count },
+      logN: view.log.count, artN: view.artifacts.length },
   };
 }
 

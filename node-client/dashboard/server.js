@@ -39,6 +39,7 @@ const STATIC = {
   '/vendor/uPlot.esm.js': [path.join(UPLOT, 'uPlot.esm.js'), 'text/javascript; charset=utf-8'],
   '/vendor/uPlot.min.css': [path.join(UPLOT, 'uPlot.min.css'), 'text/css; charset=utf-8'],
 };
+const IMAGE_TYPES = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp', '.gif': 'image/gif', '.bmp': 'image/bmp' };
 const FLUSH_MS = 100; // a page gets at most ten updates a second, however fast the job talks
 const LIST_FLUSH_MS = 250;
 const BODY_MAX = 64 * 1024;
@@ -251,6 +252,8 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
       }
       return sendJSON(res, 200, { queue: await jobs.queue() });
     }
+    const a = /^\/api\/jobs\/([A-Za-z0-9_.-]+)\/artifacts\/(\d+)$/.exec(p);
+    if (a && req.method === 'GET') return sendArtifact(res, a[1], Number(a[2]));
     const m = /^\/api\/jobs\/([A-Za-z0-9_.-]+)(?:\/(stream|report|log|cancel|stacks|rerun|forget))?$/.exec(p);
     if (!m) throw new HttpError(404, `no such page: ${p}`);
     const [, id, what] = m;
@@ -288,6 +291,31 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
       return sendJSON(res, 200, { id, stacks });
     }
     throw new HttpError(405, `${req.method} is not allowed on ${p}`);
+  }
+
+  /**
+   * A file the job said it made (an `artifact`), by its number in the job's list: only those,
+   * never a path from the request. Images are shown in the page; the rest is a download.
+   */
+  function sendArtifact(res, id, n) {
+    const view = jobs.get(id);
+    if (!view) throw new HttpError(404, `no job ${id} (the dashboard lists the jobs it knows at /)`);
+    const entry = (view.artifacts || [])[n];
+    if (!entry) throw new HttpError(404, `job ${id} has no file ${n}: it said ${(view.artifacts || []).length}`);
+    let stat;
+    try {
+      stat = fs.statSync(entry.path);
+    } catch (err) {
+      throw new HttpError(410, `${entry.path} is gone (${err.code}): the job, or someone, removed or moved it`);
+    }
+    if (!stat.isFile()) throw new HttpError(409, `${entry.path} is a directory (save_pretrained's): open it on the machine`);
+    const ext = path.extname(entry.path).toLowerCase();
+    const type = IMAGE_TYPES[ext];
+    const name = path.basename(entry.path).replace(/[^\x20-\x7e]|["\\]/g, '_');
+    res.writeHead(200, { 'Content-Type': type || 'application/octet-stream', 'Content-Length': stat.size, 'Cache-Control': 'no-store',
+      'Content-Disposition': `${type ? 'inline' : 'attachment'}; filename="${name}"` });
+    if (stat.size === 0) res.end(''); // (end: 0 would read a byte written since)
+    else fs.createReadStream(entry.path, { start: 0, end: stat.size - 1 }).pipe(res);
   }
 
   function sendLog(res, id) {

@@ -98,7 +98,7 @@ class MemorySource extends EventEmitter {
     const entry = { view, job, logPath, listeners: new Set() };
     this._jobs.set(job.id, entry);
     const fold = (type) => (data) => this._apply(entry, type, data);
-    for (const type of ['state', 'hello', 'stage', 'progress', 'status', 'log', 'stalled', 'hang', 'signal', 'health', 'starting', 'starved', 'computing', 'cancel']) job.on(type, fold(type));
+    for (const type of ['state', 'hello', 'stage', 'progress', 'status', 'log', 'stalled', 'hang', 'signal', 'health', 'starting', 'starved', 'computing', 'cancel', 'artifact']) job.on(type, fold(type));
     job.on('error', () => undefined); // Python errors are in the report; listening keeps them from throwing
     job.done.then(
       (report) => this._apply(entry, 'end', report),

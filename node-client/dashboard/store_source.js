@@ -100,7 +100,7 @@ class StoreSource extends MemorySource {
     const fold = (type) => (data, t) => this._apply(entry, type, data, t);
     // 'resources': the keeper's samples of the job's tree, from the job's start (a restarted
     // dashboard draws the whole history; this source samples no store job itself).
-    for (const type of ['state', 'hello', 'stage', 'progress', 'status', 'log', 'stalled', 'hang', 'signal', 'resources', 'health', 'starting', 'starved', 'computing', 'cancel']) job.on(type, fold(type));
+    for (const type of ['state', 'hello', 'stage', 'progress', 'status', 'log', 'stalled', 'hang', 'signal', 'resources', 'health', 'starting', 'starved', 'computing', 'cancel', 'artifact']) job.on(type, fold(type));
     job.on('error', () => undefined);
     job.on('end', (report, t) => this._apply(entry, 'end', report, t));
     job.done.then(() => undefined, (err) => this._apply(entry, 'end', {

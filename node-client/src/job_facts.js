@@ -14,6 +14,7 @@ const ranks = require('./ranks.js');
 
 const STAGES_KEPT = 1000; // stage records kept for the report (a stage per step must not grow)
 const DUMPS_KEPT = 4; // dump_stacks replies kept for the report
+const ARTIFACTS_KEPT = 1000; // files listed in the report (a worker says at most 1,000 each)
 
 /** The record of a job that has not started yet. */
 function initial({ id, command, logPath = null, started, startedWall }) {
@@ -29,6 +30,7 @@ function initial({ id, command, logPath = null, started, startedWall }) {
     rejected: {}, lost: 0, undelivered: {}, unrouted: 0, foreign_hellos: 0,
     log_lines: 0, log_error: null, // lines written to the log file; why it is incomplete
     dropped: {}, // routing id -> the worker's drop counts (heartbeat, bye)
+    artifacts: [], // files the job made (any of its processes), in the order said
   };
 }
 
@@ -79,6 +81,11 @@ function apply(facts, message) {
     facts.dropped[key] = body.dropped; // counts only grow: the latest wins
   } else if (kind === 'reply' && body.stacks) {
     facts.stacks = [...facts.stacks, String(body.stacks)].slice(-DUMPS_KEPT);
+  } else if (kind === 'artifact' && facts.artifacts.length < ARTIFACTS_KEPT) {
+    // any process's (rank 0 saves the checkpoint; a DataLoader worker may write samples)
+    const entry = {};
+    for (const k of ['path', 'name', 'kind', 'bytes', 'step', 'by']) entry[k] = body[k] ?? null;
+    facts.artifacts.push({ ...entry, rank: message.rank });
   }
   if (!lead) return facts;
   if (kind === 'stage') recordStage(facts, body, message.t);

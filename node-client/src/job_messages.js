@@ -154,6 +154,10 @@ class JobMessages {
         this._emit('message', body.data ?? null);
         this._post({ type: 'beat' });
         break;
+      case 'artifact': // a file the job made (report.artifacts)
+        this._emit('artifact', body);
+        this._post({ type: 'beat' });
+        break;
       default:
         this._post({ type: 'beat' });
         break;
@@ -244,6 +248,7 @@ class JobMessages {
         break;
       case 'reply': this._onReply(body); break; // dumps answer from every process of the job
       case 'user': this._emit('message', body.data ?? null); break;
+      case 'artifact': this._emit('artifact', body); break; // any process's file
       case 'error': { // another rank's error, named by its sender; the lead's is the job's
         if (this.listenerCount('error') > 0) this._emit('error', new PythonError(body));
         break;

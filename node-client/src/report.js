@@ -152,6 +152,7 @@ function buildReport(facts, files) {
     log_path: facts.log_path,
     log_error: facts.log_error ?? null,
     dropped: droppedTotal(Object.values(facts.dropped)),
+    artifacts: (facts.artifacts || []).map((a) => ({ ...a })),
     evidence: facts.snapshot,
     ranks: rows,
     root_cause: cause,

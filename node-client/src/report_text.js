@@ -28,6 +28,10 @@ function losses(report) {
       out.push(`The script's inbox was full: the worker dropped ${count} job.send() message${count !== 1 ? 's' : ''} (report 'dropped'); read them with worker.receive() or worker.on_message().`);
       continue;
     }
+    if (kind === 'artifacts') {
+      out.push(`${count} more file${count !== 1 ? 's' : ''} the job made ${count !== 1 ? 'were' : 'was'} not listed: a worker lists at most 1,000 (report 'dropped').`);
+      continue;
+    }
     if (kind === 'points') {
       out.push(`The metrics of ${count} progress() call${count !== 1 ? 's' : ''} were not kept for the curves: more than ${POINTS_KEPT} calls came between two sends (report 'dropped'); the latest values were sent.`);
       continue;

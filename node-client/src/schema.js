@@ -15,6 +15,7 @@ const WORKER_KINDS = {
   stage: { event: 'str', name: 'str', depth: 'int', budget_s: 'num?', duration_s: 'num?',
     status: 'str?' },
   progress: { step: 'num', total: 'num?', metrics: 'map' },
+  artifact: { path: 'str', name: 'str', kind: 'str', bytes: 'int?', step: 'num?', by: 'str' },
   heartbeat: { beat: 'int', stage: 'str?', stages: 'list', idle_s: 'num',
     progress_age_s: 'num?', stack: 'str?', dropped: 'map', where: 'str?', work: 'int?' },
   log: { level: 'str', message: 'str' },

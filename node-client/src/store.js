@@ -618,6 +618,8 @@ class AttachedJob extends EventEmitter {
           if (this.listenerCount('error') > 0) emit('error', new PythonError(body));
         } else if (['hello', 'stage', 'progress', 'heartbeat'].includes(event.kind) && (lead || event.kind === 'hello')) {
           emit(event.kind, body);
+        } else if (event.kind === 'artifact') { // any process's file, as a launched Job's
+          emit('artifact', body);
         }
         break;
       }

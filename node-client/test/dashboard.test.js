@@ -214,6 +214,22 @@ test('after a cancel, the interrupted script\'s stderr (its KeyboardInterrupt tr
   assert.deepEqual(model.head(w).cancelTrace, [4, 6]);
 });
 
+test('files the job made: listed by number, sent to a page once each (issue 34)', () => {
+  const v = view0();
+  const said = (name, kind, step) => model.apply(v, { type: 'artifact', t: T0 + 1000,
+    data: { path: `/runs/a/${name}`, name, kind, bytes: 10, step, by: 'Image.save' } });
+  said('s-1.png', 'image', 1);
+  let { message, cursor } = model.delta(v, null);
+  assert.deepEqual(message.artifacts, [{ n: 0, path: '/runs/a/s-1.png', name: 's-1.png', kind: 'image', bytes: 10, step: 1, at_s: 1 }]);
+  assert.equal(model.head(v).artifacts, undefined, 'not in every head update');
+  said('model.pt', 'checkpoint', 2);
+  said('odd', 'weights', 3);
+  ({ message, cursor } = model.delta(v, cursor));
+  assert.deepEqual(message.artifacts.map((a) => [a.n, a.name, a.kind]), [[1, 'model.pt', 'checkpoint'], [2, 'odd', 'file']]);
+  model.apply(v, { type: 'log', data: { stream: 'stdout', text: 'x' }, t: T0 });
+  assert.equal(model.delta(v, cursor).message.artifacts, undefined, 'new files only');
+});
+
 test('each metric family has an axis of its own: the page is told which family each metric is', () => {
   const fam = (n) => model.familyOf(n);
   assert.deepEqual(['loss', 'val_loss', 'ppl', 'train/nll'].map(fam), ['loss', 'loss', 'loss', 'loss']);

@@ -506,6 +506,44 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
+  it('the files a job made: the sample images an unmodified script saved in a gallery by step, its checkpoint to download (issue 34)', async (t) => {
+    // No trainbridge import: zero-code mode sees PIL's Image.save and torch.save to a path.
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-artifacts-'));
+    t.after(() => fs.rmSync(out, { recursive: true, force: true }));
+    const script = [
+      'import sys, torch',
+      'from PIL import Image',
+      'model = torch.nn.Linear(4, 1)',
+      'opt = torch.optim.SGD(model.parameters(), lr=0.1)',
+      'for step in range(1, 301):',
+      '    loss = model(torch.randn(8, 4)).pow(2).mean()',
+      '    opt.zero_grad(); loss.backward(); opt.step()',
+      '    if step % 100 == 0:',
+      '        Image.new("RGB", (32, 32), (step % 256, 40, 200)).save(f"{sys.argv[1]}/sample-{step}.png")',
+      'torch.save(model.state_dict(), f"{sys.argv[1]}/model.pt")',
+    ].join('\n');
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, { kind: 'command', argv: [python, '-c', script, out] });
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await page.locator('#verdict-h', { hasText: 'Outcome: succeeded' }).waitFor({ timeout: 90000 });
+    const captions = page.locator('#gallery figure figcaption');
+    await captions.nth(2).waitFor({ timeout: 10000 });
+    assert.deepEqual(await captions.allInnerTexts(), ['step 100 · sample-100.png', 'step 200 · sample-200.png', 'step 300 · sample-300.png']);
+    // The images are the files themselves, drawn.
+    await page.waitForFunction(() => [...document.querySelectorAll('#gallery img')].every((img) => img.complete && img.naturalWidth === 32));
+    const row = page.locator('#files tr', { hasText: 'model.pt' });
+    assert.match(await row.innerText(), /model\.pt\s+checkpoint\s+[\d.]+ (B|KiB)\s+300/);
+    const href = await row.locator('a').getAttribute('href');
+    const file = await page.request.get(`${dash.url}${href.slice(1)}`);
+    assert.equal(file.status(), 200);
+    assert.deepEqual(Buffer.from(await file.body()), fs.readFileSync(path.join(out, 'model.pt')));
+    assert.match(file.headers()['content-disposition'], /^attachment; filename="model\.pt"$/);
+    // Only the files the job said: a number it did not say is refused.
+    assert.equal((await page.request.get(`${dash.url}api/jobs/${id}/artifacts/99`)).status(), 404);
+    await page.screenshot({ path: path.join(SHOTS, 'artifacts.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  });
+
   it('a hidden tab lets go of its event stream and catches up when shown again', async () => {
     const { page, errors } = await open(dash.url);
     const id = await submit(page, { kind: 'demo', hangAt: 'config' });

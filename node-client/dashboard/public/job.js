@@ -46,6 +46,14 @@ export function jobPage(main, id) {
   const resEl = h('div', { class: 'chart', id: 'resources-chart' }, h('p', { class: 'empty', text: 'Sampled once a second while the job runs.' }));
   const gpuNote = h('p', { class: 'muted', id: 'gpu-note', hidden: true });
   const ranksSection = h('section', { class: 'panel', id: 'ranks', hidden: true }, h('h2', { text: 'Ranks' }));
+  // Files the job made (worker.artifact; zero-code: torch.save, Image.save): sample images as
+  // a gallery by step, checkpoints and other files to download.
+  const gallery = h('div', { class: 'gallery', id: 'gallery', hidden: true });
+  const filesBody = h('tbody');
+  const filesTable = h('table', { id: 'files', hidden: true },
+    h('thead', {}, h('tr', {}, ...['File', 'Kind', 'Size', 'Step', ''].map((t) => h('th', { scope: 'col', text: t })))), filesBody);
+  const artifactsSection = h('section', { class: 'panel', id: 'artifacts', hidden: true, 'aria-labelledby': 'artifacts-h' },
+    h('h2', { id: 'artifacts-h', text: 'Checkpoints and samples' }), gallery, filesTable);
   const stacksPre = h('pre', { class: 'stacks', id: 'stacks', tabindex: '0', 'aria-label': 'Stacks' });
   const stacksSection = h('section', { class: 'panel', id: 'stacks-section', hidden: true }, h('h2', { text: 'Stacks' }), stacksPre);
   const logInfo = h('span', { class: 'muted', id: 'log-info' });
@@ -60,7 +68,7 @@ export function jobPage(main, id) {
     h('div', { class: 'grid2' },
       h('figure', { class: 'panel' }, h('figcaption', { class: 'charthead' }, h('h2', { text: 'Loss and metrics by step' }), logLabel), lossEl),
       h('figure', { class: 'panel' }, h('figcaption', {}, h('h2', { id: 'res-h', text: 'CPU and memory' })), resEl, gpuNote)),
-    ranksSection, stacksSection,
+    artifactsSection, ranksSection, stacksSection,
     h('section', { class: 'panel', 'aria-labelledby': 'log-h' }, h('div', { class: 'loghead' }, h('h2', { id: 'log-h', text: 'Log' }), logInfo), logEl));
 
   // Series as the page has them; the stream sends what is new.
@@ -130,6 +138,31 @@ export function jobPage(main, id) {
     }
     if (!resChart) resChart = resourcesChart();
     resChart.update();
+  }
+
+  const size = (b) => (b === null || b === undefined ? '' : b < 1024 ? `${b} B` : b < 1048576 ? `${(b / 1024).toFixed(1)} KiB`
+    : b < 1073741824 ? `${(b / 1048576).toFixed(1)} MiB` : `${(b / 1073741824).toFixed(2)} GiB`);
+  const shownFiles = new Set(); // a fresh snapshot (a reconnect) sends the list again
+  function takeArtifacts(list) {
+    for (const a of list) {
+      if (shownFiles.has(a.n)) continue;
+      shownFiles.add(a.n);
+      const href = `/api/jobs/${id}/artifacts/${a.n}`;
+      const at = a.step === null ? '' : `step ${a.step}`;
+      if (a.kind === 'image') {
+        gallery.append(h('figure', { class: 'sample', 'data-n': String(a.n) },
+          h('a', { href, target: '_blank', rel: 'noopener' }, h('img', { src: href, loading: 'lazy', alt: `${a.name}${at ? ` at ${at}` : ''}` })),
+          h('figcaption', { text: [at, a.name].filter(Boolean).join(' · ') })));
+        gallery.hidden = false;
+      } else {
+        filesBody.append(h('tr', { 'data-n': String(a.n) },
+          h('td', { title: a.path }, h('code', { text: a.name })), h('td', { text: a.kind }), h('td', { text: size(a.bytes) }),
+          h('td', { text: a.step === null ? '' : String(a.step) }),
+          h('td', {}, h('a', { href, download: a.name, text: 'Download', 'aria-label': `Download ${a.name}` }))));
+        filesTable.hidden = false;
+      }
+    }
+    artifactsSection.hidden = false;
   }
 
   function takeLog(l) {
@@ -287,6 +320,7 @@ export function jobPage(main, id) {
       gpuNote.textContent = head.gpus === 0 ? 'No GPU: nvidia-smi sees none on this machine (or is not installed).'
         : `GPU: none used by this job so far (${head.gpus} on this machine).`;
       if (msg.log) takeLog(msg.log);
+      if (msg.artifacts) takeArtifacts(msg.artifacts);
       if (head.cancelTrace) { // lines the page had before the cancel said they were its
         const [first, last] = head.cancelTrace;
         for (const row of logEl.querySelectorAll('div.stderr:not(.after-cancel)')) {
