@@ -253,6 +253,28 @@ ENCODE_CASES = [
         {"data": {"step": 3}},
         "job-7f3a/0/4242",
     ),
+    (
+        "artifact: a file the job made, its non-ASCII path escaped",
+        "artifact",
+        {
+            "path": "/runs/\u6a21\u578b/ckpt-100.pt",
+            "name": "ckpt-100.pt",
+            "kind": "checkpoint",
+            "bytes": 1536,
+            "step": 100,
+            "by": "torch.save",
+        },
+    ),
+    (
+        "progress with every call's points since the last send",
+        "progress",
+        {
+            "step": 3,
+            "total": 10,
+            "metrics": {"loss": 0.5},
+            "points": {"steps": [1, 2, 3], "metrics": {"loss": [2.0, None, 0.5]}},
+        },
+    ),
 ]
 
 
