@@ -84,9 +84,11 @@ ONE_NAN_STEP = """
 
 
 def test_a_nan_of_one_step_between_two_sends_is_said(script):
-    """3,000 steps in about a second: the worker sends the latest value a few times a second,
+    """3,000 steps in about 3 s: the worker sends the latest value a few times a second,
     so the one NaN step was never seen; every call's metrics now ride along (`points`)."""
-    job = bridge.launch([sys.executable, script(ONE_NAN_STEP.replace("PAUSE", "0.0003"))])
+    # (1 ms a step: a worker keeps 1,024 calls between two sends, so its beacon may wait a
+    # whole second for a CPU on a loaded machine before a call's metrics are only counted)
+    job = bridge.launch([sys.executable, script(ONE_NAN_STEP.replace("PAUSE", "0.001"))])
     report = job.wait(WAIT_S)
     assert report is not None and report.outcome == "succeeded", report.summary
     [entry] = report["health"]
