@@ -600,21 +600,28 @@ def _artifact(path: Any, kind: str, by: str) -> None:
         pass
 
 
+def _telling(real, keyword: str, kind: str, by: str):
+    """`real`, a save function whose second argument (or `keyword`) is where it saves, made
+    to tell the client about the file when that is a path (a file object names none)."""
+
+    def save(*args, **kwargs):
+        result = real(*args, **kwargs)
+        where = args[1] if len(args) > 1 else kwargs.get(keyword)
+        if isinstance(where, (str, os.PathLike)):
+            _artifact(where, kind, by)
+        return result
+
+    save.__doc__ = real.__doc__
+    save.__wrapped__ = real  # type: ignore[attr-defined]
+    return save
+
+
 def _hook_torch_save(serialization) -> None:
     """torch.save(obj, "ckpt.pt") is a checkpoint the job made (worker/artifacts.py)."""
     real = getattr(serialization, "save", None)
     if real is None or getattr(real, "__wrapped__", None) is not None:
         return
-
-    def save(obj, f, *args, **kwargs):
-        result = real(obj, f, *args, **kwargs)
-        if isinstance(f, (str, os.PathLike)):
-            _artifact(f, "checkpoint", "torch.save")
-        return result
-
-    save.__doc__ = real.__doc__
-    save.__wrapped__ = real  # type: ignore[attr-defined]
-    serialization.save = save
+    serialization.save = save = _telling(real, "f", "checkpoint", "torch.save")
     torch = sys.modules.get("torch")
     if torch is not None and getattr(torch, "save", None) is real:
         torch.save = save  # torch was imported before the worker was
@@ -626,16 +633,7 @@ def _hook_image_save(module) -> None:
     real = getattr(cls, "save", None)
     if real is None or getattr(real, "__wrapped__", None) is not None:
         return
-
-    def save(self, fp, *args, **kwargs):
-        result = real(self, fp, *args, **kwargs)
-        if isinstance(fp, (str, os.PathLike)):
-            _artifact(fp, "image", "Image.save")
-        return result
-
-    save.__doc__ = real.__doc__
-    save.__wrapped__ = real  # type: ignore[attr-defined]
-    cls.save = save
+    cls.save = _telling(real, "fp", "image", "Image.save")
 
 
 _OPTIMIZER_METRICS = _OptimizerMetrics(source="optimizer")  # shared: no dict per step

@@ -74,6 +74,7 @@ for step in range(1, 5):
     Image.new("RGB", (4, 4)).save(f"{sys.argv[1]}/sample-{step}.png")
 torch.save(model.state_dict(), f"{sys.argv[1]}/model.pt")
 torch.save(model.state_dict(), open(f"{sys.argv[1]}/by-file-object.pt", "wb"))
+Image.new("RGB", (4, 4)).save(fp=f"{sys.argv[1]}/by-keyword.png")
 """
 
 
@@ -90,8 +91,9 @@ def test_an_unmodified_script_s_checkpoint_and_samples_are_listed(tmp_path):
         ("sample-3.png", "image", 3, "Image.save"),
         ("sample-4.png", "image", 4, "Image.save"),
         ("model.pt", "checkpoint", 4, "torch.save"),
+        ("by-keyword.png", "image", 4, "Image.save"),
     ]
-    assert report["artifacts"][-1]["bytes"] == os.path.getsize(tmp_path / "model.pt")
+    assert report["artifacts"][-2]["bytes"] == os.path.getsize(tmp_path / "model.pt")
     assert_tree_gone(job)
 
 
