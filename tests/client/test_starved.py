@@ -1,0 +1,104 @@
+"""A job starved of CPU is slow, not hung (issue 32 item 3): its beacon goes silent past the
+heartbeat deadline because the machine gives the process no CPU, and the look at the deadline
+sees its threads waiting on a run queue: a `starved` event, the deadline extended, and the job
+goes on to succeed once it gets a CPU again. The starving is real: the job's process is put
+in a cgroup whose CPU quota is 1 ms a second (what a busy machine, or a container's limit,
+does to it). Node twin: node-client/test/starved.test.js."""
+
+import os
+import sys
+import threading
+
+import pytest
+
+from trainbridge import bridge
+
+from .conftest import WAIT_S, assert_tree_gone
+
+V1 = "/sys/fs/cgroup/cpu"  # cgroup v1's cpu controller (this machine's and CI's)
+V2 = "/sys/fs/cgroup"  # cgroup v2, where its cpu controller is on
+
+
+class Squeeze:
+    """A cgroup with a CPU quota: put a process in, then squeeze it to 1 ms a second."""
+
+    def __init__(self):
+        name = f"tb-starve-{os.getpid()}-{threading.get_ident()}"
+        if os.path.isfile(os.path.join(V1, "cpu.cfs_quota_us")):
+            self.path, self.v2 = os.path.join(V1, name), False
+        elif "cpu" in open(os.path.join(V2, "cgroup.subtree_control")).read().split():
+            self.path, self.v2 = os.path.join(V2, name), True
+        else:
+            raise RuntimeError("no cgroup cpu controller: neither v1's nor v2's is on")
+        os.mkdir(self.path)
+
+    def add(self, pid):
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+
+    def quota(self, us):
+        if self.v2:
+            self._write("cpu.max", f"{us if us else 'max'} 1000000")
+        else:
+            self._write("cpu.cfs_period_us", "1000000")
+            self._write("cpu.cfs_quota_us", str(us if us else -1))
+
+    def _write(self, name, value):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(value)
+
+    def close(self):
+        self.quota(None)
+        try:
+            os.rmdir(self.path)  # empty once the job's processes are gone
+        except OSError:
+            pass
+
+
+@pytest.fixture
+def squeeze():
+    if os.geteuid() != 0:
+        pytest.skip("making a cgroup needs root (scripts/test runs as root in CI)")
+    s = Squeeze()
+    yield s
+    s.close()
+
+
+# Busy, as a training loop is, for 24 half-second steps: long enough to be squeezed mid-run.
+TRAINS = """
+import time
+from trainbridge import worker
+with worker.stage("train"):
+    for i in range(1, 25):
+        worker.progress(i, 24)
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            pass
+"""
+
+
+def test_a_job_starved_of_cpu_is_waiting_for_a_core_not_hung(squeeze):
+    seen = []
+
+    def on_event(event):
+        seen.append(event)
+        if event["event"] == "spawn":
+            squeeze.add(event["pid"])
+        elif event["event"] == "status" and event["status"].get("step") == 2:
+            squeeze.quota(1000)  # 1 ms of CPU a second: its beacon falls silent
+        elif event["event"] == "starved":
+            squeeze.quota(None)  # the look said so: a CPU again, and it goes on
+
+    job = bridge.launch(
+        [sys.executable, "-c", TRAINS], on_event=on_event, heartbeat_timeout=3, stall_timeout=60
+    )
+    report = job.wait(WAIT_S)
+    assert report is not None, "no report"
+    starved = [e for e in seen if e["event"] == "starved"]
+    assert starved, [e["event"] for e in seen if e["event"] not in ("output", "message")]
+    assert "waiting for a free core" in starved[0]["why"], starved[0]
+    assert starved[0]["for_s"] == 3
+    assert report["outcome"] == "succeeded", report["summary"]
+    assert not [e for e in seen if e["event"] == "hang"]
+    assert report["progress"]["step"] == 24
+    assert_tree_gone(job)
