@@ -1,5 +1,6 @@
 """What a job made: checkpoints, sample images, any file the script names (worker.artifact,
-and zero-code mode's hooks on torch.save and PIL's Image.save). Each becomes an `artifact`
+and zero-code mode's hooks: torch.save, PIL's Image.save, safetensors' save_file,
+save_pretrained; worker/auto.py). Each becomes an `artifact`
 message (PROTOCOL.md): the file's absolute path, its name, its kind, its size when written,
 the step it was made at; the supervisor lists them in the report and the dashboard shows
 checkpoints to download and images as a gallery.

@@ -104,6 +104,10 @@ def install() -> None:
     # torch/__init__ takes its name from there ("torch" itself is the heavy-import stage's).
     _on_import("torch.serialization", _hook_torch_save)
     _on_import("PIL.Image", _hook_image_save)  # Image.save to a path: a sample image
+    # What LoRA trainers and Hugging Face scripts save with: a checkpoint each.
+    _on_import("safetensors.torch", _hook_save_file)
+    _on_import("transformers.modeling_utils", _hook_save_pretrained("PreTrainedModel"))
+    _on_import("diffusers.models.modeling_utils", _hook_save_pretrained("ModelMixin"))
 
 
 # --- long-lived stages ------------------------------------------------------------------
@@ -625,6 +629,26 @@ def _hook_torch_save(serialization) -> None:
     torch = sys.modules.get("torch")
     if torch is not None and getattr(torch, "save", None) is real:
         torch.save = save  # torch was imported before the worker was
+
+
+def _hook_save_file(module) -> None:
+    """safetensors' save_file(tensors, "lora.safetensors"): a checkpoint (LoRA trainers')."""
+    real = getattr(module, "save_file", None)
+    if real is not None and getattr(real, "__wrapped__", None) is None:
+        module.save_file = _telling(real, "filename", "checkpoint", "safetensors.save_file")
+
+
+def _hook_save_pretrained(class_name: str):
+    """model.save_pretrained("out/") of transformers' or diffusers' models: a checkpoint (a
+    directory)."""
+
+    def hook(module) -> None:
+        cls = getattr(module, class_name, None)
+        real = getattr(cls, "save_pretrained", None)
+        if real is not None and getattr(real, "__wrapped__", None) is None:
+            cls.save_pretrained = _telling(real, "save_directory", "checkpoint", "save_pretrained")
+
+    return hook
 
 
 def _hook_image_save(module) -> None:

@@ -75,6 +75,8 @@ for step in range(1, 5):
 torch.save(model.state_dict(), f"{sys.argv[1]}/model.pt")
 torch.save(model.state_dict(), open(f"{sys.argv[1]}/by-file-object.pt", "wb"))
 Image.new("RGB", (4, 4)).save(fp=f"{sys.argv[1]}/by-keyword.png")
+from safetensors.torch import save_file
+save_file({"w": torch.zeros(2)}, f"{sys.argv[1]}/lora.safetensors")
 """
 
 
@@ -92,8 +94,10 @@ def test_an_unmodified_script_s_checkpoint_and_samples_are_listed(tmp_path):
         ("sample-4.png", "image", 4, "Image.save"),
         ("model.pt", "checkpoint", 4, "torch.save"),
         ("by-keyword.png", "image", 4, "Image.save"),
+        ("lora.safetensors", "checkpoint", 4, "safetensors.save_file"),
     ]
-    assert report["artifacts"][-2]["bytes"] == os.path.getsize(tmp_path / "model.pt")
+    sizes = {a["name"]: a["bytes"] for a in report["artifacts"]}
+    assert sizes["model.pt"] == os.path.getsize(tmp_path / "model.pt")
     assert_tree_gone(job)
 
 
