@@ -135,7 +135,8 @@ test('launch(): a NaN of one step between two sends is said (the worker sends ev
   assert.strictEqual(report.health.length, 1);
   const [entry] = report.health;
   assert.strictEqual(entry.step, 1500);
-  assert.ok(entry.text.startsWith('loss became NaN at step 1500 ('), entry.text);
+  // "by step" when the steps just before were thinned away (a message keeps 512 points)
+  assert.match(entry.text, /^loss became NaN (at|by) step 1500 \(/);
   assert.deepStrictEqual(liveProcesses([report.pid]), []);
 });
 

@@ -7,6 +7,7 @@ The rule itself is pinned by vectors/health.json (test_health.py)."""
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -93,7 +94,8 @@ def test_a_nan_of_one_step_between_two_sends_is_said(script):
     assert report is not None and report.outcome == "succeeded", report.summary
     [entry] = report["health"]
     assert entry["metric"] == "loss" and entry["step"] == 1500, entry
-    assert entry["text"].startswith("loss became NaN at step 1500 ("), entry["text"]
+    # "by step" when the steps just before were thinned away (a message keeps 512 points)
+    assert re.match(r"loss became NaN (at|by) step 1500 \(", entry["text"]), entry["text"]
     assert report["progress"] == {"step": 3000, "total": 3000, "metrics": {"loss": 1 / 3000}}
     assert_tree_gone(job)
 
