@@ -222,6 +222,12 @@ def observe_points(record: dict[str, Any], body: dict[str, Any]) -> None:
                 if isinstance(column, list) and i < len(column) and column[i] is not None
             }
             health.observe(record, step, at)
-        if steps and steps[-1] == body["step"]:
-            return
+        if steps and not _after(body["step"], steps[-1]):
+            return  # the latest is the last point, or older (a message queued behind a log)
     health.observe(record, body["step"], body.get("metrics"))
+
+
+def _after(step: Any, last: Any) -> bool:
+    """Whether `step` comes after the point `last` (numbers; anything else is not after)."""
+    numbers = (int, float)
+    return isinstance(step, numbers) and isinstance(last, numbers) and step > last

@@ -74,7 +74,8 @@ function addProgress(view, body) {
       addMetrics(view, Number(step), at);
     });
     const last = p.steps[p.steps.length - 1];
-    if (last === body.step) return;
+    // the latest is the last point, or older (a message queued behind a log): x keeps rising
+    if (p.steps.length && !(typeof body.step === 'number' && typeof last === 'number' && body.step > last)) return;
   }
   addMetrics(view, Number(body.step), body.metrics);
 }

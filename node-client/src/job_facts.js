@@ -149,7 +149,9 @@ function observePoints(record, body) {
       }
       health.observe(record, step, at);
     });
-    if (steps.length && steps[steps.length - 1] === body.step) return;
+    const last = steps[steps.length - 1];
+    // the latest is the last point, or older (a message queued behind a log)
+    if (steps.length && !(typeof body.step === 'number' && typeof last === 'number' && body.step > last)) return;
   }
   health.observe(record, body.step, body.metrics);
 }

@@ -182,6 +182,10 @@ test('series: every step\'s metrics from a message\'s points; a spike of one ste
   assert.ok(at >= 0, 'the spike\'s step is kept');
   assert.equal(values.loss[at], 50);
   assert.equal(step.at(-1), 10000);
+  // A message queued behind a log: its latest value is older than its points; x keeps rising.
+  const q = view0();
+  model.apply(q, { type: 'progress', t: T0, data: { step: 3, metrics: { loss: 1 }, points: { steps: [3, 4, 5], metrics: { loss: [1, 2, 3] } } } });
+  assert.deepEqual(model.delta(q, null).message.metrics.step, [3, 4, 5]);
   // A message without points (zero-code's source, an older worker) is one point.
   const w = view0();
   model.apply(w, { type: 'progress', data: { step: 3, total: null, metrics: { loss: 0.5 } }, t: T0 });

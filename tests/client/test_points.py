@@ -29,3 +29,23 @@ def test_never_more_than_the_limit():
     for limit in (3, 30, 512, 4000):
         kept = points.keep(10_000, values, limit)
         assert len(kept) <= limit and kept == sorted(set(kept))
+
+
+def test_health_reads_every_point_and_an_older_latest_value_adds_nothing():
+    """A progress message queued behind a log carries the progress made before it, and the
+    points taken when it was sent (newer): the older latest value is not observed last."""
+    from trainbridge.bridge import health, job_facts
+
+    record = health.initial()
+    body = {
+        "step": 3,
+        "metrics": {"loss": 0.5, "acc": 0.1},
+        "points": {
+            "steps": [3, 4, 5],
+            "metrics": {"loss": [0.5, float("nan"), 0.25], "acc": [0.1, 0.2, 0.3]},
+        },
+    }
+    job_facts.observe_points(record, body)
+    [entry] = record["entries"]
+    assert (entry["step"], entry["last_finite_step"]) == (4, 3)
+    assert record["finite"]["acc"] == [5, 0.3]  # not [3, 0.1]: the latest value was older
