@@ -431,7 +431,13 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     return { watching: mux.watched.size, refused };
   }
 
-  const server = http.createServer((req, res) => {
+  const server = http.createServer({
+    // A kept-alive connection the server closes just as a client reuses it is reset under
+    // that request (a submit's POST, which no client retries; hunt run 2 on 34a0797). Idle
+    // ones are kept longer than clients keep them (Node's default was 5 s).
+    keepAliveTimeout: 65000,
+    headersTimeout: 66000,
+  }, (req, res) => {
     route(req, res).catch((err) => {
       const status = err.status || 500;
       if (status === 500) process.stderr.write(`[dashboard] ${req.method} ${req.url.split('?')[0]}: ${err.stack}\n`);

@@ -324,9 +324,12 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     const id = await submit(page, { kind: 'command', argv: [python, script, '14', '1.5'],
       timeouts: { stallTimeout: 5, heartbeatTimeout: 2 } });
     await page.goto(`${dash.url}#/jobs/${id}`);
-    const looked = page.locator('#looked[data-look="computing"]');
-    await looked.waitFor({ timeout: 40000 });
-    assert.match(await looked.innerText(), /^No progress but not hung \(at \d+ s\): computing, not hung: .*busy_phases\.py:/);
+    // Read as it shows: on a loaded machine a later 'stalled' may replace it (the judge's call).
+    const said = await page.waitForFunction(() => {
+      const el = document.querySelector('#looked[data-look="computing"]');
+      return el ? el.innerText : null;
+    }, null, { timeout: 40000 });
+    assert.match(await said.jsonValue(), /^No progress but not hung \(at \d+ s\): computing, not hung: .*busy_phases\.py:/);
     await page.locator('#verdict-h', { hasText: 'Outcome: succeeded' }).waitFor({ timeout: 60000 });
     assert.equal(await page.locator('#looked').count(), 0, 'an ended job shows its outcome, not the look');
     assert.deepEqual(errors, []);
@@ -655,7 +658,9 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
       let errors;
       ({ page, errors } = await open(srv.url, undefined, srv.loginUrl));
       const crashed = await submit(page, { kind: 'demo', crashAt: 'config' }, srv.url);
-      const id = await submit(page, { kind: 'demo', steps: 1500 }, srv.url);
+      // Long enough to outlive a slow restart on a loaded machine (1,500 steps once ended
+      // while the server came back: hunt run 2 on 34a0797); cancelled at the end.
+      const id = await submit(page, { kind: 'demo', steps: 8000 }, srv.url);
       await page.goto(`${srv.url}#/jobs/${id}`);
       const percent = () => page.evaluate(() => Number(document.querySelector('#progress').getAttribute('aria-valuenow')));
       await page.waitForFunction(() => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > 5, null, { timeout: 60000 });
@@ -693,7 +698,8 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
         assert.ok(was && now && was.replace(/\s+/g, '') === now.replace(/\s+/g, ''), `stage ${name}: ${was} -> ${now}`);
       }
       await page.screenshot({ path: path.join(SHOTS, 'restarted.png'), fullPage: true });
-      await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 60000 });
+      await page.click('#cancel'); // through the restarted server
+      await page.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 60000 });
       await page.goto(`${srv.url}#/jobs/${crashed}`);
       await page.locator('#state', { hasText: 'crashed' }).waitFor({ timeout: 10000 });
       assert.match(await text(page, '#verdict'), /SIGSEGV/);

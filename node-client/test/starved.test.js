@@ -61,7 +61,9 @@ test('a job starved of CPU is waiting for a core, not hung', {
   job.on('starved', (info) => { starved.push(info); squeeze.quota(null); });
   job.on('hang', (h) => hangs.push(h));
   const report = await job.done;
-  assert.ok(starved.length, 'a starved event');
+  // (A throttled cgroup whose threads do not run at all in the look's window shows no run
+  // queue wait: judged hung. Seen once beside two CPU loops; the summary says which.)
+  assert.ok(starved.length, `a starved event; ${report.outcome}: ${report.summary}`);
   assert.match(starved[0].why, /waiting for a free core/);
   assert.equal(starved[0].for_s, 3);
   assert.equal(report.outcome, 'succeeded', report.summary);
