@@ -6,9 +6,15 @@ action) and answers with a "looked" event. node-client/src/look.js is the twin;
 vectors/look.json holds cases both run.
 
 A sample: {"t": seconds, "lines": output lines so far, "lead": the pid that speaks (or would)
-for the job, "procs": [{"pid", "name", "cpu_s", "io_bytes", "run_delay_s"}]}
+for the job, "procs": [{"pid", "name", "cpu_s", "io_bytes", "run_delay_s", "runnable"}]}
 (bridge/procfs.py tree_sample; io_bytes None where /proc/<pid>/io cannot be read;
-run_delay_s: the time its threads waited on a CPU run queue, /proc/<pid>/task/*/schedstat).
+run_delay_s: the time its threads waited on a CPU run queue, /proc/<pid>/task/*/schedstat;
+runnable: how many of its threads were in state R when sampled).
+
+How long the lead waited for a CPU over the window: its run_delay, which the kernel adds only
+when a wait ends. A thread queued for the whole window (a CPU quota of 1 ms a second, a load
+of 20 on 2 cores) has none yet, so a process with runnable threads in both samples waited
+at least what they could have run and did not: runnable x window - CPU used.
 
 startup (no hello yet), starting when, in this order:
 - no process is left: its exit is on the way and decides;
@@ -79,6 +85,18 @@ def _delta(procs: list[dict[str, Any]], old: dict[Any, dict[str, Any]], key: str
     return total
 
 
+def _waited(lead: list[dict[str, Any]], old: dict[Any, dict[str, Any]], window: float) -> float:
+    """Seconds the lead's threads waited for a CPU over the window (see the module's doc)."""
+    total = 0.0
+    for p in lead:
+        delay = _delta([p], old, "run_delay_s")
+        now, was = p.get("runnable"), old.get(p["pid"], {}).get("runnable")
+        if type(now) is int and type(was) is int and min(now, was) > 0:
+            delay = max(delay, min(now, was) * window - _delta([p], old, "cpu_s"))
+        total += delay
+    return total
+
+
 def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """{"working": bool, "why": str} for the window from `before` to `after`."""
     if reason not in REASONS:
@@ -96,18 +114,18 @@ def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[st
         return _stall(before, after, window, old)
     if reason == "heartbeat":
         lead = [p for p in procs if p["pid"] == after.get("lead")] or procs[:1]
-        waited = _delta(lead, old, "run_delay_s")
-        share = math.floor(waited / window * 100 + 0.5)
+        waited = _waited(lead, old, window)
+        # Seconds, summed over its threads (three threads queued the whole window: 3.0 s)
         if waited / window >= STARVED:
             return {
                 "working": True,
-                "why": f"waiting for a free core: its threads waited {share}% of the last "
-                f"{_span(window)} for a CPU (the machine is busy, the job is not hung)",
+                "why": f"waiting for a free core: its threads waited {_span(waited)} for a CPU "
+                f"in the last {_span(window)} (the machine is busy, the job is not hung)",
             }
         return {
             "working": False,
-            "why": f"silent, and not for want of a CPU: its threads waited {share}% of "
-            f"{_span(window)} for one",
+            "why": f"silent, and not for want of a CPU: its threads waited {_span(waited)} "
+            f"for one in {_span(window)}",
         }
     if not any(is_python(p.get("name")) for p in procs):
         return {
@@ -170,7 +188,7 @@ def _stall(
 ) -> dict[str, Any]:
     procs = after.get("procs") or []
     lead = [p for p in procs if p["pid"] == after.get("lead")] or procs[:1]
-    busy = _delta(lead, old, "cpu_s") + _delta(lead, old, "run_delay_s")
+    busy = _delta(lead, old, "cpu_s") + _waited(lead, old, window)
     share = math.floor(busy / window * 100 + 0.5)
     start = after.get("from")
     wheres = [w for w in after.get("wheres") or [] if isinstance(w, list) and len(w) == 2]

@@ -3,7 +3,10 @@
  * The look before a hang is declared, at the startup, heartbeat and stall deadlines: is the job
  * hung, or starting, or waiting for a free core, or computing? Pure: two samples of the job's process tree in,
  * a verdict out; the twin of bridge/look.py (vectors/look.json). A sample: {t, lines, lead,
- * procs: [{pid, name, cpu_s, io_bytes, run_delay_s}]} (procfs.js treeSample).
+ * procs: [{pid, name, cpu_s, io_bytes, run_delay_s, runnable}]} (procfs.js treeSample).
+ * How long the lead waited for a CPU: its run_delay (the kernel adds a wait when it ends), or,
+ * with runnable threads in both samples, at least runnable x window - CPU used (a thread
+ * queued the whole window, under a CPU quota, has no run_delay yet).
  *
  * startup (no hello yet), starting: no process left; no Python in the tree (a shell script,
  * make, a downloader: a Python it starts later says hello); or CPU (BUSY_CPU of a core), I/O
@@ -48,6 +51,21 @@ function delta(procs, old, key) {
   return total;
 }
 
+/** Seconds the lead's threads waited for a CPU over the window (bridge/look.py _waited). */
+function waitedFor(lead, old, window) {
+  let total = 0;
+  for (const p of lead) {
+    let waited = delta([p], old, 'run_delay_s');
+    const now = p.runnable;
+    const was = (old.get(p.pid) || {}).runnable;
+    if (Number.isInteger(now) && Number.isInteger(was) && Math.min(now, was) > 0) {
+      waited = Math.max(waited, Math.min(now, was) * window - delta([p], old, 'cpu_s'));
+    }
+    total += waited;
+  }
+  return total;
+}
+
 /** {working, why, since?} for the window from `before` to `after`. */
 function judge(reason, before, after) {
   if (!REASONS.includes(reason)) throw new RangeError(`unknown look reason ${JSON.stringify(reason)}; known: ${REASONS.join(', ')}`);
@@ -60,12 +78,12 @@ function judge(reason, before, after) {
   if (reason === 'stall') return stall(after, window, old);
   if (reason === 'heartbeat') {
     const leads = procs.filter((p) => p.pid === after.lead);
-    const waited = delta(leads.length ? leads : procs.slice(0, 1), old, 'run_delay_s');
-    const share = Math.floor((waited / window) * 100 + 0.5);
+    const waited = waitedFor(leads.length ? leads : procs.slice(0, 1), old, window);
+    // Seconds, summed over its threads (three threads queued the whole window: 3.0 s)
     if (waited / window >= STARVED) {
-      return { working: true, why: `waiting for a free core: its threads waited ${share}% of the last ${span(window)} for a CPU (the machine is busy, the job is not hung)` };
+      return { working: true, why: `waiting for a free core: its threads waited ${span(waited)} for a CPU in the last ${span(window)} (the machine is busy, the job is not hung)` };
     }
-    return { working: false, why: `silent, and not for want of a CPU: its threads waited ${share}% of ${span(window)} for one` };
+    return { working: false, why: `silent, and not for want of a CPU: its threads waited ${span(waited)} for one in ${span(window)}` };
   }
   if (!procs.some((p) => isPython(p.name))) {
     return { working: true, why: `no Python in the job's process tree yet (${names(procs)}): it is starting, not hung; a Python it starts later says hello` };
@@ -108,7 +126,7 @@ function stall(after, window, old) {
   const procs = after.procs || [];
   const leads = procs.filter((p) => p.pid === after.lead);
   const lead = leads.length ? leads : procs.slice(0, 1);
-  const busy = delta(lead, old, 'cpu_s') + delta(lead, old, 'run_delay_s');
+  const busy = delta(lead, old, 'cpu_s') + waitedFor(lead, old, window);
   const share = Math.floor((busy / window) * 100 + 0.5);
   const start = isNumber(after.from) ? after.from : null;
   const wheres = (after.wheres || []).filter((w) => Array.isArray(w) && w.length === 2);

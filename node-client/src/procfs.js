@@ -186,9 +186,25 @@ function runDelay(pid) {
 }
 
 /**
+ * How many of the process's threads are runnable now (state R; /proc/<pid>/task/*\/stat), or
+ * null once it is gone (bridge/procfs.py runnable).
+ */
+function runnable(pid) {
+  let tids;
+  try { tids = fs.readdirSync(`/proc/${pid}/task`); } catch { return null; }
+  let count = 0;
+  for (const tid of tids) {
+    const stat = parseStat(read(`/proc/${pid}/task/${tid}/stat`));
+    if (stat && stat.state === 'R') count += 1;
+  }
+  return count;
+}
+
+/**
  * One process for look.js (bridge/procfs.py process_sample): its program's name (the
  * executable's, else comm), CPU seconds, bytes read and written (rchar + wchar; null when
- * /proc/<pid>/io cannot be read), seconds its threads waited for a CPU. null once it is gone.
+ * /proc/<pid>/io cannot be read), seconds its threads waited for a CPU, how many of its
+ * threads are runnable now. null once it is gone.
  */
 function processSample(pid) {
   const text = read(`/proc/${pid}/stat`);
@@ -203,6 +219,7 @@ function processSample(pid) {
     cpu_s: Math.round(((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1000) / 1000,
     io_bytes: io && Number.isFinite(io.rchar) && Number.isFinite(io.wchar) ? io.rchar + io.wchar : null,
     run_delay_s: runDelay(pid),
+    runnable: runnable(pid),
   };
 }
 
@@ -224,7 +241,7 @@ function processFacts(pid) {
 
 module.exports = {
   processFacts,
-  processSample, runDelay, treeSample,
+  processSample, runDelay, runnable, treeSample,
   SYSCALLS, FD_SYSCALLS, STATE_WORDS, read, syscallName, parseSyscallLine, parseStat, mainThread,
   mainThreadState, mainThreadSample, descendants, childEntry, ioCounters, treePids,
 };

@@ -6,7 +6,11 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { once } = require('node:events');
 const { heard, judge, stallWheres } = require('../src/look.js');
+const { processSample, runnable } = require('../src/procfs.js');
+const { PYTHON } = require('../test-support/e2e.js');
 
 const vectors = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'look.json'), 'ascii'));
 const { cases } = vectors;
@@ -38,5 +42,31 @@ for (const c of vectors.heard) {
 for (const c of vectors.stall_wheres) {
   test(`the places of a stall window: ${c.name}`, () => {
     assert.deepEqual(stallWheres(c.wheres, c.start), c.out);
+  });
+}
+
+// A thread queued for a CPU past the look's window shows no run_delay yet: its state says it
+// wants one (look.js waitedFor). Python twin: tests/client/test_look.py.
+for (const [name, code, ok] of [
+  ['a spinning process is runnable', 'while True: pass', (s) => s.runnable >= 1 && s.cpu_s >= 0.2],
+  ['a sleeping one is not', 'import time; time.sleep(60)', (s) => s.runnable === 0],
+]) {
+  test(`a sample counts the threads that are runnable now: ${name}`, async () => {
+    const child = spawn(PYTHON, ['-c', code], { stdio: 'ignore' });
+    try {
+      const deadline = Date.now() + 30000;
+      let sample = null;
+      while (Date.now() < deadline) {
+        sample = processSample(child.pid);
+        if (sample && ok(sample)) break;
+        await new Promise((resolve) => setTimeout(resolve, 50)); // polling /proc: nothing to wait on
+      }
+      assert.ok(sample && ok(sample), `runnable threads as the process's state says: ${JSON.stringify(sample)}`);
+      assert.match(sample.name, /^python/);
+    } finally {
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    }
+    assert.equal(runnable(child.pid), null); // gone: nothing to count
   });
 }
