@@ -63,8 +63,8 @@ test('a job starved of CPU is waiting for a core, not hung', {
   job.on('starved', (info) => { starved.push(info); squeeze.quota(null); });
   job.on('hang', (h) => hangs.push(h));
   const report = await job.done;
-  // (A throttled cgroup whose threads do not run at all in the look's window shows no run
-  // queue wait: judged hung. Seen once beside two CPU loops; the summary says which.)
+  // (A throttled cgroup whose threads do not run at all in the look's window shows no ended
+  // run queue wait; its threads' state R says they wait: look.js waitedFor.)
   assert.ok(starved.length, `a starved event; ${report.outcome}: ${report.summary}`);
   assert.match(starved[0].why, /waiting for a free core/);
   assert.equal(starved[0].for_s, 3);
