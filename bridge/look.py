@@ -9,12 +9,14 @@ A sample: {"t": seconds, "lines": output lines so far, "lead": the pid that spea
 for the job, "procs": [{"pid", "name", "cpu_s", "io_bytes", "run_delay_s", "runnable"}]}
 (bridge/procfs.py tree_sample; io_bytes None where /proc/<pid>/io cannot be read;
 run_delay_s: the time its threads waited on a CPU run queue, /proc/<pid>/task/*/schedstat;
-runnable: how many of its threads were in state R when sampled).
+runnable: its threads in state R when sampled, each [tid, timeslices run so far]).
 
 How long the lead waited for a CPU over the window: its run_delay, which the kernel adds only
 when a wait ends. A thread queued for the whole window (a CPU quota of 1 ms a second, a load
-of 20 on 2 cores) has none yet, so a process with runnable threads in both samples waited
-at least what they could have run and did not: runnable x window - CPU used.
+of 20 on 2 cores) has none yet: a thread runnable in both samples with the same timeslices
+never ran between them, so it waited the whole window. (Runnable in both alone is not enough:
+a thread waiting for a GIL another thread holds wakes every 5 ms, and on a loaded machine is
+often caught runnable twice while it mostly slept.)
 
 startup (no hello yet), starting when, in this order:
 - no process is left: its exit is on the way and decides;
@@ -86,14 +88,18 @@ def _delta(procs: list[dict[str, Any]], old: dict[Any, dict[str, Any]], key: str
 
 
 def _waited(lead: list[dict[str, Any]], old: dict[Any, dict[str, Any]], window: float) -> float:
-    """Seconds the lead's threads waited for a CPU over the window (see the module's doc)."""
+    """Seconds the lead's threads waited for a CPU over the window: their ended waits
+    (run_delay), and the whole window for each thread queued throughout it (see the
+    module's doc)."""
     total = 0.0
     for p in lead:
-        delay = _delta([p], old, "run_delay_s")
+        total += _delta([p], old, "run_delay_s")
         now, was = p.get("runnable"), old.get(p["pid"], {}).get("runnable")
-        if type(now) is int and type(was) is int and min(now, was) > 0:
-            delay = max(delay, min(now, was) * window - _delta([p], old, "cpu_s"))
-        total += delay
+        if isinstance(now, list) and isinstance(was, list):
+            before = {tuple(t) for t in was if isinstance(t, list) and len(t) == 2}
+            total += window * sum(
+                1 for t in now if isinstance(t, list) and len(t) == 2 and tuple(t) in before
+            )
     return total
 
 

@@ -283,28 +283,34 @@ def run_delay(pid: int) -> Optional[float]:
     return round(total / 1e9, 6) if found else None
 
 
-def runnable(pid: int) -> Optional[int]:
-    """How many of the process's threads are runnable now (state R: on a CPU, or queued for
-    one; /proc/<pid>/task/*/stat), or None once it is gone. A thread queued for longer than
-    the look's window has no run_delay yet (the kernel adds a wait when it ends): a runnable
-    thread that got little CPU over the window waited for it (bridge/look.py)."""
+def runnable(pid: int) -> Optional[list[list[int]]]:
+    """The process's threads that are runnable now (state R: on a CPU, or queued for one),
+    each as [tid, timeslices run so far] (/proc/<pid>/task/*/stat and the third field of
+    schedstat); None once it is gone or where the kernel has no schedstat. A thread runnable
+    in two samples whose timeslices did not change never ran between them: it was queued the
+    whole time, a wait run_delay does not show yet (the kernel adds a wait when it ends;
+    bridge/look.py)."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
-    count = 0
+    out = []
     for tid in tids:
         stat = read(f"/proc/{pid}/task/{tid}/stat")
-        if stat and ")" in stat and stat.rsplit(")", 1)[1].split()[:1] == ["R"]:
-            count += 1
-    return count
+        if not (stat and ")" in stat and stat.rsplit(")", 1)[1].split()[:1] == ["R"]):
+            continue
+        fields = (read(f"/proc/{pid}/task/{tid}/schedstat") or "").split()
+        if len(fields) < 3 or not fields[2].isdigit():
+            return None
+        out.append([int(tid), int(fields[2])])
+    return out
 
 
 def process_sample(pid: int) -> Optional[dict[str, Any]]:
     """One process for bridge/look.py: its program's name (the executable's, else comm), CPU
     seconds used, bytes read and written (rchar + wchar: files, pipes and sockets; None when
-    /proc/<pid>/io cannot be read), seconds its threads waited for a CPU (run_delay), how
-    many of its threads are runnable now. None once it is gone (or a zombie)."""
+    /proc/<pid>/io cannot be read), seconds its threads waited for a CPU (run_delay), its
+    threads runnable now with their timeslices (runnable). None once it is gone (or a zombie)."""
     fields = stat_fields(pid)
     if fields is None or fields[0] in ("Z", "X"):
         return None

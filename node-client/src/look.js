@@ -4,9 +4,10 @@
  * hung, or starting, or waiting for a free core, or computing? Pure: two samples of the job's process tree in,
  * a verdict out; the twin of bridge/look.py (vectors/look.json). A sample: {t, lines, lead,
  * procs: [{pid, name, cpu_s, io_bytes, run_delay_s, runnable}]} (procfs.js treeSample).
- * How long the lead waited for a CPU: its run_delay (the kernel adds a wait when it ends), or,
- * with runnable threads in both samples, at least runnable x window - CPU used (a thread
- * queued the whole window, under a CPU quota, has no run_delay yet).
+ * runnable: its threads in state R, each [tid, timeslices run so far]. How long the lead waited
+ * for a CPU: its run_delay (the kernel adds a wait when it ends), plus the whole window for each
+ * thread runnable in both samples with the same timeslices: it never ran, so it was queued
+ * throughout (under a CPU quota it has no run_delay yet).
  *
  * startup (no hello yet), starting: no process left; no Python in the tree (a shell script,
  * make, a downloader: a Python it starts later says hello); or CPU (BUSY_CPU of a core), I/O
@@ -51,17 +52,21 @@ function delta(procs, old, key) {
   return total;
 }
 
-/** Seconds the lead's threads waited for a CPU over the window (bridge/look.py _waited). */
+/**
+ * Seconds the lead's threads waited for a CPU over the window: their ended waits (run_delay),
+ * and the whole window for each thread queued throughout it (bridge/look.py _waited).
+ */
 function waitedFor(lead, old, window) {
   let total = 0;
   for (const p of lead) {
-    let waited = delta([p], old, 'run_delay_s');
+    total += delta([p], old, 'run_delay_s');
     const now = p.runnable;
     const was = (old.get(p.pid) || {}).runnable;
-    if (Number.isInteger(now) && Number.isInteger(was) && Math.min(now, was) > 0) {
-      waited = Math.max(waited, Math.min(now, was) * window - delta([p], old, 'cpu_s'));
+    if (Array.isArray(now) && Array.isArray(was)) {
+      const pair = (t) => (Array.isArray(t) && t.length === 2 ? `${t[0]}:${t[1]}` : null);
+      const before = new Set(was.map(pair).filter((k) => k !== null));
+      total += window * now.filter((t) => pair(t) !== null && before.has(pair(t))).length;
     }
-    total += waited;
   }
   return total;
 }

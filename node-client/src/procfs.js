@@ -186,25 +186,29 @@ function runDelay(pid) {
 }
 
 /**
- * How many of the process's threads are runnable now (state R; /proc/<pid>/task/*\/stat), or
- * null once it is gone (bridge/procfs.py runnable).
+ * The process's threads that are runnable now (state R), each [tid, timeslices run so far]
+ * (/proc/<pid>/task/*\/stat and schedstat's third field); null once it is gone or where the
+ * kernel has no schedstat (bridge/procfs.py runnable).
  */
 function runnable(pid) {
   let tids;
   try { tids = fs.readdirSync(`/proc/${pid}/task`); } catch { return null; }
-  let count = 0;
+  const out = [];
   for (const tid of tids) {
     const stat = parseStat(read(`/proc/${pid}/task/${tid}/stat`));
-    if (stat && stat.state === 'R') count += 1;
+    if (!stat || stat.state !== 'R') continue;
+    const fields = (read(`/proc/${pid}/task/${tid}/schedstat`) || '').trim().split(/\s+/);
+    if (fields.length < 3 || !/^\d+$/.test(fields[2])) return null;
+    out.push([Number(tid), Number(fields[2])]);
   }
-  return count;
+  return out;
 }
 
 /**
  * One process for look.js (bridge/procfs.py process_sample): its program's name (the
  * executable's, else comm), CPU seconds, bytes read and written (rchar + wchar; null when
- * /proc/<pid>/io cannot be read), seconds its threads waited for a CPU, how many of its
- * threads are runnable now. null once it is gone.
+ * /proc/<pid>/io cannot be read), seconds its threads waited for a CPU, its threads
+ * runnable now with their timeslices. null once it is gone.
  */
 function processSample(pid) {
   const text = read(`/proc/${pid}/stat`);

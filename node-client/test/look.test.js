@@ -48,8 +48,8 @@ for (const c of vectors.stall_wheres) {
 // A thread queued for a CPU past the look's window shows no run_delay yet: its state says it
 // wants one (look.js waitedFor). Python twin: tests/client/test_look.py.
 for (const [name, code, ok] of [
-  ['a spinning process is runnable', 'while True: pass', (s) => s.runnable >= 1 && s.cpu_s >= 0.2],
-  ['a sleeping one is not', 'import time; time.sleep(60)', (s) => s.runnable === 0],
+  ['a spinning process is runnable', 'while True: pass', (s) => s.runnable.length >= 1 && s.cpu_s >= 0.2],
+  ['a sleeping one is not', 'import time; time.sleep(60)', (s) => s.runnable.length === 0],
 ]) {
   test(`a sample counts the threads that are runnable now: ${name}`, async () => {
     const child = spawn(PYTHON, ['-c', code], { stdio: 'ignore' });
@@ -63,6 +63,8 @@ for (const [name, code, ok] of [
       }
       assert.ok(sample && ok(sample), `runnable threads as the process's state says: ${JSON.stringify(sample)}`);
       assert.match(sample.name, /^python/);
+      const tids = fs.readdirSync(`/proc/${child.pid}/task`);
+      assert.ok(sample.runnable.every(([tid, slices]) => tids.includes(String(tid)) && slices >= 0), JSON.stringify(sample.runnable));
     } finally {
       child.kill('SIGKILL');
       await once(child, 'exit');

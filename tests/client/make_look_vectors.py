@@ -101,20 +101,26 @@ HEARTBEAT = [
         sample(1.0, {**PY, "run_delay_s": None}, lead=11),
     ),
     (
-        "queued the whole window (a CPU quota of 1 ms a second): no run_delay yet, but its "
-        "threads were runnable in both samples and ran 1% of it: waiting",
-        sample(0, {**PY, "runnable": 2}, lead=11),
-        sample(1.0, {**PY, "cpu_s": 2.01, "runnable": 1}, lead=11),
+        "queued the whole window (a CPU quota of 1 ms a second): no run_delay yet, but two "
+        "threads runnable in both samples never ran between them: waiting",
+        sample(0, {**PY, "runnable": [[11, 900], [14, 31]]}, lead=11),
+        sample(1.0, {**PY, "runnable": [[11, 900], [14, 31], [15, 2]]}, lead=11),
     ),
     (
-        "runnable in one sample only: the run queue wait decides, hung",
-        sample(0, {**PY, "runnable": 0}, lead=11),
-        sample(1.0, {**PY, "cpu_s": 2.01, "runnable": 1}, lead=11),
+        "runnable in both samples but it ran between them (a GIL held in native code on a "
+        "loaded machine, its waiter caught runnable twice): the ended waits decide, hung",
+        sample(0, {**PY, "runnable": [[11, 900], [14, 31]]}, lead=11),
+        sample(1.0, {**PY, "cpu_s": 2.6, "runnable": [[11, 1000], [14, 60]]}, lead=11),
     ),
     (
-        "runnable in both and on the CPU the whole window (a GIL held in native code): hung",
-        sample(0, {**PY, "runnable": 1}, lead=11),
-        sample(1.0, {**PY, "cpu_s": 3.0, "runnable": 1}, lead=11),
+        "runnable in one sample only: the ended waits decide, hung",
+        sample(0, {**PY, "runnable": []}, lead=11),
+        sample(1.0, {**PY, "runnable": [[11, 900]]}, lead=11),
+    ),
+    (
+        "no schedstat: nothing runnable is known, hung",
+        sample(0, {**PY, "run_delay_s": None, "runnable": None}, lead=11),
+        sample(1.0, {**PY, "run_delay_s": None, "runnable": None}, lead=11),
     ),
     ("the lead is gone", sample(0, PY, lead=11), sample(1.0, lead=11)),
 ]
@@ -143,10 +149,10 @@ STALL = [
         stall_sample(21.0, {**PY, "cpu_s": 2.2, "run_delay_s": 1.0}, wheres=TRAIN),
     ),
     (
-        "queued the whole window with no run_delay yet (runnable in both samples) still "
-        "counts as busy",
-        sample(20.0, {**PY, "runnable": 1}, lead=11),
-        stall_sample(21.0, {**PY, "cpu_s": 2.05, "runnable": 1}, wheres=TRAIN),
+        "queued the whole window with no run_delay yet (a thread runnable in both samples "
+        "that never ran) still counts as busy",
+        sample(20.0, {**PY, "runnable": [[11, 70]]}, lead=11),
+        stall_sample(21.0, {**PY, "cpu_s": 2.05, "runnable": [[11, 70]]}, wheres=TRAIN),
     ),
     (
         "one place the whole window (a spin in one function): hung",

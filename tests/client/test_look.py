@@ -69,8 +69,8 @@ def _sample_until(pid, ok, what):
 @pytest.mark.parametrize(
     "code, runnable",
     [
-        ("while True: pass", lambda s: s["runnable"] >= 1 and s["cpu_s"] >= 0.2),
-        ("import time; time.sleep(60)", lambda s: s["runnable"] == 0),
+        ("while True: pass", lambda s: len(s["runnable"]) >= 1 and s["cpu_s"] >= 0.2),
+        ("import time; time.sleep(60)", lambda s: s["runnable"] == []),
     ],
     ids=["a spinning process is runnable", "a sleeping one is not"],
 )
@@ -85,6 +85,8 @@ def test_a_sample_counts_the_threads_that_are_runnable_now(code, runnable):
             "runnable threads as the process's state says",
         )
         assert sample["pid"] == child.pid and sample["name"].startswith("python")
+        tids = set(os.listdir(f"/proc/{child.pid}/task"))
+        assert all(str(tid) in tids and slices >= 0 for tid, slices in sample["runnable"])
     finally:
         child.kill()
         child.wait()
