@@ -2,7 +2,8 @@
 blocking direction from outside). This module assembles it; each concern has its own room:
 
 - bridge/procfs.py: the main thread's kernel wait (/proc/<pid>/task/<pid>/wchan and
-  syscall, and what the syscall's fd points at), states, start times, descendants;
+  syscall, and what the syscall's fd points at), states, names, start times, CPU time,
+  I/O counters, memory, descendants;
 - bridge/sockets.py: TCP/UDP sockets with their remote ends, and the peer of an AF_UNIX wait;
 - bridge/gpu.py: the GPU through NVML (pynvml) when there is one;
 - bridge/pyspy.py: a py-spy dump when py-spy is installed;
@@ -22,8 +23,6 @@ import os
 import time
 from collections.abc import Sequence
 from typing import Any, Optional
-
-import psutil
 
 from trainbridge.bridge import childstack, filelocks, gpu, procfs, pyspy, sockets
 
@@ -46,54 +45,35 @@ def main_thread_states(pid: int, until: float) -> list[dict[str, str]]:
         time.sleep(min(STATE_SAMPLE_S, left))
 
 
-def _cpu_s(procs: list[psutil.Process]) -> dict[int, float]:
+def _cpu_s(pids: list[int]) -> dict[int, float]:
     out = {}
-    for p in procs:
-        try:
-            t = p.cpu_times()
-            out[p.pid] = t.user + t.system
-        except (psutil.Error, OSError):
-            pass
+    for pid in pids:
+        cpu = procfs.cpu_seconds(pid)
+        if cpu is not None:
+            out[pid] = cpu
     return out
 
 
-def _io(proc: psutil.Process) -> Optional[dict[str, int]]:
-    try:
-        c = proc.io_counters()
-    except (psutil.Error, OSError, AttributeError):
-        return None
-    return {
-        "read_bytes": c.read_bytes,
-        "write_bytes": c.write_bytes,
-        "rchar": getattr(c, "read_chars", 0),
-        "wchar": getattr(c, "write_chars", 0),
-    }
-
-
 def _children(
-    proc: psutil.Process, cpu0: dict[int, float], cpu1: dict[int, float], window: float
+    pid: int, cpu0: dict[int, float], cpu1: dict[int, float], window: float
 ) -> list[dict[str, Any]]:
     out = []
-    try:
-        kids = proc.children(recursive=True)
-    except (psutil.Error, OSError):
-        return out
-    for k in kids:
-        entry: dict[str, Any] = {"pid": k.pid}
-        try:
-            with k.oneshot():
-                entry.update(
-                    name=k.name(),
-                    status=k.status(),
-                    ppid=k.ppid(),
-                    cmdline=" ".join(k.cmdline())[:200],
-                    started=procfs.start_ticks(k.pid),
-                )
-        except (psutil.Error, OSError):
-            entry.setdefault("status", "gone")
-        if k.pid in cpu0 and k.pid in cpu1 and window > 0:
-            entry["cpu_fraction"] = round((cpu1[k.pid] - cpu0[k.pid]) / window, 3)
-        wchan = procfs.read(f"/proc/{k.pid}/wchan")
+    for kid in procfs.all_descendants(pid):
+        entry: dict[str, Any] = {"pid": kid}
+        fields = procfs.stat_fields(kid)
+        if fields is None:
+            entry["status"] = "gone"
+        else:
+            entry.update(
+                name=procfs.process_name(kid),
+                status=procfs.STATE_WORDS.get(fields[0], fields[0]),
+                ppid=int(fields[1]),
+                cmdline=" ".join(procfs.cmdline(kid) or [])[:200],
+                started=procfs.start_ticks(kid),
+            )
+        if kid in cpu0 and kid in cpu1 and window > 0:
+            entry["cpu_fraction"] = round((cpu1[kid] - cpu0[kid]) / window, 3)
+        wchan = procfs.read(f"/proc/{kid}/wchan")
         if wchan:
             entry["wchan"] = wchan.strip() or None
         out.append(entry)
@@ -121,28 +101,23 @@ def sample(pid: int) -> dict[str, Any]:
     that measure() ends. Starts py-spy, which answers during the window."""
     notes: list[str] = []
     first: dict[str, Any] = {"pid": pid, "notes": notes, "t": time.monotonic()}
-    try:
-        proc = psutil.Process(pid)
-        first["status"] = proc.status()
-        first["name"] = proc.name()
-    except psutil.NoSuchProcess:
-        first["alive"] = False
-        notes.append("process is gone")
-        return first
-    except (psutil.Error, OSError) as exc:
-        notes.append(f"process not readable: {type(exc).__name__}")
+    fields = procfs.stat_fields(pid)
+    if fields is None:
+        if not os.path.exists(f"/proc/{pid}"):
+            first["alive"] = False
+            notes.append("process is gone")
+            return first
+        notes.append(f"process not readable (/proc/{pid}/stat)")
         first["alive"] = True
         first["unreadable"] = True
         return first
-    first["alive"] = first["status"] != psutil.STATUS_ZOMBIE
-    first["proc"] = proc
+    first["status"] = procfs.STATE_WORDS.get(fields[0], fields[0])
+    first["name"] = procfs.process_name(pid)
+    first["alive"] = fields[0] != "Z"
     first["spy"] = pyspy.start(pid)
-    try:
-        first["tree"] = [proc] + proc.children(recursive=True)
-    except (psutil.Error, OSError):
-        first["tree"] = [proc]
+    first["tree"] = [pid, *procfs.all_descendants(pid)]
     first["t"] = time.monotonic()
-    first["tree_cpu"], first["io"] = _cpu_s(first["tree"]), _io(proc)
+    first["tree_cpu"], first["io"] = _cpu_s(first["tree"]), procfs.io_counters(pid)
     return first
 
 
@@ -164,9 +139,9 @@ def measure(
     if first.get("unreadable"):
         ev["alive"] = True
         return ev
-    proc, tree, cpu0, io0 = first["proc"], first["tree"], first["tree_cpu"], first["io"]
+    tree, cpu0, io0 = first["tree"], first["tree_cpu"], first["io"]
     ev["status"], ev["name"], ev["alive"] = first["status"], first["name"], first["alive"]
-    cpu1, io1 = _cpu_s(tree), _io(proc)
+    cpu1, io1 = _cpu_s(tree), procfs.io_counters(pid)
     elapsed = max(1e-6, time.monotonic() - first["t"])
     ev["window_s"] = round(elapsed, 3)
     if pid in cpu0 and pid in cpu1:
@@ -175,11 +150,12 @@ def measure(
         ev["io_delta"] = {k: io1[k] - io0[k] for k in io0}
     elif io0 is None:
         notes.append("I/O counters not readable")
-    try:
-        ev["status"] = proc.status()
-    except psutil.NoSuchProcess:
+    status = procfs.state_word(pid)
+    if status is None:
         ev["alive"] = False
         notes.append("process ended during the window")
+    else:
+        ev["status"] = status
     ev["main_thread"] = procfs.main_thread(pid, notes)
     seen = [x for x in states if x is not None]
     if seen:
@@ -190,23 +166,23 @@ def measure(
         for x in seen:
             waits[x["wait"]] = waits.get(x["wait"], 0) + 1
         ev["main_thread"]["wait_samples"] = waits
-    try:
-        ev["threads"] = proc.num_threads()
-        ev["rss_bytes"] = proc.memory_info().rss
-    except (psutil.Error, OSError):
-        pass
+    threads, rss = procfs.num_threads(pid), procfs.rss_bytes(pid)
+    if threads is not None:
+        ev["threads"] = threads
+    if threads is not None and rss is not None:
+        ev["rss_bytes"] = rss
     ev["sockets"] = sockets.inet_sockets(tree, notes)
-    sockets.add_loopback_peers(ev["sockets"], [p.pid for p in tree], notes)
-    ev["children"] = _children(proc, cpu0, cpu1, elapsed)
+    sockets.add_loopback_peers(ev["sockets"], tree, notes)
+    ev["children"] = _children(pid, cpu0, cpu1, elapsed)
     peer = sockets.local_peer(pid, ev["main_thread"], [c["pid"] for c in ev["children"]])
     if peer:
         ev["unix_peer"] = peer
-    locks = filelocks.file_locks(pid, [p.pid for p in tree], notes)
+    locks = filelocks.file_locks(pid, tree, notes)
     if locks:
         ev["file_locks"] = locks  # the holders of locks on files it has open
     # the waited-on child's own stack
     childstack.add(ev["children"], (peer or {}).get("pid"), notes)
-    ev.update(gpu.facts([p.pid for p in tree]))
+    ev.update(gpu.facts(tree))
     spy = first["spy"]
     ev["py_spy"] = pyspy.finish(spy, time.monotonic() + pyspy.TIMEOUT_S, notes)
     if spy is None:
@@ -267,7 +243,7 @@ def live(pid: int, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
                 if peer:
                     found = {"fd_family": "unix", "unix_peer": peer}
                 else:
-                    found = {"sockets": sockets.inet_sockets([psutil.Process(pid)], notes)}
+                    found = {"sockets": sockets.inet_sockets([pid], notes)}
                     sockets.add_loopback_peers(found["sockets"], [pid], notes)
             mark.update(socket=target, found=found)
             if "unix_peer" in found:

@@ -10,9 +10,7 @@ import os
 import time
 from typing import Any, Optional
 
-import psutil
-
-from trainbridge.bridge import health, job_facts, launcher, look, machine, ranks, status
+from trainbridge.bridge import health, job_facts, launcher, look, machine, procfs, ranks, status
 from trainbridge.bridge.job_actions import SIGNALS
 
 LEADS_KEPT = 16  # lead changes kept for the report
@@ -257,10 +255,5 @@ def _process_alive(pid: Any, created: Optional[float]) -> bool:
     """Whether `pid` is still the process that was seen (same start time), not a zombie."""
     if not isinstance(pid, int):
         return False
-    try:
-        proc = psutil.Process(pid)
-        if created is not None and proc.create_time() != created:
-            return False
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    now = procfs.running_since(pid)
+    return now is not None and (created is None or now == created)

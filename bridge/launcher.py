@@ -5,8 +5,8 @@
   section 2) and the Python settings that make its output and crashes visible.
 - Exit is learned from the OS through a pidfd the reactor polls (os.pidfd_open, Linux 5.3+);
   elsewhere a waiting thread reports it.
-- The tree is the process group plus every descendant seen so far (psutil), so children that
-  escaped with setsid() are signalled too.
+- The tree is the process group plus every descendant seen so far (read from /proc), so
+  children that escaped with setsid() are signalled too.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Callable, Optional
-
-import psutil
+from typing import Callable, NamedTuple, Optional
 
 from trainbridge.bridge import procfs
 
@@ -123,9 +121,18 @@ def exit_status(returncode: int) -> tuple[Optional[int], Optional[str]]:
     return returncode, None
 
 
+class Process(NamedTuple):
+    """One process of a job's tree: its pid and its start time (procfs.create_time), which
+    together name it even once the pid is reused."""
+
+    pid: int
+    created: float
+
+
 class Tree:
-    """The processes of one job: its group plus descendants seen so far (pid, create_time),
-    so a reused pid is never signalled and setsid() escapees are not forgotten."""
+    """The processes of one job: its group plus descendants seen so far (pid, start time:
+    procfs.create_time), so a reused pid is never signalled and setsid() escapees are not
+    forgotten."""
 
     def __init__(self, pid: int, job_id: Optional[str] = None):
         self.pid = pid
@@ -157,8 +164,7 @@ class Tree:
                 return
         self._full_at = now
         table = process_table(max_age)
-        if table is None:  # no /proc: psutil's own walk
-            self._refresh_with_psutil()
+        if table is None:  # no /proc: nothing more to know (the supervisor is Linux-only)
             return
         parents, children = table
         found = [self.pid] if self.pid in parents else []
@@ -172,66 +178,29 @@ class Tree:
     def _remember(self, pids: Iterable[int]) -> None:
         for pid in pids:
             if pid not in self.known:
-                try:
-                    self.known[pid] = psutil.Process(pid).create_time()
-                except psutil.Error:
-                    pass
-
-    def _refresh_with_psutil(self) -> None:
-        try:
-            root = psutil.Process(self.pid)
-            procs = [root] + root.children(recursive=True)
-        except psutil.Error:
-            procs = []
-        for proc in procs:
-            try:
-                self.known.setdefault(proc.pid, proc.create_time())
-            except psutil.Error:
-                pass
-        for proc in self._group_members():
-            try:
-                self.known.setdefault(proc.pid, proc.create_time())
-            except psutil.Error:
-                pass
+                created = procfs.create_time(pid)
+                if created is not None:  # else gone already
+                    self.known[pid] = created
 
     def adopt_escapees(self) -> None:
         """Find processes that left both the tree and the group (setsid, then orphaned)
         by the job id they inherited in their environment. Costs a scan of /proc: call it
         when the job ends, not on every tick. The environment is searched as bytes, not
-        parsed (psutil's environ() made this scan ~15x slower: 6.5 vs 0.4 ms for 90
+        parsed (a parsed environment made this scan ~15x slower: 6.5 vs 0.4 ms for 90
         processes), since it is on the path from a death to its report."""
         if not self.job_id:
             return
-        for pid in job_marked_pids(self.job_id, skip=self.known):
-            try:
-                self.known.setdefault(pid, psutil.Process(pid).create_time())
-            except psutil.Error:
-                continue
+        self._remember(job_marked_pids(self.job_id, skip=self.known))
 
-    def _group_members(self) -> Iterable[psutil.Process]:
-        # A descendant that was orphaned before we saw it may still be in the group.
-        if self.pgid is None:
-            return
-        for proc in psutil.process_iter(["pid"]):
-            try:
-                if os.getpgid(proc.pid) == self.pgid:
-                    yield proc
-            except (OSError, psutil.Error):
-                continue
-
-    def alive(self, include_root: bool = True) -> list[psutil.Process]:
-        """Known processes that still run (zombies count as gone)."""
+    def alive(self, include_root: bool = True) -> list[Process]:
+        """Known processes that still run: the same start time (not a reused pid), not a
+        zombie."""
         out = []
         for pid, created in list(self.known.items()):
             if pid == self.pid and not include_root:
                 continue
-            try:
-                proc = psutil.Process(pid)
-                if proc.create_time() != created or proc.status() == psutil.STATUS_ZOMBIE:
-                    continue
-                out.append(proc)
-            except psutil.Error:
-                continue
+            if procfs.running_since(pid) == created:
+                out.append(Process(pid, created))
         return out
 
     def signal(self, sig: int, include_root: bool = True) -> int:
@@ -248,13 +217,10 @@ class Tree:
             try:
                 if os.getpgid(proc.pid) == self.pgid:
                     continue  # already signalled through the group
-            except OSError:
-                continue
-            try:
-                proc.send_signal(sig)
+                os.kill(proc.pid, sig)
                 sent += 1
-            except psutil.Error:
-                pass
+            except OSError:
+                continue  # gone meanwhile
         return sent
 
 

@@ -1,6 +1,8 @@
-"""Reading /proc (Linux) for the evidence about a job: the main thread's kernel wait, a
-process's state, start time and descendants. Plain reads, nothing cached; a file that cannot
-be read gives None (or a note), never an exception.
+"""Reading /proc (Linux) for the supervisor: the main thread's kernel wait, a process's state,
+name, command line, start time, CPU time, I/O counters, memory and descendants. Plain reads,
+nothing cached; a file that cannot be read gives None (or a note), never an exception. The
+supervisor needs no psutil: its values are psutil's where a caller or a stored value
+depends on them (state words, create_time).
 
 The Node twin is node-client/src/procfs.js. The sockets a thread waits on are in
 bridge/sockets.py, the assembly of one look at a job in bridge/evidence.py.
@@ -97,6 +99,8 @@ FD_SYSCALLS = frozenset(
         "fdatasync",
     }
 )
+# The state letter of /proc/<pid>/stat as a word: psutil's status names, which the diagnosis
+# rules test (bridge/diagnosis_hang.py). x, K, W and P are only on some kernels.
 STATE_WORDS = {
     "R": "running",
     "S": "sleeping",
@@ -105,14 +109,32 @@ STATE_WORDS = {
     "t": "tracing-stop",
     "Z": "zombie",
     "X": "dead",
+    "x": "dead",
+    "K": "wake-kill",
+    "W": "waking",
     "I": "idle",
+    "P": "parked",
 }
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # stat's time unit
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096  # statm's unit
 
 
 def read(path: str) -> Optional[str]:
     try:
         with open(path, encoding="ascii", errors="replace") as f:
             return f.read()
+    except OSError:
+        return None
+
+
+def read_text(path: str) -> Optional[str]:
+    """A file that may hold any bytes (a command line, a process name), decoded as UTF-8 with
+    replacement characters; None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
     except OSError:
         return None
 
@@ -214,6 +236,172 @@ def start_ticks(pid: int) -> Optional[int]:
         return None
 
 
+def state_word(pid: int) -> Optional[str]:
+    """The process's state as a word (STATE_WORDS: "sleeping", "zombie", ...), or None once
+    it is gone."""
+    fields = stat_fields(pid)
+    return STATE_WORDS.get(fields[0], fields[0]) if fields else None
+
+
+def process_name(pid: int) -> Optional[str]:
+    """The process's name as psutil gives it: its comm (the kernel keeps 15 characters), or
+    the program's name from its command line when the comm is the start of it
+    ("gnome-keyring-daemon", not "gnome-keyring-d"). None once it is gone."""
+    stat = read_text(f"/proc/{pid}/stat")
+    if not stat or "(" not in stat or ")" not in stat:
+        return None
+    name = stat[stat.find("(") + 1 : stat.rfind(")")]
+    if len(name) >= 15:
+        args = cmdline(pid)
+        if args:
+            full = os.path.basename(args[0])
+            if full.startswith(name):
+                return full
+    return name
+
+
+def cmdline(pid: int) -> Optional[list[str]]:
+    """The process's arguments from /proc/<pid>/cmdline ([] for a zombie or a kernel thread),
+    or None once it is gone. A process that rewrote its title with spaces instead of NULs
+    (setproctitle) is split on the spaces, as psutil does."""
+    data = read_text(f"/proc/{pid}/cmdline")
+    if data is None:
+        return None
+    if not data:
+        return []
+    sep = "\0" if data.endswith("\0") else " "
+    data = data.removesuffix(sep)
+    args = data.split(sep)
+    if sep == "\0" and len(args) == 1 and " " in data:
+        args = data.split(" ")
+    return args
+
+
+def cpu_seconds(pid: int) -> Optional[float]:
+    """CPU seconds the process has used, user plus system (/proc/<pid>/stat utime + stime, in
+    clock ticks), or None once it is gone. Its threads' time is included; its children's
+    only once they are reaped, so a tree's CPU is the sum over its processes."""
+    fields = stat_fields(pid)
+    try:
+        return (int(fields[11]) + int(fields[12])) / _CLK_TCK if fields else None
+    except (IndexError, ValueError):
+        return None
+
+
+def num_threads(pid: int) -> Optional[int]:
+    """How many threads the process has (/proc/<pid>/stat field 20), or None once gone."""
+    fields = stat_fields(pid)
+    try:
+        return int(fields[17]) if fields else None
+    except (IndexError, ValueError):
+        return None
+
+
+def rss_bytes(pid: int) -> Optional[int]:
+    """The process's resident memory in bytes (/proc/<pid>/statm's second field, in pages, as
+    psutil's memory_info().rss), or None once it is gone."""
+    fields = (read(f"/proc/{pid}/statm") or "").split()
+    try:
+        return int(fields[1]) * _PAGE
+    except (IndexError, ValueError):
+        return None
+
+
+def io_counters(pid: int) -> Optional[dict[str, int]]:
+    """The process's I/O so far from /proc/<pid>/io: read_bytes and write_bytes (what reached
+    storage) and rchar and wchar (every read and write: files, pipes, sockets). None when it
+    cannot be read: another user's process (it needs ptrace access), or one that is gone."""
+    text = read(f"/proc/{pid}/io")
+    if not text:
+        return None
+    counters = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if value.strip().isdigit():
+            counters[name.strip()] = int(value)
+    if "read_bytes" not in counters or "write_bytes" not in counters:
+        return None
+    return {
+        "read_bytes": counters["read_bytes"],
+        "write_bytes": counters["write_bytes"],
+        "rchar": counters.get("rchar", 0),
+        "wchar": counters.get("wchar", 0),
+    }
+
+
+def boot_time() -> Optional[float]:
+    """When the machine booted, in seconds since the epoch (/proc/stat's btime), or None."""
+    for line in (read("/proc/stat") or "").splitlines():
+        if line.startswith("btime"):
+            try:
+                return float(line.split()[1])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def create_time(pid: int) -> Optional[float]:
+    """When the process started, in seconds since the epoch: the boot time plus its start in
+    clock ticks since boot, computed as psutil's create_time() is, so the start times a store
+    already holds (keeper_start, job_start) still name their processes. With the pid it
+    names one process (pid reuse). Zombies included; None once it is gone."""
+    return _since_epoch(start_ticks(pid))
+
+
+def running_since(pid: int) -> Optional[float]:
+    """create_time() of a process that still runs: None once it is gone or a zombie (its
+    parent has not reaped it yet, but it runs no more)."""
+    fields = stat_fields(pid)
+    if fields is None or fields[0] == "Z":
+        return None
+    try:
+        return _since_epoch(int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def _since_epoch(ticks: Optional[int]) -> Optional[float]:
+    booted = boot_time()
+    if ticks is None or booted is None:
+        return None
+    return float(ticks) / _CLK_TCK + booted
+
+
+def all_descendants(pid: int) -> list[int]:
+    """Every process below pid, children first, then theirs (what psutil's
+    children(recursive=True) finds), from one read of every /proc/<pid>/stat: complete, where
+    /proc/<pid>/task/*/children (descendants(), tree_pids()) is not promised to be, and
+    with zombies (a child that ended unreaped is evidence too). A pid that started before
+    pid did is another process that reused a parent's pid, not a descendant."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    root_start = start_ticks(pid)
+    by_parent: dict[int, list[tuple[int, int]]] = {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        fields = stat_fields(int(name))
+        if fields is None or len(fields) < 20:
+            continue  # gone
+        try:
+            by_parent.setdefault(int(fields[1]), []).append((int(name), int(fields[19])))
+        except ValueError:
+            continue
+    out: list[int] = []
+    seen = {pid}
+    queue = [pid]
+    for parent in queue:  # grows while walked: every descendant
+        for child, started in by_parent.get(parent, ()):
+            if child in seen or (root_start is not None and started < root_start):
+                continue
+            seen.add(child)
+            out.append(child)
+            queue.append(child)
+    return out
+
+
 _CHILDREN: Optional[bool] = None  # whether this kernel has /proc/<pid>/task/<tid>/children
 
 
@@ -262,9 +450,6 @@ def tree_pids(pid: int, limit: int = 200) -> list[int]:
                     out.append(int(child))
                     queue.append(int(child))
     return out[:limit]
-
-
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def run_delay(pid: int) -> Optional[float]:

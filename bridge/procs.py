@@ -9,8 +9,7 @@ import signal
 import stat
 from typing import Optional
 
-import psutil
-
+from trainbridge.bridge import procfs
 from trainbridge.bridge.launcher import RUNTIME_PREFIX
 
 ENV_FILE = "env.json"  # the job's environment, 0600, read and deleted by its keeper
@@ -23,14 +22,9 @@ JOB_VARIABLE = "TRAINBRIDGE_STORE_JOB"  # set in a scheduled job's environment: 
 
 
 def process_start(pid: int) -> Optional[float]:
-    """The process's start time (psutil create_time), or None when it is gone or a zombie."""
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return proc.create_time()
-    except psutil.Error:
-        return None
+    """The process's start time in seconds since the epoch (procfs.create_time: the unit of
+    the store's keeper_start and job_start), or None when it is gone or a zombie."""
+    return procfs.running_since(pid)
 
 
 def same_process(pid: Optional[int], start: Optional[float]) -> bool:

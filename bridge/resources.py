@@ -23,8 +23,6 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
-import psutil
-
 from trainbridge.bridge import procfs
 
 RESOURCES_EVERY_S = 1.0  # as the dashboard's own sampler (sampleMs 1000)
@@ -84,6 +82,12 @@ class NvidiaSmi:
             return None
         return done.stdout.decode("latin-1") if done.returncode == 0 else None
 
+    def indices(self) -> list[int]:
+        """The GPUs nvidia-smi lists ([] where there is none, or no nvidia-smi): what the
+        scheduler offers when nvidia-ml-py is not installed."""
+        text = self._run(["--query-gpu=index", "--format=csv,noheader,nounits"]) or ""
+        return [int(line.strip()) for line in text.split("\n") if line.strip().isdigit()]
+
     def __call__(self) -> Optional[dict[str, Any]]:
         if self.missing:
             return None
@@ -92,16 +96,6 @@ class NvidiaSmi:
             self.missing = True
             return None
         return {"apps": parse_apps(apps or ""), "gpus": parse_gpus(gpus or "")}
-
-
-def _processes(pids: set[int]) -> list[psutil.Process]:
-    out = []
-    for pid in sorted(pids):
-        try:
-            out.append(psutil.Process(pid))
-        except psutil.Error:
-            continue  # ended meanwhile
-    return out
 
 
 class Sampler:
@@ -121,24 +115,19 @@ class Sampler:
 
     def sample(self, root: int, gpu: Any = _ASK) -> Optional[dict[str, Any]]:
         """gpu: the probe's answer when the caller asked it once for many roots."""
-        try:
-            top = psutil.Process(root)
-            below = procfs.descendants([root])  # its own tree's files, not all of /proc
-            if below is None:
-                procs = [top, *top.children(recursive=True)]
-            else:
-                procs = [top, *_processes(below)]
-        except psutil.Error:
-            return None
+        if procfs.stat_fields(root) is None:
+            return None  # gone
+        below = procfs.descendants([root])  # its own tree's files, not all of /proc
+        if below is None:  # a kernel without them: one read of every process
+            below = set(procfs.all_descendants(root))
         cpu_s, rss, pids = 0.0, 0, []
-        for proc in procs:
-            try:
-                times = proc.cpu_times()
-                cpu_s += times.user + times.system
-                rss += proc.memory_info().rss
-                pids.append(proc.pid)
-            except psutil.Error:
+        for pid in [root, *sorted(below)]:
+            cpu, resident = procfs.cpu_seconds(pid), procfs.rss_bytes(pid)
+            if cpu is None or resident is None:
                 continue  # ended meanwhile
+            cpu_s += cpu
+            rss += resident
+            pids.append(pid)
         if not pids:
             return None
         t = self.clock()

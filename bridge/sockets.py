@@ -1,6 +1,8 @@
 """The sockets a job's processes hold, for the evidence about a wait (Linux): TCP and UDP
 sockets with their remote ends, and for a wait on an AF_UNIX socket the process at its other
-end. Never raises: what cannot be read is None or a note.
+end. Read from /proc: a process's socket inodes from its fd links, their addresses from its
+network namespace's tables (/proc/<pid>/net/tcp, tcp6, udp, udp6). Never raises: what cannot
+be read is None or a note.
 
 The Node twin is node-client/src/sockets.js.
 """
@@ -12,8 +14,6 @@ import re
 import socket
 import struct
 from typing import Any, Optional
-
-import psutil
 
 from trainbridge.bridge import procfs
 
@@ -119,26 +119,110 @@ def local_peer(pid: int, main: dict[str, Any], job_pids: list[int]) -> Optional[
     }
 
 
-def inet_sockets(procs: list[psutil.Process], notes: list[str]) -> list[dict[str, Any]]:
-    """The TCP and UDP sockets `procs` hold: {pid, fd, type, laddr, raddr, status} each."""
-    out: list[dict[str, Any]] = []
-    for p in procs:
-        try:
-            conns = p.net_connections(kind="inet")
-        except (psutil.Error, OSError) as exc:
-            notes.append(f"sockets of {p.pid} not readable ({type(exc).__name__})")
+# /proc/net/tcp's state column as a word (include/net/tcp_states.h); UDP sockets have none.
+TCP_STATES = {
+    "01": "ESTABLISHED",
+    "02": "SYN_SENT",
+    "03": "SYN_RECV",
+    "04": "FIN_WAIT1",
+    "05": "FIN_WAIT2",
+    "06": "TIME_WAIT",
+    "07": "CLOSE",
+    "08": "CLOSE_WAIT",
+    "09": "LAST_ACK",
+    "0A": "LISTEN",
+    "0B": "CLOSING",
+}
+# The tables of a network namespace: (file, family, type)
+INET_TABLES = (
+    ("tcp", socket.AF_INET, "tcp"),
+    ("tcp6", socket.AF_INET6, "tcp"),
+    ("udp", socket.AF_INET, "udp"),
+    ("udp6", socket.AF_INET6, "udp"),
+)
+
+
+def decode_address(text: str, family: int) -> Optional[list[Any]]:
+    """An address of /proc/net/tcp ("0100007F:1F90": the IP as 32-bit words in the host's
+    byte order, the port in hex) as [ip, port], the IP as inet_ntop writes it
+    ("127.0.0.1", "::1", "::ffff:127.0.0.1"); None for port 0 (no address: a listening or
+    unconnected socket's remote end)."""
+    host, _, port_hex = text.partition(":")
+    try:
+        port = int(port_hex, 16)
+        if not port:
+            return None
+        # each 32-bit word is printed as a number that the host stores in its own byte order
+        words = struct.unpack(f"={len(host) // 8}I", bytes.fromhex(host))
+        return [socket.inet_ntop(family, struct.pack(f">{len(words)}I", *words)), port]
+    except (OSError, ValueError, struct.error):
+        return None
+
+
+def inet_table(net_dir: str, kinds: tuple[str, ...] = ("tcp", "udp")) -> dict[int, dict[str, Any]]:
+    """The TCP and UDP sockets of one network namespace (net_dir: /proc/<pid>/net), in the
+    tables' order: {inode: {type, laddr, raddr, status}}. A table that cannot be read (no
+    IPv6) is left out."""
+    rows: dict[int, dict[str, Any]] = {}
+    for name, family, kind in INET_TABLES:
+        if kind not in kinds:
             continue
-        for c in conns:
-            out.append(
-                {
-                    "pid": p.pid,
-                    "fd": c.fd if c.fd >= 0 else None,
-                    "type": "tcp" if c.type == 1 else "udp",
-                    "laddr": list(c.laddr) if c.laddr else None,
-                    "raddr": list(c.raddr) if c.raddr else None,
-                    "status": c.status,
-                }
-            )
+        text = procfs.read(f"{net_dir}/{name}")
+        for line in (text or "").splitlines()[1:]:
+            f = line.split()
+            if len(f) < 10 or not f[9].isdigit():
+                continue
+            rows[int(f[9])] = {
+                "type": kind,
+                "laddr": decode_address(f[1], family),
+                "raddr": decode_address(f[2], family),
+                "status": TCP_STATES.get(f[3], f[3]) if kind == "tcp" else "NONE",
+            }
+    return rows
+
+
+def socket_fds(pid: int) -> dict[int, int]:
+    """{inode: fd} of the sockets pid holds open (its fd links to socket:[inode]); the lowest
+    listed fd when it holds one socket twice. Raises OSError when its fds cannot be listed
+    (another user's process, or gone): the caller says so."""
+    out: dict[int, int] = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            m = SOCKET_TARGET.match(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue  # closed meanwhile
+        if m:
+            out.setdefault(int(m.group(1)), int(fd))
+    return out
+
+
+def _net_dir_key(pid: int) -> str:
+    """Which network namespace pid is in (processes in one share its tables)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return f"pid {pid}"
+
+
+def inet_sockets(pids: list[int], notes: list[str]) -> list[dict[str, Any]]:
+    """The TCP and UDP sockets the processes `pids` hold: {pid, fd, type, laddr, raddr,
+    status} each. Each network namespace's tables are read once."""
+    out: list[dict[str, Any]] = []
+    tables: dict[str, dict[int, dict[str, Any]]] = {}
+    for pid in pids:
+        try:
+            fds = socket_fds(pid)
+        except OSError as exc:
+            notes.append(f"sockets of {pid} not readable ({type(exc).__name__})")
+            continue
+        if not fds:
+            continue
+        key = _net_dir_key(pid)
+        if key not in tables:
+            tables[key] = inet_table(f"/proc/{pid}/net")
+        for inode, row in tables[key].items():
+            if inode in fds:
+                out.append({"pid": pid, "fd": fds[inode], **row})
     return out
 
 
@@ -153,7 +237,8 @@ def add_loopback_peers(
     """For each connected TCP socket of the job whose other end is on this machine (a
     loopback address), the process that holds that end: sock["peer"] = {"pid", "cmd",
     "state", "in_job"} (issue 32 item 4: a local server that does not answer is named, not
-    only its port). One scan of the machine's TCP sockets, and only when there is one."""
+    only its port). The other end's row is in the same namespace's TCP table, its holder
+    found through every process's fd links: done only when there is such a socket."""
     local = [
         s
         for s in sockets
@@ -162,17 +247,23 @@ def add_loopback_peers(
     if not local:
         return
     try:
-        every = psutil.net_connections(kind="tcp")
-    except (psutil.Error, OSError) as exc:
-        notes.append(f"the machine's TCP sockets not readable ({type(exc).__name__})")
+        pids = sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
+    except OSError as exc:
+        notes.append(f"the machine's processes not readable ({type(exc).__name__})")
         return
+    tables: dict[str, dict[int, dict[str, Any]]] = {}
     for sock in local:
-        mine = (tuple(sock["laddr"]), tuple(sock["raddr"]))
+        key = _net_dir_key(sock["pid"])
+        if key not in tables:  # the namespace its other end is in
+            tables[key] = inet_table(f"/proc/{sock['pid']}/net", ("tcp",))
         ends = [
-            c for c in every if c.laddr and c.raddr and (tuple(c.raddr), tuple(c.laddr)) == mine
+            inode
+            for inode, row in tables[key].items()
+            if row["laddr"] == list(sock["raddr"]) and row["raddr"] == list(sock["laddr"])
         ]
-        if ends and ends[0].pid:
-            pid = ends[0].pid
+        owner = socket_owner(ends[0], pids) if ends else None
+        if owner:
+            pid = owner["pid"]
             sock["peer"] = {"pid": pid, **procfs.process_facts(pid), "in_job": pid in job_pids}
         elif ends:  # another user's process: its sockets are not ours to read
             notes.append(f"the process at the other end of {sock['raddr']} is not readable")

@@ -17,7 +17,7 @@ relies on (docs/CLIENT.md, "Transparent mode").
 - The child's environment is the caller's plus the TRAINBRIDGE_* variables and the zero-code
   directory first on PYTHONPATH; no PYTHONUNBUFFERED / PYTHONIOENCODING / PYTHONUTF8.
 - Start-up: this module imports nothing heavy; the child is spawned first, and the client
-  (zmq, psutil, msgpack) is loaded while the child starts. The hub binds the ipc endpoint
+  (zmq, msgpack) is loaded while the child starts. The hub binds the ipc endpoint
   the child was given; the worker's socket connects once it exists.
 """
 
