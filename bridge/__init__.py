@@ -9,7 +9,7 @@
 The asyncio form of the same thing is bridge.aio.
 
 The names below are loaded on first use, so that importing a light submodule (the CLI's
-`run --transparent`, which spawns before it loads the rest) costs no zmq or psutil import.
+`run --transparent`, which spawns before it loads the rest) costs no zmq import.
 """
 
 import sys as _sys
@@ -25,20 +25,19 @@ def _check_client_requirements() -> None:
         )
     import importlib.util
 
+    # What the worker needs is all the supervisor needs (issue 30): a GUI's training venv
+    # supervises its own jobs. rich (the live screen) and nvidia-ml-py (GPU detail) are used
+    # when present; without them the CLI prints plain lines and the report says what it could
+    # not see.
     missing = [
         dist
-        for mod, dist in (
-            ("psutil", "psutil"),
-            ("rich", "rich"),
-            ("zmq", "pyzmq"),
-            ("msgpack", "msgpack"),
-        )
+        for mod, dist in (("zmq", "pyzmq"), ("msgpack", "msgpack"))
         if importlib.util.find_spec(mod) is None
     ]
     if missing:
         raise ImportError(
-            f"the trainbridge client needs {', '.join(missing)}, not installed for "
-            f"{_sys.executable}; run `{_sys.executable} -m pip install 'trainbridge[client]'`"
+            f"the trainbridge supervisor needs {' and '.join(missing)}, not installed for "
+            f"{_sys.executable}; run `{_sys.executable} -m pip install {' '.join(missing)}`"
         )
 
 

@@ -252,12 +252,7 @@ def jobs(args) -> int:
     if args.json:
         print(jsonform.dumps(rows, default=str))
         return 0
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(box=None, header_style="bold")
-    for name in (
+    columns = (
         "ID",
         "NAME",
         "STATE",
@@ -268,7 +263,43 @@ def jobs(args) -> int:
         "GPUS",
         "SUBMITTED",
         "COMMAND",
-    ):
+    )
+    cells = []
+    for row in rows:
+        progress = row.get("progress") or {}
+        step = progress.get("step")
+        total = progress.get("total")
+        gpus = ",".join(map(str, (row.get("assigned") or {}).get("gpus") or [])) or (
+            str((row.get("resources") or {}).get("gpus") or "") or "-"
+        )
+        cells.append(
+            [
+                row["id"],
+                row.get("name") or "-",
+                row["state"],
+                row["outcome"] or "-",
+                row.get("stage") or "-",
+                "-" if step is None else f"{step}/{total}" if total else str(step),
+                str(row.get("attempt") or 0),
+                gpus,
+                datetime.datetime.fromtimestamp(row["submitted_at"]).strftime("%m-%d %H:%M:%S"),
+                " ".join(row["command"]),
+            ]
+        )
+    if not rows:
+        print("no jobs" + (f" in state {args.state}" if args.state else ""))
+        return 0
+    try:
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+    except ImportError:  # rich is optional: the same columns, plain
+        widths = [max(len(c[i]) for c in [list(columns), *cells]) for i in range(len(columns))]
+        for line in [list(columns), *cells]:
+            print("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
+        return 0
+    table = Table(box=None, header_style="bold")
+    for name in columns:
         table.add_column(name, no_wrap=True, overflow="ellipsis" if name == "COMMAND" else "fold")
     colours = {
         "running": "green",
@@ -281,32 +312,18 @@ def jobs(args) -> int:
         "lost": "red",
         "cancelled": "yellow",
     }
-    for row in rows:
-        progress = row.get("progress") or {}
-        step = progress.get("step")
-        total = progress.get("total")
-        gpus = ",".join(map(str, (row.get("assigned") or {}).get("gpus") or [])) or (
-            str((row.get("resources") or {}).get("gpus") or "") or "-"
-        )
+    for line in cells:
+        state, outcome = line[2], line[3]
         table.add_row(
-            row["id"],
-            row.get("name") or "-",
-            Text(row["state"], style=colours.get(row["state"], "")),
-            Text(row["outcome"] or "-", style=colours.get(row["outcome"] or "", "")),
-            row.get("stage") or "-",
-            "-" if step is None else f"{step}/{total}" if total else str(step),
-            str(row.get("attempt") or 0),
-            gpus,
-            datetime.datetime.fromtimestamp(row["submitted_at"]).strftime("%m-%d %H:%M:%S"),
-            " ".join(row["command"]),
+            *line[:2],
+            Text(state, style=colours.get(state, "")),
+            Text(outcome, style=colours.get(outcome, "")),
+            *line[4:],
         )
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)  # a pipe: whole ids and commands, not ellipses
-    if rows:
-        console.print(table)
-    else:
-        console.print("no jobs" + (f" in state {args.state}" if args.state else ""))
+    console.print(table)
     return 0
 
 

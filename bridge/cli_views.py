@@ -41,8 +41,12 @@ class JsonView:
 
 
 def make_view(cmd: list[str], log_path: Optional[str] = None):
-    from rich.console import Console
-
+    """The live screen on a terminal when rich is installed; plain lines otherwise (rich is
+    optional: a venv with only pyzmq and msgpack supervises all the same, README "Install")."""
+    try:
+        from rich.console import Console
+    except ImportError:
+        return PlainView(None, log_path)
     console = Console()
     return LiveView(console, cmd) if console.is_terminal else PlainView(console, log_path)
 
@@ -360,6 +364,9 @@ class PlainView:
 
 
 def print_summary(console, report: dict[str, Any]) -> None:
+    if console is None:  # no rich: the same line, uncoloured
+        print(f"trainbridge: {report.get('summary', '')}", flush=True)
+        return
     from rich.text import Text
 
     colours = {

@@ -8,6 +8,7 @@ The Node twin is node-client/src/gpu.js.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional
 
 _gpu_unavailable: Optional[str] = None  # cached: pynvml's answer does not change in a run
@@ -20,7 +21,14 @@ def facts(pids: Optional[list[int]] = None) -> dict[str, Any]:
         return {"gpu": None, "gpu_note": _gpu_unavailable}
     try:
         import pynvml  # nvidia-ml-py; imported lazily so a missing driver costs nothing
-
+    except ImportError:
+        # Optional (issue 30): a GPU may be there all the same; say what would read it.
+        _gpu_unavailable = (
+            f"GPU not read: nvidia-ml-py is not installed for {sys.executable} (run "
+            f"`{sys.executable} -m pip install nvidia-ml-py` to see utilisation and memory)"
+        )
+        return {"gpu": None, "gpu_note": _gpu_unavailable}
+    try:
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ImportError...
         _gpu_unavailable = f"no NVIDIA GPU (pynvml: {type(exc).__name__}: {exc})"

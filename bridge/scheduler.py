@@ -61,8 +61,9 @@ TIMEOUT_NAMES = set(machine.DEFAULTS) | {
 
 # --- slots ------------------------------------------------------------------------------
 def discover_gpus(environ: Optional[Mapping[str, str]] = None, nvml: Any = None) -> list[int]:
-    """GPU ids this machine offers: NVML's device count (pynvml, or the `nvml` given), else
-    the ids in CUDA_VISIBLE_DEVICES, else none (a CPU-only machine)."""
+    """GPU ids this machine offers: the ids in CUDA_VISIBLE_DEVICES, else NVML's device count
+    (pynvml, or the `nvml` given), else, without nvidia-ml-py, the GPUs nvidia-smi lists
+    ($TRAINBRIDGE_NVIDIA_SMI names another program), else none (a CPU-only machine)."""
     environ = os.environ if environ is None else environ
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
@@ -71,8 +72,10 @@ def discover_gpus(environ: Optional[Mapping[str, str]] = None, nvml: Any = None)
     if nvml is None:
         try:
             import pynvml as nvml  # type: ignore[no-redef]
-        except ImportError:
-            return []
+        except ImportError:  # optional (issue 30): nvidia-smi comes with the driver
+            from trainbridge.bridge.resources import NvidiaSmi
+
+            return NvidiaSmi(environ.get("TRAINBRIDGE_NVIDIA_SMI")).indices()
     try:
         nvml.nvmlInit()
         try:

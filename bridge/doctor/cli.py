@@ -55,21 +55,20 @@ VERDICT_STYLE = {
 
 
 def render(report: dict, file=None) -> None:
-    """The readable table: one row per check, then the stacks of hung checks."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
+    """The readable table: one row per check, then the stacks of hung checks (plain lines
+    where rich is not installed: it is optional)."""
     out = file or sys.stdout
+    try:
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+    except ImportError:
+        _render_plain(report, out)
+        return
     console = Console(file=out, highlight=False, soft_wrap=False)
     if not console.is_terminal:
         console.width = 140  # a pipe or a log file: do not squeeze details into 80 columns
-    encoding = getattr(out, "encoding", None) or "ascii"
-
-    def safe(text: str) -> str:
-        # A GBK or ASCII console must not crash doctor on a non-ASCII path in a stack.
-        return text.encode(encoding, "backslashreplace").decode(encoding)
-
+    safe = _safe_for(out)
     table = Table(title=safe("trainbridge doctor: %s" % report["python"]), show_lines=False)
     for col in ("check", "verdict", "detail", "fix"):
         table.add_column(col, overflow="fold")
@@ -86,23 +85,44 @@ def render(report: dict, file=None) -> None:
             console.print(
                 Text(safe("--- %s: %s\n%s" % (row["name"], row["verdict"], row["stack"].rstrip())))
             )
+    console.print(Text(_closing(report)))
+
+
+def _closing(report: dict) -> str:
     s = report["summary"]
-    console.print(
-        Text(
-            "%d ok, %d warn, %d fail, %d hung, %d skip in %.1f s: %s"
-            % (
-                s["ok"],
-                s["warn"],
-                s["fail"],
-                s["hung"],
-                s["skip"],
-                report["duration_s"],
-                "nothing here would stop a training job"
-                if report["ok"]
-                else "fix the fail/hung rows before training",
-            )
-        )
+    return "%d ok, %d warn, %d fail, %d hung, %d skip in %.1f s: %s" % (
+        s["ok"],
+        s["warn"],
+        s["fail"],
+        s["hung"],
+        s["skip"],
+        report["duration_s"],
+        "nothing here would stop a training job"
+        if report["ok"]
+        else "fix the fail/hung rows before training",
     )
+
+
+def _safe_for(out):
+    """Text as `out` can print it: a GBK or ASCII console must not crash doctor on a
+    non-ASCII path in a stack."""
+    encoding = getattr(out, "encoding", None) or "ascii"
+    return lambda text: text.encode(encoding, "backslashreplace").decode(encoding)
+
+
+def _render_plain(report: dict, out) -> None:
+    safe = _safe_for(out)
+    print(safe("trainbridge doctor: %s" % report["python"]), file=out)
+    for row in report["checks"]:
+        fix = f" (fix: {row['fix']})" if row["fix"] else ""
+        print(safe(f"  {row['verdict']:<4}  {row['name']}: {row['detail']}{fix}"), file=out)
+    for row in report["checks"]:
+        if row["stack"]:
+            print(
+                safe("--- %s: %s\n%s" % (row["name"], row["verdict"], row["stack"].rstrip())),
+                file=out,
+            )
+    print(_closing(report), file=out)
 
 
 def run_cli(args: argparse.Namespace) -> int:

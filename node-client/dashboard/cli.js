@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * `npm run dashboard`: serve the dashboard (server.js) over the job store, or in memory.
+ * `npx trainbridge-dashboard` (the package's bin, in a project that installed it) or
+ * `npm run dashboard --` (in the checkout): serve the dashboard (server.js) over the job
+ * store, or in memory. The store's helper runs under $TRAINBRIDGE_PYTHON (else the active venv's
+ * Python, else python3): pyzmq and msgpack are all it needs.
  *
  *   npm run dashboard                          # http://127.0.0.1:8765/?token=..., jobs in the default store
  *   npm run dashboard -- --port 9000 --store ./jobs.db
@@ -55,7 +58,7 @@ async function main() {
   }
   if (args.help) {
     process.stdout.write([
-      'usage: npm run dashboard -- [--host 127.0.0.1] [--port 8765] [--token-file FILE | --no-token] [--store FILE | --memory [--data-dir DIR]]',
+      'usage: trainbridge-dashboard [--host 127.0.0.1] [--port 8765] [--token-file FILE | --no-token] [--store FILE | --memory [--data-dir DIR]]',
       '  --store FILE       the job store (default: $TRAINBRIDGE_STORE, else the per-user one): jobs outlive the dashboard',
       '  --memory           run jobs inside the dashboard instead (they end with it); logs in --data-dir',
       '  --token-file FILE  the token every request needs (default: $TRAINBRIDGE_DASHBOARD_TOKEN, else',

@@ -1,15 +1,17 @@
 'use strict';
 /**
- * `npm pack` / `npm publish` run this first (prepack): it copies the pure-Python side that a
- * supervised process needs into python/trainbridge/ so the package works outside the
- * repository: the worker (trainbridge.worker) and the wire protocol it imports
- * (trainbridge.protocol), the package's __init__, and the zero-code
- * hook (bridge/inject/sitecustomize.py). The client (trainbridge.bridge's other modules) is
- * not needed by a Node GUI and is left out. `node scripts/bundle-python.js --clean` (postpack)
- * removes the copies (and LICENSE, copied from the repository's root) again, so the checkout never holds two versions.
+ * `npm pack` / `npm publish` run this first (prepack): it copies the pure-Python package into
+ * python/trainbridge/ so the package works outside the repository with nothing of trainbridge
+ * installed in the training venv: the worker (trainbridge.worker), the wire protocol
+ * (trainbridge.protocol), the package's __init__ and __main__, and the supervisor
+ * (trainbridge.bridge: the job store's helper that openStore() runs, the keepers it starts,
+ * doctor, the zero-code hook in bridge/inject). `node scripts/bundle-python.js --clean`
+ * (postpack) removes the copies (and LICENSE, copied from the repository's root) again, so
+ * the checkout never holds two versions.
  *
- * The training environment still needs pyzmq and msgpack; without them the job runs
- * supervised without a worker, and the report and a 'no_worker' event say why.
+ * The training environment needs pyzmq and msgpack (what the worker needs is all the
+ * supervisor needs); without them a launched job runs supervised without a worker (the report
+ * and a 'no_worker' event say why), and openStore() says what to install where.
  */
 
 const fs = require('node:fs');
@@ -28,13 +30,13 @@ function copy(from, to) {
 function bundle() {
   fs.rmSync(OUT, { recursive: true, force: true });
   const dest = path.join(OUT, 'trainbridge');
-  for (const name of ['__init__.py', 'py.typed']) copy(path.join(REPO, 'trainbridge', name), path.join(dest, name));
-  for (const pkg of ['protocol', 'worker']) { // the worker imports the protocol package
+  for (const name of ['__init__.py', '__main__.py', 'py.typed']) copy(path.join(REPO, 'trainbridge', name), path.join(dest, name));
+  // The packages as pyproject.toml installs them: each folder's .py files, no caches
+  for (const pkg of ['protocol', 'worker', 'bridge', 'bridge/inject', 'bridge/doctor']) {
     for (const name of fs.readdirSync(path.join(REPO, pkg)).sort()) {
       if (name.endsWith('.py')) copy(path.join(REPO, pkg, name), path.join(dest, pkg, name));
     }
   }
-  copy(path.join(REPO, 'bridge', 'inject', 'sitecustomize.py'), path.join(dest, 'bridge', 'inject', 'sitecustomize.py'));
   copy(path.join(REPO, 'LICENSE'), LICENSE);
 }
 

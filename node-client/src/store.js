@@ -40,6 +40,27 @@ const SINCE = ['start', 'now'];
 const MAX_REPLIES = 256; // replies kept for a waiter: any face's requests are in the same feed
 const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
 const REPO_ROOT = path.resolve(__dirname, '../..');
+// Installed from its tarball, the package carries the Python package here (scripts/bundle-python.js)
+const BUNDLED_PYTHON = path.resolve(__dirname, '../python');
+
+/**
+ * Where the store helper imports trainbridge from: the checkout (in the repository), else the
+ * package's own copy, so a training venv with only pyzmq and msgpack serves the store.
+ */
+function trainbridgeRoot() {
+  for (const dir of [REPO_ROOT, BUNDLED_PYTHON]) {
+    if (fs.existsSync(path.join(dir, 'trainbridge', '__init__.py'))) return dir;
+  }
+  return null;
+}
+
+/** The helper's stderr as one sentence when it could not import (what to install where), else all of it. */
+function helperFailure(stderr) {
+  const lines = stderr.trim().split('\n');
+  const last = lines[lines.length - 1] || '';
+  const missing = /^(?:ImportError|ModuleNotFoundError): (.*)$/.exec(last);
+  return missing ? missing[1] : stderr.trim();
+}
 
 /** The default store: $TRAINBRIDGE_STORE, else the per-user data dir (bridge/store.py's rule). */
 function defaultStorePath() {
@@ -57,9 +78,8 @@ class Store {
   constructor(storePath, options = {}) {
     this.path = path.resolve(storePath || defaultStorePath());
     const env = { ...process.env };
-    if (fs.existsSync(path.join(REPO_ROOT, 'trainbridge', '__init__.py'))) {
-      env.PYTHONPATH = REPO_ROOT + (env.PYTHONPATH ? path.delimiter + env.PYTHONPATH : '');
-    }
+    const root = trainbridgeRoot();
+    if (root) env.PYTHONPATH = root + (env.PYTHONPATH ? path.delimiter + env.PYTHONPATH : '');
     const args = ['-m', 'trainbridge.bridge.storeserve', this.path];
     if (options.keepEnded !== undefined && options.keepEnded !== null
       && !(Number.isInteger(options.keepEnded) && options.keepEnded >= 0)) {
@@ -85,15 +105,16 @@ class Store {
     this._exited = new Promise((resolve) => {
       this._helper.on('close', (code, signal) => {
         const why = `the store helper (python -m trainbridge.bridge.storeserve) exited (${signal || code})`
-          + (this._stderr ? `: ${this._stderr.trim()}` : '');
+          + (this._stderr ? `: ${helperFailure(this._stderr)}` : '');
         for (const { reject } of this._pending.values()) reject(new Error(why));
         this._pending.clear();
         this._closed = true;
+        if (!this._closing) this._failure = why; // a later call says why, not only "closed"
         resolve();
       });
     });
     this._helper.on('error', (err) => {
-      for (const { reject } of this._pending.values()) reject(new Error(`cannot start the store helper: ${err.message}. Set options.python or TRAINBRIDGE_PYTHON to a Python with trainbridge installed.`));
+      for (const { reject } of this._pending.values()) reject(new Error(`cannot start the store helper: ${err.message}. Set options.python or TRAINBRIDGE_PYTHON to a Python with pyzmq and msgpack installed.`));
       this._pending.clear();
     });
   }
@@ -122,7 +143,7 @@ class Store {
   }
 
   _call(op, args = {}) {
-    if (this._closed) return Promise.reject(new Error('the store is closed'));
+    if (this._closed) return Promise.reject(new Error(this._failure || 'the store is closed'));
     const id = this._nextId++;
     return new Promise((resolve, reject) => {
       this._pending.set(id, { resolve, reject });
@@ -232,9 +253,9 @@ class Store {
     return job;
   }
 
-  /** Stop the helper (running jobs go on under their keepers). */
   /** Stop the helper and every attached job's following (the jobs go on), so the process can exit. */
   async close() {
+    this._closing = true;
     for (const job of this._attached) job.close();
     this._attached.clear();
     this._watches.clear();

@@ -541,3 +541,17 @@ test('a line of the feed that is not an event is said, not skipped (an \'unreada
   assert.ok(events.slice(before + 1).every((e) => e.seq === null || e.seq > 3), 'and before the ones after it');
   assert.equal(events.at(-1).type, 'end');
 });
+
+test('openStore() with a Python that lacks pyzmq says what to install where, and a later call says it again', async (t) => {
+  // A venv of its own without pip or packages: what a GUI's bare training venv is
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-bare-venv-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const made = spawnSync('python3', ['-m', 'venv', '--without-pip', dir], { encoding: 'utf8' });
+  assert.equal(made.status, 0, made.stderr);
+  const bare = path.join(dir, 'bin', 'python');
+  const store = openStore(tempStore(t), { python: bare });
+  const said = `the trainbridge supervisor needs pyzmq and msgpack, not installed for ${bare}; run \`${bare} -m pip install pyzmq msgpack\``;
+  await assert.rejects(store.jobs(), (err) => err.message.endsWith(`exited (1): ${said}`) && !err.message.includes('Traceback'));
+  await assert.rejects(store.get('j-1'), (err) => err.message.endsWith(said));
+  await store.close();
+});

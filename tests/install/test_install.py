@@ -12,9 +12,12 @@ Node) come from the registries through pip's and npm's caches. No torch is neede
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
+import urllib.request
 import zipfile
 
 import psutil
@@ -85,6 +88,18 @@ with worker.stage("serve"):
         if got == "stop":
             break
 """
+# openStore() with a Python that cannot serve it: the error the GUI gets.
+NODE_REFUSED = """\
+const { openStore } = require('trainbridge');
+const [python, storePath] = process.argv.slice(2);
+(async () => {
+  const store = openStore(storePath, { python });
+  let error = null;
+  try { await store.jobs(); } catch (err) { error = err.message; }
+  await store.close();
+  process.stdout.write(JSON.stringify({ error }) + '\\n');
+})();
+"""
 NODE_RUN = '''\
 const { launch } = require('trainbridge');
 const [python, cwd] = process.argv.slice(2);
@@ -147,6 +162,13 @@ def venv(tmp, name, *requirements):
     return python
 
 
+def training_venv(tmp):
+    """The GUI's training venv of issue 30: what the worker needs (pyzmq, msgpack) and the
+    script's tqdm, nothing of trainbridge; made once for the module's tests."""
+    python = os.path.join(tmp, "train", "bin", "python")
+    return python if os.path.exists(python) else venv(tmp, "train", "pyzmq", "msgpack", TQDM)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The wheel and the tarball, built from a copy of the sources (the checkout stays clean)."""
@@ -160,7 +182,7 @@ def built(tmp_path_factory):
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(os.path.join(ROOT, name), os.path.join(src, name))
     node_src = os.path.join(src, "node-client")
-    for name in ("src", "scripts"):
+    for name in ("src", "scripts", "dashboard"):
         shutil.copytree(
             os.path.join(ROOT, "node-client", name), os.path.join(node_src, name), ignore=ignore
         )
@@ -235,13 +257,13 @@ def test_the_wheel_holds_everything_and_asks_only_for_what_each_side_needs(built
     ]
     base = sorted(r.split(">")[0] for r in requires if "extra ==" not in r)
     client = sorted(r.split(">")[0] for r in requires if "extra == \"client\"" in r)
-    assert base == ["msgpack", "pyzmq"], requires  # the training venv: the worker only
-    assert client == ["nvidia-ml-py", "psutil", "rich"], requires
+    assert base == ["msgpack", "pyzmq"], requires  # the worker's needs, and the supervisor's
+    assert client == ["nvidia-ml-py", "rich"], requires  # detail only: GPU figures, a live screen
     assert "License-Expression: MIT" in meta and "Project-URL:" in meta
     assert "Operating System :: POSIX :: Linux" in meta
 
 
-def test_the_tarball_ships_the_worker_and_the_zero_code_hook(built):
+def test_the_tarball_ships_the_python_package_and_the_dashboard(built):
     with tarfile.open(built["tarball"]) as tgz:
         names = set(tgz.getnames())
         package = json.load(tgz.extractfile("package/package.json"))
@@ -254,11 +276,17 @@ def test_the_tarball_ships_the_worker_and_the_zero_code_hook(built):
         "package/python/trainbridge/worker/__init__.py",
         "package/python/trainbridge/worker/auto.py",
         "package/python/trainbridge/bridge/inject/sitecustomize.py",
+        "package/python/trainbridge/bridge/storeserve.py",  # openStore()'s helper
+        "package/python/trainbridge/bridge/doctor/probe.py",
+        "package/dashboard/cli.js",
+        "package/dashboard/public/index.html",
     ):
         assert name in names, name
     assert not any("/test/" in n or "node_modules" in n for n in names), names
     assert package["version"] == __version__  # one version for both packages
     assert package["os"] == ["linux"] and package["license"] == "MIT"
+    assert package["bin"] == {"trainbridge-dashboard": "dashboard/cli.js"}
+    assert "uplot" in package["dependencies"]  # the dashboard's charts
     assert package["repository"]["url"]
 
 
@@ -324,7 +352,11 @@ def node_app(built):
         os.makedirs(app, exist_ok=True)
         with open(os.path.join(app, "package.json"), "w") as f:
             json.dump({"name": "gui-app", "private": True}, f)
-        for name, text in (("run.js", NODE_RUN), ("store.js", NODE_STORE)):
+        for name, text in (
+            ("run.js", NODE_RUN),
+            ("store.js", NODE_STORE),
+            ("refused.js", NODE_REFUSED),
+        ):
             with open(os.path.join(app, name), "w") as f:
                 f.write(text)
         sh(
@@ -356,7 +388,7 @@ def run_node(built, script, python):
 def test_installed_node_package_brings_the_worker_to_a_venv_without_trainbridge(built, script):
     # The training venv has what the worker needs and nothing of trainbridge: the worker
     # and the zero-code hook come from the npm package.
-    python = venv(built["tmp"], "train", "pyzmq", "msgpack", TQDM)
+    python = training_venv(built["tmp"])
     app, seen, report = run_node(built, script, python)
     assert seen["spawn"]["command"] == [python, "train.py"], seen["spawn"]
     assert seen["hellos"] == 1 and seen["stages"][:2] == ["startup", "main"], seen
@@ -389,23 +421,36 @@ def test_installed_node_package_says_why_zero_code_is_off_without_pyzmq(built, s
     assert "fetch -> 1" in seen["lines"] and f"trainbridge from: {bundled}" in seen["lines"]
 
 
-def test_the_base_install_is_the_training_side_and_the_client_names_its_extra(built, script):
-    # `pip install trainbridge` in the training venv: pyzmq and msgpack, nothing of the
-    # client's; supervised from the GUI's venv it says hello; its own client asks for the
-    # extra in one sentence.
+def test_the_base_install_supervises_on_its_own_and_names_what_it_lacks(built, script):
+    # `pip install trainbridge` in the training venv: pyzmq and msgpack, nothing else. What
+    # the worker needs is all the supervisor needs (issue 30): its own `trainbridge run`
+    # supervises, in plain lines without rich. Without pyzmq, one sentence says what to
+    # install where.
     base = venv(built["tmp"], "base", built["wheel"], TQDM)
     env = clean_env()
     sh([base, "-c", "import zmq, msgpack, trainbridge.worker"], script, env=env)
-    for client_only in ("psutil", "rich"):
+    for optional in ("psutil", "rich", "pynvml"):
         probe = subprocess.run(
-            [base, "-c", f"import {client_only}"], env=env, capture_output=True, timeout=60
+            [base, "-c", f"import {optional}"], env=env, capture_output=True, timeout=60
         )
-        assert probe.returncode != 0, f"{client_only} came with the base install"
+        assert probe.returncode != 0, f"{optional} came with the base install"
     bindir = os.path.dirname(base)
     version = sh([os.path.join(bindir, "trainbridge"), "--version"], script, env=env)
     assert version.startswith(f"trainbridge {__version__} ")
-    refused = subprocess.run(
+    plain = subprocess.run(
         [os.path.join(bindir, "trainbridge"), "run", "--", base, "train.py"],
+        cwd=script,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=STEP_S,
+    )
+    assert plain.returncode == 0 and "Traceback" not in plain.stderr, plain.stderr
+    assert "fetch -> 1" in plain.stdout.splitlines(), plain.stdout
+    assert plain.stdout.splitlines()[-1].startswith("trainbridge: Job succeeded"), plain.stdout
+    nodeps = venv(built["tmp"], "nodeps", "--no-deps", built["wheel"])
+    refused = subprocess.run(
+        [os.path.join(os.path.dirname(nodeps), "trainbridge"), "run", "--", nodeps, "-V"],
         cwd=script,
         env=env,
         capture_output=True,
@@ -413,8 +458,8 @@ def test_the_base_install_is_the_training_side_and_the_client_names_its_extra(bu
         timeout=60,
     )
     assert refused.returncode == 125 and "Traceback" not in refused.stderr, refused.stderr
-    assert "the trainbridge client needs psutil, rich" in refused.stderr
-    assert f"{base} -m pip install 'trainbridge[client]'" in refused.stderr
+    assert "the trainbridge supervisor needs pyzmq and msgpack" in refused.stderr
+    assert f"{nodeps} -m pip install pyzmq msgpack" in refused.stderr
     gui = os.path.join(built["tmp"], "gui", "bin", "trainbridge")
     if not os.path.exists(gui):
         venv(built["tmp"], "gui", built["wheel"] + "[client]", TQDM)
@@ -439,10 +484,11 @@ def test_the_base_install_is_the_training_side_and_the_client_names_its_extra(bu
 
 
 def test_installed_node_package_pings_sends_and_rejoins_a_scheduled_job(built, script):
-    """openStore() of the installed npm package, with a GUI venv that has the wheel: submit,
-    attach, ping and send through the keeper, then rejoin the feed from event 3 (issue 29's
-    attached API, from the tarball as a GUI project gets it)."""
-    python = venv(built["tmp"], "node-store", built["wheel"] + "[client]")
+    """openStore() of the installed npm package, with the training venv that has only pyzmq
+    and msgpack (issue 30: the package brings the supervisor): submit, attach, ping and send
+    through the keeper, then rejoin the feed from event 3 (issue 29's attached API, from the
+    tarball as a GUI project gets it)."""
+    python = training_venv(built["tmp"])
     app = node_app(built)
     env = clean_env()
     env["INSTALL_TEST_ENV"] = json.dumps(clean_env())
@@ -455,4 +501,79 @@ def test_installed_node_package_pings_sends_and_rejoins_a_scheduled_job(built, s
     seqs = result["seqs"]
     # Node's events are its Job's (a feed `lead` or `reply` line has none): in order, from 3.
     assert seqs[0] == 3 and seqs == sorted(set(seqs)) and len(seqs) > 5, seqs
+    assert not psutil.Process().children(recursive=True)
+
+
+def test_installed_node_package_says_what_a_venv_without_pyzmq_needs_for_the_store(built, script):
+    bare = os.path.join(built["tmp"], "bare", "bin", "python")
+    if not os.path.exists(bare):
+        bare = venv(built["tmp"], "bare", TQDM)
+    app = node_app(built)
+    out = sh(["node", "refused.js", bare, os.path.join(built["tmp"], "refused.db")], app)
+    said = json.loads(out.splitlines()[-1])["error"]
+    # One sentence: what is missing, for which Python, and the command that installs it
+    assert "the trainbridge supervisor needs pyzmq and msgpack" in said, said
+    assert f"{bare} -m pip install pyzmq msgpack" in said and "Traceback" not in said, said
+    assert not psutil.Process().children(recursive=True)
+
+
+def test_installed_dashboard_serves_the_store_with_only_pyzmq_and_msgpack(built, script):
+    """`npx trainbridge-dashboard` in the GUI project: the package's bin, its page and uPlot,
+    and the jobs of a store served by the training venv's Python."""
+    python = training_venv(built["tmp"])
+    app = node_app(built)
+    env = clean_env()
+    store = os.path.join(built["tmp"], "dashboard-jobs.db")
+    env.update(
+        TRAINBRIDGE_PYTHON=python, TRAINBRIDGE_DASHBOARD_TOKEN="install-test-token-0123456789"
+    )
+    bin_ = os.path.join(app, "node_modules", ".bin", "trainbridge-dashboard")
+    dash = subprocess.Popen(
+        [bin_, "--store", store, "--port", "0"],
+        cwd=app,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first = dash.stdout.readline()  # blocks until it serves or exits
+        assert first.startswith("trainbridge dashboard: http://127.0.0.1:"), (
+            first,
+            dash.stderr.read() if dash.poll() is not None else "",
+        )
+        base = first.split()[2].split("/?token=")[0]
+        bearer = {"Authorization": "Bearer install-test-token-0123456789"}
+
+        def get(path):
+            req = urllib.request.Request(base + path, headers=bearer)
+            with urllib.request.urlopen(req, timeout=30) as answer:
+                return answer.status, answer.read()
+
+        status, page = get("/")
+        assert status == 200 and b"<html" in page.lower()
+        status, uplot = get("/vendor/uPlot.esm.js")
+        assert status == 200 and len(uplot) > 10_000  # the dependency came with the package
+        body = json.dumps({"kind": "command", "argv": [python, "train.py"], "cwd": script})
+        body = body.encode()
+        req = urllib.request.Request(
+            base + "/api/jobs",
+            data=body,
+            headers={**bearer, "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(req, timeout=30) as answer:
+            job_id = json.loads(answer.read())["id"]
+        deadline = time.monotonic() + STEP_S
+        while time.monotonic() < deadline:
+            rows = json.loads(get("/api/jobs")[1])
+            row = next((r for r in rows if r["id"] == job_id), None)
+            if row and row.get("outcome"):
+                break
+            time.sleep(0.2)  # polling the dashboard as a page would: nothing to wait on
+        assert row and row["outcome"] == "succeeded", row
+    finally:
+        dash.send_signal(signal.SIGINT)
+        dash.wait(timeout=60)
+    assert dash.returncode == 0, dash.stderr.read()
     assert not psutil.Process().children(recursive=True)

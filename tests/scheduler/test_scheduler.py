@@ -390,3 +390,16 @@ def test_a_failing_tick_is_said_once_and_its_recovery_too(store_path, capfd):
     assert err.count("tick failed") == 1, err
     assert "StoreFull: the disk holding the job store is full; trying again" in err, err
     assert err.count("ticks work again") == 1 and s.tick_error is None, err
+
+
+def test_without_nvidia_ml_py_the_gpus_are_the_ones_nvidia_smi_lists(tmp_path, monkeypatch):
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(
+        f"#!{sys.executable}\nimport sys\n"
+        "assert sys.argv[1] == '--query-gpu=index', sys.argv\nprint('0'); print('1')\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # `import pynvml` raises ImportError
+    assert scheduler.discover_gpus({"TRAINBRIDGE_NVIDIA_SMI": str(smi)}) == [0, 1]
+    gone = str(tmp_path / "no-such-program")
+    assert scheduler.discover_gpus({"TRAINBRIDGE_NVIDIA_SMI": gone}) == []
