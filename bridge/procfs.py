@@ -281,7 +281,11 @@ def cpu_seconds(pid: int) -> Optional[float]:
     """CPU seconds the process has used, user plus system (/proc/<pid>/stat utime + stime, in
     clock ticks), or None once it is gone. Its threads' time is included; its children's
     only once they are reaped, so a tree's CPU is the sum over its processes."""
-    fields = stat_fields(pid)
+    return _cpu_of(stat_fields(pid))
+
+
+def _cpu_of(fields: Optional[list[str]]) -> Optional[float]:
+    """utime + stime of stat_fields() in seconds, or None."""
     try:
         return (int(fields[11]) + int(fields[12])) / _CLK_TCK if fields else None
     except (IndexError, ValueError):
@@ -503,19 +507,12 @@ def process_sample(pid: int) -> Optional[dict[str, Any]]:
         name = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
     except OSError:
         name = (read(f"/proc/{pid}/comm") or "").strip()
-    io_bytes = None
-    text = read(f"/proc/{pid}/io")
-    if text:
-        counters = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        try:
-            io_bytes = int(counters["rchar"]) + int(counters["wchar"])
-        except (KeyError, ValueError):
-            io_bytes = None
+    io = io_counters(pid)
     return {
         "pid": pid,
         "name": name.removesuffix(" (deleted)"),
-        "cpu_s": round((int(fields[11]) + int(fields[12])) / _CLK_TCK, 3),
-        "io_bytes": io_bytes,
+        "cpu_s": round(_cpu_of(fields) or 0.0, 3),
+        "io_bytes": io["rchar"] + io["wchar"] if io else None,
         "run_delay_s": run_delay(pid),
         "runnable": runnable(pid),
     }
