@@ -6,17 +6,18 @@ action) and answers with a "looked" event. node-client/src/look.js is the twin;
 vectors/look.json holds cases both run.
 
 A sample: {"t": seconds, "lines": output lines so far, "lead": the pid that speaks (or would)
-for the job, "procs": [{"pid", "name", "cpu_s", "io_bytes", "run_delay_s", "runnable"}]}
-(bridge/procfs.py tree_sample; io_bytes None where /proc/<pid>/io cannot be read;
-run_delay_s: the time its threads waited on a CPU run queue, /proc/<pid>/task/*/schedstat;
-runnable: its threads in state R when sampled, each [tid, timeslices run so far]).
+for the job, "procs": [{"pid", "name", "cpu_s", "io_bytes", "threads"}]}
+(bridge/procfs.py tree_sample; io_bytes None where /proc/<pid>/io cannot be read; threads:
+each [tid, state letter, run_delay_s, timeslices], from /proc/<pid>/task/*/stat and schedstat:
+the seconds it has waited on a CPU run queue and the timeslices it has run; None without
+schedstat).
 
-How long the lead waited for a CPU over the window: its run_delay, which the kernel adds only
-when a wait ends. A thread queued for the whole window (a CPU quota of 1 ms a second, a load
-of 20 on 2 cores) has none yet: a thread runnable in both samples with the same timeslices
-never ran between them, so it waited the whole window. (Runnable in both alone is not enough:
-a thread waiting for a GIL another thread holds wakes every 5 ms, and on a loaded machine is
-often caught runnable twice while it mostly slept.)
+How long a thread waited for a CPU over the window: its run_delay, which the kernel adds only
+when a wait ends. A thread queued for the whole window (a CPU quota of 1 ms a second) has none
+yet: a thread runnable (R) in both samples with the same timeslices never ran between them,
+so it waited the whole window. (Runnable in both alone is not enough: a thread waiting for a
+GIL another thread holds wakes every 5 ms, and on a loaded machine is often caught runnable
+twice while it mostly slept.)
 
 startup (no hello yet), starting when, in this order:
 - no process is left: its exit is on the way and decides;
@@ -26,9 +27,15 @@ startup (no hello yet), starting when, in this order:
 Otherwise a Python process started and does nothing: the startup hang.
 
 heartbeat (the beacon went silent), waiting when the lead's threads waited STARVED of the
-window on a run queue: the machine is busy (a laptop compiling beside the job, the load at 4x
-the cores), and a runnable process starved of CPU is slow, not hung. A GIL held in native code
-runs on the CPU (no queue); a stopped or deadlocked process does not queue at all: hung.
+window on a run queue in long waits: the machine is busy (a CPU quota, a laptop compiling
+beside the job), and a process starved of CPU is slow, not hung. A long wait: a thread whose
+waits in the window average LONG_WAIT_S or more per timeslice it then ran, or that was queued
+the whole window. Short waits do not count: a thread given a CPU every few milliseconds could
+have beaten, so something else kept it. That is a GIL held in native code: the beacon, waiting
+for the GIL, wakes every 5 ms, and on a loaded machine queues a little each time (measured on
+2 cores at a load of 12: 0.4 to 0.9 s of a second, 3 to 33 ms a timeslice; under a quota of
+1 ms a second a thread waits about 1 s a timeslice). A stopped or deadlocked process does not
+queue at all: hung.
 
 stall (no progress for stall_timeout), computing when the lead was busy (it ran, or queued for
 a CPU, BUSY_LEAD of the window) and its main thread moved: the places its heartbeats named
@@ -52,7 +59,8 @@ from trainbridge.bridge.diagnosis_end import size
 
 REASONS = ("startup", "heartbeat", "stall")
 BUSY_CPU = 0.10  # of one core, over the window
-STARVED = 0.25  # of the window, spent waiting for a CPU
+STARVED = 0.25  # of the window, spent waiting for a CPU in long waits
+LONG_WAIT_S = 0.1  # a thread's waits in the window, per timeslice it ran: a long wait
 BUSY_LEAD = 0.5  # of the window, the lead ran or waited for a CPU: a busy process
 PLACES_SAID = 4  # places named in a verdict
 MOVES = 1  # changes of place in the window that make a busy main thread one that computes
@@ -87,20 +95,40 @@ def _delta(procs: list[dict[str, Any]], old: dict[Any, dict[str, Any]], key: str
     return total
 
 
-def _waited(lead: list[dict[str, Any]], old: dict[Any, dict[str, Any]], window: float) -> float:
-    """Seconds the lead's threads waited for a CPU over the window: their ended waits
-    (run_delay), and the whole window for each thread queued throughout it (see the
-    module's doc)."""
-    total = 0.0
+def _waited(
+    lead: list[dict[str, Any]], old: dict[Any, dict[str, Any]], window: float
+) -> tuple[float, float]:
+    """Seconds the lead's threads waited for a CPU over the window, as (in long waits, in
+    short ones): see the module's doc. A thread queued the whole window counts the window."""
+    long_s = short_s = 0.0
     for p in lead:
-        total += _delta([p], old, "run_delay_s")
-        now, was = p.get("runnable"), old.get(p["pid"], {}).get("runnable")
-        if isinstance(now, list) and isinstance(was, list):
-            before = {tuple(t) for t in was if isinstance(t, list) and len(t) == 2}
-            total += window * sum(
-                1 for t in now if isinstance(t, list) and len(t) == 2 and tuple(t) in before
-            )
-    return total
+        was = {t[0]: t for t in old.get(p["pid"], {}).get("threads") or [] if _is_thread(t)}
+        for t in p.get("threads") or []:
+            if not _is_thread(t):
+                continue
+            tid, state, delay, slices = t
+            before = was.get(tid)
+            if before is None:  # born in the window: all its waits are in it
+                waited, ran = delay, slices
+            else:
+                waited, ran = max(0.0, delay - before[2]), max(0, slices - before[3])
+                if state == "R" and before[1] == "R" and ran == 0:
+                    long_s += window  # queued throughout: no run_delay shows it yet
+                    continue
+            if waited and waited / max(ran, 1) >= LONG_WAIT_S:
+                long_s += waited
+            else:
+                short_s += waited
+    return long_s, short_s
+
+
+def _is_thread(t: Any) -> bool:
+    return (
+        isinstance(t, list)
+        and len(t) == 4
+        and isinstance(t[2], (int, float))
+        and isinstance(t[3], int)
+    )
 
 
 def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +148,7 @@ def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[st
         return _stall(before, after, window, old)
     if reason == "heartbeat":
         lead = [p for p in procs if p["pid"] == after.get("lead")] or procs[:1]
-        waited = _waited(lead, old, window)
+        waited, short = _waited(lead, old, window)
         # Seconds, summed over its threads (three threads queued the whole window: 3.0 s)
         if waited / window >= STARVED:
             return {
@@ -128,10 +156,15 @@ def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[st
                 "why": f"waiting for a free core: its threads waited {_span(waited)} for a CPU "
                 f"in the last {_span(window)} (the machine is busy, the job is not hung)",
             }
+        given = (
+            f", and {_span(short)} in short waits: given a CPU that often, it could have beaten"
+            if short >= 0.05
+            else ""
+        )
         return {
             "working": False,
             "why": f"silent, and not for want of a CPU: its threads waited {_span(waited)} "
-            f"for one in {_span(window)}",
+            f"for one in {_span(window)}{given}",
         }
     if not any(is_python(p.get("name")) for p in procs):
         return {
@@ -194,7 +227,7 @@ def _stall(
 ) -> dict[str, Any]:
     procs = after.get("procs") or []
     lead = [p for p in procs if p["pid"] == after.get("lead")] or procs[:1]
-    busy = _delta(lead, old, "cpu_s") + _waited(lead, old, window)
+    busy = _delta(lead, old, "cpu_s") + sum(_waited(lead, old, window))
     share = math.floor(busy / window * 100 + 0.5)
     start = after.get("from")
     wheres = [w for w in after.get("wheres") or [] if isinstance(w, list) and len(w) == 2]

@@ -456,50 +456,34 @@ def tree_pids(pid: int, limit: int = 200) -> list[int]:
     return out[:limit]
 
 
-def run_delay(pid: int) -> Optional[float]:
-    """Seconds the process's threads have waited on a CPU run queue, summed (the second field
-    of /proc/<pid>/task/*/schedstat, in ns); None where the kernel has no schedstat."""
+def threads(pid: int) -> Optional[list[list[Any]]]:
+    """The process's threads as bridge/look.py weighs their waits for a CPU, each
+    [tid, state, run_delay_s, timeslices]: its state letter now (R: on a CPU or queued for
+    one), the seconds it has waited on a CPU run queue and the timeslices it has run so far
+    (/proc/<pid>/task/*/stat, and the second and third fields of schedstat). None once the
+    process is gone or where the kernel has no schedstat."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
-    total, found = 0, False
-    for tid in tids:
-        fields = (read(f"/proc/{pid}/task/{tid}/schedstat") or "").split()
-        if len(fields) >= 2 and fields[1].isdigit():
-            total += int(fields[1])
-            found = True
-    return round(total / 1e9, 6) if found else None
-
-
-def runnable(pid: int) -> Optional[list[list[int]]]:
-    """The process's threads that are runnable now (state R: on a CPU, or queued for one),
-    each as [tid, timeslices run so far] (/proc/<pid>/task/*/stat and the third field of
-    schedstat); None once it is gone or where the kernel has no schedstat. A thread runnable
-    in two samples whose timeslices did not change never ran between them: it was queued the
-    whole time, a wait run_delay does not show yet (the kernel adds a wait when it ends;
-    bridge/look.py)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    out = []
+    out: list[list[Any]] = []
     for tid in tids:
         stat = read(f"/proc/{pid}/task/{tid}/stat")
-        if not (stat and ")" in stat and stat.rsplit(")", 1)[1].split()[:1] == ["R"]):
-            continue
         fields = (read(f"/proc/{pid}/task/{tid}/schedstat") or "").split()
-        if len(fields) < 3 or not fields[2].isdigit():
+        if not (stat and ")" in stat):
+            continue  # the thread ended between the listing and the read
+        if len(fields) < 3 or not (fields[1].isdigit() and fields[2].isdigit()):
             return None
-        out.append([int(tid), int(fields[2])])
+        state = stat.rsplit(")", 1)[1].split()[:1] or ["?"]
+        out.append([int(tid), state[0], round(int(fields[1]) / 1e9, 6), int(fields[2])])
     return out
 
 
 def process_sample(pid: int) -> Optional[dict[str, Any]]:
     """One process for bridge/look.py: its program's name (the executable's, else comm), CPU
     seconds used, bytes read and written (rchar + wchar: files, pipes and sockets; None when
-    /proc/<pid>/io cannot be read), seconds its threads waited for a CPU (run_delay), its
-    threads runnable now with their timeslices (runnable). None once it is gone (or a zombie)."""
+    /proc/<pid>/io cannot be read), and its threads' states, waits for a CPU and timeslices
+    (threads). None once it is gone (or a zombie)."""
     fields = stat_fields(pid)
     if fields is None or fields[0] in ("Z", "X"):
         return None
@@ -513,8 +497,7 @@ def process_sample(pid: int) -> Optional[dict[str, Any]]:
         "name": name.removesuffix(" (deleted)"),
         "cpu_s": round(_cpu_of(fields) or 0.0, 3),
         "io_bytes": io["rchar"] + io["wchar"] if io else None,
-        "run_delay_s": run_delay(pid),
-        "runnable": runnable(pid),
+        "threads": threads(pid),
     }
 
 

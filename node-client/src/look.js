@@ -3,17 +3,19 @@
  * The look before a hang is declared, at the startup, heartbeat and stall deadlines: is the job
  * hung, or starting, or waiting for a free core, or computing? Pure: two samples of the job's process tree in,
  * a verdict out; the twin of bridge/look.py (vectors/look.json). A sample: {t, lines, lead,
- * procs: [{pid, name, cpu_s, io_bytes, run_delay_s, runnable}]} (procfs.js treeSample).
- * runnable: its threads in state R, each [tid, timeslices run so far]. How long the lead waited
- * for a CPU: its run_delay (the kernel adds a wait when it ends), plus the whole window for each
- * thread runnable in both samples with the same timeslices: it never ran, so it was queued
- * throughout (under a CPU quota it has no run_delay yet).
+ * procs: [{pid, name, cpu_s, io_bytes, threads}]} (procfs.js treeSample). threads: each [tid,
+ * state, run_delay_s, timeslices]. How long a thread waited for a CPU: its run_delay (the kernel
+ * adds a wait when it ends), or the whole window when it was runnable in both samples with the
+ * same timeslices: it never ran, so it was queued throughout (under a CPU quota it has no
+ * run_delay yet). A long wait: LONG_WAIT_S or more per timeslice it then ran, or queued
+ * throughout; short waits are a thread given a CPU every few ms (a GIL waiter on a loaded
+ * machine wakes every 5 ms), which could have beaten.
  *
  * startup (no hello yet), starting: no process left; no Python in the tree (a shell script,
  * make, a downloader: a Python it starts later says hello); or CPU (BUSY_CPU of a core), I/O
  * or output over the window. Otherwise a Python process started and does nothing: hung.
  * heartbeat (the beacon went silent), waiting: the lead's threads waited STARVED of the window
- * for a CPU (a busy machine: slow, not hung). Otherwise hung.
+ * for a CPU in long waits (a CPU quota, a busy machine: slow, not hung). Otherwise hung.
  * stall (no progress for stall_timeout), computing: the lead ran or queued for a CPU BUSY_LEAD
  * of the window and its main thread moved (MOVES; the after-sample's `wheres`, [t, place] each time
  * the heartbeats' `where` changed, the first being the place at `from`); `since` is when it
@@ -24,7 +26,8 @@ const { size } = require('./diagnosis_end.js');
 
 const REASONS = ['startup', 'heartbeat', 'stall'];
 const BUSY_CPU = 0.10;
-const STARVED = 0.25;
+const STARVED = 0.25; // of the window, spent waiting for a CPU in long waits
+const LONG_WAIT_S = 0.1; // a thread's waits in the window, per timeslice it ran: a long wait
 const BUSY_LEAD = 0.5; // of the window, the lead ran or waited for a CPU: a busy process
 const PLACES_SAID = 4; // places named in a verdict
 const MOVES = 1; // changes of place in the window that make a busy main thread one that computes
@@ -52,23 +55,32 @@ function delta(procs, old, key) {
   return total;
 }
 
+const isThread = (t) => Array.isArray(t) && t.length === 4 && isNumber(t[2]) && Number.isInteger(t[3]);
+
 /**
- * Seconds the lead's threads waited for a CPU over the window: their ended waits (run_delay),
- * and the whole window for each thread queued throughout it (bridge/look.py _waited).
+ * Seconds the lead's threads waited for a CPU over the window, as [in long waits, in short
+ * ones]; a thread queued the whole window counts the window (bridge/look.py _waited).
  */
 function waitedFor(lead, old, window) {
-  let total = 0;
+  let long = 0;
+  let short = 0;
   for (const p of lead) {
-    total += delta([p], old, 'run_delay_s');
-    const now = p.runnable;
-    const was = (old.get(p.pid) || {}).runnable;
-    if (Array.isArray(now) && Array.isArray(was)) {
-      const pair = (t) => (Array.isArray(t) && t.length === 2 ? `${t[0]}:${t[1]}` : null);
-      const before = new Set(was.map(pair).filter((k) => k !== null));
-      total += window * now.filter((t) => pair(t) !== null && before.has(pair(t))).length;
+    const was = new Map(((old.get(p.pid) || {}).threads || []).filter(isThread).map((t) => [t[0], t]));
+    for (const t of (Array.isArray(p.threads) ? p.threads : []).filter(isThread)) {
+      const [tid, state, delay, slices] = t;
+      const before = was.get(tid);
+      let waited = delay;
+      let ran = slices;
+      if (before) {
+        waited = Math.max(0, delay - before[2]);
+        ran = Math.max(0, slices - before[3]);
+        if (state === 'R' && before[1] === 'R' && ran === 0) { long += window; continue; }
+      }
+      if (waited && waited / Math.max(ran, 1) >= LONG_WAIT_S) long += waited;
+      else short += waited;
     }
   }
-  return total;
+  return [long, short];
 }
 
 /** {working, why, since?} for the window from `before` to `after`. */
@@ -83,12 +95,13 @@ function judge(reason, before, after) {
   if (reason === 'stall') return stall(after, window, old);
   if (reason === 'heartbeat') {
     const leads = procs.filter((p) => p.pid === after.lead);
-    const waited = waitedFor(leads.length ? leads : procs.slice(0, 1), old, window);
+    const [waited, short] = waitedFor(leads.length ? leads : procs.slice(0, 1), old, window);
     // Seconds, summed over its threads (three threads queued the whole window: 3.0 s)
     if (waited / window >= STARVED) {
       return { working: true, why: `waiting for a free core: its threads waited ${span(waited)} for a CPU in the last ${span(window)} (the machine is busy, the job is not hung)` };
     }
-    return { working: false, why: `silent, and not for want of a CPU: its threads waited ${span(waited)} for one in ${span(window)}` };
+    const given = short >= 0.05 ? `, and ${span(short)} in short waits: given a CPU that often, it could have beaten` : '';
+    return { working: false, why: `silent, and not for want of a CPU: its threads waited ${span(waited)} for one in ${span(window)}${given}` };
   }
   if (!procs.some((p) => isPython(p.name))) {
     return { working: true, why: `no Python in the job's process tree yet (${names(procs)}): it is starting, not hung; a Python it starts later says hello` };
@@ -131,7 +144,7 @@ function stall(after, window, old) {
   const procs = after.procs || [];
   const leads = procs.filter((p) => p.pid === after.lead);
   const lead = leads.length ? leads : procs.slice(0, 1);
-  const busy = delta(lead, old, 'cpu_s') + waitedFor(lead, old, window);
+  const busy = delta(lead, old, 'cpu_s') + waitedFor(lead, old, window).reduce((a, b) => a + b, 0);
   const share = Math.floor((busy / window) * 100 + 0.5);
   const start = isNumber(after.from) ? after.from : null;
   const wheres = (after.wheres || []).filter((w) => Array.isArray(w) && w.length === 2);
@@ -157,4 +170,4 @@ function stall(after, window, old) {
   };
 }
 
-module.exports = { BUSY_CPU, BUSY_LEAD, REASONS, STARVED, WHERES_KEPT, heard, isPython, judge, stallWheres };
+module.exports = { BUSY_CPU, BUSY_LEAD, LONG_WAIT_S, REASONS, STARVED, WHERES_KEPT, heard, isPython, judge, stallWheres };

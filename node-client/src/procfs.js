@@ -167,39 +167,22 @@ function mainThreadSample(pid) {
 const CLK_TCK = 100; // USER_HZ: 100 on every Linux architecture Node runs on
 
 /**
- * Seconds the process's threads have waited on a CPU run queue, summed (the second field of
- * /proc/<pid>/task/*\/schedstat, in ns); null where the kernel has no schedstat.
+ * The process's threads as look.js weighs their waits for a CPU, each [tid, state,
+ * run_delay_s, timeslices]: its state letter now (R: on a CPU or queued for one), the seconds it
+ * has waited on a CPU run queue and the timeslices it has run (/proc/<pid>/task/*\/stat and
+ * schedstat's second and third fields). null once it is gone or where the kernel has no
+ * schedstat (bridge/procfs.py threads).
  */
-function runDelay(pid) {
-  let tids;
-  try { tids = fs.readdirSync(`/proc/${pid}/task`); } catch { return null; }
-  let total = 0;
-  let found = false;
-  for (const tid of tids) {
-    const fields = (read(`/proc/${pid}/task/${tid}/schedstat`) || '').split(/\s+/);
-    if (fields.length >= 2 && /^\d+$/.test(fields[1])) {
-      total += Number(fields[1]);
-      found = true;
-    }
-  }
-  return found ? Math.round(total / 1e3) / 1e6 : null;
-}
-
-/**
- * The process's threads that are runnable now (state R), each [tid, timeslices run so far]
- * (/proc/<pid>/task/*\/stat and schedstat's third field); null once it is gone or where the
- * kernel has no schedstat (bridge/procfs.py runnable).
- */
-function runnable(pid) {
+function threads(pid) {
   let tids;
   try { tids = fs.readdirSync(`/proc/${pid}/task`); } catch { return null; }
   const out = [];
   for (const tid of tids) {
     const stat = parseStat(read(`/proc/${pid}/task/${tid}/stat`));
-    if (!stat || stat.state !== 'R') continue;
     const fields = (read(`/proc/${pid}/task/${tid}/schedstat`) || '').trim().split(/\s+/);
-    if (fields.length < 3 || !/^\d+$/.test(fields[2])) return null;
-    out.push([Number(tid), Number(fields[2])]);
+    if (!stat) continue; // the thread ended between the listing and the read
+    if (fields.length < 3 || !/^\d+$/.test(fields[1]) || !/^\d+$/.test(fields[2])) return null;
+    out.push([Number(tid), stat.state, Math.round(Number(fields[1]) / 1e3) / 1e6, Number(fields[2])]);
   }
   return out;
 }
@@ -207,8 +190,8 @@ function runnable(pid) {
 /**
  * One process for look.js (bridge/procfs.py process_sample): its program's name (the
  * executable's, else comm), CPU seconds, bytes read and written (rchar + wchar; null when
- * /proc/<pid>/io cannot be read), seconds its threads waited for a CPU, its threads
- * runnable now with their timeslices. null once it is gone.
+ * /proc/<pid>/io cannot be read), and its threads' states, waits for a CPU and timeslices.
+ * null once it is gone.
  */
 function processSample(pid) {
   const text = read(`/proc/${pid}/stat`);
@@ -222,8 +205,7 @@ function processSample(pid) {
     pid, name: name.replace(/ \(deleted\)$/, ''),
     cpu_s: Math.round(((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1000) / 1000,
     io_bytes: io && Number.isFinite(io.rchar) && Number.isFinite(io.wchar) ? io.rchar + io.wchar : null,
-    run_delay_s: runDelay(pid),
-    runnable: runnable(pid),
+    threads: threads(pid),
   };
 }
 
@@ -245,7 +227,7 @@ function processFacts(pid) {
 
 module.exports = {
   processFacts,
-  processSample, runDelay, runnable, treeSample,
+  processSample, threads, treeSample,
   SYSCALLS, FD_SYSCALLS, STATE_WORDS, read, syscallName, parseSyscallLine, parseStat, mainThread,
   mainThreadState, mainThreadSample, descendants, childEntry, ioCounters, treePids,
 };

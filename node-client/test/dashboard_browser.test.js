@@ -112,9 +112,16 @@ const lossShape = (page) => page.evaluate(() => {
     top: top / c.height, median: sorted[Math.floor(sorted.length / 2)] / c.height };
 });
 
+// A few tests at a time, each with a deadline of its own: run all at once on 2 cores (19 jobs
+// beside Chromium), the page loads and the jobs of every test slowed past their waits, and a
+// deadline on the whole suite failed the tests still queued behind it (CI on 55044f2).
+const AT_ONCE = Math.max(2, Math.min(6, os.availableParallelism() * 2));
+const TEST_TIMEOUT_MS = 240000;
+const inBrowser = (name, fn) => it(name, { timeout: TEST_TIMEOUT_MS }, fn);
+
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
-describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, () => {
+describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
   let dash;
   let storeDir;
   let browser;
@@ -149,7 +156,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     return (await res.json()).id;
   }
 
-  it('a succeeding demo job reaches 100% and "succeeded", with a loss curve drawn', async () => {
+  inBrowser('a succeeding demo job reaches 100% and "succeeded", with a loss curve drawn', async () => {
     const { page, errors } = await open(dash.url);
     // Through the form, as a user would.
     await page.fill('#steps', '400');
@@ -186,7 +193,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('the form runs any command (quoted like a shell line) with its timeouts, and says why it refuses one', async () => {
+  inBrowser('the form runs any command (quoted like a shell line) with its timeouts, and says why it refuses one', async () => {
     const { page, errors } = await open(dash.url);
     await page.check('input[name=kind][value=command]');
     assert.ok(await page.locator('#demo-fields').isHidden());
@@ -205,7 +212,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors.filter((e) => !/status of 400 \(Bad Request\)/.test(e)), [], 'only the refused submit is an error');
   });
 
-  it('the list: a double click on Start makes one job; why, re-run and delete (asked first) from the list (issue 34)', async () => {
+  inBrowser('the list: a double click on Start makes one job; why, re-run and delete (asked first) from the list (issue 34)', async () => {
     const { page, errors } = await open(dash.url);
     await page.check('input[name=kind][value=command]');
     const marker = `dblclick-${Date.now()}`;
@@ -236,7 +243,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('an error raised in the script itself names its frame once (not "X from X", issue 34)', async (t) => {
+  inBrowser('an error raised in the script itself names its frame once (not "X from X", issue 34)', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-frame-'));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
     const script = path.join(dir, 'raises.py');
@@ -251,7 +258,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('another site cannot frame the dashboard (clickjacking), even for a logged-in user', async () => {
+  inBrowser('another site cannot frame the dashboard (clickjacking), even for a logged-in user', async () => {
     const { page } = await open(dash.url); // logged in: the cookie is there
     // A page of another origin that frames the dashboard, as a clickjacking page would: served
     // on another loopback port (another local account's server), so the browser even sends the
@@ -273,7 +280,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     }
   });
 
-  it('accessibility: axe-core finds no violation on the list, a running job, a crashed job (issue 34)', async (t) => {
+  inBrowser('accessibility: axe-core finds no violation on the list, a running job, a crashed job (issue 34)', async (t) => {
     const { page, errors } = await open(dash.url);
     const crashed = await submit(page, { kind: 'demo', crashAt: 'config' });
     const running = await submit(page, { kind: 'demo', hangAt: 'config' });
@@ -291,14 +298,14 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('a link to a job the dashboard does not know says so', async () => {
+  inBrowser('a link to a job the dashboard does not know says so', async () => {
     const { page, errors } = await open(`${dash.url}#/jobs/job-000000000000`);
-    await page.locator('#title', { hasText: 'No job job-000000000000 here' }).waitFor({ timeout: 10000 });
+    await page.locator('#title', { hasText: 'No job job-000000000000 here' }).waitFor({ timeout: 30000 });
     assert.match(await text(page, '#not-found'), /no job job-000000000000/);
     assert.deepEqual(errors.filter((e) => !/status of 404/.test(e)), []);
   });
 
-  it('a hang shows "hung" with the blocking frame and the hint', async () => {
+  inBrowser('a hang shows "hung" with the blocking frame and the hint', async () => {
     const { page, errors } = await open(dash.url);
     const id = await submit(page, { kind: 'demo', hangAt: 'config', stallTimeout: 3 });
     await page.goto(`${dash.url}#/jobs/${id}`);
@@ -315,7 +322,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('a job computing without progress past its stall deadline says so on the page, not hung (issue 32)', async () => {
+  inBrowser('a job computing without progress past its stall deadline says so on the page, not hung (issue 32)', async () => {
     // An unmodified script (zero-code) that moves through its own functions for 14 s with no
     // progress and no output: the stall deadline's look judges it computing; the CLI said so,
     // the page did not.
@@ -335,7 +342,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('a crash shows "crashed" and SIGSEGV', async () => {
+  inBrowser('a crash shows "crashed" and SIGSEGV', async () => {
     const { page, errors } = await open(dash.url);
     const id = await submit(page, { kind: 'demo', crashAt: 'config' });
     await page.goto(`${dash.url}#/jobs/${id}`);
@@ -347,7 +354,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('keyboard: open a job from the list, dump its stacks, cancel it', async (t) => {
+  inBrowser('keyboard: open a job from the list, dump its stacks, cancel it', async (t) => {
     const { page, errors } = await open(dash.url);
     const id = await submit(page, { kind: 'demo', hangAt: 'config' });
     const link = page.locator(`tr[data-job="${id}"] a`);
@@ -378,7 +385,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('eight tabs of one browser share one event stream: a submit from a ninth still goes through (issue 34)', async (t) => {
+  inBrowser('eight tabs of one browser share one event stream: a submit from a ninth still goes through (issue 34)', async (t) => {
     // A browser gives a host six HTTP/1.1 connections; a stream per tab spent them all and a
     // submit waited forever, silently. Every page is visible (headless pages are).
     const context = await browser.newContext();
@@ -411,7 +418,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     for (const tab of tabs.filter((_, i) => !(i % 2))) await tab.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 30000 });
   });
 
-  it('a spike of one step on a 10,000-step curve is drawn; a log scale; the learning rate has its own axis (issue 34)', async () => {
+  inBrowser('a spike of one step on a 10,000-step curve is drawn; a log scale; the learning rate has its own axis (issue 34)', async () => {
     // Coalesced, the page had ~4 points a second (26 for the 300-step demo): a one-step spike
     // was gone. The worker now sends every call's metrics; the page thins by min and max.
     const script = [
@@ -446,7 +453,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('several runs\' curves on one chart: pick two in the list, compare (issue 34)', async () => {
+  inBrowser('several runs\' curves on one chart: pick two in the list, compare (issue 34)', async () => {
     const run = (scale) => ['-c', [
       'from trainbridge import worker',
       'for step in range(1, 201):',
@@ -485,7 +492,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('the GPU panel: a job\'s GPU memory and utilisation over time, from (fake) nvidia-smi (issue 34)', async (t) => {
+  inBrowser('the GPU panel: a job\'s GPU memory and utilisation over time, from (fake) nvidia-smi (issue 34)', async (t) => {
     // A dashboard of its own whose jobs run in it, with a fake probe: the job's processes hold
     // 1.5 GiB on one device at 87%, as nvidia-smi would say on a GPU machine.
     let gpuDash = null;
@@ -509,7 +516,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('the files a job made: the sample images an unmodified script saved in a gallery by step, its checkpoint to download (issue 34)', async (t) => {
+  inBrowser('the files a job made: the sample images an unmodified script saved in a gallery by step, its checkpoint to download (issue 34)', async (t) => {
     // No trainbridge import: zero-code mode sees PIL's Image.save and torch.save to a path.
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-artifacts-'));
     t.after(() => fs.rmSync(out, { recursive: true, force: true }));
@@ -547,7 +554,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('a hidden tab lets go of its event stream and catches up when shown again', async () => {
+  inBrowser('a hidden tab lets go of its event stream and catches up when shown again', async () => {
     const { page, errors } = await open(dash.url);
     const id = await submit(page, { kind: 'demo', hangAt: 'config' });
     await page.goto(`${dash.url}#/jobs/${id}`);
@@ -571,7 +578,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('GBK and undecodable output read right; 1,000 lines/s keep the page still on a narrow window', async (t) => {
+  inBrowser('GBK and undecodable output read right; 1,000 lines/s keep the page still on a narrow window', async (t) => {
     // The job streams 1,000 lines a second until the test has sampled the layout (a loaded
     // machine may show the first of them late): it starts on a file `go` and ends on `stop`.
     const script = [
@@ -648,7 +655,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
     assert.deepEqual(errors, []);
   });
 
-  it('kill the server mid-job and start it again: the same job is live, a finished one keeps its report', async (t) => {
+  inBrowser('kill the server mid-job and start it again: the same job is live, a finished one keeps its report', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
     const store = path.join(dir, 'jobs.db');
     let srv = await serve(['--port', '0', '--store', store], dir);
@@ -726,7 +733,7 @@ describe('dashboard in Chromium', { skip, concurrency: true, timeout: 120000 }, 
 // Torch jobs (an unmodified script, torchrun with two ranks) load the CPU for seconds: they
 // run after the tests above, on a dashboard and browser of their own, so that the
 // timing-sensitive ones (1,000 lines/s with a still layout) do not share the two cores.
-describe('dashboard in Chromium: torch jobs', { skip, concurrency: true, timeout: 120000 }, () => {
+describe('dashboard in Chromium: torch jobs', { skip, concurrency: AT_ONCE }, () => {
   let dash;
   let storeDir;
   let browser;
@@ -768,7 +775,7 @@ describe('dashboard in Chromium: torch jobs', { skip, concurrency: true, timeout
     }
   }
 
-  it('an unmodified torch script (no trainbridge import) gets its loss curve drawn', async () => {
+  inBrowser('an unmodified torch script (no trainbridge import) gets its loss curve drawn', async () => {
     // Zero-code mode captures the loss the script passes to backward() at each optimizer step.
     const script = [
       'import time, torch',
@@ -801,7 +808,7 @@ describe('dashboard in Chromium: torch jobs', { skip, concurrency: true, timeout
     assert.deepEqual(errors, []);
   });
 
-  it('a torchrun job (2 ranks, gloo on CPU) shows a row per rank', async () => {
+  inBrowser('a torchrun job (2 ranks, gloo on CPU) shows a row per rank', async () => {
     // The unmodified DDP script of the zero-code tests, under torchrun from the same venv.
     const torchrun = path.join(path.dirname(python), 'torchrun');
     const ddp = path.join(__dirname, '..', '..', 'tests', 'zerocode', 'scripts', 'ddp.py');

@@ -158,11 +158,14 @@ test('heartbeat silence with the GIL held -> hung, with the SIGUSR1 stack', asyn
   const goFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tb-node-')), 'go');
   const job = run('gil', { timeouts: { heartbeatTimeout: 1, killGrace: 1 }, env: userEnv({ TB_GO_FILE: goFile }) });
   job.once('progress', () => fs.writeFileSync(goFile, ''));
+  const said = [];
+  job.on('starved', (s) => said.push(s.why));
   const report = await job.done;
   fs.rmSync(path.dirname(goFile), { recursive: true, force: true });
-  assert.equal(report.outcome, 'hung');
-  assert.equal(report.hang.reason, 'heartbeat');
-  assert.equal(report.diagnosis.kind, 'gil_held');
+  const seen = JSON.stringify({ outcome: report.outcome, hang: report.hang, summary: report.diagnosis?.summary, said });
+  assert.equal(report.outcome, 'hung', seen);
+  assert.equal(report.hang.reason, 'heartbeat', seen);
+  assert.equal(report.diagnosis.kind, 'gil_held', seen);
   // no in-band dump (the beacon cannot run), but faulthandler writes with the GIL held
   assert.deepEqual(report.signals_sent.slice(0, 2), ['SIGUSR1', 'SIGTERM']);
   assert.match(report.stacks, /faulthandler \(crash file\)[\s\S]*child\.py", line \d+ in <module>/);

@@ -13,14 +13,21 @@ sys.path.insert(0, ROOT)
 from trainbridge.bridge import look  # noqa: E402 - after the path
 
 
-def proc(pid, name, cpu_s=0.0, io_bytes=1000, run_delay_s=0.5):
+def proc(pid, name, cpu_s=0.0, io_bytes=1000, threads=None):
+    """A process; its threads [tid, state, run_delay_s, timeslices], by default its main thread
+    asleep, having waited 0.5 s for a CPU over 1,000 timeslices."""
     return {
         "pid": pid,
         "name": name,
         "cpu_s": cpu_s,
         "io_bytes": io_bytes,
-        "run_delay_s": run_delay_s,
+        "threads": [[pid, "S", 0.5, 1000]] if threads is None else threads,
     }
+
+
+def waits(*threads):
+    """Threads as (tid, state, run_delay_s, timeslices) tuples."""
+    return {"threads": [list(t) for t in threads]}
 
 
 def sample(t, *procs, lines=0, lead=None):
@@ -81,46 +88,63 @@ STARTUP = [
 
 HEARTBEAT = [
     (
-        "the lead waited 70% of the window for a CPU: a busy machine",
+        "the lead waited 70% of the window for a CPU, in long waits: a busy machine",
         sample(0, PY, lead=11),
-        sample(1.0, {**PY, "run_delay_s": 1.2}, lead=11),
+        sample(1.0, {**PY, **waits((11, "S", 1.2, 1003))}, lead=11),
     ),
     (
         "a GIL held in native code runs on the CPU: no wait, hung",
         sample(0, PY, lead=11),
-        sample(1.0, {**PY, "cpu_s": 3.0, "run_delay_s": 0.52}, lead=11),
+        sample(1.0, {**PY, "cpu_s": 3.0, **waits((11, "R", 0.52, 1100))}, lead=11),
+    ),
+    (
+        "a GIL held in native code on a loaded machine: its waiter queued 0.6 s in 80 short "
+        "waits (8 ms each); given a CPU that often it could have beaten: hung",
+        sample(0, {**PY, **waits((11, "S", 0.5, 1000), (14, "S", 2.0, 50000))}, lead=11),
+        sample(1.0, {**PY, **waits((11, "S", 0.5, 1000), (14, "R", 2.6, 50080))}, lead=11),
+    ),
+    (
+        "short waits beside a long one: only the long one counts, and it is enough",
+        sample(0, {**PY, **waits((11, "S", 0.5, 1000), (14, "S", 2.0, 50000))}, lead=11),
+        sample(1.0, {**PY, **waits((11, "R", 0.9, 1001), (14, "R", 2.6, 50080))}, lead=11),
+    ),
+    (
+        "a thread born in the window with a long wait counts it",
+        sample(0, PY, lead=11),
+        sample(1.0, {**PY, **waits((11, "S", 0.5, 1000), (15, "S", 0.4, 2))}, lead=11),
     ),
     (
         "another process starved, not the lead: hung",
-        sample(0, proc(10, "python3", run_delay_s=0.0), PY, lead=11),
-        sample(1.0, proc(10, "python3", run_delay_s=0.9), PY, lead=11),
-    ),
-    (
-        "a kernel without schedstat says nothing: hung, as before the look",
-        sample(0, {**PY, "run_delay_s": None}, lead=11),
-        sample(1.0, {**PY, "run_delay_s": None}, lead=11),
+        sample(0, proc(10, "python3", threads=[[10, "S", 0.0, 10]]), PY, lead=11),
+        sample(1.0, proc(10, "python3", threads=[[10, "S", 0.9, 11]]), PY, lead=11),
     ),
     (
         "queued the whole window (a CPU quota of 1 ms a second): no run_delay yet, but two "
         "threads runnable in both samples never ran between them: waiting",
-        sample(0, {**PY, "runnable": [[11, 900], [14, 31]]}, lead=11),
-        sample(1.0, {**PY, "runnable": [[11, 900], [14, 31], [15, 2]]}, lead=11),
+        sample(0, {**PY, **waits((11, "R", 0.5, 900), (14, "R", 0.1, 31))}, lead=11),
+        sample(
+            1.0,
+            {**PY, **waits((11, "R", 0.5, 900), (14, "R", 0.1, 31), (15, "R", 0.0, 2))},
+            lead=11,
+        ),
     ),
     (
         "runnable in both samples but it ran between them (a GIL held in native code on a "
-        "loaded machine, its waiter caught runnable twice): the ended waits decide, hung",
-        sample(0, {**PY, "runnable": [[11, 900], [14, 31]]}, lead=11),
-        sample(1.0, {**PY, "cpu_s": 2.6, "runnable": [[11, 1000], [14, 60]]}, lead=11),
+        "loaded machine, its waiter caught runnable twice): short waits, hung",
+        sample(0, {**PY, **waits((11, "R", 0.5, 900), (14, "R", 0.1, 31))}, lead=11),
+        sample(
+            1.0, {**PY, "cpu_s": 2.6, **waits((11, "R", 0.6, 1000), (14, "R", 0.2, 60))}, lead=11
+        ),
     ),
     (
         "runnable in one sample only: the ended waits decide, hung",
-        sample(0, {**PY, "runnable": []}, lead=11),
-        sample(1.0, {**PY, "runnable": [[11, 900]]}, lead=11),
+        sample(0, {**PY, **waits((11, "S", 0.5, 900))}, lead=11),
+        sample(1.0, {**PY, **waits((11, "R", 0.5, 900))}, lead=11),
     ),
     (
-        "no schedstat: nothing runnable is known, hung",
-        sample(0, {**PY, "run_delay_s": None, "runnable": None}, lead=11),
-        sample(1.0, {**PY, "run_delay_s": None, "runnable": None}, lead=11),
+        "no schedstat: nothing is known of the waits, hung, as before the look",
+        sample(0, {**PY, "threads": None}, lead=11),
+        sample(1.0, {**PY, "threads": None}, lead=11),
     ),
     ("the lead is gone", sample(0, PY, lead=11), sample(1.0, lead=11)),
 ]
@@ -146,13 +170,13 @@ STALL = [
     (
         "starved on a loaded machine still counts as busy: it wanted the CPU",
         sample(20.0, PY, lead=11),
-        stall_sample(21.0, {**PY, "cpu_s": 2.2, "run_delay_s": 1.0}, wheres=TRAIN),
+        stall_sample(21.0, {**PY, "cpu_s": 2.2, **waits((11, "S", 1.0, 1100))}, wheres=TRAIN),
     ),
     (
         "queued the whole window with no run_delay yet (a thread runnable in both samples "
         "that never ran) still counts as busy",
-        sample(20.0, {**PY, "runnable": [[11, 70]]}, lead=11),
-        stall_sample(21.0, {**PY, "cpu_s": 2.05, "runnable": [[11, 70]]}, wheres=TRAIN),
+        sample(20.0, {**PY, **waits((11, "R", 0.5, 70))}, lead=11),
+        stall_sample(21.0, {**PY, "cpu_s": 2.05, **waits((11, "R", 0.5, 70))}, wheres=TRAIN),
     ),
     (
         "one place the whole window (a spin in one function): hung",
