@@ -2,7 +2,8 @@
 
 This module is the facade: Job's set-up and public API, and launch() (its length, over the
 rooms' ~200 lines, is the public API's documentation and the child's environment). Its rooms,
-each one concern (docs/CLIENT.md "Rooms of the Job"), the same in node-client/src/:
+each one concern (docs/CLIENT.md "Rooms of the Job"), the one implementation: every face (the
+Node client through bridge/jobserve.py) renders what this Job publishes:
   job_arguments  the argument check (launch, Job, aio, the scheduler and the CLI use it)
   job_events     the event queue behind events() / next_event()
   job_output     pipes, lines, the tail, the log file
@@ -144,7 +145,8 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
         # `ident` (job id, key): chosen by a caller that spawned the process already
-        # (bridge/transparent.py), whose directory then exists.
+        # (bridge/transparent.py), whose directory then exists, or that names its jobs
+        # itself (bridge/jobserve.py: the Node client's ids and keys).
         self.id, self.key = ident or (f"job-{secrets.token_hex(6)}", secrets.token_bytes(32))
         self.dir = os.path.join(self.hub.runtime_dir, self.id)
         os.makedirs(self.dir, 0o700, exist_ok=ident is not None)
@@ -505,6 +507,16 @@ def check_message(data: Any, key: bytes = b"k" * 32, job_id: str = "size-check")
         raise ValueError(f"job.send: cannot send this message ({exc})") from None
 
 
+def with_stalled_after(config: dict[str, Any]) -> dict[str, Any]:
+    """launch()'s rule for a checked machine config (check_arguments): unless stalled_after
+    is given, a job with a stall_timeout is called stalled after at most half of it. Also
+    bridge/jobserve.py's, which launches the Node client's jobs."""
+    stall_timeout = config.get("stall_timeout")
+    if stall_timeout is None or "stalled_after" in config:
+        return config
+    return {**config, "stalled_after": min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)}
+
+
 def launch(
     cmd: Sequence[str],
     cwd: Optional[str] = None,
@@ -560,13 +572,11 @@ def launch(
         on_event=on_event,
         stop_on_nan=stop_on_nan,
     )
-    if stall_timeout is not None and "stalled_after" not in machine_config:
-        config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)
     return Job(
         cmd,
         cwd=cwd,
         env=env,
-        config=config,
+        config=with_stalled_after(config),
         log_path=log_path,
         on_event=on_event,
         zero_code=zero_code,

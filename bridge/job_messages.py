@@ -1,8 +1,8 @@
 """A Job's worker messages: each authentic message from a process of the job, turned into
 published events, report facts and machine events; who speaks for the job (the lead); replies
 to commands; the stage records; whether a hello comes from the job's own process tree. Part of
-bridge.job.Job (a mixin: the attributes it uses are set up in Job.__init__). The Node twin is
-node-client/src/job_messages.js."""
+bridge.job.Job (a mixin: the attributes it uses are set up in Job.__init__). The one
+implementation: a Node face renders these events from bridge/jobserve.py's feed."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ class JobMessages:
         self.facts = job_facts.apply(self.facts, message)  # the report's facts (pure)
         # who said it (docs/CLIENT.md)
         sender = dict(ranks.sender(self.facts["ranks"], key), lead=lead)
+        if kind == "hello":  # a distributed launcher's: no rank, the job starts with its ranks
+            sender["awaits_ranks"] = ranks.awaits_ranks(body)
         if lead and kind in ("stage", "progress"):
             # before listeners hear: status() agrees; at the time the worker sent it
             self._track_status(kind, body, status.sent_at(now, time.time(), msg.ts))

@@ -1,8 +1,8 @@
 """A Job's output: the child's stdout and stderr read from its pipes (or fed by a caller that
 reads them), split into lines, kept in the tail, written to the log file and published as
 "output" events; the log file's opening and its write failures. Part of bridge.job.Job (a
-mixin: the attributes it uses are set up in Job.__init__). The Node twin is
-node-client/src/job_output.js."""
+mixin: the attributes it uses are set up in Job.__init__). The one implementation: a Node
+face renders these events (their `encoding` too) from bridge/jobserve.py's feed."""
 
 from __future__ import annotations
 
@@ -65,18 +65,18 @@ class JobOutput:
     def _lines(self, stream: str, raw_lines) -> None:
         if not raw_lines:
             return
-        decoded = [(decode_line(raw.data)[0], raw.end) for raw in raw_lines]
+        decoded = [(*decode_line(raw.data), raw.end) for raw in raw_lines]
         # The log first: when a listener hears of a line, the file already has it.
         now = time.monotonic()
         stamp = log_stamp(time.time()) + " " if self.log_timestamps else ""
         logged = [
             stamp + log_text(kept)
-            for text, end in decoded
+            for text, _, end in decoded
             for kept in self._redraws.feed(stream, text, end, now)
         ]
         if logged:
             self._write_log("\n".join(logged))
-        for text, end in decoded:
+        for text, encoding, end in decoded:
             self.facts["lines"][stream] += 1
             # tqdm redraws replace each other in the tail instead of filling it.
             if (
@@ -96,6 +96,7 @@ class JobOutput:
                     "event": "output",
                     "stream": stream,
                     "text": text,
+                    "encoding": encoding,  # "utf-8", "gbk" or "escaped" (bridge/lines.py)
                     "end": end,
                     "line": self.facts["lines"][stream],
                 }
