@@ -8,7 +8,7 @@ const raw = process.argv[2] === '--raw';
 const [python, code, pings] = process.argv.slice(raw ? 3 : 2);
 
 async function rawPingPong() {
-  const zmq = require(path.join(__dirname, '..', 'node-client', 'node_modules', 'zeromq'));
+  const zmq = require(path.join(__dirname, 'node_modules', 'zeromq'));
   const { spawn } = require('child_process');
   const router = new zmq.Router();
   await router.bind('tcp://127.0.0.1:*');

@@ -3,8 +3,8 @@
 speaks another protocol major, and number and send the client's commands, holding them
 while a worker's queue is full. The hub routes each message to its job's Channel.
 
-Node keeps the same duties in src/hub.js (dispatchTo, send, the held queue) and the
-job's own counters (job.clientSeq, facts.rejected): docs/CLIENT.md's room table.
+The one implementation: a Node process's jobs are served here too, through
+bridge/jobserve.py (docs/CLIENT.md, "The job server").
 """
 
 from __future__ import annotations

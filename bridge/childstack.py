@@ -7,7 +7,7 @@ innermost first: readable by root only) and, when py-spy is installed, `py_stack
 `py-spy dump --nonblocking` text: reads a stopped process too). A child that runs a worker
 answers the hang-time dump_stacks itself (bridge/report.py passes those as process_stacks),
 and its wchan is already in the entry. The rule that reads all of it is
-diagnosis_hang.child_stack. node-client/src/childstack.js does the same except py-spy.
+diagnosis_hang.child_stack. The one implementation (a Node job's evidence is read here too).
 """
 
 from __future__ import annotations

@@ -7,12 +7,12 @@ outside (kernel wait, CPU, I/O, sockets, children, GPU), (2) the stage with an e
 exit plus the blocking frame from the main thread's Python stack, (3) the environment facts
 that the hint points at.
 
-The rules live in three modules, with the same names in node-client/src/:
+The rules live in three modules (the one implementation: a Node job is diagnosed here too):
   diagnosis_stack  reading Python stacks and text (frames, the user's frame, imports)
   diagnosis_end    end verdicts: why a process ended
   diagnosis_hang   hang verdicts: why a live job makes no progress
 This module is the one name the rest of the client imports. The shared cases (facts in ->
-kind, frame, summary, hint out) are vectors/diagnosis.json; both clients run them.
+kind, frame, summary, hint out) are vectors/diagnosis.json; they pin the rules.
 
 A diagnosis is a dict: {"kind", "summary", "hint", "evidence"}; summary and hint are one
 ASCII-safe line each (the report is ASCII JSON; non-ASCII text is kept by the JSON escape).

@@ -206,7 +206,7 @@ def _says(
 
 
 def size(value: Any) -> str:
-    """Bytes for people: 1.5 GiB, 320.0 MiB, 12 KiB (rounded half up, as the Node twin)."""
+    """Bytes for people: 1.5 GiB, 320.0 MiB, 12 KiB (rounded half up)."""
     for unit, name in ((1 << 30, "GiB"), (1 << 20, "MiB")):
         if value >= unit:
             return f"{math.floor(value / unit * 10 + 0.5) / 10:.1f} {name}"

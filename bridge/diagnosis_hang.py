@@ -1,12 +1,12 @@
 """Diagnosis, part 3: hang verdicts (pure) -- why a live job makes no progress.
 
 diagnose_hang(facts) -> {"kind", "summary", "hint", "evidence"}. The OS evidence comes from
-bridge/evidence.py (node-client/src/evidence.js); stack reading is in diagnosis_stack.py.
+bridge/evidence.py; stack reading is in diagnosis_stack.py.
 
 Its length (about 670 lines): diagnose_hang is one ordered list of rules over the same
 evidence, and the order is the judgement (a stopped child before a socket wait before a
-sleep); node-client/src/diagnosis_hang.js is the same rules in about 380 lines, the
-difference being the formatter's line breaks. vectors/diagnosis.json pins both.
+sleep). The one implementation (a Node job is judged here too, through bridge/jobserve.py);
+vectors/diagnosis.json pins it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ blocking direction from outside). This module assembles it; each concern has its
 
 sample(pid) looks at the job's process tree once, and measure(first, states) at the end of
 a short window (CPU and I/O deltas, the main thread's sampled states, children and their
-states), as node-client/src/evidence.js does; collect(pid) is the three steps in one
+states); collect(pid) is the three steps in one
 blocking call. live(pid, mark) is the cheap look shown while a job is stalled. All are
 bounded in time and never raise: what could not be read becomes a note. The rules that
 judge this evidence live in bridge/diagnosis_hang.py.
@@ -33,7 +33,7 @@ def main_thread_states(pid: int, until: float) -> list[dict[str, str]]:
     """The main thread sampled every STATE_SAMPLE_S until `until` (procfs.main_thread_sample;
     at least once). measure() counts them: the rules judge by these counts, not by one read
     at the end that may catch a sleeping loop between two sleeps (issue 20: margins against
-    sampling jitter). Node samples on a timer in job_end.js instead of blocking."""
+    sampling jitter)."""
     states = []
     while True:
         sample = procfs.main_thread_sample(pid)
@@ -83,7 +83,7 @@ def _children(
 def collect(pid: int, window_s: float = 0.5) -> dict[str, Any]:
     """Evidence about the job whose main process is `pid`: sample(), the main thread's
     states over window_s, measure(). Never raises; takes about window_s plus a little
-    reading. (Node cannot block: job_end.js runs the same three steps on timers.)"""
+    reading."""
     first: dict[str, Any] = {}
     try:
         first = sample(pid)

@@ -6,8 +6,8 @@ verdict names that process, its command line and its state, not the waiting fram
 Only procfs is read, never the filesystem itself (a lock file on a hung network mount must
 not hold up the hang's evidence): /proc/locks for the locks and their holders,
 /proc/<pid>/fdinfo/<fd> (mnt_id, ino) and /proc/<pid>/mountinfo (mnt_id -> device) for the
-files the job has open, /proc/<pid>/fd/<fd> for their names. node-client/src/filelocks.js is
-the twin; the verdict's words are bridge/diagnosis_hang.py's.
+files the job has open, /proc/<pid>/fd/<fd> for their names. The one implementation; the
+verdict's words are bridge/diagnosis_hang.py's.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 there are none. pynvml is imported on first use, so a machine without a driver pays nothing
 until a snapshot asks.
 
-The Node twin is node-client/src/gpu.js.
+The one implementation: a Node job's evidence is read here too (bridge/jobserve.py), with the
+nvidia-ml-py of the supervisor's Python.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Training health: a metric the job reports that becomes NaN or an infinity (a loss that
 diverged). Pure, and judged once: the supervisor folds each of the lead's progress messages in
 (bridge/job_facts.py), publishes a `health` event for each new entry, and the report keeps the
-entries (`report.health`, docs/CLIENT.md "Training health"). node-client/src/health.js is the
-twin; vectors/health.json holds cases both run.
+entries (`report.health`, docs/CLIENT.md "Training health"). The one implementation (a Node
+face renders the `health` events); vectors/health.json pins it.
 
 A metric is said once: the first report in which it is not finite. The worker sends the
 latest progress a few times a second, not every step, so the steps between the last finite

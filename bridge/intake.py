@@ -1,10 +1,9 @@
 """What the hub does with one incoming message, decided without sockets.
 
-The pure core of bridge/hub.py (node-client/src/intake.js is its twin; vectors/intake.json
-pins both): route by the routing id's job part, verify and decode with that job's key,
-check the envelope's job and its signed sender ("from") against the route, and judge the
-per-sender sequence number. The caller counts what this returns, the same way in both
-clients (docs/PROTOCOL.md section 8):
+The pure core of bridge/hub.py, the one implementation (vectors/intake.json pins it): route
+by the routing id's job part, verify and decode with that job's key, check the envelope's job
+and its signed sender ("from") against the route, and judge the per-sender sequence number.
+The caller counts what this returns (docs/PROTOCOL.md section 8):
 
 - `job` None: the message names no job this client serves; counted once in the client's
   `unrouted`, which every report shows for its own lifetime (`protocol.unrouted`);

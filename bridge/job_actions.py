@@ -2,7 +2,8 @@
 events, snapshots, stack dumps, the in-band cancel, signals, drain, finish); the hub's timer
 calls (next_wakeup, tick); the look for a loaded worker before any hello; the live diagnosis
 while stalled. Part of bridge.job.Job (a mixin: the attributes it uses are set up in
-Job.__init__). The Node twin is node-client/src/job_actions.js."""
+Job.__init__). The one implementation: a Node job's deadlines and live diagnosis are these,
+through bridge/jobserve.py."""
 
 from __future__ import annotations
 
@@ -334,7 +335,7 @@ class JobActions:
         self._publish(
             {
                 "event": "stalled",
-                "stage": hb.get("stage"),  # the fields of Node's 'stalled' (job_actions.js)
+                "stage": hb.get("stage"),  # the fields of Node's 'stalled' (src/feed_job.js)
                 "idle_s": self.live_diagnosis["idle_s"],
                 "stack": hb.get("stack"),
                 "diagnosis": self.live_diagnosis,

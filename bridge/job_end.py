@@ -1,7 +1,8 @@
 """A Job's end: the exit noticed, the drain (last messages and output, orphans asked to go),
 the hang snapshot, the report built and published, the files closed; and the end of a job
 whose handling hit a bug in trainbridge (fail_internal). Part of bridge.job.Job (a mixin: the
-attributes it uses are set up in Job.__init__). The Node twin is node-client/src/job_end.js."""
+attributes it uses are set up in Job.__init__). The one implementation: a Node job ends here
+too, through bridge/jobserve.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The facts of one job, as the report needs them: a plain record (dicts, lists, numbers,
-strings), the same shape in both clients (node-client/src/job_facts.js), so that
-report.build(facts, files) is a pure function pinned by vectors/report.json.
+strings), so that report.build(facts, files) is a pure function pinned by
+vectors/report.json.
 
 The job's shell keeps the record up to date as things happen (worker messages, output, the
 exit, signals sent, the hang snapshot) and, when the job ends, adds the machine's verdict

@@ -1,6 +1,7 @@
 """Output lines: split a child's byte stream into lines and decode each one. Pure.
 
-The Node client mirrors this module (node-client/src/lines.js); both obey vectors/lines.json.
+The one implementation (a Node job's output is split and decoded here too, through
+bridge/jobserve.py); vectors/lines.json pins it.
 
 Splitting rules (docs/CLIENT.md, "Output lines"):
 - A line ends at "\\n", at "\\r" (progress bars such as tqdm redraw with "\\r") or at "\\r\\n",

@@ -2,8 +2,8 @@
 and stall deadlines, is the job hung, or starting, or waiting for a free core, or computing?
 Pure: two samples of the job's process tree in, a verdict out. The shell
 (bridge/job_actions.py) takes the samples machine.LOOK_S apart when the machine asks ("look"
-action) and answers with a "looked" event. node-client/src/look.js is the twin;
-vectors/look.json holds cases both run.
+action) and answers with a "looked" event. The one implementation; vectors/look.json pins
+it.
 
 A sample: {"t": seconds, "lines": output lines so far, "lead": the pid that speaks (or would)
 for the job, "procs": [{"pid", "name", "cpu_s", "io_bytes", "threads"}]}

@@ -2,10 +2,11 @@
 
 Everything is a JSON value: the state, the events (each carries its time `t`, in seconds on
 the shell's monotonic clock; there is no clock in here) and the actions. The shell (Job in
-bridge/job.py, and node-client/src/machine.js's caller) turns what happens into events,
-performs the actions, and asks next_deadline(state) when to send the next "timer" event.
-vectors/machine.json holds trace tables both clients run; docs/CLIENT.md documents the
-vocabulary. This module never mutates its arguments.
+bridge/job.py) turns what happens into events, performs the actions, and asks
+next_deadline(state) when to send the next "timer" event. The one implementation: a Node
+job's machine is this one, through bridge/jobserve.py. vectors/machine.json holds the trace
+tables that pin it; docs/CLIENT.md documents the vocabulary. This module never mutates its
+arguments.
 
 States: starting -> running <-> stalled -> ended.
 Outcomes: succeeded | failed | crashed | hung | cancelled, decided in one place: outcome().
@@ -90,8 +91,8 @@ Actions ({"do": ...} plus):
 
 Its length (about 600 lines, over the ~400 of the other rooms): one handler per event over
 one state dict, and the deadlines they share. vectors/machine.json pins the whole table of
-transitions at once, and node-client/src/machine.js is its line-by-line port; split, the
-rules that race (stall against heartbeat, snapshot against exit) would be read apart.
+transitions at once; split, the rules that race (stall against heartbeat, snapshot against
+exit) would be read apart.
 """
 
 from __future__ import annotations
@@ -124,8 +125,9 @@ def config_problem(config: dict[str, Any]) -> Optional[tuple[str, str]]:
     """The first bad setting in `config`, as (key, problem), or None when all are good.
     problem: "unknown" (no such setting), "type" (not a number of seconds, or None where
     that is not allowed; a bool is not a number), "not_finite" (NaN or an infinity),
-    "negative". vectors/config.json pins this for both clients, which word the message
-    in their own option names. Checked before anything is registered or spawned."""
+    "negative". vectors/config.json pins this, and Node's configProblem
+    (node-client/src/settings.js), which checks launch()'s options first and words the
+    message in its own option names. Checked before anything is registered or spawned."""
     for key in sorted(config):
         if key not in DEFAULTS:
             return key, "unknown"
@@ -207,7 +209,7 @@ def step(state: State, event: Event) -> tuple[State, list[Action]]:
 # The drain after the exit (drain_wait): how long a pipe held by a grandchild may keep the
 # job; without a bye (the lead's last word) or every connection's end notice, how long the
 # socket must stay quiet (longer while an end notice is due: libzmq drops one when the
-# connection's queue was full). vectors/drain.json pins the rule for both clients.
+# connection's queue was full). vectors/drain.json pins the rule.
 PIPE_LINGER_S = 0.2
 DRAIN_QUIET_S = 0.005
 DRAIN_NOTICE_WAIT_S = 0.025
@@ -699,7 +701,7 @@ def choose_lead(
     present: list[dict[str, Any]], launched_pid: Optional[int], launched_loaded: bool = False
 ) -> Optional[int]:
     """Which of a job's worker processes speaks for it: its pid, or None when none is left
-    (docs/CLIENT.md, "The lead process"; vectors/lead.json pins this for both clients).
+    (docs/CLIENT.md, "The lead process"; vectors/lead.json pins this).
 
     `present` lists the hellos (pid, ppid, rank, world_size, argv) of the job's processes
     that said hello and have not left, in the order they said it. The job's structure

@@ -2,7 +2,7 @@
 memory.oom_control): read the kill count before launch and after exit; a rise while the job
 died of SIGKILL means the kernel killed it for memory.
 
-The Node twin is node-client/src/oom.js.
+The one implementation (a Node job's count is read here too, through bridge/jobserve.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ nothing cached; a file that cannot be read gives None (or a note), never an exce
 supervisor needs no psutil: its values are psutil's where a caller or a stored value
 depends on them (state words, create_time).
 
-The Node twin is node-client/src/procfs.js. The sockets a thread waits on are in
+The one implementation (a Node job's evidence is read here too, through bridge/jobserve.py).
+The sockets a thread waits on are in
 bridge/sockets.py, the assembly of one look at a job in bridge/evidence.py.
 """
 

@@ -2,7 +2,8 @@
 outside, started at the beginning of the evidence window and read at its end. Optional: the
 worker's own SIGUSR1 dump is the stack the diagnosis reads first.
 
-No Node twin: the Node client does not run py-spy (it reads the worker's dump only).
+A Node job gets it too (its evidence is read here, through bridge/jobserve.py) when py-spy
+is installed for the supervisor's Python.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ process's own: `observe` folds one message into the state, `table` gives the rep
 `ranks` rows, `root_cause` names the rank that failed first by the ranks' own clocks
 (the envelope's `ts`, the sender's wall time; torchrun's error-file timestamps, whole
 seconds, for a rank without a worker) and lists the others' failures as consequences.
-vectors/ranks.json pins all three for both clients (node-client/src/ranks.js).
+The one implementation; vectors/ranks.json pins all three.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Why a distributed job hangs (pure: values in, values out; vectors/ranks.json pins both
-clients, node-client/src/ranks_hang.js the twin).
+"""Why a distributed job hangs (pure: values in, values out; the one implementation,
+vectors/ranks.json pins it).
 
 - rendezvous_wait: its launcher (torchrun) waits in the rendezvous for nodes that never
   come, and no rank started;

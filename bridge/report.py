@@ -3,10 +3,11 @@
 build(facts, files) turns a job's facts record (bridge/job_facts.py) and what its files said
 (read_files: the crash file's text and the stage box, read by the job's shell when the job
 ends) into a JSON-ready dict, asking bridge.diagnosis why it ended. It is pure: values in,
-values out, no I/O and no clock; vectors/report.json pins it for both clients.
+values out, no I/O and no clock; vectors/report.json pins it. The one implementation: a
+Node job's report is this one, carried by bridge/jobserve.py.
 Its rooms: bridge/report_text.py (summary, log_footer, to_json: the report in words) and
 bridge/report_files.py (read_files and the crash file's other readers: the only I/O); their
-names are importable from here too. The Node twins are src/report*.js.
+names are importable from here too.
 
 Stable names (docs/CLIENT.md, "The shell", Report): outcome, exit_code, signal, stage,
 stages, progress, error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an

@@ -2,8 +2,7 @@
 the newest CRASH_TEXT_MAX bytes), the stage box a worker process writes beside it and the count
 of records it never sent at exit; and,
 while the job runs, where a SIGUSR1 dump starts and which processes answered it. The only
-I/O of the report; bridge/report.py's build() is pure and gets what read_files() read. The
-Node twin is node-client/src/report_files.js."""
+I/O of the report; bridge/report.py's build() is pure and gets what read_files() read."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The report in words: summary(report), the one readable paragraph the CLI prints (what
 happened, where, why, what to try, and what the record is missing); log_footer(report), what
-a job's log file ends with; to_json(report), ASCII JSON. Pure. The Node twin is
-node-client/src/report_text.js."""
+a job's log file ends with; to_json(report), ASCII JSON. Pure. The one implementation: a Node
+face shows the summary and reason written here (vectors/report.json pins the summary)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from trainbridge.bridge import jsonform
 
 def log_footer(report: dict[str, Any]) -> str:
     """What a job's log file ends with: the verdict, then the stacks that explain it (the
-    crash file's are gone once the job ends; the log keeps them). Node: logFooter."""
+    crash file's are gone once the job ends; the log keeps them)."""
     lines = [f"[trainbridge] {report.get('summary') or report.get('outcome')}"]
     if report.get("stacks"):
         lines += ["[trainbridge] stacks:", str(report["stacks"]).rstrip("\n")]
@@ -131,8 +131,7 @@ REASON_CHARS = 160  # a job list's "why" column
 def reason(report: Optional[dict[str, Any]]) -> Optional[str]:
     """Why, in one short line for a job list (the report's `reason`, decided here once so
     every face shows the same): the diagnosis summary, a cancel's reason, the store's note,
-    else the summary's first sentence; for a success, only its training health. Node:
-    report_text.js reason."""
+    else the summary's first sentence; for a success, only its training health."""
     if not report:
         return None
     if report.get("outcome") == "succeeded":

@@ -4,7 +4,7 @@ end. Read from /proc: a process's socket inodes from its fd links, their address
 network namespace's tables (/proc/<pid>/net/tcp, tcp6, udp, udp6). Never raises: what cannot
 be read is None or a note.
 
-The Node twin is node-client/src/sockets.js.
+The one implementation (a Node job's evidence is read here too, through bridge/jobserve.py).
 """
 
 from __future__ import annotations

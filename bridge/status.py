@@ -14,8 +14,8 @@ StatusTracker is fed the lead process's stage and progress messages with their r
 
 This is the one place a job's rate and ETA are decided: the supervisor publishes snapshots
 in its feed (the `status` event, docs/CLIENT.md) and every face (attach, the CLI views, the
-dashboard) renders them. node-client/src/status.js is the same tracker; vectors/status.json
-holds cases both run.
+dashboard, a Node Job's status()) renders them. vectors/status.json holds the cases that pin
+it.
 """
 
 from __future__ import annotations

@@ -83,10 +83,6 @@ export interface LaunchOptions {
   tailLines?: number;
   /** Load the worker in every Python process of the job without code changes (bridge/inject). Default true. */
   zeroCode?: boolean;
-  /** Where bridge/inject is (default: $TRAINBRIDGE_INJECT_DIR, else the repo's). */
-  injectDir?: string;
-  /** The hub (ROUTER) to use; default: one shared hub per Node process. */
-  hub?: Hub;
   /** Cancels the job when aborted (as child_process and execa take one): an AbortSignal. */
   signal?: AbortSignalLike;
   /**
@@ -122,7 +118,8 @@ export interface HealthEntry {
 }
 
 export type JobState = 'starting' | 'running' | 'stalled' | 'ended';
-export type Outcome = 'succeeded' | 'failed' | 'crashed' | 'hung' | 'cancelled';
+/** lost: the job's supervisor (its keeper, or a launched job's job server) died before its end. */
+export type Outcome = 'succeeded' | 'failed' | 'crashed' | 'hung' | 'cancelled' | 'lost';
 
 export interface Frame { file: string; line: number; function: string }
 
@@ -197,13 +194,13 @@ export interface RootCause {
   summary: string;
 }
 
-/** Worker message bodies, strings unescaped; integers beyond 2^53 arrive as BigInt. */
+/** Worker message bodies as the supervisor's feed carries them (JSON: an integer beyond 2^53 arrives as the nearest number). */
 /** Who sent a worker message (docs/CLIENT.md, Ranks and the root cause). */
-export interface Sender { rank: number | null; local_rank: number | null; host: string | null; pid: number | null; role: 'rank' | 'launcher' | 'other'; lead: boolean }
+export interface Sender { rank: number | null; local_rank: number | null; host: string | null; pid: number | null; role: 'rank' | 'launcher' | 'other'; lead: boolean; awaits_ranks?: boolean }
 export interface HelloBody { pid: number; argv: string[]; cwd: string; python: Record<string, unknown>; host: string; proto: string; worker: string; heartbeat_s: number; sender: Sender; [k: string]: unknown }
 export interface StageBody { event: 'begin' | 'end'; name: string; depth: number; sender: Sender; budget_s?: number | null; status?: string | null; duration_s?: number | null; [k: string]: unknown }
 /** `t`: when the client received it, seconds since the epoch (the Python client's event `t`). */
-export interface ProgressBody { sender: Sender; step: number | bigint; total?: number | bigint | null; metrics: Record<string, number | string>; t: number; [k: string]: unknown }
+export interface ProgressBody { sender: Sender; step: number; total?: number | null; metrics: Record<string, number | string>; t: number; [k: string]: unknown }
 export interface LogError { path: string | null; from_line: number; error: string }
 export interface HeartbeatBody { sender: Sender; beat: number; stage: string | null; stages: string[]; idle_s: number; progress_age_s: number | null; stack?: string | null; dropped: Record<string, number>; [k: string]: unknown }
 
@@ -220,9 +217,10 @@ export interface LogLine {
   sender?: Sender;
 }
 
-export interface StalledInfo { stage: string | null; idle_s: number | null; stack: string | null }
+/** The supervisor's live look while stalled: where, since when, and its diagnosis now. */
+export interface StalledInfo { stage: string | null; idle_s: number | null; stack: string | null; diagnosis: Diagnosis | null }
 
-/** job.status(): what a GUI shows now (src/status.js). */
+/** job.status(): what a GUI shows now, as the supervisor judged it (bridge/status.py). */
 export interface JobStatus {
   state: JobState;
   pid: number | null;
@@ -231,8 +229,8 @@ export interface JobStatus {
   stages: string[];
   /** The same without zero-code mode's own (startup, main, import X, first batch/train in main). */
   script_stages: string[];
-  step: number | bigint | null;
-  total: number | bigint | null;
+  step: number | null;
+  total: number | null;
   /** The lead's latest progress metrics. */
   metrics: Record<string, unknown>;
   /** Steps per second over the last 20 progress messages (falling during a stall); null until two. */
@@ -323,17 +321,94 @@ export class StoreError extends Error {
   kind: 'corrupt' | 'read_only' | 'full' | 'access' | 'missing' | 'too_new' | 'failed';
 }
 
-export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
+/**
+ * A job as its supervisor's feed tells it (src/feed_job.js): a launched Job and an AttachedJob
+ * both render the events the Python judge published, never judged again in Node. Every
+ * listener gets the event's time as a second argument `t` (the supervisor's wall clock,
+ * seconds since the epoch; null for an event made by the reader).
+ */
+export class FeedJob extends EventEmitter implements AsyncIterable<FeedEvent> {
   readonly id: string;
-  readonly command: string[];
-  /** starting | running | stalled | ended */
-  readonly state: JobState;
+  /** starting | running | stalled | ended (an attached job: also its row's queued, restarting, unknown). */
+  readonly state: JobState | string;
   /** The child's pid once spawned. */
   readonly pid: number | null;
   /** The report once the job ended. */
   readonly report: Report | null;
+  /** Resolves to the report when the job is over. */
+  readonly done: Promise<Report>;
+  /** The feed number of the last event read. */
+  readonly position: number | null;
+  /** While stalled (and after a hang): the supervisor's live diagnosis, its last 'stalled' event's. */
+  readonly liveDiagnosis: Diagnosis | null;
+  /** The supervisor's judged snapshot: state, pid, stages, the script's own stages, step, total, rate, ETA, progress age. */
+  status(): JobStatus;
+  /** Events from now on, until (and including) "end"; a consumer 10,000 behind gets "dropped". */
+  events(): AsyncIterableIterator<FeedEvent>;
+  [Symbol.asyncIterator](): AsyncIterableIterator<FeedEvent>;
+
+  on(event: 'spawn', listener: (info: SpawnInfo, t: number | null) => void): this;
+  on(event: 'no_worker', listener: (info: NoWorkerInfo, t: number | null) => void): this;
+  on(event: 'cancel', listener: (answer: CancelAnswer, t: number | null) => void): this;
+  on(event: 'hello', listener: (body: HelloBody, t: number | null) => void): this;
+  on(event: 'stage', listener: (body: StageBody, t: number | null) => void): this;
+  on(event: 'progress', listener: (body: ProgressBody, t: number | null) => void): this;
+  /** The supervisor's judged snapshot (what status() returns then): render it as it is. */
+  on(event: 'status', listener: (status: JobStatus, t: number | null) => void): this;
+  on(event: 'log', listener: (line: LogLine, t: number | null) => void): this;
+  on(event: 'heartbeat', listener: (body: HeartbeatBody, t: number | null) => void): this;
+  on(event: 'stalled', listener: (info: StalledInfo, t: number | null) => void): this;
+  on(event: 'state', listener: (state: JobState, t: number | null) => void): this;
+  /** Another process speaks for the job now (docs/CLIENT.md "The lead process"); pid null: none. */
+  on(event: 'lead', listener: (lead: { pid: number | null }, t: number | null) => void): this;
+  /** A hang was declared (startup, stage_budget, stall, heartbeat, after_bye): stacks, then the kill. */
+  on(event: 'hang', listener: (hang: { reason: string; stage: string | null }, t: number | null) => void): this;
+  /** A metric became NaN or infinite (training health), once per metric; the job goes on unless stopOnNan names it. */
+  on(event: 'health', listener: (entry: HealthEntry & { sender?: Sender; t: number }, t: number | null) => void): this;
+  /** At the startup deadline with no hello: its tree has no Python yet, or works (CPU, I/O, output); another for_s seconds. */
+  on(event: 'starting', listener: (info: { why: string; for_s: number }, t: number | null) => void): this;
+  /** At the heartbeat deadline: the lead's threads waited for a CPU (a busy machine); another for_s seconds. */
+  on(event: 'starved', listener: (info: { why: string; for_s: number }, t: number | null) => void): this;
+  on(event: 'computing', listener: (info: { why: string; for_s: number }, t: number | null) => void): this;
+  on(event: 'artifact', listener: (body: ArtifactBody, t: number | null) => void): this;
+  on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL', t: number | null) => void): this;
+  on(event: 'log_error', listener: (problem: LogError, t: number | null) => void): this;
+  /** Emitted only while someone listens: a Python error never crashes the supervisor. */
+  on(event: 'error', listener: (err: PythonError | LaunchError, t: number | null) => void): this;
+  on(event: 'end', listener: (report: Report, t: number | null) => void): this;
+  /** A message the script sent with worker.send(). */
+  on(event: 'message', listener: (data: unknown, t: number | null) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once(event: 'spawn', listener: (info: SpawnInfo, t: number | null) => void): this;
+  once(event: 'no_worker', listener: (info: NoWorkerInfo, t: number | null) => void): this;
+  once(event: 'cancel', listener: (answer: CancelAnswer, t: number | null) => void): this;
+  once(event: 'hello', listener: (body: HelloBody, t: number | null) => void): this;
+  once(event: 'stage', listener: (body: StageBody, t: number | null) => void): this;
+  once(event: 'progress', listener: (body: ProgressBody, t: number | null) => void): this;
+  once(event: 'status', listener: (status: JobStatus, t: number | null) => void): this;
+  once(event: 'log', listener: (line: LogLine, t: number | null) => void): this;
+  once(event: 'heartbeat', listener: (body: HeartbeatBody, t: number | null) => void): this;
+  once(event: 'stalled', listener: (info: StalledInfo, t: number | null) => void): this;
+  once(event: 'state', listener: (state: JobState, t: number | null) => void): this;
+  once(event: 'lead', listener: (lead: { pid: number | null }, t: number | null) => void): this;
+  once(event: 'hang', listener: (hang: { reason: string; stage: string | null }, t: number | null) => void): this;
+  once(event: 'health', listener: (entry: HealthEntry & { sender?: Sender; t: number }, t: number | null) => void): this;
+  once(event: 'starting', listener: (info: { why: string; for_s: number }, t: number | null) => void): this;
+  once(event: 'starved', listener: (info: { why: string; for_s: number }, t: number | null) => void): this;
+  once(event: 'computing', listener: (info: { why: string; for_s: number }, t: number | null) => void): this;
+  once(event: 'artifact', listener: (body: ArtifactBody, t: number | null) => void): this;
+  once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL', t: number | null) => void): this;
+  once(event: 'error', listener: (err: PythonError | LaunchError, t: number | null) => void): this;
+  once(event: 'end', listener: (report: Report, t: number | null) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
+export class Job extends FeedJob {
+  readonly id: string;
+  readonly command: string[];
   /** Resolves to the report when the job is over; rejects with LaunchError if it never started. */
   readonly done: Promise<Report>;
+  readonly state: JobState;
   /**
    * In-band cancel, then SIGTERM to the tree after `grace` s (at once if the worker refuses,
    * e.g. SIGINT ignored), then SIGKILL. `reason` is echoed in report.cancel. Resolves to the report.
@@ -341,15 +416,13 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   cancel(options?: { grace?: number; reason?: string }): Promise<Report>;
   /** You sent the process `signal` yourself (as PythonShell.kill()): no escalation, but the report says cancelled, cancel.by 'signal'. */
   noteUserSignal(signal: string, reason: string): void;
-  /** A snapshot: state, pid, stages, the script's own stages, step, total, rate, ETA, progress age. */
-  status(): JobStatus;
   /** Every thread's Python stack from the worker; null without a worker or an answer in time. */
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
   /** Round trip to the worker's beacon in seconds; null without a worker or an answer in time. */
   ping(options?: { timeout?: number }): Promise<number | null>;
   /**
    * The TRAINBRIDGE_* variables for the job's ranks on other hosts (docs/CLIENT.md, Other
-   * hosts): the hub listens on tcp://address:port with CurveZMQ. Rejects a loopback address.
+   * hosts): the supervisor listens on tcp://address:port with CurveZMQ. Rejects a loopback address.
    */
   remoteEnv(address: string, port?: number): Promise<Record<string, string>>;
   /** With stdin: 'pipe': the child's stdin (end() it for EOF). */
@@ -359,73 +432,6 @@ export class Job extends EventEmitter implements AsyncIterable<JobEvent> {
   readonly stderr: import('stream').Readable | null;
   /** Send a message (JSON-like) to the script (worker.on_message / worker.receive); held until its hello. */
   send(data: unknown): void;
-  /** Events from now on, until (and including) "end"; a consumer 10,000 behind gets "dropped". */
-  events(): AsyncIterableIterator<JobEvent>;
-  [Symbol.asyncIterator](): AsyncIterableIterator<JobEvent>;
-
-  on(event: 'spawn', listener: (info: SpawnInfo) => void): this;
-  on(event: 'no_worker', listener: (info: NoWorkerInfo) => void): this;
-  on(event: 'cancel', listener: (answer: CancelAnswer) => void): this;
-  on(event: 'hello', listener: (body: HelloBody) => void): this;
-  on(event: 'stage', listener: (body: StageBody) => void): this;
-  on(event: 'progress', listener: (body: ProgressBody) => void): this;
-  /** The supervisor's judged snapshot (what status() returns then): render it as it is. */
-  on(event: 'status', listener: (status: JobStatus) => void): this;
-  on(event: 'log', listener: (line: LogLine) => void): this;
-  on(event: 'heartbeat', listener: (body: HeartbeatBody) => void): this;
-  on(event: 'stalled', listener: (info: StalledInfo) => void): this;
-  on(event: 'state', listener: (state: JobState) => void): this;
-  /** Another process speaks for the job now (docs/CLIENT.md "The lead process"); pid null: none. */
-  on(event: 'lead', listener: (lead: { pid: number | null }) => void): this;
-  /** A hang was declared (startup, stage_budget, stall, heartbeat, after_bye): stacks, then the kill. */
-  on(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
-  /** A metric became NaN or infinite (training health), once per metric; the job goes on unless stopOnNan names it. */
-  on(event: 'health', listener: (entry: HealthEntry & { sender?: Sender; t: number }) => void): this;
-  /** At the startup deadline with no hello: its tree has no Python yet, or works (CPU, I/O, output); another for_s seconds. */
-  on(event: 'starting', listener: (info: { why: string; for_s: number }) => void): this;
-  /** At the heartbeat deadline: the lead's threads waited for a CPU (a busy machine); another for_s seconds. */
-  on(event: 'starved', listener: (info: { why: string; for_s: number }) => void): this;
-  on(event: 'computing', listener: (info: { why: string; for_s: number }) => void): this;
-  on(event: 'artifact', listener: (body: ArtifactBody) => void): this;
-  on(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
-  on(event: 'log_error', listener: (problem: LogError) => void): this;
-  /** Emitted only while someone listens: a Python error never crashes the supervisor. */
-  on(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
-  on(event: 'end', listener: (report: Report) => void): this;
-  /** A message the script sent with worker.send(). */
-  on(event: 'message', listener: (data: unknown) => void): this;
-  on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once(event: 'spawn', listener: (info: SpawnInfo) => void): this;
-  once(event: 'no_worker', listener: (info: NoWorkerInfo) => void): this;
-  once(event: 'cancel', listener: (answer: CancelAnswer) => void): this;
-  once(event: 'hello', listener: (body: HelloBody) => void): this;
-  once(event: 'stage', listener: (body: StageBody) => void): this;
-  once(event: 'progress', listener: (body: ProgressBody) => void): this;
-  once(event: 'status', listener: (status: JobStatus) => void): this;
-  once(event: 'log', listener: (line: LogLine) => void): this;
-  once(event: 'heartbeat', listener: (body: HeartbeatBody) => void): this;
-  once(event: 'stalled', listener: (info: StalledInfo) => void): this;
-  once(event: 'state', listener: (state: JobState) => void): this;
-  once(event: 'lead', listener: (lead: { pid: number | null }) => void): this;
-  once(event: 'hang', listener: (hang: { reason: string; stage: string | null }) => void): this;
-  once(event: 'health', listener: (entry: HealthEntry & { sender?: Sender; t: number }) => void): this;
-  once(event: 'starting', listener: (info: { why: string; for_s: number }) => void): this;
-  once(event: 'starved', listener: (info: { why: string; for_s: number }) => void): this;
-  once(event: 'computing', listener: (info: { why: string; for_s: number }) => void): this;
-  once(event: 'artifact', listener: (body: ArtifactBody) => void): this;
-  once(event: 'signal', listener: (signal: 'SIGUSR1' | 'SIGUSR2' | 'SIGTERM' | 'SIGKILL') => void): this;
-  once(event: 'error', listener: (err: PythonError | LaunchError) => void): this;
-  once(event: 'end', listener: (report: Report) => void): this;
-  once(event: string | symbol, listener: (...args: any[]) => void): this;
-}
-
-/** One ROUTER socket serving many jobs. */
-export class Hub {
-  constructor(options?: { endpoint?: string; closeWhenIdle?: boolean });
-  readonly endpoint: string | null;
-  readonly runtimeDir: string;
-  start(): Promise<string>;
-  close(): void;
 }
 
 /** Start `command args` under supervision; returns the Job at once. */
@@ -541,32 +547,29 @@ export interface ResourceSample {
  * epoch); null only for an end read from the row without its line. `seq`: the feed number of
  * the line it came from (null for an event made by the reader, such as 'supervisor').
  */
-export type AttachedJobEvent =
-  (JobEvent | { type: 'attempt'; data: { attempt: number; outcome: string; report: Report; restart_in: number } }
+export type FeedEvent =
+  (JobEvent
+    | { type: 'lead'; data: { pid: number | null } }
+    | { type: 'attempt'; data: { attempt: number; outcome: string; report: Report; restart_in: number } }
     | { type: 'resources'; data: ResourceSample }
     | { type: 'supervisor'; data: { answering: boolean; silent_s: number; keeper_pid: number | null } }
     | { type: 'unreadable'; data: { count: number; after_seq: number | null; bytes: number; error: string } })
   & { t: number | null; seq: number | null };
 
+/** An attached job's events: a FeedEvent. */
+export type AttachedJobEvent = FeedEvent;
+
 /**
  * A scheduled job followed through its events file: a launched Job's events, from the first.
  * Every listener gets the event's time (AttachedJobEvent's `t`) as a second argument.
  */
-export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJobEvent> {
-  readonly id: string;
+export class AttachedJob extends FeedJob {
+  /** The job's row state: queued, starting, running, stalled, restarting, ended (unknown until read). */
   readonly state: string;
-  /** The running attempt's pid, once known. */
-  readonly pid: number | null;
-  /** The keeper's Job's latest 'status' event (its status() then). */
-  status(): JobStatus;
   /** false while the keeper is not answering (its events file silent past 5 s), else null (not judged yet) or true. */
   readonly answering: boolean | null;
-  /** The feed number of the last event read: attach again with {since: position + 1} to go on from here. */
-  readonly position: number | null;
   /** Lines of the events file that were not an event ('unreadable' events). */
   readonly unreadable: number;
-  readonly report: Report | null;
-  readonly done: Promise<Report>;
   /** As a launched Job's: the in-band cancel with `reason`, SIGTERM after `grace` seconds (else the job's cancelGrace). */
   cancel(options?: { grace?: number | null; reason?: string | null }): Promise<Report>;
   /** Seconds, as a launched Job's. */
@@ -578,13 +581,15 @@ export class AttachedJob extends EventEmitter implements AsyncIterable<AttachedJ
   ping(options?: { timeout?: number }): Promise<number | null>;
   /** As a launched Job's send(), through the keeper; resolves once the keeper took it (`timeout` seconds). */
   send(data: unknown, options?: { timeout?: number }): Promise<void>;
-  events(): AsyncIterableIterator<AttachedJobEvent>;
-  [Symbol.asyncIterator](): AsyncIterableIterator<AttachedJobEvent>;
+  /** A failed attempt that will be restarted. */
+  on(event: 'attempt', listener: (info: { attempt: number; outcome: string; report: Report; restart_in: number }, t: number | null) => void): this;
+  /** The keeper's sample of the job's tree (CPU, RSS, GPU), about once a second. */
+  on(event: 'resources', listener: (sample: ResourceSample, t: number | null) => void): this;
   /** The keeper stopped answering (a SIGSTOP, a starved machine), or answers again. */
   on(event: 'supervisor', listener: (info: { answering: boolean; silent_s: number; keeper_pid: number | null }, t: number | null) => void): this;
   /** A line of the events file is not an event (a keeper killed mid-line): what it held is lost; this says so. */
   on(event: 'unreadable', listener: (info: { count: number; after_seq: number | null; bytes: number; error: string }, t: number | null) => void): this;
-  on(event: string, listener: (data: any, t: number | null) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
   /** Stop following (the job goes on). */
   close(): void;
 }

@@ -6,6 +6,6 @@ Its rooms: codec (encode, decode, sign, check_seq), ascii (the escape rule), sch
 kinds and their fields), limits, constants, errors (ProtocolError). All are pure.
 
 Importing this package imports nothing: not msgpack, not zmq, not the worker or the client.
-The worker (trainbridge.worker) and the client (trainbridge.bridge) both use it; the Node
-client's twin is node-client/src/codec.js (docs/CLIENT.md, "Rooms").
+The worker (trainbridge.worker) and the client (trainbridge.bridge) both use it: the one
+implementation of the wire (the Node client does not speak it; docs/CLIENT.md, "Rooms").
 """

@@ -1,5 +1,5 @@
 """The ASCII rule of the wire (docs/PROTOCOL.md section 3): every text travels as ASCII,
-escaped reversibly. Pure; the Node twin is node-client/src/ascii.js.
+escaped reversibly. Pure; the one implementation (vectors/codec.json pins it).
 
 Encoders escape: "\\" -> "\\\\"; U+0080..U+00FF -> \\xhh; up to U+FFFF (lone surrogates too)
 -> \\uhhhh; beyond -> \\Uhhhhhhhh; hex lowercase. Undecodable bytes travel as the PEP 383

@@ -1,12 +1,13 @@
 """Protocol v1 codec: the one pure module that turns messages into frames and back.
 
 No sockets, no threads, no clocks unless a timestamp is not given. The worker and the
-Python client both use it; the Node client mirrors it (node-client/src/codec.js) and both
-obey the golden vectors in vectors/. docs/PROTOCOL.md is the specification; this module
+Python client both use it, the one implementation of the wire (the Node client does not
+speak it: its jobs are supervised through bridge/jobserve.py); the golden vectors in
+vectors/ pin it. docs/PROTOCOL.md is the specification; this module
 and that document change together.
 
 A message on the wire is two ZeroMQ frames: the packed envelope and its HMAC-SHA256. The
-rules it applies have rooms of their own, as in Node: the ASCII escapes (ascii.py), the kinds
+rules it applies have rooms of their own: the ASCII escapes (ascii.py), the kinds
 and their fields (schema.py), the limits (limits.py), the version (constants.py) and the
 error (errors.py). The rest stays one module, about 450 lines: encode and decode are mirror
 walks over the same format (limits, escapes, integer ranges) and are read side by side.
@@ -51,8 +52,7 @@ from trainbridge.protocol.schema import (
     check_fields,
 )
 
-# The codec's public names, the constants and limits included (node-client/src/codec.js
-# exports the same), so a caller needs one import.
+# The codec's public names, the constants and limits included, so a caller needs one import.
 __all__ = [
     "CLIENT_KINDS",
     "FINAL_KINDS",

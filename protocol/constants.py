@@ -1,6 +1,5 @@
 """Protocol v1 constants: the version a peer announces and the size of a frame's MAC
-(docs/PROTOCOL.md sections 3 and 7). Plain values, no imports; node-client/src/constants.js
-holds the same names."""
+(docs/PROTOCOL.md sections 3 and 7). Plain values, no imports."""
 
 PROTOCOL_MAJOR = 1
 PROTOCOL_VERSION = "1.1"

@@ -1,5 +1,5 @@
 """The message kinds of protocol v1 and their fields (docs/PROTOCOL.md section 5), and the
-check that a body has them. Pure; the Node twin is node-client/src/schema.js.
+check that a body has them. Pure; the one implementation (vectors/codec.json pins it).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Writes vectors/codec.json, the golden vectors both clients' tests read.
+"""Writes vectors/codec.json, the golden vectors of the wire's one codec (protocol/codec.py).
 
 Run it only when the protocol changes on purpose, then review the diff: the committed file
-is the contract, and tests/codec/test_vectors.py (and node-client/test/codec.test.js) check
-the codecs against it, not against this script.
+is the contract, and tests/codec/test_vectors.py checks the codec against it, not against
+this script.
 
-JSON cannot say everything the wire can, so values use tags both test suites understand:
+JSON cannot say everything the wire can, so values use tags the test suite understands:
   {"$int": "9007199254740993"}  an integer beyond 2^53 (JavaScript gets a BigInt)
   {"$float": "nan" | "inf" | "-inf"}
   {"$bytes": "<hex>"}            raw bytes decoded as UTF-8 with PEP 383 surrogates,

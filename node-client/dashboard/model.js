@@ -9,7 +9,6 @@
  *   const { message, cursor } = delta(view, previousCursor);
  */
 
-const { isLauncher } = require('../src/machine.js');
 const points = require('../src/points.js');
 
 const LOG_KEEP = 1000; // lines kept for the page; the full log is a download
@@ -27,7 +26,7 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
     hang: null, stalled: null, signals: [], cancel: null, // {reason, at_s} once asked
     cancelTrace: null, // [first, last] log line numbers of the cancel's traceback
     health: [], // {metric, step, text}: the supervisor's training-health entries (src/health.js)
-    // What a deadline's look saw instead of a hang (look.js), in the judge's words, until the
+    // What a deadline's look saw instead of a hang (bridge/look.py), in the judge's words, until the
     // job moves on: {event: 'starting' | 'starved' | 'computing', why, at_s}.
     looked: null,
     report: null, stacks: [], // {at, text}
@@ -122,7 +121,7 @@ function openStage(view, name) {
 }
 
 /**
- * The job's progress line: the supervisor's judged snapshot (the 'status' event, src/status.js)
+ * The job's progress line: the supervisor's judged snapshot (the 'status' event, bridge/status.py)
  * as it is; rate and ETA are never computed here, so the page says what status() says.
  */
 function status(view, snap) {
@@ -153,12 +152,15 @@ function apply(view, { type, data, t }) {
       view.state = data;
       if (view.startedAt === null && data !== 'queued') view.startedAt = t;
       break;
-    case 'hello':
+    case 'hello': {
       // A distributed launcher (torchrun's own process) says hello too: it has no rank, and
-      // is not rank 0. A plain process without a rank is one row of its own, rank 0.
-      view.ranks.push({ rank: isLauncher(data) ? null : data.rank ?? 0, pid: data.pid ?? null, host: data.host ?? null,
-        local_rank: data.local_rank ?? null, role: isLauncher(data) ? 'launcher' : 'rank' });
+      // is not rank 0 (the supervisor says so: sender.awaits_ranks). A plain process without
+      // a rank is one row of its own, rank 0.
+      const launcher = Boolean(data.sender && data.sender.awaits_ranks);
+      view.ranks.push({ rank: launcher ? null : data.rank ?? 0, pid: data.pid ?? null, host: data.host ?? null,
+        local_rank: data.local_rank ?? null, role: launcher ? 'launcher' : 'rank' });
       break;
+    }
     case 'stage':
       if (data.event === 'begin') {
         view.stages.push({ name: String(data.name), depth: data.depth ?? 0, start_s: since(view, t),
@@ -187,8 +189,8 @@ function apply(view, { type, data, t }) {
     case 'log': {
       if (data.stream === 'worker' && !data.text) break;
       view.log.count += 1;
-      // Undecodable bytes arrive as lone surrogates (U+DC80..U+DCFF, Python's surrogateescape),
-      // also from the store's events file, which has no encoding field: shown as \xNN.
+      // Undecodable bytes arrive as lone surrogates (U+DC80..U+DCFF, Python's surrogateescape)
+      // with the feed's encoding 'escaped' (older events files have none): shown as \xNN.
       let encoding = data.encoding || null;
       const text = String(data.text).replace(/(?<![\ud800-\udbff])[\udc80-\udcff]/g, (c) => {
         encoding = 'escaped';

@@ -14,28 +14,32 @@ if (process.platform !== 'linux') {
     + 'the Python worker does run here, so supervise the training process from a Linux machine or container');
 }
 
-const { Job, LaunchError, JobFailedError, checkOptions } = require('./job.js');
-const { Hub, getDefaultHub } = require('./hub.js');
+const { Job, LaunchError, JobFailedError } = require('./job.js');
+const { checkOptions } = require('./job_arguments.js');
 const { ProtocolError, PythonError, StoreError } = require('./errors.js');
-const { toJSON, summary } = require('./report.js');
+const { toJSON } = require('./jsonform.js');
 const { resolvePython } = require('./launcher.js');
-const machine = require('./machine.js');
+const { DEFAULTS } = require('./settings.js');
 const { openStore, defaultStorePath, AttachedJob, StoreWatch } = require('./store.js');
+const { FeedJob } = require('./feed_job.js');
 const { doctor, DoctorError } = require('./doctor.js');
 
 /**
- * Start `command args` under supervision and return its Job at once (an EventEmitter).
- * options: command, args, cwd, env (default process.env), timeouts (machine deadlines and
- * worker settings, snake_case or camelCase), logPath, logTimestamps, tailLines, hub.
+ * Start `command args` under supervision and return its Job at once (an EventEmitter). The
+ * Python supervisor (bridge/jobserve.py) judges it; the Job renders what it publishes.
+ * options: command, args, cwd, env (default process.env), timeouts (deadlines and worker
+ * settings, snake_case or camelCase), logPath, logTimestamps, tailLines, stdin, raw, signal.
  */
 function launch(options) {
-  checkOptions(options); // bad options fail here, before a hub or a job exists
-  const hub = (options && options.hub) || getDefaultHub();
-  return new Job(options, hub);
+  checkOptions(options); // bad options fail here, before anything is started
+  return new Job(options);
 }
 
+/** A report in words: its summary, as the supervisor wrote it. */
+const summary = (report) => String((report && report.summary) || '');
+
 module.exports = {
-  launch, openStore, defaultStorePath, Job, Hub, ProtocolError, PythonError, StoreError, LaunchError, JobFailedError, toJSON,
-  summary, resolvePython, doctor, DoctorError, AttachedJob, StoreWatch,
-  DEFAULT_TIMEOUTS: machine.DEFAULTS,
+  launch, openStore, defaultStorePath, Job, ProtocolError, PythonError, StoreError, LaunchError, JobFailedError, toJSON,
+  summary, resolvePython, doctor, DoctorError, FeedJob, AttachedJob, StoreWatch,
+  DEFAULT_TIMEOUTS: DEFAULTS,
 };

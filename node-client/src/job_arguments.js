@@ -6,7 +6,7 @@
  */
 
 const fs = require('node:fs');
-const machine = require('./machine.js');
+const settings = require('./settings.js');
 
 const DEFAULT_TAIL_LINES = 40;
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
@@ -18,13 +18,13 @@ function splitTimeouts(timeouts = {}) {
   const worker = {};
   for (const [name, value] of Object.entries(timeouts || {})) {
     const key = snake(name);
-    if (key in machine.DEFAULTS) config[key] = value;
+    if (key in settings.DEFAULTS) config[key] = value;
     else if (WORKER_SETTINGS.includes(key)) worker[key] = value;
-    else throw new LaunchError(`unknown timeout ${JSON.stringify(name)}; known: ${[...Object.keys(machine.DEFAULTS), ...WORKER_SETTINGS].join(', ')}`);
+    else throw new LaunchError(`unknown timeout ${JSON.stringify(name)}; known: ${[...Object.keys(settings.DEFAULTS), ...WORKER_SETTINGS].join(', ')}`);
   }
   // As bridge.job.launch: a stall deadline makes the job show "stalled" halfway there.
   if (config.stall_timeout !== undefined && config.stall_timeout !== null && !('stalled_after' in config)) {
-    config.stalled_after = Math.min(machine.DEFAULTS.stalled_after, config.stall_timeout / 2);
+    config.stalled_after = Math.min(settings.DEFAULTS.stalled_after, config.stall_timeout / 2);
   }
   return { config, worker };
 }
@@ -36,7 +36,7 @@ const show = (value) => (value === undefined ? 'undefined' : typeof value === 's
 /**
  * Refuse bad launch() options with a LaunchError that says which and why, before anything
  * is registered or spawned; the rules of bridge/job.py check_arguments (settings:
- * machine.configProblem, pinned by vectors/config.json).
+ * settings.configProblem, pinned by vectors/config.json).
  */
 function checkOptions(options) {
   if (!options || typeof options !== 'object') {
@@ -87,13 +87,13 @@ function checkOptions(options) {
     if (WORKER_SETTINGS.includes(key)) worker[key] = value;
     else config[key] = value;
   }
-  const problem = machine.configProblem(config);
+  const problem = settings.configProblem(config);
   if (problem !== null) {
     const [key, what] = problem;
     const name = `timeouts.${names[key]}`;
     const value = config[key];
-    if (what === 'unknown') throw new LaunchError(`unknown timeout ${JSON.stringify(names[key])}; known: ${[...Object.keys(machine.DEFAULTS), ...WORKER_SETTINGS].join(', ')}`);
-    if (what === 'type') throw new LaunchError(`${name} must be a number of seconds${machine.OPTIONAL.includes(key) ? ' or null (off)' : ''}, got ${show(value)}`);
+    if (what === 'unknown') throw new LaunchError(`unknown timeout ${JSON.stringify(names[key])}; known: ${[...Object.keys(settings.DEFAULTS), ...WORKER_SETTINGS].join(', ')}`);
+    if (what === 'type') throw new LaunchError(`${name} must be a number of seconds${settings.OPTIONAL.includes(key) ? ' or null (off)' : ''}, got ${show(value)}`);
     if (what === 'not_finite') throw new LaunchError(`${name} must be a finite number of seconds, got ${show(value)}`);
     throw new LaunchError(`${name} must be >= 0 seconds, got ${show(value)}`);
   }

@@ -69,4 +69,9 @@ function parse(text) {
   return text.includes('"NaN"') || text.includes('Infinity"') ? revive(value) : value;
 }
 
-module.exports = { NUMBERS, number, parse, revive, stringify, textOf };
+/** A report (or any value) as ASCII-only, indented strict JSON: what a file or another process gets. */
+function toJSON(value, indent = 2) {
+  return stringify(value, indent).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+module.exports = { NUMBERS, number, parse, revive, stringify, textOf, toJSON };

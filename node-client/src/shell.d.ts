@@ -12,7 +12,7 @@ import { Job, LaunchOptions, Outcome, Report } from '../index';
  * uses `cwd` and `env`; the job decides the rest (docs/CLIENT.md, "python-shell adapter").
  */
 export interface Options extends SpawnOptions,
-  Pick<LaunchOptions, 'timeouts' | 'logPath' | 'tailLines' | 'zeroCode' | 'injectDir' | 'hub' | 'pythonEnv'> {
+  Pick<LaunchOptions, 'timeouts' | 'logPath' | 'tailLines' | 'zeroCode' | 'pythonEnv'> {
   mode?: 'text' | 'json' | 'binary';
   formatter?: string | ((param: any) => any);
   parser?: string | ((param: string) => any);

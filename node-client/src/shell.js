@@ -58,9 +58,9 @@ const signalName = (n) => Object.keys(os.constants.signals).find((k) => os.const
 const toArray = (value) => (value === undefined || value === null ? [] : Array.isArray(value) ? value : [value]);
 
 // Options that are trainbridge's, not spawn's.
-const BRIDGE_OPTIONS = ['timeouts', 'logPath', 'tailLines', 'zeroCode', 'injectDir', 'hub', 'pythonEnv'];
+const BRIDGE_OPTIONS = ['timeouts', 'logPath', 'tailLines', 'zeroCode', 'pythonEnv'];
 // With rejectOnFailure these outcomes give end()'s callback an error: launch()'s rule, from its one home.
-const { FAILED_OUTCOMES } = require('./job_end.js');
+const { FAILED_OUTCOMES } = require('./job.js');
 
 /**
  * A folder as spawn() would take it now: python-shell spawns in its constructor, so a relative
@@ -96,9 +96,9 @@ class PythonShell extends EventEmitter {
 
     const bridge = {};
     for (const name of BRIDGE_OPTIONS) if (options[name] !== undefined) bridge[name] = options[name];
-    for (const name of ['logPath', 'injectDir']) if (typeof bridge[name] === 'string') bridge[name] = path.resolve(bridge[name]);
+    if (typeof bridge.logPath === 'string') bridge.logPath = path.resolve(bridge.logPath);
     // python-shell passes the caller's environment as it is: so do we (pythonEnv: false).
-    // The spawn comes later (after the hub is up): the folders are fixed now, as python-shell's.
+    // The spawn comes later (by the job server): the folders are fixed now, as python-shell's.
     this.job = launch({
       pythonEnv: false, ...bridge, command: pythonPath, args: this.command, cwd: folderNow(options.cwd), env: options.env,
       stdin: 'pipe', raw: true,

@@ -21,12 +21,11 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { EventEmitter } = require('node:events');
-const { resolvePython } = require('./launcher.js');
-const { PythonError, StoreError } = require('./errors.js');
-const { StatusTracker } = require('./status.js');
+const { resolvePython, helperEnv, helperFailure } = require('./launcher.js');
+const { StoreError } = require('./errors.js');
 const feed = require('./feed.js');
 const jsonform = require('./jsonform.js');
-const { EVENT_NAMES } = require('./job_events.js');
+const { FeedJob } = require('./feed_job.js');
 const { metricNames } = require('./job_arguments.js');
 
 const POLL_MS = 50; // how often an attached job's events file is read
@@ -37,31 +36,7 @@ const SUPERVISOR_SILENT_MS = 5000;
 // status, read from the end of the feed), or an event number N (the events numbered N and after,
 // found by bisection): src/feed.js, bridge/attach.py.
 const SINCE = ['start', 'now'];
-const MAX_REPLIES = 256; // replies kept for a waiter: any face's requests are in the same feed
 const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
-const REPO_ROOT = path.resolve(__dirname, '../..');
-// Installed from its tarball, the package carries the Python package here (scripts/bundle-python.js)
-const BUNDLED_PYTHON = path.resolve(__dirname, '../python');
-
-/**
- * Where the store helper imports trainbridge from: the checkout (in the repository), else the
- * package's own copy, so a training venv with only pyzmq and msgpack serves the store.
- */
-function trainbridgeRoot() {
-  for (const dir of [REPO_ROOT, BUNDLED_PYTHON]) {
-    if (fs.existsSync(path.join(dir, 'trainbridge', '__init__.py'))) return dir;
-  }
-  return null;
-}
-
-/** The helper's stderr as one sentence when it could not import (what to install where), else all of it. */
-function helperFailure(stderr) {
-  const lines = stderr.trim().split('\n');
-  const last = lines[lines.length - 1] || '';
-  const missing = /^(?:ImportError|ModuleNotFoundError): (.*)$/.exec(last);
-  return missing ? missing[1] : stderr.trim();
-}
-
 /** The default store: $TRAINBRIDGE_STORE, else the per-user data dir (bridge/store.py's rule). */
 function defaultStorePath() {
   if (process.env.TRAINBRIDGE_STORE) return process.env.TRAINBRIDGE_STORE;
@@ -77,9 +52,7 @@ class Store {
   /** Use openStore(). options: python (default resolvePython()), slots ({jobs, gpus}). */
   constructor(storePath, options = {}) {
     this.path = path.resolve(storePath || defaultStorePath());
-    const env = { ...process.env };
-    const root = trainbridgeRoot();
-    if (root) env.PYTHONPATH = root + (env.PYTHONPATH ? path.delimiter + env.PYTHONPATH : '');
+    const env = helperEnv();
     const args = ['-m', 'trainbridge.bridge.storeserve', this.path];
     if (options.keepEnded !== undefined && options.keepEnded !== null
       && !(Number.isInteger(options.keepEnded) && options.keepEnded >= 0)) {
@@ -264,15 +237,6 @@ class Store {
   }
 }
 
-/**
- * A scheduled job, followed through its events file. Emits what a launched Job emits:
- * spawn, no_worker, cancel, state, hello, stage, progress, log, heartbeat, stalled, hang,
- * signal, log_error, error (only while listened to), end (the report); status() as a Job's; plus 'attempt' ({attempt, outcome, report, restart_in})
- * when a failed attempt will be restarted. `done` resolves to the final report.
- * Each listener gets the event's time as a second argument, `t`: the keeper's wall clock in
- * seconds (as Python's events carry "t"), so a replay keeps the job's own timeline; null
- * for an end read from the row without its line. events() yields {type, data, t}.
- */
 /** Store.watch()'s handle: the changes of the store's job list, as events. */
 class StoreWatch extends EventEmitter {
   constructor(store, number) {
@@ -294,33 +258,29 @@ class StoreWatch extends EventEmitter {
   }
 }
 
-class AttachedJob extends EventEmitter {
+/**
+ * A scheduled job, followed through its events file: a FeedJob (src/feed_job.js), so it emits
+ * what a launched Job emits, with the feed's time `t` as each listener's second argument (null
+ * for an end read from the row without its line); plus 'attempt' ({attempt, outcome, report,
+ * restart_in}) when a failed attempt will be restarted, 'supervisor' when its keeper stops or
+ * starts answering, and 'unreadable' for a line that is not an event.
+ */
+class AttachedJob extends FeedJob {
   constructor(store, id, since = 'start') {
-    super();
-    this.id = id;
+    super(id);
     this._since = since;
     this.state = 'unknown';
-    this.report = null;
     this._store = store;
     this._stacksWaiters = [];
-    this._replies = new Map(); // request id -> the keeper's reply nobody waits for yet
-    this._replyWaiters = new Map(); // request id -> resolve
     this._offset = 0;
     this._buf = '';
     this._nextRow = 0;
     this._stopped = false;
-    this.pid = null;
     this.answering = null; // false while the keeper is not answering ('supervisor' event)
     this._heardAt = null; // when the events file last grew (ms)
-    this._status = null; // status(): the keeper's latest 'status' event, never judged again here
-    // The feed number (seq) of the last event read: attach again with {since: position + 1} to go
-    // on from here without a gap or a repeat.
-    this.position = null;
     // Lines of the feed that are not an event (a keeper killed mid-line): counted and said
     // (an 'unreadable' event), never skipped silently (bridge/attach.py).
     this.unreadable = 0;
-    this.done = new Promise((resolve, reject) => { this._resolve = resolve; this._reject = reject; });
-    this.done.catch(() => undefined);
     this._start();
   }
 
@@ -354,17 +314,8 @@ class AttachedJob extends EventEmitter {
 
   _fail(err) {
     this._stopped = true;
-    if (this.listenerCount('error') > 0) this.emit('error', err);
-    this._reject(err);
-  }
-
-  /**
-   * A launched Job's status() snapshot (state, pid, elapsed_s, stages, step, metrics, rate,
-   * eta_s, ...) as the keeper's Job published it last (bridge/attach.py status()).
-   */
-  status() {
-    if (this._status) return { ...this._status };
-    return new StatusTracker(0).snapshot(this.state || 'starting', this.pid ?? null, 0);
+    this._emitError(err);
+    this._rejectDone(err);
   }
 
   /**
@@ -427,59 +378,6 @@ class AttachedJob extends EventEmitter {
     }
     if (!reply) throw new Error(`job.send: the keeper of ${this.id} did not answer in ${timeout} s (stopped or starved?); the message may still be delivered`);
     if (!reply.ok) throw new Error(`job.send: ${reply.error}`);
-  }
-
-  /** The keeper's 'reply' to a request, or null (the timeout, or the job ended). */
-  _reply(requestId, timeoutMs) {
-    if (this._replies.has(requestId)) {
-      const reply = this._replies.get(requestId);
-      this._replies.delete(requestId);
-      return Promise.resolve(reply);
-    }
-    if (this.report) return Promise.resolve(null);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => { this._replyWaiters.delete(requestId); resolve(null); }, timeoutMs);
-      this._replyWaiters.set(requestId, (reply) => { clearTimeout(timer); resolve(reply); });
-    });
-  }
-
-  /**
-   * Events as an async iterator: {type, data, t, seq}, from the first until {type: 'end'}; seq is
-   * the feed number of the line the event came from (null for one made here).
-   */
-  events() {
-    const buffer = [];
-    let wake = null;
-    // A launched Job's events (health, starting, starved, computing were missing from a
-    // hand-kept list), and the ones only an attached job has.
-    const names = [...EVENT_NAMES, 'supervisor', 'unreadable', 'resources', 'attempt'];
-    const listeners = names.map((type) => {
-      const fn = (data, t) => {
-        buffer.push({ type, data, t: t ?? null, seq: this._lineSeq ?? null });
-        if (wake) { wake(); wake = null; }
-      };
-      this.on(type, fn);
-      return [type, fn];
-    });
-    const detach = () => { for (const [type, fn] of listeners) this.off(type, fn); };
-    let ended = false;
-    return {
-      [Symbol.asyncIterator]() { return this; },
-      async next() {
-        while (!buffer.length) {
-          if (ended) { detach(); return { done: true, value: undefined }; }
-          await new Promise((resolve) => { wake = resolve; });
-        }
-        const value = buffer.shift();
-        if (value.type === 'end') ended = true;
-        return { done: false, value };
-      },
-      async return() { detach(); return { done: true, value: undefined }; },
-    };
-  }
-
-  [Symbol.asyncIterator]() {
-    return this.events();
   }
 
   /** Stop following (the job goes on). */
@@ -564,130 +462,17 @@ class AttachedJob extends EventEmitter {
       row && typeof row.ended_at === 'number' ? row.ended_at : null);
   }
 
-  _end(report, t) {
-    this.state = 'ended';
-    this.report = report;
+  _ended() {
     this.close();
-    for (const waiter of this._replyWaiters.values()) waiter(null); // no reply will come now
-    this._replyWaiters.clear();
-    this._emit('end', report, t);
-    this._resolve(report);
   }
 
-  _emit(name, value, t) {
-    try {
-      this.emit(name, value, t);
-    } catch (err) {
-      queueMicrotask(() => { throw err; });
-    }
-  }
-
-  /** One line of the events file -> the events a launched Job emits (bridge event names). */
-  _deliver(event) {
-    const t = typeof event.t === 'number' ? event.t : null; // the keeper's wall clock, seconds
-    if (Number.isInteger(event.seq)) this.position = event.seq;
-    this._lineSeq = Number.isInteger(event.seq) ? event.seq : null; // for events(), while emitting
-    try {
-      this._deliverKind(event, t);
-    } finally {
-      this._lineSeq = null;
-    }
-  }
-
-  _deliverKind(event, t) {
-    const emit = (name, value) => this._emit(name, value, t);
-    switch (event.event) {
-      case 'state':
-        this.state = event.state;
-        emit('state', event.state);
-        break;
-      case 'stalled': // the keeper's Job judged it, with its live diagnosis (as a launched Job's)
-        emit('stalled', { stage: event.stage ?? null, idle_s: event.idle_s ?? null, stack: event.stack ?? null, diagnosis: event.diagnosis ?? null });
-        break;
-      case 'output':
-        emit('log', { stream: event.stream, text: event.text, end: event.end });
-        break;
-      case 'spawn':
-        this.pid = event.pid;
-        emit('spawn', { pid: event.pid, command: event.command });
-        break;
-      case 'no_worker':
-        emit('no_worker', { reason: event.reason });
-        break;
-      case 'cancel':
-        emit('cancel', { reason: event.reason, accepted: event.accepted, refused: event.refused });
-        break;
-      case 'log_error': {
-        const { event: _kind, t: _t, ...info } = event;
-        emit('log_error', info);
-        break;
-      }
-      case 'status':
-        this._status = event.status || null;
-        emit('status', this._status);
-        break;
-      case 'message': {
-        const body = event.body || {};
-        // As a launched Job: the job's stage and progress are its lead's; another process's
-        // are in its own events only (bridge/job_messages.py marks each sender's lead).
-        const lead = !event.sender || event.sender.lead !== false;
-        if (event.kind === 'log') {
-          emit('log', { stream: 'worker', text: String(body.message), level: body.level, logger: body.logger ?? null, record: body });
-        } else if (event.kind === 'user') { // worker.send(): as a launched Job's 'message'
-          emit('message', body.data ?? null);
-        } else if (event.kind === 'error') {
-          if (this.listenerCount('error') > 0) emit('error', new PythonError(body));
-        } else if (['hello', 'stage', 'progress', 'heartbeat'].includes(event.kind) && (lead || event.kind === 'hello')) {
-          emit(event.kind, body);
-        } else if (event.kind === 'artifact') { // any process's file, as a launched Job's
-          emit('artifact', body);
-        }
-        break;
-      }
-      case 'hang':
-        emit('hang', { reason: event.reason, stage: event.stage ?? null });
-        break;
-      case 'starting': // the deadline's look saw a job starting, starved of CPU or computing, not hung (look.js)
-      case 'starved':
-      case 'computing':
-        emit(event.event, { why: event.why, for_s: event.for_s ?? null });
-        break;
-      case 'health': { // a metric became NaN or infinite (src/health.js), as a launched Job's
-        const { event: _kind, seq: _seq, ...entry } = event;
-        emit('health', entry);
-        break;
-      }
-      case 'signal':
-        emit('signal', event.signal);
-        break;
-      case 'resources': { // the keeper's sample of the job's tree (bridge/resources.py)
-        const { event: _kind, t: _t, seq: _seq, ...sample } = event;
-        emit('resources', sample);
-        break;
-      }
-      case 'attempt':
-        emit('attempt', { attempt: event.attempt, outcome: event.outcome, report: event.report, restart_in: event.restart_in });
-        break;
-      case 'reply': { // the keeper's answer to a ping or send (bridge/attach.py)
-        const waiter = this._replyWaiters.get(event.request);
-        if (waiter) { this._replyWaiters.delete(event.request); waiter(event); break; }
-        this._replies.set(event.request, event);
-        if (this._replies.size > MAX_REPLIES) this._replies.delete(this._replies.keys().next().value);
-        break;
-      }
-      case 'stacks': {
-        const waiter = this._stacksWaiters.shift();
-        if (waiter) waiter(event.stacks ?? null);
-        break;
-      }
-      case 'launch_failed':
-        if (this.listenerCount('error') > 0) emit('error', new Error(event.message));
-        break;
-      case 'end':
-        this._end(event.report || { outcome: event.outcome }, t);
-        break;
-      default:
-        break;
+  /** The keeper's own lines: the stacks it was asked for, a launch that failed (bridge/keeper.py). */
+  _other(event) {
+    if (event.event === 'stacks') {
+      const waiter = this._stacksWaiters.shift();
+      if (waiter) waiter(event.stacks ?? null);
+    } else if (event.event === 'launch_failed') {
+      this._emitError(new Error(event.message));
     }
   }
 }

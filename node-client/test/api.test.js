@@ -10,8 +10,8 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFileSync, spawnSync } = require('node:child_process');
 const index = require('../src/index.js');
-const { launch, JobFailedError, resolvePython } = index;
-const { FIXTURE, PYTHON, userEnv, processesOfJob } = require('../test-support/e2e.js');
+const { launch, JobFailedError, LaunchError, resolvePython } = index;
+const { FIXTURE, PYTHON, REPO, userEnv, processesOfJob } = require('../test-support/e2e.js');
 
 test('python: the interpreter to run when no command is given; spawn names pid and command', async () => {
   const job = launch({ python: PYTHON, args: [FIXTURE, 'succeed'], env: userEnv() });
@@ -56,8 +56,8 @@ test('rejectOnFailure: done rejects with JobFailedError carrying the report', as
   assert.equal(report.outcome, 'failed');
 });
 
-test('no_worker: zero-code mode that cannot load is an event and report.worker.off', async () => {
-  // A training venv without pyzmq and msgpack: a fresh one, with nothing installed.
+test('a training venv without pyzmq and msgpack: launch() says what to install where; the script alone still runs', async () => {
+  // A fresh venv with nothing installed. The supervisor runs under the job's own Python.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-bare-venv-'));
   try {
     execFileSync(PYTHON, ['-m', 'venv', '--without-pip', dir]);
@@ -66,16 +66,14 @@ test('no_worker: zero-code mode that cannot load is an event and report.worker.o
     // it failed with "No module named 'trainbridge'" and the diagnosis blamed line 1).
     const script = 'from trainbridge import worker\nwith worker.stage("fit"):\n    worker.progress(1, 1)\nprint("trained")';
     const job = launch({ python: bare, args: ['-c', script], env: userEnv() });
-    const reasons = [];
-    job.on('no_worker', (info) => reasons.push(info.reason));
-    const report = await job.done;
-    assert.equal(report.outcome, 'succeeded');
-    assert.equal(reasons.length, 1);
-    assert.equal(reasons[0], '[trainbridge] zero-code mode is off in this process: ImportError: pyzmq and '
-      + `msgpack not installed for ${bare}; run \`${bare} -m pip install pyzmq msgpack\` to turn it on`);
-    assert.equal(report.worker.off, reasons[0]);
-    assert.equal(report.worker.hello, false);
-    assert.ok(report.log_tail.includes('trained'));
+    const errors = [];
+    job.on('error', (err) => errors.push(err));
+    await assert.rejects(job.done, (err) => err instanceof LaunchError
+      && err.message === `cannot run the trainbridge supervisor with ${bare}: the trainbridge supervisor needs pyzmq and `
+        + `msgpack, not installed for ${bare}; run \`${bare} -m pip install pyzmq msgpack\``);
+    assert.deepEqual(errors.map((e) => e.name), ['LaunchError']);
+    const alone = execFileSync(bare, ['-c', script], { env: { ...userEnv(), PYTHONPATH: REPO } }).toString();
+    assert.equal(alone, 'trained\n');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -174,4 +172,14 @@ test('a refused cancel (SIGINT ignored) says why, and SIGTERM follows at once', 
   assert.equal(report.signals_sent[0], 'SIGTERM');
   assert.deepEqual(answers.map((a) => a.accepted), [false]);
   assert.ok(took < 3, `${took} s: the 5 s grace was waited out`);
+});
+
+test('remoteEnv() refuses, in words, an address this host does not have (as the Python client)', async () => {
+  const job = launch({ command: PYTHON, args: ['-c', 'import time; time.sleep(30)'] });
+  try {
+    await assert.rejects(job.remoteEnv('192.0.2.7'), /listen address 192\.0\.2\.7 is not an address of this host/);
+  } finally {
+    job.cancel({ grace: 0 });
+    await job.done.catch(() => undefined);
+  }
 });

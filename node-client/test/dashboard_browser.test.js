@@ -608,9 +608,9 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     const id = await submit(page, { kind: 'command', argv: [python, '-c', script, go, stop] });
     await page.goto(`${dash.url}#/jobs/${id}`);
     await page.locator('#log', { hasText: '训练开始：损失 0.25' }).waitFor({ timeout: 30000 });
-    // A store job's lines come decoded, without their encoding (the events file has none):
-    // GBK reads right, untagged; undecodable bytes are tagged as escaped.
-    assert.equal(await page.locator('#log div', { hasText: '训练开始' }).locator('.enc').count(), 0);
+    // A store job's lines come decoded, each with its encoding (the feed's output events say
+    // it): GBK reads right and is tagged gbk; undecodable bytes are tagged as escaped.
+    assert.equal(await page.locator('#log div', { hasText: '训练开始' }).first().locator('.enc').innerText(), 'gbk');
     assert.equal(await page.locator('#log div', { hasText: 'raw bytes' }).first().locator('.enc').innerText(), 'escaped');
     fs.writeFileSync(go, '');
     t.after(() => fs.rmSync(go, { force: true }));
@@ -649,7 +649,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     const body = await log.text();
     assert.match(body, /训练开始：损失 0\.25/);
     assert.match(body, /完成：损失 0\.01/);
-    assert.match(body, /raw bytes \\udcff\\udcfe end/); // the log file's escapes (src/lines.js logText)
+    assert.match(body, /raw bytes \\udcff\\udcfe end/); // the log file's escapes (bridge/lines.py log_text)
     assert.equal(body.split('\n').filter((l) => /^fast line \d/.test(l)).length, written);
     await page.screenshot({ path: path.join(SHOTS, 'gbk-narrow.png'), fullPage: true });
     assert.deepEqual(errors, []);

@@ -253,7 +253,7 @@ test('sys.exit(3): failed with exit_nonzero', async () => {
   assert.equal(report.diagnosis.kind, 'exit_nonzero');
 });
 
-test('one ROUTER serves many jobs at once; events as an async iterator', async () => {
+test('one job server serves many jobs at once; events as an async iterator', async () => {
   const jobs = [run('succeed'), run('raise'), run('succeed')];
   const kinds = await Promise.all(jobs.map(async (job) => {
     const types = [];

@@ -1,36 +1,18 @@
 'use strict';
-// Training health and strict JSON, the pure parts: vectors/health.json (the rule, which
-// tests/client/test_health.py runs too) and src/jsonform.js (NaN and the infinities on every
-// JSON face).
+// Training health as the Node face shows it (the rule is bridge/health.py's, pinned by
+// vectors/health.json in tests/client/test_health.py), and src/jsonform.js (NaN and the
+// infinities on every JSON face).
 
 const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('node:fs');
 const path = require('node:path');
 const os = require('node:os');
-const health = require('../src/health.js');
 const jsonform = require('../src/jsonform.js');
-const { toJSON } = require('../src/report.js');
+const { toJSON } = require('../src/jsonform.js');
 const { launch } = require('../src/index.js');
 const { PYTHON } = require('../test-support/python.js');
 const { userEnv, liveProcesses } = require('../test-support/e2e.js');
-
-const { cases } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'health.json'), 'ascii'));
-
-for (const c of cases) {
-  test(`health vector: ${c.name}`, () => {
-    const record = health.initial();
-    const said = c.reports.map((r) => health.observe(record, r.step, jsonform.revive({ metrics: { ...r.metrics } }).metrics));
-    assert.deepStrictEqual(JSON.parse(jsonform.stringify(said)), c.said);
-    assert.deepStrictEqual(JSON.parse(jsonform.stringify(record.entries)), c.said.flat());
-  });
-}
-
-test('stopOn names the metrics, or every one with *', () => {
-  const entry = { metric: 'loss' };
-  assert.ok(health.stops(entry, ['loss']) && health.stops(entry, ['*']));
-  assert.ok(!health.stops(entry, ['acc']) && !health.stops(entry, undefined) && !health.stops(entry, []));
-});
 
 test('strict JSON keeps NaN and the infinities apart from null', () => {
   const event = { event: 'status', metrics: { loss: NaN, lr: Infinity, neg: -Infinity, never: null }, text: 'NaN' };
@@ -146,6 +128,6 @@ test('launch({stopOnNan}): the job is cancelled and says why; a bad stopOnNan is
   const report = await job.done;
   assert.strictEqual(report.outcome, 'cancelled', report.summary);
   assert.strictEqual(report.cancel.by, 'health');
-  assert.strictEqual(report.cancel.reason, 'loss became NaN at step 6 (it was 0.2 at step 5): stopped, as stopOnNan asks');
+  assert.strictEqual(report.cancel.reason, 'loss became NaN at step 6 (it was 0.2 at step 5): stopped, as stop_on_nan asks');
   assert.deepStrictEqual(liveProcesses([report.pid]), []);
 });

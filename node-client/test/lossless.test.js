@@ -64,10 +64,10 @@ test('a slow client that still reads gets every record at exit (its last words w
   assert.ok(report.worker.bye && !report.summary.includes('last words'), report.summary);
 });
 
-test('a client that takes nothing at exit is given up on, and the loss is counted in the report', async () => {
-  // As tests/client/test_lossless.py: this client's listener blocks the event loop until the
-  // child is gone, so nothing is read; after TRAINBRIDGE_ACK_TIMEOUT_S the worker leaves, says
-  // on stderr how many records never left, and writes the number the report reads.
+test('a Node process whose event loop is blocked loses nothing: the supervisor reads for it', async () => {
+  // The Python supervisor (bridge/jobserve.py) reads the worker and keeps the feed while this
+  // process takes nothing; once the loop is free every record arrives, in order. (The worker's
+  // own give-up at exit, when its client takes nothing, is tests/client/test_lossless.py's.)
   const pause = new Int32Array(new SharedArrayBuffer(4));
   const job = launch({
     command: PYTHON,
@@ -76,9 +76,12 @@ test('a client that takes nothing at exit is given up on, and the loss is counte
     cwd: REPO,
     zeroCode: false,
   });
+  const seen = [];
   let blocked = false;
   job.on('log', (rec) => {
-    if (rec.stream !== 'worker' || blocked) return;
+    if (rec.stream !== 'worker') return;
+    seen.push(rec.text);
+    if (blocked) return;
     blocked = true;
     const deadline = Date.now() + 60000;
     const gone = () => {
@@ -91,10 +94,7 @@ test('a client that takes nothing at exit is given up on, and the loss is counte
   });
   const report = await job.done;
   assert.equal(report.outcome, 'succeeded');
-  const said = report.log_tail.find((line) => line.includes('were never sent'));
-  assert.ok(said, JSON.stringify(report.log_tail.slice(-5)));
-  const unsent = Number(/; (\d+) queued records/.exec(said)[1]);
-  assert.ok(unsent > 0);
-  assert.equal(report.protocol.unsent, unsent);
-  assert.ok(report.summary.includes(`${unsent} records the worker queued at exit`), report.summary);
+  assert.equal(report.protocol.unsent, 0);
+  assert.equal(seen.length, 100000, `${seen.length} of 100000 arrived`);
+  assert.ok(seen.every((text, i) => text === String(i)), 'in order, none missing');
 });

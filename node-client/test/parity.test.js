@@ -3,11 +3,12 @@
 // the same report: outcome, exit status, stages, progress, error, diagnosis kind and
 // summary, log tail, hang, signals sent, and the one-paragraph summary (durations aside).
 //
-// Only verdicts that are stable by construction are compared between the two live runs: a
-// hang's diagnosis rests on evidence each client samples from its own child (CPU share and
-// thread states over a window, one read of the kernel wait), so two runs may honestly see
-// different things. For hangs, each client's rules are run instead on the facts the other
-// client recorded in its report: the same evidence must give the same verdict.
+// Both run the one Python judge (the Node client through bridge/jobserve.py). Only verdicts
+// that are stable by construction are compared between the two live runs: a hang's diagnosis
+// rests on evidence sampled from each run's own child (CPU share and thread states over a
+// window, one read of the kernel wait), so two runs may honestly see different things. For
+// hangs, the judge is run again on the facts each report recorded: the same evidence must give
+// the same verdict, and the verdict each face shows.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -16,7 +17,6 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFile } = require('node:child_process');
 const { launch } = require('../src/index.js');
-const { diagnoseHang } = require('../src/diagnosis.js');
 const { FIXTURE, PYTHON, userEnv, pythonReport, comparable } = require('../test-support/e2e.js');
 
 /** The facts a client's hang rules read, as its report recorded them. */
@@ -53,14 +53,14 @@ function live(report) {
   return { ...c, diagnosis: null, summary: c.summary.replace(/ Diagnosis \(.*$/s, '') };
 }
 
-/** Each client's hang rules, on the facts the other client recorded, give its verdict. */
+/** The judge's hang rules, on the facts each client's report recorded, give that report's verdict. */
 async function sameVerdictOnSameEvidence(node, py) {
   assert.equal(node.outcome, 'hung');
   assert.equal(py.outcome, 'hung');
-  assert.deepEqual(verdict(diagnoseHang(hangFacts(py))), verdict(py.diagnosis),
-    'the Node rules on the Python client\'s recorded facts');
+  assert.deepEqual(verdict(await pythonDiagnoseHang(hangFacts(py))), verdict(py.diagnosis),
+    'the rules on the Python client\'s recorded facts');
   assert.deepEqual(verdict(await pythonDiagnoseHang(hangFacts(node))), verdict(node.diagnosis),
-    'the Python rules on the Node client\'s recorded facts');
+    'the rules on the Node client\'s recorded facts');
 }
 
 /**

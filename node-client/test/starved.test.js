@@ -64,7 +64,7 @@ test('a job starved of CPU is waiting for a core, not hung', {
   job.on('hang', (h) => hangs.push(h));
   const report = await job.done;
   // (A throttled cgroup whose threads do not run at all in the look's window shows no ended
-  // run queue wait; its threads' state R says they wait: look.js waitedFor.)
+  // run queue wait; its threads' state R says they wait: bridge/look.py _waited.)
   assert.ok(starved.length, `a starved event; ${report.outcome}: ${report.summary}`);
   assert.match(starved[0].why, /waiting for a free core/);
   assert.equal(starved[0].for_s, 3);

@@ -1,31 +1,11 @@
 'use strict';
-// vectors/status.json through src/status.js (tests/client/test_status.py runs the same
-// cases against bridge/status.py), and job.status() on a real job.
+// job.status() on a real job: the supervisor's judged snapshot (bridge/status.py, whose vectors
+// tests/client/test_status.py runs), as the Node face renders it.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const path = require('node:path');
-const { StatusTracker, sentAt } = require('../src/status.js');
 const { launch } = require('../src/index.js');
 const { PYTHON, userEnv } = require('../test-support/e2e.js');
-
-const { cases, sent_at: sentAtCases } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'vectors', 'status.json'), 'ascii'));
-
-test('status: sentAt, when a message was sent on the receiver\'s clock (vectors sent_at)', () => {
-  for (const [now, wallNow, ts, expected] of sentAtCases) assert.equal(sentAt(now, wallNow, ts), expected, JSON.stringify([now, wallNow, ts]));
-});
-
-for (const c of cases) {
-  test(`status: ${c.name}`, () => {
-    const tracker = new StatusTracker(c.t0);
-    for (const item of c.inputs) {
-      if (item[0] === 'stage') tracker.stage(item[1]);
-      else if (item[0] === 'progress') tracker.progress(item[1], item[2]);
-      else assert.deepEqual(tracker.snapshot(item[1], item[2], item[3]), item[4], JSON.stringify(item));
-    }
-  });
-}
 
 test('job.status() while the job runs and after', async () => {
   // Ten steps over a second: progress leaves the worker at most 4 times a second, so at least

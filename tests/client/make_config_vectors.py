@@ -1,5 +1,5 @@
 """Writes vectors/config.json: which launch settings are refused before a job exists
-(bridge/machine.py config_problem, node-client/src/machine.js configProblem). Written by
+(bridge/machine.py config_problem, node-client/src/settings.js configProblem). Written by
 hand from docs/CLIENT.md ("Arguments are checked first"); NaN and infinities use the
 {"$float": ...} tag of the other vectors."""
 

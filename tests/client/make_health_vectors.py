@@ -1,11 +1,10 @@
-"""Writes vectors/health.json: the training-health rule (bridge/health.py observe, and its twin
-node-client/src/health.js): progress reports in, the entries said after each out.
+"""Writes vectors/health.json: the training-health rule (bridge/health.py observe, the one
+implementation): progress reports in, the entries said after each out.
 
 {name, reports: [{step, metrics}], said: [[entry, ...] after each report]}. Numbers that are
 not finite are in their strict form ("NaN", "Infinity": bridge/jsonform.py); the runners read
 the metrics back with jsonform.revive and compare strict forms. The expectations are written
-by the Python client and reviewed by hand: tests/client/test_health.py and
-node-client/test/health.test.js run them."""
+by the Python client and reviewed by hand: tests/client/test_health.py runs them."""
 
 import json
 import os
@@ -84,8 +83,8 @@ def main():
     with open(path, "w", encoding="ascii") as fh:
         json.dump(
             {
-                "about": "progress reports in -> training-health entries out (bridge/health.py, "
-                "node-client/src/health.js); tests/client/make_health_vectors.py",
+                "about": "progress reports in -> training-health entries out (bridge/health.py); "
+                "tests/client/make_health_vectors.py",
                 "cases": out,
             },
             fh,

@@ -1,9 +1,9 @@
 """Writes vectors/intake.json: what the hub does with each incoming message, and how the
-verdicts are counted (bridge/intake.py judge, node-client/src/intake.js judge).
+verdicts are counted (bridge/intake.py judge, the one implementation).
 
 Frames are made with trainbridge.protocol.codec; the expected verdicts are written by hand from
-docs/PROTOCOL.md sections 6 and 8. tests/client/test_intake.py and
-node-client/test/intake.test.js run the committed file: feed the steps in order, keep
+docs/PROTOCOL.md sections 6 and 8. tests/client/test_intake.py runs the committed file:
+feed the steps in order, keep
 last_seq per routing id from accepted verdicts, count as the file's "about" says, compare.
 """
 

@@ -1,9 +1,8 @@
 """Writes vectors/lead.json: which process speaks for a job (bridge/machine.py choose_lead,
-node-client/src/machine.js chooseLead), and which argv is a distributed launcher.
+the one implementation), and which argv is a distributed launcher.
 
 The expectations are written by hand from docs/CLIENT.md ("The lead process"); this script
-only expands them into JSON. tests/client/test_machine.py and node-client/test/machine.test.js
-both run the committed file.
+only expands them into JSON. tests/client/test_machine.py runs the committed file.
 """
 
 import json

@@ -1,7 +1,7 @@
-"""Writes vectors/lines.json, the line splitting/decoding cases both clients' tests read.
+"""Writes vectors/lines.json, the line splitting/decoding cases that pin bridge/lines.py.
 
 Run it only when the rules in bridge/lines.py change on purpose, then review the diff: the
-committed file is the contract (tests/client/test_lines.py and node-client's twin read it).
+committed file is the contract (tests/client/test_lines.py reads it).
 Bytes are hex; `text` is the decoded line (undecodable bytes as lone \\udcXX surrogates,
 which JSON keeps).
 """

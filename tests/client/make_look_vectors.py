@@ -1,7 +1,7 @@
-"""Writes vectors/look.json: the look before a hang is declared (bridge/look.py judge, and its
-twin node-client/src/look.js): a reason and two samples of a job's tree in, the verdict out.
-The expectations are written by the Python client and reviewed by hand; tests/client/test_look.py
-and node-client/test/look.test.js run them."""
+"""Writes vectors/look.json: the look before a hang is declared (bridge/look.py judge, the one
+implementation): a reason and two samples of a job's tree in, the verdict out. The
+expectations are written by the Python client and reviewed by hand; tests/client/test_look.py
+runs them."""
 
 import json
 import os
@@ -293,7 +293,7 @@ def main():
         json.dump(
             {
                 "about": "a reason and two samples of a job's tree in -> hung, or starting, "
-                "or waiting for a CPU, or computing? (bridge/look.py, node-client/src/look.js); "
+                "or waiting for a CPU, or computing? (bridge/look.py); "
                 "tests/client/make_look_vectors.py",
                 "cases": out,
                 "heard": heard_cases(),

@@ -2,7 +2,7 @@
 
 The expectations below are written by hand from the rules in docs/CLIENT.md ("State
 machine", "Outcomes"); this script only expands the compact notation into JSON. The
-committed JSON is the contract: tests/client/test_machine.py and node-client's twin run it.
+committed JSON is the contract: tests/client/test_machine.py runs it.
 
 A step is (t, event type, extra event fields, state after, actions, next deadline after).
 Actions in short form: "state:X", "snapshot:REASON", "dump_stacks", "cancel",

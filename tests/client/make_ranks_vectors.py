@@ -1,8 +1,8 @@
 """Writes vectors/ranks.json: per-process rows and the root cause of distributed jobs
-(bridge/ranks.py, node-client/src/ranks.js). Each case is the messages a job's worker
+(bridge/ranks.py, the one implementation). Each case is the messages a job's worker
 processes sent, in arrival order: [key (routing id), kind, body, ts (the sender's clock)].
 The expectations are written by hand from docs/CLIENT.md ("Ranks and the root cause");
-tests/client/test_ranks.py and node-client/test/ranks.test.js run the committed JSON."""
+tests/client/test_ranks.py runs the committed JSON."""
 
 import json
 import os

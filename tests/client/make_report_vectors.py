@@ -1,9 +1,9 @@
-"""Writes vectors/report.json, two tables both clients run.
+"""Writes vectors/report.json, two tables that pin the report (one implementation, Python's).
 
 "cases": a job's facts record and what its files said in, the report out (bridge/report.py
-build, node-client/src/report.js buildReport): {name, facts, files, report}. `facts` is the
-record both clients keep (bridge/job_facts.py, node-client/src/job_facts.js) as it stands
-when the job ends, `files` what read_files() got from the crash file and the stage box.
+build): {name, facts, files, report}. `facts` is the record the job keeps
+(bridge/job_facts.py) as it stands when the job ends, `files` what read_files() got from the
+crash file and the stage box.
 
 "apply": worker messages folded into a new record (job_facts apply): {name, messages,
 facts}, the record after them but its `ranks` (vectors/ranks.json pins those).
@@ -13,8 +13,7 @@ bridge/jsonform.py); the runners read the messages' metrics back with jsonform.r
 compare the strict forms of what they build.
 
 The expectations are written by the Python client and then reviewed by hand: the committed
-JSON is the contract; tests/client/test_report_vectors.py and node-client/test/report.test.js
-run it."""
+JSON is the contract; tests/client/test_report_vectors.py runs it."""
 
 import json
 import os
@@ -567,8 +566,8 @@ def main():
     with open(path, "w", encoding="ascii") as fh:
         json.dump(
             {
-                "about": "facts record + files in -> report out (bridge/report.py build, "
-                "node-client/src/report.js buildReport); tests/client/make_report_vectors.py",
+                "about": "facts record + files in -> report out (bridge/report.py build); "
+                "tests/client/make_report_vectors.py",
                 "cases": out_cases,
                 "apply": [finite_form(case) for case in apply_cases()],
             },

@@ -2,8 +2,7 @@
 host_oom, disk_full): real children that really run out of memory under an address-space
 limit, and of disk on a small tmpfs, plain Python and torch, unmodified (zero-code). The
 verdict names the resource, the limit or the filesystem and its free space, and the frame;
-no process is left. The Node twin of the verdict is pinned by vectors/diagnosis.json and
-node-client/test/diagnosis.test.js."""
+no process is left. The verdict's rule is pinned by vectors/diagnosis.json."""
 
 import json
 import os

@@ -1,6 +1,5 @@
-"""Training health and strict JSON, the pure parts: vectors/health.json (the rule, which
-node-client/test/health.test.js runs too) and bridge/jsonform.py (NaN and the infinities on
-every JSON face)."""
+"""Training health and strict JSON, the pure parts: vectors/health.json (the rule) and
+bridge/jsonform.py (NaN and the infinities on every JSON face)."""
 
 import json
 import math

@@ -1,5 +1,5 @@
 """vectors/intake.json: the hub's verdict on each incoming message and how it is counted
-(bridge/intake.py); node-client/test/intake.test.js runs the same file."""
+(bridge/intake.py, the one implementation)."""
 
 import collections
 import json

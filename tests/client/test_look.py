@@ -1,5 +1,5 @@
-"""The look before a hang is declared, the pure part: vectors/look.json, which
-node-client/test/look.test.js runs too (real processes: test_deadlines.py)."""
+"""The look before a hang is declared, the pure part: vectors/look.json (real processes:
+test_deadlines.py)."""
 
 import json
 import os

@@ -75,8 +75,8 @@ def test_launcher_vectors(case):
 
 
 def test_drain_vectors():
-    """The drain's end (machine.drain_wait), one rule for both clients (vectors/drain.json):
-    Python waited only for the pipes, Node also for a quiet socket or every end notice."""
+    """The drain's end (machine.drain_wait, pinned by vectors/drain.json): the pipes done,
+    and the lead's bye, every connection's end notice, or a quiet socket."""
     path = os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "drain.json")
     with open(path) as f:
         cases = json.load(f)["cases"]

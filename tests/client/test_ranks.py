@@ -1,5 +1,5 @@
 """Per-rank rows and the root cause (bridge/ranks.py) against vectors/ranks.json, the
-contract node-client/test/ranks.test.js runs too."""
+contract that pins them."""
 
 import json
 import os

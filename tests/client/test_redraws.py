@@ -1,5 +1,5 @@
-"""vectors/redraws.json: a progress bar's redraws reach the log file at most once per second
-(node-client/test/redraws.test.js runs the same cases)."""
+"""vectors/redraws.json: a progress bar's redraws reach the log file at most once per
+second."""
 
 import json
 import os

@@ -1,7 +1,7 @@
 """report.build(facts, files) against vectors/report.json: a facts record (bridge/job_facts.py)
 and what the job's files said in, the report out; and job_facts.apply: messages in, the
-record out. node-client/test/report.test.js runs the
-same cases against buildReport, so both clients write the same report from the same facts."""
+record out. The one implementation: a Node job's report is this one, through
+bridge/jobserve.py."""
 
 import json
 import os

@@ -1,5 +1,5 @@
-"""vectors/status.json through bridge/status.py (node-client/test/status.test.js runs the
-same cases), and Job.status() on a real job."""
+"""vectors/status.json through bridge/status.py (the one tracker: every face renders its
+snapshots), and Job.status() on a real job."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""The Python codec against the golden vectors (node-client/test runs the same file)."""
+"""The Python codec against the golden vectors: the one codec of the wire, which they pin."""
 
 import hashlib
 

@@ -1,6 +1,6 @@
 """bridge/filelocks.py on real locks: a process blocked in flock() and one polling with
-LOCK_NB see who holds the file they wait for (node-client/test/filelocks.test.js: the same
-for the Node twin). The verdict's words are pinned by vectors/diagnosis.json."""
+LOCK_NB see who holds the file they wait for. The verdict's words are pinned by
+vectors/diagnosis.json."""
 
 import fcntl
 import os

@@ -1,6 +1,5 @@
 """The stack parser on its own (bridge/diagnosis_stack.py). The verdict cases (facts in ->
-kind, frame, summary, hint out) are in vectors/diagnosis.json, run by test_vectors.py here and
-by node-client/test/diagnosis.test.js."""
+kind, frame, summary, hint out) are in vectors/diagnosis.json, run by test_vectors.py here."""
 
 import pytest
 

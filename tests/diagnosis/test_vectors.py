@@ -1,7 +1,5 @@
-"""The shared diagnosis cases (vectors/diagnosis.json) through bridge/diagnosis.py.
-
-node-client/test/diagnosis.test.js runs the same file: a rule that one client has and the
-other lacks fails here or there."""
+"""The diagnosis cases (vectors/diagnosis.json) through bridge/diagnosis.py, the one
+implementation of the rules (a Node job is diagnosed there too)."""
 
 import json
 import os

@@ -302,9 +302,9 @@ def _setup(name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
     """The row, its config and the child's environment."""
     from trainbridge.bridge import childstack
 
-    # The rows say what both clients say; Node never asks py-spy, and a py-spy on PATH (a
-    # user's pip install) would make the Python client name the child's Python frame instead
-    # of its kernel stack. That variant is pinned in vectors/diagnosis.json. (A keeper is
+    # The rows say what a client without py-spy says: a py-spy on PATH (a user's pip
+    # install) would make the client name the child's Python frame instead of its kernel
+    # stack. That variant is pinned in vectors/diagnosis.json. (A keeper is
     # another process: the test's PATH, from scripts/setup, has no py-spy.)
     childstack.py_spy_dump = lambda pid, notes: None
 

@@ -15,8 +15,11 @@ const path = require('node:path');
 const HERE = __dirname;
 const ROOT = path.resolve(HERE, '..', '..');
 const { launch, resolvePython } = require(path.join(ROOT, 'node-client', 'src', 'index.js'));
-const machine = require(path.join(ROOT, 'node-client', 'src', 'machine.js'));
-const { workerTimings } = require(path.join(ROOT, 'node-client', 'src', 'job.js'));
+// The judge's look at a deadline (bridge/machine.py LOOKED_AT, LOOK_S) and the worker's beat
+// (bridge/jobenv.py: a quarter of heartbeat_timeout, from 0.05 to 1 s): the Python supervisor's.
+const LOOKED_AT = ['startup', 'heartbeat', 'stall'];
+const LOOK_S = 1.0;
+const heartbeatS = (config) => (config.heartbeat_timeout == null ? 1.0 : Math.max(0.05, Math.min(1.0, config.heartbeat_timeout / 4)));
 
 const MATRIX = JSON.parse(fs.readFileSync(path.join(HERE, 'matrix.json'), 'utf8'));
 const now = () => Number(process.hrtime.bigint()) / 1e9;
@@ -104,7 +107,10 @@ async function run(name) {
   for (const [k, v] of Object.entries(subs)) if (marker) marker = marker.split(`{${k}}`).join(v);
   let markerT = null;
   let endT = null;
-  const launched = now();
+  // The job's times count from its spawn by the supervisor (the spawn event's `t`, on this
+  // machine's wall clock), as the Python rows' do: a cold job server's start-up before it is
+  // launch latency (benchmarks/), not the time the judge took to know.
+  let launched = now();
   const job = launch({
     command: resolvePython(), args: row.argv, cwd: path.join(HERE, 'scenarios'), env,
     timeouts: config, zeroCode: row.zero_code !== false,
@@ -116,6 +122,7 @@ async function run(name) {
   }
   job.on('log', (l) => { if (marker && markerT === null && l.stream !== 'worker' && String(l.text).includes(marker)) markerT = now(); });
   job.on('end', () => { endT = now(); });
+  job.once('spawn', (_, t) => { if (typeof t === 'number') launched = now() - (Date.now() / 1000 - t); });
   let live = null; // the last live (stalled) diagnosis
   job.on('stalled', (e) => { if (e && e.diagnosis) live = e.diagnosis; });
   const timeout = setTimeout(() => job.cancel({ grace: 0 }), 60_000);
@@ -137,8 +144,8 @@ async function run(name) {
     // plus the look at the deadline (an idle Python, a lead not starved of CPU, a busy main
     // thread that stays in one place, is hung after it); a stall counts from where the main
     // thread last moved, which the next heartbeat tells
-    limit = config[`${how}_timeout`] + (machine.LOOKED_AT.includes(how) ? machine.LOOK_S : 0) + 1;
-    if (how === 'stall') limit += Number(workerTimings(config).heartbeat_s);
+    limit = config[`${how}_timeout`] + (LOOKED_AT.includes(how) ? LOOK_S : 0) + 1;
+    if (how === 'stall') limit += heartbeatS(config);
   }
   const known = start === null || stop === null ? null : Math.round((stop - start) * 1000) / 1000;
   return { report, measures: { how, known_s: known, limit_s: limit, live }, subs, job_id: job.id };

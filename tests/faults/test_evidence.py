@@ -284,8 +284,8 @@ def test_parse_syscall_line_x86_64(line, expect):
 
 
 def test_measure_counts_the_states_sampled_in_the_window_as_node_does():
-    """sample() + measure(first, states) are the twins of node-client/src/evidence.js: the
-    share of runnable samples and the waits counted, samples of a gone moment left out."""
+    """sample() + measure(first, states), the window's two looks apart: the share of
+    runnable samples and the waits counted, samples of a gone moment left out."""
     first = evidence.sample(os.getpid())
     states = [
         {"state": "R", "wait": "running"},

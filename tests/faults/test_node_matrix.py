@@ -1,7 +1,8 @@
 """The same fault matrix through the Node client (node-client/): each row is launched by
-tests/faults/matrix_node.js and its report judged by the very judge the Python client's
-run is held to (matrix.judge), so both clients give the same outcome, diagnosis kind and
-named frame for every scenario, within the same deadlines, and leave nothing behind."""
+tests/faults/matrix_node.js with Node's launch() (its job server supervises it with the
+Python client) and its report judged by the very judge the Python client's run is held to
+(matrix.judge), so a Node GUI gets the same outcome, diagnosis kind and named frame for
+every scenario, within the same deadlines, and nothing is left behind."""
 
 import json
 import subprocess

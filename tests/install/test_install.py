@@ -5,8 +5,8 @@ by the installed `trainbridge run` and by the installed Node package.
 
 Nothing here imports from the checkout into the children: their PYTHONPATH, TRAINBRIDGE_*
 variables and this machine's PYTHONUNBUFFERED are removed, and their cwd is the temp dir.
-Dependencies (pyzmq, msgpack, psutil, rich, nvidia-ml-py, tqdm; zeromq and msgpackr for
-Node) come from the registries through pip's and npm's caches. No torch is needed.
+Dependencies (pyzmq, msgpack, psutil, rich, nvidia-ml-py, tqdm; uplot for Node) come from
+the registries through pip's and npm's caches. No torch is needed.
 """
 
 import json

@@ -10,9 +10,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 def run_scripts_test(tmp_path, python_test):
     test_file = tmp_path / "test_one.py"
     test_file.write_text(python_test)
-    env = dict(
-        os.environ, TB_SKIP_LINT="1", TB_NODE_TESTS="test/lines.test.js", TB_TEST_WORKERS="0"
-    )
+    env = dict(os.environ, TB_SKIP_LINT="1", TB_NODE_TESTS="test/feed.test.js", TB_TEST_WORKERS="0")
     return subprocess.run(
         [os.path.join(ROOT, "scripts", "test"), str(test_file), "-p", "no:cacheprovider"],
         cwd=ROOT,

@@ -1,5 +1,5 @@
 """Which process speaks for a job (issue 11 item 1): the job's structure decides, not a
-hello's claim. vectors/lead.json pins the rule for both clients; these run real jobs."""
+hello's claim. vectors/lead.json pins the rule; these run real jobs."""
 
 import os
 

@@ -2,7 +2,7 @@
 // Lines marked @ts-expect-error must NOT compile: if one does, tsc fails the test.
 import {
   launch, doctor, DoctorError, JobFailedError, LaunchError, PythonError, resolvePython, openStore,
-  type Report, type Timeouts, type JobEvent, type DoctorReport,
+  type Report, type Timeouts, type FeedEvent, type DoctorReport, type FeedJob, type JobState, type Outcome,
 } from 'trainbridge';
 
 async function main(): Promise<void> {
@@ -19,11 +19,11 @@ async function main(): Promise<void> {
   void `${now.state} ${now.script_stages.join(' > ')} ${now.eta_s ?? '?'} ${now.rate ?? 0}`;
   void job.cancel({ reason: 'user pressed Stop', grace: 2 });
   job.on('progress', (p) => {
-    const step: number | bigint = p.step; // BigInt steps are typed as such
+    const step: number = p.step; // JSON from the feed: a number
     void step;
   });
   for await (const event of job) {
-    const e: JobEvent = event;
+    const e: FeedEvent = event;
     if (e.type === 'spawn') void e.data.command.join(' ');
   }
   try {
@@ -41,8 +41,14 @@ async function main(): Promise<void> {
     if (err instanceof DoctorError) void err.stderr;
   }
 
+  everyEvent(job);
   // A scheduled job's events carry their time (the events file's t, seconds).
   const attached = openStore('/tmp/jobs.db').attach('id');
+  everyEvent(attached);
+  attached.on('attempt', (a, t) => void `${a.attempt} ${a.outcome} ${a.report.outcome} ${a.restart_in} ${t ?? ''}`);
+  attached.on('resources', (r) => void r);
+  attached.on('supervisor', (s) => void `${s.answering} ${s.silent_s} ${s.keeper_pid ?? ''}`);
+  attached.on('unreadable', (u) => void `${u.count} ${u.after_seq ?? ''} ${u.bytes} ${u.error}`);
   attached.on('progress', (_p, t) => { if (t !== null) void new Date(t * 1000); });
   for await (const event of attached) { const t: number | null = event.t; void t; }
   // A face rejoins the feed where it left off.
@@ -59,7 +65,7 @@ async function main(): Promise<void> {
 
   // @ts-expect-error: a misspelt timeout does not compile (Timeouts is closed)
   launch({ command: 'python', timeouts: { stallTimout: 600 } });
-  // @ts-expect-error: a step is a number or a bigint, never a string
+  // @ts-expect-error: a step is a number, never a string
   job.on('progress', (p) => { const s: string = p.step; void s; });
   // @ts-expect-error: a verdict is one of five words
   const verdict: DoctorReport['checks'][number]['verdict'] = 'great';
@@ -67,3 +73,35 @@ async function main(): Promise<void> {
 }
 
 void main;
+
+/** Every typed event of a launched Job and an AttachedJob (both FeedJobs), with what each listener gets. */
+function everyEvent(job: FeedJob): void {
+  const when = (t: number | null): string => (t === null ? '' : new Date(t * 1000).toISOString());
+  job.on('spawn', (info, t) => void `${info.pid} ${info.command.join(' ')} ${when(t)}`);
+  job.on('no_worker', (info) => void info.reason.length);
+  job.on('cancel', (answer) => void `${answer.reason ?? ''} ${answer.accepted} ${answer.refused ?? ''}`);
+  job.on('hello', (body) => void `${body.pid} ${body.host} ${body.sender.role} ${body.sender.awaits_ranks ?? false}`);
+  job.on('stage', (body) => void `${body.event} ${body.name} ${body.depth} ${body.sender.lead}`);
+  job.on('progress', (body) => void `${body.step} ${body.total ?? ''} ${body.t} ${body.sender.rank ?? ''}`);
+  job.on('status', (st) => void `${st.state} ${st.step ?? ''} ${st.rate ?? ''} ${st.eta_s ?? ''}`);
+  job.on('log', (line) => void `${line.stream} ${line.text} ${line.encoding ?? ''} ${line.end ?? ''}`);
+  job.on('heartbeat', (body) => void `${body.beat} ${body.stage ?? ''} ${body.idle_s}`);
+  job.on('stalled', (info) => void `${info.stage ?? ''} ${info.idle_s ?? ''} ${info.diagnosis?.kind ?? ''}`);
+  job.on('state', (state) => { const s: JobState = state; void s; });
+  job.on('lead', (lead) => void lead.pid);
+  job.on('hang', (hang) => void `${hang.reason} ${hang.stage ?? ''}`);
+  job.on('health', (entry) => void `${entry.metric} ${entry.text} ${entry.t}`);
+  job.on('starting', (info) => void `${info.why} ${info.for_s}`);
+  job.on('starved', (info) => void `${info.why} ${info.for_s}`);
+  job.on('computing', (info) => void `${info.why} ${info.for_s}`);
+  job.on('artifact', (body) => void `${body.path} ${body.kind} ${body.bytes ?? ''}`);
+  job.on('signal', (signal) => void signal.startsWith('SIG'));
+  job.on('log_error', (problem) => void `${problem.path ?? ''} ${problem.from_line} ${problem.error}`);
+  job.on('error', (err) => void (err instanceof PythonError ? err.pythonType : err.message));
+  job.on('message', (data) => void data);
+  job.on('end', (report) => {
+    const outcome: Outcome = report.outcome; // 'lost' too: the supervisor died first
+    void (outcome === 'lost' ? report.summary : outcome);
+  });
+  void `${job.id} ${job.state} ${job.position ?? ''} ${job.liveDiagnosis?.summary ?? ''}`;
+}

@@ -1,0 +1,146 @@
+'use strict';
+/**
+ * The job server: the Python supervisor that judges this process's launched jobs
+ * (`python -m trainbridge.bridge.jobserve`, bridge/jobserve.py), one per Python interpreter,
+ * started with the first launch. Requests go to its stdin and its feed comes from its stdout,
+ * one JSON object per line each way: each job's events numbered from 1, as a scheduled job's
+ * events file has them (docs/PROTOCOL.md "The feed"). This module only carries lines; the
+ * Job (src/job.js) renders them.
+ *
+ * While a job runs the server keeps this process alive; once none does, its pipes are unref'd,
+ * so a script that awaited its last job exits, and the server (stdin at EOF) exits with it. A
+ * server that dies ends each of its jobs with a report that says so (outcome 'lost'): the jobs'
+ * workers end their trees when their supervisor is gone (TRAINBRIDGE_CLIENT_PID); one that never
+ * started (a Python without pyzmq and msgpack) fails their launch with a LaunchError that says
+ * what to install where.
+ */
+
+const { spawn } = require('node:child_process');
+const { helperEnv, helperFailure } = require('./launcher.js');
+const jsonform = require('./jsonform.js');
+
+const STDERR_KEPT = 16 * 1024; // of the server's stderr, for the report when it dies
+const servers = new Map(); // Python interpreter -> its JobServer (this process's own)
+
+class JobServer {
+  constructor(python) {
+    this.python = python;
+    this.pid = null;
+    this.ready = false; // it said it serves (its first line)
+    this._jobs = new Map(); // job id -> Job, while it runs
+    this._buf = '';
+    this._stderr = '';
+    this._gone = null; // why the server is gone (a sentence), once it is
+    this._spawnError = null; // the Python could not be started at all (not found, not executable)
+    this._nextRequest = 1;
+    this._proc = spawn(python, ['-m', 'trainbridge.bridge.jobserve'], {
+      env: helperEnv(), stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this._proc.stdout.setEncoding('latin1'); // the feed is ASCII
+    this._proc.stdout.on('data', (text) => this._onData(text));
+    this._proc.stderr.setEncoding('utf8');
+    this._proc.stderr.on('data', (text) => { this._stderr = (this._stderr + text).slice(-STDERR_KEPT); });
+    this._proc.stdin.on('error', () => undefined); // EPIPE: the exit says why
+    this._proc.on('error', (err) => { this._spawnError = `cannot start ${JSON.stringify(python)}: ${err.message}`; this._onGone(this._spawnError); });
+    this._proc.on('exit', (code, signal) => this._onGone(code === 0 && !signal
+      ? 'it exited'
+      : `it exited with ${signal || `code ${code}`}${this._stderr ? `: ${helperFailure(this._stderr)}` : ''}`));
+    this._idle();
+  }
+
+  /** This process's server for `python`, started on first use (a dead one is replaced). */
+  static for(python) {
+    let server = servers.get(python);
+    if (!server || server._gone) {
+      server = new JobServer(python);
+      servers.set(python, server);
+    }
+    return server;
+  }
+
+  /** A request number, unique in this server: replies carry it back. */
+  requestId() {
+    const id = this._nextRequest;
+    this._nextRequest += 1;
+    return id;
+  }
+
+  /** Start `job` (its events go to job._deliver, its end to job._lost when the server dies). */
+  launch(job, request) {
+    this._jobs.set(job.id, job);
+    this._busy();
+    this.send({ op: 'launch', job: job.id, ...request });
+  }
+
+  /** One request line; false when the server is gone (nothing was sent). */
+  send(request) {
+    if (this._gone) return false;
+    this._proc.stdin.write(`${jsonform.stringify(request)}\n`);
+    return true;
+  }
+
+  /** `job` ended: it hears nothing more from here. */
+  forget(job) {
+    this._jobs.delete(job.id);
+    if (!this._jobs.size) this._idle();
+  }
+
+  _onData(text) {
+    this._buf += text;
+    let nl;
+    while ((nl = this._buf.indexOf('\n')) >= 0) {
+      const line = this._buf.slice(0, nl);
+      this._buf = this._buf.slice(nl + 1);
+      if (line.trim()) this._route(line);
+    }
+  }
+
+  _route(line) {
+    let event;
+    try {
+      event = jsonform.parse(line);
+    } catch (err) {
+      this._stderr = `${this._stderr}a line of its feed is not JSON (${err.message}): ${line.slice(0, 200)}\n`.slice(-STDERR_KEPT);
+      return;
+    }
+    if (event.event === 'ready') {
+      this.pid = event.pid;
+      this.ready = true;
+      return;
+    }
+    if (event.event === 'request_error') { // a bug here: keep it for whoever asks why
+      this._stderr = `${this._stderr}request refused: ${event.error}\n`.slice(-STDERR_KEPT);
+      return;
+    }
+    const job = this._jobs.get(event.job);
+    if (job) job._fromServer(event);
+  }
+
+  _onGone(why) {
+    if (this._gone) return;
+    this._gone = `the trainbridge supervisor (${this.python} -m trainbridge.bridge.jobserve${this.pid ? `, pid ${this.pid}` : ''}) is gone: ${why}`;
+    if (this._buf.trim()) this._route(this._buf); // its last whole words
+    this._buf = '';
+    if (servers.get(this.python) === this) servers.delete(this.python);
+    // Before its first line it could not start (a Python without pyzmq): the jobs never started.
+    const failed = this.ready ? null : this._spawnError
+      || `cannot run the trainbridge supervisor with ${this.python}: ${this._stderr ? helperFailure(this._stderr) : why}`;
+    for (const job of [...this._jobs.values()]) {
+      if (failed) job._launchFailed({ message: failed }); else job._lost(this._gone);
+    }
+    this._jobs.clear();
+  }
+
+  /** While a job runs, the server's pipes keep this process alive. */
+  _busy() {
+    this._proc.ref();
+    for (const stream of [this._proc.stdin, this._proc.stdout, this._proc.stderr]) if (stream.ref) stream.ref();
+  }
+
+  _idle() {
+    this._proc.unref();
+    for (const stream of [this._proc.stdin, this._proc.stdout, this._proc.stderr]) if (stream.unref) stream.unref();
+  }
+}
+
+module.exports = { JobServer };
