@@ -112,7 +112,9 @@ job.on('hello', () => { seen.hellos += 1; });
 job.on('stage', (s) => { if (s.event === 'begin') seen.stages.push(s.name); });
 job.on('progress', (p) => seen.progress.push({ step: p.step, total: p.total, metrics: p.metrics }));
 job.on('log', (l) => { if (l.stream !== 'worker') seen.lines.push(l.text); });
-job.done.then((report) => process.stdout.write(JSON.stringify({ seen, report }) + '\\n'));
+const say = (out) => process.stdout.write(JSON.stringify(out) + '\\n');
+job.done.then((report) => say({ seen, report }),
+  (err) => say({ seen, error: { name: err.name, message: err.message } }));
 '''
 
 
@@ -403,22 +405,24 @@ def test_installed_node_package_brings_the_worker_to_a_venv_without_trainbridge(
     assert report["outcome"] == "succeeded" and report["worker"]["off"] is None, report
 
 
-def test_installed_node_package_says_why_zero_code_is_off_without_pyzmq(built, script):
+def test_installed_node_package_says_what_a_venv_without_pyzmq_needs_to_launch(built, script):
+    # The supervisor runs under the training venv's Python (issue 30): without pyzmq and
+    # msgpack, launch() rejects with one sentence naming what to install where, and leaves
+    # nothing running.
     python = venv(built["tmp"], "bare", TQDM)
-    app, seen, report = run_node(built, script, python)
-    assert seen["hellos"] == 0 and len(seen["noWorker"]) == 1, seen
-    reason = seen["noWorker"][0]
-    assert reason.startswith("[trainbridge] zero-code mode is off"), reason
-    assert "pyzmq" in reason and python in reason and "pip install" in reason, reason
-    assert report["worker"]["off"] == reason
-    # Supervised all the same: output, the script's own module, the outcome.
-    assert report["outcome"] == "succeeded", report
-    # The package's own trainbridge is importable all the same, so a script's own
-    # `from trainbridge import worker` works, its calls no-ops (issue 37 item 2).
-    bundled = os.path.join(
-        app, "node_modules", "trainbridge", "python", "trainbridge", "__init__.py"
-    )
-    assert "fetch -> 1" in seen["lines"] and f"trainbridge from: {bundled}" in seen["lines"]
+    app = node_app(built)
+    env = clean_env()
+    env["INSTALL_TEST_ENV"] = json.dumps(clean_env())
+    out = sh(["node", "run.js", python, script], app, env=env, timeout=120)
+    result = json.loads(out.splitlines()[-1])
+    assert not psutil.Process().children(recursive=True)
+    assert result["error"] == {
+        "name": "LaunchError",
+        "message": f"cannot run the trainbridge supervisor with {python}: the trainbridge "
+        f"supervisor needs pyzmq and msgpack, not installed for {python}; run "
+        f"`{python} -m pip install pyzmq msgpack`",
+    }, result
+    assert result["seen"]["spawn"] is None, result
 
 
 def test_the_base_install_supervises_on_its_own_and_names_what_it_lacks(built, script):
