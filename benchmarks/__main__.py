@@ -23,6 +23,7 @@ BENCHES = [
     "roundtrip",
     "time_to_know",
     "scale",
+    "node_launch",
     "live_look",
     "loop",
     "scheduler",
