@@ -1,8 +1,8 @@
 'use strict';
 /**
- * The event queue behind `for await (const event of job)` / job.events(): a bounded queue for
- * one consumer, which, when it falls behind, gets one {type: "dropped", data: {count, kinds}}
- * event saying what it missed. The Python twin is bridge/job_events.py (EventQueue).
+ * The event queue behind `for await (const event of job)` / job.events() (src/feed_job.js): a
+ * bounded queue for one consumer, which, when it falls behind, gets one {type: "dropped",
+ * data: {count, kinds}} event saying what it missed, as bridge/job_events.py's EventQueue does.
  */
 
 const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'lead', 'stage', 'progress', 'status', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'error', 'end', 'message', 'health', 'starting', 'starved', 'computing', 'artifact'];
@@ -45,36 +45,4 @@ class EventQueue {
   }
 }
 
-/**
- * job's events as an async iterator: {type, data}, from now until {type: "end", data: report}.
- * The events are heard as a listener would; 'error' through job._errorTaps, since listening to
- * it would change whether it is emitted.
- */
-function events(job, maxlen = EVENT_QUEUE) {
-  const queue = new EventQueue(maxlen);
-  let ended = false;
-  const listeners = EVENT_NAMES.map((type) => {
-    const fn = (data) => {
-      queue.put({ type, data });
-      if (type === 'end') ended = true;
-    };
-    if (type === 'error') job._errorTaps.add(fn); else job.on(type, fn);
-    return [type, fn];
-  });
-  const detach = () => {
-    for (const [type, fn] of listeners) {
-      if (type === 'error') job._errorTaps.delete(fn); else job.off(type, fn);
-    }
-  };
-  return {
-    [Symbol.asyncIterator]() { return this; },
-    async next() {
-      const value = await queue.next(() => ended || job.report);
-      if (value === null) { detach(); return { done: true, value: undefined }; }
-      return { done: false, value };
-    },
-    async return() { detach(); return { done: true, value: undefined }; },
-  };
-}
-
-module.exports = { EventQueue, events, EVENT_NAMES, EVENT_QUEUE };
+module.exports = { EventQueue, EVENT_NAMES, EVENT_QUEUE };

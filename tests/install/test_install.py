@@ -377,13 +377,18 @@ def node_app(built):
     return app
 
 
-def run_node(built, script, python):
+def node_run(built, script, python):
+    """run.js in the installed app: (app, {seen, report} or {seen, error}); nothing left running."""
     app = node_app(built)
     env = clean_env()
     env["INSTALL_TEST_ENV"] = json.dumps(clean_env())
     out = sh(["node", "run.js", python, script], app, env=env, timeout=120)
-    result = json.loads(out.splitlines()[-1])
     assert not psutil.Process().children(recursive=True)
+    return app, json.loads(out.splitlines()[-1])
+
+
+def run_node(built, script, python):
+    app, result = node_run(built, script, python)
     return app, result["seen"], result["report"]
 
 
@@ -410,12 +415,7 @@ def test_installed_node_package_says_what_a_venv_without_pyzmq_needs_to_launch(b
     # msgpack, launch() rejects with one sentence naming what to install where, and leaves
     # nothing running.
     python = venv(built["tmp"], "bare", TQDM)
-    app = node_app(built)
-    env = clean_env()
-    env["INSTALL_TEST_ENV"] = json.dumps(clean_env())
-    out = sh(["node", "run.js", python, script], app, env=env, timeout=120)
-    result = json.loads(out.splitlines()[-1])
-    assert not psutil.Process().children(recursive=True)
+    _, result = node_run(built, script, python)
     assert result["error"] == {
         "name": "LaunchError",
         "message": f"cannot run the trainbridge supervisor with {python}: the trainbridge "
