@@ -77,15 +77,25 @@ class Job extends FeedJob {
       log_path: options.logPath ?? null,
       tail_lines: options.tailLines ?? null,
       zero_code: options.zeroCode !== false,
-      stdin: STDIN_MODES[stdin] === 'inherit' ? 'devnull' : STDIN_MODES[stdin],
+      stdin: STDIN_MODES[stdin] === 'inherit' ? 'pipe' : STDIN_MODES[stdin],
       raw: Boolean(options.raw),
       python_env: options.pythonEnv !== false,
       log_timestamps: Boolean(options.logTimestamps),
       stop_on_nan: options.stopOnNan ?? null,
     });
-    if (this.stdin) {
-      this.stdin.on('data', (chunk) => this._server.send({ op: 'stdin', job: this.id, data: chunk.toString('base64') }));
-      this.stdin.on('end', () => this._server.send({ op: 'stdin_end', job: this.id }));
+    // 'inherit': this process's stdin, passed on through the job server (its own stdin is its
+    // request pipe), and let go at the end
+    const input = this.stdin || (STDIN_MODES[stdin] === 'inherit' ? process.stdin : null);
+    if (input) {
+      const onData = (chunk) => this._server.send({ op: 'stdin', job: this.id, data: Buffer.from(chunk).toString('base64') });
+      const onEnd = () => this._server.send({ op: 'stdin_end', job: this.id });
+      input.on('data', onData);
+      input.once('end', onEnd);
+      this._releaseInput = () => {
+        input.off('data', onData);
+        input.off('end', onEnd);
+        if (input === process.stdin) process.stdin.pause();
+      };
     }
     if (options.signal) this._followAbortSignal(options.signal);
   }
@@ -207,7 +217,7 @@ class Job extends FeedJob {
   _ended() {
     this._server.forget(this);
     if (this._unfollowAbort) this._unfollowAbort();
-    if (this.stdin) this.stdin.removeAllListeners('data');
+    if (this._releaseInput) this._releaseInput();
     for (const stream of [this.stdout, this.stderr]) if (stream && !stream.writableEnded) stream.end();
   }
 

@@ -67,6 +67,19 @@ test('stdin defaults to /dev/null; an unknown mode is refused', async () => {
   assert.throws(() => py('pass', { stdin: 'tty' }), /stdin must be one of/);
 });
 
+test("stdin 'inherit' passes this process's stdin to the script, and lets it go at the end", () => {
+  // A real Node process whose stdin is a pipe: the script reads it to EOF, and the Node
+  // process exits when the job is done (its stdin no longer held).
+  const driver = `
+const { launch } = require(${JSON.stringify(path.join(__dirname, '..', 'src', 'index.js'))});
+const job = launch({ command: process.argv[1], args: ['-c', 'import sys; print("got " + sys.stdin.read().strip(), flush=True)'], stdin: 'inherit' });
+job.on('log', (l) => { if (l.stream === 'stdout') console.log(l.text); });
+job.done.then((r) => console.log(r.outcome));
+`;
+  const out = execFileSync(process.execPath, ['-e', driver, PYTHON], { env: userEnv(), input: 'hello from the parent\n', timeout: 60000 }).toString();
+  assert.deepEqual(out.trim().split('\n'), ['got hello from the parent', 'succeeded']);
+});
+
 const CHECKPOINT = `
 from trainbridge import worker
 worker.send({"ready": True, "path": "C:\\\\runs\\\\\\u6a21\\u578b"})
