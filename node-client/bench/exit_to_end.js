@@ -1,14 +1,17 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * Time from a child's death to the job's `end` event (and to Node's 'exit' event), over N
- * runs of each kind of death. The child prints its wall clock (time.time()) as its last
- * line and dies at once; the Node side stamps `end` with performance.timeOrigin + now().
+ * Time from a child's death to the job's `end` event, over N runs of each kind of death,
+ * through Node's launch() (the job server judges, the feed carries the end) and, side by
+ * side, the Python client's bridge.launch() on the same children (its 'end' event). The
+ * child prints its wall clock (time.time()) as its last line and dies at once; each side
+ * stamps `end` with its wall clock.
  *
  *   node bench/exit_to_end.js [runs=20]
  */
 
 const path = require('node:path');
+const { execFileSync } = require('node:child_process');
 const { launch, resolvePython } = require('../src/index.js');
 
 const RUNS = Number(process.argv[2] || 20);
@@ -33,20 +36,34 @@ async function once(code) {
   delete env.PYTHONUNBUFFERED;
   const job = launch({ command: PYTHON, args: ['-c', code], env, zeroCode: false });
   let lastWords = null;
-  let exitAt = null;
   job.on('log', (l) => { if (/^\d+\.\d+$/.test(l.text)) lastWords = Number(l.text); });
-  job._child_exit_probe = null;
-  const endAt = await new Promise((resolve) => {
-    job.once('end', () => resolve(wall()));
-    const poll = setInterval(() => {
-      if (job._child) {
-        clearInterval(poll);
-        job._child.once('exit', () => { exitAt = wall(); });
-      }
-    }, 1);
-  });
+  const endAt = await new Promise((resolve) => job.once('end', () => resolve(wall())));
   const report = await job.done;
-  return { outcome: report.outcome, deathToEndMs: (endAt - lastWords) * 1000, exitToEndMs: (endAt - exitAt) * 1000 };
+  return { outcome: report.outcome, deathToEndMs: (endAt - lastWords) * 1000 };
+}
+
+/** The same children under the Python client (bridge.launch): its 'end' event, the baseline. */
+function python(code, runs) {
+  const driver = `
+import json, sys, time
+from trainbridge import bridge
+out = []
+for _ in range(int(sys.argv[2])):
+    last, end = [None], [None]
+    def on(e):
+        if e["event"] == "output":
+            try: last[0] = float(e["text"])
+            except ValueError: pass
+        elif e["event"] == "end":
+            end[0] = time.time()
+    job = bridge.launch([sys.executable, "-c", sys.argv[1]], zero_code=False, on_event=on)
+    job.wait(60)
+    out.append((end[0] - last[0]) * 1000)
+print(json.dumps(out))
+`;
+  const env = { ...process.env, PYTHONPATH: REPO };
+  delete env.PYTHONUNBUFFERED;
+  return JSON.parse(execFileSync(PYTHON, ['-c', driver, code, String(runs)], { env }).toString());
 }
 
 async function main() {
@@ -55,14 +72,10 @@ async function main() {
     const runs = [];
     for (let i = 0; i < RUNS; i++) runs.push(await once(code));
     const death = runs.map((r) => r.deathToEndMs);
-    const exit = runs.map((r) => r.exitToEndMs);
-    results[kind] = {
-      outcome: runs[0].outcome,
-      runs: RUNS,
-      death_to_end_ms: { median: +median(death).toFixed(1), p90: +pct(death, 0.9).toFixed(1), min: +Math.min(...death).toFixed(1), max: +Math.max(...death).toFixed(1) },
-      exit_event_to_end_ms: { median: +median(exit).toFixed(1), p90: +pct(exit, 0.9).toFixed(1) },
-    };
-    console.error(`${kind}: median death->end ${results[kind].death_to_end_ms.median} ms`);
+    const py = python(code, RUNS);
+    const sum = (xs) => ({ median: +median(xs).toFixed(1), p90: +pct(xs, 0.9).toFixed(1), p99: +pct(xs, 0.99).toFixed(1), max: +Math.max(...xs).toFixed(1) });
+    results[kind] = { outcome: runs[0].outcome, runs: RUNS, node_death_to_end_ms: sum(death), python_death_to_end_ms: sum(py) };
+    console.error(`${kind}: death->end p99 node ${results[kind].node_death_to_end_ms.p99} ms, python ${results[kind].python_death_to_end_ms.p99} ms`);
   }
   console.log(JSON.stringify({ node: process.version, results }, null, 2));
 }
