@@ -26,7 +26,8 @@ Lines of jobserve's own have no `seq`:
 
 Requests ({"op": ...}): launch {job, key, command, cwd, env, config, log_path, tail_lines,
 zero_code, stdin: devnull|pipe, raw, python_env, log_timestamps, stop_on_nan}; cancel {job,
-grace, reason}; user_signal {job, signal, reason}; send {job, data, request}; ping {job,
+grace, reason}; user_signal {job, signal, reason, send: bool (jobserve sends the job's process
+the signal after noting it)}; send {job, data, request}; ping {job,
 timeout, request}; dump_stacks {job, timeout, request}; remote_env {job, address, port,
 request}; stdin {job, data: base64}; stdin_end {job}. A request for a job that is not running
 is answered {"ok": false, "error": "no running job ID"} (cancel, user_signal and stdin ones
@@ -498,9 +499,19 @@ class Server:
             reason = f"the client sent the job {name}"
         if not isinstance(reason, str):
             raise RequestError(f"user_signal: reason must be a string, got {reason!r}")
+        send = request.get("send", False)
+        if not isinstance(send, bool):
+            raise RequestError(f"user_signal: send must be true or false, got {send!r}")
         served = self.running(job_id)
         if served is not None and served.job is not None:
-            served.job.note_user_signal(name, reason)
+            job = served.job
+            job.note_user_signal(name, reason)
+            if send and job.pid is not None:
+                # After the note, on the same I/O thread: the exit it causes is judged as the
+                # user's signal. A client that sent it itself on hearing of the spawn raced
+                # this note (the exit came first, and the job was called crashed).
+                pid, signum = job.pid, getattr(signal, name)
+                job.hub.call(lambda: _signal(pid, signum))
 
     def op_send(self, job_id: str, request: dict[str, Any]) -> None:
         if "data" not in request:
@@ -587,6 +598,13 @@ OPS: dict[str, Callable[[Server, str, dict[str, Any]], None]] = {
     "stdin": Server.op_stdin,
     "stdin_end": Server.op_stdin_end,
 }
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass  # already gone: its exit decides
 
 
 def seconds(value: Any, zero: bool = False) -> bool:

@@ -26,6 +26,8 @@ const { MAX_MESSAGE_BYTES, MAX_DEPTH } = require('./limits.js');
 const OUTBOX_LIMIT = 1000; // job.send() messages held until the worker says hello (bridge/job.py's)
 const STDIN_MODES = { ignore: 'devnull', devnull: 'devnull', pipe: 'pipe', inherit: 'inherit' };
 const FAILED_OUTCOMES = ['failed', 'crashed', 'hung', 'lost'];
+// The signals a user stops a job with (bridge/jobserve.py USER_SIGNALS): noted as a cancel.
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGKILL'];
 const PYTHON = /^(python|pypy)[0-9.]*$/;
 // Worker settings given as timeouts reach the worker as these variables (docs/PROTOCOL.md 2).
 const WORKER_ENV = {
@@ -116,6 +118,16 @@ class Job extends FeedJob {
    */
   noteUserSignal(signal, reason) {
     this._server.send({ op: 'user_signal', job: this.id, signal, reason });
+  }
+
+  /**
+   * noteUserSignal(), and the supervisor sends the job's process `signal` right after noting
+   * it, so its exit is judged as the user's stop (the shell adapter's kill()). Sent by this
+   * process on hearing of the spawn, it could come before the note did, and the job was
+   * called crashed. For SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGKILL.
+   */
+  _stopWith(signal, reason) {
+    this._server.send({ op: 'user_signal', job: this.id, signal, reason, send: true });
   }
 
   /**
@@ -270,4 +282,4 @@ class JobFailedError extends Error {
   }
 }
 
-module.exports = { Job, JobFailedError, LaunchError, FAILED_OUTCOMES };
+module.exports = { Job, JobFailedError, LaunchError, FAILED_OUTCOMES, STOP_SIGNALS };

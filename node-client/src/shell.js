@@ -60,7 +60,7 @@ const toArray = (value) => (value === undefined || value === null ? [] : Array.i
 // Options that are trainbridge's, not spawn's.
 const BRIDGE_OPTIONS = ['timeouts', 'logPath', 'tailLines', 'zeroCode', 'pythonEnv'];
 // With rejectOnFailure these outcomes give end()'s callback an error: launch()'s rule, from its one home.
-const { FAILED_OUTCOMES } = require('./job.js');
+const { FAILED_OUTCOMES, STOP_SIGNALS } = require('./job.js');
 
 /**
  * A folder as spawn() would take it now: python-shell spawns in its constructor, so a relative
@@ -210,8 +210,10 @@ class PythonShell extends EventEmitter {
     signal = signal || 'SIGTERM';
     if (!this._closed && !this.job.report) {
       const name = typeof signal === 'number' ? signalName(signal) : signal;
-      this.job.noteUserSignal(name, `${name} sent by kill() to the script`); // before: its exit follows
-      if (this.job.pid) signalProcess(this.job.pid, signal);
+      if (STOP_SIGNALS.includes(name)) {
+        // the supervisor notes it, then sends it: the exit is the user's stop, not a crash
+        this.job._stopWith(name, `${name} sent by kill() to the script`);
+      } else if (this.job.pid) signalProcess(this.job.pid, signal);
       else this._pendingSignals.push(signal);
     }
     this.terminated = true;

@@ -422,6 +422,31 @@ def test_a_user_signal_makes_the_jobs_end_cancelled(serve, script):
     assert js.finish() == 0
 
 
+def test_a_user_signal_jobserve_sends_right_after_the_launch_is_a_cancel(serve, script):
+    # The python-shell adapter's kill() right after its constructor: launch and the signal
+    # in one breath. jobserve notes it, then sends it: the exit is the user's stop (sent by
+    # the client on hearing of the spawn, the exit could come before the note: "crashed").
+    js = serve()
+    js.launch("stopped", script(SLEEPER))
+    js.send(
+        {
+            "op": "user_signal",
+            "job": "stopped",
+            "signal": "SIGKILL",
+            "reason": "kill()",
+            "send": True,
+        }
+    )
+    report = js.end("stopped")["report"]
+    assert report["outcome"] == "cancelled", report["summary"]
+    assert (report["signal"], report["cancel"]["by"], report["cancel"]["signal"]) == (
+        "SIGKILL",
+        "signal",
+        "SIGKILL",
+    )
+    assert js.finish() == 0
+
+
 def test_stdin_pipe_data_reaches_the_script(serve, script):
     js = serve()
     js.launch(
