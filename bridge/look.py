@@ -61,7 +61,8 @@ REASONS = ("startup", "heartbeat", "stall")
 BUSY_CPU = 0.10  # of one core, over the window
 STARVED = 0.25  # of the window, spent waiting for a CPU in long waits
 LONG_WAIT_S = 0.1  # a thread's waits in the window, per timeslice it ran: a long wait
-BUSY_LEAD = 0.5  # of the window, the lead ran or waited for a CPU: a busy process
+BUSY_LEAD = 0.25  # of the window, the lead ran or waited for a CPU: a busy process (a VM whose
+# host gives a busy thread 0.4 to 0.9 of a core, no steal shown, made 0.5 judge computing as hung)
 PLACES_SAID = 4  # places named in a verdict
 MOVES = 1  # changes of place in the window that make a busy main thread one that computes
 WHERES_KEPT = 64  # changes of place a shell keeps of its lead's heartbeats

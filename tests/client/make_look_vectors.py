@@ -179,6 +179,12 @@ STALL = [
         stall_sample(21.0, {**PY, "cpu_s": 2.05, **waits((11, "R", 0.5, 70))}, wheres=TRAIN),
     ),
     (
+        "busy at 35% of a core, moving (a VM whose host gives a busy thread less than half a "
+        "core, no steal shown): computing",
+        sample(20.0, PY, lead=11),
+        stall_sample(21.0, {**PY, "cpu_s": 2.35}, wheres=TRAIN),
+    ),
+    (
         "one place the whole window (a spin in one function): hung",
         sample(20.0, PY, lead=11),
         stall_sample(21.0, {**PY, "cpu_s": 3.0}, wheres=[(-4.0, "cpu_loop.py:spin")]),
