@@ -507,11 +507,12 @@ class Server:
             job = served.job
             job.note_user_signal(name, reason)
             if send and job.pid is not None:
-                # After the note, on the same I/O thread: the exit it causes is judged as the
-                # user's signal. A client that sent it itself on hearing of the spawn raced
-                # this note (the exit came first, and the job was called crashed).
-                pid, signum = job.pid, getattr(signal, name)
-                job.hub.call(lambda: _signal(pid, signum))
+                # At once, after the note was queued for the I/O thread: that thread runs its
+                # queued calls before it reads an exit (bridge/hub.py _once), so the exit is
+                # judged as the user's signal. A client that sent it itself on hearing of the
+                # spawn raced the note (the exit came first: "crashed"); one queued behind the
+                # note came late (the script printed first, python-shell's did not).
+                _signal(job.pid, getattr(signal, name))
 
     def op_send(self, job_id: str, request: dict[str, Any]) -> None:
         if "data" not in request:
