@@ -42,9 +42,9 @@ const DETACHED_REMOVED = 'launch({detached: true}) was removed: its output went 
  * The Python that runs the supervisor: the job's own when its command is a Python (the
  * training venv's), else `python` / `pythonPath`, else resolvePython()'s.
  */
-function supervisorPython(options, command) {
+function supervisorPython(options) {
   if (options.command && PYTHON.test(path.basename(String(options.command)))) return String(options.command);
-  return command === undefined ? launcher.resolvePython({ python: options.python || options.pythonPath }) : command;
+  return launcher.resolvePython({ python: options.python || options.pythonPath });
 }
 
 class Job extends FeedJob {

@@ -16,7 +16,7 @@
  */
 
 const { spawn } = require('node:child_process');
-const { helperEnv, helperFailure } = require('./launcher.js');
+const { helperEnv, helperFailure, readLines } = require('./launcher.js');
 const jsonform = require('./jsonform.js');
 
 const STDERR_KEPT = 16 * 1024; // of the server's stderr, for the report when it dies
@@ -28,7 +28,6 @@ class JobServer {
     this.pid = null;
     this.ready = false; // it said it serves (its first line)
     this._jobs = new Map(); // job id -> Job, while it runs
-    this._buf = '';
     this._stderr = '';
     this._gone = null; // why the server is gone (a sentence), once it is
     this._spawnError = null; // the Python could not be started at all (not found, not executable)
@@ -36,8 +35,7 @@ class JobServer {
     this._proc = spawn(python, ['-m', 'trainbridge.bridge.jobserve'], {
       env: helperEnv(), stdio: ['pipe', 'pipe', 'pipe'],
     });
-    this._proc.stdout.setEncoding('latin1'); // the feed is ASCII
-    this._proc.stdout.on('data', (text) => this._onData(text));
+    this._unread = readLines(this._proc.stdout, 'latin1', (line) => this._route(line)); // the feed is ASCII
     this._proc.stderr.setEncoding('utf8');
     this._proc.stderr.on('data', (text) => { this._stderr = (this._stderr + text).slice(-STDERR_KEPT); });
     this._proc.stdin.on('error', () => undefined); // EPIPE: the exit says why
@@ -85,16 +83,6 @@ class JobServer {
     if (!this._jobs.size) this._idle();
   }
 
-  _onData(text) {
-    this._buf += text;
-    let nl;
-    while ((nl = this._buf.indexOf('\n')) >= 0) {
-      const line = this._buf.slice(0, nl);
-      this._buf = this._buf.slice(nl + 1);
-      if (line.trim()) this._route(line);
-    }
-  }
-
   _route(line) {
     let event;
     try {
@@ -119,8 +107,8 @@ class JobServer {
   _onGone(why) {
     if (this._gone) return;
     this._gone = `the trainbridge supervisor (${this.python} -m trainbridge.bridge.jobserve${this.pid ? `, pid ${this.pid}` : ''}) is gone: ${why}`;
-    if (this._buf.trim()) this._route(this._buf); // its last whole words
-    this._buf = '';
+    const rest = this._unread();
+    if (rest.trim()) this._route(rest); // its last words, without their newline
     if (servers.get(this.python) === this) servers.delete(this.python);
     // Before its first line it could not start (a Python without pyzmq): the jobs never started.
     const failed = this.ready ? null : this._spawnError

@@ -56,4 +56,24 @@ function resolvePython({ python } = {}) {
   return 'python3';
 }
 
-module.exports = { resolvePython, trainbridgeRoot, helperEnv, helperFailure };
+/**
+ * onLine(line) for each whole, non-blank line a helper writes on `stream` (a Readable); a line
+ * still being written waits for its newline. Returns what is left unread (a last line without
+ * one), for the helper's end.
+ */
+function readLines(stream, encoding, onLine) {
+  let buf = '';
+  stream.setEncoding(encoding);
+  stream.on('data', (text) => {
+    buf += text;
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (line.trim()) onLine(line);
+    }
+  });
+  return () => buf;
+}
+
+module.exports = { resolvePython, trainbridgeRoot, helperEnv, helperFailure, readLines };

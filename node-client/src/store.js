@@ -21,7 +21,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { EventEmitter } = require('node:events');
-const { resolvePython, helperEnv, helperFailure } = require('./launcher.js');
+const { resolvePython, helperEnv, helperFailure, readLines } = require('./launcher.js');
 const { StoreError } = require('./errors.js');
 const feed = require('./feed.js');
 const jsonform = require('./jsonform.js');
@@ -66,13 +66,11 @@ class Store {
     this._pending = new Map();
     this._nextId = 1;
     this._stderr = '';
-    this._buf = '';
     this._closed = false;
     this._attached = new Set(); // followed until close(): an attacher left polling kept a GUI alive
     this._watches = new Map(); // number -> StoreWatch (watch())
     this._nextWatch = 1;
-    this._helper.stdout.setEncoding('utf8');
-    this._helper.stdout.on('data', (text) => this._onData(text));
+    readLines(this._helper.stdout, 'utf8', (line) => this._onLine(line));
     this._helper.stderr.setEncoding('utf8');
     this._helper.stderr.on('data', (text) => { this._stderr = (this._stderr + text).slice(-4000); });
     this._exited = new Promise((resolve) => {
@@ -92,27 +90,25 @@ class Store {
     });
   }
 
-  _onData(text) {
-    this._buf += text;
-    let nl;
-    while ((nl = this._buf.indexOf('\n')) >= 0) {
-      const line = this._buf.slice(0, nl);
-      this._buf = this._buf.slice(nl + 1);
-      if (!line.trim()) continue;
-      let answer;
-      try { answer = jsonform.parse(line); } catch { continue; }
-      if (answer.watch !== undefined && answer.change) { // a watch's change, not an answer
-        const watch = this._watches.get(answer.watch);
-        if (watch) watch._deliver(answer.change);
-        continue;
-      }
-      const waiter = this._pending.get(answer.id);
-      if (!waiter) continue;
-      this._pending.delete(answer.id);
-      if (answer.ok) waiter.resolve(answer.result);
-      else if (answer.kind) waiter.reject(new StoreError(answer.error.replace(/^\w+: /, ''), answer.kind));
-      else waiter.reject(new Error(answer.error));
+  _onLine(line) {
+    let answer;
+    try {
+      answer = jsonform.parse(line);
+    } catch (err) { // a bug in the helper: kept for the next failure's message, not dropped unseen
+      this._stderr = `${this._stderr}a line of the store helper is not JSON (${err.message}): ${line.slice(0, 200)}\n`.slice(-4000);
+      return;
     }
+    if (answer.watch !== undefined && answer.change) { // a watch's change, not an answer
+      const watch = this._watches.get(answer.watch);
+      if (watch) watch._deliver(answer.change);
+      return;
+    }
+    const waiter = this._pending.get(answer.id);
+    if (!waiter) return;
+    this._pending.delete(answer.id);
+    if (answer.ok) waiter.resolve(answer.result);
+    else if (answer.kind) waiter.reject(new StoreError(answer.error.replace(/^\w+: /, ''), answer.kind));
+    else waiter.reject(new Error(answer.error));
   }
 
   _call(op, args = {}) {
