@@ -160,10 +160,19 @@ class Sampling:
     due(key, root, deliver) is called with a job's heartbeat, on the hub's I/O thread; at most
     every RESOURCES_EVERY_S per job, the thread samples root's tree and calls deliver(sample)
     (off the I/O thread: nvidia-smi may take seconds). No wake-up of its own: an idle hub
-    wakes for its jobs' heartbeats only."""
+    wakes for its jobs' heartbeats only.
+    The first sample is one period after a job's first heartbeat, not at it: that heartbeat
+    comes as the spawn returns, which can be while the kernel is still loading the program
+    (the old memory freed, the new one not yet mapped: a few KiB resident), and the chart
+    began with a 0 MB point (hunt on 7c1dc5c, CI on 3800127)."""
 
-    def __init__(self, probe: Optional[Callable[[], Optional[dict[str, Any]]]] = None):
+    def __init__(
+        self,
+        probe: Optional[Callable[[], Optional[dict[str, Any]]]] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._probe = probe
+        self._clock = clock
         self._sampler: Optional[Sampler] = None  # made on the thread: nothing runs before
         self._cond = threading.Condition()
         self._due: dict[Any, tuple[int, Callable[[dict[str, Any]], None]]] = {}
@@ -172,10 +181,13 @@ class Sampling:
         self._thread: Optional[threading.Thread] = None
 
     def due(self, key: Any, root: int, deliver: Callable[[dict[str, Any]], None]) -> None:
-        now = time.monotonic()
+        now = self._clock()
         with self._cond:
             last = self._last.get(key)
-            if last is not None and now - last < RESOURCES_EVERY_S * DUE_SLACK:
+            if last is None:
+                self._last[key] = now  # the period starts: see the class's doc
+                return
+            if now - last < RESOURCES_EVERY_S * DUE_SLACK:
                 return
             self._last[key] = now
             self._due[key] = (root, deliver)

@@ -3,6 +3,7 @@ heartbeat (bridge/resources.py), the same code a scheduled job's keeper runs, so
 job's face gets the same `resources` events as an attached one. One sampling thread per hub,
 and nothing sampled for a job that did not ask."""
 
+import os
 import sys
 import threading
 
@@ -69,3 +70,27 @@ def test_launch_takes_sample_resources():
     job = bridge.launch([sys.executable, "-c", "pass"], sample_resources=True, zero_code=False)
     assert job.wait(30)["outcome"] == "succeeded"
     assert job.sample_resources is True
+
+
+def test_the_first_sample_is_a_period_after_the_first_heartbeat_not_at_the_spawn():
+    """The first heartbeat comes as the spawn returns, which can be while the kernel is still
+    loading the program (a few KiB resident): the chart began at 0 MB. Sampling starts the
+    period there and samples at its end."""
+    now = [100.0]
+    got: list[dict] = []
+    delivered = threading.Event()
+
+    def deliver(sample):
+        got.append(sample)
+        delivered.set()
+
+    sampling = resources.Sampling(probe=lambda: None, clock=lambda: now[0])
+    me = os.getpid()
+    sampling.due("job", me, deliver)  # the spawn's heartbeat: the period starts
+    now[0] += resources.RESOURCES_EVERY_S * resources.DUE_SLACK / 2
+    sampling.due("job", me, deliver)  # too early still
+    assert sampling._thread is None, "nothing sampled, no thread started"
+    now[0] += resources.RESOURCES_EVERY_S
+    sampling.due("job", me, deliver)
+    assert delivered.wait(30), "no sample a period after the first heartbeat"
+    assert len(got) == 1 and got[0]["rss_bytes"] > 1024 * 1024, got

@@ -7,6 +7,8 @@ what it says.
   flaky FILE    fails (exit 3) unless FILE exists; creates it, so the next attempt succeeds
   gpus          prints CUDA_VISIBLE_DEVICES and exits 0
   die N SIG     N progress steps, 0.1 s apart, then kills itself with signal SIG
+  told SIG      progress every 0.1 s until the client sends "die", then kills itself with
+                signal SIG (a crash after the client has heard the stages and the steps)
   stall         one progress step, then sleeps in a loop (no more progress)
   echo          sends back (worker.send) every message it receives, until one says "stop"
   diverge N     N progress steps with a finite loss, 0.1 s apart, then a NaN loss at every
@@ -77,6 +79,16 @@ elif mode == "die":
             print(f"step {i}", flush=True)
             time.sleep(0.1)
         os.kill(os.getpid(), getattr(signal, sig))
+elif mode == "told":
+    import signal
+
+    with worker.stage("train"):
+        i = 0
+        while worker.receive(timeout=0.1) != "die":
+            i += 1
+            worker.progress(i, None)
+            print(f"step {i}", flush=True)
+        os.kill(os.getpid(), getattr(signal, arg))
 elif mode == "stall":
     with worker.stage("train"):
         worker.progress(1, 100)
