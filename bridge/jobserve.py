@@ -416,6 +416,7 @@ class Server:
             ("raw", False),
             ("python_env", True),
             ("log_timestamps", False),
+            ("sample_resources", False),
         ):
             value = request.get(name)
             if value is not None and not isinstance(value, bool):
@@ -462,6 +463,7 @@ class Server:
             ident=(job_id, bytes.fromhex(key)),
             log_timestamps=flags["log_timestamps"],
             stop_on_nan=stop_on_nan,
+            sample_resources=flags["sample_resources"],
         )
         if flags["raw"]:  # each chunk goes out as it is read, not held for a reader
             job.stdout = RawSink(out, job_id, "stdout")  # type: ignore[assignment]

@@ -6,13 +6,13 @@ RESOURCES_EVERY_S, with its `status` heartbeat, and the keeper writes them to th
 every face (the dashboard above all) draws the same history, from the job's start, whenever
 it attaches: a restarted dashboard no longer starts the chart again. One Sampling thread per
 hub samples every job due, with one nvidia-smi answer for all.
-The fields are those of node-client/dashboard/resources.js, which samples the jobs a Node
-process launches itself: `cpu_percent` (the tree's CPU time since the previous sample over the
-wall time; 100 is one core; None for the first), `rss_bytes`, `gpu_mem_bytes` (the tree's
-processes' sum), `gpu_util` (the busiest device they use), `processes`, `gpus` (the devices
-nvidia-smi sees on the machine: 0 says "no GPU" plainly). GPU figures come from
-nvidia-smi (`$TRAINBRIDGE_NVIDIA_SMI` names another program), read as the Node twin reads it;
-without it they are None.
+A Node process's launched jobs are sampled the same way, by its job server
+(launch({sampleResources: true}); bridge/jobserve.py). The fields: `cpu_percent` (the
+tree's CPU time since the previous sample over the wall time; 100 is one core; None for
+the first), `rss_bytes`, `gpu_mem_bytes` (the tree's processes' sum), `gpu_util` (the
+busiest device they use), `processes`, `gpus` (the devices nvidia-smi sees on the machine:
+0 says "no GPU" plainly). GPU figures come from nvidia-smi (`$TRAINBRIDGE_NVIDIA_SMI`
+names another program); without it they are None.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional
 
 from trainbridge.bridge import procfs
 
-RESOURCES_EVERY_S = 1.0  # as the dashboard's own sampler (sampleMs 1000)
+RESOURCES_EVERY_S = 1.0  # a point a second on the dashboard's chart
 DUE_SLACK = 0.8  # a heartbeat a little early still takes a sample (else one in two is skipped)
 _ASK = object()  # sample(): ask the probe
 NVIDIA_SMI_TIMEOUT_S = 3.0

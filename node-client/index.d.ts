@@ -99,6 +99,12 @@ export interface LaunchOptions {
   /** Cancel the job when one of these metrics first becomes NaN or infinite ('*': any metric).
    *  Without it the job goes on; the 'health' event and report.health say it either way. */
   stopOnNan?: string | string[];
+  /** Prefix every line of logPath with its UTC arrival time (ISO 8601, ms). Default false. */
+  logTimestamps?: boolean;
+  /** The supervisor samples the job's process tree about once a second ('resources' events:
+   *  CPU, RSS; GPU memory and use where nvidia-smi, or $TRAINBRIDGE_NVIDIA_SMI, answers),
+   *  as a scheduled job's keeper does. Default false. */
+  sampleResources?: boolean;
 }
 
 /**
@@ -275,6 +281,8 @@ export type JobEvent =
   | { type: 'computing'; data: { why: string; for_s: number } }
   /** A file the job made (worker.artifact; zero-code: torch.save, PIL's Image.save to a path). */
   | { type: 'artifact'; data: ArtifactBody }
+  /** A sample of the job's process tree, about once a second: a scheduled job's always, a launched one's with sampleResources. */
+  | { type: 'resources'; data: ResourceSample }
   | { type: 'end'; data: Report };
 
 /** An exception raised in the Python child: name = its type, stack = its traceback. */
@@ -365,6 +373,9 @@ export class FeedJob extends EventEmitter implements AsyncIterable<FeedEvent> {
   on(event: 'hang', listener: (hang: { reason: string; stage: string | null }, t: number | null) => void): this;
   /** A metric became NaN or infinite (training health), once per metric; the job goes on unless stopOnNan names it. */
   on(event: 'health', listener: (entry: HealthEntry & { sender?: Sender; t: number }, t: number | null) => void): this;
+  /** The supervisor's sample of the job's tree (CPU, RSS, GPU), about once a second: a scheduled
+   *  job's keeper takes them always, a launched job's supervisor with sampleResources. */
+  on(event: 'resources', listener: (sample: ResourceSample, t: number | null) => void): this;
   /** At the startup deadline with no hello: its tree has no Python yet, or works (CPU, I/O, output); another for_s seconds. */
   on(event: 'starting', listener: (info: { why: string; for_s: number }, t: number | null) => void): this;
   /** At the heartbeat deadline: the lead's threads waited for a CPU (a busy machine); another for_s seconds. */
@@ -510,10 +521,6 @@ export interface SubmitOptions {
   stopOnNan?: string | string[];
 }
 
-/**
- * The keeper's sample of a scheduled job's process tree, about once a second (bridge/resources.py):
- * CPU as a percent of one core since the previous sample (null for the first), memory, GPU.
- */
 /** A file the job made, as its worker said it (PROTOCOL.md "artifact"). */
 export interface ArtifactBody {
   path: string;
@@ -531,6 +538,10 @@ export interface Artifact extends Omit<ArtifactBody, 'sender'> {
   rank: number | null;
 }
 
+/**
+ * The supervisor's sample of a job's process tree, about once a second (bridge/resources.py):
+ * CPU as a percent of one core since the previous sample (null for the first), memory, GPU.
+ */
 export interface ResourceSample {
   cpu_percent: number | null;
   rss_bytes: number | null;
@@ -542,7 +553,7 @@ export interface ResourceSample {
 }
 
 /**
- * An attached job's event: a launched Job's, `resources` (the keeper's samples), or `attempt` (a failed attempt that will be
+ * An attached job's event: a launched Job's or `attempt` (a failed attempt that will be
  * restarted), with `t`: its time in the events file (the keeper's wall clock, seconds since the
  * epoch); null only for an end read from the row without its line. `seq`: the feed number of
  * the line it came from (null for an event made by the reader, such as 'supervisor').
@@ -551,7 +562,6 @@ export type FeedEvent =
   (JobEvent
     | { type: 'lead'; data: { pid: number | null } }
     | { type: 'attempt'; data: { attempt: number; outcome: string; report: Report; restart_in: number } }
-    | { type: 'resources'; data: ResourceSample }
     | { type: 'supervisor'; data: { answering: boolean; silent_s: number; keeper_pid: number | null } }
     | { type: 'unreadable'; data: { count: number; after_seq: number | null; bytes: number; error: string } })
   & { t: number | null; seq: number | null };
@@ -583,8 +593,6 @@ export class AttachedJob extends FeedJob {
   send(data: unknown, options?: { timeout?: number }): Promise<void>;
   /** A failed attempt that will be restarted. */
   on(event: 'attempt', listener: (info: { attempt: number; outcome: string; report: Report; restart_in: number }, t: number | null) => void): this;
-  /** The keeper's sample of the job's tree (CPU, RSS, GPU), about once a second. */
-  on(event: 'resources', listener: (sample: ResourceSample, t: number | null) => void): this;
   /** The keeper stopped answering (a SIGSTOP, a starved machine), or answers again. */
   on(event: 'supervisor', listener: (info: { answering: boolean; silent_s: number; keeper_pid: number | null }, t: number | null) => void): this;
   /** A line of the events file is not an event (a keeper killed mid-line): what it held is lost; this says so. */

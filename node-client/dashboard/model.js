@@ -388,4 +388,7 @@ function delta(view, cursor) {
   };
 }
 
-module.exports = { createView, apply, delta, summaryOf, head, currentStage, familyOf, FAMILIES, LOG_KEEP, SERIES_MAX };
+// The job events a view folds (each source listens to these on its jobs).
+const FOLDED = ['state', 'hello', 'stage', 'progress', 'status', 'log', 'stalled', 'hang', 'signal', 'resources', 'health', 'starting', 'starved', 'computing', 'cancel', 'artifact'];
+
+module.exports = { FOLDED, createView, apply, delta, summaryOf, head, currentStage, familyOf, FAMILIES, LOG_KEEP, SERIES_MAX };

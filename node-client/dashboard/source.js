@@ -29,7 +29,6 @@ const path = require('node:path');
 const { EventEmitter } = require('node:events');
 const { launch, resolvePython } = require('../src/index.js');
 const model = require('./model.js');
-const { createSampler } = require('./resources.js');
 const { launchOptions } = require('./spec.js');
 const { privateDir } = require('../src/private_files.js');
 
@@ -39,9 +38,10 @@ class NoQueueError extends Error {}
 class MemorySource extends EventEmitter {
   /**
    * options: dataDir (job logs; default a new temp dir), python, env (the jobs' environment),
-   * sampleMs (resource sampling period, default 1000), gpuProbe (resources.js), launchFn.
+   * launchFn. Each job's supervisor samples its process tree (launch's sampleResources: the
+   * 'resources' events, bridge/resources.py); nothing here reads /proc or nvidia-smi.
    */
-  constructor({ dataDir, python, env, sampleMs = 1000, gpuProbe, launchFn = launch } = {}) {
+  constructor({ dataDir, python, env, launchFn = launch } = {}) {
     super();
     this.dataDir = dataDir || fs.mkdtempSync(path.join(os.tmpdir(), 'trainbridge-dashboard-'));
     this._ownDir = !dataDir;
@@ -52,10 +52,6 @@ class MemorySource extends EventEmitter {
     this._jobs = new Map(); // id -> {view, job, logPath, listeners:Set}
     this._watchers = new Set();
     this._seq = 0;
-    this._sample = createSampler(gpuProbe ? { gpuProbe } : {});
-    this._sampling = false;
-    this._timer = setInterval(() => this._sampleRound(), sampleMs);
-    this._timer.unref();
   }
 
   list() {
@@ -93,15 +89,17 @@ class MemorySource extends EventEmitter {
     const { title, options } = launchOptions(spec, { python: this._python || resolvePython(), env: this._env || process.env });
     this._seq += 1;
     const logPath = path.join(this.dataDir, `job-${this._seq}.log`);
-    const job = this._launch({ ...options, logPath });
+    const job = this._launch({ ...options, logPath, sampleResources: true });
     const view = model.createView({ id: job.id, title, command: job.command, spec, t: Date.now() });
     const entry = { view, job, logPath, listeners: new Set() };
     this._jobs.set(job.id, entry);
-    const fold = (type) => (data) => this._apply(entry, type, data);
-    for (const type of ['state', 'hello', 'stage', 'progress', 'status', 'log', 'stalled', 'hang', 'signal', 'health', 'starting', 'starved', 'computing', 'cancel', 'artifact']) job.on(type, fold(type));
+    // Each event carries the supervisor's time of it (seconds): the view's timeline is the job's.
+    const fold = (type) => (data, t) => this._apply(entry, type, data, t);
+    for (const type of model.FOLDED) job.on(type, fold(type));
     job.on('error', () => undefined); // Python errors are in the report; listening keeps them from throwing
+    job.on('end', (report, t) => this._apply(entry, 'end', report, t));
     job.done.then(
-      (report) => this._apply(entry, 'end', report),
+      () => undefined,
       (err) => this._apply(entry, 'end', {
         outcome: 'failed', exit_code: null, signal: null, stages: [], duration_s: 0,
         summary: `The job did not start: ${err.message}. Check the program name and the working directory.`,
@@ -156,42 +154,22 @@ class MemorySource extends EventEmitter {
   }
 
   async close() {
-    clearInterval(this._timer);
     const live = [...this._jobs.values()].filter((e) => e.view.state !== 'ended');
     await Promise.all(live.map((e) => e.job.cancel({ grace: 1 }).catch(() => null)));
     if (this._ownDir) fs.rmSync(this.dataDir, { recursive: true, force: true });
   }
 
-  _apply(entry, type, data) {
-    if (entry.view.pid === null && entry.job.pid) model.apply(entry.view, { type: 'spawn', data: { pid: entry.job.pid }, t: Date.now() });
-    model.apply(entry.view, { type, data, t: Date.now() });
+  /** Fold one event into the view; t: its time in seconds (the supervisor's), else now. */
+  _apply(entry, type, data, t) {
+    const at = typeof t === 'number' ? Math.round(t * 1000) : Date.now();
+    if (entry.view.pid === null && entry.job.pid) model.apply(entry.view, { type: 'spawn', data: { pid: entry.job.pid }, t: at });
+    model.apply(entry.view, { type, data, t: at });
     this._notify(entry);
   }
 
   _notify(entry) {
     for (const fn of entry.listeners) fn();
     for (const fn of this._watchers) fn(entry.view.id);
-  }
-
-  /** The pid whose process tree is the job (sampled for CPU, memory, GPU). */
-  _pidOf(entry) {
-    return entry.job.pid || null;
-  }
-
-  async _sampleRound() {
-    if (this._sampling) return;
-    const live = [...this._jobs.values()].filter((e) => e.view.state !== 'ended' && this._pidOf(e));
-    if (!live.length) return;
-    this._sampling = true;
-    try {
-      const samples = await this._sample(live.map((e) => this._pidOf(e)));
-      for (const e of live) {
-        const s = samples.get(this._pidOf(e));
-        if (s && s.processes && e.view.state !== 'ended') this._apply(e, 'resources', s);
-      }
-    } finally {
-      this._sampling = false;
-    }
   }
 }
 

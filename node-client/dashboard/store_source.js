@@ -14,12 +14,12 @@ const { launchOptions, titleOf } = require('./spec.js');
  * anywhere appears, a row's change is folded in, a job forgotten (forget(), retention) leaves
  * the list, as each is committed; nothing here reads the rows on a timer.
  * options: storePath (default: the store's default path), python, slots (the store's, as
- * openStore's: {jobs, gpus}; default the store's own), sampleMs, gpuProbe, limit (the newest
- * jobs followed and shown, 100).
+ * openStore's: {jobs, gpus}; default the store's own), limit (the newest jobs followed and
+ * shown, 100). Each job's keeper samples its process tree: its 'resources' events.
  */
 class StoreSource extends MemorySource {
-  constructor({ storePath, python, slots, sampleMs = 1000, gpuProbe, limit = 100 } = {}) {
-    super({ dataDir: os.tmpdir(), sampleMs, gpuProbe, python });
+  constructor({ storePath, python, slots, limit = 100 } = {}) {
+    super({ dataDir: os.tmpdir(), python });
     this._ownDir = false;
     this._store = openStore(storePath, { ...(python ? { python } : {}), ...(slots ? { slots } : {}) });
     this.path = this._store.path;
@@ -99,8 +99,8 @@ class StoreSource extends MemorySource {
     // restart keeps the job's own timeline, not the time it was read.
     const fold = (type) => (data, t) => this._apply(entry, type, data, t);
     // 'resources': the keeper's samples of the job's tree, from the job's start (a restarted
-    // dashboard draws the whole history; this source samples no store job itself).
-    for (const type of ['state', 'hello', 'stage', 'progress', 'status', 'log', 'stalled', 'hang', 'signal', 'resources', 'health', 'starting', 'starved', 'computing', 'cancel', 'artifact']) job.on(type, fold(type));
+    // dashboard draws the whole history).
+    for (const type of model.FOLDED) job.on(type, fold(type));
     job.on('error', () => undefined);
     job.on('end', (report, t) => this._apply(entry, 'end', report, t));
     job.done.then(() => undefined, (err) => this._apply(entry, 'end', {
@@ -180,10 +180,6 @@ class StoreSource extends MemorySource {
   _apply(entry, type, data, t) {
     model.apply(entry.view, { type, data, t: typeof t === 'number' ? Math.round(t * 1000) : Date.now() });
     this._notify(entry);
-  }
-
-  _pidOf() {
-    return null; // a store job's keeper samples it: its 'resources' events (bridge/resources.py)
   }
 }
 

@@ -18,8 +18,8 @@ const { PythonError } = require('./errors.js');
 const { EventQueue, EVENT_NAMES, EVENT_QUEUE } = require('./job_events.js');
 
 const MAX_REPLIES = 256; // replies kept for a waiter that has not asked yet
-// Besides a launched Job's: what only a feed has (bridge/attach.py, bridge/resources.py).
-const FEED_EVENTS = [...EVENT_NAMES, 'supervisor', 'unreadable', 'resources', 'attempt'];
+// Besides a launched Job's: what only a scheduled job's feed has (bridge/attach.py).
+const FEED_EVENTS = [...EVENT_NAMES, 'supervisor', 'unreadable', 'attempt'];
 
 class FeedJob extends EventEmitter {
   constructor(id) {

@@ -28,7 +28,8 @@ const { doctor, DoctorError } = require('./doctor.js');
  * Start `command args` under supervision and return its Job at once (an EventEmitter). The
  * Python supervisor (bridge/jobserve.py) judges it; the Job renders what it publishes.
  * options: command, args, cwd, env (default process.env), timeouts (deadlines and worker
- * settings, snake_case or camelCase), logPath, logTimestamps, tailLines, stdin, raw, signal.
+ * settings, snake_case or camelCase), logPath, logTimestamps, tailLines, stdin, raw, signal,
+ * sampleResources.
  */
 function launch(options) {
   checkOptions(options); // bad options fail here, before anything is started

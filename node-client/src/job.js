@@ -84,6 +84,7 @@ class Job extends FeedJob {
       python_env: options.pythonEnv !== false,
       log_timestamps: Boolean(options.logTimestamps),
       stop_on_nan: options.stopOnNan ?? null,
+      sample_resources: Boolean(options.sampleResources),
     });
     // 'inherit': this process's stdin, passed on through the job server (its own stdin is its
     // request pipe), and let go at the end

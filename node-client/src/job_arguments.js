@@ -75,6 +75,10 @@ function checkOptions(options) {
     throw new LaunchError(`tailLines must be a whole number >= 0, got ${show(tailLines)}`);
   }
   metricNames(options.stopOnNan);
+  for (const name of ['zeroCode', 'raw', 'pythonEnv', 'logTimestamps', 'sampleResources', 'rejectOnFailure']) {
+    const value = options[name];
+    if (value !== undefined && value !== null && typeof value !== 'boolean') throw new LaunchError(`${name} must be true or false, got ${show(value)}`);
+  }
   if (timeouts !== undefined && timeouts !== null && (typeof timeouts !== 'object' || Array.isArray(timeouts))) {
     throw new LaunchError(`timeouts must be an object, got ${show(timeouts)}`);
   }

@@ -48,6 +48,8 @@ const BAD = [
   [{ command: 'true', env: { A: 1 } }, /env\["A"\] must be a string, got 1/],
   [{ command: 'true', cwd: 3 }, /cwd must be a path/],
   [{ command: 'true', tailLines: -1 }, /tailLines must be a whole number >= 0/],
+  [{ command: 'true', sampleResources: 'yes' }, /sampleResources must be true or false, got "yes"/],
+  [{ command: 'true', raw: 1 }, /raw must be true or false, got 1/],
   [undefined, /launch\(\) needs options/],
 ];
 

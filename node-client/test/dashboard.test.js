@@ -1,17 +1,18 @@
 'use strict';
 // The dashboard without a browser: its pure view model, the job specs it accepts, the
-// resource sampler (GPU through a fake nvidia-smi), and the server's guards.
+// resource chart (the supervisor's samples, GPU through a fake nvidia-smi), and the server's guards.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn, spawnSync } = require('node:child_process');
+const { spawnSync } = require('node:child_process');
 const model = require('../dashboard/model.js');
 const { launchOptions, SpecError, titleOf } = require('../dashboard/spec.js');
 const { MemorySource } = require('../dashboard/source.js');
-const { createSampler, nvidiaSmiProbe, parseApps } = require('../dashboard/resources.js');
+const { serveDashboard } = require('../test-support/dashboard.js');
+const { fakeNvidiaSmi } = require('../test-support/nvidia_smi.js');
 const { startDashboard } = require('../dashboard/server.js');
 const { StoreSource } = require('../dashboard/store_source.js');
 const { openStore } = require('../src/index.js');
@@ -21,7 +22,7 @@ const T0 = 1_800_000_000_000;
 /** Wait until ok() holds, polling every 25 ms; fail with `what` after ms. */
 async function until(what, ok, ms = 30000) {
   const deadline = Date.now() + ms;
-  while (!ok()) {
+  while (!(await ok())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -259,49 +260,6 @@ test('specs: the demo\'s options and any command with its timeouts; a bad one sa
   for (const [spec, message] of bad) assert.throws(() => launchOptions(spec, { python: 'py' }), (err) => err instanceof SpecError && message.test(err.message));
 });
 
-function fakeNvidiaSmi(t, pid) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-nvsmi-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'nvidia-smi');
-  fs.writeFileSync(file, [
-    '#!/bin/sh',
-    'case "$1" in',
-    `  --query-compute-apps=*) echo "${pid}, 1536, GPU-aaaa"; echo "999999, 100, GPU-bbbb" ;;`,
-    '  --query-gpu=*) echo "GPU-aaaa, 87"; echo "GPU-bbbb, 5" ;;',
-    'esac',
-  ].join('\n'), { mode: 0o755 });
-  return file;
-}
-
-test('resources: CPU and RSS of the job\'s process tree, GPU memory and utilisation via (fake) nvidia-smi', async (t) => {
-  // A parent with a busy child: the tree's CPU counts the child.
-  const child = spawn('sh', ['-c', 'while :; do :; done & wait'], { stdio: 'ignore', detached: true });
-  t.after(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } });
-  const gpuProbe = nvidiaSmiProbe(fakeNvidiaSmi(t, child.pid));
-  const sample = createSampler({ gpuProbe });
-  const first = (await sample([child.pid])).get(child.pid);
-  assert.equal(first.cpu_percent, null, 'CPU needs two samples');
-  // The parent only waits: any CPU is the busy child's, counted in the tree (a shared
-  // machine may give it little of a core).
-  const deadline = Date.now() + 10000;
-  let s;
-  do {
-    await new Promise((r) => setTimeout(r, 300)); // the measuring window, not a synchronisation
-    s = (await sample([child.pid])).get(child.pid);
-  } while (!(s.cpu_percent >= 5) && Date.now() < deadline);
-  assert.equal(s.processes, 2);
-  assert.ok(s.cpu_percent >= 5, `busy child's CPU: ${s.cpu_percent}%`);
-  assert.ok(s.rss_bytes > 0);
-  assert.equal(s.gpu_mem_bytes, 1536 * 1048576);
-  assert.equal(s.gpu_util, 87);
-  assert.equal(s.gpus, 2, 'the devices nvidia-smi sees');
-  // No nvidia-smi: no GPU fields, and no error.
-  const none = await createSampler({ gpuProbe: nvidiaSmiProbe('/nonexistent/nvidia-smi') })([child.pid]);
-  assert.equal(none.get(child.pid).gpu_mem_bytes, null);
-  assert.equal(none.get(child.pid).gpus, 0, 'no GPU, said plainly');
-  assert.deepEqual(parseApps('No running processes found\n'), []);
-});
-
 async function request(url, options = {}) {
   const res = await fetch(url, options);
   return { status: res.status, body: await res.text(), headers: res.headers };
@@ -404,20 +362,42 @@ test('server with a token: taken from a header or the cookie its printed address
   assert.equal((await request(`${url}api/jobs`, { headers: { Cookie: `tb_token_1=${secret}` } })).status, 401, 'another port\'s cookie');
 });
 
-test('a job source records GPU use when the probe sees the job\'s processes', async (t) => {
+test('memory source: each job\'s supervisor samples its tree (a busy child\'s CPU, RSS, GPU via a fake nvidia-smi); the chart draws its samples', async (t) => {
+  // Issue 30: the dashboard read /proc and nvidia-smi itself for the jobs it launched, a third
+  // copy of bridge/resources.py. Now launch({sampleResources: true}) has the job server sample
+  // them, as a keeper does a scheduled job's. Its own process: the server's environment names
+  // the fake nvidia-smi, as a user's would name theirs.
   const python = require('../src/index.js').resolvePython();
-  const source = new MemorySource({ sampleMs: 100, gpuProbe: async () => ({ apps: [...all()], gpus: new Map([['GPU-0', 42]]) }) });
-  function* all() { for (const v of source.list()) { const p = source.get(v.id).pid; if (p) yield { pid: p, mem_bytes: 2 * 2 ** 30, uuid: 'GPU-0' }; } }
-  t.after(() => source.close());
-  const id = source.submit({ kind: 'command', argv: [python, '-c', 'import time; time.sleep(30)'] });
-  const deadline = Date.now() + 15000;
-  while (Date.now() < deadline && !source.get(id).resources.gpu) await new Promise((r) => setTimeout(r, 50));
-  const r = source.get(id).resources;
-  assert.equal(r.gpu, true);
-  assert.equal(r.gpu_mem_mb.at(-1), 2048);
-  assert.equal(r.gpu_util.at(-1), 42);
-  const pid = source.get(id).pid;
-  await source.cancel(id);
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-res-home-'));
+  t.after(() => fs.rmSync(home, { recursive: true, force: true }));
+  const dash = await serveDashboard(['--memory', '--port', '0'],
+    { ...process.env, XDG_CONFIG_HOME: home, TRAINBRIDGE_NVIDIA_SMI: fakeNvidiaSmi(t, python) });
+  t.after(async () => { dash.proc.kill('SIGTERM'); await dash.exited; });
+  const user = asUser(dash);
+  // A parent that only waits on a busy child: the tree's CPU is the child's.
+  const busy = 'import subprocess, sys\nsubprocess.run([sys.executable, "-c", "while True: pass"])\n';
+  const made = await user('api/jobs', { method: 'POST', body: JSON.stringify({ kind: 'command', argv: [python, '-c', busy] }),
+    headers: { 'Content-Type': 'application/json' } });
+  assert.equal(made.status, 201, made.body);
+  const { id } = JSON.parse(made.body);
+  let view = null;
+  await until('a sample with the busy child\'s CPU and the GPU', async () => {
+    view = JSON.parse((await user(`api/jobs/${id}`)).body);
+    const r = view.resources || { cpu: [] };
+    return view.head.gpu && r.cpu.some((cpu) => cpu >= 5);
+  });
+  const r = view.resources;
+  assert.ok(r.rss_mb.every((mb) => mb > 1), `RSS of a Python tree: ${JSON.stringify(r.rss_mb)}`);
+  assert.equal(r.gpu_mem_mb.at(-1), 1536, 'the job\'s processes on the GPU, not the other user\'s');
+  assert.equal(r.gpu_util.at(-1), 87);
+  assert.equal(view.head.gpus, 2, 'the devices nvidia-smi sees');
+  assert.ok(r.t.every((s, i) => i === 0 || s > r.t[i - 1]), `on the job's timeline: ${JSON.stringify(r.t)}`);
+  const pid = view.head.pid;
+  const child = Number(fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim());
+  assert.ok(child > 0, 'the busy child');
+  assert.equal((await user(`api/jobs/${id}/cancel`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } })).status, 202);
+  await until('the end', async () => JSON.parse((await user(`api/jobs/${id}`)).body).head.state === 'ended');
+  await until('the busy child gone', () => { try { process.kill(child, 0); return false; } catch { return true; } });
   assert.throws(() => process.kill(pid, 0), /ESRCH/, 'cancel leaves no process');
 });
 

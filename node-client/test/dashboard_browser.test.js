@@ -32,6 +32,7 @@ if (skip && process.env.CI) {
 }
 
 const { serveDashboard } = require('../test-support/dashboard.js');
+const { fakeNvidiaSmi } = require('../test-support/nvidia_smi.js');
 
 /** `npm run dashboard` as its own process (so it can be killed), its token kept in configHome. */
 const serve = (args, configHome) => serveDashboard(args, { ...process.env, XDG_CONFIG_HOME: configHome });
@@ -493,18 +494,15 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
   });
 
   inBrowser('the GPU panel: a job\'s GPU memory and utilisation over time, from (fake) nvidia-smi (issue 34)', async (t) => {
-    // A dashboard of its own whose jobs run in it, with a fake probe: the job's processes hold
-    // 1.5 GiB on one device at 87%, as nvidia-smi would say on a GPU machine.
-    let gpuDash = null;
-    const gpuProbe = async () => {
-      const pids = gpuDash ? gpuDash.source.list().map((j) => gpuDash.source.get(j.id).pid).filter(Boolean) : [];
-      return { apps: pids.map((pid) => ({ pid, mem_bytes: 1536 * 1048576, uuid: 'GPU-a' })), gpus: new Map([['GPU-a', 87]]) };
-    };
-    gpuDash = await startDashboard({ port: 0, memory: true, sourceOptions: { gpuProbe } });
-    t.after(() => gpuDash.close());
+    // A dashboard of its own whose jobs run in it, its environment naming a fake nvidia-smi: the
+    // job's processes hold 1.5 GiB on one device at 87%, as nvidia-smi would say on a GPU machine.
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-gpu-home-'));
+    t.after(() => fs.rmSync(home, { recursive: true, force: true }));
+    const gpuDash = await serveDashboard(['--memory', '--port', '0'],
+      { ...process.env, XDG_CONFIG_HOME: home, TRAINBRIDGE_NVIDIA_SMI: fakeNvidiaSmi(t, python) });
+    t.after(() => stopServer(gpuDash));
     const { page, errors } = await open(gpuDash.url, undefined, gpuDash.loginUrl);
     const id = await submit(page, { kind: 'demo', hangAt: 'config' }, gpuDash.url);
-    t.after(() => gpuDash.source.cancel(id).catch(() => undefined));
     await page.goto(`${gpuDash.url}#/jobs/${id}`);
     await page.locator('#res-h', { hasText: 'CPU, memory and GPU' }).waitFor({ timeout: 30000 });
     await page.waitForFunction(() => Number(document.querySelector('#resources-chart').dataset.points) >= 2, null, { timeout: 30000 });

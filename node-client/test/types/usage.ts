@@ -10,8 +10,9 @@ async function main(): Promise<void> {
   const timeouts: Timeouts = { stallTimeout: 600, startup_timeout: 120, killGrace: 5 };
   const job = launch({
     python: resolvePython({ python: '/venv/bin/python' }), args: ['train.py'], timeouts,
-    signal: controller.signal, rejectOnFailure: true,
+    signal: controller.signal, rejectOnFailure: true, sampleResources: true, logTimestamps: true,
   });
+  job.on('resources', (r, t) => void `${r.cpu_percent ?? ''} ${r.rss_bytes ?? ''} ${r.gpu_mem_bytes ?? ''} ${r.gpu_util ?? ''} ${r.processes} ${r.gpus ?? ''} ${t ?? ''}`);
   job.on('spawn', (info) => { const pid: number = info.pid; void pid; });
   job.on('no_worker', (info) => { const why: string = info.reason; void why; });
   job.on('cancel', (answer) => { if (!answer.accepted) void answer.refused; });
