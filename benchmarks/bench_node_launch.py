@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.harness import ROOT, Row, interleave, median, percentile
+from benchmarks.harness import ROOT, Row, child_env, interleave, median, percentile
 
 NODE = shutil.which("node")
 SCRIPT = os.path.join(ROOT, "benchmarks", "node_launch.js")
@@ -20,7 +20,7 @@ CODE = 'print("first", flush=True)'
 
 
 def _node(mode: str, rounds: int) -> list[float]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env = child_env()  # as a user's: .pyc files written and used (the job server's imports)
     out = subprocess.run(
         [NODE or "node", SCRIPT, mode, sys.executable, str(rounds)],
         env=env,
@@ -43,7 +43,7 @@ def _python_launch() -> float:
         if not first and event.get("event") == "output":
             first.append((time.perf_counter() - t0) * 1000)
 
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env = child_env()
     job = bridge.launch([sys.executable, "-c", CODE], env=env, on_event=on_event)
     job.wait(60)
     return first[0]

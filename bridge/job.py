@@ -54,6 +54,7 @@ from trainbridge.bridge.job_arguments import (
     check_arguments,
     config_message,
     metric_names,
+    with_stalled_after,
 )
 from trainbridge.bridge.job_end import JobEnd, Report, _oom_kill_count
 from trainbridge.bridge.job_events import EVENT_QUEUE, EventQueue
@@ -227,15 +228,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
             self.m["config"],
             client_pid=os.getpid(),
         )
-        if self.hub.server_key:  # the tcp fallback: the worker must authenticate (hub.py)
-            variables["TRAINBRIDGE_SERVER_KEY"] = self.hub.server_key
-        self.env = launcher.child_env(env, variables, python_env=python_env)
-        if not self.hub.server_key:  # an outer job's key must not reach this one's worker
-            self.env.pop("TRAINBRIDGE_SERVER_KEY", None)
-        # An outer job's setting, inherited through `env`, must not decide for this one.
-        self.env.pop("TRAINBRIDGE_DETACHED", None)
-        if zero_code:
-            launcher.add_zero_code_hook(self.env)
+        self.env = launcher.job_env(env, variables, self.hub.server_key, python_env, zero_code)
         self.cwd = cwd
 
     def remote_env(self, address: str, port: int = 0) -> dict[str, str]:
@@ -505,16 +498,6 @@ def check_message(data: Any, key: bytes = b"k" * 32, job_id: str = "size-check")
         codec.encode("user", 1, {"data": data}, key, job_id)
     except codec.ProtocolError as exc:
         raise ValueError(f"job.send: cannot send this message ({exc})") from None
-
-
-def with_stalled_after(config: dict[str, Any]) -> dict[str, Any]:
-    """launch()'s rule for a checked machine config (check_arguments): unless stalled_after
-    is given, a job with a stall_timeout is called stalled after at most half of it. Also
-    bridge/jobserve.py's, which launches the Node client's jobs."""
-    stall_timeout = config.get("stall_timeout")
-    if stall_timeout is None or "stalled_after" in config:
-        return config
-    return {**config, "stalled_after": min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)}
 
 
 def launch(

@@ -91,3 +91,13 @@ def config_message(key: str, problem: str, value: Any) -> str:
     if problem == "not_finite":
         return f"{key} must be a finite number of seconds, got {value!r}"
     return f"{key} must be >= 0 seconds, got {value!r}"
+
+
+def with_stalled_after(config: dict[str, Any]) -> dict[str, Any]:
+    """launch()'s rule for a checked machine config (check_arguments): unless stalled_after
+    is given, a job with a stall_timeout is called stalled after at most half of it. Also
+    bridge/jobserve.py's, which launches the Node client's jobs."""
+    stall_timeout = config.get("stall_timeout")
+    if stall_timeout is None or "stalled_after" in config:
+        return config
+    return {**config, "stalled_after": min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)}

@@ -11,7 +11,10 @@ stdlib).
 stdin: requests, one JSON object per line (UTF-8). stdout: one ASCII JSON object per line
 (bridge/jsonform.py: strict, NaN as "NaN"). stderr: jobserve's own failures only.
 
-    {"event": "ready", "pid": P, "version": 1, "python": sys.executable}   the first line
+    {"event": "ready", "pid": P, "version": 1, "python": sys.executable, "early": ID}
+                                                                          the first line
+(`early`: the job of a launch request that was waiting when jobserve started, and whose
+command it started then, before loading the judge (Early); else null.)
 
 Every event a job publishes (its on_event: state, spawn, output, message, status, hang,
 signal, ..., end with the report) is one line, numbered per job from 1 as a keeper's events
@@ -52,11 +55,16 @@ import shutil
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
-from trainbridge.bridge import feed, jsonform
-from trainbridge.bridge.job import TAIL_LINES, Job, check_arguments, with_stalled_after
+# Light imports only: the first job is spawned before the judge (zmq, the Job) is loaded.
+from trainbridge.bridge import feed, jobenv, jsonform, launcher, machine, private_files
+from trainbridge.bridge.job_arguments import TAIL_LINES, check_arguments, with_stalled_after
+
+if TYPE_CHECKING:
+    from trainbridge.bridge.job import Job
 
 VERSION = 1
 FLUSH_EVERY_S = 0.02  # events reach stdout at most this late (as keeper.EventsFile's file)
@@ -86,6 +94,7 @@ KEY_HEX = re.compile(r"[0-9a-f]{64}\Z")
 # dump signal (SIGUSR1, SIGUSR2) is not a cancel
 USER_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGKILL")
 STDIN_MODES = ("devnull", "pipe")  # not "inherit": jobserve's stdin is the request pipe
+IPC_PATH_MAX = 100  # as bridge/hub.py: sun_path is 108 bytes on Linux
 
 
 def say(text: str) -> None:
@@ -304,6 +313,7 @@ class Server:
         self.used: set[str] = set()  # every job id launched or tried: never numbered twice
         self.jobs_lock = threading.Lock()  # brief: the I/O thread takes it at a job's end
         self.jobs: dict[str, Served] = {}  # running (or starting) jobs
+        self.early: Optional[Early] = None  # the first job's process, spawned before the judge
 
     # --- requests (the reader thread) ------------------------------------------------------
     def handle_line(self, raw: bytes) -> None:
@@ -396,44 +406,19 @@ class Server:
                 )
 
     def _launch(self, job_id: str, request: dict[str, Any]) -> None:
-        if not JOB_ID.match(job_id) or job_id in (".", ".."):
-            raise ValueError(f"a job id is 1-64 characters of [A-Za-z0-9._-], not {job_id!r}")
-        key = request.get("key")
-        if not isinstance(key, str) or not KEY_HEX.match(key):
-            raise ValueError("key must be 64 lowercase hex digits (32 random bytes)")
-        cmd: Any = request.get("command")  # a list of strings once check_arguments passed
-        cwd = request.get("cwd")
-        env = request.get("env")
-        config = request.get("config")
-        config = {} if config is None else config
-        log_path = request.get("log_path")
-        tail_lines = request.get("tail_lines")
-        tail_lines = TAIL_LINES if tail_lines is None else tail_lines
-        stop_on_nan = request.get("stop_on_nan")
-        flags = {}
-        for name, default in (
-            ("zero_code", True),
-            ("raw", False),
-            ("python_env", True),
-            ("log_timestamps", False),
-            ("sample_resources", False),
-        ):
-            value = request.get(name)
-            if value is not None and not isinstance(value, bool):
-                raise TypeError(f"{name} must be true or false, got {value!r}")
-            flags[name] = default if value is None else value
-        stdin = request.get("stdin") or "devnull"
-        if stdin not in STDIN_MODES:
-            raise ValueError(f"stdin must be one of {', '.join(STDIN_MODES)}, not {stdin!r}")
-        check_arguments(
-            cmd,
-            cwd=cwd,
-            env=env,
-            config=config,
-            log_path=log_path,
-            tail_lines=tail_lines,
-            stop_on_nan=stop_on_nan,
-        )
+        from trainbridge.bridge.job import Job
+
+        early, self.early = self.early, None  # the first request's process, spawned early
+        if early is not None and early.job_id != job_id:
+            early.discard()  # not this request's (cannot happen: the first line was it)
+            early = None
+        try:
+            spec = parse_launch(job_id, request)
+        except BaseException:
+            if early is not None:
+                early.discard()
+            raise
+        proc = early.proc if early is not None else None
         served = Served(job_id)
         out = self.out
 
@@ -448,36 +433,48 @@ class Server:
             except Exception as exc:  # noqa: BLE001 - said, and the feed goes on
                 say(f"job {job_id}: event {served.seq} failed: {type(exc).__name__}: {exc}")
 
-        job = Job(
-            cmd,
-            cwd=cwd,
-            env=env,
-            config=with_stalled_after(config),
-            log_path=log_path,
-            on_event=on_event,
-            tail_lines=tail_lines,
-            stdin=stdin,
-            raw=flags["raw"],
-            zero_code=flags["zero_code"],
-            python_env=flags["python_env"],
-            ident=(job_id, bytes.fromhex(key)),
-            log_timestamps=flags["log_timestamps"],
-            stop_on_nan=stop_on_nan,
-            sample_resources=flags["sample_resources"],
-        )
-        if flags["raw"]:  # each chunk goes out as it is read, not held for a reader
+        try:
+            job = Job(
+                spec.command,
+                cwd=spec.cwd,
+                env=spec.env,
+                config=with_stalled_after(spec.config),
+                log_path=spec.log_path,
+                on_event=on_event,
+                tail_lines=spec.tail_lines,
+                stdin=spec.stdin,
+                raw=spec.flags["raw"],
+                zero_code=spec.flags["zero_code"],
+                python_env=spec.flags["python_env"],
+                ident=(job_id, bytes.fromhex(spec.key)),
+                log_timestamps=spec.flags["log_timestamps"],
+                stop_on_nan=spec.stop_on_nan,
+                sample_resources=spec.flags["sample_resources"],
+            )
+        except BaseException:
+            if early is not None:
+                early.discard()  # spawned for a job that cannot be made: it goes
+            raise
+        if spec.flags["raw"]:  # each chunk goes out as it is read, not held for a reader
             job.stdout = RawSink(out, job_id, "stdout")  # type: ignore[assignment]
             job.stderr = RawSink(out, job_id, "stderr")  # type: ignore[assignment]
         served.job = job
         with self.jobs_lock:  # before start(): its first events may come before it returns
             self.jobs[job_id] = served
         try:
-            job.start()
+            job.start(proc)
         except BaseException:
             with self.jobs_lock:
                 self.jobs.pop(job_id, None)
+            if early is not None:
+                early.discard()
             shutil.rmtree(job.dir, ignore_errors=True)  # made for the id by Job()
             raise
+        if early is not None and job.hub.endpoint != early.endpoint:
+            # The hub could not bind the ipc path the first job was given: its worker cannot
+            # reach us, and the report says so (as `run --transparent` does).
+            reason = f"the hub could not bind {early.endpoint}"
+            job.hub.call(lambda: job._step({"type": "no_worker", "t": now(), "reason": reason}))
 
     def op_cancel(self, job_id: str, request: dict[str, Any]) -> None:
         grace = request.get("grace")
@@ -603,6 +600,143 @@ OPS: dict[str, Callable[[Server, str, dict[str, Any]], None]] = {
 }
 
 
+class Spec(NamedTuple):
+    """A launch request, checked (parse_launch)."""
+
+    command: list[str]
+    key: str
+    cwd: Optional[str]
+    env: Optional[dict[str, str]]
+    config: dict[str, Any]
+    log_path: Optional[str]
+    tail_lines: int
+    stop_on_nan: Any
+    stdin: str
+    flags: dict[str, bool]
+
+
+FLAGS = (
+    ("zero_code", True),
+    ("raw", False),
+    ("python_env", True),
+    ("log_timestamps", False),
+    ("sample_resources", False),
+)
+
+
+def parse_launch(job_id: str, request: dict[str, Any]) -> Spec:
+    """A launch request's fields, checked as launch() checks its arguments (ValueError or
+    TypeError saying which is wrong). Light: it runs before the judge is loaded."""
+    if not JOB_ID.match(job_id) or job_id in (".", ".."):
+        raise ValueError(f"a job id is 1-64 characters of [A-Za-z0-9._-], not {job_id!r}")
+    key = request.get("key")
+    if not isinstance(key, str) or not KEY_HEX.match(key):
+        raise ValueError("key must be 64 lowercase hex digits (32 random bytes)")
+    cmd: Any = request.get("command")  # a list of strings once check_arguments passed
+    cwd = request.get("cwd")
+    env = request.get("env")
+    config = request.get("config")
+    config = {} if config is None else config
+    log_path = request.get("log_path")
+    tail_lines = request.get("tail_lines")
+    tail_lines = TAIL_LINES if tail_lines is None else tail_lines
+    stop_on_nan = request.get("stop_on_nan")
+    flags = {}
+    for name, default in FLAGS:
+        value = request.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"{name} must be true or false, got {value!r}")
+        flags[name] = default if value is None else value
+    stdin = request.get("stdin") or "devnull"
+    if stdin not in STDIN_MODES:
+        raise ValueError(f"stdin must be one of {', '.join(STDIN_MODES)}, not {stdin!r}")
+    check_arguments(
+        cmd,
+        cwd=cwd,
+        env=env,
+        config=config,
+        log_path=log_path,
+        tail_lines=tail_lines,
+        stop_on_nan=stop_on_nan,
+    )
+    return Spec(list(cmd), key, cwd, env, config, log_path, tail_lines, stop_on_nan, stdin, flags)
+
+
+class Early:
+    """The first launch request's process, spawned before the judge is imported (that import
+    is most of jobserve's start-up: a cold Node launch() waited for it before its child even
+    started). It gets the environment the Job would give it (launcher.job_env) with the ipc
+    endpoint the hub will bind in `runtime_dir`; the hub holds what its worker says until the
+    Job attaches it (Hub.expect), as `run --transparent` does. spawn() returns None whenever
+    the request would not simply start (a bad field, a log file that cannot be written, a
+    command that cannot start, an ipc path too long): the request then goes the usual way,
+    which says why."""
+
+    def __init__(self, job_id: str, proc: Any, endpoint: str, runtime_dir: str):
+        self.job_id = job_id
+        self.proc = proc
+        self.endpoint = endpoint
+        self.runtime_dir = runtime_dir
+
+    @classmethod
+    def spawn(cls, raw: bytes, runtime_dir: str) -> Optional[Early]:
+        try:
+            request = json.loads(raw.decode("utf-8"))
+            if not isinstance(request, dict) or request.get("op") != "launch":
+                return None
+            job_id = request.get("job")
+            if not isinstance(job_id, str):
+                return None
+            spec = parse_launch(job_id, request)
+        except Exception:  # noqa: BLE001 - whatever is wrong, the usual way says it
+            return None
+        sock = os.path.join(runtime_dir, "hub.sock")
+        if len(sock) > IPC_PATH_MAX:
+            return None  # the hub binds tcp then: its key and port are known only later
+        endpoint = f"ipc://{sock}"
+        job_dir = os.path.join(runtime_dir, job_id)
+        if spec.log_path is not None:
+            try:  # a log that cannot be written is found before the command runs
+                os.close(private_files.open_append(spec.log_path))
+            except OSError:
+                return None
+        full = machine.initial(with_stalled_after(spec.config), 0.0)["config"]
+        variables = jobenv.variables(
+            endpoint,
+            job_id,
+            bytes.fromhex(spec.key),
+            os.path.join(job_dir, "crash.txt"),
+            full,
+            client_pid=os.getpid(),
+        )
+        env = launcher.job_env(
+            spec.env, variables, None, spec.flags["python_env"], spec.flags["zero_code"]
+        )
+        try:
+            os.mkdir(job_dir, 0o700)
+            proc = launcher.spawn(spec.command, spec.cwd, env, stdin=spec.stdin)
+        except (OSError, launcher.LaunchError):
+            shutil.rmtree(job_dir, ignore_errors=True)
+            return None
+        return cls(job_id, proc, endpoint, runtime_dir)
+
+    def discard(self) -> None:
+        """Its job could not be made after all: the process and its group go at once."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # launcher.spawn: a session of its own
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001 - SIGKILLed: it goes
+            pass
+        shutil.rmtree(os.path.join(self.runtime_dir, self.job_id), ignore_errors=True)
+
+
+def now() -> float:
+    return time.monotonic()
+
+
 def _signal(pid: int, signum: int) -> None:
     try:
         os.kill(pid, signum)
@@ -628,11 +762,16 @@ def wait_of(request: dict[str, Any]) -> float:
     return float(timeout)
 
 
-def read_lines(fd: int) -> Iterator[bytes]:
-    """The lines of fd until EOF, without their newlines. os.read, not sys.stdin: a daemon
-    thread blocked in a buffered read holds its lock, and the interpreter's exit aborts on it
-    (SIGABRT, "could not acquire lock for <_io.BufferedReader name='<stdin>'>")."""
-    buf = bytearray()
+def read_lines(fd: int, start: bytes = b"") -> Iterator[bytes]:
+    """The lines of fd until EOF, without their newlines, after those of `start` (bytes read
+    already). os.read, not sys.stdin: a daemon thread blocked in a buffered read holds its
+    lock, and the interpreter's exit aborts on it (SIGABRT, "could not acquire lock for
+    <_io.BufferedReader name='<stdin>'>")."""
+    buf = bytearray(start)
+    if b"\n" in buf:
+        last = buf.rfind(b"\n") + 1
+        whole, buf = bytes(buf[: last - 1]), buf[last:]
+        yield from whole.split(b"\n")
     while True:
         chunk = os.read(fd, READ_SIZE)
         if not chunk:
@@ -647,6 +786,17 @@ def read_lines(fd: int) -> Iterator[bytes]:
         yield from whole.split(b"\n")
     if buf:
         yield bytes(buf)
+
+
+def waiting_requests(fd: int) -> bytes:
+    """What is already written to fd (the requests' pipe), without waiting for more."""
+    import select
+
+    try:
+        readable, _, _ = select.select([fd], [], [], 0)
+        return os.read(fd, READ_SIZE) if readable else b""
+    except OSError:
+        return b""  # the reader meets the same error and says it
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -678,11 +828,29 @@ def main(argv: Optional[list[str]] = None) -> int:
         pass
     out = Out(wire)
     server = Server(out)
-    out.line({"event": "ready", "pid": os.getpid(), "version": VERSION, "python": sys.executable})
+    # The client writes its first launch as it starts us: when it is there already, its
+    # command starts now, while the judge is imported (Early).
+    first, early = waiting_requests(sys.stdin.fileno()), None
+    if b"\n" in first:
+        runtime_dir = launcher.make_runtime_dir()
+        early = Early.spawn(first[: first.index(b"\n")], runtime_dir)
+        from trainbridge.bridge.hub import Hub
+
+        Hub.get(runtime_dir, expect=early.job_id if early is not None else None)
+    server.early = early
+    out.line(
+        {
+            "event": "ready",
+            "pid": os.getpid(),
+            "version": VERSION,
+            "python": sys.executable,
+            "early": early.job_id if early is not None else None,
+        }
+    )
 
     def read_requests() -> None:
         try:
-            for raw in read_lines(sys.stdin.fileno()):
+            for raw in read_lines(sys.stdin.fileno(), first):
                 if raw.strip():
                     server.handle_line(raw)
         except (OSError, ValueError) as exc:

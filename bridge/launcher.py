@@ -63,6 +63,30 @@ def add_zero_code_hook(env: dict[str, str]) -> None:
 STDIN_MODES = {"devnull": subprocess.DEVNULL, "pipe": subprocess.PIPE, "inherit": None}
 
 
+def job_env(
+    base: Optional[Mapping[str, str]],
+    variables: Mapping[str, str],
+    server_key: Optional[str],
+    python_env: bool = True,
+    zero_code: bool = True,
+) -> dict[str, str]:
+    """A job's whole environment: the caller's `base` with the job's TRAINBRIDGE_*
+    `variables` (bridge/jobenv.py), the hub's CurveZMQ key on tcp, the Python settings, and
+    the zero-code hook. The one recipe of a Job and of a process spawned before its Job
+    (bridge/jobserve.py's first launch)."""
+    variables = dict(variables)
+    if server_key:  # the tcp fallback: the worker must authenticate (hub.py)
+        variables["TRAINBRIDGE_SERVER_KEY"] = server_key
+    env = child_env(base, variables, python_env=python_env)
+    if not server_key:  # an outer job's key must not reach this one's worker
+        env.pop("TRAINBRIDGE_SERVER_KEY", None)
+    # An outer job's setting, inherited through `base`, must not decide for this one.
+    env.pop("TRAINBRIDGE_DETACHED", None)
+    if zero_code:
+        add_zero_code_hook(env)
+    return env
+
+
 def spawn(
     cmd: Sequence[str], cwd: Optional[str], env: Mapping[str, str], stdin: str = "devnull"
 ) -> subprocess.Popen:

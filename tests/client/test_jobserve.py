@@ -195,9 +195,13 @@ def short(line):
 def serve():
     started = []
 
-    def make():
+    def make(first=None):
+        """first(js): requests written as jobserve starts, before its ready line (a Node
+        client writes its first launch so)."""
         js = JobServe()
         started.append(js)
+        if first is not None:
+            first(js)
         ready = js.wait(lambda x: x.get("event") == "ready", what="the ready line")
         assert js.lines[0] is ready
         return js
@@ -272,7 +276,13 @@ SLEEPER = """
 def test_the_ready_line_and_a_job_numbered_from_1_to_its_end(serve, script):
     js = serve()
     ready = js.lines[0]
-    assert ready == {"event": "ready", "pid": js.pid, "version": 1, "python": sys.executable}
+    assert ready == {
+        "event": "ready",
+        "pid": js.pid,
+        "version": 1,
+        "python": sys.executable,
+        "early": None,
+    }
     js.launch("job-a", script(TRAIN))
     end = js.end("job-a")
     events = numbered(js.of("job-a"))
@@ -641,13 +651,85 @@ def test_a_sigkilled_jobserve_leaves_no_training_process(serve, script):
 def test_jobserve_imports_only_what_the_supervisor_needs():
     code = (
         "import sys, trainbridge.bridge.jobserve; "
-        "print(sorted(m for m in ('psutil', 'rich', 'pynvml', 'sqlite3') if m in sys.modules))"
+        "print(sorted(m for m in ('psutil', 'rich', 'pynvml', 'sqlite3', 'zmq', "
+        "'trainbridge.bridge.job') if m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=served_env(), capture_output=True, timeout=60
     )
     assert done.returncode == 0, done.stderr.decode("ascii", "replace")
     assert done.stdout.strip() == b"[]"
+
+
+ENV_OF = """
+    import json, os
+    from trainbridge import worker
+    with worker.stage("train"):
+        worker.progress(1, 1)
+    names = sorted(k for k in os.environ if k.startswith("TRAINBRIDGE_"))
+    shared = {k: os.environ.get(k) for k in ("TRAINBRIDGE_ENDPOINT", "TRAINBRIDGE_CLIENT_PID",
+        "TRAINBRIDGE_HEARTBEAT_S", "TRAINBRIDGE_STALL_S", "PYTHONPATH", "PYTHONUNBUFFERED")}
+    print(json.dumps([names, shared]))
+"""
+
+
+def test_a_launch_waiting_at_start_runs_before_the_judge_loads_and_is_judged_the_same(
+    serve, script
+):
+    """A cold Node launch() waited for jobserve's imports (zmq, the judge) before its child
+    even started. A launch that is waiting when jobserve starts is spawned first (Early), with
+    the environment the Job gives every job; the hub holds what its worker says until the Job
+    attaches it. The same command launched the usual way gets the same environment and
+    the same judgement."""
+    path = script(ENV_OF)
+    js = serve(first=lambda js: js.launch("early", path, config={"stall_timeout": 60}))
+    assert js.lines[0]["early"] == "early" + js.suffix
+    js.launch("usual", path, config={"stall_timeout": 60})
+    ends = {job: js.end(job)["report"] for job in ("early", "usual")}
+    outputs = {}
+    for job in ("early", "usual"):
+        events = numbered(js.of(job))
+        assert events[0]["event"] == "spawn"
+        outputs[job] = json.loads(next(x["text"] for x in events if x["event"] == "output"))
+        assert any(x["event"] == "message" and x["kind"] == "hello" for x in events), job
+    assert outputs["early"] == outputs["usual"]
+    names, shared = outputs["early"]
+    assert "TRAINBRIDGE_CRASH_FILE" in names and "TRAINBRIDGE_KEY" in names
+    assert shared["TRAINBRIDGE_CLIENT_PID"] == str(js.pid)
+    assert shared["TRAINBRIDGE_STALL_S"] == "30.0"  # the stall deadline's half, as launch()'s
+    for field in ("outcome", "exit_code", "stage", "progress", "diagnosis"):
+        assert ends["early"][field] == ends["usual"][field], field
+    stages = {job: [(s["name"], s["status"]) for s in ends[job]["stages"]] for job in ends}
+    assert stages["early"] == stages["usual"] == [("train", "ok")]
+    assert ends["early"]["outcome"] == "succeeded"
+    assert js.finish() == 0
+
+
+def test_a_waiting_launch_that_cannot_start_fails_as_any_launch(serve, script, tmp_path):
+    """Early spawns only what would simply start: a missing program, a log file that cannot
+    be written or a bad field goes the usual way and is said the usual way."""
+    missing = "/nonexistent/trainbridge-no-such-program"
+    unwritable = str(tmp_path / "no-such-dir" / "train.log")
+
+    def first(js):
+        js.send(
+            {"op": "launch", "job": "missing", "key": secrets.token_hex(32), "command": [missing]}
+        )
+
+    js = serve(first=first)
+    assert js.lines[0]["early"] is None
+    failed = js.event("missing", "launch_failed")
+    assert failed["error"] == "LaunchError" and "No such file" in failed["message"]
+    assert js.finish() == 0
+    js = serve(first=lambda js: js.launch("log", script(TRAIN), log_path=unwritable))
+    assert js.lines[0]["early"] is None
+    failed = js.event("log", "launch_failed")
+    assert "cannot write the log file" in failed["message"], failed
+    assert js.finish() == 0
+    js = serve(first=lambda js: js.launch("badconfig", script(TRAIN), config={"stall": 1}))
+    assert js.lines[0]["early"] is None
+    assert "unknown setting 'stall'" in js.event("badconfig", "launch_failed")["message"]
+    assert js.finish() == 0
 
 
 def test_a_numbered_line_is_the_feeds_line_with_the_job():
