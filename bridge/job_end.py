@@ -100,8 +100,10 @@ class JobEnd:
         self._end_log()
         self._close_log()
         self._close_stdin()
-        shutil.rmtree(self.dir, ignore_errors=True)  # the crash file is in the report now
         self._publish({"event": "end", "outcome": self.m["outcome"], "report": self.report})
+        # After the end is out: removing the job's files took 1.4 ms at the median and up to
+        # 14 ms on a loaded machine, on the path from a death to its report.
+        shutil.rmtree(self.dir, ignore_errors=True)  # the crash file is in the report now
         self._done.set()
 
     def _final_facts(self) -> dict[str, Any]:
