@@ -834,9 +834,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     if b"\n" in first:
         runtime_dir = launcher.make_runtime_dir()
         early = Early.spawn(first[: first.index(b"\n")], runtime_dir)
-        from trainbridge.bridge.hub import Hub
+        try:
+            from trainbridge.bridge.hub import Hub
 
-        Hub.get(runtime_dir, expect=early.job_id if early is not None else None)
+            Hub.get(runtime_dir, expect=early.job_id if early is not None else None)
+        except BaseException:
+            if early is not None:  # no judge for it after all: it must not run on unwatched
+                early.discard()
+                say(f"cannot load the supervisor: job {early.job_id}, started early, is stopped")
+            raise
     server.early = early
     out.line(
         {

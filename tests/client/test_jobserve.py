@@ -732,6 +732,44 @@ def test_a_waiting_launch_that_cannot_start_fails_as_any_launch(serve, script, t
     assert js.finish() == 0
 
 
+def test_a_jobserve_that_cannot_load_its_judge_leaves_no_early_job_running(tmp_path, script):
+    """The first job is spawned before zmq is imported: if that import then fails, the job
+    must not run on unwatched. A zmq that is found but does not import stands in for a
+    broken install."""
+    fake = tmp_path / "zmq"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('this zmq is broken')\n")
+    env = served_env()
+    env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{ROOT}"
+    sleeper = script("import time\ntime.sleep(60)")
+    request = {
+        "op": "launch",
+        "job": f"broken-{secrets.token_hex(4)}",
+        "key": secrets.token_hex(32),
+        "command": [sys.executable, sleeper],
+        "zero_code": False,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "trainbridge.bridge.jobserve"],
+        cwd=ROOT,
+        env=env,
+        input=json.dumps(request).encode() + b"\n",
+        capture_output=True,
+        timeout=WAIT_S,
+    )
+    assert done.returncode != 0
+    assert b"this zmq is broken" in done.stderr
+    assert f"job {request['job']}, started early, is stopped".encode() in done.stderr
+    assert b'"ready"' not in done.stdout
+    # It was started (early), and it is gone: no process has the job's id in its environment.
+    from trainbridge.bridge import launcher
+
+    deadline = time.monotonic() + GONE_S
+    while launcher.job_marked_pids(request["job"]) and time.monotonic() < deadline:
+        time.sleep(0.02)  # polling /proc with a deadline
+    assert not launcher.job_marked_pids(request["job"])
+
+
 def test_a_numbered_line_is_the_feeds_line_with_the_job():
     """jobserve builds its lines in one step (an output flood's cost): exactly the line
     feed.encode writes for the event with "job" added, NaN and non-ASCII text included."""
