@@ -1,7 +1,8 @@
 """Node launch() start-up (issue 30): the call to the child's first output line, supervised by
 the Python job server, against child_process.spawn of the same child (no supervision), and the
 Python client's launch() to its first output event. A cold launch starts the job server too
-(the first launch of a Node process); a warm one finds it running. Rounds interleave."""
+(the first launch of a Node process); a warm one finds it running; a prepared one is the first
+launch of a Node process that called prepare() at its start (not timed). Rounds interleave."""
 
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ def run(rounds: int = 15) -> list:
         {
             "spawn": lambda: _node("spawn", 1)[0],
             "cold": lambda: _node("cold", 1)[0],
+            "prepared": lambda: _node("prepared", 1)[0],
             "python": _python_launch,
         },
         rounds,
@@ -65,6 +67,7 @@ def run(rounds: int = 15) -> list:
     rows = []
     for name, values, what in (
         ("cold", samples["cold"], "launch(), cold (its job server starts)"),
+        ("prepared", samples["prepared"], "launch() after prepare() (a GUI's start-up)"),
         ("warm", warm, "launch(), warm (job server running)"),
         ("python", samples["python"], "Python bridge.launch()"),
     ):

@@ -5,10 +5,12 @@
 //   warm   launch() in a Node process whose job server already runs (the second launch on)
 //   cold   launch() in a fresh Node process: the job server starts with it (one sample per
 //          process; bench_node_launch.py starts ROUNDS of them)
+//   prepared  the first launch() of a fresh Node process that awaited prepare() first (a GUI's
+//          start-up; not timed)
 // The child prints at once and exits, as a script's first print(); PYTHONUNBUFFERED is removed.
 const path = require('path');
 const { spawn } = require('child_process');
-const { launch } = require(path.join(__dirname, '..', 'node-client'));
+const { launch, prepare } = require(path.join(__dirname, '..', 'node-client'));
 
 const [mode, python, rounds] = process.argv.slice(2);
 const CODE = 'print("first", flush=True)';
@@ -43,6 +45,10 @@ async function supervised() {
     await supervised(); // the job server starts here
     for (let i = 0; i < Number(rounds); i += 1) out.push(await supervised());
   } else if (mode === 'cold') out.push(await supervised());
+  else if (mode === 'prepared') {
+    await prepare({ python });
+    out.push(await supervised());
+  }
   else throw new Error(`unknown mode ${mode}`);
   process.stdout.write(`${JSON.stringify(out)}\n`);
 })().catch((err) => { console.error(err); process.exit(1); });

@@ -13,8 +13,9 @@ stdin: requests, one JSON object per line (UTF-8). stdout: one ASCII JSON object
 
     {"event": "ready", "pid": P, "version": 1, "python": sys.executable, "early": ID}
                                                                           the first line
-(`early`: the job of a launch request that was waiting when jobserve started, and whose
-command it started then, before loading the judge (Early); else null.)
+(It comes once the judge is loaded. `early`: the job of a launch request that was waiting
+when jobserve started, and whose command it started then, before loading the judge (Early);
+else null.)
 
 Every event a job publishes (its on_event: state, spawn, output, message, status, hang,
 signal, ..., end with the report) is one line, numbered per job from 1 as a keeper's events
@@ -831,18 +832,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     # The client writes its first launch as it starts us: when it is there already, its
     # command starts now, while the judge is imported (Early).
     first, early = waiting_requests(sys.stdin.fileno()), None
+    runtime_dir = launcher.make_runtime_dir()
     if b"\n" in first:
-        runtime_dir = launcher.make_runtime_dir()
         early = Early.spawn(first[: first.index(b"\n")], runtime_dir)
-        try:
-            from trainbridge.bridge.hub import Hub
+    try:  # the judge, loaded before "ready": a prepared server launches at once
+        from trainbridge.bridge.hub import Hub
+        from trainbridge.bridge.job import Job  # noqa: F401 - its import is the cost
 
-            Hub.get(runtime_dir, expect=early.job_id if early is not None else None)
-        except BaseException:
-            if early is not None:  # no judge for it after all: it must not run on unwatched
-                early.discard()
-                say(f"cannot load the supervisor: job {early.job_id}, started early, is stopped")
-            raise
+        Hub.get(runtime_dir, expect=early.job_id if early is not None else None)
+    except BaseException:
+        if early is not None:  # no judge for it after all: it must not run on unwatched
+            early.discard()
+            say(f"cannot load the supervisor: job {early.job_id}, started early, is stopped")
+        raise
     server.early = early
     out.line(
         {

@@ -447,6 +447,12 @@ export class Job extends FeedJob {
 
 /** Start `command args` under supervision; returns the Job at once. */
 export function launch(options: LaunchOptions): Job;
+/**
+ * Start the supervisor for `python` now (the job server that launch() starts with the first
+ * job), so that the first launch finds it running: call it at a GUI's start-up. Resolves once
+ * it serves; rejects with a LaunchError when it cannot run (a Python without pyzmq and msgpack).
+ */
+export function prepare(options?: { python?: string; pythonPath?: string }): Promise<{ pid: number; python: string }>;
 
 /** A row of the job store (docs/STORE.md "The jobs table"). */
 export interface StoredJob {

@@ -22,6 +22,7 @@ const { resolvePython } = require('./launcher.js');
 const { DEFAULTS } = require('./settings.js');
 const { openStore, defaultStorePath, AttachedJob, StoreWatch } = require('./store.js');
 const { FeedJob } = require('./feed_job.js');
+const { JobServer } = require('./job_server.js');
 const { doctor, DoctorError } = require('./doctor.js');
 
 /**
@@ -36,11 +37,29 @@ function launch(options) {
   return new Job(options);
 }
 
+/**
+ * Start the supervisor (the job server) for `python` now, so that the first launch() finds it
+ * running: a GUI calls it at start-up, before a user clicks "Train". options: python (or
+ * pythonPath), as launch()'s (default resolvePython()). Resolves to {pid, python} once it
+ * serves; rejects with a LaunchError saying what to install where when it cannot run. It keeps
+ * this process alive only while a job runs.
+ */
+function prepare(options = {}) {
+  for (const name of ['python', 'pythonPath']) {
+    const value = options && options[name];
+    if (value !== undefined && value !== null && typeof value !== 'string') {
+      return Promise.reject(new LaunchError(`${name} must be a path (a string) or null, got ${typeof value}`));
+    }
+  }
+  const python = resolvePython({ python: (options && (options.python || options.pythonPath)) || undefined });
+  return JobServer.for(python).whenReady();
+}
+
 /** A report in words: its summary, as the supervisor wrote it. */
 const summary = (report) => String((report && report.summary) || '');
 
 module.exports = {
-  launch, openStore, defaultStorePath, Job, ProtocolError, PythonError, StoreError, LaunchError, JobFailedError, toJSON,
+  launch, prepare, openStore, defaultStorePath, Job, ProtocolError, PythonError, StoreError, LaunchError, JobFailedError, toJSON,
   summary, resolvePython, doctor, DoctorError, FeedJob, AttachedJob, StoreWatch,
   DEFAULT_TIMEOUTS: DEFAULTS,
 };

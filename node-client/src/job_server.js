@@ -18,6 +18,7 @@
 const { spawn } = require('node:child_process');
 const { helperEnv, helperFailure, readLines } = require('./launcher.js');
 const jsonform = require('./jsonform.js');
+const { LaunchError } = require('./job_arguments.js');
 
 const STDERR_KEPT = 16 * 1024; // of the server's stderr, for the report when it dies
 const servers = new Map(); // Python interpreter -> its JobServer (this process's own)
@@ -32,6 +33,7 @@ class JobServer {
     this._gone = null; // why the server is gone (a sentence), once it is
     this._spawnError = null; // the Python could not be started at all (not found, not executable)
     this._nextRequest = 1;
+    this._readyWaiters = []; // prepare()'s: [resolve, reject]
     this._proc = spawn(python, ['-m', 'trainbridge.bridge.jobserve'], {
       env: helperEnv(), stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -54,6 +56,15 @@ class JobServer {
       servers.set(python, server);
     }
     return server;
+  }
+
+  /** Resolves to {pid, python} once the server serves; rejects with why it cannot start. */
+  whenReady() {
+    if (this.ready) return Promise.resolve({ pid: this.pid, python: this.python });
+    if (this._gone) return Promise.reject(new LaunchError(this.ready ? this._gone : this._startFailure(this._gone)));
+    this._busy(); // an awaited prepare() keeps this process alive until it is answered
+    return new Promise((resolve, reject) => this._readyWaiters.push([resolve, reject]))
+      .finally(() => { if (!this._jobs.size && !this._gone) this._idle(); });
   }
 
   /** A request number, unique in this server: replies carry it back. */
@@ -94,6 +105,7 @@ class JobServer {
     if (event.event === 'ready') {
       this.pid = event.pid;
       this.ready = true;
+      for (const [resolve] of this._readyWaiters.splice(0)) resolve({ pid: this.pid, python: this.python });
       return;
     }
     if (event.event === 'request_error') { // a bug here: keep it for whoever asks why
@@ -111,12 +123,18 @@ class JobServer {
     if (rest.trim()) this._route(rest); // its last words, without their newline
     if (servers.get(this.python) === this) servers.delete(this.python);
     // Before its first line it could not start (a Python without pyzmq): the jobs never started.
-    const failed = this.ready ? null : this._spawnError
-      || `cannot run the trainbridge supervisor with ${this.python}: ${this._stderr ? helperFailure(this._stderr) : why}`;
+    const failed = this.ready ? null : this._startFailure(why);
+    for (const [, reject] of this._readyWaiters.splice(0)) reject(new LaunchError(failed || this._gone));
     for (const job of [...this._jobs.values()]) {
       if (failed) job._launchFailed({ message: failed }); else job._lost(this._gone);
     }
     this._jobs.clear();
+  }
+
+  /** Why a server that never said it serves could not start (a sentence). */
+  _startFailure(why) {
+    return this._spawnError
+      || `cannot run the trainbridge supervisor with ${this.python}: ${this._stderr ? helperFailure(this._stderr) : why}`;
   }
 
   /** While a job runs, the server's pipes keep this process alive. */

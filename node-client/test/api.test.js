@@ -183,3 +183,34 @@ test('remoteEnv() refuses, in words, an address this host does not have (as the 
     await job.done.catch(() => undefined);
   }
 });
+
+test('prepare(): the supervisor starts before the first launch, which then finds it; it keeps nobody alive; a Python that cannot run it is refused', async () => {
+  // A GUI calls prepare() at start-up so that its first launch() is not a cold one.
+  const script = `
+    const fs = require('node:fs');
+    const { prepare, launch } = require(${JSON.stringify(path.join(__dirname, '..', 'src', 'index.js'))});
+    const servers = () => fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p)).filter((p) => {
+      try {
+        const stat = fs.readFileSync('/proc/' + p + '/stat', 'latin1');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid
+          && fs.readFileSync('/proc/' + p + '/cmdline', 'latin1').includes('trainbridge.bridge.jobserve');
+      } catch { return false; }
+    }).map(Number);
+    (async () => {
+      const ready = await prepare({ python: process.argv[1] });
+      const before = servers();
+      const job = launch({ python: process.argv[1], args: ['-c', 'print("hi")'] });
+      const report = await job.done;
+      console.log(JSON.stringify({ ready, before, after: servers(), outcome: report.outcome }));
+    })();`;
+  const out = spawnSync(process.execPath, ['-e', script, PYTHON], { env: userEnv(), encoding: 'utf8', timeout: 60000 });
+  assert.equal(out.status, 0, `it exits by itself once its job is done: ${out.stderr}`);
+  const got = JSON.parse(out.stdout.trim().split('\n').at(-1));
+  assert.equal(got.outcome, 'succeeded');
+  assert.equal(got.ready.python, PYTHON);
+  assert.deepEqual(got.before, [got.ready.pid], 'prepare() started the one server');
+  assert.deepEqual(got.after, [got.ready.pid], 'the launch used it: no second server');
+  await assert.rejects(index.prepare({ python: '/nonexistent/bin/python' }),
+    (err) => err instanceof LaunchError && /\/nonexistent\/bin\/python/.test(err.message));
+  await assert.rejects(index.prepare({ python: 3 }), (err) => err instanceof LaunchError && /python must be a path/.test(err.message));
+});

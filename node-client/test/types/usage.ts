@@ -1,11 +1,13 @@
 // A GUI author's use of the package, type-checked by test/types.test.js (tsc --noEmit).
 // Lines marked @ts-expect-error must NOT compile: if one does, tsc fails the test.
 import {
-  launch, doctor, DoctorError, JobFailedError, LaunchError, PythonError, resolvePython, openStore,
+  launch, prepare, doctor, DoctorError, JobFailedError, LaunchError, PythonError, resolvePython, openStore,
   type Report, type Timeouts, type FeedEvent, type DoctorReport, type FeedJob, type JobState, type Outcome,
 } from 'trainbridge';
 
 async function main(): Promise<void> {
+  const served: { pid: number; python: string } = await prepare({ python: '/venv/bin/python' });
+  void served;
   const controller = new AbortController();
   const timeouts: Timeouts = { stallTimeout: 600, startup_timeout: 120, killGrace: 5 };
   const job = launch({
