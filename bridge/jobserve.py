@@ -20,6 +20,9 @@ else null.)
 Every event a job publishes (its on_event: state, spawn, output, message, status, hang,
 signal, ..., end with the report) is one line, numbered per job from 1 as a keeper's events
 file numbers them (bridge/feed.py encode, `seq` first): {"seq": N, "job": ID, "event": ...}.
+A client that stops reading (its event loop blocked) does not make jobserve hold every line:
+past OUT_BACKLOG_MAX waiting lines a job's `output` events are counted instead, and a numbered
+{"event": "dropped", "count": N, "kinds": {"output": N}} comes before that job's next event.
 Lines of jobserve's own have no `seq`:
   {"job": ID, "event": "launch_failed", "error": CLASS, "message": TEXT}  (nothing else then)
   {"job": ID, "event": "reply", "request": R, "op": OP, "ok": bool, ...}  (send, ping,
@@ -84,6 +87,11 @@ URGENT_EVENTS = (
     "raw_end",
     "end",
 )
+# Events waiting for a client that stopped reading (its event loop blocked): beyond this many,
+# a job's output lines are not queued as events but counted, and a numbered "dropped" event
+# says how many once the queue has room (the log file and the report's tail have them all).
+# About 20 MiB of events; everything else (state, status, messages, the end) always goes.
+OUT_BACKLOG_MAX = 20_000
 CLOSE_WAIT_S = 10.0  # at the end: how long the last lines may take to go (a client that
 # stopped reading must not keep jobserve, and nothing else, alive)
 READ_SIZE = 64 * 1024  # requests are read this much at a time
@@ -140,6 +148,11 @@ class Out(threading.Thread):
                     self.cond.notify()
             elif len(self.pending) == 1:
                 self.cond.notify()  # the first since a write: its FLUSH_EVERY_S begins
+
+    def crowded(self) -> bool:
+        """Whether OUT_BACKLOG_MAX lines wait already (the client is not reading)."""
+        with self.cond:
+            return len(self.pending) >= OUT_BACKLOG_MAX
 
     def line(self, obj: dict[str, Any]) -> None:
         """One unnumbered line of jobserve's own."""
@@ -282,6 +295,7 @@ class Served:
     def __init__(self, job_id: str):
         self.id = job_id
         self.seq = 0
+        self.dropped = 0  # output lines not queued while the client did not read (Out.crowded)
         self.job: Optional[Job] = None
         self.lock = threading.Lock()  # ended and stdin: the I/O thread's end, the requests
         self.ended = False
@@ -424,8 +438,16 @@ class Server:
         out = self.out
 
         def on_event(event: dict[str, Any]) -> None:  # the hub's I/O thread
-            served.seq += 1
+            if event.get("event") == "output" and out.crowded():
+                served.dropped += 1  # said, numbered, with the next event that goes
+                return
             try:  # a listener that raises is removed by the Job: the feed would stop
+                if served.dropped:
+                    n, served.dropped = served.dropped, 0
+                    served.seq += 1
+                    notice = {"event": "dropped", "count": n, "kinds": {"output": n}}
+                    out.event(job_id, served.seq, {**notice, "t": event.get("t")})
+                served.seq += 1
                 out.event(job_id, served.seq, event)
                 if event.get("event") == "end":
                     with self.jobs_lock:

@@ -376,6 +376,10 @@ export class FeedJob extends EventEmitter implements AsyncIterable<FeedEvent> {
   /** The supervisor's sample of the job's tree (CPU, RSS, GPU), about once a second: a scheduled
    *  job's keeper takes them always, a launched job's supervisor with sampleResources. */
   on(event: 'resources', listener: (sample: ResourceSample, t: number | null) => void): this;
+  /** This process stopped reading its job server (its event loop blocked) while the job printed
+   *  a flood: `count` output lines were counted instead of sent as 'log' events (logPath and the
+   *  report's log_tail have them). events() yields the same for a consumer that fell behind. */
+  on(event: 'dropped', listener: (info: { count: number; kinds: Record<string, number> }, t: number | null) => void): this;
   /** At the startup deadline with no hello: its tree has no Python yet, or works (CPU, I/O, output); another for_s seconds. */
   on(event: 'starting', listener: (info: { why: string; for_s: number }, t: number | null) => void): this;
   /** At the heartbeat deadline: the lead's threads waited for a CPU (a busy machine); another for_s seconds. */

@@ -7,7 +7,7 @@
  *
  * Emits spawn, no_worker, cancel, state, hello, stage, progress, status, log, heartbeat, stalled,
  * hang, signal, log_error, starting, starved, computing, health, artifact, message, lead,
- * resources, attempt, error (only while listened to), end (the report). Each listener gets the
+ * resources, dropped, attempt, error (only while listened to), end (the report). Each listener gets the
  * event's time as a second argument, `t`: the supervisor's wall clock in seconds (Python's "t"),
  * so a replay keeps the job's own timeline. `status()` is the judge's last 'status', `done`
  * resolves to the report; events() yields {type, data, t, seq} until 'end'.
@@ -173,6 +173,9 @@ class FeedJob extends EventEmitter {
         break;
       case 'no_worker':
         emit('no_worker', { reason: event.reason });
+        break;
+      case 'dropped': // the job server's: this process did not read, and output lines were counted instead
+        emit('dropped', { count: event.count, kinds: event.kinds || {} });
         break;
       case 'cancel':
         emit('cancel', { reason: event.reason, accepted: event.accepted, refused: event.refused });

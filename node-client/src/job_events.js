@@ -5,7 +5,7 @@
  * data: {count, kinds}} event saying what it missed, as bridge/job_events.py's EventQueue does.
  */
 
-const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'lead', 'stage', 'progress', 'status', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'error', 'end', 'message', 'health', 'starting', 'starved', 'computing', 'artifact', 'resources'];
+const EVENT_NAMES = ['spawn', 'no_worker', 'cancel', 'hello', 'lead', 'stage', 'progress', 'status', 'log', 'heartbeat', 'stalled', 'state', 'hang', 'signal', 'log_error', 'error', 'end', 'message', 'health', 'starting', 'starved', 'computing', 'artifact', 'resources', 'dropped'];
 const EVENT_QUEUE = 10000; // events kept for a slow events() consumer; the oldest go first
 
 /** Events in order for one consumer; at most `maxlen` held, the oldest go first. */

@@ -100,3 +100,44 @@ test('a Node process whose event loop is blocked loses nothing: the supervisor r
   assert.equal(seen.length, 100000, `${seen.length} of 100000 arrived`);
   assert.ok(seen.every((text, i) => text === String(i)), 'in order, none missing');
 });
+
+test('a blocked event loop and a flood of printed lines: the supervisor counts what it cannot hold, and says so', async () => {
+  // Printed lines (not worker.log records) are not paced by the worker: with this loop blocked,
+  // the job server held every line for it, without a bound. Past its bound (OUT_BACKLOG_MAX,
+  // bridge/jobserve.py) the lines are counted: 'dropped' events say how many, and each line is
+  // either a 'log' event or counted; logPath and the report's tail have them all.
+  const lines = 60000;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const job = launch({
+    command: PYTHON,
+    args: ['-c', `import sys\nfor i in range(${lines}): sys.stdout.write(f"line {i}\\n")\n`],
+    env: userEnv(),
+    cwd: REPO,
+    zeroCode: false,
+  });
+  const texts = [];
+  const dropped = [];
+  let blocked = false;
+  job.on('dropped', (d) => dropped.push(d));
+  job.on('log', (rec) => {
+    if (rec.stream !== 'stdout') return;
+    texts.push(rec.text);
+    if (blocked) return;
+    blocked = true;
+    const deadline = Date.now() + 60000;
+    const gone = () => {
+      try { return require('node:fs').readFileSync(`/proc/${job.pid}/stat`, 'latin1').split(') ')[1][0] === 'Z'; } catch { return true; }
+    };
+    while (!gone()) { // this process's loop is blocked until the child has printed everything
+      assert.ok(Date.now() < deadline, 'the child did not end');
+      Atomics.wait(pause, 0, 0, 50);
+    }
+  });
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.ok(dropped.length > 0, 'a flood past the bound is said');
+  assert.ok(dropped.every((d) => d.kinds.output === d.count && d.count > 0), JSON.stringify(dropped));
+  assert.equal(texts.length + dropped.reduce((n, d) => n + d.count, 0), lines, 'every line is delivered or counted');
+  assert.ok(texts.every((t, i) => i === 0 || Number(t.split(' ')[1]) > Number(texts[i - 1].split(' ')[1])), 'in order');
+  assert.equal(report.log_tail.at(-1), `line ${lines - 1}`);
+});

@@ -770,6 +770,62 @@ def test_a_jobserve_that_cannot_load_its_judge_leaves_no_early_job_running(tmp_p
     assert not launcher.job_marked_pids(request["job"])
 
 
+def test_a_client_that_stops_reading_gets_a_count_not_an_unbounded_queue(tmp_path, script):
+    """A Node client whose event loop is blocked reads nothing while its job prints a flood:
+    jobserve queued every line for it, without a bound. Past OUT_BACKLOG_MAX waiting lines the
+    output events are counted, and a numbered "dropped" event says how many before the job's
+    next event; every line is either delivered or counted, and the rest of the feed comes."""
+    from trainbridge.bridge import jobserve
+
+    lines = 3 * jobserve.OUT_BACKLOG_MAX
+    done = tmp_path / "done"
+    flood = script(
+        f"import pathlib, sys\nfor i in range({lines}):\n    sys.stdout.write(f'line {{i}}\\n')\n"
+        f"sys.stdout.flush()\npathlib.Path({str(done)!r}).touch()"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainbridge.bridge.jobserve"],
+        cwd=ROOT,
+        env=served_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    job = f"flood-{secrets.token_hex(4)}"
+    request = {"op": "launch", "job": job, "key": secrets.token_hex(32)}
+    request.update(command=[sys.executable, flood], zero_code=False)
+    proc.stdin.write(json.dumps(request).encode() + b"\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + 120  # the flood is printed and read while nobody reads us
+    while not done.exists():
+        assert time.monotonic() < deadline, "the flood was not printed within 120 s"
+        time.sleep(0.05)  # polling a file with a deadline: the child says nothing else
+    events: list = []  # now read, up to the job's end; then EOF ends jobserve
+
+    def read():
+        for raw in iter(proc.stdout.readline, b""):
+            events.append(json.loads(raw))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + WAIT_S
+    while not any(x.get("event") == "end" for x in events[-3:]):
+        assert time.monotonic() < deadline, f"no end within {WAIT_S} s"
+        time.sleep(0.02)  # polling the reader's list with a deadline
+    proc.stdin.close()
+    assert proc.wait(WAIT_S) == 0, proc.stderr.read()[-2000:]
+    reader.join(WAIT_S)
+    mine = numbered([x for x in events if x.get("job") == job])
+    texts = [x["text"] for x in mine if x["event"] == "output"]
+    dropped = [x for x in mine if x["event"] == "dropped"]
+    assert dropped, "a flood past the bound is counted and said"
+    assert all(x["kinds"] == {"output": x["count"]} for x in dropped)
+    assert len(texts) + sum(x["count"] for x in dropped) == lines
+    assert texts == sorted(texts, key=lambda t: int(t.split()[1])), "in order, with gaps"
+    assert mine[-1]["event"] == "end" and mine[-1]["report"]["outcome"] == "succeeded"
+    assert mine[-1]["report"]["log_tail"][-1] == f"line {lines - 1}"
+
+
 def test_a_numbered_line_is_the_feeds_line_with_the_job():
     """jobserve builds its lines in one step (an output flood's cost): exactly the line
     feed.encode writes for the event with "job" added, NaN and non-ASCII text included."""
