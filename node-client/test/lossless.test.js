@@ -5,8 +5,25 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const { launch } = require('../src/index.js');
 const { PYTHON, REPO, userEnv } = require('../test-support/e2e.js');
+
+/**
+ * Block this process's event loop (the scenario, not a synchronisation) until the process
+ * `pid` has ended (a zombie or gone), at most 60 s.
+ */
+function blockUntilEnded(pid) {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + 60000;
+  const ended = () => {
+    try { return fs.readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1][0] === 'Z'; } catch { return true; }
+  };
+  while (!ended()) {
+    assert.ok(Date.now() < deadline, 'the child did not end');
+    Atomics.wait(pause, 0, 0, 50);
+  }
+}
 
 function run(code, env = {}) {
   const job = launch({ command: PYTHON, args: ['-c', code], env: userEnv(env), cwd: REPO, zeroCode: false });
@@ -43,7 +60,6 @@ test('drops past the bound are counted in the report and its summary', async () 
 test('a slow client that still reads gets every record at exit (its last words wait for it)', async () => {
   // As tests/client/test_lossless.py: the script ends long before this client has read its
   // logs (about 8 s); the worker's last words wait while the client reads, not a fixed 5 s.
-  const pause = new Int32Array(new SharedArrayBuffer(4));
   const job = launch({
     command: PYTHON,
     args: ['-c', 'from trainbridge import worker\nfor i in range(100000): worker.log(str(i))\n'],
@@ -52,6 +68,7 @@ test('a slow client that still reads gets every record at exit (its last words w
     zeroCode: false,
   });
   const seen = [];
+  const pause = new Int32Array(new SharedArrayBuffer(4));
   job.on('log', (rec) => {
     if (rec.stream !== 'worker') return;
     seen.push(rec.text);
@@ -68,7 +85,6 @@ test('a Node process whose event loop is blocked loses nothing: the supervisor r
   // The Python supervisor (bridge/jobserve.py) reads the worker and keeps the feed while this
   // process takes nothing; once the loop is free every record arrives, in order. (The worker's
   // own give-up at exit, when its client takes nothing, is tests/client/test_lossless.py's.)
-  const pause = new Int32Array(new SharedArrayBuffer(4));
   const job = launch({
     command: PYTHON,
     args: ['-c', 'from trainbridge import worker\nfor i in range(100000): worker.log(str(i))\n'],
@@ -84,14 +100,7 @@ test('a Node process whose event loop is blocked loses nothing: the supervisor r
     seen.push(rec.text);
     if (blocked) return;
     blocked = true;
-    const deadline = Date.now() + 60000;
-    const gone = () => {
-      try { return require('node:fs').readFileSync(`/proc/${job.pid}/stat`, 'latin1').split(') ')[1][0] === 'Z'; } catch { return true; }
-    };
-    while (!gone()) {
-      assert.ok(Date.now() < deadline, 'the child did not end');
-      Atomics.wait(pause, 0, 0, 50);
-    }
+    blockUntilEnded(job.pid);
   });
   const report = await job.done;
   assert.equal(report.outcome, 'succeeded');
@@ -107,7 +116,6 @@ test('a blocked event loop and a flood of printed lines: the supervisor counts w
   // bridge/jobserve.py) the lines are counted: 'dropped' events say how many, and each line is
   // either a 'log' event or counted; logPath and the report's tail have them all.
   const lines = 60000;
-  const pause = new Int32Array(new SharedArrayBuffer(4));
   const job = launch({
     command: PYTHON,
     args: ['-c', `import sys\nfor i in range(${lines}): sys.stdout.write(f"line {i}\\n")\n`],
@@ -124,14 +132,7 @@ test('a blocked event loop and a flood of printed lines: the supervisor counts w
     texts.push(rec.text);
     if (blocked) return;
     blocked = true;
-    const deadline = Date.now() + 60000;
-    const gone = () => {
-      try { return require('node:fs').readFileSync(`/proc/${job.pid}/stat`, 'latin1').split(') ')[1][0] === 'Z'; } catch { return true; }
-    };
-    while (!gone()) { // this process's loop is blocked until the child has printed everything
-      assert.ok(Date.now() < deadline, 'the child did not end');
-      Atomics.wait(pause, 0, 0, 50);
-    }
+    blockUntilEnded(job.pid); // until the child has printed everything
   });
   const report = await job.done;
   assert.equal(report.outcome, 'succeeded');

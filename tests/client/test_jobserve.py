@@ -33,6 +33,18 @@ def served_env():
     return env
 
 
+def start_jobserve():
+    """python -m trainbridge.bridge.jobserve with its three pipes."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "trainbridge.bridge.jobserve"],
+        cwd=ROOT,
+        env=served_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
 class JobServe:
     """A running jobserve: requests go to its stdin, its stdout's lines are collected (each
     checked to be ASCII JSON) by a thread, and wait() finds one with a deadline.
@@ -45,14 +57,7 @@ class JobServe:
 
     def __init__(self):
         self.suffix = f"-{secrets.token_hex(4)}"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "trainbridge.bridge.jobserve"],
-            cwd=ROOT,
-            env=served_env(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        self.proc = start_jobserve()
         self.pid = self.proc.pid
         self.lines = []
         self.problems = []  # lines that were not ASCII JSON objects
@@ -783,14 +788,7 @@ def test_a_client_that_stops_reading_gets_a_count_not_an_unbounded_queue(tmp_pat
         f"import pathlib, sys\nfor i in range({lines}):\n    sys.stdout.write(f'line {{i}}\\n')\n"
         f"sys.stdout.flush()\npathlib.Path({str(done)!r}).touch()"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "trainbridge.bridge.jobserve"],
-        cwd=ROOT,
-        env=served_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = start_jobserve()
     job = f"flood-{secrets.token_hex(4)}"
     request = {"op": "launch", "job": job, "key": secrets.token_hex(32)}
     request.update(command=[sys.executable, flood], zero_code=False)
