@@ -218,12 +218,25 @@ class Job extends FeedJob {
     this._rejectDone(error);
   }
 
-  /** The supervisor died before the job's end: the job is lost (its workers end its tree). */
+  /**
+   * The supervisor died before the job's end: the job is lost (its workers end its tree). The
+   * report says what was last known, in the fields a scheduled job's lost report has
+   * (bridge/scheduler.py _short_report): the judge's last stage and progress, the note, and
+   * the note as the reason. No verdict is made here: the judge is gone.
+   */
   _lost(why) {
     if (this.report) return;
+    const last = this.status();
+    const stage = last.stages.length ? last.stages[last.stages.length - 1] : null;
+    const progress = last.step === null ? null : { step: last.step, total: last.total };
+    const known = [`state ${last.state}`];
+    if (stage) known.push(`stage '${stage}'`);
+    if (progress) known.push(`step ${progress.step}${progress.total ? ` of ${progress.total}` : ''}`);
+    const note = `${why}; the job's end was not seen. Last known: ${known.join(', ')}. `
+      + 'Its processes end themselves when their supervisor is gone';
     this._end({
       outcome: 'lost', job_id: this.id, command: this.command, pid: this.pid, exit_code: null, signal: null,
-      note: why, summary: `Job lost: ${why}. Its processes end themselves when their supervisor is gone.`,
+      stage, progress, note, summary: `Job lost: ${note}.`, reason: note,
     });
   }
 

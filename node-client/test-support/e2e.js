@@ -82,4 +82,17 @@ function comparable(report) {
   };
 }
 
-module.exports = { FIXTURE, REPO, PYTHON, userEnv, liveProcesses, processesOfJob, pythonReport, comparable };
+/** The pids of this process's job servers (python -m trainbridge.bridge.jobserve), from /proc. */
+function jobServers(parent = process.pid) {
+  return fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'latin1');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parent
+        && fs.readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('trainbridge.bridge.jobserve');
+    } catch {
+      return false;
+    }
+  }).map(Number);
+}
+
+module.exports = { FIXTURE, REPO, PYTHON, userEnv, liveProcesses, processesOfJob, jobServers, pythonReport, comparable };

@@ -187,15 +187,8 @@ test('remoteEnv() refuses, in words, an address this host does not have (as the 
 test('prepare(): the supervisor starts before the first launch, which then finds it; it keeps nobody alive; a Python that cannot run it is refused', async () => {
   // A GUI calls prepare() at start-up so that its first launch() is not a cold one.
   const script = `
-    const fs = require('node:fs');
     const { prepare, launch } = require(${JSON.stringify(path.join(__dirname, '..', 'src', 'index.js'))});
-    const servers = () => fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p)).filter((p) => {
-      try {
-        const stat = fs.readFileSync('/proc/' + p + '/stat', 'latin1');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid
-          && fs.readFileSync('/proc/' + p + '/cmdline', 'latin1').includes('trainbridge.bridge.jobserve');
-      } catch { return false; }
-    }).map(Number);
+    const { jobServers: servers } = require(${JSON.stringify(path.join(__dirname, '..', 'test-support', 'e2e.js'))});
     (async () => {
       const ready = await prepare({ python: process.argv[1] });
       const before = servers();

@@ -9,7 +9,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { PYTHON, userEnv, liveProcesses, processesOfJob } = require('../test-support/e2e.js');
+const { PYTHON, userEnv, liveProcesses, processesOfJob, jobServers } = require('../test-support/e2e.js');
 const { launch } = require('../src/index.js');
 
 const CHILD = path.resolve(__dirname, '../../tests/parentdeath/job_child.py');
@@ -84,6 +84,40 @@ test('parent death: a job that ignores SIGTERM is killed after the grace', async
   await killClient(started);
   await assertTreeEnds(started.info);
   fs.rmSync(started.dir, { recursive: true, force: true });
+});
+
+test('supervisor death: the job server SIGKILLed mid-job ends the job lost, says what was last known, and the tree ends', async () => {
+  // The job server is this process's Python supervisor (bridge/jobserve.py): when it dies, no
+  // judge is left, so the job is 'lost' (as a scheduled job whose keeper died), and its
+  // workers end its tree (TRAINBRIDGE_CLIENT_PID is the server's pid).
+  const code = [
+    'import subprocess, time',
+    'from trainbridge import worker',
+    'subprocess.Popen(["sleep", "300"])',
+    'with worker.stage("train"):',
+    '    worker.progress(4, 10)',
+    '    time.sleep(300)',
+  ].join('\n');
+  const job = launch({ command: PYTHON, args: ['-c', code], env: userEnv(), zeroCode: false,
+    timeouts: { killGrace: KILL_GRACE } });
+  await new Promise((resolve) => job.on('status', (s) => { if (s.step === 4 && s.stages.includes('train')) resolve(); }));
+  const servers = jobServers();
+  assert.equal(servers.length, 1, `this process's one job server: ${servers}`);
+  const t0 = Date.now();
+  process.kill(servers[0], 'SIGKILL');
+  const report = await job.done;
+  assert.ok(Date.now() - t0 < 5000, `lost after ${Date.now() - t0} ms`);
+  assert.equal(report.outcome, 'lost');
+  assert.equal(report.stage, 'train');
+  assert.deepEqual(report.progress, { step: 4, total: 10 });
+  assert.match(report.note, /trainbridge supervisor .* is gone: it exited with SIGKILL/);
+  assert.match(report.note, /Last known: state running, stage 'train', step 4 of 10/);
+  assert.equal(report.reason, report.note);
+  assert.equal(report.summary, `Job lost: ${report.note}.`);
+  const info = { pids: [report.pid], job_id: report.job_id };
+  await assertTreeEnds(info); // the script and its sleep: the workers end the group
+  // The next launch starts a new server.
+  assert.equal((await launch({ command: PYTHON, args: ['-c', 'pass'], env: userEnv() }).done).outcome, 'succeeded');
 });
 
 test('launch({detached: true}) is refused with the way to a job that outlives its client', () => {
