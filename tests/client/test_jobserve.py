@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -33,16 +34,26 @@ def served_env():
     return env
 
 
-def start_jobserve():
-    """python -m trainbridge.bridge.jobserve with its three pipes."""
-    return subprocess.Popen(
+def start_jobserve(waiting=b""):
+    """python -m trainbridge.bridge.jobserve with its three pipes; `waiting`: requests already
+    in its stdin when it starts (as a Node client's first launch is, written as it spawns)."""
+    stdin: Any = subprocess.PIPE
+    if waiting:
+        read_end, write_end = os.pipe()
+        os.write(write_end, waiting)  # a few requests: far below the pipe's 64 KiB
+        stdin = read_end
+    proc = subprocess.Popen(
         [sys.executable, "-m", "trainbridge.bridge.jobserve"],
         cwd=ROOT,
         env=served_env(),
-        stdin=subprocess.PIPE,
+        stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+    if waiting:
+        os.close(read_end)
+        proc.stdin = os.fdopen(write_end, "wb")
+    return proc
 
 
 class JobServe:
@@ -53,11 +64,17 @@ class JobServe:
     suffix, and the lines read have it taken off again. A job id must be unique on the
     machine: a Job that ends looks for its escaped processes by the id in their environment
     (launcher.Tree.adopt_escapees), so two tests running at once with one id would end each
-    other's jobs (as the Node client's ids are, the suffix is random)."""
+    other's jobs (as the Node client's ids are, the suffix is random).
 
-    def __init__(self):
+    With first(js), the requests it sends are in jobserve's stdin before it starts."""
+
+    def __init__(self, first=None):
         self.suffix = f"-{secrets.token_hex(4)}"
-        self.proc = start_jobserve()
+        self.proc = None
+        self._waiting = b""
+        if first is not None:
+            first(self)  # send_raw() keeps them until the process exists
+        self.proc = start_jobserve(self._waiting)
         self.pid = self.proc.pid
         self.lines = []
         self.problems = []  # lines that were not ASCII JSON objects
@@ -99,6 +116,9 @@ class JobServe:
         self.send_raw(json.dumps(obj).encode("utf-8") + b"\n")
 
     def send_raw(self, data):
+        if self.proc is None:  # before the start: waiting in its stdin when it starts
+            self._waiting += data
+            return
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
@@ -203,10 +223,8 @@ def serve():
     def make(first=None):
         """first(js): requests written as jobserve starts, before its ready line (a Node
         client writes its first launch so)."""
-        js = JobServe()
+        js = JobServe(first)
         started.append(js)
-        if first is not None:
-            first(js)
         ready = js.wait(lambda x: x.get("event") == "ready", what="the ready line")
         assert js.lines[0] is ready
         return js
