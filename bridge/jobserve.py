@@ -600,6 +600,9 @@ class Server:
         """Cancel every job still running and wait for their ends (each written as it comes)."""
         with self.launch_lock:
             self.closing = True
+            early, self.early = self.early, None
+        if early is not None:  # started before its request was handled: it is refused now
+            early.discard()
         with self.jobs_lock:
             served = [s for s in self.jobs.values() if s.job is not None]
         for s in served:

@@ -11,6 +11,7 @@ import base64
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -840,6 +841,28 @@ def test_a_client_that_stops_reading_gets_a_count_not_an_unbounded_queue(tmp_pat
     assert texts == sorted(texts, key=lambda t: int(t.split()[1])), "in order, with gaps"
     assert mine[-1]["event"] == "end" and mine[-1]["report"]["outcome"] == "succeeded"
     assert mine[-1]["report"]["log_tail"][-1] == f"line {lines - 1}"
+
+
+def test_a_shutdown_before_the_waiting_launch_was_handled_stops_its_early_job(tmp_path):
+    """A signal can end jobserve between its early start and the handling of that request:
+    the request is then refused (shutting down), so its process must not run on."""
+    from trainbridge.bridge import jobserve, launcher
+
+    job_id = f"early-stop-{secrets.token_hex(4)}"
+    request = {"op": "launch", "job": job_id, "key": secrets.token_hex(32)}
+    request.update(command=["sleep", "60"], zero_code=False)
+    runtime_dir = launcher.make_runtime_dir()
+    early = jobserve.Early.spawn(json.dumps(request).encode(), runtime_dir)
+    assert early is not None, "a launch that would simply start is started early"
+    started = start_time(early.proc.pid)
+    out = jobserve.Out(os.open(os.devnull, os.O_WRONLY))
+    server = jobserve.Server(out)
+    server.early = early
+    server.shutdown("its supervisor (jobserve) got SIGTERM")
+    assert not wait_gone({early.proc.pid: started[0]}), "the early job still runs"
+    assert not os.path.exists(os.path.join(runtime_dir, job_id)), "its files are gone"
+    out.close()
+    shutil.rmtree(runtime_dir)  # no hub was made in it: only its owner file is left
 
 
 def test_a_numbered_line_is_the_feeds_line_with_the_job():
