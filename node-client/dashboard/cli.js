@@ -74,6 +74,7 @@ async function main() {
   try {
     // The job store by default (jobs outlive the dashboard); --memory runs them in this process.
     const auth = args.noToken ? { noToken: true, source: null } : loadToken({ file: args.tokenFile });
+    /** @type {any} MemorySource or StoreSource (refresh() and path: the store's only) */
     const source = args.memory ? new MemorySource(args.dataDir ? { dataDir: args.dataDir } : {})
       : new StoreSource({ storePath: args.store });
     sourceToClose = source;

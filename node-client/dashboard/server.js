@@ -139,6 +139,10 @@ function sse(req, res) {
  * loginUrl (url with ?token=, to open once), token, server, source, close()}; close() closes
  * a default source.
  */
+/**
+ * @param {{source?: any, store?: string, memory?: boolean, host?: string, port?: number,
+ *   token?: string | null, noToken?: boolean, sourceOptions?: Record<string, any>}} [options]
+ */
 async function startDashboard({ source, store, memory = false, host = '127.0.0.1', port = 8765, token,
   noToken = false, sourceOptions = {} } = {}) {
   if (noToken && token) throw new Error('startDashboard: give token or noToken, not both');
@@ -365,7 +369,10 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     return () => { unwatch(); if (timer) clearTimeout(timer); };
   }
 
-  /** The topic a page's stream address names: [jobId or null, start(channel) -> stop]. */
+  /**
+   * The topic a page's stream address names: [jobId or null, start(channel) -> stop].
+   * @returns {[string | null, (channel: any) => () => void]}
+   */
   function topic(address) {
     if (address === '/api/stream') return [null, watchList];
     const m = /^\/api\/jobs\/([A-Za-z0-9_.-]+)\/stream$/.exec(address);
@@ -448,13 +455,13 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
   try {
     await new Promise((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, host, resolve);
+      server.listen(port, host, () => resolve(undefined));
     });
   } catch (err) {
     if (!source) await jobs.close().catch(() => undefined); // e.g. the port is taken
     throw err;
   }
-  bound = server.address().port;
+  bound = /** @type {import('node:net').AddressInfo} */ (server.address()).port;
   cookieName = `tb_token_${bound}`;
   const shown = host.includes(':') ? `[${host}]` : host;
   const url = `http://${shown}:${bound}/`;

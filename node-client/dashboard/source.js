@@ -40,6 +40,7 @@ class MemorySource extends EventEmitter {
    * options: dataDir (job logs; default a new temp dir), python, env (the jobs' environment),
    * launchFn. Each job's supervisor samples its process tree (launch's sampleResources: the
    * 'resources' events, bridge/resources.py); nothing here reads /proc or nvidia-smi.
+   * @param {{dataDir?: string, python?: string, env?: NodeJS.ProcessEnv, launchFn?: (options: any) => any}} [options]
    */
   constructor({ dataDir, python, env, launchFn = launch } = {}) {
     super();

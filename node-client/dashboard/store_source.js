@@ -18,6 +18,7 @@ const { launchOptions, titleOf } = require('./spec.js');
  * shown, 100). Each job's keeper samples its process tree: its 'resources' events.
  */
 class StoreSource extends MemorySource {
+  /** @param {{storePath?: string, python?: string, slots?: {jobs?: number, gpus?: any[]}, limit?: number}} [options] */
   constructor({ storePath, python, slots, limit = 100 } = {}) {
     super({ dataDir: os.tmpdir(), python });
     this._ownDir = false;
@@ -49,6 +50,7 @@ class StoreSource extends MemorySource {
     return this._ready;
   }
 
+  /** @param {{change: string, id: string, row?: any}} change */
   _change({ change, id, row }) {
     if (change === 'removed') {
       const entry = this._jobs.get(id);
@@ -170,7 +172,6 @@ class StoreSource extends MemorySource {
 
   /** Stop following (the jobs go on under their keepers) and stop the store's helper. */
   async close() {
-    clearInterval(this._timer);
     await this._watch.close();
     for (const e of this._jobs.values()) e.job.close();
     await this._store.close();

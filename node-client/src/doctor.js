@@ -25,7 +25,10 @@ class DoctorError extends Error {
   }
 }
 
-/** The command that runs the Python side: a `trainbridge` script, or a Python with trainbridge. */
+/**
+ * The command that runs the Python side: a `trainbridge` script, or a Python with trainbridge.
+ * @param {{python?: string, timeoutS?: number, trainbridge?: string, hosts?: string[], connectTimeoutS?: number}} [options]
+ */
 function doctorCommand({ python, timeoutS, trainbridge, hosts, connectTimeoutS } = {}) {
   const runner = trainbridge || resolvePython();
   const isScript = path.basename(runner).toLowerCase().replace(/\.exe$/, '') === 'trainbridge';

@@ -71,7 +71,7 @@ class FeedJob extends EventEmitter {
         if (type === 'end') ended = true;
       };
       if (type === 'error') this._errorTaps.add(fn); else this.on(type, fn);
-      return [type, fn];
+      return /** @type {[string, (data: any, t: any) => void]} */ ([type, fn]);
     });
     const detach = () => {
       for (const [type, fn] of listeners) {
@@ -134,7 +134,8 @@ class FeedJob extends EventEmitter {
   }
 
   /** Subclasses: what to let go of before 'end' is emitted. */
-  _ended() {}
+  /** A subclass's own end (its server forgets it, its streams end). */
+  _ended(_report) {}
 
   _settle(report) {
     this._resolveDone(report);
@@ -268,7 +269,7 @@ class FeedJob extends EventEmitter {
   }
 
   /** Subclasses: a feed line this base does not know. */
-  _other() {}
+  _other(_event, _emit) {}
 }
 
 module.exports = { FeedJob, FEED_EVENTS, MAX_REPLIES };

@@ -108,6 +108,7 @@ class Job extends FeedJob {
    * Ask the job to stop: in-band cancel, then SIGTERM to the tree, then SIGKILL. `reason` is
    * echoed in the report's `cancel`. Resolves to the report.
    */
+  /** @param {{grace?: number | null, reason?: string | null}} [options] */
   cancel({ grace, reason } = {}) {
     this._server.send({ op: 'cancel', job: this.id, grace: grace ?? null, reason: reason || 'cancelled by the client' });
     return this.done;

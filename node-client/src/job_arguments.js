@@ -14,7 +14,9 @@ const snake = (name) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** Split user timeouts (snake_case or camelCase) into machine config and worker settings. */
 function splitTimeouts(timeouts = {}) {
+  /** @type {Record<string, any>} */
   const config = {};
+  /** @type {Record<string, any>} */
   const worker = {};
   for (const [name, value] of Object.entries(timeouts || {})) {
     const key = snake(name);

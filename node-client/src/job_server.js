@@ -140,12 +140,12 @@ class JobServer {
   /** While a job runs, the server's pipes keep this process alive. */
   _busy() {
     this._proc.ref();
-    for (const stream of [this._proc.stdin, this._proc.stdout, this._proc.stderr]) if (stream.ref) stream.ref();
+    for (const stream of /** @type {any[]} */ ([this._proc.stdin, this._proc.stdout, this._proc.stderr])) if (stream.ref) stream.ref();
   }
 
   _idle() {
     this._proc.unref();
-    for (const stream of [this._proc.stdin, this._proc.stdout, this._proc.stderr]) if (stream.unref) stream.unref();
+    for (const stream of /** @type {any[]} */ ([this._proc.stdin, this._proc.stdout, this._proc.stderr])) if (stream.unref) stream.unref();
   }
 }
 

@@ -46,6 +46,7 @@ function helperFailure(stderr) {
  * $TRAINBRIDGE_PYTHON, else the active venv's ($VIRTUAL_ENV), else (in the repository) its
  * .venv, else python3 from PATH.
  */
+/** @param {{python?: string}} [options] */
 function resolvePython({ python } = {}) {
   if (python) return python;
   if (process.env.TRAINBRIDGE_PYTHON) return process.env.TRAINBRIDGE_PYTHON;

@@ -30,7 +30,13 @@ const { promisify } = require('node:util');
 const { launch } = require('./index.js');
 
 /** The error of a script that exited with a non-zero status (python-shell's fields). */
-class PythonShellError extends Error {}
+class PythonShellError extends Error {
+  constructor(message) {
+    super(message);
+    /** @type {string | undefined} the Python traceback, as python-shell gives it */
+    this.traceback = undefined;
+  }
+}
 class PythonShellErrorWithLogs extends PythonShellError {}
 
 /** Splits a text stream into "\n"-separated pieces; the rest comes at the end. */

@@ -121,6 +121,7 @@ class Store {
   }
 
   /** Rows, newest first. state: a state, a list of states, or 'active'; limit: how many. */
+  /** @param {{state?: string | string[], limit?: number, tag?: string}} [options] */
   jobs({ state, limit, tag } = {}) { return this._call('jobs', { state, limit, tag }); }
 
   /** One row (with its attempts), or null. */
@@ -179,6 +180,7 @@ class Store {
    * restarts, zeroCode, name, tags, meta, log path); resolves to the new id. Its environment is
    * options.env, else this process's (the old job's values were never kept).
    */
+  /** @param {string} id @param {{env?: NodeJS.ProcessEnv}} [options] */
   rerun(id, { env } = {}) { return this._call('rerun', { id, env: env || { ...process.env } }); }
 
   /** Cancel a queued or running job; resolves to false when it is unknown or already ended. */
@@ -213,6 +215,7 @@ class Store {
    * comes next; with {since: N} the events numbered N and after (a face that saw up to
    * job.position rejoins with position + 1). bridge/attach.py.
    */
+  /** @param {string} id @param {{since?: any}} [options] 'start', 'now' or an event number: checked here */
   attach(id, { since = 'start' } = {}) {
     if (!SINCE.includes(since) && !(Number.isInteger(since) && since >= 1)) {
       throw new TypeError(`attach: since must be 'start', 'now' or an event number from 1, not ${JSON.stringify(since)}`);
