@@ -124,6 +124,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         log_timestamps: bool = False,
         sample_resources: bool = False,
         stop_on_nan: Any = None,
+        spawned_at: Optional[float] = None,
     ):
         if detached:
             raise TypeError(DETACHED_REMOVED)
@@ -164,8 +165,10 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
 
         # One clock read for the machine's start and the report's: two reads with a slow step
         # between them (the channel's registration, under load) made a startup hang's
-        # after_s less than the startup deadline (0.481 s for 0.5 s).
-        t0 = time.monotonic()
+        # after_s less than the startup deadline (0.481 s for 0.5 s). `spawned_at`: the
+        # time.monotonic() at which a process started before its Job was spawned (jobserve's
+        # first launch): the deadlines and the duration count from its start, not from now.
+        t0 = time.monotonic() if spawned_at is None else spawned_at
         self.m = machine.initial(config, t0)
         self._unrouted_at_start = self.hub.unrouted  # the report shows what came meanwhile
         self.channel = Channel(self.hub, self.id, self.key, self._on_message, self._on_refused)

@@ -473,6 +473,7 @@ class Server:
                 log_timestamps=spec.flags["log_timestamps"],
                 stop_on_nan=spec.stop_on_nan,
                 sample_resources=spec.flags["sample_resources"],
+                spawned_at=early.spawned_at if early is not None else None,
             )
         except BaseException:
             if early is not None:
@@ -698,8 +699,9 @@ class Early:
     command that cannot start, an ipc path too long): the request then goes the usual way,
     which says why."""
 
-    def __init__(self, job_id: str, proc: Any, endpoint: str, runtime_dir: str):
+    def __init__(self, job_id: str, proc: Any, endpoint: str, runtime_dir: str, spawned_at: float):
         self.job_id = job_id
+        self.spawned_at = spawned_at  # time.monotonic(): the Job's clock starts here
         self.proc = proc
         self.endpoint = endpoint
         self.runtime_dir = runtime_dir
@@ -740,11 +742,12 @@ class Early:
         )
         try:
             os.mkdir(job_dir, 0o700)
+            spawned_at = time.monotonic()
             proc = launcher.spawn(spec.command, spec.cwd, env, stdin=spec.stdin)
         except (OSError, launcher.LaunchError):
             shutil.rmtree(job_dir, ignore_errors=True)
             return None
-        return cls(job_id, proc, endpoint, runtime_dir)
+        return cls(job_id, proc, endpoint, runtime_dir, spawned_at)
 
     def discard(self) -> None:
         """Its job could not be made after all: the process and its group go at once."""

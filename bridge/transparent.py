@@ -129,6 +129,7 @@ def run(args: Any, cmd: list[str]) -> int:
     previous = {
         sig: signal.signal(sig, lambda signum, frame: early.append(signum)) for sig in FORWARDED
     }
+    spawned_at = _now()  # the Job's clock starts at the spawn, not once the client is loaded
     try:
         proc = subprocess.Popen(
             cmd,
@@ -166,7 +167,15 @@ def run(args: Any, cmd: list[str]) -> int:
     # The child may have said hello already: the hub holds the job's messages until it is
     # attached (Hub.expect), so none is read and dropped before the job is registered.
     hub = hub or Hub.get(runtime_dir, expect=job_id)
-    job = Job(cmd, config=config, log_path=args.log, hub=hub, python_env=False, ident=(job_id, key))
+    job = Job(
+        cmd,
+        config=config,
+        log_path=args.log,
+        hub=hub,
+        python_env=False,
+        ident=(job_id, key),
+        spawned_at=spawned_at,
+    )
     forwarder.attach(job)  # before start: a signal noted so far steps the job before its exit
     job.start(proc, read_pipes=False)
     for copier in copiers:

@@ -729,6 +729,23 @@ def test_a_launch_waiting_at_start_runs_before_the_judge_loads_and_is_judged_the
     assert js.finish() == 0
 
 
+def test_a_job_started_early_is_timed_from_its_spawn_not_from_its_job(serve, script, tmp_path):
+    """The early job's Job is made once the judge is loaded, 0.1-0.2 s after the spawn: its
+    deadlines and its duration count from the spawn (Job's spawned_at), so the report's
+    duration covers the whole life the script itself measured."""
+    marks = tmp_path / "marks"
+    path = script(
+        f"import time\nstart = time.monotonic()\ntime.sleep(0.5)\n"
+        f"open({str(marks)!r}, 'w').write(repr(time.monotonic() - start))"
+    )
+    js = serve(first=lambda js: js.launch("timed", path))
+    assert js.lines[0]["early"] == "timed" + js.suffix
+    report = js.end("timed")["report"]
+    lived = float(marks.read_text())  # from its first line to its last, as it measured
+    assert report["duration_s"] >= lived, (report["duration_s"], lived)
+    assert js.finish() == 0
+
+
 def test_a_waiting_launch_that_cannot_start_fails_as_any_launch(serve, script, tmp_path):
     """Early spawns only what would simply start: a missing program, a log file that cannot
     be written or a bad field goes the usual way and is said the usual way."""
