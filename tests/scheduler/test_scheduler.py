@@ -236,6 +236,30 @@ def test_retention_keeps_the_newest_ended_jobs(store_path):
         s.close()
 
 
+def test_retention_names_a_job_before_its_row_goes(store_path, monkeypatch):
+    """A watch that reads between a row's removal and the `retained` setting called a
+    retained job "forgotten" (hunt on 0c7cf0d, under load): each id is named first."""
+    from trainbridge.bridge import watch
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=None)
+    try:
+        ids = [s.submit(child("exit", 0)) for _ in range(3)]
+        s.attach(ids[-1]).wait(WAIT_S)
+        s.tick()
+        real, named = scheduler.forget, {}
+
+        def forget(store, job_id):
+            named[job_id] = job_id in (store.setting(watch.RETAINED) or {}).get("last", [])
+            return real(store, job_id)
+
+        monkeypatch.setattr(scheduler, "forget", forget)
+        assert scheduler.retain(s._store, 1) == 2
+        assert named == {ids[0]: True, ids[1]: True}, "named before its row went"
+        assert s._store.setting(watch.RETAINED)["count"] == 2
+    finally:
+        s.close()
+
+
 def test_bad_submissions_say_what_is_wrong(store_path):
     with sched(store_path) as s:
         with pytest.raises(ValueError, match="non-empty list"):
