@@ -423,10 +423,8 @@ class Server:
     def _launch(self, job_id: str, request: dict[str, Any]) -> None:
         from trainbridge.bridge.job import Job
 
-        early, self.early = self.early, None  # the first request's process, spawned early
-        if early is not None and early.job_id != job_id:
-            early.discard()  # not this request's (cannot happen: the first line was it)
-            early = None
+        # The first request's process, spawned early: the first line handled is that request.
+        early, self.early = self.early, None
         try:
             spec = parse_launch(job_id, request)
         except BaseException:
@@ -498,7 +496,9 @@ class Server:
             # The hub could not bind the ipc path the first job was given: its worker cannot
             # reach us, and the report says so (as `run --transparent` does).
             reason = f"the hub could not bind {early.endpoint}"
-            job.hub.call(lambda: job._step({"type": "no_worker", "t": now(), "reason": reason}))
+            job.hub.call(
+                lambda: job._step({"type": "no_worker", "t": time.monotonic(), "reason": reason})
+            )
 
     def op_cancel(self, job_id: str, request: dict[str, Any]) -> None:
         grace = request.get("grace")
@@ -760,10 +760,6 @@ class Early:
         except Exception:  # noqa: BLE001 - SIGKILLed: it goes
             pass
         shutil.rmtree(os.path.join(self.runtime_dir, self.job_id), ignore_errors=True)
-
-
-def now() -> float:
-    return time.monotonic()
 
 
 def _signal(pid: int, signum: int) -> None:

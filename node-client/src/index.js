@@ -15,7 +15,7 @@ if (process.platform !== 'linux') {
 }
 
 const { Job, LaunchError, JobFailedError } = require('./job.js');
-const { checkOptions } = require('./job_arguments.js');
+const { checkOptions, checkPaths } = require('./job_arguments.js');
 const { ProtocolError, PythonError, StoreError } = require('./errors.js');
 const { toJSON } = require('./jsonform.js');
 const { resolvePython } = require('./launcher.js');
@@ -45,11 +45,10 @@ function launch(options) {
  * this process alive only while a job runs.
  */
 function prepare(options = {}) {
-  for (const name of ['python', 'pythonPath']) {
-    const value = options && options[name];
-    if (value !== undefined && value !== null && typeof value !== 'string') {
-      return Promise.reject(new LaunchError(`${name} must be a path (a string) or null, got ${typeof value}`));
-    }
+  try {
+    checkPaths({ python: options && options.python, pythonPath: options && options.pythonPath });
+  } catch (err) {
+    return Promise.reject(err);
   }
   const python = resolvePython({ python: (options && (options.python || options.pythonPath)) || undefined });
   return JobServer.for(python).whenReady();

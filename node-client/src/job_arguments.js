@@ -35,6 +35,15 @@ const show = (value) => (value === undefined ? 'undefined' : typeof value === 's
   : typeof value === 'number' || typeof value === 'boolean' || value === null ? String(value)
     : Array.isArray(value) ? 'an array' : typeof value === 'function' ? 'a function' : `a ${typeof value}`);
 
+/** Each named value is a path (a string), undefined or null; else a LaunchError naming it. */
+function checkPaths(values) {
+  for (const [name, value] of Object.entries(values)) {
+    if (value !== undefined && value !== null && typeof value !== 'string') {
+      throw new LaunchError(`${name} must be a path (a string) or null, got ${show(value)}`);
+    }
+  }
+}
+
 /**
  * Refuse bad launch() options with a LaunchError that says which and why, before anything
  * is registered or spawned; the rules of bridge/job.py check_arguments (settings:
@@ -59,11 +68,7 @@ function checkOptions(options) {
       if (typeof arg !== 'string') throw new LaunchError(`args[${i}] must be a string, got ${show(arg)} in ${JSON.stringify(args)}`);
     });
   }
-  for (const [name, value] of [['cwd', cwd], ['logPath', logPath], ['python', options.python], ['pythonPath', options.pythonPath]]) {
-    if (value !== undefined && value !== null && typeof value !== 'string') {
-      throw new LaunchError(`${name} must be a path (a string) or null, got ${show(value)}`);
-    }
-  }
+  checkPaths({ cwd, logPath, python: options.python, pythonPath: options.pythonPath });
   if (env !== undefined && env !== null) {
     if (typeof env !== 'object' || Array.isArray(env)) throw new LaunchError(`env must be an object of strings or null, got ${show(env)}`);
     for (const [key, value] of Object.entries(env)) {
@@ -132,4 +137,4 @@ class LaunchError extends Error {
   }
 }
 
-module.exports = { checkOptions, metricNames, splitTimeouts, LaunchError, DEFAULT_TAIL_LINES, WORKER_SETTINGS };
+module.exports = { checkOptions, checkPaths, metricNames, splitTimeouts, LaunchError, DEFAULT_TAIL_LINES, WORKER_SETTINGS };
