@@ -60,8 +60,8 @@ class JobServer {
 
   /** Resolves to {pid, python} once the server serves; rejects with why it cannot start. */
   whenReady() {
-    if (this.ready) return Promise.resolve({ pid: this.pid, python: this.python });
     if (this._gone) return Promise.reject(new LaunchError(this.ready ? this._gone : this._startFailure(this._gone)));
+    if (this.ready) return Promise.resolve({ pid: this.pid, python: this.python });
     this._busy(); // an awaited prepare() keeps this process alive until it is answered
     return new Promise((resolve, reject) => this._readyWaiters.push([resolve, reject]))
       .finally(() => { if (!this._jobs.size && !this._gone) this._idle(); });
