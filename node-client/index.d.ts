@@ -376,6 +376,8 @@ export class FeedJob extends EventEmitter implements AsyncIterable<FeedEvent> {
   /** The supervisor's sample of the job's tree (CPU, RSS, GPU), about once a second: a scheduled
    *  job's keeper takes them always, a launched job's supervisor with sampleResources. */
   on(event: 'resources', listener: (sample: ResourceSample, t: number | null) => void): this;
+  /** Output lines counted instead of sent while this process did not read its job server (the 'dropped' events' sum). */
+  readonly droppedOutput: number;
   /** This process stopped reading its job server (its event loop blocked) while the job printed
    *  a flood: `count` output lines were counted instead of sent as 'log' events (logPath and the
    *  report's log_tail have them). events() yields the same for a consumer that fell behind. */

@@ -32,6 +32,9 @@ class FeedJob extends EventEmitter {
     // on from here without a gap or a repeat.
     this.position = null;
     this._status = null; // status(): the judge's latest 'status' event
+    // Output lines the job server counted instead of sending while this process did not read
+    // ('dropped' events; logPath and the report's log_tail have them): for whoever only awaits done.
+    this.droppedOutput = 0;
     // While stalled (and after, when the job hung): the supervisor's live diagnosis, the last
     // 'stalled' event's; null while the job makes progress.
     this.liveDiagnosis = null;
@@ -176,6 +179,7 @@ class FeedJob extends EventEmitter {
         emit('no_worker', { reason: event.reason });
         break;
       case 'dropped': // the job server's: this process did not read, and output lines were counted instead
+        this.droppedOutput += (event.kinds && event.kinds.output) || 0;
         emit('dropped', { count: event.count, kinds: event.kinds || {} });
         break;
       case 'cancel':

@@ -139,6 +139,7 @@ test('a blocked event loop and a flood of printed lines: the supervisor counts w
   assert.ok(dropped.length > 0, 'a flood past the bound is said');
   assert.ok(dropped.every((d) => d.kinds.output === d.count && d.count > 0), JSON.stringify(dropped));
   assert.equal(texts.length + dropped.reduce((n, d) => n + d.count, 0), lines, 'every line is delivered or counted');
+  assert.equal(job.droppedOutput, lines - texts.length, 'the sum, for whoever only awaits done');
   assert.ok(texts.every((t, i) => i === 0 || Number(t.split(' ')[1]) > Number(texts[i - 1].split(' ')[1])), 'in order');
   assert.equal(report.log_tail.at(-1), `line ${lines - 1}`);
 });

@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   });
   job.on('resources', (r, t) => void `${r.cpu_percent ?? ''} ${r.rss_bytes ?? ''} ${r.gpu_mem_bytes ?? ''} ${r.gpu_util ?? ''} ${r.processes} ${r.gpus ?? ''} ${t ?? ''}`);
   job.on('spawn', (info) => { const pid: number = info.pid; void pid; });
-  job.on('dropped', (d, t) => void `${d.count} ${d.kinds.output ?? 0} ${t ?? ''}`);
+  job.on('dropped', (d, t) => void `${d.count} ${d.kinds.output ?? 0} ${t ?? ''} ${job.droppedOutput}`);
   job.on('no_worker', (info) => { const why: string = info.reason; void why; });
   job.on('cancel', (answer) => { if (!answer.accepted) void answer.refused; });
   const now = job.status();
