@@ -65,13 +65,14 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 # Light imports only: the first job is spawned before the judge (zmq, the Job) is loaded.
 from trainbridge.bridge import feed, jobenv, jsonform, launcher, machine, private_files
+from trainbridge.bridge.batches import Batches
 from trainbridge.bridge.job_arguments import TAIL_LINES, check_arguments, with_stalled_after
 
 if TYPE_CHECKING:
     from trainbridge.bridge.job import Job
 
 VERSION = 1
-FLUSH_EVERY_S = 0.02  # events reach stdout at most this late (as keeper.EventsFile's file)
+FLUSH_EVERY_S = 0.02  # while events keep coming, one write to stdout per this period
 # Written at once: what a client waits on, or what changes what it shows.
 URGENT_EVENTS = (
     "ready",
@@ -120,39 +121,27 @@ class RequestError(Exception):
 
 
 class Out(threading.Thread):
-    """stdout: whole lines, in the order they were put, from any thread. put() only appends
-    to a list (the hub's I/O thread calls it for every event); this thread encodes and
-    writes what is there in one write, at most FLUSH_EVERY_S after the first of it came (at
-    once for an URGENT_EVENTS line), so an output flood costs the supervision little. Once
-    a write fails (the client is gone), the rest is dropped: nothing raises into a job."""
+    """stdout: whole lines, in the order they were put, from any thread. put() only queues
+    (the hub's I/O thread calls it for every event); this thread encodes and writes them in
+    batches (bridge/batches.py: a line to an idle writer at once, an URGENT_EVENTS line at
+    once, a flood at most one write every FLUSH_EVERY_S), so an output flood costs the
+    supervision little. Once a write fails (the client is gone), the rest is dropped:
+    nothing raises into a job."""
 
     def __init__(self, fd: int):
         super().__init__(name="trainbridge-jobserve-out", daemon=True)
         self.fd = fd
-        self.cond = threading.Condition()
         # (job id or None, seq or None, event); raw chunks: (job id, None, (stream, bytes))
-        self.pending: list[tuple[Optional[str], Optional[int], Any]] = []
-        self.urgent = False
-        self.stopping = False
+        self.batches: Batches[tuple[Optional[str], Optional[int], Any]] = Batches(FLUSH_EVERY_S)
         self.broken = False
         self.start()
 
     def put(self, job_id: Optional[str], seq: Optional[int], event: Any, urgent: bool) -> None:
-        with self.cond:
-            if self.stopping:
-                return
-            self.pending.append((job_id, seq, event))
-            if urgent:
-                if not self.urgent:
-                    self.urgent = True
-                    self.cond.notify()
-            elif len(self.pending) == 1:
-                self.cond.notify()  # the first since a write: its FLUSH_EVERY_S begins
+        self.batches.put((job_id, seq, event), urgent)
 
     def crowded(self) -> bool:
         """Whether OUT_BACKLOG_MAX lines wait already (the client is not reading)."""
-        with self.cond:
-            return len(self.pending) >= OUT_BACKLOG_MAX
+        return len(self.batches) >= OUT_BACKLOG_MAX
 
     def line(self, obj: dict[str, Any]) -> None:
         """One unnumbered line of jobserve's own."""
@@ -167,19 +156,11 @@ class Out(threading.Thread):
         self.put(job_id, None, (stream, chunk), chunk is None)
 
     def run(self) -> None:
-        while True:
-            with self.cond:
-                if not self.urgent and not self.stopping:
-                    if not self.pending:  # idle: no wake-up until a line comes
-                        self.cond.wait()
-                    if not self.urgent and not self.stopping:
-                        self.cond.wait(FLUSH_EVERY_S)  # more may come: one write for all
-                batch, self.pending, self.urgent = self.pending, [], False
-                stopping = self.stopping
+        closed = False
+        while not closed:
+            batch, closed = self.batches.take()
             if batch and not self.broken:
                 self._write("".join(encode(*item) for item in batch).encode("ascii", "replace"))
-            if stopping and not self.pending:
-                return
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -192,9 +173,7 @@ class Out(threading.Thread):
 
     def close(self, timeout: float = CLOSE_WAIT_S) -> None:
         """Write what is pending (up to `timeout`), then take no more."""
-        with self.cond:
-            self.stopping = True
-            self.cond.notify()
+        self.batches.close()
         self.join(timeout)
 
 

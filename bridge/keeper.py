@@ -41,12 +41,13 @@ import time
 from typing import Any, Callable, Optional
 
 from trainbridge.bridge import feed, private_files, procs, report_text, scheduler
+from trainbridge.bridge.batches import Batches
 from trainbridge.bridge.procs import ENV_FILE, process_start
 from trainbridge.bridge.store import Store
 from trainbridge.bridge.store_errors import StoreError
 
-PROGRESS_EVERY_S = 0.5  # stage/progress reach the row at most this often (latest wins)
-FLUSH_EVERY_S = 0.02  # events reach the events file at most this late
+PROGRESS_EVERY_S = 0.5  # while stage/progress keep coming, one row write per this period
+FLUSH_EVERY_S = 0.02  # while events keep coming, one write to the events file per this period
 CANCEL_REASON = "cancelled through the job store (Scheduler.cancel / trainbridge cancel)"
 URGENT_EVENTS = ("state", "hang", "signal", "attempt", "stacks", "launch_failed", "end")
 BACKOFF_MAX_S = 300.0
@@ -70,9 +71,10 @@ def backoff(base: float, restarts_done: int) -> float:
 
 class EventsFile(threading.Thread):
     """The job's feed: its events, numbered, one ASCII JSON object per line (bridge/feed.py).
-    The hub's I/O thread only appends to a list; this thread encodes and writes them, at most
-    FLUSH_EVERY_S after they came (at once for a state change or the end), so an output flood
-    costs the supervision little.
+    The hub's I/O thread only queues them; this thread encodes and writes them in batches
+    (bridge/batches.py: an event to an idle writer at once, a state change or the end at once,
+    a flood at most one write every FLUSH_EVERY_S), so an output flood costs the supervision
+    little.
 
     A failed write (a full disk) never leaves a torn line: the file is cut back to its last
     whole line. Output capture degrades first: the events that only fill the log or that a
@@ -85,10 +87,7 @@ class EventsFile(threading.Thread):
     def __init__(self, path: str):
         super().__init__(name="trainbridge-keeper-events", daemon=True)
         self.path = path
-        self.cond = threading.Condition()
-        self.pending: list[dict[str, Any]] = []
-        self.urgent = False
-        self.stopping = False
+        self.batches: Batches[dict[str, Any]] = Batches(FLUSH_EVERY_S)
         self.fd = private_files.open_append(path)
         # The feed's numbers go on from the file's last one (docs/PROTOCOL.md "The feed").
         try:
@@ -103,35 +102,20 @@ class EventsFile(threading.Thread):
         self.start()
 
     def write(self, event: dict[str, Any], urgent: bool = False) -> None:
-        with self.cond:
-            if self.stopping:
-                self.late += 1
-                say(
-                    f"a {event.get('event')!r} event came after the feed closed and is not in "
-                    f"it ({self.late} so far)"
-                )
-                return
-            self.pending.append(event)
-            if urgent or event.get("event") in URGENT_EVENTS:
-                self.urgent = True
-                self.cond.notify()
-            elif len(self.pending) == 1:
-                self.cond.notify()  # the first since a write: its FLUSH_EVERY_S begins
+        if not self.batches.put(event, urgent or event.get("event") in URGENT_EVENTS):
+            self.late += 1
+            say(
+                f"a {event.get('event')!r} event came after the feed closed and is not in "
+                f"it ({self.late} so far)"
+            )
 
     def run(self) -> None:
         kept: list[dict[str, Any]] = []  # what a failed write left to write again
         give_up: Optional[float] = None
         while True:
-            with self.cond:
-                if kept:
-                    self.cond.wait(RETRY_S)  # a full disk: not before RETRY_S, urgent or not
-                elif not self.urgent and not self.stopping:
-                    if not self.pending:  # idle: no wake-up until an event comes
-                        self.cond.wait()
-                    if not self.urgent and not self.stopping:
-                        self.cond.wait(FLUSH_EVERY_S)  # more may come: one write for all
-                batch, self.pending, self.urgent = kept + self.pending, [], False
-                stopping = self.stopping
+            # A full disk: not before RETRY_S, urgent or not.
+            taken, stopping = self.batches.take(not_before=RETRY_S if kept else 0.0)
+            batch = kept + taken
             kept = self._write(batch) if batch else []
             if not stopping:
                 continue
@@ -172,9 +156,7 @@ class EventsFile(threading.Thread):
         return []
 
     def close(self) -> None:
-        with self.cond:
-            self.stopping = True
-            self.cond.notify()
+        self.batches.close()
         self.join()
         try:
             os.close(self.fd)
@@ -210,45 +192,33 @@ class RowWriter(threading.Thread):
         super().__init__(name="trainbridge-keeper-row", daemon=True)
         self.store_path = store_path
         self.job_id = job_id
-        self.cond = threading.Condition()
-        self.pending: dict[str, Any] = {}
-        self.urgent = False
-        self.stopping = False
+        self.batches: Batches[dict[str, Any]] = Batches(PROGRESS_EVERY_S)
+        self.left: dict[str, Any] = {}  # what was never written, once stopped
         self.writes = 0
         self.error: Optional[str] = None  # the last failure's reason, until a write goes
 
     def set(self, urgent: bool = False, **fields: Any) -> None:
-        with self.cond:
-            first = not self.pending
-            self.pending.update(fields)
-            if urgent:
-                self.urgent = True
-            if urgent or first:  # the first since a write: its PROGRESS_EVERY_S begins
-                self.cond.notify()
+        self.batches.put(fields, urgent)
 
     def run(self) -> None:
         store: Optional[Store] = None
+        kept: dict[str, Any] = {}  # a refused write's fields, under what came since
         try:
             while True:
-                with self.cond:
-                    if self.error is not None and not self.stopping:
-                        self.cond.wait(RETRY_S)
-                    elif not self.urgent and not self.stopping:
-                        if not self.pending:  # idle: no wake-up until a field comes
-                            self.cond.wait()
-                        if not self.urgent and not self.stopping:
-                            self.cond.wait(PROGRESS_EVERY_S)  # coalesced: the latest wins
-                    if self.stopping:
-                        return  # what is pending goes with the end (stop())
-                    fields, self.pending, self.urgent = self.pending, {}, False
+                taken, stopping = self.batches.take(not_before=RETRY_S if kept else 0.0)
+                fields, kept = dict(kept), {}
+                for update in taken:  # coalesced: the latest wins
+                    fields.update(update)
+                if stopping:
+                    self.left = fields  # it goes with the end (stop())
+                    return
                 if not fields:
                     continue
                 try:
                     store = store or Store(self.store_path)
                     store.update(self.job_id, **fields)
                 except StoreError as exc:
-                    with self.cond:  # kept: what came since is newer
-                        self.pending = {**fields, **self.pending}
+                    kept = fields
                     if self.error is None:
                         say(f"cannot update the job's row ({exc}); trying every {RETRY_S:g} s")
                     self.error = str(exc)
@@ -261,12 +231,9 @@ class RowWriter(threading.Thread):
 
     def stop(self) -> dict[str, Any]:
         """Stop; returns the fields never written (the caller writes them with the end)."""
-        with self.cond:
-            self.stopping = True
-            self.cond.notify()
+        self.batches.close()
         self.join()
-        with self.cond:
-            left, self.pending = self.pending, {}
+        left, self.left = self.left, {}
         return left
 
 
