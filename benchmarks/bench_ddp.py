@@ -1,4 +1,4 @@
-"""torchrun scale-out (issue 16 item 7): a small DDP loop (2 ranks, gloo, CPU) unsupervised
+"""torchrun scale-out: a small DDP loop (2 ranks, gloo, CPU) unsupervised
 vs supervised in zero-code mode (loop time only, start-up excluded), and the client's CPU
 time per rank over a supervised run. A third variant, supervised with zero-code off (no
 worker in any process: the client only watches the tree and reads the pipes), splits the

@@ -1,4 +1,4 @@
-"""torchrun on two hosts (issue 16 item 7): 4 ranks x 2 hosts, each host a network namespace
+"""torchrun on two hosts: 4 ranks x 2 hosts, each host a network namespace
 of this machine (tests/distributed/hosts.py), c10d rendezvous and gloo over the veth pair.
 A small DDP loop (benchmarks/ddp_train.py, unmodified) unsupervised vs supervised: host A's
 torchrun under the Python client (zero-code), host B's ranks connecting over tcp with

@@ -1,4 +1,4 @@
-"""What a store full of jobs costs the machine (issue 33): N jobs submitted, `running` of them
+"""What a store full of jobs costs the machine: N jobs submitted, `running` of them
 in slots and the rest queued (a queued job has no process), each running one under its
 keeper; the jobs are a user's idle training processes (Python with the zero-code worker,
 sleeping: the worker's beacon is their only activity).

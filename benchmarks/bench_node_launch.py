@@ -1,4 +1,4 @@
-"""Node launch() start-up (issue 30): the call to the child's first output line, supervised by
+"""Node launch() start-up: the call to the child's first output line, supervised by
 the Python job server, against child_process.spawn of the same child (no supervision), and the
 Python client's launch() to its first output event. A cold launch starts the job server too
 (the first launch of a Node process); a warm one finds it running; a prepared one is the first

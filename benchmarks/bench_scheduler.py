@@ -1,4 +1,4 @@
-"""The scheduler and its store (issue 17 item 8), with real keepers and real children:
+"""The scheduler and its store, with real keepers and real children:
 
 - submit -> running: Scheduler.submit() until the events file says "running" (the keeper
   started, launched the child, the worker said hello); baseline bridge.launch() -> running.

@@ -195,7 +195,7 @@ def run(rounds: int = 11) -> list:
                 extra={"p99_ms": percentile(ms, 99)},
             )
         )
-        p99 = percentile(ms, 99)  # issue 19's target: p99 <= 10 ms in both clients
+        p99 = percentile(ms, 99)  # the target: p99 <= 10 ms in both clients
         rows.append(
             Row(
                 "time to know",

@@ -1,4 +1,4 @@
-"""`trainbridge run --transparent` start-up cost against the bare command (issue 14).
+"""`trainbridge run --transparent` start-up cost against the bare command.
 
 Each variant is a fresh process tree, interleaved (medians). Three children:
 - `python -c pass`: spawn -> exit, the wrapper's whole cost on the shortest Python run

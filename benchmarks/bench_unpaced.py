@@ -1,4 +1,4 @@
-"""Unpaced logs (issue 11 item 4, issue 19): a child calls worker.log() 200,000 times as fast
+"""Unpaced logs: a child calls worker.log() 200,000 times as fast
 as it can, and the clock runs from spawn until the parent holds the last record; nothing may
 be lost (the worker's log() waits for room instead of dropping). Baseline: python-shell
 itself (pinned in benchmarks/package.json, `mode: 'json'`), the child printing the same

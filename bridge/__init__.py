@@ -25,7 +25,7 @@ def _check_client_requirements() -> None:
         )
     import importlib.util
 
-    # What the worker needs is all the supervisor needs (issue 30): a GUI's training venv
+    # What the worker needs is all the supervisor needs: a GUI's training venv
     # supervises its own jobs. rich (the live screen) and nvidia-ml-py (GPU detail) are used
     # when present; without them the CLI prints plain lines and the report says what it could
     # not see.

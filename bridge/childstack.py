@@ -1,4 +1,4 @@
-"""The hang-time stack of a child the job may be waiting on (issue 12 item 1).
+"""The hang-time stack of a child the job may be waiting on.
 
 When the main thread waits on a child (a DataLoader worker behind a multiprocessing
 connection, a subprocess), the diagnosis names that child; this module adds where the child

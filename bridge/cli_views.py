@@ -68,7 +68,7 @@ class ViewModel:
         self.started = time.monotonic()
         self.ended_t: Optional[float] = None  # when the state became ended: the clock stops
         self.output_t: Optional[float] = None  # when the last output line came
-        self.live: Optional[dict[str, Any]] = None  # the diagnosis while stalled (issue 12)
+        self.live: Optional[dict[str, Any]] = None  # the diagnosis while stalled
         self.ranks: dict[int, dict[str, Any]] = {}  # rank -> its own stage, step, state
 
     def update(self, event: dict[str, Any]) -> None:
@@ -164,7 +164,7 @@ class ViewModel:
         """'301/?  12.40 step/s  loss=2.31' (no ETA without a total; metadata keys such as
         source=optimizer are not metrics), plus 'idle 14 s' once progress stops: the values
         of the judge's last `status` event. An ended job has no rate, ETA or idle time: its
-        last frame stays on screen (issue 37 item 10)."""
+        last frame stays on screen."""
         status = self.status
         info = f"{_fmt(self.step)}/{_fmt(self.total) if self.total else '?'}"
         if self.state != "ended":

@@ -154,7 +154,7 @@ def stage_at_end(
     """The job's stage when it ended: where a fatal error was raised, else the innermost stage
     still open, else the innermost stage the end unwound through (closed with status "error"
     after the last stage began), else the last stage to close -- never merely the last one
-    that began (issue 12: "import numpy", long finished, was named for an error in "main").
+    that began ("import numpy", long finished, was once named for an error in "main").
 
     stages: records in begin order {name, status: running|ok|error, began, closed}; began and
     closed number the begin and end messages in the order the client received them (times
@@ -177,7 +177,7 @@ def stage_at_end(
     return max(stages, key=lambda s: s["closed"])["name"]
 
 
-# A resource that ran out, raised as a library's generic error (issue 32 item 6): the words of
+# A resource that ran out, raised as a library's generic error: the words of
 # the allocators and of the kernel's errno, as Python, torch and numpy print them.
 _HOST_OOM_TEXT = re.compile(
     r"\bMemoryError\b|DefaultCPUAllocator: can't allocate memory|std::bad_alloc|"
@@ -325,8 +325,8 @@ def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
         "stage": stage,
         "last_line": last,
     }
-    # A fatal error event decides the end even when the exit status is 0 (issue 3's rule);
-    # SystemExit is an exit status, not an exception.
+    # A fatal error event decides the end even when the exit status is 0, as it decides the
+    # outcome (docs/CLIENT.md, "Outcomes"); SystemExit is an exit status, not an exception.
     fatal_error = (
         bool(error) and bool(error.get("fatal", True)) and error.get("kind") != "system_exit"
     )

@@ -106,7 +106,7 @@ CPU_BUSY = 0.5  # fraction of one core over the window: the main work is computi
 # caught it in the GIL's futex; a sleeping or blocked main thread shows 0 %.
 RUNNABLE_BUSY = 0.3  # fraction of state samples in R
 CPU_SOME = 0.05
-# Margins against sampling jitter (issue 20): the two clients sample the same process at
+# Margins against sampling jitter: the two clients sample the same process at
 # different moments, so no verdict may turn on one sample.
 RUNNABLE_SOME = 0.15  # below this share of R samples the main thread is not spinning
 # Runnable in this share of at least WAIT_MIN_SAMPLES samples: the main thread never blocked
@@ -239,7 +239,7 @@ KERNEL_FRAMES = 3  # innermost kernel functions named for a child with no Python
 def child_stack(
     child: Optional[dict[str, Any]], process_stacks: Optional[dict[str, Any]] = None
 ) -> Optional[dict[str, Any]]:
-    """Where the child a job waits on is itself (issue 12 item 1): its own Python stack
+    """Where the child a job waits on is itself: its own Python stack
     (its answer to dump_stacks when it runs a worker, else py-spy's dump of it from the
     evidence), else its kernel stack (/proc/PID/stack, readable by root) or its wchan.
     {source: dump_stacks | py-spy | kernel | wchan, frame, kernel} or None."""
@@ -369,8 +369,8 @@ def _kernel_says(evidence: dict[str, Any]) -> Optional[str]:
     if runnable is not None:
         # The samples over the window judge the main thread; the one syscall read at the
         # end may well catch a spinning thread waiting for the GIL (a futex).
-        # Margins (issue 20): one or two runnable samples (a sleeping loop waking up) are
-        # not a loop; below RUNNABLE_BUSY a blocking wait that most samples saw decides.
+        # Margins against sampling jitter: one or two runnable samples (a sleeping loop waking
+        # up) are not a loop; below RUNNABLE_BUSY a blocking wait that most samples saw decides.
         spinning = (runnable >= RUNNABLE_ALWAYS and _sample_count(main) >= WAIT_MIN_SAMPLES) or (
             (cpu or 0) >= CPU_SOME
             and (
@@ -392,8 +392,8 @@ def _kernel_says(evidence: dict[str, Any]) -> Optional[str]:
         _peer_child(evidence) or evidence.get("children")
     ):
         # A local socket (socketpair, multiprocessing connection) into the job's own tree
-        # is a wait on that process, not on a network (issue 12: a stopped DataLoader
-        # worker was blamed on the proxy).
+        # is a wait on that process, not on a network (a stopped DataLoader
+        # worker was once blamed on the proxy).
         return "child_wait"
     if target.startswith("socket:") or _NET_WCHAN.search(wchan):
         return "network_wait"
@@ -430,7 +430,7 @@ def _hang_kind(
         and (saw_hello or loaded)
         and evidence.get("alive", True)
     ):
-        # (loaded: the worker was imported but its beacon never spoke: issue 12 item 4;
+        # (loaded: the worker was imported but its beacon never spoke;
         # python_silent: neither dump path answered, only the native SIGUSR2 one)
         # The beacon thread could not run: something holds the GIL (or the process froze).
         return "gil_held"
@@ -493,7 +493,7 @@ def _lock_holder(lock: dict[str, Any], short: bool = False) -> str:
     return f"{own}pid {pid}" + (f" ({facts})" if facts and not short else "")
 
 
-# The wait chain inside the process (issue 32 item 4): a main thread waiting on a lock, a
+# The wait chain inside the process: a main thread waiting on a lock, a
 # queue, an event or a join waits for another thread of the script. Found blocked on a
 # socket or a child, that thread is the chain's end, and the verdict is about it.
 _THREAD_NAME = re.compile(r'^Thread 0x[0-9a-fA-F]+ "([^"]*)"')

@@ -221,8 +221,8 @@ def quote(text: Any, limit: int = MESSAGE_MAX) -> str:
     """An error message for a summary: one line, at most `limit` characters. One that is too
     long keeps its first line and the later lines that name an error, then the other lines
     that still fit, in order; " ... " marks what was left out. torch.load's message gives
-    500 characters of advice before "WeightsUnpickler error: Unsupported global ..." (issue
-    38), and a cut from the start lost the error itself."""
+    500 characters of advice before "WeightsUnpickler error: Unsupported global ...",
+    and a cut from the start lost the error itself."""
     whole = one_line(text, 1 << 30)
     if len(whole) <= limit:
         return whole

@@ -32,7 +32,7 @@ STATE_SAMPLE_S = 0.02
 def main_thread_states(pid: int, until: float) -> list[dict[str, str]]:
     """The main thread sampled every STATE_SAMPLE_S until `until` (procfs.main_thread_sample;
     at least once). measure() counts them: the rules judge by these counts, not by one read
-    at the end that may catch a sleeping loop between two sleeps (issue 20: margins against
+    at the end that may catch a sleeping loop between two sleeps (margins against
     sampling jitter)."""
     states = []
     while True:
@@ -190,7 +190,7 @@ def measure(
     return ev
 
 
-# --- the live look while a job is stalled (issue 12 item 12) ----------------------------
+# --- the live look while a job is stalled -----------------------------------------------
 def live(pid: int, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """A cheap look at a live job, for the diagnosis shown while it is stalled: no window
     (the CPU fraction is measured since `previous`, the "mark" of the last look), no py-spy,

@@ -1,4 +1,4 @@
-"""Who holds the file lock a job waits for (issue 32 item 4: follow the wait chain to its end).
+"""Who holds the file lock a job waits for (the wait chain followed to its end).
 A main thread blocked in flock()/fcntl(F_SETLKW), or polling a lock as the filelock package
 does (huggingface_hub's download cache, a dataset cache), waits for another process: the
 verdict names that process, its command line and its state, not the waiting frame alone.

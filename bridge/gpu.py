@@ -23,7 +23,7 @@ def facts(pids: Optional[list[int]] = None) -> dict[str, Any]:
     try:
         import pynvml  # nvidia-ml-py; imported lazily so a missing driver costs nothing
     except ImportError:
-        # Optional (issue 30): a GPU may be there all the same; say what would read it.
+        # nvidia-ml-py is optional: a GPU may be there all the same; say what would read it.
         _gpu_unavailable = (
             f"GPU not read: nvidia-ml-py is not installed for {sys.executable} (run "
             f"`{sys.executable} -m pip install nvidia-ml-py` to see utilisation and memory)"

@@ -107,7 +107,7 @@ def judge(
     )
 
 
-# --- the total budget for unauthenticated input (issue 11 item 3) ------------------------
+# --- the total budget for unauthenticated input ------------------------------------------
 # Per connection, libzmq holds at most RCVHWM unread messages (bridge/hub.py). Across all
 # connections, what bounds memory is how fast the hub drains them: verifying a 1 MiB frame
 # costs about a millisecond, so several flooding connections fill their queues (8 of them:

@@ -196,7 +196,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._dump_seq: Optional[int] = None
         # The in-band cancel in flight: its command seqs (the answer goes to facts["cancel"]).
         self._cancel_seqs: range = range(0)
-        # While stalled: the current diagnosis from a cheap look (issue 12 item 12).
+        # While stalled: the current diagnosis from a cheap look.
         self.live_diagnosis: Optional[dict[str, Any]] = None
         self._live_t: Optional[float] = None
         self._live_mark: Optional[dict[str, Any]] = None
@@ -389,7 +389,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         """Send a command to the worker and wait for its reply body."""
         # A held lock, released by the I/O thread, rather than an Event: after waking the
         # I/O thread the caller goes straight into one C call that gives up the GIL, instead
-        # of an Event.wait()'s Python, which the woken I/O thread would wait on (issue 19).
+        # of an Event.wait()'s Python, which the woken I/O thread would wait on.
         box: list[Any] = [threading.Lock(), None]
         box[0].acquire()
 

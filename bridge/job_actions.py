@@ -256,7 +256,7 @@ class JobActions:
     def _check_loaded(self, now: float) -> None:
         """Before any hello: has the worker loaded in the launched process? Its stage box
         is written synchronously at `import worker`, before the beacon can speak; a GIL held
-        right after would otherwise be seen only at the startup timeout (issue 12 item 4).
+        right after would otherwise be seen only at the startup timeout.
         The box's mtime says when; /proc's SigCgt whether SIGUSR1 has a handler (the
         faulthandler dump the worker registers at import), so it may be sent."""
         if not self.crash_file or self.pid is None:
@@ -315,7 +315,7 @@ class JobActions:
                     "progress": self.facts["progress"],
                 }
             )
-            # Ranks waiting in a collective for one that is elsewhere (issue 12 item 12).
+            # Ranks waiting in a collective for one that is elsewhere.
             found = ranks_hang.live_collective(self.ranks) or found
         except Exception as exc:  # noqa: BLE001 - a live view must not cost the job
             found = {

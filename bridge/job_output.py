@@ -15,7 +15,7 @@ from trainbridge.bridge import report as reports
 from trainbridge.bridge.lines import decode_line, log_text
 
 READ_SIZE = 64 * 1024
-OUTPUT_EVENT_S = 0.25  # output lines reach the state machine at most this often (issue 12)
+OUTPUT_EVENT_S = 0.25  # output lines reach the state machine at most this often
 # What bridge/inject/sitecustomize.py and the worker print when they cannot run: no hello
 # will come from that process, so waiting for one (the startup deadline) would only kill it.
 NO_WORKER_MARKERS = ("[trainbridge] zero-code mode is off", "[trainbridge] worker disabled")

@@ -54,7 +54,7 @@ BACKOFF_MAX_S = 300.0
 STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about once a second
 ROW_PROGRESS = ("step", "total", "rate", "eta_s", "metrics")  # of the judge's status, in the row
 REQUESTS_JOIN_S = 5.0  # at the end: the requests thread finishes what it read
-# A full disk (issue 33): what could not be written is kept and written again this often.
+# A full disk: what could not be written is kept and written again this often.
 RETRY_S = 1.0
 ROW_RETRY_MAX_S = 10.0  # the job's end goes to the row at last this often while it cannot
 CLOSE_RETRY_S = 30.0  # at the end, the feed's last events are tried this long

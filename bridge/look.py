@@ -1,4 +1,4 @@
-"""The look before a hang is declared (issue 32 items 1, 2 and 3): at the startup, heartbeat
+"""The look before a hang is declared: at the startup, heartbeat
 and stall deadlines, is the job hung, or starting, or waiting for a free core, or computing?
 Pure: two samples of the job's process tree in, a verdict out. The shell
 (bridge/job_actions.py) takes the samples machine.LOOK_S apart when the machine asks ("look"

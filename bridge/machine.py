@@ -38,7 +38,7 @@ Events ({"type": ..., "t": ...} plus):
              /proc's SigCgt). The worker was imported (its stage box exists) but has
              not said hello: from then on the heartbeat deadline applies, so a GIL held
              right after `import worker` is known within heartbeat_timeout, not after the
-             startup timeout (issue 12 item 4). t is when it loaded.
+             startup timeout. t is when it loaded.
   no_worker  reason: str (a process said it cannot load the worker: no hello will come,
              so the startup deadline no longer applies)
   looked     reason: "startup" | "heartbeat" | "stall", working: bool, since?: num. The
@@ -147,7 +147,7 @@ def config_problem(config: dict[str, Any]) -> Optional[tuple[str, str]]:
 
 
 HANG_REASONS = ("startup", "stage_budget", "stall", "heartbeat", "after_bye")
-# The look at the startup deadline (issue 32 item 2): the shell samples the job's tree twice,
+# The look at the startup deadline: the shell samples the job's tree twice,
 # LOOK_S apart; an answer that has not come LOOK_TIMEOUT_S after the deadline (a shell that
 # could not look) leaves the verdict to the deadline, as before the look existed.
 LOOK_S = 1.0
@@ -311,7 +311,7 @@ def _on_progress(s: State, e: Event, t: float, actions: list[Action]) -> None:
 
 
 def _on_output(s: State, e: Event, t: float, actions: list[Action]) -> None:
-    # Issue 12: a script with no progress source that prints a line every few seconds is
+    # A script with no progress source that prints a line every few seconds is
     # working, not stalled.
     if not s["progress_seen"] and _armed(s):
         _activity(s, t, actions)

@@ -1,4 +1,4 @@
-"""The per-rank faulthandler fallback at hang time (issue 16 item 3): a rank whose beacon
+"""The per-rank faulthandler fallback at hang time: a rank whose beacon
 did not answer the hang's dump_stacks (native code holds its GIL, say) still gets its stack
 into `ranks`, as a single-process job does: from its SIGUSR1 dump in the crash file when its
 main thread ran Python, else from SIGUSR2, faulthandler's C handler for the main thread.

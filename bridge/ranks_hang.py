@@ -191,7 +191,7 @@ def hung_rank(state: ranks.State, live: bool = False) -> Optional[dict[str, Any]
 def live_collective(state: ranks.State) -> Optional[dict[str, Any]]:
     """The live (stalled, before any deadline) form of hung_rank, from the ranks' last
     heartbeat stacks: a diagnosis {kind collective_wait, frame, summary, hint, evidence}
-    whose summary says "waiting in all_reduce for rank 1 ..." (issue 12 item 12), or None.
+    whose summary says "waiting in all_reduce for rank 1 ...", or None.
     Its kind and frame are those the verdict at the deadline gives on the same facts."""
     stuck = hung_rank(state, live=True)
     if stuck is None:

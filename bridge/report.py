@@ -460,7 +460,7 @@ def _error(worker_error: Optional[dict[str, Any]], tail: list[str]) -> Optional[
 
 
 def _for_people(error: dict[str, Any]) -> dict[str, Any]:
-    """The error's text fields without terminal escapes (issue 12: torch's "\x1b[1m" in a
+    """The error's text fields without terminal escapes (torch's "\x1b[1m" in a
     message reached GUIs); the log file keeps the raw bytes."""
     for key in ("message", "traceback"):
         if isinstance(error.get(key), str):

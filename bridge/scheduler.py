@@ -72,7 +72,7 @@ def discover_gpus(environ: Optional[Mapping[str, str]] = None, nvml: Any = None)
     if nvml is None:
         try:
             import pynvml as nvml  # type: ignore[no-redef]
-        except ImportError:  # optional (issue 30): nvidia-smi comes with the driver
+        except ImportError:  # nvidia-ml-py is optional: nvidia-smi comes with the driver
             from trainbridge.bridge.resources import NvidiaSmi
 
             return NvidiaSmi(environ.get("TRAINBRIDGE_NVIDIA_SMI")).indices()

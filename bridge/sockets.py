@@ -236,7 +236,7 @@ def add_loopback_peers(
 ) -> None:
     """For each connected TCP socket of the job whose other end is on this machine (a
     loopback address), the process that holds that end: sock["peer"] = {"pid", "cmd",
-    "state", "in_job"} (issue 32 item 4: a local server that does not answer is named, not
+    "state", "in_job"} (so a local server that does not answer is named, not
     only its port). The other end's row is in the same namespace's TCP table, its holder
     found through every process's fd links: done only when there is such a socket."""
     local = [

@@ -9,8 +9,8 @@ have: a handler installed here is reset to the default in each child at exec. Th
 itself is tested on purpose, with SIGINT ignored in that child only.
 
 XDG_RUNTIME_DIR: each pytest-xdist worker gets its own (short: ipc paths are limited to 107
-bytes). A client sweeps the runtime directories that dead clients of its user left (issue 11
-item 6), so with one shared base a test in another worker swept the directory of a keeper
+bytes). A client sweeps the runtime directories that dead clients of its user left,
+so with one shared base a test in another worker swept the directory of a keeper
 this test had just SIGKILLed, before the test could look at it. Node clients the tests start
 inherit it.
 """

@@ -457,12 +457,12 @@ class _FirstBatch:
 _steps = 0
 
 
-# The loss an unmodified script passes to backward() (issue 12 item 10): a reference to the
+# The loss an unmodified script passes to backward(): a reference to the
 # 0-dim tensor is kept per step; its value is read only when the beacon sends progress (a
 # few times a second), and for a CUDA tensor only once an event recorded after it has
 # completed, so neither the step nor the beacon waits for the GPU. A CPU loss is kept as it
 # is, not detached: detach() cost 0.6-1.8 us per step (load 7-15; 0.15-0.5% of the demo
-# model's ~360 us step; keeping the tensor costs ~0.1 us; issue 19). After backward() the
+# model's ~360 us step; keeping the tensor costs ~0.1 us). After backward() the
 # kept tensor holds only its graph's nodes, not their saved tensors, and the script's own
 # `loss` variable keeps the same until its next step.
 _LOSS: list = [None, None, None]  # [tensor, cuda event or None, last value read]

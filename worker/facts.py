@@ -224,7 +224,7 @@ def resources() -> dict[str, Any]:
         return {"cpu_s": times.user + times.system, "threads": threading.active_count()}
 
 
-# Where the main thread is, said with every heartbeat (issue 32 item 1): the innermost frame of
+# Where the main thread is, said with every heartbeat: the innermost frame of
 # the script's own code, as "file.py:function". A library's frames (the standard library,
 # site-packages, trainbridge itself) are stepped over: a loop spinning in `event.is_set()`
 # stays in the script's one function, while a training loop moves through the script's own

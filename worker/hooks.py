@@ -73,7 +73,7 @@ def _install_faulthandler(path: str) -> None:
     # and a handler the script installed itself is left alone. Not faulthandler.register:
     # its dump, in a C signal handler, reads the frames of threads that go on running
     # Python (and of the interrupted one in the middle of a call), and a process being
-    # stopped died of SIGSEGV in it (issue 20, CPython gh-116008). A Python-level handler
+    # stopped died of SIGSEGV in it (CPython gh-116008). A Python-level handler
     # runs on the main thread between bytecodes, with the GIL: nothing moves while it reads.
     # Python code that cannot run (native code holding the GIL) is what the freeze
     # watchdog dumps instead, and the in-band dump_stacks covers native code that released it.

@@ -452,7 +452,7 @@ def _stacks_text(current, current_frame):
 def _register_dumps(stack_out):
     """SIGUSR1: a Python-level handler, not faulthandler.register(all_threads=True), whose
     dump in a C signal handler reads the frames of threads that keep running Python and can
-    die of SIGSEGV (CPython gh-116008; trainbridge issue 20). It runs on the main thread
+    die of SIGSEGV (CPython gh-116008). It runs on the main thread
     between bytecodes, with the GIL: nothing moves while it reads. SIGUSR2: faulthandler's
     C handler for the thread it lands on (the main one); the doctor sends it only when the
     SIGUSR1 dump did not come, that is when no Python runs, so nothing moves either."""

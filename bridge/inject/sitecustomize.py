@@ -61,7 +61,7 @@ def _start_worker():
         return
     try:
         # First, whatever is missing: a script's own `from trainbridge import worker` then
-        # imports, and its calls are no-ops while the worker is off (issue 37 item 2).
+        # imports, and its calls are no-ops while the worker is off.
         if "trainbridge" not in sys.modules:
             _import_trainbridge()
         _check_requirements()

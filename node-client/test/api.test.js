@@ -1,5 +1,5 @@
 'use strict';
-// What a GUI author needs from launch() besides the report (issue 13): the interpreter by
+// What a GUI author needs from launch() besides the report: the interpreter by
 // name, a spawn event, an AbortSignal, an opt-in `done` that rejects on failure, a no_worker
 // event when zero-code mode cannot load, and DoctorError among the exports.
 
@@ -62,8 +62,8 @@ test('a training venv without pyzmq and msgpack: launch() says what to install w
   try {
     execFileSync(PYTHON, ['-m', 'venv', '--without-pip', dir]);
     const bare = path.join(dir, 'bin', 'python');
-    // The README's own usage: the worker API imports and its calls do nothing (issue 37 item 2:
-    // it failed with "No module named 'trainbridge'" and the diagnosis blamed line 1).
+    // The README's own usage: the worker API imports and its calls do nothing (it
+    // once failed with "No module named 'trainbridge'" and the diagnosis blamed line 1).
     const script = 'from trainbridge import worker\nwith worker.stage("fit"):\n    worker.progress(1, 1)\nprint("trained")';
     const job = launch({ python: bare, args: ['-c', script], env: userEnv() });
     const errors = [];
@@ -152,7 +152,7 @@ test('cancel({reason}): echoed in the report, answered by the worker, not an err
   assert.ok(took < 5, `${took} s`);
 });
 
-test('the stages a cancel ended say cancelled, not error, as in Python (issue 34)', async () => {
+test('the stages a cancel ended say cancelled, not error, as in Python', async () => {
   const staged = "import time\nfrom trainbridge import worker\nwith worker.stage('train'):\n"
     + '    for i in range(100000):\n        worker.progress(i + 1)\n        time.sleep(0.02)\n';
   const { report } = await cancelAfterProgress(staged, { reason: 'user pressed Stop' });

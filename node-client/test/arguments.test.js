@@ -1,5 +1,5 @@
 'use strict';
-// Bad arguments stay with their own job (issue 11 item 2), as tests/client/test_arguments.py:
+// Bad arguments stay with their own job, as tests/client/test_arguments.py:
 // launch() refuses bad options with a clear LaunchError before a supervisor or a job exists
 // (a bug while handling one job fails it alone: the supervisor's, tests/client/test_arguments.py).
 

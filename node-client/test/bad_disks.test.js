@@ -1,5 +1,5 @@
 'use strict';
-// Bad disks (issue 11 item 5), as tests/client/test_bad_disks.py: a logPath on a full or
+// Bad disks, as tests/client/test_bad_disks.py: a logPath on a full or
 // read-only file system. The client runs in a private mount namespace (unshare) with a
 // 64 KiB tmpfs (full) or a read-only tmpfs, so nothing stays mounted whatever happens.
 

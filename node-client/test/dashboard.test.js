@@ -30,7 +30,7 @@ async function until(what, ok, ms = 30000) {
 const view0 = () => model.createView({ id: 'job-1', title: 'demo', command: ['python', 'x.py'], t: T0 });
 
 test('progress: the page shows the judge\'s status (rate, ETA, falling in a stall); metrics series from progress', () => {
-  // Issue 29: the page computed its own rate and kept "1 step/s, ETA 90 s" while stalled. Now
+  // The page once computed its own rate and kept "1 step/s, ETA 90 s" while stalled. Now
   // it renders the supervisor's 'status' event (bridge/status.py judges it), as it says it.
   const v = view0();
   model.apply(v, { type: 'state', data: 'running', t: T0 });
@@ -87,7 +87,7 @@ test('training health: the judge\'s entries are in the page\'s head while it run
 });
 
 test('what a deadline\'s look saw instead of a hang (starting, starved, computing) is on the page until the job moves on', () => {
-  // The CLI notes all three (cli_views.py); the page showed only `starting` (issue 32).
+  // The CLI notes all three (cli_views.py); the page showed only `starting`.
   const v = view0();
   model.apply(v, { type: 'state', data: 'starting', t: T0 });
   assert.equal(model.head(v).looked, null);
@@ -157,7 +157,7 @@ test('series: a page gets the new points, or all of them after the series was th
   assert.equal(message.metrics.step.at(-1), model.SERIES_MAX + 1, 'the last point is kept');
 });
 
-test('series: every step\'s metrics from a message\'s points; a spike of one step on a 10,000-step curve survives thinning (issue 34)', () => {
+test('series: every step\'s metrics from a message\'s points; a spike of one step on a 10,000-step curve survives thinning', () => {
   const v = view0();
   const loss = (n) => (n === 6173 ? 50 : 10 - n * 0.0005);
   // The worker sends a few messages a second, each with every call's points since the last.
@@ -187,7 +187,7 @@ test('series: every step\'s metrics from a message\'s points; a spike of one ste
   assert.deepEqual(model.delta(w, null).message.metrics.step, [3]);
 });
 
-test('after a cancel, the interrupted script\'s stderr (its KeyboardInterrupt traceback) is the cancel\'s, not an error (issue 34)', () => {
+test('after a cancel, the interrupted script\'s stderr (its KeyboardInterrupt traceback) is the cancel\'s, not an error', () => {
   const v = view0();
   const log = (stream, text) => model.apply(v, { type: 'log', data: { stream, text }, t: T0 });
   log('stderr', 'a warning before');
@@ -213,7 +213,7 @@ test('after a cancel, the interrupted script\'s stderr (its KeyboardInterrupt tr
   assert.deepEqual(model.head(w).cancelTrace, [4, 6]);
 });
 
-test('files the job made: listed by number, sent to a page once each (issue 34)', () => {
+test('files the job made: listed by number, sent to a page once each', () => {
   const v = view0();
   const said = (name, kind, step) => model.apply(v, { type: 'artifact', t: T0 + 1000,
     data: { path: `/runs/a/${name}`, name, kind, bytes: 10, step, by: 'Image.save' } });
@@ -363,7 +363,7 @@ test('server with a token: taken from a header or the cookie its printed address
 });
 
 test('memory source: each job\'s supervisor samples its tree (a busy child\'s CPU, RSS, GPU via a fake nvidia-smi); the chart draws its samples', async (t) => {
-  // Issue 30: the dashboard read /proc and nvidia-smi itself for the jobs it launched, a third
+  // The dashboard used to read /proc and nvidia-smi itself for the jobs it launched, a third
   // copy of bridge/resources.py. Now launch({sampleResources: true}) has the job server sample
   // them, as a keeper does a scheduled job's. Its own process: the server's environment names
   // the fake nvidia-smi, as a user's would name theirs.
@@ -458,7 +458,7 @@ test('a store job is known as soon as submit() returns, before the change feed b
   await source.cancel(id);
 });
 
-test('store source: the list is driven by the store\'s change feed, not by reading the rows (issue 33)', async (t) => {
+test('store source: the list is driven by the store\'s change feed, not by reading the rows', async (t) => {
   // A job submitted by another process appears, its end is drawn, a forgotten job leaves the
   // list; the source never calls jobs() (it used to, every second).
   const python = require('../src/index.js').resolvePython();
@@ -584,7 +584,7 @@ test('a log download is exactly as long as it says, even when the job writes dur
 });
 
 test('store source: a stray subprocess does not replace the lead\'s progress or add a stage row (one judge)', async (t) => {
-  // Issue 29: the dashboard showed rank 1's step 59 instead of the lead's 109, and two "train"
+  // The dashboard once showed rank 1's step 59 instead of the lead's 109, and two "train"
   // rows. It now draws the keeper's 'status' events and the lead's stage and progress only.
   const python = require('../src/index.js').resolvePython();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
@@ -616,7 +616,7 @@ test('store source: a stray subprocess does not replace the lead\'s progress or 
 });
 
 test('store source: a two-rank torchrun job shows the lead\'s progress and one stage tree (one judge)', async (t) => {
-  // Issue 29: rank 1 reports 150/200 after rank 0's 20/20 (tests/distributed/scenarios/
+  // Rank 1 reports 150/200 after rank 0's 20/20 (tests/distributed/scenarios/
   // torchrun_two_ranks_progress.py); the page draws the lead's, and each rank's own "train"
   // is one row. tests/distributed/test_elastic.py runs the same job through status() and attach.
   const python = require('../src/index.js').resolvePython();
@@ -640,7 +640,7 @@ test('store source: a two-rank torchrun job shows the lead\'s progress and one s
 });
 
 test('store source: the resource chart survives a dashboard restart (the keeper samples, the feed keeps it)', async (t) => {
-  // Issue 29: the CPU/RSS chart started again when the dashboard restarted. The keeper samples
+  // The CPU/RSS chart used to start again when the dashboard restarted. The keeper samples
   // the job's tree every second into the feed (bridge/resources.py); a new source replays it.
   const python = require('../src/index.js').resolvePython();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-res-'));
@@ -666,7 +666,7 @@ test('store source: the resource chart survives a dashboard restart (the keeper 
   assert.equal(second.get(id).outcome, 'succeeded');
 });
 
-test('server: the list\'s actions: re-run, delete (confirmed, its files too), queue pause; the list says when and why (issue 34)', async (t) => {
+test('server: the list\'s actions: re-run, delete (confirmed, its files too), queue pause; the list says when and why', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-actions-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const dash = await startDashboard({ port: 0, store: path.join(dir, 'jobs.db') });
@@ -736,7 +736,7 @@ async function* sseEvents(res) {
   }
 }
 
-test('server: one stream carries what all of a browser\'s tabs watch (/api/mux, issue 34)', async (t) => {
+test('server: one stream carries what all of a browser\'s tabs watch (/api/mux)', async (t) => {
   // A stream per tab spent the browser's six connections to the host: a submit waited forever.
   const dash = await startDashboard({ port: 0, memory: true });
   t.after(() => dash.close());

@@ -213,7 +213,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.deepEqual(errors.filter((e) => !/status of 400 \(Bad Request\)/.test(e)), [], 'only the refused submit is an error');
   });
 
-  inBrowser('the list: a double click on Start makes one job; why, re-run and delete (asked first) from the list (issue 34)', async () => {
+  inBrowser('the list: a double click on Start makes one job; why, re-run and delete (asked first) from the list', async () => {
     const { page, errors } = await open(dash.url);
     await page.check('input[name=kind][value=command]');
     const marker = `dblclick-${Date.now()}`;
@@ -244,7 +244,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.deepEqual(errors, []);
   });
 
-  inBrowser('an error raised in the script itself names its frame once (not "X from X", issue 34)', async (t) => {
+  inBrowser('an error raised in the script itself names its frame once (not "X from X")', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-frame-'));
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
     const script = path.join(dir, 'raises.py');
@@ -281,7 +281,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     }
   });
 
-  inBrowser('accessibility: axe-core finds no violation on the list, a running job, a crashed job (issue 34)', async (t) => {
+  inBrowser('accessibility: axe-core finds no violation on the list, a running job, a crashed job', async (t) => {
     const { page, errors } = await open(dash.url);
     const crashed = await submit(page, { kind: 'demo', crashAt: 'config' });
     const running = await submit(page, { kind: 'demo', hangAt: 'config' });
@@ -323,7 +323,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.deepEqual(errors, []);
   });
 
-  inBrowser('a job computing without progress past its stall deadline says so on the page, not hung (issue 32)', async () => {
+  inBrowser('a job computing without progress past its stall deadline says so on the page, not hung', async () => {
     // An unmodified script (zero-code) that moves through its own functions for 14 s with no
     // progress and no output: the stall deadline's look judges it computing; the CLI said so,
     // the page did not.
@@ -386,7 +386,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.deepEqual(errors, []);
   });
 
-  inBrowser('eight tabs of one browser share one event stream: a submit from a ninth still goes through (issue 34)', async (t) => {
+  inBrowser('eight tabs of one browser share one event stream: a submit from a ninth still goes through', async (t) => {
     // A browser gives a host six HTTP/1.1 connections; a stream per tab spent them all and a
     // submit waited forever, silently. Every page is visible (headless pages are).
     const context = await browser.newContext();
@@ -419,7 +419,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     for (const tab of tabs.filter((_, i) => !(i % 2))) await tab.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 30000 });
   });
 
-  inBrowser('a spike of one step on a 10,000-step curve is drawn; a log scale; the learning rate has its own axis (issue 34)', async () => {
+  inBrowser('a spike of one step on a 10,000-step curve is drawn; a log scale; the learning rate has its own axis', async () => {
     // Coalesced, the page had ~4 points a second (26 for the 300-step demo): a one-step spike
     // was gone. The worker now sends every call's metrics; the page thins by min and max.
     const script = [
@@ -454,7 +454,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.deepEqual(errors, []);
   });
 
-  inBrowser('several runs\' curves on one chart: pick two in the list, compare (issue 34)', async () => {
+  inBrowser('several runs\' curves on one chart: pick two in the list, compare', async () => {
     const run = (scale) => ['-c', [
       'from trainbridge import worker',
       'for step in range(1, 201):',
@@ -493,7 +493,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.deepEqual(errors, []);
   });
 
-  inBrowser('the GPU panel: a job\'s GPU memory and utilisation over time, from (fake) nvidia-smi (issue 34)', async (t) => {
+  inBrowser('the GPU panel: a job\'s GPU memory and utilisation over time, from (fake) nvidia-smi', async (t) => {
     // A dashboard of its own whose jobs run in it, its environment naming a fake nvidia-smi: the
     // job's processes hold 1.5 GiB on one device at 87%, as nvidia-smi would say on a GPU machine.
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-gpu-home-'));
@@ -514,7 +514,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.deepEqual(errors, []);
   });
 
-  inBrowser('the files a job made: the sample images an unmodified script saved in a gallery by step, its checkpoint to download (issue 34)', async (t) => {
+  inBrowser('the files a job made: the sample images an unmodified script saved in a gallery by step, its checkpoint to download', async (t) => {
     // No trainbridge import: zero-code mode sees PIL's Image.save and torch.save to a path.
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-artifacts-'));
     t.after(() => fs.rmSync(out, { recursive: true, force: true }));
@@ -674,9 +674,9 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
       srv.proc.kill('SIGKILL');
       const killed = Date.now();
       await srv.exited;
-      // Stale at once (issue 34): said in words, the live values greyed, no button to press.
+      // Stale at once: said in words, the live values greyed, no button to press.
       // The page hears of it when its stream breaks; how long that took is reported, not
-      // asserted: beside two CPU loops Chromium itself took over 2 s to run (issue 37).
+      // asserted: beside two CPU loops Chromium itself took over 2 s to run.
       await page.locator('#stale-banner').waitFor({ state: 'visible', timeout: 15000 });
       t.diagnostic(`server killed -> the page says so: ${Date.now() - killed} ms`);
       assert.match(await text(page, '#stale-banner'), /server is not answering .* from \d+ s ago/);

@@ -1,5 +1,5 @@
 'use strict';
-// `npm run demo` as a newcomer runs it (issue 37 item 10): the run, then a few lines of
+// `npm run demo` as a newcomer runs it: the run, then a few lines of
 // verdict; the whole report goes to --report FILE, not ~180 lines of JSON on the screen.
 
 const test = require('node:test');

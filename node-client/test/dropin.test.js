@@ -1,5 +1,5 @@
 'use strict';
-// The Node client as a drop-in (issue 14 items 2 and 3): stdin 'pipe', raw byte streams
+// The Node client as a drop-in: stdin 'pipe', raw byte streams
 // besides the 'log' lines, and two-way messages, with the same results as the Python
 // client (tests/client/test_dropin.py runs the same scripts).
 

@@ -88,7 +88,7 @@ test('native crash: crashed by SIGSEGV, the faulthandler stack, known at once', 
 });
 
 test("a hang's idle time counts from the last activity, not the worker's last progress", async () => {
-  // Issue 38 (bridge: test_deadlines.py): 3 s of printing with no progress source is activity.
+  // As tests/client/test_deadlines.py: 3 s of printing with no progress source is activity.
   const script = path.join(REPO, 'tests', 'faults', 'scenarios', '_prints_then_waits.py');
   const job = launch({
     command: PYTHON,

@@ -1,5 +1,5 @@
 'use strict';
-// Which process speaks for a job (issue 11 item 1), with real processes: the job's structure
+// Which process speaks for a job, with real processes: the job's structure
 // decides, not a hello's claim. tests/zerocode/test_lead.py runs the same through Python;
 // vectors/lead.json pins the rule itself (tests/client/test_machine.py).
 

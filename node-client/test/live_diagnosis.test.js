@@ -1,5 +1,5 @@
 'use strict';
-// Issue 12 item 12, as tests/client/test_live_diagnosis.py: while stalled, the 'stalled'
+// As tests/client/test_live_diagnosis.py: while stalled, the 'stalled'
 // event and job.liveDiagnosis say why, refreshed every few seconds, and the verdict at the
 // deadline agrees with the last live one.
 

@@ -1,5 +1,5 @@
 'use strict';
-// Issue 12 item 9, as tests/client/test_log_timestamps.py: logTimestamps stamps every output
+// As tests/client/test_log_timestamps.py: logTimestamps stamps every output
 // line of the log file; the verdict still closes it.
 
 const test = require('node:test');

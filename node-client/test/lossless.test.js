@@ -1,5 +1,5 @@
 'use strict';
-// Nothing is lost silently (issue 11 item 4), as in tests/client/test_lossless.py: 200,000
+// Nothing is lost silently, as in tests/client/test_lossless.py: 200,000
 // unpaced worker.log() calls all reach this client's 'log' listeners; what the worker had to
 // drop past its stated bound is counted in the report's `dropped` and said in its summary.
 

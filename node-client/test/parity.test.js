@@ -198,7 +198,7 @@ test('the demo: same report from both clients when it hangs', async () => {
   });
   assert.equal(node.outcome, 'hung');
   assert.deepEqual(node.hang, { reason: 'stage_budget', stage: 'save' });
-  // It once died of SIGSEGV here: the worker's SIGUSR1 dump (issue 20, now fixed). The
+  // It once died of SIGSEGV here: the worker's SIGUSR1 dump (now fixed). The
   // signal that ended it is compared like everything else.
   assert.equal(node.signal, 'SIGTERM');
   assert.deepEqual(node, py);

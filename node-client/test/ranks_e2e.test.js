@@ -1,5 +1,5 @@
 'use strict';
-// Every event names its sender (issue 16 item 1): a GUI tells the processes of a job apart
+// Every event names its sender: a GUI tells the processes of a job apart
 // by rank, host and pid, and shows only the lead's stages and progress as the job's.
 const test = require('node:test');
 const assert = require('node:assert/strict');

@@ -206,7 +206,7 @@ test('checkSyntax, getVersion and getVersionSync as python-shell', async () => {
   }
 });
 
-// --- issue 37 item 11: what python-shell users met when migrating ---------------------------
+// --- what python-shell users met when migrating ---------------------------------------------
 
 /** `promise`, or a rejection saying what did not happen within `ms` (a deadline, not a sleep). */
 function within(ms, what, promise) {

@@ -1,5 +1,5 @@
 'use strict';
-// A job starved of CPU is slow, not hung (issue 32 item 3), in the Node client: its process
+// A job starved of CPU is slow, not hung, in the Node client: its process
 // is put in a cgroup whose CPU quota is 1 ms a second, its beacon falls silent past the
 // heartbeat deadline, the look says 'starved', and the job succeeds once it has a CPU again.
 // Python twin: tests/client/test_starved.py.

@@ -229,7 +229,7 @@ test('attach since now to a job that printed 200,000 lines: the state and last s
 });
 
 test('an attached job is as thick as a launched one: stalled with its diagnosis, hang with its stage', async (t) => {
-  // Issue 29: an attached job's 'stalled' had no diagnosis and its 'hang' no stage.
+  // An attached job's 'stalled' once had no diagnosis and its 'hang' no stage.
   const store = openStore(tempStore(t), { python: PYTHON });
   t.after(() => store.close());
   const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
@@ -254,7 +254,7 @@ test('an attached cancel takes a reason and a grace, as a launched Job\'s', asyn
 });
 
 test('a face rejoins the feed from event N with nothing missed or repeated (attach {since: position + 1})', async (t) => {
-  // Issue 29: every line of a job's feed carries its number; a GUI that stops following at
+  // Every line of a job's feed carries its number; a GUI that stops following at
   // job.position and attaches again with {since: position + 1} gets exactly what came after.
   const store = openStore(tempStore(t), { python: PYTHON });
   t.after(() => store.close());
@@ -287,7 +287,7 @@ test('a face rejoins the feed from event N with nothing missed or repeated (atta
 });
 
 test('an attached job pings and sends as a launched one and hears the script\'s messages', async (t) => {
-  // Issue 29: an attached job had no ping(), no send() and no 'message' (worker.send()).
+  // An attached job once had no ping(), no send() and no 'message' (worker.send()).
   const store = openStore(tempStore(t), { python: PYTHON });
   t.after(() => store.close());
   const child = path.join(__dirname, '..', '..', 'tests', 'scheduler', 'child.py');
@@ -450,7 +450,7 @@ test('store.close() stops every attached job\'s following, so a GUI process can 
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test('store.watch(): the job list as changes, as Python\'s Scheduler.watch() (issue 33)', async (t) => {
+test('store.watch(): the job list as changes, as Python\'s Scheduler.watch()', async (t) => {
   // A GUI's list without polling jobs(): every row first, then each change any process makes.
   const storePath = tempStore(t);
   const store = openStore(storePath, { python: PYTHON });

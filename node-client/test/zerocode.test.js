@@ -90,7 +90,7 @@ test('zero-code: a download stuck at 0 B/s is a stall that names the file', asyn
 });
 
 test('zero-code: a loop that updates its weights by hand trains past the stall deadline', async () => {
-  // Issue 32 item 1 (word_language_model's manual SGD): no optimizer, no output for 14 s, a
+  // As word_language_model's manual SGD: no optimizer, no output for 14 s, a
   // 10 s stall deadline (one that `import torch` meets beside two CPU loops). Each heartbeat
   // counts more backward() calls: that is activity.
   const job = run(['manual_sgd.py', '14'], { timeouts: { stallTimeout: 10, startupTimeout: 60 } });

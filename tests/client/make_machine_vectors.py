@@ -34,7 +34,7 @@ LOOK_HB = {"reason": "heartbeat", "working": False}  # the look saw no wait for 
 LOOK_STALL = {"reason": "stall", "working": False}  # the look saw no work: hung
 
 # A job stalled since its progress at 1.5 whose stall deadline (6) passed at 7.5: the machine
-# asked the shell to look (issue 32 item 1).
+# asked the shell to look.
 STALL_LOOKED_AT = [
     (1, "hello", HELLO, RUN, ["state:running"], 4),
     (1.5, "progress", {}, RUN, [], 3.5),
@@ -785,7 +785,7 @@ CASES = [
         "succeeded",
         None,
     ),
-    # Issue 12 item 2 (H4): output is activity only while the job has no progress source.
+    # Output is activity only while the job has no progress source.
     (
         "running: output keeps a job with no progress source from stalling",
         {},
@@ -838,7 +838,7 @@ CASES = [
         None,
         None,
     ),
-    # Issue 32 item 1: training that is alive is not killed as hung.
+    # Training that is alive is not killed as hung.
     (
         "a heartbeat that counted more backward() calls is activity: a loop that updates its "
         "weights by hand trains",
@@ -939,7 +939,7 @@ CASES = [
         None,
         None,
     ),
-    # Issue 12 item 4 (H4): the worker loaded (stage box) but the GIL is held before hello.
+    # The worker loaded (stage box) but the GIL is held before hello.
     (
         "hung: worker loaded, no hello: heartbeat deadline, SIGUSR1 dump, no in-band dump",
         {},

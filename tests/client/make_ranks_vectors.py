@@ -608,7 +608,7 @@ RANK0_IN_REDUCE = beat(
     ("/v/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", 83, "wrapper"),
     REDUCE,
 )
-# The live diagnosis while stalled (issue 12 item 12): from the ranks' heartbeat stacks.
+# The live diagnosis while stalled: from the ranks' heartbeat stacks.
 LIVE = [
     {
         "name": "rank 0's heartbeat is in all_reduce, rank 1's in read_shard: waiting for rank 1",

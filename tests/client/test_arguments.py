@@ -1,4 +1,4 @@
-"""Bad arguments and bugs stay with their own job (issue 11 item 2): every entry point
+"""Bad arguments and bugs stay with their own job: every entry point
 refuses bad arguments with a clear LaunchError before anything is registered or spawned,
 and an exception while the hub handles one job fails that job alone (`internal`)."""
 

@@ -1,4 +1,4 @@
-"""Bad disks (issue 11 item 5): a --report or --log on a full or read-only file system.
+"""Bad disks: a --report or --log on a full or read-only file system.
 
 Each test runs the real CLI in a private mount namespace (unshare) that has a 64 KiB tmpfs
 (full) or a read-only tmpfs, so nothing is left mounted when it ends, even on a failure.

@@ -83,7 +83,7 @@ def test_cancel_escalates_to_sigkill_when_everything_is_ignored(script):
 
 
 def test_a_cancel_that_lands_inside_the_workers_own_code_still_stops_the_script(script):
-    """Issue 37 item 10: the in-band cancel's KeyboardInterrupt, landing in worker.log() or a
+    """The in-band cancel's KeyboardInterrupt, landing in worker.log() or a
     stage's enter/exit, was taken for a failure of the worker and swallowed ("worker internal
     error: log: KeyboardInterrupt"); the script ran on and was killed by SIGTERM after the
     grace. A script that spends its time in the worker's calls makes that certain."""
@@ -110,7 +110,7 @@ def test_a_cancel_that_lands_inside_the_workers_own_code_still_stops_the_script(
 
 
 def test_a_slow_teardown_after_the_cancel_is_waited_for_not_cut_by_sigterm(script):
-    """Issue 37 item 10: a torch job cancelled on a busy machine said its bye within the
+    """A torch job cancelled on a busy machine said its bye within the
     grace, then spent 2-3 s in interpreter teardown and was killed by SIGTERM. The bye means
     Python is shutting down: the teardown gets a grace of its own. Here a module-level
     object takes 2 s to finalise, twice the 1 s grace of the cancel."""

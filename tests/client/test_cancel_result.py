@@ -1,4 +1,4 @@
-"""A user's cancel (issue 13): its reason is echoed in the report, the worker's answer is an
+"""A user's cancel: its reason is echoed in the report, the worker's answer is an
 event, a refusal (SIGINT ignored) escalates at once instead of after the grace, and the stop
 is not reported as an error. node-client/test/api.test.js checks the same for Node."""
 
@@ -71,7 +71,7 @@ STAGED = (
 
 
 def test_the_stages_a_cancel_ended_say_cancelled_not_error():
-    """Issue 34: a user's cancel painted the stage bars red ("error"), as a failure. The worker
+    """A user's cancel once painted the stage bars red ("error"), as a failure. The worker
     knows the KeyboardInterrupt is its cancel's: the stages it ends say "cancelled"."""
     report, _, _ = cancel_after_progress(STAGED, reason="user pressed Stop")
     statuses = {s["name"]: s["status"] for s in report["stages"]}

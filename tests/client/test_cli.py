@@ -231,7 +231,7 @@ def test_the_plain_summary_is_not_wrapped_at_80_columns():
 
 
 def test_run_help_says_what_the_startup_deadline_really_covers():
-    """Issue 37 item 3: it said the deadline "only counts for scripts that import worker",
+    """The help once said the deadline "only counts for scripts that import worker",
     while `bash -c 'sleep 150'` was killed at 120 s, and it never named the heartbeat
     deadline that holds a worker loaded but not yet heard."""
     out = subprocess.run(

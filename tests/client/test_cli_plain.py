@@ -1,5 +1,5 @@
 """The CLI's plain (non-TTY) view prints every output line, or says exactly which lines it
-left out and where the complete log is (issue 11 item 4): nothing is lost silently."""
+left out and where the complete log is: nothing is lost silently."""
 
 import os
 import re

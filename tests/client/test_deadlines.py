@@ -33,7 +33,7 @@ def _starting(job):
 
 
 def test_a_tree_with_no_python_yet_is_starting_not_hung():
-    """Issue 32 item 2: `bash -c 'sleep 150'` was killed at the startup deadline, 'never said
+    """`bash -c 'sleep 150'` was once killed at the startup deadline, 'never said
     hello', like every shell script that prepares data before its Python starts."""
     from trainbridge import bridge
 
@@ -219,9 +219,9 @@ def test_a_job_that_keeps_working_is_never_hung(run):
 
 
 def test_a_hangs_idle_time_counts_from_the_last_activity_not_the_workers_last_progress(run):
-    """Issue 38: "computing without progress for 235 s" where the deadline had measured 90 s
-    since the last output line. A script with no progress source prints for 3 s (activity),
-    then waits: the verdict's idle time is the machine's, from the last line."""
+    """The verdict once said "computing without progress for 235 s" where the deadline had
+    measured 90 s since the last output line. A script with no progress source prints for 3 s
+    (activity), then waits: the verdict's idle time is the machine's, from the last line."""
     job, r = run(
         None,
         scenario="_prints_then_waits.py",

@@ -1,4 +1,4 @@
-"""The Python client as a drop-in (issue 14 items 2 and 3): launch(stdin="pipe"), raw output
+"""The Python client as a drop-in: launch(stdin="pipe"), raw output
 chunks besides the line events, and two-way messages (job.send / worker.send)."""
 
 import os

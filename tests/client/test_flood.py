@@ -1,4 +1,4 @@
-"""Bounded memory under hostile input (issue 11 item 3): 5,000 max-size frames with a bad
+"""Bounded memory under hostile input: 5,000 max-size frames with a bad
 MAC, sent as fast as the client takes them, leave the client's peak RSS under +64 MiB, and
 the job it supervises ends as it would have anyway, with every rejected frame counted."""
 

@@ -54,7 +54,7 @@ def test_intake_vectors():
 
 
 def test_unauthenticated_input_budget_vectors():
-    """The total budget over all senders (issue 11 item 3): past 16 MiB per second of input
+    """The total budget over all senders: past 16 MiB per second of input
     that failed authentication, a sender that failed before is dropped unverified; one that
     never failed is always verified."""
     budget = intake.budget_initial()

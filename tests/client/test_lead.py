@@ -1,4 +1,4 @@
-"""Trust in hellos (issue 11 item 1): a process outside the job's tree that holds the key
+"""Trust in hellos: a process outside the job's tree that holds the key
 and says "rank 0" is ignored and counted, never leads. Real processes: the foreign one gets
 the job's variables the way a same-user process could, from /proc/<pid>/environ."""
 

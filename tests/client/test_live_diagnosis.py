@@ -1,4 +1,4 @@
-"""Issue 12 item 12: while a job is stalled, before any deadline, the client says why: the
+"""While a job is stalled, before any deadline, the client says why: the
 "stalled" event and job.live_diagnosis carry the current diagnosis, refreshed every few
 seconds, and the verdict at the deadline agrees with the last live one."""
 

@@ -4,7 +4,7 @@ from trainbridge.bridge.cli_views import _screen_line
 
 
 def test_an_escape_is_never_cut_in_the_middle():
-    """Issue 12 item 6: cutting the raw text at the width left a stray "[1" on screen."""
+    """Cutting the raw text at the width left a stray "[1" on screen."""
     raw = "RuntimeError: \x1b[1mWeights only load failed\x1b[0m, see below"
     for width in range(10, len(raw)):
         plain = _screen_line(raw, width, stderr=True).plain
@@ -40,7 +40,7 @@ METRICS = {"source": "optimizer", "loss": 2.5}
 
 
 def test_the_line_is_the_judges_status_not_a_rate_of_its_own():
-    """Issue 29: after a stall the CLI said 0.13 step/s and ETA 11:30 while status() said
+    """After a stall the CLI said 0.13 step/s and ETA 11:30 while status() said
     1.0 step/s and ETA 1:30. The view renders the `status` event's numbers."""
     m = _model(now=122.0, state="stalled", total=100)
     status = m.status
@@ -50,7 +50,7 @@ def test_the_line_is_the_judges_status_not_a_rate_of_its_own():
 
 
 def test_a_stall_shows_idle_time_and_a_falling_rate():
-    """Issue 12 item 8: the rate froze at its last value and no idle time was shown."""
+    """The rate once froze at its last value and no idle time was shown."""
     assert _model().progress_text().startswith("30/?  10.00 step/s")
     text = _model(now=122.0, state="stalled").progress_text()
     assert "idle 20 s" in text
@@ -65,7 +65,7 @@ def test_metadata_is_not_a_metric_and_no_eta_without_a_total():
 
 
 def test_the_live_view_shows_why_while_stalled_and_no_bar_without_a_total():
-    """Issue 12 items 8 and 12: the live diagnosis is on screen before any deadline."""
+    """The live diagnosis is on screen before any deadline."""
     import io
 
     from rich.console import Console
@@ -91,7 +91,7 @@ def test_the_live_view_shows_why_while_stalled_and_no_bar_without_a_total():
 
 
 def test_the_last_frame_of_an_ended_job_has_no_live_numbers():
-    """Issue 37 item 10: the frame left on screen above the summary kept "ETA 5:03",
+    """The frame left on screen above the summary kept "ETA 5:03",
     "idle 3 s" and "heartbeat 2.8 s ago" for a job that had ended."""
     import io
 

@@ -1,4 +1,4 @@
-"""Issue 12 item 9: with log_timestamps (CLI --log-timestamps) every output line in the log
+"""With log_timestamps (CLI --log-timestamps) every output line in the log
 file starts with its UTC time; the verdict still closes the log (test_log_file.py)."""
 
 import re

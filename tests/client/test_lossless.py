@@ -1,4 +1,4 @@
-"""Nothing is lost silently (issue 11 item 4): 200,000 unpaced worker.log() calls reach the
+"""Nothing is lost silently: 200,000 unpaced worker.log() calls reach the
 client's listeners, all of them; what the worker had to drop (past its stated bound) is
 counted in the report's `dropped` and said in its summary."""
 

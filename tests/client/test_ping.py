@@ -1,5 +1,5 @@
 """job.ping() / job.dump_stacks(): the caller waits for the worker's reply on a lock the
-I/O thread releases (issue 19: cheaper than an Event on the ping's path). A reply that comes
+I/O thread releases (cheaper than an Event on the ping's path). A reply that comes
 after the caller gave up must neither break nor answer a later ask."""
 
 import os
@@ -79,7 +79,7 @@ def test_ping_without_a_worker_is_none(script):
 
 
 def test_dumped_stacks_show_the_main_thread_first_and_trainbridges_own_last(script):
-    """Issue 34: the Stacks box opened on the internal `trainbridge-beacon` thread, the main
+    """The Stacks box once opened on the internal `trainbridge-beacon` thread, the main
     thread below the fold. The worker orders them: main, the script's own, trainbridge's."""
     path = script("""
         import threading; from trainbridge import worker

@@ -72,7 +72,7 @@ def test_hung_rank(case):
 
 @pytest.mark.parametrize("case", ALL["live"], ids=[c["name"] for c in ALL["live"]])
 def test_live_collective(case):
-    """While stalled, the live diagnosis names the rank the others wait for (issue 12 item 12)."""
+    """While stalled, the live diagnosis names the rank the others wait for."""
     state = ranks.initial()
     for key, kind, body, ts in case["messages"]:
         ranks.observe(state, key, kind, body, ts)

@@ -1,5 +1,5 @@
 """A SIGKILLed client leaves its runtime directory (socket, job files) behind; the next
-client of the same user sweeps it (issue 11 item 6). Real client processes. The Node client
+client of the same user sweeps it. Real client processes. The Node client
 has no runtime directory of its own: its job server is a Python client (bridge/jobserve.py),
 and a SIGKILLed Node process ends it through its stdin (node-client/test/parentdeath.test.js)."""
 

@@ -1,4 +1,4 @@
-"""The spawn event and zero-code mode that cannot load (issue 13), as node-client's
+"""The spawn event and zero-code mode that cannot load, as node-client's
 test/api.test.js checks them for Node."""
 
 import os
@@ -28,7 +28,7 @@ def test_a_training_venv_without_pyzmq_is_a_no_worker_event_and_report_worker_of
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     bare = str(venv / "bin" / "python")
     events = []
-    # The README's own usage: the worker API imports, its calls do nothing (issue 37 item 2).
+    # The README's own usage: the worker API imports, its calls do nothing.
     script = (
         "from trainbridge import worker\n"
         "with worker.stage('fit'):\n    worker.progress(1, 1)\nprint('trained')"

@@ -1,4 +1,4 @@
-"""A job starved of CPU is slow, not hung (issue 32 item 3): its beacon goes silent past the
+"""A job starved of CPU is slow, not hung: its beacon goes silent past the
 heartbeat deadline because the machine gives the process no CPU, and the look at the deadline
 sees its threads waiting on a run queue: a `starved` event, the deadline extended, and the job
 goes on to succeed once it gets a CPU again. The starving is real: the job's process is put

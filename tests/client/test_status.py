@@ -19,7 +19,7 @@ CASES = VECTORS["cases"]
 
 @pytest.mark.parametrize("now, wall_now, ts, expected", VECTORS["sent_at"])
 def test_sent_at_vectors(now, wall_now, ts, expected):
-    """Issue 29: a backlog read at once (a paused keeper) showed 8,310 it/s; the judge
+    """A backlog read at once (a paused keeper) showed 8,310 it/s; the judge
     times progress by when the worker sent it."""
     assert sent_at(now, wall_now, ts) == expected
 
@@ -70,7 +70,7 @@ def test_job_status_while_it_runs_and_after():
 
 
 def test_a_backlog_read_at_once_keeps_the_jobs_rate():
-    """Issue 29: a supervisor that read nothing for a while (a SIGSTOPped keeper, a busy
+    """A supervisor that read nothing for a while (a SIGSTOPped keeper, a busy
     machine) then read the backlog at once; every sample had the same receive time and the
     rate said 8,310 it/s. The judge times progress by when the worker sent it."""
     import threading
@@ -111,7 +111,7 @@ def test_a_backlog_read_at_once_keeps_the_jobs_rate():
 
 
 def test_time_the_supervisor_could_not_read_is_not_the_workers_silence():
-    """Issue 29: a keeper SIGSTOPped past the job's heartbeat deadline declared the job hung
+    """A keeper SIGSTOPped past the job's heartbeat deadline declared the job hung
     (heartbeat, "GIL held") on waking, before it read what the worker had sent meanwhile.
     Here the hub's own thread is kept busy for 5 s (as a stopped or starved supervisor is)
     with a 3 s heartbeat deadline: the job goes on, and ends as cancelled, not hung."""

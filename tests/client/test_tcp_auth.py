@@ -1,4 +1,4 @@
-"""The tcp fallback authenticates before it buffers (issue 11 item 3): where ipc cannot be
+"""The tcp fallback authenticates before it buffers: where ipc cannot be
 used (a runtime directory path too long for a unix socket), the hub listens on loopback as a
 CurveZMQ server whose public key only the job's environment holds. A peer without it, as
 any other local user would be, fails the handshake and gets nothing queued; the job's own

@@ -1,5 +1,5 @@
 """`trainbridge run --transparent -- CMD` as a drop-in under an existing integration: the
-caller sees what it would see running CMD itself (issue 14 item 1).
+caller sees what it would see running CMD itself.
 
 Every test compares the wrapper with the bare command where that is the claim: the same
 bytes on stdout and stderr, the same exit, stdin passed through."""

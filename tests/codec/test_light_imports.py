@@ -1,4 +1,4 @@
-"""Importing the protocol package or the client package does nothing heavy (issue 15 item 1).
+"""Importing the protocol package or the client package does nothing heavy.
 
 Each check runs in a fresh interpreter and compares sys.modules before and after the import:
 the protocol's constants and limits load nothing but themselves, the codec loads msgpack and
@@ -71,4 +71,4 @@ def test_import_bridge_loads_no_io_library_until_a_name_needs_one():
     # The same check sees them once something needs them: Job is the supervising class.
     added = new_modules("import trainbridge.bridge; trainbridge.bridge.Job")
     assert {"zmq", "msgpack"} <= set(added)
-    assert "psutil" not in added  # the supervisor reads /proc itself (issue 30)
+    assert "psutil" not in added  # the supervisor reads /proc itself

@@ -197,7 +197,7 @@ HTTPS = {
 }
 ZOMBIE_OR_STOPPED = {"pid": 101, "name": "python", "status": "stopped", "ppid": 100}
 
-# The hf cache's lock, held by another job (bridge/filelocks.py; issue 32 item 4).
+# The hf cache's lock, held by another job (bridge/filelocks.py).
 TB_FLOCK = '''  File "/job/train.py", line 12, in <module>
     fetch_weights()
   File "/job/train.py", line 7, in fetch_weights
@@ -211,7 +211,7 @@ TB_FILELOCK_POLL = '''  File "/job/train.py", line 12, in <module>
     time.sleep(poll_interval)
 '''
 HF_LOCK = "/root/.cache/huggingface/hub/.locks/models--gpt2/6f0a.lock"
-# The wait chain inside the process (issue 32 item 4): the main thread joins a loader thread
+# The wait chain inside the process: the main thread joins a loader thread
 # that reads from a server through urllib (socket.py's readinto), or waits on a queue that a
 # thread fills from a subprocess; the worker's own thread is never the end.
 MAIN_JOINS = '''Thread 0x7f0000000001 "MainThread" (most recent call last):
@@ -907,7 +907,7 @@ ERR_TORCH_SAVE = {
         "disk": {"path": None, "filesystem": "/", "free_bytes": 12288, "total_bytes": 1 << 34}
     },
 }
-# torch 2.6+'s torch.load of a checkpoint with a numpy global (issue 38): the error itself
+# torch 2.6+'s torch.load of a checkpoint with a numpy global: the error itself
 # comes after some 500 characters of advice.
 ERR_WEIGHTS_ONLY = {
     **ERR_VALUE,
@@ -1190,10 +1190,10 @@ NODE_HANG_KINDS = [
     'import_hang',
 ]
 
-# Added with the rules of issue 12 and issue 20 (see docs/DIAGNOSIS.md): (name, verdict,
+# Further cases, added with later rules (see docs/DIAGNOSIS.md): (name, verdict,
 # facts, kind, summary_has, hint_has).
 NEW = [
-    # Issue 12 item 11: the clients had drifted (Node's own rules, since gone, said unknown
+    # The clients had drifted (Node's own rules, since gone, said unknown
     # for both).
     (
         "8 MiB of I/O in the window, no other sign",
@@ -1207,7 +1207,7 @@ NEW = [
         ["waiting for I/O for 9 s"],
         ["mount"],
     ),
-    # Issue 12 item 1: makemore --num-workers 4, one worker SIGSTOPped; the main thread
+    # makemore --num-workers 4, one worker SIGSTOPped; the main thread
     # reads an AF_UNIX socket (torch's fd sharing) in multiprocessing/connection.py.
     (
         "read on a unix socket whose peer is a stopped DataLoader worker",
@@ -1241,7 +1241,7 @@ NEW = [
         ["DataLoader worker 2 (pid 203, stopped)", "stage 'train'", "connection.py:395 _recv"],
         ["kill -CONT 203"],
     ),
-    # Issue 12 item 1, the child's own stack: its dump_stacks answer when it runs a worker,
+    # The stopped child's own stack: its dump_stacks answer when it runs a worker,
     # else py-spy's dump of it, else its kernel stack (/proc/PID/stack, root) or its wchan.
     (
         "stopped DataLoader worker: its kernel stack is named",
@@ -1410,7 +1410,7 @@ NEW = [
         ],
         ["kill -CONT 203"],
     ),
-    # Issue 12 item 5: makemore, a DataLoader worker SIGKILLed; torch raises in the main
+    # makemore, a DataLoader worker SIGKILLed; torch raises in the main
     # process and the hint said "fix the error raised at makemore.py:684".
     (
         "a DataLoader worker killed, the OOM killer counted",
@@ -1475,7 +1475,7 @@ NEW = [
         ["died of SIGBUS"],
         ["/dev/shm"],
     ),
-    # Issue 20 item 2: margins. The parity fixture (a time.sleep(0.05) loop) got `sleeping`
+    # Margins against sampling jitter. The parity fixture (a time.sleep(0.05) loop) got `sleeping`
     # from one client and not from the other: one read at the end decided.
     (
         "a sleep loop caught between two sleeps is sleeping, not a CPU loop",
@@ -1606,7 +1606,7 @@ NEW = [
         ["DataLoader worker 2 (pid 203, stopped)"],
         [],
     ),
-    # Issue 12 item 6: escapes out of every text meant for people; the advice kept.
+    # Escapes out of every text meant for people; the advice kept.
     (
         "an error with terminal escapes and its advice after 300 characters",
         "end",
@@ -1633,7 +1633,7 @@ NEW = [
         ],
         [],
     ),
-    # Issue 12 item 4: the worker loaded (stage box) but never said hello; SIGUSR1 gave the
+    # The worker loaded (stage box) but never said hello; SIGUSR1 gave the
     # stack; heartbeat deadline.
     (
         "GIL held right after import worker, before hello",
@@ -1664,7 +1664,7 @@ NEW = [
 ]
 
 
-# The job's stage at its end (stage_at_end): (name, stages, error, stage). Issue 12 item 3.
+# The job's stage at its end (stage_at_end): (name, stages, error, stage).
 # began / closed: the order in which the client received the stage's begin and end.
 def ST(name, status, began, closed, depth=0):
     return {"name": name, "status": status, "began": began, "closed": closed, "depth": depth}

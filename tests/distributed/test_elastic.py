@@ -179,7 +179,7 @@ def _rank1_progress_then_status(events):
 
 
 def test_a_two_rank_torchrun_job_shows_the_leads_progress_and_one_stage_tree(tmp_path):
-    """Issue 29: under torchrun, rank 1's progress (150/200, sent after rank 0's 20/20)
+    """Under torchrun, rank 1's progress (150/200, sent after rank 0's 20/20)
     never becomes the job's, and each rank's own "train" is one stage in the tree, in
     launch()'s status(), an attached job's status() and feed, and the CLI's view."""
     from trainbridge.bridge.cli_views import ViewModel

@@ -1,8 +1,8 @@
-"""Other hosts (issue 16 item 5): two simulated hosts, each a network namespace, joined by a
+"""Other hosts: two simulated hosts, each a network namespace, joined by a
 veth pair (/work/shared/MULTIHOST.md). Host A runs torchrun (node 1 of 2, 2 ranks) under the
 Python client, which listens for host B's ranks on A's veth address with CurveZMQ; host B
 runs torchrun (node 2, 2 ranks) with nothing but the variables job.remote_env() gave. The
-verdicts of items 2 (root cause), 3 (hung rank) and 4 (rendezvous) hold across the hosts.
+verdicts on the root cause, the hung rank and the rendezvous hold across the hosts.
 
 The namespaces need root; without it the tests skip and say why, except under CI=true,
 where they fail (CI must not skip them)."""

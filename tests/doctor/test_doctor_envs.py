@@ -152,7 +152,7 @@ def test_the_probe_survives_a_flood_of_sigusr1_while_a_thread_runs_python(
 ):
     """The race itself: 3,000 SIGUSR1s to a probe hung in a check while another thread runs
     Python that C keeps calling back into. With the old faulthandler.register(all_threads=True)
-    4 of 5 runs of this test died of SIGSEGV (issue 20); now each dump is written by Python
+    4 of 5 runs of this test died of SIGSEGV; now each dump is written by Python
     with the GIL held, and the probe dies of the SIGTERM that follows."""
     import os
     import signal

@@ -368,7 +368,7 @@ def test_disk_verdict(free, verdict):
         ({"torch": "2.4.0", "numpy": None}, R.WARN, "numpy is missing"),
         ({"torch": "2.1.0", "numpy": "2.0.1"}, R.WARN, "numpy 2 with torch < 2.3"),
         ({"torch": None, "numpy": None}, R.OK, "not installed: torch, numpy"),
-        # issue 37 item 8: "ok" on a venv where the worker cannot load
+        # not "ok" on a venv where the worker cannot load
         ({"pyzmq": None, "msgpack": None}, R.WARN, "worker needs pyzmq and msgpack"),
         ({"pyzmq": "26.0.0", "msgpack": None}, R.WARN, "worker needs msgpack"),
         ({"pyzmq": "26.0.0", "msgpack": "1.1.0"}, R.OK, "pyzmq 26.0.0"),

@@ -122,7 +122,7 @@ def test_network_wait_names_the_remote(silent_server):
 
 
 def test_unix_socket_peer_is_the_job_process_that_holds_it():
-    """Issue 12 item 1: a read on a socketpair whose other end is held by a stopped child is
+    """A read on a socketpair whose other end is held by a stopped child is
     a wait on that child, found through the socket inodes, not a network wait."""
     proc = spawn("""
         import os, signal, socket

@@ -23,8 +23,8 @@ def store(tmp_path_factory):
 @pytest.mark.parametrize("name", list(matrix.ROWS))
 def test_fault_matrix(name, store):
     """Each row twice: launched by this process, and submitted to a Scheduler, whose keeper
-    (another process) judges it while this process only reads its feed (one judge, one feed:
-    issue 29). Both are held to the row; their judgements are equal; the attached report is
+    (another process) judges it while this process only reads its feed (one judge, one
+    feed). Both are held to the row; their judgements are equal; the attached report is
     the same live, after the end, in the store's row and from Node."""
     report, measures, failures = matrix.run(name)
     path, node = store

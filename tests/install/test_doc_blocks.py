@@ -1,4 +1,4 @@
-"""Every shell, Python and JS block of the documentation runs as a reader copies it (issue 37):
+"""Every shell, Python and JS block of the documentation runs as a reader copies it:
 README.md, docs/*.md and node-client/README.md. Each block is its own test, named FILE:LINE
 (the line of its opening fence), and what its text claims it prints is asserted.
 

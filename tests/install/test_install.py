@@ -1,4 +1,4 @@
-"""Installed as a user installs it (issue 13 item 7): the wheel and the npm tarball are built
+"""Installed as a user installs it: the wheel and the npm tarball are built
 from this checkout, installed into fresh environments in a temporary directory outside the
 repository, and an unmodified script with its own `worker.py` and a tqdm bar is supervised
 by the installed `trainbridge run` and by the installed Node package.
@@ -165,8 +165,8 @@ def venv(tmp, name, *requirements):
 
 
 def training_venv(tmp):
-    """The GUI's training venv of issue 30: what the worker needs (pyzmq, msgpack) and the
-    script's tqdm, nothing of trainbridge; made once for the module's tests."""
+    """A GUI's training venv, which supervises its jobs: what the worker needs (pyzmq,
+    msgpack) and the script's tqdm, nothing of trainbridge; made once for the module's tests."""
     python = os.path.join(tmp, "train", "bin", "python")
     return python if os.path.exists(python) else venv(tmp, "train", "pyzmq", "msgpack", TQDM)
 
@@ -332,7 +332,7 @@ def test_installed_trainbridge_run_supervises_an_unmodified_script(built, script
     assert report["outcome"] == "succeeded" and report["worker"]["off"] is None, report
     assert not psutil.Process().children(recursive=True)
 
-    # The installed scheduler: submit, then attach from event N and from now (issue 29).
+    # The installed scheduler: submit, then attach from event N and from now.
     cli = os.path.join(bindir, "trainbridge")
     store = ["--store", os.path.join(built["tmp"], "installed-jobs.db")]
     job_id = sh([cli, "submit", *store, "--", python, "train.py"], script, env=env).strip()
@@ -411,7 +411,7 @@ def test_installed_node_package_brings_the_worker_to_a_venv_without_trainbridge(
 
 
 def test_installed_node_package_says_what_a_venv_without_pyzmq_needs_to_launch(built, script):
-    # The supervisor runs under the training venv's Python (issue 30): without pyzmq and
+    # The supervisor runs under the training venv's Python: without pyzmq and
     # msgpack, launch() rejects with one sentence naming what to install where, and leaves
     # nothing running.
     python = venv(built["tmp"], "bare", TQDM)
@@ -427,7 +427,7 @@ def test_installed_node_package_says_what_a_venv_without_pyzmq_needs_to_launch(b
 
 def test_the_base_install_supervises_on_its_own_and_names_what_it_lacks(built, script):
     # `pip install trainbridge` in the training venv: pyzmq and msgpack, nothing else. What
-    # the worker needs is all the supervisor needs (issue 30): its own `trainbridge run`
+    # the worker needs is all the supervisor needs: its own `trainbridge run`
     # supervises, in plain lines without rich. Without pyzmq, one sentence says what to
     # install where.
     base = venv(built["tmp"], "base", built["wheel"], TQDM)
@@ -489,8 +489,8 @@ def test_the_base_install_supervises_on_its_own_and_names_what_it_lacks(built, s
 
 def test_installed_node_package_pings_sends_and_rejoins_a_scheduled_job(built, script):
     """openStore() of the installed npm package, with the training venv that has only pyzmq
-    and msgpack (issue 30: the package brings the supervisor): submit, attach, ping and send
-    through the keeper, then rejoin the feed from event 3 (issue 29's attached API, from the
+    and msgpack (the package brings the supervisor): submit, attach, ping and send
+    through the keeper, then rejoin the feed from event 3 (the attached job's API, from the
     tarball as a GUI project gets it)."""
     python = training_venv(built["tmp"])
     app = node_app(built)

@@ -1,4 +1,4 @@
-"""Off Linux (issue 13 item 4): the worker imports and works in-band; the clients refuse at
+"""Off Linux: the worker imports and works in-band; the clients refuse at
 import with one sentence. Another OS is stood in for by a Python whose sys.platform says
 darwin and which has no SIGUSR1 and no os.pidfd_open, as on macOS."""
 

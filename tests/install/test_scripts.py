@@ -1,4 +1,4 @@
-"""scripts/test as a newcomer meets it (issue 37 item 1): a failing Python part still runs the
+"""scripts/test as a newcomer meets it: a failing Python part still runs the
 Node part, and the run ends non-zero with both summaries and a last line naming what failed."""
 
 import os
@@ -40,7 +40,7 @@ def test_a_green_run_says_so_last(tmp_path):
 
 
 def test_the_demo_setup_installs_nothing_system_wide_the_test_setup_does(tmp_path):
-    """Issue 37 item 4: scripts/demo (scripts/setup) as root apt-installed Chromium and CJK
+    """scripts/demo (scripts/setup) as root once apt-installed Chromium and CJK
     fonts for browser tests the demo does not run. A stand-in apt-get records its calls."""
     if os.geteuid() != 0:
         import pytest

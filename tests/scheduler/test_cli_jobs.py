@@ -172,7 +172,7 @@ def test_pause_resume_and_rerun_from_the_cli(store_path):
 
 
 def test_retention_is_the_stores_for_every_process_and_forgetting_is_said(store_path):
-    """Issue 33: retention was each Scheduler's own (a CLI verb, a Node helper and a GUI could
+    """Retention was once each Scheduler's own (a CLI verb, a Node helper and a GUI could
     keep different numbers of the same store's jobs) and it forgot jobs silently; there was
     no `forget` verb. Now `trainbridge retention N` sets the store's, every process applies
     it, and `jobs` says how many it forgot."""

@@ -1,4 +1,4 @@
-"""Kill the GUI mid-job and start it again (issue 17 "Done when"), with real processes. A GUI
+"""Kill the GUI mid-job and start it again, with real processes. A GUI
 (tests/scheduler/gui_many.py) owns a Scheduler with two slots and four jobs, two of them
 queued. It is SIGKILLed while jobs run, twice; each new GUI attaches to what is left. In the
 end no job is lost, each has run exactly once with its own outcome, exit code and signal,

@@ -1,4 +1,4 @@
-"""No drift (issue 17 item 5): random sequences of submit / cancel / kill the scheduler /
+"""No drift: random sequences of submit / cancel / kill the scheduler /
 restart it / kill a keeper / kill a training process, against real processes. After every
 step, once the system settled (a deadline, not a sleep), the store matches reality:
 

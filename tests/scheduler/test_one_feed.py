@@ -1,4 +1,4 @@
-"""One judge, one feed (issue 29): the keeper's Job decides the job's status (its lead, stage
+"""One judge, one feed: the keeper's Job decides the job's status (its lead, stage
 tree, progress, rate, ETA) and publishes it as `status` events; the attached job and the CLI
 view render those, never a judgement of their own. Real keeper, real processes."""
 
@@ -59,7 +59,7 @@ def test_a_stray_subprocess_does_not_replace_the_leads_progress_anywhere(store_p
 
 
 def test_a_stopped_keeper_is_said_not_answering_and_the_job_resumes_after_sigcont(store_path):
-    """Issue 29: SIGSTOP the keeper and the row said running, the progress froze and every
+    """With the keeper SIGSTOPped, the row used to say running, the progress froze and every
     attacher stayed silent. The keeper's status events are its heartbeat: an attacher says
     within SUPERVISOR_SILENT_S (+ one poll) that it is not answering, then that it answers
     again; the job, which went on meanwhile, ends as it would have."""
@@ -103,7 +103,7 @@ def test_a_stopped_keeper_is_said_not_answering_and_the_job_resumes_after_sigcon
 
 
 def test_attach_since_now_to_a_job_that_printed_200000_lines_is_quick_and_small(store_path):
-    """Issue 29: attaching replayed the whole 35 MB events file (1.4-2.7 s, 151 MB RSS).
+    """Attaching used to replay the whole 35 MB events file (1.4-2.7 s, 151 MB RSS).
     since="now" gives the job's state and its judge's last status, then what comes next."""
     import os
 
@@ -173,7 +173,7 @@ def test_attach_since_now_to_a_job_that_printed_200000_lines_is_quick_and_small(
 
 
 def test_an_attached_job_says_stalled_with_its_diagnosis_and_hang_with_its_stage(store_path):
-    """Issue 29: an attached job's stalled event had no diagnosis (Node) and its hang no
+    """An attached job's stalled event once had no diagnosis (Node) and its hang no
     stage (both): the keeper's Job publishes both, with the fields of a launched Job."""
     s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
     try:
@@ -189,7 +189,7 @@ def test_an_attached_job_says_stalled_with_its_diagnosis_and_hang_with_its_stage
 
 
 def test_an_attached_cancel_takes_a_reason_and_a_grace_as_a_launched_one(store_path):
-    """Issue 29: an attached job's cancel() took no reason or grace (the keeper always said
+    """An attached job's cancel() once took no reason or grace (the keeper always said
     "cancelled through the job store" and used the job's cancel_grace)."""
     import pytest
 
@@ -213,7 +213,7 @@ def test_an_attached_cancel_takes_a_reason_and_a_grace_as_a_launched_one(store_p
 
 
 def test_a_face_rejoins_the_feed_from_event_n_with_nothing_missed_or_repeated(store_path):
-    """Issue 29: a face joins "from event N". Every line of a job's feed carries its number
+    """A face joins "from event N". Every line of a job's feed carries its number
     (`seq`, 1, 2, 3, ...); a GUI that stops following at `position` and attaches again with
     since=position + 1 gets exactly what came after, live or after the end; the CLI's
     `attach --json --from N` too; a bad number is a clear error."""
@@ -295,7 +295,7 @@ def test_the_end_a_reconciliation_writes_for_a_lost_keeper_takes_the_next_number
 def test_an_attached_job_pings_and_sends_as_a_launched_one_and_hears_the_scripts_messages(
     store_path,
 ):
-    """Issue 29: an attached job had no ping(), no send() and no relay of the script's own
+    """An attached job once had no ping(), no send() and no relay of the script's own
     messages. Through the keeper (a request file, SIGUSR2, a `reply` in the feed): ping()
     is the keeper's round trip to the worker, send() reaches worker.receive() in order, and
     what the script sends back with worker.send() is in every face's feed."""
@@ -367,7 +367,7 @@ VERDICTS = {
 
 
 def test_every_face_gets_the_same_report_and_launch_judges_as_the_keeper(store_path):
-    """Issue 29 "done when": for each verdict, the report an attached job gets while the job
+    """For each verdict, the report an attached job gets while the job
     runs, the one it gets after the end (Python and Node), and the store's row are equal
     field by field: the keeper's, never rebuilt by a face. And launch() of the same command
     judges as the keeper did (outcome, exit code, signal, diagnosis, error, stages)."""

@@ -1,4 +1,4 @@
-"""Reattach (issue 17 item 4), with real processes: SIGKILL the process that owns the
+"""Reattach, with real processes: SIGKILL the process that owns the
 Scheduler mid-job, and a new Scheduler on the same store sees the job running, attaches
 within 1 s with live stages, progress and output, and finds the right end in the store.
 SIGKILL a keeper, and the store says the job is lost, and its training process is gone."""
@@ -115,7 +115,7 @@ def test_kill_a_keeper_and_the_store_says_lost_and_nothing_runs_on(store_path):
         known_s = time.monotonic() - t0
         assert report["outcome"] == "lost"
         assert f"keeper (pid {row['keeper_pid']}) is gone" in report["note"]
-        # In words, as a GUI shows it: no Python repr of the row's progress (issue 34).
+        # In words, as a GUI shows it: no Python repr of the row's progress.
         assert "Last known: state running, stage 'train', step " in report["note"], report["note"]
         assert "{" not in report["note"], report["note"]
         assert known_s < 3.0, known_s

@@ -307,7 +307,7 @@ def test_zero_code_off_leaves_the_worker_out_as_launch_does(store_path):
 
 
 def test_a_job_keeps_its_name_tags_meta_and_its_own_log_path(store_path, tmp_path):
-    """Issue 33: a GUI had to keep its own id mapping (no name, tags or metadata on submit)
+    """A GUI once had to keep its own id mapping (no name, tags or metadata on submit)
     and the log lived only in the store's folder (ai-toolkit writes training/<name>/log.txt).
     They go in the row, jobs(tag=) lists by tag, and the output log is written where asked."""
     log = tmp_path / "training" / "lora-1" / "log.txt"
@@ -350,7 +350,7 @@ def test_a_job_keeps_its_name_tags_meta_and_its_own_log_path(store_path, tmp_pat
 
 
 def test_a_paused_queue_starts_nothing_until_resumed_and_a_job_reruns_with_its_spec(store_path):
-    """Issue 33: no queue pause and no re-run. A paused queue starts no queued job, neither
+    """There was no queue pause and no re-run. A paused queue starts no queued job, neither
     at submit, nor at a tick, nor when a keeper's job ends (each reads the store's setting);
     resume starts them. rerun queues a new job with the old one's spec."""
     with sched(store_path, jobs=2) as s:

@@ -1,4 +1,4 @@
-"""A job store on a bad day (issue 33): a damaged file, a read-only file system, a full disk,
+"""A job store on a bad day: a damaged file, a read-only file system, a full disk,
 a mistyped --store. Each gives one sentence with the cause and the fix: from the CLI an exit
 status (4) and no traceback, from Python a StoreError subclass, from Node a StoreError with
 its kind. Reads work where they can (a read-only or full disk); a write leaves nothing half

@@ -1,4 +1,4 @@
-"""The job list's change feed (bridge/watch.py, issue 33): a GUI's list without polling. Every
+"""The job list's change feed (bridge/watch.py): a GUI's list without polling. Every
 row first ("added", initial), then each row any process writes, a forgotten job's removal
 and why (forget() or the store's retention, which the Scheduler also says), and a quiet
 store costs the watch one PRAGMA per look, never a query of the rows."""

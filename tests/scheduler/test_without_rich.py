@@ -1,4 +1,4 @@
-"""rich is optional (issue 30): without it the jobs table and doctor's table are plain lines
+"""rich is optional: without it the jobs table and doctor's table are plain lines
 with the same columns and verdicts, and `run`'s summary is one uncoloured line."""
 
 import sys

@@ -59,7 +59,7 @@ def test_cancel_raises_keyboard_interrupt_in_the_main_thread(receiver, tmp_path)
     assert error["kind"] == "keyboard_interrupt" and error["stage"] == "train"
     assert error["frames"][-1]["line"] == 11
     end = receiver.wait_for(lambda r: r.kind == "stage" and r.body["event"] == "end").body
-    assert end["status"] == "cancelled"  # the user's stop, not a failure (issue 34)
+    assert end["status"] == "cancelled"  # the user's stop, not a failure
     assert receiver.wait_for(lambda r: r.kind == "bye").body == {
         "exit_code": None,
         "reason": "cancelled",

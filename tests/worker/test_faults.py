@@ -130,8 +130,8 @@ def test_gil_held_freeze_reaches_the_crash_file_through_the_watchdog(receiver, t
 
 
 def test_last_words_survive_50000_queued_messages(tmp_path):
-    """libzmq drops a closing peer's last messages when the receiver lags behind (issue
-    4660; measured here without the ack wait: error and bye lost in 6 of 6 runs). The
+    """libzmq drops a closing peer's last messages when the receiver lags behind (libzmq
+    issue 4660; measured here without the ack wait: error and bye lost in 6 of 6 runs). The
     worker must not exit before the client acked them. Twice here (each run alone caught
     the loss); scripts/stress runs it 20 times (TB_LAST_WORDS_REPEAT)."""
     script = textwrap.dedent("""
@@ -247,7 +247,7 @@ def test_fork_during_a_beacon_import_leaves_the_child_able_to_import(receiver, t
     """A fork while the beacon thread was importing a module left that module's import
     lock held in the child for ever: a DataLoader worker that then imported it (numpy
     seeding imports `secrets`, which imports `hmac`, as the codec does) hung in
-    futex_do_wait before its first batch (issue 20). The finder below holds the beacon
+    futex_do_wait before its first batch. The finder below holds the beacon
     inside its import of `hmac` (its module body runs for 0.5 s, as a cold disk would make
     it) while the main thread forks."""
     out = run_to_bye(
@@ -299,7 +299,7 @@ def test_the_beacon_starts_on_a_short_switch_interval_and_puts_it_back(receiver,
     """Beside a main thread busy in Python, each system call in the beacon's imports gave
     the GIL away for a whole switch interval (5 ms): its start took 300-600 ms instead of
     25 ms, and over a second on a loaded machine, so the job stayed "starting" and its stall
-    clock armed late (issue 20). The beacon starts on a 0.5 ms interval and then restores
+    clock armed late. The beacon starts on a 0.5 ms interval and then restores
     the script's."""
     out = run_to_bye(
         receiver,

@@ -1,5 +1,5 @@
 """Stopping a busy worker-bearing process, many times, at random points: it dies of the
-signal it was sent and of nothing else (issue 20: a hung job's child once died of SIGSEGV).
+signal it was sent and of nothing else (a hung job's child once died of SIGSEGV).
 
 That SIGSEGV was faulthandler's SIGUSR1 dump reading the frames of a thread that was running
 Python meanwhile (CPython gh-116008); the worker now dumps from a Python-level handler. Each

@@ -1,4 +1,4 @@
-"""Which process speaks for a job (issue 11 item 1): the job's structure decides, not a
+"""Which process speaks for a job: the job's structure decides, not a
 hello's claim. vectors/lead.json pins the rule; these run real jobs."""
 
 import os

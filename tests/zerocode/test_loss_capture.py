@@ -1,4 +1,4 @@
-"""Issue 12 item 10: zero-code mode reports the loss an unmodified script passes to
+"""Zero-code mode reports the loss an unmodified script passes to
 backward() and the total a OneCycleLR schedule was given (nanoGPT showed "301/?" and no loss)."""
 
 import pytest

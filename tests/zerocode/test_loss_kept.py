@@ -1,5 +1,5 @@
 """The loss kept from backward() in zero-code mode (worker/auto.py): a CPU loss is kept as
-the script's own tensor, not a per-step detached copy (issue 19: detach() was 0.6-1.8 us of
+the script's own tensor, not a per-step detached copy (detach() was 0.6-1.8 us of
 every step), and its value is still read as a float when the beacon sends progress."""
 
 import gc

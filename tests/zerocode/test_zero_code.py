@@ -146,7 +146,7 @@ def test_a_script_with_its_own_stages_and_progress_keeps_them():
     assert "import torch" in names(report)
     assert all(s["status"] == "ok" for s in report["stages"])  # "main" closes at exit
     # The innermost stage still open at the end (zero-code's "main", closed at exit), not
-    # the last one that began (issue 12 item 3).
+    # the last one that began.
     assert report["stage"] == "main"
     assert report["progress"]["metrics"].keys() == {
         "loss"
@@ -206,7 +206,7 @@ def test_the_scripts_own_worker_and_bridge_modules_are_never_shadowed():
 
 
 def test_a_tqdm_only_script_has_its_bars_as_stages_and_its_postfix_as_metrics():
-    """Issue 32 item 8: set_postfix(loss=..., lr=...) was dropped (metrics were bar, rate and
+    """set_postfix(loss=..., lr=...) was once dropped (metrics were bar, rate and
     unit only) and a tqdm-only script had only startup/main stages."""
     report, events = run([PY, "tqdm_phases.py"])
     assert report["outcome"] == "succeeded", report["summary"]
@@ -227,7 +227,7 @@ def test_a_tqdm_only_script_has_its_bars_as_stages_and_its_postfix_as_metrics():
 
 
 def test_a_loop_that_updates_its_weights_by_hand_trains_past_the_stall_deadline():
-    # Issue 32 item 1: no optimizer (word_language_model's manual SGD), no output for 14 s, a
+    # No optimizer (word_language_model's manual SGD), no output for 14 s, a
     # 10 s stall deadline (one that `import torch` meets beside two CPU loops). Each heartbeat
     # counts more backward() calls: that is activity.
     report, events = run([PY, "manual_sgd.py", "14"], stall_timeout=10.0)

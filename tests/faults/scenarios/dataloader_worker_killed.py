@@ -1,5 +1,5 @@
 """A torch DataLoader worker dies of SIGKILL (as the OOM killer does) while the training loop
-waits for its batch; torch then raises in the main process (issue 12 item 5: the hint said
+waits for its batch; torch then raises in the main process (the hint once said
 "fix the error raised at" the training loop, not that a worker was killed).
 
 It waits for the client to hear its stage (matrix.json go_when) before the DataLoader starts:

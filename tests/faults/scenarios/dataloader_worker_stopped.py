@@ -1,5 +1,5 @@
 """A torch DataLoader with three workers; worker 2 stops (SIGSTOP) in __getitem__ before its
-first batch, so the training loop waits for it forever (issue 12 item 1: the diagnosis must
+first batch, so the training loop waits for it forever (the diagnosis must
 name "DataLoader worker 2" and say it is stopped). torch is imported before the worker (and
 the row runs without zero-code mode) so the slow import counts against the startup timeout,
 not the stall timeout."""

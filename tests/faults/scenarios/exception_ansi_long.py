@@ -1,5 +1,5 @@
 """An exception whose message carries terminal escapes and says what to do only after its
-first 300 characters, as torch.load's "Weights only load failed" does (issue 12 item 6)."""
+first 300 characters, as torch.load's "Weights only load failed" does."""
 from trainbridge import worker
 from _common import say
 

@@ -1,5 +1,5 @@
 """Native code holds the GIL right after `import worker`, before the beacon thread could say
-hello (issue 12 item 4: known only at the startup timeout, as a startup hang with no stack).
+hello (once known only at the startup timeout, as a startup hang with no stack).
 The line is printed before the import so the time to know counts from it."""
 import ctypes
 import sys

@@ -1,6 +1,6 @@
 """An unmodified script (zero-code mode) that trains by hand: no optimizer, no tqdm, no
-worker calls, only a line printed every half second for longer than the stall timeout (issue
-12 item 2: word_language_model was declared hung; its output is its activity)."""
+worker calls, only a line printed every half second for longer than the stall timeout
+(word_language_model was once declared hung; its output is its activity)."""
 import time
 
 for step in range(10):

@@ -1,6 +1,6 @@
 """A worker process connected by a socketpair (multiprocessing.Pipe) stops (SIGSTOP) before
 it answers: the parent blocks reading an AF_UNIX socket whose peer is the stopped child
-(issue 12 item 1: this was blamed on the network)."""
+(this was once blamed on the network)."""
 import multiprocessing
 import os
 import signal

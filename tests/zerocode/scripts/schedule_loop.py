@@ -1,5 +1,5 @@
-# An unmodified training loop whose run length is known only to its LR schedule (issue 12
-# item 10), or to nobody: argv[1] picks the pattern.
+# An unmodified training loop whose run length is known only to its LR schedule,
+# or to nobody: argv[1] picks the pattern.
 #   cosine_per_step   CosineAnnealingLR(T_max=30) stepped after every optimizer step
 #   cosine_per_epoch  CosineAnnealingLR(T_max=3 epochs) stepped once per epoch of 10 batches
 #   poly_per_step     PolynomialLR(total_iters=30)
