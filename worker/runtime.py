@@ -16,7 +16,7 @@ import time
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
 
 try:  # the C type itself: `collections` costs a millisecond that scripts may not pay
-    from _collections import deque
+    from _collections import deque  # type: ignore[import-not-found]  # no stub: C module
 except ImportError:  # pragma: no cover - other Python implementations
     from collections import deque
 
