@@ -63,6 +63,18 @@ const text = (page, sel) => page.locator(sel).innerText();
 async function openPage(browser, url, loginUrl, viewport = { width: 1280, height: 800 }) {
   const context = await browser.newContext({ viewport, acceptDownloads: true });
   const page = await context.newPage();
+  // The text the charts draw on their canvases (uPlot writes its axes with fillText), by
+  // chart: window.drawnText[chartId] is what its latest draws wrote.
+  await page.addInitScript(() => {
+    const ctx = window.CanvasRenderingContext2D.prototype;
+    const fill = ctx.fillText;
+    window.drawnText = {};
+    ctx.fillText = function fillText(txt, ...rest) {
+      const chart = this.canvas.closest('.chart');
+      if (chart) (window.drawnText[chart.id] ||= []).push(String(txt));
+      return fill.call(this, txt, ...rest);
+    };
+  });
   const errors = [];
   page.on('pageerror', (err) => errors.push(err.message));
   page.on('console', (msg) => { if (msg.type() === 'error') errors.push(msg.text()); });
@@ -70,6 +82,17 @@ async function openPage(browser, url, loginUrl, viewport = { width: 1280, height
   assert.ok(!page.url().includes('token='), `the token leaves the address bar: ${page.url()}`);
   if (page.url() !== url) await page.goto(url);
   return { page, errors };
+}
+
+/**
+ * What a chart (#id) draws as text (its axes' ticks and labels) once redrawn by `change` (a
+ * click, a check): recorded from the page's canvas calls, waited for, never slept on.
+ */
+async function drawnAfter(page, id, change) {
+  await page.evaluate((c) => { window.drawnText[c] = []; }, id);
+  await change();
+  const texts = await page.waitForFunction((c) => (window.drawnText[c] || []).length > 0 && window.drawnText[c], id, { timeout: 10000 });
+  return texts.jsonValue();
 }
 
 /** Pixels of the first metric's colour (the loss curve) on the metrics chart's canvas. */
@@ -445,7 +468,10 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     // Its own axis: the learning rate is a series of the chart, on a scale of its own.
     assert.match(await page.locator('#metrics-chart .u-legend').innerText(), /lr/);
     await page.screenshot({ path: path.join(SHOTS, 'metrics-spike.png'), fullPage: true });
-    await page.check('#log-scale');
+    // On a log scale uPlot leaves some ticks unlabelled (null): they are drawn as nothing, not "null".
+    const logTexts = await drawnAfter(page, 'metrics-chart', () => page.check('#log-scale'));
+    assert.ok(logTexts.some((x) => /\d/.test(x)), `log-scale tick labels drawn: ${JSON.stringify(logTexts)}`);
+    assert.deepEqual(logTexts.filter((x) => /null/.test(x)), [], `no "null" tick label on the log scale: ${JSON.stringify(logTexts)}`);
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))); // drawn
     const log = await lossShape(page);
     assert.ok(Math.abs(log.topAt - 0.6173) < 0.03, `still the spike: ${JSON.stringify(log)}`);
@@ -486,6 +512,9 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
       return { blue, orange };
     });
     assert.ok(colours.blue > 100 && colours.orange > 100, JSON.stringify(colours));
+    const logTexts = await drawnAfter(page, 'compare-chart', () => page.check('#compare-log'));
+    assert.ok(logTexts.some((x) => /\d/.test(x)), `log-scale tick labels drawn: ${JSON.stringify(logTexts)}`);
+    assert.deepEqual(logTexts.filter((x) => /null/.test(x)), [], `no "null" tick label on the log scale: ${JSON.stringify(logTexts)}`);
     await page.selectOption('#compare-metric', 'lr');
     await page.locator('#compare-chart[data-runs="2"] canvas').waitFor();
     assert.equal(await page.locator('#compare-runs li').count(), 2);

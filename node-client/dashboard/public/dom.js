@@ -23,8 +23,12 @@ export const seconds = (s) => {
 };
 /** The colours of a chart's series, in order. */
 export const COLORS = ['#0969da', '#bc4c00', '#1a7f37', '#8250df', '#cf222e', '#57606a'];
-/** An axis tick as people write it: a learning rate's 3e-4 is not "0" (uPlot's default). */
-export const tickText = (v) => (v === 0 || v === null ? String(v)
+/**
+ * An axis tick as people write it: a learning rate's 3e-4 is not "0" (uPlot's default). On a
+ * log axis uPlot keeps every tick but labels only some (1, 10, 100 ...): the others come as
+ * null and are drawn as nothing, as uPlot's own formatter does (they said "null").
+ */
+export const tickText = (v) => (v === null || v === undefined ? '' : v === 0 ? '0'
   : Math.abs(v) < 0.01 || Math.abs(v) >= 1e5 ? Number(v.toPrecision(3)).toExponential() : String(Number(v.toPrecision(3))));
 export const shown = (head) => (head.state === 'ended' ? head.outcome : head.state);
 export const badgeClass = (word) => `badge s-${word}`;
