@@ -56,3 +56,30 @@ def test_a_schedules_horizon_is_the_total(pattern, total):
     progress = report["progress"]
     assert progress["step"] == 30 and progress["total"] == total, progress
     assert progress["metrics"].get("loss") is not None, progress
+
+
+def test_every_optimizer_steps_loss_reaches_the_parent():
+    """An unmodified loop of 300 fast steps (several a millisecond): every step's loss is a
+    point of the progress messages, equal to what the script computed, so a curve (or a NaN
+    of one step) is whole for a script that never heard of trainbridge."""
+    report, events = run([PY, "every_loss.py"])
+    assert report["outcome"] == "succeeded", report["summary"]
+    printed = {}
+    for e in events:
+        if e["event"] == "output" and e.get("stream") == "stdout":
+            step, value = e["text"].split()
+            printed[int(step)] = float(value)
+    assert sorted(printed) == list(range(1, 301))
+    sent = {}
+    for e in events:
+        if e["event"] == "message" and e["kind"] == "progress":
+            body = e["body"]
+            points = body.get("points") or {"steps": [], "metrics": {}}
+            for step, loss in zip(points["steps"], points["metrics"].get("loss", [])):
+                sent[step] = loss
+            if body["metrics"].get("loss") is not None:  # the latest value: no point of its own
+                sent.setdefault(body["step"], body["metrics"]["loss"])
+    assert sorted(sent) == list(range(1, 301)), sorted(set(range(1, 301)) - set(sent))
+    assert all(abs(sent[s] - printed[s]) < 1e-5 for s in printed), [
+        (s, sent[s], printed[s]) for s in printed if abs(sent[s] - printed[s]) >= 1e-5
+    ][:5]
