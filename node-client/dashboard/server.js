@@ -115,12 +115,21 @@ function sameToken(a, b) {
   return crypto.timingSafeEqual(x, y);
 }
 
-/** An SSE stream: send(event, data), plus a comment every 15 s so proxies keep it open. */
+/**
+ * How often every stream says it is alive (`alive {every_ms}`): a page that hears nothing for
+ * three of these periods calls the server not answering (public/dom.js). A server stopped
+ * (SIGSTOP, a swapped-out host) keeps the connection open and would otherwise look live.
+ */
+const KEEPALIVE_MS = 2000;
+
+/** An SSE stream: send(event, data), plus `alive` every KEEPALIVE_MS (proxies keep it open too). */
 function sse(req, res) {
   res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store',
     Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
   res.write('retry: 1000\n\n');
-  const ping = setInterval(() => res.write(': ping\n\n'), 15000);
+  const alive = `event: alive\ndata: ${JSON.stringify({ every_ms: KEEPALIVE_MS })}\n\n`;
+  res.write(alive);
+  const ping = setInterval(() => res.write(alive), KEEPALIVE_MS);
   const closers = [() => clearInterval(ping)];
   req.on('close', () => { for (const c of closers) c(); });
   return {

@@ -754,6 +754,9 @@ test('server: one stream carries what all of a browser\'s tabs watch (/api/mux)'
   const res = await fetch(`${dash.url}api/mux`, { headers: { Authorization: `Bearer ${dash.token}` }, signal: abort.signal });
   assert.equal(res.status, 200);
   const events = sseEvents(res);
+  // A stream says at once, and every 2 s, that it is alive: a page that hears nothing for
+  // three periods (a stopped server keeps the connection open) calls it not answering.
+  assert.deepEqual((await events.next()).value, { event: 'alive', data: { every_ms: 2000 } });
   const first = (await events.next()).value;
   assert.equal(first.event, 'mux');
   const { sid } = first.data;
@@ -770,6 +773,7 @@ test('server: one stream carries what all of a browser\'s tabs watch (/api/mux)'
   const seen = {};
   while (!(seen.list && seen.job)) {
     const { value } = await events.next();
+    if (value.event === 'alive') continue; // the keep-alive, every 2 s
     assert.equal(value.event, 'm');
     if (value.data.key === 'list' && value.data.event === 'jobs') seen.list = value.data.data;
     if (value.data.key === 'job' && value.data.event === 'update') seen.job = value.data.data;

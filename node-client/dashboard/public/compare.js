@@ -1,9 +1,11 @@
 // Several runs' curves on one chart (#/compare/<id>,<id>,...): one metric at a time, one
 // series per job, each job's steps as its own x (uPlot.join aligns them). The jobs' views are
 // read from the server (GET /api/jobs/:id, the same view a job page starts from) and read
-// again every 2 s while any of them runs.
+// again every 2 s while any of them runs. The page also follows the job list's stream, for
+// what every page says about the server: while it does not answer the banner says so (and
+// the reads stop failing one by one), and once it is back the runs are read again.
 import uPlot from '/vendor/uPlot.esm.js';
-import { h, tickText, COLORS } from '/dom.js';
+import { h, tickText, COLORS, stream } from '/dom.js';
 
 const REFRESH_MS = 2000;
 
@@ -44,12 +46,26 @@ export function comparePage(main, ids) {
     const lossy = names.find((n) => views.some((v) => v.metrics && v.metrics.families[n] === 'loss'));
     select.value = names.includes(chosen) ? chosen : (lossy || names[0] || '');
     draw();
-    if (views.some((v) => v.head.state !== 'ended')) timer = setTimeout(() => read().catch(showError), REFRESH_MS);
+    return views.some((v) => v.head.state !== 'ended');
   }
 
-  function showError(err) {
-    problem.hidden = false;
-    problem.textContent = `Could not read the runs: ${err.message}`;
+  // One read at a time; the next 2 s after it, while a run runs. A failed read is said under
+  // the title unless the banner says it already (the server is down), and tried again.
+  let reading = false;
+  function poll() {
+    clearTimeout(timer);
+    if (reading || gone) return;
+    reading = true;
+    read().then((running) => running, (err) => {
+      if (!document.body.classList.contains('stale')) {
+        problem.hidden = false;
+        problem.textContent = `Could not read the runs: ${err.message}`;
+      }
+      return true;
+    }).then((again) => {
+      reading = false;
+      if (again && !gone) timer = setTimeout(poll, REFRESH_MS);
+    });
   }
 
   function draw() {
@@ -75,10 +91,12 @@ export function comparePage(main, ids) {
         stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true }))],
     }, data, chartEl);
     chartEl.dataset.runs = String(runs.length);
+    chartEl.dataset.points = String(data[0].length);
   }
 
   select.addEventListener('change', draw);
   logScale.addEventListener('change', draw);
-  read().catch(showError);
-  return () => { gone = true; clearTimeout(timer); if (plot) plot.destroy(); };
+  // Live (first, and again after the server was down): read the runs now.
+  const close = stream('/api/stream', { open: poll });
+  return () => { gone = true; close(); clearTimeout(timer); if (plot) plot.destroy(); };
 }

@@ -42,19 +42,35 @@ export async function post(url, body) {
 
 /**
  * While the server does not answer, what the page shows is not the truth any more: the page is
- * marked stale (greyed by body.stale), a banner says since when, and every enabled button in
- * it is disabled (and enabled again once the stream is back: the page's own rendering then
- * decides). Connection state is part of what the page says, not a grey word in a corner.
+ * marked stale (greyed by body.stale), a banner says since when, every enabled button in it is
+ * disabled and every link to the server (the log, the report, a file) is taken off (marked
+ * aria-disabled, its address kept aside), all given back once the stream is back: the page's
+ * own rendering then decides. Connection state is part of what the page says, not a grey
+ * word in a corner.
+ *
+ * Two ways to know: the stream breaks (the server died: at once), or it stays open and says
+ * nothing, not even its keep-alive (`alive {every_ms}`, server.js): after SILENT_PERIODS of
+ * them the server is called not answering, and its next word makes the page live again.
  */
 const banner = document.getElementById('stale-banner');
+const SILENT_PERIODS = 3;
+let keepAliveMs = 2000; // the server says its period in each `alive`
 let heardAt = Date.now(); // the last message of any stream
 let staleTimer = null;
+let silent = false; // stale because nothing came, on an open stream (not because it broke)
+let watchingStreams = 0; // streams this page has open (the watchdog only watches those)
 function markStale(stale) {
   if (stale === document.body.classList.contains('stale')) return;
   document.body.classList.toggle('stale', stale);
   banner.hidden = !stale;
   if (stale) {
+    document.body.dataset.staleSince = String(Date.now());
     for (const b of document.querySelectorAll('main button:not([disabled])')) { b.disabled = true; b.dataset.staleOff = '1'; }
+    for (const a of document.querySelectorAll('main a[href^="/api/"]')) {
+      a.dataset.staleHref = a.getAttribute('href');
+      a.removeAttribute('href'); // an <a> without an address is no link: not clickable, not focusable
+      a.setAttribute('aria-disabled', 'true');
+    }
     const say = () => {
       const ago = Math.round((Date.now() - heardAt) / 1000);
       banner.textContent = `The dashboard server is not answering (trying again): what you see is from ${ago} s ago, `
@@ -63,10 +79,34 @@ function markStale(stale) {
     say();
     staleTimer = setInterval(say, 1000);
   } else {
+    silent = false;
+    delete document.body.dataset.staleSince;
     clearInterval(staleTimer);
     for (const b of document.querySelectorAll('main button[data-stale-off]')) { b.disabled = false; delete b.dataset.staleOff; }
+    for (const a of document.querySelectorAll('main a[data-stale-href]')) {
+      a.setAttribute('href', a.dataset.staleHref);
+      delete a.dataset.staleHref;
+      a.removeAttribute('aria-disabled');
+    }
   }
 }
+/** Anything from the server: the keep-alive or a topic's message. */
+function heard() {
+  heardAt = Date.now();
+  if (silent) { conn.textContent = 'live'; markStale(false); }
+}
+function heardAlive(everyMs) {
+  if (everyMs > 0) keepAliveMs = everyMs;
+  heard();
+}
+setInterval(() => {
+  if (!watchingStreams || silent || document.body.classList.contains('stale')) return;
+  if (Date.now() - heardAt > SILENT_PERIODS * keepAliveMs) {
+    conn.textContent = 'not answering';
+    markStale(true);
+    silent = true;
+  }
+}, 250);
 
 /**
  * A topic's events (the list: /api/stream; a job: /api/jobs/<id>/stream), given to
@@ -80,9 +120,9 @@ export function stream(address, handlers) {
   const key = `${tabId}-${++keys}`;
   let watching = false;
   let es = null;
-  const live = () => { conn.textContent = 'live'; markStale(false); if (handlers.open) handlers.open(); };
-  const down = () => { conn.textContent = 'reconnecting…'; markStale(true); };
-  const deliver = (name, data) => { heardAt = Date.now(); if (name !== 'open' && handlers[name]) handlers[name](data); };
+  const live = () => { heardAt = Date.now(); conn.textContent = 'live'; markStale(false); if (handlers.open) handlers.open(); };
+  const down = () => { conn.textContent = 'reconnecting…'; markStale(true); silent = false; };
+  const deliver = (name, data) => { heard(); if (name !== 'open' && handlers[name]) handlers[name](data); };
   const connect = () => {
     if (shared) {
       subscribers.set(key, { address, live, down, deliver });
@@ -91,11 +131,14 @@ export function stream(address, handlers) {
       es = new EventSource(address);
       es.onopen = live;
       es.onerror = down;
+      es.addEventListener('alive', (e) => heardAlive(JSON.parse(e.data).every_ms));
       for (const name of Object.keys(handlers)) {
         if (name !== 'open') es.addEventListener(name, (e) => deliver(name, JSON.parse(e.data)));
       }
     }
     watching = true;
+    watchingStreams++;
+    heardAt = Math.max(heardAt, Date.now() - keepAliveMs); // a new stream has its own periods to answer in
   };
   const disconnect = () => {
     if (!watching) return;
@@ -107,6 +150,7 @@ export function stream(address, handlers) {
       es = null;
     }
     watching = false;
+    watchingStreams--;
   };
   const onVisibility = () => {
     if (document.hidden && watching) { disconnect(); conn.textContent = 'paused (tab hidden)'; }
@@ -141,6 +185,7 @@ function muxPort() {
       for (const s of subscribers.values()) s.down();
       return;
     }
+    if (data.op === 'alive') { heardAlive(data.every_ms); return; }
     const s = subscribers.get(data.key);
     if (!s) return; // let go of already
     if (data.op === 'open') s.live();

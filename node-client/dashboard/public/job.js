@@ -18,6 +18,7 @@ function chart(el, opts, data) {
       if (!d[0].length) return;
       if (!plot) { el.replaceChildren(); make(); } else plot.setData(d);
       el.dataset.points = String(d[0].length);
+      Object.assign(el, { uplot: plot }); // what is drawn, for a reader (the tests, devtools)
     },
     rebuild() { if (plot) { plot.destroy(); plot = null; } this.update(); },
     destroy() { ro.disconnect(); if (plot) plot.destroy(); },

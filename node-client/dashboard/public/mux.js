@@ -7,6 +7,7 @@
 // tab -> worker: {op: 'watch', key, address} | {op: 'unwatch', key} | {op: 'bye'}
 // worker -> tab: {op: 'open', key} (live: a snapshot follows) | {op: 'down'} (not answering)
 //                | {op: 'm', key, event, data} (a topic's own event)
+//                | {op: 'alive', every_ms} (the server's keep-alive: it still answers)
 
 const tabs = new Map(); // port -> Map(key -> address)
 let source = null; // the EventSource, while any tab watches anything
@@ -34,6 +35,10 @@ function connect() {
   source.addEventListener('m', (e) => {
     const msg = JSON.parse(e.data);
     for (const [port, keys] of tabs) if (keys.has(msg.key)) port.postMessage({ op: 'm', ...msg });
+  });
+  source.addEventListener('alive', (e) => {
+    const { every_ms } = JSON.parse(e.data);
+    for (const port of tabs.keys()) port.postMessage({ op: 'alive', every_ms });
   });
   source.onerror = () => {
     sid = null;
