@@ -228,7 +228,8 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 90000 });
     await page.screenshot({ path: path.join(SHOTS, 'succeeded.png'), fullPage: true });
     assert.equal(await page.getAttribute('#progress', 'aria-valuenow'), '100');
-    assert.match(await text(page, '#progress-text'), /100% · step 400 \/ 400/);
+    // Ended: what it reached, no rate and no ETA (they are the running job's).
+    assert.match(await text(page, '#progress-text'), /^100% · step 400 \/ 400( · loss \d+\.\d+)?$/);
     // Progress messages are coalesced on the wire (docs/PROTOCOL.md), but each carries every
     // call's metrics since the last (`points`): one point per step (it was ~10 of 400).
     await page.waitForFunction(() => Number(document.querySelector('#metrics-chart').dataset.points) >= 400);
@@ -288,6 +289,10 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     await page.goto(dash.url);
     const row = page.locator(`tr[data-job="${id}"]`);
     await row.locator('td.why', { hasText: `${marker} has no data` }).waitFor({ timeout: 10000 });
+    // When it started (the browser's clock format) and how long it took, filled for an ended job.
+    const [started, took] = await row.locator('td.opt').evaluateAll((tds) => tds.slice(1).map((td) => td.textContent));
+    assert.match(started, /\d{1,2}:\d{2}:\d{2}/, `Started: ${started}`);
+    assert.match(took, /^\d+(\.\d)? s$/, `Took: ${took}`);
     // Re-run: a new job with the same command, its page opened.
     await row.locator('button[data-action=rerun]').click();
     await page.waitForURL((u) => u.hash.startsWith('#/jobs/') && !u.hash.endsWith(id), { timeout: 10000 });
@@ -444,6 +449,10 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     // The interrupted script's traceback is the user's cancel, drawn neutral, not as an error.
     await page.locator('#log div.after-cancel', { hasText: 'KeyboardInterrupt' }).first().waitFor({ timeout: 10000 });
     assert.equal(await page.locator('#log div.stderr:not(.after-cancel)', { hasText: 'KeyboardInterrupt' }).count(), 0);
+    // The stage it was in ends cancelled, drawn neutral (the muted grey), not as a failure.
+    const cancelledBar = await page.locator('#stages li.cancelled .bar').first().evaluate((b) => window.getComputedStyle(b).backgroundColor);
+    assert.equal(cancelledBar, 'rgb(87, 96, 106)', 'a cancelled stage is grey (--muted)');
+    assert.equal(await page.locator('#stages li.error, #stages li.failed, #stages li.crashed').count(), 0, 'no stage drawn as an error');
     await page.screenshot({ path: path.join(SHOTS, 'cancelled.png'), fullPage: true });
     assert.deepEqual(errors, []);
   });
@@ -504,8 +513,31 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     const linear = await lossShape(page);
     assert.ok(linear.pixels > 300, JSON.stringify(linear));
     assert.ok(Math.abs(linear.topAt - 0.6173) < 0.03, `the curve's top is the spike at step 6173: ${JSON.stringify(linear)}`);
-    // Its own axis: the learning rate is a series of the chart, on a scale of its own.
-    assert.match(await page.locator('#metrics-chart .u-legend').innerText(), /lr/);
+    // Its own axis: the learning rate is on a scale of its own, with an axis shown for it,
+    // whose range is the learning rate's (3e-4), not the loss's (0-50).
+    const axes = await page.evaluate(() => {
+      const u = document.querySelector('#metrics-chart').uplot;
+      const scaleOf = (label) => u.series.find((x) => x.label === label).scale;
+      const lr = scaleOf('lr');
+      return { loss: scaleOf('loss'), lr, lrAxes: u.axes.filter((a) => a.scale === lr && a.show !== false).length,
+        lrMax: u.scales[lr].max, lossMax: u.scales[scaleOf('loss')].max };
+    });
+    assert.notEqual(axes.lr, axes.loss, JSON.stringify(axes));
+    assert.equal(axes.lrAxes, 1, JSON.stringify(axes));
+    assert.ok(axes.lrMax < 0.01 && axes.lossMax > 10, JSON.stringify(axes));
+    // Hovering shows each series' value at the pointer in the legend, as numbers (3e-4 too).
+    const over = await page.locator('#metrics-chart .u-over').boundingBox();
+    await page.mouse.move(over.x + over.width * 0.3, over.y + over.height / 2);
+    const hovered = await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('#metrics-chart .u-legend .u-series')]
+        .map((r) => [r.querySelector('.u-label').textContent, r.querySelector('.u-value').textContent]);
+      return rows.every(([, v]) => v && v !== '--') && rows;
+    }, null, { timeout: 10000 });
+    const values = Object.fromEntries(await hovered.jsonValue());
+    assert.ok(Number(values.step) > 2000 && Number(values.step) < 4000, JSON.stringify(values));
+    assert.ok(Number(values.loss) > 1 && Number(values.loss) < 10, JSON.stringify(values));
+    assert.equal(Number(values.lr), 3e-4, `the learning rate at the pointer: ${JSON.stringify(values)}`);
+    await page.mouse.move(0, 0);
     await page.screenshot({ path: path.join(SHOTS, 'metrics-spike.png'), fullPage: true });
     // On a log scale uPlot leaves some ticks unlabelled (null): they are drawn as nothing, not "null".
     const logTexts = await drawnAfter(page, 'metrics-chart', () => page.check('#log-scale'));

@@ -5,7 +5,7 @@
 // what every page says about the server: while it does not answer the banner says so (and
 // the reads stop failing one by one), and once it is back the runs are read again.
 import uPlot from '/vendor/uPlot.esm.js';
-import { h, tickText, COLORS, stream } from '/dom.js';
+import { h, tickText, valueText, COLORS, stream } from '/dom.js';
 
 const REFRESH_MS = 2000;
 
@@ -87,8 +87,8 @@ export function comparePage(main, ids) {
       legend: { live: true },
       scales: { x: { time: false }, y: logScale.checked && positive ? { distr: 3 } : {} },
       axes: [{ label: 'step' }, { label: metric, size: 60, values: (u, ticks) => ticks.map(tickText) }],
-      series: [{ label: 'step' }, ...runs.map((v, i) => ({ label: v.head.id, // its title is in the list below
-        stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true }))],
+      series: [{ label: 'step', value: (u, x) => valueText(x) }, ...runs.map((v, i) => ({ label: v.head.id, // its title is in the list below
+        stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true, value: (u, y) => valueText(y) }))],
     }, data, chartEl);
     chartEl.dataset.runs = String(runs.length);
     chartEl.dataset.points = String(data[0].length);

@@ -30,6 +30,13 @@ export const COLORS = ['#0969da', '#bc4c00', '#1a7f37', '#8250df', '#cf222e', '#
  */
 export const tickText = (v) => (v === null || v === undefined ? '' : v === 0 ? '0'
   : Math.abs(v) < 0.01 || Math.abs(v) >= 1e5 ? Number(v.toPrecision(3)).toExponential() : String(Number(v.toPrecision(3))));
+/**
+ * A value in a chart's legend (shown while hovering): uPlot's own keeps three decimals, so a
+ * learning rate of 3e-4 read "0", and writes 2979 as "2,979". Six significant digits, small
+ * and huge ones as 3e-4.
+ */
+export const valueText = (v) => (v === null || v === undefined ? '--' : v !== 0 && (Math.abs(v) < 0.01 || Math.abs(v) >= 1e6)
+  ? Number(v.toPrecision(4)).toExponential() : String(Number(v.toPrecision(6))));
 export const shown = (head) => (head.state === 'ended' ? head.outcome : head.state);
 export const badgeClass = (word) => `badge s-${word}`;
 

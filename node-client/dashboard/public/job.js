@@ -1,6 +1,6 @@
 // A job's page (#/jobs/<id>): verdict, progress, stages, charts, ranks, stacks, the live log.
 import uPlot from '/vendor/uPlot.esm.js';
-import { h, seconds, shown, badgeClass, post, stream, tickText, COLORS } from '/dom.js';
+import { h, seconds, shown, badgeClass, post, stream, tickText, valueText, COLORS } from '/dom.js';
 
 const LOG_VIEW = 500; // lines in the page; the full log is a download
 
@@ -98,8 +98,8 @@ export function jobPage(main, id) {
       scales,
       axes: [{ label: 'step' }, ...families.map((f, i) => ({ scale: f, label: FAMILY_LABEL[f], side: i ? 1 : 3,
         grid: { show: i === 0 }, size: 60, values: (u, ticks) => ticks.map(tickText) }))],
-      series: [{ label: 'step' }, ...metrics.names.map((n, i) => ({ label: n, scale: metrics.families[n] || 'other',
-        stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true }))],
+      series: [{ label: 'step', value: (u, v) => valueText(v) }, ...metrics.names.map((n, i) => ({ label: n, scale: metrics.families[n] || 'other',
+        stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true, value: (u, v) => valueText(v) }))],
     }, () => [metrics.step, ...metrics.names.map((n) => metrics.values[n])]);
   }
   logScale.addEventListener('change', () => { if (lossChart) { lossChart.destroy(); lossChart = null; takeMetrics(null); } });
