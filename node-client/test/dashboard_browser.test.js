@@ -457,6 +457,52 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.deepEqual(errors, []);
   });
 
+  inBrowser('a job whose keeper died is "lost": a dashed red badge and stage bar, not a failure\'s fill', async () => {
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, longJob(python));
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await page.waitForFunction(() => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > 1, null, { timeout: 60000 });
+    // The keeper supervises the job; killed, nobody sees its end: the store calls it lost.
+    process.kill((await dash.source._store.get(id)).keeper_pid, 'SIGKILL');
+    await page.locator('#state', { hasText: 'lost' }).waitFor({ timeout: 60000 });
+    const style = (sel) => page.locator(sel).first().evaluate((el) => {
+      const c = window.getComputedStyle(el);
+      return { border: c.borderTopStyle, color: c.color, background: c.backgroundColor, image: c.backgroundImage };
+    });
+    const badge = await style('#state');
+    assert.equal(badge.border, 'dashed', JSON.stringify(badge));
+    assert.equal(badge.color, 'rgb(207, 34, 46)', `red words (--bad): ${JSON.stringify(badge)}`);
+    assert.equal(badge.background, 'rgb(255, 255, 255)', `not a failure's red fill: ${JSON.stringify(badge)}`);
+    // The stages open when it was lost end lost: drawn dashed red, not the unstyled grey.
+    const bar = await style('#stages li.lost .bar');
+    assert.match(bar.image, /repeating-linear-gradient/, JSON.stringify(bar));
+    await page.screenshot({ path: path.join(SHOTS, 'lost.png'), fullPage: true });
+    await page.goto(dash.url);
+    const listed = await style(`tr[data-job="${id}"] [data-testid=job-state]`);
+    assert.equal(listed.border, 'dashed', JSON.stringify(listed));
+    assert.deepEqual(errors, []);
+  });
+
+  inBrowser('the queue: Pause and Resume from the list page', async (t) => {
+    // A store of its own: a paused queue would hold the other tests' jobs.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-queue-'));
+    const own = await startDashboard({ port: 0, store: path.join(dir, 'jobs.db') });
+    t.after(async () => { await own.close(); fs.rmSync(dir, { recursive: true, force: true }); });
+    const { page, errors } = await open(own.url, undefined, own.loginUrl);
+    const queue = async () => (await (await page.request.get(`${own.url}api/queue`)).json()).queue;
+    await page.locator('#queue-button', { hasText: 'Pause queue' }).waitFor({ timeout: 30000 });
+    assert.deepEqual(await queue(), { paused: false });
+    await page.click('#queue-button');
+    await page.locator('#queue-button', { hasText: 'Resume queue' }).waitFor({ timeout: 10000 });
+    assert.match(await text(page, '#queue-state'), /The queue is paused: no queued job starts\./);
+    assert.deepEqual(await queue(), { paused: true });
+    await page.click('#queue-button');
+    await page.locator('#queue-button', { hasText: 'Pause queue' }).waitFor({ timeout: 10000 });
+    assert.equal(await text(page, '#queue-state'), '');
+    assert.deepEqual(await queue(), { paused: false });
+    assert.deepEqual(errors, []);
+  });
+
   inBrowser('eight tabs of one browser share one event stream: a submit from a ninth still goes through', async (t) => {
     // A browser gives a host six HTTP/1.1 connections; a stream per tab spent them all and a
     // submit waited forever, silently. Every page is visible (headless pages are).
