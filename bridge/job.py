@@ -6,7 +6,7 @@ each one concern (docs/CLIENT.md "Rooms of the Job"), the one implementation: ev
 Node client through bridge/jobserve.py) renders what this Job publishes:
   job_arguments  the argument check (launch, Job, aio, the scheduler and the CLI use it)
   job_events     the event queue behind events() / next_event()
-  job_output     pipes, lines, the tail, the log file
+  job_output     Output (job.output): pipes, lines, the tail, the log file
   job_messages   worker messages, the lead, replies, stage records
   job_actions    the state machine's events and actions, timers, signals, live diagnosis
   job_end        exit, drain, snapshot, report, fail_internal
@@ -61,16 +61,14 @@ from trainbridge.bridge.job_events import EVENT_QUEUE, EventQueue
 from trainbridge.bridge.job_facts import STAGES_KEPT
 from trainbridge.bridge.job_messages import JobMessages
 from trainbridge.bridge.job_output import (
-    PSEUDO_FDS,
-    JobOutput,
     LogFileError,
+    Output,
     log_failure,
     log_stamp,
     open_log,
     os_error_text,
 )
 from trainbridge.bridge.launcher import LaunchError
-from trainbridge.bridge.lines import LineSplitter, RedrawThrottle
 from trainbridge.bridge.status import StatusTracker
 from trainbridge.bridge.streams import ChunkStream
 from trainbridge.protocol import codec
@@ -104,7 +102,7 @@ DETACHED_REMOVED = (
 )
 
 
-class Job(JobActions, JobMessages, JobOutput, JobEnd):
+class Job(JobActions, JobMessages, JobEnd):
     def __init__(
         self,
         cmd: Sequence[str],
@@ -141,8 +139,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         # metrics whose first NaN or infinity cancels the job (bridge/health.py)
         self.stop_on_nan = metric_names(stop_on_nan)
         self.log_path = log_path
-        self._log = open_log(log_path) if log_path else None  # first: nothing to undo
-        self.log_timestamps = log_timestamps  # prefix each log line with its UTC time
+        log_fd = open_log(log_path) if log_path else None  # first: nothing to undo
         self.sample_resources = sample_resources  # `resources` events with the heartbeat
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
@@ -177,7 +174,17 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
             self.id, self.cmd, log_path, t0, time.time() - (time.monotonic() - t0), tail_lines
         )
         self.facts["ranks"] = ranks.initial()  # every worker process's own state
-        self.last_output_t: Optional[float] = None  # monotonic time of the last output line
+        self.output = Output(
+            self.facts,
+            self.hub,
+            log_fd,
+            log_path,
+            log_timestamps,
+            lambda stream: self.stdout if stream == "stdout" else self.stderr,
+            self._publish,
+            self._step,
+            lambda: self.m["state"] == "stalled",
+        )
         self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
         # Hellos of the processes that may lead (said hello, have not left), in order.
         self._present: dict[bytes, dict[str, Any]] = {}
@@ -190,7 +197,6 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._hang_answered: set = set()
         self._fallback_pids: Optional[set] = None
         self.last_message_t: Optional[float] = None
-        self._fatal_capture = False
         self._oom_before: Optional[int] = None
         self._snapshot_thread: Optional[threading.Thread] = None
         self._dump_seq: Optional[int] = None
@@ -201,10 +207,6 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._live_t: Optional[float] = None
         self._live_mark: Optional[dict[str, Any]] = None
         self._pending_dumps: dict[int, list[Any]] = {}  # command seq -> [held Lock, reply]
-        self._pipes: dict[int, str] = {}
-        self._pipe_files: dict[int, Any] = {}  # close through these: Popen owns the fds
-        self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
-        self._redraws = RedrawThrottle()  # a bar's redraws reach the log once a second
         self._status = StatusTracker(t0)  # the lead's stages and progress
         self._status_lock = threading.Lock()  # status() reads it from any thread
         self._pidfd: Optional[int] = None
@@ -266,7 +268,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
                 proc = launcher.spawn(self.cmd, self.cwd, self.env, stdin=self.stdin_mode)
             except launcher.LaunchError:
                 self.hub.call(lambda: self.hub.remove_job(self.id))
-                self._close_log()
+                self.output.close_log()
                 raise
         self.pid = self.facts["pid"] = proc.pid
         self.stdin = proc.stdin
@@ -286,15 +288,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self.proc = proc
         if self.tree is None:
             self.tree = launcher.Tree(proc.pid, self.id)
-        if not read_pipes:  # feed_output() brings the chunks
-            self._pipes.update({fd: stream for stream, fd in PSEUDO_FDS.items()})
-        pipes = (("stdout", proc.stdout), ("stderr", proc.stderr)) if read_pipes else ()
-        for stream, pipe in pipes:
-            fd = pipe.fileno()
-            os.set_blocking(fd, False)
-            self._pipes[fd] = stream
-            self._pipe_files[fd] = pipe
-            self.hub.add_fd(fd, lambda fd=fd: self._read_pipe(fd), owner=self)
+        self.output.attach(proc, read_pipes, owner=self)  # without read_pipes: feed_output()
         self._oom_before = _oom_kill_count(proc.pid)
         self._pidfd = launcher.open_pidfd(proc.pid)
         if self._pidfd is not None:
@@ -304,6 +298,11 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
         self._publish({"event": "spawn", "pid": proc.pid, "command": list(self.cmd)})
         self._publish({"event": "state", "state": self.m["state"]})
         self.hub.release_early(self)  # a process spawned before its job: what it said meanwhile
+
+    def feed_output(self, stream: str, chunk: bytes) -> None:
+        """I/O thread, for start(proc, read_pipes=False): a chunk the caller read from the
+        child's `stream` (b"" at EOF), handled as if the job had read it."""
+        self.output.feed(stream, chunk)
 
     # --- public API (any thread) ----------------------------------------------------------
     @property
@@ -469,7 +468,7 @@ class Job(JobActions, JobMessages, JobOutput, JobEnd):
                     callback(event)
                 except Exception as exc:  # noqa: BLE001 - a listener's bug must not kill supervision
                     self._callbacks.remove(callback)
-                    self._write_log(
+                    self.output.write_log(
                         f"[trainbridge] event listener {callback!r} failed and was "
                         f"removed: {type(exc).__name__}: {exc}"
                     )

@@ -123,7 +123,7 @@ class JobActions:
         apart, after the work above, which may move it."""
         if self._drain_started is not None:
             wait = machine.drain_wait(
-                pipes_open=bool(self._pipes),
+                pipes_open=self.output.open,
                 since_drain_s=now - self._drain_started,
                 bye=self.facts["bye"] is not None,
                 # This hub has no end notices; it read every message queued at the exit.
@@ -161,7 +161,7 @@ class JobActions:
             self._publish_status()
         if drain is not None and now >= drain:
             self._drain_started = None
-            self._close_pipes()
+            self.output.close_pipes()
             self._step({"type": "drained", "t": now})
             return
         if self._look_due is not None and now >= self._look_due:

@@ -16,7 +16,6 @@ from typing import Any, Optional
 
 from trainbridge.bridge import evidence, job_facts, launcher, oom, report_files, report_text
 from trainbridge.bridge import report as reports
-from trainbridge.bridge.lines import log_text
 from trainbridge.bridge.report import Report
 
 
@@ -52,8 +51,7 @@ class JobEnd:
 
     def _drain(self) -> None:
         self.hub.drain_router()
-        for fd in list(self._pipes):
-            self._read_available(fd)
+        self.output.read_all()
         # Whatever of the tree outlived the main process is an orphan now: ask it to go
         # (it is SIGKILLed at finish), so it cannot hold our pipes or the GPU.
         if self.tree is not None:
@@ -97,8 +95,7 @@ class JobEnd:
         except Exception as exc:  # noqa: BLE001 - never leave a waiter hanging on a report bug
             self.report = Report(reports.minimal(facts, exc))
         self.hub.remove_job(self.id)
-        self._end_log()
-        self._close_log()
+        self.output.end_log(report_text.log_footer(self.report))
         self._close_stdin()
         self._publish({"event": "end", "outcome": self.m["outcome"], "report": self.report})
         # After the end is out: removing the job's files took 1.4 ms at the median and up to
@@ -119,13 +116,6 @@ class JobEnd:
         if facts["ended"] is None:
             facts["ended"] = time.monotonic()
         return facts
-
-    def _end_log(self) -> None:
-        """The log file ends with the bar's last state, the verdict and the stacks."""
-        held = self._redraws.flush()
-        if held:
-            self._write_log("\n".join(log_text(text) for text in held))
-        self._write_log(log_text(report_text.log_footer(self.report)))
 
     def _close_stdin(self) -> None:
         if self.stdin is not None:
@@ -149,8 +139,6 @@ class JobEnd:
             "fatal": True,
         }
         self.facts["error"] = self.facts["internal_error"]
-        for fd in list(self._pipes):
-            self.hub.remove_fd(fd)
         if self._pidfd is not None:
             self.hub.remove_fd(self._pidfd)
             os.close(self._pidfd)
@@ -167,11 +155,7 @@ class JobEnd:
             except Exception:  # noqa: BLE001 - the report goes out regardless
                 pass
         self.facts["ended"] = time.monotonic()
-        for fd in list(self._pipes):
-            try:
-                self._close_pipe(fd)
-            except Exception:  # noqa: BLE001 - failing the job anyway: forget the pipe
-                self._pipes.pop(fd, None)
+        self.output.abandon()
         self.m = {**self.m, "state": "ended", "outcome": "failed", "ending": None}
         self._publish({"event": "state", "state": "ended"})
         try:

@@ -1,32 +1,86 @@
 """A Job's output: the child's stdout and stderr read from its pipes (or fed by a caller that
 reads them), split into lines, kept in the tail, written to the log file and published as
-"output" events; the log file's opening and its write failures. Part of bridge.job.Job (a
-mixin: the attributes it uses are set up in Job.__init__). The one implementation: a Node
-face renders these events (their `encoding` too) from bridge/jobserve.py's feed."""
+"output" events; the log file's opening and its write failures. The Job holds one Output
+(job.output); it owns the pipes, the line splitters, the log file and what the report says
+of them (the facts record's bytes, lines, tail, fatal_lines, log_lines and log_error). The
+one implementation: a Node face renders these events (their `encoding` too) from
+bridge/jobserve.py's feed."""
 
 from __future__ import annotations
 
 import os
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from trainbridge.bridge import launcher, private_files
 from trainbridge.bridge import report as reports
-from trainbridge.bridge.lines import decode_line, log_text
+from trainbridge.bridge.lines import LineSplitter, RedrawThrottle, decode_line, log_text
 
 READ_SIZE = 64 * 1024
 OUTPUT_EVENT_S = 0.25  # output lines reach the state machine at most this often
 # What bridge/inject/sitecustomize.py and the worker print when they cannot run: no hello
 # will come from that process, so waiting for one (the startup deadline) would only kill it.
 NO_WORKER_MARKERS = ("[trainbridge] zero-code mode is off", "[trainbridge] worker disabled")
-# Keys of _pipes for streams the caller reads (start(read_pipes=False)): never real fds.
+# Keys of the pipes for streams the caller reads (start(read_pipes=False)): never real fds.
 PSEUDO_FDS = {"stdout": -1, "stderr": -2}
 
+Event = dict[str, Any]
 
-class JobOutput:
-    """Job's output room (I/O thread)."""
 
-    def _read_pipe(self, fd: int) -> None:
+class Output:
+    """A job's output, on the hub's I/O thread. It hears of nothing by itself: the Job hands
+    it the process (attach), the hub its readable pipes (read), a caller that reads the
+    pipes its chunks (feed), and the end its drain (read_all, close_pipes, end_log). What it
+    tells goes through the Job's `publish` (feed events) and `step` (machine events)."""
+
+    def __init__(
+        self,
+        facts: dict[str, Any],
+        hub: Any,
+        log_fd: Optional[int],
+        log_path: Optional[str],
+        log_timestamps: bool,
+        sink: Callable[[str], Any],
+        publish: Callable[[Event], None],
+        step: Callable[[Event], None],
+        stalled: Callable[[], bool],
+    ):
+        self.facts = facts
+        self.hub = hub
+        self.log_path = log_path
+        self.log_timestamps = log_timestamps  # prefix each log line with its UTC time
+        self._log = log_fd
+        self._sink = sink  # stream -> where its raw bytes go (job.stdout / job.stderr) or None
+        self._publish = publish
+        self._step = step
+        self._stalled = stalled
+        self._pipes: dict[int, str] = {}  # fd -> stream, while it is open
+        self._pipe_files: dict[int, Any] = {}  # close through these: Popen owns the fds
+        self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
+        self._redraws = RedrawThrottle()  # a bar's redraws reach the log once a second
+        self._fatal_capture = False
+        self._event_t: Optional[float] = None  # the last `output` machine event
+
+    @property
+    def open(self) -> bool:
+        """Whether a pipe has not reached its end yet."""
+        return bool(self._pipes)
+
+    def attach(self, proc: Any, read_pipes: bool, owner: Any) -> None:
+        """Read proc's stdout and stderr from the hub (`owner`'s fds), or, without
+        read_pipes, take what the caller reads with feed()."""
+        if not read_pipes:
+            self._pipes.update({fd: stream for stream, fd in PSEUDO_FDS.items()})
+            return
+        for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            fd = pipe.fileno()
+            os.set_blocking(fd, False)
+            self._pipes[fd] = stream
+            self._pipe_files[fd] = pipe
+            self.hub.add_fd(fd, lambda fd=fd: self.read(fd), owner=owner)
+
+    def read(self, fd: int) -> None:
+        """The hub says fd is readable."""
         stream = self._pipes.get(fd)
         if stream is None:
             return
@@ -37,32 +91,93 @@ class JobOutput:
         except OSError:
             chunk = b""
         if chunk:
-            self.facts["bytes"][stream] += len(chunk)
-            self._raw(stream, chunk)
-            self._lines(stream, self._splitters[stream].feed(chunk))
+            self._chunk(stream, chunk)
         else:
             self._close_pipe(fd)
 
-    def _raw(self, stream: str, chunk: bytes) -> None:
-        """The bytes as read, before any splitting; b"" at EOF."""
-        sink = self.stdout if stream == "stdout" else self.stderr
-        if sink is not None:
-            sink.feed(chunk or None)
-
-    def feed_output(self, stream: str, chunk: bytes) -> None:
-        """I/O thread, for start(proc, read_pipes=False): a chunk the caller read from the
-        child's `stream` (b"" at EOF), handled as if the job had read it."""
+    def feed(self, stream: str, chunk: bytes) -> None:
+        """A chunk the caller read from the child's `stream` (b"" at EOF), handled as if
+        the job had read it."""
         fd = PSEUDO_FDS[stream]
         if fd not in self._pipes:
             return  # after EOF, or after the drain gave up on the pipe
         if chunk:
-            self.facts["bytes"][stream] += len(chunk)
-            self._raw(stream, chunk)
-            self._lines(stream, self._splitters[stream].feed(chunk))
+            self._chunk(stream, chunk)
         else:
             self._close_pipe(fd)
 
-    def _lines(self, stream: str, raw_lines) -> None:
+    def read_all(self) -> None:
+        """What the pipes hold now (the drain after the exit)."""
+        for fd in list(self._pipes):
+            self._read_available(fd)
+
+    def close_pipes(self) -> None:
+        """Read what is left and close every pipe (the drain is over)."""
+        for fd in list(self._pipes):
+            self._read_available(fd)
+            self._close_pipe(fd)
+
+    def abandon(self) -> None:
+        """A bug ends the job: the hub no longer reads the pipes, and each is closed with
+        what its splitter holds, or forgotten if even that fails."""
+        for fd in list(self._pipes):
+            self.hub.remove_fd(fd)
+        for fd in list(self._pipes):
+            try:
+                self._close_pipe(fd)
+            except Exception:  # noqa: BLE001 - failing the job anyway: forget the pipe
+                self._pipes.pop(fd, None)
+
+    def write_log(self, text: str) -> None:
+        """Append lines to the log file, unbuffered (it must survive our crash). A failed
+        write (a full disk) stops the log, never the supervision: the report and a
+        `log_error` event say from which line on the file is incomplete, and why."""
+        if self._log is None:
+            return
+        data = (text + "\n").encode("utf-8", "backslashreplace")
+        done = 0
+        try:
+            while done < len(data):
+                done += os.write(self._log, data[done:])
+        except OSError as exc:
+            self.facts["log_error"] = log_failure(
+                self.log_path, self.facts["log_lines"] + data.count(b"\n", 0, done) + 1, exc
+            )
+            self.close_log()
+            self._publish({"event": "log_error", **self.facts["log_error"]})
+            return
+        self.facts["log_lines"] += data.count(b"\n")
+
+    def end_log(self, footer: str) -> None:
+        """The log file ends with the bar's last state, then `footer` (the verdict and the
+        stacks), and is closed."""
+        held = self._redraws.flush()
+        if held:
+            self.write_log("\n".join(log_text(text) for text in held))
+        self.write_log(log_text(footer))
+        self.close_log()
+
+    def close_log(self) -> None:
+        if self._log is not None:
+            try:
+                os.close(self._log)
+            except OSError:
+                pass
+            self._log = None
+
+    # --- inside -------------------------------------------------------------------------
+    def _chunk(self, stream: str, chunk: bytes) -> None:
+        self.facts["bytes"][stream] += len(chunk)
+        self._raw(stream, chunk)
+        self._lines(stream, self._splitters[stream].feed(chunk))
+
+    def _raw(self, stream: str, chunk: bytes) -> None:
+        """The bytes as read, before any splitting; b"" at EOF."""
+        sink = self._sink(stream)
+        if sink is not None:
+            sink.feed(chunk or None)
+
+    def _lines(self, stream: str, raw_lines: Any) -> None:
         if not raw_lines:
             return
         decoded = [(*decode_line(raw.data), raw.end) for raw in raw_lines]
@@ -75,7 +190,7 @@ class JobOutput:
             for kept in self._redraws.feed(stream, text, end, now)
         ]
         if logged:
-            self._write_log("\n".join(logged))
+            self.write_log("\n".join(logged))
         for text, encoding, end in decoded:
             self.facts["lines"][stream] += 1
             # tqdm redraws replace each other in the tail instead of filling it.
@@ -101,15 +216,14 @@ class JobOutput:
                     "line": self.facts["lines"][stream],
                 }
             )
-        self._output_activity()
+        self._activity()
 
-    def _output_activity(self) -> None:
+    def _activity(self) -> None:
         """Tell the state machine the job printed (activity while it has no progress source),
         at most every OUTPUT_EVENT_S, and at once when that may end a stall."""
-        now = self.last_output_t = time.monotonic()
-        last = getattr(self, "_output_event_t", None)
-        if last is None or now - last >= OUTPUT_EVENT_S or self.m["state"] == "stalled":
-            self._output_event_t = now
+        now = time.monotonic()
+        if self._event_t is None or now - self._event_t >= OUTPUT_EVENT_S or self._stalled():
+            self._event_t = now
             self._step({"type": "output", "t": now})
 
     def _capture_fatal(self, text: str) -> None:
@@ -120,26 +234,6 @@ class JobOutput:
             self.facts["fatal_lines"] = []
         if self._fatal_capture and len(self.facts["fatal_lines"]) < reports.FATAL_LINES_MAX:
             self.facts["fatal_lines"].append(text)
-
-    def _write_log(self, text: str) -> None:
-        """Append lines to the log file, unbuffered (it must survive our crash). A failed
-        write (a full disk) stops the log, never the supervision: the report and a
-        `log_error` event say from which line on the file is incomplete, and why."""
-        if self._log is None:
-            return
-        data = (text + "\n").encode("utf-8", "backslashreplace")
-        done = 0
-        try:
-            while done < len(data):
-                done += os.write(self._log, data[done:])
-        except OSError as exc:
-            self.facts["log_error"] = log_failure(
-                self.log_path, self.facts["log_lines"] + data.count(b"\n", 0, done) + 1, exc
-            )
-            self._close_log()
-            self._publish({"event": "log_error", **self.facts["log_error"]})
-            return
-        self.facts["log_lines"] += data.count(b"\n")
 
     def _close_pipe(self, fd: int) -> None:
         stream = self._pipes.pop(fd, None)
@@ -155,11 +249,6 @@ class JobOutput:
         except (OSError, KeyError):
             pass
 
-    def _close_pipes(self) -> None:
-        for fd in list(self._pipes):
-            self._read_available(fd)
-            self._close_pipe(fd)
-
     def _read_available(self, fd: int) -> None:
         for _ in range(64):  # bounded: a grandchild may write forever
             if fd not in self._pipes:
@@ -171,18 +260,7 @@ class JobOutput:
             if not chunk:
                 self._close_pipe(fd)
                 return
-            stream = self._pipes[fd]
-            self.facts["bytes"][stream] += len(chunk)
-            self._raw(stream, chunk)
-            self._lines(stream, self._splitters[stream].feed(chunk))
-
-    def _close_log(self) -> None:
-        if self._log is not None:
-            try:
-                os.close(self._log)
-            except OSError:
-                pass
-            self._log = None
+            self._chunk(self._pipes[fd], chunk)
 
 
 def log_stamp(wall: float) -> str:
