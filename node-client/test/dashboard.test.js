@@ -71,6 +71,13 @@ test('a hang stays "hung" until the end; the end closes open stages with the out
   assert.equal(v.outcome, 'hung');
   assert.deepEqual(v.stages.map((s) => [s.name, s.start_s, s.end_s, s.status]), [['data', 0.5, 5, 'hung']]);
   assert.equal(v.report.diagnosis.frame, 'threading.py:327 wait');
+  assert.equal(v.report.diagnosis.thread, null, 'no thread named: the main thread\'s own wait');
+  // A main thread waiting for a thread of the script: the judge names it (evidence.waits_for),
+  // and the page puts that thread's stack first.
+  const w = view0();
+  model.apply(w, { type: 'end', data: { outcome: 'hung', summary: 'Job hung.', diagnosis: { kind: 'child_wait', summary: 's', hint: 'h',
+    evidence: { frame: 'subprocess.py:2004 _try_wait', waits_for: { thread: 'loader', via: 'join', at: 'threading.py:1139' } } } }, t: T0 + 5000 });
+  assert.equal(w.report.diagnosis.thread, 'loader');
 });
 
 test('training health: the judge\'s entries are in the page\'s head while it runs and after, in its words', () => {

@@ -390,6 +390,48 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.deepEqual(errors, []);
   });
 
+  inBrowser('stacks: the thread the diagnosis names as blocking comes first, trainbridge\'s own threads are folded', async (t) => {
+    // The main thread joins a thread "loader" that waits for a child: the judge follows the
+    // wait to loader (docs/DIAGNOSIS.md lock_wait, evidence.waits_for) and names it.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-stacks-'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const script = path.join(dir, 'joins.py');
+    fs.writeFileSync(script, [
+      'import subprocess, threading',
+      'from trainbridge import worker',
+      'def load():',
+      "    subprocess.run(['sleep', '600'])",
+      'with worker.stage("data"):',
+      "    loader = threading.Thread(target=load, name='loader')",
+      '    loader.start()',
+      '    loader.join()',
+      '',
+    ].join('\n'));
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, { kind: 'command', argv: [python, script], timeouts: { stallTimeout: 3 } });
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await page.locator('#verdict-h', { hasText: 'Outcome: hung' }).waitFor({ timeout: 90000 });
+    assert.match(await text(page, '#diagnosis'), /in thread 'loader'; the main thread waits for it/);
+    const dumps = await page.locator('#stacks .dump').evaluateAll((ds) => ds.map((d) => ({
+      title: d.querySelector('h3').textContent,
+      shown: [...d.querySelectorAll(':scope > pre')].map((p) => p.dataset.thread),
+      folded: [...d.querySelectorAll(':scope > details.internal > pre')].map((p) => p.dataset.thread),
+      open: d.querySelector('details.internal') ? d.querySelector('details.internal').open : null,
+    })));
+    const report = dumps.find((d) => d.title === 'stacks in the report: in-band dump_stacks (worker)');
+    assert.ok(report, JSON.stringify(dumps));
+    assert.equal(report.shown[0], 'loader', `the blocking thread first: ${JSON.stringify(report)}`);
+    assert.ok(report.shown.includes('MainThread'), JSON.stringify(report));
+    assert.ok(report.folded.length > 0 && report.folded.every((n) => n.startsWith('trainbridge-')), JSON.stringify(report));
+    for (const d of dumps) {
+      assert.ok(!d.shown.some((n) => n.startsWith('trainbridge-')), `trainbridge's threads folded in ${JSON.stringify(d)}`);
+      assert.notEqual(d.open, true, `folded: ${JSON.stringify(d)}`);
+    }
+    assert.match(await page.locator('#stacks pre.blocking').first().innerText(), /"loader".*\(blocking, the diagnosis says\)/);
+    await page.screenshot({ path: path.join(SHOTS, 'hung-stacks.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  });
+
   inBrowser('a job computing without progress past its stall deadline says so on the page, not hung', async () => {
     // An unmodified script (zero-code) that moves through its own functions for 14 s with no
     // progress and no output: the stall deadline's look judges it computing; the CLI said so,

@@ -26,6 +26,21 @@ function chart(el, opts, data) {
 }
 
 
+/**
+ * A stack dump's threads, as the worker writes them (worker/errors.py all_stacks: a header
+ * `Thread 0x... "name" (most recent call last):` then its frames) or faulthandler does (no
+ * name): [{name (null: not named), text}]; text before the first header is a block of its own.
+ */
+function splitThreads(text) {
+  const threads = [];
+  for (const line of String(text).split('\n')) {
+    const header = /^(?:Current thread|Thread) 0x[0-9a-fA-F]+(?: "([^"]*)")?/.exec(line);
+    if (header || !threads.length) threads.push({ name: header ? header[1] ?? null : null, lines: [] });
+    threads[threads.length - 1].lines.push(line);
+  }
+  return threads.map((t) => ({ name: t.name, text: t.lines.join('\n').replace(/\n+$/, '') })).filter((t) => t.text.trim());
+}
+
 export function jobPage(main, id) {
   document.title = `${id} - trainbridge dashboard`;
   const state = h('span', { class: 'badge', id: 'state', 'data-testid': 'state', role: 'status', 'aria-live': 'polite', text: '…' });
@@ -55,8 +70,9 @@ export function jobPage(main, id) {
     h('thead', {}, h('tr', {}, ...['File', 'Kind', 'Size', 'Step', ''].map((t) => h('th', { scope: 'col', text: t })))), filesBody);
   const artifactsSection = h('section', { class: 'panel', id: 'artifacts', hidden: true, 'aria-labelledby': 'artifacts-h' },
     h('h2', { id: 'artifacts-h', text: 'Checkpoints and samples' }), gallery, filesTable);
-  const stacksPre = h('pre', { class: 'stacks', id: 'stacks', tabindex: '0', 'aria-label': 'Stacks' });
-  const stacksSection = h('section', { class: 'panel', id: 'stacks-section', hidden: true }, h('h2', { text: 'Stacks' }), stacksPre);
+  const stacksBox = h('div', { class: 'stacks', id: 'stacks', tabindex: '0', role: 'region', 'aria-label': 'Stacks' });
+  const stacksSection = h('section', { class: 'panel', id: 'stacks-section', hidden: true, 'aria-labelledby': 'stacks-h' },
+    h('h2', { id: 'stacks-h', text: 'Stacks' }), stacksBox);
   const logInfo = h('span', { class: 'muted', id: 'log-info' });
   const logEl = h('div', { class: 'log', id: 'log', role: 'log', tabindex: '0', 'aria-label': 'Job output, the latest lines' });
 
@@ -299,12 +315,42 @@ export function jobPage(main, id) {
         h('td', { text: r.pid ?? '' }), h('td', { text: r.host ?? '' }))))));
   }
 
+  // Each dump as its threads: the one the diagnosis names as blocking first (the judge's
+  // `thread`; without one, the worker's own order: the main thread, the script's threads),
+  // and trainbridge's own threads (trainbridge-*) folded away, for they are not the script.
+  let stacksShown = null;
   function renderStacks() {
-    const dumps = head.stacks.map((d) => `--- dump at ${seconds(d.at_s)} ---\n${d.text ?? '(no answer from the worker in time)'}`);
-    if (head.report && head.report.stacks) dumps.push(`--- stacks in the report ---\n${head.report.stacks}`);
+    const dumps = head.stacks.map((d) => [`dump at ${seconds(d.at_s)}`, d.text]);
+    if (head.report && head.report.stacks) { // its parts, each under "--- where it came from ---" (bridge/report.py join_stacks)
+      const parts = head.report.stacks.split(/^--- (.*) ---$/m);
+      if (parts[0].trim()) dumps.push(['stacks in the report', parts[0]]);
+      for (let i = 1; i < parts.length; i += 2) dumps.push([`stacks in the report: ${parts[i]}`, parts[i + 1]]);
+    }
     stacksSection.hidden = dumps.length === 0;
-    const text = dumps.join('\n\n');
-    if (stacksPre.textContent !== text) stacksPre.textContent = text;
+    const blocking = head.report && head.report.diagnosis ? head.report.diagnosis.thread : null;
+    const key = JSON.stringify([dumps, blocking]);
+    if (key === stacksShown) return;
+    stacksShown = key;
+    stacksBox.replaceChildren(...dumps.map(([heading, text]) => {
+      const box = h('div', { class: 'dump' }, h('h3', { text: heading }));
+      if (text === null || text === undefined) {
+        box.append(h('p', { class: 'muted', text: '(no answer from the worker in time)' }));
+        return box;
+      }
+      const threads = splitThreads(text);
+      const first = threads.filter((t) => blocking && t.name === blocking);
+      const own = threads.filter((t) => t.name !== null && t.name.startsWith('trainbridge-'));
+      const rest = threads.filter((t) => !first.includes(t) && !own.includes(t));
+      const pre = (t, blocks) => h('pre', { class: blocks ? 'thread blocking' : 'thread', 'data-thread': t.name ?? '' },
+        blocks ? h('strong', { text: `${t.text.split('\n')[0]}  (blocking, the diagnosis says)\n` }) : null,
+        blocks ? t.text.slice(t.text.indexOf('\n') + 1) : t.text);
+      box.append(...first.map((t) => pre(t, true)), ...rest.map((t) => pre(t, false)));
+      if (own.length) {
+        box.append(h('details', { class: 'internal' },
+          h('summary', { text: `trainbridge's own threads (${own.length})` }), ...own.map((t) => pre(t, false))));
+      }
+      return box;
+    }));
   }
 
   let reset = false;
