@@ -299,6 +299,14 @@ class Job(JobActions, JobMessages, JobEnd):
         self._publish({"event": "state", "state": self.m["state"]})
         self.hub.release_early(self)  # a process spawned before its job: what it said meanwhile
 
+    def no_worker(self, reason: str) -> None:
+        """Any thread: no worker of this job can reach this supervisor (the hub could not
+        bind the endpoint its process was given): the job does not wait for a hello, and
+        its report says why."""
+        self.hub.call(
+            lambda: self._step({"type": "no_worker", "t": time.monotonic(), "reason": reason})
+        )
+
     def feed_output(self, stream: str, chunk: bytes) -> None:
         """I/O thread, for start(proc, read_pipes=False): a chunk the caller read from the
         child's `stream` (b"" at EOF), handled as if the job had read it."""

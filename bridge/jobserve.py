@@ -474,10 +474,7 @@ class Server:
         if early is not None and job.hub.endpoint != early.endpoint:
             # The hub could not bind the ipc path the first job was given: its worker cannot
             # reach us, and the report says so (as `run --transparent` does).
-            reason = f"the hub could not bind {early.endpoint}"
-            job.hub.call(
-                lambda: job._step({"type": "no_worker", "t": time.monotonic(), "reason": reason})
-            )
+            job.no_worker(f"the hub could not bind {early.endpoint}")
 
     def op_cancel(self, job_id: str, request: dict[str, Any]) -> None:
         grace = request.get("grace")

@@ -181,11 +181,7 @@ def run(args: Any, cmd: list[str]) -> int:
     for copier in copiers:
         copier.attach(job)
     if hub.endpoint != endpoint:  # the ipc bind failed: the child's worker cannot reach us
-        hub.call(
-            lambda: job._step(
-                {"type": "no_worker", "t": _now(), "reason": f"the hub could not bind {endpoint}"}
-            )
-        )
+        job.no_worker(f"the hub could not bind {endpoint}")
     report = job.wait()
     for copier in copiers:  # the job's end killed what was left of the tree: EOF soon
         copier.join(COPY_JOIN_S)

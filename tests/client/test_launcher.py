@@ -195,3 +195,30 @@ def test_tree_refresh_shares_one_proc_table_per_round_and_reads_a_fresh_one_when
             if proc is not None:
                 os.killpg(proc.pid, 9)
                 proc.wait()
+
+
+def test_a_job_whose_worker_cannot_reach_the_hub_is_not_killed_at_the_startup_deadline(script):
+    """job.no_worker(reason): what `run --transparent` and the job server say when the hub
+    could not bind the endpoint the process was spawned with. No hello can come, so the
+    startup deadline is off: a silent Python process runs to its own end, and the report
+    says why the worker was off."""
+    path = script("""
+        import sys
+        sys.stdin.readline()  # until the test lets it go
+    """)
+    job = Job(
+        [sys.executable, path], zero_code=False, stdin="pipe", config={"startup_timeout": 1.0}
+    )
+    job.start()
+    job.no_worker("the hub could not bind ipc:///nowhere")
+    # Three startup deadlines pass: it is still running (without no_worker: hung, killed).
+    assert job.wait(3.0) is None, job.report and job.report["summary"]
+    assert job.state in ("starting", "running"), job.state
+    job.stdin.write(b"go\n")
+    job.stdin.flush()
+    report = job.wait(20)
+    validate_report(report)
+    assert report["outcome"] == "succeeded", report["summary"]
+    assert report["worker"]["off"] == "the hub could not bind ipc:///nowhere"
+    assert not report["signals_sent"]
+    assert_tree_gone(job)
