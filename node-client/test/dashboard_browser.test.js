@@ -153,6 +153,13 @@ async function axeViolations(page) {
   return result.violations.map((v) => ({ impact: v.impact, text: `${v.impact} ${v.id}: ${v.help} (${v.nodes.length} nodes: ${v.nodes[0].target.join(' ')})` }));
 }
 
+/** No axe violation on the page as it is now (`where` names the state in the message). */
+async function assertAccessible(page, t, where) {
+  const found = await axeViolations(page);
+  t.diagnostic(`axe, ${where}: ${found.map((v) => v.text).join('; ') || 'none'}`);
+  assert.deepEqual(found.map((v) => v.text), [], `axe violations, ${where}`);
+}
+
 /** Where the loss curve's pixels are on the metrics canvas: the topmost row and where it is
  * across the curve's width (0..1), and the median row as a fraction of the height. */
 const lossShape = (page) => page.evaluate(() => {
@@ -429,6 +436,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     }
     assert.match(await page.locator('#stacks pre.blocking').first().innerText(), /"loader".*\(blocking, the diagnosis says\)/);
     await page.screenshot({ path: path.join(SHOTS, 'hung-stacks.png'), fullPage: true });
+    await assertAccessible(page, t, 'a hung job with its stacks');
     assert.deepEqual(errors, []);
   });
 
@@ -578,7 +586,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     for (const tab of tabs.filter((_, i) => !(i % 2))) await tab.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 30000 });
   });
 
-  inBrowser('a spike of one step on a 10,000-step curve is drawn; a log scale; the learning rate has its own axis', async () => {
+  inBrowser('a spike of one step on a 10,000-step curve is drawn; a log scale; the learning rate has its own axis', async (t) => {
     // Coalesced, the page had ~4 points a second (26 for the 300-step demo): a one-step spike
     // was gone. The worker now sends every call's metrics; the page thins by min and max.
     const script = [
@@ -636,10 +644,11 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.ok(Math.abs(log.topAt - 0.6173) < 0.03, `still the spike: ${JSON.stringify(log)}`);
     assert.ok(log.median < linear.median - 0.08, `on a log scale the falling loss fills the height: ${JSON.stringify({ linear, log })}`);
     await page.screenshot({ path: path.join(SHOTS, 'metrics-log.png'), fullPage: true });
+    await assertAccessible(page, t, 'a job with its charts in log scale');
     assert.deepEqual(errors, []);
   });
 
-  inBrowser('several runs\' curves on one chart: pick two in the list, compare', async () => {
+  inBrowser('several runs\' curves on one chart: pick two in the list, compare', async (t) => {
     const run = (scale) => ['-c', [
       'from trainbridge import worker',
       'for step in range(1, 201):',
@@ -678,6 +687,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     await page.locator('#compare-chart[data-runs="2"] canvas').waitFor();
     assert.equal(await page.locator('#compare-runs li').count(), 2);
     await page.screenshot({ path: path.join(SHOTS, 'compare.png'), fullPage: true });
+    await assertAccessible(page, t, 'the compare page');
     assert.deepEqual(errors, []);
   });
 
@@ -737,6 +747,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     // Only the files the job said: a number it did not say is refused.
     assert.equal((await page.request.get(`${dash.url}api/jobs/${id}/artifacts/99`)).status(), 404);
     await page.screenshot({ path: path.join(SHOTS, 'artifacts.png'), fullPage: true });
+    await assertAccessible(page, t, 'a job with a gallery and files');
     assert.deepEqual(errors, []);
   });
 
@@ -838,6 +849,10 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.match(body, /raw bytes \\udcff\\udcfe end/); // the log file's escapes (bridge/lines.py log_text)
     assert.equal(body.split('\n').filter((l) => /^fast line \d/.test(l)).length, written);
     await page.screenshot({ path: path.join(SHOTS, 'gbk-narrow.png'), fullPage: true });
+    await assertAccessible(page, t, 'a job page in a 420 px window');
+    await page.goto(dash.url);
+    await page.locator(`tr[data-job="${id}"]`).waitFor({ timeout: 10000 });
+    await assertAccessible(page, t, 'the list in a 420 px window');
     assert.deepEqual(errors, []);
   });
 
@@ -889,6 +904,8 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
       const comparedPoints = Number(await compare.getAttribute('#compare-chart', 'data-points'));
       await page.locator('#conn', { hasText: 'reconnecting' }).waitFor({ timeout: 10000 });
       await page.screenshot({ path: path.join(SHOTS, 'stale.png'), fullPage: true });
+      await assertAccessible(page, t, 'a job page while the server is down');
+      await assertAccessible(compare, t, 'the compare page while the server is down');
       const t0 = Date.now();
       srv = await serve(['--port', new URL(srv.url).port, '--store', store], dir);
       // The page reconnects by itself; the job went on meanwhile, under its keeper.
