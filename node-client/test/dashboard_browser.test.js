@@ -683,11 +683,11 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     const logTexts = await drawnAfter(page, 'compare-chart', () => page.check('#compare-log'));
     assert.ok(logTexts.some((x) => /\d/.test(x)), `log-scale tick labels drawn: ${JSON.stringify(logTexts)}`);
     assert.deepEqual(logTexts.filter((x) => /null/.test(x)), [], `no "null" tick label on the log scale: ${JSON.stringify(logTexts)}`);
+    await page.screenshot({ path: path.join(SHOTS, 'compare.png'), fullPage: true }); // the losses, log scale
+    await assertAccessible(page, t, 'the compare page');
     await page.selectOption('#compare-metric', 'lr');
     await page.locator('#compare-chart[data-runs="2"] canvas').waitFor();
     assert.equal(await page.locator('#compare-runs li').count(), 2);
-    await page.screenshot({ path: path.join(SHOTS, 'compare.png'), fullPage: true });
-    await assertAccessible(page, t, 'the compare page');
     assert.deepEqual(errors, []);
   });
 
