@@ -507,6 +507,16 @@ def _remember_loss(tensor) -> None:
     _LOSS[0], _LOSS[1] = tensor.detach(), event
 
 
+_FIRST_POINT: list = [None]  # the first step's point, until the second shows no one else counts
+
+
+def _queue_point(point) -> None:
+    if len(SERIES) < SERIES_CAP:
+        SERIES.append(point)
+    else:
+        SERIES_FULL[0] += 1
+
+
 class _StepLoss:
     """One optimizer step's loss as a progress point (runtime.SERIES holds it until the
     beacon sends progress; its items() are read there): the value, or none while a CUDA
@@ -686,33 +696,39 @@ def _hook_image_save(module) -> None:
 _OPTIMIZER_METRICS = _OptimizerMetrics(source="optimizer")  # shared: no dict per step
 
 
+def _after_step(optimizer, args, kwargs) -> None:
+    # Runs on every optimizer step, so it is kept to a few stores: measured, the former
+    # version (a worker.progress call with keyword arguments) cost a training loop ~1.5%.
+    global _steps, _last_auto_progress
+    latest = SLOT[0]
+    if latest is not None and latest is not _last_auto_progress:
+        _FIRST_POINT[0] = None
+        return  # the script reports its own progress: that wins
+    _steps += 1
+    if _HORIZON[0] is not None and _HORIZON[0] is not _AMBIGUOUS and _TOTAL[0] is None:
+        _horizon_total(_steps)
+    if _steps == 1 and "train" not in _open and not _user_stages_open():
+        _training_begins()
+        _end("first batch")
+        _begin("train")
+    _last_auto_progress = SLOT[0] = (_steps, _TOTAL[0], _OPTIMIZER_METRICS)
+    if _LOSS[3]:  # this step's loss, a point of the curve (read when sent)
+        _LOSS[3] = False
+        point = (_steps, _TOTAL[0], _StepLoss(_LOSS[0], _LOSS[1]))
+        if _steps == 1:  # a script that reports its own progress has not said so yet
+            _FIRST_POINT[0] = point
+        else:
+            if _FIRST_POINT[0] is not None:  # it did not: the first step is ours too
+                _queue_point(_FIRST_POINT[0])
+                _FIRST_POINT[0] = None
+            _queue_point(point)
+    if STATE.idle_progress:
+        nudge()  # the beacon sleeps until its next heartbeat: send this now
+
+
 def _hook_torch_optim(module) -> None:
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "Tensor"):
         _hook_backward(torch.Tensor)
 
-    def after_step(optimizer, args, kwargs):
-        # Runs on every optimizer step, so it is kept to a few stores: measured, the former
-        # version (a worker.progress call with keyword arguments) cost a training loop ~1.5%.
-        global _steps, _last_auto_progress
-        latest = SLOT[0]
-        if latest is not None and latest is not _last_auto_progress:
-            return  # the script reports its own progress: that wins
-        _steps += 1
-        if _HORIZON[0] is not None and _HORIZON[0] is not _AMBIGUOUS and _TOTAL[0] is None:
-            _horizon_total(_steps)
-        if _steps == 1 and "train" not in _open and not _user_stages_open():
-            _training_begins()
-            _end("first batch")
-            _begin("train")
-        _last_auto_progress = SLOT[0] = (_steps, _TOTAL[0], _OPTIMIZER_METRICS)
-        if _LOSS[3]:  # this step's loss, a point of the curve (read when sent)
-            _LOSS[3] = False
-            if len(SERIES) < SERIES_CAP:
-                SERIES.append((_steps, _TOTAL[0], _StepLoss(_LOSS[0], _LOSS[1])))
-            else:
-                SERIES_FULL[0] += 1
-        if STATE.idle_progress:
-            nudge()  # the beacon sleeps until its next heartbeat: send this now
-
-    module.register_optimizer_step_post_hook(after_step)
+    module.register_optimizer_step_post_hook(_after_step)

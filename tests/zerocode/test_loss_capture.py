@@ -34,8 +34,18 @@ def test_a_script_reporting_its_own_progress_keeps_its_metrics(tmp_path):
         "    worker.progress(i + 1, 5, acc=0.5)\n",
         encoding="utf-8",
     )
-    report, _ = run([PY, str(script)])
+    report, events = run([PY, str(script)])
     assert report["progress"]["metrics"] == {"acc": 0.5}, report["progress"]
+    # The curve is the script's: no optimizer loss among the points, each step once (the
+    # loss of zero-code's first step, taken before the script's first call, was a second
+    # point for step 1 once).
+    steps = []
+    for e in events:
+        if e["event"] == "message" and e["kind"] == "progress" and e["body"].get("points"):
+            points = e["body"]["points"]
+            assert "loss" not in points["metrics"], points
+            steps.extend(points["steps"])
+    assert len(steps) == len(set(steps)), steps
 
 
 # (pattern, total): a schedule's horizon in optimizer steps once its pace is seen; none for a
