@@ -36,12 +36,13 @@ def test_a_stalled_job_says_why_before_the_deadline(script):
             stalled_after=0.5,
             zero_code=False,
         )
-        live, hang_t, stalled_t = [], None, None
+        live, hang_t, stalled_t, published = [], None, None, []
         for event in job.events():
             if event["event"] == "state" and event["state"] == "stalled" and stalled_t is None:
                 stalled_t = time.monotonic()
             elif event["event"] == "stalled":
                 live.append((time.monotonic(), event["diagnosis"]))
+                published.append(event["t"])
             elif event["event"] == "hang":
                 hang_t = time.monotonic()
         r = job.wait(20)
@@ -58,8 +59,11 @@ def test_a_stalled_job_says_why_before_the_deadline(script):
     # The frame comes with the heartbeat's stack (the worker adds it once the main thread
     # has been idle a while): named before the deadline.
     assert any("fetch_remote" in d["summary"] for d in before), before
-    gaps = [b - a for (a, _), (b, _) in zip(live, live[1:])]
-    assert all(gap >= 1.9 for gap in gaps), gaps  # at most every LIVE_DIAGNOSIS_S
+    # At most every LIVE_DIAGNOSIS_S (2 s), as the supervisor published them (when this
+    # thread got them says little on a loaded machine: 2.29 then 1.82 s once). A look's own
+    # time may shift one publication by a little; a refresh per heartbeat would be ~1 s.
+    gaps = [b - a for a, b in zip(published, published[1:])]
+    assert all(gap >= 1.8 for gap in gaps), gaps
     final = r["diagnosis"]
     assert (final["kind"], final["evidence"]["frame"]) == (
         live[-1][1]["kind"],

@@ -125,7 +125,10 @@ async function run(name) {
   job.once('spawn', (_, t) => { if (typeof t === 'number') launched = now() - (Date.now() / 1000 - t); });
   let live = null; // the last live (stalled) diagnosis
   job.on('stalled', (e) => { if (e && e.diagnosis) live = e.diagnosis; });
-  const timeout = setTimeout(() => job.cancel({ grace: 0 }), 60_000);
+  // As matrix.py's report_budget: a hang comes as late as the startup deadline plus the
+  // stall deadline, then its look, snapshot and grace.
+  const deadlines = Number(config.startup_timeout || 0) + Number(config.stall_timeout || 0);
+  const timeout = setTimeout(() => job.cancel({ grace: 0 }), Math.max(60, deadlines + 30) * 1000);
   const report = await job.done;
   clearTimeout(timeout);
   closers.forEach((c) => c());
