@@ -28,7 +28,7 @@ REPLY_SLACK_S = 1.0  # a ping's reply may come this long after the keeper's own 
 MAX_REPLIES = 256  # replies kept for a waiter: any face's requests are in the same feed
 ROW_EVERY_S = 0.5  # how often the row is read while the file is quiet
 # The keeper's Job publishes a `status` event at least once a second while the job's process
-# lives (bridge/job_actions.py STATUS_EVERY_S): its events file silent this long means the
+# lives (bridge/job_status.py STATUS_EVERY_S): its events file silent this long means the
 # keeper is not answering (stopped, or starved), said as a `supervisor` event.
 SUPERVISOR_SILENT_S = 5.0
 # since="start": every event from the first; "now": the job's state and its supervisor's

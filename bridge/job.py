@@ -68,8 +68,8 @@ from trainbridge.bridge.job_output import (
     open_log,
     os_error_text,
 )
+from trainbridge.bridge.job_status import LiveStatus
 from trainbridge.bridge.launcher import LaunchError
-from trainbridge.bridge.status import StatusTracker
 from trainbridge.bridge.streams import ChunkStream
 from trainbridge.protocol import codec
 
@@ -207,8 +207,7 @@ class Job(JobActions, JobMessages, JobEnd):
         self._live_t: Optional[float] = None
         self._live_mark: Optional[dict[str, Any]] = None
         self._pending_dumps: dict[int, list[Any]] = {}  # command seq -> [held Lock, reply]
-        self._status = StatusTracker(t0)  # the lead's stages and progress
-        self._status_lock = threading.Lock()  # status() reads it from any thread
+        self.live_status = LiveStatus(t0)  # the lead's stages and progress, judged (job_status)
         self._pidfd: Optional[int] = None
         self._drain_started: Optional[float] = None
         self._tree_next = 0.0
@@ -218,7 +217,6 @@ class Job(JobActions, JobMessages, JobEnd):
         # The lead's heartbeats: its `work` count and where its main thread was (look.heard)
         self._heard: dict[str, Any] = {}
         self._look_due: Optional[float] = None
-        self._status_next = 0.0  # when the feed's next `status` event is due (job_actions)
         self.proc = None
         self.pid: Optional[int] = None
         self.tree: Optional[launcher.Tree] = None
@@ -332,8 +330,7 @@ class Job(JobActions, JobMessages, JobEnd):
         """A snapshot for a GUI: state, pid, elapsed_s, stages (open, outermost first),
         script_stages (without zero-code mode's own), step, total, rate (steps/s), eta_s,
         progress_age_s (bridge/status.py)."""
-        with self._status_lock:
-            return self._status.snapshot(self.m["state"], self.pid, time.monotonic())
+        return self.live_status.snapshot(self.m["state"], self.pid, time.monotonic())
 
     def wait(self, timeout: Optional[float] = None) -> Optional[Report]:
         """Block until the job ended and its report is built; None on timeout."""

@@ -32,10 +32,6 @@ TREE_REFRESH_S = 1.0  # how often the process tree is re-read while the job runs
 # is a safety net (the group kill and the end-of-job scan by job id find the rest).
 TREE_REFRESH_PER_JOB_S = 0.05
 SEND_RETRY_S = 0.01  # how soon a send that a full worker queue refused is tried again
-# The feed's `status` event goes out on every lead stage, progress and state change, and at
-# least this often while the process lives: a stall's falling rate reaches the faces, and
-# its coming is the supervisor's own heartbeat (docs/CLIENT.md "The status event").
-STATUS_EVERY_S = 1.0
 # The feed's event when a deadline's look saw the job working, not hung (docs/CLIENT.md):
 # starting (startup), starved (heartbeat: waiting for a free core), computing (stall).
 LOOKED_EVENTS = {"startup": "starting", "heartbeat": "starved", "stall": "computing"}
@@ -99,7 +95,7 @@ class JobActions:
     def _publish_status(self) -> None:
         """The feed's `status` event: the judge's snapshot (bridge/status.py), which every
         face renders as it is (docs/CLIENT.md "The status event")."""
-        self._status_next = time.monotonic() + STATUS_EVERY_S
+        self.live_status.published(time.monotonic())
         self._publish({"event": "status", "status": self.status()})
         if self.sample_resources and self.pid and self.m["exit"] is None:
             self.hub.resources.due(self.id, self.pid, self._sampled)
@@ -145,7 +141,7 @@ class JobActions:
             return None
         now = time.monotonic()
         held, drain, tree = self._due(now)
-        status = self._status_next if self.m["exit"] is None else None
+        status = self.live_status.next_at if self.m["exit"] is None else None
         times = [machine.next_deadline(self.m), drain, tree, status, self._look_due]
         if held:
             times.append(now + SEND_RETRY_S)
@@ -157,7 +153,7 @@ class JobActions:
         held, drain, tree = self._due(now)
         if held:
             self.channel.flush()
-        if self.m["exit"] is None and now >= self._status_next:
+        if self.m["exit"] is None and now >= self.live_status.next_at:
             self._publish_status()
         if drain is not None and now >= drain:
             self._drain_started = None

@@ -51,7 +51,7 @@ class JobMessages:
             sender["awaits_ranks"] = ranks.awaits_ranks(body)
         if lead and kind in ("stage", "progress"):
             # before listeners hear: status() agrees; at the time the worker sent it
-            self._track_status(kind, body, status.sent_at(now, time.time(), msg.ts))
+            self.live_status.track(kind, body, status.sent_at(now, time.time(), msg.ts))
         if lead:
             self.last_message_t = now
         if kind == "logs":
@@ -184,13 +184,6 @@ class JobMessages:
         if to is not None and to == self._dump_seq:
             self._dump_seq = None
             self._step({"type": "dumped", "t": time.monotonic()})
-
-    def _track_status(self, kind: str, body: dict[str, Any], now: float) -> None:
-        with self._status_lock:
-            if kind == "stage":
-                self._status.stage(body)
-            else:
-                self._status.progress(body, now)
 
     def _on_health(self, entry: dict[str, Any], sender: dict[str, Any]) -> None:
         """A metric became NaN or infinite (bridge/health.py): said in a `health` event, and
