@@ -126,6 +126,8 @@ class EventsFile(threading.Thread):
                 self.failed += len(kept)
                 say(f"{len(kept)} events of the feed's end could not be written: {self.error}")
                 return
+            # Closed, take() waits for nothing: the end's retries keep RETRY_S apart too.
+            time.sleep(RETRY_S)
 
     def _write(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Append the batch, numbered, in whole lines; returns what to write again."""
