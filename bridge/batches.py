@@ -43,23 +43,25 @@ class Batches(Generic[T]):
         with self._cond:
             return len(self._items)
 
-    def take(self, not_before: float = 0.0) -> tuple[list[T], bool]:
+    def take(self, retry_after: float = 0.0) -> tuple[list[T], bool]:
         """The writer's wait: (the items, in the order put; whether it is closed) once a
-        batch is due, or at once when closed. `not_before` seconds pass first unless it is
-        closed (the writer's pause after a failed write)."""
+        batch is due, or at once when closed. With `retry_after` (a write failed and the
+        writer holds what it must try again), it waits that long, urgent items or not, and
+        then takes what came, even nothing."""
         with self._cond:
-            if not_before > 0:
-                end = self._clock() + not_before
+            if retry_after > 0:
+                end = self._clock() + retry_after
                 while not self._closed and (left := end - self._clock()) > 0:
                     self._cond.wait(left)
-            while not self._closed and not self._urgent:
-                if not self._items:
-                    self._cond.wait()  # idle: no wake-up until an item comes
-                    continue
-                left = self._taken_t + self.every - self._clock()
-                if left <= 0:
-                    break
-                self._cond.wait(left)  # more may come: one batch for all
+            else:
+                while not self._closed and not self._urgent:
+                    if not self._items:
+                        self._cond.wait()  # idle: no wake-up until an item comes
+                        continue
+                    left = self._taken_t + self.every - self._clock()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)  # more may come: one batch for all
             items, self._items, self._urgent = self._items, [], False
             self._taken_t = self._clock()
             return items, self._closed

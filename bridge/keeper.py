@@ -114,7 +114,7 @@ class EventsFile(threading.Thread):
         give_up: Optional[float] = None
         while True:
             # A full disk: not before RETRY_S, urgent or not.
-            taken, stopping = self.batches.take(not_before=RETRY_S if kept else 0.0)
+            taken, stopping = self.batches.take(retry_after=RETRY_S if kept else 0.0)
             batch = kept + taken
             kept = self._write(batch) if batch else []
             if not stopping:
@@ -207,7 +207,7 @@ class RowWriter(threading.Thread):
         kept: dict[str, Any] = {}  # a refused write's fields, under what came since
         try:
             while True:
-                taken, stopping = self.batches.take(not_before=RETRY_S if kept else 0.0)
+                taken, stopping = self.batches.take(retry_after=RETRY_S if kept else 0.0)
                 fields, kept = dict(kept), {}
                 for update in taken:  # coalesced: the latest wins
                     fields.update(update)

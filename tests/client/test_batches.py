@@ -68,11 +68,20 @@ def test_close_takes_what_waits_and_refuses_more():
     assert batches.take() == ([], True)
 
 
-def test_not_before_waits_even_for_urgent_items_unless_closed():
+def test_a_retry_returns_after_its_pause_even_with_nothing_new():
+    """A writer whose write failed tries again what it kept: take(retry_after) comes back
+    once the pause is over, with nothing if nothing came (it must not wait for an item)."""
+    batches = Batches(LONG)
+    got = queue.Queue()
+    threading.Thread(target=lambda: got.put(batches.take(retry_after=0.05)), daemon=True).start()
+    assert got.get(timeout=WAIT_S) == ([], False)
+
+
+def test_a_retry_pauses_even_for_urgent_items_unless_closed():
     """A writer whose write failed pauses before it tries again, whatever comes."""
     batches = Batches(0.0)
     got = queue.Queue()
-    threading.Thread(target=lambda: got.put(batches.take(not_before=LONG)), daemon=True).start()
+    threading.Thread(target=lambda: got.put(batches.take(retry_after=LONG)), daemon=True).start()
     batches.put("state", urgent=True)
     batches.close()
     # Taken by the close, not by the urgent item (that would say closed False).

@@ -22,3 +22,36 @@ def test_the_feeds_end_is_retried_at_its_pace_not_in_a_loop(tmp_path, monkeypatc
     # 0.3 s of retries 0.05 s apart: about 7 tries. A loop without the pause made thousands.
     assert 2 <= len(attempts) <= 12, len(attempts)
     assert events.failed == 1  # the state event, given up on and counted
+
+
+def test_kept_events_are_written_once_the_disk_has_room_with_nothing_new_coming(
+    tmp_path, monkeypatch
+):
+    """A job that went quiet while its disk was full: its state event is written on a retry
+    once there is room, not only when the next event comes (there may be none)."""
+    import threading
+
+    monkeypatch.setattr(keeper, "RETRY_S", 0.05)
+    real = keeper.EventsFile._write
+    refusals = [2]  # the first two writes meet a full disk
+    written = threading.Event()
+
+    def full_then_free(self, batch):
+        if refusals[0] > 0:
+            refusals[0] -= 1
+            self.error = "No space left on device (ENOSPC)"
+            return [e for e in batch if keeper.kept_event(e)]
+        kept = real(self, batch)
+        written.set()
+        return kept
+
+    monkeypatch.setattr(keeper.EventsFile, "_write", full_then_free)
+    path = tmp_path / "events.jsonl"
+    events = keeper.EventsFile(str(path))
+    try:
+        events.write({"event": "state", "state": "stalled"})
+        assert written.wait(20), f"never written again; refusals left {refusals[0]}"
+        assert events.written == 1 and events.failed == 0, (events.written, events.failed)
+        assert '"state": "stalled"' in path.read_text()
+    finally:
+        events.close()
