@@ -14,7 +14,7 @@ const path = require('node:path');
 
 const HERE = __dirname;
 const ROOT = path.resolve(HERE, '..', '..');
-const { launch, resolvePython } = require(path.join(ROOT, 'node-client', 'src', 'index.js'));
+const { launch, prepare, resolvePython } = require(path.join(ROOT, 'node-client', 'src', 'index.js'));
 // The judge's look at a deadline (bridge/machine.py LOOKED_AT, LOOK_S) and the worker's beat
 // (bridge/jobenv.py: a quarter of heartbeat_timeout, from 0.05 to 1 s): the Python supervisor's.
 const LOOKED_AT = ['startup', 'heartbeat', 'stall'];
@@ -23,6 +23,28 @@ const heartbeatS = (config) => (config.heartbeat_timeout == null ? 1.0 : Math.ma
 
 const MATRIX = JSON.parse(fs.readFileSync(path.join(HERE, 'matrix.json'), 'utf8'));
 const now = () => Number(process.hrtime.bigint()) / 1e9;
+
+/**
+ * Seconds the job server (the supervisor: this process's, started by prepare()) has waited
+ * for a CPU so far, all its threads together (schedstat run_delay): as matrix.py's
+ * supervisor_cpu_wait, a deadline can only be judged once the judge runs, so a hang's bound
+ * grows by this wait between the last line and the verdict (docs/DIAGNOSIS.md). Python's
+ * thread names are not the OS's, so the hub's thread cannot be told from the others here:
+ * the allowance can be larger than the Python route's. null where it cannot be read.
+ */
+function supervisorCpuWait(pid) {
+  let total = 0;
+  try {
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        total += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]) || 0;
+      } catch { /* the thread ended */ }
+    }
+  } catch {
+    return null;
+  }
+  return total / 1e9;
+}
 
 function listen(onConnection) {
   return new Promise((resolve) => {
@@ -110,6 +132,9 @@ async function run(name) {
   // The job's times count from its spawn by the supervisor (the spawn event's `t`, on this
   // machine's wall clock), as the Python rows' do: a cold job server's start-up before it is
   // launch latency (benchmarks/), not the time the judge took to know.
+  const { pid: serverPid } = await prepare({ python: resolvePython() });
+  let markerWait = null;
+  let hangWait = null;
   let launched = now();
   const job = launch({
     command: resolvePython(), args: row.argv, cwd: path.join(HERE, 'scenarios'), env,
@@ -120,7 +145,13 @@ async function run(name) {
     job.on('stage', (b) => go.seen('stage', b));
     job.on('log', (l) => { if (l.stream === 'worker') go.seen('log', l.record || {}); });
   }
-  job.on('log', (l) => { if (marker && markerT === null && l.stream !== 'worker' && String(l.text).includes(marker)) markerT = now(); });
+  job.on('log', (l) => {
+    if (marker && markerT === null && l.stream !== 'worker' && String(l.text).includes(marker)) {
+      markerT = now();
+      markerWait = supervisorCpuWait(serverPid);
+    }
+  });
+  job.once('hang', () => { hangWait = supervisorCpuWait(serverPid); });
   job.on('end', () => { endT = now(); });
   job.once('spawn', (_, t) => { if (typeof t === 'number') launched = now() - (Date.now() / 1000 - t); });
   let live = null; // the last live (stalled) diagnosis
@@ -149,6 +180,9 @@ async function run(name) {
     // thread last moved, which the next heartbeat tells
     limit = config[`${how}_timeout`] + (LOOKED_AT.includes(how) ? LOOK_S : 0) + 1;
     if (how === 'stall') limit += heartbeatS(config);
+    if (how !== 'startup' && markerWait !== null && hangWait !== null && hangWait > markerWait) {
+      limit = Math.round((limit + hangWait - markerWait) * 1000) / 1000; // the judge could not run sooner
+    }
   }
   const known = start === null || stop === null ? null : Math.round((stop - start) * 1000) / 1000;
   return { report, measures: { how, known_s: known, limit_s: limit, live }, subs, job_id: job.id };
