@@ -8,9 +8,10 @@ const path = require('node:path');
 /**
  * A fake nvidia-smi (a Python script, as $TRAINBRIDGE_NVIDIA_SMI): the supervisor that runs it
  * has the job as its other children, each holding 1.5 GiB on GPU-aaaa (87% busy); a process
- * of another user holds GPU-bbbb.
+ * of another user holds GPU-bbbb. `machine`: 'used' (that), 'idle' (the two GPUs, nothing of
+ * the job's on them), 'none' (a driver that sees no GPU: it prints nothing).
  */
-function fakeNvidiaSmi(t, python) {
+function fakeNvidiaSmi(t, python, machine = 'used') {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-nvsmi-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'nvidia-smi');
@@ -25,8 +26,12 @@ function fakeNvidiaSmi(t, python) {
     '        return None',
     'me, supervisor = os.getpid(), os.getppid()',
     'job = [d for d in os.listdir("/proc") if d.isdigit() and int(d) != me and parent(d) == supervisor]',
+    `machine = ${JSON.stringify(machine)}`,
+    'if machine == "none":',
+    '    sys.exit(0)',
     'if sys.argv[1].startswith("--query-compute-apps"):',
-    '    for pid in job: print(f"{pid}, 1536, GPU-aaaa")',
+    '    if machine == "used":',
+    '        for pid in job: print(f"{pid}, 1536, GPU-aaaa")',
     '    print("999999, 100, GPU-bbbb")',
     'elif sys.argv[1].startswith("--query-gpu"):',
     '    print("GPU-aaaa, 87"); print("GPU-bbbb, 5")',

@@ -712,6 +712,30 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.deepEqual(errors, []);
   });
 
+  inBrowser('the GPU panel says plainly when there is no GPU, and when the job used none of the GPUs there are', async (t) => {
+    // A driver that sees no GPU (nvidia-smi prints nothing), then one that sees two the job
+    // does not use: each says so in words, exactly, and draws no GPU curve.
+    const cases = [
+      ['none', 'No GPU: nvidia-smi sees none on this machine (or is not installed).'],
+      ['idle', 'GPU: none used by this job so far (2 on this machine).'],
+    ];
+    for (const [machine, said] of cases) {
+      const home = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-gpu-home-'));
+      t.after(() => fs.rmSync(home, { recursive: true, force: true }));
+      const gpuDash = await serveDashboard(['--memory', '--port', '0'],
+        { ...process.env, XDG_CONFIG_HOME: home, TRAINBRIDGE_NVIDIA_SMI: fakeNvidiaSmi(t, python, machine) });
+      t.after(() => stopServer(gpuDash));
+      const { page, errors } = await open(gpuDash.url, undefined, gpuDash.loginUrl);
+      const id = await submit(page, { kind: 'demo', hangAt: 'config' }, gpuDash.url);
+      await page.goto(`${gpuDash.url}#/jobs/${id}`);
+      await page.waitForFunction(() => Number(document.querySelector('#resources-chart').dataset.points) >= 2, null, { timeout: 30000 });
+      await page.locator('#gpu-note', { hasText: said }).waitFor({ timeout: 30000 });
+      assert.equal(await text(page, '#gpu-note'), said, machine);
+      assert.doesNotMatch(await page.locator('#resources-chart .u-legend').innerText(), /GPU/, machine);
+      assert.deepEqual(errors, []);
+    }
+  });
+
   inBrowser('the files a job made: the sample images an unmodified script saved in a gallery by step, its checkpoint to download', async (t) => {
     // No trainbridge import: zero-code mode sees PIL's Image.save and torch.save to a path.
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-artifacts-'));
