@@ -61,7 +61,7 @@ def progress(step: Any, total: Any = None, **metrics: Any) -> None:
     The beacon thread sends the latest value at most every 250 ms, with every call's metrics
     since the last send, so calling this on every iteration is fine."""
     _SLOT[0] = value = (step, total, metrics)
-    if metrics:
+    if metrics:  # runtime.add_point, inline: this is the hot path
         if len(_SERIES) < _SERIES_CAP:
             _SERIES.append(value)
         else:

@@ -42,7 +42,7 @@ import sys
 import threading
 
 from trainbridge import worker
-from trainbridge.worker.runtime import SERIES, SERIES_CAP, SERIES_FULL, SLOT, STATE, nudge
+from trainbridge.worker.runtime import SERIES_FULL, SLOT, STATE, add_point, nudge
 
 # importlib.abc (it loads importlib.resources, tempfile, random...) and typing would cost
 # every supervised process milliseconds at start-up: the finders and loaders below are
@@ -508,13 +508,10 @@ def _remember_loss(tensor) -> None:
 
 
 _FIRST_POINT: list = [None]  # the first step's point, until the second shows no one else counts
-
-
-def _queue_point(point) -> None:
-    if len(SERIES) < SERIES_CAP:
-        SERIES.append(point)
-    else:
-        SERIES_FULL[0] += 1
+# The progress value the optimizer's hook last set, and whether its steps are the curve's x:
+# until another source (a tqdm bar, the script's own worker.progress()) sets the progress
+# between two of its steps; from then on that source's steps are (a bar restarts each epoch).
+_OPTIMIZER_LAST: list = [None, True]  # [its last value, still the source]
 
 
 class _StepLoss:
@@ -530,6 +527,7 @@ class _StepLoss:
     def items(self):
         try:
             if self.event is not None and not self.event.query():
+                SERIES_FULL[0] += 1  # not computed when sent: counted (`dropped.points`)
                 return ()
             return (("loss", float(self.tensor.item())),)
         except Exception:  # noqa: BLE001 - a metric must never cost the job
@@ -711,17 +709,22 @@ def _after_step(optimizer, args, kwargs) -> None:
         _training_begins()
         _end("first batch")
         _begin("train")
-    _last_auto_progress = SLOT[0] = (_steps, _TOTAL[0], _OPTIMIZER_METRICS)
-    if _LOSS[3]:  # this step's loss, a point of the curve (read when sent)
+    if latest is not None and latest is not _OPTIMIZER_LAST[0]:
+        _OPTIMIZER_LAST[1] = False  # a bar counts too: its steps are the curve's, for good
+    _last_auto_progress = SLOT[0] = _OPTIMIZER_LAST[0] = (_steps, _TOTAL[0], _OPTIMIZER_METRICS)
+    if not _OPTIMIZER_LAST[1]:
+        _FIRST_POINT[0] = None
+        _LOSS[3] = False
+    elif _LOSS[3]:  # this step's loss, a point of the curve (read when sent)
         _LOSS[3] = False
         point = (_steps, _TOTAL[0], _StepLoss(_LOSS[0], _LOSS[1]))
         if _steps == 1:  # a script that reports its own progress has not said so yet
             _FIRST_POINT[0] = point
         else:
             if _FIRST_POINT[0] is not None:  # it did not: the first step is ours too
-                _queue_point(_FIRST_POINT[0])
+                add_point(_FIRST_POINT[0])
                 _FIRST_POINT[0] = None
-            _queue_point(point)
+            add_point(point)
     if STATE.idle_progress:
         nudge()  # the beacon sleeps until its next heartbeat: send this now
 

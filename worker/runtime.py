@@ -51,6 +51,16 @@ SERIES_CAP = 1024
 SERIES_FULL = [0]  # calls whose metrics found SERIES full: sent as `dropped.points`
 
 
+def add_point(value: Any) -> None:
+    """A progress value with metrics, as a point of the next progress message; past
+    SERIES_CAP, counted instead. worker.progress() does the same inline (a call is 55 ns of
+    its ~440 ns with metrics)."""
+    if len(SERIES) < SERIES_CAP:
+        SERIES.append(value)
+    else:
+        SERIES_FULL[0] += 1
+
+
 class Final:
     """An `error` or `bye` the caller waits on until the client acks it."""
 

@@ -43,9 +43,12 @@ def test_the_kept_loss_is_replaced_by_the_next_step_and_released():
         auto._LOSS[:] = saved
 
 
-def _steps_with(script_progress_after_first: bool):
-    """Two optimizer steps through zero-code's step hook, in this process, with the
-    script's own worker.progress() call after the first or not: the points queued."""
+def _steps_with(
+    script_progress_after_first: bool = False, bar_after_first: bool = False, steps=(1, 2)
+):
+    """Optimizer steps through zero-code's step hook, in this process, with the script's own
+    worker.progress() call, or a tqdm bar's progress, after the first or not: the points
+    queued."""
     from trainbridge.worker import runtime
 
     saved = (
@@ -56,20 +59,24 @@ def _steps_with(script_progress_after_first: bool):
         auto._FIRST_POINT[0],
         list(runtime.SERIES),
         dict(auto._open),
+        auto._OPTIMIZER_LAST[:],
     )
     try:
         auto._steps, auto._last_auto_progress, runtime.SLOT[0] = 0, None, None
         auto._FIRST_POINT[0] = None
+        auto._OPTIMIZER_LAST[:] = [None, True]
         runtime.SERIES.clear()
         auto._open["train"] = True  # no stage changes from the hook here
         w = torch.nn.Parameter(torch.tensor([1.0]))
-        for step in (1, 2):
+        for step in steps:
             loss = (w * float(step)).sum()
             loss.backward()
             auto._remember_loss(loss)
             auto._after_step(None, (), {})
             if script_progress_after_first:
                 runtime.SLOT[0] = (step, None, {"acc": 0.5})  # as worker.progress() stores
+            if bar_after_first and step == 1:  # a tqdm bar drew once, as zero-code sees it
+                auto._last_auto_progress = runtime.SLOT[0] = (1, 100, {"bar": "epoch 0"})
         return [(step, dict(metrics.items())) for step, _, metrics in runtime.SERIES]
     finally:
         (
@@ -80,6 +87,7 @@ def _steps_with(script_progress_after_first: bool):
             auto._FIRST_POINT[0],
             series,
             opened,
+            auto._OPTIMIZER_LAST[:],
         ) = saved
         runtime.SERIES[:] = series
         auto._open.clear()
@@ -97,3 +105,24 @@ def test_a_script_that_reports_its_own_progress_gets_no_point_from_zero_code():
     """Its first optimizer step comes before its first worker.progress() call: that step's
     loss was queued as a point, a second step 1 beside the script's own."""
     assert _steps_with(script_progress_after_first=True) == []
+
+
+def test_a_tqdm_bars_steps_are_the_curve_and_the_optimizers_are_no_points():
+    """A bar restarts each epoch; the optimizer counts on: mixed, the curve had two x scales
+    (steps 1, 2, 3, 3, 4, 5, ...). Once a bar set the progress, the optimizer adds none."""
+    assert _steps_with(bar_after_first=True, steps=(1, 2, 3, 4)) == []
+
+
+def test_a_cuda_loss_not_computed_when_sent_is_counted_not_lost_silently():
+    from trainbridge.worker import runtime
+
+    class Pending:
+        def query(self):
+            return False
+
+    before = runtime.SERIES_FULL[0]
+    try:
+        assert auto._StepLoss(torch.tensor(1.0), Pending()).items() == ()
+        assert runtime.SERIES_FULL[0] == before + 1  # sent as dropped.points
+    finally:
+        runtime.SERIES_FULL[0] = before
