@@ -134,10 +134,14 @@ class Out(threading.Thread):
         # (job id or None, seq or None, event); raw chunks: (job id, None, (stream, bytes))
         self.batches: Batches[tuple[Optional[str], Optional[int], Any]] = Batches(FLUSH_EVERY_S)
         self.broken = False
+        self.late = 0  # lines put after close(): not in the feed, said on stderr
         self.start()
 
     def put(self, job_id: Optional[str], seq: Optional[int], event: Any, urgent: bool) -> None:
-        self.batches.put((job_id, seq, event), urgent)
+        if not self.batches.put((job_id, seq, event), urgent):
+            self.late += 1
+            kind = event.get("event") if isinstance(event, dict) else "raw"
+            say(f"a {kind!r} line of job {job_id} came after stdout closed ({self.late} so far)")
 
     def crowded(self) -> bool:
         """Whether OUT_BACKLOG_MAX lines wait already (the client is not reading)."""

@@ -899,3 +899,23 @@ def test_a_numbered_line_is_the_feeds_line_with_the_job():
         body["job"] = "job-1"  # the event's own "job" (none has one) does not replace it
         assert line == feed.encode(seq, body)
         assert line.isascii() and line.endswith("}\n") and line.count("\n") == 1
+
+
+def test_a_line_after_stdout_closed_is_counted_and_said(capsys):
+    """jobserve's stdout writer after close(): a late event is not in the feed, so it is
+    counted and said on stderr (the Node client keeps jobserve's stderr), not dropped
+    without a word."""
+    from trainbridge.bridge import jobserve
+
+    read, write = os.pipe()
+    out = jobserve.Out(write)
+    out.event("job-1", 1, {"event": "output", "text": "before"})
+    out.close()
+    out.event("job-1", 2, {"event": "end", "outcome": "succeeded"})
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        written = f.read().decode("ascii").splitlines()
+    assert len(written) == 1 and '"before"' in written[0], written
+    assert out.late == 1
+    err = capsys.readouterr().err
+    assert "a 'end' line of job job-1 came after stdout closed (1 so far)" in err, err
