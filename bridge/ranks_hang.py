@@ -81,6 +81,12 @@ def rendezvous_wait(
 _THREAD = re.compile(r'^Thread 0x[0-9a-f]+ "([^"]*)"', re.MULTILINE)
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)', re.MULTILINE)
 _COLLECTIVE_FILE = "torch/distributed/distributed_c10d.py"
+# autograd's engine entry: torch >= 2.3's graph.py, and before it autograd/__init__.py's own
+_BACKWARD = (
+    ("torch/autograd/graph.py", "_engine_run_backward"),
+    ("torch/autograd/__init__.py", "backward"),
+)
+BACKWARD = "backward() (DDP's gradient all-reduce)"
 # faulthandler's own format: "Current thread 0x... (most recent call first):" and
 # '  File "x.py", line 3 in f', innermost first.
 _FH_CURRENT = re.compile(
@@ -114,10 +120,17 @@ def main_thread_frames(stacks: str) -> list[dict[str, Any]]:
 
 
 def _collective(frames: list[dict[str, Any]]) -> Optional[str]:
-    """The torch.distributed collective a stack waits in (its outermost c10d frame)."""
+    """The collective a stack waits in: its outermost torch.distributed (c10d) frame, or
+    autograd's backward, where DistributedDataParallel all-reduces the gradients (from C++
+    hooks inside autograd's engine: no c10d frame shows). A rank in backward() while another
+    rank is elsewhere waits for that one."""
     for frame in frames:
         if str(frame["file"]).replace("\\", "/").endswith(_COLLECTIVE_FILE):
-            return frame["function"]
+            return str(frame["function"])
+    for frame in frames:
+        path = str(frame["file"]).replace("\\", "/")
+        if any(path.endswith(f) and frame["function"] == fn for f, fn in _BACKWARD):
+            return BACKWARD
     return None
 
 
@@ -126,33 +139,72 @@ def _beat_frames(stack: str) -> list[dict[str, Any]]:
     return [{"file": f, "line": int(n), "function": fn} for f, n, fn in _FRAME.findall(stack)]
 
 
-def hung_rank(state: ranks.State, live: bool = False) -> Optional[dict[str, Any]]:
-    """When ranks wait in a collective and one does not arrive: that rank, with its frame,
-    and the others' collective. Needs every rank's stack at hang time (their dump_stacks
-    replies; with live, their last heartbeats' idle stacks); None when fewer than two ranks
-    answered, none waits, or none is missing. A rank whose stack shows no frame (a
-    faulthandler dump read before it was written out) is neither: it is never named."""
+def _stopped(proc: Optional[dict[str, Any]]) -> Optional[str]:
+    """How the OS says a process is stopped, in words, or None when it runs (or is not
+    known: a rank of another host)."""
+    status = (proc or {}).get("status")
+    if status == "tracing-stop":
+        return "stopped by a debugger (ptrace)"
+    if status != "stopped":
+        return None
+    kernel = (proc or {}).get("kernel_stack") or [(proc or {}).get("wchan")]
+    at = f": in the kernel at {kernel[0]}" if kernel and kernel[0] else ""
+    return f"stopped (SIGSTOP, a debugger or a frozen container{at})"
+
+
+def hung_rank(
+    state: ranks.State,
+    live: bool = False,
+    processes: Optional[list[dict[str, Any]]] = None,
+) -> Optional[dict[str, Any]]:
+    """When ranks wait in a collective and one does not arrive: that rank, with its frame
+    or its state, and the others' collective. Reads every rank's stack at hang time (their
+    dump_stacks replies; with live, their last heartbeats' idle stacks) and `processes`,
+    the OS's view of the job's processes at the deadline (bridge/evidence.py's children:
+    pid, status, wchan, kernel_stack), for a rank that cannot answer: a stopped one.
+    None when no rank waits, or none is missing. A rank whose stack shows no frame (a
+    faulthandler dump read before it was written out) and whose process is not stopped is
+    neither: it is never named."""
     field = "beat_stack" if live else "stacks"
-    answered = [
-        p
-        for p in state["procs"].values()
-        if p["rank"] is not None and p["world_size"] is not None and p.get(field)
-    ]
-    if len(answered) < 2:
+    by_pid = {p.get("pid"): p for p in processes or [] if p.get("pid") is not None}
+    members = sorted(
+        (
+            p
+            for p in state["procs"].values()
+            if p["rank"] is not None and p["world_size"] is not None
+        ),
+        key=lambda q: q["rank"],
+    )
+    if len(members) < 2:
         return None
     waiting, away = [], []
-    for p in sorted(answered, key=lambda q: q["rank"]):
-        frames = _beat_frames(p[field]) if live else main_thread_frames(p[field])
+    for p in members:
+        stopped = None if live else _stopped(by_pid.get(p["pid"]))
+        text = p.get(field)
+        frames = (_beat_frames(text) if live else main_thread_frames(text)) if text else []
+        if stopped is not None:
+            away.append((p, frames, stopped))
+            continue
         if not frames:  # a dump cut short, say: where this rank is is not known
             continue
         op = _collective(frames)
-        (waiting if op else away).append((p, frames, op))
+        if op:
+            waiting.append((p, frames, op))
+        else:
+            away.append((p, frames, None))
     if not waiting or not away:
         return None
+    away.sort(key=lambda entry: entry[2] is None)  # a stopped rank first: it is the cause
     ops = sorted({op for _, _, op in waiting})
     missing = [
-        {"rank": p["rank"], "host": p["host"], "pid": p["pid"], "frame": ranks.where(frames)}
-        for p, frames, _ in away
+        {
+            "rank": p["rank"],
+            "host": p["host"],
+            "pid": p["pid"],
+            "frame": ranks.where(frames),
+            **({"state": "stopped"} if stopped else {}),
+        }
+        for p, frames, stopped in away
     ]
     waiters = [
         {
@@ -164,17 +216,28 @@ def hung_rank(state: ranks.State, live: bool = False) -> Optional[dict[str, Any]
         }
         for p, frames, op in waiting
     ]
-    first = away[0][0]
-    text = (
-        f"rank {first['rank']} ({ranks.who(first)}) is not in the collective: it is at "
-        f"{missing[0]['frame'] or 'an unknown frame'}"
-    )
+    first, _, first_stopped = away[0]
+    at = missing[0]["frame"] or "an unknown frame"
+    if first_stopped:
+        text = f"rank {first['rank']} ({ranks.who(first)}) is {first_stopped}"
+        hint = (
+            f"rank {first['rank']} is stopped, so the others wait for it in {ops[0]}: resume "
+            f"it (kill -CONT {first['pid']} on host {first['host'] or '?'}) or find who "
+            "stopped it (a debugger attached, a frozen container, Ctrl-Z in its terminal)"
+        )
+    else:
+        text = f"rank {first['rank']} ({ranks.who(first)}) is not in the collective: it is at {at}"
+        hint = (
+            f"see why rank {first['rank']} is at {at} and not in {ops[0]}: every rank must "
+            "reach the same collectives in the same order"
+        )
     if len(missing) > 1:
         text += "; nor are rank(s) " + ", ".join(str(m["rank"]) for m in missing[1:])
     text += (
         f"; rank(s) {', '.join(str(w['rank']) for w in waiters)} wait in {' / '.join(ops)} for it"
     )
     return {
+        "kind": "stopped" if first_stopped else "collective_wait",
         "rank": first["rank"],
         "host": first["host"],
         **({"addr": first["addr"]} if first.get("addr") else {}),
@@ -182,9 +245,7 @@ def hung_rank(state: ranks.State, live: bool = False) -> Optional[dict[str, Any]
         "missing": missing,
         "waiting": waiters,
         "summary": text,
-        "hint": f"see why rank {first['rank']} is at {missing[0]['frame'] or 'an unknown frame'}"
-        " and not in "
-        f"{ops[0]}: every rank must reach the same collectives in the same order",
+        "hint": hint,
     }
 
 

@@ -141,17 +141,27 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     waiting = _rendezvous(facts, outcome, stacks)
     if waiting is not None:
         verdict = waiting
-    stuck = ranks_hang.hung_rank(facts["ranks"]) if outcome == "hung" and facts["ranks"] else None
+    stuck = None
+    if outcome == "hung" and facts["ranks"]:
+        processes = (facts["snapshot"] or {}).get("children")  # the OS's view at the deadline
+        stuck = ranks_hang.hung_rank(facts["ranks"], processes=processes)
     if stuck is not None:
         evidence = dict((verdict or {}).get("evidence") or {}, hung_rank=stuck)
         verdict = {
-            "kind": "collective_wait",
+            "kind": stuck["kind"],
             "summary": stuck["summary"],
             "hint": stuck["hint"],
             "evidence": evidence,
         }
     if facts["internal_error"]:
         verdict = internal_diagnosis(facts["internal_error"])
+    # A distributed job's stage is its ranks': where the root cause failed, or where the job
+    # was when declared hung; not the stage the launcher (the lead again once its ranks
+    # left) was in, its "main" around the whole run.
+    if cause is not None and outcome == "failed" and cause["error"].get("stage"):
+        stage = cause["error"]["stage"]
+    elif stuck is not None and hang and hang.get("stage"):
+        stage = hang["stage"]
     started = facts["started"]
     hellos = facts["hellos"]
     heartbeat = facts["heartbeat"] or {}

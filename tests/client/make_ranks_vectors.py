@@ -596,6 +596,98 @@ HUNG = [
     },
 ]
 
+# DistributedDataParallel: the gradient all-reduce runs in autograd's engine (C++ hooks), so
+# a rank waiting for its peers shows backward(), not a c10d frame.
+BACKWARD = [
+    ("/w/ddp.py", 61, "_run_batch"),
+    ("/v/lib/python3.11/site-packages/torch/_tensor.py", 623, "backward"),
+    ("/v/lib/python3.11/site-packages/torch/autograd/__init__.py", 395, "backward"),
+    ("/v/lib/python3.11/site-packages/torch/autograd/graph.py", 979, "_engine_run_backward"),
+]
+DDP_HELLOS = [
+    ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+    ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
+]
+RANK0_IN_BACKWARD = ["j/0", "reply", {"to": 9, "ok": True, "stacks": stacks(*BACKWARD)}, 30.0]
+STOPPED_102 = {
+    "pid": 102,
+    "status": "stopped",
+    "wchan": "do_signal_stop",
+    "kernel_stack": ["do_signal_stop", "get_signal", "arch_do_signal_or_restart"],
+}
+HUNG += [
+    {
+        "name": "DDP: rank 0 waits in backward(); rank 1 spins in its own loop: rank 1, there",
+        "messages": DDP_HELLOS
+        + [
+            RANK0_IN_BACKWARD,
+            [
+                "j/1",
+                "reply",
+                {
+                    "to": 9,
+                    "ok": True,
+                    "stacks": stacks(("/w/ddp.py", 80, "train"), ("/w/ddp.py", 47, "compute")),
+                },
+                30.0,
+            ],
+        ],
+        "kind": "collective_wait",
+        "summary": "rank 1 (host a, pid 102) is not in the collective: it is at w/ddp.py:47 "
+        "compute; rank(s) 0 wait in backward() (DDP's gradient all-reduce) for it",
+    },
+    {
+        "name": "DDP: rank 1 did not answer and the OS has it stopped: rank 1, stopped",
+        "messages": DDP_HELLOS + [RANK0_IN_BACKWARD],
+        "processes": [
+            {"pid": 100, "status": "sleeping", "wchan": "hrtimer_nanosleep"},
+            {"pid": 101, "status": "sleeping", "wchan": "futex_do_wait"},
+            STOPPED_102,
+        ],
+        "kind": "stopped",
+        "summary": "rank 1 (host a, pid 102) is stopped (SIGSTOP, a debugger or a frozen "
+        "container: in the kernel at do_signal_stop); rank(s) 0 wait in backward() (DDP's "
+        "gradient all-reduce) for it",
+    },
+    {
+        "name": "a stopped rank comes before a rank that is elsewhere: it is the cause",
+        "messages": [
+            ["j/0", "hello", hello(101, 100, 0, 0, 3), 1.0],
+            ["j/1", "hello", hello(102, 100, 1, 1, 3), 1.0],
+            ["j/2", "hello", hello(103, 100, 2, 2, 3), 1.0],
+            RANK0_IN_BACKWARD,
+            [
+                "j/2",
+                "reply",
+                {"to": 9, "ok": True, "stacks": stacks(("/w/ddp.py", 80, "train"))},
+                30.0,
+            ],
+        ],
+        "processes": [STOPPED_102],
+        "kind": "stopped",
+        "summary": "rank 1 (host a, pid 102) is stopped (SIGSTOP, a debugger or a frozen "
+        "container: in the kernel at do_signal_stop); nor are rank(s) 2; rank(s) 0 wait in "
+        "backward() (DDP's gradient all-reduce) for it",
+    },
+    {
+        "name": "rank 1 did not answer but runs (not stopped): nobody is named from one stack",
+        "messages": DDP_HELLOS + [RANK0_IN_BACKWARD],
+        "processes": [{"pid": 102, "status": "running", "wchan": None}],
+        "kind": None,
+        "summary": None,
+    },
+    {
+        "name": "DDP: both ranks in backward(): no hung rank named",
+        "messages": DDP_HELLOS
+        + [
+            RANK0_IN_BACKWARD,
+            ["j/1", "reply", {"to": 9, "ok": True, "stacks": stacks(*BACKWARD)}, 30.0],
+        ],
+        "kind": None,
+        "summary": None,
+    },
+]
+
 
 def beat(*frames):
     """A heartbeat body whose main-thread stack (worker/errors.py format_stack) is frames."""
@@ -647,6 +739,25 @@ LIVE = [
         "diagnosis": None,
     },
     {
+        "name": "DDP: rank 0's heartbeat is in backward(), rank 1's in its own loop",
+        "messages": DDP_HELLOS
+        + [
+            ["j/0", "heartbeat", beat(*BACKWARD), 20.0],
+            [
+                "j/1",
+                "heartbeat",
+                beat(("/w/ddp.py", 80, "train"), ("/w/ddp.py", 47, "compute")),
+                20.0,
+            ],
+        ],
+        "diagnosis": {
+            "kind": "collective_wait",
+            "frame": "w/ddp.py:47 compute",
+            "summary": "rank(s) 0 waiting in backward() (DDP's gradient all-reduce) for rank 1 "
+            "(host a, pid 102), which is at w/ddp.py:47 compute",
+        },
+    },
+    {
         "name": "only dump replies, no idle heartbeats: no live verdict",
         "messages": HUNG[0]["messages"],
         "diagnosis": None,
@@ -676,8 +787,10 @@ def check_hung():
         state = ranks.initial()
         for key, kind, body, ts in case["messages"]:
             ranks.observe(state, key, kind, body, ts)
-        got = ranks_hang.hung_rank(state)
+        got = ranks_hang.hung_rank(state, processes=case.get("processes"))
         assert (got and got["summary"]) == case["summary"], (case["name"], got)
+        if "kind" in case:
+            assert (got and got["kind"]) == case["kind"], (case["name"], got)
 
 
 def check_rendezvous():

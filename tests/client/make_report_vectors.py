@@ -338,6 +338,12 @@ def cases():
         {"crash_text": None, "stage_box": None},
     )
     yield (
+        "hung: DDP, rank 1 stopped, rank 0 in backward(); the launcher leads again: the "
+        "ranks' stage, rank 1 named stopped",
+        ddp_stopped_facts(),
+        {"crash_text": None, "stage_box": ["main"]},
+    )
+    yield (
         "cancelled: accepted, KeyboardInterrupt is where it stopped, not an error",
         facts(
             outcome="cancelled",
@@ -489,6 +495,72 @@ def rendezvous_facts():
         signals_sent=["SIGTERM"],
         exit_signal="SIGTERM",
         snapshot={"notes": []},
+    )
+
+
+def ddp_stopped_facts():
+    """A DDP job under torchrun declared hung: rank 0 waits in backward() (its dump reply),
+    rank 1 is stopped (no reply; the OS's view at the deadline says so), and the launcher is
+    the lead again (its ranks left when the tree was stopped) with "main" in its stage box."""
+    state = ranks.initial()
+    launcher = dict(HELLO, pid=4242, rank=None, local_rank=None, world_size=None)
+    launcher["argv"] = ["/usr/bin/torchrun", "--nproc-per-node", "2", "ddp.py"]
+    ranks.observe(state, "job-0123456789ab/4242/4242", "hello", launcher, WALL + 0.1)
+    for rank in (0, 1):
+        key = f"job-0123456789ab/{rank}/{5000 + rank}"
+        hello = dict(HELLO, pid=5000 + rank, ppid=4242, rank=rank, local_rank=rank, world_size=2)
+        ranks.observe(state, key, "hello", hello, WALL + 0.2)
+        ranks.observe(state, key, "stage", {"event": "begin", "name": "train"}, WALL + 1.0)
+    backward = "".join(
+        f'  File "{f}", line {n}, in {fn}\n    code\n'
+        for f, n, fn in (
+            ("/w/ddp.py", 61, "_run_batch"),
+            (
+                "/v/lib/python3.11/site-packages/torch/autograd/graph.py",
+                979,
+                "_engine_run_backward",
+            ),
+        )
+    )
+    reply = {
+        "to": 9,
+        "ok": True,
+        "stacks": f'Thread 0x7f00 "MainThread" (most recent call last):\n{backward}',
+    }
+    ranks.observe(state, "job-0123456789ab/0/5000", "reply", reply, WALL + 31.0)
+    return facts(
+        outcome="hung",
+        ended=33.0,
+        hang={"reason": "stall", "stage": "train", "t": STARTED + 30.0},
+        hellos={
+            "0": dict(HELLO, pid=5000, ppid=4242, world_size=2),
+            "1": dict(HELLO, pid=5001, ppid=4242, rank=1, local_rank=1, world_size=2),
+        },
+        ranks=state,
+        lead_pid=4242,
+        leads=[4242, 5000, 4242],
+        stages=[
+            stage("main", status="running", began=1),
+            stage("train", status="running", began=2),
+        ],
+        progress={"step": 3, "total": None, "metrics": {}},
+        heartbeat={"beat": 30, "idle_s": 1.0, "stack": None, "stage": "main"},
+        signals_sent=["SIGTERM", "SIGKILL"],
+        exit_signal="SIGKILL",
+        snapshot={
+            "notes": [],
+            "pid": 4242,
+            "status": "sleeping",
+            "children": [
+                {"pid": 5000, "status": "sleeping", "wchan": "futex_do_wait"},
+                {
+                    "pid": 5001,
+                    "status": "stopped",
+                    "wchan": "do_signal_stop",
+                    "kernel_stack": ["do_signal_stop", "get_signal"],
+                },
+            ],
+        },
     )
 
 
