@@ -233,6 +233,82 @@ def _describe_child(child: dict[str, Any], children: Sequence[dict[str, Any]] = 
     )
 
 
+def same_wait(
+    child: dict[str, Any],
+    children: Sequence[dict[str, Any]],
+    process_stacks: Optional[dict[str, Any]] = None,
+) -> list[dict[str, Any]]:
+    """The DataLoader workers (the named child's siblings, itself included) that are where
+    it is: the same state and the same Python frame, or with no Python stack the same
+    kernel wait. Two or more: [{pid, role, frame, kernel}], in worker order; else []."""
+    siblings = _dataloader_siblings(child, children)
+
+    def key(c: dict[str, Any]) -> tuple[str, Optional[str], Optional[str]]:
+        st = child_stack(c, process_stacks) or {}
+        return child_state(c), st.get("frame"), None if st.get("frame") else _first(st)
+
+    mine = key(child)
+    group = [
+        {"pid": c.get("pid"), "role": f"DataLoader worker {i}", "frame": k[1], "kernel": k[2]}
+        for i, c in enumerate(siblings)
+        for k in [key(c)]
+        if k == mine
+    ]
+    return group if len(group) >= 2 and (mine[1] or mine[2]) else []
+
+
+def _first(stack: dict[str, Any]) -> Optional[str]:
+    kernel = stack.get("kernel") or []
+    return str(kernel[0]) if kernel else None
+
+
+def _dataloader_siblings(
+    child: dict[str, Any], children: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    return sorted(
+        (
+            c
+            for c in children
+            if c.get("name") == DATALOADER_WORKER and c.get("ppid") == child.get("ppid")
+        ),
+        key=lambda c: (c.get("started") or 0, c.get("pid") or 0),
+    )
+
+
+def _same_wait_words(
+    child: dict[str, Any],
+    children: Sequence[dict[str, Any]],
+    group: list[dict[str, Any]],
+    stack: Optional[dict[str, Any]],
+    state_hint: str,
+) -> tuple[str, str]:
+    """(who, hint) for DataLoader workers that all wait on the same thing."""
+    every = len(group) == len(_dataloader_siblings(child, children))
+    pids = ", ".join(str(g["pid"]) for g in group)
+    state = child_state(child)
+    count = ("both" if len(group) == 2 else f"all {len(group)}") if every else str(len(group))
+    who = f"{count} DataLoader workers (pids {pids}, {state}), all blocked on the same wait"
+    if state in ("stopped", "exited"):
+        return who, state_hint
+    frame = (stack or {}).get("frame")
+    wchan = str(child.get("wchan") or "") + " ".join(child.get("kernel_stack") or [])
+    if frame and "futex" in wchan:
+        hint = (
+            f"the {len(group)} DataLoader workers wait for a lock at {frame}: one a "
+            "thread of the main process held when they were forked stays held in each copy; "
+            "make it in each worker (worker_init_fn), or do not fork: "
+            "DataLoader(multiprocessing_context='spawn')"
+        )
+    else:
+        where_ = frame or f"the kernel's {(stack or {}).get('kernel', ['?'])[0]}"
+        hint = (
+            f"the {len(group)} DataLoader workers wait at {where_}: see what they wait "
+            f"for there (py-spy dump --pid {group[0]['pid']}), or use DataLoader(num_workers=0) "
+            "to rule the workers out"
+        )
+    return who, hint
+
+
 KERNEL_FRAMES = 3  # innermost kernel functions named for a child with no Python stack
 
 
@@ -261,12 +337,13 @@ def child_stack(
     return None
 
 
-def _child_stack_text(stack: Optional[dict[str, Any]]) -> str:
+def _child_stack_text(stack: Optional[dict[str, Any]], each: bool = False) -> str:
     if not stack:
         return ""
+    self_ = "each" if each else "itself"
     if stack["frame"]:
-        return f", itself at {stack['frame']}"
-    return f", itself in the kernel at {' <- '.join(stack['kernel'])}"
+        return f", {self_} at {stack['frame']}"
+    return f", {self_} in the kernel at {' <- '.join(stack['kernel'])}"
 
 
 def _stack_says(frames: Sequence[Frame]) -> Optional[str]:
@@ -652,7 +729,11 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
             )
         stack = child_stack(child, facts.get("process_stacks"))
         extra["child_stack"] = stack
-        who += _child_stack_text(stack)
+        group = same_wait(child, children, facts.get("process_stacks")) if role else []
+        if group and child:
+            extra["same_wait"] = group
+            who, state_hint = _same_wait_words(child, children, group, stack, state_hint)
+        who += _child_stack_text(stack, each=bool(group))
         return diag(kind, f"waiting{idle} on {who}{where_stage} at {at}", state_hint, extra)
     if kind == "file_lock_wait":
         lock = _file_lock(evidence, _kernel_says(evidence), _stack_says(frames)) or {}

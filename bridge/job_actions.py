@@ -76,6 +76,12 @@ class JobActions:
                 self._signal_dump_at = report_files.crash_file_size(self.crash_file)
                 for pid in self.facts["dump_pids"]:
                     launcher.signal_process(pid, signals.SIGUSR1)
+                # Their fork workers (a DataLoader's) inherited the handler and the crash
+                # file but say no hello: their own stacks come the same way.
+                said_hello = {p["pid"] for p in self.facts["ranks"]["procs"].values()}
+                dump_pids = [pid for pid in self.facts["dump_pids"] if isinstance(pid, int)]
+                for pid in procfs.forked_copies(dump_pids, signals.SIGUSR1, said_hello):
+                    launcher.signal_process(pid, signals.SIGUSR1)
             elif name == "SIGUSR2":
                 # Only to the processes whose SIGUSR1 handler did not answer: Python runs
                 # in the others, and the C dump would race it (worker/hooks.py).
@@ -264,7 +270,7 @@ class JobActions:
         loaded = min(now, now - (time.time() - mtime))
         # SIGUSR2 (faulthandler's C dump, registered at import) too: a GIL held before hello
         # leaves SIGUSR1's Python handler unable to run; the native dump still answers.
-        native = _catches(self.pid, signals.SIGUSR2) and "SIGUSR2" in SIGNALS
+        native = procfs.catches(self.pid, signals.SIGUSR2) and "SIGUSR2" in SIGNALS
         if native and self.pid not in self.facts["native_dump_pids"]:
             self.facts["native_dump_pids"].append(self.pid)
         self._step(
@@ -341,16 +347,4 @@ class JobActions:
 
 def _catches_sigusr1(pid: int) -> bool:
     """Whether `pid` has a handler for SIGUSR1 (/proc/<pid>/status SigCgt, bit 10)."""
-    return _catches(pid, signals.SIGUSR1)
-
-
-def _catches(pid: int, signum: int) -> bool:
-    """Whether `pid` has a handler for signum (/proc/<pid>/status SigCgt)."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("SigCgt:"):
-                    return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
-    except (OSError, ValueError, IndexError):
-        pass
-    return False
+    return procfs.catches(pid, signals.SIGUSR1)

@@ -407,6 +407,39 @@ def all_descendants(pid: int) -> list[int]:
     return out
 
 
+def catches(pid: int, signum: int) -> bool:
+    """Whether `pid` has a handler for signum (/proc/<pid>/status SigCgt)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def forked_copies(parents: list[int], signum: int, exclude: set[int]) -> list[int]:
+    """The children of `parents` that fork() copied from them and that still have a
+    handler for signum (the one they inherited): a torch DataLoader's or a multiprocessing
+    pool's fork workers, which keep their parent's command line and never say hello (the
+    worker's beacon thread does not survive a fork). `exclude`: the pids that said hello,
+    which are asked the usual way."""
+    if not parents:
+        return []
+    out = []
+    lines = {parent: cmdline(parent) for parent in parents}
+    for pid in sorted(descendants(parents) or ()):
+        fields = stat_fields(pid)
+        if pid in exclude or fields is None or len(fields) < 2:
+            continue
+        parent = int(fields[1])
+        if parent in lines and lines[parent] and cmdline(pid) == lines[parent]:
+            if catches(pid, signum):
+                out.append(pid)
+    return out
+
+
 _CHILDREN: Optional[bool] = None  # whether this kernel has /proc/<pid>/task/<tid>/children
 
 

@@ -9,26 +9,15 @@ SIGUSR2 goes to one rank at a time and its dump is what the file grew by after i
 from __future__ import annotations
 
 import os
-import re
 import time
 from typing import Callable, Optional
 
-from trainbridge.bridge.report_files import SIGNAL_DUMP_MARK
+from trainbridge.bridge.report_files import sigusr1_sections
 
-_ANY_MARK = re.compile(r"^\[trainbridge\] ", re.MULTILINE)
+__all__ = ["native_dump", "read_from", "sigusr1_sections", "size"]
+
 NATIVE_WAIT_S = 0.5  # the longest to wait for one rank's SIGUSR2 dump to appear
 _SETTLE_S = 0.02  # the file has stopped growing: faulthandler wrote the whole stack
-
-
-def sigusr1_sections(text: str) -> dict[int, str]:
-    """pid -> the stacks its SIGUSR1 handler wrote, from crash file text (each dump starts
-    with its marker line and ends at the next "[trainbridge]" line)."""
-    out: dict[int, str] = {}
-    for m in SIGNAL_DUMP_MARK.finditer(text):
-        rest = text[m.end() + 1 :]
-        end = _ANY_MARK.search(rest)
-        out[int(m.group(1))] = rest[: end.start()] if end else rest
-    return out
 
 
 def read_from(path: str, offset: int, limit: int = 1 << 20) -> str:

@@ -35,6 +35,7 @@ from trainbridge.bridge.report_files import (
     read_stage_box,
     signal_dumped_in,
     signal_dumped_pids,
+    sigusr1_sections,
 )
 from trainbridge.bridge.report_text import log_footer, losses, reason, summary, to_json
 
@@ -376,7 +377,7 @@ def _diagnose(
                 "evidence": facts["snapshot"] or {},
                 "worker_loaded": m.get("loaded_t") is not None,
                 "python_silent": _python_silent(facts, crash_text),
-                "process_stacks": _process_stacks(facts["ranks"]),
+                "process_stacks": _process_stacks(facts["ranks"], crash_text),
                 "pid": facts["pid"],
                 "progress": facts["progress"],
             }
@@ -396,8 +397,12 @@ def _python_silent(facts: dict[str, Any], crash_text: Optional[str]) -> bool:
     return (facts["lead_pid"] or facts["pid"]) not in signal_dumped_in(crash_text)
 
 
-def _process_stacks(state: Any) -> dict[str, str]:
-    return ranks.process_stacks(state) if state is not None else {}
+def _process_stacks(state: Any, crash_text: Optional[str]) -> dict[str, str]:
+    """{pid: its stacks}: every answer to dump_stacks, and the SIGUSR1 dumps in the crash
+    file of processes with no beacon (fork workers: their handler came with the fork)."""
+    out = {str(pid): text for pid, text in sigusr1_sections(crash_text or "").items()}
+    out.update(ranks.process_stacks(state) if state is not None else {})
+    return out
 
 
 def _cancel(

@@ -337,6 +337,47 @@ def cases():
         rendezvous_facts(),
         {"crash_text": None, "stage_box": None},
     )
+    # Fork workers have no beacon: their stacks come from their SIGUSR1 dumps in the crash
+    # file, each headed by its pid's marker line (read_crash_file keeps those lines).
+    worker_dump = "".join(
+        f"[trainbridge] pid {pid}: stacks on SIGUSR1\n"
+        "Current thread 0x00007f0000000001 (most recent call first):\n"
+        '  File "/job/data.py", line 29 in __getitem__\n\n'
+        for pid in (4301, 4302)
+    )
+    workers = [
+        {
+            "pid": pid,
+            "name": "pt_data_worker",
+            "status": "sleeping",
+            "ppid": 4242,
+            "started": 900 + pid,
+            "wchan": "futex_do_wait",
+        }
+        for pid in (4301, 4302)
+    ]
+    yield (
+        "hung: both DataLoader workers deadlocked; their SIGUSR1 dumps name the frame",
+        facts(
+            outcome="hung",
+            ended=9.5,
+            hang={"reason": "stall", "stage": "train", "t": STARTED + 9.0},
+            **hello_facts(),
+            stages=[stage("train", status="running", began=1)],
+            progress={"step": 0, "total": None, "metrics": {}},
+            heartbeat={"beat": 9, "idle_s": 7.0, "stack": DATALOADER_STACK, "stage": "train"},
+            signals_sent=["SIGUSR1", "SIGTERM"],
+            exit_signal="SIGTERM",
+            snapshot={
+                "notes": [],
+                "pid": 4242,
+                "status": "sleeping",
+                "main_thread": {"state": "S", "syscall": "poll", "wchan": "poll_schedule_timeout"},
+                "children": workers,
+            },
+        ),
+        {"crash_text": worker_dump.strip(), "stage_box": None},
+    )
     yield (
         "hung: DDP, rank 1 stopped, rank 0 in backward(); the launcher leads again: the "
         "ranks' stage, rank 1 named stopped",
@@ -496,6 +537,17 @@ def rendezvous_facts():
         exit_signal="SIGTERM",
         snapshot={"notes": []},
     )
+
+
+DATALOADER_STACK = "".join(
+    f'  File "{f}", line {n}, in {fn}\n    code\n'
+    for f, n, fn in (
+        ("/job/train.py", 35, "train"),
+        ("/v/lib/python3.11/site-packages/torch/utils/data/dataloader.py", 1133, "_try_get_data"),
+        ("/usr/lib/python3.11/multiprocessing/connection.py", 947, "wait"),
+        ("/usr/lib/python3.11/selectors.py", 415, "select"),
+    )
+)
 
 
 def ddp_stopped_facts():

@@ -1410,6 +1410,63 @@ NEW = [
         ],
         ["kill -CONT 203"],
     ),
+    # Four forked DataLoader workers deadlocked on a lock a thread of the main process
+    # held at fork time: each answered SIGUSR1 (the handler came with the fork) from the
+    # same frame; the first named alone hid that all four wait on the same thing.
+    (
+        "all DataLoader workers wait on the same lock: grouped, with their Python frame",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 7,
+            "stage": "train",
+            "stack": TB_DATALOADER_SELECT,
+            "process_stacks": {
+                str(pid): "Current thread 0x00007f0000000001 (most recent call first):\n"
+                '  File "/job/data.py", line 29 in __getitem__\n'
+                '  File "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/fetch.py", '
+                "line 54 in fetch\n"
+                for pid in (201, 202, 203, 204)
+            },
+            "evidence": proc(
+                "poll",
+                "poll_schedule_timeout.constprop.0",
+                children=[dict(c, status="sleeping", wchan="futex_do_wait") for c in DL_WORKERS],
+            ),
+        },
+        "child_wait",
+        [
+            "all 4 DataLoader workers (pids 201, 202, 203, 204, sleeping), all blocked on the "
+            "same wait, each at job/data.py:29 __getitem__",
+        ],
+        ["wait for a lock at job/data.py:29 __getitem__", "multiprocessing_context='spawn'"],
+    ),
+    (
+        "three DataLoader workers in the same kernel wait, no Python stacks: grouped",
+        "hang",
+        {
+            "reason": "stall",
+            "idle_s": 7,
+            "stage": "train",
+            "stack": TB_DATALOADER_SELECT,
+            "evidence": proc(
+                "poll",
+                "poll_schedule_timeout.constprop.0",
+                children=[
+                    dict(c, wchan="futex_do_wait")
+                    if c["pid"] != 203
+                    else dict(c, wchan="pipe_read", status="sleeping")
+                    for c in DL_WORKERS
+                ],
+            ),
+        },
+        "child_wait",
+        [
+            "3 DataLoader workers (pids 201, 202, 204, sleeping), all blocked on the same "
+            "wait, each in the kernel at futex_do_wait",
+        ],
+        ["py-spy dump --pid 201"],
+    ),
     # makemore, a DataLoader worker SIGKILLed; torch raises in the main
     # process and the hint said "fix the error raised at makemore.py:684".
     (

@@ -266,3 +266,52 @@ def test_decode_address(text, family, expect):
     if sys.byteorder != "little":
         pytest.skip("the vectors are a little-endian machine's")
     assert sockets.decode_address(text, family) == expect
+
+
+def test_forked_copies_are_the_forks_that_kept_the_handler():
+    """The hang's SIGUSR1 goes to a DataLoader's fork workers too: the children that fork()
+    copied (their parent's command line) and that still catch the signal; not a child that
+    exec'd another program, not a fork that reset the handler, not a pid that said hello."""
+    parent = spawn(
+        """
+        import os, signal, subprocess, sys, time
+        signal.signal(signal.SIGUSR1, lambda *a: None)
+        def fork(reset):
+            pid = os.fork()
+            if pid == 0:
+                if reset:
+                    signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+                time.sleep(60)
+                os._exit(0)
+            return pid
+        kept, reset, hello = fork(False), fork(True), fork(False)
+        other = subprocess.Popen([sys.executable, "-c",
+            "import signal, time; signal.signal(signal.SIGUSR1, lambda *a: None); time.sleep(60)"])
+        print("ready", flush=True)
+        time.sleep(60)
+        """
+    )
+    try:
+        kids = sorted(procfs.all_descendants(parent.pid))
+        assert len(kids) == 4
+        line = " ".join(procfs.cmdline(parent.pid) or [])
+        forks = [k for k in kids if " ".join(procfs.cmdline(k) or []) == line]
+        assert len(forks) == 3
+        deadline = time.monotonic() + DEADLINE_S
+        while True:  # the reset fork has run its signal() call
+            catching = [k for k in forks if procfs.catches(k, signal.SIGUSR1)]
+            if len(catching) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)  # polling the children's handlers, with a deadline
+        assert len(catching) == 2
+        found = procfs.forked_copies([parent.pid], signal.SIGUSR1, exclude={catching[1]})
+        assert found == [catching[0]]
+        assert procfs.forked_copies([], signal.SIGUSR1, set()) == []
+    finally:
+        for pid in procfs.all_descendants(parent.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        parent.kill()
+        parent.wait()
