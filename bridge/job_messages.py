@@ -72,6 +72,10 @@ class JobMessages:
             if body.get("to") in self._hang_seqs and body.get("stacks"):
                 self._hang_answered.add(routing_id)
             self._on_reply(body)  # dumps answer from every process of the job
+        if kind in ("bye", "error") and self._remote and self.m["ending"] is None:
+            # Every rank may have ended now, one of another host failed: nothing here knows.
+            if ranks.failed_elsewhere(ranks.table(self.facts["ranks"])) is not None:
+                self._step({"type": "ranks_failed", "t": now})
         if not lead:
             if (
                 kind == "hello"

@@ -71,6 +71,12 @@ Events ({"type": ..., "t": ...} plus):
              running deadlines watch (start, last message, last activity, stage budgets) move
              on by it, so a backlog the supervisor has not read yet is no hang. An ending's
              own deadlines do not move. Ignored once the process exited or an ending runs.
+  ranks_failed  every rank of a distributed job has ended, one of another host failed, and
+             the launched process goes on: torchrun here waits (its exit barrier, 300 s) for
+             an agent that failed and will never come, and cannot know it. The job failed:
+             the tree is stopped (SIGTERM, SIGKILL after kill_grace) and its outcome is
+             failed, the root cause being that rank (bridge/ranks.py failed_elsewhere).
+             Ignored once the process exited or another ending runs.
   timer      a deadline may have passed
 
 Actions ({"do": ...} plus):
@@ -462,6 +468,13 @@ def _on_cancel(s: State, e: Event, t: float, actions: list[Action]) -> None:
         _terminate(s, t, actions)
 
 
+def _on_ranks_failed(s: State, e: Event, t: float, actions: list[Action]) -> None:
+    if s["ending"] is not None or s["exit"] is not None:
+        return
+    s["ending"] = {"reason": "ranks_failed", "step": None, "deadline": None}
+    _terminate(s, t, actions)
+
+
 def _on_user_signal(s: State, e: Event, t: float, actions: list[Action]) -> None:
     if s["exit"] is None and s["ending"] is None and s.get("user_signal") is None:
         s["user_signal"] = str(e.get("signal") or "SIGTERM")
@@ -530,6 +543,7 @@ _HANDLERS = {
     "worker_loaded": _on_worker_loaded,
     "cancel": _on_cancel,
     "cancel_refused": _on_cancel_refused,
+    "ranks_failed": _on_ranks_failed,
     "user_signal": _on_user_signal,
     "exit": _on_exit,
     "drained": _on_drained,
@@ -746,6 +760,8 @@ def outcome(s: State) -> str:
         return "cancelled"
     if ending is not None and ending["reason"] == "hang":
         return "hung"
+    if ending is not None and ending["reason"] == "ranks_failed":
+        return "failed"  # a rank of another host failed; the launcher here only waited
     if s.get("user_signal") is not None:
         return "cancelled"  # the user's own signal stopped it (states from before: .get)
     if s["refused"] is not None:

@@ -96,6 +96,8 @@ def observe(state: State, key: str, kind: str, body: dict[str, Any], ts: float) 
         p["exit"] = {"code": body.get("exit_code"), "reason": body.get("reason")}
     elif kind == "reply" and isinstance(body.get("stacks"), str):
         p["stacks"] = body["stacks"]  # its answer to dump_stacks: where it is at hang time
+        if isinstance(body.get("children"), list):  # and its children's states then
+            p["children"] = [c for c in body["children"] if isinstance(c, dict)]
     elif kind == "heartbeat":
         # Its main thread's stack while it is idle (None once it moves again): what the
         # live diagnosis reads before any deadline (live_collective).
@@ -230,6 +232,21 @@ def table(state: State) -> list[dict[str, Any]]:
         key=lambda r: (order[r["role"]], r["rank"] if r["rank"] is not None else 0, r["pid"] or 0)
     )
     return rows
+
+
+def failed_elsewhere(rows: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """The failed rank of another host, when every rank of the job has ended (the
+    report's rows, table()): the launcher on this host cannot know of it (torchrun's agent
+    here waits in its exit barrier for the agent that failed), so the job has failed. None
+    while a rank runs, when none failed, or when a failure is this host's (its own
+    launcher sees it and ends the job itself)."""
+    members = [r for r in rows if r["role"] == "rank"]
+    if len(members) < 2 or any(r["state"] not in ("exited", "failed") for r in members):
+        return None
+    failed = [r for r in members if r["state"] == "failed"]
+    if not failed or any(not r.get("addr") for r in failed):
+        return None
+    return failed[0]
 
 
 def _file_error(f: dict[str, Any]) -> dict[str, Any]:

@@ -139,6 +139,28 @@ def _beat_frames(stack: str) -> list[dict[str, Any]]:
     return [{"file": f, "line": int(n), "function": fn} for f, n, fn in _FRAME.findall(stack)]
 
 
+_STATE_WORDS = {"T": "stopped", "t": "tracing-stop"}
+
+
+def _os_view(
+    state: ranks.State, processes: Optional[list[dict[str, Any]]]
+) -> dict[tuple[Optional[str], Any], dict[str, Any]]:
+    """(host address, pid) -> the OS's view of that process: for this host's processes
+    (address None) from `processes`, the evidence's; for every host's, from each worker's
+    answer to dump_stacks, which lists its children (a launcher's are its ranks). A pid
+    means nothing on another host: another host's rank is never looked up in this one's."""
+    view: dict[tuple[Optional[str], Any], dict[str, Any]] = {}
+    for q in state["procs"].values():
+        for child in q.get("children") or []:
+            word = _STATE_WORDS.get(str(child.get("state")), str(child.get("state")))
+            entry = {"pid": child.get("pid"), "status": word, "wchan": child.get("wchan")}
+            view[(q.get("addr"), child.get("pid"))] = entry
+    for proc in processes or []:
+        if proc.get("pid") is not None:
+            view[(None, proc["pid"])] = proc
+    return view
+
+
 def _stopped(proc: Optional[dict[str, Any]]) -> Optional[str]:
     """How the OS says a process is stopped, in words, or None when it runs (or is not
     known: a rank of another host)."""
@@ -159,14 +181,15 @@ def hung_rank(
 ) -> Optional[dict[str, Any]]:
     """When ranks wait in a collective and one does not arrive: that rank, with its frame
     or its state, and the others' collective. Reads every rank's stack at hang time (their
-    dump_stacks replies; with live, their last heartbeats' idle stacks) and `processes`,
-    the OS's view of the job's processes at the deadline (bridge/evidence.py's children:
-    pid, status, wchan, kernel_stack), for a rank that cannot answer: a stopped one.
+    dump_stacks replies; with live, their last heartbeats' idle stacks) and the OS's view
+    of a rank that cannot answer, a stopped one: `processes`, this host's at the deadline
+    (bridge/evidence.py's children: pid, status, wchan, kernel_stack), and for any host the
+    children its launcher listed in its own answer (_os_view).
     None when no rank waits, or none is missing. A rank whose stack shows no frame (a
     faulthandler dump read before it was written out) and whose process is not stopped is
     neither: it is never named."""
     field = "beat_stack" if live else "stacks"
-    by_pid = {p.get("pid"): p for p in processes or [] if p.get("pid") is not None}
+    view = _os_view(state, processes)
     members = sorted(
         (
             p
@@ -179,7 +202,7 @@ def hung_rank(
         return None
     waiting, away = [], []
     for p in members:
-        stopped = None if live else _stopped(by_pid.get(p["pid"]))
+        stopped = None if live else _stopped(view.get((p.get("addr"), p["pid"])))
         text = p.get(field)
         frames = (_beat_frames(text) if live else main_thread_frames(text)) if text else []
         if stopped is not None:

@@ -546,9 +546,12 @@ class Beacon(threading.Thread):
         elif kind == "ping":
             self._send_now("reply", {"to": msg.seq, "ok": True})
         elif kind == "dump_stacks":
-            from trainbridge.worker import errors
+            from trainbridge.worker import errors, facts
 
-            self._send_now("reply", {"to": msg.seq, "ok": True, "stacks": errors.all_stacks()})
+            stacks = errors.all_stacks()
+            self._send_now(
+                "reply", {"to": msg.seq, "ok": True, "stacks": stacks, "children": facts.children()}
+            )
         elif kind == "cancel":
             STATE.cancelled = True  # before the signal: the main thread may end at once
             error = _interrupt_main()

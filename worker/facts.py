@@ -237,6 +237,32 @@ LIBRARY_FILES_KEPT = 2048
 _library_files: dict[str, bool] = {}
 
 
+def children() -> list[dict[str, Any]]:
+    """This process's own children as the kernel sees them, for the reply to dump_stacks:
+    [{pid, state, wchan}], state the one-letter /proc code (T: stopped). A client on
+    another host cannot read this host's /proc (nor its pids, in another PID namespace):
+    a launcher's answer says whether one of its ranks is stopped. [] where there is no
+    /proc (not Linux) or no child."""
+    pids: list[int] = []
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as f:
+                pids += [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return []
+    out = []
+    for pid in sorted(set(pids))[:64]:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{pid}/wchan", encoding="ascii", errors="replace") as f:
+                wchan = f.read().strip()
+        except (OSError, IndexError):
+            continue  # gone since the listing
+        out.append({"pid": pid, "state": state, "wchan": wchan if wchan not in ("", "0") else None})
+    return out
+
+
 def _library_roots() -> tuple[str, ...]:
     import sysconfig
 

@@ -670,6 +670,42 @@ HUNG += [
         "backward() (DDP's gradient all-reduce) for it",
     },
     {
+        "name": "another host's rank 1 did not answer; its launcher's answer lists it stopped",
+        "messages": [
+            ["b/50", "hello", dict(hello(50, 1, None, None, None, host="b"), addr="10.0.0.2"), 1.0],
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+            ["b/1", "hello", dict(hello(52, 50, 1, 0, 2, host="b"), addr="10.0.0.2"), 1.0],
+            RANK0_IN_BACKWARD,
+            [
+                "b/50",
+                "reply",
+                {
+                    "to": 9,
+                    "ok": True,
+                    "stacks": stacks(("/v/bin/torchrun", 8, "<module>")),
+                    "children": [{"pid": 52, "state": "T", "wchan": "do_signal_stop"}],
+                },
+                30.0,
+            ],
+        ],
+        "kind": "stopped",
+        "summary": "rank 1 (host b at 10.0.0.2, pid 52) is stopped (SIGSTOP, a debugger or a "
+        "frozen container: in the kernel at do_signal_stop); rank(s) 0 wait in backward() "
+        "(DDP's gradient all-reduce) for it",
+    },
+    {
+        "name": "another host's pid is not this host's: a local stopped process with the same "
+        "pid says nothing about it",
+        "messages": [
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+            ["b/1", "hello", dict(hello(102, 50, 1, 0, 2, host="b"), addr="10.0.0.2"), 1.0],
+            RANK0_IN_BACKWARD,
+        ],
+        "processes": [STOPPED_102],
+        "kind": None,
+        "summary": None,
+    },
+    {
         "name": "rank 1 did not answer but runs (not stopped): nobody is named from one stack",
         "messages": DDP_HELLOS + [RANK0_IN_BACKWARD],
         "processes": [{"pid": 102, "status": "running", "wchan": None}],

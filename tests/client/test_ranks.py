@@ -85,3 +85,28 @@ def test_live_collective(case):
         assert got is not None
         short = {"kind": got["kind"], "frame": got["evidence"]["frame"], "summary": got["summary"]}
         assert short == case["diagnosis"]
+
+
+def _row(rank, state, addr=None):
+    return {"role": "rank", "rank": rank, "state": state, **({"addr": addr} if addr else {})}
+
+
+@pytest.mark.parametrize(
+    ("rows", "named"),
+    [
+        # every rank ended, one of another host failed: this host's launcher cannot know
+        ([_row(0, "exited"), _row(1, "exited"), _row(2, "exited", "b"), _row(3, "failed", "b")], 3),
+        # a rank still runs: not yet
+        ([_row(0, "running"), _row(1, "exited"), _row(3, "failed", "b")], None),
+        # a failure here: this host's launcher sees it and ends the job itself
+        ([_row(0, "failed"), _row(1, "exited"), _row(3, "failed", "b")], None),
+        # nothing failed
+        ([_row(0, "exited"), _row(3, "exited", "b")], None),
+        # one rank is no distributed job
+        ([_row(3, "failed", "b")], None),
+    ],
+)
+def test_a_failed_rank_of_another_host_ends_the_job_once_every_rank_ended(rows, named):
+    rows = rows + [{"role": "launcher", "rank": None, "state": "running"}]
+    got = ranks.failed_elsewhere(rows)
+    assert (got and got["rank"]) == named

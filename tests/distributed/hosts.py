@@ -24,7 +24,11 @@ class Hosts:
         return ["ip", "netns", "exec", self.ns_a, *argv]
 
     def exec_b(self, *argv: str) -> list[str]:
-        return ["ip", "netns", "exec", self.ns_b, *argv]
+        """Host B: its own network namespace and its own PID namespace (with its own /proc),
+        so its pids mean nothing on host A, as on two machines. Host A stays in the test's
+        PID namespace: a process its client leaves behind must stay visible to the test."""
+        return ["ip", "netns", "exec", self.ns_b, "unshare", "--pid", "--fork", "--mount-proc",
+                *argv]  # fmt: skip
 
     def torchrun_args(self, on_b: bool, port: int, nproc: int = 2) -> list[str]:
         """c10d rendezvous on host A: is_host tells A's agent to host the store (both

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
 
 import psutil
 import pytest
@@ -54,15 +55,16 @@ def run_two_hosts(
     start_b: bool = True,
     stranger: bool = False,
     client: str = "api",
+    env: Optional[dict[str, str]] = None,
 ) -> tuple[dict, str]:
     """Host A's client and, unless not start_b, host B's torchrun with the variables the
     client gave; with `stranger`, first a peer of host B without the key tries to connect.
     client: "api" (twohost/driver.py, Job.remote_env), "cli" (`trainbridge run --listen
     --rank-env FILE`; host B sources FILE, as docs/CLIENT.md says a user does) or "node"
-    (twohost/driver.js). Returns (the report, host B's output)."""
+    (twohost/driver.js). `env`: added on both hosts. Returns (the report, host B's output)."""
     port = 29000 + os.getpid() % 1000
     with tempfile.TemporaryDirectory() as tmp:
-        env_a = dict(_env(tmp), GLOO_SOCKET_IFNAME=h.veth_a)
+        env_a = dict(_env(tmp), GLOO_SOCKET_IFNAME=h.veth_a, **(env or {}))
         torchrun_a = h.torchrun_args(False, port)
         env_file = os.path.join(tmp, "rank.env")
         driver = subprocess.Popen(
@@ -92,7 +94,7 @@ def run_two_hosts(
                     sys.executable, "-m", "torch.distributed.run",
                     *h.torchrun_args(True, port), os.path.join(HERE, script),
                 ]  # fmt: skip
-                env_b = dict(_env(tmp), GLOO_SOCKET_IFNAME=h.veth_b, FAULT_HOST="B")
+                env_b = dict(_env(tmp), GLOO_SOCKET_IFNAME=h.veth_b, FAULT_HOST="B", **(env or {}))
                 if client == "cli":  # what a user runs on node 2
                     argv_b = [
                         "bash",
@@ -249,3 +251,75 @@ def test_a_node_that_never_comes_is_a_rendezvous_wait(h, client):
     # the stranger of host B failed its handshakes: nothing of it reached the hub
     assert report["protocol"]["rejected"] == {} and report["protocol"]["foreign_hello"] == 0
     assert time.monotonic() - t0 < 40
+
+
+# DDP in the tutorials' shape (tests/faults/scenarios/ddp_train.py, no trainbridge import: the
+# worker comes by zero-code, on host B from the remote variables), 2 hosts x 2 ranks; the
+# fault is on host B's local rank 1, whose pid means nothing on host A.
+DDP = os.path.join(ROOT, "tests", "faults", "scenarios", "ddp_train.py")
+DDP_CONFIG = {"startup_timeout": 60, "heartbeat_timeout": 30, "stall_timeout": 25}
+
+
+def _ddp_env(**fault: str) -> dict[str, str]:
+    """The fault, and zero-code on host B as docs/CLIENT.md tells a user: trainbridge's
+    inject directory first on PYTHONPATH there (host A's client puts it there itself)."""
+    from trainbridge.bridge import launcher
+
+    return dict(fault, PYTHONPATH=launcher.INJECT_DIR, DDP_FAULT_RANK="B:1", DDP_STEPS="12")
+
+
+def _faulty_rank(report: dict, h: hosts.Hosts) -> dict:
+    return next(r for r in _remote_ranks(report, h) if r["local_rank"] == 1)
+
+
+@pytest.mark.parametrize("client", ["api", "node"])
+def test_ddp_a_stopped_rank_on_host_b_is_named_stopped(h, client):
+    report, _ = run_two_hosts(
+        h, DDP, DDP_CONFIG, client=client,
+        env=_ddp_env(DDP_FAULT="stop"),
+    )  # fmt: skip
+    diagnosis = report["diagnosis"]
+    assert report["outcome"] == "hung" and diagnosis["kind"] == "stopped", diagnosis
+    stuck = _faulty_rank(report, h)
+    hung = diagnosis["evidence"]["hung_rank"]
+    assert (hung["rank"], hung.get("addr"), hung["pid"]) == (stuck["rank"], h.addr_b, stuck["pid"])
+    assert f" at {h.addr_b}, pid {stuck['pid']}) is stopped (SIGSTOP" in diagnosis["summary"]
+    assert "wait in backward() (DDP's gradient all-reduce) for it" in diagnosis["summary"]
+
+
+@pytest.mark.parametrize("client", ["cli", "node"])
+def test_ddp_a_rank_on_host_b_in_a_python_loop_is_named_with_its_frame(h, client):
+    report, _ = run_two_hosts(h, DDP, DDP_CONFIG, client=client, env=_ddp_env(DDP_FAULT="loop"))
+    diagnosis = report["diagnosis"]
+    assert report["outcome"] == "hung" and diagnosis["kind"] == "collective_wait", diagnosis
+    stuck = _faulty_rank(report, h)
+    hung = diagnosis["evidence"]["hung_rank"]
+    assert (hung["rank"], hung.get("addr"), hung["pid"]) == (stuck["rank"], h.addr_b, stuck["pid"])
+    summary = diagnosis["summary"]
+    assert f" at {h.addr_b}, pid {stuck['pid']}) is not in the collective: it is at " in summary
+    assert "ddp_train.py:" in summary and " compute_weights;" in summary, summary
+    assert "wait in backward() (DDP's gradient all-reduce) for it" in summary, summary
+
+
+@pytest.mark.parametrize(
+    ("client", "step"), [("api", "3"), ("node", "3"), ("cli", "12"), ("node", "12")]
+)
+def test_ddp_a_rank_on_host_b_killed_is_the_root_cause(h, client, step):
+    """SIGKILL (as the OOM killer sends it) early in training, and after the last step."""
+    report, out_b = run_two_hosts(
+        h, DDP, DDP_CONFIG, client=client, env=_ddp_env(DDP_FAULT="kill", DDP_FAULT_STEP=step)
+    )
+    killed = _faulty_rank(report, h)
+    assert report["outcome"] == "failed", report["diagnosis"]
+    cause = report["root_cause"]
+    assert cause is not None, (report["summary"], report["ranks"], out_b[-2000:])
+    assert (cause["rank"], cause.get("addr")) == (killed["rank"], h.addr_b), cause
+    assert cause["error"]["type"] == "SIGKILL", cause
+    diagnosis = report["diagnosis"]
+    assert diagnosis["kind"] == "killed", diagnosis
+    assert f"rank {killed['rank']} (host " in diagnosis["summary"], diagnosis["summary"]
+    assert (
+        f" at {h.addr_b}, pid {killed['pid']}) failed first: killed by SIGKILL"
+        in (diagnosis["summary"])
+    )
+    assert "bin/torchrun" not in report["summary"], report["summary"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import textwrap
 
 from tests.worker.receiver import release, start_python
@@ -131,5 +133,40 @@ def test_a_replayed_command_is_carried_out_once(receiver, tmp_path):
         receiver.wait_for(lambda r: r.kind == "reply" and r.body["to"] == after)
         assert [r.body["to"] for r in receiver.of_kind("reply")] == [first, after]
     finally:
+        child.kill()
+        child.wait()
+
+
+STOPS_A_CHILD = textwrap.dedent("""
+    import os, signal, subprocess, sys, time; from trainbridge import worker
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    os.kill(child.pid, signal.SIGSTOP)
+    with worker.stage("train"):
+        time.sleep(60)
+""")
+
+
+def test_dump_stacks_lists_the_processes_children_and_their_state(receiver, tmp_path):
+    """A launcher's answer says which of its ranks is stopped: a client on another host
+    cannot read this host's /proc."""
+    child = start_python(
+        STOPS_A_CHILD, receiver.env(heartbeat_s="0.1", stall_s="0.2"), str(tmp_path)
+    )
+    kids = []
+    try:
+        receiver.wait_for(in_sleep)
+        dump = receiver.command("dump_stacks")
+        body = receiver.wait_for(lambda r: r.kind == "reply" and r.body["to"] == dump).body
+        kids = body["children"]
+        assert [(k["state"], k["wchan"]) for k in kids] == [("T", "do_signal_stop")], kids
+        with open(f"/proc/{kids[0]['pid']}/stat", encoding="ascii") as f:
+            assert f.read().rsplit(")", 1)[1].split()[1] == str(child.pid)  # its ppid
+    finally:
+        for kid in kids:  # stopped: it would outlive its parent
+            try:
+                os.kill(kid["pid"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         child.kill()
         child.wait()

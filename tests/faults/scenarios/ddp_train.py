@@ -3,8 +3,8 @@ multigpu_torchrun.py: a Trainer over a DistributedDataParallel model and a Distr
 on CPU with gloo, 2 ranks under torchrun. It does not import trainbridge: the worker gets in by
 zero-code mode, as for a user's unmodified script.
 
-DDP_FAULT picks what goes wrong on rank 1 (DDP_FAULT_RANK, default 1) once DDP_FAULT_STEP steps
-are done:
+DDP_FAULT picks what goes wrong on rank 1 (DDP_FAULT_RANK, default 1; "B:1" is local rank 1 of the
+host whose FAULT_HOST is B, for the two-host tests) once DDP_FAULT_STEP steps are done:
   stop  - the rank stops (SIGSTOP: a frozen container, a debugger); the others wait in backward()
   loop  - the rank spins in a Python loop (compute_weights); the others wait in backward()
   kill  - the rank is killed by SIGKILL (as the OOM killer does); the others lose their peer
@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
 FAULT = os.environ.get("DDP_FAULT", "")
-FAULT_RANK = int(os.environ.get("DDP_FAULT_RANK", "1"))
+FAULT_RANK = os.environ.get("DDP_FAULT_RANK", "1")
 FAULT_STEP = int(os.environ.get("DDP_FAULT_STEP", "3"))
 STEPS = int(os.environ.get("DDP_STEPS", "40"))
 
@@ -61,8 +61,14 @@ class Trainer:
         loss.backward()
         self.optimizer.step()
 
+    def _faulty(self):
+        if ":" in FAULT_RANK:
+            host, local = FAULT_RANK.split(":")
+            return os.environ.get("FAULT_HOST") == host and os.environ["LOCAL_RANK"] == local
+        return dist.get_rank() == int(FAULT_RANK)
+
     def _fault(self):
-        if not FAULT or dist.get_rank() != FAULT_RANK or self.step != FAULT_STEP:
+        if not FAULT or self.step != FAULT_STEP or not self._faulty():
             return
         print(f"[rank {dist.get_rank()}] fault {FAULT} at step {self.step}", flush=True)
         if FAULT == "stop":
