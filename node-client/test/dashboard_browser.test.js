@@ -300,6 +300,13 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     const [started, took] = await row.locator('td.opt').evaluateAll((tds) => tds.slice(1).map((td) => td.textContent));
     assert.match(started, /\d{1,2}:\d{2}:\d{2}/, `Started: ${started}`);
     assert.match(took, /^\d+(\.\d)? s$/, `Took: ${took}`);
+    // Each on one line ("12:39:16 PM" wrapped before its "PM" in a narrow column).
+    const lines = await row.locator('td.when').evaluateAll((tds) => tds.map((td) => {
+      const range = document.createRange();
+      range.selectNodeContents(td);
+      return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+    }));
+    assert.deepEqual(lines, [1, 1], `Started / Took lines: ${lines}`);
     // Re-run: a new job with the same command, its page opened.
     await row.locator('button[data-action=rerun]').click();
     await page.waitForURL((u) => u.hash.startsWith('#/jobs/') && !u.hash.endsWith(id), { timeout: 10000 });

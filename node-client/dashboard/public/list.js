@@ -55,7 +55,7 @@ export function listPage(main) {
           h('td', {}, h('span', { 'data-testid': 'job-state' })),
           h('td', { class: 'opt' }),
           h('td', {}, h('span', { class: 'mini', 'aria-hidden': 'true' }, h('span')), h('span', { class: 'pct' })),
-          h('td', { class: 'opt' }), h('td', { class: 'opt' }), h('td', { class: 'why' }),
+          h('td', { class: 'opt when' }), h('td', { class: 'opt when' }), h('td', { class: 'why' }),
           h('td', { class: 'row-actions' },
             h('button', { type: 'button', 'data-action': 'rerun', text: 'Re-run', 'aria-label': `Re-run ${j.title}`,
               onclick: () => act('Re-run', async () => { const { id } = await post(`/api/jobs/${j.id}/rerun`); location.hash = `#/jobs/${id}`; }) }),
