@@ -113,6 +113,19 @@ function addResources(view, t, sample) {
   }
 }
 
+/** A stage began inside its parents, so their bars hold it: each end arrives with its own
+ * delay, and a child's start (its end as it arrived, less what the worker measured) could
+ * show before its parent's ("import torch" left of the "config" it ran in). */
+function enclose(view, stage) {
+  let depth = stage.depth;
+  for (let i = view.stages.indexOf(stage) - 1; i >= 0 && depth > 0; i--) {
+    const parent = view.stages[i];
+    if (parent.depth !== depth - 1) continue;
+    if (parent.start_s > stage.start_s) parent.start_s = stage.start_s;
+    depth = parent.depth;
+  }
+}
+
 function openStage(view, name) {
   for (let i = view.stages.length - 1; i >= 0; i--) {
     if (view.stages[i].name === name && view.stages[i].end_s === null) return view.stages[i];
@@ -173,6 +186,7 @@ function apply(view, { type, data, t }) {
           s.end_s = since(view, t);
           if (data.duration_s != null) s.start_s = ms(Math.max(0, s.end_s - Number(data.duration_s)));
           s.status = data.status || 'ok';
+          enclose(view, s);
         }
       }
       break;

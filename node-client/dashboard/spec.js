@@ -90,8 +90,11 @@ function titleOf(command) {
   }
   // The program by its name (a venv's python path can be long; the full command is the title's
   // tooltip), so what is cut past 100 characters is never the arguments that tell jobs apart.
+  // A multi-line argument (python -c code) reads as its lines, each break shown as a return
+  // sign: JSON's "\n" read as a backslash in the code.
   const shown = argv.length ? [path.basename(argv[0]), ...argv.slice(1)] : argv;
-  const line = shown.map((a) => (/[\s'"()$`\\;&|<>*?]/.test(a) ? JSON.stringify(a) : a)).join(' ');
+  const flat = (a) => a.replace(/[ \t]*\r?\n[ \t]*/g, ' \u23ce ').replace(/\t/g, ' ');
+  const line = shown.map((a) => (/[\s'"()$`\\;&|<>*?]/.test(a) ? JSON.stringify(flat(a)) : a)).join(' ');
   return line.length > 100 ? `${line.slice(0, 99)}…` : line;
 }
 

@@ -131,6 +131,28 @@ test('a closed stage is as long as the worker measured, ending when its end arri
   assert.deepEqual(v.stages.map((s) => [s.start_s, s.end_s, s.status]), [[0.6, 3.1, 'ok']]);
 });
 
+test("a child stage's bar never starts before its parent's, whatever each end's delay", () => {
+  const v = view0();
+  model.apply(v, { type: 'state', data: 'starting', t: T0 });
+  const stage = (data, at) => model.apply(v, { type: 'stage', data, t: T0 + at });
+  stage({ event: 'begin', name: 'main', depth: 0 }, 100);
+  stage({ event: 'begin', name: 'config', depth: 1 }, 200);
+  stage({ event: 'begin', name: 'import torch', depth: 2 }, 300);
+  // the import's end came 0.5 s late: its start, measured back from its arrival, is 1.0 s;
+  // config's begin had arrived at 0.2 s, but config's end came on time: 2.0 - 1.5 = 0.5 s
+  stage({ event: 'end', name: 'import torch', status: 'ok', duration_s: 0.5 }, 1500);
+  stage({ event: 'end', name: 'config', status: 'ok', duration_s: 1.8 }, 2000);
+  stage({ event: 'begin', name: 'train', depth: 1 }, 2100);
+  const at = () => Object.fromEntries(v.stages.map((s) => [s.name, s.start_s]));
+  assert.deepEqual(at(), { main: 0.1, config: 0.2, 'import torch': 1, train: 2.1 });
+  // an end delivered late makes the child start before its parent: the parent holds it
+  stage({ event: 'begin', name: 'save', depth: 2 }, 2200);
+  stage({ event: 'end', name: 'save', status: 'ok', duration_s: 2.0 }, 3000);
+  assert.equal(at().save, 1);
+  assert.equal(at().train, 1, 'train now starts where its child did');
+  assert.equal(at().main, 0.1, 'main already held it');
+});
+
 test('the log is bounded; undecodable bytes show as \\xNN; a page catches up by delta', () => {
   const v = view0();
   model.apply(v, { type: 'log', data: { stream: 'stdout', text: 'raw \udcff end', encoding: 'escaped' }, t: T0 });
@@ -549,6 +571,10 @@ test('a job title names the program, not its install path, and keeps the argumen
   const deep = `/tmp/${'x'.repeat(80)}/.venv/bin/python`;
   assert.equal(titleOf([deep, '-c', 'print(1)', 'two words']), 'python -c "print(1)" "two words"');
   assert.equal(titleOf([deep, 'train.py', '--lr', '3e-4']), 'python train.py --lr 3e-4');
+  // code over several lines: its lines, not JSON's "\n" (read as a backslash in the code)
+  const code = 'from trainbridge import worker\nfor step in range(3):\n    worker.progress(step, 3)';
+  assert.equal(titleOf(['python', '-c', code]),
+    'python -c "from trainbridge import worker \u23ce for step in range(3): \u23ce worker.progress(step, 3)"');
   const long = titleOf(['python', 'train.py', ...Array.from({ length: 40 }, (_, i) => `--opt${i}`)]);
   assert.equal(long.length, 100);
   assert.ok(long.endsWith('…') && long.startsWith('python train.py --opt0'));
