@@ -23,6 +23,8 @@ Frame = dict[str, Any]  # {"file": str, "line": int, "function": str}
 TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+), in (?P<func>.+?)\s*$')
 _FH_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+) in (?P<func>.+?)\s*$')
 _PYSPY_FRAME = re.compile(r'^\s+(?P<func>\S[^()]*?) \((?P<file>[^()]+?):(?P<line>\d+)\)\s*$')
+_FH_THREAD_HEADER = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-fA-F]+")
+_FH_CURRENT = re.compile(r"^Current thread (0x[0-9a-fA-F]+)")
 _HEADER = re.compile(r"^(?:Current thread|Thread|Traceback|Stack|Process|#|---|===)|:\s*$")
 
 
@@ -98,6 +100,49 @@ def thread_stacks(text: Optional[str]) -> list[tuple[str, list[Frame]]]:
         return []
     blocks = [(h, _frames_of_block(h, ls)) for h, ls in _split_blocks(text)]
     return [(h, f) for h, f in blocks if f]
+
+
+def crashed_thread(crash_text: Optional[str]) -> Optional[str]:
+    """The thread a native crash happened on, from faulthandler's dump: "MainThread" when
+    its "Current thread" is the dump's last (faulthandler lists the newest thread first, the
+    main one last), else its ident as faulthandler wrote it ("0x00007f3a..."); None when
+    the text has no such dump. The last dump in the text is the crash's."""
+    blocks = [h for h, _ in _split_blocks(crash_text or "") if _FH_THREAD_HEADER.match(h)]
+    for i in range(len(blocks) - 1, -1, -1):
+        current = _FH_CURRENT.match(blocks[i])
+        if current is None:
+            continue
+        # its dump's threads are the blocks from the one after the previous "Current" to
+        # the next one; the main thread is the last of them
+        later = blocks[i + 1 :]
+        same_dump = []
+        for header in later:
+            if _FH_CURRENT.match(header):
+                break
+            same_dump.append(header)
+        return "MainThread" if not same_dump else current.group(1)
+    return None
+
+
+def thread_of(
+    kind: Optional[str],
+    evidence: Optional[dict[str, Any]],
+    error: Optional[dict[str, Any]],
+    crash_text: Optional[str],
+    hung: bool,
+) -> Optional[str]:
+    """The thread a verdict is about, for a face to show first: the thread a hang's main
+    thread waits for (evidence.waits_for), else a hang's main thread; the thread a native
+    crash happened on; the thread a fatal error was raised in. None when none is known."""
+    waits_for = (evidence or {}).get("waits_for") or {}
+    if isinstance(waits_for, dict) and waits_for.get("thread"):
+        return str(waits_for["thread"])
+    if hung:
+        return "MainThread"
+    if kind == "native_crash":
+        return crashed_thread(crash_text)
+    thread = (error or {}).get("thread")
+    return str(thread) if thread else None
 
 
 def format_frame(frame: Optional[Frame]) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import diagnosis, ranks, ranks_hang
+from trainbridge.bridge import diagnosis, diagnosis_stack, ranks, ranks_hang
 from trainbridge.bridge.diagnosis_stack import strip_ansi
 
 # The report's words and its files have rooms of their own; their names stay importable here.
@@ -156,6 +156,17 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
         }
     if facts["internal_error"]:
         verdict = internal_diagnosis(facts["internal_error"])
+    if verdict is not None and "thread" not in verdict:
+        verdict = dict(
+            verdict,
+            thread=diagnosis_stack.thread_of(
+                verdict.get("kind"),
+                verdict.get("evidence"),
+                cause_error if cause_error is not None and outcome == "failed" else error,
+                crash_text or "\n".join(facts["fatal_lines"]),
+                outcome == "hung",
+            ),
+        )
     # A distributed job's stage is its ranks': where the root cause failed, or where the job
     # was when declared hung; not the stage the launcher (the lead again once its ranks
     # left) was in, its "main" around the whole run.

@@ -312,9 +312,9 @@ function endWith(view, report, t) {
       kind: report.diagnosis.kind, summary: report.diagnosis.summary, hint: report.diagnosis.hint,
       frame: (report.diagnosis.evidence || {}).frame ?? null,
       user_frame: (report.diagnosis.evidence || {}).user_frame ?? null,
-      // the thread the judge found blocking, where it named one (a main thread's wait for a
-      // thread of the script: evidence.waits_for, docs/DIAGNOSIS.md lock_wait); else null
-      thread: ((report.diagnosis.evidence || {}).waits_for || {}).thread ?? null,
+      // the thread the judge's verdict is about (diagnosis.thread: the thread a hang waits
+      // for, a crash's thread, the one an error was raised in), shown first; else null
+      thread: report.diagnosis.thread ?? ((report.diagnosis.evidence || {}).waits_for || {}).thread ?? null,
     } : null,
     error: report.error ? { type: report.error.type, message: report.error.message,
       traceback: report.error.traceback || '' } : null,

@@ -475,6 +475,9 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.match(await text(page, '#verdict'), /SIGSEGV/);
     assert.match(await text(page, '#diagnosis'), /native_crash/);
     assert.match(await text(page, '#log'), /crashing in stage config/);
+    // the thread it crashed on (the judge's diagnosis.thread, the main one here) comes first
+    assert.match(await page.locator('#stacks pre.blocking').first().innerText(),
+      /^Current thread 0x[0-9a-f]+ \(most recent call first\):\s+\(crashed here, the diagnosis says\)/);
     await page.screenshot({ path: path.join(SHOTS, 'crashed.png'), fullPage: true });
     assert.deepEqual(errors, []);
   });

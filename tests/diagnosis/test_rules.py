@@ -61,3 +61,31 @@ def test_parse_stack_without_frames(text):
 
 def test_importing_module_outside_import_is_none():
     assert d.importing_module(d.parse_stack(FH_SLEEP)) is None
+
+
+def test_the_crashed_thread_is_faulthandlers_current_one_main_when_listed_last():
+    from trainbridge.bridge.diagnosis_stack import crashed_thread
+
+    main_crashed = (
+        "Fatal Python error: Segmentation fault\n\n"
+        "Thread 0x00007f01 (most recent call first):\n"
+        '  File "/x.py", line 3 in loop\n\n'
+        "Current thread 0x00007f00 (most recent call first):\n"
+        '  File "/x.py", line 9 in crash\n'
+    )
+    other_crashed = (
+        "Fatal Python error: Segmentation fault\n\n"
+        "Current thread 0x00007f01 (most recent call first):\n"
+        '  File "/x.py", line 3 in decode\n\n'
+        "Thread 0x00007f00 (most recent call first):\n"
+        '  File "/x.py", line 9 in main\n'
+    )
+    # an earlier SIGUSR1 dump in the same file: the last dump is the crash's
+    earlier = "[trainbridge] pid 7: stacks on SIGUSR1\n" + main_crashed.split("\n\n", 1)[1]
+    assert crashed_thread(main_crashed) == "MainThread"
+    assert crashed_thread(other_crashed) == "0x00007f01"
+    assert crashed_thread(earlier + "\n" + other_crashed) == "0x00007f01"
+    assert (
+        crashed_thread("Fatal Python error: Aborted\n\nStack (most recent call first):\n") is None
+    )
+    assert crashed_thread(None) is None

@@ -34,11 +34,11 @@ function chart(el, opts, data) {
 function splitThreads(text) {
   const threads = [];
   for (const line of String(text).split('\n')) {
-    const header = /^(?:Current thread|Thread) 0x[0-9a-fA-F]+(?: "([^"]*)")?/.exec(line);
-    if (header || !threads.length) threads.push({ name: header ? header[1] ?? null : null, lines: [] });
+    const header = /^(?:Current thread|Thread) (0x[0-9a-fA-F]+)(?: "([^"]*)")?/.exec(line);
+    if (header || !threads.length) threads.push({ name: header ? header[2] ?? null : null, ident: header ? header[1] : null, lines: [] });
     threads[threads.length - 1].lines.push(line);
   }
-  return threads.map((t) => ({ name: t.name, text: t.lines.join('\n').replace(/\n+$/, '') })).filter((t) => t.text.trim());
+  return threads.map((t) => ({ name: t.name, ident: t.ident, text: t.lines.join('\n').replace(/\n+$/, '') })).filter((t) => t.text.trim());
 }
 
 export function jobPage(main, id) {
@@ -328,6 +328,8 @@ export function jobPage(main, id) {
     }
     stacksSection.hidden = dumps.length === 0;
     const blocking = head.report && head.report.diagnosis ? head.report.diagnosis.thread : null;
+    // what the verdict says of its thread: a hang's blocks, a crash's crashed, an error's raised
+    const verb = { hung: 'blocking', crashed: 'crashed here' }[head.report ? head.report.outcome : ''] ?? 'raised here';
     const key = JSON.stringify([dumps, blocking]);
     if (key === stacksShown) return;
     stacksShown = key;
@@ -338,11 +340,15 @@ export function jobPage(main, id) {
         return box;
       }
       const threads = splitThreads(text);
-      const first = threads.filter((t) => blocking && t.name === blocking);
+      // the verdict's thread by name, or by faulthandler's ident (a native crash's thread)
+      // (a crash on the main thread: faulthandler's "Current thread" of the crash dump)
+      const crashedMain = blocking === 'MainThread' && verb === 'crashed here' && heading.includes('faulthandler');
+      const first = threads.filter((t) => blocking && (t.name === blocking || t.ident === blocking
+        || (crashedMain && t.text.startsWith('Current thread'))));
       const own = threads.filter((t) => t.name !== null && t.name.startsWith('trainbridge-'));
       const rest = threads.filter((t) => !first.includes(t) && !own.includes(t));
       const pre = (t, blocks) => h('pre', { class: blocks ? 'thread blocking' : 'thread', 'data-thread': t.name ?? '' },
-        blocks ? h('strong', { text: `${t.text.split('\n')[0]}  (blocking, the diagnosis says)\n` }) : null,
+        blocks ? h('strong', { text: `${t.text.split('\n')[0]}  (${verb}, the diagnosis says)\n` }) : null,
         blocks ? t.text.slice(t.text.indexOf('\n') + 1) : t.text);
       box.append(...first.map((t) => pre(t, true)), ...rest.map((t) => pre(t, false)));
       if (own.length) {
