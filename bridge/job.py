@@ -123,6 +123,7 @@ class Job(JobActions, JobMessages, JobEnd):
         sample_resources: bool = False,
         stop_on_nan: Any = None,
         spawned_at: Optional[float] = None,
+        events: bool = True,
     ):
         if detached:
             raise TypeError(DETACHED_REMOVED)
@@ -156,7 +157,10 @@ class Job(JobActions, JobMessages, JobEnd):
         self._outbox: collections.deque[Any] = collections.deque()  # job.send() before any hello
         self.crash_file = os.path.join(self.dir, "crash.txt")
         self._callbacks: list[Callable[[dict[str, Any]], None]] = [on_event] if on_event else []
-        self._events = EventQueue(EVENT_QUEUE)  # for events() / next_event()
+        # for events() / next_event(); events=False: nobody will read them (run --transparent
+        # waits for the report only), so no event is kept and an output line with no
+        # listener makes none
+        self._events: Optional[EventQueue] = EventQueue(EVENT_QUEUE) if events else None
         self._done = threading.Event()
         self.report: Optional[Report] = None
 
@@ -184,6 +188,7 @@ class Job(JobActions, JobMessages, JobEnd):
             self._publish,
             self._step,
             lambda: self.m["state"] == "stalled",
+            lambda: self._events is not None or bool(self._callbacks),
         )
         self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
         # Hellos of the processes that may lead (said hello, have not left), in order.
@@ -438,11 +443,19 @@ class Job(JobActions, JobMessages, JobEnd):
         """Events since the job started, in order, until "end". One consumer at a time; a
         consumer that falls EVENT_QUEUE behind gets a "dropped" event instead of the oldest.
         With a timeout, the iteration stops when no event came for that long."""
-        return self._events.events(timeout)
+        return self._queue().events(timeout)
 
     def next_event(self, timeout: Optional[float] = 0) -> Optional[dict[str, Any]]:
         """The next event from the job's queue, waiting up to `timeout` (None: forever)."""
-        return self._events.next_event(timeout)
+        return self._queue().next_event(timeout)
+
+    def _queue(self) -> EventQueue:
+        if self._events is None:
+            raise RuntimeError(
+                "this Job was made with events=False, so it keeps no events: make it with "
+                "events=True (the default) to read events() / next_event(), or pass on_event"
+            )
+        return self._events
 
     def __getattr__(self, name: str) -> Any:
         """job.exit_code, job.progress, job.stages, ...: the facts record's values, read as
@@ -466,7 +479,8 @@ class Job(JobActions, JobMessages, JobEnd):
     def _publish_all(self, events: list[dict[str, Any]]) -> None:
         """Queue the events for events() and hand each to every listener, in order, with one
         lock for the lot (a `logs` batch holds up to 256 records)."""
-        self._events.put_all(events)
+        if self._events is not None:
+            self._events.put_all(events)
         for event in events:  # each event to every listener before the next event
             for callback in list(self._callbacks):
                 try:

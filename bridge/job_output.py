@@ -44,6 +44,7 @@ class Output:
         publish: Callable[[Event], None],
         step: Callable[[Event], None],
         stalled: Callable[[], bool],
+        listening: Callable[[], bool] = lambda: True,
     ):
         self.facts = facts
         self.hub = hub
@@ -54,6 +55,7 @@ class Output:
         self._publish = publish
         self._step = step
         self._stalled = stalled
+        self._listening = listening  # whether an `output` event has anyone to reach
         self._pipes: dict[int, str] = {}  # fd -> stream, while it is open
         self._pipe_files: dict[int, Any] = {}  # close through these: Popen owns the fds
         self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
@@ -180,17 +182,22 @@ class Output:
     def _lines(self, stream: str, raw_lines: Any) -> None:
         if not raw_lines:
             return
+        if stream == "stdout" and self._log is None and not self._listening():
+            self._tail_only(stream, raw_lines)
+            return
         decoded = [(*decode_line(raw.data), raw.end) for raw in raw_lines]
         # The log first: when a listener hears of a line, the file already has it.
-        now = time.monotonic()
-        stamp = log_stamp(time.time()) + " " if self.log_timestamps else ""
-        logged = [
-            stamp + log_text(kept)
-            for text, _, end in decoded
-            for kept in self._redraws.feed(stream, text, end, now)
-        ]
-        if logged:
-            self.write_log("\n".join(logged))
+        if self._log is not None:
+            now = time.monotonic()
+            stamp = log_stamp(time.time()) + " " if self.log_timestamps else ""
+            logged = [
+                stamp + log_text(kept)
+                for text, _, end in decoded
+                for kept in self._redraws.feed(stream, text, end, now)
+            ]
+            if logged:
+                self.write_log("\n".join(logged))
+        listening = self._listening()
         for text, encoding, end in decoded:
             self.facts["lines"][stream] += 1
             # tqdm redraws replace each other in the tail instead of filling it.
@@ -206,6 +213,8 @@ class Output:
                 if text.startswith(NO_WORKER_MARKERS):
                     self._publish({"event": "no_worker", "reason": text})
                     self._step({"type": "no_worker", "t": time.monotonic(), "reason": text})
+            if not listening:
+                continue
             self._publish(
                 {
                     "event": "output",
@@ -216,6 +225,27 @@ class Output:
                     "line": self.facts["lines"][stream],
                 }
             )
+        self._activity()
+
+    def _tail_only(self, stream: str, raw_lines: Any) -> None:
+        """No log file and nobody listening (run --transparent): a stdout line is counted,
+        and decoded only if the tail keeps it. From the end back: a line ended by a bare
+        CR is replaced by the next one (a bar's redraw), as _lines' tail does."""
+        self.facts["lines"][stream] += len(raw_lines)
+        tail = self.facts["tail"]
+        kept: list[Any] = []
+        last = len(raw_lines) - 1
+        for i in range(last, -1, -1):
+            if raw_lines[i].end == "cr" and i != last:
+                continue
+            kept.append(raw_lines[i])
+            if len(kept) == tail.maxlen:
+                break
+        else:  # every line was seen: the first replaced the tail's redraw, if it ends one
+            if tail and tail[-1]["end"] == "cr" and tail[-1]["stream"] == stream:
+                tail.pop()
+        for raw in reversed(kept):
+            tail.append({"stream": stream, "text": decode_line(raw.data)[0], "end": raw.end})
         self._activity()
 
     def _activity(self) -> None:

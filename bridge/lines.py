@@ -21,7 +21,7 @@ and `line_bytes(text, encoding)` gives back the original bytes.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Union
+from typing import NamedTuple, Optional, Union
 
 DEFAULT_MAX_LINE = 64 * 1024
 _TERMINATOR = re.compile(rb"[\r\n]")
@@ -43,8 +43,12 @@ class LineSplitter:
         self._cr_pending = False  # the last chunk ended in "\r"; "\n" may follow
 
     def feed(self, chunk: bytes) -> list[RawLine]:
-        out: list[RawLine] = []
         raw = bytes(chunk)
+        if not self._cr_pending and b"\r" not in raw:
+            lines = self._feed_lf(raw)  # the common case, in bulk: a flood's 8 KiB writes
+            if lines is not None:
+                return lines
+        out: list[RawLine] = []
         n = len(raw)
         pos = 0
         if self._cr_pending and n:
@@ -72,6 +76,23 @@ class LineSplitter:
                 end, pos = "cr", i + 1
             self._emit(out, end)
         return out
+
+    def _feed_lf(self, raw: bytes) -> Optional[list[RawLine]]:
+        """feed() for a chunk with no "\r" (none pending either), split in one call: the
+        same lines, or None when one is longer than max_line (feed's loop cuts it)."""
+        parts = raw.split(b"\n")
+        rest = parts.pop()
+        if parts:
+            parts[0] = bytes(self._buf) + parts[0]
+            if len(rest) > self.max_line or max(map(len, parts)) > self.max_line:
+                return None
+            self._buf = bytearray(rest)
+            new = tuple.__new__  # RawLine(part, "lf") without its Python-level __new__
+            return [new(RawLine, (part, "lf")) for part in parts]
+        if len(self._buf) + len(rest) > self.max_line:
+            return None
+        self._buf += rest
+        return []
 
     def flush(self) -> list[RawLine]:
         """EOF: the line held back by a trailing "\\r", then any unterminated rest."""

@@ -175,6 +175,7 @@ def run(args: Any, cmd: list[str]) -> int:
         python_env=False,
         ident=(job_id, key),
         spawned_at=spawned_at,
+        events=False,  # nothing reads them: the report is the verdict
     )
     forwarder.attach(job)  # before start: a signal noted so far steps the job before its exit
     job.start(proc, read_pipes=False)

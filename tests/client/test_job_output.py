@@ -4,6 +4,9 @@ a hub: chunks fed as `run --transparent` feeds them, the log file, its write fai
 
 import os
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from trainbridge.bridge import job_facts
 from trainbridge.bridge.job_output import PSEUDO_FDS, Output, open_log
 from trainbridge.bridge.streams import ChunkStream
@@ -20,8 +23,8 @@ class NoHub:
         self.removed.append(fd)
 
 
-def make(tmp_path, log_fd=None, raw=None, stalled=False):
-    facts = job_facts.initial("job-x", ["python"], None, 0.0, 0.0, 10)
+def make(tmp_path, log_fd=None, raw=None, stalled=False, listening=True, tail_lines=10):
+    facts = job_facts.initial("job-x", ["python"], None, 0.0, 0.0, tail_lines)
     published, stepped = [], []
     output = Output(
         facts,
@@ -33,6 +36,7 @@ def make(tmp_path, log_fd=None, raw=None, stalled=False):
         published.append,
         stepped.append,
         lambda: stalled,
+        lambda: listening,
     )
     output.attach(None, read_pipes=False, owner=None)
     return output, facts, published, stepped
@@ -98,3 +102,35 @@ def test_a_stalled_job_hears_of_each_output_at_once(tmp_path):
     for n in range(3):
         output2.feed("stdout", b"line %d\n" % n)
     assert len(stepped2) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    chunks=st.lists(
+        st.lists(st.sampled_from([b"step\n", b"\r40%", b"\r", b"x", b"\n", b"\xd6\xd0\n"])).map(
+            b"".join
+        ),
+        max_size=8,
+    ),
+    tail_lines=st.integers(1, 6),
+    stderr=st.booleans(),
+)
+def test_with_nobody_listening_the_tail_and_counts_are_the_same(
+    tmp_path_factory, chunks, tail_lines, stderr
+):
+    """run --transparent: no log, no listener, so a stdout line is only counted and decoded
+    if the tail keeps it; the tail and the counts are those every line would have made."""
+    tmp = tmp_path_factory.mktemp("out")
+    seen = {}
+    for listening in (True, False):
+        output, facts, published, _ = make(tmp, listening=listening, tail_lines=tail_lines)
+        for chunk in chunks:
+            output.feed("stdout", chunk)
+            if stderr:
+                output.feed("stderr", b"warn\r")
+        output.feed("stdout", b"")
+        output.feed("stderr", b"")
+        seen[listening] = (list(facts["tail"]), dict(facts["lines"]))
+        if not listening:
+            assert not [e for e in published if e["event"] == "output"]
+    assert seen[False] == seen[True]

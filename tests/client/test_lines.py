@@ -50,6 +50,25 @@ def test_any_chunking_gives_the_same_lines(data, cuts, max_line):
     assert split_all(chunks, max_line) == split_all([data], max_line)
 
 
+class ByteLoop(LineSplitter):
+    """The splitter with its one-call path for chunks without "\r" turned off."""
+
+    def _feed_lf(self, raw):
+        return None
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=stream, cuts=st.lists(st.integers(0, 200), max_size=8), max_line=st.integers(4, 16))
+def test_the_bulk_split_gives_the_loops_lines(data, cuts, max_line):
+    """A chunk with no "\r" is split in one call (a flood's 8 KiB writes); the lines are
+    those of the terminator-by-terminator loop, however the stream is cut."""
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    chunks = [data[a:b] for a, b in zip([0] + points, points + [len(data)])]
+    looped = ByteLoop(max_line)
+    expect = [line for chunk in chunks for line in looped.feed(chunk)] + looped.flush()
+    assert split_all(chunks, max_line) == expect
+
+
 @settings(max_examples=300, deadline=None)
 @given(data=stream, max_line=st.integers(4, 16))
 def test_lines_keep_every_byte_but_terminators(data, max_line):
