@@ -297,6 +297,17 @@ def error_body(state: State, cause: Optional[dict[str, Any]]) -> Optional[dict[s
     return None
 
 
+def launcher_error(state: State) -> Optional[dict[str, Any]]:
+    """The launcher's own fatal error body (torchrun's ChildFailedError), or None: the job's
+    error when its root cause is a rank killed by a signal, which raised nothing itself.
+    Not the lead's, which is rank 0's or the launcher's by the order their messages came."""
+    procs = list(state["procs"].values())
+    for p in procs:
+        if p.get("body") is not None and _role(p, procs) == "launcher":
+            return dict(p["body"])
+    return None
+
+
 SIGNAL_NAMES = {6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 
 

@@ -100,6 +100,10 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     rows, cause, cause_error = _ranks(facts["ranks"])
     if cause_error is not None and outcome == "failed":
         error = _error(cause_error, tail)  # the rank that failed first, not the lead's echo
+    elif cause is not None and outcome == "failed" and cause["error"].get("source") == "signal":
+        # a rank killed by a signal raised nothing: the job's error is its launcher's, the
+        # same whichever of rank 0 and the launcher was the lead when its error came
+        error = _error(ranks.launcher_error(facts["ranks"]), tail) or error
     stage = diagnosis.stage_at_end(facts["stages"], facts["error"])
     stages = [
         {

@@ -492,6 +492,15 @@ def cases():
         facts(outcome="failed", **killed_rank(), exit_code=1),
         {"crash_text": None, "stage_box": None},
     )
+    # The same job where rank 0 led when its error came (it left before the launcher's): the
+    # job's error is still the launcher's, not whichever process led then.
+    rank0_led = dict(killed_rank(), lead_pid=5000, leads=[4999, 5000, 4999])
+    rank0_led["error"] = dict(ERROR, type="RuntimeError", message="Connection closed by peer")
+    yield (
+        "failed: a rank killed from outside; the job's error is the launcher's whoever led",
+        facts(outcome="failed", **rank0_led, exit_code=1),
+        {"crash_text": None, "stage_box": None},
+    )
     record = health.initial()
     for step, loss in ((3, 2.3125), (4, 1.75), (9, NAN)):
         health.observe(record, step, {"loss": loss, "lr": 0.5})
