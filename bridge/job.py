@@ -189,6 +189,7 @@ class Job(JobActions, JobMessages, JobEnd):
             self._step,
             lambda: self.m["state"] == "stalled",
             lambda: self._events is not None or bool(self._callbacks),
+            self._publish_all,
         )
         self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
         # Hellos of the processes that may lead (said hello, have not left), in order.

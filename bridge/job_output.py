@@ -45,6 +45,7 @@ class Output:
         step: Callable[[Event], None],
         stalled: Callable[[], bool],
         listening: Callable[[], bool] = lambda: True,
+        publish_all: Optional[Callable[[list[Event]], None]] = None,
     ):
         self.facts = facts
         self.hub = hub
@@ -56,12 +57,17 @@ class Output:
         self._step = step
         self._stalled = stalled
         self._listening = listening  # whether an `output` event has anyone to reach
+        self._publish_all = publish_all or self._each
         self._pipes: dict[int, str] = {}  # fd -> stream, while it is open
         self._pipe_files: dict[int, Any] = {}  # close through these: Popen owns the fds
         self._splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
         self._redraws = RedrawThrottle()  # a bar's redraws reach the log once a second
         self._fatal_capture = False
         self._event_t: Optional[float] = None  # the last `output` machine event
+
+    def _each(self, events: list[Event]) -> None:
+        for event in events:
+            self._publish(event)
 
     @property
     def open(self) -> bool:
@@ -198,33 +204,38 @@ class Output:
             if logged:
                 self.write_log("\n".join(logged))
         listening = self._listening()
+        # One publish for the chunk's lines (one clock read, one lock), in order; a no_worker
+        # event goes out after the lines before it.
+        batch: list[Event] = []
+        t = time.time()
+        tail, counts = self.facts["tail"], self.facts["lines"]
         for text, encoding, end in decoded:
-            self.facts["lines"][stream] += 1
+            counts[stream] += 1
             # tqdm redraws replace each other in the tail instead of filling it.
-            if (
-                self.facts["tail"]
-                and self.facts["tail"][-1]["end"] == "cr"
-                and self.facts["tail"][-1]["stream"] == stream
-            ):
-                self.facts["tail"].pop()
-            self.facts["tail"].append({"stream": stream, "text": text, "end": end})
+            if tail and tail[-1]["end"] == "cr" and tail[-1]["stream"] == stream:
+                tail.pop()
+            tail.append({"stream": stream, "text": text, "end": end})
+            if listening:
+                batch.append(
+                    {
+                        "event": "output",
+                        "stream": stream,
+                        "text": text,
+                        "encoding": encoding,  # "utf-8", "gbk" or "escaped" (bridge/lines.py)
+                        "end": end,
+                        "line": counts[stream],
+                        "t": t,
+                    }
+                )
             if stream == "stderr":
                 self._capture_fatal(text)
                 if text.startswith(NO_WORKER_MARKERS):
+                    self._publish_all(batch)
+                    batch = []
                     self._publish({"event": "no_worker", "reason": text})
                     self._step({"type": "no_worker", "t": time.monotonic(), "reason": text})
-            if not listening:
-                continue
-            self._publish(
-                {
-                    "event": "output",
-                    "stream": stream,
-                    "text": text,
-                    "encoding": encoding,  # "utf-8", "gbk" or "escaped" (bridge/lines.py)
-                    "end": end,
-                    "line": self.facts["lines"][stream],
-                }
-            )
+        if batch:
+            self._publish_all(batch)
         self._activity()
 
     def _tail_only(self, stream: str, raw_lines: Any) -> None:
