@@ -29,6 +29,7 @@ BENCHES = [
     "scheduler",
     "keepers",
     "transparent",
+    "output",
     "ddp",
     "ddp_hosts",
 ]
