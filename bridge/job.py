@@ -540,6 +540,7 @@ def launch(
     log_timestamps: bool = False,
     sample_resources: bool = False,
     stop_on_nan: Any = None,
+    events: bool = True,
     **machine_config: Any,
 ) -> Job:
     """Start `cmd` (a list, no shell) under supervision and return its Job at once.
@@ -560,6 +561,9 @@ def launch(
     most once a second, as a scheduled job's keeper does. stop_on_nan: a metric name, a list of
     them, or "*" for every one: the job is cancelled when one first becomes NaN or infinite
     (the `health` event says it either way; docs/CLIENT.md "Training health").
+    events=False keeps no events for events() / next_event() (which then raise): for a
+    caller that listens with on_event or only waits for the report, so a flood of output
+    lines is not queued for nobody.
     Raises launcher.LaunchError when the command cannot be started."""
     config = {
         "startup_timeout": startup_timeout,
@@ -592,4 +596,5 @@ def launch(
         log_timestamps=log_timestamps,
         sample_resources=sample_resources,
         stop_on_nan=stop_on_nan,
+        events=events,
     ).start()

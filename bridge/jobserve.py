@@ -455,6 +455,7 @@ class Server:
                 stop_on_nan=spec.stop_on_nan,
                 sample_resources=spec.flags["sample_resources"],
                 spawned_at=early.spawned_at if early is not None else None,
+                events=False,  # on_event is the feed; nothing reads events()
             )
         except BaseException:
             if early is not None:

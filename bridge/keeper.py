@@ -475,6 +475,7 @@ class Keeper:
                     env=env,
                     log_path=row["log_path"],
                     on_event=self._on_event,
+                    events=False,  # on_event writes the feed; nothing reads events()
                     sample_resources=True,  # `resources` events, with the heartbeat
                     **config,
                 )

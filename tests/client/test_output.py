@@ -5,9 +5,30 @@ import os
 import sys
 
 import psutil
+import pytest
 
 from tests.client.conftest import assert_tree_gone, validate_report
 from trainbridge import bridge
+
+
+def test_a_job_without_events_keeps_none_and_listeners_still_hear_every_line(run):
+    """events=False (the keeper, the Node job server, run --transparent: they listen, or
+    only wait): nothing is queued for events(), which says why it cannot be read; on_event
+    hears every line, and the report's tail and counts are whole."""
+    heard = []
+    code = "for i in range(3000):\n    print('line', i)\n"
+    job, r = run(code, on_event=heard.append, events=False)
+    assert [e["text"] for e in heard if e["event"] == "output"] == [
+        f"line {i}" for i in range(3000)
+    ]
+    assert r["outcome"] == "succeeded" and r["log_tail"][-1] == "line 2999"
+    assert r["output"]["lines"]["stdout"] == 3000
+    with pytest.raises(RuntimeError, match="events=False"):
+        job.next_event(0)
+    with pytest.raises(RuntimeError, match="events=True"):
+        next(iter(job.events()))
+    quiet, r = run(code, events=False)  # nobody listening: lines counted, the tail decoded
+    assert r["log_tail"][-1] == "line 2999" and r["output"]["lines"]["stdout"] == 3000
 
 
 def test_gbk_and_invalid_utf8_lines(run, tmp_path):
