@@ -40,8 +40,9 @@ class Batches(Generic[T]):
             return True
 
     def __len__(self) -> int:
-        with self._cond:
-            return len(self._items)
+        # No lock: a list's length is read in one step, and a flood asks once per item
+        # (the job server's crowded()); take() swaps the list, so this is a moment's count.
+        return len(self._items)
 
     def take(self, retry_after: float = 0.0) -> tuple[list[T], bool]:
         """The writer's wait: (the items, in the order put; whether it is closed) once a

@@ -20,6 +20,10 @@ else null.)
 Every event a job publishes (its on_event: state, spawn, output, message, status, hang,
 signal, ..., end with the report) is one line, numbered per job from 1 as a keeper's events
 file numbers them (bridge/feed.py encode, `seq` first): {"seq": N, "job": ID, "event": ...}.
+A launch with "lines": true (the Node client's) gets a run of consecutive output events of one
+stream, as they are written together, as one line: {"seq": LAST, "job": ID, "event": "lines",
+"first": FIRST, "stream": S, "lines": [[text, encoding, end, line], ...], "t": T}, the events
+FIRST..LAST (a flood's lines cost one encode, not one each).
 A client that stops reading (its event loop blocked) does not make jobserve hold every line:
 past OUT_BACKLOG_MAX waiting lines a job's `output` events are counted instead, and a numbered
 {"event": "dropped", "count": N, "kinds": {"output": N}} comes before that job's next event.
@@ -135,6 +139,7 @@ class Out(threading.Thread):
         self.batches: Batches[tuple[Optional[str], Optional[int], Any]] = Batches(FLUSH_EVERY_S)
         self.broken = False
         self.late = 0  # lines put after close(): not in the feed, said on stderr
+        self.merging: set[str] = set()  # jobs whose client reads `lines` (launch's flag)
         self.start()
 
     def put(self, job_id: Optional[str], seq: Optional[int], event: Any, urgent: bool) -> None:
@@ -164,7 +169,38 @@ class Out(threading.Thread):
         while not closed:
             batch, closed = self.batches.take()
             if batch and not self.broken:
-                self._write("".join(encode(*item) for item in batch).encode("ascii", "replace"))
+                self._write("".join(self._encode(batch)).encode("ascii", "replace"))
+
+    def _encode(self, batch: list[tuple[Optional[str], Optional[int], Any]]) -> list[str]:
+        """The batch's lines; a run of a job's consecutive output events on one stream is
+        one `lines` line for a client that asked (a flood's lines cost one encode, not one
+        each): {"seq": LAST, "job", "event": "lines", "first": FIRST, "stream",
+        "lines": [[text, encoding, end, line], ...], "t"}, seq FIRST..LAST being theirs."""
+        out: list[str] = []
+        run: list[tuple[Optional[str], Optional[int], Any]] = []
+        for item in batch:
+            job_id, seq, event = item
+            if (
+                job_id in self.merging
+                and isinstance(event, dict)
+                and event.get("event") == "output"
+                and seq is not None
+            ):
+                last = run[-1] if run else None
+                if last is not None and (
+                    last[0] != job_id or last[2]["stream"] != event["stream"] or last[1] != seq - 1
+                ):
+                    out.append(_run_line(run))
+                    run = []
+                run.append(item)
+                continue
+            if run:
+                out.append(_run_line(run))
+                run = []
+            out.append(encode(*item))
+        if run:
+            out.append(_run_line(run))
+        return out
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -215,6 +251,16 @@ def encode(job_id: Optional[str], seq: Optional[int], event: Any) -> str:
         bad["event"] = event.get("event") if isinstance(event, dict) else "raw"
         bad["encode_error"] = f"{type(exc).__name__}: {exc}"
         return feed.encode(seq, bad) if seq is not None else jsonform.dumps(bad) + "\n"
+
+
+def _run_line(run: list[tuple[Optional[str], Optional[int], Any]]) -> str:
+    """One output event as it is, or a run of them as one `lines` line (Out._encode)."""
+    if len(run) == 1:
+        return encode(*run[0])
+    job_id, first, event = run[0]
+    lines = [[e["text"], e.get("encoding"), e["end"], e["line"]] for _, _, e in run]
+    body = {"stream": event["stream"], "lines": lines, "t": run[-1][2].get("t")}
+    return encode(job_id, run[-1][1], {"event": "lines", "first": first, **body})
 
 
 class RawSink:
@@ -417,6 +463,8 @@ class Server:
         proc = early.proc if early is not None else None
         served = Served(job_id)
         out = self.out
+        if spec.flags["lines"]:
+            out.merging.add(job_id)
 
         def on_event(event: dict[str, Any]) -> None:  # the hub's I/O thread
             if event.get("event") == "output" and out.crowded():
@@ -433,6 +481,7 @@ class Server:
                 if event.get("event") == "end":
                     with self.jobs_lock:
                         self.jobs.pop(job_id, None)
+                    out.merging.discard(job_id)  # its lines before the end went out unmerged
                     served.end()
             except Exception as exc:  # noqa: BLE001 - said, and the feed goes on
                 say(f"job {job_id}: event {served.seq} failed: {type(exc).__name__}: {exc}")
@@ -629,6 +678,7 @@ FLAGS = (
     ("python_env", True),
     ("log_timestamps", False),
     ("sample_resources", False),
+    ("lines", False),  # the client reads `lines`: consecutive output events merged (Out)
 )
 
 

@@ -171,6 +171,12 @@ class FeedJob extends EventEmitter {
       case 'output':
         emit('log', { stream: event.stream, text: event.text, encoding: event.encoding ?? null, end: event.end });
         break;
+      case 'lines': // the job server's run of output events first..seq, written together
+        event.lines.forEach(([text, encoding, end], i) => {
+          this._lineSeq = event.first + i;
+          emit('log', { stream: event.stream, text, encoding: encoding ?? null, end });
+        });
+        break;
       case 'spawn':
         this.pid = event.pid;
         emit('spawn', { pid: event.pid, command: event.command });

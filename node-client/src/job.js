@@ -85,6 +85,7 @@ class Job extends FeedJob {
       log_timestamps: Boolean(options.logTimestamps),
       stop_on_nan: options.stopOnNan ?? null,
       sample_resources: Boolean(options.sampleResources),
+      lines: true, // read a run of output events as one `lines` line (bridge/jobserve.py)
     });
     // 'inherit': this process's stdin, passed on through the job server (its own stdin is its
     // request pipe), and let go at the end

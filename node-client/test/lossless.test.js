@@ -143,3 +143,26 @@ test('a blocked event loop and a flood of printed lines: the supervisor counts w
   assert.ok(texts.every((t, i) => i === 0 || Number(t.split(' ')[1]) > Number(texts[i - 1].split(' ')[1])), 'in order');
   assert.equal(report.log_tail.at(-1), `line ${lines - 1}`);
 });
+
+test('a printed flood: every line reaches the listener in order, and events() numbers each one', async () => {
+  // The job server writes a run of output events as one `lines` line (one encode for a
+  // flood's lines); the client gives each its own 'log' event and feed number, as before.
+  const job = launch({ command: PYTHON, args: ['-c', 'for i in range(50000): print(i)\n'], env: userEnv(), cwd: REPO });
+  const texts = [];
+  job.on('log', (rec) => { if (rec.stream === 'stdout') texts.push(rec.text); });
+  const seqs = [];
+  let lines = 0;
+  let dropped = 0; // events() keeps EVENT_QUEUE for a consumer that lags; the rest it counts
+  for await (const event of job.events()) {
+    if (event.seq !== null) seqs.push(event.seq);
+    if (event.type === 'log' && event.data.stream === 'stdout') lines += 1;
+    if (event.type === 'dropped') dropped += event.data.kinds.log || 0;
+  }
+  const report = await job.done;
+  assert.equal(report.outcome, 'succeeded');
+  assert.equal(texts.length, 50000);
+  assert.ok(texts.every((text, i) => text === String(i)), 'in order, none missing');
+  assert.equal(lines + dropped, 50000, `${lines} lines read, ${dropped} counted as dropped`);
+  const back = seqs.findIndex((seq, i) => i > 0 && seq <= seqs[i - 1]);
+  assert.equal(back, -1, `each event its own feed number, increasing (at ${back}: ${seqs.slice(back - 2, back + 2)})`);
+});

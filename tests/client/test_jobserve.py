@@ -919,3 +919,48 @@ def test_a_line_after_stdout_closed_is_counted_and_said(capsys):
     assert out.late == 1
     err = capsys.readouterr().err
     assert "a 'end' line of job job-1 came after stdout closed (1 so far)" in err, err
+
+
+def test_a_run_of_output_events_is_one_lines_line_for_a_client_that_asked():
+    """Out merges a job's consecutive output events of one stream, taken in one batch, into
+    one `lines` line when its launch asked ("lines": true, the Node client); one event stays
+    as it is, and a job that did not ask gets one line per event (an older client reads those)."""
+    from trainbridge.bridge import jobserve
+
+    out = jobserve.Out(os.open(os.devnull, os.O_WRONLY))
+    out.merging.add("j1")
+
+    def output(stream, n):
+        return {
+            "event": "output",
+            "stream": stream,
+            "text": f"l{n}",
+            "encoding": "utf-8",
+            "end": "lf",
+            "line": n,
+            "t": 1.0,
+        }
+
+    batch = [
+        ("j1", 1, output("stdout", 1)),
+        ("j1", 2, output("stdout", 2)),
+        ("j2", 1, output("stdout", 1)),  # another job, not asking: its own line
+        ("j1", 3, output("stdout", 3)),
+        ("j1", 4, output("stderr", 1)),  # another stream: a run of its own
+        ("j1", 5, {"event": "status", "t": 1.0}),
+        ("j1", 6, output("stdout", 4)),
+    ]
+    lines = [json.loads(line) for line in out._encode(batch)]
+    out.close()
+    shape = [
+        (d["job"], d["seq"], d["event"], d.get("first"), d.get("lines") or d.get("text"))
+        for d in lines
+    ]
+    assert shape == [
+        ("j1", 2, "lines", 1, [["l1", "utf-8", "lf", 1], ["l2", "utf-8", "lf", 2]]),
+        ("j2", 1, "output", None, "l1"),
+        ("j1", 3, "output", None, "l3"),
+        ("j1", 4, "output", None, "l1"),
+        ("j1", 5, "status", None, None),
+        ("j1", 6, "output", None, "l4"),
+    ]
