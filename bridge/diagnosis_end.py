@@ -160,21 +160,21 @@ def stage_at_end(
     closed number the begin and end messages in the order the client received them (times
     would mix the worker's clock with message latency, and two clients could disagree)."""
     if error and error.get("stage") and error.get("fatal", True):
-        return error["stage"]
+        return str(error["stage"])
     if not stages:
         return None
     open_ = [s for s in stages if s.get("status") == "running"]
     if open_:
-        return open_[-1]["name"]
+        return str(open_[-1]["name"])
     if not all(
         isinstance(s.get("began"), int) and isinstance(s.get("closed"), int) for s in stages
     ):
-        return stages[-1]["name"]
+        return str(stages[-1]["name"])
     last_begin = max(s["began"] for s in stages)
     unwound = [s for s in stages if s.get("status") == "error" and s["closed"] > last_begin]
     if unwound:
-        return min(unwound, key=lambda s: s["closed"])["name"]
-    return max(stages, key=lambda s: s["closed"])["name"]
+        return str(min(unwound, key=lambda s: s["closed"])["name"])
+    return str(max(stages, key=lambda s: s["closed"])["name"])
 
 
 # A resource that ran out, raised as a library's generic error: the words of
@@ -292,7 +292,7 @@ def _exhaustion(
             continue
         frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
         evidence.update(frame_fields(frames))
-        had = resources.get(part) if isinstance(resources.get(part), dict) else {}
+        had: dict[str, Any] = resources[part] if isinstance(resources.get(part), dict) else {}
         evidence[part] = had or None
         details, advice = words(had)
         message = quote(_message(error, log_tail))
@@ -312,7 +312,7 @@ def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
     worker's error body), saw_bye, crash_text, log_tail, stage, oom_killed, pid."""
     exit_code = facts.get("exit_code")
     signal = facts.get("signal")
-    error = facts.get("error") or None
+    error: Optional[dict[str, Any]] = facts.get("error") or None
     log_tail = list(facts.get("log_tail") or [])
     # The error knows the stage it was raised in; the client's last stage may be an outer
     # one (the inner stage closed with status "error" while the exception unwound).
@@ -328,7 +328,7 @@ def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
     # A fatal error event decides the end even when the exit status is 0, as it decides the
     # outcome (docs/CLIENT.md, "Outcomes"); SystemExit is an exit status, not an exception.
     fatal_error = (
-        bool(error) and bool(error.get("fatal", True)) and error.get("kind") != "system_exit"
+        error is not None and bool(error.get("fatal", True)) and error.get("kind") != "system_exit"
     )
     ended_badly = fatal_error or exit_code not in (0, None) or bool(signal)
 
@@ -416,7 +416,7 @@ def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
             _worker_died_hint(died["signal"], facts.get("oom_kills")),
             evidence,
         )
-    if fatal_error:
+    if fatal_error and error is not None:
         frames = _error_frames(error)
         evidence.update(frame_fields(frames))
         evidence["type"] = error.get("type")

@@ -158,14 +158,16 @@ def _blocking_socket(evidence: dict[str, Any]) -> Optional[dict[str, Any]]:
     fd = _main(evidence).get("fd")
     for sock in sockets:
         if fd is not None and sock.get("fd") == fd:
-            return sock
+            mine: dict[str, Any] = sock
+            return mine
     live = [
         s
         for s in sockets
         if s.get("status") in ("ESTABLISHED", "SYN_SENT", "CLOSE_WAIT")
         and s.get("pid") in (None, evidence.get("pid"))
     ]
-    return live[0] if live else (sockets[0] if sockets else None)
+    found: Optional[dict[str, Any]] = live[0] if live else (sockets[0] if sockets else None)
+    return found
 
 
 def _peer_child(evidence: dict[str, Any]) -> Optional[dict[str, Any]]:
@@ -175,7 +177,8 @@ def _peer_child(evidence: dict[str, Any]) -> Optional[dict[str, Any]]:
         return None
     for child in evidence.get("children") or []:
         if child.get("pid") == peer:
-            return child
+            peer_child: dict[str, Any] = child
+            return peer_child
     return None
 
 
@@ -183,7 +186,7 @@ def _child_to_name(evidence: dict[str, Any]) -> Optional[dict[str, Any]]:
     peer = _peer_child(evidence)
     if peer is not None:
         return peer
-    children = evidence.get("children") or []
+    children: list[dict[str, Any]] = evidence.get("children") or []
     for child in children:  # a stopped or dead child is the likely culprit
         if child.get("status") in ("stopped", "tracing-stop", "zombie", "dead", "disk-sleep"):
             return child
@@ -408,7 +411,7 @@ def dominant_wait(main: dict[str, Any]) -> Optional[str]:
     # between the clients.
     for wait, n in sorted(samples.items()):
         if wait not in ("running", "unknown") and isinstance(n, int) and n >= WAIT_MAJORITY * total:
-            return wait
+            return str(wait)
     return None
 
 
@@ -704,7 +707,7 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
             "unix socket" if child is not None and child is _peer_child(evidence) else None
         )
         # The hint says the state in its own words: name the child without it.
-        named = f"{role} (pid {child.get('pid')})" if role else who
+        named = f"{role} (pid {(child or {}).get('pid')})" if role else who
         state_hint = ""
         if child and child.get("status") in ("stopped", "tracing-stop"):
             state_hint = (
@@ -715,7 +718,7 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
             state_hint = (
                 f"{named} has exited but nobody collected it: the worker died; check its output"
             )
-        elif role and child_state(child) == "spinning":
+        elif role and child and child_state(child) == "spinning":
             state_hint = (
                 f"{named} is busy computing: a slow or endless __getitem__ / collate_fn "
                 f"in the dataset; profile it (py-spy dump --pid {child.get('pid')}) "
@@ -729,7 +732,7 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
             )
         stack = child_stack(child, facts.get("process_stacks"))
         extra["child_stack"] = stack
-        group = same_wait(child, children, facts.get("process_stacks")) if role else []
+        group = same_wait(child, children, facts.get("process_stacks")) if role and child else []
         if group and child:
             extra["same_wait"] = group
             who, state_hint = _same_wait_words(child, children, group, stack, state_hint)
@@ -741,9 +744,10 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
         extra["file_lock"] = lock
         pid = lock.get("holder_pid")
         stop = f" (kill {pid})" if pid is not None else ""
+        call = _LOCK_CALLS.get(str(lock.get("lock")), "")
         return diag(
             kind,
-            f"waiting{idle} for a lock on {lock.get('path')}{_LOCK_CALLS.get(lock.get('lock'), '')}"
+            f"waiting{idle} for a lock on {lock.get('path')}{call}"
             f", held by {holder}{where_stage} at {at}",
             f"{_lock_holder(lock, short=True)} holds the lock: let it finish, stop it{stop} if "
             "it is stuck, or give each job its own cache directory; the lock goes when its "
@@ -872,7 +876,8 @@ def _pct(evidence: dict[str, Any]) -> str:
 def _stuck_bar(progress: Optional[dict[str, Any]]) -> str:
     """Name the progress bar that stopped (zero-code tqdm bars carry their description, e.g.
     a huggingface_hub download's file name), so 'download stuck at 0 B/s' names the file."""
-    metrics = (progress or {}).get("metrics") or {}
+    progress = progress or {}
+    metrics = progress.get("metrics") or {}
     bar = metrics.get("bar")
     if not bar:
         return ""

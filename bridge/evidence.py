@@ -91,7 +91,7 @@ def collect(pid: int, window_s: float = 0.5) -> dict[str, Any]:
         return measure(first, main_thread_states(pid, first["t"] + max(0.0, window_s)))
     except Exception as exc:  # noqa: BLE001 - evidence is best effort: a bug here must not hide the job
         # What the first look read is kept: a failure later in the window costs only the rest.
-        ev = {k: first[k] for k in ("status", "name", "alive") if k in first}
+        ev: dict[str, Any] = {k: first[k] for k in ("status", "name", "alive") if k in first}
         notes = list(first.get("notes") or []) + [f"evidence failed: {type(exc).__name__}: {exc}"]
         return {"pid": pid, "window_s": window_s, **ev, "notes": notes}
 
@@ -216,7 +216,7 @@ def live(pid: int, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
             ev["window_s"] = round(now - previous["t"], 3)
         main = procfs.main_thread(pid, notes)
         ev["main_thread"] = main
-        children = []
+        children: list[dict[str, Any]] = []
         for kid in procfs.tree_pids(pid):
             kf = procfs.stat_fields(kid)
             if kf is None:

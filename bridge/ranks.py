@@ -60,7 +60,8 @@ def _proc(state: State, key: str) -> dict[str, Any]:
             "failures": [],
         }
         state["order"].append(key)
-    return procs[key]
+    proc: dict[str, Any] = procs[key]
+    return proc
 
 
 def observe(state: State, key: str, kind: str, body: dict[str, Any], ts: float) -> None:
@@ -110,7 +111,7 @@ def observe(state: State, key: str, kind: str, body: dict[str, Any], ts: float) 
 
 
 def _error(body: dict[str, Any], t: Optional[float], source: str) -> dict[str, Any]:
-    frames = body.get("frames") if isinstance(body.get("frames"), list) else []
+    frames: list[dict[str, Any]] = body["frames"] if isinstance(body.get("frames"), list) else []
     return {
         "type": body.get("type"),
         "message": body.get("message"),
@@ -280,7 +281,8 @@ def error_body(state: State, cause: Optional[dict[str, Any]]) -> Optional[dict[s
         return None
     for p in state["procs"].values():
         if p.get("body") is not None and p["pid"] == cause["pid"] and p["host"] == cause["host"]:
-            return p["body"]
+            body: dict[str, Any] = p["body"]
+            return body
     err = cause["error"]
     if err.get("source") == "error_file" and err.get("traceback"):  # a rank without a worker
         return {

@@ -200,7 +200,9 @@ def hung_rank(
     )
     if len(members) < 2:
         return None
-    waiting, away = [], []
+    Entry = tuple[dict[str, Any], list[dict[str, Any]], Optional[str]]
+    waiting: list[Entry] = []
+    away: list[Entry] = []
     for p in members:
         stopped = None if live else _stopped(view.get((p.get("addr"), p["pid"])))
         text = p.get(field)
@@ -218,7 +220,7 @@ def hung_rank(
     if not waiting or not away:
         return None
     away.sort(key=lambda entry: entry[2] is None)  # a stopped rank first: it is the cause
-    ops = sorted({op for _, _, op in waiting})
+    ops = sorted({op for _, _, op in waiting if op})
     missing = [
         {
             "rank": p["rank"],

@@ -26,7 +26,7 @@ SOCKET_TARGET = re.compile(r"^socket:\[(\d+)\]$")
 _NETLINK_SOCK_DIAG, _SOCK_DIAG_BY_FAMILY, _UDIAG_SHOW_PEER, _UNIX_DIAG_PEER = 4, 20, 0x4, 2
 
 
-def unix_socket_inodes(pid: int) -> Optional[set]:
+def unix_socket_inodes(pid: int) -> Optional[set[int]]:
     """Inodes of the AF_UNIX sockets in pid's network namespace, or None if unreadable."""
     text = procfs.read(f"/proc/{pid}/net/unix")
     if text is None:
