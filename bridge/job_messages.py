@@ -171,6 +171,39 @@ class JobMessages:
         del self._present[routing_id]
         if self._elect() and self.m["exit"] is None:
             self._step({"type": "lead", "t": now, "present": self.lead is not None})
+            self._replay_last_words(now)
+
+    def _replay_last_words(self, now: float) -> None:
+        """The new lead's fatal error and bye, said while another process led (torchrun
+        raised as its rank 0 died, and rank 0's death was noticed after): the job's now."""
+        if self.lead is None:
+            return
+        p = self.facts["ranks"]["procs"].get(self.lead.decode("ascii", "replace"))
+        if p is None:
+            return
+        body = p.get("body")
+        if body is not None:
+            self.facts["error"] = body
+            self._step(
+                {
+                    "type": "error",
+                    "t": now,
+                    "fatal": True,
+                    "kind": body.get("kind"),
+                    "exit_code": body.get("exit_code"),
+                }
+            )
+        bye = p.get("bye")
+        if bye is not None:
+            self.facts["bye"] = bye
+            self._step(
+                {
+                    "type": "bye",
+                    "t": now,
+                    "reason": bye.get("reason"),
+                    "exit_code": bye.get("exit_code"),
+                }
+            )
 
     def _check_lead_alive(self, now: float) -> None:
         if self.lead is None or self.facts["lead_pid"] == self.pid or self.tree is None:
