@@ -298,7 +298,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     await row.locator('td.why', { hasText: `${marker} has no data` }).waitFor({ timeout: 10000 });
     // When it started (the browser's clock format) and how long it took, filled for an ended job.
     const [started, took] = await row.locator('td.opt').evaluateAll((tds) => tds.slice(1).map((td) => td.textContent));
-    assert.match(started, /\d{1,2}:\d{2}:\d{2}/, `Started: ${started}`);
+    assert.match(started, /^\d{1,2}:\d{2}:\d{2}$/, `Started, 24-hour (narrow): ${started}`);
     assert.match(took, /^\d+(\.\d)? s$/, `Took: ${took}`);
     // Each on one line ("12:39:16 PM" wrapped before its "PM" in a narrow column).
     const lines = await row.locator('td.when').evaluateAll((tds) => tds.map((td) => {
@@ -321,6 +321,10 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     await row.locator('button[data-action=delete]').click();
     await row.waitFor({ state: 'detached', timeout: 10000 });
     assert.equal(dash.source.get(id), null);
+    // The list fits its panel at this width: nothing to scroll sideways (with the Started
+    // column unwrapped, "3:53:34 PM" pushed the table past it and the Job column was cut).
+    const overflow = await page.locator('div.scroll').evaluate((box) => box.scrollWidth - box.clientWidth);
+    assert.ok(overflow <= 0, `the jobs table is ${overflow} px wider than its panel`);
     await page.screenshot({ path: path.join(SHOTS, 'list-actions.png'), fullPage: true });
     assert.deepEqual(errors, []);
   });

@@ -76,7 +76,7 @@ export function listPage(main) {
       progressCell.firstChild.hidden = pct === null;
       progressCell.firstChild.firstChild.style.width = `${pct ?? 0}%`;
       progressCell.lastChild.textContent = pct !== null ? ` ${Math.round(pct)}%` : (j.step !== null ? `step ${j.step}` : '');
-      startedCell.textContent = j.startedAt ? new Date(j.startedAt).toLocaleTimeString() : '';
+      startedCell.textContent = j.startedAt ? new Date(j.startedAt).toLocaleTimeString([], { hour12: false }) : '';
       tookCell.textContent = seconds(j.duration_s);
       whyCell.textContent = j.reason || '';
       for (const button of actionsCell.children) button.disabled = j.state !== 'ended'; // cancel first
