@@ -191,7 +191,7 @@ class Output:
         if stream == "stdout" and self._log is None and not self._listening():
             self._tail_only(stream, raw_lines)
             return
-        decoded = [(*decode_line(raw.data), raw.end) for raw in raw_lines]
+        decoded = _decode_all(raw_lines)
         # The log first: when a listener hears of a line, the file already has it.
         if self._log is not None:
             now = time.monotonic()
@@ -313,6 +313,17 @@ def log_stamp(wall: float) -> str:
 
 class LogFileError(launcher.LaunchError):
     """The log file cannot be opened for writing (read-only, missing directory, ...)."""
+
+
+def _decode_all(raw_lines: Any) -> list[tuple[str, str, str]]:
+    """(text, encoding, end) of each line: one strict UTF-8 decode of them all joined by
+    "\n" when that works (then each line is UTF-8 on its own: a sequence never spans an
+    ASCII byte), else line by line (bridge/lines.py decode_line: UTF-8, GBK, escaped)."""
+    try:
+        texts = b"\n".join([raw.data for raw in raw_lines]).decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return [(*decode_line(raw.data), raw.end) for raw in raw_lines]
+    return [(text, "utf-8", raw.end) for text, raw in zip(texts, raw_lines)]
 
 
 def open_log(path: str) -> int:

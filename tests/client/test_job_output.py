@@ -134,3 +134,22 @@ def test_with_nobody_listening_the_tail_and_counts_are_the_same(
         if not listening:
             assert not [e for e in published if e["event"] == "output"]
     assert seen[False] == seen[True]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from([b"a", b" ", b"\xe4\xb8\xad", b"\xd6\xd0", b"\xff", b"\xe4"])).map(
+            b"".join
+        ),
+        max_size=8,
+    )
+)
+def test_a_chunks_lines_decode_as_each_alone(datas):
+    """One decode for a chunk's lines when they are all UTF-8 gives what each line's own
+    decode gives (UTF-8, GBK or escaped), for any mix."""
+    from trainbridge.bridge.job_output import _decode_all
+    from trainbridge.bridge.lines import RawLine, decode_line
+
+    raws = [RawLine(data, "lf") for data in datas]
+    assert _decode_all(raws) == [(*decode_line(data), "lf") for data in datas]
