@@ -33,6 +33,8 @@ def test_torch_reads_the_error_file_the_worker_writes(tmp_path):
     assert failure.timestamp == 1700000000
     open(path, "rb").read().decode("ascii")  # ASCII on disk
     assert os.stat(path).st_mode & 0o777 == 0o600  # it holds the traceback (docs/SECURITY.md)
+    # written beside and linked into place whole: nothing else is left in the directory
+    assert os.listdir(tmp_path) == ["error.json"]
 
 
 def test_an_error_file_the_script_wrote_itself_is_kept(tmp_path):
@@ -45,6 +47,7 @@ def test_an_error_file_the_script_wrote_itself_is_kept(tmp_path):
         is None
     )
     assert json.loads(path.read_text()) == {"message": "from @record"}
+    assert os.listdir(tmp_path) == ["error.json"]
     assert elastic.write_error_file({"type": "X", "message": "m"}, 1.0, {}) is None
 
 
