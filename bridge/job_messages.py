@@ -115,24 +115,9 @@ class JobMessages:
         elif kind == "progress":
             self._step({"type": "progress", "t": now})
         elif kind == "error":
-            self._step(
-                {
-                    "type": "error",
-                    "t": now,
-                    "fatal": bool(body.get("fatal")),
-                    "kind": body.get("kind"),
-                    "exit_code": body.get("exit_code"),
-                }
-            )
+            self._step_error(body, now)
         elif kind == "bye":
-            self._step(
-                {
-                    "type": "bye",
-                    "t": now,
-                    "reason": body.get("reason"),
-                    "exit_code": body.get("exit_code"),
-                }
-            )
+            self._step_bye(body, now)
             self._leave(routing_id, now)
         else:
             worked = False
@@ -181,29 +166,37 @@ class JobMessages:
         p = self.facts["ranks"]["procs"].get(self.lead.decode("ascii", "replace"))
         if p is None:
             return
-        body = p.get("body")
+        body = p.get("body")  # ranks.observe keeps a fatal error's body only
         if body is not None:
             self.facts["error"] = body
-            self._step(
-                {
-                    "type": "error",
-                    "t": now,
-                    "fatal": True,
-                    "kind": body.get("kind"),
-                    "exit_code": body.get("exit_code"),
-                }
-            )
+            self._step_error(body, now)
         bye = p.get("bye")
         if bye is not None:
             self.facts["bye"] = bye
-            self._step(
-                {
-                    "type": "bye",
-                    "t": now,
-                    "reason": bye.get("reason"),
-                    "exit_code": bye.get("exit_code"),
-                }
-            )
+            self._step_bye(bye, now)
+
+    def _step_error(self, body: dict[str, Any], now: float) -> None:
+        """The lead's error, as the machine hears it."""
+        self._step(
+            {
+                "type": "error",
+                "t": now,
+                "fatal": bool(body.get("fatal")),
+                "kind": body.get("kind"),
+                "exit_code": body.get("exit_code"),
+            }
+        )
+
+    def _step_bye(self, body: dict[str, Any], now: float) -> None:
+        """The lead's bye, as the machine hears it."""
+        self._step(
+            {
+                "type": "bye",
+                "t": now,
+                "reason": body.get("reason"),
+                "exit_code": body.get("exit_code"),
+            }
+        )
 
     def _check_lead_alive(self, now: float) -> None:
         if self.lead is None or self.facts["lead_pid"] == self.pid or self.tree is None:

@@ -31,6 +31,17 @@ def spawn(code: str, *args: str) -> subprocess.Popen:
     return proc
 
 
+def kill_tree(parent: subprocess.Popen) -> None:
+    """SIGKILL everything below `parent`, then `parent` (a test's processes, whatever happened)."""
+    for pid in procfs.all_descendants(parent.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    parent.kill()
+    parent.wait()
+
+
 def wait_state(pid: int, word: str) -> None:
     deadline = time.monotonic() + DEADLINE_S
     while procfs.state_word(pid) != word:
@@ -129,13 +140,7 @@ def test_descendants_are_psutils_children_zombies_included():
         assert sum(procfs.state_word(pid) == "zombie" for pid in found) == 1
         assert procfs.all_descendants(2**22 + 1) == []  # no such process
     finally:
-        for pid in procfs.all_descendants(parent.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        parent.kill()
-        parent.wait()
+        kill_tree(parent)
 
 
 def test_the_tree_knows_start_times_psutil_agrees_with():
@@ -308,10 +313,4 @@ def test_forked_copies_are_the_forks_that_kept_the_handler():
         assert found == [catching[0]]
         assert procfs.forked_copies([], signal.SIGUSR1, set()) == []
     finally:
-        for pid in procfs.all_descendants(parent.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        parent.kill()
-        parent.wait()
+        kill_tree(parent)
