@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from typing import Optional
 
@@ -87,6 +88,20 @@ def make(tag: Optional[str] = None) -> Hosts:
     return hosts
 
 
-def remove(hosts: Hosts) -> None:
-    for ns in (hosts.ns_a, hosts.ns_b):  # removing a namespace removes its end of the veth
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+def remove(hosts: Hosts, wait_s: float = 10.0) -> None:
+    """Remove both namespaces (removing one removes its end of the veth). `ip netns del`
+    fails while host B's last process (its own PID namespace's init) is still going: it is
+    tried again until the name is gone, and a namespace left after `wait_s` is an error, not
+    a leak for the next run to find."""
+    left = [hosts.ns_a, hosts.ns_b]
+    deadline = time.monotonic() + wait_s
+    while True:
+        for ns in list(left):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+            if not os.path.exists(os.path.join("/run/netns", ns)):
+                left.remove(ns)
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise OSError(f"could not remove the network namespaces {left} in {wait_s:g} s")
+        time.sleep(0.1)  # its last process is exiting: try again, within the deadline
