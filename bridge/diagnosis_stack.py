@@ -102,26 +102,26 @@ def thread_stacks(text: Optional[str]) -> list[tuple[str, list[Frame]]]:
     return [(h, f) for h, f in blocks if f]
 
 
-def crashed_thread(crash_text: Optional[str]) -> Optional[str]:
-    """The thread a native crash happened on, from faulthandler's dump: "MainThread" when
-    its "Current thread" is the dump's last (faulthandler lists the newest thread first, the
-    main one last), else its ident as faulthandler wrote it ("0x00007f3a..."); None when
-    the text has no such dump. The last dump in the text is the crash's."""
+def crash_dump_thread(crash_text: Optional[str]) -> Optional[tuple[str, bool]]:
+    """(ident, main) of the thread a native crash happened on: faulthandler's last "Current
+    thread" (the last dump in the text is the crash's), its ident as written ("0x00007f3a..."),
+    and whether it is the main thread: the dump's last block (faulthandler lists the newest
+    thread first, the main one last). None when the text has no such dump."""
     blocks = [h for h, _ in _split_blocks(crash_text or "") if _FH_THREAD_HEADER.match(h)]
     for i in range(len(blocks) - 1, -1, -1):
         current = _FH_CURRENT.match(blocks[i])
-        if current is None:
-            continue
-        # its dump's threads are the blocks from the one after the previous "Current" to
-        # the next one; the main thread is the last of them
-        later = blocks[i + 1 :]
-        same_dump = []
-        for header in later:
-            if _FH_CURRENT.match(header):
-                break
-            same_dump.append(header)
-        return "MainThread" if not same_dump else current.group(1)
+        if current is not None:
+            return current.group(1), i == len(blocks) - 1
     return None
+
+
+def crashed_thread(crash_text: Optional[str]) -> Optional[str]:
+    """The crash's thread by name where it has one ("MainThread"), else its ident."""
+    found = crash_dump_thread(crash_text)
+    if found is None:
+        return None
+    ident, main = found
+    return "MainThread" if main else ident
 
 
 def thread_of(

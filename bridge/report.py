@@ -161,16 +161,22 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     if facts["internal_error"]:
         verdict = internal_diagnosis(facts["internal_error"])
     if verdict is not None and "thread" not in verdict:
+        dump = crash_text or "\n".join(facts["fatal_lines"])
         verdict = dict(
             verdict,
             thread=diagnosis_stack.thread_of(
                 verdict.get("kind"),
                 verdict.get("evidence"),
                 cause_error if cause_error is not None and outcome == "failed" else error,
-                crash_text or "\n".join(facts["fatal_lines"]),
+                dump,
                 outcome == "hung",
             ),
         )
+        crashed = (
+            diagnosis_stack.crash_dump_thread(dump) if verdict["kind"] == "native_crash" else None
+        )
+        if crashed is not None:  # a face finds that thread's block in the dump by it
+            verdict["thread_ident"] = crashed[0]
     # A distributed job's stage is its ranks': where the root cause failed, or where the job
     # was when declared hung; not the stage the launcher (the lead again once its ranks
     # left) was in, its "main" around the whole run.

@@ -315,6 +315,8 @@ function endWith(view, report, t) {
       // the thread the judge's verdict is about (diagnosis.thread: the thread a hang waits
       // for, a crash's thread, the one an error was raised in), shown first; else null
       thread: report.diagnosis.thread ?? ((report.diagnosis.evidence || {}).waits_for || {}).thread ?? null,
+      // a native crash's thread as faulthandler wrote it ("0x00007f..."): its block in the dump
+      thread_ident: report.diagnosis.thread_ident ?? null,
     } : null,
     error: report.error ? { type: report.error.type, message: report.error.message,
       traceback: report.error.traceback || '' } : null,

@@ -89,3 +89,8 @@ def test_the_crashed_thread_is_faulthandlers_current_one_main_when_listed_last()
         crashed_thread("Fatal Python error: Aborted\n\nStack (most recent call first):\n") is None
     )
     assert crashed_thread(None) is None
+    # the ident, by which a face finds the crashed thread's block, for the main thread too
+    from trainbridge.bridge.diagnosis_stack import crash_dump_thread
+
+    assert crash_dump_thread(main_crashed) == ("0x00007f00", True)
+    assert crash_dump_thread(earlier + "\n" + other_crashed) == ("0x00007f01", False)

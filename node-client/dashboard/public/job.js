@@ -328,9 +328,10 @@ export function jobPage(main, id) {
     }
     stacksSection.hidden = dumps.length === 0;
     const blocking = head.report && head.report.diagnosis ? head.report.diagnosis.thread : null;
+    const ident = head.report && head.report.diagnosis ? head.report.diagnosis.thread_ident ?? null : null;
     // what the verdict says of its thread: a hang's blocks, a crash's crashed, an error's raised
     const verb = { hung: 'blocking', crashed: 'crashed here' }[head.report ? head.report.outcome : ''] ?? 'raised here';
-    const key = JSON.stringify([dumps, blocking]);
+    const key = JSON.stringify([dumps, blocking, ident]);
     if (key === stacksShown) return;
     stacksShown = key;
     stacksBox.replaceChildren(...dumps.map(([heading, text]) => {
@@ -340,11 +341,8 @@ export function jobPage(main, id) {
         return box;
       }
       const threads = splitThreads(text);
-      // the verdict's thread by name, or by faulthandler's ident (a native crash's thread)
-      // (a crash on the main thread: faulthandler's "Current thread" of the crash dump)
-      const crashedMain = blocking === 'MainThread' && verb === 'crashed here' && heading.includes('faulthandler');
-      const first = threads.filter((t) => blocking && (t.name === blocking || t.ident === blocking
-        || (crashedMain && t.text.startsWith('Current thread'))));
+      // the verdict's thread by name, or by the ident the judge read from the crash dump
+      const first = threads.filter((t) => (blocking && t.name === blocking) || (ident && t.ident === ident));
       const own = threads.filter((t) => t.name !== null && t.name.startsWith('trainbridge-'));
       const rest = threads.filter((t) => !first.includes(t) && !own.includes(t));
       const pre = (t, blocks) => h('pre', { class: blocks ? 'thread blocking' : 'thread', 'data-thread': t.name ?? '' },
