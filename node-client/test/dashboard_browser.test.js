@@ -1017,11 +1017,14 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     const stopped = Date.now();
     srv.proc.kill('SIGSTOP');
     await page.locator('#stale-banner').waitFor({ state: 'visible', timeout: 20000 });
-    const staleAfter = Number(await page.evaluate(() => document.body.dataset.staleSince)) - stopped;
-    t.diagnostic(`server stopped -> the page marks itself stale: ${staleAfter} ms`);
-    // The bound: 3 periods of 2 s since the last word heard (at most at the stop), plus the
-    // watchdog's own tick and a second of slack for a loaded machine.
-    assert.ok(staleAfter <= 3 * 2000 + 1000, `stale within 3 keep-alive periods of the stop: ${staleAfter} ms`);
+    const { since, heard } = await page.evaluate(() => ({ since: Number(document.body.dataset.staleSince), heard: Number(document.body.dataset.lastHeard) }));
+    t.diagnostic(`server stopped -> the page marks itself stale: ${since - stopped} ms (${since - heard} ms after the last word it heard; load average ${os.loadavg()[0].toFixed(1)})`);
+    // The page's rule: not answering after 3 periods of 2 s with nothing heard, seen by a
+    // watchdog that looks every 250 ms (a second of slack for a loaded machine's timers). The
+    // last word heard may arrive after the stop (sent before it, delivered late on a loaded
+    // machine), so the rule is measured from it; the banner's 20 s deadline bounds the rest.
+    assert.ok(since - heard >= 3 * 2000, `not before 3 silent keep-alive periods: ${since - heard} ms`);
+    assert.ok(since - heard <= 3 * 2000 + 1000, `within 3 keep-alive periods of the last word heard: ${since - heard} ms`);
     assert.equal(await text(page, '#conn'), 'not answering');
     assert.ok(await page.locator('#cancel').isDisabled(), 'no action while the server does not answer');
     assert.equal(await page.getAttribute('#download', 'href'), null);

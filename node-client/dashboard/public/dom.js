@@ -72,6 +72,7 @@ function markStale(stale) {
   banner.hidden = !stale;
   if (stale) {
     document.body.dataset.staleSince = String(Date.now());
+    document.body.dataset.lastHeard = String(heardAt); // what the page judged by
     for (const b of document.querySelectorAll('main button:not([disabled])')) { b.disabled = true; b.dataset.staleOff = '1'; }
     for (const a of document.querySelectorAll('main a[href^="/api/"]')) {
       a.dataset.staleHref = a.getAttribute('href');
@@ -88,6 +89,7 @@ function markStale(stale) {
   } else {
     silent = false;
     delete document.body.dataset.staleSince;
+    delete document.body.dataset.lastHeard;
     clearInterval(staleTimer);
     for (const b of document.querySelectorAll('main button[data-stale-off]')) { b.disabled = false; delete b.dataset.staleOff; }
     for (const a of document.querySelectorAll('main a[data-stale-href]')) {
