@@ -35,8 +35,8 @@ class JobMessages:
             self.facts["foreign_hellos"] += 1
             self.channel.peers.pop(routing_id, None)  # commands go to the job's own only
             return
-        if kind == "hello":
-            self._present[routing_id] = body
+        if kind == "hello":  # `remote`: its pid is another host's (machine.choose_lead)
+            self._present[routing_id] = dict(body, remote=True) if remote else body
             if self._elect() and routing_id != self.lead:
                 self._step({"type": "lead", "t": now, "present": self.lead is not None})
         lead = routing_id is not None and routing_id == self.lead

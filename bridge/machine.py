@@ -671,7 +671,7 @@ def _finish(s: State, actions: list[Action]) -> None:
 # The launchers whose ranks are their own children (torchrun's elastic agent starts each
 # rank with Popen). A hello says which program a process runs in its argv.
 LAUNCHER_SCRIPTS = ("torchrun",)
-LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "trainbridge.bridge.slurm")
 LAUNCHER_PATHS = ("torch/distributed/run.py", "torch/distributed/launch.py")
 _OPTIONS_WITH_VALUE = ("-W", "-X", "-Q")
 
@@ -731,12 +731,14 @@ def choose_lead(
     its hello is not read yet. Then nobody stands in for it (None): a child it started can
     be read first (the socket takes its peers in turn, not in the order they spoke), and
     the lead must not depend on that."""
-    by_pid = {h.get("pid"): h for h in present}
+    # Pids of this host: a rank of another host (`remote`) may have any pid, the launched
+    # process's or its parent's too.
+    by_pid = {h.get("pid"): h for h in present if not h.get("remote")}
     top = by_pid.get(launched_pid) if launched_pid is not None else None
     if top is None and launched_loaded:
         return None
     if top is None:
-        roots = [h for h in present if h.get("ppid") not in by_pid]
+        roots = [h for h in by_pid.values() if h.get("ppid") not in by_pid]
         if not roots:
             return None
         if len({h.get("ppid") for h in roots}) == 1 and all(
@@ -749,6 +751,12 @@ def choose_lead(
     if is_launcher(top):
         for hello in present:
             if hello.get("ppid") == top.get("pid") and _rank0(hello):
+                return hello.get("pid")
+        # A launcher whose ranks run on other hosts (a Slurm job's runner: Slurm starts
+        # them): the rank 0 that joined over the network leads. Its pid is another host's,
+        # so it is told apart by `remote`, which only the client sets (job_messages).
+        for hello in present:
+            if hello.get("remote") and _rank0(hello):
                 return hello.get("pid")
     return top.get("pid")
 

@@ -14,11 +14,15 @@ TORCHRUN = [PY, "/venv/bin/torchrun", "--standalone", "--nproc_per_node=2", "tra
 SCRIPT = [PY, "train.py"]
 
 
-def hello(pid, ppid, argv=SCRIPT, rank=None, world_size=None):
-    return {"pid": pid, "ppid": ppid, "argv": argv, "rank": rank, "world_size": world_size}
+def hello(pid, ppid, argv=SCRIPT, rank=None, world_size=None, remote=False):
+    out = {"pid": pid, "ppid": ppid, "argv": argv, "rank": rank, "world_size": world_size}
+    if remote:  # joined over the network: its pid and ppid are another host's
+        out["remote"] = True
+    return out
 
 
 RANK = [PY, "-u", "train.py"]
+SLURM_RUNNER = [PY, "-m", "trainbridge.bridge.slurm", "/jobs/j-1", "{}", "--", "srun", *RANK]
 LEAD_CASES = [
     ("a launched script leads", 10, [hello(10, 1)], 10),
     (
@@ -92,6 +96,22 @@ LEAD_CASES = [
     ),
     ("nobody left", 10, [], None),
     ("no launched pid known: the first top worker", None, [hello(20, 1), hello(21, 20)], 20),
+    (
+        "a Slurm job's runner: the rank 0 that joined from another host leads",
+        10,
+        [
+            hello(10, 1, SLURM_RUNNER),
+            hello(10, 9, RANK, 1, 2, remote=True),  # another host's pid 10: not the runner
+            hello(11, 9, RANK, 0, 2, remote=True),
+        ],
+        11,
+    ),
+    (
+        "a rank 0 of another host does not lead a launched script",
+        10,
+        [hello(10, 1), hello(11, 9, RANK, 0, 2, remote=True)],
+        10,
+    ),
 ]
 
 # The launched process has loaded the worker (its stage box exists) but its hello is not read
@@ -120,6 +140,7 @@ LOADED_CASES = [
 
 LAUNCHER_CASES = [
     (TORCHRUN, True),
+    (SLURM_RUNNER, True),  # bridge/slurm.py: Slurm starts its ranks on the nodes
     (["/venv/bin/torchrun", "--nproc_per_node=2", "train.py"], True),
     ([PY, "-m", "torch.distributed.run", "train.py"], True),
     ([PY, "-m", "torch.distributed.launch", "train.py"], True),
