@@ -198,7 +198,8 @@ def hung_rank(
         ),
         key=lambda q: q["rank"],
     )
-    if len(members) < 2:
+    absent = _absent(members)
+    if len(members) < 2 and not absent:
         return None
     Entry = tuple[dict[str, Any], list[dict[str, Any]], Optional[str]]
     waiting: list[Entry] = []
@@ -212,11 +213,15 @@ def hung_rank(
             continue
         if not frames:  # a dump cut short, say: where this rank is is not known
             continue
-        op = _collective(frames)
+        # With a rank that never said hello, waiting in torch.distributed's start (the
+        # rendezvous of init_process_group) is waiting for it too.
+        op = _collective(frames) or (_distributed(frames) if absent else None)
         if op:
             waiting.append((p, frames, op))
         else:
             away.append((p, frames, None))
+    if absent and waiting and not any(stopped for _, _, stopped in away):
+        return _never_said_hello(absent, waiting)
     if not waiting or not away:
         return None
     away.sort(key=lambda entry: entry[2] is None)  # a stopped rank first: it is the cause
@@ -272,6 +277,74 @@ def hung_rank(
         "summary": text,
         "hint": hint,
     }
+
+
+def _absent(members: list[dict[str, Any]]) -> list[int]:
+    """The ranks of the job's world (its ranks agree on its size) that never said hello."""
+    worlds = {p["world_size"] for p in members}
+    if len(worlds) != 1:
+        return []
+    world = worlds.pop()
+    return sorted(set(range(world)) - {p["rank"] for p in members}) if world <= 4096 else []
+
+
+def _distributed(frames: list[dict[str, Any]]) -> Optional[str]:
+    """The outermost torch.distributed frame's function (init_process_group, a store's
+    wait), or None."""
+    for frame in frames:
+        if "torch/distributed/" in str(frame["file"]).replace("\\", "/"):
+            return str(frame["function"])
+    return None
+
+
+def _never_said_hello(absent: list[int], waiting: list[Any]) -> dict[str, Any]:
+    """Ranks wait for one that never said hello: its process never got as far as Python
+    (a launcher or a node that did not start it, a module load that hangs) or hangs before
+    the worker loaded. Where it runs is the launcher's to say (a Slurm job's node: the
+    keeper adds it, bridge/slurm.py)."""
+    ops = sorted({op for _, _, op in waiting if op})
+    waiters = [
+        {
+            "rank": p["rank"],
+            "host": p["host"],
+            "pid": p["pid"],
+            "collective": op,
+            "frame": ranks.where(frames),
+        }
+        for p, frames, op in waiting
+    ]
+    missing = [
+        {"rank": r, "host": None, "pid": None, "frame": None, "hello": False} for r in absent
+    ]
+    return {
+        "kind": "rank_never_started",
+        "rank": absent[0],
+        "host": None,
+        "pid": None,
+        "missing": missing,
+        "waiting": waiters,
+        "summary": never_said_hello_text(absent, waiters, ops, {}),
+        "hint": (
+            f"rank {absent[0]} never said hello: see whether its process started at all on its "
+            "host (its launcher's or scheduler's log), and whether it hangs before Python "
+            "(a stuck module load, a file system that does not answer)"
+        ),
+    }
+
+
+def never_said_hello_text(
+    absent: list[int], waiters: list[dict[str, Any]], ops: list[str], hosts: dict[int, str]
+) -> str:
+    """The words of _never_said_hello; `hosts`: where each absent rank runs, when known."""
+
+    def named(rank: int) -> str:
+        return f"rank {rank} (host {hosts[rank]})" if rank in hosts else f"rank {rank}"
+
+    text = f"{named(absent[0])} never said hello"
+    if len(absent) > 1:
+        text += "; nor did " + ", ".join(named(r) for r in absent[1:])
+    ranks_waiting = ", ".join(f"{w['rank']} ({w['host'] or '?'})" for w in waiters)
+    return text + f"; rank(s) {ranks_waiting} wait in {' / '.join(ops)} for it"
 
 
 def live_collective(state: ranks.State) -> Optional[dict[str, Any]]:

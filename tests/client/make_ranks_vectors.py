@@ -615,6 +615,51 @@ STOPPED_102 = {
     "wchan": "do_signal_stop",
     "kernel_stack": ["do_signal_stop", "get_signal", "arch_do_signal_or_restart"],
 }
+INIT = (
+    "/v/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py",
+    1700,
+    "init_process_group",
+)
+RENDEZVOUS_STORE = (
+    "/v/lib/python3.11/site-packages/torch/distributed/rendezvous.py",
+    199,
+    "_create_c10d_store",
+)
+HUNG += [
+    {
+        "name": "rank 0 waits in init_process_group; rank 1 of 2 never said hello: rank 1, "
+        "never started (its host is the launcher's to say)",
+        "messages": [
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+            [
+                "j/0",
+                "reply",
+                {
+                    "to": 9,
+                    "ok": True,
+                    "stacks": stacks(("/w/train.py", 22, "main"), INIT, RENDEZVOUS_STORE),
+                },
+                30.0,
+            ],
+        ],
+        "kind": "rank_never_started",
+        "summary": "rank 1 never said hello; rank(s) 0 (a) wait in init_process_group for it",
+    },
+    {
+        "name": "rank 1 of 2 never said hello but rank 0 is in its own code: no verdict of "
+        "ranks (the lead's own diagnosis stands)",
+        "messages": [
+            ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+            [
+                "j/0",
+                "reply",
+                {"to": 9, "ok": True, "stacks": stacks(("/w/train.py", 14, "read_shard"))},
+                30.0,
+            ],
+        ],
+        "summary": None,
+    },
+]
 HUNG += [
     {
         "name": "DDP: rank 0 waits in backward(); rank 1 spins in its own loop: rank 1, there",
