@@ -137,6 +137,17 @@ class JobActions:
         tree = self._tree_next if self.m["exit"] is None else None
         return self.channel.held, None, tree
 
+    def hold(self, held: bool) -> None:
+        """The job's processes wait in another scheduler's queue (held: a Slurm job PENDING)
+        or no longer do: its start-up and stall deadlines wait meanwhile (machine.py "held").
+        Any thread."""
+
+        def step() -> None:
+            if self.proc is not None and not self._done.is_set():
+                self._step({"type": "held", "t": time.monotonic(), "held": bool(held)})
+
+        self.hub.call(step)
+
     def paused(self, seconds: float) -> None:
         """The hub did not run for `seconds` (machine.py "paused")."""
         if self.proc is not None and not self._done.is_set():

@@ -66,6 +66,11 @@ Events ({"type": ..., "t": ...} plus):
              while the job goes on, and another one speaks for it now (present) or none
              does (no heartbeat is watched until one says hello). The leaver's last words
              are not the job's: its bye is forgotten, and the new lead's clocks start now.
+  held       held: bool. The job's processes wait in another scheduler's queue (a Slurm job
+             PENDING: its runner said hello, its ranks cannot start yet), or no longer do.
+             While held the start-up, stall and stage-budget deadlines do not run (a queue
+             is not a hang, however long); the heartbeat's does (the runner lives). At the
+             release they go on from where they were, moved by the time held.
   paused     paused_s: num. The supervisor itself did not run that long (a SIGSTOPped keeper,
              a starved machine): that time is not the worker's silence. The clocks the
              running deadlines watch (start, last message, last activity, stage budgets) move
@@ -192,6 +197,7 @@ def initial(config: Optional[dict[str, Any]] = None, t: float = 0.0) -> State:
         "look": None,  # {"reason", "deadline"}: a look asked for and not answered yet
         "loaded_t": None,  # the worker loaded (stage box) before any hello
         "awaiting_ranks": False,  # only a distributed launcher said hello: still starting
+        "held_since": None,  # t of a "held" event not released yet (another queue holds it)
         "lead_gone": False,  # the lead left and no other process speaks for the job
         "user_signal": None,  # the signal the user sent outside cancel(): a cancel
     }
@@ -366,6 +372,25 @@ def _on_paused(s: State, e: Event, t: float, actions: list[Action]) -> None:
         st["t"] += gap
 
 
+def _on_held(s: State, e: Event, t: float, actions: list[Action]) -> None:
+    if s["exit"] is not None or s["ending"] is not None:
+        return
+    since = s.get("held_since")
+    if e.get("held"):
+        if since is None:
+            s["held_since"] = t
+        return
+    if since is None:
+        return
+    s["held_since"] = None
+    gap = max(0.0, t - since)
+    for key in ("startup_from", "last_activity_t"):
+        if s[key] is not None:
+            s[key] += gap
+    for st in s["stages"]:
+        st["t"] += gap
+
+
 def _on_lead(s: State, e: Event, t: float, actions: list[Action]) -> None:
     s["bye"] = None
     s["stages"] = []  # the leaver's open stages (and their budgets) went with it
@@ -530,6 +555,7 @@ _HANDLERS = {
     "progress": _on_progress,
     "beat": _on_beat,
     "paused": _on_paused,
+    "held": _on_held,
     "output": _on_output,
     "error": _on_error,
     "bye": _on_bye,
@@ -579,8 +605,9 @@ def _watch_deadlines(s: State) -> list[tuple[str, float]]:
     out: list[tuple[str, float]] = []
     if s["exit"] is not None or s["ending"] is not None or s["state"] == "ended":
         return out
+    held = s.get("held_since") is not None  # another queue holds the job: no start-up yet
     if not s["hello"] or s.get("awaiting_ranks"):
-        if c["startup_timeout"] is not None and s["no_worker"] is None:
+        if c["startup_timeout"] is not None and s["no_worker"] is None and not held:
             out.append(_or_look(s, "startup", s["startup_from"] + c["startup_timeout"]))
         # (a launcher's hello while its ranks start ends this: the launcher beats)
         if not s["hello"] and s.get("loaded_t") is not None and c["heartbeat_timeout"] is not None:
@@ -589,12 +616,12 @@ def _watch_deadlines(s: State) -> list[tuple[str, float]]:
     if s["lead_gone"]:
         return out  # nobody speaks for the job: its exit decides
     budgets = [st["t"] + st["budget_s"] for st in s["stages"] if st.get("budget_s") is not None]
-    if budgets:
+    if budgets and not held:
         out.append(("stage_budget", min(budgets)))
     if c["heartbeat_timeout"] is not None and s["last_msg_t"] is not None:
         reason = "after_bye" if s["bye"] is not None else "heartbeat"
         out.append(_or_look(s, reason, s["last_msg_t"] + c["heartbeat_timeout"]))
-    if s["last_activity_t"] is not None and s["bye"] is None:
+    if s["last_activity_t"] is not None and s["bye"] is None and not held:
         if c["stalled_after"] is not None and s["state"] == "running":
             out.append(("stalled", s["last_activity_t"] + c["stalled_after"]))
         if c["stall_timeout"] is not None:

@@ -488,6 +488,24 @@ CASES = [
         None,
     ),
     (
+        "held in another scheduler's queue (a Slurm job PENDING): a launcher's start-up "
+        "waits while it is held, however long, and goes on from where it was",
+        {},
+        10,
+        [
+            (0, "hello", {"dump_signal": False, "awaits_ranks": True}, START, [], 10),
+            (1, "held", {"held": True}, START, [], None),
+            (4, "beat", {}, START, [], None),
+            (10, "timer", {}, START, [], None),  # a whole startup_timeout held: no hang
+            # released at 10.5 after 9.5 s held: the start-up deadline (10) moves to 19.5
+            (10.5, "held", {"held": False}, START, [], 19.5),
+            (15, "beat", {}, START, [], 19.5),
+            (19.5, "timer", {}, START, ["snapshot:startup", "dump_stacks"], 20),
+        ],
+        None,
+        {"reason": "startup", "t": 19.5, "stage": None},
+    ),
+    (
         "the supervisor's own pause is not the worker's silence (a SIGSTOPped keeper)",
         {},
         10,
