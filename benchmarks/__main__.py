@@ -32,6 +32,7 @@ BENCHES = [
     "output",
     "ddp",
     "ddp_hosts",
+    "slurm",
 ]
 DOC = os.path.join(ROOT, "docs", "PERFORMANCE.md")
 BEGIN, END = "<!-- RESULTS BEGIN -->", "<!-- RESULTS END -->"

@@ -18,6 +18,7 @@ import datetime
 import json
 import sys
 import time
+from typing import Any, Optional
 
 from trainbridge.bridge import jsonform
 
@@ -90,6 +91,7 @@ def add_commands(sub) -> None:
     p.add_argument("--cwd", help="working directory (default: this one)")
     p.add_argument("--attach", action="store_true", help="then follow it like `attach`")
     p.add_argument("--json", action="store_true", help="print {\"id\": ...} as JSON")
+    slurm_options(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     p.set_defaults(handler=submit)
 
@@ -167,12 +169,65 @@ def add_commands(sub) -> None:
     p.set_defaults(handler=logs)
 
 
-def _scheduler(args, create: bool = False):
+SLURM_FLAGS = (
+    "nodes",
+    "ntasks_per_node",
+    "cpus_per_task",
+    "gres",
+    "time",
+    "partition",
+    "account",
+    "qos",
+)
+
+
+def slurm_options(p) -> None:
+    """submit --slurm: the job goes to Slurm with sbatch (docs/SCALE.md)."""
+    g = p.add_argument_group("Slurm (docs/SCALE.md)")
+    g.add_argument("--slurm", action="store_true", help="submit it to Slurm with sbatch")
+    g.add_argument(
+        "--listen",
+        metavar="ADDR",
+        help="with --slurm: this host's address that the nodes reach (the job's processes "
+        "connect back to it)",
+    )
+    for name, kind, text in (
+        ("nodes", int, "nodes"),
+        ("ntasks_per_node", int, "tasks per node"),
+        ("cpus_per_task", int, "CPUs per task"),
+        ("gres", str, "generic resources, e.g. gpu:2"),
+        ("time", str, "time limit, as sbatch reads it (e.g. 2:00:00)"),
+        ("partition", str, "partition"),
+        ("account", str, "account"),
+        ("qos", str, "quality of service"),
+    ):
+        g.add_argument("--" + name.replace("_", "-"), type=kind, help=f"with --slurm: {text}")
+    g.add_argument(
+        "--sbatch",
+        action="append",
+        metavar="OPTION",
+        help="with --slurm: one more sbatch option, e.g. --sbatch=--mem=8G (repeat for more)",
+    )
+
+
+def _slurm(args) -> Optional[dict[str, Any]]:
+    names = (*SLURM_FLAGS, "sbatch", "listen")
+    given = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    if not args.slurm:
+        if given:
+            raise ValueError(f"--{sorted(given)[0].replace('_', '-')} goes with --slurm")
+        return None
+    return given
+
+
+def _scheduler(args, create: bool = False, backend: str = "local"):
     """The store's Scheduler. A store is made only by submit, or at the default path: a
     --store path that is not there (mistyped?) is an error for the other verbs."""
     from trainbridge.bridge.scheduler import Scheduler
 
-    sched = Scheduler(store=args.store, tick=None, create=create or args.store is None)
+    sched = Scheduler(
+        store=args.store, tick=None, create=create or args.store is None, backend=backend
+    )
     if sched.tick_error is not None:
         print(f"trainbridge: {sched.tick_error} (the rows may be stale)", file=sys.stderr)
     return sched
@@ -206,7 +261,14 @@ def submit(args) -> int:
     except ValueError as exc:
         print(f"trainbridge submit: --meta is not JSON: {exc}", file=sys.stderr)
         return 2
-    with _scheduler(args, create=True) as sched:
+    try:
+        on_slurm = _slurm(args)
+    except ValueError as exc:
+        print(f"trainbridge submit: {exc}", file=sys.stderr)
+        return 2
+    with _scheduler(
+        args, create=True, backend="slurm" if on_slurm is not None else "local"
+    ) as sched:
         try:
             job_id = sched.submit(
                 cmd,
@@ -222,6 +284,7 @@ def submit(args) -> int:
                 tags=args.tags,
                 meta=meta,
                 log_path=args.log_path,
+                slurm=on_slurm,
             )
         except ValueError as exc:
             print(f"trainbridge submit: {exc}", file=sys.stderr)

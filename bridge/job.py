@@ -37,8 +37,10 @@ Events handed to callbacks and to events() are dicts with "event" and "t" (wall 
 from __future__ import annotations
 
 import collections
+import json
 import os
 import secrets
+import shutil
 import signal as signals
 import threading
 import time
@@ -92,6 +94,7 @@ __all__ = [
 ]
 
 OUTBOX_LIMIT = 1000  # job.send() messages held until the worker says hello
+REMOTE_ENV = "TRAINBRIDGE_REMOTE_ENV"  # launch(listen=...): the other hosts' ranks' variables
 # A job whose output is piped into this process cannot outlive it (it dies of a broken pipe
 # at its next print): a job that must outlive its client runs under a keeper instead.
 DETACHED_REMOVED = (
@@ -541,6 +544,7 @@ def launch(
     sample_resources: bool = False,
     stop_on_nan: Any = None,
     events: bool = True,
+    listen: Optional[tuple[str, int]] = None,
     **machine_config: Any,
 ) -> Job:
     """Start `cmd` (a list, no shell) under supervision and return its Job at once.
@@ -564,6 +568,9 @@ def launch(
     events=False keeps no events for events() / next_event() (which then raise): for a
     caller that listens with on_event or only waits for the report, so a flood of output
     lines is not queued for nobody.
+    listen=(address, port): the job's ranks are on other hosts and the launched process
+    starts them (a Slurm job's runner): the hub listens there (remote_env()) and the ranks'
+    variables are in the launched process's environment as TRAINBRIDGE_REMOTE_ENV (JSON).
     Raises launcher.LaunchError when the command cannot be started."""
     config = {
         "startup_timeout": startup_timeout,
@@ -581,7 +588,7 @@ def launch(
         on_event=on_event,
         stop_on_nan=stop_on_nan,
     )
-    return Job(
+    job = Job(
         cmd,
         cwd=cwd,
         env=env,
@@ -597,4 +604,14 @@ def launch(
         sample_resources=sample_resources,
         stop_on_nan=stop_on_nan,
         events=events,
-    ).start()
+    )
+    if listen is not None:
+        # The launched process starts the ranks on other hosts itself (a Slurm job's
+        # runner, bridge/slurm.py): their variables reach it in its environment only.
+        try:
+            job.env[REMOTE_ENV] = json.dumps(job.remote_env(*listen))
+        except (ValueError, OSError, RuntimeError) as exc:  # a bad address, a port taken
+            job.output.close_log()
+            shutil.rmtree(job.dir, ignore_errors=True)
+            raise LaunchError(f"cannot listen for the job's ranks on {listen[0]}: {exc}") from exc
+    return job.start()

@@ -10,7 +10,17 @@ import os
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import health, job_facts, launcher, look, machine, procfs, ranks, status
+from trainbridge.bridge import (
+    health,
+    job_facts,
+    launcher,
+    look,
+    machine,
+    procfs,
+    ranks,
+    slurm,
+    status,
+)
 from trainbridge.bridge.job_actions import SIGNALS
 
 LEADS_KEPT = 16  # lead changes kept for the report
@@ -28,6 +38,8 @@ class JobMessages:
             return
         key = routing_id.decode("ascii", "replace")
         remote = self._remote and routing_id in self.hub.peer_addr
+        if kind == "hello" and body.get("slurm"):
+            body = slurm.hello_facts(body)  # its node's name, an srun task's rank
         if kind == "hello" and not remote and not self._hello_in_tree(body):
             # Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither
             # leads nor is listed, and what it sends later is rejected and counted.

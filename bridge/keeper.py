@@ -40,7 +40,16 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
-from trainbridge.bridge import feed, private_files, procs, report_text, scheduler
+from trainbridge.bridge import (
+    feed,
+    machine,
+    private_files,
+    procs,
+    remote,
+    report_text,
+    scheduler,
+    slurm,
+)
 from trainbridge.bridge.batches import Batches
 from trainbridge.bridge.procs import ENV_FILE, process_start
 from trainbridge.bridge.store import Store
@@ -459,6 +468,12 @@ class Keeper:
         env = self._env()
         row = self.row
         config = dict(row["config"] or {})
+        command = row["command"]
+        on_slurm = (row["resources"] or {}).get("slurm")
+        if on_slurm:  # the runner submits the command and follows it (bridge/slurm.py)
+            grace = config.get("kill_grace", machine.DEFAULTS["kill_grace"])
+            command = slurm.runner_command(sys.executable, row["dir"], on_slurm, command, grace)
+            config["listen"] = remote.parse_listen(on_slurm["listen"])
         attempt = row["attempt"] or 0
         final: Optional[dict[str, Any]] = None
         outcome = None
@@ -470,7 +485,7 @@ class Keeper:
             started = time.time()
             try:
                 self.job = bridge.launch(
-                    row["command"],
+                    command,
                     cwd=row["cwd"],
                     env=env,
                     log_path=row["log_path"],
@@ -506,8 +521,16 @@ class Keeper:
             )
             if self.cancelled.is_set():  # asked while it was starting
                 self._pass_cancel()
+            follow = None
+            if on_slurm:  # Slurm's queue holds the deadlines; the row says why
+                follow = slurm.Follow(row["dir"], self.job, lambda note: self.rows.set(note=note))
+                follow.start()
             self.job.wait()  # a cancel's signal is passed on by its own thread
+            if follow is not None:
+                follow.stop.set()
             final = dict(self.job.report or {})
+            if on_slurm:
+                final = self._slurm_end(final)
             outcome = final.get("outcome")
             self._record_attempt(attempt, started, final)
             restarts_done = attempt - 1 - (row["attempt"] or 0)
@@ -543,6 +566,15 @@ class Keeper:
                 break
         self._finish(outcome, final)
         return 0
+
+    def _slurm_end(self, report: dict[str, Any]) -> dict[str, Any]:
+        """A Slurm job's attempt: what Slurm said at its end judges it too (TIMEOUT,
+        NODE_FAIL, ...), and a job the runner left running (SIGKILLed after the grace) is
+        ended with scancel."""
+        left = slurm.end_leftover(self.row["dir"])
+        if left:
+            say(left)
+        return slurm.end_verdict(report, slurm.read_facts(self.row["dir"]))
 
     def _record_attempt(self, attempt: int, started: float, report: dict[str, Any]) -> None:
         ended = time.time()

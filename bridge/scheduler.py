@@ -118,8 +118,23 @@ def _claim_next(store: Store) -> Optional[str]:
         paused = db.execute("SELECT value FROM settings WHERE name = 'paused'").fetchone()
         if paused is not None and json.loads(paused[0]):
             return None
+        # A Slurm job takes no slot of this host (Slurm queues it): it is claimed at once,
+        # and its keeper does not count against the local jobs.
+        slurm_head = db.execute(
+            "SELECT id FROM jobs WHERE state = 'queued' AND json_extract(resources, '$.slurm') "
+            "IS NOT NULL ORDER BY priority DESC, seq ASC LIMIT 1"
+        ).fetchone()
+        if slurm_head is not None:
+            db.execute(
+                "UPDATE jobs SET state = 'starting', assigned = '{}', updated_at = ?, "
+                "keeper_pid = NULL, keeper_start = NULL WHERE id = ?",
+                (time.time(), slurm_head[0]),
+            )
+            return slurm_head[0]
         active = db.execute(
-            "SELECT assigned FROM jobs WHERE state IN (%s)" % ", ".join("?" for _ in ACTIVE), ACTIVE
+            "SELECT assigned FROM jobs WHERE state IN (%s) AND json_extract(resources, '$.slurm') "
+            "IS NULL" % ", ".join("?" for _ in ACTIVE),
+            ACTIVE,
         ).fetchall()
         if len(active) >= slots["jobs"]:
             return None
@@ -127,8 +142,8 @@ def _claim_next(store: Store) -> Optional[str]:
         for (assigned,) in active:
             used.update((json.loads(assigned) or {}).get("gpus") or [] if assigned else [])
         head = db.execute(
-            "SELECT id, resources FROM jobs WHERE state = 'queued' "
-            "ORDER BY priority DESC, seq ASC LIMIT 1"
+            "SELECT id, resources FROM jobs WHERE state = 'queued' AND "
+            "json_extract(resources, '$.slurm') IS NULL ORDER BY priority DESC, seq ASC LIMIT 1"
         ).fetchone()
         if head is None:
             return None
@@ -235,6 +250,10 @@ def reconcile(store: Store) -> list[str]:
             continue
         procs.kill_job_processes(fresh["id"], fresh["job_pid"], fresh["job_start"])
         procs.remove_runtime_dir(fresh["endpoint"])
+        if (fresh["resources"] or {}).get("slurm"):
+            from trainbridge.bridge import slurm
+
+            slurm.end_leftover(fresh["dir"])  # Slurm would run it on for nobody
         if fresh["cancel_requested"] and fresh["job_pid"] is None and fresh["attempt"] == 0:
             outcome, note = "cancelled", "cancelled before its keeper started the command"
         else:
@@ -312,6 +331,7 @@ def submit(
     meta: Optional[Mapping[str, Any]] = None,
     log_path: Optional[str] = None,
     stop_on_nan: Any = None,
+    slurm: Optional[Mapping[str, Any]] = None,
 ) -> str:
     if isinstance(cmd, (str, bytes)) or not cmd:
         raise ValueError("the command must be a non-empty list of arguments (no shell strings)")
@@ -338,6 +358,15 @@ def submit(
     gpus = resources.get("gpus", 0)
     if not isinstance(gpus, int) or gpus < 0:
         raise ValueError(f"resources['gpus'] must be an int >= 0, got {gpus!r}")
+    if slurm is not None:  # Slurm queues it and gives its nodes: no slot of this host
+        from trainbridge.bridge import slurm as on_slurm
+
+        if gpus:
+            raise ValueError(
+                "a Slurm job asks for its GPUs from Slurm: slurm={'gres': 'gpu:N'}, not "
+                "resources={'gpus': N}"
+            )
+        resources["slurm"] = on_slurm.check_options(slurm)
     have = len(_slots(store)["gpus"])
     if gpus > have:
         raise ValueError(
@@ -646,7 +675,16 @@ class Scheduler:
         keep_ended: Optional[int] = _UNSET,
         python: Optional[str] = None,
         create: bool = True,
+        backend: str = "local",
+        slurm: Optional[Mapping[str, Any]] = None,
     ):
+        if backend not in ("local", "slurm"):
+            raise ValueError(f"backend must be 'local' or 'slurm', got {backend!r}")
+        if slurm is not None and backend != "slurm":
+            raise ValueError("slurm options go with backend='slurm'")
+        self.backend = backend
+        # Every job's Slurm options start from these (submit(slurm=...) adds to them).
+        self.slurm = dict(slurm or {})
         if keep_ended is not _UNSET:
             check_keep_ended(keep_ended)
         self._store = Store(store, create=create)
@@ -751,6 +789,7 @@ class Scheduler:
         meta: Optional[Mapping[str, Any]] = None,
         log_path: Optional[str] = None,
         stop_on_nan: Any = None,
+        slurm: Optional[Mapping[str, Any]] = None,
     ) -> str:
         """Queue cmd (a list, no shell) and start it if its slots are free; returns its id.
         env: the job's whole environment (default: this process's, now); only the names go
@@ -758,7 +797,18 @@ class Scheduler:
         zero_code: as launch()'s (False: only processes that import the worker say hello).
         name, tags (strings), meta (a JSON object): kept in the row for the GUI (jobs(tag=)
         lists by tag); log_path: the job's output log there instead of in the job's folder;
-        stop_on_nan: as launch()'s (metric names whose first NaN or infinity cancels the job)."""
+        stop_on_nan: as launch()'s (metric names whose first NaN or infinity cancels the job).
+        slurm: this job goes to Slurm (with backend="slurm" every job does), with these
+        options over the Scheduler's (nodes, ntasks_per_node, cpus_per_task, gres, time,
+        partition, account, qos, sbatch: a list of more sbatch options, listen: this host's
+        address the nodes reach; docs/SCALE.md)."""
+        if slurm is not None and not isinstance(slurm, Mapping):
+            raise ValueError(f"slurm options must be a dict, got {type(slurm).__name__}")
+        on_slurm = (
+            {**self.slurm, **dict(slurm or {})}
+            if self.backend == "slurm" or slurm is not None
+            else None
+        )
         with self._lock:
             job_id = submit(
                 self._store,
@@ -776,6 +826,7 @@ class Scheduler:
                 meta=meta,
                 log_path=log_path,
                 stop_on_nan=stop_on_nan,
+                slurm=on_slurm,
             )
             schedule_pass(self._store, self.python, self._keepers)
         return job_id

@@ -5,8 +5,8 @@
 Each request is one line on stdin, {"id": n, "op": name, "args": {...}}; each answer one
 line on stdout, {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "error": text}.
 Ops: jobs {state, limit, tag}, get {id}, submit {cmd, cwd, env, timeouts, resources, priority,
-max_restarts, restart_backoff, zero_code, name, tags, meta, log_path, stop_on_nan}, cancel
-{id}, forget {id}, dump_stacks {id} (sends SIGUSR1 to the keeper; the stacks come as a
+max_restarts, restart_backoff, zero_code, name, tags, meta, log_path, stop_on_nan, slurm},
+cancel {id}, forget {id}, dump_stacks {id} (sends SIGUSR1 to the keeper; the stacks come as a
 "stacks" event in the events file), request {id, op, data} (ping or send,
 scheduler.request: returns the request id; the answer comes as a "reply" event), pause {},
 resume {}, paused {}, forgotten {}, keep_ended {}, rerun {id, env}, watch {watch: n} (n: the
@@ -102,6 +102,7 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any], watches: Watches) ->
             meta=args.get("meta"),
             log_path=args.get("log_path"),
             stop_on_nan=args.get("stop_on_nan"),
+            slurm=args.get("slurm"),
         )
     if op == "pause":
         return sched.pause()

@@ -531,6 +531,24 @@ export interface SubmitOptions {
   logPath?: string;
   /** As launch()'s: cancel the job when one of these metrics first becomes NaN or infinite. */
   stopOnNan?: string | string[];
+  /** Send the job to Slurm with sbatch (docs/SCALE.md); listen: this host's address the nodes reach. */
+  slurm?: SlurmOptions;
+}
+
+/** A job's Slurm resources and options (docs/SCALE.md). */
+export interface SlurmOptions {
+  listen: string;
+  nodes?: number;
+  ntasksPerNode?: number;
+  cpusPerTask?: number;
+  gres?: string;
+  /** sbatch's --time: minutes, or "HH:MM:SS" */
+  time?: string | number;
+  partition?: string;
+  account?: string;
+  qos?: string;
+  /** more sbatch options, each "--name=value" */
+  sbatch?: string[];
 }
 
 /** A file the job made, as its worker said it (PROTOCOL.md "artifact"). */

@@ -101,6 +101,7 @@ def hello(heartbeat_s: float, version: str, protocol: str) -> dict[str, Any]:
         "world_size": optional_int(env, "WORLD_SIZE"),
         # Where torchrun reads this rank's error (worker/elastic.py), or nil.
         "error_file": env.get("TORCHELASTIC_ERROR_FILE") or None,
+        "slurm": slurm_facts(env),
         "env": {name: (redact(env[name]) if name in env else None) for name in ENV_VARS},
         "packages": package_versions(),
         "cpu_count": os.cpu_count(),
@@ -112,6 +113,32 @@ def hello(heartbeat_s: float, version: str, protocol: str) -> dict[str, Any]:
         "worker": version,
         "heartbeat_s": heartbeat_s,
     }
+
+
+def slurm_facts(env: Any) -> Optional[dict[str, Any]]:
+    """Where Slurm runs this process (a job's node by Slurm's name, since hostnames can be
+    alike; its task number in its step), or None outside Slurm. Facts only: the client
+    decides what they mean (bridge/slurm.py rank_of)."""
+    if not env.get("SLURM_JOB_ID"):
+        return None
+    return {
+        "job_id": env.get("SLURM_JOB_ID"),
+        "node": env.get("SLURMD_NODENAME") or None,
+        "step": env.get("SLURM_STEP_ID") or None,
+        "procid": optional_int(env, "SLURM_PROCID"),
+        "ntasks": optional_int(env, "SLURM_NTASKS"),
+        # Started by Slurm itself (a task of a step, or the batch script's command): its
+        # children inherit the variables but are not tasks.
+        "task": _parent_comm() == "slurmstepd",
+    }
+
+
+def _parent_comm() -> Optional[str]:
+    try:
+        with open(f"/proc/{os.getppid()}/comm", encoding="ascii", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 # --- cheap environment facts: no import of torch or pynvml, no subprocess, no locale module

@@ -38,6 +38,13 @@ const SUPERVISOR_SILENT_MS = 5000;
 const SINCE = ['start', 'now'];
 const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
 /** The default store: $TRAINBRIDGE_STORE, else the per-user data dir (bridge/store.py's rule). */
+/** {ntasksPerNode: 1} -> {ntasks_per_node: 1}: the helper's (Python's) names. */
+function snakeKeys(options) {
+  const out = {};
+  for (const [name, value] of Object.entries(options)) out[name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
+  return out;
+}
+
 function defaultStorePath() {
   if (process.env.TRAINBRIDGE_STORE) return process.env.TRAINBRIDGE_STORE;
   const home = require('node:os').homedir();
@@ -133,15 +140,14 @@ class Store {
    * priority, maxRestarts, restartBackoff (seconds), zeroCode (as launch()'s; default true),
    * name, tags (strings), meta (a JSON object) kept in the row for the GUI (jobs({tag})), and
    * logPath (the output log there instead of in the job's folder); stopOnNan as launch()'s
-   * (metric names whose first NaN or infinity cancels the job).
+   * (metric names whose first NaN or infinity cancels the job); slurm sends it to Slurm
+   * (docs/SCALE.md: {listen, nodes, ntasksPerNode, cpusPerTask, gres, time, partition, account,
+   * qos, sbatch}).
    */
   submit(options) {
     if (!options || !options.command) throw new TypeError('submit() needs a command, e.g. {command: "python", args: ["train.py"]}');
     metricNames(options.stopOnNan); // a LaunchError that names stopOnNan, before the helper's
-    const timeouts = {};
-    for (const [name, value] of Object.entries(options.timeouts || {})) {
-      timeouts[name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
-    }
+    const timeouts = snakeKeys(options.timeouts || {});
     return this._call('submit', {
       cmd: [options.command, ...(options.args || [])].map(String),
       cwd: options.cwd ? path.resolve(options.cwd) : process.cwd(),
@@ -157,6 +163,7 @@ class Store {
       meta: options.meta ?? null,
       log_path: options.logPath ? path.resolve(options.logPath) : null,
       stop_on_nan: options.stopOnNan ?? null,
+      slurm: options.slurm ? snakeKeys(options.slurm) : null,
     });
   }
 

@@ -66,6 +66,14 @@ async function main(): Promise<void> {
   watch.on('job', (c) => { if (c.change === 'removed') void c.why; else if (c.row) void c.row.state; });
   await watch.ready;
   await watch.close();
+  // A job for a Slurm cluster (docs/SCALE.md).
+  const onSlurm: string = await openStore('/tmp/jobs.db').submit({
+    command: 'srun', args: ['python', 'train.py'],
+    slurm: { listen: '10.0.0.1', nodes: 2, ntasksPerNode: 1, time: '2:00:00', sbatch: ['--mem=8G'] },
+  });
+  void onSlurm;
+  // @ts-expect-error: a Slurm job says which address of this host its nodes reach
+  void openStore('/tmp/jobs.db').submit({ command: 'srun', slurm: { nodes: 2 } });
 
   // @ts-expect-error: a misspelt timeout does not compile (Timeouts is closed)
   launch({ command: 'python', timeouts: { stallTimout: 600 } });
