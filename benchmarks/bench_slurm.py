@@ -29,18 +29,17 @@ TASK = os.path.join(ROOT, "tests", "slurm", "scenarios", "task.py")
 STEPS = "150"  # 30 s of steps: the window fits after the start
 
 
-def _tasks(conf: str) -> list[int]:
+def _tasks(cluster) -> list[int]:
     """The task processes of this cluster's job (another cluster may run beside it)."""
-    out = subprocess.run(["pgrep", "-f", TASK], capture_output=True, text=True)
-    mine, pids = f"SLURM_CONF={conf}".encode(), []
-    for pid in (int(p) for p in out.stdout.split()):
+    out = []
+    for pid in cluster.processes():
         try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if mine in f.read().split(b"\0"):
-                    pids.append(pid)
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if TASK.encode() in f.read():
+                    out.append(pid)
         except OSError:
             continue  # gone meanwhile
-    return pids
+    return out
 
 
 def _window(pids: list[int]) -> dict[str, float]:
@@ -82,7 +81,7 @@ def _ours(cluster, tmp: str, env: dict[str, str]) -> tuple[dict, dict]:
             (lambda r: r if (r["progress"] or {}).get("step") else None)(sched.get(job_id))
         ))  # fmt: skip
         host = _window([row["keeper_pid"], row["job_pid"]])
-        tasks = _window(_tasks(cluster.conf))
+        tasks = _window(_tasks(cluster))
         _wait("the job's end", lambda: sched.get(job_id)["state"] == "ended", 180)
     return host, tasks
 
@@ -94,10 +93,10 @@ def _baseline(cluster, env: dict[str, str]) -> tuple[dict, dict]:
            f"srun --nodes=2 --ntasks-per-node=1 {sys.executable} {TASK}"]  # fmt: skip
     waiter = subprocess.Popen(cmd, env=plain, stdout=subprocess.DEVNULL)
     try:
-        _wait("the baseline's tasks", lambda: len(_tasks(cluster.conf)) >= 2)
+        _wait("the baseline's tasks", lambda: len(_tasks(cluster)) >= 2)
         time.sleep(2)  # past the tasks' start (imports): the running state is what is measured
         host = _window([waiter.pid])
-        tasks = _window(_tasks(cluster.conf))
+        tasks = _window(_tasks(cluster))
         waiter.wait(timeout=180)
     finally:
         if waiter.poll() is None:

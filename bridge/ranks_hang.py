@@ -236,16 +236,7 @@ def hung_rank(
         }
         for p, frames, stopped in away
     ]
-    waiters = [
-        {
-            "rank": p["rank"],
-            "host": p["host"],
-            "pid": p["pid"],
-            "collective": op,
-            "frame": ranks.where(frames),
-        }
-        for p, frames, op in waiting
-    ]
+    waiters = _waiters(waiting)
     first, _, first_stopped = away[0]
     at = missing[0]["frame"] or "an unknown frame"
     if first_stopped:
@@ -297,13 +288,9 @@ def _distributed(frames: list[dict[str, Any]]) -> Optional[str]:
     return None
 
 
-def _never_said_hello(absent: list[int], waiting: list[Any]) -> dict[str, Any]:
-    """Ranks wait for one that never said hello: its process never got as far as Python
-    (a launcher or a node that did not start it, a module load that hangs) or hangs before
-    the worker loaded. Where it runs is the launcher's to say (a Slurm job's node: the
-    keeper adds it, bridge/slurm.py)."""
-    ops = sorted({op for _, _, op in waiting if op})
-    waiters = [
+def _waiters(waiting: list[Any]) -> list[dict[str, Any]]:
+    """The ranks that wait, each with its collective and frame (the verdict's `waiting`)."""
+    return [
         {
             "rank": p["rank"],
             "host": p["host"],
@@ -313,6 +300,15 @@ def _never_said_hello(absent: list[int], waiting: list[Any]) -> dict[str, Any]:
         }
         for p, frames, op in waiting
     ]
+
+
+def _never_said_hello(absent: list[int], waiting: list[Any]) -> dict[str, Any]:
+    """Ranks wait for one that never said hello: its process never got as far as Python
+    (a launcher or a node that did not start it, a module load that hangs) or hangs before
+    the worker loaded. Where it runs is the launcher's to say (a Slurm job's node: the
+    keeper adds it, bridge/slurm.py)."""
+    ops = sorted({op for _, _, op in waiting if op})
+    waiters = _waiters(waiting)
     missing = [
         {"rank": r, "host": None, "pid": None, "frame": None, "hello": False} for r in absent
     ]

@@ -53,6 +53,14 @@ def ended(sched, job_id: str, timeout: float = WAIT_S) -> dict:
                          f"stage {row['stage']!r}, log: {_tail(row)}")  # fmt: skip
 
 
+def training(sched, job_id: str) -> None:
+    """Wait until the job's lead reported its first step (its tasks run on both nodes)."""
+    deadline = time.monotonic() + WAIT_S
+    while (sched.get(job_id)["progress"] or {}).get("step") is None:
+        assert time.monotonic() < deadline, sched.get(job_id)
+        time.sleep(0.2)
+
+
 def _tail(row) -> str:
     try:
         with open(row["log_path"], encoding="utf-8", errors="replace") as f:
@@ -153,10 +161,7 @@ def test_cancel_signals_the_job_then_scancels_and_leaves_nothing(slurm_cluster, 
     with scheduler(tmp_path / "jobs.db", slurm_cluster) as sched:
         env = env_for(TASK_STEPS="100000")
         job_id = sched.submit(srun(TASK), env=env, slurm={"nodes": 2})
-        deadline = time.monotonic() + WAIT_S
-        while (sched.get(job_id)["progress"] or {}).get("step") is None:
-            assert time.monotonic() < deadline, sched.get(job_id)
-            time.sleep(0.2)
+        training(sched, job_id)
         _assert_key_is_private(slurm_cluster, sched.get(job_id)["dir"])
         sched.cancel(job_id)
         row = ended(sched, job_id, timeout=60)
@@ -174,10 +179,7 @@ def test_cancel_signals_the_job_then_scancels_and_leaves_nothing(slurm_cluster, 
 def test_an_scancel_from_outside_is_a_cancel_by_slurm(slurm_cluster, env_for, tmp_path):
     with scheduler(tmp_path / "jobs.db", slurm_cluster) as sched:
         job_id = sched.submit(srun(TASK), env=env_for(TASK_STEPS="100000"), slurm={"nodes": 2})
-        deadline = time.monotonic() + WAIT_S
-        while (sched.get(job_id)["progress"] or {}).get("step") is None:
-            assert time.monotonic() < deadline, sched.get(job_id)
-            time.sleep(0.2)
+        training(sched, job_id)
         slurm_id = slurm.read_facts(sched.get(job_id)["dir"])["job_id"]
         assert slurm_cluster.run("scancel", slurm_id).returncode == 0
         row = ended(sched, job_id, timeout=60)
@@ -244,18 +246,17 @@ def _assert_key_is_private(cluster, job_dir: str) -> None:
 
 
 def _our_tasks(cluster) -> list[str]:
-    """This cluster's processes of the task scripts still running (on either node: one
-    machine; another test's cluster may run beside it): those whose SLURM_CONF is its."""
-    out = subprocess.run(["pgrep", "-af", "scenarios/"], capture_output=True, text=True)
-    mine = f"SLURM_CONF={cluster.env['SLURM_CONF']}".encode()
+    """This cluster's processes of the task scripts still running (another test's cluster
+    may run the same scripts beside it): "PID ARGS" each."""
     left = []
-    for line in out.stdout.splitlines():
+    for pid in cluster.processes():
         try:
-            with open(f"/proc/{line.split()[0]}/environ", "rb") as f:
-                if mine in f.read().split(b"\0"):
-                    left.append(line)
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue  # gone meanwhile
+        if "scenarios/" in args:
+            left.append(f"{pid} {args}")
     return left
 
 
@@ -280,7 +281,10 @@ def test_a_task_that_hangs_before_hello_on_node_2_is_named_while_rank_0_waits_fo
     hang_1 = 'if [ "$SLURM_PROCID" = 1 ]; then exec sleep 600; fi; exec "$0" "$@"'
     cmd = ["srun", "--nodes=2", "--ntasks-per-node=1", "sh", "-c", hang_1, sys.executable, TASK]
     with scheduler(tmp_path / "jobs.db", slurm_cluster) as sched:
-        job_id = sched.submit(cmd, env=env, slurm={"nodes": 2}, timeouts={"stall_timeout": 15})
+        # The stall deadline outlasts rank 0's `import torch` on a loaded machine (its stage
+        # arms the watch, and a look cannot sample a process of another host: 15 s was
+        # declared hung in 'import torch' once, beside other test runs).
+        job_id = sched.submit(cmd, env=env, slurm={"nodes": 2}, timeouts={"stall_timeout": 40})
         row = ended(sched, job_id)
     report = row["report"]
     assert row["outcome"] == "hung", report["summary"] + _tail(row)
@@ -315,7 +319,7 @@ def test_a_rank_stuck_in_its_own_loop_in_a_two_node_torchrun_is_named_with_its_s
     env = env_for(DDP_FAULT="loop", DDP_FAULT_RANK="1", DDP_FAULT_STEP="3", DDP_STEPS="200")
     cmd = torchrun_on_two_nodes(slurm_cluster)
     with scheduler(tmp_path / "jobs.db", slurm_cluster) as sched:
-        job_id = sched.submit(cmd, env=env, slurm={"nodes": 2}, timeouts={"stall_timeout": 20})
+        job_id = sched.submit(cmd, env=env, slurm={"nodes": 2}, timeouts={"stall_timeout": 30})
         row = ended(sched, job_id)
     report = row["report"]
     assert row["outcome"] == "hung", report["summary"] + _tail(row)
@@ -342,10 +346,7 @@ def test_a_rank_killed_on_node_2_in_a_two_node_torchrun_is_the_root_cause(
 def test_node_2_dying_is_node_fail_named_by_the_node(slurm_cluster, env_for, tmp_path):
     with scheduler(tmp_path / "jobs.db", slurm_cluster) as sched:
         job_id = sched.submit(srun(TASK), env=env_for(TASK_STEPS="100000"), slurm={"nodes": 2})
-        deadline = time.monotonic() + WAIT_S
-        while (sched.get(job_id)["progress"] or {}).get("step") is None:
-            assert time.monotonic() < deadline, sched.get(job_id)
-            time.sleep(0.2)
+        training(sched, job_id)
         try:
             slurm_cluster.kill_node("tbh2")
             row = ended(sched, job_id, timeout=120)
