@@ -208,6 +208,10 @@ def hung_rank(
         stopped = None if live else _stopped(view.get((p.get("addr"), p["pid"])))
         text = p.get(field)
         frames = (_beat_frames(text) if live else main_thread_frames(text)) if text else []
+        if not frames and not live and p.get("beat_stack"):
+            # No answer to the hang's dump_stacks in time (another host's rank on a loaded
+            # machine): its last heartbeat's stack (sent once idle) says where it was.
+            frames = _beat_frames(p["beat_stack"])
         if stopped is not None:
             away.append((p, frames, stopped))
             continue

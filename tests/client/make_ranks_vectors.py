@@ -861,6 +861,29 @@ def check_live():
         assert short == case["diagnosis"], (case["name"], got)
 
 
+# At the deadline, a rank that did not answer the hang's dump_stacks in time (another host's,
+# on a loaded machine) is judged by its last heartbeat's stack, sent once it was idle.
+HUNG.append(
+    {
+        "name": "DDP: rank 1 did not answer dump_stacks; its last heartbeat's stack is in its "
+        "own loop while rank 0 waits in backward(): rank 1, there",
+        "messages": DDP_HELLOS
+        + [
+            [
+                "j/1",
+                "heartbeat",
+                beat(("/w/ddp.py", 80, "train"), ("/w/ddp.py", 47, "compute")),
+                20.0,
+            ],
+            RANK0_IN_BACKWARD,
+        ],
+        "kind": "collective_wait",
+        "summary": "rank 1 (host a, pid 102) is not in the collective: it is at w/ddp.py:47 "
+        "compute; rank(s) 0 wait in backward() (DDP's gradient all-reduce) for it",
+    }
+)
+
+
 def check_hung():
     from trainbridge.bridge import ranks, ranks_hang
 

@@ -26,6 +26,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "twohost")
 
 
+REPORTS: list = []  # this test's reports (tests/distributed/conftest.py keeps a failing one's)
+
+
 @pytest.fixture
 def h():
     """Host A and host B; removed after the test, whatever happened."""
@@ -126,6 +129,7 @@ def run_two_hosts(
                     p.wait()
     assert report is not None, "the client gave no report"
     assert not psutil.Process().children(recursive=True), "a process was left over"
+    REPORTS.append(report)  # kept for a person if the test then fails (conftest.py)
     return report, out_b
 
 
