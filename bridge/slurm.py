@@ -274,8 +274,13 @@ def hello_facts(hello: dict[str, Any]) -> dict[str, Any]:
 
 
 # --- the commands (I/O) -----------------------------------------------------------------------
+class Unreachable(Exception):
+    """Slurm's controller did not answer (it restarts, the network): nothing is known."""
+
+
 def show_job(job_id: str, timeout: float = 10.0) -> Optional[dict[str, Any]]:
-    """What Slurm says of a job now, or None when it does not know it (any more)."""
+    """What Slurm says of a job now, or None when it does not know it (any more: MinJobAge
+    after its end). Raises Unreachable when the controller does not answer."""
     try:
         done = subprocess.run(
             ["scontrol", "show", "job", "-o", job_id],
@@ -283,8 +288,10 @@ def show_job(job_id: str, timeout: float = 10.0) -> Optional[dict[str, Any]]:
             text=True,
             timeout=timeout,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Unreachable(str(exc)) from None
+    if done.returncode != 0 and "invalid job id" not in done.stderr.lower():
+        raise Unreachable(done.stderr.strip() or f"scontrol exit {done.returncode}")
     if done.returncode != 0 or "JobState=" not in done.stdout:
         return None
     facts = facts_of(parse_show_job(done.stdout))
@@ -361,11 +368,17 @@ def end_leftover(job_dir: str) -> Optional[str]:
     facts = read_facts(job_dir)
     if not facts or not facts.get("job_id"):
         return None
-    now = show_job(str(facts["job_id"]))
-    if now is None or ended(now["state"]):
-        return None
+    try:
+        now = show_job(str(facts["job_id"]))
+    except Unreachable as exc:
+        now = {"state": "UNKNOWN"}  # scancel anyway: it may still run
+        said = f"Slurm's controller did not answer ({exc}); "
+    else:
+        said = ""
+        if now is None or ended(now["state"]):
+            return None
     problem = scancel(str(facts["job_id"]))
-    return (
+    return said + (
         f"Slurm job {facts['job_id']} cancelled (scancel)"
         if problem is None
         else f"scancel {facts['job_id']} failed: {problem}"
@@ -442,6 +455,7 @@ class Runner:
         said_running = False
         cancel_at: Optional[float] = None
         missing = 0
+        unreachable = False
         while True:
             if self.cancelled.is_set() and cancel_at is None:
                 cancel_at = time.monotonic()
@@ -453,7 +467,18 @@ class Runner:
                 print(f"trainbridge: cancel: scancel {self.job_id} (after {grace:g} s)", flush=True)
                 scancel(self.job_id)
                 cancel_at = float("inf")
-            now = show_job(self.job_id)
+            try:
+                now = show_job(self.job_id)
+            except Unreachable as exc:  # not a verdict: the job may run on; ask again
+                if not unreachable:
+                    print(f"trainbridge: Slurm's controller does not answer ({exc}); "
+                          "asking again every second", flush=True)  # fmt: skip
+                unreachable = True
+                self.cancelled.wait(POLL_S)
+                continue
+            if unreachable:
+                print("trainbridge: Slurm's controller answers again", flush=True)
+                unreachable = False
             if now is None:
                 missing += 1
                 if missing >= 30:  # forgotten by Slurm (MinJobAge) before it was seen ending

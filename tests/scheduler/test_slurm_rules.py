@@ -180,3 +180,22 @@ def test_the_cli_says_which_flags_need_slurm(tmp_path, capsys):
     assert "--nodes goes with --slurm" in capsys.readouterr().err
     assert cli.main(["submit", "--store", store, "--slurm", "--", "true"]) == 2
     assert "listen is missing" in capsys.readouterr().err
+
+
+def test_a_controller_that_does_not_answer_is_not_a_forgotten_job(tmp_path, monkeypatch):
+    fake = tmp_path / "scontrol"
+    monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
+    fake.write_text(
+        "#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    with pytest.raises(slurm.Unreachable, match="Unable to contact"):
+        slurm.show_job("7")
+    fake.write_text(
+        "#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n"
+    )
+    assert slurm.show_job("7") is None  # forgotten (MinJobAge after its end)
+    fake.write_text(
+        "#!/bin/sh\necho 'JobId=7 JobState=RUNNING Reason=None NodeList=n1 ExitCode=0:0'\n"
+    )
+    assert slurm.show_job("7")["state"] == "RUNNING"

@@ -417,3 +417,22 @@ def test_the_node_client_submits_to_slurm_with_the_same_truth(slurm_cluster, env
     assert row["outcome"] == "failed", report["summary"]
     assert (report["root_cause"]["rank"], report["root_cause"]["host"]) == (1, "tbh2")
     assert report["slurm"]["state"] == "FAILED"
+
+
+def test_a_keeper_killed_makes_the_job_lost_and_its_slurm_job_is_ended(
+    slurm_cluster, env_for, tmp_path
+):
+    with scheduler(tmp_path / "jobs.db", slurm_cluster) as sched:
+        job_id = sched.submit(srun(TASK), env=env_for(TASK_STEPS="100000"), slurm={"nodes": 2})
+        training(sched, job_id)
+        row = sched.get(job_id)
+        slurm_id = slurm.read_facts(row["dir"])["job_id"]
+        os.kill(row["keeper_pid"], signal.SIGKILL)  # the login node's keeper dies
+        row = ended(sched, job_id, timeout=60)  # the Scheduler's ticks reconcile
+    assert row["outcome"] == "lost" and "its keeper" in row["note"], row["note"]
+    fields = slurm_cluster.wait_job(slurm_id, timeout_s=60)  # Slurm does not run it for nobody
+    assert fields["JobState"] in ("CANCELLED", "COMPLETED", "FAILED"), fields
+    deadline = time.monotonic() + 30
+    while _our_tasks(slurm_cluster):
+        assert time.monotonic() < deadline, _our_tasks(slurm_cluster)
+        time.sleep(0.2)
