@@ -201,7 +201,12 @@ def slurm_options(p) -> None:
         ("account", str, "account"),
         ("qos", str, "quality of service"),
     ):
-        g.add_argument("--" + name.replace("_", "-"), type=kind, help=f"with --slurm: {text}")
+        g.add_argument(
+            "--" + name.replace("_", "-"),
+            type=kind,
+            metavar="N" if kind is int else name.upper(),
+            help=f"with --slurm: {text}",
+        )
     g.add_argument(
         "--sbatch",
         action="append",
