@@ -192,6 +192,13 @@ def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[st
             "working": True,
             "why": f"it printed {lines} line{'s' if lines != 1 else ''} in {_span(window)}",
         }
+    waited, _ = _waited(procs, old, window)
+    if waited / window >= STARVED:  # an import on a machine whose cores are all taken
+        return {
+            "working": True,
+            "why": f"starting on a busy machine: its threads waited {_span(waited)} for a CPU "
+            f"in the last {_span(window)} (slow, not hung)",
+        }
     python = next(p for p in procs if is_python(p.get("name")))
     return {
         "working": False,

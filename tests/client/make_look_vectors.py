@@ -79,6 +79,17 @@ STARTUP = [
         sample(1.04, proc(10, "bash"), PY),
     ),
     (
+        "Python below a tenth of a core that waited 60% of the window for one, in long waits "
+        "(an import beside busy cores): starting",
+        sample(0, PY),
+        sample(1.0, {**PY, "cpu_s": 2.05, **waits((11, "R", 1.1, 1003))}),
+    ),
+    (
+        "Python below a tenth of a core, waiting in short waits only: hung",
+        sample(0, PY),
+        sample(1.0, {**PY, "cpu_s": 2.05, **waits((11, "S", 0.7, 1080))}),
+    ),
+    (
         "a name like python-config is not an interpreter",
         sample(0, proc(30, "python-config")),
         sample(1.0, proc(30, "python-config")),
