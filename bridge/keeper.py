@@ -528,6 +528,7 @@ class Keeper:
             self.job.wait()  # a cancel's signal is passed on by its own thread
             if follow is not None:
                 follow.stop.set()
+                follow.join(5.0)  # its last word on the row (the note) before the end's
             final = dict(self.job.report or {})
             if on_slurm:
                 final = self._slurm_end(final)

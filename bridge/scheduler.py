@@ -51,6 +51,7 @@ CLAIM_GRACE_S = 10.0  # a claimed job with no keeper pid after this long is queu
 KEEP_ENDED = 1000  # ended jobs kept (with their logs) by retention, unless the store says
 KEEP_SETTING = "keep_ended"  # the store's retention, for every process: N, or None (keep all)
 _UNSET: Any = object()
+ON_SLURM = "json_extract(resources, '$.slurm')"  # a row's Slurm options (not null: on Slurm)
 TIMEOUT_NAMES = set(machine.DEFAULTS) | {
     "startup_timeout",
     "stall_timeout",
@@ -121,8 +122,8 @@ def _claim_next(store: Store) -> Optional[str]:
         # A Slurm job takes no slot of this host (Slurm queues it): it is claimed at once,
         # and its keeper does not count against the local jobs.
         slurm_head = db.execute(
-            "SELECT id FROM jobs WHERE state = 'queued' AND json_extract(resources, '$.slurm') "
-            "IS NOT NULL ORDER BY priority DESC, seq ASC LIMIT 1"
+            f"SELECT id FROM jobs WHERE state = 'queued' AND {ON_SLURM} IS NOT NULL "
+            "ORDER BY priority DESC, seq ASC LIMIT 1"
         ).fetchone()
         if slurm_head is not None:
             db.execute(
@@ -132,8 +133,8 @@ def _claim_next(store: Store) -> Optional[str]:
             )
             return slurm_head[0]
         active = db.execute(
-            "SELECT assigned FROM jobs WHERE state IN (%s) AND json_extract(resources, '$.slurm') "
-            "IS NULL" % ", ".join("?" for _ in ACTIVE),
+            f"SELECT assigned FROM jobs WHERE state IN ({', '.join('?' for _ in ACTIVE)}) "
+            f"AND {ON_SLURM} IS NULL",
             ACTIVE,
         ).fetchall()
         if len(active) >= slots["jobs"]:
@@ -142,8 +143,8 @@ def _claim_next(store: Store) -> Optional[str]:
         for (assigned,) in active:
             used.update((json.loads(assigned) or {}).get("gpus") or [] if assigned else [])
         head = db.execute(
-            "SELECT id, resources FROM jobs WHERE state = 'queued' AND "
-            "json_extract(resources, '$.slurm') IS NULL ORDER BY priority DESC, seq ASC LIMIT 1"
+            f"SELECT id, resources FROM jobs WHERE state = 'queued' AND {ON_SLURM} IS NULL "
+            "ORDER BY priority DESC, seq ASC LIMIT 1"
         ).fetchone()
         if head is None:
             return None
@@ -250,10 +251,11 @@ def reconcile(store: Store) -> list[str]:
             continue
         procs.kill_job_processes(fresh["id"], fresh["job_pid"], fresh["job_start"])
         procs.remove_runtime_dir(fresh["endpoint"])
+        left = None
         if (fresh["resources"] or {}).get("slurm"):
             from trainbridge.bridge import slurm
 
-            slurm.end_leftover(fresh["dir"])  # Slurm would run it on for nobody
+            left = slurm.end_leftover(fresh["dir"])  # Slurm would run it on for nobody
         if fresh["cancel_requested"] and fresh["job_pid"] is None and fresh["attempt"] == 0:
             outcome, note = "cancelled", "cancelled before its keeper started the command"
         else:
@@ -263,6 +265,8 @@ def reconcile(store: Store) -> list[str]:
                 f"seen. Last known: {last_known(fresh)}. Its processes were stopped; see "
                 f"{fresh['log_path']} and {os.path.join(fresh['dir'], procs.KEEPER_LOG)}"
             )
+        if left:
+            note += f". {left}"
         report = _short_report(fresh, outcome, note)
         if store.update(
             row["id"],

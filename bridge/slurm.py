@@ -47,6 +47,7 @@ SCRIPT_FILE = "slurm.sh"  # the batch script: exec "$@" (the command is its argu
 SCRIPT = '#!/bin/sh\n# trainbridge: the command is this script\'s arguments\nexec "$@"\n'
 OUTPUT_PATTERN = "slurm-%j.out"  # sbatch --output, in the job's directory
 POLL_S = 1.0  # how often the runner asks Slurm about its job
+COPY_CHUNK = 1 << 20  # the job's output is copied to the keeper in reads of this size
 CANCEL_GRACE_S = 10.0  # SIGTERM to the job's processes, then scancel
 REMOTE_ENV = "TRAINBRIDGE_REMOTE_ENV"  # bridge/job.py launch(listen=...)
 
@@ -434,13 +435,15 @@ class Runner:
         try:
             with open(self._out_path, "rb") as f:
                 f.seek(self._out_pos)
-                data = f.read()
-        except OSError:
-            return  # not there yet (the job has not started)
-        if data:
-            self._out_pos += len(data)
-            sys.stdout.buffer.write(data)
+                while True:  # in bounded reads: a flood since the last poll is not one buffer
+                    data = f.read(COPY_CHUNK)
+                    if not data:
+                        break
+                    self._out_pos += len(data)
+                    sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
+        except FileNotFoundError:
+            return  # not there yet (the job has not started), or not on this host (below)
 
     def run(self) -> int:
         from trainbridge import worker
@@ -520,6 +523,16 @@ class Runner:
         if stage is not None:
             stage.__exit__(None, None, None)
         self.copy_output()
+        if self._out_pos == 0 and self._out_path and not os.path.exists(self._out_path):
+            # Slurm wrote it on the node that ran the batch script: without a filesystem
+            # shared with this host its lines are there only. Said, not lost silently.
+            self.facts["output_elsewhere"] = self._out_path
+            print(
+                f"trainbridge: the job's output ({self._out_path}) is not on this host: Slurm "
+                f"wrote it on {self.facts.get('batch_host') or 'the first node'} (no shared "
+                "filesystem?); its messages, errors and stacks came over the network",
+                flush=True,
+            )
         if self.facts.get("state") == "NODE_FAIL" and not self.facts.get("failed_nodes"):
             self.facts["failed_nodes"] = down_nodes(self.facts.get("nodes"))
         write_facts(self.dir, self.facts)
@@ -555,6 +568,8 @@ class Follow(threading.Thread):
                 said = text
                 self.note(text)
             self.stop.wait(self.every)
+        if said is not None:
+            self.note(None)  # ended while queued (a cancel): the queue's note goes with it
 
 
 def runner_command(

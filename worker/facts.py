@@ -118,7 +118,7 @@ def hello(heartbeat_s: float, version: str, protocol: str) -> dict[str, Any]:
 def slurm_facts(env: Any) -> Optional[dict[str, Any]]:
     """Where Slurm runs this process (a job's node by Slurm's name, since hostnames can be
     alike; its task number in its step), or None outside Slurm. Facts only: the client
-    decides what they mean (bridge/slurm.py rank_of)."""
+    decides what they mean (bridge/slurm.py hello_facts)."""
     if not env.get("SLURM_JOB_ID"):
         return None
     return {

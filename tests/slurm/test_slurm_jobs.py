@@ -430,9 +430,37 @@ def test_a_keeper_killed_makes_the_job_lost_and_its_slurm_job_is_ended(
         os.kill(row["keeper_pid"], signal.SIGKILL)  # the login node's keeper dies
         row = ended(sched, job_id, timeout=60)  # the Scheduler's ticks reconcile
     assert row["outcome"] == "lost" and "its keeper" in row["note"], row["note"]
+    assert f"Slurm job {slurm_id} cancelled (scancel)" in row["note"], row["note"]
     fields = slurm_cluster.wait_job(slurm_id, timeout_s=60)  # Slurm does not run it for nobody
     assert fields["JobState"] in ("CANCELLED", "COMPLETED", "FAILED"), fields
     deadline = time.monotonic() + 30
     while _our_tasks(slurm_cluster):
         assert time.monotonic() < deadline, _our_tasks(slurm_cluster)
         time.sleep(0.2)
+
+
+def test_a_job_cancelled_while_queued_keeps_no_queue_note(slurm_cluster, env_for, tmp_path):
+    with scheduler(tmp_path / "jobs.db", slurm_cluster) as sched:
+        job_id = sched.submit(srun(TASK, tasks=1), env=env_for(), slurm={"sbatch": ["--hold"]})
+        deadline = time.monotonic() + 60
+        while sched.get(job_id)["note"] != "queued in Slurm: JobHeldUser":
+            assert time.monotonic() < deadline, sched.get(job_id)
+            time.sleep(0.2)
+        sched.cancel(job_id)
+        row = ended(sched, job_id, timeout=60)
+    assert row["outcome"] == "cancelled", row["report"]["summary"]
+    assert not (row["note"] or "").startswith("queued in Slurm"), row["note"]
+
+
+def test_output_slurm_wrote_elsewhere_is_said_not_lost_silently(slurm_cluster, env_for, tmp_path):
+    # The user's own --output (as without a shared filesystem): the log says where it is.
+    elsewhere = str(tmp_path / "elsewhere-%j.out")
+    with scheduler(tmp_path / "jobs.db", slurm_cluster) as sched:
+        job_id = sched.submit(
+            srun(TASK, tasks=1), env=env_for(), slurm={"sbatch": [f"--output={elsewhere}"]}
+        )
+        row = ended(sched, job_id)
+    assert row["outcome"] == "succeeded", row["report"]["summary"]
+    log = _tail(row)
+    assert "is not on this host: Slurm wrote it on" in log, log
+    assert row["report"]["slurm"]["output_elsewhere"].endswith(".out")
