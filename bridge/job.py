@@ -607,7 +607,7 @@ def launch(
     )
     if listen is not None:
         # The launched process starts the ranks on other hosts itself (a Slurm job's
-        # runner, bridge/slurm.py): their variables reach it in its environment only.
+        # runner, bridge/slurm_runner.py): their variables reach it in its environment only.
         try:
             job.env[REMOTE_ENV] = json.dumps(job.remote_env(*listen))
         except (ValueError, OSError, RuntimeError) as exc:  # a bad address, a port taken

@@ -49,6 +49,7 @@ from trainbridge.bridge import (
     report_text,
     scheduler,
     slurm,
+    slurm_runner,
 )
 from trainbridge.bridge.batches import Batches
 from trainbridge.bridge.procs import ENV_FILE, process_start
@@ -470,9 +471,11 @@ class Keeper:
         config = dict(row["config"] or {})
         command = row["command"]
         on_slurm = (row["resources"] or {}).get("slurm")
-        if on_slurm:  # the runner submits the command and follows it (bridge/slurm.py)
+        if on_slurm:  # the runner submits the command and follows it (bridge/slurm_runner.py)
             grace = config.get("kill_grace", machine.DEFAULTS["kill_grace"])
-            command = slurm.runner_command(sys.executable, row["dir"], on_slurm, command, grace)
+            command = slurm_runner.runner_command(
+                sys.executable, row["dir"], on_slurm, command, grace
+            )
             config["listen"] = remote.parse_listen(on_slurm["listen"])
         attempt = row["attempt"] or 0
         final: Optional[dict[str, Any]] = None
@@ -523,7 +526,9 @@ class Keeper:
                 self._pass_cancel()
             follow = None
             if on_slurm:  # Slurm's queue holds the deadlines; the row says why
-                follow = slurm.Follow(row["dir"], self.job, lambda note: self.rows.set(note=note))
+                follow = slurm_runner.Follow(
+                    row["dir"], self.job, lambda note: self.rows.set(note=note)
+                )
                 follow.start()
             self.job.wait()  # a cancel's signal is passed on by its own thread
             if follow is not None:
@@ -572,10 +577,10 @@ class Keeper:
         """A Slurm job's attempt: what Slurm said at its end judges it too (TIMEOUT,
         NODE_FAIL, ...), and a job the runner left running (SIGKILLed after the grace) is
         ended with scancel."""
-        left = slurm.end_leftover(self.row["dir"])
+        left = slurm_runner.end_leftover(self.row["dir"])
         if left:
             say(left)
-        return slurm.end_verdict(report, slurm.read_facts(self.row["dir"]))
+        return slurm.end_verdict(report, slurm_runner.read_facts(self.row["dir"]))
 
     def _record_attempt(self, attempt: int, started: float, report: dict[str, Any]) -> None:
         ended = time.time()

@@ -698,7 +698,11 @@ def _finish(s: State, actions: list[Action]) -> None:
 # The launchers whose ranks are their own children (torchrun's elastic agent starts each
 # rank with Popen). A hello says which program a process runs in its argv.
 LAUNCHER_SCRIPTS = ("torchrun",)
-LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "trainbridge.bridge.slurm")
+LAUNCHER_MODULES = (
+    "torch.distributed.run",
+    "torch.distributed.launch",
+    "trainbridge.bridge.slurm_runner",
+)
 LAUNCHER_PATHS = ("torch/distributed/run.py", "torch/distributed/launch.py")
 _OPTIONS_WITH_VALUE = ("-W", "-X", "-Q")
 

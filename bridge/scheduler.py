@@ -253,9 +253,9 @@ def reconcile(store: Store) -> list[str]:
         procs.remove_runtime_dir(fresh["endpoint"])
         left = None
         if (fresh["resources"] or {}).get("slurm"):
-            from trainbridge.bridge import slurm
+            from trainbridge.bridge import slurm_runner
 
-            left = slurm.end_leftover(fresh["dir"])  # Slurm would run it on for nobody
+            left = slurm_runner.end_leftover(fresh["dir"])  # Slurm would run it on for nobody
         if fresh["cancel_requested"] and fresh["job_pid"] is None and fresh["attempt"] == 0:
             outcome, note = "cancelled", "cancelled before its keeper started the command"
         else:

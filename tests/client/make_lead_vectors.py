@@ -22,7 +22,7 @@ def hello(pid, ppid, argv=SCRIPT, rank=None, world_size=None, remote=False):
 
 
 RANK = [PY, "-u", "train.py"]
-SLURM_RUNNER = [PY, "-m", "trainbridge.bridge.slurm", "/jobs/j-1", "{}", "--", "srun", *RANK]
+SLURM_RUNNER = [PY, "-m", "trainbridge.bridge.slurm_runner", "/jobs/j-1", "{}", "--", "srun", *RANK]
 LEAD_CASES = [
     ("a launched script leads", 10, [hello(10, 1)], 10),
     (
@@ -140,7 +140,7 @@ LOADED_CASES = [
 
 LAUNCHER_CASES = [
     (TORCHRUN, True),
-    (SLURM_RUNNER, True),  # bridge/slurm.py: Slurm starts its ranks on the nodes
+    (SLURM_RUNNER, True),  # bridge/slurm_runner.py: Slurm starts its ranks on the nodes
     (["/venv/bin/torchrun", "--nproc_per_node=2", "train.py"], True),
     ([PY, "-m", "torch.distributed.run", "train.py"], True),
     ([PY, "-m", "torch.distributed.launch", "train.py"], True),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainbridge.bridge import machine, slurm
+from trainbridge.bridge import machine, slurm, slurm_runner
 from trainbridge.bridge.scheduler import Scheduler
 
 
@@ -166,7 +166,9 @@ def test_a_rank_that_never_said_hello_is_placed_where_slurm_put_it():
 
 
 def test_the_runner_ends_the_slurm_job_within_the_keepers_grace():
-    cmd = slurm.runner_command("py", "/j", {"listen": "10.0.0.1"}, ["srun", "x"], kill_grace=5.0)
+    cmd = slurm_runner.runner_command(
+        "py", "/j", {"listen": "10.0.0.1"}, ["srun", "x"], kill_grace=5.0
+    )
     options = __import__("json").loads(cmd[4])
     assert options["grace"] == 3.5 and cmd[5:] == ["--", "srun", "x"]
     assert machine.is_launcher({"argv": cmd})
@@ -189,13 +191,13 @@ def test_a_controller_that_does_not_answer_is_not_a_forgotten_job(tmp_path, monk
         "#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller' >&2\nexit 1\n"
     )
     fake.chmod(0o755)
-    with pytest.raises(slurm.Unreachable, match="Unable to contact"):
-        slurm.show_job("7")
+    with pytest.raises(slurm_runner.Unreachable, match="Unable to contact"):
+        slurm_runner.show_job("7")
     fake.write_text(
         "#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n"
     )
-    assert slurm.show_job("7") is None  # forgotten (MinJobAge after its end)
+    assert slurm_runner.show_job("7") is None  # forgotten (MinJobAge after its end)
     fake.write_text(
         "#!/bin/sh\necho 'JobId=7 JobState=RUNNING Reason=None NodeList=n1 ExitCode=0:0'\n"
     )
-    assert slurm.show_job("7")["state"] == "RUNNING"
+    assert slurm_runner.show_job("7")["state"] == "RUNNING"

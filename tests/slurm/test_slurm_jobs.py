@@ -1,7 +1,8 @@
-"""The scheduler on Slurm (bridge/slurm.py, docs/SCALE.md), on a two-node cluster made by the
-test itself (tests/slurm/cluster.py): jobs submitted with bridge.Scheduler(backend="slurm")
-run through sbatch on nodes tbh1 and tbh2 (a network namespace), and the store on this host
-gets the same truth as for a job of this host, each fault named by its node and its rank."""
+"""The scheduler on Slurm (bridge/slurm.py, bridge/slurm_runner.py, docs/SCALE.md), on a
+two-node cluster made by the test itself (tests/slurm/cluster.py): jobs submitted with
+bridge.Scheduler(backend="slurm") run through sbatch on nodes tbh1 and tbh2 (a network
+namespace), and the store on this host gets the same truth as for a job of this host, each
+fault named by its node and its rank."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import time
 import pytest
 
 from trainbridge import bridge
-from trainbridge.bridge import slurm
+from trainbridge.bridge import slurm_runner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TASK = os.path.join(HERE, "scenarios", "task.py")
@@ -133,7 +134,7 @@ def test_a_job_held_in_slurms_queue_says_why_and_is_no_hang_however_long(
             assert row["state"] in ("starting", "running"), row["report"]
             assert row["stage"] in (None, "main") or row["stage"].startswith("queued in Slurm"), row
             time.sleep(0.5)
-        facts = slurm.read_facts(sched.get(job_id)["dir"])
+        facts = slurm_runner.read_facts(sched.get(job_id)["dir"])
         released = slurm_cluster.run("scontrol", "release", facts["job_id"])
         assert released.returncode == 0, released.stderr
         row = ended(sched, job_id)
@@ -180,7 +181,7 @@ def test_an_scancel_from_outside_is_a_cancel_by_slurm(slurm_cluster, env_for, tm
     with scheduler(tmp_path / "jobs.db", slurm_cluster) as sched:
         job_id = sched.submit(srun(TASK), env=env_for(TASK_STEPS="100000"), slurm={"nodes": 2})
         training(sched, job_id)
-        slurm_id = slurm.read_facts(sched.get(job_id)["dir"])["job_id"]
+        slurm_id = slurm_runner.read_facts(sched.get(job_id)["dir"])["job_id"]
         assert slurm_cluster.run("scancel", slurm_id).returncode == 0
         row = ended(sched, job_id, timeout=60)
     report = row["report"]
@@ -426,7 +427,7 @@ def test_a_keeper_killed_makes_the_job_lost_and_its_slurm_job_is_ended(
         job_id = sched.submit(srun(TASK), env=env_for(TASK_STEPS="100000"), slurm={"nodes": 2})
         training(sched, job_id)
         row = sched.get(job_id)
-        slurm_id = slurm.read_facts(row["dir"])["job_id"]
+        slurm_id = slurm_runner.read_facts(row["dir"])["job_id"]
         os.kill(row["keeper_pid"], signal.SIGKILL)  # the login node's keeper dies
         row = ended(sched, job_id, timeout=60)  # the Scheduler's ticks reconcile
     assert row["outcome"] == "lost" and "its keeper" in row["note"], row["note"]
