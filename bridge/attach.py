@@ -5,13 +5,12 @@ It tails the job's feed (the numbered events file its keeper writes, bridge/feed
 far (or what it missed) and then the live events, and it
 reads the store's row when the file has nothing new (a keeper that was lost writes no end:
 reconcile() appends one, and the row says it too). Commands go to the keeper: cancel through
-the store and SIGTERM, dump_stacks through SIGUSR1 (the stacks come back as a "stacks" event),
-ping and send as request files and SIGUSR2 (the answer comes back as a "reply" event).
+the store and SIGTERM; ping, dump_stacks and send as request files and SIGUSR2 (the answer
+comes back as a "reply" event, to that request).
 """
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from trainbridge.bridge.status import StatusTracker
 from trainbridge.bridge.store import Store
 
 POLL_S = 0.05  # how often the events file is read for new lines
-REPLY_SLACK_S = 1.0  # a ping's reply may come this long after the keeper's own timeout
+REPLY_SLACK_S = 1.0  # a reply (ping, dump_stacks) may come this long after the keeper's own timeout
 MAX_REPLIES = 256  # replies kept for a waiter: any face's requests are in the same feed
 ROW_EVERY_S = 0.5  # how often the row is read while the file is quiet
 # The keeper's Job publishes a `status` event at least once a second while the job's process
@@ -70,10 +69,9 @@ class Attached:
         self._callbacks: list[Callable[[dict[str, Any]], None]] = [on_event] if on_event else []
         # The events file holds every event, so nothing is dropped here: no bound.
         self._events = EventQueue(maxlen=None)
-        self._cond = threading.Condition()  # guards _callbacks and _stacks
+        self._cond = threading.Condition()  # guards _callbacks and _replies
         self._done = threading.Event()
         self._closed = threading.Event()
-        self._stacks: list[Optional[str]] = []
         self._replies: dict[str, dict[str, Any]] = {}  # request id -> the keeper's reply
         # False while the keeper is not answering (a `supervisor` event said so), else None
         # (not judged yet) or True.
@@ -136,24 +134,15 @@ class Attached:
             store.close()
 
     def dump_stacks(self, timeout: float = 2.0) -> Optional[str]:
-        """Every thread's Python stack from the worker (through the keeper), or None."""
-        row = Store(self.store_path)
+        """Every thread's Python stack from the worker (through the keeper, which waits
+        `timeout` for it), or None (no worker, no answer, no running keeper). ValueError for a
+        timeout that is not more than 0 and at most 60 s (the keeper waits no longer)."""
         try:
-            current = row.get(self.id)
-        finally:
-            row.close()
-        with self._cond:
-            seen = len(self._stacks)
-        if not scheduler.signal_keeper(current, signal.SIGUSR1):
-            return None
-        deadline = time.monotonic() + timeout + 1.0
-        with self._cond:
-            while len(self._stacks) == seen:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._cond.wait(left)
-            return self._stacks[seen]
+            asked = self._request("dump_stacks", {"timeout": timeout})
+        except RuntimeError:
+            return None  # ended, or not started yet: nobody to ask
+        reply = self._reply(asked, timeout + REPLY_SLACK_S)
+        return reply.get("stacks") if reply and reply.get("ok") else None
 
     def ping(self, timeout: float = 2.0) -> Optional[float]:
         """As launch()'s Job.ping(): the round trip between the job's supervisor (its keeper)
@@ -273,10 +262,7 @@ class Attached:
             self.report = Report(event.get("report") or {"outcome": event.get("outcome")})
             event["report"] = self.report
         with self._cond:
-            if kind == "stacks":
-                self._stacks.append(event.get("stacks"))
-                self._cond.notify_all()
-            elif kind == "reply" and event.get("request"):
+            if kind == "reply" and event.get("request"):
                 self._replies[event["request"]] = event
                 while len(self._replies) > MAX_REPLIES:  # others' replies nobody waits for
                     self._replies.pop(next(iter(self._replies)))

@@ -17,8 +17,9 @@ exactly those of a launched job), and:
   then outcome, exit code, signal and report; every attempt's report in `attempts`;
 - restarts a failed attempt up to max_restarts times, waiting restart_backoff * 2**n seconds;
 - on SIGTERM / SIGINT / SIGHUP cancels the job (docs/STORE.md "Cancel"); on SIGUSR1 asks the
-  worker for its stacks and writes them as a "stacks" event; on SIGUSR2 answers the ping and
-  send requests waiting in the job's requests/ directory with "reply" events;
+  worker for its stacks and writes them as a "stacks" event (for a user's `kill -USR1`); on
+  SIGUSR2 answers the ping, dump_stacks and send requests waiting in the job's requests/
+  directory with "reply" events (each in the asker's own timeout);
 - when its job ends, runs one scheduling pass so queued jobs start without a scheduler;
 - on a full disk keeps the job's true end: it holds RESERVE_BYTES of the disk for it (released
   when a write fails), drops output before state (counted, said in the report and keeper.log),
@@ -265,8 +266,8 @@ class Keeper:
         self.events = EventsFile(self.row["events_path"])
         self.rows = RowWriter(store_path, job_id)
         self._requests_thread: Optional[threading.Thread] = None
-        self._pings: dict[Any, dict[str, Any]] = {}  # asked, waiting for the worker
-        self._pings_lock = threading.Lock()
+        self._asking: dict[Any, dict[str, Any]] = {}  # ping, dump_stacks: waiting for the worker
+        self._asking_lock = threading.Lock()
         self._reserve: Optional[str] = None  # the space kept for the end (make_reserve)
         self._cancel_lock = threading.Lock()
         self._cancel_sent: Any = None  # the attempt's Job that was cancelled
@@ -367,8 +368,8 @@ class Keeper:
                 asked,
                 error="the job ended before its keeper read this request: it was not delivered",
             )
-        with self._pings_lock:
-            pending, self._pings = list(self._pings.values()), {}
+        with self._asking_lock:
+            pending, self._asking = list(self._asking.values()), {}
         for asked in pending:
             self._reply(asked, error="the job ended before the worker answered")
 
@@ -383,31 +384,39 @@ class Keeper:
                 self._reply(asked, error=str(exc))
             else:
                 self._reply(asked)
-        elif asked.get("op") == "ping":
-            data = asked.get("data") if isinstance(asked.get("data"), dict) else {}
-            wait = data.get("timeout", scheduler.PING_TIMEOUT_S)
-            try:  # checked by the asker (scheduler.request); a hand-made file is answered
-                scheduler.check_ping_timeout(wait)
-            except ValueError as exc:
-                self._reply(asked, error=str(exc))
-                return
-
-            with self._pings_lock:
-                self._pings[asked.get("id")] = asked
-
-            def ping() -> None:
-                rtt = job.ping(wait)
-                with self._pings_lock:
-                    if self._pings.pop(asked.get("id"), None) is None:
-                        return  # answered at the end (_answer_the_rest)
-                if rtt is None:
-                    self._reply(asked, error="no answer from the worker (no hello yet, or busy)")
-                else:
-                    self._reply(asked, rtt_s=round(rtt, 6))
-
-            threading.Thread(target=ping, name="trainbridge-keeper-ping", daemon=True).start()
+        elif asked.get("op") in ("ping", "dump_stacks"):
+            self._ask_worker(job, asked)
         else:
             self._reply(asked, error=f"unknown request {asked.get('op')!r}")
+
+    def _ask_worker(self, job: Any, asked: dict[str, Any]) -> None:
+        """A ping or a dump_stacks, asked of the worker on a thread of its own (the requests
+        thread stays free), waiting as long as the asker said; the answer is its reply."""
+        op = asked["op"]
+        data = asked.get("data") if isinstance(asked.get("data"), dict) else {}
+        wait = data.get("timeout", scheduler.PING_TIMEOUT_S)
+        try:  # checked by the asker (scheduler.request); a hand-made file is answered
+            scheduler.check_ping_timeout(wait, op)
+        except ValueError as exc:
+            self._reply(asked, error=str(exc))
+            return
+
+        with self._asking_lock:
+            self._asking[asked.get("id")] = asked
+
+        def ask() -> None:
+            got = job.ping(wait) if op == "ping" else job.dump_stacks(wait)
+            with self._asking_lock:
+                if self._asking.pop(asked.get("id"), None) is None:
+                    return  # answered at the end (_answer_the_rest)
+            if got is None:
+                self._reply(asked, error="no answer from the worker (no hello yet, or busy)")
+            elif op == "ping":
+                self._reply(asked, rtt_s=round(got, 6))
+            else:
+                self._reply(asked, stacks=got)
+
+        threading.Thread(target=ask, name=f"trainbridge-keeper-{op}", daemon=True).start()
 
     def _reply(self, asked: dict[str, Any], error: Optional[str] = None, **fields: Any) -> None:
         reply = {"event": "reply", "t": time.time(), "request": asked.get("id")}

@@ -498,7 +498,7 @@ def signal_keeper(row: Optional[dict[str, Any]], signum: int) -> bool:
     return True
 
 
-REQUEST_OPS = ("ping", "send")
+REQUEST_OPS = ("ping", "send", "dump_stacks")
 _request_count = itertools.count()
 
 
@@ -506,25 +506,26 @@ PING_TIMEOUT_S = 2.0  # an attached ping waits this long for the worker, as Job.
 PING_TIMEOUT_MAX_S = 60.0  # and at most this long: the keeper holds a thread while it waits
 
 
-def check_ping_timeout(timeout: Any) -> None:
-    """An attached ping's timeout: seconds, more than 0 and at most PING_TIMEOUT_MAX_S
-    (refused here rather than cut short by the keeper without a word)."""
+def check_ping_timeout(timeout: Any, op: str = "ping") -> None:
+    """An attached ping's or dump_stacks' timeout: seconds, more than 0 and at most
+    PING_TIMEOUT_MAX_S (refused here rather than cut short by the keeper without a word)."""
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise ValueError(f"ping: timeout must be a number of seconds, not {timeout!r}")
+        raise ValueError(f"{op}: timeout must be a number of seconds, not {timeout!r}")
     if not 0 < timeout <= PING_TIMEOUT_MAX_S:
         raise ValueError(
-            f"ping: timeout must be more than 0 and at most {PING_TIMEOUT_MAX_S:g} s for a "
+            f"{op}: timeout must be more than 0 and at most {PING_TIMEOUT_MAX_S:g} s for a "
             f"scheduled job (its keeper waits no longer), got {timeout!r}"
         )
 
 
 def request(store: Store, job_id: str, op: str, data: Any = None) -> str:
-    """Ask a running job's keeper to ping its worker (`ping`) or to pass `data` to the
-    training script (`send`, as launch()'s Job.send). The request is a file in the job's
-    `requests/` directory (0600; named so that one asker's requests sort in the order asked),
-    then SIGUSR2 wakes the keeper; it answers with a `reply` event in the feed: {"request":
-    id, "op", "ok", "rtt_s" (ping), "error"}. Returns the request id. ValueError for a bad
-    op, a message that cannot be sent or a ping's timeout out of range (data {"timeout": s});
+    """Ask a running job's keeper to ping its worker (`ping`), to ask it for every thread's
+    stack (`dump_stacks`) or to pass `data` to the training script (`send`, as launch()'s
+    Job.send). The request is a file in the job's `requests/` directory (0600; named so that
+    one asker's requests sort in the order asked), then SIGUSR2 wakes the keeper; it answers
+    with a `reply` event in the feed: {"request": id, "op", "ok", "rtt_s" (ping), "stacks"
+    (dump_stacks), "error"}. Returns the request id. ValueError for a bad op, a message that
+    cannot be sent or a timeout out of range (data {"timeout": s}, ping and dump_stacks);
     RuntimeError when the job has no live keeper."""
     if op not in REQUEST_OPS:
         raise ValueError(f"request: op must be one of {', '.join(REQUEST_OPS)}, not {op!r}")
@@ -533,7 +534,7 @@ def request(store: Store, job_id: str, op: str, data: Any = None) -> str:
 
         check_message(data)  # what launch()'s Job.send() accepts
     else:
-        check_ping_timeout((data or {}).get("timeout", PING_TIMEOUT_S))
+        check_ping_timeout((data or {}).get("timeout", PING_TIMEOUT_S), op)
     row = store.get(job_id)
     if row is None:
         raise KeyError(f"no job {job_id!r} in {store.path}")
@@ -541,8 +542,8 @@ def request(store: Store, job_id: str, op: str, data: Any = None) -> str:
         raise RuntimeError(f"job {job_id} has ended ({row['outcome']})")
     if row["job_pid"] is None or not procs.same_process(row["keeper_pid"], row["keeper_start"]):
         raise RuntimeError(
-            f"job {job_id} has no running process (state {row['state']}): ping and send "
-            "reach a job once it runs"
+            f"job {job_id} has no running process (state {row['state']}): ping, dump_stacks "
+            "and send reach a job once it runs"
         )
     request_id = f"{time.time_ns():020d}-{os.getpid()}-{next(_request_count):06d}"
     directory = os.path.join(row["dir"], procs.REQUESTS_DIR)

@@ -6,8 +6,7 @@ Each request is one line on stdin, {"id": n, "op": name, "args": {...}}; each an
 line on stdout, {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "error": text}.
 Ops: jobs {state, limit, tag}, get {id}, submit {cmd, cwd, env, timeouts, resources, priority,
 max_restarts, restart_backoff, zero_code, name, tags, meta, log_path, stop_on_nan, slurm},
-cancel {id}, forget {id}, dump_stacks {id} (sends SIGUSR1 to the keeper; the stacks come as a
-"stacks" event in the events file), request {id, op, data} (ping or send,
+cancel {id}, forget {id}, request {id, op, data} (ping, dump_stacks or send,
 scheduler.request: returns the request id; the answer comes as a "reply" event), pause {},
 resume {}, paused {}, forgotten {}, keep_ended {}, rerun {id, env}, watch {watch: n} (n: the
 asker's number for it; each change of bridge/watch.py comes as its own line, {"watch": n,
@@ -23,12 +22,11 @@ implementation is Python's, which a Node user of trainbridge has for the worker 
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import threading
 from typing import Any, Optional
 
-from trainbridge.bridge import jsonform, scheduler, watch
+from trainbridge.bridge import jsonform, watch
 from trainbridge.bridge.scheduler import Scheduler
 from trainbridge.bridge.store_errors import StoreError
 
@@ -120,8 +118,6 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any], watches: Watches) ->
         return sched.cancel(args["id"], reason=args.get("reason"), grace=args.get("grace"))
     if op == "forget":
         return sched.forget(args["id"])
-    if op == "dump_stacks":
-        return scheduler.signal_keeper(sched.get(args["id"]), signal.SIGUSR1)
     if op == "request":
         return sched.request(args["id"], args["op"], args.get("data"))
     if op == "ping":

@@ -612,7 +612,11 @@ export class AttachedJob extends FeedJob {
   readonly unreadable: number;
   /** As a launched Job's: the in-band cancel with `reason`, SIGTERM after `grace` seconds (else the job's cancelGrace). */
   cancel(options?: { grace?: number | null; reason?: string | null }): Promise<Report>;
-  /** Seconds, as a launched Job's. */
+  /**
+   * Every thread's stack from the worker, or null (no worker, no answer, no running keeper);
+   * `timeout`: how long the keeper waits for the worker, in seconds, at most 60 (more rejects
+   * with a RangeError), as a launched Job's.
+   */
   dumpStacks(options?: { timeout?: number }): Promise<string | null>;
   /**
    * The keeper's round trip to the worker in seconds, or null (no worker, no answer, no running keeper).

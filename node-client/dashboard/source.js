@@ -11,7 +11,7 @@
  *   watch(fn)           -> unwatch()              fn(id) after every change of any job
  *   submit(spec)        -> id, or a Promise of it  throws SpecError for a bad spec
  *   cancel(id)          -> Promise<summary>
- *   dumpStacks(id)      -> Promise<string|null>   (also recorded in the view)
+ *   dumpStacks(id)      -> Promise<string|null>   (also recorded in the view; waits DUMP_TIMEOUT_S)
  *   rerun(id)           -> Promise<new id>         an ended job's spec again
  *   forget(id)          -> Promise<bool>           an ended job and its files; false when not ended
  *   queue()             -> Promise<{paused}|null>  null: no queue (every job starts at once)
@@ -28,6 +28,10 @@ const os = require('node:os');
 const path = require('node:path');
 const { EventEmitter } = require('node:events');
 const { launch, resolvePython } = require('../src/index.js');
+
+// How long "Dump stacks" waits for the worker's answer: a person clicked and reads "asking";
+// a busy laptop's worker may take seconds (2 of 4 browser runs beside two CPU loops missed 3 s).
+const DUMP_TIMEOUT_S = 10;
 const model = require('./model.js');
 const { launchOptions } = require('./spec.js');
 const { privateDir } = require('../src/private_files.js');
@@ -149,7 +153,7 @@ class MemorySource extends EventEmitter {
     const e = this._jobs.get(id);
     if (!e) return null;
     if (e.view.state === 'ended') return null;
-    const stacks = await e.job.dumpStacks({ timeout: 3 });
+    const stacks = await e.job.dumpStacks({ timeout: DUMP_TIMEOUT_S });
     this._apply(e, 'stacks', stacks);
     return stacks;
   }
@@ -174,4 +178,4 @@ class MemorySource extends EventEmitter {
   }
 }
 
-module.exports = { MemorySource, NoQueueError };
+module.exports = { MemorySource, NoQueueError, DUMP_TIMEOUT_S };

@@ -2,7 +2,7 @@
 const os = require('node:os');
 const { resolvePython, openStore } = require('../src/index.js');
 const model = require('./model.js');
-const { MemorySource } = require('./source.js');
+const { MemorySource, DUMP_TIMEOUT_S } = require('./source.js');
 const { launchOptions, titleOf } = require('./spec.js');
 
 /**
@@ -165,7 +165,7 @@ class StoreSource extends MemorySource {
   async dumpStacks(id) {
     const e = this._jobs.get(id);
     if (!e || e.view.state === 'ended') return null;
-    const stacks = await e.job.dumpStacks({ timeout: 3 });
+    const stacks = await e.job.dumpStacks({ timeout: DUMP_TIMEOUT_S });
     this._apply(e, 'stacks', stacks);
     return stacks;
   }

@@ -277,7 +277,6 @@ class AttachedJob extends FeedJob {
     this._since = since;
     this.state = 'unknown';
     this._store = store;
-    this._stacksWaiters = [];
     this._offset = 0;
     this._buf = '';
     this._nextRow = 0;
@@ -331,17 +330,13 @@ class AttachedJob extends FeedJob {
   cancel({ grace = null, reason = null } = {}) { return this._store.cancel(this.id, { reason, grace }).then(() => this.done); }
 
   /**
-   * Every thread's Python stack from the worker (through the keeper), or null; `timeout` in
-   * seconds, as a launched Job's dumpStacks().
+   * Every thread's Python stack from the worker (through the keeper, which waits `timeout`
+   * seconds for it), or null (no worker, no answer, no running keeper), as a launched Job's
+   * dumpStacks(). More than 60 s rejects with a RangeError (the keeper waits no longer).
    */
   async dumpStacks({ timeout = 2 } = {}) {
-    const got = new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(null), (timeout + 1) * 1000);
-      this._stacksWaiters.push((stacks) => { clearTimeout(timer); resolve(stacks); });
-    });
-    const sent = await this._store._call('dump_stacks', { id: this.id });
-    if (!sent) { this._stacksWaiters.shift(); return null; }
-    return got;
+    const reply = await this._askKeeper('dump_stacks', timeout);
+    return reply && reply.ok ? reply.stacks : null;
   }
 
   /**
@@ -351,17 +346,22 @@ class AttachedJob extends FeedJob {
    * keeper waits no longer): more rejects with a RangeError.
    */
   async ping({ timeout = 2 } = {}) {
+    const reply = await this._askKeeper('ping', timeout);
+    return reply && reply.ok ? reply.rtt_s : null;
+  }
+
+  /** The keeper's reply to a ping or a dump_stacks that waits `timeout` s for the worker, or null. */
+  async _askKeeper(op, timeout) {
     let asked;
     try {
-      asked = await this._store._call('request', { id: this.id, op: 'ping', data: { timeout } });
+      asked = await this._store._call('request', { id: this.id, op, data: { timeout } });
     } catch (err) {
       // A bad timeout (more than the keeper's 60 s, not a number) is refused as Python's is;
       // otherwise the job ended, or runs not yet: nobody to ask.
       if (/^ValueError: /.test(err.message)) throw new RangeError(err.message.replace(/^ValueError: /, ''));
       return null;
     }
-    const reply = await this._reply(asked, (timeout + 1) * 1000);
-    return reply && reply.ok ? reply.rtt_s : null;
+    return this._reply(asked, (timeout + 1) * 1000);
   }
 
   /**
@@ -472,12 +472,9 @@ class AttachedJob extends FeedJob {
     this.close();
   }
 
-  /** The keeper's own lines: the stacks it was asked for, a launch that failed (bridge/keeper.py). */
+  /** The keeper's own lines: a launch that failed (bridge/keeper.py). */
   _other(event) {
-    if (event.event === 'stacks') {
-      const waiter = this._stacksWaiters.shift();
-      if (waiter) waiter(event.stacks ?? null);
-    } else if (event.event === 'launch_failed') {
+    if (event.event === 'launch_failed') {
       this._emitError(new Error(event.message));
     }
   }

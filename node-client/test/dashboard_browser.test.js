@@ -498,7 +498,9 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.equal(await text(page, '#state'), 'running');
     await page.locator('#dump').focus();
     await page.keyboard.press('Enter');
-    await page.locator('#stacks', { hasText: 'misbehave' }).waitFor({ timeout: 15000 });
+    // The page waits up to 10 s for the worker (source.js DUMP_TIMEOUT_S); then says why.
+    await page.locator('#stacks', { hasText: 'misbehave' }).waitFor({ timeout: 30000 })
+      .catch(async (err) => assert.fail(`${err.message}; the page said: ${await text(page, '#action-msg')}`));
     const pid = dash.source.get(id).pid;
     assert.ok(alive(pid));
     const t0 = Date.now();

@@ -314,6 +314,30 @@ test('an attached job pings and sends as a launched one and hears the script\'s 
   assert.equal(await job.dumpStacks({ timeout: 1 }), null);
 });
 
+test('dumpStacks() through the keeper waits as long as asked (the GIL held for 4 s), as Python\'s', async (t) => {
+  // The keeper gave the worker 2 s of its own, whatever the asker said: a busy machine's
+  // worker that answered later was "no answer" (bridge/keeper.py, test_scheduler.py's twin).
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const id = await store.submit({ command: PYTHON, args: [CHILD, 'hold', '4'], env: userEnv() });
+  const job = store.attach(id);
+  const holding = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the script never said it holds the GIL (30 s)')), 30000);
+    job.on('log', (line) => { if (line.text === 'holding the GIL') { clearTimeout(timer); resolve(); } });
+  });
+  await untilProgress(job);
+  await job.send('hold');
+  await holding;
+  const asked = Date.now();
+  const stacks = await job.dumpStacks({ timeout: 20 });
+  const answered = (Date.now() - asked) / 1000;
+  assert.match(stacks || '', /child\.py/, `no stacks after ${answered} s`);
+  assert.ok(answered > 2, `answered in ${answered} s while the GIL was held for 4`);
+  await assert.rejects(job.dumpStacks({ timeout: 61 }), (err) => err instanceof RangeError && /dump_stacks: timeout must be/.test(err.message));
+  await job.send('stop');
+  assert.equal((await job.done).outcome, 'succeeded');
+});
+
 test('from event N of a queued job: its events from N on once it runs, not the ones before', async (t) => {
   const store = openStore(tempStore(t), { python: PYTHON, slots: { jobs: 1, gpus: [] } });
   t.after(() => store.close());

@@ -15,6 +15,9 @@ what it says.
                 next step, 0.1 s apart, until killed (a loss that diverged; stop_on_nan stops it)
   stray         105 of 200 steps in a stage "train", then a Python subprocess (supervised
                 too) opens its own "train" and reports 1 of 1; then exits 0
+  hold S        progress every 0.1 s; each "hold" the client sends makes the main thread hold
+                the GIL for S seconds (libc sleep() called through ctypes.PyDLL, which keeps
+                it), printing "holding the GIL" first; until the client sends "stop"
 """
 
 import os
@@ -102,6 +105,18 @@ elif mode == "diverge":
             i += 1
             worker.progress(i, None, loss=1.0 / i if i <= int(arg) else float("nan"))
             time.sleep(0.1)
+elif mode == "hold":
+    import ctypes
+
+    libc = ctypes.PyDLL(None)  # PyDLL: the call keeps the GIL (CDLL would release it)
+    with worker.stage("train"):
+        i = 0
+        while (told := worker.receive(timeout=0.1)) != "stop":
+            i += 1
+            worker.progress(i, None)
+            if told == "hold":
+                print("holding the GIL", flush=True)
+                libc.sleep(int(arg))
 elif mode == "gpus":
     print(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}", flush=True)
 else:

@@ -6,6 +6,7 @@ forget removes a job and its files."""
 
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -212,6 +213,31 @@ def test_dump_stacks_through_the_keeper(store_path):
         assert stacks and "child.py" in stacks
         job.cancel()
         assert job.wait(WAIT_S).outcome == "cancelled"
+
+
+def test_dump_stacks_through_the_keeper_waits_as_long_as_asked(store_path):
+    """The keeper asked the worker with a 2 s timeout of its own, whatever the asker gave:
+    a worker that answered after 2 s (its beacon waiting for the GIL on a busy machine) was
+    "no answer", and the dashboard said "did not answer in time". The asker's timeout is
+    the keeper's, and a timeout past the keeper's 60 s is refused in words."""
+    with sched(store_path) as s:
+        job = s.attach(s.submit(child("hold", "4")))
+        holding = threading.Event()
+        job.add_listener(
+            lambda e: e["event"] == "output" and e["text"] == "holding the GIL" and holding.set()
+        )
+        wait_for(lambda: job.status()["step"], what="the job's first step")
+        job.send("hold")
+        assert holding.wait(WAIT_S), "the script never said it holds the GIL"
+        asked = time.monotonic()
+        stacks = job.dump_stacks(timeout=20)
+        answered = time.monotonic() - asked
+        assert stacks and "child.py" in stacks, f"no stacks after {answered:.1f} s"
+        assert answered > 2.0, f"answered in {answered:.1f} s while the GIL was held for 4"
+        with pytest.raises(ValueError, match="dump_stacks: timeout must be"):
+            job.dump_stacks(timeout=61)
+        job.send("stop")
+        assert job.wait(WAIT_S).outcome == "succeeded"
 
 
 def test_forget_removes_the_row_and_the_files_and_only_when_ended(store_path):
