@@ -852,11 +852,16 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     fs.writeFileSync(go, '');
     t.after(() => fs.rmSync(go, { force: true }));
     await page.locator('#log', { hasText: 'fast line' }).waitFor({ timeout: 30000 });
+    // The machine's first sample draws the resources chart and says whether there is a GPU
+    // (a note under the chart): a one-time change, which a loaded machine makes after the
+    // first fast lines (2 of 4 runs beside two CPU loops: the log 66 px lower from the second
+    // sample on).
+    await page.waitForFunction(() => document.querySelector('#resources-chart').uplot, null, { timeout: 30000 });
     // The layout while the job streams (a sample taken as it ends does not count: the end
     // may rightly change the page).
     const boxes = async () => page.evaluate(() => ({
       streaming: ['starting', 'running', 'stalled'].includes(document.querySelector('#state').textContent),
-      boxes: ['#verdict', '#progress', '#stages', '#log'].map((s) => {
+      boxes: ['#verdict', '#progress', '#stages', '#resources-chart', '#gpu-note', '#log'].map((s) => {
         const r = document.querySelector(s).getBoundingClientRect();
         return [s, Math.round(r.top + window.scrollY), Math.round(r.height)];
       }),
