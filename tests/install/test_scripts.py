@@ -7,10 +7,10 @@ import subprocess
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def run_scripts_test(tmp_path, python_test):
+def run_scripts_test(tmp_path, python_test, node_tests="test/feed.test.js"):
     test_file = tmp_path / "test_one.py"
     test_file.write_text(python_test)
-    env = dict(os.environ, TB_SKIP_LINT="1", TB_NODE_TESTS="test/feed.test.js", TB_TEST_WORKERS="0")
+    env = dict(os.environ, TB_SKIP_LINT="1", TB_NODE_TESTS=node_tests, TB_TEST_WORKERS="0")
     return subprocess.run(
         [os.path.join(ROOT, "scripts", "test"), str(test_file), "-p", "no:cacheprovider"],
         cwd=ROOT,
@@ -29,6 +29,28 @@ def test_a_failing_python_part_still_runs_the_node_part_and_fails_the_run(tmp_pa
     assert "# pass " in out.stdout and "# fail 0" in out.stdout, text  # node's, after it
     assert out.stderr.strip().splitlines()[-1].startswith("[test] FAILED: python"), text
     assert "node (exit" not in out.stderr, text
+
+
+def test_both_parts_failures_are_said_again_last_with_their_errors(tmp_path):
+    """A CI record keeps a long run's tail: the failures, with why, are in it (before this,
+    only the names were, and a CI run's two failing browser tests could not be read)."""
+    node_test = tmp_path / "failing.test.js"
+    node_test.write_text(
+        "require('node:test')('a node test that fails', () => {\n"
+        "  throw new Error('the reason it failed: 41 is not 42');\n});\n"
+    )
+    out = run_scripts_test(
+        tmp_path, "def test_fails():\n    assert 41 == 42\n", f"test/feed.test.js {node_test}"
+    )
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    tail = out.stdout[out.stdout.rindex("# fail 1") :]  # after the Node part's own summary
+    assert "[test] node: 1 failing test(s), again with their errors:" in tail, text
+    assert "not ok - a node test that fails" in tail, text
+    assert "the reason it failed: 41 is not 42" in tail, text
+    assert "[test] python: FAILED " in tail and "test_fails" in tail, text
+    assert out.stderr.strip().splitlines()[-1].startswith("[test] FAILED: python"), text
+    assert "node (exit 1)" in out.stderr, text
 
 
 def test_a_green_run_says_so_last(tmp_path):
