@@ -1012,6 +1012,39 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     }
   });
 
+  inBrowser('a server restarted with another token: the open page says to sign in again, and comes back once signed in', async (t) => {
+    // The restarted server refuses the page's cookie (401): the browser gives up on such a
+    // stream for good, and the page said "reconnecting" forever. It now says why, and tries
+    // again: signing in (the new address, in another tab) brings it back by itself.
+    const first = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-store-'));
+    const second = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-dash-config-'));
+    const store = path.join(first, 'jobs.db');
+    const port = String(await restartablePort());
+    let srv = await serve(['--port', port, '--store', store], first);
+    t.after(async () => {
+      await stopServer(srv).catch(() => undefined);
+      fs.rmSync(first, { recursive: true, force: true });
+      fs.rmSync(second, { recursive: true, force: true });
+    });
+    const { page, errors } = await open(srv.url, undefined, srv.loginUrl);
+    await page.locator('#conn', { hasText: 'live' }).waitFor({ timeout: 30000 });
+    srv.proc.kill('SIGKILL');
+    await srv.exited;
+    await page.locator('#stale-banner').waitFor({ state: 'visible', timeout: 15000 });
+    srv = await serve(['--port', port, '--store', store], second); // its config home: a new token
+    await page.locator('#conn', { hasText: 'refused' }).waitFor({ timeout: 30000 })
+      .catch(async (err) => assert.fail(`${err.message}; the page says ${await text(page, '#conn')}: ${await text(page, '#stale-banner')}`));
+    assert.match(await text(page, '#stale-banner'), /no longer takes this browser's sign-in \(HTTP 401.*open the address it printed/);
+    assert.ok(await page.locator('#stale-banner').isVisible());
+    await page.screenshot({ path: path.join(SHOTS, 'refused.png'), fullPage: true });
+    const signIn = await page.context().newPage();
+    await signIn.goto(srv.loginUrl);
+    await page.locator('#conn', { hasText: 'live' }).waitFor({ timeout: 30000 });
+    assert.ok(await page.locator('#stale-banner').isHidden(), 'not stale once signed in again');
+    await signIn.close();
+    assert.deepEqual(errors.filter((e) => !/ERR_CONNECTION_REFUSED|Failed to load resource|401/.test(e)), []);
+  });
+
   inBrowser('a server that stops answering without closing (SIGSTOP) is called stale within 3 keep-alives, and live after SIGCONT', async (t) => {
     // A stopped process keeps its connections open: no error reaches the page, only silence.
     // The server says it is alive every 2 s (server.js KEEPALIVE_MS); three periods of nothing

@@ -66,6 +66,18 @@ let heardAt = Date.now(); // the last message of any stream
 let staleTimer = null;
 let silent = false; // stale because nothing came, on an open stream (not because it broke)
 let watchingStreams = 0; // streams this page has open (the watchdog only watches those)
+let refused = null; // 401 or 403 while the server answers but refuses this browser
+/** The stale banner's words: why, and since when. */
+function sayStale() {
+  const ago = Math.round((Date.now() - heardAt) / 1000);
+  banner.textContent = refused === 401
+    ? `The dashboard server answers but no longer takes this browser's sign-in (HTTP 401: restarted with another token?): `
+      + `open the address it printed (the one with ?token=), and this page comes back by itself. What you see is from ${ago} s ago.`
+    : refused === 403
+      ? `The dashboard server refuses this page's address (HTTP 403): open it as the server printed it (127.0.0.1 or localhost). What you see is from ${ago} s ago.`
+      : `The dashboard server is not answering (trying again): what you see is from ${ago} s ago, `
+        + 'and the buttons are off until it answers. The jobs go on under their keepers.';
+}
 function markStale(stale) {
   if (stale === document.body.classList.contains('stale')) return;
   document.body.classList.toggle('stale', stale);
@@ -79,13 +91,8 @@ function markStale(stale) {
       a.removeAttribute('href'); // an <a> without an address is no link: not clickable, not focusable
       a.setAttribute('aria-disabled', 'true');
     }
-    const say = () => {
-      const ago = Math.round((Date.now() - heardAt) / 1000);
-      banner.textContent = `The dashboard server is not answering (trying again): what you see is from ${ago} s ago, `
-        + 'and the buttons are off until it answers. The jobs go on under their keepers.';
-    };
-    say();
-    staleTimer = setInterval(say, 1000);
+    sayStale();
+    staleTimer = setInterval(sayStale, 1000);
   } else {
     silent = false;
     delete document.body.dataset.staleSince;
@@ -117,6 +124,18 @@ setInterval(() => {
   }
 }, 250);
 
+const RETRY_MS = 3000; // a stream the browser gave up on is opened again this much later
+
+/** Why the server refuses this browser: 401 (the token), 403 (the address), or null. */
+async function refusal() {
+  try {
+    const { status } = await fetch('/api/queue', { cache: 'no-store' });
+    return status === 401 || status === 403 ? status : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * A topic's events (the list: /api/stream; a job: /api/jobs/<id>/stream), given to
  * handlers[event](data); handlers.open() when it is live (a snapshot follows). Every tab of
@@ -129,17 +148,31 @@ export function stream(address, handlers) {
   const key = `${tabId}-${++keys}`;
   let watching = false;
   let es = null;
-  const live = () => { heardAt = Date.now(); conn.textContent = 'live'; markStale(false); if (handlers.open) handlers.open(); };
-  const down = () => { conn.textContent = 'reconnecting…'; markStale(true); silent = false; };
+  const live = () => { heardAt = Date.now(); refused = null; conn.textContent = 'live'; markStale(false); if (handlers.open) handlers.open(); };
+  const down = (why = null) => {
+    refused = why;
+    conn.textContent = why ? 'refused: sign in again' : 'reconnecting…';
+    markStale(true);
+    sayStale(); // already stale: the reason may be new
+    silent = false;
+  };
   const deliver = (name, data) => { heard(); if (name !== 'open' && handlers[name]) handlers[name](data); };
   const connect = () => {
     if (shared) {
       subscribers.set(key, { address, live, down, deliver });
       shared.postMessage({ op: 'watch', key, address });
     } else {
-      es = new EventSource(address);
+      const own = new EventSource(address);
+      es = own;
       es.onopen = live;
-      es.onerror = down;
+      es.onerror = () => {
+        down();
+        if (own.readyState !== EventSource.CLOSED) return; // the browser tries again by itself
+        // An answer that was no stream (a refusal, an error page): given up on for good by
+        // the browser. Say why, and open it again (as mux.js does for shared streams).
+        refusal().then((why) => { if (why && es === own) down(why); });
+        setTimeout(() => { if (es === own) { disconnect(); connect(); } }, RETRY_MS);
+      };
       es.addEventListener('alive', (e) => heardAlive(JSON.parse(e.data).every_ms));
       for (const name of Object.keys(handlers)) {
         if (name !== 'open') es.addEventListener(name, (e) => deliver(name, JSON.parse(e.data)));
@@ -191,7 +224,7 @@ function muxPort() {
   }
   port.onmessage = ({ data }) => {
     if (data.op === 'down') {
-      for (const s of subscribers.values()) s.down();
+      for (const s of subscribers.values()) s.down(data.refused || null);
       return;
     }
     if (data.op === 'alive') { heardAlive(data.every_ms); return; }

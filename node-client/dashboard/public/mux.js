@@ -5,13 +5,16 @@
 // tab gets the messages of the topics it watches, as if it had its own stream (dom.js stream()).
 //
 // tab -> worker: {op: 'watch', key, address} | {op: 'unwatch', key} | {op: 'bye'}
-// worker -> tab: {op: 'open', key} (live: a snapshot follows) | {op: 'down'} (not answering)
+// worker -> tab: {op: 'open', key} (live: a snapshot follows)
+//                | {op: 'down', refused} (not answering; refused: 401 or 403 when the server
+//                  answers but refuses this browser, e.g. restarted with another token)
 //                | {op: 'm', key, event, data} (a topic's own event)
 //                | {op: 'alive', every_ms} (the server's keep-alive: it still answers)
 
 const tabs = new Map(); // port -> Map(key -> address)
 let source = null; // the EventSource, while any tab watches anything
 let sid = null; // the stream's id on the server, once it said so
+const RETRY_MS = 3000; // a stream the browser gave up on is opened again this much later
 
 function watched() {
   const all = {};
@@ -25,24 +28,48 @@ function tell(change) {
     .catch(() => undefined); // the stream is down too: its reopening sends everything again
 }
 
+function broadcast(msg) {
+  for (const port of tabs.keys()) port.postMessage(msg);
+}
+
+/**
+ * Why a stream was refused: the status of a plain request (401: the token, 403: the address),
+ * or null (not answering at all, or another failure).
+ */
+async function refusal() {
+  try {
+    const { status } = await fetch('/api/queue', { cache: 'no-store' });
+    return status === 401 || status === 403 ? status : null;
+  } catch {
+    return null;
+  }
+}
+
 function connect() {
-  source = new EventSource('/api/mux');
-  source.addEventListener('mux', (e) => {
+  const es = new EventSource('/api/mux');
+  source = es;
+  es.addEventListener('mux', (e) => {
     sid = JSON.parse(e.data).sid;
     for (const [port, keys] of tabs) for (const key of keys.keys()) port.postMessage({ op: 'open', key });
     tell({ watch: watched() });
   });
-  source.addEventListener('m', (e) => {
+  es.addEventListener('m', (e) => {
     const msg = JSON.parse(e.data);
     for (const [port, keys] of tabs) if (keys.has(msg.key)) port.postMessage({ op: 'm', ...msg });
   });
-  source.addEventListener('alive', (e) => {
-    const { every_ms } = JSON.parse(e.data);
-    for (const port of tabs.keys()) port.postMessage({ op: 'alive', every_ms });
-  });
-  source.onerror = () => {
+  es.addEventListener('alive', (e) => broadcast({ op: 'alive', every_ms: JSON.parse(e.data).every_ms }));
+  es.onerror = () => {
     sid = null;
-    for (const port of tabs.keys()) port.postMessage({ op: 'down' });
+    broadcast({ op: 'down', refused: null });
+    if (es.readyState !== EventSource.CLOSED) return; // the browser tries again by itself
+    // An answer that was no stream (a refusal, an error page): the browser gives up on it
+    // for good. Say why to the tabs, and open it again while they watch.
+    refusal().then((refused) => { if (refused && source === es) broadcast({ op: 'down', refused }); });
+    setTimeout(() => {
+      if (source !== es) return;
+      source = null;
+      if (Object.keys(watched()).length) connect();
+    }, RETRY_MS);
   };
 }
 
