@@ -176,18 +176,33 @@ def end_verdict(report: dict[str, Any], facts: Optional[Mapping[str, Any]]) -> d
     return out
 
 
-def placement(hosts: Sequence[str], world: int) -> dict[int, str]:
-    """Task -> node under Slurm's default (block) distribution: the first nodes' tasks
-    first, as many on each as the tasks need (srun -m block)."""
+def placement(
+    hosts: Sequence[str], world: int, known: Optional[Mapping[int, Any]] = None
+) -> dict[int, str]:
+    """Task -> node as Slurm distributed the tasks: block (its default, srun -m block, and
+    torchrun's node ranks: the first node's tasks first) or cyclic (srun -m cyclic: one per
+    node in turn), whichever agrees with where the ranks that said hello run (`known`: rank ->
+    its node). With nothing to tell them apart by, block. A rank on whose node the two that
+    agree differ, or every rank when neither agrees, is left out: not named rather than
+    named wrong."""
     if not hosts or world < 1:
         return {}
     per = -(-world // len(hosts))
-    return {rank: hosts[min(rank // per, len(hosts) - 1)] for rank in range(world)}
+    block = {rank: hosts[min(rank // per, len(hosts) - 1)] for rank in range(world)}
+    cyclic = {rank: hosts[rank % len(hosts)] for rank in range(world)}
+    seen = {rank: host for rank, host in (known or {}).items() if host in hosts}
+    fits = [p for p in (block, cyclic) if all(p.get(r) == h for r, h in seen.items())]
+    if not seen:
+        fits = [block]
+    if not fits:
+        return {}
+    return {rank: host for rank, host in fits[0].items() if all(p[rank] == host for p in fits)}
 
 
 def _place_absent_ranks(report: dict[str, Any], facts: Mapping[str, Any]) -> None:
     """A rank that never said hello cannot say where it runs: Slurm placed it (facts' hosts,
-    its default block distribution), so the verdict names that node."""
+    in the distribution where the ranks that did say hello are), so the verdict names that
+    node when it is known."""
     diagnosis = report.get("diagnosis") or {}
     stuck = (diagnosis.get("evidence") or {}).get("hung_rank")
     if diagnosis.get("kind") != "rank_never_started" or not stuck or not facts.get("hosts"):
@@ -195,8 +210,11 @@ def _place_absent_ranks(report: dict[str, Any], facts: Mapping[str, Any]) -> Non
     from trainbridge.bridge import ranks_hang, report_text
 
     world = len(stuck["missing"]) + len(stuck["waiting"])
-    hosts = placement(facts["hosts"], world)
+    known = {w["rank"]: w.get("host") for w in stuck["waiting"]}
+    hosts = placement(facts["hosts"], world, known)
     absent = [m["rank"] for m in stuck["missing"]]
+    if not any(rank in hosts for rank in absent):
+        return  # where Slurm put it is not known: the verdict as it is
     ops = sorted({w["collective"] for w in stuck["waiting"]})
     text = ranks_hang.never_said_hello_text(absent, stuck["waiting"], ops, hosts)
     text += f" (Slurm job {facts.get('job_id')} placed it there)"

@@ -165,6 +165,35 @@ def test_a_rank_that_never_said_hello_is_placed_where_slurm_put_it():
     assert "rank 1 (host n2) never said hello" in out["summary"]
 
 
+def test_an_absent_rank_is_placed_by_the_distribution_the_present_ones_show():
+    """srun -m cyclic puts task 1 on the second node, block on the first: the ranks that said
+    hello tell which; a rank both fit differently, or facts neither fits, name no node."""
+    hosts = ["n1", "n2"]
+    assert slurm.placement(hosts, 4, {0: "n1", 2: "n1", 3: "n2"})[1] == "n2"  # cyclic
+    assert slurm.placement(hosts, 4, {0: "n1", 2: "n2", 3: "n2"})[1] == "n1"  # block
+    assert slurm.placement(hosts, 4, {0: "n2"}) == {}  # neither: not named wrong
+    assert 1 not in slurm.placement(hosts, 4, {0: "n1"})  # both fit, and differ on rank 1
+    assert slurm.placement(hosts, 4, {0: "elsewhere"})[1] == "n1"  # no fact: the default
+    waiting = [
+        {"rank": r, "host": h, "pid": 7 + r, "collective": "all_reduce"}
+        for r, h in ((0, "n1"), (2, "n1"), (3, "n2"))
+    ]
+    stuck = {"missing": [{"rank": 1, "host": None, "pid": None, "frame": None}], "waiting": waiting}
+    report = {
+        "outcome": "hung",
+        "diagnosis": {
+            "kind": "rank_never_started",
+            "summary": "x",
+            "evidence": {"hung_rank": stuck},
+        },
+    }
+    out = slurm.end_verdict(report, {"job_id": "4", "state": "CANCELLED", "hosts": hosts})
+    assert out["diagnosis"]["summary"].startswith("rank 1 (host n2) never said hello")
+    stuck["waiting"] = [dict(w, host="n2") for w in waiting]  # fits neither
+    out = slurm.end_verdict(report, {"job_id": "4", "state": "CANCELLED", "hosts": hosts})
+    assert out["diagnosis"]["summary"] == "x"  # the verdict as it was: no node guessed
+
+
 def test_the_runner_ends_the_slurm_job_within_the_keepers_grace():
     cmd = slurm_runner.runner_command(
         "py", "/j", {"listen": "10.0.0.1"}, ["srun", "x"], kill_grace=5.0
