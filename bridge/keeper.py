@@ -361,8 +361,8 @@ class Keeper:
 
     def _answer_the_rest(self) -> None:
         """At the end, before the feed's last event: every request still waiting (asked as
-        the job ended, never read) and every ping still waiting for the worker gets its
-        reply, an error, so no asker waits on a reply that cannot come."""
+        the job ended, never read) and every ping or dump_stacks still waiting for the
+        worker gets its reply, an error, so no asker waits on a reply that cannot come."""
         for asked in self._take_requests():
             self._reply(
                 asked,
