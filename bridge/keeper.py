@@ -65,6 +65,7 @@ BACKOFF_MAX_S = 300.0
 STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about once a second
 ROW_PROGRESS = ("step", "total", "rate", "eta_s", "metrics")  # of the judge's status, in the row
 REQUESTS_JOIN_S = 5.0  # at the end: the requests thread finishes what it read
+SIGNAL_WAKE_S = 0.5  # the main thread waits for its job this long at a time (signal handlers)
 # A full disk: what could not be written is kept and written again this often.
 RETRY_S = 1.0
 ROW_RETRY_MAX_S = 10.0  # the job's end goes to the row at last this often while it cannot
@@ -539,7 +540,13 @@ class Keeper:
                     row["dir"], self.job, lambda note: self.rows.set(note=note)
                 )
                 follow.start()
-            self.job.wait()  # a cancel's signal is passed on by its own thread
+            # Short waits, not one without end: the main thread runs the signal handlers
+            # (cancel, dump, requests), between bytecodes. A signal that comes while a
+            # handler runs, after the interpreter looked, waits for the main thread's next
+            # wake-up: a lock wait without a timeout had none, and a second request's
+            # SIGUSR2 went unanswered until the job ended (1 in 8 runs beside CPU loops).
+            while not self.job.done():
+                self.job.wait(SIGNAL_WAKE_S)
             if follow is not None:
                 follow.stop.set()
                 follow.join(5.0)  # its last word on the row (the note) before the end's
