@@ -144,9 +144,11 @@ test('a blocked event loop and a flood of printed lines: the supervisor counts w
   assert.equal(report.log_tail.at(-1), `line ${lines - 1}`);
 });
 
-test('a printed flood: every line reaches the listener in order, and events() numbers each one', async () => {
+test('a printed flood: every line reaches the listener in order or is counted, and events() numbers each one', async (t) => {
   // The job server writes a run of output events as one `lines` line (one encode for a
   // flood's lines); the client gives each its own 'log' event and feed number, as before.
+  // A client slower than the flood (a full run's listener heard 45,961 of 50,000 lines
+  // here) gets the rest counted (OUT_BACKLOG_MAX, bridge/jobserve.py), never lost unsaid.
   const job = launch({ command: PYTHON, args: ['-c', 'for i in range(50000): print(i)\n'], env: userEnv(), cwd: REPO });
   const texts = [];
   job.on('log', (rec) => { if (rec.stream === 'stdout') texts.push(rec.text); });
@@ -156,12 +158,15 @@ test('a printed flood: every line reaches the listener in order, and events() nu
   for await (const event of job.events()) {
     if (event.seq !== null) seqs.push(event.seq);
     if (event.type === 'log' && event.data.stream === 'stdout') lines += 1;
-    if (event.type === 'dropped') dropped += event.data.kinds.log || 0;
+    // this consumer's own drops (log), and the job server's for this process (output)
+    if (event.type === 'dropped') dropped += (event.data.kinds.log || 0) + (event.data.kinds.output || 0);
   }
   const report = await job.done;
   assert.equal(report.outcome, 'succeeded');
-  assert.equal(texts.length, 50000);
-  assert.ok(texts.every((text, i) => text === String(i)), 'in order, none missing');
+  t.diagnostic(`${texts.length} lines heard, ${job.droppedOutput} counted by the job server`);
+  assert.equal(texts.length + job.droppedOutput, 50000, 'every line heard or counted');
+  assert.ok(texts.every((text, i) => (i === 0 ? Number(text) >= 0 : Number(text) > Number(texts[i - 1]))), 'in order');
+  if (!job.droppedOutput) assert.ok(texts.every((text, i) => text === String(i)), 'none missing');
   assert.equal(lines + dropped, 50000, `${lines} lines read, ${dropped} counted as dropped`);
   const back = seqs.findIndex((seq, i) => i > 0 && seq <= seqs[i - 1]);
   assert.equal(back, -1, `each event its own feed number, increasing (at ${back}: ${seqs.slice(back - 2, back + 2)})`);
