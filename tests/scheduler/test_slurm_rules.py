@@ -142,6 +142,12 @@ def test_an_scancel_from_outside_is_slurms_cancel_but_our_own_cancel_stays_ours(
     assert kept["summary"] == "Job cancelled after 3 s." and kept["slurm"]["job_id"] == "5"
 
 
+def never_started(stuck):
+    """A hung report whose diagnosis is rank_never_started, with its hung_rank evidence."""
+    diagnosis = {"kind": "rank_never_started", "summary": "x", "evidence": {"hung_rank": stuck}}
+    return {"outcome": "hung", "diagnosis": diagnosis}
+
+
 def test_a_rank_that_never_said_hello_is_placed_where_slurm_put_it():
     assert slurm.placement(["n1", "n2"], 4) == {0: "n1", 1: "n1", 2: "n2", 3: "n2"}
     assert slurm.placement(["n1", "n2"], 2) == {0: "n1", 1: "n2"}
@@ -150,14 +156,7 @@ def test_a_rank_that_never_said_hello_is_placed_where_slurm_put_it():
         "missing": [{"rank": 1, "host": None, "pid": None, "frame": None, "hello": False}],
         "waiting": [{"rank": 0, "host": "n1", "pid": 7, "collective": "init_process_group"}],
     }
-    report = {
-        "outcome": "hung",
-        "diagnosis": {
-            "kind": "rank_never_started",
-            "summary": "x",
-            "evidence": {"hung_rank": stuck},
-        },
-    }
+    report = never_started(stuck)
     out = slurm.end_verdict(report, {"job_id": "3", "state": "CANCELLED", "hosts": ["n1", "n2"]})
     assert out["outcome"] == "hung"  # the runner's scancel ended the hang: not Slurm's cancel
     assert out["diagnosis"]["summary"].startswith("rank 1 (host n2) never said hello")
@@ -179,14 +178,7 @@ def test_an_absent_rank_is_placed_by_the_distribution_the_present_ones_show():
         for r, h in ((0, "n1"), (2, "n1"), (3, "n2"))
     ]
     stuck = {"missing": [{"rank": 1, "host": None, "pid": None, "frame": None}], "waiting": waiting}
-    report = {
-        "outcome": "hung",
-        "diagnosis": {
-            "kind": "rank_never_started",
-            "summary": "x",
-            "evidence": {"hung_rank": stuck},
-        },
-    }
+    report = never_started(stuck)
     out = slurm.end_verdict(report, {"job_id": "4", "state": "CANCELLED", "hosts": hosts})
     assert out["diagnosis"]["summary"].startswith("rank 1 (host n2) never said hello")
     stuck["waiting"] = [dict(w, host="n2") for w in waiting]  # fits neither
