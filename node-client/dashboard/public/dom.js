@@ -126,7 +126,7 @@ setInterval(() => {
 
 const RETRY_MS = 3000; // a stream the browser gave up on is opened again this much later
 
-/** Why the server refuses this browser: 401 (the token), 403 (the address), or null. */
+/** Why the server refuses this browser: 401 (the token), 403 (the address), or null (mux.js has its twin). */
 async function refusal() {
   try {
     const { status } = await fetch('/api/queue', { cache: 'no-store' });

@@ -34,7 +34,8 @@ function broadcast(msg) {
 
 /**
  * Why a stream was refused: the status of a plain request (401: the token, 403: the address),
- * or null (not answering at all, or another failure).
+ * or null (not answering at all, or another failure). Its twin is dom.js refusal(): this
+ * classic worker script cannot import the page's modules.
  */
 async function refusal() {
   try {
