@@ -65,6 +65,7 @@ BACKOFF_MAX_S = 300.0
 STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about once a second
 ROW_PROGRESS = ("step", "total", "rate", "eta_s", "metrics")  # of the judge's status, in the row
 REQUESTS_JOIN_S = 5.0  # at the end: the requests thread finishes what it read
+REQUESTS_LOOK_S = 1.0  # the requests thread reads its directory this often, signal or none
 SIGNAL_WAKE_S = 0.5  # the main thread waits for its job this long at a time (signal handlers)
 # A full disk: what could not be written is kept and written again this often.
 RETRY_S = 1.0
@@ -320,12 +321,13 @@ class Keeper:
 
     def _serve_requests(self) -> None:
         """Answer the requests (scheduler.request) in the job's requests/ directory: a `send`
-        passes its data to the job in the order asked, a `ping` asks the worker on a thread
-        of its own; each gets a `reply` event in the feed. Woken by SIGUSR2 only (no wake-up
-        of its own): scheduler.request signals a keeper only once its job has a process,
-        long after run() installed the handler."""
+        passes its data to the job in the order asked, a `ping` or a `dump_stacks` asks the
+        worker on a thread of its own; each gets a `reply` event in the feed. SIGUSR2 wakes
+        it at once; it also reads the directory every REQUESTS_LOOK_S, so a request whose
+        signal was lost (two close together, one handled late by the main thread) waits a
+        second, not until the job ends."""
         while True:
-            self.requested.wait()
+            self.requested.wait(REQUESTS_LOOK_S)
             self.requested.clear()
             if self.finished.is_set():
                 return

@@ -296,7 +296,8 @@ def test_an_attached_job_pings_and_sends_as_a_launched_one_and_hears_the_scripts
     store_path,
 ):
     """An attached job once had no ping(), no send() and no relay of the script's own
-    messages. Through the keeper (a request file, SIGUSR2, a `reply` in the feed): ping()
+    messages. Through the keeper (a request file, SIGUSR2 or its look every second, a
+    `reply` in the feed): ping()
     is the keeper's round trip to the worker, send() reaches worker.receive() in order, and
     what the script sends back with worker.send() is in every face's feed."""
     import pytest
@@ -326,7 +327,16 @@ def test_an_attached_job_pings_and_sends_as_a_launched_one_and_hears_the_scripts
         os.kill(row["keeper_pid"], signal.SIGUSR2)
         assert job.ping() is not None
         assert not os.path.exists(torn)
-        for i in range(5):
+        # A request whose SIGUSR2 never came (two close together, one handled late) is read
+        # all the same: the keeper looks at its requests every second, not only when woken.
+        import json
+
+        quiet = os.path.join(row["dir"], "requests", "00000000000000000001-1-000000.json")
+        with open(quiet + ".part", "w") as f:
+            json.dump({"id": "00000000000000000001-1-000000", "op": "send", "data": {"n": 0}}, f)
+        os.rename(quiet + ".part", quiet)
+        wait_for(lambda: not os.path.exists(quiet), what="a request with no signal to be read")
+        for i in range(1, 5):
             job.send({"n": i})
         job.send("stop")
         echoed = [
@@ -341,6 +351,7 @@ def test_an_attached_job_pings_and_sends_as_a_launched_one_and_hears_the_scripts
             ("ping", True)
         ] + [("send", True)] * 6, replies
         assert "unreadable request" in replies[1]["error"], replies[1]
+        assert replies[3]["request"] == "00000000000000000001-1-000000", replies[3]
         # After the end: nobody to ask.
         assert job.ping() is None
         with pytest.raises(RuntimeError, match="has ended"):
@@ -494,10 +505,11 @@ def proc_state(pid):
 
 
 def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_path):
-    """A reply the keeper wrote after its feed closed was lost without a count: a ping still
-    waiting for a worker that died, a request file the keeper had not read yet. Now each
-    gets a `reply` (an error that says so) ahead of the `end`; and a send whose keeper is
-    lost says the job ended, not that the keeper is "stopped or starved"."""
+    """A reply the keeper wrote after its feed closed was lost without a count: a ping or
+    a dump still waiting for a worker that died. Now each gets a `reply` (an error that
+    says so) ahead of the `end`; and a send whose keeper is lost says the job ended, not
+    that the keeper is "stopped or starved". (A request file the keeper never read is
+    answered at the end too: test_keeper_requests.py.)"""
     import os
     import signal
     import threading
@@ -507,50 +519,53 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
 
     s = bridge.Scheduler(store=store_path, slots={"jobs": 2, "gpus": []}, tick=0.1)
     try:
-        # A ping to a worker that cannot answer (its process stopped), then the process dies.
+        # A ping and a dump, asked at once of a worker that cannot answer (its process
+        # stopped), then the process dies.
         job_id = s.submit(child("forever"))
         job = s.attach(job_id)
         until_progress(job)
         row = s.get(job_id)
         os.kill(row["job_pid"], signal.SIGSTOP)
         wait_for(lambda: proc_state(row["job_pid"]) == "T", what="the job's process to stop")
-        # The ping as job.ping() asks it, its request file known: read once it is gone.
+        # As job.ping() and job.dump_stacks() ask them, their request files known.
         store = Store(store_path)
         try:
             ping_id = scheduler.request(store, job_id, "ping", {"timeout": 30})
+            dump_id = scheduler.request(store, job_id, "dump_stacks", {"timeout": 30})
         finally:
             store.close()
         requests = os.path.join(row["dir"], "requests")
         wait_for(
-            lambda: not os.path.exists(os.path.join(requests, ping_id + ".json")),
-            what="the keeper to read the ping's request",
+            lambda: (
+                not any(
+                    os.path.exists(os.path.join(requests, asked + ".json"))
+                    for asked in (ping_id, dump_id)
+                )
+            ),
+            what="the keeper to read the ping's and the dump's requests",
         )
         state_when_read = proc_state(row["job_pid"])
-        # A request the keeper never read: written by hand, with no SIGUSR2.
-        unread = os.path.join(requests, "00000000000000000001-1-000000.json")
-        with open(unread, "w") as f:
-            f.write('{"id": "00000000000000000001-1-000000", "op": "send", "data": "late"}')
         os.kill(row["job_pid"], signal.SIGKILL)
         report = job.wait(WAIT_S)
         assert report["outcome"] == "crashed", report["summary"]
         events = list(s.attach(job_id).events(timeout=WAIT_S))
         replies = {e["op"]: e for e in events if e["event"] == "reply"}
         assert replies["ping"]["request"] == ping_id, replies
-        # (Killed in the moment between reading the ping and asking the worker, it is "not
-        # running": an answer too.)
-        # (A worker that answers was running: say what ran it, for the flake hunt.)
-        assert not replies["ping"]["ok"], (
-            replies["ping"],
-            f"state when the ping was read: {state_when_read}",
-            [(e["event"], e.get("t")) for e in events if e["event"] not in ("message", "log")],
-        )
-        assert any(
-            words in replies["ping"]["error"]
-            for words in ("ended before the worker", "not running")
-        ), replies["ping"]
-        assert not replies["send"]["ok"] and "not delivered" in replies["send"]["error"]
+        assert replies["dump_stacks"]["request"] == dump_id, replies
+        for op in ("ping", "dump_stacks"):
+            # (Killed in the moment between reading the request and asking the worker, it
+            # is "not running": an answer too. A worker that answers was running: say what
+            # ran it, for the flake hunt.)
+            assert not replies[op]["ok"], (
+                replies[op],
+                f"state when the requests were read: {state_when_read}",
+                [(e["event"], e.get("t")) for e in events if e["event"] not in ("message", "log")],
+            )
+            assert any(
+                words in replies[op]["error"]
+                for words in ("ended before the worker", "not running")
+            ), replies[op]
         assert events[-1]["event"] == "end"
-        assert not os.path.exists(unread)
 
         # A send whose keeper is lost while it waits (stopped, then killed: reconciled).
         lost_id = s.submit(child("forever"))
