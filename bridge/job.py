@@ -263,10 +263,14 @@ class Job(JobActions, JobMessages, JobEnd):
         return out
 
     # --- start (caller's thread) ----------------------------------------------------------
-    def start(self, proc: Any = None, read_pipes: bool = True) -> Job:
+    def start(
+        self, proc: Any = None, read_pipes: bool = True, stop: Optional[tuple[str, str]] = None
+    ) -> Job:
         """Spawn the command, or supervise `proc`, a Popen already started with this
         job's environment (ident given, stdout and stderr pipes). Without `read_pipes`
-        the caller reads proc's pipes and hands every chunk to feed_output()."""
+        the caller reads proc's pipes and hands every chunk to feed_output(). `stop`:
+        (signal name, reason), a user signal asked before the spawn: noted, then sent to
+        the process the moment it exists (note_user_signal)."""
         registered = threading.Event()
         self.hub.call(lambda: (self.hub.add_job(self), registered.set()))
         registered.wait()
@@ -279,6 +283,12 @@ class Job(JobActions, JobMessages, JobEnd):
                 raise
         self.pid = self.facts["pid"] = proc.pid
         self.stdin = proc.stdin
+        if stop is not None:  # noted first: the exit, which may follow at once, finds it
+            self.note_user_signal(*stop)
+            try:
+                os.kill(proc.pid, getattr(signals, stop[0]))
+            except OSError:
+                pass  # gone already: its exit decides
         attached = threading.Event()
         self.hub.call(lambda: (self._attach(proc, read_pipes), attached.set()))
         attached.wait()

@@ -38,7 +38,8 @@ Lines of jobserve's own have no `seq`:
 Requests ({"op": ...}): launch {job, key, command, cwd, env, config, log_path, tail_lines,
 zero_code, stdin: devnull|pipe, raw, python_env, log_timestamps, stop_on_nan}; cancel {job,
 grace, reason}; user_signal {job, signal, reason, send: bool (jobserve sends the job's process
-the signal after noting it)}; send {job, data, request}; ping {job,
+the signal after noting it; read with the job's launch, it is sent the moment the process
+exists)}; send {job, data, request}; ping {job,
 timeout, request}; dump_stacks {job, timeout, request}; remote_env {job, address, port,
 request}; stdin {job, data: base64}; stdin_end {job}. A request for a job that is not running
 is answered {"ok": false, "error": "no running job ID"} (cancel, user_signal and stdin ones
@@ -64,7 +65,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 # Light imports only: the first job is spawned before the judge (zmq, the Job) is loaded.
@@ -329,6 +330,7 @@ class Served:
         self.lock = threading.Lock()  # ended and stdin: the I/O thread's end, the requests
         self.ended = False
         self.stdin: Optional[StdinFeeder] = None
+        self.stop_sent: Optional[str] = None  # a user signal sent at the spawn (first_stop)
 
     def feed_stdin(self, chunk: Optional[bytes]) -> None:
         """Queue bytes for the job's stdin (None: close it); ignored once it ended or
@@ -360,7 +362,8 @@ class Server:
         self.early: Optional[Early] = None  # the first job's process, spawned before the judge
 
     # --- requests (the reader thread) ------------------------------------------------------
-    def handle_line(self, raw: bytes) -> None:
+    def handle_line(self, raw: bytes, later: Sequence[bytes] = ()) -> None:
+        """One request line; `later`: the lines read with it, after it (not handled yet)."""
         request: Any = None
         try:
             try:
@@ -369,7 +372,7 @@ class Server:
                 raise RequestError(f"not a JSON line ({exc})") from None
             if not isinstance(request, dict):
                 raise RequestError(f"a request is a JSON object, not {type(request).__name__}")
-            self.handle(request)
+            self.handle(request, later)
         except RequestError as exc:
             answer: dict[str, Any] = {"event": "request_error", "error": str(exc)}
             if isinstance(request, dict):
@@ -383,7 +386,7 @@ class Server:
                 {"event": "request_error", "error": f"internal: {type(exc).__name__}: {exc}"}
             )
 
-    def handle(self, request: dict[str, Any]) -> None:
+    def handle(self, request: dict[str, Any], later: Sequence[bytes] = ()) -> None:
         op = request.get("op")
         handler = OPS.get(op) if isinstance(op, str) else None
         if handler is None:
@@ -391,7 +394,10 @@ class Server:
         job_id = request.get("job")
         if not isinstance(job_id, str):
             raise RequestError(f"{op}: 'job' must be a job id (a string), got {job_id!r}")
-        handler(self, job_id, request)
+        if op == "launch":  # a stop already waiting behind it is applied at the spawn
+            self.op_launch(job_id, request, first_stop(job_id, later))
+        else:
+            handler(self, job_id, request)
 
     def running(self, job_id: str) -> Optional[Served]:
         with self.jobs_lock:
@@ -430,7 +436,9 @@ class Server:
         name = f"trainbridge-jobserve-{request.get('op')}"
         threading.Thread(target=answer, name=name, daemon=True).start()
 
-    def op_launch(self, job_id: str, request: dict[str, Any]) -> None:
+    def op_launch(
+        self, job_id: str, request: dict[str, Any], stop: Optional[tuple[str, str]] = None
+    ) -> None:
         with self.launch_lock:
             try:
                 if self.closing:
@@ -438,7 +446,7 @@ class Server:
                 if job_id in self.used:
                     raise ValueError(f"job id {job_id!r} is already in use")
                 self.used.add(job_id)
-                self._launch(job_id, request)
+                self._launch(job_id, request, stop)
             except Exception as exc:  # noqa: BLE001 - any failure to start is the client's answer
                 self.out.line(
                     {
@@ -449,7 +457,13 @@ class Server:
                     }
                 )
 
-    def _launch(self, job_id: str, request: dict[str, Any]) -> None:
+    def _launch(
+        self, job_id: str, request: dict[str, Any], stop: Optional[tuple[str, str]]
+    ) -> None:
+        """stop: (signal, reason) of a user_signal for this job read with its launch (a
+        python-shell kill() right after the constructor): sent the moment the process
+        exists, before it runs any of its own code, as python-shell's own spawn-then-kill;
+        handled in its turn, it is noted again but not sent twice."""
         from trainbridge.bridge.job import Job
 
         # The first request's process, spawned early: the first line handled is that request.
@@ -516,8 +530,9 @@ class Server:
         served.job = job
         with self.jobs_lock:  # before start(): its first events may come before it returns
             self.jobs[job_id] = served
+        served.stop_sent = stop[0] if stop is not None else None
         try:
-            job.start(proc)
+            job.start(proc, stop=stop)
         except BaseException:
             with self.jobs_lock:
                 self.jobs.pop(job_id, None)
@@ -559,7 +574,9 @@ class Server:
         if served is not None and served.job is not None:
             job = served.job
             job.note_user_signal(name, reason)
-            if send and job.pid is not None:
+            if served.stop_sent == name:  # sent at the spawn (read with the launch)
+                served.stop_sent = None
+            elif send and job.pid is not None:
                 # At once, after the note was queued for the I/O thread: that thread runs its
                 # queued calls before it reads an exit (bridge/hub.py _once), so the exit is
                 # judged as the user's signal. A client that sent it itself on hearing of the
@@ -738,13 +755,15 @@ class Early:
         self.runtime_dir = runtime_dir
 
     @classmethod
-    def spawn(cls, raw: bytes, runtime_dir: str) -> Optional[Early]:
+    def spawn(cls, lines: Sequence[bytes], runtime_dir: str) -> Optional[Early]:
+        """lines: the whole request lines waiting; the first is the launch. None too when a
+        stop for it waits behind it (the usual way sends it at the spawn: first_stop)."""
         try:
-            request = json.loads(raw.decode("utf-8"))
+            request = json.loads(lines[0].decode("utf-8"))
             if not isinstance(request, dict) or request.get("op") != "launch":
                 return None
             job_id = request.get("job")
-            if not isinstance(job_id, str):
+            if not isinstance(job_id, str) or first_stop(job_id, lines[1:]) is not None:
                 return None
             spec = parse_launch(job_id, request)
         except Exception:  # noqa: BLE001 - whatever is wrong, the usual way says it
@@ -793,6 +812,29 @@ class Early:
         shutil.rmtree(os.path.join(self.runtime_dir, self.job_id), ignore_errors=True)
 
 
+def first_stop(job_id: str, later: Sequence[bytes]) -> Optional[tuple[str, str]]:
+    """(signal, reason) of the first user_signal request with send for `job_id` among
+    `later` (request lines not handled yet), if any: a stop the client asked before it could
+    know of the spawn. Lines that do not parse or do not check are left to their turn."""
+    marker = b'"user_signal"'
+    wanted = job_id.encode("utf-8", "replace")
+    for raw in later:
+        if marker not in raw or wanted not in raw:
+            continue  # most lines: no parse
+        try:
+            request = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            continue
+        if not isinstance(request, dict) or request.get("op") != "user_signal":
+            continue
+        if request.get("job") != job_id or request.get("send") is not True:
+            continue
+        name, reason = request.get("signal"), request.get("reason")
+        if name in USER_SIGNALS and (reason is None or isinstance(reason, str)):
+            return name, reason if reason is not None else f"the client sent the job {name}"
+    return None
+
+
 def _signal(pid: int, signum: int) -> None:
     try:
         os.kill(pid, signum)
@@ -818,16 +860,17 @@ def wait_of(request: dict[str, Any]) -> float:
     return float(timeout)
 
 
-def read_lines(fd: int, start: bytes = b"") -> Iterator[bytes]:
+def read_lines(fd: int, start: bytes = b"") -> Iterator[list[bytes]]:
     """The lines of fd until EOF, without their newlines, after those of `start` (bytes read
-    already). os.read, not sys.stdin: a daemon thread blocked in a buffered read holds its
-    lock, and the interpreter's exit aborts on it (SIGABRT, "could not acquire lock for
+    already), as the batches read together (a request may look at those after it). os.read,
+    not sys.stdin: a daemon thread blocked in a buffered read holds its lock, and the
+    interpreter's exit aborts on it (SIGABRT, "could not acquire lock for
     <_io.BufferedReader name='<stdin>'>")."""
     buf = bytearray(start)
     if b"\n" in buf:
         last = buf.rfind(b"\n") + 1
         whole, buf = bytes(buf[: last - 1]), buf[last:]
-        yield from whole.split(b"\n")
+        yield whole.split(b"\n")
     while True:
         chunk = os.read(fd, READ_SIZE)
         if not chunk:
@@ -839,9 +882,9 @@ def read_lines(fd: int, start: bytes = b"") -> Iterator[bytes]:
             continue
         last = buf.rfind(b"\n") + 1
         whole, buf = bytes(buf[: last - 1]), buf[last:]
-        yield from whole.split(b"\n")
+        yield whole.split(b"\n")
     if buf:
-        yield bytes(buf)
+        yield [bytes(buf)]
 
 
 def waiting_requests(fd: int) -> bytes:
@@ -889,7 +932,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     first, early = waiting_requests(sys.stdin.fileno()), None
     runtime_dir = launcher.make_runtime_dir()
     if b"\n" in first:
-        early = Early.spawn(first[: first.index(b"\n")], runtime_dir)
+        early = Early.spawn(first.split(b"\n")[:-1], runtime_dir)
     try:  # the judge, loaded before "ready": a prepared server launches at once
         from trainbridge.bridge.hub import Hub
         from trainbridge.bridge.job import Job  # noqa: F401 - its import is the cost
@@ -913,9 +956,10 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     def read_requests() -> None:
         try:
-            for raw in read_lines(sys.stdin.fileno(), first):
-                if raw.strip():
-                    server.handle_line(raw)
+            for lines in read_lines(sys.stdin.fileno(), first):
+                for i, raw in enumerate(lines):
+                    if raw.strip():
+                        server.handle_line(raw, lines[i + 1 :])
         except (OSError, ValueError) as exc:
             say(f"cannot read requests ({type(exc).__name__}: {exc}): ending as at EOF")
         finally:  # whatever ended the loop, the jobs end and jobserve exits

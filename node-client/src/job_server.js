@@ -33,6 +33,7 @@ class JobServer {
     this._gone = null; // why the server is gone (a sentence), once it is
     this._spawnError = null; // the Python could not be started at all (not found, not executable)
     this._nextRequest = 1;
+    this._outbox = []; // request lines of this tick, written together at its end (send)
     this._readyWaiters = []; // prepare()'s: [resolve, reject]
     this._proc = spawn(python, ['-m', 'trainbridge.bridge.jobserve'], {
       env: helperEnv(), stdio: ['pipe', 'pipe', 'pipe'],
@@ -81,11 +82,22 @@ class JobServer {
     this.send({ op: 'launch', job: job.id, ...request });
   }
 
-  /** One request line; false when the server is gone (nothing was sent). */
+  /**
+   * One request line; false when the server is gone (nothing was sent). The lines of one tick
+   * go in one write, so the server reads them together: a kill() right after a launch is read
+   * with it, and sent the moment the process exists (bridge/jobserve.py first_stop).
+   */
   send(request) {
     if (this._gone) return false;
-    this._proc.stdin.write(`${jsonform.stringify(request)}\n`);
+    this._outbox.push(`${jsonform.stringify(request)}\n`);
+    if (this._outbox.length === 1) process.nextTick(() => this._flush());
     return true;
+  }
+
+  _flush() {
+    const text = this._outbox.join('');
+    this._outbox = [];
+    if (!this._gone) this._proc.stdin.write(text);
   }
 
   /** `job` ended: it hears nothing more from here. */

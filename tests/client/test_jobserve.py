@@ -111,10 +111,14 @@ class JobServe:
     def _read_errors(self):
         self.errors = self.proc.stderr.read()
 
-    def send(self, obj):
-        if isinstance(obj.get("job"), str):
-            obj = {**obj, "job": obj["job"] + self.suffix}
-        self.send_raw(json.dumps(obj).encode("utf-8") + b"\n")
+    def send(self, *objs):
+        """Request lines, written together (one write: read together)."""
+        data = b""
+        for obj in objs:
+            if isinstance(obj.get("job"), str):
+                obj = {**obj, "job": obj["job"] + self.suffix}
+            data += json.dumps(obj).encode("utf-8") + b"\n"
+        self.send_raw(data)
 
     def send_raw(self, data):
         if self.proc is None:  # before the start: waiting in its stdin when it starts
@@ -176,6 +180,9 @@ class JobServe:
             return [x for x in self.lines if x.get("job") == job]
 
     def launch(self, job, path, args=(), **fields):
+        self.send(self.launch_request(job, path, args, **fields))
+
+    def launch_request(self, job, path, args=(), **fields):
         request = {
             "op": "launch",
             "job": job,
@@ -194,7 +201,7 @@ class JobServe:
             "stop_on_nan": None,
         }
         request.update(fields)
-        self.send(request)
+        return request
 
     def close_stdin(self):
         try:
@@ -478,6 +485,38 @@ def test_a_user_signal_jobserve_sends_right_after_the_launch_is_a_cancel(serve, 
         "signal",
         "SIGKILL",
     )
+    assert js.finish() == 0
+
+
+def test_a_kill_read_with_its_launch_stops_the_script_before_its_first_line(serve, script):
+    """python-shell's kill() right after its constructor kills a process that has not run
+    a line of the script yet (spawn, then kill, in one tick). Ours asked jobserve for the
+    launch and the signal in one write; the signal was handled after the launch, once the
+    Job was attached (the first job: once the judge was loaded, its process started early),
+    and a loaded machine's script had printed by then. A stop read with its launch is sent
+    the moment the process exists: on a fresh jobserve and on a ready one alike."""
+    first_line = script("""
+        import time
+        print("started", flush=True)
+        time.sleep(60)
+    """)
+
+    def together(js, job):
+        kill = {"op": "user_signal", "job": job, "signal": "SIGKILL", "reason": "kill()"}
+        js.send(js.launch_request(job, first_line), {**kill, "send": True})
+
+    js = serve(first=lambda js: together(js, "at-start"))
+    assert js.lines[0]["early"] is None, "a launch with its stop waiting is not started early"
+    together(js, "when-ready")
+    for job in ("at-start", "when-ready"):
+        report = js.end(job)["report"]
+        assert report["outcome"] == "cancelled", report["summary"]
+        assert (report["signal"], report["cancel"]["signal"]) == ("SIGKILL", "SIGKILL"), report
+        assert report["cancel"]["reason"] == "kill()", report["cancel"]
+        said = [x for x in js.of(job) if x.get("event") in ("output", "lines")]
+        assert said == [], f"the script ran before the kill: {said}"
+        assert js.event(job, "spawn")["pid"] not in (None, 0)
+    assert not js.request_errors(), js.request_errors()
     assert js.finish() == 0
 
 
@@ -869,7 +908,7 @@ def test_a_shutdown_before_the_waiting_launch_was_handled_stops_its_early_job(tm
     request = {"op": "launch", "job": job_id, "key": secrets.token_hex(32)}
     request.update(command=["sleep", "60"], zero_code=False)
     runtime_dir = launcher.make_runtime_dir()
-    early = jobserve.Early.spawn(json.dumps(request).encode(), runtime_dir)
+    early = jobserve.Early.spawn([json.dumps(request).encode()], runtime_dir)
     assert early is not None, "a launch that would simply start is started early"
     started = start_time(early.proc.pid)
     out = jobserve.Out(os.open(os.devnull, os.O_WRONLY))
