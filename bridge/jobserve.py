@@ -25,7 +25,8 @@ stream, as they are written together, as one line: {"seq": LAST, "job": ID, "eve
 "first": FIRST, "stream": S, "lines": [[text, encoding, end, line], ...], "t": T}, the events
 FIRST..LAST (a flood's lines cost one encode, not one each).
 A client that stops reading (its event loop blocked) does not make jobserve hold every line:
-past OUT_BACKLOG_MAX waiting lines a job's `output` events are counted instead, and a numbered
+past OUT_BACKLOG_MAX waiting lines (or OUT_BACKLOG_CHARS of their text) a job's `output` events
+are counted instead, and a numbered
 {"event": "dropped", "count": N, "kinds": {"output": N}} comes before that job's next event.
 Lines of jobserve's own have no `seq`:
   {"job": ID, "event": "launch_failed", "error": CLASS, "message": TEXT}  (nothing else then)
@@ -98,6 +99,7 @@ URGENT_EVENTS = (
 # says how many once the queue has room (the log file and the report's tail have them all).
 # About 20 MiB of events; everything else (state, status, messages, the end) always goes.
 OUT_BACKLOG_MAX = 20_000
+OUT_BACKLOG_CHARS = 32 * 1024 * 1024  # and past this much waiting output text (long lines)
 CLOSE_WAIT_S = 10.0  # at the end: how long the last lines may take to go (a client that
 # stopped reading must not keep jobserve, and nothing else, alive)
 READ_SIZE = 64 * 1024  # requests are read this much at a time
@@ -141,6 +143,8 @@ class Out(threading.Thread):
         self.broken = False
         self.late = 0  # lines put after close(): not in the feed, said on stderr
         self.merging: set[str] = set()  # jobs whose client reads `lines` (launch's flag)
+        self._chars_lock = threading.Lock()
+        self._chars = 0  # of the output events' text waiting (put, not yet taken)
         self.start()
 
     def put(self, job_id: Optional[str], seq: Optional[int], event: Any, urgent: bool) -> None:
@@ -150,8 +154,10 @@ class Out(threading.Thread):
             say(f"a {kind!r} line of job {job_id} came after stdout closed ({self.late} so far)")
 
     def crowded(self) -> bool:
-        """Whether OUT_BACKLOG_MAX lines wait already (the client is not reading)."""
-        return len(self.batches) >= OUT_BACKLOG_MAX
+        """Whether OUT_BACKLOG_MAX lines, or OUT_BACKLOG_CHARS of output text, wait already
+        (the client is not reading): a line may be 64 KiB, so the count alone let a flood
+        of long lines hold more than a GiB."""
+        return len(self.batches) >= OUT_BACKLOG_MAX or self._chars >= OUT_BACKLOG_CHARS
 
     def line(self, obj: dict[str, Any]) -> None:
         """One unnumbered line of jobserve's own."""
@@ -159,6 +165,9 @@ class Out(threading.Thread):
 
     def event(self, job_id: str, seq: int, event: dict[str, Any]) -> None:
         """One numbered event of a job."""
+        if event.get("event") == "output":
+            with self._chars_lock:
+                self._chars += _text_chars(event)
         self.put(job_id, seq, event, event.get("event") in URGENT_EVENTS)
 
     def raw(self, job_id: str, stream: str, chunk: Optional[bytes]) -> None:
@@ -169,6 +178,10 @@ class Out(threading.Thread):
         closed = False
         while not closed:
             batch, closed = self.batches.take()
+            taken = sum(_text_chars(event) for _, _, event in batch if _is_output(event))
+            if taken:
+                with self._chars_lock:
+                    self._chars -= taken
             if batch and not self.broken:
                 self._write("".join(self._encode(batch)).encode("ascii", "replace"))
 
@@ -216,6 +229,15 @@ class Out(threading.Thread):
         """Write what is pending (up to `timeout`), then take no more."""
         self.batches.close()
         self.join(timeout)
+
+
+def _is_output(event: Any) -> bool:
+    return isinstance(event, dict) and event.get("event") == "output"
+
+
+def _text_chars(event: dict[str, Any]) -> int:
+    text = event.get("text")
+    return len(text) if isinstance(text, str) else 0
 
 
 def dumps(obj: Any) -> str:

@@ -850,17 +850,25 @@ def test_a_jobserve_that_cannot_load_its_judge_leaves_no_early_job_running(tmp_p
     assert not launcher.job_marked_pids(request["job"])
 
 
-def test_a_client_that_stops_reading_gets_a_count_not_an_unbounded_queue(tmp_path, script):
+@pytest.mark.parametrize("width", [0, 60_000], ids=["short lines", "long lines"])
+def test_a_client_that_stops_reading_gets_a_count_not_an_unbounded_queue(tmp_path, script, width):
     """A Node client whose event loop is blocked reads nothing while its job prints a flood:
     jobserve queued every line for it, without a bound. Past OUT_BACKLOG_MAX waiting lines the
     output events are counted, and a numbered "dropped" event says how many before the job's
-    next event; every line is either delivered or counted, and the rest of the feed comes."""
+    next event; every line is either delivered or counted, and the rest of the feed comes.
+    Long lines (up to 64 KiB each) are bounded by their text too (OUT_BACKLOG_CHARS): fewer
+    than OUT_BACKLOG_MAX of them were held whole, more than a GiB at the most."""
     from trainbridge.bridge import jobserve
 
-    lines = 3 * jobserve.OUT_BACKLOG_MAX
+    if width:
+        lines = 2 * jobserve.OUT_BACKLOG_CHARS // width  # far fewer than OUT_BACKLOG_MAX
+        assert lines < jobserve.OUT_BACKLOG_MAX
+    else:
+        lines = 3 * jobserve.OUT_BACKLOG_MAX
     done = tmp_path / "done"
     flood = script(
-        f"import pathlib, sys\nfor i in range({lines}):\n    sys.stdout.write(f'line {{i}}\\n')\n"
+        f"import pathlib, sys\npad = ' ' + 'x' * {width} if {width} else ''\n"
+        f"for i in range({lines}):\n    sys.stdout.write(f'line {{i}}{{pad}}\\n')\n"
         f"sys.stdout.flush()\npathlib.Path({str(done)!r}).touch()"
     )
     proc = start_jobserve()
@@ -896,7 +904,7 @@ def test_a_client_that_stops_reading_gets_a_count_not_an_unbounded_queue(tmp_pat
     assert len(texts) + sum(x["count"] for x in dropped) == lines
     assert texts == sorted(texts, key=lambda t: int(t.split()[1])), "in order, with gaps"
     assert mine[-1]["event"] == "end" and mine[-1]["report"]["outcome"] == "succeeded"
-    assert mine[-1]["report"]["log_tail"][-1] == f"line {lines - 1}"
+    assert mine[-1]["report"]["log_tail"][-1].startswith(f"line {lines - 1}")
 
 
 def test_a_shutdown_before_the_waiting_launch_was_handled_stops_its_early_job(tmp_path):
