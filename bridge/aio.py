@@ -14,9 +14,12 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from trainbridge.bridge import machine
+
+if TYPE_CHECKING:
+    from trainbridge.bridge.attach import Attached
 
 # The job queue's asyncio twin lives in its own module; re-exported as bridge.aio.Scheduler.
 from trainbridge.bridge.aio_scheduler import Scheduler as Scheduler
@@ -25,7 +28,7 @@ from trainbridge.bridge.job import launch as _launch
 
 
 class AsyncJob:
-    def __init__(self, job: Job, loop: asyncio.AbstractEventLoop):
+    def __init__(self, job: Union[Job, Attached], loop: asyncio.AbstractEventLoop):
         self.job = job
         self._loop = loop
         self._wakeup = asyncio.Event()
@@ -43,7 +46,7 @@ class AsyncJob:
 
     @property
     def id(self) -> str:
-        return self.job.id
+        return str(self.job.id)
 
     @property
     def pid(self) -> Optional[int]:
@@ -90,9 +93,13 @@ class AsyncAttachedJob(AsyncJob):
     """aio.Scheduler.attach(): an attached job (bridge/attach.py) for asyncio code. Its send()
     is awaited: it waits for the keeper's reply, off the loop."""
 
+    def __init__(self, job: Attached, loop: asyncio.AbstractEventLoop):
+        super().__init__(job, loop)
+        self.attached = job
+
     async def send(self, data: Any, timeout: float = 5.0) -> None:  # type: ignore[override]
         """The attached job's send(): resolves once the keeper took the message."""
-        await self._loop.run_in_executor(None, functools.partial(self.job.send, data, timeout))
+        await self._loop.run_in_executor(None, functools.partial(self.attached.send, data, timeout))
 
 
 async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
@@ -125,7 +132,7 @@ async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
         None, functools.partial(_launch, cmd, on_event=on_event, **options)
     )
     holder["job"] = AsyncJob(job, loop)
-    if job.done():
+    if job.done() and job.report is not None:
         holder["job"]._resolve(job.report)
     return holder["job"]
 

@@ -64,7 +64,7 @@ class Attached:
         self.row = row
         self.cmd = row["command"]
         self.log_path = row["log_path"]
-        self._state = row["state"]
+        self._state: str = row["state"]
         self.report: Optional[Report] = None
         self._callbacks: list[Callable[[dict[str, Any]], None]] = [on_event] if on_event else []
         # The events file holds every event, so nothing is dropped here: no bound.
@@ -166,7 +166,7 @@ class Attached:
         reply = self._reply(asked, timeout)
         if reply is None and self._done.is_set():
             raise RuntimeError(
-                f"job.send: job {self.id} ended ({(self.report or {}).get('outcome')}) before "
+                f"job.send: job {self.id} ended ({self.outcome}) before "
                 "its keeper answered; the message may not have been delivered"
             )
         if reply is None:

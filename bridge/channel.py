@@ -49,13 +49,13 @@ class Channel:
         self.peers: dict[bytes, int] = {}  # routing id -> rank, for commands
         self.seq = 0  # our own per-job sequence
         # routing id -> [(kind, frames)] a full peer queue could not take yet, sent in order
-        self.held: dict[bytes, collections.deque] = {}
+        self.held: dict[bytes, collections.deque[tuple[str, Any]]] = {}
         self.held_user: dict[bytes, tuple[int, int]] = {}  # routing id -> (count, bytes) held
         self.undelivered: dict[str, int] = collections.Counter()  # kind -> sent to a gone peer
         self.waited = 0  # times a full peer queue made a send wait
         self._keys = {job_id: key}  # what intake.judge verifies with
 
-    def receive(self, routing_id: bytes, frames: list) -> None:
+    def receive(self, routing_id: bytes, frames: list[bytes]) -> None:
         verdict = intake.judge(routing_id, frames, self._keys, self.last_seq)
         if verdict["ack"] is not None:
             self._send_to(routing_id, "ack", {"to": verdict["ack"]})

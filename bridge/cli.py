@@ -20,10 +20,15 @@ import errno
 import signal
 import sys
 import threading
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from trainbridge.bridge import jsonform, machine
 from trainbridge.bridge.cli_views import JsonView, make_view
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from trainbridge.bridge.job import Job
 
 EXIT_HUNG = 124
 EXIT_LAUNCH_FAILED = 125
@@ -213,7 +218,7 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
-def _add_job_commands(sub) -> None:
+def _add_job_commands(sub: Any) -> None:  # argparse's subparsers
     """submit, jobs, attach, cancel, logs: the job store's verbs (bridge/cli_jobs.py)."""
     from trainbridge.bridge import cli_jobs
 
@@ -226,14 +231,14 @@ def _transparent_run(argv: list[str]) -> bool:
     return bool(options) and options[0] == "run" and "--transparent" in options
 
 
-def _add_transparent(run) -> None:
+def _add_transparent(run: argparse.ArgumentParser) -> None:
     """`run --transparent` and its options (bridge/transparent.py owns them)."""
     from trainbridge.bridge import transparent
 
     transparent.add_arguments(run)
 
 
-def _add_doctor(sub) -> None:
+def _add_doctor(sub: Any) -> None:
     """`trainbridge doctor`, when bridge.doctor is there (another module owns it)."""
     try:
         from trainbridge.bridge import doctor
@@ -339,7 +344,7 @@ def run(args: argparse.Namespace, cmd: list[str]) -> int:
     return exit_status(report)
 
 
-def _open_to_other_hosts(job, args: argparse.Namespace, json_mode: bool) -> None:
+def _open_to_other_hosts(job: Job, args: argparse.Namespace, json_mode: bool) -> None:
     """--listen: listen for the other hosts' ranks and write the --rank-env file. A failure
     cancels the job: without its other nodes it would only wait in its rendezvous."""
     from trainbridge.bridge import remote
@@ -382,24 +387,24 @@ def launch_failure_status(exc: BaseException) -> int:
     return EXIT_LAUNCH_FAILED
 
 
-def _forward_stop_signals(job) -> Any:
+def _forward_stop_signals(job: Job) -> Callable[[], None]:
     """Ctrl-C, SIGTERM, SIGHUP: cancel the job (a second one skips the in-band grace)."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     count = [0]
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: Optional[FrameType]) -> None:
         count[0] += 1
         job.cancel(
             grace=None if count[0] == 1 else 0,
             reason=f"{signal.Signals(signum).name} to trainbridge",
         )
 
-    previous = {}
+    previous: dict[signal.Signals, Any] = {}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         previous[sig] = signal.signal(sig, handler)
 
-    def restore():
+    def restore() -> None:
         for sig, old in previous.items():
             signal.signal(sig, old)
 

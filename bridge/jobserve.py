@@ -897,9 +897,9 @@ def read_lines(fd: int, start: bytes = b"") -> Iterator[list[bytes]]:
         chunk = os.read(fd, READ_SIZE)
         if not chunk:
             break
-        start = len(buf)
+        old = len(buf)
         buf += chunk
-        cut = buf.find(b"\n", start)
+        cut = buf.find(b"\n", old)
         if cut < 0:
             continue
         last = buf.rfind(b"\n") + 1

@@ -59,7 +59,7 @@ def kill_job_processes(job_id: str, pid: Optional[int], start: Optional[float]) 
     """SIGKILL what is left of a job whose keeper is gone: its group (when its lead process
     is still the one recorded) and every process that carries its id. Returns how many."""
     killed = 0
-    if same_process(pid, start):
+    if pid is not None and same_process(pid, start):
         try:
             os.killpg(pid, signal.SIGKILL)  # the job leads its own process group
             killed += 1

@@ -142,6 +142,7 @@ class Store:
         self.read_only = False
         if not create and not os.path.exists(self.path):
             raise store_errors.missing(self.path)
+        why: Optional[StoreError]
         try:
             _make_private(
                 self.path, own_dir=path is None or self.path == os.path.abspath(default_path())
@@ -277,7 +278,8 @@ class Store:
     ) -> list[dict[str, Any]]:
         """Jobs, newest first. state: one state, a list of states, or "active"; tag: only
         the jobs submitted with that tag."""
-        sql, args = "SELECT * FROM jobs", []  # type: str, List[Any]
+        sql = "SELECT * FROM jobs"
+        args: list[Any] = []
         where = []
         if state is not None:
             states = (
@@ -448,7 +450,7 @@ class _Tx:
         self.db.execute("BEGIN IMMEDIATE")
         return self.db
 
-    def __exit__(self, kind, value, tb) -> None:
+    def __exit__(self, kind: Optional[type], value: Any, tb: Any) -> None:
         if kind is None:
             self.db.execute("COMMIT")
         else:

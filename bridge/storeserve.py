@@ -125,7 +125,7 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any], watches: Watches) ->
     raise ValueError(f"unknown op {op!r}")
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[list[str]] = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
         print(
@@ -155,10 +155,11 @@ def main(argv=None) -> int:
                 if broken is not None:
                     raise broken
                 assert sched is not None
+                op: Any = request.get("op")  # handle() refuses what is not an op
                 answer = {
                     "id": request.get("id"),
                     "ok": True,
-                    "result": handle(sched, request.get("op"), request.get("args") or {}, watches),
+                    "result": handle(sched, op, request.get("args") or {}, watches),
                 }
             except Exception as exc:  # noqa: BLE001 - every failure is an answer, not a crash
                 answer = {

@@ -184,6 +184,7 @@ def run(args: Any, cmd: list[str]) -> int:
     if hub.endpoint != endpoint:  # the ipc bind failed: the child's worker cannot reach us
         job.no_worker(f"the hub could not bind {endpoint}")
     report = job.wait()
+    assert report is not None  # waited without a timeout: the end's report
     for copier in copiers:  # the job's end killed what was left of the tree: EOF soon
         copier.join(COPY_JOIN_S)
     if args.report:
@@ -214,7 +215,9 @@ def _leave(code: int) -> None:
     os._exit(code)
 
 
-def exit_like(code: Optional[int], signal_name: Optional[str], previous: dict[int, Any]) -> int:
+def exit_like(
+    code: Optional[int], signal_name: Optional[str], previous: dict[signal.Signals, Any]
+) -> int:
     """End this process the way the child ended: raise its signal on ourselves, or return
     its exit code."""
     if signal_name:
@@ -238,7 +241,7 @@ def exit_like(code: Optional[int], signal_name: Optional[str], previous: dict[in
 class Forwarder(threading.Thread):
     """Takes SIGINT/SIGTERM/SIGHUP (blocked in every thread) and passes each to the child."""
 
-    def __init__(self, proc: subprocess.Popen, same_group: bool):
+    def __init__(self, proc: subprocess.Popen[bytes], same_group: bool):
         super().__init__(name="trainbridge-signals", daemon=True)
         self.proc = proc
         self.same_group = same_group

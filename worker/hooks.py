@@ -30,7 +30,7 @@ TYPE_CHECKING = False  # typing costs milliseconds at `import worker`
 # The longest a fork waits for the beacon's imports (tens of milliseconds on a cold disk).
 FORK_WAIT_S = 5.0
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
 
 _prev_excepthook = sys.excepthook
 _prev_thread_excepthook = threading.excepthook
@@ -202,7 +202,7 @@ def _thread_excepthook(args: Any) -> None:
 
 
 # --- exit ------------------------------------------------------------------------------------
-def _exit(status: Any = None) -> None:
+def _exit(status: Any = None) -> NoReturn:
     """sys.exit, recording what the process ends with (main thread only: elsewhere
     sys.exit ends just that thread)."""
     if STATE.enabled and threading.current_thread() is threading.main_thread():
@@ -275,8 +275,8 @@ def _stop_beacon() -> None:
     beacon = STATE.beacon
     if beacon is None:
         return
-    beacon.stop = True  # type: ignore[attr-defined]
-    beacon.wake()  # type: ignore[attr-defined]
+    beacon.stop = True
+    beacon.wake()
     if beacon is not threading.current_thread():
         beacon.join(timeout=2.0)
 
@@ -301,8 +301,8 @@ def _after_fork_in_parent() -> None:
         STATE.fork_lock.release()  # type: ignore[union-attr] # held: it exists
     beacon = STATE.beacon
     if beacon is not None:
-        beacon.armed_at = 0.0  # type: ignore[attr-defined] # re-arm at its next loop,
-        beacon.wake()  # type: ignore[attr-defined] # now, not at its next heartbeat
+        beacon.armed_at = 0.0  # re-arm at its next loop,
+        beacon.wake()  # now, not at its next heartbeat
 
 
 def _after_fork_in_child() -> None:

@@ -40,7 +40,8 @@ def send(data: Any, timeout: Optional[float] = 10.0) -> bool:
     Returns False when the script is not supervised (nothing to send to). Raises
     ValueError when the message is larger than the protocol allows (1 MiB packed), and
     TimeoutError when SEND_QUEUE_LIMIT messages are still waiting after `timeout` s."""
-    if not STATE.enabled:
+    config = STATE.config
+    if not STATE.enabled or config is None:  # enabled: configured
         return False
     from trainbridge.protocol import codec
 
@@ -50,8 +51,8 @@ def send(data: Any, timeout: Optional[float] = 10.0) -> bool:
             1,
             {"data": data},
             _SIZE_KEY,
-            STATE.config.job,
-            sender=STATE.config.routing_id.decode("ascii"),
+            config.job,
+            sender=config.routing_id.decode("ascii"),
         )
     except codec.ProtocolError as exc:
         raise ValueError(f"worker.send: cannot send this message ({exc})") from None

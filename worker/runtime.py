@@ -22,8 +22,9 @@ except ImportError:  # pragma: no cover - other Python implementations
 
 if TYPE_CHECKING:
     import threading
-    from typing import Any, Optional
+    from typing import Any, Optional, TextIO
 
+    from trainbridge.worker.beacon import Beacon
     from trainbridge.worker.config import Config
 
 LOG_QUEUE_LIMIT = 10_000
@@ -79,7 +80,7 @@ class State:
     def __init__(self) -> None:
         self.enabled = False
         self.config: Optional[Config] = None
-        self.beacon: Optional[threading.Thread] = None
+        self.beacon: Optional[Beacon] = None
         # Everything but progress and heartbeats, in the order it happened: (kind, body,
         # the progress recorded before it) or Final. Logs are refused (and counted) while
         # LOG_QUEUE_LIMIT items wait; stage, error and last words are never refused.
@@ -100,7 +101,7 @@ class State:
         self.started = time.monotonic()
         self.dump_signal: Optional[str] = None
         self.native_dump_signal: Optional[str] = None  # faulthandler's C dump, main thread only
-        self.crash_file = None  # the open file faulthandler writes to
+        self.crash_file: Optional[TextIO] = None  # the open file faulthandler writes to
         self.stage_box: Optional[int] = None  # fd of <crash file>.stages.<pid>
         self.forking = False  # the beacon must not arm the watchdog across a fork
         # Held by the beacon while it imports modules or arms the freeze watchdog, and by a
@@ -164,7 +165,7 @@ def nudge() -> None:
     STATE.idle = STATE.idle_progress = False
     beacon = STATE.beacon
     if beacon is not None:
-        beacon.wake()  # type: ignore[attr-defined]
+        beacon.wake()
 
 
 def _wait_for_room() -> bool:
@@ -191,7 +192,7 @@ def _wait_for_room() -> bool:
             return False
         room.clear()
         STATE.log_waiting = True
-        beacon.wake()  # type: ignore[attr-defined]
+        beacon.wake()
         if len(STATE.events) < LOG_QUEUE_LIMIT:  # made room between the check and clear()
             break
         room.wait(min(left, 0.05))
@@ -279,13 +280,13 @@ def send_final(kind: str, body: dict[str, Any]) -> bool:
     if STATE.last_words_deadline is None:
         STATE.last_words_deadline = now + STATE.config.ack_timeout_s
     STATE.events.append(final)
-    beacon.wake()  # type: ignore[attr-defined]
+    beacon.wake()
     while not final.acked.wait(max(0.0, STATE.last_words_deadline - time.monotonic())):
         # A client that still reads gets everything, as a pipe's reader would: while what
         # waits ahead of these words moves into libzmq (which takes more only as the client
         # reads), the deadline moves with it. Only a client that took nothing for the whole
         # timeout is given up on, and what did not go is said on stderr.
-        moved = beacon.moved_at + STATE.config.ack_timeout_s  # type: ignore[attr-defined]
+        moved = beacon.moved_at + STATE.config.ack_timeout_s
         if moved <= STATE.last_words_deadline or not beacon.is_alive():
             _say_unsent(beacon)
             return False
