@@ -16,9 +16,14 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Mapping
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
 from trainbridge.bridge.scheduler import Scheduler as _Scheduler
+
+if TYPE_CHECKING:
+    from trainbridge.bridge.aio import AsyncAttachedJob
+
+T = TypeVar("T")
 
 
 class Scheduler:
@@ -27,11 +32,11 @@ class Scheduler:
         self.sync = _Scheduler(*args, **kwargs)
         self.path = self.sync.path
 
-    async def _run(self, fn, *args: Any, **kwargs: Any) -> Any:
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, functools.partial(fn, *args, **kwargs))
 
-    async def submit(self, cmd, **options: Any) -> str:
+    async def submit(self, cmd: Any, **options: Any) -> str:
         return await self._run(self.sync.submit, cmd, **options)
 
     async def jobs(
@@ -77,12 +82,12 @@ class Scheduler:
         """Scheduler.watch() as an async iterator: `async for change in await s.watch()`."""
         return AsyncWatch(await self._run(self.sync.watch))
 
-    async def attach(self, job_id: str, since: Union[str, int] = "start"):
+    async def attach(self, job_id: str, since: Union[str, int] = "start") -> AsyncAttachedJob:
         """Scheduler.attach() as an AsyncAttachedJob (its send() is awaited)."""
         from trainbridge.bridge.aio import AsyncAttachedJob
 
         loop = asyncio.get_running_loop()
-        holder: dict[str, Any] = {}
+        holder: dict[str, AsyncAttachedJob] = {}
 
         def on_event(event: dict[str, Any]) -> None:
             if "job" in holder:
@@ -90,7 +95,7 @@ class Scheduler:
 
         attached = await self._run(self.sync.attach, job_id, on_event, since)
         holder["job"] = AsyncAttachedJob(attached, loop)
-        if attached.done():  # ended before the wrapper existed
+        if attached.done() and attached.report is not None:  # ended before the wrapper existed
             holder["job"]._resolve(attached.report)
         return holder["job"]
 

@@ -89,7 +89,7 @@ def job_env(
 
 def spawn(
     cmd: Sequence[str], cwd: Optional[str], env: Mapping[str, str], stdin: str = "devnull"
-) -> subprocess.Popen:
+) -> subprocess.Popen[bytes]:
     """Start cmd in a new session with piped, unbuffered stdout/stderr. stdin is
     "devnull", "pipe" (proc.stdin is writable) or "inherit" (this process's stdin)."""
     if isinstance(cmd, (str, bytes)) or not cmd:
@@ -118,12 +118,15 @@ def open_pidfd(pid: int) -> Optional[int]:
     if pidfd_open is None:
         return None
     try:
-        return pidfd_open(pid)
+        fd: int = pidfd_open(pid)
     except OSError:
         return None
+    return fd
 
 
-def watch_exit_in_thread(proc: subprocess.Popen, on_exit: Callable[[], None]) -> threading.Thread:
+def watch_exit_in_thread(
+    proc: subprocess.Popen[bytes], on_exit: Callable[[], None]
+) -> threading.Thread:
     """Fallback without pidfd: a thread blocks in wait() and calls on_exit()."""
 
     def wait() -> None:
@@ -191,13 +194,13 @@ class Tree:
         if table is None:  # no /proc: nothing more to know (the supervisor is Linux-only)
             return
         parents, children = table
-        found = [self.pid] if self.pid in parents else []
-        for pid in found:  # grows while walked: every descendant
-            found.extend(children.get(pid, ()))
+        tree = [self.pid] if self.pid in parents else []
+        for pid in tree:  # grows while walked: every descendant
+            tree.extend(children.get(pid, ()))
         if self.pgid is not None:
             # A descendant that was orphaned before we saw it may still be in the group.
-            found.extend(pid for pid, (_, pgid) in parents.items() if pgid == self.pgid)
-        self._remember(found)
+            tree.extend(pid for pid, (_, pgid) in parents.items() if pgid == self.pgid)
+        self._remember(tree)
 
     def _remember(self, pids: Iterable[int]) -> None:
         for pid in pids:

@@ -41,10 +41,13 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from trainbridge.bridge import feed, jsonform, machine, private_files, procs, store_errors, watch
 from trainbridge.bridge.store import ACTIVE, Store, StoreError
+
+if TYPE_CHECKING:
+    from trainbridge.bridge.attach import Attached
 
 TICK_S = 0.5  # how often a running Scheduler reconciles and starts queued jobs
 CLAIM_GRACE_S = 10.0  # a claimed job with no keeper pid after this long is queued again
@@ -97,11 +100,13 @@ def _slots(store: Store) -> dict[str, Any]:
 
 # --- claiming and starting ----------------------------------------------------------------
 def schedule_pass(
-    store: Store, python: Optional[str] = None, started: Optional[list[subprocess.Popen]] = None
+    store: Store,
+    python: Optional[str] = None,
+    started: Optional[list[subprocess.Popen[bytes]]] = None,
 ) -> list[str]:
     """Start every queued job whose slots are free, head of the queue first. Returns the ids
     started. Safe to run from many processes at once."""
-    ids = []
+    ids: list[str] = []
     while True:
         job_id = _claim_next(store)
         if job_id is None:
@@ -131,7 +136,7 @@ def _claim_next(store: Store) -> Optional[str]:
                 "keeper_pid = NULL, keeper_start = NULL WHERE id = ?",
                 (time.time(), slurm_head[0]),
             )
-            return slurm_head[0]
+            return str(slurm_head[0])
         active = db.execute(
             f"SELECT assigned FROM jobs WHERE state IN ({', '.join('?' for _ in ACTIVE)}) "
             f"AND {ON_SLURM} IS NULL",
@@ -139,7 +144,7 @@ def _claim_next(store: Store) -> Optional[str]:
         ).fetchall()
         if len(active) >= slots["jobs"]:
             return None
-        used = set()
+        used: set[int] = set()
         for (assigned,) in active:
             used.update((json.loads(assigned) or {}).get("gpus") or [] if assigned else [])
         head = db.execute(
@@ -158,15 +163,19 @@ def _claim_next(store: Store) -> Optional[str]:
             "keeper_pid = NULL, keeper_start = NULL WHERE id = ?",
             (json.dumps(assigned), time.time(), head[0]),
         )
-        return head[0]
+        return str(head[0])
 
 
 def keeper_command(store_path: str, job_id: str, python: Optional[str] = None) -> list[str]:
     return [python or sys.executable, "-m", "trainbridge.bridge.keeper", store_path, job_id]
 
 
-def _spawn_keeper(store: Store, job_id: str, python: Optional[str]) -> Optional[subprocess.Popen]:
+def _spawn_keeper(
+    store: Store, job_id: str, python: Optional[str]
+) -> Optional[subprocess.Popen[bytes]]:
     row = store.get(job_id)
+    if row is None:  # forgotten since it was claimed: nothing to keep
+        return None
     env = dict(os.environ)
     # The keeper must import this trainbridge, wherever the caller's cwd is.
     import trainbridge
@@ -613,7 +622,8 @@ def retention(store: Store) -> Optional[int]:
     """The store's retention: keep the newest N ended jobs (None: every one); KEEP_ENDED
     until someone sets it (Scheduler(keep_ended=), Node openStore({keepEnded}), the CLI's
     `trainbridge retention`)."""
-    return store.setting(KEEP_SETTING, KEEP_ENDED)
+    kept: Optional[int] = store.setting(KEEP_SETTING, KEEP_ENDED)
+    return kept
 
 
 def check_keep_ended(value: Any) -> Optional[int]:
@@ -699,7 +709,7 @@ class Scheduler:
         if keep_ended is not _UNSET and not self.read_only:
             self._store.set_setting(KEEP_SETTING, keep_ended)  # for every process on it
         self._lock = threading.Lock()  # one connection, used by the caller and the ticker
-        self._keepers: list[subprocess.Popen] = []  # reaped as they end (no zombies)
+        self._keepers: list[subprocess.Popen[bytes]] = []  # reaped as they end (no zombies)
         if not self.read_only and (slots is not None or self._store.setting("slots") is None):
             merged = default_slots()
             merged.update(dict(slots or {}))
@@ -850,7 +860,12 @@ class Scheduler:
                 row["attempts"] = self._store.attempts(job_id)
             return row
 
-    def attach(self, job_id: str, on_event=None, since: Union[str, int] = "start"):
+    def attach(
+        self,
+        job_id: str,
+        on_event: Optional[Callable[[dict[str, Any]], None]] = None,
+        since: Union[str, int] = "start",
+    ) -> Attached:
         """A handle on the job with launch()'s Job API: events from the first one; with
         since="now" the job's state and last status, then what comes next; with since=N the
         events numbered N and after (`seq`; bridge/attach.py, bridge/feed.py)."""
@@ -878,7 +893,7 @@ class Scheduler:
         with self._lock:
             return dict(self._store.setting(watch.RETAINED) or {})
 
-    def watch(self, on_change=None) -> watch.Watch:
+    def watch(self, on_change: Optional[Callable[[dict[str, Any]], None]] = None) -> watch.Watch:
         """The job list's change feed (bridge/watch.py): every row "added" first, then each
         change anyone makes, as it is committed; no polling by the caller. Close it (or use
         it in a with block) when done."""
