@@ -115,10 +115,16 @@ function addResources(view, t, sample) {
 
 /** A stage began inside its parents, so their bars hold it: each end arrives with its own
  * delay, and a child's start (its end as it arrived, less what the worker measured) could
- * show before its parent's ("import torch" left of the "config" it ran in). */
+ * show before its parent's ("import torch" left of the "config" it ran in), whichever of the
+ * two closed first. Each start is an upper bound of the true one (it is measured back from
+ * an arrival), so a parent moved back to its child's start still holds the truth. */
 function enclose(view, stage) {
+  const at = view.stages.indexOf(stage);
+  for (let i = at + 1; i < view.stages.length && view.stages[i].depth > stage.depth; i++) {
+    if (view.stages[i].start_s < stage.start_s) stage.start_s = view.stages[i].start_s;
+  }
   let depth = stage.depth;
-  for (let i = view.stages.indexOf(stage) - 1; i >= 0 && depth > 0; i--) {
+  for (let i = at - 1; i >= 0 && depth > 0; i--) {
     const parent = view.stages[i];
     if (parent.depth !== depth - 1) continue;
     if (parent.start_s > stage.start_s) parent.start_s = stage.start_s;

@@ -151,6 +151,14 @@ test("a child stage's bar never starts before its parent's, whatever each end's 
   assert.equal(at().save, 1);
   assert.equal(at().train, 1, 'train now starts where its child did');
   assert.equal(at().main, 0.1, 'main already held it');
+  // and a parent whose own end came late, after its child's: it still holds the child
+  stage({ event: 'begin', name: 'eval', depth: 1 }, 3100);
+  stage({ event: 'begin', name: 'load', depth: 2 }, 3150);
+  stage({ event: 'end', name: 'load', status: 'ok', duration_s: 0.1 }, 3300); // starts 3.2
+  stage({ event: 'end', name: 'eval', status: 'ok', duration_s: 0.3 }, 4000); // 3.7 measured back
+  assert.equal(at().load, 3.2);
+  assert.equal(at().eval, 3.2, 'eval starts where its child did, not at 3.7');
+  assert.equal(v.stages.find((s) => s.name === 'eval').end_s, 4);
 });
 
 test('the log is bounded; undecodable bytes show as \\xNN; a page catches up by delta', () => {
