@@ -15,6 +15,7 @@ import re
 from typing import Any, Optional
 
 from trainbridge.bridge import machine
+from trainbridge.bridge.diagnosis_stack import format_frame, user_frame
 
 State = dict[str, Any]
 
@@ -23,15 +24,6 @@ _PEER_GONE = re.compile(
     r"connection closed by peer|connection reset by peer|broken pipe"
     r"|peer.*(closed|gone|disconnect)",
     re.IGNORECASE,
-)
-_LIBRARY = (
-    "/lib/python",
-    "site-packages",
-    "dist-packages",
-    "<frozen",
-    "/worker/",
-    "/bridge/",
-    "<string>",
 )
 MESSAGE_CHARS = 160
 
@@ -124,19 +116,10 @@ def _error(body: dict[str, Any], t: Optional[float], source: str) -> dict[str, A
 
 
 def where(frames: list[dict[str, Any]]) -> Optional[str]:
+    """The user's innermost frame (else the innermost), as 'dir/file.py:12 function'."""
     if not frames:
         return None
-    mine = next(
-        (
-            f
-            for f in reversed(frames)
-            if not any(m in str(f.get("file", "")).replace("\\", "/") for m in _LIBRARY)
-        ),
-        frames[-1],
-    )
-    parts = str(mine.get("file", "?")).replace("\\", "/").split("/")
-    path = "/".join(parts[-2:]) if len(parts) > 1 and parts[-2] else parts[-1]
-    return f"{path}:{mine.get('line', '?')} {mine.get('function', '?')}"
+    return format_frame(user_frame(frames) or frames[-1])
 
 
 def sender(state: State, key: str) -> dict[str, Any]:
