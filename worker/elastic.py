@@ -48,9 +48,9 @@ def write_error_file(
         return None
     # Whole or not at all: torchrun's agent SIGTERMs the other ranks as soon as one dies,
     # maybe mid-write, and an empty or cut file makes torchrun itself raise JSONDecodeError
-    # instead of reporting the failure (the issue 38 loop, run 5). The record is written to
-    # a file of our own and linked into place complete; link() fails if the script's own
-    # @record got there first (its words stand).
+    # instead of reporting the failure (seen in a two-host loop of rank kills). The record
+    # is written to a file of our own and linked into place complete; link() fails if the
+    # script's own @record got there first (its words stand).
     temp = f"{path}.{os.getpid()}.tmp"
     # 0600: it holds the traceback; torchrun reads it as the same user (docs/SECURITY.md)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
