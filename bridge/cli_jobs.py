@@ -18,18 +18,21 @@ import datetime
 import json
 import sys
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from trainbridge.bridge import jsonform
+
+if TYPE_CHECKING:
+    from trainbridge.bridge.scheduler import Scheduler
 
 EXIT_NOT_FOUND = 3
 EXIT_STORE = 4  # the job store cannot be used (bridge/store_errors.py says why)
 
 
-def add_commands(sub) -> None:
+def add_commands(sub: Any) -> None:  # argparse's subparsers
     from trainbridge.bridge import machine
 
-    def store_option(parser):
+    def store_option(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--store",
             metavar="PATH",
@@ -181,7 +184,7 @@ SLURM_FLAGS = (
 )
 
 
-def slurm_options(p) -> None:
+def slurm_options(p: argparse.ArgumentParser) -> None:
     """submit --slurm: the job goes to Slurm with sbatch (docs/SCALE.md)."""
     g = p.add_argument_group("Slurm (docs/SCALE.md)")
     g.add_argument("--slurm", action="store_true", help="submit it to Slurm with sbatch")
@@ -215,7 +218,7 @@ def slurm_options(p) -> None:
     )
 
 
-def _slurm(args) -> Optional[dict[str, Any]]:
+def _slurm(args: argparse.Namespace) -> Optional[dict[str, Any]]:
     names = (*SLURM_FLAGS, "sbatch", "listen")
     given = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
     if not args.slurm:
@@ -225,7 +228,7 @@ def _slurm(args) -> Optional[dict[str, Any]]:
     return given
 
 
-def _scheduler(args, create: bool = False, backend: str = "local"):
+def _scheduler(args: argparse.Namespace, create: bool = False, backend: str = "local") -> Scheduler:
     """The store's Scheduler. A store is made only by submit, or at the default path: a
     --store path that is not there (mistyped?) is an error for the other verbs."""
     from trainbridge.bridge.scheduler import Scheduler
@@ -238,7 +241,7 @@ def _scheduler(args, create: bool = False, backend: str = "local"):
     return sched
 
 
-def _missing(args, sched) -> int:
+def _missing(args: argparse.Namespace, sched: Scheduler) -> int:
     print(
         f"trainbridge: no job {args.id!r} in {sched.path}; `trainbridge jobs` lists them",
         file=sys.stderr,
@@ -246,7 +249,7 @@ def _missing(args, sched) -> int:
     return EXIT_NOT_FOUND
 
 
-def submit(args) -> int:
+def submit(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -294,7 +297,9 @@ def submit(args) -> int:
         except ValueError as exc:
             print(f"trainbridge submit: {exc}", file=sys.stderr)
             return 2
-        state = sched.get(job_id)["state"]
+        row = sched.get(job_id)
+        assert row is not None  # just submitted (forget refuses an active job)
+        state = row["state"]
     if args.json:
         print(json.dumps({"id": job_id, "state": state}))
     else:
@@ -311,7 +316,7 @@ def submit(args) -> int:
     return 0
 
 
-def jobs(args) -> int:
+def jobs(args: argparse.Namespace) -> int:
     with _scheduler(args) as sched:
         rows = sched.jobs(args.state, args.limit, args.tag)
         retained = sched.forgotten()
@@ -395,7 +400,7 @@ def jobs(args) -> int:
     return 0
 
 
-def attach(args) -> int:
+def attach(args: argparse.Namespace) -> int:
     from trainbridge.bridge import cli, cli_views
 
     with _scheduler(args) as sched:
@@ -429,7 +434,7 @@ def attach(args) -> int:
     return cli.exit_status(report)
 
 
-def cancel(args) -> int:
+def cancel(args: argparse.Namespace) -> int:
     with _scheduler(args) as sched:
         row = sched.get(args.id)
         if row is None:
@@ -439,11 +444,12 @@ def cancel(args) -> int:
             return 0
         if args.wait:
             report = sched.attach(args.id).wait()
+            assert report is not None  # waited without a timeout: the end's report
             print(f"trainbridge: {args.id} {report.get('outcome')}")
     return 0
 
 
-def rerun(args) -> int:
+def rerun(args: argparse.Namespace) -> int:
     with _scheduler(args) as sched:
         if sched.get(args.id) is None:
             return _missing(args, sched)
@@ -456,7 +462,7 @@ def rerun(args) -> int:
     return 0
 
 
-def forget(args) -> int:
+def forget(args: argparse.Namespace) -> int:
     with _scheduler(args) as sched:
         row = sched.get(args.id)
         if row is None:
@@ -473,7 +479,7 @@ def forget(args) -> int:
     return 0
 
 
-def retention(args) -> int:
+def retention(args: argparse.Namespace) -> int:
     keep = args.keep
     if keep is not None and keep != "all" and not keep.isdigit():
         print(f"trainbridge retention: {keep!r} is not a number of jobs or 'all'", file=sys.stderr)
@@ -491,7 +497,7 @@ def retention(args) -> int:
     return 0
 
 
-def forgotten_line(retained: dict) -> str:
+def forgotten_line(retained: dict[str, Any]) -> str:
     import datetime
 
     at = datetime.datetime.fromtimestamp(retained.get("at") or 0).strftime("%Y-%m-%d %H:%M")
@@ -502,7 +508,7 @@ def forgotten_line(retained: dict) -> str:
     )
 
 
-def pause_or_resume(args) -> int:
+def pause_or_resume(args: argparse.Namespace) -> int:
     with _scheduler(args) as sched:
         if args.command == "pause":
             sched.pause()
@@ -513,7 +519,7 @@ def pause_or_resume(args) -> int:
     return 0
 
 
-def logs(args) -> int:
+def logs(args: argparse.Namespace) -> int:
     with _scheduler(args) as sched:
         row = sched.get(args.id)
         if row is None:

@@ -7,9 +7,22 @@ from __future__ import annotations
 import collections
 import sys
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from trainbridge.bridge import jsonform
+
+if TYPE_CHECKING:
+    from rich.console import Console, Group
+    from rich.text import Text
+
+
+class Followed(Protocol):
+    """What a view follows: a launched Job or an attached one (bridge/attach.py)."""
+
+    @property
+    def pid(self) -> Optional[int]: ...
+
+    def next_event(self, timeout: Optional[float] = None) -> Optional[dict[str, Any]]: ...
 
 
 def unreadable_note(event: dict[str, Any]) -> str:
@@ -25,8 +38,8 @@ def unreadable_note(event: dict[str, Any]) -> str:
 class JsonView:
     """One ASCII JSON object per event on stdout; the last is "end" with the report."""
 
-    def follow(self, job) -> dict[str, Any]:
-        report = None
+    def follow(self, job: Followed) -> dict[str, Any]:
+        report: Optional[dict[str, Any]] = None
         while report is None:
             event = job.next_event(0.2)
             if event is None:
@@ -40,7 +53,7 @@ class JsonView:
         pass
 
 
-def make_view(cmd: list[str], log_path: Optional[str] = None):
+def make_view(cmd: list[str], log_path: Optional[str] = None) -> Union[LiveView, PlainView]:
     """The live screen on a terminal when rich is installed; plain lines otherwise (rich is
     optional: a venv with only pyzmq and msgpack supervises all the same, README "Install")."""
     try:
@@ -64,7 +77,8 @@ class ViewModel:
         self.beat_t: Optional[float] = None
         self.worker = False
         self.notes: list[str] = []
-        self.lines: collections.deque = collections.deque(maxlen=lines)
+        # (text, end, stream) of the last output lines
+        self.lines: collections.deque[tuple[str, str, str]] = collections.deque(maxlen=lines)
         self.started = time.monotonic()
         self.ended_t: Optional[float] = None  # when the state became ended: the clock stops
         self.output_t: Optional[float] = None  # when the last output line came
@@ -184,17 +198,17 @@ class ViewModel:
 class LiveView:
     """rich live view: state, stage, progress bar with rate and ETA, heartbeat age, output."""
 
-    def __init__(self, console, cmd: list[str]):
+    def __init__(self, console: Console, cmd: list[str]):
         self.console = console
         self.cmd = cmd
         self.model = ViewModel()
-        self.job = None
+        self.job: Optional[Followed] = None
 
-    def follow(self, job) -> dict[str, Any]:
+    def follow(self, job: Followed) -> dict[str, Any]:
         from rich.live import Live
 
         self.job = job
-        report = None
+        report: Optional[dict[str, Any]] = None
         # Not transient: the last frame (stage, progress) stays on screen above the summary.
         with Live(self, console=self.console, refresh_per_second=8, transient=False) as live:
             while report is None:
@@ -209,7 +223,7 @@ class LiveView:
         return report
 
     @staticmethod
-    def _print_above(console, event: dict[str, Any]) -> None:
+    def _print_above(console: Console, event: dict[str, Any]) -> None:
         """A finished output line goes above the live view (as rich and tqdm print), so the
         terminal's scrollback keeps every line; only a bar's redraw stays in the view."""
         from rich.text import Text
@@ -222,7 +236,7 @@ class LiveView:
             emoji=False,
         )
 
-    def __rich__(self):
+    def __rich__(self) -> Group:
         from rich.console import Group
         from rich.progress_bar import ProgressBar
         from rich.table import Table
@@ -315,12 +329,12 @@ class PlainView:
     """No terminal (a pipe or a file): output lines as they come, then the summary. What it
     could not keep up with is said, exactly (loss_note), never skipped silently."""
 
-    def __init__(self, console, log_path: Optional[str] = None):
+    def __init__(self, console: Optional[Console], log_path: Optional[str] = None):
         self.console = console
         self.log_path = log_path
         self.log_error: Optional[dict[str, Any]] = None
 
-    def follow(self, job) -> dict[str, Any]:
+    def follow(self, job: Followed) -> dict[str, Any]:
         while True:
             event = job.next_event(0.2)
             if event is None:
@@ -353,7 +367,8 @@ class PlainView:
                 if kind == "log_error":
                     self.log_error = event
             elif kind == "end":
-                return event["report"]
+                report: dict[str, Any] = event["report"]
+                return report
 
     def _note(self, text: str) -> None:
         sys.stderr.write(f"[trainbridge] {text}\n")
@@ -363,7 +378,7 @@ class PlainView:
         print_summary(self.console, report)
 
 
-def print_summary(console, report: dict[str, Any]) -> None:
+def print_summary(console: Optional[Console], report: dict[str, Any]) -> None:
     if console is None:  # no rich: the same line, uncoloured
         print(f"trainbridge: {report.get('summary', '')}", flush=True)
         return
@@ -377,7 +392,7 @@ def print_summary(console, report: dict[str, Any]) -> None:
         "cancelled": "bold yellow",
     }
     text = Text("trainbridge: ", style="bold")
-    text.append(report.get("summary", ""), style=colours.get(report.get("outcome"), ""))
+    text.append(report.get("summary", ""), style=colours.get(str(report.get("outcome")), ""))
     # soft_wrap: never hard-wrapped (a pipe or a file has no width; a terminal wraps itself).
     console.print(text, soft_wrap=True)
 
@@ -387,7 +402,7 @@ def print_summary(console, report: dict[str, Any]) -> None:
 _PROGRESS_METADATA = frozenset({"source", "bar", "unit"})
 
 
-def _screen_line(text: str, width: int, stderr: bool):
+def _screen_line(text: str, width: int, stderr: bool) -> Text:
     """One output line for the live view: its terminal escapes become styles (never cut in
     the middle, which left a stray "[1" on screen), cut to `width` cells."""
     from rich.text import Text
