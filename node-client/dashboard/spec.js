@@ -14,12 +14,18 @@ const DEMO_STAGES = ['config', 'data', 'model', 'optimizer', 'train', 'save'];
 const TIMEOUT_KEYS = ['startupTimeout', 'heartbeatTimeout', 'stallTimeout', 'stalledAfter', 'killGrace', 'cancelGrace'];
 
 class SpecError extends Error {
+  /** @param {string} message */
   constructor(message) {
     super(message);
     this.name = 'SpecError';
   }
 }
 
+/**
+ * @param {unknown} value
+ * @param {string} name
+ * @returns {number | null}
+ */
 function positive(value, name, { allowNull = true } = {}) {
   if (value === undefined || value === null || value === '') {
     if (allowNull) return null;
@@ -34,6 +40,7 @@ function positive(value, name, { allowNull = true } = {}) {
  * A submitted spec -> launch options (pure). Specs:
  *   {kind: 'demo', steps?, failAt?, hangAt?, crashAt?, stallTimeout?, budget?}
  *   {kind: 'command', argv: [program, ...args], cwd?, timeouts?: {startupTimeout, heartbeatTimeout, stallTimeout, ...}}
+ * @param {any} spec the request body as parsed (arbitrary JSON): every field is checked here
  */
 function launchOptions(spec, { python = resolvePython(), env = process.env } = {}) {
   if (!spec || typeof spec !== 'object') throw new SpecError('the request body must be a JSON object');
@@ -63,6 +70,7 @@ function launchOptions(spec, { python = resolvePython(), env = process.env } = {
     if (!Array.isArray(argv) || !argv.length || argv.some((a) => typeof a !== 'string') || !argv[0].trim()) {
       throw new SpecError('a command job needs argv: the program and its arguments, as strings');
     }
+    /** @type {Record<string, number>} */
     const timeouts = {};
     for (const [key, value] of Object.entries(spec.timeouts || {})) {
       if (!TIMEOUT_KEYS.includes(key)) throw new SpecError(`unknown timeout ${JSON.stringify(key)}; known: ${TIMEOUT_KEYS.join(', ')}`);
@@ -79,7 +87,11 @@ function launchOptions(spec, { python = resolvePython(), env = process.env } = {
   throw new SpecError(`kind must be "demo" or "command", not ${JSON.stringify(spec.kind)}`);
 }
 
-/** A short, readable title for a stored command (the demo's options; else the command line). */
+/**
+ * A short, readable title for a stored command (the demo's options; else the command line).
+ * @param {ReadonlyArray<unknown> | null} [command]
+ * @returns {string}
+ */
 function titleOf(command) {
   const argv = (command || []).map(String);
   const i = argv.findIndex((a) => a.endsWith(path.join('examples', 'demo_train.py')));
@@ -93,7 +105,7 @@ function titleOf(command) {
   // A multi-line argument (python -c code) reads as its lines, each break shown as a return
   // sign: JSON's "\n" read as a backslash in the code.
   const shown = argv.length ? [path.basename(argv[0]), ...argv.slice(1)] : argv;
-  const flat = (a) => a.replace(/[ \t]*\r?\n[ \t]*/g, ' \u23ce ').replace(/\t/g, ' ');
+  const flat = (/** @type {string} */ a) => a.replace(/[ \t]*\r?\n[ \t]*/g, ' \u23ce ').replace(/\t/g, ' ');
   const line = shown.map((a) => (/[\s'"()$`\\;&|<>*?]/.test(a) ? JSON.stringify(flat(a)) : a)).join(' ');
   return line.length > 100 ? `${line.slice(0, 99)}…` : line;
 }

@@ -30,6 +30,11 @@ function defaultTokenFile(env = process.env) {
   return path.join(base, 'trainbridge', 'dashboard-token');
 }
 
+/**
+ * @param {unknown} token
+ * @param {string} where
+ * @returns {string}
+ */
 function checkToken(token, where) {
   if (typeof token !== 'string' || token.length < MIN_LENGTH || !/^[\x21-\x7e]+$/.test(token)) {
     throw new Error(`the dashboard token in ${where} must be at least ${MIN_LENGTH} printable ASCII characters `
@@ -38,13 +43,17 @@ function checkToken(token, where) {
   return token;
 }
 
-/** The token in `file`, which must be a regular file of this user's that only it can read. */
+/**
+ * The token in `file`, which must be a regular file of this user's that only it can read.
+ * @param {string} file
+ * @returns {string}
+ */
 function readTokenFile(file) {
   let fd;
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   } catch (err) {
-    if (err.code === 'ELOOP') throw new PrivateFileError(file, 'it is a symbolic link', 'give the path of the token file itself');
+    if (/** @type {NodeJS.ErrnoException} */ (err).code === 'ELOOP') throw new PrivateFileError(file, 'it is a symbolic link', 'give the path of the token file itself');
     throw err;
   }
   try {
@@ -61,7 +70,11 @@ function readTokenFile(file) {
   }
 }
 
-/** Make the token file with a new token (0600, O_EXCL); if another process just made it, read theirs. */
+/**
+ * Make the token file with a new token (0600, O_EXCL); if another process just made it, read theirs.
+ * @param {string} file
+ * @returns {string}
+ */
 function createTokenFile(file) {
   privateDir(path.dirname(file));
   const token = newToken();
@@ -69,7 +82,7 @@ function createTokenFile(file) {
   try {
     fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
   } catch (err) {
-    if (err.code === 'EEXIST') return readTokenFile(file);
+    if (/** @type {NodeJS.ErrnoException} */ (err).code === 'EEXIST') return readTokenFile(file);
     throw err;
   }
   try {
@@ -83,6 +96,7 @@ function createTokenFile(file) {
 /**
  * Resolve the token: {token, source} where source says where it came from (for the message
  * the server prints). file: --token-file; env: the environment to read.
+ * @param {{file?: string | null, env?: NodeJS.ProcessEnv}} [options]
  */
 function loadToken({ file = null, env = process.env } = {}) {
   if (env.TRAINBRIDGE_DASHBOARD_TOKEN) {
@@ -92,7 +106,7 @@ function loadToken({ file = null, env = process.env } = {}) {
   try {
     return { token: readTokenFile(where), source: where };
   } catch (err) {
-    if (err.code !== 'ENOENT') throw err;
+    if (/** @type {NodeJS.ErrnoException} */ (err).code !== 'ENOENT') throw err;
   }
   if (file) throw new Error(`--token-file ${file}: no such file (leave it out to use ${defaultTokenFile(env)}, made on first use)`);
   return { token: createTokenFile(where), source: where };

@@ -2,7 +2,10 @@
 /** The error types a user of trainbridge meets. */
 
 class ProtocolError extends Error {
-  /** A frame that is not a valid v1 message. `reason` is a stable short code (PROTOCOL.md 8). */
+  /**
+   * A frame that is not a valid v1 message. `reason` is a stable short code (PROTOCOL.md 8).
+   * @param {string} reason
+   */
   constructor(reason, detail = '') {
     super(detail ? `${reason}: ${detail}` : reason);
     this.name = 'ProtocolError';
@@ -17,6 +20,7 @@ class ProtocolError extends Error {
  * the protocol's error message stay available: frames, chain, stage, fatal, kind, thread.
  */
 class PythonError extends Error {
+  /** @param {Record<string, any>} body the protocol's error message (parsed JSON) */
   constructor(body) {
     super(String(body.message ?? ''));
     this.pythonType = String(body.type ?? 'Exception');
@@ -41,6 +45,7 @@ class PythonError extends Error {
  * access, missing, too_new or failed; `message` one sentence with the cause and the fix.
  */
 class StoreError extends Error {
+  /** @param {string} message */
   constructor(message, kind = 'failed') {
     super(message);
     this.name = 'StoreError';

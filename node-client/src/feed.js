@@ -20,29 +20,48 @@ const PROBE = 4096;
 const SEQ = /^\{"seq": ?(\d+)[,}]/;
 
 class FeedError extends Error {
+  /** @param {string} message */
   constructor(message) { super(message); this.name = 'FeedError'; }
 }
 
+/**
+ * @param {string} file
+ * @returns {number | null}
+ */
 function openOrNull(file) {
   try { return fs.openSync(file, 'r'); } catch (err) {
-    if (err.code === 'ENOENT') return null;
+    if (/** @type {NodeJS.ErrnoException} */ (err).code === 'ENOENT') return null;
     throw err;
   }
 }
 
+/**
+ * @param {number} fd
+ * @param {number} pos
+ * @param {number} length
+ * @returns {Buffer}
+ */
 function read(fd, pos, length) {
   const buf = Buffer.alloc(length);
   const n = fs.readSync(fd, buf, 0, length, pos);
   return buf.subarray(0, n);
 }
 
-/** The number at the start of a feed line (a Buffer or string), or null. */
+/**
+ * The number at the start of a feed line (a Buffer or string), or null.
+ * @param {Buffer | string} line
+ * @returns {number | null}
+ */
 function seqOf(line) {
   const m = SEQ.exec(typeof line === 'string' ? line : line.toString('latin1'));
   return m ? Number(m[1]) : null;
 }
 
-/** The offset just after the file's last newline (a line being written is not in the feed). */
+/**
+ * The offset just after the file's last newline (a line being written is not in the feed).
+ * @param {number} fd
+ * @returns {number}
+ */
 function boundary(fd) {
   let pos = fs.fstatSync(fd).size;
   let size = PROBE; // a line is usually short: a small read first, larger ones after
@@ -56,7 +75,13 @@ function boundary(fd) {
   return 0;
 }
 
-/** The first line start at or after pos (pos itself when a newline precedes it), or end. */
+/**
+ * The first line start at or after pos (pos itself when a newline precedes it), or end.
+ * @param {number} fd
+ * @param {number} pos
+ * @param {number} end
+ * @returns {number}
+ */
 function nextStart(fd, pos, end) {
   if (pos <= 0) return 0;
   let at = pos - 1;
@@ -70,7 +95,11 @@ function nextStart(fd, pos, end) {
   return end;
 }
 
-/** The number of the feed's last whole line; 0 when it has none. FeedError when it has no number. */
+/**
+ * The number of the feed's last whole line; 0 when it has none. FeedError when it has no number.
+ * @param {string} file
+ * @returns {number}
+ */
 function lastSeq(file) {
   const fd = openOrNull(file);
   if (fd === null) return 0;
@@ -95,6 +124,9 @@ function lastSeq(file) {
 /**
  * Where the first whole line numbered seq or more begins; the offset after the last whole line
  * when there is none yet. FeedError when the file's lines carry no number.
+ * @param {string} file
+ * @param {number} seq
+ * @returns {number}
  */
 function offsetOf(file, seq) {
   if (!Number.isInteger(seq) || seq < 1) throw new TypeError(`an event number is an integer from 1, not ${JSON.stringify(seq)}`);
@@ -102,7 +134,7 @@ function offsetOf(file, seq) {
   if (fd === null) return 0;
   try {
     const end = boundary(fd);
-    const number = (pos) => {
+    const number = (/** @type {number} */ pos) => {
       const got = seqOf(read(fd, pos, 32));
       if (got === null) {
         throw new FeedError(`${file}: the line at byte ${pos} carries no event number (an older keeper wrote this job's events): attach from the start or from now instead`);
@@ -128,7 +160,11 @@ function offsetOf(file, seq) {
   }
 }
 
-/** {offset: after the last whole line, status: the last 'status' event or null}. */
+/**
+ * {offset: after the last whole line, status: the last 'status' event or null}.
+ * @param {string} file
+ * @returns {{offset: number, status: any}} status: the event as parsed (arbitrary JSON)
+ */
 function lastStatus(file) {
   const fd = openOrNull(file);
   if (fd === null) return { offset: 0, status: null };

@@ -10,7 +10,7 @@ const settings = require('./settings.js');
 
 const DEFAULT_TAIL_LINES = 40;
 const WORKER_SETTINGS = ['heartbeat_s', 'stall_s', 'freeze_s', 'ack_timeout_s'];
-const snake = (name) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+const snake = (/** @type {string} */ name) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** Split user timeouts (snake_case or camelCase) into machine config and worker settings. */
 function splitTimeouts(timeouts = {}) {
@@ -31,11 +31,14 @@ function splitTimeouts(timeouts = {}) {
   return { config, worker };
 }
 
-const show = (value) => (value === undefined ? 'undefined' : typeof value === 'string' ? JSON.stringify(value)
+const show = (/** @type {unknown} */ value) => (value === undefined ? 'undefined' : typeof value === 'string' ? JSON.stringify(value)
   : typeof value === 'number' || typeof value === 'boolean' || value === null ? String(value)
     : Array.isArray(value) ? 'an array' : typeof value === 'function' ? 'a function' : `a ${typeof value}`);
 
-/** Each named value is a path (a string), undefined or null; else a LaunchError naming it. */
+/**
+ * Each named value is a path (a string), undefined or null; else a LaunchError naming it.
+ * @param {Record<string, unknown>} values
+ */
 function checkPaths(values) {
   for (const [name, value] of Object.entries(values)) {
     if (value !== undefined && value !== null && typeof value !== 'string') {
@@ -48,6 +51,7 @@ function checkPaths(values) {
  * Refuse bad launch() options with a LaunchError that says which and why, before anything
  * is registered or spawned; the rules of bridge/job.py check_arguments (settings:
  * settings.configProblem, pinned by vectors/config.json).
+ * @param {any} options whatever the caller passed (JavaScript): every field is checked here
  */
 function checkOptions(options) {
   if (!options || typeof options !== 'object') {
@@ -89,8 +93,11 @@ function checkOptions(options) {
   if (timeouts !== undefined && timeouts !== null && (typeof timeouts !== 'object' || Array.isArray(timeouts))) {
     throw new LaunchError(`timeouts must be an object, got ${show(timeouts)}`);
   }
+  /** @type {Record<string, string>} */
   const names = {};
+  /** @type {Record<string, unknown>} */
   const config = {};
+  /** @type {Record<string, unknown>} */
   const worker = {};
   for (const [name, value] of Object.entries(timeouts || {})) {
     const key = snake(name);
@@ -118,6 +125,8 @@ function checkOptions(options) {
 /**
  * stopOnNan as a list of metric names ('*': every metric); undefined, null or [] is off. A
  * LaunchError says what is wrong with anything else. Python: job_arguments.metric_names.
+ * @param {unknown} stopOnNan
+ * @returns {string[]}
  */
 function metricNames(stopOnNan) {
   if (stopOnNan === undefined || stopOnNan === null) return [];
@@ -129,7 +138,11 @@ function metricNames(stopOnNan) {
 }
 
 class LaunchError extends Error {
-  /** The command could not be started (not found, not executable, bad cwd). */
+  /**
+   * The command could not be started (not found, not executable, bad cwd).
+   * @param {string} message
+   * @param {NodeJS.ErrnoException} [cause] the failure behind it; its `code` is kept
+   */
   constructor(message, cause) {
     super(message, { cause });
     this.name = 'LaunchError';

@@ -33,7 +33,10 @@ function helperEnv(env = process.env) {
   return out;
 }
 
-/** A helper's stderr as one sentence when it could not import (what to install where), else all of it. */
+/**
+ * A helper's stderr as one sentence when it could not import (what to install where), else all of it.
+ * @param {string} stderr
+ */
 function helperFailure(stderr) {
   const lines = stderr.trim().split('\n');
   const last = lines[lines.length - 1] || '';
@@ -61,11 +64,15 @@ function resolvePython({ python } = {}) {
  * onLine(line) for each whole, non-blank line a helper writes on `stream` (a Readable); a line
  * still being written waits for its newline. Returns what is left unread (a last line without
  * one), for the helper's end.
+ * @param {import('node:stream').Readable} stream
+ * @param {BufferEncoding} encoding
+ * @param {(line: string) => void} onLine
+ * @returns {() => string}
  */
 function readLines(stream, encoding, onLine) {
   let buf = '';
   stream.setEncoding(encoding);
-  stream.on('data', (text) => {
+  stream.on('data', (/** @type {string} */ text) => {
     buf += text;
     let nl;
     while ((nl = buf.indexOf('\n')) >= 0) {

@@ -10,13 +10,20 @@
  * metric's whole range. A spike of one step survives any thinning.
  */
 
-const isNumber = (v) => typeof v === 'number';
-const isFinite = (v) => typeof v === 'number' && Number.isFinite(v);
+const isNumber = (/** @type {unknown} */ v) => typeof v === 'number';
+const isFinite = (/** @type {unknown} */ v) => typeof v === 'number' && Number.isFinite(v);
 
-/** The indices (ascending) to keep of `n` points whose metrics are `values` ({name: [n values]}). */
+/**
+ * The indices (ascending) to keep of `n` points whose metrics are `values` ({name: [n values]}).
+ * @param {number} n
+ * @param {Record<string, ReadonlyArray<any>>} values a value: a number, else null or a string (no number at that point)
+ * @param {number} limit
+ * @returns {number[]}
+ */
 function keep(n, values, limit) {
   if (n <= limit) return Array.from({ length: n }, (_, i) => i);
   const runs = Math.max(1, Math.floor(limit / 3));
+  /** @type {Record<string, number>} */
   const spans = {};
   for (const [name, series] of Object.entries(values)) {
     let min = Infinity;
@@ -24,16 +31,19 @@ function keep(n, values, limit) {
     for (const v of series) if (isFinite(v)) { if (v < min) min = v; if (v > max) max = v; }
     spans[name] = max >= min ? max - min : 0;
   }
+  /** @type {number[]} */
   const kept = [];
   for (let r = 0; r < runs; r++) {
     const lo = Math.floor((r * n) / runs);
     const hi = Math.floor(((r + 1) * n) / runs);
+    /** @type {Set<number>} */
     const chosen = new Set();
     let odd = null;
-    let best = null;
+    /** @type {[number, number, number] | null} */
+    let best = null; // [moved, low, high]
     for (const [name, series] of Object.entries(values)) {
       let low = null;
-      let high = null;
+      let high = null; // set together with low
       for (let i = lo; i < hi; i++) {
         const v = series[i];
         if (isNumber(v) && !isFinite(v)) odd = odd === null ? i : Math.min(odd, i);
@@ -43,8 +53,8 @@ function keep(n, values, limit) {
         }
       }
       if (low === null) continue;
-      const moved = spans[name] > 0 ? (series[high] - series[low]) / spans[name] : 0;
-      if (best === null || moved > best[0]) best = [moved, low, high];
+      const moved = spans[name] > 0 ? (series[/** @type {number} */ (high)] - series[low]) / spans[name] : 0;
+      if (best === null || moved > best[0]) best = [moved, low, /** @type {number} */ (high)];
     }
     if (odd !== null) chosen.add(odd);
     if (best !== null) { chosen.add(best[1]); chosen.add(best[2]); }

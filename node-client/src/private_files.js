@@ -13,6 +13,11 @@ const DIR_MODE = 0o700;
 const { O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW } = fs.constants;
 
 class PrivateFileError extends Error {
+  /**
+   * @param {string} file
+   * @param {string} why
+   * @param {string} whatToDo
+   */
   constructor(file, why, whatToDo) {
     super(`${file}: ${why}; ${whatToDo}`);
     this.name = 'PrivateFileError';
@@ -21,9 +26,13 @@ class PrivateFileError extends Error {
   }
 }
 
-/** Refuse a file or directory that another account owns. */
+/**
+ * Refuse a file or directory that another account owns.
+ * @param {string} file
+ * @param {import('node:fs').Stats} st
+ */
 function checkOwned(file, st) {
-  const uid = process.geteuid();
+  const uid = /** @type {() => number} */ (process.geteuid)(); // POSIX only, as the package (package.json "os")
   if (st.uid !== uid) {
     throw new PrivateFileError(file, `it belongs to uid ${st.uid}, not to this user (uid ${uid}), who would be able to read `
       + 'what trainbridge writes there', 'choose a path of your own');
@@ -33,13 +42,15 @@ function checkOwned(file, st) {
 /**
  * An fd appending to `file` (a log), created 0600 if new. Refuses a symbolic link and a file
  * another account owns.
+ * @param {string} file
+ * @returns {number}
  */
 function openAppend(file) {
   let fd;
   try {
     fd = fs.openSync(file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, FILE_MODE);
   } catch (err) {
-    if (err.code === 'ELOOP') {
+    if (/** @type {NodeJS.ErrnoException} */ (err).code === 'ELOOP') {
       throw new PrivateFileError(file, 'it is a symbolic link, which trainbridge does not write through',
         'give the path of the file itself');
     }
@@ -58,7 +69,10 @@ function openAppend(file) {
   return fd;
 }
 
-/** Make `dir` (and missing parents) with mode 0700. */
+/**
+ * Make `dir` (and missing parents) with mode 0700.
+ * @param {string} dir
+ */
 function privateDir(dir) {
   fs.mkdirSync(dir, { recursive: true, mode: DIR_MODE });
 }

@@ -26,6 +26,8 @@ const OPTIONAL = Object.freeze(['startup_timeout', 'heartbeat_timeout', 'stall_t
  * The first bad setting in `config` as [key, problem], or null when all are good; problem:
  * unknown, type (not a number of seconds, or null where that is not allowed), not_finite,
  * negative. Mirrors bridge/machine.py config_problem; vectors/config.json pins both.
+ * @param {Record<string, unknown>} config
+ * @returns {[string, 'unknown' | 'type' | 'not_finite' | 'negative'] | null}
  */
 function configProblem(config) {
   for (const key of Object.keys(config).sort()) {
