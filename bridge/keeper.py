@@ -39,7 +39,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from trainbridge.bridge import (
     feed,
@@ -56,6 +56,11 @@ from trainbridge.bridge.batches import Batches
 from trainbridge.bridge.procs import ENV_FILE, process_start
 from trainbridge.bridge.store import Store
 from trainbridge.bridge.store_errors import StoreError
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from trainbridge.bridge.job import Job
 
 PROGRESS_EVERY_S = 0.5  # while stage/progress keep coming, one row write per this period
 FLUSH_EVERY_S = 0.02  # while events keep coming, one write to the events file per this period
@@ -79,7 +84,7 @@ RESERVE_BYTES = 256 * 1024  # kept free for the job's end: released when a write
 
 def backoff(base: float, restarts_done: int) -> float:
     """Seconds before restart number restarts_done + 1: base, 2 base, 4 base, ... capped."""
-    return min(BACKOFF_MAX_S, base * (2**restarts_done))
+    return min(BACKOFF_MAX_S, base * 2.0**restarts_done)
 
 
 class EventsFile(threading.Thread):
@@ -257,14 +262,15 @@ class Keeper:
         self.store_path = store_path
         self.store = Store(store_path)
         self.id = job_id
-        self.row = self.store.get(job_id)
-        if self.row is None:
+        row = self.store.get(job_id)
+        if row is None:
             raise SystemExit(f"trainbridge keeper: no job {job_id} in {store_path}")
+        self.row: dict[str, Any] = row
         self.cancelled = threading.Event()
         self.requested = threading.Event()  # SIGUSR2: a request file waits (scheduler.request)
         self.finished = threading.Event()
         self._status_written: Optional[tuple[float, Any]] = None  # (t, state) of the last
-        self.job = None
+        self.job: Optional[Job] = None
         self.events = EventsFile(self.row["events_path"])
         self.rows = RowWriter(store_path, job_id)
         self._requests_thread: Optional[threading.Thread] = None
@@ -275,7 +281,7 @@ class Keeper:
         self._cancel_sent: Any = None  # the attempt's Job that was cancelled
 
     # --- signals (main thread) ------------------------------------------------------------
-    def _on_cancel(self, signum, frame) -> None:
+    def _on_cancel(self, signum: int, frame: Optional[FrameType]) -> None:
         # Passed on by a thread with its own connection: no SQLite in a signal handler,
         # which may have interrupted the main thread's own query. (The main thread waits
         # for its job with no timeout: it does not poll for this.)
@@ -304,7 +310,7 @@ class Keeper:
             row = {}  # the defaults: a cancel is never lost to the store
         job.cancel(grace=row.get("cancel_grace"), reason=row.get("cancel_reason") or CANCEL_REASON)
 
-    def _on_dump(self, signum, frame) -> None:
+    def _on_dump(self, signum: int, frame: Optional[FrameType]) -> None:
         job = self.job
         if job is None:
             self.events.write({"event": "stacks", "t": time.time(), "stacks": None})
@@ -316,7 +322,7 @@ class Keeper:
 
         threading.Thread(target=ask, name="trainbridge-keeper-dump", daemon=True).start()
 
-    def _on_request(self, signum, frame) -> None:
+    def _on_request(self, signum: int, frame: Optional[FrameType]) -> None:
         self.requested.set()  # the requests thread reads the files (no I/O in a handler)
 
     def _serve_requests(self) -> None:
@@ -396,7 +402,7 @@ class Keeper:
         """A ping or a dump_stacks, asked of the worker on a thread of its own (the requests
         thread stays free), waiting as long as the asker said; the answer is its reply."""
         op = asked["op"]
-        data = asked.get("data") if isinstance(asked.get("data"), dict) else {}
+        data: dict[str, Any] = asked["data"] if isinstance(asked.get("data"), dict) else {}
         wait = data.get("timeout", scheduler.PING_TIMEOUT_S)
         try:  # checked by the asker (scheduler.request); a hand-made file is answered
             scheduler.check_ping_timeout(wait, op)
@@ -525,11 +531,13 @@ class Keeper:
                 outcome, final["reason"] = "failed", report_text.reason(final)
                 self._record_attempt(attempt, started, final)
                 break
+            pid = self.job.pid
+            assert pid is not None  # launch() returns a started job
             self.rows.set(
                 urgent=True,
                 attempt=attempt,
-                job_pid=self.job.pid,
-                job_start=process_start(self.job.pid),
+                job_pid=pid,
+                job_start=process_start(pid),
                 endpoint=self.job.hub.endpoint,
                 started_at=started,
                 note=None,
@@ -654,7 +662,7 @@ class Keeper:
     def _env(self) -> dict[str, str]:
         path = os.path.join(self.row["dir"], ENV_FILE)
         with open(path, encoding="utf-8") as f:
-            env = json.load(f)
+            env: dict[str, str] = json.load(f)
         os.unlink(path)  # values live only in this process from now on
         env[procs.JOB_VARIABLE] = self.id  # how leftovers of a lost job are found
         assigned = self.row.get("assigned") or {}
@@ -734,7 +742,7 @@ def release(reserve: Optional[str]) -> None:
             pass
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[list[str]] = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         print("usage: python -m trainbridge.bridge.keeper STORE JOB_ID", file=sys.stderr)
