@@ -12,7 +12,7 @@ every-other-point or the latest-value-wins would drop.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 
@@ -24,7 +24,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def keep(n: int, values: dict[str, Sequence[Any]], limit: int) -> list[int]:
+def keep(n: int, values: Mapping[str, Sequence[Any]], limit: int) -> list[int]:
     """The indices (ascending) of the points to keep of `n`, whose metrics are `values`
     (name -> n values; None or a string where a point has no number)."""
     if n <= limit:

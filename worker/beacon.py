@@ -78,8 +78,9 @@ def _clean_metric(value: Any) -> Any:
     import numbers
 
     if isinstance(value, numbers.Number) and not isinstance(value, complex):
+        number: Any = value  # a Number: int() takes what its type defines
         try:
-            return float(value) if isinstance(value, numbers.Real) else int(value)
+            return float(number) if isinstance(number, numbers.Real) else int(number)
         except Exception:  # noqa: BLE001 - a user's Number type may raise anything: send its name
             pass
     return f"<{type(value).__name__}>"
@@ -125,12 +126,12 @@ class Beacon(threading.Thread):
         self.beat = 0
         # Encoded messages libzmq refused (send queue full), sent first and in order, so a
         # refusal loses nothing and leaves no gap in the sequence numbers.
-        self.unsent: deque = deque()
+        self.unsent: deque[Any] = deque()
         self.said_bye = False
         # When the beacon last handed a queued message to libzmq: while libzmq is full that
         # happens only as the client reads (runtime.send_final waits while it moves).
         self.moved_at = time.monotonic()
-        self.finals: dict[int, list] = {}  # seq -> [Final, frames, last_sent]
+        self.finals: dict[int, list[Any]] = {}  # seq -> [Final, frames, last_sent]
         self.last_slot: Any = None
         self.progress_sent: Any = None
         self.progress_seen_at: Optional[float] = None
@@ -141,8 +142,8 @@ class Beacon(threading.Thread):
         self.orphaned = False  # the client is gone: nothing will ack, close at once
         self.watch: Optional[ParentWatch] = None
         self.client_seq = 0
-        self.sock = None
-        self.ctx = None
+        self.sock: Any = None  # zmq's, imported on this thread (_import)
+        self.ctx: Any = None
         self.go = threading.Event()
         STATE.room = threading.Event()  # log() waits on it when its queue is full
         STATE.fork_lock = threading.Lock()  # a fork waits while we import (runtime.State)
@@ -245,7 +246,7 @@ class Beacon(threading.Thread):
         if watch is not None and watch.fd is not None:
             poller.register(watch.fd, self.zmq.POLLIN)  # readable when the client exits
         next_beat = time.monotonic()
-        ready: dict = {}
+        ready: dict[Any, int] = {}
         writable_wait = False  # POLLOUT is watched while libzmq refuses what we send
         while not self.stop and STATE.enabled:
             if watch is not None and (watch.fd is None or watch.fd in ready) and watch.gone():
@@ -256,7 +257,9 @@ class Beacon(threading.Thread):
             busy = self._send_queued(now)
             if STATE.log_waiting and len(STATE.events) <= runtime.LOG_QUEUE_LOW:
                 STATE.log_waiting = False
-                STATE.room.set()  # a log() call waits for room: there is some now
+                room = STATE.room
+                if room is not None:  # made in __init__
+                    room.set()  # a log() call waits for room: there is some now
             self._resend_finals(now)
             beat = self._beat_now(now, next_beat, sent_now=self.seq != seq)
             self._arm_watchdog(now, beat)
@@ -511,7 +514,8 @@ class Beacon(threading.Thread):
             body["work"] = STATE.work
         if idle_s > self.config.stall_s:
             main = threading.main_thread().ident
-            body["stack"] = errors.format_stack(sys._current_frames().get(main))
+            frame = sys._current_frames().get(main) if main is not None else None
+            body["stack"] = errors.format_stack(frame)
         body.update(facts.resources())
         if not self.unsent:  # a heartbeat that does not fit now is simply skipped
             frames = self._encode("heartbeat", body)
@@ -597,7 +601,8 @@ class Beacon(threading.Thread):
 
     def _arm_watchdog(self, now: float, beat: bool) -> None:
         """Re-arm at every heartbeat and whenever due, so both share a wake-up."""
-        if not self._watchdog_on() or STATE.forking:
+        crash = STATE.crash_file
+        if not self._watchdog_on() or crash is None or STATE.forking:
             return
         # Re-arming starts a native thread each time, so not on every loop.
         if beat or now - self.armed_at >= self._rearm_s():
@@ -606,7 +611,7 @@ class Beacon(threading.Thread):
             with STATE.fork_lock:  # type: ignore[union-attr] # made in __init__
                 if not STATE.forking:
                     faulthandler.dump_traceback_later(
-                        self.config.freeze_s, repeat=False, file=STATE.crash_file, exit=False
+                        self.config.freeze_s, repeat=False, file=crash, exit=False
                     )
             self.armed_at = now
 

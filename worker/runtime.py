@@ -16,9 +16,9 @@ import time
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
 
 try:  # the C type itself: `collections` costs a millisecond that scripts may not pay
-    from _collections import deque  # type: ignore[import-not-found]  # no stub: C module
+    from _collections import deque as deque  # type: ignore[import-not-found]  # no stub
 except ImportError:  # pragma: no cover - other Python implementations
-    from collections import deque
+    from collections import deque as deque
 
 if TYPE_CHECKING:
     import threading
