@@ -5,12 +5,19 @@ cannot load here (the `client` extra not installed, or not Linux) into one sente
 exit status 125 instead of a traceback.
 """
 
+from __future__ import annotations
+
 import sys
+
+TYPE_CHECKING = False  # typing costs milliseconds: --version answers without it
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Optional
 
 EXIT_OWN_FAILURE = 125  # as env(1): trainbridge itself failed (bridge/cli.py EXIT_HELP)
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] in (["--version"], ["-V"]):
         from trainbridge import __version__

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Optional
+from typing import Any, Callable, Optional, TextIO
 
 from . import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, doctor
 
@@ -54,7 +54,7 @@ VERDICT_STYLE = {
 }
 
 
-def render(report: dict, file=None) -> None:
+def render(report: dict[str, Any], file: Optional[TextIO] = None) -> None:
     """The readable table: one row per check, then the stacks of hung checks (plain lines
     where rich is not installed: it is optional)."""
     out = file or sys.stdout
@@ -88,7 +88,7 @@ def render(report: dict, file=None) -> None:
     console.print(Text(_closing(report)))
 
 
-def _closing(report: dict) -> str:
+def _closing(report: dict[str, Any]) -> str:
     s = report["summary"]
     return "%d ok, %d warn, %d fail, %d hung, %d skip in %.1f s: %s" % (
         s["ok"],
@@ -103,14 +103,14 @@ def _closing(report: dict) -> str:
     )
 
 
-def _safe_for(out):
+def _safe_for(out: TextIO) -> Callable[[str], str]:
     """Text as `out` can print it: a GBK or ASCII console must not crash doctor on a
     non-ASCII path in a stack."""
     encoding = getattr(out, "encoding", None) or "ascii"
     return lambda text: text.encode(encoding, "backslashreplace").decode(encoding)
 
 
-def _render_plain(report: dict, out) -> None:
+def _render_plain(report: dict[str, Any], out: TextIO) -> None:
     safe = _safe_for(out)
     print(safe("trainbridge doctor: %s" % report["python"]), file=out)
     for row in report["checks"]:
@@ -133,7 +133,8 @@ def run_cli(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     else:
         render(report)
-    return report["exit_code"]
+    code: int = report["exit_code"]
+    return code
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 from urllib.parse import unquote, urlsplit
 
 from .rules import is_truthy
@@ -168,7 +168,7 @@ class _Deadline:
         return left
 
 
-def _connect(ep: Endpoint, deadline: _Deadline, state: dict) -> socket.socket:
+def _connect(ep: Endpoint, deadline: _Deadline, state: dict[str, Any]) -> socket.socket:
     state["stage"] = "dns"
     infos = socket.getaddrinfo(ep.host, ep.port, type=socket.SOCK_STREAM)
     state["stage"] = "connect"
@@ -203,7 +203,7 @@ def _status_line(head: bytes) -> str:
 
 
 def _tunnel(
-    sock: socket.socket, proxy: Endpoint, ep: Endpoint, deadline: _Deadline, state: dict
+    sock: socket.socket, proxy: Endpoint, ep: Endpoint, deadline: _Deadline, state: dict[str, Any]
 ) -> None:
     state["stage"] = "proxy"
     lines = ["CONNECT %s:%d HTTP/1.1" % (ep.host, ep.port), "Host: %s:%d" % (ep.host, ep.port)]
@@ -219,7 +219,7 @@ def _tunnel(
         raise ConnectionError("proxy answered %r" % status)
 
 
-def _exchange(target: Target, deadline: _Deadline, state: dict) -> Optional[str]:
+def _exchange(target: Target, deadline: _Deadline, state: dict[str, Any]) -> Optional[str]:
     """Talk to the target just enough to know it answers; returns a short reply summary."""
     ep, via = target.endpoint, target.via
     assert ep is not None
@@ -261,9 +261,9 @@ def _describe(exc: BaseException) -> str:
     return ("%s: %s" % (type(exc).__name__, exc))[:200]
 
 
-def probe(target: Target, timeout: float, state: Optional[dict] = None) -> dict:
+def probe(target: Target, timeout: float, state: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     state = state if state is not None else {}
-    facts = {
+    facts: dict[str, Any] = {
         "target": target.endpoint.display if target.endpoint else None,
         "via": target.via.display if target.via else None,
     }
@@ -280,9 +280,9 @@ def probe(target: Target, timeout: float, state: Optional[dict] = None) -> dict:
     return facts
 
 
-def probe_all(targets: Sequence[Target], timeout: float) -> dict[str, dict]:
+def probe_all(targets: Sequence[Target], timeout: float) -> dict[str, dict[str, Any]]:
     """Probe every target concurrently; returns within about `timeout` seconds whatever happens."""
-    results: dict[str, dict] = {}
+    results: dict[str, dict[str, Any]] = {}
     states = {t.name: {"stage": "dns"} for t in targets}
     lock = threading.Lock()
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 OK, WARN, FAIL, HUNG, SKIP = "ok", "warn", "fail", "hung", "skip"
 VERDICTS = (OK, WARN, FAIL, HUNG, SKIP)
@@ -42,7 +42,7 @@ def exit_code(verdicts: Iterable[str]) -> int:
 # ---------------------------------------------------------------- versions and tables
 
 
-def version_tuple(text: Optional[str]) -> tuple:
+def version_tuple(text: Optional[str]) -> tuple[int, ...]:
     """'535.104.05' -> (535, 104, 5); '2.4.0+cu121' -> (2, 4, 0); junk parts stop the parse."""
     out = []
     for part in (text or "").split("+")[0].split("."):
@@ -194,7 +194,7 @@ def cuda_driver_compat(
 # ---------------------------------------------------------------- interpreter and console
 
 
-def python_verdict(facts: Mapping) -> Verdict:
+def python_verdict(facts: Mapping[str, Any]) -> Verdict:
     info = tuple(facts.get("version_info") or ())
     where = "%s %s (%s-bit) at %s%s" % (
         facts.get("implementation", "Python"),
@@ -220,7 +220,7 @@ def python_verdict(facts: Mapping) -> Verdict:
     return Verdict(OK, where)
 
 
-def platform_verdict(facts: Mapping) -> Verdict:
+def platform_verdict(facts: Mapping[str, Any]) -> Verdict:
     extra = [
         x
         for x in (
@@ -254,7 +254,7 @@ ENCODING_FIX = (
 )
 
 
-def encoding_verdict(facts: Mapping) -> Verdict:
+def encoding_verdict(facts: Mapping[str, Any]) -> Verdict:
     stdout, preferred = facts.get("stdout"), facts.get("preferred")
     problems = []
     if not is_utf8(stdout):
@@ -276,7 +276,7 @@ def encoding_verdict(facts: Mapping) -> Verdict:
     )
 
 
-def buffering_verdict(facts: Mapping) -> Verdict:
+def buffering_verdict(facts: Mapping[str, Any]) -> Verdict:
     if not facts.get("present", True):
         return Verdict(
             WARN,
@@ -304,7 +304,7 @@ def buffering_verdict(facts: Mapping) -> Verdict:
 # ---------------------------------------------------------------- packages and disk
 
 
-def packages_verdict(facts: Mapping) -> Verdict:
+def packages_verdict(facts: Mapping[str, Any]) -> Verdict:
     versions = facts.get("versions") or {}
     have = ", ".join("%s %s" % (k, v) for k, v in versions.items() if v)
     missing = ", ".join(k for k, v in versions.items() if not v)
@@ -340,7 +340,7 @@ def _gib(n: float) -> str:
     return "%.1f GiB" % (n / GIB)
 
 
-def disk_verdict(facts: Mapping) -> Verdict:
+def disk_verdict(facts: Mapping[str, Any]) -> Verdict:
     dirs = facts.get("dirs") or []
     parts, worst, fix = [], OK, None
     for d in dirs:
@@ -374,7 +374,7 @@ def is_truthy(value: Optional[str]) -> bool:
     return (value or "").strip().lower() in TRUTHY
 
 
-def network_config_verdict(facts: Mapping) -> Verdict:
+def network_config_verdict(facts: Mapping[str, Any]) -> Verdict:
     env = facts.get("env") or {}
     warns, notes = [], []
     for var in PROXY_VARS:
@@ -409,7 +409,7 @@ def network_config_verdict(facts: Mapping) -> Verdict:
 # ---------------------------------------------------------------- GPUs
 
 
-def nvidia_verdict(facts: Mapping) -> Verdict:
+def nvidia_verdict(facts: Mapping[str, Any]) -> Verdict:
     if facts.get("gpus"):
         gpus = facts["gpus"]
         names = ", ".join(
@@ -451,11 +451,11 @@ def nvidia_verdict(facts: Mapping) -> Verdict:
     )
 
 
-def parse_visible_devices(value: str, gpus: Sequence[Mapping]) -> tuple:
+def parse_visible_devices(value: str, gpus: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:
     """CUDA's reading of CUDA_VISIBLE_DEVICES: entries up to the first invalid one are used.
 
     Returns (visible indices, first invalid entry or None)."""
-    visible = []
+    visible: list[int] = []
     for raw in value.split(","):
         entry = raw.strip()
         match = None
@@ -470,7 +470,9 @@ def parse_visible_devices(value: str, gpus: Sequence[Mapping]) -> tuple:
     return visible, None
 
 
-def visible_devices_verdict(value: Optional[str], gpus: Optional[Sequence[Mapping]]) -> Verdict:
+def visible_devices_verdict(
+    value: Optional[str], gpus: Optional[Sequence[Mapping[str, Any]]]
+) -> Verdict:
     """Is CUDA_VISIBLE_DEVICES consistent with the GPUs the driver lists? gpus None: unknown."""
     if value is None:
         if gpus is None:
@@ -517,7 +519,7 @@ def visible_devices_verdict(value: Optional[str], gpus: Optional[Sequence[Mappin
 # ---------------------------------------------------------------- torch
 
 
-def torch_verdict(facts: Mapping, python: Optional[str] = None) -> Verdict:
+def torch_verdict(facts: Mapping[str, Any], python: Optional[str] = None) -> Verdict:
     if not facts.get("installed"):
         return Verdict(
             FAIL,
@@ -574,7 +576,9 @@ def arch_supported(capability: str, arch_list: Sequence[str]) -> bool:
 
 
 def torch_cuda_verdict(
-    facts: Mapping, gpu_count: Optional[int] = None, expected_visible: Optional[int] = None
+    facts: Mapping[str, Any],
+    gpu_count: Optional[int] = None,
+    expected_visible: Optional[int] = None,
 ) -> Verdict:
     if facts.get("skipped"):
         return Verdict(SKIP, facts["skipped"])
@@ -636,7 +640,7 @@ def torch_cuda_verdict(
     return Verdict(OK, "%d device(s): %s" % (facts.get("device_count", 0), shown))
 
 
-def tensor_verdict(facts: Mapping) -> Verdict:
+def tensor_verdict(facts: Mapping[str, Any]) -> Verdict:
     if facts.get("skipped"):
         return Verdict(SKIP, facts["skipped"])
     devices = facts.get("devices") or []
@@ -655,7 +659,7 @@ def tensor_verdict(facts: Mapping) -> Verdict:
 # ---------------------------------------------------------------- reachability
 
 
-def reach_verdict(role: str, facts: Mapping) -> Verdict:
+def reach_verdict(role: str, facts: Mapping[str, Any]) -> Verdict:
     """facts from bridge.doctor.net.probe(): ok, stage, error, elapsed_s, target, via."""
     target = facts.get("target")
     via = " via proxy %s" % facts["via"] if facts.get("via") else ""
@@ -679,7 +683,7 @@ def reach_verdict(role: str, facts: Mapping) -> Verdict:
         "proxy": "the proxy refused the tunnel",
         "tls": "no TLS handshake",
         "reply": "no reply",
-    }.get(stage, stage)
+    }.get(str(stage), stage)
     detail = "%s%s: %s (%s)" % (target, via, what, error)
     if role == "hf_endpoint":
         fix = (

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
 STDERR_KEEP = 64 * 1024
@@ -34,7 +34,7 @@ DONE, HUNG, CRASHED, NOT_RUN = "done", "hung", "crashed", "not_run"
 class CheckRun:
     name: str
     status: str  # done | hung | crashed | not_run
-    facts: dict = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
     error: Optional[str] = None  # traceback from the check, or why it did not finish/run
     stack: Optional[str] = None  # faulthandler dump of a hung check
     duration_s: float = 0.0
@@ -81,7 +81,7 @@ class _Child:
             resource.prlimit(self.proc.pid, resource.RLIMIT_CORE, (0, 0))
         except (ImportError, AttributeError, OSError, ValueError):
             pass
-        self.events: queue.Queue[Optional[dict]] = queue.Queue()
+        self.events: queue.Queue[Optional[dict[str, Any]]] = queue.Queue()
         self._stderr = bytearray()
         self._stderr_lock = threading.Lock()
         threading.Thread(target=self._read_events, daemon=True, name="doctor-events").start()
@@ -89,6 +89,7 @@ class _Child:
         threading.Thread(target=self._read_stderr, daemon=True, name="doctor-stderr").start()
 
     def _read_events(self) -> None:
+        assert self.proc.stdout is not None  # spawned with pipes
         for line in self.proc.stdout:
             try:
                 self.events.put(json.loads(line.decode("ascii", "replace")))
@@ -97,7 +98,8 @@ class _Child:
         self.events.put(None)
 
     def _read_stderr(self) -> None:
-        for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):
+        stderr: Any = self.proc.stderr  # spawned with pipes: a BufferedReader (read1)
+        for chunk in iter(lambda: stderr.read1(4096), b""):
             with self._stderr_lock:
                 self._stderr += chunk
                 del self._stderr[:-STDERR_KEEP]
@@ -255,7 +257,16 @@ def run_checks(
     return results
 
 
-def _one_child(python, pending, timeout, env, cwd, stack_file, results, requires) -> list[str]:
+def _one_child(
+    python: str,
+    pending: list[str],
+    timeout: float,
+    env: Mapping[str, str],
+    cwd: Optional[str],
+    stack_file: str,
+    results: dict[str, CheckRun],
+    requires: Mapping[str, str],
+) -> list[str]:
     """Run `pending` in one child; returns the checks still to run in a fresh one."""
     try:
         child = _Child(python, pending, env, cwd, stack_file, timeout)
@@ -302,7 +313,11 @@ def _one_child(python, pending, timeout, env, cwd, stack_file, results, requires
 
 
 def _rest_after(
-    name: Optional[str], pending: Sequence[str], results, requires, why: str
+    name: Optional[str],
+    pending: Sequence[str],
+    results: dict[str, CheckRun],
+    requires: Mapping[str, str],
+    why: str,
 ) -> list[str]:
     rest = [c for c in pending if c not in results and c != name]
     if name is not None:
@@ -312,7 +327,16 @@ def _rest_after(
     return rest
 
 
-def _after_hang(child, current, ready, pending, results, requires, timeout, started) -> list[str]:
+def _after_hang(
+    child: _Child,
+    current: Optional[str],
+    ready: bool,
+    pending: list[str],
+    results: dict[str, CheckRun],
+    requires: Mapping[str, str],
+    timeout: float,
+    started: float,
+) -> list[str]:
     stack = child.take_stack(startup=not ready)
     child.kill_tree()
     elapsed = round(time.monotonic() - started, 3)
@@ -340,7 +364,15 @@ def _after_hang(child, current, ready, pending, results, requires, timeout, star
     return _rest_after(current, pending, results, requires, "hung")
 
 
-def _after_exit(child, current, ready, pending, results, requires, started) -> list[str]:
+def _after_exit(
+    child: _Child,
+    current: Optional[str],
+    ready: bool,
+    pending: list[str],
+    results: dict[str, CheckRun],
+    requires: Mapping[str, str],
+    started: float,
+) -> list[str]:
     how = child.exit_text()
     child._stderr_done.wait(0.5)
     tail = child.stderr_tail()
