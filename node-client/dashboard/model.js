@@ -15,6 +15,82 @@ const LOG_KEEP = 1000; // lines kept for the page; the full log is a download
 const ARTIFACTS_KEEP = 1000; // files listed (a worker says at most 1,000 itself)
 const SERIES_MAX = 4000; // points per series before it is thinned to half (a spike kept: src/points.js)
 
+/**
+ * An event folded into a view: its type, its data (parsed JSON, or what src/feed_job.js made
+ * of it: each field is checked or passed on where it is read) and its time in ms.
+ * @typedef {{type: string, data: any, t: number}} ViewEvent
+ */
+/**
+ * The end report (parsed JSON, src/feed_job.js Report): what endWith() reads of it is checked there.
+ * @typedef {Record<string, any>} Report
+ */
+/**
+ * A stage's bar, in seconds since the start; end_s null while it is open.
+ * @typedef {{name: string, depth: number, start_s: number, end_s: number | null, status: string,
+ *   budget_s?: number | null}} Stage
+ */
+/**
+ * A line of the log as the page shows it: undecodable bytes as \xNN (encoding 'escaped');
+ * after_cancel: a line of the cancel's traceback.
+ * @typedef {{n: number, stream: string, text: string, encoding: string | null, after_cancel?: boolean}} LogLine
+ */
+/** @typedef {{n: number, path: string, name: string, kind: string, bytes: number | null, step: number | null, at_s: number}} Artifact */
+/** @typedef {{epoch: number, names: string[], step: number[], values: Record<string, (number | null)[]>}} MetricSeries */
+/**
+ * @typedef {{epoch: number, t: number[], cpu: (number | null)[], rss_mb: (number | null)[],
+ *   gpu_mem_mb: (number | null)[], gpu_util: (number | null)[], gpu: boolean, gpus: number | null}} ResourceSeries
+ */
+/**
+ * The part of the report the page shows (endWith()).
+ * @typedef {{outcome: string | null, exit_code: number | null, signal: string | null, stage: string | null,
+ *   duration_s: number | null, summary: string, reason: string | null,
+ *   diagnosis: {kind: string, summary: string, hint: string, frame: unknown, user_frame: unknown,
+ *     thread: unknown, thread_ident: string | null} | null,
+ *   error: {type: string, message: string, traceback: string} | null,
+ *   hang: Record<string, unknown> | null, stacks: string | null, log_path: string | null}} ViewReport
+ */
+/**
+ * A job's view: what the page shows (createView()).
+ * @typedef {{id: string, title: string, command: string[], spec: unknown,
+ *   submittedAt: number, startedAt: number | null, endedAt: number | null,
+ *   state: string, outcome: string | null, pid: number | null,
+ *   ranks: {rank: number | null, pid: number | null, host: string | null, local_rank: number | null, role: string}[],
+ *   stages: Stage[],
+ *   progress: {step: number, total: number | null, rate: number | null, eta_s: number | null,
+ *     metrics: Record<string, unknown>, percent: number | null, age_s: number | null} | null,
+ *   hang: {reason: unknown, stage: string | null} | null,
+ *   stalled: {stage: string | null, idle_s: number | null} | null,
+ *   signals: unknown[], cancel: {reason: string | null, at_s: number} | null,
+ *   cancelTrace: [number, number] | null,
+ *   health: {metric: string, step: number | null, text: string}[],
+ *   looked: {event: string, why: string, at_s: number} | null,
+ *   report: ViewReport | null, stacks: {at_s: number, text: string | null}[],
+ *   metrics: MetricSeries, resources: ResourceSeries, log: {lines: LogLine[], count: number},
+ *   artifacts: Artifact[], version: number}} View
+ */
+/**
+ * A page's update (delta()): the head, and of the series, the log and the files what it lacks
+ * (reset: a series whole, after a thinning).
+ * @typedef {object} Delta
+ * @property {ReturnType<typeof head>} head
+ * @property {{reset: boolean, names: string[], step: number[], families: Record<string, string>,
+ *   values: Record<string, (number | null)[]>}} [metrics]
+ * @property {{reset: boolean, [series: string]: boolean | (number | null)[]}} [resources]
+ * @property {{lines: LogLine[], skipped: number}} [log]
+ * @property {Artifact[]} [artifacts]
+ */
+/**
+ * What a page has seen (delta()): the view's version, each series' thinning epoch and length,
+ * the last log line number and the number of files.
+ * @typedef {{version: number, mEpoch: number, mLen: number, rEpoch: number, rLen: number, logN: number,
+ *   artN: number}} Cursor
+ */
+
+/**
+ * @param {{id: string, title?: string | null, command?: string[] | null, spec?: unknown, t: number,
+ *   state?: string}} job
+ * @returns {View}
+ */
 function createView({ id, title, command, spec = null, t, state = 'starting' }) {
   return {
     id, title: title || (command || []).join(' '), command: command || [], spec,
@@ -29,7 +105,7 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
     // What a deadline's look saw instead of a hang (bridge/look.py), in the judge's words, until the
     // job moves on: {event: 'starting' | 'starved' | 'computing', why, at_s}.
     looked: null,
-    report: null, stacks: [], // {at, text}
+    report: null, stacks: [], // {at_s, text}
     // Series: metrics over steps, resources over seconds since the start.
     metrics: { epoch: 0, names: [], step: [], values: {} },
     resources: { epoch: 0, t: [], cpu: [], rss_mb: [], gpu_mem_mb: [], gpu_util: [], gpu: false, gpus: null },
@@ -39,13 +115,15 @@ function createView({ id, title, command, spec = null, t, state = 'starting' }) 
   };
 }
 
-const ms = (x) => Math.round(x * 1000) / 1000;
-const since = (view, t) => ms(Math.max(0, ((t ?? view.submittedAt) - (view.startedAt ?? view.submittedAt)) / 1000));
+const ms = (/** @type {number} */ x) => Math.round(x * 1000) / 1000;
+const since = (/** @type {View} */ view, /** @type {number | null | undefined} */ t) => ms(Math.max(0, ((t ?? view.submittedAt) - (view.startedAt ?? view.submittedAt)) / 1000));
 
 /**
  * Halve series in place: the points src/points.js keeps of `values` (the metrics: a spike of
  * one step and the first NaN of a run stay), or every other one without them; the last
  * point always stays.
+ * @param {unknown[][]} arrays
+ * @param {Record<string, ReadonlyArray<number | null>> | null} [values]
  */
 function thin(arrays, values = null) {
   const n = arrays[0].length;
@@ -63,11 +141,14 @@ function thin(arrays, values = null) {
 /**
  * A progress message's points: every call's metrics since the last message (its `points`,
  * PROTOCOL.md), or the latest value alone (a worker before them, zero-code's own source).
+ * @param {View} view
+ * @param {Record<string, any>} body the progress message's body (parsed JSON)
  */
 function addProgress(view, body) {
   const p = body.points;
   if (p && Array.isArray(p.steps) && p.metrics && typeof p.metrics === 'object') {
-    p.steps.forEach((step, i) => {
+    p.steps.forEach((/** @type {unknown} */ step, /** @type {number} */ i) => {
+      /** @type {Record<string, unknown>} */
       const at = {};
       for (const [name, column] of Object.entries(p.metrics)) if (Array.isArray(column)) at[name] = column[i];
       addMetrics(view, Number(step), at);
@@ -79,9 +160,15 @@ function addProgress(view, body) {
   addMetrics(view, Number(body.step), body.metrics);
 }
 
+/**
+ * @param {View} view
+ * @param {number} step
+ * @param {Record<string, unknown> | null | undefined} metrics
+ */
 function addMetrics(view, step, metrics) {
   const m = view.metrics;
-  const numeric = Object.entries(metrics || {}).filter(([, v]) => typeof v === 'number' && Number.isFinite(v));
+  const numeric = /** @type {[string, number][]} */ ( // the finite numbers
+    Object.entries(metrics || {}).filter(([, v]) => typeof v === 'number' && Number.isFinite(v)));
   if (!numeric.length) return;
   for (const [name] of numeric) {
     if (!m.values[name]) {
@@ -98,6 +185,11 @@ function addMetrics(view, step, metrics) {
   }
 }
 
+/**
+ * @param {View} view
+ * @param {number} t
+ * @param {Record<string, any>} sample a 'resources' event's sample (parsed JSON)
+ */
 function addResources(view, t, sample) {
   const r = view.resources;
   r.t.push(Number(since(view, t).toFixed(2)));
@@ -117,7 +209,10 @@ function addResources(view, t, sample) {
  * delay, and a child's start (its end as it arrived, less what the worker measured) could
  * show before its parent's ("import torch" left of the "config" it ran in), whichever of the
  * two closed first. Each start is an upper bound of the true one (it is measured back from
- * an arrival), so a parent moved back to its child's start still holds the truth. */
+ * an arrival), so a parent moved back to its child's start still holds the truth.
+ * @param {View} view
+ * @param {Stage} stage
+ */
 function enclose(view, stage) {
   const at = view.stages.indexOf(stage);
   for (let i = at + 1; i < view.stages.length && view.stages[i].depth > stage.depth; i++) {
@@ -132,6 +227,11 @@ function enclose(view, stage) {
   }
 }
 
+/**
+ * @param {View} view
+ * @param {string} name
+ * @returns {Stage | null}
+ */
 function openStage(view, name) {
   for (let i = view.stages.length - 1; i >= 0; i--) {
     if (view.stages[i].name === name && view.stages[i].end_s === null) return view.stages[i];
@@ -142,6 +242,8 @@ function openStage(view, name) {
 /**
  * The job's progress line: the supervisor's judged snapshot (the 'status' event, bridge/status.py)
  * as it is; rate and ETA are never computed here, so the page says what status() says.
+ * @param {View} view
+ * @param {Record<string, any>} snap the 'status' event's snapshot (parsed JSON)
  */
 function status(view, snap) {
   const step = snap.step === null || snap.step === undefined ? null : Number(snap.step);
@@ -154,7 +256,12 @@ function status(view, snap) {
   };
 }
 
-/** Fold one event into the view; returns the view. Unknown events are ignored. */
+/**
+ * Fold one event into the view; returns the view. Unknown events are ignored.
+ * @param {View} view
+ * @param {ViewEvent} event
+ * @returns {View}
+ */
 function apply(view, { type, data, t }) {
   view.version += 1;
   switch (type) {
@@ -216,6 +323,7 @@ function apply(view, { type, data, t }) {
         encoding = 'escaped';
         return `\\x${(c.charCodeAt(0) - 0xdc00).toString(16).padStart(2, '0')}`;
       });
+      /** @type {LogLine} */
       const line = { n: view.log.count, stream: data.stream, text, encoding };
       if (view.cancel && data.stream === 'stderr') line.after_cancel = true; // the cancel's traceback
       view.log.lines.push(line);
@@ -274,6 +382,7 @@ function apply(view, { type, data, t }) {
  * from "Traceback (most recent call last):" to "KeyboardInterrupt" among the latest lines.
  * Its lines are the cancel's (after_cancel), and `cancelTrace` names them for a page that has
  * them already.
+ * @param {View} view
  */
 function markCancelTrace(view) {
   const lines = view.log.lines;
@@ -288,7 +397,12 @@ function markCancelTrace(view) {
   view.cancelTrace = [lines[start].n, lines[end].n];
 }
 
-/** The part of the report the page shows (the whole report is at /api/jobs/:id/report). */
+/**
+ * The part of the report the page shows (the whole report is at /api/jobs/:id/report).
+ * @param {View} view
+ * @param {Report} report
+ * @param {number} t
+ */
 function endWith(view, report, t) {
   if (report.outcome === 'cancelled') markCancelTrace(view);
   view.state = 'ended';
@@ -336,6 +450,8 @@ function endWith(view, report, t) {
  * A metric's family, so that each family gets an axis of its own (a learning rate of 3e-4
  * drawn on the loss axis is a flat line at zero): 'loss', 'lr', 'score' (accuracy and its
  * kin, 0..1 or %), or 'other'. By name only.
+ * @param {string} name
+ * @returns {'loss' | 'lr' | 'score' | 'other'}
  */
 function familyOf(name) {
   const n = String(name).toLowerCase();
@@ -346,7 +462,10 @@ function familyOf(name) {
 }
 const FAMILIES = ['loss', 'lr', 'score', 'other'];
 
-/** What the job list shows for a job. */
+/**
+ * What the job list shows for a job.
+ * @param {View} view
+ */
 function summaryOf(view) {
   return {
     id: view.id, title: view.title, state: view.state, outcome: view.outcome,
@@ -359,12 +478,19 @@ function summaryOf(view) {
   };
 }
 
+/**
+ * @param {View} view
+ * @returns {string | null}
+ */
 function currentStage(view) {
   for (let i = view.stages.length - 1; i >= 0; i--) if (view.stages[i].end_s === null) return view.stages[i].name;
   return null;
 }
 
-/** The scalar part of a view: everything except the series and the log. */
+/**
+ * The scalar part of a view: everything except the series and the log.
+ * @param {View} view
+ */
 function head(view) {
   const { metrics: _metrics, resources, log, artifacts: _artifacts, ...rest } = view;
   return { ...rest, stage: currentStage(view), log_count: log.count, gpu: resources.gpu, gpus: resources.gpus };
@@ -374,12 +500,16 @@ function head(view) {
  * What a page that has seen `cursor` needs to catch up (cursor null: everything). Series are
  * sent from the last point the page has, or whole (`reset`) after a thinning; log lines from
  * the last line number it has (lines no longer kept are counted as `skipped`).
+ * @param {View} view
+ * @param {Cursor | null} cursor
+ * @returns {{message: Delta | null, cursor: Cursor}}
  */
 function delta(view, cursor) {
   const c = cursor || { version: -1, mEpoch: -1, mLen: 0, rEpoch: -1, rLen: 0, logN: 0, artN: 0 };
   if (c.version === view.version) return { message: null, cursor: c };
   const m = view.metrics;
   const r = view.resources;
+  /** @type {Delta} */
   const message = { head: head(view) };
   if (m.epoch !== c.mEpoch || m.step.length < c.mLen) {
     message.metrics = { reset: true, names: [...m.names], step: [...m.step],
@@ -392,6 +522,7 @@ function delta(view, cursor) {
       // a metric first seen now has nulls before; the page pads its own copy
     };
   }
+  /** @type {('t' | 'cpu' | 'rss_mb' | 'gpu_mem_mb' | 'gpu_util')[]} */
   const rkeys = ['t', 'cpu', 'rss_mb', 'gpu_mem_mb', 'gpu_util'];
   if (r.epoch !== c.rEpoch || r.t.length < c.rLen) {
     message.resources = { reset: true, ...Object.fromEntries(rkeys.map((k) => [k, [...r[k]]])) };

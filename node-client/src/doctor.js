@@ -15,7 +15,18 @@ const DEFAULT_TIMEOUT_S = 20; // bridge.doctor.DEFAULT_TIMEOUT: each check's dea
 const PROBE_CHECKS = 11; // worst case: every check of the probe hangs to its deadline
 const STDERR_KEEP = 16 * 1024;
 
+/** @typedef {import('node:stream').Readable} Readable */
+/**
+ * The Python side's report (docs/DOCTOR.md "Report", index.d.ts DoctorReport): parsed JSON,
+ * resolved as it is; only its exit_code is read here (it must be the process's exit status).
+ * @typedef {{exit_code: number, [field: string]: any}} DoctorReport
+ */
+
 class DoctorError extends Error {
+  /**
+   * @param {string} message
+   * @param {{exitCode?: number | null, signal?: NodeJS.Signals | null, stderr?: string}} [facts]
+   */
   constructor(message, { exitCode = null, signal = null, stderr = '' } = {}) {
     super(message);
     this.name = 'DoctorError';
@@ -42,11 +53,11 @@ function doctorCommand({ python, timeoutS, trainbridge, hosts, connectTimeoutS }
 
 /**
  * @param {{python?: string, timeoutS?: number, trainbridge?: string, hosts?: string[],
- *          connectTimeoutS?: number, env?: object, cwd?: string}} [options]
+ *          connectTimeoutS?: number, env?: NodeJS.ProcessEnv, cwd?: string}} [options]
  *   python: the training venv's interpreter to check (default: the runner's own);
  *   timeoutS: each check's deadline; trainbridge: a Python that has trainbridge installed, or
  *   the `trainbridge` script (default: the repo venv, $TRAINBRIDGE_PYTHON, python3).
- * @returns {Promise<object>} the parsed JSON report
+ * @returns {Promise<DoctorReport>} the parsed JSON report
  */
 function doctor(options = {}) {
   const { file, args } = doctorCommand(options);
@@ -54,6 +65,7 @@ function doctor(options = {}) {
   // The Python side bounds itself; this guard is for a Python side that cannot even start.
   const limitMs = (perCheck * (PROBE_CHECKS + 1) + (options.connectTimeoutS ?? 3) + 15) * 1000;
   return new Promise((resolve, reject) => {
+    /** @type {import('node:child_process').ChildProcessByStdio<null, Readable, Readable>} */
     let child;
     try {
       child = spawn(file, args, {
@@ -61,14 +73,15 @@ function doctor(options = {}) {
         windowsHide: true,
       });
     } catch (err) {
-      reject(new DoctorError(`cannot start ${file}: ${err.message}`));
+      reject(new DoctorError(`cannot start ${file}: ${/** @type {NodeJS.ErrnoException} */ (err).message}`));
       return;
     }
+    /** @type {Buffer[]} */
     const out = [];
     let err = '';
     let timedOut = false;
-    child.stdout.on('data', (chunk) => out.push(chunk));
-    child.stderr.on('data', (chunk) => { err = (err + chunk.toString('utf8')).slice(-STDERR_KEEP); });
+    child.stdout.on('data', (/** @type {Buffer} */ chunk) => out.push(chunk));
+    child.stderr.on('data', (/** @type {Buffer} */ chunk) => { err = (err + chunk.toString('utf8')).slice(-STDERR_KEEP); });
     const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, limitMs);
     child.on('error', (e) => {
       clearTimeout(timer);
@@ -81,6 +94,7 @@ function doctor(options = {}) {
         reject(new DoctorError(`trainbridge doctor (${file}) did not finish within ${limitMs / 1000} s`, facts));
         return;
       }
+      /** @type {DoctorReport} */
       let report;
       try {
         report = JSON.parse(Buffer.concat(out).toString('ascii'));

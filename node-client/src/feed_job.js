@@ -21,27 +21,59 @@ const MAX_REPLIES = 256; // replies kept for a waiter that has not asked yet
 // Besides a launched Job's: what only a scheduled job's feed has (bridge/attach.py).
 const FEED_EVENTS = [...EVENT_NAMES, 'supervisor', 'unreadable', 'attempt'];
 
+/**
+ * One line of the feed as parsed (docs/PROTOCOL.md "The feed"): its kind `event`, that kind's
+ * fields, and the supervisor's time `t` (seconds) and feed number `seq` where it has them.
+ * Parsed JSON: each field is checked where it is read.
+ * @typedef {{event?: string, [field: string]: any}} FeedLine
+ */
+/**
+ * The end report as the judge wrote it (docs/report.schema.json, index.d.ts Report), or the
+ * short one a lost or forgotten job gets: parsed JSON, passed on as it is.
+ * @typedef {Record<string, any>} Report
+ */
+/**
+ * A 'status' event's snapshot, as the judge published it (bridge/status.py snapshot, index.d.ts
+ * JobStatus): what status() gives, with the state the feed said since.
+ * @typedef {{state: string, pid: number | null, elapsed_s: number, stages: string[], script_stages: string[],
+ *   step: number | null, total: number | null, metrics: Record<string, unknown>, rate: number | null,
+ *   eta_s: number | null, progress_age_s: number | null, [field: string]: unknown}} JobStatus
+ */
+/** @typedef {(name: string, value: unknown) => void} Emit an event at the line's time */
+/** @typedef {(err: unknown, t?: number | null) => void} ErrorTap */
+
 class FeedJob extends EventEmitter {
+  /** @param {string} id */
   constructor(id) {
     super();
     this.id = id;
     this.state = 'starting';
+    /** @type {number | null} */
     this.pid = null;
+    /** @type {Report | null} */
     this.report = null;
     // The feed number (seq) of the last event read: attach again with {since: position + 1} to go
     // on from here without a gap or a repeat.
+    /** @type {number | null} */
     this.position = null;
+    /** @type {JobStatus | null} */
     this._status = null; // status(): the judge's latest 'status' event
     // Output lines the job server counted instead of sending while this process did not read
     // ('dropped' events; logPath and the report's log_tail have them): for whoever only awaits done.
     this.droppedOutput = 0;
     // While stalled (and after, when the job hung): the supervisor's live diagnosis, the last
     // 'stalled' event's; null while the job makes progress.
+    /** @type {Record<string, any> | null} */
     this.liveDiagnosis = null;
+    /** @type {number | null} */
     this._lineSeq = null; // the seq of the line being delivered, for events()
+    /** @type {Map<number, FeedLine>} */
     this._replies = new Map(); // request id -> a reply nobody waits for yet
+    /** @type {Map<number, (reply: FeedLine | null) => void>} */
     this._replyWaiters = new Map(); // request id -> resolve
+    /** @type {Set<ErrorTap>} */
     this._errorTaps = new Set(); // events() iterators get errors without listening to 'error'
+    /** @type {Promise<Report>} */
     this.done = new Promise((resolve, reject) => { this._resolveDone = resolve; this._rejectDone = reject; });
     this.done.catch(() => undefined); // a failure also reaches 'error' listeners; never unhandled
   }
@@ -50,6 +82,7 @@ class FeedJob extends EventEmitter {
    * A snapshot for a GUI (state, pid, elapsed_s, stages, script_stages, step, total, metrics,
    * rate, eta_s, progress_age_s) as the judge published it last, with the state as the feed
    * said it since (the end's); before the first one, the state and pid alone.
+   * @returns {JobStatus}
    */
   status() {
     if (this._status) return { ...this._status, state: this.state, pid: this.pid ?? this._status.pid ?? null };
@@ -69,7 +102,7 @@ class FeedJob extends EventEmitter {
     const queue = new EventQueue(EVENT_QUEUE);
     let ended = false;
     const listeners = FEED_EVENTS.map((type) => {
-      const fn = (data, t) => {
+      const fn = (/** @type {unknown} */ data, /** @type {number | null | undefined} */ t) => {
         queue.put({ type, data, t: t ?? null, seq: this._lineSeq });
         if (type === 'end') ended = true;
       };
@@ -96,20 +129,30 @@ class FeedJob extends EventEmitter {
     return this.events();
   }
 
-  /** The supervisor's reply to request `id`, or null after `timeoutMs` or once the job ended. */
+  /**
+   * The supervisor's reply to request `id`, or null after `timeoutMs` or once the job ended.
+   * @param {number} id
+   * @param {number} timeoutMs
+   * @returns {Promise<FeedLine | null>}
+   */
   _reply(id, timeoutMs) {
     if (this._replies.has(id)) {
-      const reply = this._replies.get(id);
+      const reply = /** @type {FeedLine} */ (this._replies.get(id)); // has(id): a line, never undefined
       this._replies.delete(id);
       return Promise.resolve(reply);
     }
     if (this.report) return Promise.resolve(null);
     return new Promise((resolve) => {
       const timer = setTimeout(() => { this._replyWaiters.delete(id); resolve(null); }, timeoutMs);
-      this._replyWaiters.set(id, (reply) => { clearTimeout(timer); resolve(reply); });
+      this._replyWaiters.set(id, (/** @type {FeedLine | null} */ reply) => { clearTimeout(timer); resolve(reply); });
     });
   }
 
+  /**
+   * @param {string} name
+   * @param {unknown} value
+   * @param {number | null} [t]
+   */
   _emit(name, value, t = null) {
     try {
       this.emit(name, value, t);
@@ -119,13 +162,21 @@ class FeedJob extends EventEmitter {
     }
   }
 
-  /** An error for 'error' listeners and events() iterators (never thrown at nobody). */
+  /**
+   * An error for 'error' listeners and events() iterators (never thrown at nobody).
+   * @param {unknown} err
+   * @param {number | null} [t]
+   */
   _emitError(err, t = null) {
     if (this.listenerCount('error') > 0) this._emit('error', err, t);
     for (const tap of this._errorTaps) tap(err, t);
   }
 
-  /** The end: every waiter is answered, 'end' emitted, `done` settled (subclasses may reject it). */
+  /**
+   * The end: every waiter is answered, 'end' emitted, `done` settled (subclasses may reject it).
+   * @param {Report} report
+   * @param {number | null} [t]
+   */
   _end(report, t = null) {
     this.state = 'ended';
     this.report = report;
@@ -137,14 +188,21 @@ class FeedJob extends EventEmitter {
   }
 
   /** Subclasses: what to let go of before 'end' is emitted. */
-  /** A subclass's own end (its server forgets it, its streams end). */
+  /**
+   * A subclass's own end (its server forgets it, its streams end).
+   * @param {Report} _report
+   */
   _ended(_report) {}
 
+  /** @param {Report} report */
   _settle(report) {
     this._resolveDone(report);
   }
 
-  /** One line of the feed -> the events a Job emits (bridge event names). */
+  /**
+   * One line of the feed -> the events a Job emits (bridge event names).
+   * @param {FeedLine} event
+   */
   _deliver(event) {
     const t = typeof event.t === 'number' ? event.t : null; // the supervisor's wall clock, seconds
     if (Number.isInteger(event.seq)) this.position = event.seq;
@@ -156,7 +214,12 @@ class FeedJob extends EventEmitter {
     }
   }
 
+  /**
+   * @param {FeedLine} event
+   * @param {number | null} t
+   */
   _deliverKind(event, t) {
+    /** @type {Emit} */
     const emit = (name, value) => this._emit(name, value, t);
     switch (event.event) {
       case 'state':
@@ -172,7 +235,7 @@ class FeedJob extends EventEmitter {
         emit('log', { stream: event.stream, text: event.text, encoding: event.encoding ?? null, end: event.end });
         break;
       case 'lines': // the job server's run of output events first..seq, written together
-        event.lines.forEach(([text, encoding, end], i) => {
+        event.lines.forEach((/** @type {[string, string | null, string, ...unknown[]]} */ [text, encoding, end], /** @type {number} */ i) => {
           this._lineSeq = event.first + i;
           emit('log', { stream: event.stream, text, encoding: encoding ?? null, end });
         });
@@ -234,7 +297,7 @@ class FeedJob extends EventEmitter {
         const waiter = this._replyWaiters.get(event.request);
         if (waiter) { this._replyWaiters.delete(event.request); waiter(event); break; }
         this._replies.set(event.request, event);
-        if (this._replies.size > MAX_REPLIES) this._replies.delete(this._replies.keys().next().value);
+        if (this._replies.size > MAX_REPLIES) this._replies.delete(/** @type {number} */ (this._replies.keys().next().value));
         break;
       }
       case 'end':
@@ -251,13 +314,15 @@ class FeedJob extends EventEmitter {
    * role, lead: docs/CLIENT.md "Ranks"). Every process's hello, logs, errors and files; the
    * job's stage, progress and heartbeat are its lead's (bridge/job_messages.py marks the lead):
    * a subprocess's are in the feed, not the job's events.
+   * @param {FeedLine} event
+   * @param {Emit} emit
    */
   _message(event, emit) {
     const sender = event.sender || null;
     const body = event.body && typeof event.body === 'object' ? { ...event.body, sender } : {};
     // A progress event carries the time it arrived (seconds since the epoch), as in Python.
     if (event.kind === 'progress' && typeof body.t !== 'number' && typeof event.t === 'number') body.t = event.t;
-    const log = (record) => emit('log', {
+    const log = (/** @type {Record<string, any>} */ record) => emit('log', {
       stream: 'worker', text: String(record.message), level: record.level, logger: record.logger ?? null, record, sender,
     });
     switch (event.kind) {
@@ -278,7 +343,11 @@ class FeedJob extends EventEmitter {
     }
   }
 
-  /** Subclasses: a feed line this base does not know. */
+  /**
+   * Subclasses: a feed line this base does not know.
+   * @param {FeedLine} _event
+   * @param {Emit} _emit
+   */
   _other(_event, _emit) {}
 }
 

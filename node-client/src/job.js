@@ -30,6 +30,7 @@ const FAILED_OUTCOMES = ['failed', 'crashed', 'hung', 'lost'];
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGKILL'];
 const PYTHON = /^(python|pypy)[0-9.]*$/;
 // Worker settings given as timeouts reach the worker as these variables (docs/PROTOCOL.md 2).
+/** @type {Record<string, string>} */
 const WORKER_ENV = {
   heartbeat_s: 'TRAINBRIDGE_HEARTBEAT_S', stall_s: 'TRAINBRIDGE_STALL_S', freeze_s: 'TRAINBRIDGE_FREEZE_S',
   ack_timeout_s: 'TRAINBRIDGE_ACK_TIMEOUT_S',
@@ -38,9 +39,45 @@ const DETACHED_REMOVED = 'launch({detached: true}) was removed: its output went 
   + 'died of a broken pipe soon after this process. Use openStore(path).submit({...}): the job runs under its own '
   + 'keeper, outlives this process, and any process can attach to it (docs/STORE.md)';
 
+/** @typedef {import('./feed_job.js').FeedLine} FeedLine */
+/** @typedef {import('./feed_job.js').Report} Report */
+/**
+ * What launch() uses of an AbortSignal (index.d.ts AbortSignalLike).
+ * @typedef {object} AbortSignalLike
+ * @property {boolean} aborted
+ * @property {(type: 'abort', listener: () => void, options?: {once?: boolean}) => void} addEventListener
+ * @property {(type: 'abort', listener: () => void) => void} removeEventListener
+ */
+/**
+ * launch()'s options (index.d.ts LaunchOptions): checkOptions() refuses a value of another
+ * type, the constructor a `stdin` it does not know and `detached`.
+ * @typedef {object} LaunchOptions
+ * @property {string} [command]
+ * @property {string[]} [args]
+ * @property {string} [python]
+ * @property {string} [pythonPath]
+ * @property {string} [cwd]
+ * @property {NodeJS.ProcessEnv} [env]
+ * @property {Record<string, number | null>} [timeouts]
+ * @property {string} [logPath]
+ * @property {number} [tailLines]
+ * @property {boolean} [zeroCode]
+ * @property {AbortSignalLike} [signal]
+ * @property {boolean} [rejectOnFailure]
+ * @property {'ignore' | 'devnull' | 'pipe' | 'inherit'} [stdin]
+ * @property {boolean} [raw]
+ * @property {boolean} [pythonEnv]
+ * @property {string | string[]} [stopOnNan]
+ * @property {boolean} [logTimestamps]
+ * @property {boolean} [sampleResources]
+ * @property {unknown} [detached] removed: refused with a TypeError
+ */
+
 /**
  * The Python that runs the supervisor: the job's own when its command is a Python (the
  * training venv's), else `python` / `pythonPath`, else resolvePython()'s.
+ * @param {LaunchOptions} options
+ * @returns {string}
  */
 function supervisorPython(options) {
   if (options.command && PYTHON.test(path.basename(String(options.command)))) return String(options.command);
@@ -48,7 +85,10 @@ function supervisorPython(options) {
 }
 
 class Job extends FeedJob {
-  /** Use launch() (src/index.js). */
+  /**
+   * Use launch() (src/index.js).
+   * @param {LaunchOptions} options
+   */
   constructor(options) {
     checkOptions(options); // bad options fail here, before anything is started
     if (options.detached) throw new TypeError(DETACHED_REMOVED);
@@ -91,7 +131,7 @@ class Job extends FeedJob {
     // request pipe), and let go at the end
     const input = this.stdin || (STDIN_MODES[stdin] === 'inherit' ? process.stdin : null);
     if (input) {
-      const onData = (chunk) => this._server.send({ op: 'stdin', job: this.id, data: Buffer.from(chunk).toString('base64') });
+      const onData = (/** @type {Buffer} */ chunk) => this._server.send({ op: 'stdin', job: this.id, data: Buffer.from(chunk).toString('base64') });
       const onEnd = () => this._server.send({ op: 'stdin_end', job: this.id });
       input.on('data', onData);
       input.once('end', onEnd);
@@ -118,6 +158,8 @@ class Job extends FeedJob {
   /**
    * The user sent the process `signal` (SIGINT / SIGTERM / SIGHUP) outside cancel(), as the
    * shell adapter's kill() does: the report's `cancel` says by what (by: 'signal').
+   * @param {string} signal
+   * @param {string} reason
    */
   noteUserSignal(signal, reason) {
     this._server.send({ op: 'user_signal', job: this.id, signal, reason });
@@ -128,6 +170,8 @@ class Job extends FeedJob {
    * it, so its exit is judged as the user's stop (the shell adapter's kill()). Sent by this
    * process on hearing of the spawn, it could come before the note did, and the job was
    * called crashed. For SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGKILL.
+   * @param {string} signal
+   * @param {string} reason
    */
   _stopWith(signal, reason) {
     this._server.send({ op: 'user_signal', job: this.id, signal, reason, send: true });
@@ -137,6 +181,7 @@ class Job extends FeedJob {
    * Send a message (any JSON-like value) to the training script (worker.on_message() /
    * worker.receive()), in order; held until the worker says hello. Throws a RangeError for a
    * value that cannot be sent, an Error once the job ended.
+   * @param {unknown} data
    */
   send(data) {
     const problem = messageProblem(data);
@@ -153,13 +198,19 @@ class Job extends FeedJob {
     });
   }
 
-  /** Every thread's Python stack, from the worker (null: no worker, or no answer in time). */
+  /**
+   * Every thread's Python stack, from the worker (null: no worker, or no answer in time).
+   * @returns {Promise<string | null>}
+   */
   async dumpStacks({ timeout = 2 } = {}) {
     const reply = await this._ask('dump_stacks', { timeout }, timeout);
     return reply && typeof reply.stacks === 'string' ? reply.stacks : null;
   }
 
-  /** Round trip to the worker's beacon in seconds (null: no worker, or no answer in time). */
+  /**
+   * Round trip to the worker's beacon in seconds (null: no worker, or no answer in time).
+   * @returns {Promise<number | null>}
+   */
   async ping({ timeout = 2 } = {}) {
     const reply = await this._ask('ping', { timeout }, timeout);
     return reply && reply.ok && typeof reply.rtt_s === 'number' ? reply.rtt_s : null;
@@ -168,6 +219,8 @@ class Job extends FeedJob {
   /**
    * The TRAINBRIDGE_* variables for this job's ranks on other hosts (bridge's Job.remote_env):
    * the supervisor listens on tcp://address:port with CurveZMQ. Rejects a loopback address.
+   * @param {string} address
+   * @returns {Promise<Record<string, string>>}
    */
   async remoteEnv(address, port = 0) {
     const reply = await this._ask('remote_env', { address, port }, 10);
@@ -176,6 +229,13 @@ class Job extends FeedJob {
     return reply.env;
   }
 
+  /**
+   * A request to the supervisor about the job: its reply, or null (ended, gone, no answer in time).
+   * @param {string} op
+   * @param {Record<string, unknown>} fields
+   * @param {number} timeout seconds
+   * @returns {Promise<FeedLine | null>}
+   */
   _ask(op, fields, timeout) {
     if (this.report) return Promise.resolve(null);
     const request = this._server.requestId();
@@ -183,7 +243,10 @@ class Job extends FeedJob {
     return this._reply(request, (Number(timeout) + 1) * 1000);
   }
 
-  /** An AbortSignal (as execa's and child_process's): its abort cancels the job. */
+  /**
+   * An AbortSignal (as execa's and child_process's): its abort cancels the job.
+   * @param {AbortSignalLike} signal
+   */
   _followAbortSignal(signal) {
     const onAbort = () => this.cancel();
     if (signal.aborted) {
@@ -195,13 +258,17 @@ class Job extends FeedJob {
   }
 
   // --- from the server ------------------------------------------------------------------
-  /** A line of the server's feed for this job. */
+  /**
+   * A line of the server's feed for this job.
+   * @param {FeedLine} event
+   */
   _fromServer(event) {
     if (event.event === 'raw') {
-      const stream = this[event.stream];
+      const stream = this[/** @type {'stdout' | 'stderr'} */ (event.stream)];
       if (stream) stream.write(Buffer.from(event.data, 'base64'));
     } else if (event.event === 'raw_end') {
-      if (this[event.stream]) this[event.stream].end();
+      const stream = this[/** @type {'stdout' | 'stderr'} */ (event.stream)];
+      if (stream) stream.end();
     } else if (event.event === 'launch_failed') {
       this._launchFailed(event);
     } else {
@@ -211,7 +278,10 @@ class Job extends FeedJob {
     }
   }
 
-  /** The command could not be started (not found, not executable, bad cwd): no report. */
+  /**
+   * The command could not be started (not found, not executable, bad cwd): no report.
+   * @param {FeedLine} event the server's launch_failed line, or the server's own {message}
+   */
   _launchFailed(event) {
     this._server.forget(this);
     const error = new LaunchError(String(event.message));
@@ -225,6 +295,7 @@ class Job extends FeedJob {
    * report says what was last known, in the fields a scheduled job's lost report has
    * (bridge/scheduler.py _short_report): the judge's last stage and progress, the note, and
    * the note as the reason. No verdict is made here: the judge is gone.
+   * @param {string} why
    */
   _lost(why) {
     if (this.report) return;
@@ -249,6 +320,7 @@ class Job extends FeedJob {
     for (const stream of [this.stdout, this.stderr]) if (stream && !stream.writableEnded) stream.end();
   }
 
+  /** @param {Report} report */
   _settle(report) {
     if (this._options.rejectOnFailure && FAILED_OUTCOMES.includes(report.outcome)) {
       this._rejectDone(new JobFailedError(report));
@@ -262,13 +334,15 @@ class Job extends FeedJob {
  * Why `data` cannot go to the worker as a message (docs/PROTOCOL.md "Limits"), or null: a value
  * JSON cannot carry, one deeper than MAX_DEPTH, or more than MAX_MESSAGE_BYTES. The supervisor
  * checks it again with the codec (its refusal reaches 'error').
+ * @param {unknown} data
+ * @returns {string | null}
  */
 function messageProblem(data) {
   let text;
   try {
     text = JSON.stringify(data, (key, value) => (typeof value === 'bigint' ? value.toString() : value));
   } catch (err) {
-    return err.message;
+    return /** @type {Error} */ (err).message;
   }
   if (text === undefined) return `a ${typeof data} is not a JSON value`;
   const bytes = Buffer.byteLength(text);
@@ -290,6 +364,7 @@ function messageProblem(data) {
 
 /** `done`'s rejection with rejectOnFailure: the job failed, crashed or hung; `report` says how. */
 class JobFailedError extends Error {
+  /** @param {Report} report */
   constructor(report) {
     super(`trainbridge: ${report.summary || `the job ${report.outcome}`}`);
     this.name = 'JobFailedError';

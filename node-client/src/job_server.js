@@ -21,19 +21,33 @@ const jsonform = require('./jsonform.js');
 const { LaunchError } = require('./job_arguments.js');
 
 const STDERR_KEPT = 16 * 1024; // of the server's stderr, for the report when it dies
+/** @type {Map<string, JobServer>} */
 const servers = new Map(); // Python interpreter -> its JobServer (this process's own)
 
+/** @typedef {import('./job.js').Job} Job */
+/**
+ * What whenReady() resolves to: the server's pid (its 'ready' line's) and its Python.
+ * @typedef {{pid: number | null, python: string}} ServerInfo
+ */
+
 class JobServer {
+  /** @param {string} python */
   constructor(python) {
     this.python = python;
+    /** @type {number | null} */
     this.pid = null;
     this.ready = false; // it said it serves (its first line)
+    /** @type {Map<string, Job>} */
     this._jobs = new Map(); // job id -> Job, while it runs
     this._stderr = '';
+    /** @type {string | null} */
     this._gone = null; // why the server is gone (a sentence), once it is
+    /** @type {string | null} */
     this._spawnError = null; // the Python could not be started at all (not found, not executable)
     this._nextRequest = 1;
+    /** @type {string[]} */
     this._outbox = []; // request lines of this tick, written together at its end (send)
+    /** @type {[(info: ServerInfo) => void, (err: Error) => void][]} */
     this._readyWaiters = []; // prepare()'s: [resolve, reject]
     this._proc = spawn(python, ['-m', 'trainbridge.bridge.jobserve'], {
       env: helperEnv(), stdio: ['pipe', 'pipe', 'pipe'],
@@ -49,7 +63,11 @@ class JobServer {
     this._idle();
   }
 
-  /** This process's server for `python`, started on first use (a dead one is replaced). */
+  /**
+   * This process's server for `python`, started on first use (a dead one is replaced).
+   * @param {string} python
+   * @returns {JobServer}
+   */
   static for(python) {
     let server = servers.get(python);
     if (!server || server._gone) {
@@ -59,12 +77,15 @@ class JobServer {
     return server;
   }
 
-  /** Resolves to {pid, python} once the server serves; rejects with why it cannot start. */
+  /**
+   * Resolves to {pid, python} once the server serves; rejects with why it cannot start.
+   * @returns {Promise<ServerInfo>}
+   */
   whenReady() {
     if (this._gone) return Promise.reject(new LaunchError(this.ready ? this._gone : this._startFailure(this._gone)));
     if (this.ready) return Promise.resolve({ pid: this.pid, python: this.python });
     this._busy(); // an awaited prepare() keeps this process alive until it is answered
-    return new Promise((resolve, reject) => this._readyWaiters.push([resolve, reject]))
+    return /** @type {Promise<ServerInfo>} */ (new Promise((resolve, reject) => this._readyWaiters.push([resolve, reject])))
       .finally(() => { if (!this._jobs.size && !this._gone) this._idle(); });
   }
 
@@ -75,7 +96,11 @@ class JobServer {
     return id;
   }
 
-  /** Start `job` (its events go to job._deliver, its end to job._lost when the server dies). */
+  /**
+   * Start `job` (its events go to job._deliver, its end to job._lost when the server dies).
+   * @param {Job} job
+   * @param {Record<string, unknown>} request
+   */
   launch(job, request) {
     this._jobs.set(job.id, job);
     this._busy();
@@ -86,6 +111,8 @@ class JobServer {
    * One request line; false when the server is gone (nothing was sent). The lines of one tick
    * go in one write, so the server reads them together: a kill() right after a launch is read
    * with it, and sent the moment the process exists (bridge/jobserve.py first_stop).
+   * @param {Record<string, unknown>} request
+   * @returns {boolean}
    */
   send(request) {
     if (this._gone) return false;
@@ -100,18 +127,22 @@ class JobServer {
     if (!this._gone) this._proc.stdin.write(text);
   }
 
-  /** `job` ended: it hears nothing more from here. */
+  /**
+   * `job` ended: it hears nothing more from here.
+   * @param {Job} job
+   */
   forget(job) {
     this._jobs.delete(job.id);
     if (!this._jobs.size) this._idle();
   }
 
+  /** @param {string} line */
   _route(line) {
     let event;
     try {
       event = jsonform.parse(line);
     } catch (err) {
-      this._stderr = `${this._stderr}a line of its feed is not JSON (${err.message}): ${line.slice(0, 200)}\n`.slice(-STDERR_KEPT);
+      this._stderr = `${this._stderr}a line of its feed is not JSON (${/** @type {Error} */ (err).message}): ${line.slice(0, 200)}\n`.slice(-STDERR_KEPT);
       return;
     }
     if (event.event === 'ready') {
@@ -128,6 +159,7 @@ class JobServer {
     if (job) job._fromServer(event);
   }
 
+  /** @param {string} why */
   _onGone(why) {
     if (this._gone) return;
     this._gone = `the trainbridge supervisor (${this.python} -m trainbridge.bridge.jobserve${this.pid ? `, pid ${this.pid}` : ''}) is gone: ${why}`;
@@ -143,7 +175,11 @@ class JobServer {
     this._jobs.clear();
   }
 
-  /** Why a server that never said it serves could not start (a sentence). */
+  /**
+   * Why a server that never said it serves could not start (a sentence).
+   * @param {string} why
+   * @returns {string}
+   */
   _startFailure(why) {
     return this._spawnError
       || `cannot run the trainbridge supervisor with ${this.python}: ${this._stderr ? helperFailure(this._stderr) : why}`;
