@@ -12,7 +12,13 @@ The names below are loaded on first use, so that importing a light submodule (th
 `run --transparent`, which spawns before it loads the rest) costs no zmq import.
 """
 
+from __future__ import annotations
+
 import sys as _sys
+
+TYPE_CHECKING = False  # no typing import: `run --transparent` spawns before it loads more
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _check_client_requirements() -> None:
@@ -46,7 +52,7 @@ _check_client_requirements()
 __all__ = ["Job", "LaunchError", "Report", "Scheduler", "launch"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in ("Job", "Report", "launch"):
         from trainbridge.bridge import job
 

@@ -104,7 +104,8 @@ class stage:
     def __init__(self, name: str, budget: Optional[float] = None):
         self.name = str(name)
         self.budget = budget
-        self._open: list = []  # (depth, start) per entry, so one object can be re-entered
+        # (depth, start) per entry, so one object can be re-entered
+        self._open: list[tuple[Any, float]] = []
 
     def __enter__(self) -> stage:
         try:

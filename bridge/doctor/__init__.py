@@ -2,7 +2,7 @@
 
     python -m trainbridge.bridge.doctor [--python PATH] [--json] [--timeout S] [--host HOST ...]
     trainbridge doctor ...                  (bridge/cli.py wires cli.add_arguments/run_cli)
-    bridge.doctor.doctor(python=None, timeout=20.0, hosts=None) -> dict
+    bridge.doctor.doctor(python=None, timeout=20.0, hosts=None) -> dict[str, Any]
 
 This module is the package's API and report assembly; the command line and its table are in
 cli.py. The checks run in a child of
@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from . import rules
 from .net import Target, plan_targets, probe_all
@@ -94,7 +94,7 @@ DOING = {
 FAIL_ON_ERROR = ("torch", "torch_cuda", "torch_tensor")
 
 
-def _known_gpus(nvidia: Mapping, system: str) -> Optional[list[dict]]:
+def _known_gpus(nvidia: Mapping[str, Any], system: str) -> Optional[list[dict[str, Any]]]:
     """The GPUs the driver lists: [] when there is certainly no driver, None when unknown."""
     if "gpus" in nvidia:
         return list(nvidia["gpus"])
@@ -109,10 +109,10 @@ def _known_gpus(nvidia: Mapping, system: str) -> Optional[list[dict]]:
 def _entry(
     name: str,
     verdict: Verdict,
-    facts: Optional[dict] = None,
+    facts: Optional[dict[str, Any]] = None,
     duration_s: float = 0.0,
     stack: Optional[str] = None,
-) -> dict:
+) -> dict[str, Any]:
     return {
         "name": name,
         "verdict": verdict.verdict,
@@ -124,7 +124,7 @@ def _entry(
     }
 
 
-def _run_verdict(run: CheckRun, decide) -> Verdict:
+def _run_verdict(run: CheckRun, decide: Callable[[dict[str, Any]], Verdict]) -> Verdict:
     """A check's verdict, whatever became of its child: hung/crashed/not run come first."""
     if run.status == RUN_HUNG:
         return Verdict(
@@ -141,7 +141,7 @@ def _run_verdict(run: CheckRun, decide) -> Verdict:
     if run.status == NOT_RUN:
         if (run.error or "").startswith("cannot start"):
             return Verdict(
-                FAIL, run.error, "pass --python the path of the training venv's interpreter"
+                FAIL, str(run.error), "pass --python the path of the training venv's interpreter"
             )
         return Verdict(SKIP, "not run: %s" % run.error)
     if run.error:
@@ -157,14 +157,14 @@ def _run_verdict(run: CheckRun, decide) -> Verdict:
 def assemble(
     python: str,
     runs: Mapping[str, CheckRun],
-    net: Mapping[str, dict],
+    net: Mapping[str, dict[str, Any]],
     targets: Sequence[Target],
     env: Mapping[str, str],
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Pure: probe results, host results and the environment -> the report's check rows,
     in order."""
 
-    def facts(name: str) -> dict:
+    def facts(name: str) -> dict[str, Any]:
         run = runs.get(name)
         return run.facts if run is not None and run.status == DONE else {}
 
@@ -250,7 +250,7 @@ def doctor(
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     env: Optional[Mapping[str, str]] = None,
     cwd: Optional[str] = None,
-) -> dict:
+) -> dict[str, Any]:
     """Check the environment of `python` (default: this interpreter) and return the report dict.
 
     timeout: deadline of each check in the target (a check past it is reported `hung`).
@@ -260,7 +260,9 @@ def doctor(
     python = python or sys.executable
     env = dict(os.environ if env is None else env)
     targets = plan_targets(env, list(hosts or ()))
-    net: list[dict[str, dict]] = []  # filled in one step by the thread: never read half-written
+    net: list[
+        dict[str, dict[str, Any]]
+    ] = []  # filled in one step by the thread: never read half-written
     net_thread = threading.Thread(
         target=lambda: net.append(probe_all(targets, connect_timeout)),
         daemon=True,
