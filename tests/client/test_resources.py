@@ -94,3 +94,51 @@ def test_the_first_sample_is_a_period_after_the_first_heartbeat_not_at_the_spawn
     sampling.due("job", me, deliver)
     assert delivered.wait(30), "no sample a period after the first heartbeat"
     assert len(got) == 1 and got[0]["rss_bytes"] > 1024 * 1024, got
+
+
+def test_a_zombie_is_not_sampled_as_a_process_of_no_memory():
+    """The last sample of a job could come while its process had ended and was not reaped
+    yet: /proc still lists a zombie, with no memory, and the job's memory curve fell to 0 at
+    its end (a full run beside CPU loops caught it). A zombie is not sampled: a tree's
+    zombie child is left out, and a zombie root is gone."""
+    import subprocess
+    import time
+
+    from trainbridge.bridge import procfs
+
+    def zombie_soon(pid):
+        deadline = time.monotonic() + 30
+        while (procfs.stat_fields(pid) or ["?"])[0] != "Z":
+            assert time.monotonic() < deadline, f"{pid} did not become a zombie"
+            time.sleep(0.02)  # polling /proc with a deadline: nothing tells us
+
+    sampler = resources.Sampler(probe=lambda: None)
+    # A parent that never reaps its child: the child stays a zombie below a live root.
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time\n"
+            "child = subprocess.Popen(['true'])\n"
+            "print(child.pid, flush=True)\n"
+            "time.sleep(60)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        child = int(parent.stdout.readline())
+        zombie_soon(child)
+        sample = sampler.sample(parent.pid)
+        assert sample is not None and sample["processes"] == 1, sample
+        assert sample["rss_bytes"] > 0, sample
+    finally:
+        parent.kill()
+        parent.wait()
+    # A root that ended, not reaped yet (Popen without wait): no sample, as a gone one.
+    ended = subprocess.Popen(["true"])
+    try:
+        zombie_soon(ended.pid)
+        assert sampler.sample(ended.pid) is None
+    finally:
+        ended.wait()
