@@ -28,12 +28,30 @@ import os
 import shutil
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
 
 import zmq
 
 from trainbridge.bridge import intake, launcher, resources
 from trainbridge.protocol import codec
+
+if TYPE_CHECKING:
+    from trainbridge.bridge.channel import Channel
+
+
+class HubJob(Protocol):
+    """What the hub uses of a Job (bridge/job.py), named here: the hub imports no Job."""
+
+    id: str
+    channel: Channel
+
+    def next_wakeup(self) -> Optional[float]: ...
+
+    def tick(self, now: float) -> None: ...
+
+    def paused(self, seconds: float) -> None: ...
+
+    def fail_internal(self, exc: BaseException) -> None: ...
 
 IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
 # Memory budget for input not yet read (docs/PROTOCOL.md "Limits"): libzmq queues at most
@@ -62,7 +80,7 @@ class _Early:
     __slots__ = ("frames", "size", "over", "over_budget")
 
     def __init__(self) -> None:
-        self.frames: list[list] = []
+        self.frames: list[list[Any]] = []  # each: bytes, or zmq.Frame where not copied
         self.size = 0
         self.over = 0  # past EARLY_MAX_*: reported as the job's early_overflow
         self.over_budget = 0  # dropped unverified (intake budget): the job's over_budget
@@ -71,7 +89,7 @@ class _Early:
         """Every message that came for the job: held, or dropped and counted."""
         return len(self.frames) + self.over + self.over_budget
 
-    def hold(self, frames: list) -> None:
+    def hold(self, frames: list[Any]) -> None:
         size = frames_size(frames)
         if len(self.frames) >= EARLY_MAX_MESSAGES or self.size + size > EARLY_MAX_BYTES:
             self.over += 1
@@ -102,7 +120,7 @@ class Hub:
 
     def __init__(self, runtime_dir: Optional[str] = None, expect: Optional[str] = None) -> None:
         self.runtime_dir = runtime_dir or launcher.make_runtime_dir()
-        self.jobs: dict[str, Any] = {}  # job id -> Job (I/O thread only)
+        self.jobs: dict[str, HubJob] = {}  # job id -> Job (I/O thread only)
         self.unrouted = 0  # messages for no job this client serves (reports show their share)
         self.resources = resources.Sampling()  # for jobs launched with sample_resources
         self.budget = intake.budget_initial()  # unauthenticated input, all connections
@@ -111,7 +129,7 @@ class Hub:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._fds: dict[int, Callable[[], None]] = {}
-        self._owners: dict[int, Any] = {}  # fd -> the job it belongs to (None: the hub's)
+        self._owners: dict[int, Optional[HubJob]] = {}  # fd -> its job (None: the hub's)
         self._ready = threading.Event()
         self._looked_at: Optional[float] = None  # when the reactor last read or polled (_unread)
         self._stop = False
@@ -125,8 +143,8 @@ class Hub:
         # job id -> what came for it before it was attached (held from the first read on)
         self._early: dict[str, _Early] = {} if expect is None else {expect: _Early()}
         # Each job's next wakeup (inf: none), asked again only of the jobs touched since.
-        self._wakeups: dict[Any, float] = {}
-        self._touched: set[Any] = set()
+        self._wakeups: dict[HubJob, float] = {}
+        self._touched: set[HubJob] = set()
         self._thread = threading.Thread(target=self._run, name="trainbridge-hub", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -185,8 +203,9 @@ class Hub:
             raise RuntimeError("trainbridge: the hub did not answer listen() within 10 s")
         if isinstance(out[0], BaseException):
             raise out[0]
-        self.listening[address] = out[0]
-        return out[0]
+        bound: tuple[str, str] = out[0]
+        self.listening[address] = bound
+        return bound
 
     def expect(self, job_id: str) -> None:
         """Hold every message for `job_id` from now until the job is attached
@@ -196,7 +215,12 @@ class Hub:
             self._early.setdefault(job_id, _Early())
             return
         done = threading.Event()
-        self.call(lambda: (self._early.setdefault(job_id, _Early()), done.set()))
+
+        def hold() -> None:
+            self._early.setdefault(job_id, _Early())
+            done.set()
+
+        self.call(hold)
         if not done.wait(10):
             raise RuntimeError("trainbridge: the hub did not answer expect() within 10 s")
 
@@ -207,11 +231,11 @@ class Hub:
         return early.count() if early is not None else 0
 
     # --- I/O thread: registration -------------------------------------------------------
-    def add_job(self, job: Any) -> None:
+    def add_job(self, job: HubJob) -> None:
         self.jobs[job.id] = job
         self._touched.add(job)
 
-    def release_early(self, job: Any) -> None:
+    def release_early(self, job: HubJob) -> None:
         """The job is attached: hand it what was held for it, in the order it came."""
         early = self._early.pop(job.id, None)
         if early is None:
@@ -340,7 +364,9 @@ class Hub:
         for job in list(self.jobs.values()):
             self._for_job(job, job.paused, gap)
 
-    def _for_job(self, job: Any, fn: Callable[..., Any], *args: Any, touch: bool = True) -> Any:
+    def _for_job(
+        self, job: HubJob, fn: Callable[..., Any], *args: Any, touch: bool = True
+    ) -> Any:
         """Run one job's piece of reactor work. If it raises (a bug in trainbridge), that
         job alone fails with an `internal` diagnosis; the reactor serves the others."""
         if touch:
@@ -370,7 +396,7 @@ class Hub:
             # Over the budget for unauthenticated input (intake.over_budget), a suspect
             # sender's parts are taken without a copy and dropped unverified.
             drop = intake.over_budget(self.budget, routing_id.decode("latin-1"), time.monotonic())
-            frames = [routing_id]
+            frames: list[Any] = [routing_id]
             while self._sock.get(zmq.RCVMORE):
                 frames.append(self._sock.recv(copy=not drop))
             if drop:
@@ -404,7 +430,7 @@ class Hub:
         if not ip.is_loopback:
             self.peer_addr[routing_id] = addr
 
-    def _route(self, frames: list) -> None:
+    def _route(self, frames: list[Any]) -> None:
         routing_id = frames[0]
         job_id, _ = intake.parse_routing_id(routing_id)
         early = self._early_for(job_id)
@@ -420,7 +446,7 @@ class Hub:
         self._for_job(job, job.channel.receive, routing_id, frames[1:])
 
 
-def frames_size(frames: list) -> int:
+def frames_size(frames: list[Any]) -> int:
     return sum(len(frame) for frame in frames)
 
 
@@ -438,7 +464,7 @@ def _guarded(fn: Callable[..., None], *args: Any) -> None:
         )
 
 
-def _bind(sock: zmq.Socket, runtime_dir: str) -> tuple[str, Optional[str]]:
+def _bind(sock: zmq.Socket[bytes], runtime_dir: str) -> tuple[str, Optional[str]]:
     """(endpoint, server key or None). ipc lives in the private (0700) runtime directory:
     only this user can connect. On the tcp fallback any local user could, so the socket is
     a CurveZMQ server whose public key only the job's environment holds (TRAINBRIDGE_SERVER_KEY,
@@ -464,7 +490,7 @@ def _bind(sock: zmq.Socket, runtime_dir: str) -> tuple[str, Optional[str]]:
     return f"tcp://127.0.0.1:{port}", public.decode("ascii")
 
 
-def _listen(sock: zmq.Socket, address: str, port: int) -> tuple[str, str]:
+def _listen(sock: zmq.Socket[bytes], address: str, port: int) -> tuple[str, str]:
     """Bind tcp://address:port as a CurveZMQ server (I/O thread). libzmq copies the
     security options into each listener at bind time: the ipc endpoint bound before stays
     as it was, and a peer of this one that does not hold the public key fails the
