@@ -53,6 +53,7 @@ class HubJob(Protocol):
 
     def fail_internal(self, exc: BaseException) -> None: ...
 
+
 IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; keep a margin
 # Memory budget for input not yet read (docs/PROTOCOL.md "Limits"): libzmq queues at most
 # RCVHWM messages per connection, each at most MAXMSGSIZE a frame, before it stops reading
@@ -364,9 +365,7 @@ class Hub:
         for job in list(self.jobs.values()):
             self._for_job(job, job.paused, gap)
 
-    def _for_job(
-        self, job: HubJob, fn: Callable[..., Any], *args: Any, touch: bool = True
-    ) -> Any:
+    def _for_job(self, job: HubJob, fn: Callable[..., Any], *args: Any, touch: bool = True) -> Any:
         """Run one job's piece of reactor work. If it raises (a bug in trainbridge), that
         job alone fails with an `internal` diagnosis; the reactor serves the others."""
         if touch:
