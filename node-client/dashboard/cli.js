@@ -20,7 +20,18 @@ const { loadToken } = require('./token.js');
 const { MemorySource } = require('./source.js');
 const { StoreSource } = require('./store_source.js');
 
+/**
+ * The command line as read: each path resolved; help when -h or --help was given.
+ * @typedef {{host: string, port: number, tokenFile: string | null, noToken: boolean, dataDir: string | null,
+ *   store: string | undefined, memory: boolean, help?: boolean}} Args
+ */
+
+/**
+ * @param {string[]} argv
+ * @returns {Args}
+ */
 function parseArgs(argv) {
+  /** @type {Args} */
   const out = { host: '127.0.0.1', port: 8765, tokenFile: null, noToken: false, dataDir: null, store: undefined, memory: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -52,7 +63,7 @@ async function main() {
   try {
     args = parseArgs(process.argv.slice(2));
   } catch (err) {
-    process.stderr.write(`trainbridge dashboard: ${err.message}\n`);
+    process.stderr.write(`trainbridge dashboard: ${/** @type {Error} */ (err).message}\n`);
     process.exitCode = 2;
     return;
   }
@@ -73,6 +84,7 @@ async function main() {
   let tokenSource = null;
   try {
     // The job store by default (jobs outlive the dashboard); --memory runs them in this process.
+    /** @type {{token?: string, noToken?: boolean, source: string | null}} */
     const auth = args.noToken ? { noToken: true, source: null } : loadToken({ file: args.tokenFile });
     /** @type {any} MemorySource or StoreSource (refresh() and path: the store's only) */
     const source = args.memory ? new MemorySource(args.dataDir ? { dataDir: args.dataDir } : {})
@@ -82,7 +94,7 @@ async function main() {
     dash = await startDashboard({ host: args.host, port: args.port, token: auth.token, noToken: auth.noToken, source });
     tokenSource = auth.source;
   } catch (err) {
-    process.stderr.write(`trainbridge dashboard: ${err.message}\n`);
+    process.stderr.write(`trainbridge dashboard: ${/** @type {Error} */ (err).message}\n`);
     if (sourceToClose) await sourceToClose.close().catch(() => undefined);
     process.exitCode = 2;
     return;
@@ -96,6 +108,7 @@ async function main() {
       + 'cancel and read your jobs through this port, and run commands as you\n');
   }
   let stopping = false;
+  /** @param {string} signal */
   const stop = async (signal) => {
     if (stopping) return;
     stopping = true;

@@ -25,8 +25,18 @@ const { StoreSource } = require('./store_source.js');
 const { SpecError } = require('./spec.js');
 const { newToken } = require('./token.js');
 
+/** @typedef {import('node:http').IncomingMessage} IncomingMessage */
+/** @typedef {import('node:http').ServerResponse} ServerResponse */
+/** @typedef {{send: (event: string, data: unknown) => void}} Channel where a topic writes (watchJob, watchList) */
+/** @typedef {Channel & {onClose: (fn: () => void) => void}} SseStream sse()'s */
+/** @typedef {{jobId: string | null, stop: () => void}} Watched a topic a browser's stream carries */
+/** @typedef {{stream: SseStream, watched: Map<string, Watched>}} Mux a browser's multiplexed stream (muxStream()) */
+/** @typedef {{jobId?: string | null, mux?: Mux, end: () => void}} OpenStream a page's stream, or a browser's */
+/** @typedef {import('./model.js').Delta} Delta */
+
 const PUBLIC = path.join(__dirname, 'public');
 const UPLOT = path.dirname(require.resolve('uplot/dist/uPlot.esm.js'));
+/** @type {Record<string, [string, string]>} */
 const STATIC = {
   '/': [path.join(PUBLIC, 'index.html'), 'text/html; charset=utf-8'],
   '/app.js': [path.join(PUBLIC, 'app.js'), 'text/javascript; charset=utf-8'],
@@ -39,11 +49,13 @@ const STATIC = {
   '/vendor/uPlot.esm.js': [path.join(UPLOT, 'uPlot.esm.js'), 'text/javascript; charset=utf-8'],
   '/vendor/uPlot.min.css': [path.join(UPLOT, 'uPlot.min.css'), 'text/css; charset=utf-8'],
 };
+/** @type {Record<string, string>} */
 const IMAGE_TYPES = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp', '.gif': 'image/gif', '.bmp': 'image/bmp' };
 const FLUSH_MS = 100; // a page gets at most ten updates a second, however fast the job talks
 const LIST_FLUSH_MS = 250;
 const BODY_MAX = 64 * 1024;
 
+/** @type {(host: string) => boolean} */
 const isLoopback = (host) => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 
 /** On every answer: no page may frame this one (clickjacking), nor sniff types, nor learn its address. */
@@ -60,20 +72,27 @@ const LOGIN_PAGE = `<!doctype html><meta charset="utf-8"><title>trainbridge dash
 `;
 
 class HttpError extends Error {
+  /** @param {number} status @param {string} message */
   constructor(status, message) {
     super(message);
     this.status = status;
   }
 }
 
+/** @param {ServerResponse} res @param {number} status @param {unknown} value */
 function sendJSON(res, status, value) {
   const body = typeof value === 'string' ? value : jsonform.stringify(value);
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' });
   res.end(body);
 }
 
+/**
+ * @param {IncomingMessage} req
+ * @returns {Promise<any>} the body as parsed (arbitrary JSON): each field is checked where it is read
+ */
 function readBody(req) {
   return new Promise((resolve, reject) => {
+    /** @type {Buffer[]} */
     const chunks = [];
     let size = 0;
     req.on('data', (c) => {
@@ -87,19 +106,23 @@ function readBody(req) {
       try {
         resolve(size ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {});
       } catch (err) {
-        reject(new HttpError(400, `the request body is not JSON: ${err.message}`));
+        reject(new HttpError(400, `the request body is not JSON: ${/** @type {Error} */ (err).message}`));
       }
     });
     req.on('error', reject);
   });
 }
 
-/** The server's clock with each view, so a page can extend the open stage's bar in between. */
+/**
+ * The server's clock with each view, so a page can extend the open stage's bar in between.
+ * @param {{head: Record<string, unknown>}} message
+ */
 function withNow(message) {
   message.head.now = Date.now();
   return message;
 }
 
+/** @param {IncomingMessage} req @param {string} name @returns {string | null} */
 function cookie(req, name) {
   for (const part of String(req.headers.cookie || '').split(';')) {
     const [k, ...v] = part.trim().split('=');
@@ -108,6 +131,7 @@ function cookie(req, name) {
   return null;
 }
 
+/** @param {unknown} a @param {unknown} b */
 function sameToken(a, b) {
   if (typeof a !== 'string' || typeof b !== 'string') return false;
   const x = crypto.createHash('sha256').update(a).digest();
@@ -122,7 +146,12 @@ function sameToken(a, b) {
  */
 const KEEPALIVE_MS = 2000;
 
-/** An SSE stream: send(event, data), plus `alive` every KEEPALIVE_MS (proxies keep it open too). */
+/**
+ * An SSE stream: send(event, data), plus `alive` every KEEPALIVE_MS (proxies keep it open too).
+ * @param {IncomingMessage} req
+ * @param {ServerResponse} res
+ * @returns {SseStream}
+ */
 function sse(req, res) {
   res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store',
     Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
@@ -172,7 +201,9 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
       throw err;
     }
   }
+  /** @type {Set<OpenStream>} */
   const streams = new Set(); // {jobId} of a page's stream, {mux} of a browser's: {end()} each
+  /** @type {Map<string, Mux>} */
   const muxes = new Map(); // sid -> a browser's multiplexed stream
   let bound = port;
 
@@ -180,6 +211,7 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
   // (two users, or two stores) do not take each other's.
   let cookieName = 'tb_token';
 
+  /** @param {IncomingMessage} req */
   function allowedHost(req) {
     if (!isLoopback(host)) return true; // off loopback the token is the guard
     const h = String(req.headers.host || '').toLowerCase();
@@ -187,6 +219,7 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
   }
 
   /** A request with an Origin must come from this origin; `null` (a sandboxed frame, a file:) and malformed ones are refused. */
+  /** @param {IncomingMessage} req */
   function allowedOrigin(req) {
     const origin = req.headers.origin;
     if (origin === undefined) return true;
@@ -198,6 +231,7 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     }
   }
 
+  /** @param {IncomingMessage} req */
   function authorised(req) {
     if (!token) return true;
     const auth = String(req.headers.authorization || '');
@@ -205,9 +239,10 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     return sameToken(cookie(req, cookieName), token);
   }
 
+  /** @param {IncomingMessage} req @param {ServerResponse} res */
   async function route(req, res) {
     for (const [name, value] of Object.entries(SAFE_HEADERS)) res.setHeader(name, value);
-    const url = new URL(req.url, 'http://dashboard');
+    const url = new URL(/** @type {string} */ (req.url), 'http://dashboard'); // a server's request has its url
     if (!allowedHost(req)) throw new HttpError(421, `this dashboard answers only to 127.0.0.1:${bound} or localhost:${bound}`);
     if (!allowedOrigin(req)) throw new HttpError(403, `request from origin ${JSON.stringify(req.headers.origin)} refused: only this dashboard's own pages may call it`);
     if (token && req.method === 'GET' && url.pathname === '/' && url.searchParams.has('token')) {
@@ -272,7 +307,8 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     const [, id, what] = m;
     const view = jobs.get(id);
     if (!view) throw new HttpError(404, `no job ${id} (the dashboard lists the jobs it knows at /)`);
-    if (req.method === 'GET' && !what) return sendJSON(res, 200, withNow(model.delta(view, null).message));
+    // cursor null: a message, never null
+    if (req.method === 'GET' && !what) return sendJSON(res, 200, withNow(/** @type {Delta} */ (model.delta(view, null).message)));
     if (req.method === 'GET' && what === 'stream') return pageStream(req, res, p);
     if (req.method === 'GET' && what === 'report') {
       const report = jobs.report(id);
@@ -283,7 +319,7 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     if (req.method === 'POST' && what === 'cancel') {
       if (view.state === 'ended') throw new HttpError(409, `job ${id} has already ended (${view.outcome})`);
       // The page sees the end through its stream; a failure is written where the server's user sees it.
-      jobs.cancel(id).catch((err) => process.stderr.write(`[dashboard] cancel ${id} failed: ${err.message}\n`));
+      jobs.cancel(id).catch((/** @type {Error} */ err) => process.stderr.write(`[dashboard] cancel ${id} failed: ${err.message}\n`));
       return sendJSON(res, 202, { id, cancelling: true });
     }
     if (req.method === 'POST' && what === 'rerun') {
@@ -309,6 +345,9 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
   /**
    * A file the job said it made (an `artifact`), by its number in the job's list: only those,
    * never a path from the request. Images are shown in the page; the rest is a download.
+   * @param {ServerResponse} res
+   * @param {string} id
+   * @param {number} n
    */
   function sendArtifact(res, id, n) {
     const view = jobs.get(id);
@@ -319,7 +358,7 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     try {
       stat = fs.statSync(entry.path);
     } catch (err) {
-      throw new HttpError(410, `${entry.path} is gone (${err.code}): the job, or someone, removed or moved it`);
+      throw new HttpError(410, `${entry.path} is gone (${/** @type {NodeJS.ErrnoException} */ (err).code}): the job, or someone, removed or moved it`);
     }
     if (!stat.isFile()) throw new HttpError(409, `${entry.path} is a directory (save_pretrained's): open it on the machine`);
     const ext = path.extname(entry.path).toLowerCase();
@@ -331,6 +370,7 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     else fs.createReadStream(entry.path, { start: 0, end: stat.size - 1 }).pipe(res);
   }
 
+  /** @param {ServerResponse} res @param {string} id */
   function sendLog(res, id) {
     const file = jobs.logPath(id);
     let stat = null;
@@ -350,8 +390,11 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
   // A topic is what one page watches: a job (its view's deltas, from a snapshot) or the list.
   // It writes to a channel, {send(event, data)}, and returns how to stop: the channel is an
   // SSE stream of its own (one per page) or a part of a browser's multiplexed stream (/api/mux).
+  /** @param {Channel} channel @param {string} id */
   function watchJob(channel, id) {
+    /** @type {import('./model.js').Cursor | null} */
     let cursor = null;
+    /** @type {NodeJS.Timeout | null} */
     let timer = null;
     const flush = () => {
       timer = null;
@@ -366,7 +409,9 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     return () => { if (detach) detach(); if (timer) clearTimeout(timer); };
   }
 
+  /** @param {Channel} channel */
   function watchList(channel) {
+    /** @type {NodeJS.Timeout | null} */
     let timer = null;
     const flush = () => {
       timer = null;
@@ -380,7 +425,8 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
 
   /**
    * The topic a page's stream address names: [jobId or null, start(channel) -> stop].
-   * @returns {[string | null, (channel: any) => () => void]}
+   * @param {string} address
+   * @returns {[string | null, (channel: Channel) => () => void]}
    */
   function topic(address) {
     if (address === '/api/stream') return [null, watchList];
@@ -390,7 +436,12 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     return [m[1], (channel) => watchJob(channel, m[1])];
   }
 
-  /** One page's own stream (a browser without SharedWorker, a script). */
+  /**
+   * One page's own stream (a browser without SharedWorker, a script).
+   * @param {IncomingMessage} req
+   * @param {ServerResponse} res
+   * @param {string} address
+   */
   function pageStream(req, res, address) {
     const [jobId, start] = topic(address);
     const stream = sse(req, res);
@@ -405,10 +456,13 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
    * browser gives a host six HTTP/1.1 connections, and a stream per tab spent them. It starts
    * with `mux {sid}`; POST /api/mux/<sid> {watch: {key: address}, unwatch: [key]} changes
    * what it carries; each message is `m {key, event, data}`, a watched topic's own event.
+   * @param {IncomingMessage} req
+   * @param {ServerResponse} res
    */
   function muxStream(req, res) {
     const stream = sse(req, res);
     const sid = crypto.randomBytes(16).toString('hex');
+    /** @type {Mux} */
     const mux = { stream, watched: new Map() }; // key -> {jobId, stop}
     muxes.set(sid, mux);
     const entry = { mux, end: () => res.end() };
@@ -422,19 +476,21 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     stream.send('mux', { sid });
   }
 
+  /** @param {string} sid @param {{watch?: unknown, unwatch?: unknown}} body as parsed: checked here */
   function muxChange(sid, { watch = {}, unwatch = [] }) {
     const mux = muxes.get(sid);
     if (!mux) throw new HttpError(404, `no stream ${sid}: it closed; open /api/mux again`);
     if (typeof watch !== 'object' || watch === null || Array.isArray(watch) || !Array.isArray(unwatch)) {
       throw new HttpError(400, 'send {"watch": {"<key>": "/api/jobs/<id>/stream"}, "unwatch": ["<key>"]}');
     }
+    /** @type {Record<string, {status: number, error: string}>} */
     const refused = {};
     for (const key of unwatch) {
       const w = mux.watched.get(String(key));
       if (w) { w.stop(); mux.watched.delete(String(key)); }
     }
     for (const [key, address] of Object.entries(watch)) {
-      if (mux.watched.has(key)) mux.watched.get(key).stop(); // watched again: from a snapshot
+      if (mux.watched.has(key)) /** @type {Watched} */ (mux.watched.get(key)).stop(); // watched again: from a snapshot
       try {
         const [jobId, start] = topic(String(address));
         mux.watched.set(key, { jobId, stop: start({ send: (event, data) => mux.stream.send('m', { key, event, data }) }) });
@@ -456,7 +512,7 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
   }, (req, res) => {
     route(req, res).catch((err) => {
       const status = err.status || 500;
-      if (status === 500) process.stderr.write(`[dashboard] ${req.method} ${req.url.split('?')[0]}: ${err.stack}\n`);
+      if (status === 500) process.stderr.write(`[dashboard] ${req.method} ${/** @type {string} */ (req.url).split('?')[0]}: ${err.stack}\n`);
       if (res.headersSent) res.end();
       else sendJSON(res, status, { error: String(err.message) });
     });
@@ -480,8 +536,9 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     token,
     server,
     source: jobs,
-    /** How many pages watch now: all, or one job's (a page's stream, or its part of a browser's). */
-    openStreams: (id) => [...streams].flatMap((e) => (e.mux ? [...e.mux.watched.values()] : [e]))
+    /** How many pages watch now: all, or one job's (a page's stream, or its part of a browser's). @param {string} [id] */
+    openStreams: (id) => [...streams]
+      .flatMap((e) => (e.mux ? [...e.mux.watched.values()] : /** @type {{jobId?: string | null}[]} */ ([e])))
       .filter((w) => id === undefined || w.jobId === id).length,
     /** How many event-stream connections are open now (a browser's shared one counts once). */
     openConnections: () => streams.size,

@@ -36,15 +36,28 @@ const model = require('./model.js');
 const { launchOptions } = require('./spec.js');
 const { privateDir } = require('../src/private_files.js');
 
+/** @typedef {import('./model.js').View} View */
+/** @typedef {import('../src/feed_job.js').Report} Report */
+/** @typedef {import('../src/job.js').Job} Job */
+/**
+ * A job a source follows: its view, the job (a launched Job here, an AttachedJob in
+ * StoreSource), its full log's file, and the pages' listeners (attach()).
+ * @typedef {{view: View, job: Job | import('../src/store.js').AttachedJob, logPath: string | null,
+ *   listeners: Set<() => void>}} Entry
+ */
+/** @typedef {(id: string | null) => void} Watcher watch()'s fn: a job's id, null for the queue */
+
 /** What pause()/resume() throw where jobs are not queued (the in-memory source). */
 class NoQueueError extends Error {}
 
+/** @template {Entry} [E=Entry] what it keeps of each job: StoreSource's entries also have the row */
 class MemorySource extends EventEmitter {
   /**
    * options: dataDir (job logs; default a new temp dir), python, env (the jobs' environment),
    * launchFn. Each job's supervisor samples its process tree (launch's sampleResources: the
    * 'resources' events, bridge/resources.py); nothing here reads /proc or nvidia-smi.
-   * @param {{dataDir?: string, python?: string, env?: NodeJS.ProcessEnv, launchFn?: (options: any) => any}} [options]
+   * @param {{dataDir?: string, python?: string, env?: NodeJS.ProcessEnv,
+   *   launchFn?: (options: import('../src/job.js').LaunchOptions) => Job}} [options]
    */
   constructor({ dataDir, python, env, launchFn = launch } = {}) {
     super();
@@ -54,7 +67,9 @@ class MemorySource extends EventEmitter {
     this._python = python;
     this._env = env;
     this._launch = launchFn;
+    /** @type {Map<string, E>} */
     this._jobs = new Map(); // id -> {view, job, logPath, listeners:Set}
+    /** @type {Set<Watcher>} */
     this._watchers = new Set();
     this._seq = 0;
   }
@@ -63,21 +78,25 @@ class MemorySource extends EventEmitter {
     return [...this._jobs.values()].map((e) => model.summaryOf(e.view)).reverse();
   }
 
+  /** @param {string} id */
   get(id) {
     const e = this._jobs.get(id);
     return e ? e.view : null;
   }
 
+  /** @param {string} id */
   report(id) {
     const e = this._jobs.get(id);
     return e && e.job ? e.job.report : null;
   }
 
+  /** @param {string} id */
   logPath(id) {
     const e = this._jobs.get(id);
     return e ? e.logPath : null;
   }
 
+  /** @param {string} id @param {() => void} fn */
   attach(id, fn) {
     const e = this._jobs.get(id);
     if (!e) return null;
@@ -85,20 +104,26 @@ class MemorySource extends EventEmitter {
     return () => e.listeners.delete(fn);
   }
 
+  /** @param {Watcher} fn */
   watch(fn) {
     this._watchers.add(fn);
     return () => this._watchers.delete(fn);
   }
 
+  /**
+   * @param {any} spec the request body as parsed (arbitrary JSON): checked by launchOptions()
+   * @returns {string | Promise<string>}
+   */
   submit(spec) {
     const { title, options } = launchOptions(spec, { python: this._python || resolvePython(), env: this._env || process.env });
     this._seq += 1;
     const logPath = path.join(this.dataDir, `job-${this._seq}.log`);
     const job = this._launch({ ...options, logPath, sampleResources: true });
     const view = model.createView({ id: job.id, title, command: job.command, spec, t: Date.now() });
-    const entry = { view, job, logPath, listeners: new Set() };
+    const entry = /** @type {E} */ ({ view, job, logPath, listeners: new Set() });
     this._jobs.set(job.id, entry);
     // Each event carries the supervisor's time of it (seconds): the view's timeline is the job's.
+    /** @type {(type: string) => (data: unknown, t: number | null) => void} */
     const fold = (type) => (data, t) => this._apply(entry, type, data, t);
     for (const type of model.FOLDED) job.on(type, fold(type));
     job.on('error', () => undefined); // Python errors are in the report; listening keeps them from throwing
@@ -116,6 +141,7 @@ class MemorySource extends EventEmitter {
     return job.id;
   }
 
+  /** @param {string} id */
   async cancel(id) {
     const e = this._jobs.get(id);
     if (!e) return null;
@@ -123,14 +149,14 @@ class MemorySource extends EventEmitter {
     return model.summaryOf(e.view);
   }
 
-  /** Submit an ended job's spec again (the form's, kept in its view); resolves to the new id. */
+  /** Submit an ended job's spec again (the form's, kept in its view); resolves to the new id. @param {string} id */
   async rerun(id) {
     const e = this._jobs.get(id);
     if (!e || !e.view.spec) throw new Error(`no spec of job ${id} to run again`);
     return this.submit(e.view.spec);
   }
 
-  /** Drop an ended job and its log; false when it is not ended (cancel it first). */
+  /** Drop an ended job and its log; false when it is not ended (cancel it first). @param {string} id */
   async forget(id) {
     const e = this._jobs.get(id);
     if (!e || e.view.state !== 'ended') return false;
@@ -140,15 +166,17 @@ class MemorySource extends EventEmitter {
     return true;
   }
 
-  /** null: jobs run at once here, there is no queue to pause. */
+  /** null: jobs run at once here, there is no queue to pause. @returns {Promise<{paused: boolean} | null>} */
   async queue() { return null; }
 
+  /** @returns {{paused: boolean} | null} */
   queueState() { return null; }
 
   async pause() { throw new NoQueueError('jobs run at once with --memory: there is no queue to pause (the job store has one)'); }
 
   async resume() { return this.pause(); }
 
+  /** @param {string} id */
   async dumpStacks(id) {
     const e = this._jobs.get(id);
     if (!e) return null;
@@ -164,7 +192,13 @@ class MemorySource extends EventEmitter {
     if (this._ownDir) fs.rmSync(this.dataDir, { recursive: true, force: true });
   }
 
-  /** Fold one event into the view; t: its time in seconds (the supervisor's), else now. */
+  /**
+   * Fold one event into the view; t: its time in seconds (the supervisor's), else now.
+   * @param {E} entry
+   * @param {string} type
+   * @param {unknown} data
+   * @param {number | null} [t]
+   */
   _apply(entry, type, data, t) {
     const at = typeof t === 'number' ? Math.round(t * 1000) : Date.now();
     if (entry.view.pid === null && entry.job.pid) model.apply(entry.view, { type: 'spawn', data: { pid: entry.job.pid }, t: at });
@@ -172,6 +206,7 @@ class MemorySource extends EventEmitter {
     this._notify(entry);
   }
 
+  /** @param {E} entry */
   _notify(entry) {
     for (const fn of entry.listeners) fn();
     for (const fn of this._watchers) fn(entry.view.id);

@@ -5,6 +5,14 @@ const model = require('./model.js');
 const { MemorySource, DUMP_TIMEOUT_S } = require('./source.js');
 const { launchOptions, titleOf } = require('./spec.js');
 
+/** @typedef {import('../src/store.js').StoredJob} StoredJob */
+/** @typedef {import('../src/store.js').StoreWatch} StoreWatch */
+/**
+ * A followed job (source.js Entry): its job an AttachedJob, with the store's row as last heard.
+ * @typedef {{view: import('./model.js').View, job: import('../src/store.js').AttachedJob, row: StoredJob,
+ *   logPath: string | null, listeners: Set<() => void>}} StoreEntry
+ */
+
 /**
  * Jobs in the scheduler's job store (docs/STORE.md, src/store.js): they run under their
  * keepers, not in this process, so they outlive the dashboard; a restarted dashboard attaches
@@ -16,19 +24,23 @@ const { launchOptions, titleOf } = require('./spec.js');
  * options: storePath (default: the store's default path), python, slots (the store's, as
  * openStore's: {jobs, gpus}; default the store's own), limit (the newest jobs followed and
  * shown, 100). Each job's keeper samples its process tree: its 'resources' events.
+ * @extends {MemorySource<StoreEntry>}
  */
 class StoreSource extends MemorySource {
-  /** @param {{storePath?: string, python?: string, slots?: {jobs?: number, gpus?: any[]}, limit?: number}} [options] */
+  /** @param {{storePath?: string, python?: string, slots?: {jobs?: number, gpus?: number[]}, limit?: number}} [options] */
   constructor({ storePath, python, slots, limit = 100 } = {}) {
     super({ dataDir: os.tmpdir(), python });
     this._ownDir = false;
     this._store = openStore(storePath, { ...(python ? { python } : {}), ...(slots ? { slots } : {}) });
     this.path = this._store.path;
     this._limit = limit;
+    /** @type {string | null} */
     this._lastError = null;
+    /** @type {StoredJob[] | null} */
     this._initial = []; // the rows before the watch is ready: only the newest `limit` are followed
     this._watch = this._store.watch();
     this._watch.on('job', (change) => this._change(change));
+    /** @type {boolean | null} */
     this._paused = null; // the queue's state, from the change feed
     this._watch.on('queue', ({ paused }) => {
       this._paused = paused;
@@ -39,8 +51,9 @@ class StoreSource extends MemorySource {
       if (message !== this._lastError) process.stderr.write(`[dashboard] cannot read the job store ${this.path}: ${message}\n`);
       this._lastError = message;
     });
-    this._ready = this._watch.ready.then(() => {
-      for (const row of this._initial.slice(-this._limit)) this._row(row);
+    // ready: set by store.watch(); _initial: null only once this ran
+    this._ready = /** @type {Promise<StoreWatch>} */ (this._watch.ready).then(() => {
+      for (const row of /** @type {StoredJob[]} */ (this._initial).slice(-this._limit)) this._row(row);
       this._initial = null;
     });
   }
@@ -65,7 +78,7 @@ class StoreSource extends MemorySource {
     }
   }
 
-  /** A row, new or changed: followed (the newest `limit` jobs), its pid and log noted. */
+  /** A row, new or changed: followed (the newest `limit` jobs), its pid and log noted. @param {StoredJob} row */
   _row(row) {
     let entry = this._jobs.get(row.id);
     if (!entry) {
@@ -91,14 +104,17 @@ class StoreSource extends MemorySource {
     }
   }
 
+  /** @param {StoredJob} row @returns {StoreEntry} */
   _follow(row) {
     const view = model.createView({ id: row.id, title: titleOf(row.command), command: row.command,
       t: Math.round(row.submitted_at * 1000), state: row.state === 'queued' ? 'queued' : 'starting' });
     const job = this._store.attach(row.id);
+    /** @type {StoreEntry} */
     const entry = { view, job, row, logPath: row.log_path, listeners: new Set() };
     this._jobs.set(row.id, entry);
     // Each attached event carries its time from the events file (seconds): a replay after a
     // restart keeps the job's own timeline, not the time it was read.
+    /** @type {(type: string) => (data: unknown, t: number | null) => void} */
     const fold = (type) => (data, t) => this._apply(entry, type, data, t);
     // 'resources': the keeper's samples of the job's tree, from the job's start (a restarted
     // dashboard draws the whole history).
@@ -111,6 +127,10 @@ class StoreSource extends MemorySource {
     return entry;
   }
 
+  /**
+   * @param {any} spec the request body as parsed (arbitrary JSON): checked by launchOptions()
+   * @returns {Promise<string>}
+   */
   async submit(spec) {
     const { options } = launchOptions(spec, { python: this._python || resolvePython(), env: this._env || process.env });
     const id = await this._store.submit(options);
@@ -123,7 +143,7 @@ class StoreSource extends MemorySource {
     return id;
   }
 
-  /** A new job with an ended one's spec (docs/STORE.md rerun), in the list when this resolves. */
+  /** A new job with an ended one's spec (docs/STORE.md rerun), in the list when this resolves. @param {string} id */
   async rerun(id) {
     const newId = await this._store.rerun(id, { env: this._env || process.env });
     const row = await this._store.get(newId);
@@ -131,7 +151,7 @@ class StoreSource extends MemorySource {
     return newId;
   }
 
-  /** Forget an ended job with its files (the change feed takes it off the list). */
+  /** Forget an ended job with its files (the change feed takes it off the list). @param {string} id */
   async forget(id) {
     const done = await this._store.forget(id);
     const entry = done && this._jobs.get(id);
@@ -148,12 +168,14 @@ class StoreSource extends MemorySource {
 
   resume() { return this._store.resume(); }
 
+  /** @param {string} id */
   report(id) {
     const e = this._jobs.get(id);
     if (!e) return null;
     return e.job.report || (e.row && e.row.report) || null;
   }
 
+  /** @param {string} id */
   async cancel(id) {
     const e = this._jobs.get(id);
     if (!e) return null;
@@ -162,6 +184,7 @@ class StoreSource extends MemorySource {
     return model.summaryOf(e.view);
   }
 
+  /** @param {string} id */
   async dumpStacks(id) {
     const e = this._jobs.get(id);
     if (!e || e.view.state === 'ended') return null;
@@ -177,7 +200,13 @@ class StoreSource extends MemorySource {
     await this._store.close();
   }
 
-  /** Fold one event into the view; t: its time in seconds (the events file's), else now. */
+  /**
+   * Fold one event into the view; t: its time in seconds (the events file's), else now.
+   * @param {StoreEntry} entry
+   * @param {string} type
+   * @param {unknown} data
+   * @param {number | null} [t]
+   */
   _apply(entry, type, data, t) {
     model.apply(entry.view, { type, data, t: typeof t === 'number' ? Math.round(t * 1000) : Date.now() });
     this._notify(entry);

@@ -25,12 +25,15 @@ const { FeedJob } = require('./feed_job.js');
 const { JobServer } = require('./job_server.js');
 const { doctor, DoctorError } = require('./doctor.js');
 
+/** @typedef {import('./feed_job.js').Report} Report */
+
 /**
  * Start `command args` under supervision and return its Job at once (an EventEmitter). The
  * Python supervisor (bridge/jobserve.py) judges it; the Job renders what it publishes.
  * options: command, args, cwd, env (default process.env), timeouts (deadlines and worker
  * settings, snake_case or camelCase), logPath, logTimestamps, tailLines, stdin, raw, signal,
  * sampleResources.
+ * @param {import('./job.js').LaunchOptions} options checked by checkOptions()
  */
 function launch(options) {
   checkOptions(options); // bad options fail here, before anything is started
@@ -43,6 +46,7 @@ function launch(options) {
  * pythonPath), as launch()'s (default resolvePython()). Resolves to {pid, python} once it
  * serves; rejects with a LaunchError saying what to install where when it cannot run. It keeps
  * this process alive only while a job runs.
+ * @param {{python?: string, pythonPath?: string} | null} [options] the paths checked by checkPaths()
  */
 function prepare(options = {}) {
   try {
@@ -54,7 +58,7 @@ function prepare(options = {}) {
   return JobServer.for(python).whenReady();
 }
 
-/** A report in words: its summary, as the supervisor wrote it. */
+/** A report in words: its summary, as the supervisor wrote it. @type {(report: Report | null) => string} */
 const summary = (report) => String((report && report.summary) || '');
 
 module.exports = {

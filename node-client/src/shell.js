@@ -29,8 +29,27 @@ const { fileURLToPath } = require('node:url');
 const { promisify } = require('node:util');
 const { launch } = require('./index.js');
 
+/** @typedef {import('./feed_job.js').Report} Report */
+/** @typedef {import('node:stream').PassThrough} PassThrough */
+/** @typedef {import('node:stream').TransformCallback} TransformCallback */
+/**
+ * A mode's formatter or parser, or the caller's own: python-shell's (param: any) => any (src/shell.d.ts),
+ * the caller's data in (a message, a line), the caller's out (a JSON message parsed).
+ * @typedef {(data: any) => any} Transcoder
+ */
+/**
+ * python-shell's options (src/shell.d.ts Options): of spawn's own, cwd and env are used; the ones in
+ * BRIDGE_OPTIONS are launch()'s, checked there.
+ * @typedef {{mode?: string, formatter?: string | Transcoder, parser?: string | Transcoder,
+ *   stderrParser?: string | Transcoder, encoding?: BufferEncoding, pythonPath?: string,
+ *   pythonOptions?: string | string[], scriptPath?: string, args?: string | string[], cwd?: string | URL,
+ *   env?: NodeJS.ProcessEnv, rejectOnFailure?: boolean, [option: string]: unknown}} ShellOptions
+ */
+/** @typedef {(err: Error | undefined, exitCode: number | null, exitSignal: string | null) => unknown} EndCallback */
+
 /** The error of a script that exited with a non-zero status (python-shell's fields). */
 class PythonShellError extends Error {
+  /** @param {string} [message] */
   constructor(message) {
     super(message);
     /** @type {string | undefined} the Python traceback, as python-shell gives it */
@@ -46,13 +65,15 @@ class NewlineTransformer extends Transform {
     this._rest = '';
   }
 
+  /** @param {Buffer | string} chunk @param {BufferEncoding} encoding @param {TransformCallback} callback */
   _transform(chunk, encoding, callback) {
     const pieces = (this._rest + chunk.toString()).split('\n');
-    this._rest = pieces.pop();
+    this._rest = /** @type {string} */ (pieces.pop()); // split() gives one piece at least
     for (const piece of pieces) this.push(piece);
     callback();
   }
 
+  /** @param {TransformCallback} callback */
   _flush(callback) {
     if (this._rest) this.push(this._rest);
     this._rest = '';
@@ -60,7 +81,10 @@ class NewlineTransformer extends Transform {
   }
 }
 
-const signalName = (n) => Object.keys(os.constants.signals).find((k) => os.constants.signals[k] === n) || `SIG${n}`;
+/** @type {(n: number) => string} */
+const signalName = (n) => Object.keys(os.constants.signals)
+  .find((k) => /** @type {Record<string, number>} */ (os.constants.signals)[k] === n) || `SIG${n}`;
+/** @type {<T>(value: T | T[] | undefined | null) => T[]} */
 const toArray = (value) => (value === undefined || value === null ? [] : Array.isArray(value) ? value : [value]);
 
 // Options that are trainbridge's, not spawn's.
@@ -71,16 +95,24 @@ const { FAILED_OUTCOMES, STOP_SIGNALS } = require('./job.js');
 /**
  * A folder as spawn() would take it now: python-shell spawns in its constructor, so a relative
  * cwd (and the script path, relative to the cwd) means the current folder at construction.
+ * @type {(value: string | URL | undefined) => string}
  */
 const folderNow = (value) => path.resolve(value instanceof URL ? fileURLToPath(value) : value ?? '.');
 
 class PythonShell extends EventEmitter {
+  /**
+   * @param {unknown} scriptPath checked here
+   * @param {ShellOptions | null} [options]
+   * @param {import('node:stream').Transform | null} [stdoutSplitter]
+   * @param {import('node:stream').Transform | null} [stderrSplitter]
+   */
   constructor(scriptPath, options, stdoutSplitter = null, stderrSplitter = null) {
     super();
     if (typeof scriptPath !== 'string' || scriptPath.trim().length === 0) {
       throw new Error('scriptPath cannot be empty! You must give a script for python to run');
     }
     options = { ...PythonShell.defaultOptions, ...(options || {}) };
+    /** @type {(table: 'format' | 'parse', value: string | Transcoder) => Transcoder | undefined} */
     const resolve = (table, value) => (typeof value === 'string' ? PythonShell[table][value] : typeof value === 'function' ? value : undefined);
     const pythonPath = options.pythonPath || PythonShell.defaultPythonPath;
     const pythonOptions = toArray(options.pythonOptions);
@@ -92,14 +124,20 @@ class PythonShell extends EventEmitter {
     this.parser = resolve('parse', options.parser || this.mode);
     this.stderrParser = resolve('parse', options.stderrParser || 'text');
     this.terminated = false;
+    /** @type {number | null} */
     this.exitCode = null;
+    /** @type {string | null} */
     this.exitSignal = null;
+    /** @type {Report | null} */
     this.report = null;
+    /** @type {EndCallback | null} */
     this._endCallback = null;
     this._closed = false; // 'close' was emitted (or the launch failed): the shell is over
     this._rejectOnFailure = Boolean(options.rejectOnFailure);
+    /** @type {(string | number)[]} */
     this._pendingSignals = []; // kill() before the child existed: sent once it does
 
+    /** @type {Record<string, unknown>} */
     const bridge = {};
     for (const name of BRIDGE_OPTIONS) if (options[name] !== undefined) bridge[name] = options[name];
     if (typeof bridge.logPath === 'string') bridge.logPath = path.resolve(bridge.logPath);
@@ -113,8 +151,9 @@ class PythonShell extends EventEmitter {
       for (const signal of this._pendingSignals.splice(0)) signalProcess(pid, signal);
     });
     this.stdin = this.job.stdin;
-    this.stdout = this.job.stdout;
-    this.stderr = this.job.stderr;
+    // raw: true: the job's stdout and stderr are streams, never null
+    this.stdout = /** @type {PassThrough} */ (this.job.stdout);
+    this.stderr = /** @type {PassThrough} */ (this.job.stderr);
     this._errorData = '';
     this._ended = { stdout: false, stderr: false, exit: false };
     this._errorFields = {
@@ -125,30 +164,37 @@ class PythonShell extends EventEmitter {
     this.job.done.then((report) => this._exited(report), (err) => this._launchFailed(err));
   }
 
-  /** Messages per stdout line and 'stderr' events per stderr line (not in binary mode). */
+  /**
+   * Messages per stdout line and 'stderr' events per stderr line (not in binary mode).
+   * @param {BufferEncoding} encoding
+   * @param {import('node:stream').Transform | null} stdoutSplitter
+   * @param {import('node:stream').Transform | null} stderrSplitter
+   */
   _split(encoding, stdoutSplitter, stderrSplitter) {
     if (this.parser) {
       this.stdout.setEncoding(encoding);
       const splitter = stdoutSplitter || new NewlineTransformer();
       splitter.setEncoding(encoding);
-      this.stdout.pipe(splitter).on('data', (line) => this.emit('message', this.parser(line)));
+      this.stdout.pipe(splitter).on('data', (line) => this.emit('message', /** @type {Transcoder} */ (this.parser)(line)));
     } // binary: the bytes are the caller's to read from shell.stdout
     this.stdout.on('end', () => this._streamEnded('stdout'));
     if (this.stderrParser) {
       this.stderr.setEncoding(encoding);
       const splitter = stderrSplitter || new NewlineTransformer();
       splitter.setEncoding(encoding);
-      this.stderr.pipe(splitter).on('data', (line) => this.emit('stderr', this.stderrParser(line)));
+      this.stderr.pipe(splitter).on('data', (line) => this.emit('stderr', /** @type {Transcoder} */ (this.stderrParser)(line)));
     }
     this.stderr.on('data', (data) => { this._errorData += String(data); });
     this.stderr.on('end', () => this._streamEnded('stderr'));
   }
 
+  /** @param {'stdout' | 'stderr'} name */
   _streamEnded(name) {
     this._ended[name] = true;
     this._terminateIfNeeded();
   }
 
+  /** @param {Report} report */
   _exited(report) {
     this.report = report;
     this.exitCode = report.exit_code ?? null;
@@ -161,7 +207,7 @@ class PythonShell extends EventEmitter {
     this._terminateIfNeeded();
   }
 
-  /** The command could not be started (python-shell: the child process's 'error'). */
+  /** The command could not be started (python-shell: the child process's 'error'). @param {Error} err */
   _launchFailed(err) {
     this._closed = true;
     this.terminated = true;
@@ -177,12 +223,13 @@ class PythonShell extends EventEmitter {
     let err;
     if (this.exitCode) {
       err = this._errorData ? this._parseError(this._errorData) : new PythonShellError(`process exited with code ${this.exitCode}`);
-    } else if (this._rejectOnFailure && FAILED_OUTCOMES.includes(this.report.outcome)) {
-      err = new PythonShellError(`trainbridge: ${this.report.summary || `the script ${this.report.outcome}`}`);
+    } else if (this._rejectOnFailure && FAILED_OUTCOMES.includes(/** @type {Report} */ (this.report).outcome)) { // exit: _exited() set it
+      err = new PythonShellError(`trainbridge: ${/** @type {Report} */ (this.report).summary
+        || `the script ${/** @type {Report} */ (this.report).outcome}`}`);
     }
     if (err) {
       Object.assign(err, this._errorFields, { exitCode: this.exitCode, report: this.report });
-      if (this._rejectOnFailure) Object.assign(err, { exitSignal: this.exitSignal, outcome: this.report.outcome });
+      if (this._rejectOnFailure) Object.assign(err, { exitSignal: this.exitSignal, outcome: /** @type {Report} */ (this.report).outcome });
       if (this.listenerCount('pythonError') > 0 || !this._endCallback) this.emit('pythonError', err);
     }
     this.terminated = true;
@@ -190,7 +237,7 @@ class PythonShell extends EventEmitter {
     if (this._endCallback) this._endCallback(err, this.exitCode, this.exitSignal);
   }
 
-  /** Send a message to the script's stdin: formatted per mode, then a newline (not in binary). */
+  /** Send a message to the script's stdin: formatted per mode, then a newline (not in binary). @param {unknown} message */
   send(message) {
     if (!this.stdin) throw new Error('stdin not open for writing');
     let data = this.formatter ? this.formatter(message) : message;
@@ -199,7 +246,7 @@ class PythonShell extends EventEmitter {
     return this;
   }
 
-  /** Close stdin; callback(err, exitCode, exitSignal) once the script ended. */
+  /** Close stdin; callback(err, exitCode, exitSignal) once the script ended. @param {EndCallback} callback */
   end(callback) {
     if (this.stdin) this.stdin.end();
     this._endCallback = callback;
@@ -211,6 +258,7 @@ class PythonShell extends EventEmitter {
    * python-shell. Before the child exists (right after the constructor), the signal is sent
    * the moment it is spawned. The report says cancelled, by that signal (cancel.by 'signal').
    * For a clean stop with escalation: job.cancel().
+   * @param {string | number} [signal]
    */
   kill(signal) {
     signal = signal || 'SIGTERM';
@@ -226,11 +274,12 @@ class PythonShell extends EventEmitter {
     return this;
   }
 
-  /** @deprecated python-shell's alias for kill(). */
+  /** @deprecated python-shell's alias for kill(). @param {string | number} [signal] */
   terminate(signal) {
     return this.kill(signal);
   }
 
+  /** @param {string} data */
   _parseError(data) {
     const text = String(data);
     if (/^Traceback/.test(text)) {
@@ -243,15 +292,21 @@ class PythonShell extends EventEmitter {
     return new PythonShellError(text);
   }
 
-  /** Run a script; resolves to its messages, rejects with the error (err.logs: the messages). */
+  /**
+   * Run a script; resolves to its messages, rejects with the error (err.logs: the messages).
+   * @param {string} scriptPath
+   * @param {ShellOptions} [options]
+   * @returns {Promise<unknown[]>}
+   */
   static run(scriptPath, options) {
     return new Promise((resolve, reject) => {
       const shell = new PythonShell(scriptPath, options);
+      /** @type {unknown[]} */
       const output = [];
       shell.on('message', (message) => output.push(message));
       shell.end((err) => {
         if (err) {
-          err.logs = output;
+          /** @type {Error & {logs?: unknown[]}} */ (err).logs = output;
           reject(err);
         } else {
           resolve(output);
@@ -260,7 +315,11 @@ class PythonShell extends EventEmitter {
     });
   }
 
-  /** Run Python code given as a string (written to a temporary file, removed afterwards). */
+  /**
+   * Run Python code given as a string (written to a temporary file, removed afterwards).
+   * @param {string} code
+   * @param {ShellOptions} [options]
+   */
   static async runString(code, options) {
     const file = path.join(os.tmpdir(), `trainbridgeShell${crypto.randomBytes(6).toString('hex')}.py`);
     fs.writeFileSync(file, code);
@@ -275,7 +334,7 @@ class PythonShell extends EventEmitter {
     return PythonShell.defaultOptions.pythonPath || PythonShell.defaultPythonPath;
   }
 
-  /** Compile `code` without running it; rejects with the compiler's output. */
+  /** Compile `code` without running it; rejects with the compiler's output. @param {string} code */
   static async checkSyntax(code) {
     const file = path.join(os.tmpdir(), `trainbridgeSyntax${crypto.randomBytes(6).toString('hex')}.py`);
     fs.writeFileSync(file, code);
@@ -286,19 +345,23 @@ class PythonShell extends EventEmitter {
     }
   }
 
+  /** @param {string} filePath */
   static checkSyntaxFile(filePath) {
     return execPromise(PythonShell.getPythonPath(), ['-m', 'py_compile', filePath]);
   }
 
+  /** @param {string} [pythonPath] */
   static getVersion(pythonPath) {
     return execPromise(pythonPath || PythonShell.getPythonPath(), ['--version']);
   }
 
+  /** @param {string} [pythonPath] */
   static getVersionSync(pythonPath) {
     return execFileSync(pythonPath || PythonShell.getPythonPath(), ['--version']).toString();
   }
 }
 
+/** @param {number} pid @param {string | number} signal */
 function signalProcess(pid, signal) {
   try { process.kill(pid, signal); } catch { /* already gone */ }
 }
@@ -307,11 +370,14 @@ function signalProcess(pid, signal) {
 const execPromise = promisify(execFile);
 
 PythonShell.defaultPythonPath = process.platform !== 'win32' ? 'python3' : 'python';
+/** @type {ShellOptions} */
 PythonShell.defaultOptions = {};
+/** @type {Record<string, Transcoder>} */
 PythonShell.format = {
   text: (data) => (data ? String(data) : ''),
   json: (data) => JSON.stringify(data),
 };
+/** @type {Record<string, Transcoder>} */
 PythonShell.parse = {
   text: (data) => String(data),
   json: (data) => JSON.parse(data),

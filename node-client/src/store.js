@@ -37,9 +37,47 @@ const SUPERVISOR_SILENT_MS = 5000;
 // found by bisection): src/feed.js, bridge/attach.py.
 const SINCE = ['start', 'now'];
 const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
+
+/** @typedef {import('./feed_job.js').FeedLine} FeedLine */
+/**
+ * A row of the jobs table as the helper sent it (docs/STORE.md, index.d.ts StoredJob): parsed
+ * JSON, each field checked or passed on where it is read.
+ * @typedef {Record<string, any>} StoredJob
+ */
+/**
+ * openStore()'s options (index.d.ts openStore): keepEnded is checked by the constructor.
+ * @typedef {{python?: string, slots?: {jobs?: number, gpus?: number[]}, keepEnded?: number | null}} StoreOptions
+ */
+/**
+ * submit()'s options (index.d.ts SubmitOptions): the command is checked here, stopOnNan by
+ * metricNames(), the rest by the helper (Python's Scheduler.submit).
+ * @typedef {object} SubmitOptions
+ * @property {string} [command]
+ * @property {unknown[]} [args]
+ * @property {string} [cwd]
+ * @property {NodeJS.ProcessEnv} [env]
+ * @property {Record<string, unknown>} [timeouts]
+ * @property {{gpus?: number}} [resources]
+ * @property {number} [priority]
+ * @property {number} [maxRestarts]
+ * @property {number} [restartBackoff]
+ * @property {boolean} [zeroCode]
+ * @property {string} [name]
+ * @property {string[]} [tags]
+ * @property {Record<string, unknown>} [meta]
+ * @property {string} [logPath]
+ * @property {unknown} [stopOnNan]
+ * @property {Record<string, unknown>} [slurm]
+ */
+/** @typedef {{resolve: (result: any) => void, reject: (err: Error) => void}} Waiter a call's promise */
 /** The default store: $TRAINBRIDGE_STORE, else the per-user data dir (bridge/store.py's rule). */
-/** {ntasksPerNode: 1} -> {ntasks_per_node: 1}: the helper's (Python's) names. */
+/**
+ * {ntasksPerNode: 1} -> {ntasks_per_node: 1}: the helper's (Python's) names.
+ * @param {Record<string, unknown>} options
+ * @returns {Record<string, unknown>}
+ */
 function snakeKeys(options) {
+  /** @type {Record<string, unknown>} */
   const out = {};
   for (const [name, value] of Object.entries(options)) out[name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
   return out;
@@ -56,7 +94,11 @@ function defaultStorePath() {
 }
 
 class Store {
-  /** Use openStore(). options: python (default resolvePython()), slots ({jobs, gpus}). */
+  /**
+   * Use openStore(). options: python (default resolvePython()), slots ({jobs, gpus}).
+   * @param {string} [storePath]
+   * @param {StoreOptions} [options]
+   */
   constructor(storePath, options = {}) {
     this.path = path.resolve(storePath || defaultStorePath());
     const env = helperEnv();
@@ -70,16 +112,20 @@ class Store {
     // ones forgotten with their files (default 1000; null keeps all).
     if (options.keepEnded !== undefined) args.push(JSON.stringify({ keep_ended: options.keepEnded }));
     this._helper = spawn(options.python || resolvePython(), args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    /** @type {Map<number, Waiter>} */
     this._pending = new Map();
     this._nextId = 1;
     this._stderr = '';
     this._closed = false;
+    /** @type {Set<AttachedJob>} */
     this._attached = new Set(); // followed until close(): an attacher left polling kept a GUI alive
+    /** @type {Map<number, StoreWatch>} */
     this._watches = new Map(); // number -> StoreWatch (watch())
     this._nextWatch = 1;
     readLines(this._helper.stdout, 'utf8', (line) => this._onLine(line));
     this._helper.stderr.setEncoding('utf8');
     this._helper.stderr.on('data', (text) => { this._stderr = (this._stderr + text).slice(-4000); });
+    /** @type {Promise<void>} */
     this._exited = new Promise((resolve) => {
       this._helper.on('close', (code, signal) => {
         const why = `the store helper (python -m trainbridge.bridge.storeserve) exited (${signal || code})`
@@ -97,12 +143,13 @@ class Store {
     });
   }
 
+  /** @param {string} line */
   _onLine(line) {
     let answer;
     try {
       answer = jsonform.parse(line);
     } catch (err) { // a bug in the helper: kept for the next failure's message, not dropped unseen
-      this._stderr = `${this._stderr}a line of the store helper is not JSON (${err.message}): ${line.slice(0, 200)}\n`.slice(-4000);
+      this._stderr = `${this._stderr}a line of the store helper is not JSON (${/** @type {Error} */ (err).message}): ${line.slice(0, 200)}\n`.slice(-4000);
       return;
     }
     if (answer.watch !== undefined && answer.change) { // a watch's change, not an answer
@@ -118,6 +165,11 @@ class Store {
     else waiter.reject(new Error(answer.error));
   }
 
+  /**
+   * @param {string} op
+   * @param {Record<string, unknown>} [args]
+   * @returns {Promise<any>} the helper's result: parsed JSON
+   */
   _call(op, args = {}) {
     if (this._closed) return Promise.reject(new Error(this._failure || 'the store is closed'));
     const id = this._nextId++;
@@ -131,7 +183,11 @@ class Store {
   /** @param {{state?: string | string[], limit?: number, tag?: string}} [options] */
   jobs({ state, limit, tag } = {}) { return this._call('jobs', { state, limit, tag }); }
 
-  /** One row (with its attempts), or null. */
+  /**
+   * One row (with its attempts), or null.
+   * @param {string} id
+   * @returns {Promise<StoredJob | null>}
+   */
   get(id) { return this._call('get', { id }); }
 
   /**
@@ -143,6 +199,7 @@ class Store {
    * (metric names whose first NaN or infinity cancels the job); slurm sends it to Slurm
    * (docs/SCALE.md: {listen, nodes, ntasksPerNode, cpusPerTask, gres, time, partition, account,
    * qos, sbatch}).
+   * @param {SubmitOptions} options
    */
   submit(options) {
     if (!options || !options.command) throw new TypeError('submit() needs a command, e.g. {command: "python", args: ["train.py"]}');
@@ -190,7 +247,11 @@ class Store {
   /** @param {string} id @param {{env?: NodeJS.ProcessEnv}} [options] */
   rerun(id, { env } = {}) { return this._call('rerun', { id, env: env || { ...process.env } }); }
 
-  /** Cancel a queued or running job; resolves to false when it is unknown or already ended. */
+  /**
+   * Cancel a queued or running job; resolves to false when it is unknown or already ended.
+   * @param {string} id
+   * @param {{reason?: string | null, grace?: number | null}} [options]
+   */
   cancel(id, { reason = null, grace = null } = {}) { return this._call('cancel', { id, reason, grace }); }
 
   /**
@@ -213,7 +274,7 @@ class Store {
     return watch;
   }
 
-  /** Delete an ended job's row and files; false when it is not ended. */
+  /** Delete an ended job's row and files; false when it is not ended. @param {string} id */
   forget(id) { return this._call('forget', { id }); }
 
   /**
@@ -245,13 +306,16 @@ class Store {
 
 /** Store.watch()'s handle: the changes of the store's job list, as events. */
 class StoreWatch extends EventEmitter {
+  /** @param {Store} store @param {number} number */
   constructor(store, number) {
     super();
     this._store = store;
     this._number = number;
+    /** @type {Promise<StoreWatch> | null} */
     this.ready = null;
   }
 
+  /** @param {{event: string, [field: string]: unknown}} change a change as the helper sent it */
   _deliver(change) {
     if (change.event === 'error' && this.listenerCount('error') === 0) return;
     this.emit(change.event, change);
@@ -272,6 +336,11 @@ class StoreWatch extends EventEmitter {
  * starts answering, and 'unreadable' for a line that is not an event.
  */
 class AttachedJob extends FeedJob {
+  /**
+   * @param {Store} store
+   * @param {string} id
+   * @param {'start' | 'now' | number} [since] checked by attach()
+   */
   constructor(store, id, since = 'start') {
     super(id);
     this._since = since;
@@ -281,7 +350,9 @@ class AttachedJob extends FeedJob {
     this._buf = '';
     this._nextRow = 0;
     this._stopped = false;
+    /** @type {boolean | null} */
     this.answering = null; // false while the keeper is not answering ('supervisor' event)
+    /** @type {number | null} */
     this._heardAt = null; // when the events file last grew (ms)
     // Lines of the feed that are not an event (a keeper killed mid-line): counted and said
     // (an 'unreadable' event), never skipped silently (bridge/attach.py).
@@ -317,6 +388,7 @@ class AttachedJob extends FeedJob {
     this._poll();
   }
 
+  /** @param {unknown} err */
   _fail(err) {
     this._stopped = true;
     this._emitError(err);
@@ -326,6 +398,7 @@ class AttachedJob extends FeedJob {
   /**
    * Cancel the job for everyone (queued or running), as a launched Job's cancel({grace, reason}):
    * the keeper's Job sends the in-band cancel with `reason` and SIGTERM after `grace` seconds.
+   * @param {{grace?: number | null, reason?: string | null}} [options]
    */
   cancel({ grace = null, reason = null } = {}) { return this._store.cancel(this.id, { reason, grace }).then(() => this.done); }
 
@@ -350,7 +423,12 @@ class AttachedJob extends FeedJob {
     return reply && reply.ok ? reply.rtt_s : null;
   }
 
-  /** The keeper's reply to a ping or a dump_stacks that waits `timeout` s for the worker, or null. */
+  /**
+   * The keeper's reply to a ping or a dump_stacks that waits `timeout` s for the worker, or null.
+   * @param {string} op
+   * @param {number} timeout
+   * @returns {Promise<FeedLine | null>}
+   */
   async _askKeeper(op, timeout) {
     let asked;
     try {
@@ -358,7 +436,8 @@ class AttachedJob extends FeedJob {
     } catch (err) {
       // A bad timeout (more than the keeper's 60 s, not a number) is refused as Python's is;
       // otherwise the job ended, or runs not yet: nobody to ask.
-      if (/^ValueError: /.test(err.message)) throw new RangeError(err.message.replace(/^ValueError: /, ''));
+      const error = /** @type {Error} */ (err);
+      if (/^ValueError: /.test(error.message)) throw new RangeError(error.message.replace(/^ValueError: /, ''));
       return null;
     }
     return this._reply(asked, (timeout + 1) * 1000);
@@ -370,13 +449,15 @@ class AttachedJob extends FeedJob {
    * when it cannot be sent, an Error when the job ended, has no running keeper, or the keeper
    * refused it or did not answer within `timeout` seconds (then it may still arrive).
    */
+  /** @param {unknown} data @param {{timeout?: number}} [options] */
   async send(data, { timeout = 5 } = {}) {
     let asked;
     try {
       asked = await this._store._call('request', { id: this.id, op: 'send', data });
     } catch (err) {
-      if (/^ValueError: /.test(err.message)) throw new RangeError(err.message.replace(/^ValueError: /, ''));
-      throw new Error(err.message.replace(/^[A-Za-z]+Error: /, ''));
+      const error = /** @type {Error} */ (err);
+      if (/^ValueError: /.test(error.message)) throw new RangeError(error.message.replace(/^ValueError: /, ''));
+      throw new Error(error.message.replace(/^[A-Za-z]+Error: /, ''));
     }
     const reply = await this._reply(asked, timeout * 1000);
     if (!reply && this.report) {
@@ -397,7 +478,8 @@ class AttachedJob extends FeedJob {
     this._reading = true;
     try {
       let fd;
-      try { fd = fs.openSync(this.row.events_path, 'r'); } catch { fd = null; }
+      // this.row: read by _start() before the first poll, and kept (non-null) by _checkRow()
+      try { fd = fs.openSync(/** @type {StoredJob} */ (this.row).events_path, 'r'); } catch { fd = null; }
       let got = false;
       if (fd !== null) {
         try {
@@ -415,7 +497,7 @@ class AttachedJob extends FeedJob {
         if (this.answering === false && this._heardAt !== null) this._sayAnswering(true, at - this._heardAt);
         this._heardAt = at;
       } else if (this._heardAt !== null && this.answering !== false && at - this._heardAt > SUPERVISOR_SILENT_MS
-        && ['starting', 'running', 'stalled'].includes(this.row.state)) {
+        && ['starting', 'running', 'stalled'].includes(/** @type {StoredJob} */ (this.row).state)) {
         this._sayAnswering(false, at - this._heardAt);
       }
       let nl;
@@ -446,15 +528,18 @@ class AttachedJob extends FeedJob {
 
   /** The 'supervisor' event: the keeper stopped answering, or answers again (bridge/attach.py). */
   /** A line of the feed is not an event: what it held is lost to every face; the count and where it was are not. */
+  /** @param {string} line @param {unknown} err */
   _sayUnreadable(line, err) {
     this.unreadable += 1;
-    const error = String(err.message).split(/\s+/).filter(Boolean).join(' ').slice(0, 120).replace(/[^\x20-\x7e]/g, '?');
+    const error = String(/** @type {Error} */ (err).message).split(/\s+/).filter(Boolean).join(' ').slice(0, 120).replace(/[^\x20-\x7e]/g, '?');
     this._emit('unreadable', { count: this.unreadable, after_seq: this.position, bytes: line.length, error }, Date.now() / 1000);
   }
 
+  /** @param {boolean} answering @param {number} silentMs */
   _sayAnswering(answering, silentMs) {
     this.answering = answering;
-    this._emit('supervisor', { answering, silent_s: Math.round(silentMs / 100) / 10, keeper_pid: this.row.keeper_pid ?? null }, Date.now() / 1000);
+    this._emit('supervisor', { answering, silent_s: Math.round(silentMs / 100) / 10,
+      keeper_pid: /** @type {StoredJob} */ (this.row).keeper_pid ?? null }, Date.now() / 1000);
   }
 
   async _checkRow() {
@@ -472,7 +557,7 @@ class AttachedJob extends FeedJob {
     this.close();
   }
 
-  /** The keeper's own lines: a launch that failed (bridge/keeper.py). */
+  /** The keeper's own lines: a launch that failed (bridge/keeper.py). @param {FeedLine} event */
   _other(event) {
     if (event.event === 'launch_failed') {
       this._emitError(new Error(event.message));
@@ -480,7 +565,11 @@ class AttachedJob extends FeedJob {
   }
 }
 
-/** Open a store (default: defaultStorePath()); starts its helper. Close it when done. */
+/**
+ * Open a store (default: defaultStorePath()); starts its helper. Close it when done.
+ * @param {string} [storePath]
+ * @param {StoreOptions} [options]
+ */
 function openStore(storePath, options) {
   return new Store(storePath, options);
 }
