@@ -49,7 +49,12 @@ from trainbridge.worker.runtime import SERIES_FULL, SLOT, STATE, add_point, nudg
 # plain classes with the methods the import system calls.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Optional
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import FrameType, ModuleType
+    from typing import Any, Callable, Literal, Optional
+
+    _ProfileEvent = Literal["call", "return", "c_call", "c_return", "c_exception"]
 
 HEAVY_MODULES = frozenset(
     {
@@ -139,10 +144,10 @@ def _close_all() -> None:
         _safe(_end, name, failed)
 
 
-_last_auto_progress = None
+_last_auto_progress: Any = None
 
 
-def _auto_progress(step, total, **metrics) -> None:
+def _auto_progress(step: Any, total: Any, **metrics: Any) -> None:
     global _last_auto_progress
     worker.progress(step, total, **metrics)
     _last_auto_progress = SLOT[0]
@@ -166,7 +171,7 @@ def _watch_for_main() -> None:
     and the rank scripts that torchrun starts all run their code as __main__)."""
     previous = sys.getprofile()
 
-    def profile(frame, event, arg):
+    def profile(frame: FrameType, event: _ProfileEvent, arg: Any) -> None:
         if previous is not None:
             previous(frame, event, arg)
         if frame.f_globals.get("__name__") == "__main__":
@@ -185,14 +190,14 @@ class _StageLoader:
         self._real = real
         self._name = name
 
-    def create_module(self, spec):
+    def create_module(self, spec: ModuleSpec) -> Any:
         return self._real.create_module(spec)
 
-    def exec_module(self, module):
+    def exec_module(self, module: ModuleType) -> None:
         with worker.stage(f"import {self._name}"):
             self._real.exec_module(module)
 
-    def __getattr__(self, attr):  # get_resource_reader, is_package, get_code, ...
+    def __getattr__(self, attr: str) -> Any:  # get_resource_reader, is_package, get_code, ...
         return getattr(self._real, attr)
 
 
@@ -200,12 +205,17 @@ class _HeavyImportFinder:
     def __init__(self) -> None:
         self._busy = threading.local()
 
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(
+        self,
+        fullname: str,
+        path: Optional[Sequence[str]] = None,
+        target: Optional[ModuleType] = None,
+    ) -> Any:  # a ModuleSpec whose loader may be ours: a plain class, not an importlib.abc.Loader
         if fullname not in HEAVY_MODULES or getattr(self._busy, "on", False):
             return None
         self._busy.on = True  # the other finders below may import; don't recurse into us
         try:
-            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            spec: Any = importlib.machinery.PathFinder.find_spec(fullname, path)
             if spec is None:
                 for finder in sys.meta_path:
                     if finder is self or not hasattr(finder, "find_spec"):
@@ -237,25 +247,30 @@ def _on_import(module_name: str, hook: Callable[[Any], None]) -> None:
 
 
 class _PostImportLoader:
-    def __init__(self, real, name):
+    def __init__(self, real: Any, name: str):
         self._real = real
         self._name = name
 
-    def create_module(self, spec):
+    def create_module(self, spec: ModuleSpec) -> Any:
         return self._real.create_module(spec)
 
-    def exec_module(self, module):
+    def exec_module(self, module: ModuleType) -> None:
         self._real.exec_module(module)
         hook = _pending.pop(self._name, None)
         if hook is not None:
             _safe(hook, module)
 
-    def __getattr__(self, attr):
+    def __getattr__(self, attr: str) -> Any:
         return getattr(self._real, attr)
 
 
 class _PostImportFinder:
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(
+        self,
+        fullname: str,
+        path: Optional[Sequence[str]] = None,
+        target: Optional[ModuleType] = None,
+    ) -> Any:  # a ModuleSpec whose loader may be ours: a plain class, not an importlib.abc.Loader
         if fullname not in _pending:
             return None
         for finder in sys.meta_path:
@@ -265,7 +280,7 @@ class _PostImportFinder:
                 or not hasattr(finder, "find_spec")
             ):
                 continue
-            spec = finder.find_spec(fullname, path, target)
+            spec: Any = finder.find_spec(fullname, path, target)
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
                     spec.loader = _PostImportLoader(spec.loader, fullname)
@@ -273,7 +288,7 @@ class _PostImportFinder:
         return None
 
 
-def _safe(fn: Callable, *args) -> Optional[Any]:
+def _safe(fn: Callable[..., Any], *args: Any) -> Optional[Any]:
     """Our hooks must never break the script: failures are reported once and dropped."""
     try:
         return fn(*args)
@@ -302,13 +317,13 @@ def _report_internal(exc: BaseException) -> None:
 
 # The bar whose description is a stage now: [id(bar), stage name] (one at a time: the
 # outermost; see the module docstring).
-_bar_stage: list = [None, None]
+_bar_stage: list[Any] = [None, None]
 _training = [False]  # "first batch" or "train" began: bars are progress only from then on
 _AUTO_NAMES = ("startup", "main", "first batch", "train")
 POSTFIX_ATTR = "_trainbridge_postfix"
 
 
-def _bar_stage_begin(bar) -> None:
+def _bar_stage_begin(bar: Any) -> None:
     if (
         _bar_stage[0] is not None
         or _training[0]
@@ -324,7 +339,7 @@ def _bar_stage_begin(bar) -> None:
     _begin(name)
 
 
-def _bar_stage_end(bar) -> None:
+def _bar_stage_end(bar: Any) -> None:
     if _bar_stage[0] is not None and _bar_stage[0] == id(bar):
         name = _bar_stage[1]
         _bar_stage[:] = [None, None]
@@ -341,12 +356,12 @@ def _training_begins() -> None:
         _end(name)
 
 
-def _postfix_numbers(values: dict) -> dict:
+def _postfix_numbers(values: dict[Any, Any]) -> dict[str, Any]:
     """The numbers of a set_postfix() call, as metrics: plain numbers, numpy scalars and 0-dim
     tensors (tqdm has just formatted them, so reading one costs no GPU wait of its own)."""
     import numbers
 
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in values.items():
         if isinstance(value, bool):
             continue
@@ -360,12 +375,12 @@ def _postfix_numbers(values: dict) -> dict:
     return out
 
 
-def _hook_tqdm(module) -> None:
+def _hook_tqdm(module: Any) -> None:
     cls = module.tqdm
     real_refresh, real_close = cls.refresh, cls.close
     real_set_postfix = cls.set_postfix
 
-    def report(bar) -> None:
+    def report(bar: Any) -> None:
         if _user_progress():
             return
         try:
@@ -383,19 +398,19 @@ def _hook_tqdm(module) -> None:
         except Exception as exc:  # noqa: BLE001 - a bar's odd format_dict must not break tqdm
             _report_internal(exc)
 
-    def refresh(self, *args, **kwargs):
+    def refresh(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not getattr(self, "disable", True):
             _safe(_bar_stage_begin, self)
             report(self)
         return real_refresh(self, *args, **kwargs)
 
-    def close(self, *args, **kwargs):
+    def close(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not getattr(self, "disable", True):
             report(self)
             _safe(_bar_stage_end, self)
         return real_close(self, *args, **kwargs)
 
-    def set_postfix(self, ordered_dict=None, refresh=True, **kwargs):
+    def set_postfix(self: Any, ordered_dict: Any = None, refresh: Any = True, **kwargs: Any) -> Any:
         try:
             values = dict(ordered_dict or {})
             values.update(kwargs)
@@ -404,18 +419,19 @@ def _hook_tqdm(module) -> None:
             _report_internal(exc)
         return real_set_postfix(self, ordered_dict, refresh, **kwargs)
 
-    set_postfix.__wrapped__ = real_set_postfix
+    fn: Any = set_postfix  # a def's type has no __wrapped__ (mypy); Any's has
+    fn.__wrapped__ = real_set_postfix
     cls.refresh, cls.close, cls.set_postfix = refresh, close, set_postfix
 
 
 _first_batch_seen = False
 
 
-def _hook_torch_data(module) -> None:
+def _hook_torch_data(module: Any) -> None:
     loader_cls = module.DataLoader
     real_iter = loader_cls.__iter__
 
-    def __iter__(self):
+    def __iter__(self: Any) -> Any:
         iterator = real_iter(self)
         if _first_batch_seen:
             return iterator
@@ -427,17 +443,17 @@ def _hook_torch_data(module) -> None:
 class _FirstBatch:
     """Wraps only the first DataLoader iterator, until its first batch arrives."""
 
-    def __init__(self, iterator):
+    def __init__(self, iterator: Any) -> None:
         self._it = iterator
         self._staged = not _user_stages_open()
         if self._staged:
             _training_begins()
             _begin("first batch")
 
-    def __iter__(self):
+    def __iter__(self) -> _FirstBatch:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Any:
         global _first_batch_seen
         batch = next(self._it)
         if not _first_batch_seen:
@@ -447,10 +463,10 @@ class _FirstBatch:
                 _begin("train")
         return batch
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._it)
 
-    def __getattr__(self, attr):
+    def __getattr__(self, attr: str) -> Any:
         return getattr(self._it, attr)
 
 
@@ -468,20 +484,20 @@ _steps = 0
 # is queued as it is (a _StepLoss) and read when sent, so a curve or a NaN of one step is
 # not lost between two sends; that costs the step ~0.3 us, where reading it there would
 # cost ~1.1 us.
-_LOSS: list = [None, None, None, False]  # [tensor, cuda event or None, last value, new]
-_TOTAL: list = [None]  # a total the script declared to a library (OneCycleLR, T_max...)
+_LOSS: list[Any] = [None, None, None, False]  # [tensor, cuda event or None, last value, new]
+_TOTAL: list[Any] = [None]  # a total the script declared to a library (OneCycleLR, T_max...)
 
 
-class _OptimizerMetrics(dict):
+class _OptimizerMetrics(dict[str, object]):
     """The zero-code progress metrics: source=optimizer, and the loss read lazily, on the
     beacon thread, when progress is sent (the beacon reads metrics through items())."""
 
-    def items(self):
+    def items(self) -> Any:  # a list, not dict_items: what the beacon iterates
         loss = _loss_value()
         return [("source", "optimizer")] + ([("loss", loss)] if loss is not None else [])
 
 
-def _loss_value():
+def _loss_value() -> Any:
     tensor, event, last = _LOSS[0], _LOSS[1], _LOSS[2]
     if tensor is None:
         return last
@@ -495,23 +511,24 @@ def _loss_value():
     return value
 
 
-def _remember_loss(tensor) -> None:
+def _remember_loss(tensor: Any) -> None:
     _LOSS[3] = True  # the optimizer's next step makes it a point
     if not tensor.is_cuda:
         _LOSS[0], _LOSS[1] = tensor, None  # read with .item() later, on the beacon
         return
     import torch
 
-    event = torch.cuda.Event()
+    cuda: Any = torch.cuda  # torch.cuda.Event() has no annotations (mypy --strict)
+    event = cuda.Event()
     event.record()
     _LOSS[0], _LOSS[1] = tensor.detach(), event
 
 
-_FIRST_POINT: list = [None]  # the first step's point, until the second shows no one else counts
+_FIRST_POINT: list[Any] = [None]  # the first step's point until the second shows no one else counts
 # The progress value the optimizer's hook last set, and whether its steps are the curve's x:
 # until another source (a tqdm bar, the script's own worker.progress()) sets the progress
 # between two of its steps; from then on that source's steps are (a bar restarts each epoch).
-_OPTIMIZER_LAST: list = [None, True]  # [its last value, still the source]
+_OPTIMIZER_LAST: list[Any] = [None, True]  # [its last value, still the source]
 
 
 class _StepLoss:
@@ -521,10 +538,10 @@ class _StepLoss:
 
     __slots__ = ("tensor", "event")
 
-    def __init__(self, tensor, event):
+    def __init__(self, tensor: Any, event: Any) -> None:
         self.tensor, self.event = tensor, event
 
-    def items(self):
+    def items(self) -> tuple[tuple[str, float], ...]:
         try:
             if self.event is not None and not self.event.query():
                 SERIES_FULL[0] += 1  # not computed when sent: counted (`dropped.points`)
@@ -534,12 +551,12 @@ class _StepLoss:
             return ()
 
 
-def _hook_backward(tensor_cls) -> None:
+def _hook_backward(tensor_cls: Any) -> None:
     real_backward = tensor_cls.backward
 
     STATE.work = STATE.work or 0
 
-    def backward(self, *args, **kwargs):
+    def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
         STATE.work += 1  # type: ignore[operator]  # set above, before the hook exists
         if self.ndim == 0 and (SLOT[0] is None or SLOT[0] is _last_auto_progress):
             try:
@@ -549,7 +566,8 @@ def _hook_backward(tensor_cls) -> None:
         return real_backward(self, *args, **kwargs)
 
     backward.__doc__ = real_backward.__doc__
-    backward.__wrapped__ = real_backward
+    fn: Any = backward  # a def's type has no __wrapped__ (mypy); Any's has
+    fn.__wrapped__ = real_backward
     tensor_cls.backward = backward
 
 
@@ -558,7 +576,7 @@ def _hook_backward(tensor_cls) -> None:
 # steps taken before it was made], or
 # [_AMBIGUOUS] when two horizons or a composite schedule (SequentialLR, ChainedScheduler)
 # make the run's length unknowable from them.
-_HORIZON: list = [None, 0, 0, 0]
+_HORIZON: list[Any] = [None, 0, 0, 0]
 _AMBIGUOUS = object()
 _HORIZON_ATTRS = {"CosineAnnealingLR": "T_max", "PolynomialLR": "total_iters"}
 
@@ -576,33 +594,34 @@ def _horizon_total(steps: int) -> None:
     _HORIZON[0] = None
 
 
-def _hook_lr_scheduler(module) -> None:
+def _hook_lr_scheduler(module: Any) -> None:
     """OneCycleLR is told the length of the run in steps (total_steps, or epochs times
     steps_per_epoch): that is the progress total. CosineAnnealingLR's T_max and
     PolynomialLR's total_iters count the schedule's own steps: once it first advances,
     its pace against the optimizer's (per batch or per epoch) turns it into optimizer
     steps (_horizon_total). Composite schedules leave the total unknown."""
 
-    def wrap(cls, after) -> None:
+    def wrap(cls: Any, after: Callable[[Any], None]) -> None:
         real_init = cls.__init__
 
-        def __init__(self, *args, **kwargs):
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             real_init(self, *args, **kwargs)
             try:
                 after(self)
             except Exception:  # noqa: BLE001 - a total must never cost the job
                 pass
 
-        __init__.__wrapped__ = real_init
+        fn: Any = __init__  # a def's type has no __wrapped__ (mypy); Any's has
+        fn.__wrapped__ = real_init
         cls.__init__ = __init__
 
-    def one_cycle(sched) -> None:
+    def one_cycle(sched: Any) -> None:
         total = getattr(sched, "total_steps", None)
         if isinstance(total, int) and total > 0:
             _TOTAL[0] = total
 
-    def horizon(attr):
-        def seen(sched) -> None:
+    def horizon(attr: str) -> Callable[[Any], None]:
+        def seen(sched: Any) -> None:
             value = getattr(sched, attr, None)
             if not isinstance(value, int) or value <= 0 or _HORIZON[0] is _AMBIGUOUS:
                 return
@@ -613,7 +632,7 @@ def _hook_lr_scheduler(module) -> None:
 
         return seen
 
-    def composite(_sched) -> None:
+    def composite(_sched: Any) -> None:
         _HORIZON[0] = _AMBIGUOUS
 
     if getattr(module, "OneCycleLR", None) is not None:
@@ -635,11 +654,11 @@ def _artifact(path: Any, kind: str, by: str) -> None:
         pass
 
 
-def _telling(real, keyword: str, kind: str, by: str):
+def _telling(real: Any, keyword: str, kind: str, by: str) -> Callable[..., Any]:
     """`real`, a save function whose second argument (or `keyword`) is where it saves, made
     to tell the client about the file when that is a path (a file object names none)."""
 
-    def save(*args, **kwargs):
+    def save(*args: Any, **kwargs: Any) -> Any:
         result = real(*args, **kwargs)
         where = args[1] if len(args) > 1 else kwargs.get(keyword)
         if isinstance(where, (str, os.PathLike)):
@@ -651,30 +670,30 @@ def _telling(real, keyword: str, kind: str, by: str):
     return save
 
 
-def _hook_torch_save(serialization) -> None:
+def _hook_torch_save(serialization: Any) -> None:
     """torch.save(obj, "ckpt.pt") is a checkpoint the job made (worker/artifacts.py)."""
     real = getattr(serialization, "save", None)
     if real is None or getattr(real, "__wrapped__", None) is not None:
         return
     serialization.save = save = _telling(real, "f", "checkpoint", "torch.save")
-    torch = sys.modules.get("torch")
+    torch: Any = sys.modules.get("torch")
     if torch is not None and getattr(torch, "save", None) is real:
         torch.save = save  # torch was imported before the worker was
 
 
-def _hook_save_file(module) -> None:
+def _hook_save_file(module: Any) -> None:
     """safetensors' save_file(tensors, "lora.safetensors"): a checkpoint (LoRA trainers')."""
     real = getattr(module, "save_file", None)
     if real is not None and getattr(real, "__wrapped__", None) is None:
         module.save_file = _telling(real, "filename", "checkpoint", "safetensors.save_file")
 
 
-def _hook_save_pretrained(class_name: str):
+def _hook_save_pretrained(class_name: str) -> Callable[[Any], None]:
     """model.save_pretrained("out/") of transformers' or diffusers' models: a checkpoint (a
     directory)."""
 
-    def hook(module) -> None:
-        cls = getattr(module, class_name, None)
+    def hook(module: Any) -> None:
+        cls: Any = getattr(module, class_name, None)
         real = getattr(cls, "save_pretrained", None)
         if real is not None and getattr(real, "__wrapped__", None) is None:
             cls.save_pretrained = _telling(real, "save_directory", "checkpoint", "save_pretrained")
@@ -682,9 +701,9 @@ def _hook_save_pretrained(class_name: str):
     return hook
 
 
-def _hook_image_save(module) -> None:
+def _hook_image_save(module: Any) -> None:
     """PIL's Image.save("sample.png") is an image the job made (worker/artifacts.py)."""
-    cls = getattr(module, "Image", None)
+    cls: Any = getattr(module, "Image", None)
     real = getattr(cls, "save", None)
     if real is None or getattr(real, "__wrapped__", None) is not None:
         return
@@ -694,7 +713,7 @@ def _hook_image_save(module) -> None:
 _OPTIMIZER_METRICS = _OptimizerMetrics(source="optimizer")  # shared: no dict per step
 
 
-def _after_step(optimizer, args, kwargs) -> None:
+def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     # Runs on every optimizer step, so it is kept to a few stores: measured, the former
     # version (a worker.progress call with keyword arguments) cost a training loop ~1.5%.
     global _steps, _last_auto_progress
@@ -729,7 +748,7 @@ def _after_step(optimizer, args, kwargs) -> None:
         nudge()  # the beacon sleeps until its next heartbeat: send this now
 
 
-def _hook_torch_optim(module) -> None:
+def _hook_torch_optim(module: Any) -> None:
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "Tensor"):
         _hook_backward(torch.Tensor)

@@ -49,9 +49,7 @@ def test_the_modules_marked_not_strict_are_the_ones_mypy_leaves_out():
         "trainbridge.bridge.doctor." + name
         for name in re.findall(r"`bridge/doctor/` \(package; its `(\w+)\.py` not strict\)", rooms)
     }
-    # worker/auto.py runs in the training process; its room is docs/WORKER.md's, not this
-    # table's: named in CONTRIBUTING instead (below).
-    assert marked == left_out - {"trainbridge.worker.auto"}, (
+    assert marked == left_out, (
         f"left out of mypy but not marked: {sorted(left_out - marked)}; marked but checked: "
         f"{sorted(marked - left_out)}"
     )
