@@ -54,12 +54,11 @@ from trainbridge.bridge import (
 )
 from trainbridge.bridge.batches import Batches
 from trainbridge.bridge.procs import ENV_FILE, process_start
+from trainbridge.bridge.signal_thread import SignalThread
 from trainbridge.bridge.store import Store
 from trainbridge.bridge.store_errors import StoreError
 
 if TYPE_CHECKING:
-    from types import FrameType
-
     from trainbridge.bridge.job import Job
 
 PROGRESS_EVERY_S = 0.5  # while stage/progress keep coming, one row write per this period
@@ -71,7 +70,6 @@ STATUS_WRITE_EVERY_S = 0.9  # status events reach the events file at most about 
 ROW_PROGRESS = ("step", "total", "rate", "eta_s", "metrics")  # of the judge's status, in the row
 REQUESTS_JOIN_S = 5.0  # at the end: the requests thread finishes what it read
 REQUESTS_LOOK_S = 1.0  # the requests thread reads its directory this often, signal or none
-SIGNAL_WAKE_S = 0.5  # the main thread waits for its job this long at a time (signal handlers)
 # A full disk: what could not be written is kept and written again this often.
 RETRY_S = 1.0
 ROW_RETRY_MAX_S = 10.0  # the job's end goes to the row at last this often while it cannot
@@ -279,16 +277,20 @@ class Keeper:
         self._reserve: Optional[str] = None  # the space kept for the end (make_reserve)
         self._cancel_lock = threading.Lock()
         self._cancel_sent: Any = None  # the attempt's Job that was cancelled
+        self._dumping = threading.Event()  # a SIGUSR1's dump is on its way (_dump)
 
-    # --- signals (main thread) ------------------------------------------------------------
-    def _on_cancel(self, signum: int, frame: Optional[FrameType]) -> None:
-        # Passed on by a thread with its own connection: no SQLite in a signal handler,
-        # which may have interrupted the main thread's own query. (The main thread waits
-        # for its job with no timeout: it does not poll for this.)
-        self.cancelled.set()
-        threading.Thread(
-            target=self._pass_cancel, name="trainbridge-keeper-cancel", daemon=True
-        ).start()
+    # --- signals (the signals thread: bridge/signal_thread.py) -----------------------------
+    def _on_signal(self, signum: int) -> None:
+        """SIGTERM, SIGINT, SIGHUP: cancel; SIGUSR1: a `stacks` event; SIGUSR2: read the
+        requests. On a thread of their own, never in a handler: a handler that set an Event
+        deadlocked the main thread when a second signal came while the first held its lock."""
+        if signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            self.cancelled.set()
+            self._pass_cancel()
+        elif signum == signal.SIGUSR1:
+            self._dump()
+        elif signum == signal.SIGUSR2:
+            self.requested.set()  # the requests thread reads the files
 
     def _pass_cancel(self) -> None:
         """job.cancel() once per attempt, with what the canceller asked for
@@ -310,20 +312,26 @@ class Keeper:
             row = {}  # the defaults: a cancel is never lost to the store
         job.cancel(grace=row.get("cancel_grace"), reason=row.get("cancel_reason") or CANCEL_REASON)
 
-    def _on_dump(self, signum: int, frame: Optional[FrameType]) -> None:
+    def _dump(self) -> None:
+        """SIGUSR1: a `stacks` event with the worker's answer (None: no job, or no answer).
+        One asked while another is on its way is answered by that one: a burst of SIGUSR1
+        started a thread each."""
         job = self.job
         if job is None:
             self.events.write({"event": "stacks", "t": time.time(), "stacks": None})
             return
+        if self._dumping.is_set():
+            return
+        self._dumping.set()
 
         def ask() -> None:
-            stacks = job.dump_stacks(timeout=2.0)
-            self.events.write({"event": "stacks", "t": time.time(), "stacks": stacks})
+            try:
+                stacks = job.dump_stacks(timeout=2.0)
+                self.events.write({"event": "stacks", "t": time.time(), "stacks": stacks})
+            finally:
+                self._dumping.clear()
 
         threading.Thread(target=ask, name="trainbridge-keeper-dump", daemon=True).start()
-
-    def _on_request(self, signum: int, frame: Optional[FrameType]) -> None:
-        self.requested.set()  # the requests thread reads the files (no I/O in a handler)
 
     def _serve_requests(self) -> None:
         """Answer the requests (scheduler.request) in the job's requests/ directory: a `send`
@@ -469,10 +477,9 @@ class Keeper:
     def run(self) -> int:
         from trainbridge import bridge
 
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, self._on_cancel)
-        signal.signal(signal.SIGUSR1, self._on_dump)
-        signal.signal(signal.SIGUSR2, self._on_request)
+        SignalThread(self._on_signal, "trainbridge-keeper-signals").install(
+            (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+        )
         self._requests_thread = threading.Thread(
             target=self._serve_requests, name="trainbridge-keeper-requests", daemon=True
         )
@@ -550,13 +557,7 @@ class Keeper:
                     row["dir"], self.job, lambda note: self.rows.set(note=note)
                 )
                 follow.start()
-            # Short waits, not one without end: the main thread runs the signal handlers
-            # (cancel, dump, requests), between bytecodes. A signal that comes while a
-            # handler runs, after the interpreter looked, waits for the main thread's next
-            # wake-up: a lock wait without a timeout had none, and a second request's
-            # SIGUSR2 went unanswered until the job ended (1 in 8 runs beside CPU loops).
-            while not self.job.done():
-                self.job.wait(SIGNAL_WAKE_S)
+            self.job.wait()  # the signals need nothing of this thread (SignalThread)
             if follow is not None:
                 follow.stop.set()
                 follow.join(5.0)  # its last word on the row (the note) before the end's

@@ -42,6 +42,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from trainbridge.bridge.signal_thread import SignalThread
 from trainbridge.bridge.slurm import (
     OUTPUT_PATTERN,
     QUEUED,
@@ -235,8 +236,10 @@ class Runner:
     def run(self) -> int:
         from trainbridge import worker
 
-        signal.signal(signal.SIGTERM, lambda *_: self.cancelled.set())
-        signal.signal(signal.SIGINT, lambda *_: self.cancelled.set())
+        # Off the handler (an Event's lock in a handler can deadlock on a second signal).
+        SignalThread(lambda signum: self.cancelled.set(), "trainbridge-slurm-signals").install(
+            (signal.SIGTERM, signal.SIGINT)
+        )
         self.job_id = self.submit()
         self.facts = {"job_id": self.job_id, "state": "PENDING"}
         write_facts(self.dir, self.facts)

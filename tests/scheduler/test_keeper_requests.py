@@ -1,4 +1,5 @@
-"""The keeper's end answers what was asked and never answered (bridge/keeper.py
+"""The keeper's signals and requests. A burst of signals never stops it (its handlers take
+no lock). Its end answers what was asked and never answered (bridge/keeper.py
 _answer_the_rest): a request file it never read (written after its last look) and a ping
 or dump still waiting for the worker each get a `reply` error ahead of the `end`, so no
 asker waits for an answer that cannot come. The end of a real job with a ping and a dump
@@ -7,10 +8,44 @@ outside, so this calls the end's step on a real keeper of a queued job."""
 
 import json
 import os
+import signal
 import sys
 
+from trainbridge import bridge
 from trainbridge.bridge import keeper, procs, scheduler
 from trainbridge.bridge.store import Store
+
+from .conftest import WAIT_S, child, leftovers, until_progress
+
+
+def test_a_burst_of_dump_and_request_signals_never_stops_the_keeper_from_cancelling(
+    store_path,
+):
+    """A Python signal handler runs in the main thread, nested in another when a second
+    signal comes while the first runs. The keeper's set an Event and started threads (both
+    take a lock): a burst of SIGUSR1 and SIGUSR2 (dumps and requests asked at once)
+    deadlocked its main thread, 1 burst of 2,000 pairs in 3, and the job's cancel was never
+    carried out. The signals are handled on a thread of their own now
+    (bridge/signal_thread.py), and a burst of dumps is answered without a thread each."""
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("forever"))
+        job = s.attach(job_id)
+        until_progress(job)
+        keeper_pid = s.get(job_id)["keeper_pid"]
+        for _ in range(5):
+            for _ in range(2000):
+                os.kill(keeper_pid, signal.SIGUSR1)
+                os.kill(keeper_pid, signal.SIGUSR2)
+        assert s.cancel(job_id)
+        report = job.wait(WAIT_S)
+        assert report is not None and report["outcome"] == "cancelled", report
+        events = list(s.attach(job_id).events(timeout=WAIT_S))
+        stacks = [e for e in events if e["event"] == "stacks"]
+        assert stacks and all("MainThread" in (e["stacks"] or "") for e in stacks[:1]), stacks
+        assert not leftovers(job_id)
+    finally:
+        s.close()
 
 
 def test_a_request_never_read_and_asks_still_waiting_are_answered_at_the_end(tmp_path):
