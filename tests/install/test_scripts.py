@@ -2,6 +2,7 @@
 Node part, and the run ends non-zero with both summaries and a last line naming what failed."""
 
 import os
+import shutil
 import subprocess
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -92,3 +93,32 @@ def test_the_demo_setup_installs_nothing_system_wide_the_test_setup_does(tmp_pat
     assert not calls.exists(), calls.read_text()
     setup("--browser")  # what scripts/test runs
     assert "install -y -q chromium fonts-wqy-microhei" in calls.read_text()
+
+
+def test_setup_run_through_a_view_of_links_installs_for_the_checkout_itself(tmp_path):
+    """The doc-block test runs scripts/demo from a view of the checkout made of symbolic
+    links; once pyproject.toml had changed, the scripts/setup it ran reinstalled trainbridge
+    with the view's path: every console script's #! line named a folder deleted after the
+    test, and the developer's `trainbridge` said "cannot execute: required file not found".
+    scripts/setup works from the physical path. (A fake venv here: its python records how
+    pip was asked.)"""
+    real = tmp_path / "checkout"
+    (real / "scripts").mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, "scripts", "setup"), real / "scripts" / "setup")
+    for name in ("requirements-dev.txt", "pyproject.toml"):
+        shutil.copy(os.path.join(ROOT, name), real / name)
+    bin_dir = real / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    calls = tmp_path / "calls"
+    (bin_dir / "python").write_text(f'#!/bin/sh\necho "$0 $(pwd) $*" >> {calls}\n')
+    (bin_dir / "python").chmod(0o755)
+    view = tmp_path / "view"
+    view.mkdir()
+    for entry in real.iterdir():
+        (view / entry.name).symlink_to(entry)
+    subprocess.run([str(view / "scripts" / "setup")], check=True, capture_output=True)
+    lines = calls.read_text().splitlines()
+    assert any(" -e ." in line for line in lines), lines
+    for line in lines:
+        program, cwd = line.split()[:2]
+        assert program == str(bin_dir / "python") and cwd == str(real), line
