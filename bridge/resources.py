@@ -131,8 +131,10 @@ class Sampler:
             if not _alive(pid):
                 continue  # a zombie holds no memory: it would count as a process of 0 bytes
             cpu, resident = procfs.cpu_seconds(pid), procfs.rss_bytes(pid)
-            if cpu is None or resident is None:
-                continue  # ended meanwhile
+            if cpu is None or not resident:
+                # Ended meanwhile, or ending: the kernel gives an exiting process's memory
+                # back before it marks it a zombie (a live process always has some).
+                continue
             cpu_s += cpu
             rss += resident
             pids.append(pid)
