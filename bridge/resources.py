@@ -98,12 +98,6 @@ class NvidiaSmi:
         return {"apps": parse_apps(apps or ""), "gpus": parse_gpus(gpus or "")}
 
 
-def _alive(pid: int) -> bool:
-    """The process runs (or sleeps, or is stopped): not gone, not a zombie."""
-    fields = procfs.stat_fields(pid)
-    return fields is not None and fields[0] not in ("Z", "X")
-
-
 class Sampler:
     """sample(root) -> the sample of root's process tree, or None when root is gone."""
 
@@ -121,19 +115,18 @@ class Sampler:
 
     def sample(self, root: int, gpu: Any = _ASK) -> Optional[dict[str, Any]]:
         """gpu: the probe's answer when the caller asked it once for many roots."""
-        if not _alive(root):
-            return None  # gone, or ended and not reaped yet (its exit is on the way)
+        if procfs.stat_fields(root) is None:
+            return None  # gone
         below = procfs.descendants([root])  # its own tree's files, not all of /proc
         if below is None:  # a kernel without them: one read of every process
             below = set(procfs.all_descendants(root))
         cpu_s, rss, pids = 0.0, 0, []
         for pid in [root, *sorted(below)]:
-            if not _alive(pid):
-                continue  # a zombie holds no memory: it would count as a process of 0 bytes
             cpu, resident = procfs.cpu_seconds(pid), procfs.rss_bytes(pid)
             if cpu is None or not resident:
-                # Ended meanwhile, or ending: the kernel gives an exiting process's memory
-                # back before it marks it a zombie (a live process always has some).
+                # Ended meanwhile, a zombie, or exiting (the kernel gives its memory back
+                # before it marks it a zombie): a live process always has resident pages,
+                # and one of 0 bytes made the job's memory curve fall to 0 at its end.
                 continue
             cpu_s += cpu
             rss += resident
