@@ -579,19 +579,7 @@ class Server:
             served.job.cancel(grace, reason)
 
     def op_user_signal(self, job_id: str, request: dict[str, Any]) -> None:
-        name = request.get("signal")
-        if name not in USER_SIGNALS:
-            raise RequestError(
-                f"user_signal: signal must be one of {', '.join(USER_SIGNALS)}, got {name!r}"
-            )
-        reason = request.get("reason")
-        if reason is None:
-            reason = f"the client sent the job {name}"
-        if not isinstance(reason, str):
-            raise RequestError(f"user_signal: reason must be a string, got {reason!r}")
-        send = request.get("send", False)
-        if not isinstance(send, bool):
-            raise RequestError(f"user_signal: send must be true or false, got {send!r}")
+        name, reason, send = user_signal_of(request)
         served = self.running(job_id)
         if served is not None and served.job is not None:
             job = served.job
@@ -834,10 +822,30 @@ class Early:
         shutil.rmtree(os.path.join(self.runtime_dir, self.job_id), ignore_errors=True)
 
 
+def user_signal_of(request: dict[str, Any]) -> tuple[str, str, bool]:
+    """A user_signal request's (signal, reason, send), checked; RequestError says what is
+    wrong. The one reading of it: handled in its turn, or read ahead with its launch."""
+    name = request.get("signal")
+    if not isinstance(name, str) or name not in USER_SIGNALS:
+        raise RequestError(
+            f"user_signal: signal must be one of {', '.join(USER_SIGNALS)}, got {name!r}"
+        )
+    reason = request.get("reason")
+    if reason is None:
+        reason = f"the client sent the job {name}"
+    if not isinstance(reason, str):
+        raise RequestError(f"user_signal: reason must be a string, got {reason!r}")
+    send = request.get("send", False)
+    if not isinstance(send, bool):
+        raise RequestError(f"user_signal: send must be true or false, got {send!r}")
+    return name, reason, send
+
+
 def first_stop(job_id: str, later: Sequence[bytes]) -> Optional[tuple[str, str]]:
     """(signal, reason) of the first user_signal request with send for `job_id` among
     `later` (request lines not handled yet), if any: a stop the client asked before it could
-    know of the spawn. Lines that do not parse or do not check are left to their turn."""
+    know of the spawn. Lines that do not parse or do not check are left to their turn (which
+    says why)."""
     marker = b'"user_signal"'
     wanted = job_id.encode("utf-8", "replace")
     for raw in later:
@@ -845,15 +853,15 @@ def first_stop(job_id: str, later: Sequence[bytes]) -> Optional[tuple[str, str]]
             continue  # most lines: no parse
         try:
             request = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            if not isinstance(request, dict) or request.get("op") != "user_signal":
+                continue
+            if request.get("job") != job_id:
+                continue
+            name, reason, send = user_signal_of(request)
+        except (UnicodeDecodeError, ValueError, RequestError):
             continue
-        if not isinstance(request, dict) or request.get("op") != "user_signal":
-            continue
-        if request.get("job") != job_id or request.get("send") is not True:
-            continue
-        name, reason = request.get("signal"), request.get("reason")
-        if name in USER_SIGNALS and (reason is None or isinstance(reason, str)):
-            return name, reason if reason is not None else f"the client sent the job {name}"
+        if send:
+            return name, reason
     return None
 
 
