@@ -40,6 +40,10 @@ class JobEnd:
         self.facts["oom_kills"] = _oom_kills_since(
             self._oom_before, self.facts["exit_code"], self.facts["exit_signal"]
         )
+        # A rank that led and died without a bye (torchrun SIGTERMs rank 0 when rank 1
+        # dies) hands the lead back now, before the exit is judged: the launcher's last
+        # words are the job's. The periodic look can miss it on a loaded machine.
+        self._check_lead_alive(now)
         self._step(
             {
                 "type": "exit",

@@ -101,3 +101,46 @@ def _open_gate_and_wait(job, gate):
     assert_tree_gone(job)
     assert report["outcome"] == "succeeded", report["summary"]
     return report
+
+
+def test_a_launcher_whose_rank_0_died_without_a_bye_gives_the_job_its_own_last_words(
+    script, tmp_path
+):
+    """torchrun SIGTERMs rank 0 when rank 1 dies, then raises ChildFailedError and exits 1.
+    Rank 0 led and said no bye; the periodic look at the tree (once a second) can come after
+    the launcher's exit on a loaded machine, and then the job was judged on a dead rank's
+    silence ("crashed", the error read off stderr). Here the launcher exits a few
+    milliseconds after its rank 0's death, well inside that second: its own error and bye
+    must be the job's."""
+    gate = str(tmp_path / "go")
+    path = script(
+        """
+        import os, signal, subprocess, sys
+        from trainbridge import worker
+        rank0 = subprocess.Popen(
+            [sys.executable, "-c",
+             "import sys\\nfrom trainbridge import worker\\nworker.progress(1, total=9)\\n"
+             "sys.stdin.read()"],
+            stdin=subprocess.PIPE,
+            env=dict(os.environ, RANK="0", LOCAL_RANK="0", WORLD_SIZE="2"),
+        )
+        wait_go()  # the client has read rank 0's progress: it leads
+        rank0.send_signal(signal.SIGTERM)  # as torchrun stops the ranks left
+        rank0.wait()
+        raise RuntimeError("rank 1 failed (exitcode: -9)")
+        """,
+        name="torchrun",  # machine.is_launcher: the launched process is a launcher
+    )
+    job = _launch_until(path, gate, "progress")
+    open(gate, "w").close()
+    report = job.wait(WAIT_S)
+    assert report is not None, job.state
+    validate_report(report)
+    assert_tree_gone(job)
+    leads = report["worker"]["leads"]
+    assert any(pid != job.pid for pid in leads), f"rank 0 never led: {leads}"
+    assert leads[-1] == job.pid, f"the lead did not come back to the launcher: {leads}"
+    assert report["worker"]["bye"] is not None, report["worker"]
+    assert report["outcome"] == "failed", report["summary"]
+    assert report["error"]["type"] == "RuntimeError", report["error"]
+    assert "rank 1 failed" in report["error"]["message"], report["error"]
