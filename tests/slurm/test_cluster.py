@@ -86,9 +86,13 @@ def test_time_limit_ends_job_timeout(slurm_cluster: Cluster, tmp_path) -> None:
     when it follows the other two (its place here, in file order)."""
     c = slurm_cluster
     out = os.path.join(tmp_path, "job.out")
+    # Slurm signals a step's processes children first (proctrack/linuxproc's process list):
+    # `sleep` can die before the shell gets its own SIGTERM, and a shell whose `wait` had
+    # returned would end the script there without ever running its trap. It waits again.
     script = _script(
         tmp_path, "long.sh",
-        "trap 'echo got SIGTERM; exit 143' TERM\necho started\nsleep 600 &\nwait\n",
+        "trap 'echo got SIGTERM; exit 143' TERM\necho started\n"
+        "while :; do sleep 600 & wait; done\n",
     )  # fmt: skip
     jobid = _sbatch(c, "--time=1", "-N1", "-o", out, script)
     c.wait_job(jobid, timeout_s=60, states=frozenset({"RUNNING"}))
