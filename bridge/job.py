@@ -45,7 +45,7 @@ import signal as signals
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from trainbridge.bridge import job_facts, jobenv, launcher, machine, ranks
 from trainbridge.bridge.channel import Channel
@@ -58,7 +58,7 @@ from trainbridge.bridge.job_arguments import (
     metric_names,
     with_stalled_after,
 )
-from trainbridge.bridge.job_end import JobEnd, Report, _oom_kill_count
+from trainbridge.bridge.job_end import JobEnd, _oom_kill_count
 from trainbridge.bridge.job_events import EVENT_QUEUE, EventQueue
 from trainbridge.bridge.job_facts import STAGES_KEPT
 from trainbridge.bridge.job_messages import JobMessages
@@ -72,6 +72,7 @@ from trainbridge.bridge.job_output import (
 )
 from trainbridge.bridge.job_status import LiveStatus
 from trainbridge.bridge.launcher import LaunchError
+from trainbridge.bridge.report import Report
 from trainbridge.bridge.streams import ChunkStream
 from trainbridge.protocol import codec
 
@@ -103,6 +104,97 @@ DETACHED_REMOVED = (
     "bridge.Scheduler(store=...).submit(cmd): the job runs under its own keeper, "
     "outlives this process, and any process can attach to it (docs/STORE.md)"
 )
+
+
+if TYPE_CHECKING:
+    import subprocess
+    from abc import abstractmethod
+
+    class JobHost:
+        """What the rooms (job_actions, job_messages, job_end) use of the Job, declared for
+        mypy only: each room derives from JobHost while type checking and from object at run
+        time (bridge/job_actions.py), so a room knows the attributes Job.__init__ sets up and
+        the methods of Job and of the other rooms. mypy checks Job's and the rooms' own
+        definitions against these, and (abstract) that Job has each method. A self-type
+        (`self: Job`) cannot do it: mypy refuses a self-type that is a subclass, and takes a
+        room's `self.x = ...` for a new attribute of the room."""
+
+        # Set up in Job.__init__ (see there).
+        id: str
+        dir: str
+        hub: Hub
+        channel: Channel
+        output: Output
+        live_status: LiveStatus
+        m: machine.State
+        facts: job_facts.Facts
+        ranks: Any  # facts["ranks"], read through Job.__getattr__
+        crash_file: str
+        sample_resources: bool
+        stop_on_nan: list[str]
+        stdin: Optional[Any]
+        proc: Optional[subprocess.Popen[bytes]]
+        pid: Optional[int]
+        tree: Optional[launcher.Tree]
+        report: Optional[Report]
+        lead: Optional[bytes]
+        last_message_t: Optional[float]
+        live_diagnosis: Optional[dict[str, Any]]
+        _done: threading.Event
+        _outbox: collections.deque[Any]
+        _present: dict[bytes, dict[str, Any]]
+        _foreign: set[bytes]
+        _remote: bool
+        _signal_dump_at: Optional[int]
+        _hang_seqs: range
+        _hang_answered: set[bytes]
+        _fallback_pids: Optional[set[int]]
+        _oom_before: Optional[int]
+        _snapshot_thread: Optional[threading.Thread]
+        _dump_seq: Optional[int]
+        _cancel_seqs: range
+        _live_t: Optional[float]
+        _live_mark: Optional[dict[str, Any]]
+        _pending_dumps: dict[int, list[Any]]
+        _pidfd: Optional[int]
+        _drain_started: Optional[float]
+        _tree_next: float
+        _look: Optional[dict[str, Any]]
+        _heard: dict[str, Any]
+        _look_due: Optional[float]
+
+        # Job's methods that the rooms call.
+        @property
+        @abstractmethod
+        def unrouted(self) -> int: ...
+        @abstractmethod
+        def status(self) -> dict[str, Any]: ...
+        @abstractmethod
+        def _ask_cancel(self, grace: Optional[float], reason: str, **by: Any) -> None: ...
+        @abstractmethod
+        def _send_outbox(self) -> None: ...
+        @abstractmethod
+        def _publish(self, event: dict[str, Any]) -> None: ...
+        @abstractmethod
+        def _publish_records(
+            self, rank: int, records: list[dict[str, Any]], sender: dict[str, Any]
+        ) -> None: ...
+
+        # A room's methods that another room calls.
+        @abstractmethod
+        def _step(self, event: dict[str, Any]) -> None: ...  # job_actions
+        @abstractmethod
+        def _publish_status(self) -> None: ...
+        @abstractmethod
+        def _live_diagnose(self, force: bool = False) -> None: ...
+        @abstractmethod
+        def _check_lead_alive(self, now: float) -> None: ...  # job_messages
+        @abstractmethod
+        def _drain(self) -> None: ...  # job_end
+        @abstractmethod
+        def _start_snapshot(self) -> None: ...
+        @abstractmethod
+        def _finish(self) -> None: ...
 
 
 class Job(JobActions, JobMessages, JobEnd):
@@ -150,6 +242,8 @@ class Job(JobActions, JobMessages, JobEnd):
         # `ident` (job id, key): chosen by a caller that spawned the process already
         # (bridge/transparent.py), whose directory then exists, or that names its jobs
         # itself (bridge/jobserve.py: the Node client's ids and keys).
+        self.id: str
+        self.key: bytes
         self.id, self.key = ident or (f"job-{secrets.token_hex(6)}", secrets.token_bytes(32))
         self.dir = os.path.join(self.hub.runtime_dir, self.id)
         os.makedirs(self.dir, 0o700, exist_ok=ident is not None)
@@ -197,14 +291,14 @@ class Job(JobActions, JobMessages, JobEnd):
         self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
         # Hellos of the processes that may lead (said hello, have not left), in order.
         self._present: dict[bytes, dict[str, Any]] = {}
-        self._foreign: set = set()  # routing ids whose hello came from outside the tree
+        self._foreign: set[bytes] = set()  # routing ids whose hello came from outside the tree
         self._remote = False  # remote_env() was asked: other hosts' ranks may join
         self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
         # The hang's dump_stacks (its seqs) and the ranks that answered it; the pids the
         # per-rank fallback (bridge/rankdumps.py) sent SIGUSR2 already.
         self._hang_seqs: range = range(0)
-        self._hang_answered: set = set()
-        self._fallback_pids: Optional[set] = None
+        self._hang_answered: set[bytes] = set()
+        self._fallback_pids: Optional[set[int]] = None
         self.last_message_t: Optional[float] = None
         self._oom_before: Optional[int] = None
         self._snapshot_thread: Optional[threading.Thread] = None
@@ -226,7 +320,7 @@ class Job(JobActions, JobMessages, JobEnd):
         # The lead's heartbeats: its `work` count and where its main thread was (look.heard)
         self._heard: dict[str, Any] = {}
         self._look_due: Optional[float] = None
-        self.proc = None
+        self.proc: Optional[subprocess.Popen[bytes]] = None
         self.pid: Optional[int] = None
         self.tree: Optional[launcher.Tree] = None
 
@@ -272,7 +366,12 @@ class Job(JobActions, JobMessages, JobEnd):
         (signal name, reason), a user signal asked before the spawn: noted, then sent to
         the process the moment it exists (note_user_signal)."""
         registered = threading.Event()
-        self.hub.call(lambda: (self.hub.add_job(self), registered.set()))
+
+        def register() -> None:
+            self.hub.add_job(self)
+            registered.set()
+
+        self.hub.call(register)
         registered.wait()
         if proc is None:
             try:
@@ -290,11 +389,16 @@ class Job(JobActions, JobMessages, JobEnd):
             except OSError:
                 pass  # gone already: its exit decides
         attached = threading.Event()
-        self.hub.call(lambda: (self._attach(proc, read_pipes), attached.set()))
+
+        def attach() -> None:
+            self._attach(proc, read_pipes)
+            attached.set()
+
+        self.hub.call(attach)
         attached.wait()
         return self
 
-    def _attach(self, proc, read_pipes: bool = True) -> None:
+    def _attach(self, proc: subprocess.Popen[bytes], read_pipes: bool = True) -> None:
         if self._done.is_set():  # failed (internal) between spawn and here: nothing may run on
             launcher.Tree(proc.pid, self.id).signal(signals.SIGKILL)
             try:
@@ -332,15 +436,18 @@ class Job(JobActions, JobMessages, JobEnd):
     # --- public API (any thread) ----------------------------------------------------------
     @property
     def state(self) -> str:
-        return self.m["state"]
+        state: str = self.m["state"]
+        return state
 
     @property
     def outcome(self) -> Optional[str]:
-        return self.m["outcome"]
+        outcome: Optional[str] = self.m["outcome"]
+        return outcome
 
     @property
     def stage(self) -> Optional[str]:
-        return self.facts["stages"][-1]["name"] if self.facts["stages"] else None
+        name: Optional[str] = self.facts["stages"][-1]["name"] if self.facts["stages"] else None
+        return name
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -425,7 +532,8 @@ class Job(JobActions, JobMessages, JobEnd):
 
         self.hub.call(ask)
         box[0].acquire(True, timeout)
-        return box[1]
+        reply: Optional[dict[str, Any]] = box[1]  # the reply body, or None
+        return reply
 
     def send(self, data: Any) -> None:
         """Send a message (any JSON-like value) to the training script, which gets it from
@@ -542,7 +650,7 @@ def launch(
     startup_timeout: Optional[float] = machine.DEFAULTS["startup_timeout"],
     stall_timeout: Optional[float] = machine.DEFAULTS["stall_timeout"],
     heartbeat_timeout: Optional[float] = machine.DEFAULTS["heartbeat_timeout"],
-    kill_grace: float = machine.DEFAULTS["kill_grace"],
+    kill_grace: float = cast(float, machine.DEFAULTS["kill_grace"]),  # a float, never None
     log_path: Optional[str] = None,
     on_event: Optional[Callable[[dict[str, Any]], None]] = None,
     zero_code: bool = True,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal as signals
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from trainbridge.bridge import (
     diagnosis,
@@ -24,6 +24,13 @@ from trainbridge.bridge import (
     ranks_hang,
     report_files,
 )
+
+if TYPE_CHECKING:
+    from collections import deque
+
+    from trainbridge.bridge.job import JobHost
+else:
+    JobHost = object  # mypy's view of the Job this room is part of; a plain class at run time
 
 LIVE_DIAGNOSIS_S = 2.0  # while stalled, the live diagnosis is refreshed at most this often
 TREE_REFRESH_S = 1.0  # how often the process tree is re-read while the job runs
@@ -40,7 +47,7 @@ if hasattr(signals, "SIGUSR2"):
     SIGNALS["SIGUSR2"] = signals.SIGUSR2
 
 
-class JobActions:
+class JobActions(JobHost):
     """Job's machine room (I/O thread)."""
 
     def _step(self, event: dict[str, Any]) -> None:
@@ -116,7 +123,9 @@ class JobActions:
 
         self.hub.call(publish)
 
-    def _due(self, now: float) -> tuple[bool, Optional[float], Optional[float]]:
+    def _due(
+        self, now: float
+    ) -> tuple[dict[bytes, deque[tuple[str, Any]]], Optional[float], Optional[float]]:
         """What of this job's timed work is due, the one account next_wakeup and tick both
         read (two copies drifted once: a job whose pipes had closed was kept for the pipe
         linger): (sends held back by a full worker queue, retried on every tick; when the
@@ -180,7 +189,8 @@ class JobActions:
         if self._look_due is not None and now >= self._look_due:
             self._end_look(now)
         if tree is not None and now >= tree:
-            self.tree.refresh(max_age=launcher.SHARED_TABLE_S)  # one /proc read for all jobs
+            # One /proc read for all jobs. Not None: _attach sets it with self.proc (see above).
+            cast(launcher.Tree, self.tree).refresh(max_age=launcher.SHARED_TABLE_S)
             self._check_lead_alive(now)
             self._tree_next = now + TREE_REFRESH_S + TREE_REFRESH_PER_JOB_S * len(self.hub.jobs)
             if not self.m["hello"] and self.m.get("loaded_t") is None:
@@ -204,7 +214,8 @@ class JobActions:
 
     def _sample(self, now: float) -> dict[str, Any]:
         lead = self.facts["lead_pid"] or self.pid
-        return procfs.tree_sample(self.pid, self._output_lines(), now, lead=lead)
+        # Not None: both callers (_start_look, _end_look) return first while it is.
+        return procfs.tree_sample(cast(int, self.pid), self._output_lines(), now, lead=lead)
 
     def _start_look(self, reason: str) -> None:
         """A startup, heartbeat or stall deadline passed: sample the job's tree now and again LOOK_S
@@ -260,9 +271,11 @@ class JobActions:
                 # Not in signals_sent: that list is the lead's escalation (a SIGUSR2 there
                 # means the lead's Python was silent); the dump shows in the crash file.
                 self._fallback_pids.add(pid)
-                text = rankdumps.native_dump(
-                    self.crash_file, pid, lambda q: launcher.signal_process(q, SIGNALS["SIGUSR2"])
-                )
+
+                def send_sigusr2(q: int) -> None:  # native_dump's `send` returns nothing
+                    launcher.signal_process(q, SIGNALS["SIGUSR2"])
+
+                text = rankdumps.native_dump(self.crash_file, pid, send_sigusr2)
             if text:
                 ranks.observe(state, key, "signal_dump", {"stacks": text}, p["last_beat"])
 

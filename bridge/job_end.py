@@ -12,14 +12,19 @@ import signal as signals
 import threading
 import time
 import traceback
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from trainbridge.bridge import evidence, job_facts, launcher, oom, report_files, report_text
 from trainbridge.bridge import report as reports
 from trainbridge.bridge.report import Report
 
+if TYPE_CHECKING:
+    from trainbridge.bridge.job import JobHost
+else:
+    JobHost = object  # mypy's view of the Job this room is part of; a plain class at run time
 
-class JobEnd:
+
+class JobEnd(JobHost):
     """Job's end room (I/O thread)."""
 
     def _on_exit_ready(self) -> None:
@@ -66,7 +71,9 @@ class JobEnd:
         self._drain_started = time.monotonic()  # machine.drain_wait() says when it is done
 
     def _start_snapshot(self) -> None:
-        pid = self.pid
+        # Not None: a hang (machine "snapshot") comes from a deadline, and the deadlines run
+        # once the process exists (tick, _check_loaded, _end_look).
+        pid = cast(int, self.pid)
 
         def collect() -> None:
             try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from trainbridge.bridge import (
     health,
@@ -23,13 +23,19 @@ from trainbridge.bridge import (
 )
 from trainbridge.bridge.job_actions import SIGNALS
 
+if TYPE_CHECKING:
+    from trainbridge.bridge.job import JobHost
+    from trainbridge.protocol import codec
+else:
+    JobHost = object  # mypy's view of the Job this room is part of; a plain class at run time
+
 LEADS_KEPT = 16  # lead changes kept for the report
 
 
-class JobMessages:
+class JobMessages(JobHost):
     """Job's worker-messages room (I/O thread)."""
 
-    def _on_message(self, routing_id: bytes, rank: int, msg) -> None:
+    def _on_message(self, routing_id: bytes, rank: int, msg: codec.Message) -> None:
         now = time.monotonic()
         kind, body = msg.kind, msg.body
         if routing_id in self._foreign:
@@ -218,7 +224,7 @@ class JobMessages:
             self._leave(self.lead, now)
 
     def _on_reply(self, body: dict[str, Any]) -> None:
-        to = body.get("to")
+        to: Any = body.get("to")  # the command's seq, an int by protocol/schema.py
         box = self._pending_dumps.pop(to, None)
         if box is not None:
             box[1] = body
