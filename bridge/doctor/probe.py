@@ -33,12 +33,20 @@ import json  # noqa: E402 - after the sys.path fix above, so bridge/ cannot shad
 import time  # noqa: E402 - as json
 import traceback  # noqa: E402 - as json
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
+if TYPE_CHECKING:  # never runs: annotations are strings or unevaluated locals (Python 3.8)
+    from types import FrameType
+    from typing import Any, Callable, Optional, TextIO, TypeVar, Union
 
-def _stream_facts(stream):
+    _T = TypeVar("_T")
+    Facts = dict[str, Any]  # one check's JSON facts
+
+
+def _stream_facts(stream: "Optional[TextIO]") -> "Facts":
     """What a stream looked like when the interpreter started, before we touch fds."""
     if stream is None:
         return {"present": False}
-    facts = {"present": True}
+    facts: Facts = {"present": True}
     for attr in ("encoding", "errors", "line_buffering", "write_through"):
         facts[attr] = getattr(stream, attr, None)
     try:
@@ -94,10 +102,10 @@ ENCODING_VARS = (
     "PYTHONLEGACYWINDOWSSTDIO",
 )
 
-_STATE = {}  # shared between checks of one child: the imported torch module
+_STATE: "dict[str, Any]" = {}  # shared between checks of one child: the imported torch module
 
 
-def redact_url(value):
+def redact_url(value: str) -> str:
     """Hide user:password in a proxy URL: the report is shown and logged."""
     if not value or "@" not in value:
         return value
@@ -109,7 +117,7 @@ def redact_url(value):
     return (scheme + "://" if sep else "") + (user + ":***@" if user else "***@") + hostpart
 
 
-def _version_of(dist):
+def _version_of(dist: str) -> "Optional[str]":
     try:
         from importlib import metadata
     except ImportError:  # Python < 3.8: no metadata API
@@ -120,7 +128,7 @@ def _version_of(dist):
         return None
 
 
-def check_python():
+def check_python() -> "Facts":
     import platform
     import struct
 
@@ -136,11 +144,11 @@ def check_python():
     }
 
 
-def check_platform():
+def check_platform() -> "Facts":
     import platform
 
     release = platform.release()
-    facts = {
+    facts: Facts = {
         "system": platform.system(),
         "release": release,
         "machine": platform.machine(),
@@ -155,10 +163,10 @@ def check_platform():
     return facts
 
 
-def check_encoding():
+def check_encoding() -> "Facts":
     import locale
 
-    facts = {
+    facts: Facts = {
         "stdout": _STDOUT_AT_START.get("encoding"),
         "stderr": _STDERR_AT_START.get("encoding"),
         "stdout_errors": _STDOUT_AT_START.get("errors"),
@@ -178,21 +186,21 @@ def check_encoding():
     return facts
 
 
-def check_stdout_buffering():
+def check_stdout_buffering() -> "Facts":
     facts = dict(_STDOUT_AT_START)
     facts["PYTHONUNBUFFERED"] = os.environ.get("PYTHONUNBUFFERED")
     return facts
 
 
-def check_network_config():
+def check_network_config() -> "Facts":
     return {"env": {k: redact_url(os.environ[k]) for k in NETWORK_VARS if k in os.environ}}
 
 
-def check_packages():
+def check_packages() -> "Facts":
     return {"versions": {name: _version_of(name) for name in HF_PACKAGES}}
 
 
-def _cache_dirs():
+def _cache_dirs() -> "list[tuple[str, str]]":
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
     hf = (
@@ -211,15 +219,15 @@ def _cache_dirs():
     ]
 
 
-def check_disk():
+def check_disk() -> "Facts":
     import shutil
 
-    dirs = []
+    dirs: list[Facts] = []
     for role, path in _cache_dirs():
         measured = os.path.abspath(path)
         while not os.path.exists(measured) and os.path.dirname(measured) != measured:
             measured = os.path.dirname(measured)  # a cache dir not created yet: its filesystem
-        entry = {"role": role, "path": path, "measured": measured}
+        entry: Facts = {"role": role, "path": path, "measured": measured}
         try:
             usage = shutil.disk_usage(measured)
             entry.update(
@@ -233,8 +241,8 @@ def check_disk():
     return {"dirs": dirs}
 
 
-def check_nvidia_driver():
-    facts = {"proc_version": None}
+def check_nvidia_driver() -> "Facts":
+    facts: Facts = {"proc_version": None}
     try:
         with open("/proc/driver/nvidia/version") as f:
             facts["proc_version"] = f.readline().strip()
@@ -247,7 +255,7 @@ def check_nvidia_driver():
         return facts
     facts["pynvml"] = "ok"
 
-    def text(value):
+    def text(value: "Union[bytes, str]") -> str:
         return value.decode("ascii", "replace") if isinstance(value, bytes) else value
 
     try:
@@ -262,10 +270,10 @@ def check_nvidia_driver():
             facts["driver_cuda"] = "%d.%d" % (cuda // 1000, (cuda % 1000) // 10)
         except Exception:  # noqa: BLE001 - older drivers lack the call: unknown
             facts["driver_cuda"] = None
-        gpus = []
+        gpus: list[Facts] = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            gpu = {
+            gpu: Facts = {
                 "index": i,
                 "name": text(pynvml.nvmlDeviceGetName(handle)),
                 "uuid": text(pynvml.nvmlDeviceGetUUID(handle)),
@@ -285,7 +293,7 @@ def check_nvidia_driver():
     return facts
 
 
-def _capture_warnings(fn):
+def _capture_warnings(fn: "Callable[[], _T]") -> "tuple[_T, list[str]]":
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
@@ -294,8 +302,8 @@ def _capture_warnings(fn):
     return result, [str(w.message)[:300] for w in caught]
 
 
-def check_torch():
-    facts = {"metadata_version": _version_of("torch")}
+def check_torch() -> "Facts":
+    facts: Facts = {"metadata_version": _version_of("torch")}
     if facts["metadata_version"] is None:
         facts["installed"] = False
         return facts
@@ -320,18 +328,18 @@ def check_torch():
     return facts
 
 
-def _torch_or_skip():
+def _torch_or_skip() -> "tuple[Any, Optional[Facts]]":
     torch = _STATE.get("torch")
     if torch is None:
         return None, {"skipped": "torch was not imported in this process"}
     return torch, None
 
 
-def check_torch_cuda():
+def check_torch_cuda() -> "Facts":
     torch, skipped = _torch_or_skip()
     if skipped:
         return skipped
-    facts = {"built_cuda": torch.version.cuda}
+    facts: Facts = {"built_cuda": torch.version.cuda}
     available, warns = _capture_warnings(torch.cuda.is_available)
     facts["is_available"] = bool(available)
     facts["init_warnings"] = warns  # is_available() hides the init error in a warning
@@ -340,10 +348,10 @@ def check_torch_cuda():
         facts["arch_list"] = torch.cuda.get_arch_list()
     except Exception:  # noqa: BLE001 - old or broken torch builds: unknown
         facts["arch_list"] = []
-    devices = []
+    devices: list[Facts] = []
     for i in range(facts["device_count"]):
         props = torch.cuda.get_device_properties(i)
-        dev = {
+        dev: Facts = {
             "index": i,
             "name": props.name,
             "capability": "%d.%d" % (props.major, props.minor),
@@ -363,17 +371,17 @@ def check_torch_cuda():
     return facts
 
 
-def check_torch_tensor():
+def check_torch_tensor() -> "Facts":
     torch, skipped = _torch_or_skip()
     if skipped:
         return skipped
     names = ["cpu"]
     if torch.cuda.is_available():
         names += ["cuda:%d" % i for i in range(torch.cuda.device_count())]
-    results = []
+    results: list[Facts] = []
     for name in names:
         t0 = time.monotonic()
-        entry = {"device": name}
+        entry: Facts = {"device": name}
         try:
             x = torch.ones(4, device=name) * 2
             value = float(x.sum().item())  # .item() synchronises the device
@@ -403,7 +411,9 @@ CHECKS = {
 }
 
 
-def _parse_args(argv):
+def _parse_args(argv: "list[str]") -> "tuple[list[str], Optional[str], Optional[float]]":
+    stack_file: Optional[str]  # declarations only: a bare local annotation does not run
+    deadline: Optional[float]
     checks, stack_file, deadline = list(CHECKS), None, None
     i = 0
     while i < len(argv):
@@ -419,13 +429,15 @@ def _parse_args(argv):
     return checks, stack_file, deadline
 
 
-def _stacks_text(current, current_frame):
+def _stacks_text(current: int, current_frame: "Optional[FrameType]") -> str:
     """Every thread's Python stack in faulthandler's format, the interrupted one last as
     "Current thread" (from the frame the signal interrupted, not the handler's own)."""
     frames = sys._current_frames()
-    frames[current] = current_frame
+    # None when the signal found no Python frame running; the walk below stops at None.
+    frames[current] = current_frame  # type: ignore[assignment]  # see above
     order = [ident for ident in frames if ident != current][:99] + [current]
     parts = []
+    frame: Optional[FrameType]  # a declaration only: it does not run
     for ident in order:
         lines = [
             "%s 0x%016x (most recent call first):"
@@ -449,7 +461,7 @@ def _stacks_text(current, current_frame):
     return "\n".join(parts)
 
 
-def _register_dumps(stack_out):
+def _register_dumps(stack_out: "TextIO") -> None:
     """SIGUSR1: a Python-level handler, not faulthandler.register(all_threads=True), whose
     dump in a C signal handler reads the frames of threads that keep running Python and can
     die of SIGSEGV (CPython gh-116008). It runs on the main thread
@@ -462,7 +474,7 @@ def _register_dumps(stack_out):
 
     fd = stack_out.fileno()
 
-    def dump(signum, frame):
+    def dump(signum: int, frame: "Optional[FrameType]") -> None:
         try:
             data = _stacks_text(threading.get_ident(), frame).encode("ascii", "backslashreplace")
             while data:
@@ -474,7 +486,7 @@ def _register_dumps(stack_out):
     faulthandler.register(signal.SIGUSR2, file=stack_out, all_threads=False)
 
 
-def main(argv):
+def main(argv: "list[str]") -> int:
     checks, stack_file, deadline = _parse_args(argv)
     import faulthandler
     import signal
@@ -487,7 +499,7 @@ def main(argv):
     out_fd = os.dup(1)
     os.dup2(2, 1)
 
-    def emit(obj):
+    def emit(obj: "dict[str, object]") -> None:
         data = (json.dumps(obj, ensure_ascii=True, default=repr) + "\n").encode("ascii")
         while data:
             data = data[os.write(out_fd, data) :]
@@ -496,9 +508,12 @@ def main(argv):
     for name in checks:
         emit({"event": "begin", "check": name})
         t0 = time.monotonic()
+        facts: Facts  # declarations only: a bare local annotation does not run
+        error: Optional[str]
         facts, error = {}, None
         if self_dump:
-            faulthandler.dump_traceback_later(deadline * 0.9, file=stack_out)
+            # self_dump is true only when stack_out and deadline are set (mypy cannot see that)
+            faulthandler.dump_traceback_later(deadline * 0.9, file=stack_out)  # type: ignore[operator, arg-type]
         try:
             facts = CHECKS[name]()
         except BaseException:  # noqa: BLE001 - SystemExit / KeyboardInterrupt from a check are facts too

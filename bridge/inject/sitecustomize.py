@@ -13,8 +13,12 @@ sys.modules, so the script's own `worker`, `bridge` or `codec` module is never s
 import os
 import sys
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (milliseconds)
+if TYPE_CHECKING:
+    from types import ModuleType
 
-def _import_trainbridge():
+
+def _import_trainbridge() -> "ModuleType":
     """Import `trainbridge`: installed, or the package this directory belongs to."""
     import importlib.util
 
@@ -27,10 +31,11 @@ def _import_trainbridge():
             spec = importlib.util.spec_from_file_location(
                 "trainbridge", init, submodule_search_locations=[os.path.dirname(init)]
             )
-            module = importlib.util.module_from_spec(spec)
+            # An existing .py file always gets a spec with a SourceFileLoader: neither is None.
+            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]  # see above
             sys.modules["trainbridge"] = module
             try:
-                spec.loader.exec_module(module)
+                spec.loader.exec_module(module)  # type: ignore[union-attr]  # see above
             except BaseException:
                 del sys.modules["trainbridge"]
                 raise
@@ -40,7 +45,7 @@ def _import_trainbridge():
     return trainbridge
 
 
-def _check_requirements():
+def _check_requirements() -> None:
     """The worker needs pyzmq and msgpack in the training interpreter; say so plainly."""
     import importlib.util
 
@@ -56,7 +61,7 @@ def _check_requirements():
         )
 
 
-def _start_worker():
+def _start_worker() -> None:
     if not os.environ.get("TRAINBRIDGE_ENDPOINT"):
         return
     try:
@@ -75,7 +80,7 @@ def _start_worker():
         )
 
 
-def _run_shadowed_sitecustomize():
+def _run_shadowed_sitecustomize() -> None:
     import importlib.machinery
     import importlib.util
 
