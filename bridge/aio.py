@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
 from trainbridge.bridge import machine
 
@@ -26,6 +26,9 @@ from trainbridge.bridge.aio_scheduler import Scheduler as Scheduler
 from trainbridge.bridge.job import Job, Report, check_arguments
 from trainbridge.bridge.job import launch as _launch
 
+A = TypeVar("A", bound="AsyncJob")
+OnEvent = Callable[[dict[str, Any]], None]
+
 
 class AsyncJob:
     def __init__(self, job: Union[Job, Attached], loop: asyncio.AbstractEventLoop):
@@ -33,6 +36,34 @@ class AsyncJob:
         self._loop = loop
         self._wakeup = asyncio.Event()
         self._ended: asyncio.Future[Report] = loop.create_future()
+
+    @classmethod
+    async def started(
+        cls: type[A],
+        start: Callable[[OnEvent], Any],
+        user_callback: Optional[OnEvent] = None,
+    ) -> A:
+        """Run start(on_event), which launches or attaches and returns the synchronous job,
+        off the loop (it blocks briefly: fork/exec, a hop to the I/O thread, a keeper's
+        reply), and wrap what it returns. The wrapper hears every event from then on, and an
+        end that came before it existed resolves it on creation."""
+        loop = asyncio.get_running_loop()
+        holder: dict[str, A] = {}
+
+        def on_event(event: dict[str, Any]) -> None:
+            if user_callback is not None:
+                user_callback(event)
+            wrapper = holder.get("job")
+            if wrapper is not None:
+                wrapper._on_event(event)
+            elif event["event"] == "end":  # ended before the wrapper existed
+                loop.call_soon_threadsafe(_late_end, holder, event["report"])
+
+        job = await loop.run_in_executor(None, start, on_event)
+        holder["job"] = wrapper = cls(job, loop)
+        if job.done() and job.report is not None:
+            wrapper._resolve(job.report)
+        return wrapper
 
     # Called on the hub's I/O thread for every event.
     def _on_event(self, event: dict[str, Any]) -> None:
@@ -104,8 +135,6 @@ class AsyncAttachedJob(AsyncJob):
 
 async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
     """bridge.launch() for asyncio code: same options, returns an AsyncJob."""
-    loop = asyncio.get_running_loop()
-    holder: dict[str, AsyncJob] = {}
     user_callback = options.pop("on_event", None)
     # Bad arguments fail here, on the caller's loop, before a thread or a job exists.
     check_arguments(
@@ -118,25 +147,12 @@ async def launch(cmd: Sequence[str], **options: Any) -> AsyncJob:
         stop_on_nan=options.get("stop_on_nan"),
     )
 
-    def on_event(event: dict[str, Any]) -> None:
-        if user_callback is not None:
-            user_callback(event)
-        async_job = holder.get("job")
-        if async_job is not None:
-            async_job._on_event(event)
-        elif event["event"] == "end":  # ended before launch() returned: resolve on creation
-            loop.call_soon_threadsafe(_late_end, holder, event["report"])
-
     # Spawning blocks briefly (fork/exec and a hop to the I/O thread): not on the loop.
-    job = await loop.run_in_executor(
-        None, functools.partial(_launch, cmd, on_event=on_event, **options)
+    return await AsyncJob.started(
+        lambda on_event: _launch(cmd, on_event=on_event, **options), user_callback
     )
-    holder["job"] = AsyncJob(job, loop)
-    if job.done() and job.report is not None:
-        holder["job"]._resolve(job.report)
-    return holder["job"]
 
 
-def _late_end(holder: dict[str, AsyncJob], report: Report) -> None:
+def _late_end(holder: dict[str, A], report: Report) -> None:
     if "job" in holder:
         holder["job"]._resolve(report)

@@ -86,18 +86,9 @@ class Scheduler:
         """Scheduler.attach() as an AsyncAttachedJob (its send() is awaited)."""
         from trainbridge.bridge.aio import AsyncAttachedJob
 
-        loop = asyncio.get_running_loop()
-        holder: dict[str, AsyncAttachedJob] = {}
-
-        def on_event(event: dict[str, Any]) -> None:
-            if "job" in holder:
-                holder["job"]._on_event(event)
-
-        attached = await self._run(self.sync.attach, job_id, on_event, since)
-        holder["job"] = AsyncAttachedJob(attached, loop)
-        if attached.done() and attached.report is not None:  # ended before the wrapper existed
-            holder["job"]._resolve(attached.report)
-        return holder["job"]
+        return await AsyncAttachedJob.started(
+            lambda on_event: self.sync.attach(job_id, on_event, since)
+        )
 
     async def close(self) -> None:
         await self._run(self.sync.close)
