@@ -337,7 +337,7 @@ def run(args: argparse.Namespace, cmd: list[str]) -> int:
         report = view.follow(job)
     finally:
         restore()
-    problem = _write_report(args.report, report) if args.report else None
+    problem = write_report(args.report, report) if args.report else None
     view.close(report)
     if problem:
         print(f"trainbridge: warning: {problem}", file=sys.stderr, flush=True)
@@ -411,7 +411,7 @@ def _forward_stop_signals(job: Job) -> Callable[[], None]:
     return restore
 
 
-def _write_report(path: str, report: dict[str, Any]) -> Optional[str]:
+def write_report(path: str, report: dict[str, Any]) -> Optional[str]:
     """Write the report atomically, readable by this user only (a new temp file beside it,
     renamed over `path`: bridge/private_files.py). A disk that refuses
     it (read-only, full) changes neither the job's exit status nor its summary: returns

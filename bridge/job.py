@@ -47,7 +47,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
-from trainbridge.bridge import job_facts, jobenv, launcher, machine, ranks
+from trainbridge.bridge import job_facts, jobenv, launcher, machine, oom, ranks
 from trainbridge.bridge.channel import Channel
 from trainbridge.bridge.hub import Hub
 from trainbridge.bridge.job_actions import JobActions
@@ -58,7 +58,7 @@ from trainbridge.bridge.job_arguments import (
     metric_names,
     with_stalled_after,
 )
-from trainbridge.bridge.job_end import JobEnd, _oom_kill_count
+from trainbridge.bridge.job_end import JobEnd
 from trainbridge.bridge.job_events import EVENT_QUEUE, EventQueue
 from trainbridge.bridge.job_facts import STAGES_KEPT
 from trainbridge.bridge.job_messages import JobMessages
@@ -410,7 +410,7 @@ class Job(JobActions, JobMessages, JobEnd):
         if self.tree is None:
             self.tree = launcher.Tree(proc.pid, self.id)
         self.output.attach(proc, read_pipes, owner=self)  # without read_pipes: feed_output()
-        self._oom_before = _oom_kill_count(proc.pid)
+        self._oom_before = oom.oom_kill_count(proc.pid)
         self._pidfd = launcher.open_pidfd(proc.pid)
         if self._pidfd is not None:
             self.hub.add_fd(self._pidfd, self._on_exit_ready, owner=self)

@@ -12,7 +12,7 @@ import signal as signals
 import threading
 import time
 import traceback
-from typing import TYPE_CHECKING, Any, Optional, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from trainbridge.bridge import evidence, job_facts, launcher, oom, report_files, report_text
 from trainbridge.bridge import report as reports
@@ -41,8 +41,8 @@ class JobEnd(JobHost):
             self.proc.returncode
         )
         if self.facts["exit_signal"] == "SIGKILL" and "SIGKILL" not in self.facts["signals_sent"]:
-            self.facts["oom_killed"] = oom.oom_killed(self._oom_before, _oom_kill_count(None))
-        self.facts["oom_kills"] = _oom_kills_since(
+            self.facts["oom_killed"] = oom.oom_killed(self._oom_before, oom.oom_kill_count())
+        self.facts["oom_kills"] = oom.kills_since(
             self._oom_before, self.facts["exit_code"], self.facts["exit_signal"]
         )
         # A rank that led and died without a bye (torchrun SIGTERMs rank 0 when rank 1
@@ -177,21 +177,3 @@ class JobEnd(JobHost):
                 self.hub.remove_job(self.id)
                 self._publish({"event": "end", "outcome": "failed", "report": self.report})
                 self._done.set()
-
-
-def _oom_kills_since(
-    before: Optional[int], code: Optional[int], signal: Optional[str]
-) -> Optional[int]:
-    """How many processes the OOM killer took in our cgroup while a job that ended badly ran
-    (a DataLoader worker killed while the main process lived); None when unknown or clean."""
-    if before is None or (code == 0 and not signal):
-        return None
-    after = _oom_kill_count(None)
-    return None if after is None else max(0, after - before)
-
-
-def _oom_kill_count(pid: Optional[int]) -> Optional[int]:
-    try:
-        return oom.oom_kill_count(pid)
-    except Exception:  # noqa: BLE001 - best effort
-        return None

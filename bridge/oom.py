@@ -55,3 +55,12 @@ def oom_killed(before: Optional[int], after: Optional[int]) -> Optional[bool]:
     if before is None or after is None:
         return None
     return after > before
+
+
+def kills_since(before: Optional[int], code: Optional[int], signal: Optional[str]) -> Optional[int]:
+    """How many processes the OOM killer took in our cgroup while a job that ended badly ran
+    (a DataLoader worker killed while the main process lived); None when unknown or clean."""
+    if before is None or (code == 0 and not signal):
+        return None
+    after = oom_kill_count()
+    return None if after is None else max(0, after - before)

@@ -188,9 +188,9 @@ def run(args: Any, cmd: list[str]) -> int:
     for copier in copiers:  # the job's end killed what was left of the tree: EOF soon
         copier.join(COPY_JOIN_S)
     if args.report:
-        from trainbridge.bridge.cli import _write_report
+        from trainbridge.bridge.cli import write_report
 
-        problem = _write_report(args.report, report)
+        problem = write_report(args.report, report)
         if problem:  # trainbridge's own failure: said, though stderr is the command's
             sys.stderr.write(f"trainbridge: warning: {problem}\n")
     if args.verdict:
