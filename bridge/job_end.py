@@ -24,6 +24,9 @@ else:
     JobHost = object  # mypy's view of the Job this room is part of; a plain class at run time
 
 
+KILL_WAIT_S = 1.0  # how long the end waits for SIGKILLed leftovers to be gone
+
+
 class JobEnd(JobHost):
     """Job's end room (I/O thread)."""
 
@@ -92,6 +95,10 @@ class JobEnd(JobHost):
     def _finish(self) -> None:
         if self.tree is not None and self.tree.alive(include_root=False):
             self.tree.signal(signals.SIGKILL, include_root=False)
+            # The end says nothing of the job is left (its `leftovers` were stopped): wait,
+            # bounded, until that is true. Only a process in the kernel's uninterruptible
+            # wait outlasts it, and it ends when that wait does (SIGKILL cannot be caught).
+            self.tree.wait_gone(KILL_WAIT_S, include_root=False)
         if self._snapshot_thread is not None:
             self._snapshot_thread.join(timeout=3.0)
         self.hub.drain_router()
