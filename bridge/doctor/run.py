@@ -105,6 +105,11 @@ class _Child:
                 del self._stderr[:-STDERR_KEEP]
         self._stderr_done.set()
 
+    def wait_stderr(self, timeout: float) -> None:
+        """Until the child's stderr pipe is read to its end (it drains once the process is
+        gone), at most `timeout` s."""
+        self._stderr_done.wait(timeout)
+
     def stderr_tail(self, limit: int = 4000) -> str:
         with self._stderr_lock:
             return self._stderr[-limit:].decode("utf-8", "backslashreplace")
@@ -275,26 +280,22 @@ def _one_child(
         for name in pending:
             results[name] = CheckRun(name, NOT_RUN, error=reason)
         return []
-    current: Optional[str] = None
-    started = time.monotonic()
-    deadline = started + timeout
-    ready = False
+    r = _Round(pending, results, requires)
+    deadline = r.started + timeout
     try:
         while True:
             try:
                 event = child.events.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                return _after_hang(
-                    child, current, ready, pending, results, requires, timeout, started
-                )
+                return _after_hang(child, r, timeout)
             now = time.monotonic()
             if event is None:  # the child's result pipe closed: it exited (or closed fd)
-                return _after_exit(child, current, ready, pending, results, requires, started)
+                return _after_exit(child, r)
             kind = event.get("event")
             if kind == "ready":
-                ready = True
+                r.ready = True
             elif kind == "begin":
-                current, started = event["check"], now
+                r.current, r.started = event["check"], now
             elif kind == "end":
                 name = event["check"]
                 results[name] = CheckRun(
@@ -302,14 +303,49 @@ def _one_child(
                     DONE,
                     event.get("facts") or {},
                     event.get("error"),
-                    duration_s=round(now - started, 3),
+                    duration_s=round(now - r.started, 3),
                 )
-                current = None
+                r.current = None
             elif kind == "done":
                 return []
             deadline = now + timeout
     finally:
         child.kill_tree()
+
+
+@dataclass
+class _Round:
+    """One child's run of `pending`: the check it is in, whether it reached the probe, and
+    the results it fills in."""
+
+    pending: list[str]
+    results: dict[str, CheckRun]
+    requires: Mapping[str, str]
+    current: Optional[str] = None
+    ready: bool = False  # the probe said its first line
+    started: float = field(default_factory=time.monotonic)  # of the current check
+
+    def ended(self, status: str, stack: Optional[str], errors: tuple[str, str, str]) -> list[str]:
+        """The child hung or died (`status`): the check it was in gets the blame, or, before
+        the probe's first line, the first check does and the rest are not run. `errors`:
+        (the first check's, the rest's, the current check's). Returns the checks still to
+        run in a fresh child."""
+        before_ready, rest_not_run, during = errors
+        elapsed = round(time.monotonic() - self.started, 3)
+        if not self.ready:
+            first = self.pending[0]
+            self.results[first] = CheckRun(
+                first, status, stack=stack, duration_s=elapsed, error=before_ready
+            )
+            for name in self.pending[1:]:
+                self.results[name] = CheckRun(name, NOT_RUN, error=rest_not_run)
+            return []
+        if self.current is None:  # between checks: nothing to blame, go on
+            return _rest_after(None, self.pending, self.results, self.requires, "")
+        self.results[self.current] = CheckRun(
+            self.current, status, error=during, stack=stack, duration_s=elapsed
+        )
+        return _rest_after(self.current, self.pending, self.results, self.requires, status)
 
 
 def _rest_after(
@@ -327,76 +363,31 @@ def _rest_after(
     return rest
 
 
-def _after_hang(
-    child: _Child,
-    current: Optional[str],
-    ready: bool,
-    pending: list[str],
-    results: dict[str, CheckRun],
-    requires: Mapping[str, str],
-    timeout: float,
-    started: float,
-) -> list[str]:
-    stack = child.take_stack(startup=not ready)
+def _after_hang(child: _Child, r: _Round, timeout: float) -> list[str]:
+    stack = child.take_stack(startup=not r.ready)
     child.kill_tree()
-    elapsed = round(time.monotonic() - started, 3)
-    if not ready:  # stuck before our first line: the interpreter itself hangs at startup
-        first = pending[0]
-        results[first] = CheckRun(
-            first,
-            HUNG,
-            stack=stack or child.stderr_tail(),
-            duration_s=elapsed,
-            error="did not finish within %.1f s: the interpreter never reached the probe" % timeout,
-        )
-        for name in pending[1:]:
-            results[name] = CheckRun(name, NOT_RUN, error="the target interpreter hangs at startup")
-        return []
-    if current is None:  # between checks: nothing to blame, go on
-        return _rest_after(None, pending, results, requires, "")
-    results[current] = CheckRun(
-        current,
+    if not r.ready:  # stuck before our first line: the interpreter itself hangs at startup
+        stack = stack or child.stderr_tail()
+    return r.ended(
         HUNG,
-        error="did not finish within %.1f s" % timeout,
-        stack=stack,
-        duration_s=elapsed,
+        stack,
+        (
+            "did not finish within %.1f s: the interpreter never reached the probe" % timeout,
+            "the target interpreter hangs at startup",
+            "did not finish within %.1f s" % timeout,
+        ),
     )
-    return _rest_after(current, pending, results, requires, "hung")
 
 
-def _after_exit(
-    child: _Child,
-    current: Optional[str],
-    ready: bool,
-    pending: list[str],
-    results: dict[str, CheckRun],
-    requires: Mapping[str, str],
-    started: float,
-) -> list[str]:
+def _after_exit(child: _Child, r: _Round) -> list[str]:
     how = child.exit_text()
-    child._stderr_done.wait(0.5)
-    tail = child.stderr_tail()
-    if not ready:
-        first = pending[0]
-        results[first] = CheckRun(
-            first,
-            CRASHED,
-            error="the interpreter ended (%s) before running any check" % how,
-            stack=tail or None,
-            duration_s=round(time.monotonic() - started, 3),
-        )
-        for name in pending[1:]:
-            results[name] = CheckRun(
-                name, NOT_RUN, error="the target interpreter cannot run the probe"
-            )
-        return []
-    if current is None:
-        return _rest_after(None, pending, results, requires, "")
-    results[current] = CheckRun(
-        current,
+    child.wait_stderr(0.5)
+    return r.ended(
         CRASHED,
-        error="the interpreter died (%s) during this check" % how,
-        stack=tail or None,
-        duration_s=round(time.monotonic() - started, 3),
+        child.stderr_tail() or None,
+        (
+            "the interpreter ended (%s) before running any check" % how,
+            "the target interpreter cannot run the probe",
+            "the interpreter died (%s) during this check" % how,
+        ),
     )
-    return _rest_after(current, pending, results, requires, "crashed")
