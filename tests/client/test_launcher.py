@@ -222,3 +222,40 @@ def test_a_job_whose_worker_cannot_reach_the_hub_is_not_killed_at_the_startup_de
     assert report["worker"]["off"] == "the hub could not bind ipc:///nowhere"
     assert not report["signals_sent"]
     assert_tree_gone(job)
+
+
+HOLDS_MEMORY = (
+    "import sys, time\n"
+    "b = bytearray(256 << 20)\n"
+    "for i in range(0, len(b), 4096): b[i] = 1\n"
+    "print('touched', flush=True)\n"
+    "time.sleep(120)"
+)
+
+
+def _killed_tree_waited(monkeypatch, pidfd):
+    """A process holding 256 MiB is SIGKILLed; Tree.wait_gone returns once it is gone."""
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)  # kernels before 5.3
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDS_MEMORY], stdout=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        assert proc.stdout.readline() == b"touched\n"
+        tree = launcher.Tree(proc.pid)
+        tree.signal(launcher.signal.SIGKILL)
+        left = tree.wait_gone(5.0)
+        with open(f"/proc/{proc.pid}/stat") as f:  # not reaped yet: its own parent is us
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return left, state
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_wait_gone_returns_once_a_killed_process_has_ended():
+    assert _killed_tree_waited(None, pidfd=True) == ([], "Z")
+
+
+def test_wait_gone_without_pidfd_polls_until_the_process_has_ended(monkeypatch):
+    assert _killed_tree_waited(monkeypatch, pidfd=False) == ([], "Z")
