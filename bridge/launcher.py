@@ -256,23 +256,19 @@ class Tree:
         then. A SIGKILLed process is not gone at once: it frees its memory first (about
         0.2 s for 1 GiB here), longer in an uninterruptible wait or on a starved machine."""
         deadline = time.monotonic() + timeout
-        fds = []
+        fds = [open_pidfd(proc.pid) for proc in self.alive(include_root)]
+        waiting = [fd for fd in fds if fd is not None]  # None: gone already, or no pidfd here
         try:
-            for proc in self.alive(include_root):
-                try:
-                    fds.append(os.pidfd_open(proc.pid))  # readable once the process ended
-                except (AttributeError, OSError):
-                    continue  # gone already, or no pidfd here (the polling below)
             poller = select.poll()
-            for fd in fds:
-                poller.register(fd, select.POLLIN)
-            waiting = len(fds)
-            while waiting and time.monotonic() < deadline:
+            for fd in waiting:
+                poller.register(fd, select.POLLIN)  # readable once the process has ended
+            running = len(waiting)
+            while running and time.monotonic() < deadline:
                 for fd, _ in poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
                     poller.unregister(fd)
-                    waiting -= 1
+                    running -= 1
         finally:
-            for fd in fds:
+            for fd in waiting:
                 os.close(fd)
         left = self.alive(include_root)
         while left and time.monotonic() < deadline:  # kernels without pidfd (< 5.3)
