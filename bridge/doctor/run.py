@@ -325,12 +325,19 @@ class _Round:
     ready: bool = False  # the probe said its first line
     started: float = field(default_factory=time.monotonic)  # of the current check
 
-    def ended(self, status: str, stack: Optional[str], errors: tuple[str, str, str]) -> list[str]:
-        """The child hung or died (`status`): the check it was in gets the blame, or, before
-        the probe's first line, the first check does and the rest are not run. `errors`:
-        (the first check's, the rest's, the current check's). Returns the checks still to
-        run in a fresh child."""
-        before_ready, rest_not_run, during = errors
+    def ended(
+        self,
+        status: str,
+        stack: Optional[str],
+        *,
+        before_ready: str,
+        rest_not_run: str,
+        during: str,
+    ) -> list[str]:
+        """The child hung or died (`status`): the check it was in gets the blame (`during`),
+        or, before the probe's first line, the first check does (`before_ready`) and the
+        rest are not run (`rest_not_run`). Returns the checks still to run in a fresh
+        child."""
         elapsed = round(time.monotonic() - self.started, 3)
         if not self.ready:
             first = self.pending[0]
@@ -371,11 +378,10 @@ def _after_hang(child: _Child, r: _Round, timeout: float) -> list[str]:
     return r.ended(
         HUNG,
         stack,
-        (
-            "did not finish within %.1f s: the interpreter never reached the probe" % timeout,
-            "the target interpreter hangs at startup",
-            "did not finish within %.1f s" % timeout,
-        ),
+        before_ready="did not finish within %.1f s: the interpreter never reached the probe"
+        % timeout,
+        rest_not_run="the target interpreter hangs at startup",
+        during="did not finish within %.1f s" % timeout,
     )
 
 
@@ -385,9 +391,7 @@ def _after_exit(child: _Child, r: _Round) -> list[str]:
     return r.ended(
         CRASHED,
         child.stderr_tail() or None,
-        (
-            "the interpreter ended (%s) before running any check" % how,
-            "the target interpreter cannot run the probe",
-            "the interpreter died (%s) during this check" % how,
-        ),
+        before_ready="the interpreter ended (%s) before running any check" % how,
+        rest_not_run="the target interpreter cannot run the probe",
+        during="the interpreter died (%s) during this check" % how,
     )
