@@ -3,17 +3,21 @@
 diagnose_hang(facts) -> {"kind", "summary", "hint", "evidence"}. The OS evidence comes from
 bridge/evidence.py; stack reading is in diagnosis_stack.py.
 
-Its length (about 670 lines): diagnose_hang is one ordered list of rules over the same
-evidence, and the order is the judgement (a stopped child before a socket wait before a
-sleep). The one implementation (a Node job is judged here too, through bridge/jobserve.py);
-vectors/diagnosis.json pins it.
+The kind is judged by three ordered tables of small named rules, first match wins, and the
+order is the judgement (a stopped process before a busy GPU before a socket wait before a
+sleep): KERNEL_RULES read the main thread from outside (MainWait), STACK_RULES its Python
+stack (StackTop), HANG_RULES weigh the two with the job's facts (Seen). WORDS holds each
+kind's summary and hint. Each rule is tested alone in tests/diagnosis/test_hang_rules.py.
+The one implementation (a Node job is judged here too, through bridge/jobserve.py);
+vectors/diagnosis.json pins the verdicts.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any, Optional
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional, TypeVar
 
 from .diagnosis_stack import (
     Frame,
@@ -349,49 +353,89 @@ def _child_stack_text(stack: Optional[dict[str, Any]], each: bool = False) -> st
     return f", {self_} in the kernel at {' <- '.join(stack['kernel'])}"
 
 
-def _stack_says(frames: Sequence[Frame]) -> Optional[str]:
-    """A hang kind from the Python stack alone (when kernel evidence is missing)."""
+@dataclass(frozen=True)
+class StackTop:
+    """The innermost frames of a Python stack, as the stack rules read them."""
+
+    function: str  # the innermost frame's function
+    path: str  # its file, with forward slashes
+    files: str  # the files of the four innermost frames, joined
+    inner: Frame
+
+
+def stack_top(frames: Sequence[Frame]) -> Optional[StackTop]:
     if not frames:
         return None
     inner = frames[-1]
-    func, path = str(inner.get("function", "")), str(inner.get("file", "")).replace("\\", "/")
-    files = " ".join(str(f.get("file", "")) for f in frames[-4:])
-    if func == "sleep":
-        return "sleeping"
-    if any(k in files for k in _CHILD_FILES) and (
-        func
-        in (
-            "wait",
-            "_wait",
-            "poll",
-            "_try_wait",
-            "communicate",
-            "join",
-            "recv",
-            "_recv",
-            "_recv_bytes",
-            "get",
-        )
-        or "selectors.py" in path
-    ):
-        # A select under multiprocessing.connection.wait (a DataLoader's data queue) waits
-        # for a child, not for a network.
-        return "child_wait"
-    if any(k in path for k in _NET_FILES) or func in (
+    return StackTop(
+        function=str(inner.get("function", "")),
+        path=str(inner.get("file", "")).replace("\\", "/"),
+        files=" ".join(str(f.get("file", "")) for f in frames[-4:]),
+        inner=inner,
+    )
+
+
+_CHILD_WAIT_FUNCS = frozenset(
+    {
+        "wait",
+        "_wait",
+        "poll",
+        "_try_wait",
+        "communicate",
+        "join",
         "recv",
-        "recv_into",
-        "readinto",
-        "connect",
-        "create_connection",
-        "getaddrinfo",
-        "accept",
-    ):
-        return "network_wait"
-    if func in _LOCK_FUNCS and (
-        "threading.py" in path or "queue.py" in path or not is_library_frame(inner)
-    ):
-        return "lock_wait"
-    return None
+        "_recv",
+        "_recv_bytes",
+        "get",
+    }
+)
+_NET_FUNCS = frozenset(
+    {"recv", "recv_into", "readinto", "connect", "create_connection", "getaddrinfo", "accept"}
+)
+
+
+def sleep_call(top: StackTop) -> Optional[str]:
+    """time.sleep (or any function named sleep) is innermost."""
+    return "sleeping" if top.function == "sleep" else None
+
+
+def child_call(top: StackTop) -> Optional[str]:
+    """A wait, join, receive or select inside subprocess, multiprocessing or torch's data
+    loading: a select under multiprocessing.connection.wait (a DataLoader's data queue) waits
+    for a child, not for a network."""
+    near_child = any(k in top.files for k in _CHILD_FILES)
+    waits = top.function in _CHILD_WAIT_FUNCS or "selectors.py" in top.path
+    return "child_wait" if near_child and waits else None
+
+
+def network_call(top: StackTop) -> Optional[str]:
+    """Innermost in a network library, or a socket's receive, connect, accept or name lookup."""
+    on_net = any(k in top.path for k in _NET_FILES) or top.function in _NET_FUNCS
+    return "network_wait" if on_net else None
+
+
+def lock_call(top: StackTop) -> Optional[str]:
+    """acquire, wait, join, get, put or a with-block, in threading, queue or the script."""
+    in_lock_code = (
+        "threading.py" in top.path or "queue.py" in top.path or not is_library_frame(top.inner)
+    )
+    return "lock_wait" if top.function in _LOCK_FUNCS and in_lock_code else None
+
+
+# The hang kind the Python stack alone says (when kernel evidence is missing or vague),
+# first match wins.
+STACK_RULES: tuple[Callable[[StackTop], Optional[str]], ...] = (
+    sleep_call,
+    child_call,
+    network_call,
+    lock_call,
+)
+
+
+def _stack_says(frames: Sequence[Frame]) -> Optional[str]:
+    """A hang kind from the Python stack alone: the first of STACK_RULES that names one."""
+    top = stack_top(frames)
+    return _first_match(STACK_RULES, top) if top is not None else None
 
 
 def _sample_count(main: dict[str, Any]) -> int:
@@ -415,12 +459,21 @@ def dominant_wait(main: dict[str, Any]) -> Optional[str]:
     return None
 
 
-def _kernel_says(evidence: dict[str, Any]) -> Optional[str]:
-    """A hang kind from outside the interpreter: state, kernel wait, CPU, I/O, GPU."""
-    if not evidence or not evidence.get("alive", True):
-        return None
+@dataclass(frozen=True)
+class MainWait:
+    """The job's main thread as the kernel rules read it, each fact worked out once."""
+
+    evidence: dict[str, Any]
+    status: Any  # the process's state: running, sleeping, disk-sleep, stopped, ...
+    syscall: str
+    wchan: str
+    target: str  # what the syscall's fd points at: socket:[...], pipe:[...], a path
+    cpu: Optional[float]  # fraction of one core over the window
+    spinning: bool  # the state samples (or, without them, the CPU) say it runs, not waits
+
+
+def main_wait(evidence: dict[str, Any]) -> MainWait:
     main = _main(evidence)
-    status = evidence.get("status")
     syscall = main.get("syscall") or ""
     wchan = main.get("wchan") or ""
     target = str(main.get("fd_target") or "")
@@ -431,18 +484,6 @@ def _kernel_says(evidence: dict[str, Any]) -> Optional[str]:
         # the end read's syscall and fd no longer describe the wait.
         syscall, wchan, target = "", waited, ""
     cpu = evidence.get("cpu_fraction")
-    io = evidence.get("io_delta") or {}
-    if status in ("stopped", "tracing-stop"):
-        return "stopped"
-    gpus = evidence.get("gpu") or []
-    if any(
-        (g.get("util_percent") or 0) >= GPU_BUSY and g.get("used_by_job", True)
-        for g in gpus
-        if isinstance(g, dict)
-    ):
-        return "gpu_busy"
-    if status == "disk-sleep" or _IO_WCHAN.search(wchan):
-        return "io_wait"
     runnable = main.get("runnable_fraction")
     # "running" in /proc/.../syscall: caught executing user code, not waiting in the kernel.
     in_user_code = syscall in ("", "running") or main.get("state") in (None, "R")
@@ -460,79 +501,250 @@ def _kernel_says(evidence: dict[str, Any]) -> Optional[str]:
         )
     else:
         spinning = cpu is not None and cpu >= CPU_BUSY and in_user_code
-    if spinning:
-        return "cpu_bound"
-    if syscall in _WAIT_SYSCALLS or wchan in ("do_wait", "kernel_wait4"):
-        return "child_wait"
-    if syscall in _SLEEP_SYSCALLS or "nanosleep" in wchan:
-        return "sleeping"
-    if syscall in _LOCK_SYSCALLS or wchan.startswith("futex"):
-        return "lock_wait"
-    if (main.get("fd_family") == "unix" or wchan.startswith("unix_")) and (
-        _peer_child(evidence) or evidence.get("children")
-    ):
-        # A local socket (socketpair, multiprocessing connection) into the job's own tree
-        # is a wait on that process, not on a network (a stopped DataLoader
-        # worker was once blamed on the proxy).
-        return "child_wait"
-    if target.startswith("socket:") or _NET_WCHAN.search(wchan):
+    return MainWait(
+        evidence=evidence,
+        status=evidence.get("status"),
+        syscall=syscall,
+        wchan=wchan,
+        target=target,
+        cpu=cpu,
+        spinning=spinning,
+    )
+
+
+def process_stopped(w: MainWait) -> Optional[str]:
+    """Stopped by SIGSTOP or a debugger."""
+    return "stopped" if w.status in ("stopped", "tracing-stop") else None
+
+
+def gpu_busy(w: MainWait) -> Optional[str]:
+    """A GPU the job uses is at least GPU_BUSY percent busy."""
+    gpus = w.evidence.get("gpu") or []
+    busy = any(
+        (g.get("util_percent") or 0) >= GPU_BUSY and g.get("used_by_job", True)
+        for g in gpus
+        if isinstance(g, dict)
+    )
+    return "gpu_busy" if busy else None
+
+
+def disk_sleep(w: MainWait) -> Optional[str]:
+    """In uninterruptible sleep (state D) or a filesystem or block-device wait."""
+    return "io_wait" if w.status == "disk-sleep" or _IO_WCHAN.search(w.wchan) else None
+
+
+def spins(w: MainWait) -> Optional[str]:
+    """The window's samples (or its CPU, without samples) say the thread runs."""
+    return "cpu_bound" if w.spinning else None
+
+
+def waits_for_child(w: MainWait) -> Optional[str]:
+    """wait4, waitid or waitpid: a parent waiting for a child to exit."""
+    waiting = w.syscall in _WAIT_SYSCALLS or w.wchan in ("do_wait", "kernel_wait4")
+    return "child_wait" if waiting else None
+
+
+def sleeps(w: MainWait) -> Optional[str]:
+    """nanosleep or clock_nanosleep."""
+    return "sleeping" if w.syscall in _SLEEP_SYSCALLS or "nanosleep" in w.wchan else None
+
+
+def futex(w: MainWait) -> Optional[str]:
+    """A futex: a threading lock, a join, a queue (or the GIL)."""
+    return "lock_wait" if w.syscall in _LOCK_SYSCALLS or w.wchan.startswith("futex") else None
+
+
+def local_socket_to_own_tree(w: MainWait) -> Optional[str]:
+    """A local socket (socketpair, multiprocessing connection) into the job's own tree is a
+    wait on that process, not on a network (a stopped DataLoader worker was once blamed on
+    the proxy)."""
+    main = _main(w.evidence)
+    unix = main.get("fd_family") == "unix" or w.wchan.startswith("unix_")
+    own = _peer_child(w.evidence) or w.evidence.get("children")
+    return "child_wait" if unix and own else None
+
+
+def network_socket(w: MainWait) -> Optional[str]:
+    """The syscall's fd is a socket, or the wchan is a socket wait."""
+    on_net = w.target.startswith("socket:") or _NET_WCHAN.search(w.wchan)
+    return "network_wait" if on_net else None
+
+
+def pipe(w: MainWait) -> Optional[str]:
+    """A pipe: a child's output when there are children, else plain I/O."""
+    if not (w.target.startswith("pipe:") or "pipe" in w.wchan):
+        return None
+    return "child_wait" if w.evidence.get("children") else "io_wait"
+
+
+def poll(w: MainWait) -> Optional[str]:
+    """poll, select or epoll: on the one live connection, else on children, else I/O."""
+    if not (w.syscall in _POLL_SYSCALLS or _POLL_WCHAN.search(w.wchan)):
+        return None
+    if _blocking_socket(w.evidence):
         return "network_wait"
-    if target.startswith("pipe:") or "pipe" in wchan:
-        return "child_wait" if evidence.get("children") else "io_wait"
-    if syscall in _POLL_SYSCALLS or _POLL_WCHAN.search(wchan):
-        if _blocking_socket(evidence):
-            return "network_wait"
-        if evidence.get("children"):
-            return "child_wait"
-        return "io_wait"
-    if syscall in _READ_SYSCALLS and target.startswith("/"):
-        return "io_wait"
-    if (io.get("read_bytes") or 0) + (io.get("write_bytes") or 0) >= IO_BUSY_BYTES:
-        return "io_wait"
-    if cpu is not None and cpu >= CPU_BUSY:
-        return "cpu_bound"
-    return None
+    return "child_wait" if w.evidence.get("children") else "io_wait"
 
 
-def _hang_kind(
+def reads_a_file(w: MainWait) -> Optional[str]:
+    """A read or write on a path."""
+    return "io_wait" if w.syscall in _READ_SYSCALLS and w.target.startswith("/") else None
+
+
+def moves_bytes(w: MainWait) -> Optional[str]:
+    """At least IO_BUSY_BYTES read or written over the window."""
+    io = w.evidence.get("io_delta") or {}
+    moved = (io.get("read_bytes") or 0) + (io.get("write_bytes") or 0)
+    return "io_wait" if moved >= IO_BUSY_BYTES else None
+
+
+def busy_cpu(w: MainWait) -> Optional[str]:
+    """At least CPU_BUSY of a core over the window, in whatever state it was read."""
+    return "cpu_bound" if w.cpu is not None and w.cpu >= CPU_BUSY else None
+
+
+# The hang kind seen from outside the interpreter (state, kernel wait, CPU, I/O, GPU),
+# first match wins: the order is the judgement.
+KERNEL_RULES: tuple[Callable[[MainWait], Optional[str]], ...] = (
+    process_stopped,
+    gpu_busy,
+    disk_sleep,
+    spins,
+    waits_for_child,
+    sleeps,
+    futex,
+    local_socket_to_own_tree,
+    network_socket,
+    pipe,
+    poll,
+    reads_a_file,
+    moves_bytes,
+    busy_cpu,
+)
+
+
+def _kernel_says(evidence: dict[str, Any]) -> Optional[str]:
+    """A hang kind from outside the interpreter: the first of KERNEL_RULES that names one
+    (none for a process that is gone)."""
+    if not evidence or not evidence.get("alive", True):
+        return None
+    return _first_match(KERNEL_RULES, main_wait(evidence))
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the hang kind is judged on: the facts, and what the kernel and the stack say."""
+
+    reason: str
+    frames: Sequence[Frame]
+    evidence: dict[str, Any]
+    saw_hello: bool
+    loaded: bool  # the worker was imported (its beacon may never have spoken)
+    python_silent: bool  # neither dump path answered, only the native SIGUSR2 one
+    kernel: Optional[str]  # KERNEL_RULES' kind
+    stack: Optional[str]  # STACK_RULES' kind
+
+
+def see(
     reason: str,
     frames: Sequence[Frame],
     evidence: dict[str, Any],
-    saw_hello: bool,
+    saw_hello: bool = True,
     loaded: bool = False,
     python_silent: bool = False,
-) -> str:
-    kernel, stack = _kernel_says(evidence), _stack_says(frames)
-    if kernel == "stopped":
-        return "stopped"
-    if (
-        (reason in BEACON_SILENT or python_silent)
-        and (saw_hello or loaded)
-        and evidence.get("alive", True)
-    ):
-        # (loaded: the worker was imported but its beacon never spoke;
-        # python_silent: neither dump path answered, only the native SIGUSR2 one)
-        # The beacon thread could not run: something holds the GIL (or the process froze).
-        return "gil_held"
-    if importing_module(frames):
-        return "import_hang"
-    if not saw_hello and reason == "startup":
-        return "startup"
-    if _file_lock(evidence, kernel, stack) is not None:
-        return "file_lock_wait"
-    # A Python-level wait that the kernel sees as a futex is still a lock unless the stack
-    # names the real thing (a queue fed by a child, a socket with a timeout loop).
-    if kernel == "lock_wait" and stack in ("child_wait", "network_wait", "sleeping"):
-        return stack
-    if kernel in ("child_wait", "io_wait") and stack == "network_wait":
-        return stack
-    if kernel == "io_wait" and stack == "child_wait":
-        return stack
-    if kernel:
-        return kernel
-    if stack:
-        return stack
-    return "unknown"
+) -> Seen:
+    return Seen(
+        reason=reason,
+        frames=frames,
+        evidence=evidence,
+        saw_hello=saw_hello,
+        loaded=loaded,
+        python_silent=python_silent,
+        kernel=_kernel_says(evidence),
+        stack=_stack_says(frames),
+    )
+
+
+def stopped(s: Seen) -> Optional[str]:
+    """The process is stopped: nothing else it shows means anything."""
+    return "stopped" if s.kernel == "stopped" else None
+
+
+def beacon_silent(s: Seen) -> Optional[str]:
+    """The beacon thread could not run (silent, or no dump path answered but the native one)
+    in a live process whose worker loaded: something holds the GIL, or the process froze."""
+    silent = s.reason in BEACON_SILENT or s.python_silent
+    live = s.evidence.get("alive", True)
+    return "gil_held" if silent and (s.saw_hello or s.loaded) and live else None
+
+
+def importing(s: Seen) -> Optional[str]:
+    """The stack is inside importlib: a module's top level does not finish."""
+    return "import_hang" if importing_module(s.frames) else None
+
+
+def never_said_hello(s: Seen) -> Optional[str]:
+    """The startup deadline passed before any hello."""
+    return "startup" if not s.saw_hello and s.reason == "startup" else None
+
+
+def file_lock_held(s: Seen) -> Optional[str]:
+    """Another process holds a lock on a file the main thread waits for."""
+    return "file_lock_wait" if _file_lock(s.evidence, s.kernel, s.stack) is not None else None
+
+
+def stack_names_the_futex(s: Seen) -> Optional[str]:
+    """A Python-level wait the kernel sees as a futex is still a lock unless the stack names
+    the real thing (a queue fed by a child, a socket with a timeout loop, a sleep)."""
+    named = s.kernel == "lock_wait" and s.stack in ("child_wait", "network_wait", "sleeping")
+    return s.stack if named else None
+
+
+def stack_names_the_poll(s: Seen) -> Optional[str]:
+    """A child or I/O wait whose stack is in a network library waits on the network; an I/O
+    wait whose stack waits on a child waits on the child."""
+    named = (s.kernel in ("child_wait", "io_wait") and s.stack == "network_wait") or (
+        s.kernel == "io_wait" and s.stack == "child_wait"
+    )
+    return s.stack if named else None
+
+
+def kernel_decides(s: Seen) -> Optional[str]:
+    return s.kernel
+
+
+def stack_decides(s: Seen) -> Optional[str]:
+    return s.stack
+
+
+# The hang kind, first match wins ("unknown" when none does): the order is the judgement.
+HANG_RULES: tuple[Callable[[Seen], Optional[str]], ...] = (
+    stopped,
+    beacon_silent,
+    importing,
+    never_said_hello,
+    file_lock_held,
+    stack_names_the_futex,
+    stack_names_the_poll,
+    kernel_decides,
+    stack_decides,
+)
+
+
+def hang_kind(s: Seen) -> str:
+    """The first of HANG_RULES that names a kind, else "unknown"."""
+    return _first_match(HANG_RULES, s) or "unknown"
+
+
+_T = TypeVar("_T")
+
+
+def _first_match(rules: Sequence[Callable[[_T], Optional[str]]], facts: _T) -> Optional[str]:
+    for rule in rules:
+        kind = rule(facts)
+        if kind is not None:
+            return kind
+    return None
 
 
 # What a main thread waiting for another process's file lock looks like: blocked in the
@@ -604,6 +816,20 @@ def _idle(facts: dict[str, Any]) -> str:
     return f" for {idle:.0f} s" if isinstance(idle, (int, float)) and idle >= 1 else ""
 
 
+@dataclass(frozen=True)
+class Words:
+    """What a kind's words are made of: the facts, and the parts every verdict shares."""
+
+    facts: dict[str, Any]
+    evidence: dict[str, Any]
+    frames: Sequence[Frame]
+    saw_hello: bool
+    at: str  # the frame: "train.py:12 in step"
+    idle: str  # " for 40 s", or "" when too short to inform
+    where: str  # " in stage 'load'", the stuck bar, "after the script said bye"
+    extra: dict[str, Any]  # the verdict's evidence; a kind's words add their own facts
+
+
 def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
     """Why a job that is still alive makes no progress. Always returns a diagnosis.
 
@@ -614,7 +840,10 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
     handler answered, so the native SIGUSR2 dump was taken: nothing runs Python), evidence
     (bridge.evidence.collect's dict), progress (the last {step, total, metrics}: a tqdm bar's
     name is quoted), process_stacks ({pid: dump_stacks text} of the job's other processes
-    that answered: a waited-on child's own stack)."""
+    that answered: a waited-on child's own stack).
+
+    The kind is HANG_RULES' (over KERNEL_RULES' and STACK_RULES'); a lock wait for another
+    thread of the script is that thread's verdict (_chain_end); the words are WORDS[kind]."""
     reason = facts.get("reason") or "stall"
     evidence = dict(facts.get("evidence") or {})
     saw_hello = bool(facts.get("saw_hello", True))
@@ -624,44 +853,23 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
         or parse_stack(facts.get("stacks"))
         or parse_stack(evidence.get("py_spy"))
     )
-    stage = facts.get("stage")
     loaded = bool(facts.get("worker_loaded"))
-    kind = _hang_kind(reason, frames, evidence, saw_hello, loaded, bool(facts.get("python_silent")))
+    kind = hang_kind(
+        see(reason, frames, evidence, saw_hello, loaded, bool(facts.get("python_silent")))
+    )
     at = where(frames)
-    end = _waited_thread(facts.get("stacks")) if kind == "lock_wait" else None
-    if end is not None:
-        # The verdict of the thread waited for: its own stack, and none of the main thread's
-        # kernel facts (they describe the main thread's futex)
-        found = diagnose_hang(
-            {
-                **facts,
-                "stack": None,
-                "stacks": None,
-                "frames": end["frames"],
-                "evidence": {k: v for k, v in evidence.items() if k != "main_thread"},
-            }
-        )
-        # the call the script made to wait (join, get, wait): below its own innermost frame
-        own = [i for i, f in enumerate(frames) if not is_library_frame(f)]
-        below = own[-1] + 1 if own and own[-1] + 1 < len(frames) else len(frames) - 1
-        via = str(frames[below].get("function")) if frames else "a lock"
-        found["evidence"]["waits_for"] = {"thread": end["thread"], "via": via, "at": at}
-        return diag(
-            found["kind"],
-            f"{found['summary']}, in thread '{end['thread']}'; the main thread waits for it "
-            f"({via}) at {at}",
-            found["hint"],
-            found["evidence"],
-        )
-    idle = _idle(facts)
+    if kind == "lock_wait":
+        chained = _chain_end(facts, evidence, frames, at)
+        if chained is not None:
+            return chained
+    stage = facts.get("stage")
     main = _main(evidence)
-    kernel_wait = main.get("wchan") or main.get("syscall")
     extra = {
         "reason": reason,
         "stage": stage,
         "stages": facts.get("stages"),
         "idle_s": facts.get("idle_s"),
-        "kernel_wait": kernel_wait,
+        "kernel_wait": main.get("wchan") or main.get("syscall"),
         "cpu_fraction": evidence.get("cpu_fraction"),
         **frame_fields(frames),
         "os": _trim(evidence),
@@ -670,182 +878,263 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
     if reason == "after_bye":
         # The script finished (bye) but the process did not exit: say so before the cause.
         where_stage += " after the script said bye (a non-daemon thread or atexit handler)"
+    words = Words(facts, evidence, frames, saw_hello, at, _idle(facts), where_stage, extra)
+    return WORDS[kind](words)
 
-    if kind == "network_wait":
-        sock = _blocking_socket(evidence)
-        remote = _remote(sock) if sock else "a remote host"
-        extra["remote"] = remote if sock else None
-        extra["socket_status"] = sock.get("status") if sock else None
-        verb = "connecting to" if sock and sock.get("status") == "SYN_SENT" else "reading from"
-        peer = (sock or {}).get("peer")
-        if isinstance(peer, dict) and peer.get("pid"):
-            # the end of the chain is a process on this machine: name it, and what to do there
-            extra["peer"] = peer
-            who = _process_words(peer)
-            return diag(
-                kind,
-                f"blocked {verb} {remote}{idle}, served by {who}{where_stage} at {at}",
-                f"the local server, pid {peer['pid']}, does not answer: look at its stack "
-                f"(py-spy dump --pid {peer['pid']}), restart it, or put a timeout on the call",
-                extra,
-            )
+
+def _chain_end(
+    facts: dict[str, Any], evidence: dict[str, Any], frames: Sequence[Frame], at: str
+) -> Optional[dict[str, Any]]:
+    """A main thread's lock wait for another thread of the script that is blocked on a
+    socket or a child: that thread's verdict, said of it, with the call the main thread
+    made to wait; None when no such thread shows."""
+    end = _waited_thread(facts.get("stacks"))
+    if end is None:
+        return None
+    # The verdict of the thread waited for: its own stack, and none of the main thread's
+    # kernel facts (they describe the main thread's futex)
+    found = diagnose_hang(
+        {
+            **facts,
+            "stack": None,
+            "stacks": None,
+            "frames": end["frames"],
+            "evidence": {k: v for k, v in evidence.items() if k != "main_thread"},
+        }
+    )
+    # the call the script made to wait (join, get, wait): below its own innermost frame
+    own = [i for i, f in enumerate(frames) if not is_library_frame(f)]
+    below = own[-1] + 1 if own and own[-1] + 1 < len(frames) else len(frames) - 1
+    via = str(frames[below].get("function")) if frames else "a lock"
+    found["evidence"]["waits_for"] = {"thread": end["thread"], "via": via, "at": at}
+    return diag(
+        found["kind"],
+        f"{found['summary']}, in thread '{end['thread']}'; the main thread waits for it "
+        f"({via}) at {at}",
+        found["hint"],
+        found["evidence"],
+    )
+
+
+def network_wait_words(w: Words) -> dict[str, Any]:
+    sock = _blocking_socket(w.evidence)
+    remote = _remote(sock) if sock else "a remote host"
+    w.extra["remote"] = remote if sock else None
+    w.extra["socket_status"] = sock.get("status") if sock else None
+    verb = "connecting to" if sock and sock.get("status") == "SYN_SENT" else "reading from"
+    peer = (sock or {}).get("peer")
+    if isinstance(peer, dict) and peer.get("pid"):
+        # the end of the chain is a process on this machine: name it, and what to do there
+        w.extra["peer"] = peer
+        who = _process_words(peer)
         return diag(
-            kind,
-            f"blocked {verb} {remote}{idle}{where_stage} at {at}",
-            f"blocked {verb} {remote}{idle}: check HTTPS_PROXY / HF_ENDPOINT, the "
-            "server, or go offline (HF_HUB_OFFLINE=1); put a timeout on the call",
-            extra,
-        )
-    if kind == "child_wait":
-        child = _child_to_name(evidence)
-        extra["child"] = child
-        children = evidence.get("children") or []
-        who = _describe_child(child, children) if child else "a child process"
-        role = child_role(child, children) if child else None
-        extra["child_role"] = role
-        extra["via"] = (
-            "unix socket" if child is not None and child is _peer_child(evidence) else None
-        )
-        # The hint says the state in its own words: name the child without it.
-        named = f"{role} (pid {(child or {}).get('pid')})" if role else who
-        state_hint = ""
-        if child and child.get("status") in ("stopped", "tracing-stop"):
-            state_hint = (
-                f"{named} is stopped (SIGSTOP or a debugger): resume it with kill -CONT "
-                f"{child.get('pid')} or find who stopped it"
-            )
-        elif child and child.get("status") == "zombie":
-            state_hint = (
-                f"{named} has exited but nobody collected it: the worker died; check its output"
-            )
-        elif role and child and child_state(child) == "spinning":
-            state_hint = (
-                f"{named} is busy computing: a slow or endless __getitem__ / collate_fn "
-                f"in the dataset; profile it (py-spy dump --pid {child.get('pid')}) "
-                "or use DataLoader(num_workers=0) to run it in the main process"
-            )
-        else:
-            state_hint = (
-                f"{named} is not answering: check its stack (py-spy dump --pid "
-                f"{child.get('pid') if child else '?'}) or use DataLoader(num_workers=0) "
-                "to rule it out"
-            )
-        stack = child_stack(child, facts.get("process_stacks"))
-        extra["child_stack"] = stack
-        group = same_wait(child, children, facts.get("process_stacks")) if role and child else []
-        if group and child:
-            extra["same_wait"] = group
-            who, state_hint = _same_wait_words(child, children, group, stack, state_hint)
-        who += _child_stack_text(stack, each=bool(group))
-        return diag(kind, f"waiting{idle} on {who}{where_stage} at {at}", state_hint, extra)
-    if kind == "file_lock_wait":
-        lock = _file_lock(evidence, _kernel_says(evidence), _stack_says(frames)) or {}
-        holder = _lock_holder(lock)
-        extra["file_lock"] = lock
-        pid = lock.get("holder_pid")
-        stop = f" (kill {pid})" if pid is not None else ""
-        call = _LOCK_CALLS.get(str(lock.get("lock")), "")
-        return diag(
-            kind,
-            f"waiting{idle} for a lock on {lock.get('path')}{call}"
-            f", held by {holder}{where_stage} at {at}",
-            f"{_lock_holder(lock, short=True)} holds the lock: let it finish, stop it{stop} if "
-            "it is stuck, or give each job its own cache directory; the lock goes when its "
-            "holder closes the file or exits",
-            extra,
-        )
-    if kind == "import_hang":
-        module = importing_module(frames)
-        extra["module"] = module
-        never = "" if saw_hello else "; never said hello"
-        return diag(
-            kind,
-            f"stuck importing {module}{idle}{never}{where_stage} at {at}",
-            f"the import of {module} does not finish: run python -X importtime -c "
-            f"'import {module}' to see where, and check the network, CUDA init and "
-            "lock files it may wait on",
-            extra,
-        )
-    if kind == "startup":
-        what = _kernel_says(evidence) or _stack_says(frames)
-        extra["blocking"] = what
-        doing = f" (main thread {what.replace('_', ' ')})" if what else ""
-        at_text = f" at {at}" if frames else ""
-        return diag(kind, f"never said hello{idle}{doing}{at_text}", _startup_hint(frames), extra)
-    if kind == "gil_held":
-        busy = evidence.get("cpu_fraction")
-        doing = (
-            "spinning in native code"
-            if busy is not None and busy >= CPU_BUSY
-            else "blocked in native code"
-        )
-        never = "" if saw_hello else " (the worker loaded but never said hello)"
-        return diag(
-            kind,
-            f"beacon silent{idle} while the process lives{never}: the GIL is "
-            f"held, {doing}{where_stage} at {at}",
-            "a C extension or ctypes call holds the GIL: release it around long "
-            "calls (ctypes.CDLL instead of PyDLL, Py_BEGIN_ALLOW_THREADS), or check "
-            "the named frame",
-            extra,
-        )
-    if kind == "lock_wait":
-        return diag(
-            kind,
-            f"waiting on a lock{idle}{where_stage} at {at}",
-            "a lock, queue or join that nobody releases: look for a deadlock "
-            "(two locks taken in opposite order, a thread that died holding one)",
-            extra,
-        )
-    if kind == "sleeping":
-        return diag(
-            kind,
-            f"sleeping{idle}{where_stage} at {at}",
-            "the main thread keeps sleeping: check retry/backoff or polling loops at "
-            "the named frame",
-            extra,
-        )
-    if kind == "cpu_bound":
-        return diag(
-            kind,
-            f"computing without progress{idle} (CPU {_pct(evidence)}{_starved(evidence)})"
-            f"{where_stage} at {at}",
-            "busy on the CPU but not reporting progress: an infinite loop, or slow "
-            "preprocessing; report progress inside it or profile the named frame",
-            extra,
-        )
-    if kind == "io_wait":
-        target = main.get("fd_target")
-        extra["file"] = target
-        on = f" on {target}" if target else ""
-        return diag(
-            kind,
-            f"waiting for I/O{on}{idle}{where_stage} at {at}",
-            "disk or filesystem is slow or stuck (network mount, full disk, a FIFO): "
-            "check the path and the mount",
-            extra,
-        )
-    if kind == "gpu_busy":
-        return diag(
-            kind,
-            f"the GPU is busy but the job reports no progress{idle}{where_stage} at {at}",
-            "a long or stuck kernel: check nvidia-smi, lower the work per step, or "
-            "run with CUDA_LAUNCH_BLOCKING=1 to find the kernel",
-            extra,
-        )
-    if kind == "stopped":
-        return diag(
-            kind,
-            f"the process is stopped (SIGSTOP or a debugger){idle}{where_stage} at {at}",
-            f"resume it with kill -CONT {evidence.get('pid', '<pid>')} or find who stopped it",
-            extra,
+            "network_wait",
+            f"blocked {verb} {remote}{w.idle}, served by {who}{w.where} at {w.at}",
+            f"the local server, pid {peer['pid']}, does not answer: look at its stack "
+            f"(py-spy dump --pid {peer['pid']}), restart it, or put a timeout on the call",
+            w.extra,
         )
     return diag(
-        "unknown",
-        f"no progress{idle}{where_stage} at {at}; cause not recognised",
-        "read the stacks in the report; py-spy dump --pid <pid> shows native frames",
-        extra,
+        "network_wait",
+        f"blocked {verb} {remote}{w.idle}{w.where} at {w.at}",
+        f"blocked {verb} {remote}{w.idle}: check HTTPS_PROXY / HF_ENDPOINT, the "
+        "server, or go offline (HF_HUB_OFFLINE=1); put a timeout on the call",
+        w.extra,
     )
+
+
+def _child_state_hint(named: str, child: Optional[dict[str, Any]], role: Optional[str]) -> str:
+    """What to do about the child waited on, in words that fit its state."""
+    if child and child.get("status") in ("stopped", "tracing-stop"):
+        return (
+            f"{named} is stopped (SIGSTOP or a debugger): resume it with kill -CONT "
+            f"{child.get('pid')} or find who stopped it"
+        )
+    if child and child.get("status") == "zombie":
+        return f"{named} has exited but nobody collected it: the worker died; check its output"
+    if role and child and child_state(child) == "spinning":
+        return (
+            f"{named} is busy computing: a slow or endless __getitem__ / collate_fn "
+            f"in the dataset; profile it (py-spy dump --pid {child.get('pid')}) "
+            "or use DataLoader(num_workers=0) to run it in the main process"
+        )
+    return (
+        f"{named} is not answering: check its stack (py-spy dump --pid "
+        f"{child.get('pid') if child else '?'}) or use DataLoader(num_workers=0) "
+        "to rule it out"
+    )
+
+
+def child_wait_words(w: Words) -> dict[str, Any]:
+    evidence = w.evidence
+    child = _child_to_name(evidence)
+    w.extra["child"] = child
+    children = evidence.get("children") or []
+    who = _describe_child(child, children) if child else "a child process"
+    role = child_role(child, children) if child else None
+    w.extra["child_role"] = role
+    w.extra["via"] = "unix socket" if child is not None and child is _peer_child(evidence) else None
+    # The hint says the state in its own words: name the child without it.
+    named = f"{role} (pid {(child or {}).get('pid')})" if role else who
+    state_hint = _child_state_hint(named, child, role)
+    stack = child_stack(child, w.facts.get("process_stacks"))
+    w.extra["child_stack"] = stack
+    group = same_wait(child, children, w.facts.get("process_stacks")) if role and child else []
+    if group and child:
+        w.extra["same_wait"] = group
+        who, state_hint = _same_wait_words(child, children, group, stack, state_hint)
+    who += _child_stack_text(stack, each=bool(group))
+    return diag("child_wait", f"waiting{w.idle} on {who}{w.where} at {w.at}", state_hint, w.extra)
+
+
+def file_lock_wait_words(w: Words) -> dict[str, Any]:
+    lock = _file_lock(w.evidence, _kernel_says(w.evidence), _stack_says(w.frames)) or {}
+    holder = _lock_holder(lock)
+    w.extra["file_lock"] = lock
+    pid = lock.get("holder_pid")
+    stop = f" (kill {pid})" if pid is not None else ""
+    call = _LOCK_CALLS.get(str(lock.get("lock")), "")
+    return diag(
+        "file_lock_wait",
+        f"waiting{w.idle} for a lock on {lock.get('path')}{call}"
+        f", held by {holder}{w.where} at {w.at}",
+        f"{_lock_holder(lock, short=True)} holds the lock: let it finish, stop it{stop} if "
+        "it is stuck, or give each job its own cache directory; the lock goes when its "
+        "holder closes the file or exits",
+        w.extra,
+    )
+
+
+def import_hang_words(w: Words) -> dict[str, Any]:
+    module = importing_module(w.frames)
+    w.extra["module"] = module
+    never = "" if w.saw_hello else "; never said hello"
+    return diag(
+        "import_hang",
+        f"stuck importing {module}{w.idle}{never}{w.where} at {w.at}",
+        f"the import of {module} does not finish: run python -X importtime -c "
+        f"'import {module}' to see where, and check the network, CUDA init and "
+        "lock files it may wait on",
+        w.extra,
+    )
+
+
+def startup_words(w: Words) -> dict[str, Any]:
+    what = _kernel_says(w.evidence) or _stack_says(w.frames)
+    w.extra["blocking"] = what
+    doing = f" (main thread {what.replace('_', ' ')})" if what else ""
+    at_text = f" at {w.at}" if w.frames else ""
+    return diag(
+        "startup", f"never said hello{w.idle}{doing}{at_text}", _startup_hint(w.frames), w.extra
+    )
+
+
+def gil_held_words(w: Words) -> dict[str, Any]:
+    busy = w.evidence.get("cpu_fraction")
+    doing = (
+        "spinning in native code"
+        if busy is not None and busy >= CPU_BUSY
+        else "blocked in native code"
+    )
+    never = "" if w.saw_hello else " (the worker loaded but never said hello)"
+    return diag(
+        "gil_held",
+        f"beacon silent{w.idle} while the process lives{never}: the GIL is "
+        f"held, {doing}{w.where} at {w.at}",
+        "a C extension or ctypes call holds the GIL: release it around long "
+        "calls (ctypes.CDLL instead of PyDLL, Py_BEGIN_ALLOW_THREADS), or check "
+        "the named frame",
+        w.extra,
+    )
+
+
+def lock_wait_words(w: Words) -> dict[str, Any]:
+    return diag(
+        "lock_wait",
+        f"waiting on a lock{w.idle}{w.where} at {w.at}",
+        "a lock, queue or join that nobody releases: look for a deadlock "
+        "(two locks taken in opposite order, a thread that died holding one)",
+        w.extra,
+    )
+
+
+def sleeping_words(w: Words) -> dict[str, Any]:
+    return diag(
+        "sleeping",
+        f"sleeping{w.idle}{w.where} at {w.at}",
+        "the main thread keeps sleeping: check retry/backoff or polling loops at the named frame",
+        w.extra,
+    )
+
+
+def cpu_bound_words(w: Words) -> dict[str, Any]:
+    return diag(
+        "cpu_bound",
+        f"computing without progress{w.idle} (CPU {_pct(w.evidence)}{_starved(w.evidence)})"
+        f"{w.where} at {w.at}",
+        "busy on the CPU but not reporting progress: an infinite loop, or slow "
+        "preprocessing; report progress inside it or profile the named frame",
+        w.extra,
+    )
+
+
+def io_wait_words(w: Words) -> dict[str, Any]:
+    target = _main(w.evidence).get("fd_target")
+    w.extra["file"] = target
+    on = f" on {target}" if target else ""
+    return diag(
+        "io_wait",
+        f"waiting for I/O{on}{w.idle}{w.where} at {w.at}",
+        "disk or filesystem is slow or stuck (network mount, full disk, a FIFO): "
+        "check the path and the mount",
+        w.extra,
+    )
+
+
+def gpu_busy_words(w: Words) -> dict[str, Any]:
+    return diag(
+        "gpu_busy",
+        f"the GPU is busy but the job reports no progress{w.idle}{w.where} at {w.at}",
+        "a long or stuck kernel: check nvidia-smi, lower the work per step, or "
+        "run with CUDA_LAUNCH_BLOCKING=1 to find the kernel",
+        w.extra,
+    )
+
+
+def stopped_words(w: Words) -> dict[str, Any]:
+    return diag(
+        "stopped",
+        f"the process is stopped (SIGSTOP or a debugger){w.idle}{w.where} at {w.at}",
+        f"resume it with kill -CONT {w.evidence.get('pid', '<pid>')} or find who stopped it",
+        w.extra,
+    )
+
+
+def unknown_words(w: Words) -> dict[str, Any]:
+    return diag(
+        "unknown",
+        f"no progress{w.idle}{w.where} at {w.at}; cause not recognised",
+        "read the stacks in the report; py-spy dump --pid <pid> shows native frames",
+        w.extra,
+    )
+
+
+# Each hang kind's summary and hint (and the facts only that kind carries).
+WORDS: dict[str, Callable[[Words], dict[str, Any]]] = {
+    "network_wait": network_wait_words,
+    "lock_wait": lock_wait_words,
+    "file_lock_wait": file_lock_wait_words,
+    "cpu_bound": cpu_bound_words,
+    "io_wait": io_wait_words,
+    "gil_held": gil_held_words,
+    "child_wait": child_wait_words,
+    "sleeping": sleeping_words,
+    "gpu_busy": gpu_busy_words,
+    "import_hang": import_hang_words,
+    "startup": startup_words,
+    "stopped": stopped_words,
+    "unknown": unknown_words,
+}
 
 
 def _trim(evidence: dict[str, Any], items: int = 10) -> dict[str, Any]:
