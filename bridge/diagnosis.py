@@ -7,10 +7,11 @@ outside (kernel wait, CPU, I/O, sockets, children, GPU), (2) the stage with an e
 exit plus the blocking frame from the main thread's Python stack, (3) the environment facts
 that the hint points at.
 
-The rules live in three modules (the one implementation: a Node job is diagnosed here too):
+The rules live in four modules (the one implementation: a Node job is diagnosed here too):
   diagnosis_stack  reading Python stacks and text (frames, the user's frame, imports)
   diagnosis_end    end verdicts: why a process ended
-  diagnosis_hang   hang verdicts: why a live job makes no progress
+  diagnosis_hang   hang verdicts: why a live job makes no progress (the words)
+  diagnosis_hang_rules  the hang kind: ordered tables of small rules
 This module is the one name the rest of the client imports. The shared cases (facts in ->
 kind, frame, summary, hint out) are vectors/diagnosis.json; they pin the rules.
 

@@ -1,4 +1,4 @@
-"""The hang rules one at a time (bridge/diagnosis_hang.py): each rule of KERNEL_RULES,
+"""The hang rules one at a time (bridge/diagnosis_hang_rules.py): each rule of KERNEL_RULES,
 STACK_RULES and HANG_RULES on the smallest facts that make it name its kind, and on facts it
 must pass over; then the order of the tables where two rules both match. The whole verdicts
 (facts in, summary and hint out) are the vectors' (test_vectors.py)."""
@@ -9,7 +9,8 @@ import dataclasses
 
 import pytest
 
-from trainbridge.bridge import diagnosis_hang as h
+from trainbridge.bridge import diagnosis_hang
+from trainbridge.bridge import diagnosis_hang_rules as h
 
 RULES = {r.__name__: r for table in (h.KERNEL_RULES, h.STACK_RULES, h.HANG_RULES) for r in table}
 
@@ -228,6 +229,6 @@ def test_no_rule_matches_unknown():
 
 
 def test_every_kind_has_words_and_only_kinds_do():
-    assert set(h.WORDS) == set(h.HANG_KINDS)
+    assert set(diagnosis_hang.WORDS) == set(diagnosis_hang.HANG_KINDS)
     rule_kinds = {c[2] for c in CASES} | {"unknown"}
-    assert rule_kinds == set(h.HANG_KINDS)
+    assert rule_kinds == set(diagnosis_hang.HANG_KINDS)
