@@ -1,14 +1,17 @@
 """Diagnosis, part 2: end verdicts (pure) -- why a process ended.
 
 diagnose_end(facts) -> {"kind", "summary", "hint", "evidence"} or None for a clean success.
-Stack and text reading is in diagnosis_stack.py.
+END_RULES is the judgement: an ordered table of small named rules over the facts (Ended),
+first match wins; each rule is tested alone in tests/diagnosis/test_end_rules.py. Stack and
+text reading is in diagnosis_stack.py.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from .diagnosis_stack import (
@@ -280,199 +283,296 @@ _EXHAUSTION = (
 )
 
 
-def _exhaustion(
-    error: Optional[dict[str, Any]], log_tail: Sequence[str], stage: Any, evidence: dict[str, Any]
-) -> Optional[dict[str, Any]]:
+@dataclass(frozen=True)
+class Ended:
+    """What an end is judged on: the facts, and what every rule reads of them, worked out once."""
+
+    facts: dict[str, Any]
+    exit_code: Any
+    signal: Optional[str]
+    error: Optional[dict[str, Any]]  # the worker's error body, fatal or not
+    fatal: Optional[dict[str, Any]]  # the error when it is fatal (not SystemExit), else None
+    log_tail: list[str]
+    stage: Any  # the stage the error was raised in, else the client's last stage
+    last: Optional[str]  # the last output line
+    badly: bool  # a fatal error, a non-zero exit status or a signal
+
+    def evidence(self) -> dict[str, Any]:
+        """The evidence every end verdict carries; a rule adds its own to a fresh copy."""
+        return {
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "stage": self.stage,
+            "last_line": self.last,
+        }
+
+    def frames(self, error: Optional[dict[str, Any]]) -> list[Frame]:
+        """The frames of `error` (the error, or only a fatal one), else those of a traceback
+        printed in the output."""
+        frames = _error_frames(error)
+        return frames or (traceback_in_text(self.log_tail) or {}).get("frames", [])
+
+
+def ended(facts: dict[str, Any]) -> Ended:
+    error: Optional[dict[str, Any]] = facts.get("error") or None
+    log_tail = list(facts.get("log_tail") or [])
+    # A fatal error event decides the end even when the exit status is 0, as it decides the
+    # outcome (docs/CLIENT.md, "Outcomes"); SystemExit is an exit status, not an exception.
+    fatal = (
+        error
+        if error is not None
+        and bool(error.get("fatal", True))
+        and error.get("kind") != "system_exit"
+        else None
+    )
+    exit_code, signal = facts.get("exit_code"), facts.get("signal")
+    return Ended(
+        facts=facts,
+        exit_code=exit_code,
+        signal=signal,
+        error=error,
+        fatal=fatal,
+        log_tail=log_tail,
+        # The error knows the stage it was raised in; the client's last stage may be an
+        # outer one (the inner stage closed with status "error" while the exception unwound).
+        stage=(error or {}).get("stage") or facts.get("stage"),
+        last=last_line(log_tail),
+        badly=fatal is not None or exit_code not in (0, None) or bool(signal),
+    )
+
+
+def cuda_oom(e: Ended) -> Optional[dict[str, Any]]:
+    """The fatal error, or the output, says CUDA ran out of memory."""
+    if not (e.badly and _is_cuda_oom(e.fatal, e.log_tail)):
+        return None
+    frames = e.frames(e.error)
+    message = quote((e.error or {}).get("message") or _oom_line(e.log_tail))
+    return diag(
+        "cuda_oom",
+        f"CUDA out of memory{in_stage(e.stage)} at {where(frames)}: {message}",
+        "lower the batch size or sequence length, enable gradient checkpointing "
+        "or mixed precision, or free other jobs on the GPU (nvidia-smi)",
+        {**e.evidence(), **frame_fields(frames)},
+    )
+
+
+def ran_out(e: Ended) -> Optional[dict[str, Any]]:
     """The first resource of _EXHAUSTION the fatal error (or, without one, the output) says
-    ran out: named with what the process had of it (worker/exhaustion.py), else None."""
-    resources = (error or {}).get("resources")
+    ran out: named with what the process had of it (worker/exhaustion.py)."""
+    if not e.badly:
+        return None
+    resources = (e.fatal or {}).get("resources")
     resources = resources if isinstance(resources, dict) else {}
     for kind, pattern, part, words, lead, tail in _EXHAUSTION:
-        if not _says(pattern, error, log_tail):
+        if not _says(pattern, e.fatal, e.log_tail):
             continue
-        frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
-        evidence.update(frame_fields(frames))
+        frames = e.frames(e.fatal)
         had: dict[str, Any] = resources[part] if isinstance(resources.get(part), dict) else {}
-        evidence[part] = had or None
         details, advice = words(had)
-        message = quote(_message(error, log_tail))
+        message = quote(_message(e.fatal, e.log_tail))
         return diag(
             kind,
-            f"{lead}{in_stage(stage)} at {where(frames)}{details}: {message}",
+            f"{lead}{in_stage(e.stage)} at {where(frames)}{details}: {message}",
             advice + tail,
-            evidence,
+            {**e.evidence(), **frame_fields(frames), part: had or None},
         )
     return None
 
 
+def oom_killed(e: Ended) -> Optional[dict[str, Any]]:
+    """The job's memory cgroup counted an OOM kill."""
+    if not e.facts.get("oom_killed"):
+        return None
+    return diag(
+        "oom_killed",
+        f"killed by the kernel's out-of-memory killer{in_stage(e.stage)} "
+        f"(signal {e.signal or 'SIGKILL'})",
+        "the job ran out of host RAM: lower the batch size or DataLoader "
+        "num_workers / prefetch, or raise the memory limit",
+        {**e.evidence(), "oom_killed": True},
+    )
+
+
+def native_crash(e: Ended) -> Optional[dict[str, Any]]:
+    """SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGABRT: the crashing thread's frame from the
+    faulthandler text."""
+    if e.signal not in NATIVE_SIGNALS:
+        return None
+    text = e.facts.get("crash_text") or "\n".join(e.log_tail)
+    frames = parse_stack(text, prefer="current")
+    evidence = {**e.evidence(), **frame_fields(frames)}
+    evidence["crash_text_present"] = bool(e.facts.get("crash_text"))
+    word = _SIGNAL_WORDS.get(str(e.signal), e.signal)
+    hint = (
+        "a crash in native code (C/C++/CUDA extension, ctypes): check that torch, "
+        "CUDA and extension versions match; run with CUDA_LAUNCH_BLOCKING=1 "
+        "to find the failing call"
+    )
+    if e.signal == "SIGABRT":
+        hint = (
+            "the process aborted (a C/C++ assertion, abort() or a fatal error in an "
+            "extension): read the last output lines and check library versions"
+        )
+    return diag(
+        "native_crash",
+        f"native crash: {e.signal} ({word}){in_stage(e.stage)} at {where(frames)}",
+        hint,
+        evidence,
+    )
+
+
+def sigkill(e: Ended) -> Optional[dict[str, Any]]:
+    """SIGKILL from outside (no OOM kill counted)."""
+    if e.signal != "SIGKILL":
+        return None
+    return diag(
+        "killed",
+        f"killed by SIGKILL{in_stage(e.stage)}; last output: {e.last or '(none)'}",
+        "something outside the job sent SIGKILL (a user, a scheduler, a "
+        "container limit, or the OOM killer when the cgroup cannot tell): check "
+        "dmesg, the scheduler's log and memory limits",
+        e.evidence(),
+    )
+
+
+def other_signal(e: Ended) -> Optional[dict[str, Any]]:
+    """Any other signal: SIGTERM, SIGINT, SIGHUP, ..."""
+    if not e.signal:
+        return None
+    return diag(
+        "killed",
+        f"terminated by {e.signal}{in_stage(e.stage)}; last output: {e.last or '(none)'}",
+        f"something outside the job sent {e.signal}: check who stops jobs here "
+        "(a scheduler, a terminal closing, a service manager)",
+        e.evidence(),
+    )
+
+
+def worker_died(e: Ended) -> Optional[dict[str, Any]]:
+    """torch says a DataLoader worker died (in the fatal error, its chain or the output)."""
+    died = _worker_died(e.fatal, e.log_tail) if e.badly else None
+    if not died:
+        return None
+    frames = e.frames(e.error)
+    evidence = {**e.evidence(), **frame_fields(frames)}
+    evidence.update(
+        child_pids=died["pids"], child_signal=died["signal"], oom_kills=e.facts.get("oom_kills")
+    )
+    how = f"died of {died['signal']}" if died["signal"] else "exited unexpectedly"
+    plural = "s" if "," in died["pids"] else ""
+    return diag(
+        "child_killed",
+        f"a DataLoader worker (pid{plural} {died['pids']}) {how}{in_stage(e.stage)}; "
+        f"the main process failed on it at {where(frames)}",
+        _worker_died_hint(died["signal"], e.facts.get("oom_kills")),
+        evidence,
+    )
+
+
+def fatal_error(e: Ended) -> Optional[dict[str, Any]]:
+    """A fatal error other than SystemExit, whatever the exit status."""
+    error = e.fatal
+    if error is None:
+        return None
+    frames = _error_frames(error)
+    evidence = {**e.evidence(), **frame_fields(frames), "type": error.get("type")}
+    message = quote(error.get("message"))
+    thread = error.get("thread")
+    in_thread = f" in thread {thread}" if thread and thread != "MainThread" else ""
+    return diag(
+        "python_exception",
+        f"{error.get('type', 'Exception')}: {message}{in_stage(e.stage)}{in_thread} "
+        f"at {where(frames)}",
+        f"fix the error raised at "
+        f"{format_frame(user_frame(frames) or (frames[-1] if frames else None))}"
+        "; the full traceback is in the report's error field",
+        evidence,
+    )
+
+
+def printed_traceback(e: Ended) -> Optional[dict[str, Any]]:
+    """A non-zero exit with no error event, and a traceback on stderr (a script without the
+    worker)."""
+    if e.exit_code in (0, None) or e.error:
+        return None
+    printed = traceback_in_text(e.log_tail)
+    if not printed:
+        return None
+    frames = printed["frames"]
+    return diag(
+        "python_exception",
+        f"{printed['type']}: {quote(printed['message'])}"
+        f"{in_stage(e.stage)} at {where(frames)} (from the traceback on stderr)",
+        "fix the error at the named frame; the traceback is in the log tail",
+        {**e.evidence(), **frame_fields(frames), "type": printed["type"]},
+    )
+
+
+def exit_nonzero(e: Ended) -> Optional[dict[str, Any]]:
+    """Any other non-zero exit: sys.exit(3), sys.exit("msg") (its message and frame), or
+    os._exit (no last words)."""
+    if e.exit_code in (0, None):
+        return None
+    evidence = e.evidence()
+    bye = e.facts.get("bye") or {}
+    bye_reason = e.facts.get("bye_reason") or bye.get("reason")
+    hint = (
+        "the script chose to exit with an error status: read the last output lines for its reason"
+    )
+    reason = ""
+    if e.error and e.error.get("kind") == "system_exit":
+        frames = _error_frames(e.error)
+        evidence.update(frame_fields(frames))
+        at = f" at {where(frames)}" if frames else ""
+        reason = f" from sys.exit({one_line(e.error.get('message'), 80)!r}){at}"
+    elif bye_reason == "sys_exit":
+        reason = f" from sys.exit({e.exit_code})"
+    elif not e.facts.get("saw_bye"):
+        reason = " with no last words (os._exit or exit from native code)"
+        hint = (
+            "the process left without Python's shutdown (os._exit, exit() in native "
+            "code, a library calling _exit): search for those calls near the last "
+            "output line"
+        )
+    return diag(
+        "exit_nonzero",
+        f"exited with status {e.exit_code}{reason}{in_stage(e.stage)}; "
+        f"last output: {e.last or '(none)'}",
+        hint,
+        evidence,
+    )
+
+
+# Why a process ended, first match wins (None: a clean success): the order is the judgement
+# (CUDA's OOM before the signal that followed it, a signal before the error it caused).
+END_RULES: tuple[Callable[[Ended], Optional[dict[str, Any]]], ...] = (
+    cuda_oom,
+    ran_out,
+    oom_killed,
+    native_crash,
+    sigkill,
+    other_signal,
+    worker_died,
+    fatal_error,
+    printed_traceback,
+    exit_nonzero,
+)
+
+
 def diagnose_end(facts: dict[str, Any]) -> Optional[dict[str, Any]]:
-    """Why a process ended; None for a clean success. See the module docstring for shape.
+    """Why a process ended; None for a clean success or a cancelled job. See the module
+    docstring for shape: the first of END_RULES that says something.
 
     facts (all optional): outcome, exit_code, signal ("SIGSEGV" or None), error (the
-    worker's error body), saw_bye, crash_text, log_tail, stage, oom_killed, pid."""
-    exit_code = facts.get("exit_code")
-    signal = facts.get("signal")
-    error: Optional[dict[str, Any]] = facts.get("error") or None
-    log_tail = list(facts.get("log_tail") or [])
-    # The error knows the stage it was raised in; the client's last stage may be an outer
-    # one (the inner stage closed with status "error" while the exception unwound).
-    stage = (error or {}).get("stage") or facts.get("stage")
-    last = last_line(log_tail)
-    outcome = facts.get("outcome")
-    evidence: dict[str, Any] = {
-        "exit_code": exit_code,
-        "signal": signal,
-        "stage": stage,
-        "last_line": last,
-    }
-    # A fatal error event decides the end even when the exit status is 0, as it decides the
-    # outcome (docs/CLIENT.md, "Outcomes"); SystemExit is an exit status, not an exception.
-    fatal_error = (
-        error is not None and bool(error.get("fatal", True)) and error.get("kind") != "system_exit"
-    )
-    ended_badly = fatal_error or exit_code not in (0, None) or bool(signal)
-
-    if outcome == "cancelled":
+    worker's error body), saw_bye, bye, bye_reason, crash_text, log_tail, stage, oom_killed,
+    oom_kills, pid."""
+    if facts.get("outcome") == "cancelled":
         return None
-    if ended_badly and _is_cuda_oom(error if fatal_error else None, log_tail):
-        frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
-        message = quote((error or {}).get("message") or _oom_line(log_tail))
-        evidence.update(frame_fields(frames))
-        return diag(
-            "cuda_oom",
-            f"CUDA out of memory{in_stage(stage)} at {where(frames)}: {message}",
-            "lower the batch size or sequence length, enable gradient checkpointing "
-            "or mixed precision, or free other jobs on the GPU (nvidia-smi)",
-            evidence,
-        )
-    found = (
-        _exhaustion(error if fatal_error else None, log_tail, stage, evidence)
-        if ended_badly
-        else None
-    )
-    if found is not None:
-        return found
-    if facts.get("oom_killed"):
-        return diag(
-            "oom_killed",
-            f"killed by the kernel's out-of-memory killer{in_stage(stage)} "
-            f"(signal {signal or 'SIGKILL'})",
-            "the job ran out of host RAM: lower the batch size or DataLoader "
-            "num_workers / prefetch, or raise the memory limit",
-            {**evidence, "oom_killed": True},
-        )
-    if signal in NATIVE_SIGNALS:
-        text = facts.get("crash_text") or "\n".join(log_tail)
-        frames = parse_stack(text, prefer="current")
-        evidence.update(frame_fields(frames))
-        evidence["crash_text_present"] = bool(facts.get("crash_text"))
-        word = _SIGNAL_WORDS.get(signal, signal)
-        hint = (
-            "a crash in native code (C/C++/CUDA extension, ctypes): check that torch, "
-            "CUDA and extension versions match; run with CUDA_LAUNCH_BLOCKING=1 "
-            "to find the failing call"
-        )
-        if signal == "SIGABRT":
-            hint = (
-                "the process aborted (a C/C++ assertion, abort() or a fatal error in an "
-                "extension): read the last output lines and check library versions"
-            )
-        return diag(
-            "native_crash",
-            f"native crash: {signal} ({word}){in_stage(stage)} at {where(frames)}",
-            hint,
-            evidence,
-        )
-    if signal == "SIGKILL":
-        return diag(
-            "killed",
-            f"killed by SIGKILL{in_stage(stage)}; last output: {last or '(none)'}",
-            "something outside the job sent SIGKILL (a user, a scheduler, a "
-            "container limit, or the OOM killer when the cgroup cannot tell): check "
-            "dmesg, the scheduler's log and memory limits",
-            evidence,
-        )
-    if signal:
-        return diag(
-            "killed",
-            f"terminated by {signal}{in_stage(stage)}; last output: {last or '(none)'}",
-            f"something outside the job sent {signal}: check who stops jobs here "
-            "(a scheduler, a terminal closing, a service manager)",
-            evidence,
-        )
-    died = _worker_died(error if fatal_error else None, log_tail) if ended_badly else None
-    if died:
-        frames = _error_frames(error) or (traceback_in_text(log_tail) or {}).get("frames", [])
-        evidence.update(frame_fields(frames))
-        evidence.update(
-            child_pids=died["pids"], child_signal=died["signal"], oom_kills=facts.get("oom_kills")
-        )
-        how = f"died of {died['signal']}" if died["signal"] else "exited unexpectedly"
-        plural = "s" if "," in died["pids"] else ""
-        return diag(
-            "child_killed",
-            f"a DataLoader worker (pid{plural} {died['pids']}) {how}{in_stage(stage)}; "
-            f"the main process failed on it at {where(frames)}",
-            _worker_died_hint(died["signal"], facts.get("oom_kills")),
-            evidence,
-        )
-    if fatal_error and error is not None:
-        frames = _error_frames(error)
-        evidence.update(frame_fields(frames))
-        evidence["type"] = error.get("type")
-        message = quote(error.get("message"))
-        thread = error.get("thread")
-        in_thread = f" in thread {thread}" if thread and thread != "MainThread" else ""
-        return diag(
-            "python_exception",
-            f"{error.get('type', 'Exception')}: {message}{in_stage(stage)}{in_thread} "
-            f"at {where(frames)}",
-            f"fix the error raised at "
-            f"{format_frame(user_frame(frames) or (frames[-1] if frames else None))}"
-            "; the full traceback is in the report's error field",
-            evidence,
-        )
-    if exit_code not in (0, None):
-        printed = traceback_in_text(log_tail)
-        if printed and not error:
-            frames = printed["frames"]
-            evidence.update(frame_fields(frames))
-            evidence["type"] = printed["type"]
-            return diag(
-                "python_exception",
-                f"{printed['type']}: {quote(printed['message'])}"
-                f"{in_stage(stage)} at {where(frames)} (from the traceback on stderr)",
-                "fix the error at the named frame; the traceback is in the log tail",
-                evidence,
-            )
-        bye = facts.get("bye") or {}
-        bye_reason = facts.get("bye_reason") or bye.get("reason")
-        hint = (
-            "the script chose to exit with an error status: read the last output lines "
-            "for its reason"
-        )
-        reason = ""
-        if error and error.get("kind") == "system_exit":
-            frames = _error_frames(error)
-            evidence.update(frame_fields(frames))
-            at = f" at {where(frames)}" if frames else ""
-            reason = f" from sys.exit({one_line(error.get('message'), 80)!r}){at}"
-        elif bye_reason == "sys_exit":
-            reason = f" from sys.exit({exit_code})"
-        elif not facts.get("saw_bye"):
-            reason = " with no last words (os._exit or exit from native code)"
-            hint = (
-                "the process left without Python's shutdown (os._exit, exit() in native "
-                "code, a library calling _exit): search for those calls near the last "
-                "output line"
-            )
-        return diag(
-            "exit_nonzero",
-            f"exited with status {exit_code}{reason}{in_stage(stage)}; "
-            f"last output: {last or '(none)'}",
-            hint,
-            evidence,
-        )
+    e = ended(facts)
+    for rule in END_RULES:
+        found = rule(e)
+        if found is not None:
+            return found
     return None
 
 
