@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional
 
 from trainbridge.bridge import (
@@ -36,42 +37,16 @@ class JobMessages(JobHost):
     """Job's worker-messages room (I/O thread)."""
 
     def _on_message(self, routing_id: bytes, rank: int, msg: codec.Message) -> None:
+        """A worker's message, in four steps: admitted (from a process of this job), recorded
+        (the report's facts, who said it), published to listeners, then heard by the machine:
+        the lead's by its kind (LEAD_STEPS), another process's only where it moves the job."""
         now = time.monotonic()
-        kind, body = msg.kind, msg.body
-        if routing_id in self._foreign:
-            self.channel.rejected["foreign"] += 1
-            self.channel.peers.pop(routing_id, None)
+        kind = msg.kind
+        body = self._admitted(routing_id, kind, msg.body, now)
+        if body is None:
             return
-        key = routing_id.decode("ascii", "replace")
-        remote = self._remote and routing_id in self.hub.peer_addr
-        if kind == "hello" and body.get("slurm"):
-            body = slurm.hello_facts(body)  # its node's name, an srun task's rank
-        if kind == "hello" and not remote and not self._hello_in_tree(body):
-            # Not a process of this job (docs/PROTOCOL.md "Trust boundary"): it neither
-            # leads nor is listed, and what it sends later is rejected and counted.
-            self._foreign.add(routing_id)
-            self.facts["foreign_hellos"] += 1
-            self.channel.peers.pop(routing_id, None)  # commands go to the job's own only
-            return
-        if kind == "hello":  # `remote`: its pid is another host's (machine.choose_lead)
-            self._present[routing_id] = dict(body, remote=True) if remote else body
-            if self._elect() and routing_id != self.lead:
-                self._step({"type": "lead", "t": now, "present": self.lead is not None})
-        lead = routing_id is not None and routing_id == self.lead
-        message = {"kind": kind, "body": body, "key": key, "rank": rank, "ts": msg.ts}
-        # Never a signal to a rank of another host: its pid names a process over there.
-        message.update(lead=lead, t=now, in_tree=not remote and self._dumps_to(body))
-        said = len(self.facts["health"]["entries"])
-        self.facts = job_facts.apply(self.facts, message)  # the report's facts (pure)
-        # who said it (docs/CLIENT.md)
-        sender = dict(ranks.sender(self.facts["ranks"], key), lead=lead)
-        if kind == "hello":  # a distributed launcher's: no rank, the job starts with its ranks
-            sender["awaits_ranks"] = ranks.awaits_ranks(body)
-        if lead and kind in ("stage", "progress"):
-            # before listeners hear: status() agrees; at the time the worker sent it
-            self.live_status.track(kind, body, status.sent_at(now, time.time(), msg.ts))
-        if lead:
-            self.last_message_t = now
+        lead = routing_id == self.lead
+        sender, health_entries = self._record(routing_id, rank, msg, body, lead, now)
         if kind == "logs":
             # A batch of consecutive records (PROTOCOL.md): listeners see each as a `log`
             # message, as if it had come alone; the machine hears of the message once.
@@ -84,7 +59,7 @@ class JobMessages(JobHost):
         )
         if lead and kind in ("stage", "progress"):
             self._publish_status()  # the judged view of what just came
-        for entry in self.facts["health"]["entries"][said:]:
+        for entry in health_entries:
             self._on_health(entry, sender)
         if kind == "reply":
             if body.get("to") in self._hang_seqs and body.get("stacks"):
@@ -94,56 +69,126 @@ class JobMessages(JobHost):
             # Every rank may have ended now, one of another host failed: nothing here knows.
             if ranks.failed_elsewhere(ranks.table(self.facts["ranks"])) is not None:
                 self._step({"type": "ranks_failed", "t": now})
-        if not lead:
-            if (
-                kind == "hello"
-                and body.get("world_size") is not None
-                and self.m.get("awaiting_ranks")
-            ):  # a rank: the job has started
-                self._step(
-                    {"type": "hello", "t": now, "dump_signal": bool(self.facts["dump_pids"])}
-                )
-            if kind == "bye":
-                self._leave(routing_id, now)  # it can no longer lead
-            return  # another process of the job: published above, but it does not lead
-        if kind == "reply" and body.get("to") in self._cancel_seqs:
-            self._on_cancel_reply(body, now)
-        if kind == "hello":
-            self._step(
-                {
-                    "type": "hello",
-                    "t": now,
-                    "dump_signal": bool(self.facts["dump_pids"]),
-                    "native_dump": bool(self.facts["native_dump_pids"]) and "SIGUSR2" in SIGNALS,
-                    "awaits_ranks": ranks.awaits_ranks(body),
-                }
-            )
-            self._send_outbox()
-        elif kind == "stage":
-            self._step(
-                {
-                    "type": "stage",
-                    "t": now,
-                    "event": body["event"],
-                    "name": body["name"],
-                    "depth": body.get("depth"),
-                    "budget_s": body.get("budget_s"),
-                }
-            )
-        elif kind == "progress":
-            self._step({"type": "progress", "t": now})
-        elif kind == "error":
-            self._step_error(body, now)
-        elif kind == "bye":
-            self._step_bye(body, now)
-            self._leave(routing_id, now)
+        if lead:
+            LEAD_STEPS.get(kind, JobMessages._lead_beat)(self, routing_id, kind, body, now)
         else:
-            worked = False
-            if kind == "heartbeat":
-                self._heard, worked = look.heard(self._heard, body, now)
-            self._step({"type": "beat", "t": now, **({"work": True} if worked else {})})
-            if kind == "heartbeat" and machine.live_look_due(self.m):
-                self._live_diagnose()
+            self._from_another(routing_id, kind, body, now)
+
+    def _admitted(
+        self, routing_id: bytes, kind: str, body: dict[str, Any], now: float
+    ) -> Optional[dict[str, Any]]:
+        """The message's body when it comes from a process of this job (a hello of one that
+        is not marks its sender foreign: it neither leads nor is listed, and what it sends
+        later is rejected and counted, docs/PROTOCOL.md "Trust boundary"), else None. A
+        hello is noted as present, and may change the lead."""
+        if routing_id in self._foreign:
+            self.channel.rejected["foreign"] += 1
+            self.channel.peers.pop(routing_id, None)
+            return None
+        if kind != "hello":
+            return body
+        remote = self._remote and routing_id in self.hub.peer_addr
+        if body.get("slurm"):
+            body = slurm.hello_facts(body)  # its node's name, an srun task's rank
+        if not remote and not self._hello_in_tree(body):
+            self._foreign.add(routing_id)
+            self.facts["foreign_hellos"] += 1
+            self.channel.peers.pop(routing_id, None)  # commands go to the job's own only
+            return None
+        # `remote`: its pid is another host's (machine.choose_lead)
+        self._present[routing_id] = dict(body, remote=True) if remote else body
+        if self._elect() and routing_id != self.lead:
+            self._step({"type": "lead", "t": now, "present": self.lead is not None})
+        return body
+
+    def _record(
+        self,
+        routing_id: bytes,
+        rank: int,
+        msg: codec.Message,
+        body: dict[str, Any],
+        lead: bool,
+        now: float,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The message into the report's facts (job_facts.apply, pure) and the live status:
+        returns who said it (docs/CLIENT.md) and the health entries it added."""
+        key = routing_id.decode("ascii", "replace")
+        remote = self._remote and routing_id in self.hub.peer_addr
+        message = {"kind": msg.kind, "body": body, "key": key, "rank": rank, "ts": msg.ts}
+        # Never a signal to a rank of another host: its pid names a process over there.
+        message.update(lead=lead, t=now, in_tree=not remote and self._dumps_to(body))
+        said = len(self.facts["health"]["entries"])
+        self.facts = job_facts.apply(self.facts, message)
+        sender = dict(ranks.sender(self.facts["ranks"], key), lead=lead)
+        if msg.kind == "hello":  # a distributed launcher's: no rank, the job starts with its ranks
+            sender["awaits_ranks"] = ranks.awaits_ranks(body)
+        if lead and msg.kind in ("stage", "progress"):
+            # before listeners hear: status() agrees; at the time the worker sent it
+            self.live_status.track(msg.kind, body, status.sent_at(now, time.time(), msg.ts))
+        if lead:
+            self.last_message_t = now
+        return sender, self.facts["health"]["entries"][said:]
+
+    def _from_another(self, routing_id: bytes, kind: str, body: dict[str, Any], now: float) -> None:
+        """A message of a process that does not lead: published, but the machine hears only
+        a rank's hello (the job has started) and a bye (it can no longer lead)."""
+        if kind == "hello" and body.get("world_size") is not None and self.m.get("awaiting_ranks"):
+            self._step({"type": "hello", "t": now, "dump_signal": bool(self.facts["dump_pids"])})
+        if kind == "bye":
+            self._leave(routing_id, now)
+
+    # --- I/O thread: the lead's messages as the machine hears them, by kind (LEAD_STEPS) ----
+    def _lead_hello(self, routing_id: bytes, kind: str, body: dict[str, Any], now: float) -> None:
+        self._step(
+            {
+                "type": "hello",
+                "t": now,
+                "dump_signal": bool(self.facts["dump_pids"]),
+                "native_dump": bool(self.facts["native_dump_pids"]) and "SIGUSR2" in SIGNALS,
+                "awaits_ranks": ranks.awaits_ranks(body),
+            }
+        )
+        self._send_outbox()
+
+    def _lead_stage(self, routing_id: bytes, kind: str, body: dict[str, Any], now: float) -> None:
+        self._step(
+            {
+                "type": "stage",
+                "t": now,
+                "event": body["event"],
+                "name": body["name"],
+                "depth": body.get("depth"),
+                "budget_s": body.get("budget_s"),
+            }
+        )
+
+    def _lead_progress(
+        self, routing_id: bytes, kind: str, body: dict[str, Any], now: float
+    ) -> None:
+        self._step({"type": "progress", "t": now})
+
+    def _lead_error(self, routing_id: bytes, kind: str, body: dict[str, Any], now: float) -> None:
+        self._step_error(body, now)
+
+    def _lead_bye(self, routing_id: bytes, kind: str, body: dict[str, Any], now: float) -> None:
+        self._step_bye(body, now)
+        self._leave(routing_id, now)
+
+    def _lead_reply(self, routing_id: bytes, kind: str, body: dict[str, Any], now: float) -> None:
+        """The answer to the in-band cancel, or a dump's: a beat either way."""
+        if body.get("to") in self._cancel_seqs:
+            self._on_cancel_reply(body, now)
+        self._lead_beat(routing_id, kind, body, now)
+
+    def _lead_beat(self, routing_id: bytes, kind: str, body: dict[str, Any], now: float) -> None:
+        """Any other message (a heartbeat, a log, a metric...): the lead is alive. A heartbeat
+        may show work (look.heard), and may be due a live look."""
+        worked = False
+        if kind == "heartbeat":
+            self._heard, worked = look.heard(self._heard, body, now)
+        self._step({"type": "beat", "t": now, **({"work": True} if worked else {})})
+        if kind == "heartbeat" and machine.live_look_due(self.m):
+            self._live_diagnose()
 
     # --- I/O thread: who speaks for the job -------------------------------------------------
     def _elect(self) -> bool:
@@ -292,6 +337,17 @@ class JobMessages(JobHost):
             self.tree = launcher.Tree(self.pid, self.id)  # a hello before _attach ran
         self.tree.refresh()
         return pid in self.tree.known
+
+
+# What the machine hears of the lead's message, by its kind; any other kind is a beat.
+LEAD_STEPS: dict[str, Callable[[JobMessages, bytes, str, dict[str, Any], float], None]] = {
+    "hello": JobMessages._lead_hello,
+    "stage": JobMessages._lead_stage,
+    "progress": JobMessages._lead_progress,
+    "error": JobMessages._lead_error,
+    "bye": JobMessages._lead_bye,
+    "reply": JobMessages._lead_reply,
+}
 
 
 def _process_alive(pid: Any, created: Optional[float]) -> bool:

@@ -1,0 +1,98 @@
+"""bridge/job_messages.py's steps on their own: what the machine hears of the lead's message,
+by kind (LEAD_STEPS), and of another process's, driven on a stand-in for the Job with no
+process, hub or socket. The whole path (a worker's message to the report) is the client tests'."""
+
+from trainbridge.bridge import job_messages
+from trainbridge.bridge.job_messages import LEAD_STEPS, JobMessages
+
+
+class Room(JobMessages):
+    """The messages room with the Job's state it reads, and a record of what it did."""
+
+    def __init__(self, awaiting_ranks=False, cancel_seqs=range(0)):
+        self.facts = {"dump_pids": [812], "native_dump_pids": [], "cancel": None}
+        self.m = {"awaiting_ranks": awaiting_ranks, "exit": None}
+        self._cancel_seqs = cancel_seqs
+        self._heard = {}
+        self.did = []
+
+    def _step(self, event):
+        self.did.append(("step", {k: v for k, v in event.items() if k != "t"}))
+
+    def _send_outbox(self):
+        self.did.append(("outbox",))
+
+    def _leave(self, routing_id, now):
+        self.did.append(("leave", routing_id))
+
+    def _publish(self, event):
+        self.did.append(("publish", event["event"]))
+
+    def _live_diagnose(self):
+        self.did.append(("live_diagnose",))
+
+
+def lead_says(room, kind, body):
+    LEAD_STEPS.get(kind, JobMessages._lead_beat)(room, b"w1", kind, body, 5.0)
+    return room.did
+
+
+def test_the_leads_hello_starts_the_job_and_sends_what_waited():
+    did = lead_says(Room(), "hello", {"pid": 812})
+    assert did[0][0] == "step" and did[0][1]["type"] == "hello"
+    assert did[0][1]["dump_signal"] is True and did[0][1]["awaits_ranks"] is False
+    assert did[1] == ("outbox",)
+
+
+def test_the_leads_stage_carries_its_name_depth_and_budget():
+    body = {"event": "begin", "name": "load", "depth": 1, "budget_s": 30}
+    assert lead_says(Room(), "stage", body) == [
+        ("step", {"type": "stage", "event": "begin", "name": "load", "depth": 1, "budget_s": 30})
+    ]
+
+
+def test_the_leads_progress_error_and_bye():
+    assert lead_says(Room(), "progress", {"step": 3}) == [("step", {"type": "progress"})]
+    error = {"fatal": True, "kind": "exception", "exit_code": None}
+    assert lead_says(Room(), "error", error) == [
+        ("step", {"type": "error", "fatal": True, "kind": "exception", "exit_code": None})
+    ]
+    # a bye is the machine's, and the process can no longer lead
+    did = lead_says(Room(), "bye", {"reason": "done", "exit_code": 0})
+    assert did == [("step", {"type": "bye", "reason": "done", "exit_code": 0}), ("leave", b"w1")]
+
+
+def test_a_reply_to_the_cancel_is_its_answer_and_a_beat():
+    room = Room(cancel_seqs=range(7, 8))
+    room.facts["cancel"] = {"reason": "user"}
+    did = lead_says(room, "reply", {"to": 7, "ok": False, "error": "busy"})
+    assert ("publish", "cancel") in did
+    assert ("step", {"type": "cancel_refused", "reason": "busy"}) in did
+    assert did[-1] == ("step", {"type": "beat"})
+    # a dump's reply is only a beat
+    assert lead_says(Room(), "reply", {"to": 3}) == [("step", {"type": "beat"})]
+
+
+def test_any_other_kind_of_the_lead_is_a_beat():
+    for kind in ("log", "metric", "artifact"):
+        assert lead_says(Room(), kind, {}) == [("step", {"type": "beat"})]
+
+
+def test_a_heartbeat_that_shows_work_says_so(monkeypatch):
+    monkeypatch.setattr(job_messages.look, "heard", lambda heard, body, now: (heard, True))
+    monkeypatch.setattr(job_messages.machine, "live_look_due", lambda m: True)
+    did = lead_says(Room(), "heartbeat", {"stack": "x"})
+    assert did == [("step", {"type": "beat", "work": True}), ("live_diagnose",)]
+
+
+def test_another_process_moves_the_job_only_by_a_ranks_hello_or_a_bye():
+    room = Room(awaiting_ranks=True)
+    room._from_another(b"r1", "hello", {"world_size": 2}, 5.0)
+    assert room.did == [("step", {"type": "hello", "dump_signal": True})]
+    room = Room(awaiting_ranks=False)
+    room._from_another(b"r1", "hello", {"world_size": 2}, 5.0)  # the job has started already
+    room._from_another(b"r1", "progress", {"step": 1}, 5.0)
+    room._from_another(b"r1", "error", {"fatal": True}, 5.0)
+    assert room.did == []
+    room._from_another(b"r1", "bye", {}, 5.0)
+    assert room.did == [("leave", b"r1")]
