@@ -418,7 +418,7 @@ def write_report(path: str, report: dict[str, Any]) -> Optional[str]:
     what went wrong, for one warning, and leaves no temp file behind."""
     from trainbridge.bridge.job import os_error_text
     from trainbridge.bridge.private_files import write_atomic
-    from trainbridge.bridge.report import to_json
+    from trainbridge.bridge.report_text import to_json
 
     try:
         write_atomic(path, (to_json(report) + "\n").encode("ascii"))

@@ -6,8 +6,8 @@ ends) into a JSON-ready dict, asking bridge.diagnosis why it ended. It is pure: 
 values out, no I/O and no clock; vectors/report.json pins it. The one implementation: a
 Node job's report is this one, carried by bridge/jobserve.py.
 Its rooms: bridge/report_text.py (summary, log_footer, to_json: the report in words) and
-bridge/report_files.py (read_files and the crash file's other readers: the only I/O); their
-names are importable from here too.
+bridge/report_files.py (read_files and the crash file's other readers: the only I/O); import
+their names from there.
 
 Stable names (docs/CLIENT.md, "The shell", Report): outcome, exit_code, signal, stage,
 stages, progress, error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an
@@ -25,40 +25,20 @@ from typing import Any, Optional
 
 from trainbridge.bridge import diagnosis, diagnosis_stack, ranks, ranks_hang
 from trainbridge.bridge.diagnosis_stack import strip_ansi
-
-# The report's words and its files have rooms of their own; their names stay importable here.
-from trainbridge.bridge.report_files import (
-    CRASH_TEXT_MAX,
-    crash_file_size,
-    read_crash_file,
-    read_files,
-    read_stage_box,
-    signal_dumped_in,
-    signal_dumped_pids,
-    sigusr1_sections,
-)
-from trainbridge.bridge.report_text import log_footer, losses, reason, summary, to_json
+from trainbridge.bridge.report_files import signal_dumped_in, sigusr1_sections
+from trainbridge.bridge.report_text import reason, summary
 
 __all__ = [
-    "CRASH_TEXT_MAX",
     "FATAL_LINES_MAX",
     "FATAL_MARKERS",
     "REPORT_VERSION",
+    "Report",
     "build",
-    "crash_file_size",
     "dropped_total",
     "environment",
     "internal_diagnosis",
     "join_stacks",
-    "log_footer",
-    "losses",
     "minimal",
-    "read_crash_file",
-    "read_files",
-    "read_stage_box",
-    "signal_dumped_pids",
-    "summary",
-    "to_json",
 ]
 
 REPORT_VERSION = 1

@@ -11,7 +11,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from trainbridge.bridge.job import launch
-from trainbridge.bridge.report import to_json
+from trainbridge.bridge.report_text import to_json
 
 config = json.loads(sys.argv[1])
 cancel_after_progress = config.pop("_cancel_after_progress", False)

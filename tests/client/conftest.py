@@ -27,7 +27,7 @@ def validate_report(report):
     """The report is ASCII JSON that matches the schema, and survives a JSON round trip."""
     import jsonschema
 
-    from trainbridge.bridge.report import to_json
+    from trainbridge.bridge.report_text import to_json
 
     text = to_json(report)
     assert text.isascii()

@@ -347,7 +347,7 @@ worker.send({"kept": kept[0], "dropped": STATE.dropped.get("user", 0)})
 
 
 def test_sends_the_worker_never_got_are_said_in_the_summary():
-    from trainbridge.bridge.report import losses
+    from trainbridge.bridge.report_text import losses
 
     said = losses({"protocol": {"undelivered": {"user": 2, "cancel": 1}}})
     assert said == [

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from trainbridge import bridge
+from trainbridge.bridge.report_text import to_json
 
 from .conftest import WAIT_S, assert_tree_gone, opens_gate, validate_report
 
@@ -70,7 +71,7 @@ def test_a_loss_that_becomes_nan_is_said_once_and_the_job_goes_on(script, tmp_pa
     assert report["progress"]["metrics"]["loss"] == 0.5
     assert report["cancel"] is None
     validate_report(report)
-    text = bridge.report.to_json(report)
+    text = to_json(report)
     assert _strict(text)["health"][0]["value"] == "NaN"
     assert_tree_gone(job)
 

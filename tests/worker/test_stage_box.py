@@ -29,7 +29,7 @@ def test_crash_right_after_a_stage_began_is_placed_in_it():
 
 
 def test_stage_box_reading_is_strict_about_its_end(tmp_path):
-    from trainbridge.bridge.report import read_stage_box
+    from trainbridge.bridge.report_files import read_stage_box
 
     crash = str(tmp_path / "crash.txt")
     with open(f"{crash}.stages.7", "wb") as f:
