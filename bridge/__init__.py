@@ -53,10 +53,14 @@ __all__ = ["Job", "LaunchError", "Report", "Scheduler", "launch"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Job", "Report", "launch"):
+    if name in ("Job", "launch"):
         from trainbridge.bridge import job
 
         return getattr(job, name)
+    if name == "Report":
+        from trainbridge.bridge.report import Report
+
+        return Report
     if name == "LaunchError":
         from trainbridge.bridge.launcher import LaunchError
 

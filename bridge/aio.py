@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 
 # The job queue's asyncio twin lives in its own module; re-exported as bridge.aio.Scheduler.
 from trainbridge.bridge.aio_scheduler import Scheduler as Scheduler
-from trainbridge.bridge.job import Job, Report, check_arguments
+from trainbridge.bridge.job import Job
 from trainbridge.bridge.job import launch as _launch
+from trainbridge.bridge.job_arguments import check_arguments
+from trainbridge.bridge.report import Report
 
 A = TypeVar("A", bound="AsyncJob")
 OnEvent = Callable[[dict[str, Any]], None]

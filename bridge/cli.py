@@ -318,7 +318,7 @@ def run(args: argparse.Namespace, cmd: list[str]) -> int:
             f"trainbridge: could not start the command: {exc}. Check the path and that "
             f"it is executable (use the full path, e.g. .venv/bin/python)."
         )
-        from trainbridge.bridge.job import LogFileError
+        from trainbridge.bridge.job_output import LogFileError
 
         if isinstance(exc, LogFileError):  # not the command's fault: say what is wrong
             message = f"trainbridge: {exc} (--log)."
@@ -371,7 +371,7 @@ def _open_to_other_hosts(job: Job, args: argparse.Namespace, json_mode: bool) ->
 
 def launch_failure_status(exc: BaseException) -> int:
     """127 not found, 126 found but not executable, 125 trainbridge's own (as env(1))."""
-    from trainbridge.bridge.job import LogFileError
+    from trainbridge.bridge.job_output import LogFileError
     from trainbridge.bridge.launcher import LaunchError
 
     if not isinstance(exc, LaunchError) or isinstance(exc, LogFileError):
@@ -416,7 +416,7 @@ def write_report(path: str, report: dict[str, Any]) -> Optional[str]:
     renamed over `path`: bridge/private_files.py). A disk that refuses
     it (read-only, full) changes neither the job's exit status nor its summary: returns
     what went wrong, for one warning, and leaves no temp file behind."""
-    from trainbridge.bridge.job import os_error_text
+    from trainbridge.bridge.job_output import os_error_text
     from trainbridge.bridge.private_files import write_atomic
     from trainbridge.bridge.report_text import to_json
 

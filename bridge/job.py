@@ -54,21 +54,15 @@ from trainbridge.bridge.job_actions import JobActions
 from trainbridge.bridge.job_arguments import (
     TAIL_LINES,
     check_arguments,
-    config_message,
     metric_names,
     with_stalled_after,
 )
 from trainbridge.bridge.job_end import JobEnd
 from trainbridge.bridge.job_events import EVENT_QUEUE, EventQueue
-from trainbridge.bridge.job_facts import STAGES_KEPT
 from trainbridge.bridge.job_messages import JobMessages
 from trainbridge.bridge.job_output import (
-    LogFileError,
     Output,
-    log_failure,
-    log_stamp,
     open_log,
-    os_error_text,
 )
 from trainbridge.bridge.job_status import LiveStatus
 from trainbridge.bridge.launcher import LaunchError
@@ -76,23 +70,7 @@ from trainbridge.bridge.report import Report
 from trainbridge.bridge.streams import ChunkStream
 from trainbridge.protocol import codec
 
-# Importable from here, as before the split (users and the other rooms' callers).
-__all__ = [
-    "EVENT_QUEUE",
-    "STAGES_KEPT",
-    "TAIL_LINES",
-    "Job",
-    "LaunchError",
-    "LogFileError",
-    "Report",
-    "check_arguments",
-    "config_message",
-    "launch",
-    "log_failure",
-    "log_stamp",
-    "open_log",
-    "os_error_text",
-]
+__all__ = ["Job", "check_message", "launch"]
 
 OUTBOX_LIMIT = 1000  # job.send() messages held until the worker says hello
 REMOTE_ENV = "TRAINBRIDGE_REMOTE_ENV"  # launch(listen=...): the other hosts' ranks' variables

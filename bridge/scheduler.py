@@ -357,7 +357,8 @@ def submit(
     labels = check_labels(name, tags, meta, log_path)
     # launch()'s own check (argv, cwd, env, deadline values: NaN, "30", negatives), so a bad
     # job is refused here instead of being stored and failing later in its keeper.
-    from trainbridge.bridge.job import LaunchError, check_arguments
+    from trainbridge.bridge.job_arguments import check_arguments
+    from trainbridge.bridge.launcher import LaunchError
 
     try:
         check_arguments(list(cmd), cwd=cwd, env=env, config=config, stop_on_nan=stop_on_nan)

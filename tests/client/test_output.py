@@ -160,7 +160,7 @@ def test_grandchild_holding_the_pipes_does_not_delay_the_report(script):
 
 
 def test_a_slow_consumer_gets_a_dropped_count_not_unbounded_memory(script):
-    from trainbridge.bridge.job import EVENT_QUEUE
+    from trainbridge.bridge.job_events import EVENT_QUEUE
 
     path = script(f"""
         import sys
@@ -181,7 +181,7 @@ def test_a_slow_consumer_gets_a_dropped_count_not_unbounded_memory(script):
 
 
 def test_stage_records_stay_bounded(run):
-    from trainbridge.bridge.job import STAGES_KEPT
+    from trainbridge.bridge.job_facts import STAGES_KEPT
 
     job, r = run(f"""
         from trainbridge import worker
