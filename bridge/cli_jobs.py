@@ -401,7 +401,7 @@ def jobs(args: argparse.Namespace) -> int:
 
 
 def attach(args: argparse.Namespace) -> int:
-    from trainbridge.bridge import cli, cli_views
+    from trainbridge.bridge import cli_exit, cli_views
 
     with _scheduler(args) as sched:
         if sched.get(args.id) is None:
@@ -411,7 +411,7 @@ def attach(args: argparse.Namespace) -> int:
             job = sched.attach(args.id, since=since)
         except ValueError as exc:  # a bad number, or a feed an older release wrote
             print(f"trainbridge: attach {args.id}: {exc}", file=sys.stderr)
-            return 2  # usage error (cli.EXIT_HELP)
+            return 2  # usage error (cli_exit.EXIT_HELP)
     view = cli_views.JsonView() if args.json else cli_views.make_view(job.cmd)
     # Ctrl-C stops following, not the job: it runs under its keeper for whoever comes next.
     try:
@@ -427,11 +427,11 @@ def attach(args: argparse.Namespace) -> int:
             ),
             file=sys.stderr,
         )
-        return cli.EXIT_CANCELLED
+        return cli_exit.EXIT_CANCELLED
     finally:
         job.close()
     view.close(report)
-    return cli.exit_status(report)
+    return cli_exit.exit_status(report)
 
 
 def cancel(args: argparse.Namespace) -> int:

@@ -188,7 +188,7 @@ def run(args: Any, cmd: list[str]) -> int:
     for copier in copiers:  # the job's end killed what was left of the tree: EOF soon
         copier.join(COPY_JOIN_S)
     if args.report:
-        from trainbridge.bridge.cli import write_report
+        from trainbridge.bridge.cli_exit import write_report
 
         problem = write_report(args.report, report)
         if problem:  # trainbridge's own failure: said, though stderr is the command's
