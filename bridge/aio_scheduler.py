@@ -16,12 +16,10 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
+from trainbridge.bridge.aio_job import AsyncAttachedJob
 from trainbridge.bridge.scheduler import Scheduler as _Scheduler
-
-if TYPE_CHECKING:
-    from trainbridge.bridge.aio import AsyncAttachedJob
 
 T = TypeVar("T")
 
@@ -84,8 +82,6 @@ class Scheduler:
 
     async def attach(self, job_id: str, since: Union[str, int] = "start") -> AsyncAttachedJob:
         """Scheduler.attach() as an AsyncAttachedJob (its send() is awaited)."""
-        from trainbridge.bridge.aio import AsyncAttachedJob
-
         return await AsyncAttachedJob.started(
             lambda on_event: self.sync.attach(job_id, on_event, since)
         )
