@@ -180,21 +180,7 @@ def error(exc_or_message: Any, **fields: Any) -> None:
     if not _STATE.enabled:
         return
     try:
-        import threading
-
-        from trainbridge.worker import errors
-
-        thread = threading.current_thread().name
-        stage_name = _runtime.current_stage()
-        if isinstance(exc_or_message, BaseException):
-            body = errors.error_body(exc_or_message, fatal=False, thread=thread, stage=stage_name)
-        else:
-            body = errors.message_body(
-                str(exc_or_message), fatal=False, thread=thread, stage=stage_name, skip=1
-            )
-        if fields:
-            body["fields"] = fields
-        _runtime.enqueue_event("error", body)
+        _runtime.report_error(exc_or_message, fields, skip=1)
     except BaseException as exc:  # noqa: BLE001 - reporting must never break the script
         _runtime.internal_error("error", exc)
 

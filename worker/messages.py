@@ -110,9 +110,10 @@ def deliver(data: Any) -> None:
             try:
                 handler(data)
             except Exception as exc:  # noqa: BLE001 - the handler's bug goes to the client
-                from trainbridge import worker
-
-                worker.error(exc, where="worker.on_message handler")
+                try:
+                    runtime.report_error(exc, {"where": "worker.on_message handler"})
+                except BaseException as bug:  # noqa: BLE001 - reporting must never break it
+                    runtime.internal_error("error", bug)
         return
     with _lock:
         if len(_inbox) >= INBOX_LIMIT:

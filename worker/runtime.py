@@ -331,6 +331,27 @@ def _say_unsent(beacon: Any) -> None:
 
 
 # --- failures of the worker itself --------------------------------------------------------
+def report_error(exc_or_message: Any, fields: dict[str, Any], skip: int = 0) -> None:
+    """Queue a non-fatal error event: an exception's, or a message's with the stack of the
+    caller `skip` frames above this one standing in for a traceback (worker.error, and a
+    worker.on_message handler that raised)."""
+    import threading
+
+    from trainbridge.worker import errors
+
+    thread = threading.current_thread().name
+    stage_name = current_stage()
+    if isinstance(exc_or_message, BaseException):
+        body = errors.error_body(exc_or_message, fatal=False, thread=thread, stage=stage_name)
+    else:
+        body = errors.message_body(
+            str(exc_or_message), fatal=False, thread=thread, stage=stage_name, skip=1 + skip
+        )
+    if fields:
+        body["fields"] = fields
+    enqueue_event("error", body)
+
+
 def internal_error(where: str, exc: BaseException) -> None:
     """Report a failure of the worker once (stderr, and to the client if possible): the
     training script must go on. But a KeyboardInterrupt that lands in the worker's code (a

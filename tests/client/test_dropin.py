@@ -152,6 +152,37 @@ worker.send({"echo": box[0]})
         job.send(b"x" * (2 << 20))
 
 
+def test_a_handler_that_raises_is_a_nonfatal_error_and_the_script_goes_on():
+    code = r"""
+from trainbridge import worker
+import threading
+done = threading.Event()
+@worker.on_message
+def handle(data):
+    if data == "bad":
+        done.set()
+        raise ValueError("handler cannot take " + data)
+worker.send("ready")
+assert done.wait(30)
+worker.send("after")
+"""
+    job = bridge.launch([sys.executable, "-c", code], startup_timeout=WAIT_S)
+    errors = []
+    for event in job.events(timeout=WAIT_S):
+        if event["event"] == "message" and event["kind"] == "user":
+            if event["body"]["data"] == "ready":
+                job.send("bad")
+        if event["event"] == "message" and event["kind"] == "error":
+            errors.append(event["body"])
+    report = job.wait(WAIT_S)
+    assert report.outcome == "succeeded", report.summary
+    assert len(errors) == 1, errors
+    assert errors[0]["type"] == "ValueError" and errors[0]["fatal"] is False
+    assert errors[0]["message"] == "handler cannot take bad"
+    assert errors[0]["fields"] == {"where": "worker.on_message handler"}
+    assert errors[0]["frames"][-1]["function"] == "handle"
+
+
 def test_worker_send_without_a_client_is_a_no_op():
     import subprocess
 
