@@ -95,7 +95,7 @@ def _probe(store, job_id: str, seconds: float):
 
 def run(rounds: int = 5) -> list:
     from trainbridge import bridge
-    from trainbridge.bridge import scheduler
+    from trainbridge.bridge import scheduled, scheduler
     from trainbridge.bridge.store import Store
 
     rows = []
@@ -211,7 +211,7 @@ def run(rounds: int = 5) -> list:
             job.close()
             again.close()
         s = Store(path)
-        scheduler.cancel(s, job_id)
+        scheduled.cancel(s, job_id)
         s.close()
         bridge.Scheduler(store=path, tick=None).attach(job_id).wait(30)
         rows.append(

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, Callable, Optional, Union
 
-from trainbridge.bridge import feed, jsonform, scheduler
+from trainbridge.bridge import feed, jsonform, scheduled
 from trainbridge.bridge.job_events import EventQueue
 from trainbridge.bridge.report import Report
 from trainbridge.bridge.status import StatusTracker
@@ -129,7 +129,7 @@ class Attached:
         store") and SIGTERM after `grace` (else the job's cancel_grace)."""
         store = Store(self.store_path)
         try:
-            return scheduler.cancel(store, self.id, reason=reason, grace=grace)
+            return scheduled.cancel(store, self.id, reason=reason, grace=grace)
         finally:
             store.close()
 
@@ -180,7 +180,7 @@ class Attached:
     def _request(self, op: str, data: Any) -> str:
         store = Store(self.store_path)
         try:
-            return scheduler.request(store, self.id, op, data)
+            return scheduled.request(store, self.id, op, data)
         finally:
             store.close()
 

@@ -614,7 +614,7 @@ class Job(JobActions, JobMessages, JobEnd):
 
 def check_message(data: Any, key: bytes = b"k" * 32, job_id: str = "size-check") -> None:
     """ValueError when job.send(data) cannot go to the worker (too large, a type the codec
-    refuses): the codec's own check, also for an attached job's send (scheduler.request)."""
+    refuses): the codec's own check, also for an attached job's send (scheduled.request)."""
     try:
         codec.encode("user", 1, {"data": data}, key, job_id)
     except codec.ProtocolError as exc:

@@ -48,6 +48,7 @@ from trainbridge.bridge import (
     procs,
     remote,
     report_text,
+    scheduled,
     scheduler,
     slurm,
     slurm_runner,
@@ -265,7 +266,7 @@ class Keeper:
             raise SystemExit(f"trainbridge keeper: no job {job_id} in {store_path}")
         self.row: dict[str, Any] = row
         self.cancelled = threading.Event()
-        self.requested = threading.Event()  # SIGUSR2: a request file waits (scheduler.request)
+        self.requested = threading.Event()  # SIGUSR2: a request file waits (scheduled.request)
         self.finished = threading.Event()
         self._status_written: Optional[tuple[float, Any]] = None  # (t, state) of the last
         self.job: Optional[Job] = None
@@ -334,7 +335,7 @@ class Keeper:
         threading.Thread(target=ask, name="trainbridge-keeper-dump", daemon=True).start()
 
     def _serve_requests(self) -> None:
-        """Answer the requests (scheduler.request) in the job's requests/ directory: a `send`
+        """Answer the requests (scheduled.request) in the job's requests/ directory: a `send`
         passes its data to the job in the order asked, a `ping` or a `dump_stacks` asks the
         worker on a thread of its own; each gets a `reply` event in the feed. SIGUSR2 wakes
         it at once; it also reads the directory every REQUESTS_LOOK_S, so a request whose
@@ -411,9 +412,9 @@ class Keeper:
         thread stays free), waiting as long as the asker said; the answer is its reply."""
         op = asked["op"]
         data: dict[str, Any] = asked["data"] if isinstance(asked.get("data"), dict) else {}
-        wait = data.get("timeout", scheduler.PING_TIMEOUT_S)
-        try:  # checked by the asker (scheduler.request); a hand-made file is answered
-            scheduler.check_ping_timeout(wait, op)
+        wait = data.get("timeout", scheduled.PING_TIMEOUT_S)
+        try:  # checked by the asker (scheduled.request); a hand-made file is answered
+            scheduled.check_ping_timeout(wait, op)
         except ValueError as exc:
             self._reply(asked, error=str(exc))
             return

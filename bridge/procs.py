@@ -14,7 +14,7 @@ from trainbridge.bridge.launcher import RUNTIME_PREFIX
 
 ENV_FILE = "env.json"  # the job's environment, 0600, read and deleted by its keeper
 EVENTS_FILE = "events.jsonl"  # every event, one ASCII JSON line each
-REQUESTS_DIR = "requests"  # ping / send asked of the keeper, one file each (scheduler.request)
+REQUESTS_DIR = "requests"  # ping / send asked of the keeper, one file each (scheduled.request)
 OUTPUT_FILE = "output.log"  # the job's output (launch()'s log_path)
 KEEPER_LOG = "keeper.log"  # the keeper's own stdout/stderr
 RESERVE_FILE = "reserve"  # space its keeper keeps free for the job's end (a full disk)

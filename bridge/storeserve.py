@@ -7,7 +7,7 @@ line on stdout, {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "
 Ops: jobs {state, limit, tag}, get {id}, submit {cmd, cwd, env, timeouts, resources, priority,
 max_restarts, restart_backoff, zero_code, name, tags, meta, log_path, stop_on_nan, slurm},
 cancel {id}, forget {id}, request {id, op, data} (ping, dump_stacks or send,
-scheduler.request: returns the request id; the answer comes as a "reply" event), pause {},
+scheduled.request: returns the request id; the answer comes as a "reply" event), pause {},
 resume {}, paused {}, forgotten {}, keep_ended {}, rerun {id, env}, watch {watch: n} (n: the
 asker's number for it; each change of bridge/watch.py comes as its own line, {"watch": n,
 "change": {...}}, the first ones, every row "added", before the answer), unwatch {watch}.

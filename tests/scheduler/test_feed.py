@@ -74,16 +74,16 @@ def test_encode_puts_the_number_first_and_is_ascii():
 
 def test_a_writer_killed_mid_line_leaves_a_torn_line_whose_number_is_used(tmp_path):
     """Reconciliation ends a lost keeper's half line before it appends the job's end, and
-    numbers that end after the half line's number (scheduler._append_end_event)."""
+    numbers that end after the half line's number (scheduled.append_end_event)."""
     path = str(tmp_path / "events.jsonl")
     with open(path, "w", encoding="ascii") as f:
         f.write(feed.encode(1, {"event": "state", "state": "running"}))
         f.write(feed.encode(2, {"event": "output", "text": "x" * 300})[:40])
     assert feed.torn(path) and not feed.torn(str(tmp_path / "missing"))
     assert (feed.last_seq(path), feed.last_seq(path, torn=True)) == (1, 2)
-    from trainbridge.bridge import scheduler
+    from trainbridge.bridge import scheduled
 
-    scheduler._append_end_event({"events_path": path}, {"outcome": "lost"})
+    scheduled.append_end_event({"events_path": path}, {"outcome": "lost"})
     with open(path, "rb") as f:
         lines = f.read().split(b"\n")
     assert lines[-1] == b"" and feed.seq_of(lines[-2]) == 3 and b'"end"' in lines[-2]

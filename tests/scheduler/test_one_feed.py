@@ -514,7 +514,7 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
     import signal
     import threading
 
-    from trainbridge.bridge import scheduler
+    from trainbridge.bridge import scheduled
     from trainbridge.bridge.store import Store
 
     s = bridge.Scheduler(store=store_path, slots={"jobs": 2, "gpus": []}, tick=0.1)
@@ -530,8 +530,8 @@ def test_every_request_is_answered_before_the_end_and_an_asker_hears_why(store_p
         # As job.ping() and job.dump_stacks() ask them, their request files known.
         store = Store(store_path)
         try:
-            ping_id = scheduler.request(store, job_id, "ping", {"timeout": 30})
-            dump_id = scheduler.request(store, job_id, "dump_stacks", {"timeout": 30})
+            ping_id = scheduled.request(store, job_id, "ping", {"timeout": 30})
+            dump_id = scheduled.request(store, job_id, "dump_stacks", {"timeout": 30})
         finally:
             store.close()
         requests = os.path.join(row["dir"], "requests")
