@@ -32,19 +32,6 @@ SCHEMA = "trainbridge.doctor/1"
 DEFAULT_TIMEOUT = 20.0  # per check; a cold `import torch` on a slow disk can take 10+ s
 DEFAULT_CONNECT_TIMEOUT = 3.0  # per host, DNS + connect + first reply together
 
-PROBE_CHECKS = (
-    "python",
-    "platform",
-    "encoding",
-    "stdout_buffering",
-    "network_config",
-    "packages",
-    "disk",
-    "nvidia_driver",
-    "torch",
-    "torch_cuda",
-    "torch_tensor",
-)
 # A check is not run in a fresh child when the one it needs hung or crashed.
 REQUIRES = {"torch_cuda": "torch", "torch_tensor": "torch_cuda"}
 REPORT_ORDER = (
@@ -62,6 +49,10 @@ REPORT_ORDER = (
     "cuda_driver_compat",
     "torch_tensor",
 )
+# Read here, from what the probe found, not in the probe's child (bridge/doctor/rules.py).
+PARENT_CHECKS = ("cuda_visible_devices", "cuda_driver_compat")
+# Each run in the probe's child (bridge/doctor/probe.py), in the report's order.
+PROBE_CHECKS = tuple(name for name in REPORT_ORDER if name not in PARENT_CHECKS)
 
 HANG_FIX = {
     "python": "the interpreter hangs at startup: a sitecustomize/usercustomize "
