@@ -183,8 +183,9 @@ def _watch_for_main() -> None:
 
 
 # --- heavy imports ------------------------------------------------------------------------
-class _StageLoader:
-    """Runs the real loader inside an "import <name>" stage."""
+class _WrappedLoader:
+    """A module's real loader with something done around its exec_module (subclasses): every
+    other call goes to the real one."""
 
     def __init__(self, real: Any, name: str):
         self._real = real
@@ -193,12 +194,16 @@ class _StageLoader:
     def create_module(self, spec: ModuleSpec) -> Any:
         return self._real.create_module(spec)
 
+    def __getattr__(self, attr: str) -> Any:  # get_resource_reader, is_package, get_code, ...
+        return getattr(self._real, attr)
+
+
+class _StageLoader(_WrappedLoader):
+    """Runs the real loader inside an "import <name>" stage."""
+
     def exec_module(self, module: ModuleType) -> None:
         with worker.stage(f"import {self._name}"):
             self._real.exec_module(module)
-
-    def __getattr__(self, attr: str) -> Any:  # get_resource_reader, is_package, get_code, ...
-        return getattr(self._real, attr)
 
 
 class _HeavyImportFinder:
@@ -246,22 +251,14 @@ def _on_import(module_name: str, hook: Callable[[Any], None]) -> None:
     _pending[module_name] = hook
 
 
-class _PostImportLoader:
-    def __init__(self, real: Any, name: str):
-        self._real = real
-        self._name = name
-
-    def create_module(self, spec: ModuleSpec) -> Any:
-        return self._real.create_module(spec)
+class _PostImportLoader(_WrappedLoader):
+    """Runs the real loader, then the hook waiting for the module."""
 
     def exec_module(self, module: ModuleType) -> None:
         self._real.exec_module(module)
         hook = _pending.pop(self._name, None)
         if hook is not None:
             _safe(hook, module)
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self._real, attr)
 
 
 class _PostImportFinder:
