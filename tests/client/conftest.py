@@ -131,13 +131,31 @@ def message(kind, **fields):
     return match
 
 
+def wait_for_report(job, moving=None):
+    """The job's report, waited for WAIT_S, and for WAIT_S more each time `moving()` (a count
+    that grows while the job works) grew during the last wait: a loaded machine takes longer
+    to move a big job through (200,000 records once took more than 30 s beside two CPU
+    loops and the rest of the suite), and a job that stopped moving fails within WAIT_S.
+    None when it did not end."""
+    count = moving() if moving is not None else None
+    while True:
+        report = job.wait(WAIT_S)
+        if report is not None or moving is None:
+            return report
+        now = moving()
+        if now == count:
+            return None
+        count = now
+
+
 @pytest.fixture
 def run(script):
     """run(code, **launch options) -> (job, report): launch a Python child (`code`, or
     scenario="name.py" of tests/faults/scenarios), wait for the end, check the report's schema
-    and that the tree is gone."""
+    and that the tree is gone. moving: a count the test sees grow while the job works (records
+    received): the wait goes on while it grows (wait_for_report)."""
 
-    def go(code, args=(), go_when=None, scenario=None, **options):
+    def go(code, args=(), go_when=None, scenario=None, moving=None, **options):
         gate = os.path.join(os.path.dirname(script("")), "go")
         if go_when is None:
             open(gate, "w").close()
@@ -151,8 +169,10 @@ def run(script):
         # A scenario of tests/faults/scenarios (shared with the Node tests), or code here.
         path = os.path.join(SCENARIOS, scenario) if scenario else script(code)
         job = bridge.launch([sys.executable, path, *args], cwd=ROOT, **options)
-        report = job.wait(WAIT_S)
-        assert report is not None, f"no report within {WAIT_S} s; state {job.state}"
+        report = wait_for_report(job, moving)
+        assert report is not None, f"no report within {WAIT_S} s; state {job.state}" + (
+            f"; the count had not grown in the last {WAIT_S} s: {moving()}" if moving else ""
+        )
         validate_report(report)
         assert_tree_gone(job)
         return job, report

@@ -28,7 +28,7 @@ def log_unpaced(run, n, env, after_each=None, pids=None):
         for i in range({n}):
             worker.log(str(i))
     """
-    _, report = run(code, on_event=on_event, env={**os.environ, **env})
+    _, report = run(code, on_event=on_event, env={**os.environ, **env}, moving=lambda: len(seen))
     return seen, report
 
 
