@@ -13,14 +13,18 @@ Stable names (docs/CLIENT.md, "The shell", Report): outcome, exit_code, signal, 
 stages, progress, error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an
 extra.
 
-Its length (about 430 lines): build() and the sections it assembles from the facts
-(outcome, stage, error, ranks, protocol counts) are one pure function in parts, pinned as a
-whole by vectors/report.json; the words and the files are already rooms of their own.
+build() reads the facts once into an Ending, then asks named parts for the error
+(_job_error), the stage (_stages, _ranks_stage) and the verdict: bridge.diagnosis's first,
+then VERDICT_RULES over it in order (a failed distributed job's root cause rank, a launcher
+waiting in its rendezvous, a hung job's stuck rank, a bug in trainbridge), each tested alone
+in tests/client/test_report_rules.py; vectors/report.json pins the whole.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from trainbridge.bridge import diagnosis, diagnosis_stack, ranks, ranks_hang
@@ -58,56 +62,125 @@ def hang_idle(m: dict[str, Any], heartbeat: dict[str, Any]) -> Optional[float]:
     return float(idle) if isinstance(idle, (int, float)) else None
 
 
-def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
-    """The report of a finished job from its facts record (bridge/job_facts.py, with
-    `machine` and `ended` set) and read_files()'s answer."""
-    m = facts["machine"]
-    outcome = m["outcome"]
-    tail = [line["text"] for line in facts["tail"]]
+@dataclass(frozen=True)
+class Ending:
+    """What the report of a finished job is judged on, each part worked out once."""
+
+    facts: dict[str, Any]
+    outcome: str  # the machine's (set once the job has ended)
+    tail: list[str]  # the last output lines
+    crash_text: Optional[str]
+    stacks: Optional[str]  # every dump, joined
+    rows: list[dict[str, Any]]  # ranks.table: one row per process that said hello
+    cause: Optional[dict[str, Any]]  # a distributed job's root cause (ranks.root_cause)
+    cause_error: Optional[dict[str, Any]]  # the root cause rank's own error body
+    stuck: Optional[dict[str, Any]]  # a hung distributed job's stuck rank (ranks_hang)
+
+    @property
+    def failed_rank(self) -> Optional[dict[str, Any]]:
+        """The root cause of a failed distributed job, else None."""
+        return self.cause if self.outcome == "failed" else None
+
+    @property
+    def failed_rank_error(self) -> Optional[dict[str, Any]]:
+        """The root cause rank's own error body when a distributed job failed, else None."""
+        return self.cause_error if self.outcome == "failed" else None
+
+
+def ending(facts: dict[str, Any], files: dict[str, Any]) -> Ending:
+    outcome = facts["machine"]["outcome"]
     crash_text = files.get("crash_text")
-    stacks = join_stacks(facts["stacks"], crash_text, facts["fatal_lines"])
-    error = _error(facts["error"], tail)
-    cancel = _cancel(outcome, facts["cancel"], error)
+    rows, cause, cause_error = _ranks(facts["ranks"])
+    stuck = None
+    if outcome == "hung" and facts["ranks"]:
+        processes = (facts["snapshot"] or {}).get("children")  # the OS's view at the deadline
+        stuck = ranks_hang.hung_rank(facts["ranks"], processes=processes)
+    return Ending(
+        facts=facts,
+        outcome=outcome,
+        tail=[line["text"] for line in facts["tail"]],
+        crash_text=crash_text,
+        stacks=join_stacks(facts["stacks"], crash_text, facts["fatal_lines"]),
+        rows=rows,
+        cause=cause,
+        cause_error=cause_error,
+        stuck=stuck,
+    )
+
+
+def _job_error(e: Ending) -> tuple[Optional[dict[str, Any]], Optional[dict[str, Any]]]:
+    """(the report's error, its cancel): the worker's fatal error; none for the user's own
+    stop (where it stopped is in the cancel); the client's refusal of the worker; for a
+    failed distributed job, the rank that failed first, not the lead's echo of it."""
+    facts = e.facts
+    error = _error(facts["error"], e.tail)
+    cancel = _cancel(e.outcome, facts["cancel"], error)
     if cancel and cancel["traceback"] is not None:
         error = None  # the user's own stop is not an error; where it stopped is in "cancel"
-    if m.get("refused") and error is None:
+    refused = facts["machine"].get("refused")
+    if refused and error is None:
         error = {
             "type": "UnsupportedProtocol",
-            "message": f"the client refused the worker: {m['refused']}",
+            "message": f"the client refused the worker: {refused}",
             "traceback": "",
             "kind": "internal",
         }
-    rows, cause, cause_error = _ranks(facts["ranks"])
-    if cause_error is not None and outcome == "failed":
-        error = _error(cause_error, tail)  # the rank that failed first, not the lead's echo
-    elif cause is not None and outcome == "failed" and cause["error"].get("source") == "signal":
+    failed = e.failed_rank
+    if e.failed_rank_error is not None:
+        error = _error(e.failed_rank_error, e.tail)
+    elif failed is not None and failed["error"].get("source") == "signal":
         # a rank killed by a signal raised nothing: the job's error is its launcher's, the
         # same whichever of rank 0 and the launcher was the lead when its error came
-        error = _error(ranks.launcher_error(facts["ranks"]), tail) or error
+        error = _error(ranks.launcher_error(facts["ranks"]), e.tail) or error
+    return error, cancel
+
+
+def _stages(e: Ending, files: dict[str, Any]) -> tuple[Optional[str], list[dict[str, Any]]]:
+    """(the stage the job ended in, its stage records). Without last words the stage box
+    (the lead's, or with no hello yet the launched process's) may know stages the messages
+    missed."""
+    facts = e.facts
     stage = diagnosis.stage_at_end(facts["stages"], facts["error"])
     stages = [
-        {
-            "name": s["name"],
-            "status": s["status"],
-            "duration_s": s["duration_s"],
-            "depth": s["depth"],
-        }
+        {"name": s["name"], "status": s["status"], "duration_s": s["duration_s"],
+         "depth": s["depth"]}
         for s in facts["stages"]
-    ]
-    if facts["bye"] is None:  # no last words: the stage box may know stages the messages missed
-        boxed = files.get("stage_box")  # the lead's, or with no hello yet the launched one's
+    ]  # fmt: skip
+    if facts["bye"] is None:
+        boxed = files.get("stage_box")
         if boxed:
             stage = boxed[-1]
             stages += _boxed_only(stages, boxed)
-    hang = m.get("hang")
+    return stage, stages
+
+
+def _ranks_stage(e: Ending, stage: Optional[str]) -> Optional[str]:
+    """A distributed job's stage is its ranks': where the root cause failed, or where the
+    job was when declared hung; not the stage the launcher (the lead again once its ranks
+    left) was in, its "main" around the whole run."""
+    failed = e.failed_rank
+    hang = e.facts["machine"].get("hang")
+    if failed is not None and failed["error"].get("stage"):
+        return str(failed["error"]["stage"])
+    if e.stuck is not None and hang and hang.get("stage"):
+        return str(hang["stage"])
+    return stage
+
+
+def _first_verdict(
+    e: Ending, stage: Optional[str]
+) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+    """(bridge.diagnosis's verdict on the end or the hang, the error text of a bug there)."""
+    facts = e.facts
+    hang = facts["machine"].get("hang")
     facts_end = {
-        "outcome": outcome,
+        "outcome": e.outcome,
         "exit_code": facts["exit_code"],
         "signal": facts["exit_signal"],
         "error": facts["error"],
         "saw_bye": facts["bye"] is not None,
-        "crash_text": crash_text,
-        "log_tail": tail,
+        "crash_text": e.crash_text,
+        "log_tail": e.tail,
         "stage": stage,
         "pid": facts["pid"],
         "oom_killed": facts["oom_killed"],
@@ -115,60 +188,99 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
         "hang_reason": hang and hang["reason"],
         "heartbeat_stack": (facts["heartbeat"] or {}).get("stack"),
     }
-    if cause_error is not None and outcome == "failed":
-        facts_end["error"] = cause_error
-        facts_end["stage"] = cause_error.get("stage") or stage
-    verdict, diagnosis_error = _diagnose(outcome, facts_end, facts, stacks, stage, crash_text)
-    if cause is not None and outcome == "failed" and verdict is not None:
-        verdict = dict(verdict, summary=cause["summary"])
-        if cause["error"].get("source") == "signal":  # a rank killed, with no error of its own
-            verdict.update(kind="killed", hint=ranks.killed_hint(cause))
-    waiting = _rendezvous(facts, outcome, stacks)
-    if waiting is not None:
-        verdict = waiting
-    stuck = None
-    if outcome == "hung" and facts["ranks"]:
-        processes = (facts["snapshot"] or {}).get("children")  # the OS's view at the deadline
-        stuck = ranks_hang.hung_rank(facts["ranks"], processes=processes)
-    if stuck is not None:
-        evidence = dict((verdict or {}).get("evidence") or {}, hung_rank=stuck)
-        verdict = {
-            "kind": stuck["kind"],
-            "summary": stuck["summary"],
-            "hint": stuck["hint"],
-            "evidence": evidence,
-        }
-    if facts["internal_error"]:
-        verdict = internal_diagnosis(facts["internal_error"])
-    if verdict is not None and "thread" not in verdict:
-        dump = crash_text or "\n".join(facts["fatal_lines"])
-        verdict = dict(
-            verdict,
-            thread=diagnosis_stack.thread_of(
-                verdict.get("kind"),
-                verdict.get("evidence"),
-                cause_error if cause_error is not None and outcome == "failed" else error,
-                dump,
-                outcome == "hung",
-            ),
-        )
-        crashed = (
-            diagnosis_stack.crash_dump_thread(dump) if verdict["kind"] == "native_crash" else None
-        )
-        if crashed is not None:  # a face finds that thread's block in the dump by it
-            verdict["thread_ident"] = crashed[0]
-    # A distributed job's stage is its ranks': where the root cause failed, or where the job
-    # was when declared hung; not the stage the launcher (the lead again once its ranks
-    # left) was in, its "main" around the whole run.
-    if cause is not None and outcome == "failed" and cause["error"].get("stage"):
-        stage = cause["error"]["stage"]
-    elif stuck is not None and hang and hang.get("stage"):
-        stage = hang["stage"]
+    if e.failed_rank_error is not None:
+        facts_end["error"] = e.failed_rank_error
+        facts_end["stage"] = e.failed_rank_error.get("stage") or stage
+    return _diagnose(e.outcome, facts_end, facts, e.stacks, stage, e.crash_text)
+
+
+def root_cause_rank(e: Ending, verdict: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """A failed distributed job is said by its root cause rank; a rank killed by a signal,
+    with no error of its own, is a kill."""
+    failed = e.failed_rank
+    if failed is None or verdict is None:
+        return None
+    said = dict(verdict, summary=failed["summary"])
+    if failed["error"].get("source") == "signal":
+        said.update(kind="killed", hint=ranks.killed_hint(failed))
+    return said
+
+
+def rendezvous(e: Ending, verdict: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """A hung launcher whose ranks never all joined: the rendezvous it waits in."""
+    return _rendezvous(e.facts, e.outcome, e.stacks)
+
+
+def hung_rank(e: Ending, verdict: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """A hung distributed job is said by its stuck rank, with the first verdict's evidence."""
+    if e.stuck is None:
+        return None
+    evidence = dict((verdict or {}).get("evidence") or {}, hung_rank=e.stuck)
+    return {
+        "kind": e.stuck["kind"],
+        "summary": e.stuck["summary"],
+        "hint": e.stuck["hint"],
+        "evidence": evidence,
+    }
+
+
+def internal(e: Ending, verdict: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """A bug in trainbridge ended the job: that, whatever else was seen."""
+    error = e.facts["internal_error"]
+    return internal_diagnosis(error) if error else None
+
+
+# Over the first verdict (bridge.diagnosis's), in order; each that says something replaces
+# the verdict so far: the last that speaks is the report's.
+VERDICT_RULES: tuple[
+    Callable[[Ending, Optional[dict[str, Any]]], Optional[dict[str, Any]]], ...
+] = (root_cause_rank, rendezvous, hung_rank, internal)
+
+
+def _verdict(
+    e: Ending, stage: Optional[str], error: Optional[dict[str, Any]]
+) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+    """(the report's diagnosis, the error text of a bug in the rules): the first verdict,
+    the VERDICT_RULES over it, then the thread it is about."""
+    verdict, diagnosis_error = _first_verdict(e, stage)
+    for rule in VERDICT_RULES:
+        verdict = rule(e, verdict) or verdict
+    if verdict is None or "thread" in verdict:
+        return verdict, diagnosis_error
+    dump = e.crash_text or "\n".join(e.facts["fatal_lines"])
+    failed = e.failed_rank_error
+    verdict = dict(
+        verdict,
+        thread=diagnosis_stack.thread_of(
+            verdict.get("kind"),
+            verdict.get("evidence"),
+            failed if failed is not None else error,
+            dump,
+            e.outcome == "hung",
+        ),
+    )
+    crashed = diagnosis_stack.crash_dump_thread(dump) if verdict["kind"] == "native_crash" else None
+    if crashed is not None:  # a face finds that thread's block in the dump by it
+        verdict["thread_ident"] = crashed[0]
+    return verdict, diagnosis_error
+
+
+def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
+    """The report of a finished job from its facts record (bridge/job_facts.py, with
+    `machine` and `ended` set) and read_files()'s answer: the error, the stage, the verdict
+    (each a function above), then the report's fields."""
+    e = ending(facts, files)
+    error, cancel = _job_error(e)
+    stage, stages = _stages(e, files)
+    verdict, diagnosis_error = _verdict(e, stage, error)
+    stage = _ranks_stage(e, stage)
+    m = facts["machine"]
+    hang = m.get("hang")
     started = facts["started"]
     hellos = facts["hellos"]
     heartbeat = facts["heartbeat"] or {}
     report: dict[str, Any] = {
-        "outcome": outcome,
+        "outcome": e.outcome,
         "exit_code": facts["exit_code"],
         "signal": facts["exit_signal"],
         "stage": stage,
@@ -177,8 +289,8 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
         "health": [dict(entry) for entry in facts["health"]["entries"]],
         "error": error,
         "diagnosis": verdict,
-        "stacks": stacks,
-        "log_tail": tail,
+        "stacks": e.stacks,
+        "log_tail": e.tail,
         "duration_s": round(facts["ended"] - started, 3),
         "pid": facts["pid"],
         # extras
@@ -224,8 +336,8 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
         "dropped": dropped_total(facts["dropped"].values()),
         "artifacts": [dict(a) for a in facts.get("artifacts", [])],
         "evidence": facts["snapshot"],
-        "ranks": rows,
-        "root_cause": cause,
+        "ranks": e.rows,
+        "root_cause": e.cause,
     }
     if diagnosis_error:
         report["diagnosis_error"] = diagnosis_error
