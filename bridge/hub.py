@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from trainbridge.bridge.channel import Channel
 
 
+CHECK_THREADS_ENV = "TRAINBRIDGE_CHECK_THREADS"  # "1": io_only() checks (the tests)
+
+
 class HubJob(Protocol):
     """What the hub uses of a Job (bridge/job.py), named here: the hub imports no Job."""
 
@@ -121,6 +124,8 @@ class Hub:
 
     def __init__(self, runtime_dir: Optional[str] = None, expect: Optional[str] = None) -> None:
         self.runtime_dir = runtime_dir or launcher.make_runtime_dir()
+        # The tests set it: a Job's state touched off the I/O thread raises (io_only).
+        self.check_threads = os.environ.get(CHECK_THREADS_ENV) == "1"
         self.jobs: dict[str, HubJob] = {}  # job id -> Job (I/O thread only)
         self.unrouted = 0  # messages for no job this client serves (reports show their share)
         self.resources = resources.Sampling()  # for jobs launched with sample_resources
@@ -166,6 +171,17 @@ class Hub:
 
     def in_io_thread(self) -> bool:
         return threading.current_thread() is self._thread
+
+    def io_only(self, what: str) -> None:
+        """With TRAINBRIDGE_CHECK_THREADS=1 (the test suite's setting), raise when `what`
+        (a Job's machine step or publish) runs on any thread but the I/O thread: only that
+        thread touches a Job (docs/ARCHITECTURE.md, "Threads"), which is why Jobs take no
+        locks."""
+        if self.check_threads and not self.in_io_thread():
+            raise AssertionError(
+                f"trainbridge: {what} ran on thread {threading.current_thread().name!r}, "
+                "not the hub's I/O thread (docs/ARCHITECTURE.md, Threads)"
+            )
 
     def close(self) -> None:
         """Stop the I/O thread and remove the runtime directory (also run at exit)."""

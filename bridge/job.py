@@ -579,6 +579,7 @@ class Job(JobActions, JobMessages, JobEnd):
     def _publish_all(self, events: list[dict[str, Any]]) -> None:
         """Queue the events for events() and hand each to every listener, in order, with one
         lock for the lot (a `logs` batch holds up to 256 records)."""
+        self.hub.io_only("a job's publish")
         if self._events is not None:
             self._events.put_all(events)
         for event in events:  # each event to every listener before the next event

@@ -51,6 +51,7 @@ class JobActions(JobHost):
     """Job's machine room (I/O thread)."""
 
     def _step(self, event: dict[str, Any]) -> None:
+        self.hub.io_only("a job's machine step")
         self.m, actions = machine.step(self.m, event)
         for action in actions:
             self._perform(action)

@@ -24,6 +24,10 @@ import tempfile
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# Every Job of the tests, and of the keepers and job servers they start, checks that its
+# machine steps and publishes run on the hub's I/O thread (bridge/hub.py, Hub.io_only).
+os.environ["TRAINBRIDGE_CHECK_THREADS"] = "1"
+
 _worker = os.environ.get("PYTEST_XDIST_WORKER")
 if _worker:
     _base = tempfile.mkdtemp(prefix=f"tb-{_worker}-", dir="/tmp")

@@ -377,3 +377,25 @@ def test_a_job_whose_pipes_closed_is_not_kept_for_the_pipe_linger(monkeypatch):
     report = job.wait(10)  # far under the linger: it ended once its pipes were closed
     assert report is not None, f"still {job.state} 10 s after a child that exits at once"
     assert report["outcome"] == "succeeded"
+
+
+def test_a_jobs_state_touched_off_the_io_thread_raises_under_the_tests_setting(monkeypatch):
+    """Only the I/O thread touches a Job (docs/ARCHITECTURE.md, "Threads"); with
+    TRAINBRIDGE_CHECK_THREADS=1, which tests/conftest.py sets for every test and the keepers
+    and job servers they start, a Job's machine step or publish on another thread raises."""
+    import pytest
+
+    from trainbridge.bridge.hub import Hub
+
+    hub = Hub.get()
+    assert hub.check_threads
+    with pytest.raises(AssertionError, match="ran on thread 'MainThread', not the hub's I/O"):
+        hub.io_only("a job's publish")
+
+    def on_io():
+        hub.io_only("a job's publish")
+        return "ok"
+
+    assert on_hub(hub, on_io) == "ok"
+    monkeypatch.setattr(hub, "check_threads", False)  # a user's process: no check, no cost
+    hub.io_only("a job's publish")
