@@ -2,7 +2,7 @@
 
 diagnose_end(facts) -> {"kind", "summary", "hint", "evidence"} or None for a clean success.
 END_RULES is the judgement: an ordered table of small named rules over the facts (Ended),
-first match wins; each rule is tested alone in tests/diagnosis/test_end_rules.py. Stack and
+first match wins; each rule is tested alone in tests/diagnosis/test_diagnosis_end.py. Stack and
 text reading is in diagnosis_stack.py.
 """
 

@@ -10,7 +10,7 @@ stopped process before a busy GPU before a socket wait before a sleep):
   HANG_RULES    the two weighed with the job's facts (Seen: the reason, the hello, a
                 silent beacon, an import, a file lock)
 
-Each rule is tested alone in tests/diagnosis/test_hang_rules.py; the verdict's words are
+Each rule is tested alone in tests/diagnosis/test_diagnosis_hang_rules.py; the verdict's words are
 diagnosis_hang.py's.
 """
 

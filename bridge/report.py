@@ -17,7 +17,7 @@ build() reads the facts once into an Ending, then asks named parts for the error
 (_job_error), the stage (_stages, _ranks_stage) and the verdict: bridge.diagnosis's first,
 then VERDICT_RULES over it in order (a failed distributed job's root cause rank, a launcher
 waiting in its rendezvous, a hung job's stuck rank, a bug in trainbridge), each tested alone
-in tests/client/test_report_rules.py; vectors/report.json pins the whole.
+in tests/client/test_report.py; vectors/report.json pins the whole.
 """
 
 from __future__ import annotations
