@@ -59,6 +59,7 @@ from trainbridge.bridge.job_arguments import (
 )
 from trainbridge.bridge.job_end import JobEnd
 from trainbridge.bridge.job_events import EVENT_QUEUE, EventQueue
+from trainbridge.bridge.job_leads import Leads
 from trainbridge.bridge.job_messages import JobMessages
 from trainbridge.bridge.job_output import (
     Output,
@@ -115,13 +116,11 @@ if TYPE_CHECKING:
         pid: Optional[int]
         tree: Optional[launcher.Tree]
         report: Optional[Report]
-        lead: Optional[bytes]
+        leads: Leads
         last_message_t: Optional[float]
         live_diagnosis: Optional[dict[str, Any]]
         _done: threading.Event
         _outbox: collections.deque[Any]
-        _present: dict[bytes, dict[str, Any]]
-        _foreign: set[bytes]
         _remote: bool
         _signal_dump_at: Optional[int]
         _hang_seqs: range
@@ -266,10 +265,7 @@ class Job(JobActions, JobMessages, JobEnd):
             lambda: self._events is not None or bool(self._callbacks),
             self._publish_all,
         )
-        self.lead: Optional[bytes] = None  # routing id of the process that speaks for the job
-        # Hellos of the processes that may lead (said hello, have not left), in order.
-        self._present: dict[bytes, dict[str, Any]] = {}
-        self._foreign: set[bytes] = set()  # routing ids whose hello came from outside the tree
+        self.leads = Leads()  # who speaks for the job
         self._remote = False  # remote_env() was asked: other hosts' ranks may join
         self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
         # The hang's dump_stacks (its seqs) and the ranks that answered it; the pids the
@@ -521,7 +517,7 @@ class Job(JobActions, JobMessages, JobEnd):
         check_message(data, self.key, self.id)
         if self._done.is_set():
             raise RuntimeError(f"job.send: job {self.id} has ended")
-        if self.lead is None and len(self._outbox) >= OUTBOX_LIMIT:
+        if self.leads.lead is None and len(self._outbox) >= OUTBOX_LIMIT:
             raise RuntimeError(
                 f"job.send: {OUTBOX_LIMIT} messages wait for the worker's "
                 "hello; does the script import trainbridge.worker?"
@@ -530,10 +526,11 @@ class Job(JobActions, JobMessages, JobEnd):
         self.hub.call(self._send_outbox)
 
     def _send_outbox(self) -> None:
-        if self.lead is None or self._done.is_set():
+        lead = self.leads.lead
+        if lead is None or self._done.is_set():
             return  # sent once the lead said hello
         while self._outbox:
-            self.channel.send_to(self.lead, "user", {"data": self._outbox.popleft()})
+            self.channel.send_to(lead, "user", {"data": self._outbox.popleft()})
 
     def add_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
         """Call `callback(event)` on the I/O thread for every later event (keep it short)."""

@@ -45,7 +45,7 @@ class JobMessages(JobHost):
         body = self._admitted(routing_id, kind, msg.body, now)
         if body is None:
             return
-        lead = routing_id == self.lead
+        lead = routing_id == self.leads.lead
         sender, health_entries = self._record(routing_id, rank, msg, body, lead, now)
         if kind == "logs":
             # A batch of consecutive records (PROTOCOL.md): listeners see each as a `log`
@@ -81,7 +81,7 @@ class JobMessages(JobHost):
         is not marks its sender foreign: it neither leads nor is listed, and what it sends
         later is rejected and counted, docs/PROTOCOL.md "Trust boundary"), else None. A
         hello is noted as present, and may change the lead."""
-        if routing_id in self._foreign:
+        if routing_id in self.leads.foreign:
             self.channel.rejected["foreign"] += 1
             self.channel.peers.pop(routing_id, None)
             return None
@@ -91,14 +91,14 @@ class JobMessages(JobHost):
         if body.get("slurm"):
             body = slurm.hello_facts(body)  # its node's name, an srun task's rank
         if not remote and not self._hello_in_tree(body):
-            self._foreign.add(routing_id)
+            self.leads.foreign.add(routing_id)
             self.facts["foreign_hellos"] += 1
             self.channel.peers.pop(routing_id, None)  # commands go to the job's own only
             return None
         # `remote`: its pid is another host's (machine.choose_lead)
-        self._present[routing_id] = dict(body, remote=True) if remote else body
-        if self._elect() and routing_id != self.lead:
-            self._step({"type": "lead", "t": now, "present": self.lead is not None})
+        self.leads.said_hello(routing_id, dict(body, remote=True) if remote else body)
+        if self._elect() and routing_id != self.leads.lead:
+            self._step({"type": "lead", "t": now, "present": self.leads.lead is not None})
         return body
 
     def _record(
@@ -192,41 +192,43 @@ class JobMessages(JobHost):
 
     # --- I/O thread: who speaks for the job -------------------------------------------------
     def _elect(self) -> bool:
-        """Apply machine.choose_lead to the processes present; True when the lead changed."""
-        present = list(self._present.values())
-        launched_loaded = (
-            self.pid is not None
-            and bool(self.crash_file)
-            and all(h.get("pid") != self.pid for h in present)
-            and os.path.exists(f"{self.crash_file}.stages.{self.pid}")
-        )
-        pid = machine.choose_lead(present, self.pid, launched_loaded)
-        lead = next((rid for rid, hello in self._present.items() if hello.get("pid") == pid), None)
-        if lead == self.lead:
+        """A new election of the lead (job_leads.Leads); True when the lead changed, which the
+        report's facts record and listeners hear."""
+        if not self.leads.elect(self.pid, self._launched_loaded):
             return False
-        self.lead, self.facts["lead_pid"] = lead, pid
+        pid = self.leads.lead_pid
+        self.facts["lead_pid"] = pid
         self._heard = {}  # a new lead: its own heartbeats' work and places (look.heard)
         self.facts["leads"] = (self.facts["leads"] + [pid])[-LEADS_KEPT:]
         self._publish({"event": "lead", "pid": pid})
         return True
 
+    def _launched_loaded(self, present: list[dict[str, Any]]) -> bool:
+        """Whether the launched process, which has not said hello, loaded the worker (its
+        stage box exists): it may still lead (machine.choose_lead)."""
+        return (
+            self.pid is not None
+            and bool(self.crash_file)
+            and all(h.get("pid") != self.pid for h in present)
+            and os.path.exists(f"{self.crash_file}.stages.{self.pid}")
+        )
+
     def _leave(self, routing_id: bytes, now: float) -> None:
         """A process said bye or is gone. The launched process never leaves: its last words
         are the job's. Another one that led hands the lead back (machine event "lead")."""
-        hello = self._present.get(routing_id)
-        if hello is None or hello.get("pid") == self.pid:
+        if not self.leads.leave(routing_id, self.pid):
             return
-        del self._present[routing_id]
         if self._elect() and self.m["exit"] is None:
-            self._step({"type": "lead", "t": now, "present": self.lead is not None})
+            self._step({"type": "lead", "t": now, "present": self.leads.lead is not None})
             self._replay_last_words(now)
 
     def _replay_last_words(self, now: float) -> None:
         """The new lead's fatal error and bye, said while another process led (torchrun
         raised as its rank 0 died, and rank 0's death was noticed after): the job's now."""
-        if self.lead is None:
+        lead = self.leads.lead
+        if lead is None:
             return
-        p = self.facts["ranks"]["procs"].get(self.lead.decode("ascii", "replace"))
+        p = self.facts["ranks"]["procs"].get(lead.decode("ascii", "replace"))
         if p is None:
             return
         body = p.get("body")  # ranks.observe keeps a fatal error's body only
@@ -262,11 +264,12 @@ class JobMessages(JobHost):
         )
 
     def _check_lead_alive(self, now: float) -> None:
-        if self.lead is None or self.facts["lead_pid"] == self.pid or self.tree is None:
+        lead = self.leads.lead
+        if lead is None or self.facts["lead_pid"] == self.pid or self.tree is None:
             return
         created = self.tree.known.get(self.facts["lead_pid"])
         if not _process_alive(self.facts["lead_pid"], created):
-            self._leave(self.lead, now)
+            self._leave(lead, now)
 
     def _on_reply(self, body: dict[str, Any]) -> None:
         to: Any = body.get("to")  # the command's seq, an int by protocol/schema.py
