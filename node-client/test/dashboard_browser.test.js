@@ -130,8 +130,10 @@ function assertNoGapNoRepeat(shown, at) {
   assert.ok(log.length > 0 && steps.length > 0, `${at}: lines and steps shown`);
   for (let i = 1; i < log.length; i++) assert.equal(log[i], log[i - 1] + 1, `${at}: log line ${log[i - 1]} then ${log[i]}`);
   for (let i = 1; i < steps.length; i++) assert.ok(steps[i] > steps[i - 1], `${at}: step ${steps[i - 1]} then ${steps[i]}`);
-  // Under 4,000 points a series is whole (model.js thins past it): every step so far, once.
-  if (steps.length < 4000) assert.deepEqual([steps[0], steps.length], [1, steps[steps.length - 1]], `${at}: steps 1..N`);
+  // A series whose last step is at most 4,000 was never thinned (model.js halves it past 4,000
+  // points, one a step here): every step so far, once. Past that (a loaded machine checks
+  // later, when the job has gone further) it may have been halved: still rising, no repeat.
+  if (steps[steps.length - 1] <= 4000) assert.deepEqual([steps[0], steps.length], [1, steps[steps.length - 1]], `${at}: steps 1..N`);
 }
 
 /** Pixels of the first metric's colour (the loss curve) on the metrics chart's canvas. */
