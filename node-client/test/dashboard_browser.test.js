@@ -601,7 +601,8 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     const made = dash.source.list().filter((j) => j.title.includes(marker));
     assert.equal(made.length, 1);
     // Each tab still hears its own: the lists list the new job, the job pages see the cancel.
-    for (const tab of tabs.filter((_, i) => i % 2)) await tab.locator(`tr[data-job="${made[0].id}"]`).waitFor({ timeout: 15000 });
+    // 30 s, as the other tabs' waits here: eight pages and a list's stream on a loaded machine.
+    for (const tab of tabs.filter((_, i) => i % 2)) await tab.locator(`tr[data-job="${made[0].id}"]`).waitFor({ timeout: 30000 });
     await dash.source.cancel(id);
     for (const tab of tabs.filter((_, i) => !(i % 2))) await tab.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 30000 });
   });
