@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal as signals
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional, cast
 
 from trainbridge.bridge import (
@@ -57,54 +58,72 @@ class JobActions(JobHost):
             self._perform(action)
 
     def _perform(self, action: dict[str, Any]) -> None:
-        do = action["do"]
-        if do == "state":
-            self._publish({"event": "state", "state": action["state"]})
-            self._publish_status()
-            if action["state"] == "stalled":
-                self._live_diagnose(force=True)
-        elif do == "snapshot":
-            hang = self.m["hang"] or {}
-            self._publish({"event": "hang", "reason": action["reason"], "stage": hang.get("stage")})
-            self._start_snapshot()
-        elif do == "dump_stacks":
-            first = self.channel.seq + 1
-            self._dump_seq = self.channel.command("dump_stacks")
-            self._hang_seqs = range(first, (self._dump_seq or first - 1) + 1)
-        elif do == "cancel":
-            first = self.channel.seq + 1
-            reason = (self.facts["cancel"] or {}).get("reason") or "cancelled by the client"
-            last = self.channel.command("cancel", {"reason": reason})
-            self._cancel_seqs = range(first, last + 1) if last is not None else range(0)
-        elif do == "signal":
-            name = action["signal"]
-            self.facts["signals_sent"].append(name)
-            self._publish({"event": "signal", "signal": name})
-            if name == "SIGUSR1":
-                self._signal_dump_at = report_files.crash_file_size(self.crash_file)
-                for pid in self.facts["dump_pids"]:
-                    launcher.signal_process(pid, signals.SIGUSR1)
-                # Their fork workers (a DataLoader's) inherited the handler and the crash
-                # file but say no hello: their own stacks come the same way.
-                said_hello = {p["pid"] for p in self.facts["ranks"]["procs"].values()}
-                dump_pids = [pid for pid in self.facts["dump_pids"] if isinstance(pid, int)]
-                for pid in procfs.forked_copies(dump_pids, signals.SIGUSR1, said_hello):
-                    launcher.signal_process(pid, signals.SIGUSR1)
-            elif name == "SIGUSR2":
-                # Only to the processes whose SIGUSR1 handler did not answer: Python runs
-                # in the others, and the C dump would race it (worker/hooks.py).
-                answered = report_files.signal_dumped_pids(self.crash_file, self._signal_dump_at)
-                for pid in self.facts["native_dump_pids"]:
-                    if pid not in answered and pid not in (self._fallback_pids or ()):
-                        launcher.signal_process(pid, SIGNALS[name])
-            elif self.tree is not None:
-                self.tree.signal(SIGNALS[name])
-        elif do == "look":
-            self._start_look(action["reason"])
-        elif do == "drain":
-            self._drain()
-        elif do == "finish":
-            self._finish()
+        """One action of the machine's, by its kind (ACTIONS)."""
+        ACTIONS[action["do"]](self, action)
+
+    def _do_state(self, action: dict[str, Any]) -> None:
+        """The job's state changed: said in the feed, with the judged status; a stall is
+        looked at at once."""
+        self._publish({"event": "state", "state": action["state"]})
+        self._publish_status()
+        if action["state"] == "stalled":
+            self._live_diagnose(force=True)
+
+    def _do_snapshot(self, action: dict[str, Any]) -> None:
+        """A hang: said in the feed, and the evidence gathered (on a thread of its own)."""
+        hang = self.m["hang"] or {}
+        self._publish({"event": "hang", "reason": action["reason"], "stage": hang.get("stage")})
+        self._start_snapshot()
+
+    def _do_dump_stacks(self, action: dict[str, Any]) -> None:
+        """Ask every process of the job for its stacks, in band; the seqs asked are the hang's
+        (their answers count as answered: _fallback_dumps)."""
+        first = self.channel.seq + 1
+        self._dump_seq = self.channel.command("dump_stacks")
+        self._hang_seqs = range(first, (self._dump_seq or first - 1) + 1)
+
+    def _do_cancel(self, action: dict[str, Any]) -> None:
+        """The in-band cancel, with the user's reason; its seqs await the lead's answer."""
+        first = self.channel.seq + 1
+        reason = (self.facts["cancel"] or {}).get("reason") or "cancelled by the client"
+        last = self.channel.command("cancel", {"reason": reason})
+        self._cancel_seqs = range(first, last + 1) if last is not None else range(0)
+
+    def _do_signal(self, action: dict[str, Any]) -> None:
+        """A signal, recorded and said in the feed. SIGUSR1 (Python's dump) goes to every
+        process that offered it and their fork workers; SIGUSR2 (the C dump) only to those
+        whose SIGUSR1 did not answer; any other to the whole tree."""
+        name = action["signal"]
+        self.facts["signals_sent"].append(name)
+        self._publish({"event": "signal", "signal": name})
+        if name == "SIGUSR1":
+            self._signal_dump_at = report_files.crash_file_size(self.crash_file)
+            for pid in self.facts["dump_pids"]:
+                launcher.signal_process(pid, signals.SIGUSR1)
+            # Their fork workers (a DataLoader's) inherited the handler and the crash
+            # file but say no hello: their own stacks come the same way.
+            said_hello = {p["pid"] for p in self.facts["ranks"]["procs"].values()}
+            dump_pids = [pid for pid in self.facts["dump_pids"] if isinstance(pid, int)]
+            for pid in procfs.forked_copies(dump_pids, signals.SIGUSR1, said_hello):
+                launcher.signal_process(pid, signals.SIGUSR1)
+        elif name == "SIGUSR2":
+            # Only to the processes whose SIGUSR1 handler did not answer: Python runs
+            # in the others, and the C dump would race it (worker/hooks.py).
+            answered = report_files.signal_dumped_pids(self.crash_file, self._signal_dump_at)
+            for pid in self.facts["native_dump_pids"]:
+                if pid not in answered and pid not in (self._fallback_pids or ()):
+                    launcher.signal_process(pid, SIGNALS[name])
+        elif self.tree is not None:
+            self.tree.signal(SIGNALS[name])
+
+    def _do_look(self, action: dict[str, Any]) -> None:
+        self._start_look(action["reason"])
+
+    def _do_drain(self, action: dict[str, Any]) -> None:
+        self._drain()
+
+    def _do_finish(self, action: dict[str, Any]) -> None:
+        self._finish()
 
     def _publish_status(self) -> None:
         """The feed's `status` event: the judge's snapshot (bridge/status.py), which every
@@ -373,3 +392,16 @@ class JobActions(JobHost):
 def _catches_sigusr1(pid: int) -> bool:
     """Whether `pid` has a handler for SIGUSR1 (/proc/<pid>/status SigCgt, bit 10)."""
     return procfs.catches(pid, signals.SIGUSR1)
+
+
+# What the job does for each of the machine's actions (machine.step returns them in order).
+ACTIONS: dict[str, Callable[[JobActions, dict[str, Any]], None]] = {
+    "state": JobActions._do_state,
+    "snapshot": JobActions._do_snapshot,
+    "dump_stacks": JobActions._do_dump_stacks,
+    "cancel": JobActions._do_cancel,
+    "signal": JobActions._do_signal,
+    "look": JobActions._do_look,
+    "drain": JobActions._do_drain,
+    "finish": JobActions._do_finish,
+}
