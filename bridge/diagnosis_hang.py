@@ -20,10 +20,10 @@ from typing import Any, Optional
 from .diagnosis_hang_rules import (
     CPU_BUSY,
     CPU_SOME,
+    Seen,
     blocking_socket,
     file_lock,
     hang_kind,
-    kernel_says,
     main_thread,
     peer_child,
     see,
@@ -310,6 +310,7 @@ class Words:
     facts: dict[str, Any]
     evidence: dict[str, Any]
     frames: Sequence[Frame]
+    seen: Seen  # what the kind was judged on: what the kernel and the stack said
     saw_hello: bool
     at: str  # the frame: "train.py:12 in step"
     idle: str  # " for 40 s", or "" when too short to inform
@@ -341,9 +342,8 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
         or parse_stack(evidence.get("py_spy"))
     )
     loaded = bool(facts.get("worker_loaded"))
-    kind = hang_kind(
-        see(reason, frames, evidence, saw_hello, loaded, bool(facts.get("python_silent")))
-    )
+    seen = see(reason, frames, evidence, saw_hello, loaded, bool(facts.get("python_silent")))
+    kind = hang_kind(seen)
     at = where(frames)
     if kind == "lock_wait":
         chained = _chain_end(facts, evidence, frames, at)
@@ -365,7 +365,7 @@ def diagnose_hang(facts: dict[str, Any]) -> dict[str, Any]:
     if reason == "after_bye":
         # The script finished (bye) but the process did not exit: say so before the cause.
         where_stage += " after the script said bye (a non-daemon thread or atexit handler)"
-    words = Words(facts, evidence, frames, saw_hello, at, _idle(facts), where_stage, extra)
+    words = Words(facts, evidence, frames, seen, saw_hello, at, _idle(facts), where_stage, extra)
     return WORDS[kind](words)
 
 
@@ -475,7 +475,7 @@ def child_wait_words(w: Words) -> dict[str, Any]:
 
 
 def file_lock_wait_words(w: Words) -> dict[str, Any]:
-    lock = file_lock(w.evidence, kernel_says(w.evidence), stack_says(w.frames)) or {}
+    lock = file_lock(w.evidence, w.seen.kernel, w.seen.stack) or {}
     holder = _lock_holder(lock)
     w.extra["file_lock"] = lock
     pid = lock.get("holder_pid")
@@ -507,7 +507,7 @@ def import_hang_words(w: Words) -> dict[str, Any]:
 
 
 def startup_words(w: Words) -> dict[str, Any]:
-    what = kernel_says(w.evidence) or stack_says(w.frames)
+    what = w.seen.kernel or w.seen.stack
     w.extra["blocking"] = what
     doing = f" (main thread {what.replace('_', ' ')})" if what else ""
     at_text = f" at {w.at}" if w.frames else ""
