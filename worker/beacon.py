@@ -553,8 +553,13 @@ class Beacon(threading.Thread):
             from trainbridge.worker import errors, facts
 
             stacks = errors.all_stacks()
+            children = facts.children()
+            if STATE.fork_dumps is not None:  # no crash file here: their stacks come with us
+                from trainbridge.worker import fork_dumps
+
+                fork_dumps.add_stacks(children)
             self._send_now(
-                "reply", {"to": msg.seq, "ok": True, "stacks": stacks, "children": facts.children()}
+                "reply", {"to": msg.seq, "ok": True, "stacks": stacks, "children": children}
             )
         elif kind == "cancel":
             STATE.cancelled = True  # before the signal: the main thread may end at once

@@ -12,6 +12,7 @@ import re
 import sys
 import threading
 
+from trainbridge.protocol.constants import TRAINING_PACKAGES
 from trainbridge.worker.config import optional_int
 
 TYPE_CHECKING = False
@@ -19,18 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any, Optional
 
-PACKAGES = (
-    "torch",
-    "numpy",
-    "transformers",
-    "datasets",
-    "accelerate",
-    "peft",
-    "safetensors",
-    "diffusers",
-    "huggingface_hub",
-    "tqdm",
-)
+PACKAGES = (*TRAINING_PACKAGES, "tqdm")  # the hello's `packages`
 ENV_VARS = (
     "CUDA_VISIBLE_DEVICES",
     "HTTP_PROXY",
@@ -266,10 +256,11 @@ _library_files: dict[str, bool] = {}
 
 def children() -> list[dict[str, Any]]:
     """This process's own children as the kernel sees them, for the reply to dump_stacks:
-    [{pid, state, wchan}], state the one-letter /proc code (T: stopped). A client on
-    another host cannot read this host's /proc (nor its pids, in another PID namespace):
-    a launcher's answer says whether one of its ranks is stopped. [] where there is no
-    /proc (not Linux) or no child."""
+    [{pid, state, wchan, name}], state the one-letter /proc code (T: stopped), name its comm
+    (pt_data_worker: a DataLoader worker). A client on another host cannot read this host's
+    /proc (nor its pids, in another PID namespace): a launcher's answer says whether one of
+    its ranks is stopped, a rank's whether its DataLoader workers all wait on the same
+    thing. [] where there is no /proc (not Linux) or no child."""
     pids: list[int] = []
     try:
         for tid in os.listdir("/proc/self/task"):
@@ -284,9 +275,12 @@ def children() -> list[dict[str, Any]]:
                 state = f.read().rsplit(")", 1)[1].split()[0]
             with open(f"/proc/{pid}/wchan", encoding="ascii", errors="replace") as f:
                 wchan = f.read().strip()
+            with open(f"/proc/{pid}/comm", encoding="ascii", errors="backslashreplace") as f:
+                name = f.read().strip()
         except (OSError, IndexError):
             continue  # gone since the listing
-        out.append({"pid": pid, "state": state, "wchan": wchan if wchan not in ("", "0") else None})
+        wchan_ = wchan if wchan not in ("", "0") else None
+        out.append({"pid": pid, "state": state, "wchan": wchan_, "name": name or None})
     return out
 
 

@@ -49,6 +49,11 @@ def install(config: Config) -> None:
             # Armed now, not when the beacon first runs: a freeze right after import (say
             # `import torch` stuck in CUDA init with the GIL held) must be caught too.
             faulthandler.dump_traceback_later(config.freeze_s, file=STATE.crash_file)
+    else:
+        try:
+            _install_fork_dumps()
+        except Exception as exc:  # noqa: BLE001 - e.g. no room in TMPDIR: report, go on
+            runtime.internal_error("opening the file for forks' stack dumps", exc)
     _prev_excepthook, sys.excepthook = sys.excepthook, _excepthook
     _prev_thread_excepthook, threading.excepthook = threading.excepthook, _thread_excepthook
     _real_exit, sys.exit = sys.exit, _exit
@@ -77,11 +82,7 @@ def _install_faulthandler(path: str) -> None:
     # runs on the main thread between bytecodes, with the GIL: nothing moves while it reads.
     # Python code that cannot run (native code holding the GIL) is what the freeze
     # watchdog dumps instead, and the in-band dump_stacks covers native code that released it.
-    if (
-        hasattr(signal, "SIGUSR1")
-        and signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
-        and threading.current_thread() is threading.main_thread()
-    ):
+    if _sigusr1_free():
         signal.signal(signal.SIGUSR1, _dump_stacks_on_signal)
         STATE.dump_signal = "SIGUSR1"
     # The gap: native code holding the GIL runs no Python handler and answers no dump_stacks
@@ -98,12 +99,35 @@ def _install_faulthandler(path: str) -> None:
         STATE.native_dump_signal = "SIGUSR2"
 
 
+def _sigusr1_free() -> bool:
+    """Whether SIGUSR1 may get our handler: it has none (the script's own is left alone)
+    and this is the main thread (the only one that may set one)."""
+    return (
+        hasattr(signal, "SIGUSR1")
+        and signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+        and threading.current_thread() is threading.main_thread()
+    )
+
+
+def _install_fork_dumps() -> None:
+    """No crash file here (a rank of another host): the same SIGUSR1 handler, writing to a
+    private file of this host, for this process's forks to inherit; its own answer to
+    dump_stacks carries what they write (worker/fork_dumps.py). Not advertised in hello: no
+    supervisor here signals it."""
+    if not _sigusr1_free() or not os.path.isdir("/proc"):
+        return
+    from trainbridge.worker import fork_dumps
+
+    STATE.fork_dumps = fork_dumps.open_file()
+    signal.signal(signal.SIGUSR1, _dump_stacks_on_signal)
+
+
 def _dump_stacks_on_signal(signum: int, frame: Any) -> None:
     """SIGUSR1: every thread's stack to the crash file, in faulthandler's format. Written
     with os.write, past the file object's buffer and lock (the interrupted code may hold
     them), and never raising into the code it interrupted."""
     try:
-        crash = STATE.crash_file
+        crash = STATE.crash_file or STATE.fork_dumps
         if crash is None:
             return
         # The marker line tells the clients this process answered (a process that did not

@@ -102,6 +102,9 @@ class State:
         self.dump_signal: Optional[str] = None
         self.native_dump_signal: Optional[str] = None  # faulthandler's C dump, main thread only
         self.crash_file: Optional[TextIO] = None  # the open file faulthandler writes to
+        # Without a crash file (a rank of another host): the file of this host that SIGUSR1
+        # dumps go to, this process's and its forks' (worker/fork_dumps.py).
+        self.fork_dumps: Optional[TextIO] = None
         self.stage_box: Optional[int] = None  # fd of <crash file>.stages.<pid>
         self.forking = False  # the beacon must not arm the watchdog across a fork
         # Held by the beacon while it imports modules or arms the freeze watchdog, and by a

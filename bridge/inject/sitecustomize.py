@@ -47,13 +47,9 @@ def _import_trainbridge() -> "ModuleType":
 
 def _check_requirements() -> None:
     """The worker needs pyzmq and msgpack in the training interpreter; say so plainly."""
-    import importlib.util
+    import trainbridge
 
-    missing = [
-        dist
-        for mod, dist in (("zmq", "pyzmq"), ("msgpack", "msgpack"))
-        if importlib.util.find_spec(mod) is None
-    ]
+    missing = trainbridge.missing_requirements()
     if missing:
         raise ImportError(
             "%s not installed for %s; run `%s -m pip install %s` to turn it on"
