@@ -1,8 +1,9 @@
 """Reading /proc (Linux) for the supervisor: the main thread's kernel wait, a process's state,
 name, command line, start time, CPU time, I/O counters, memory and descendants. Plain reads,
 nothing cached; a file that cannot be read gives None (or a note), never an exception. The
-supervisor needs no psutil: its values are psutil's where a caller or a stored value
-depends on them (state words, create_time).
+supervisor needs no psutil: its values are psutil's where a caller depends on them (state
+words); a start time is not (started(): after boot, not since the epoch, so that a clock set
+forward or back leaves it as it was).
 
 The one implementation (a Node job's evidence is read here too, through bridge/jobserve.py).
 The sockets a thread waits on are in
@@ -14,6 +15,8 @@ from __future__ import annotations
 import os
 import platform
 from typing import Any, Optional
+
+from trainbridge.bridge import proc_states
 
 # Syscall numbers of the waits that matter, per architecture (from the kernel's unistd
 # tables). Anything else is reported by number.
@@ -100,22 +103,6 @@ FD_SYSCALLS = frozenset(
         "fdatasync",
     }
 )
-# The state letter of /proc/<pid>/stat as a word: psutil's status names, which the diagnosis
-# rules test (bridge/diagnosis_hang.py). x, K, W and P are only on some kernels.
-STATE_WORDS = {
-    "R": "running",
-    "S": "sleeping",
-    "D": "disk-sleep",
-    "T": "stopped",
-    "t": "tracing-stop",
-    "Z": "zombie",
-    "X": "dead",
-    "x": "dead",
-    "K": "wake-kill",
-    "W": "waking",
-    "I": "idle",
-    "P": "parked",
-}
 
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # stat's time unit
@@ -217,7 +204,7 @@ def process_facts(pid: int) -> dict[str, Any]:
     state = stat.rsplit(")", 1)[1].split()[0] if stat and ")" in stat else None
     return {
         "cmd": " ".join(raw.rstrip("\0").split("\0"))[:300] if raw else None,
-        "state": STATE_WORDS.get(state, state) if state else None,
+        "state": proc_states.word(state) if state else None,
     }
 
 
@@ -238,10 +225,10 @@ def start_ticks(pid: int) -> Optional[int]:
 
 
 def state_word(pid: int) -> Optional[str]:
-    """The process's state as a word (STATE_WORDS: "sleeping", "zombie", ...), or None once
+    """The process's state as a word (proc_states: "sleeping", "zombie", ...), or None once
     it is gone."""
     fields = stat_fields(pid)
-    return STATE_WORDS.get(fields[0], fields[0]) if fields else None
+    return proc_states.word(fields[0]) if fields else None
 
 
 def process_name(pid: int) -> Optional[str]:
@@ -335,7 +322,9 @@ def io_counters(pid: int) -> Optional[dict[str, int]]:
 
 
 def boot_time() -> Optional[float]:
-    """When the machine booted, in seconds since the epoch (/proc/stat's btime), or None."""
+    """When the machine booted, in seconds since the epoch (/proc/stat's btime), or None. It
+    moves with the wall clock (the clock set by NTP at wake, a VM restored): never part of a
+    process's identity (started())."""
     for line in (read("/proc/stat") or "").splitlines():
         if line.startswith("btime"):
             try:
@@ -345,31 +334,34 @@ def boot_time() -> Optional[float]:
     return None
 
 
-def create_time(pid: int) -> Optional[float]:
-    """When the process started, in seconds since the epoch: the boot time plus its start in
-    clock ticks since boot, computed as psutil's create_time() is, so the start times a store
-    already holds (keeper_start, job_start) still name their processes. With the pid it
-    names one process (pid reuse). Zombies included; None once it is gone."""
-    return _since_epoch(start_ticks(pid))
+def boot_id() -> Optional[str]:
+    """This boot's random id (/proc/sys/kernel/random/boot_id), or None: a start time after
+    boot names a process only on the boot it was read on."""
+    text = (read("/proc/sys/kernel/random/boot_id") or "").strip()
+    return text or None
+
+
+def started(pid: int) -> Optional[float]:
+    """When the process started, in seconds after the machine booted (/proc/<pid>/stat field
+    22 over the clock tick). With the pid it names one process (pid reuse), on this boot.
+    Not psutil's create_time(), which adds /proc/stat's btime: that moves when the wall clock
+    is set, and a process that still ran then looked like another (a clock step made a
+    running job's keeper "gone" and its training process "crashed"). Zombies included; None
+    once it is gone."""
+    ticks = start_ticks(pid)
+    return None if ticks is None else ticks / _CLK_TCK
 
 
 def running_since(pid: int) -> Optional[float]:
-    """create_time() of a process that still runs: None once it is gone or a zombie (its
-    parent has not reaped it yet, but it runs no more)."""
+    """started() of a process that still runs: None once it is gone or a zombie (its parent
+    has not reaped it yet, but it runs no more)."""
     fields = stat_fields(pid)
     if fields is None or fields[0] == "Z":
         return None
     try:
-        return _since_epoch(int(fields[19]))
+        return int(fields[19]) / _CLK_TCK
     except (IndexError, ValueError):
         return None
-
-
-def _since_epoch(ticks: Optional[int]) -> Optional[float]:
-    booted = boot_time()
-    if ticks is None or booted is None:
-        return None
-    return float(ticks) / _CLK_TCK + booted
 
 
 def all_descendants(pid: int) -> list[int]:

@@ -21,18 +21,31 @@ RESERVE_FILE = "reserve"  # space its keeper keeps free for the job's end (a ful
 JOB_VARIABLE = "TRAINBRIDGE_STORE_JOB"  # set in a scheduled job's environment: its store id
 
 
+# A start a store holds past this is seconds since the epoch, as trainbridge 0.2.0 wrote
+# it (psutil's create_time); since, seconds after boot (procfs.started), which 31 years of
+# uptime would not reach.
+_EPOCH_START = 1e9
+
+
 def process_start(pid: int) -> Optional[float]:
-    """The process's start time in seconds since the epoch (procfs.create_time: the unit of
-    the store's keeper_start and job_start), or None when it is gone or a zombie."""
+    """The process's start time in seconds after boot (procfs.started: the unit of the store's
+    keeper_start and job_start), or None when it is gone or a zombie."""
     return procfs.running_since(pid)
 
 
 def same_process(pid: Optional[int], start: Optional[float]) -> bool:
-    """True when pid still runs and is the process that started at `start` (pid reuse)."""
+    """True when pid still runs and is the process that started at `start` (pid reuse),
+    whatever the wall clock did meanwhile. A store's rows name processes of the boot its
+    scheduler last saw (scheduler.reconcile ends the rest)."""
     if not pid or start is None:
         return False
     now = process_start(pid)
-    return now is not None and abs(now - start) < 0.01
+    if now is None:
+        return False
+    if start > _EPOCH_START:  # a row an older trainbridge wrote, its keeper still running
+        booted = procfs.boot_time()
+        return booted is not None and abs(now + booted - start) < 0.01
+    return abs(now - start) < 0.005  # half a clock tick
 
 
 def processes_of(job_id: str) -> list[int]:

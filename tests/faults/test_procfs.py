@@ -1,7 +1,7 @@
 """The supervisor reads processes and sockets from /proc (bridge/procfs.py, bridge/sockets.py),
 without psutil; its values are psutil's where callers and stored values depend on them (state
-words, create_time, names, command lines, counters, descendants, sockets). Checked here
-against psutil, a test dependency, on live processes."""
+words, names, command lines, counters, descendants, sockets; a start time is psutil's less the
+boot time). Checked here against psutil, a test dependency, on live processes."""
 
 import os
 import signal
@@ -62,8 +62,10 @@ def test_a_process_reads_as_psutil_reads_it():
     try:
         wait_state(child.pid, "sleeping")
         p = psutil.Process(child.pid)
-        assert procfs.create_time(child.pid) == p.create_time()
-        assert procs.process_start(child.pid) == p.create_time()
+        # psutil's create_time less the boot time it added: the start after boot
+        after_boot = p.create_time() - psutil.boot_time()
+        assert procfs.started(child.pid) == pytest.approx(after_boot, abs=1e-6)
+        assert procs.process_start(child.pid) == procfs.started(child.pid)
         assert procfs.process_name(child.pid) == p.name()
         assert procfs.cmdline(child.pid) == p.cmdline()
         assert procfs.state_word(child.pid) == p.status() == "sleeping"
@@ -85,13 +87,13 @@ def test_a_process_reads_as_psutil_reads_it():
         os.kill(child.pid, signal.SIGKILL)
         wait_state(child.pid, "zombie")
         assert p.status() == "zombie"
-        assert procfs.create_time(child.pid) == p.create_time()
+        assert procfs.started(child.pid) == pytest.approx(after_boot, abs=1e-6)
         assert procfs.running_since(child.pid) is None
         assert procs.process_start(child.pid) is None
     finally:
         child.kill()
         child.wait()
-    for read in (procfs.create_time, procfs.state_word, procfs.cmdline, procfs.io_counters):
+    for read in (procfs.started, procfs.state_word, procfs.cmdline, procfs.io_counters):
         assert read(child.pid) is None  # reaped: gone, never an exception
 
 
@@ -160,7 +162,7 @@ def test_the_tree_knows_start_times_psutil_agrees_with():
             tree.refresh()
         assert len(tree.known) == 2
         for pid, created in tree.known.items():
-            assert psutil.Process(pid).create_time() == created
+            assert procfs.started(pid) == created
         alive = tree.alive()
         assert sorted(p.pid for p in alive) == sorted(tree.known)
         assert [p.pid for p in tree.alive(include_root=False)] == [
