@@ -452,6 +452,46 @@ def _child_state_hint(named: str, child: Optional[dict[str, Any]], role: Optiona
     )
 
 
+def dataloader_wait(
+    parent_pid: Any,
+    children: Sequence[dict[str, Any]],
+    process_stacks: Optional[dict[str, Any]] = None,
+) -> Optional[dict[str, Any]]:
+    """A process's DataLoader workers (its children named pt_data_worker) that all wait on
+    the same thing (same_wait): {who, hint, same_wait, stack} in child_wait's words, as "both
+    DataLoader workers (pids ...), all blocked on the same wait, each at FRAME"; else None.
+    For a process the verdict names but does not wait on itself (a distributed job's rank
+    that is not in the collective, bridge/ranks_hang.py)."""
+    workers = sorted(
+        (c for c in children if c.get("name") == DATALOADER_WORKER and c.get("ppid") == parent_pid),
+        key=lambda c: (c.get("started") or 0, c.get("pid") or 0),
+    )
+    if len(workers) < 2:
+        return None
+    child = workers[0]
+    group = same_wait(child, children, process_stacks)
+    if not group:
+        return None
+    stack = child_stack(child, process_stacks)
+    named = f"DataLoader worker 0 (pid {child.get('pid')})"
+    who, hint = _same_wait_words(
+        child, children, group, stack, _child_state_hint(named, child, "DataLoader worker 0")
+    )
+    # Stacks a rank of another host asked its workers for and did not get: said, not dropped.
+    missing = [c["stack_missing"] for c in workers if c.get("stack_missing")]
+    unsaid = (
+        f" (no Python stack from {len(missing)} of them: {'; '.join(sorted(set(missing)))})"
+        if missing
+        else ""
+    )
+    return {
+        "who": who + _child_stack_text(stack, each=True) + unsaid,
+        "hint": hint,
+        "same_wait": group,
+        "stack": stack,
+    }
+
+
 def child_wait_words(w: Words) -> dict[str, Any]:
     evidence = w.evidence
     child = _child_to_name(evidence)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from trainbridge.bridge import childstack, filelocks, gpu, procfs, pyspy, sockets
+from trainbridge.bridge import childstack, filelocks, gpu, proc_states, procfs, pyspy, sockets
 
 STATE_SAMPLE_S = 0.02
 
@@ -66,7 +66,7 @@ def _children(
         else:
             entry.update(
                 name=procfs.process_name(kid),
-                status=procfs.STATE_WORDS.get(fields[0], fields[0]),
+                status=proc_states.word(fields[0]),
                 ppid=int(fields[1]),
                 cmdline=" ".join(procfs.cmdline(kid) or [])[:200],
                 started=procfs.start_ticks(kid),
@@ -111,7 +111,7 @@ def sample(pid: int) -> dict[str, Any]:
         first["alive"] = True
         first["unreadable"] = True
         return first
-    first["status"] = procfs.STATE_WORDS.get(fields[0], fields[0])
+    first["status"] = proc_states.word(fields[0])
     first["name"] = procfs.process_name(pid)
     first["alive"] = fields[0] != "Z"
     first["spy"] = pyspy.start(pid)
@@ -207,7 +207,7 @@ def live(pid: int, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
         ticks = os.sysconf("SC_CLK_TCK")
         now = time.monotonic()
         cpu_s = (int(fields[11]) + int(fields[12])) / ticks
-        ev["status"] = procfs.STATE_WORDS.get(fields[0], fields[0])
+        ev["status"] = proc_states.word(fields[0])
         ev["alive"] = fields[0] != "Z"
         mark: dict[str, Any] = {"t": now, "cpu_s": cpu_s}
         ev["mark"] = mark
@@ -225,7 +225,7 @@ def live(pid: int, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
                 {
                     "pid": kid,
                     "name": (procfs.read(f"/proc/{kid}/comm") or "").strip(),
-                    "status": procfs.STATE_WORDS.get(kf[0], kf[0]),
+                    "status": proc_states.word(kf[0]),
                     "ppid": int(kf[1]),
                     "started": int(kf[19]),
                 }
@@ -251,7 +251,7 @@ def live(pid: int, previous: Optional[dict[str, Any]] = None) -> dict[str, Any]:
             if "sockets" in found:
                 ev["sockets"] = found["sockets"]
         # The file locks: looked up again only when /proc/locks changed (the mark keeps them)
-        locks = procfs.read("/proc/locks")
+        locks = filelocks.read_locks()
         if locks is not None and previous.get("locks") == locks:
             held = previous.get("file_locks") or []
         else:

@@ -25,6 +25,30 @@ LOCKS_SAID = 4  # locks named in the evidence, at most
 FDS_READ = 4096  # open files looked at, at most
 
 
+def read_locks() -> Optional[str]:
+    """/proc/locks, read twice, the lines of both (each lock once); None when unreadable.
+    The kernel hands the file out a page per read() and lets go of its lock list between
+    pages, so a lock held all along is skipped when locks listed before it go meanwhile:
+    beside a process that took and released 400 flocks in turn, 6 of 5,000 single reads
+    missed a lock held throughout, and 0 of 5,000 double reads (a matrix row judged a file
+    lock wait `sleeping` once while the test suite ran beside it)."""
+    first = read("/proc/locks")
+    if first is None:
+        return None
+    lines = first.splitlines()
+    seen = {_unnumbered(line) for line in lines}
+    for line in (read("/proc/locks") or "").splitlines():
+        if _unnumbered(line) not in seen:
+            seen.add(_unnumbered(line))
+            lines.append(line)
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _unnumbered(line: str) -> str:
+    """A /proc/locks line without its ordinal ("12:"), which a second read may change."""
+    return line.partition(":")[2]
+
+
 def parse_locks(text: str) -> list[dict[str, Any]]:
     """/proc/locks -> [{"type", "access", "pid", "dev": [major, minor], "inode", "waiting"}]:
     "1: FLOCK  ADVISORY  WRITE 28502 fe:00:2146408 0 EOF" holds; "1: -> FLOCK ..." waits
@@ -114,7 +138,7 @@ def file_locks(
     "holder_pid" (None for an open file description's lock), "holder_cmd", "holder_state",
     "in_job" (the holder is one of `own`, the job's processes), "blocked" (`pid` is queued
     for it in the kernel)}], those it is blocked on first. `text`: /proc/locks, read already."""
-    text = read("/proc/locks") if text is None else text
+    text = read_locks() if text is None else text
     if text is None:
         notes.append("/proc/locks not readable")
         return []

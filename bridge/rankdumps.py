@@ -12,9 +12,7 @@ import os
 import time
 from typing import Callable, Optional
 
-from trainbridge.bridge.report_files import sigusr1_sections
-
-__all__ = ["native_dump", "read_from", "sigusr1_sections", "size"]
+__all__ = ["native_dump", "read_from", "size"]
 
 NATIVE_WAIT_S = 0.5  # the longest to wait for one rank's SIGUSR2 dump to appear
 _SETTLE_S = 0.02  # the file has stopped growing: faulthandler wrote the whole stack

@@ -87,7 +87,7 @@ def observe(state: State, key: str, kind: str, body: dict[str, Any], ts: float) 
             p["failures"] = [f for f in body["failures"] if isinstance(f, dict)]
     elif kind == "bye":
         p["exit"] = {"code": body.get("exit_code"), "reason": body.get("reason")}
-        p["bye"] = body  # its last words, should it lead again (JobMessages._leave)
+        p["bye"] = body  # its last words, should it lead again (Messages._leave)
     elif kind == "reply" and isinstance(body.get("stacks"), str):
         p["stacks"] = body["stacks"]  # its answer to dump_stacks: where it is at hang time
         if isinstance(body.get("children"), list):  # and its children's states then

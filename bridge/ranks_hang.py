@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from trainbridge.bridge import ranks
+from trainbridge.bridge import proc_states, ranks
+from trainbridge.bridge.diagnosis_hang import dataloader_wait
 
 
 # --- rendezvous ---------------------------------------------------------------------------
@@ -139,9 +140,6 @@ def _beat_frames(stack: str) -> list[dict[str, Any]]:
     return [{"file": f, "line": int(n), "function": fn} for f, n, fn in _FRAME.findall(stack)]
 
 
-_STATE_WORDS = {"T": "stopped", "t": "tracing-stop"}
-
-
 def _os_view(
     state: ranks.State, processes: Optional[list[dict[str, Any]]]
 ) -> dict[tuple[Optional[str], Any], dict[str, Any]]:
@@ -152,13 +150,30 @@ def _os_view(
     view: dict[tuple[Optional[str], Any], dict[str, Any]] = {}
     for q in state["procs"].values():
         for child in q.get("children") or []:
-            word = _STATE_WORDS.get(str(child.get("state")), str(child.get("state")))
+            word = proc_states.word(child.get("state"))
             entry = {"pid": child.get("pid"), "status": word, "wchan": child.get("wchan")}
             view[(q.get("addr"), child.get("pid"))] = entry
     for proc in processes or []:
         if proc.get("pid") is not None:
             view[(None, proc["pid"])] = proc
     return view
+
+
+def _own_children(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The children a process listed in its answer to dump_stacks, in the evidence's shape
+    (pid, name, ppid, status, wchan), with the stack each dumped for it, if any."""
+    return [
+        {
+            "pid": c.get("pid"),
+            "name": c.get("name"),
+            "ppid": p["pid"],
+            "status": proc_states.word(c["state"]) if c.get("state") else None,
+            "wchan": c.get("wchan"),
+            "stack": c.get("stack"),
+            "stack_missing": c.get("stack_missing"),
+        }
+        for c in p.get("children") or []
+    ]
 
 
 def _stopped(proc: Optional[dict[str, Any]]) -> Optional[str]:
@@ -178,6 +193,7 @@ def hung_rank(
     state: ranks.State,
     live: bool = False,
     processes: Optional[list[dict[str, Any]]] = None,
+    process_stacks: Optional[dict[str, Any]] = None,
 ) -> Optional[dict[str, Any]]:
     """When ranks wait in a collective and one does not arrive: that rank, with its frame
     or its state, and the others' collective. Reads every rank's stack at hang time (their
@@ -187,8 +203,9 @@ def hung_rank(
     children its launcher listed in its own answer (_os_view).
     None when no rank waits, or none is missing. A rank whose stack shows no frame (a
     faulthandler dump read before it was written out) and whose process is not stopped is
-    neither: it is never named."""
-    field = "beat_stack" if live else "stacks"
+    neither: it is never named. A rank away that waits on its DataLoader workers, all on the
+    same wait (`processes` shows them, `process_stacks` their Python stacks: {pid: text}):
+    the verdict is theirs, said of the rank (bridge/diagnosis_hang.py dataloader_wait)."""
     view = _os_view(state, processes)
     members = sorted(
         (
@@ -201,34 +218,66 @@ def hung_rank(
     absent = _absent(members)
     if len(members) < 2 and not absent:
         return None
-    Entry = tuple[dict[str, Any], list[dict[str, Any]], Optional[str]]
-    waiting: list[Entry] = []
-    away: list[Entry] = []
+    waiting: list[_Entry] = []
+    away: list[_Entry] = []
     for p in members:
-        stopped = None if live else _stopped(view.get((p.get("addr"), p["pid"])))
-        text = p.get(field)
-        frames = (_beat_frames(text) if live else main_thread_frames(text)) if text else []
-        if not frames and not live and p.get("beat_stack"):
-            # No answer to the hang's dump_stacks in time (another host's rank on a loaded
-            # machine): its last heartbeat's stack (sent once idle) says where it was.
-            frames = _beat_frames(p["beat_stack"])
-        if stopped is not None:
-            away.append((p, frames, stopped))
-            continue
-        if not frames:  # a dump cut short, say: where this rank is is not known
-            continue
-        # With a rank that never said hello, waiting in torch.distributed's start (the
-        # rendezvous of init_process_group) is waiting for it too.
-        op = _collective(frames) or (_distributed(frames) if absent else None)
-        if op:
-            waiting.append((p, frames, op))
-        else:
-            away.append((p, frames, None))
+        placed = _place(p, live, view, bool(absent))
+        if placed is not None:
+            (waiting if placed[0] == "waiting" else away).append(placed[1])
     if absent and waiting and not any(stopped for _, _, stopped in away):
         return _never_said_hello(absent, waiting)
     if not waiting or not away:
         return None
     away.sort(key=lambda entry: entry[2] is None)  # a stopped rank first: it is the cause
+    first, _, first_stopped = away[0]
+    waits = None
+    if not first_stopped and not live:
+        # This host's evidence (with the fork workers' stacks from the crash file), else the
+        # children the rank listed itself in its answer, with the stacks they dumped for it
+        # (any host: worker/fork_dumps.py).
+        local = processes if first.get("addr") is None else None
+        own = _own_children(first)
+        own_stacks = {str(c["pid"]): c["stack"] for c in own if isinstance(c.get("stack"), str)}
+        waits = dataloader_wait(first["pid"], local or [], process_stacks) or dataloader_wait(
+            first["pid"], own, own_stacks
+        )
+    return _missing_from_collective(waiting, away, waits)
+
+
+# A rank placed: its process record, its main thread's frames, and the collective it waits
+# in (a waiting rank) or its OS state, "stopped" or None (a rank away from the collective).
+_Entry = tuple[dict[str, Any], list[dict[str, Any]], Optional[str]]
+
+
+def _place(
+    p: dict[str, Any], live: bool, view: dict[Any, Any], absent: bool
+) -> Optional[tuple[str, _Entry]]:
+    """Where one rank is: ("waiting", entry) in a collective, ("away", entry) elsewhere or
+    stopped, or None when its stack shows no frame (a dump cut short: not known)."""
+    stopped = None if live else _stopped(view.get((p.get("addr"), p["pid"])))
+    text = p.get("beat_stack" if live else "stacks")
+    frames = (_beat_frames(text) if live else main_thread_frames(text)) if text else []
+    if not frames and not live and p.get("beat_stack"):
+        # No answer to the hang's dump_stacks in time (another host's rank on a loaded
+        # machine): its last heartbeat's stack (sent once idle) says where it was.
+        frames = _beat_frames(p["beat_stack"])
+    if stopped is not None:
+        return "away", (p, frames, stopped)
+    if not frames:
+        return None
+    # With a rank that never said hello, waiting in torch.distributed's start (the
+    # rendezvous of init_process_group) is waiting for it too.
+    op = _collective(frames) or (_distributed(frames) if absent else None)
+    return ("waiting", (p, frames, op)) if op else ("away", (p, frames, None))
+
+
+def _missing_from_collective(
+    waiting: list[_Entry], away: list[_Entry], waits: Optional[dict[str, Any]] = None
+) -> dict[str, Any]:
+    """The verdict in words: the first rank away (a stopped one first) is the cause, the
+    others away are named too, and the waiting ranks with their collective. `waits`: what
+    the first rank away itself waits on (its DataLoader workers), which the words then say
+    and whose hint is the verdict's."""
     ops = sorted({op for _, _, op in waiting if op})
     missing = [
         {
@@ -250,6 +299,12 @@ def hung_rank(
             f"it (kill -CONT {first['pid']} on host {first['host'] or '?'}) or find who "
             "stopped it (a debugger attached, a frozen container, Ctrl-Z in its terminal)"
         )
+    elif waits:
+        text = (
+            f"rank {first['rank']} ({ranks.who(first)}) is not in the collective: at {at} it "
+            f"waits for {waits['who']}"
+        )
+        hint = waits["hint"]
     else:
         text = f"rank {first['rank']} ({ranks.who(first)}) is not in the collective: it is at {at}"
         hint = (
@@ -261,8 +316,10 @@ def hung_rank(
     text += (
         f"; rank(s) {', '.join(str(w['rank']) for w in waiters)} wait in {' / '.join(ops)} for it"
     )
+    kind = "stopped" if first_stopped else "child_wait" if waits else "collective_wait"
     return {
-        "kind": "stopped" if first_stopped else "collective_wait",
+        "kind": kind,
+        **({"same_wait": waits["same_wait"]} if waits else {}),
         "rank": first["rank"],
         "host": first["host"],
         **({"addr": first["addr"]} if first.get("addr") else {}),

@@ -6,8 +6,8 @@ ends) into a JSON-ready dict, asking bridge.diagnosis why it ended. It is pure: 
 values out, no I/O and no clock; vectors/report.json pins it. The one implementation: a
 Node job's report is this one, carried by bridge/jobserve.py.
 Its rooms: bridge/report_text.py (summary, log_footer, to_json: the report in words) and
-bridge/report_files.py (read_files and the crash file's other readers: the only I/O); import
-their names from there.
+bridge/report_files.py (read_files and the crash file's other readers: the only I/O; what
+the crash file's text says is bridge/crash_text.py's); import their names from there.
 
 Stable names (docs/CLIENT.md, "The shell", Report): outcome, exit_code, signal, stage,
 stages, progress, error, diagnosis, stacks, log_tail, duration_s, pid. Everything else is an
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from trainbridge.bridge import diagnosis, diagnosis_stack, ranks, ranks_hang
+from trainbridge.bridge.crash_text import signal_dumped_in, sigusr1_sections
 from trainbridge.bridge.diagnosis_stack import strip_ansi
-from trainbridge.bridge.report_files import signal_dumped_in, sigusr1_sections
 from trainbridge.bridge.report_text import reason, summary
 
 __all__ = [
@@ -94,7 +94,12 @@ def ending(facts: dict[str, Any], files: dict[str, Any]) -> Ending:
     stuck = None
     if outcome == "hung" and facts["ranks"]:
         processes = (facts["snapshot"] or {}).get("children")  # the OS's view at the deadline
-        stuck = ranks_hang.hung_rank(facts["ranks"], processes=processes)
+        stacks = _process_stacks(facts["ranks"], crash_text)  # fork workers' too
+        stuck = ranks_hang.hung_rank(
+            facts["ranks"],
+            processes=processes,
+            process_stacks=stacks,
+        )
     return Ending(
         facts=facts,
         outcome=outcome,
@@ -275,9 +280,7 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     verdict, diagnosis_error = _verdict(e, stage, error)
     stage = _ranks_stage(e, stage)
     m = facts["machine"]
-    hang = m.get("hang")
     started = facts["started"]
-    hellos = facts["hellos"]
     heartbeat = facts["heartbeat"] or {}
     report: dict[str, Any] = {
         "outcome": e.outcome,
@@ -298,36 +301,12 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
         "job_id": facts["id"],
         "command": list(facts["command"]),
         "started_at": _iso(facts["started_wall"]),
-        "hang": hang
-        and {
-            "reason": hang["reason"],
-            "stage": hang["stage"],
-            "after_s": round(hang["t"] - started, 3),
-            # as diagnose_hang read them: the idle time the machine measured, and the
-            # last heartbeat's stack
-            "idle_s": hang_idle(m, heartbeat),
-            "stack": heartbeat.get("stack"),
-        },
+        "hang": _hang(m, started, heartbeat),
         "signals_sent": list(facts["signals_sent"]),
-        "environment": environment(hellos),
-        "worker": {
-            "hello": bool(hellos),
-            "bye": facts["bye"],
-            "lead_pid": facts["lead_pid"],
-            "leads": list(facts["leads"]),
-            "ranks": sorted(int(rank) for rank in hellos),
-            "dump_signal": bool(facts["dump_pids"]),
-            "off": m.get("no_worker"),
-        },
+        "environment": environment(facts["hellos"]),
+        "worker": _worker(facts, m),
         "output": {"lines": dict(facts["lines"]), "bytes": dict(facts["bytes"])},
-        "protocol": {
-            "rejected": dict(facts["rejected"]),
-            "lost": facts["lost"],
-            "foreign_hello": facts["foreign_hellos"],
-            "unrouted": facts["unrouted"],
-            "undelivered": dict(facts["undelivered"]),
-            "unsent": int(files.get("unsent") or 0),
-        },
+        "protocol": _protocol(facts, files),
         "leftovers": list(facts["leftovers"]),
         "stages_dropped": facts["stages_dropped"],
         "cancel": cancel,
@@ -336,6 +315,7 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
         "dropped": dropped_total(facts["dropped"].values()),
         "artifacts": [dict(a) for a in facts.get("artifacts", [])],
         "evidence": facts["snapshot"],
+        "look": facts.get("look"),
         "ranks": e.rows,
         "root_cause": e.cause,
     }
@@ -344,6 +324,47 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     report["summary"] = summary(report)
     report["reason"] = reason(report)
     return report
+
+
+def _hang(m: dict[str, Any], started: float, heartbeat: dict[str, Any]) -> Any:
+    """The hang the machine declared, if any: its reason and stage, when, and as
+    diagnose_hang read them, the idle time the machine measured and the last heartbeat's
+    stack."""
+    hang = m.get("hang")
+    return hang and {
+        "reason": hang["reason"],
+        "stage": hang["stage"],
+        "after_s": round(hang["t"] - started, 3),
+        "idle_s": hang_idle(m, heartbeat),
+        "stack": heartbeat.get("stack"),
+    }
+
+
+def _worker(facts: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
+    """What the worker said of itself: hello and bye, the leads, the ranks."""
+    hellos = facts["hellos"]
+    return {
+        "hello": bool(hellos),
+        "bye": facts["bye"],
+        "lead_pid": facts["lead_pid"],
+        "leads": list(facts["leads"]),
+        "ranks": sorted(int(rank) for rank in hellos),
+        "dump_signal": bool(facts["dump_pids"]),
+        "off": m.get("no_worker"),
+    }
+
+
+def _protocol(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
+    """What crossed the wire and did not count: refused, lost, foreign, unrouted, undelivered
+    and unsent messages."""
+    return {
+        "rejected": dict(facts["rejected"]),
+        "lost": facts["lost"],
+        "foreign_hello": facts["foreign_hellos"],
+        "unrouted": facts["unrouted"],
+        "undelivered": dict(facts["undelivered"]),
+        "unsent": int(files.get("unsent") or 0),
+    }
 
 
 def _boxed_only(stages: list[dict[str, Any]], boxed: list[str]) -> list[dict[str, Any]]:

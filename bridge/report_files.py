@@ -7,9 +7,9 @@ I/O of the report; bridge/report.py's build() is pure and gets what read_files()
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, Optional
 
+from trainbridge.bridge import crash_text
 from trainbridge.protocol import codec
 
 CRASH_TEXT_MAX = 256 * 1024  # bytes of the crash file kept (its end: the newest dumps)
@@ -70,9 +70,6 @@ def read_stage_box(crash_file: Optional[str], pid: Optional[int]) -> Optional[li
     return None  # no closing line: a torn or foreign file
 
 
-SIGNAL_DUMP_MARK = re.compile(r"^\[trainbridge\] pid (\d+): stacks on SIGUSR1$", re.M)
-
-
 def read_crash_file(path: Optional[str]) -> Optional[str]:
     """What faulthandler wrote (native crash, SIGUSR1 dump, freeze watchdog), or None."""
     if not path:
@@ -85,15 +82,7 @@ def read_crash_file(path: Optional[str]) -> Optional[str]:
             data = f.read()
     except OSError:
         return None
-    text = data.decode("utf-8", "surrogateescape")
-    # The worker writes a "[trainbridge] ..." banner first; only dumps count as stacks, and
-    # the line that heads each SIGUSR1 dump, which says whose it is (sigusr1_sections).
-    text = "\n".join(
-        line
-        for line in text.splitlines()
-        if not line.startswith("[trainbridge]") or SIGNAL_DUMP_MARK.match(line)
-    ).strip()
-    return text or None
+    return crash_text.stacks_only(data.decode("utf-8", "surrogateescape"))
 
 
 def crash_file_size(path: Optional[str]) -> Optional[int]:
@@ -115,24 +104,4 @@ def signal_dumped_pids(path: Optional[str], since: Optional[int]) -> set[int]:
             data = f.read(CRASH_TEXT_MAX)
     except OSError:
         return set()
-    return signal_dumped_in(data.decode("ascii", "replace"))
-
-
-_ANY_MARK = re.compile(r"^\[trainbridge\] ", re.MULTILINE)
-
-
-def sigusr1_sections(text: str) -> dict[int, str]:
-    """pid -> the stacks its SIGUSR1 handler wrote, from crash file text (each dump starts
-    with its marker line and ends at the next "[trainbridge]" line; pure)."""
-    out: dict[int, str] = {}
-    for m in SIGNAL_DUMP_MARK.finditer(text):
-        rest = text[m.end() + 1 :]
-        end = _ANY_MARK.search(rest)
-        out[int(m.group(1))] = rest[: end.start()] if end else rest
-    return out
-
-
-def signal_dumped_in(text: Optional[str]) -> set[int]:
-    """The processes whose SIGUSR1 handler wrote its stacks into this crash file text: their
-    main thread ran Python, however late (pure)."""
-    return {int(m) for m in SIGNAL_DUMP_MARK.findall(text or "")}
+    return crash_text.signal_dumped_in(data.decode("ascii", "replace"))

@@ -609,6 +609,54 @@ DDP_HELLOS = [
     ["j/1", "hello", hello(102, 100, 1, 1, 2), 1.0],
 ]
 RANK0_IN_BACKWARD = ["j/0", "reply", {"to": 9, "ok": True, "stacks": stacks(*BACKWARD)}, 30.0]
+NEXT_BATCH = [
+    ("/v/lib/python3.11/site-packages/torch/utils/data/dataloader.py", 733, "__next__"),
+    ("/v/lib/python3.11/site-packages/torch/utils/data/dataloader.py", 1480, "_next_data"),
+]
+RANK1_NEXT_BATCH = [
+    "j/1",
+    "reply",
+    {"to": 9, "ok": True, "stacks": stacks(("/w/ddp.py", 90, "train"), *NEXT_BATCH)},
+    30.0,
+]
+# Rank 1's DataLoader workers, forked from it, on this host: a lock's futex each. A worker on
+# another host with the same pids (the third case) is not these.
+DATALOADER_102 = [
+    {"pid": 201, "name": "pt_data_worker", "ppid": 102, "status": "sleeping",
+     "wchan": "futex_do_wait", "started": 5.0},
+    {"pid": 202, "name": "pt_data_worker", "ppid": 102, "status": "sleeping",
+     "wchan": "futex_do_wait", "started": 5.1},
+]  # fmt: skip
+# Their SIGUSR1 dumps in the crash file (faulthandler's format, most recent call first).
+WORKER_AT_GETITEM = (
+    'Current thread 0x7f02 (most recent call first):\n'
+    '  File "/w/ddp.py", line 51 in __getitem__\n'
+    '  File "/v/torch/utils/data/_utils/fetch.py", line 52 in fetch\n'
+    '  File "/v/torch/utils/data/_utils/worker.py", line 349 in _worker_loop\n'
+)
+
+
+def remote_rank1_with_workers(**worker):
+    """Rank 1 on host b, away at its next batch, whose answer lists two DataLoader workers on
+    one futex wait (with `worker`'s fields too: the stacks they dumped for it)."""
+    children = [
+        dict(pid=pid, state="S", wchan="futex_do_wait", name="pt_data_worker", **worker)
+        for pid in (60, 61)
+    ]
+    reply = {
+        "to": 9,
+        "ok": True,
+        "stacks": stacks(("/w/ddp.py", 90, "train"), *NEXT_BATCH),
+        "children": children,
+    }
+    return [
+        ["j/0", "hello", hello(101, 100, 0, 0, 2), 1.0],
+        ["b/1", "hello", dict(hello(52, 50, 1, 0, 2, host="b"), addr="10.0.0.2"), 1.0],
+        RANK0_IN_BACKWARD,
+        ["b/1", "reply", reply, 30.0],
+    ]
+
+
 STOPPED_102 = {
     "pid": 102,
     "status": "stopped",
@@ -758,6 +806,60 @@ HUNG += [
         "summary": None,
     },
     {
+        "name": "DDP: rank 1 waits for its DataLoader workers, all on one lock: their wait, "
+        "said of rank 1",
+        "messages": DDP_HELLOS + [RANK0_IN_BACKWARD, RANK1_NEXT_BATCH],
+        "processes": DATALOADER_102,
+        "process_stacks": {"201": WORKER_AT_GETITEM, "202": WORKER_AT_GETITEM},
+        "kind": "child_wait",
+        "summary": "rank 1 (host a, pid 102) is not in the collective: at w/ddp.py:90 train it "
+        "waits for both DataLoader workers (pids 201, 202, sleeping), all blocked on the same "
+        "wait, each at w/ddp.py:51 __getitem__; rank(s) 0 wait in backward() (DDP's gradient "
+        "all-reduce) for it",
+    },
+    {
+        "name": "DDP: rank 1's DataLoader workers wait on different things: rank 1 and its "
+        "frame only",
+        "messages": DDP_HELLOS + [RANK0_IN_BACKWARD, RANK1_NEXT_BATCH],
+        "processes": [DATALOADER_102[0], dict(DATALOADER_102[1], wchan="pipe_read")],
+        "kind": "collective_wait",
+        "summary": "rank 1 (host a, pid 102) is not in the collective: it is at w/ddp.py:90 "
+        "train; rank(s) 0 wait in backward() (DDP's gradient all-reduce) for it",
+    },
+    {
+        "name": "DDP: another host's rank 1 lists its DataLoader workers on one kernel wait in "
+        "its answer: said of it, by their kernel wait",
+        "messages": remote_rank1_with_workers(),
+        "processes": [dict(DATALOADER_102[0], ppid=52), dict(DATALOADER_102[1], ppid=52)],
+        "kind": "child_wait",
+        # (this host's workers 201, 202 have the same ppid and wait: they are not those)
+        "summary": "rank 1 (host b at 10.0.0.2, pid 52) is not in the collective: at "
+        "w/ddp.py:90 train it waits for both DataLoader workers (pids 60, 61, sleeping), all "
+        "blocked on the same wait, each in the kernel at futex_do_wait; rank(s) 0 wait in "
+        "backward() (DDP's gradient all-reduce) for it",
+    },
+    {
+        "name": "DDP: another host's rank 1 lists its DataLoader workers with the stacks they "
+        "dumped for it: said of it, with their Python frame",
+        "messages": remote_rank1_with_workers(stack=WORKER_AT_GETITEM),
+        "kind": "child_wait",
+        "summary": "rank 1 (host b at 10.0.0.2, pid 52) is not in the collective: at "
+        "w/ddp.py:90 train it waits for both DataLoader workers (pids 60, 61, sleeping), all "
+        "blocked on the same wait, each at w/ddp.py:51 __getitem__; rank(s) 0 wait in "
+        "backward() (DDP's gradient all-reduce) for it",
+    },
+    {
+        "name": "DDP: another host's rank 1 lists its DataLoader workers, whose dumps did not "
+        "come in time: their kernel wait, and why no Python frame is said",
+        "messages": remote_rank1_with_workers(stack_missing="no dump within 0.5 s"),
+        "kind": "child_wait",
+        "summary": "rank 1 (host b at 10.0.0.2, pid 52) is not in the collective: at "
+        "w/ddp.py:90 train it waits for both DataLoader workers (pids 60, 61, sleeping), all "
+        "blocked on the same wait, each in the kernel at futex_do_wait (no Python stack from "
+        "2 of them: no dump within 0.5 s); rank(s) 0 wait in backward() (DDP's gradient "
+        "all-reduce) for it",
+    },
+    {
         "name": "DDP: both ranks in backward(): no hung rank named",
         "messages": DDP_HELLOS
         + [
@@ -891,7 +993,9 @@ def check_hung():
         state = ranks.initial()
         for key, kind, body, ts in case["messages"]:
             ranks.observe(state, key, kind, body, ts)
-        got = ranks_hang.hung_rank(state, processes=case.get("processes"))
+        got = ranks_hang.hung_rank(
+            state, processes=case.get("processes"), process_stacks=case.get("process_stacks")
+        )
         assert (got and got["summary"]) == case["summary"], (case["name"], got)
         if "kind" in case:
             assert (got and got["kind"]) == case["kind"], (case["name"], got)

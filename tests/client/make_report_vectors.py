@@ -283,6 +283,12 @@ def cases():
             signals_sent=["SIGUSR1", "SIGTERM"],
             exit_signal="SIGTERM",
             snapshot={"notes": []},
+            # the stall deadline's look found it not working: the report carries its words
+            look={
+                "reason": "stall",
+                "why": "busy (100% of a core, running or waiting for one) but its main "
+                "thread stayed in train.py:30 step over the last 61.5 s",
+            },
         ),
         {"crash_text": None, "stage_box": None},
     )

@@ -1,6 +1,6 @@
-"""The per-rank faulthandler fallback's I/O (bridge/rankdumps.py): a SIGUSR1 dump is found
-by its pid's marker among the other processes' writes to the one crash file; SIGUSR2 to a
-process stuck in C with the GIL held returns its own dump, which the ranks rule reads."""
+"""The per-rank faulthandler fallback's I/O (bridge/rankdumps.py): SIGUSR2 to a process
+stuck in C with the GIL held returns its own dump, which the ranks rule reads. Telling the
+SIGUSR1 dumps apart by pid is tests/client/test_crash_text.py's."""
 
 import os
 import signal
@@ -8,23 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from trainbridge.bridge import rankdumps, ranks_hang, report_files
-
-
-def test_sigusr1_sections_are_told_apart_by_pid():
-    text = (
-        "[trainbridge] pid 7: native crashes, SIGUSR1 dumps and GIL-freeze dumps go here\n"
-        "[trainbridge] pid 11: stacks on SIGUSR1\n"
-        'Current thread 0x1 (most recent call first):\n  File "/w/a.py", line 3 in f\n\n'
-        "[trainbridge] pid 12: stacks on SIGUSR1\n"
-        'Current thread 0x2 (most recent call first):\n  File "/w/b.py", line 4 in g\n'
-    )
-    got = rankdumps.sigusr1_sections(text)
-    assert sorted(got) == [11, 12]
-    assert [f["function"] for f in ranks_hang.main_thread_frames(got[11])] == ["f"]
-    assert [f["function"] for f in ranks_hang.main_thread_frames(got[12])] == ["g"]
-    # the report's "did its Python answer" reads the same markers (one pattern for both)
-    assert report_files.signal_dumped_in(text) == {11, 12}
+from trainbridge.bridge import rankdumps, ranks_hang
 
 
 def test_sigusr2_to_a_process_stuck_in_c_returns_its_dump(tmp_path):

@@ -66,7 +66,9 @@ def test_hung_rank(case):
     state = ranks.initial()
     for key, kind, body, ts in case["messages"]:
         ranks.observe(state, key, kind, body, ts)
-    got = ranks_hang.hung_rank(state, processes=case.get("processes"))
+    got = ranks_hang.hung_rank(
+        state, processes=case.get("processes"), process_stacks=case.get("process_stacks")
+    )
     assert (got and got["summary"]) == case["summary"]
     if "kind" in case:  # collective_wait, or stopped for a rank the OS has stopped
         assert (got and got["kind"]) == case["kind"]

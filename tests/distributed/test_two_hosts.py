@@ -305,6 +305,32 @@ def test_ddp_a_rank_on_host_b_in_a_python_loop_is_named_with_its_frame(h, client
     assert "wait in backward() (DDP's gradient all-reduce) for it" in summary, summary
 
 
+@pytest.mark.parametrize("client", ["api", "node"])
+def test_ddp_a_rank_on_host_b_whose_dataloader_workers_deadlock_is_named_with_them(h, client):
+    """Host B's rank 1 forks its next epoch's DataLoader workers while a thread holds the
+    dataset's lock: both wait on it forever, the rank for its batch, the others in
+    backward(). Host A can neither read host B's /proc nor signal its pids: the rank's own
+    answer lists its children (worker/facts.py) with the stacks they dumped for it
+    (worker/fork_dumps.py), and the verdict names the workers and their shared wait."""
+    report, _ = run_two_hosts(h, DDP, DDP_CONFIG, client=client, env=_ddp_env(DDP_FAULT="deadlock"))
+    diagnosis = report["diagnosis"]
+    assert report["outcome"] == "hung" and diagnosis["kind"] == "child_wait", diagnosis
+    stuck = _faulty_rank(report, h)
+    hung = diagnosis["evidence"]["hung_rank"]
+    assert (hung["rank"], hung.get("addr"), hung["pid"]) == (stuck["rank"], h.addr_b, stuck["pid"])
+    assert len(hung["same_wait"]) == 2, hung
+    summary = diagnosis["summary"]
+    assert f" at {h.addr_b}, pid {stuck['pid']}) is not in the collective: at " in summary
+    pids = ", ".join(str(w["pid"]) for w in hung["same_wait"])
+    assert f" it waits for both DataLoader workers (pids {pids}, sleeping), all blocked on " in (
+        summary
+    )
+    # Their Python frame: host B's rank signalled them itself (worker/fork_dumps.py).
+    assert "the same wait, each at " in summary and "ddp_train.py:" in summary, summary
+    assert " __getitem__; rank(s) " in summary, summary
+    assert "wait in backward() (DDP's gradient all-reduce) for it" in summary, summary
+
+
 @pytest.mark.parametrize(
     ("client", "step"), [("api", "3"), ("node", "3"), ("cli", "12"), ("node", "12")]
 )

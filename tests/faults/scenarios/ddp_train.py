@@ -8,10 +8,15 @@ host whose FAULT_HOST is B, for the two-host tests) once DDP_FAULT_STEP steps ar
   stop  - the rank stops (SIGSTOP: a frozen container, a debugger); the others wait in backward()
   loop  - the rank spins in a Python loop (compute_weights); the others wait in backward()
   kill  - the rank is killed by SIGKILL (as the OOM killer does); the others lose their peer
+  deadlock - the rank's DataLoader (2 workers, forked each epoch) gets its next epoch's workers
+          forked while a metrics-uploader thread holds the dataset's cache lock: in every
+          worker the lock is held by a thread that does not exist there, and they all wait on
+          it; the rank waits for its batch, the others in backward()
 unset: trains to the end."""
 import os
 import signal
 import sys
+import threading
 import time
 
 import torch
@@ -25,6 +30,13 @@ FAULT = os.environ.get("DDP_FAULT", "")
 FAULT_RANK = os.environ.get("DDP_FAULT_RANK", "1")
 FAULT_STEP = int(os.environ.get("DDP_FAULT_STEP", "3"))
 STEPS = int(os.environ.get("DDP_STEPS", "40"))
+CACHE_LOCK = threading.Lock()  # the dataset's cache (the deadlock fault)
+
+
+def upload_metrics():
+    """A metrics uploader that holds the cache lock across a slow upload."""
+    with CACHE_LOCK:
+        time.sleep(3600)
 
 
 class Numbers(Dataset):
@@ -36,7 +48,8 @@ class Numbers(Dataset):
         return self.size
 
     def __getitem__(self, i):
-        return self.data[i]
+        with CACHE_LOCK:
+            return self.data[i]
 
 
 def compute_weights(step):
@@ -77,6 +90,10 @@ class Trainer:
             compute_weights(self.step)
         elif FAULT == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        elif FAULT == "deadlock":
+            threading.Thread(target=upload_metrics, name="uploader", daemon=True).start()
+            while not CACHE_LOCK.locked():
+                time.sleep(0.01)
 
     def train(self, max_steps):
         epoch = 0
@@ -99,7 +116,9 @@ def main():
     dist.init_process_group("gloo")
     torch.manual_seed(0)
     data = Numbers(256)
-    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+    # Workers only for the deadlock fault: a fork per epoch, as the DataLoader does by default.
+    workers = 2 if FAULT == "deadlock" else 0
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data), num_workers=workers)
     model = torch.nn.Linear(20, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     Trainer(model, loader, optimizer).train(STEPS)
