@@ -6,10 +6,20 @@ each one concern (docs/CLIENT.md "Rooms of the Job"), the one implementation: ev
 Node client through bridge/jobserve.py) renders what this Job publishes:
   job_arguments  the argument check (launch, Job, aio, the scheduler and the CLI use it)
   job_events     the event queue behind events() / next_event()
+  job_publish    Publisher (job.publisher): events to listeners and the queue, in order
+  job_outbox     Outbox (job.outbox): job.send()'s messages held until the lead's hello
   job_output     Output (job.output): pipes, lines, the tail, the log file
-  job_messages   worker messages, the lead, replies, stage records
-  job_actions    the state machine's events and actions, timers, signals, live diagnosis
-  job_end        exit, drain, snapshot, report, fail_internal
+  job_status     LiveStatus (job.live_status): the judged status snapshot
+  job_leads      Leads (job.election): who speaks for the job
+  job_asks       Asks (job.asks): the commands awaiting an answer
+  job_dumps      SignalDumps (job.dumps): the signal dumps in the crash file
+  job_look       Look (job.deadline_look): the look at a deadline, the lead's heartbeats
+  job_live       LiveDiagnosis (job.live): the live diagnosis while stalled
+  job_exit       ExitWatch (job.exit_watch): the process's end, the OOM killer's count
+  job_snapshot   Snapshot (job.hang_snapshot): the hang's evidence, on a thread of its own
+  job_messages   Messages (job.messages): worker messages, the lead, replies, stage records
+  job_actions    Actions (job.actions): the machine's events and actions, timers, signals
+  job_end        Ending (job.ending): exit, drain, snapshot, report, fail_internal
   job_facts      the facts record the report is built from (pure)
 
 Everything inside a Job runs on the hub's I/O thread; the public methods (wait, cancel,
@@ -36,7 +46,6 @@ Events handed to callbacks and to events() are dicts with "event" and "t" (wall 
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import secrets
@@ -45,26 +54,30 @@ import signal as signals
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Callable, Optional, cast
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, cast
 
-from trainbridge.bridge import job_facts, jobenv, launcher, machine, oom, ranks
+from trainbridge.bridge import job_facts, jobenv, launcher, machine, ranks
 from trainbridge.bridge.channel import Channel
 from trainbridge.bridge.hub import Hub
-from trainbridge.bridge.job_actions import JobActions
+from trainbridge.bridge.job_actions import Actions
 from trainbridge.bridge.job_arguments import (
     TAIL_LINES,
     check_arguments,
     metric_names,
     with_stalled_after,
 )
-from trainbridge.bridge.job_end import JobEnd
-from trainbridge.bridge.job_events import EVENT_QUEUE, EventQueue
+from trainbridge.bridge.job_asks import Asks
+from trainbridge.bridge.job_dumps import SignalDumps
+from trainbridge.bridge.job_end import Ending
+from trainbridge.bridge.job_exit import ExitWatch
 from trainbridge.bridge.job_leads import Leads
-from trainbridge.bridge.job_messages import JobMessages
-from trainbridge.bridge.job_output import (
-    Output,
-    open_log,
-)
+from trainbridge.bridge.job_live import LiveDiagnosis
+from trainbridge.bridge.job_look import Look
+from trainbridge.bridge.job_messages import Messages
+from trainbridge.bridge.job_outbox import Outbox
+from trainbridge.bridge.job_output import Output, open_log
+from trainbridge.bridge.job_publish import Publisher
+from trainbridge.bridge.job_snapshot import Snapshot
 from trainbridge.bridge.job_status import LiveStatus
 from trainbridge.bridge.launcher import LaunchError
 from trainbridge.bridge.report import Report
@@ -73,7 +86,6 @@ from trainbridge.protocol import codec
 
 __all__ = ["Job", "check_message", "launch"]
 
-OUTBOX_LIMIT = 1000  # job.send() messages held until the worker says hello
 REMOTE_ENV = "TRAINBRIDGE_REMOTE_ENV"  # launch(listen=...): the other hosts' ranks' variables
 # A job whose output is piped into this process cannot outlive it (it dies of a broken pipe
 # at its next print): a job that must outlive its client runs under a keeper instead.
@@ -87,94 +99,17 @@ DETACHED_REMOVED = (
 
 if TYPE_CHECKING:
     import subprocess
-    from abc import abstractmethod
 
-    class JobHost:
-        """What the rooms (job_actions, job_messages, job_end) use of the Job, declared for
-        mypy only: each room derives from JobHost while type checking and from object at run
-        time (bridge/job_actions.py), so a room knows the attributes Job.__init__ sets up and
-        the methods of Job and of the other rooms. mypy checks Job's and the rooms' own
-        definitions against these, and (abstract) that Job has each method. A self-type
-        (`self: Job`) cannot do it: mypy refuses a self-type that is a subclass, and takes a
-        room's `self.x = ...` for a new attribute of the room."""
-
-        # Set up in Job.__init__ (see there).
-        id: str
-        dir: str
-        hub: Hub
-        channel: Channel
-        output: Output
-        live_status: LiveStatus
-        m: machine.State
-        facts: job_facts.Facts
-        ranks: Any  # facts["ranks"], read through Job.__getattr__
-        crash_file: str
-        sample_resources: bool
-        stop_on_nan: list[str]
-        stdin: Optional[Any]
-        proc: Optional[subprocess.Popen[bytes]]
-        pid: Optional[int]
-        tree: Optional[launcher.Tree]
-        report: Optional[Report]
-        leads: Leads
-        last_message_t: Optional[float]
-        live_diagnosis: Optional[dict[str, Any]]
-        _done: threading.Event
-        _outbox: collections.deque[Any]
-        _remote: bool
-        _signal_dump_at: Optional[int]
-        _hang_seqs: range
-        _hang_answered: set[bytes]
-        _fallback_pids: Optional[set[int]]
-        _oom_before: Optional[int]
-        _snapshot_thread: Optional[threading.Thread]
-        _dump_seq: Optional[int]
-        _cancel_seqs: range
-        _live_t: Optional[float]
-        _live_mark: Optional[dict[str, Any]]
-        _pending_dumps: dict[int, list[Any]]
-        _pidfd: Optional[int]
-        _drain_started: Optional[float]
-        _tree_next: float
-        _look: Optional[dict[str, Any]]
-        _heard: dict[str, Any]
-        _look_due: Optional[float]
-
-        # Job's methods that the rooms call.
-        @property
-        @abstractmethod
-        def unrouted(self) -> int: ...
-        @abstractmethod
-        def status(self) -> dict[str, Any]: ...
-        @abstractmethod
-        def _ask_cancel(self, grace: Optional[float], reason: str, **by: Any) -> None: ...
-        @abstractmethod
-        def _send_outbox(self) -> None: ...
-        @abstractmethod
-        def _publish(self, event: dict[str, Any]) -> None: ...
-        @abstractmethod
-        def _publish_records(
-            self, rank: int, records: list[dict[str, Any]], sender: dict[str, Any]
-        ) -> None: ...
-
-        # A room's methods that another room calls.
-        @abstractmethod
-        def _step(self, event: dict[str, Any]) -> None: ...  # job_actions
-        @abstractmethod
-        def _publish_status(self) -> None: ...
-        @abstractmethod
-        def _live_diagnose(self, force: bool = False) -> None: ...
-        @abstractmethod
-        def _check_lead_alive(self, now: float) -> None: ...  # job_messages
-        @abstractmethod
-        def _drain(self) -> None: ...  # job_end
-        @abstractmethod
-        def _start_snapshot(self) -> None: ...
-        @abstractmethod
-        def _finish(self) -> None: ...
+_Self = TypeVar("_Self", bound="JobCore")  # start() returns the job it was called on
 
 
-class Job(JobActions, JobMessages, JobEnd):
+class JobCore:
+    """A supervised job: its parts (the module's docstring) own their state; the Job holds
+    them, sets up what they share (the facts, the machine's state, the process) and is the
+    API. The rooms see the Job as this class: without Job's facts read as attributes (whose
+    __getattr__ would make any misspelt attribute an Any for mypy), every name they use of it
+    is checked."""
+
     def __init__(
         self,
         cmd: Sequence[str],
@@ -228,14 +163,18 @@ class Job(JobActions, JobMessages, JobEnd):
         self.stdin: Optional[Any] = None  # a writable binary file with stdin="pipe"
         self.stdout = ChunkStream("stdout") if raw else None
         self.stderr = ChunkStream("stderr") if raw else None
-        self._outbox: collections.deque[Any] = collections.deque()  # job.send() before any hello
         self.crash_file = os.path.join(self.dir, "crash.txt")
-        self._callbacks: list[Callable[[dict[str, Any]], None]] = [on_event] if on_event else []
-        # for events() / next_event(); events=False: nobody will read them (run --transparent
-        # waits for the report only), so no event is kept and an output line with no
-        # listener makes none
-        self._events: Optional[EventQueue] = EventQueue(EVENT_QUEUE) if events else None
-        self._done = threading.Event()
+        # The events, to listeners and for events() / next_event(); events=False: nobody will
+        # read them (run --transparent waits for the report only), so no event is kept and an
+        # output line with no listener makes none.
+        self.publisher = Publisher(
+            self.hub, events, on_event, lambda text: self.output.write_log(text)
+        )
+        self.outbox = Outbox()  # job.send() before the lead's hello
+        # The rooms: each a part that reads and moves the job's state set up here.
+        self.actions = Actions(self)  # the machine's events and actions, timers, signals
+        self.messages = Messages(self)  # worker messages, the lead, replies
+        self.ending = Ending(self)  # exit, drain, snapshot, report
         self.report: Optional[Report] = None
 
         # One clock read for the machine's start and the report's: two reads with a slow step
@@ -246,7 +185,9 @@ class Job(JobActions, JobMessages, JobEnd):
         t0 = time.monotonic() if spawned_at is None else spawned_at
         self.m = machine.initial(config, t0)
         self._unrouted_at_start = self.hub.unrouted  # the report shows what came meanwhile
-        self.channel = Channel(self.hub, self.id, self.key, self._on_message, self._on_refused)
+        self.channel = Channel(
+            self.hub, self.id, self.key, self.messages.on_message, self.messages.on_refused
+        )
         # Facts for the report, gathered as they come (bridge/job_facts.py).
         self.facts = job_facts.initial(
             self.id, self.cmd, log_path, t0, time.time() - (time.monotonic() - t0), tail_lines
@@ -259,41 +200,22 @@ class Job(JobActions, JobMessages, JobEnd):
             log_path,
             log_timestamps,
             lambda stream: self.stdout if stream == "stdout" else self.stderr,
-            self._publish,
-            self._step,
+            self.publisher.publish,
+            self.actions.step,
             lambda: self.m["state"] == "stalled",
-            lambda: self._events is not None or bool(self._callbacks),
-            self._publish_all,
+            self.publisher.wanted,
+            self.publisher.publish_all,
         )
-        self.leads = Leads()  # who speaks for the job
-        self._remote = False  # remote_env() was asked: other hosts' ranks may join
-        self._signal_dump_at: Optional[int] = None  # crash file size when SIGUSR1 went
-        # The hang's dump_stacks (its seqs) and the ranks that answered it; the pids the
-        # per-rank fallback (bridge/rankdumps.py) sent SIGUSR2 already.
-        self._hang_seqs: range = range(0)
-        self._hang_answered: set[bytes] = set()
-        self._fallback_pids: Optional[set[int]] = None
+        self.election = Leads()  # who speaks for the job
+        self.remote_ranks = False  # remote_env() was asked: other hosts' ranks may join
+        self.asks = Asks()  # commands that await an answer: callers', the hang's, the cancel
+        self.dumps = SignalDumps(self.crash_file)  # the signal dumps in the crash file
         self.last_message_t: Optional[float] = None
-        self._oom_before: Optional[int] = None
-        self._snapshot_thread: Optional[threading.Thread] = None
-        self._dump_seq: Optional[int] = None
-        # The in-band cancel in flight: its command seqs (the answer goes to facts["cancel"]).
-        self._cancel_seqs: range = range(0)
-        # While stalled: the current diagnosis from a cheap look.
-        self.live_diagnosis: Optional[dict[str, Any]] = None
-        self._live_t: Optional[float] = None
-        self._live_mark: Optional[dict[str, Any]] = None
-        self._pending_dumps: dict[int, list[Any]] = {}  # command seq -> [held Lock, reply]
+        self.hang_snapshot = Snapshot()  # the hang's evidence, gathered on a thread of its own
+        self.live = LiveDiagnosis()  # while stalled: the current diagnosis from a cheap look
         self.live_status = LiveStatus(t0)  # the lead's stages and progress, judged (job_status)
-        self._pidfd: Optional[int] = None
-        self._drain_started: Optional[float] = None
-        self._tree_next = 0.0
-        # The look at a startup, heartbeat or stall deadline (machine "look"): the first
-        # sample and when the second is due (bridge/look.py)
-        self._look: Optional[dict[str, Any]] = None  # {"reason", "sample"}
-        # The lead's heartbeats: its `work` count and where its main thread was (look.heard)
-        self._heard: dict[str, Any] = {}
-        self._look_due: Optional[float] = None
+        self.exit_watch = ExitWatch(self.hub)  # the process's end: pidfd, OOM count before
+        self.deadline_look = Look()  # the look at a startup, heartbeat or stall deadline
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.pid: Optional[int] = None
         self.tree: Optional[launcher.Tree] = None
@@ -319,12 +241,12 @@ class Job(JobActions, JobMessages, JobEnd):
         local process tree (docs/PROTOCOL.md "Other hosts"). No client pid (it names no
         process over there) and no crash file (a path of this host). Raises ValueError for a
         loopback address, which other hosts cannot reach, and for one this host does not have."""
-        from trainbridge.bridge import remote
+        from trainbridge.bridge import listen, remote
 
-        remote.check_address(address)
+        listen.check_address(address)
         remote.check_local(address)
         endpoint, server_key = self.hub.listen(address, port)
-        self._remote = True
+        self.remote_ranks = True
         out = jobenv.variables(endpoint, self.id, self.key, "", self.m["config"], None)
         del out["TRAINBRIDGE_CRASH_FILE"]
         out["TRAINBRIDGE_SERVER_KEY"] = server_key
@@ -332,8 +254,11 @@ class Job(JobActions, JobMessages, JobEnd):
 
     # --- start (caller's thread) ----------------------------------------------------------
     def start(
-        self, proc: Any = None, read_pipes: bool = True, stop: Optional[tuple[str, str]] = None
-    ) -> Job:
+        self: _Self,
+        proc: Any = None,
+        read_pipes: bool = True,
+        stop: Optional[tuple[str, str]] = None,
+    ) -> _Self:
         """Spawn the command, or supervise `proc`, a Popen already started with this
         job's environment (ident given, stdout and stderr pipes). Without `read_pipes`
         the caller reads proc's pipes and hands every chunk to feed_output(). `stop`:
@@ -343,6 +268,11 @@ class Job(JobActions, JobMessages, JobEnd):
 
         def register() -> None:
             self.hub.add_job(self)
+            # What the process says before _attach is held and handed over there, in order:
+            # a hello judged before this thread recorded the pid (a loaded machine can hold
+            # it that long after the fork) was taken for a stranger's, and all the job said
+            # was refused.
+            self.hub.expect(self.id)
             registered.set()
 
         self.hub.call(register)
@@ -373,7 +303,7 @@ class Job(JobActions, JobMessages, JobEnd):
         return self
 
     def _attach(self, proc: subprocess.Popen[bytes], read_pipes: bool = True) -> None:
-        if self._done.is_set():  # failed (internal) between spawn and here: nothing may run on
+        if self.done():  # failed (internal) between spawn and here: nothing may run on
             launcher.Tree(proc.pid, self.id).signal(signals.SIGKILL)
             try:
                 proc.wait(timeout=5)
@@ -384,14 +314,9 @@ class Job(JobActions, JobMessages, JobEnd):
         if self.tree is None:
             self.tree = launcher.Tree(proc.pid, self.id)
         self.output.attach(proc, read_pipes, owner=self)  # without read_pipes: feed_output()
-        self._oom_before = oom.oom_kill_count(proc.pid)
-        self._pidfd = launcher.open_pidfd(proc.pid)
-        if self._pidfd is not None:
-            self.hub.add_fd(self._pidfd, self._on_exit_ready, owner=self)
-        else:
-            launcher.watch_exit_in_thread(proc, lambda: self.hub.call(self._on_exit_ready))
-        self._publish({"event": "spawn", "pid": proc.pid, "command": list(self.cmd)})
-        self._publish({"event": "state", "state": self.m["state"]})
+        self.exit_watch.start(proc, self.ending.on_exit_ready, owner=self)
+        self.publisher.publish({"event": "spawn", "pid": proc.pid, "command": list(self.cmd)})
+        self.publisher.publish({"event": "state", "state": self.m["state"]})
         self.hub.release_early(self)  # a process spawned before its job: what it said meanwhile
 
     def no_worker(self, reason: str) -> None:
@@ -399,7 +324,9 @@ class Job(JobActions, JobMessages, JobEnd):
         bind the endpoint its process was given): the job does not wait for a hello, and
         its report says why."""
         self.hub.call(
-            lambda: self._step({"type": "no_worker", "t": time.monotonic(), "reason": reason})
+            lambda: self.actions.step(
+                {"type": "no_worker", "t": time.monotonic(), "reason": reason}
+            )
         )
 
     def feed_output(self, stream: str, chunk: bytes) -> None:
@@ -423,8 +350,14 @@ class Job(JobActions, JobMessages, JobEnd):
         name: Optional[str] = self.facts["stages"][-1]["name"] if self.facts["stages"] else None
         return name
 
+    @property
+    def live_diagnosis(self) -> Optional[dict[str, Any]]:
+        """While stalled: the current diagnosis from a cheap look ({kind, frame, summary,
+        hint, idle_s}, as the last "stalled" event said), else None before any stall."""
+        return self.live.current
+
     def done(self) -> bool:
-        return self._done.is_set()
+        return self.ending.finished.is_set()
 
     def status(self) -> dict[str, Any]:
         """A snapshot for a GUI: state, pid, elapsed_s, stages (open, outermost first),
@@ -434,7 +367,7 @@ class Job(JobActions, JobMessages, JobEnd):
 
     def wait(self, timeout: Optional[float] = None) -> Optional[Report]:
         """Block until the job ended and its report is built; None on timeout."""
-        if not self._done.wait(timeout):
+        if not self.ending.finished.wait(timeout):
             return None
         return self.report
 
@@ -443,19 +376,7 @@ class Job(JobActions, JobMessages, JobEnd):
         `reason` is echoed in the report's "cancel"; a worker that cannot interrupt the
         script (SIGINT ignored) says so, and SIGTERM follows at once."""
 
-        self.hub.call(lambda: self._ask_cancel(grace, reason or "cancelled by the client"))
-
-    def _ask_cancel(self, grace: Optional[float], reason: str, **by: Any) -> None:
-        """cancel() on the I/O thread; `by` says who asked, when not the client."""
-        if self.facts["cancel"] is None:
-            self.facts["cancel"] = {
-                "reason": reason,
-                "accepted": None,
-                "refused": None,
-                "traceback": None,
-                **by,
-            }
-        self._step({"type": "cancel", "t": time.monotonic(), "grace": grace})
+        self.hub.call(lambda: self.actions.ask_cancel(grace, reason or "cancelled by the client"))
 
     def note_user_signal(self, name: str, reason: str) -> None:
         """The user sent the process `name` (SIGINT/SIGTERM/SIGHUP) outside cancel(), as
@@ -474,7 +395,7 @@ class Job(JobActions, JobMessages, JobEnd):
                     "by": "signal",
                     "signal": name,
                 }
-            self._step({"type": "user_signal", "t": time.monotonic(), "signal": name})
+            self.actions.step({"type": "user_signal", "t": time.monotonic(), "signal": name})
 
         self.hub.call(note)
 
@@ -502,7 +423,7 @@ class Job(JobActions, JobMessages, JobEnd):
             if seq is None:
                 box[0].release()  # no worker said hello: nobody to ask
             else:
-                self._pending_dumps[seq] = box
+                self.asks.caller(seq, box)
 
         self.hub.call(ask)
         box[0].acquire(True, timeout)
@@ -515,44 +436,52 @@ class Job(JobActions, JobMessages, JobEnd):
         the worker said hello (at most OUTBOX_LIMIT). Raises ValueError when too large
         and RuntimeError when the job ended or the outbox is full."""
         check_message(data, self.key, self.id)
-        if self._done.is_set():
+        if self.done():
             raise RuntimeError(f"job.send: job {self.id} has ended")
-        if self.leads.lead is None and len(self._outbox) >= OUTBOX_LIMIT:
-            raise RuntimeError(
-                f"job.send: {OUTBOX_LIMIT} messages wait for the worker's "
-                "hello; does the script import trainbridge.worker?"
-            )
-        self._outbox.append(data)
-        self.hub.call(self._send_outbox)
-
-    def _send_outbox(self) -> None:
-        lead = self.leads.lead
-        if lead is None or self._done.is_set():
-            return  # sent once the lead said hello
-        while self._outbox:
-            self.channel.send_to(lead, "user", {"data": self._outbox.popleft()})
+        self.outbox.hold(data, lead_present=self.election.lead is not None)
+        self.hub.call(self.messages.send_outbox)
 
     def add_listener(self, callback: Callable[[dict[str, Any]], None]) -> None:
         """Call `callback(event)` on the I/O thread for every later event (keep it short)."""
-        self.hub.call(lambda: self._callbacks.append(callback))
+        self.hub.call(lambda: self.publisher.add(callback))
 
     def events(self, timeout: Optional[float] = None) -> Iterator[dict[str, Any]]:
         """Events since the job started, in order, until "end". One consumer at a time; a
         consumer that falls EVENT_QUEUE behind gets a "dropped" event instead of the oldest.
         With a timeout, the iteration stops when no event came for that long."""
-        return self._queue().events(timeout)
+        return self.publisher.queue().events(timeout)
 
     def next_event(self, timeout: Optional[float] = 0) -> Optional[dict[str, Any]]:
         """The next event from the job's queue, waiting up to `timeout` (None: forever)."""
-        return self._queue().next_event(timeout)
+        return self.publisher.queue().next_event(timeout)
 
-    def _queue(self) -> EventQueue:
-        if self._events is None:
-            raise RuntimeError(
-                "this Job was made with events=False, so it keeps no events: make it with "
-                "events=True (the default) to read events() / next_event(), or pass on_event"
-            )
-        return self._events
+    @property
+    def unrouted(self) -> int:
+        """Messages for no job of this client while this job ran (docs/PROTOCOL.md 8)."""
+        return self.hub.unrouted - self._unrouted_at_start
+
+    # --- the hub's calls (I/O thread; hold: any thread), handled by the rooms -------------
+    def next_wakeup(self) -> Optional[float]:
+        return self.actions.next_wakeup()
+
+    def tick(self, now: float) -> None:
+        self.actions.tick(now)
+
+    def paused(self, seconds: float) -> None:
+        self.actions.paused(seconds)
+
+    def hold(self, held: bool) -> None:
+        """The job's processes wait in another scheduler's queue (held: a Slurm job PENDING)
+        or no longer do: its start-up and stall deadlines wait meanwhile. Any thread."""
+        self.actions.hold(held)
+
+    def fail_internal(self, exc: BaseException) -> None:
+        self.ending.fail_internal(exc)
+
+
+class Job(JobCore):
+    """A supervised job, as launch() returns it: JobCore's API, and the facts record's values
+    read as attributes."""
 
     def __getattr__(self, name: str) -> Any:
         """job.exit_code, job.progress, job.stages, ...: the facts record's values, read as
@@ -562,52 +491,6 @@ class Job(JobActions, JobMessages, JobEnd):
         if facts is None or key not in facts:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return facts[key]
-
-    @property
-    def unrouted(self) -> int:
-        """Messages for no job of this client while this job ran (docs/PROTOCOL.md 8)."""
-        return self.hub.unrouted - self._unrouted_at_start
-
-    # --- I/O thread: publishing -----------------------------------------------------------
-    def _publish(self, event: dict[str, Any]) -> None:
-        event.setdefault("t", time.time())
-        self._publish_all([event])
-
-    def _publish_all(self, events: list[dict[str, Any]]) -> None:
-        """Queue the events for events() and hand each to every listener, in order, with one
-        lock for the lot (a `logs` batch holds up to 256 records)."""
-        self.hub.io_only("a job's publish")
-        if self._events is not None:
-            self._events.put_all(events)
-        for event in events:  # each event to every listener before the next event
-            for callback in list(self._callbacks):
-                try:
-                    callback(event)
-                except Exception as exc:  # noqa: BLE001 - a listener's bug must not kill supervision
-                    self._callbacks.remove(callback)
-                    self.output.write_log(
-                        f"[trainbridge] event listener {callback!r} failed and was "
-                        f"removed: {type(exc).__name__}: {exc}"
-                    )
-
-    def _publish_records(
-        self, rank: int, records: list[dict[str, Any]], sender: dict[str, Any]
-    ) -> None:
-        """_publish() each record of a `logs` batch as its own `log` message event, with one
-        clock read and one lock for the batch (a batch holds up to 256 records)."""
-        t = time.time()
-        events = [
-            {
-                "event": "message",
-                "kind": "log",
-                "rank": rank,
-                "body": record,
-                "t": t,
-                "sender": sender,
-            }
-            for record in records
-        ]
-        self._publish_all(events)
 
 
 def check_message(data: Any, key: bytes = b"k" * 32, job_id: str = "size-check") -> None:
@@ -673,16 +556,7 @@ def launch(
         "kill_grace": kill_grace,
         **machine_config,
     }
-    check_arguments(
-        cmd,
-        cwd=cwd,
-        env=env,
-        config=config,
-        log_path=log_path,
-        on_event=on_event,
-        stop_on_nan=stop_on_nan,
-    )
-    job = Job(
+    job = Job(  # Job checks the arguments (check_arguments) before anything exists
         cmd,
         cwd=cwd,
         env=env,

@@ -1,9 +1,11 @@
 """A Job and its state machine: machine events in, the machine's actions performed (state
 events, snapshots, stack dumps, the in-band cancel, signals, drain, finish); the hub's timer
-calls (next_wakeup, tick); the look for a loaded worker before any hello; the live diagnosis
-while stalled. Part of bridge.job.Job (a mixin: the attributes it uses are set up in
-Job.__init__). The one implementation: a Node job's deadlines and live diagnosis are these,
-through bridge/jobserve.py."""
+calls (next_wakeup, tick); the look for a loaded worker before any hello. The deadline's
+look, the live diagnosis while stalled, the asks and the signal dumps are parts of their own
+(job_look, job_live, job_asks, job_dumps) that this room drives. A part of bridge.job.Job
+(job.actions): it owns when the process tree is next read, and reads and moves the rest of
+the job's state through the Job it is given. The one implementation: a Node job's deadlines
+and live diagnosis are these, through bridge/jobserve.py."""
 
 from __future__ import annotations
 
@@ -13,27 +15,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional, cast
 
-from trainbridge.bridge import (
-    diagnosis,
-    evidence,
-    launcher,
-    look,
-    machine,
-    procfs,
-    rankdumps,
-    ranks,
-    ranks_hang,
-    report_files,
-)
+from trainbridge.bridge import launcher, machine, procfs
 
 if TYPE_CHECKING:
     from collections import deque
 
-    from trainbridge.bridge.job import JobHost
-else:
-    JobHost = object  # mypy's view of the Job this room is part of; a plain class at run time
+    from trainbridge.bridge.job import JobCore
 
-LIVE_DIAGNOSIS_S = 2.0  # while stalled, the live diagnosis is refreshed at most this often
 TREE_REFRESH_S = 1.0  # how often the process tree is re-read while the job runs
 # ... plus this much per job the hub serves: each refresh scans all of /proc, so a round
 # over every job costs jobs x processes and saturated the I/O thread at 200 jobs. The tree
@@ -48,12 +36,16 @@ if hasattr(signals, "SIGUSR2"):
     SIGNALS["SIGUSR2"] = signals.SIGUSR2
 
 
-class JobActions(JobHost):
-    """Job's machine room (I/O thread)."""
+class Actions:
+    """Job's machine room (I/O thread): job.actions."""
 
-    def _step(self, event: dict[str, Any]) -> None:
-        self.hub.io_only("a job's machine step")
-        self.m, actions = machine.step(self.m, event)
+    def __init__(self, job: JobCore) -> None:
+        self.job = job
+        self._tree_next = 0.0  # when the process tree is next re-read (_due)
+
+    def step(self, event: dict[str, Any]) -> None:
+        self.job.hub.io_only("a job's machine step")
+        self.job.m, actions = machine.step(self.job.m, event)
         for action in actions:
             self._perform(action)
 
@@ -61,87 +53,96 @@ class JobActions(JobHost):
         """One action of the machine's, by its kind (ACTIONS)."""
         ACTIONS[action["do"]](self, action)
 
+    def ask_cancel(self, grace: Optional[float], reason: str, **by: Any) -> None:
+        """job.cancel() on the I/O thread; `by` says who asked, when not the client (the
+        health rule, stop_on_nan)."""
+        facts = self.job.facts
+        if facts["cancel"] is None:
+            facts["cancel"] = {
+                "reason": reason,
+                "accepted": None,
+                "refused": None,
+                "traceback": None,
+                **by,
+            }
+        self.step({"type": "cancel", "t": time.monotonic(), "grace": grace})
+
     def _do_state(self, action: dict[str, Any]) -> None:
         """The job's state changed: said in the feed, with the judged status; a stall is
         looked at at once."""
-        self._publish({"event": "state", "state": action["state"]})
-        self._publish_status()
+        self.job.publisher.publish({"event": "state", "state": action["state"]})
+        self.publish_status()
         if action["state"] == "stalled":
-            self._live_diagnose(force=True)
+            self.live_diagnose(force=True)
 
     def _do_snapshot(self, action: dict[str, Any]) -> None:
         """A hang: said in the feed, and the evidence gathered (on a thread of its own)."""
-        hang = self.m["hang"] or {}
-        self._publish({"event": "hang", "reason": action["reason"], "stage": hang.get("stage")})
-        self._start_snapshot()
+        hang = self.job.m["hang"] or {}
+        self.job.publisher.publish(
+            {"event": "hang", "reason": action["reason"], "stage": hang.get("stage")}
+        )
+        self.job.ending.start_snapshot()
 
     def _do_dump_stacks(self, action: dict[str, Any]) -> None:
-        """Ask every process of the job for its stacks, in band; the seqs asked are the hang's
-        (their answers count as answered: _fallback_dumps)."""
-        first = self.channel.seq + 1
-        self._dump_seq = self.channel.command("dump_stacks")
-        self._hang_seqs = range(first, (self._dump_seq or first - 1) + 1)
+        """Ask every process of the job for its stacks, in band: the hang's ask (job_asks)."""
+        first = self.job.channel.seq + 1
+        self.job.asks.hang_dump(first, self.job.channel.command("dump_stacks"))
 
     def _do_cancel(self, action: dict[str, Any]) -> None:
         """The in-band cancel, with the user's reason; its seqs await the lead's answer."""
-        first = self.channel.seq + 1
-        reason = (self.facts["cancel"] or {}).get("reason") or "cancelled by the client"
-        last = self.channel.command("cancel", {"reason": reason})
-        self._cancel_seqs = range(first, last + 1) if last is not None else range(0)
+        first = self.job.channel.seq + 1
+        reason = (self.job.facts["cancel"] or {}).get("reason") or "cancelled by the client"
+        self.job.asks.cancel(first, self.job.channel.command("cancel", {"reason": reason}))
 
     def _do_signal(self, action: dict[str, Any]) -> None:
         """A signal, recorded and said in the feed. SIGUSR1 (Python's dump) goes to every
         process that offered it and their fork workers; SIGUSR2 (the C dump) only to those
         whose SIGUSR1 did not answer; any other to the whole tree."""
         name = action["signal"]
-        self.facts["signals_sent"].append(name)
-        self._publish({"event": "signal", "signal": name})
+        self.job.facts["signals_sent"].append(name)
+        self.job.publisher.publish({"event": "signal", "signal": name})
         if name == "SIGUSR1":
-            self._signal_dump_at = report_files.crash_file_size(self.crash_file)
-            for pid in self.facts["dump_pids"]:
+            self.job.dumps.sigusr1_sent()
+            for pid in self.job.facts["dump_pids"]:
                 launcher.signal_process(pid, signals.SIGUSR1)
             # Their fork workers (a DataLoader's) inherited the handler and the crash
             # file but say no hello: their own stacks come the same way.
-            said_hello = {p["pid"] for p in self.facts["ranks"]["procs"].values()}
-            dump_pids = [pid for pid in self.facts["dump_pids"] if isinstance(pid, int)]
+            said_hello = {p["pid"] for p in self.job.facts["ranks"]["procs"].values()}
+            dump_pids = [pid for pid in self.job.facts["dump_pids"] if isinstance(pid, int)]
             for pid in procfs.forked_copies(dump_pids, signals.SIGUSR1, said_hello):
                 launcher.signal_process(pid, signals.SIGUSR1)
         elif name == "SIGUSR2":
-            # Only to the processes whose SIGUSR1 handler did not answer: Python runs
-            # in the others, and the C dump would race it (worker/hooks.py).
-            answered = report_files.signal_dumped_pids(self.crash_file, self._signal_dump_at)
-            for pid in self.facts["native_dump_pids"]:
-                if pid not in answered and pid not in (self._fallback_pids or ()):
-                    launcher.signal_process(pid, SIGNALS[name])
-        elif self.tree is not None:
-            self.tree.signal(SIGNALS[name])
+            for pid in self.job.dumps.sigusr2_due(self.job.facts["native_dump_pids"]):
+                launcher.signal_process(pid, SIGNALS[name])
+        elif self.job.tree is not None:
+            self.job.tree.signal(SIGNALS[name])
 
     def _do_look(self, action: dict[str, Any]) -> None:
         self._start_look(action["reason"])
 
     def _do_drain(self, action: dict[str, Any]) -> None:
-        self._drain()
+        self.job.ending.drain()
 
     def _do_finish(self, action: dict[str, Any]) -> None:
-        self._finish()
+        self.job.ending.finish()
 
-    def _publish_status(self) -> None:
+    def publish_status(self) -> None:
         """The feed's `status` event: the judge's snapshot (bridge/status.py), which every
         face renders as it is (docs/CLIENT.md "The status event")."""
-        self.live_status.published(time.monotonic())
-        self._publish({"event": "status", "status": self.status()})
-        if self.sample_resources and self.pid and self.m["exit"] is None:
-            self.hub.resources.due(self.id, self.pid, self._sampled)
+        self.job.live_status.published(time.monotonic())
+        self.job.publisher.publish({"event": "status", "status": self.job.status()})
+        if self.job.sample_resources and self.job.pid and self.job.m["exit"] is None:
+            self.job.hub.resources.due(self.job.id, self.job.pid, self._sampled)
 
     def _sampled(self, sample: dict[str, Any]) -> None:
         """A sample of the job's tree (bridge/resources.py; its thread): published as a
         `resources` event on the I/O thread, unless the job ended meanwhile."""
 
         def publish() -> None:
-            if self.m["exit"] is None:
-                self._publish({"event": "resources", **sample})
+            if self.job.m["exit"] is None:
+                self.job.publisher.publish({"event": "resources", **sample})
 
-        self.hub.call(publish)
+        self.job.hub.call(publish)
 
     def _due(
         self, now: float
@@ -152,19 +153,19 @@ class JobActions(JobHost):
         drain ends, `now` once the pipes are done; when the process tree is next re-read,
         only while the job runs and does not drain). The machine's own deadline is read
         apart, after the work above, which may move it."""
-        if self._drain_started is not None:
+        if self.job.ending.drain_started is not None:
             wait = machine.drain_wait(
-                pipes_open=self.output.open,
-                since_drain_s=now - self._drain_started,
-                bye=self.facts["bye"] is not None,
+                pipes_open=self.job.output.open,
+                since_drain_s=now - self.job.ending.drain_started,
+                bye=self.job.facts["bye"] is not None,
                 # This hub has no end notices; it read every message queued at the exit.
                 connections_ended=False,
                 notice_due=False,
-                quiet_s=now - max(self.last_message_t or 0.0, self.facts["ended"] or 0.0),
+                quiet_s=now - max(self.job.last_message_t or 0.0, self.job.facts["ended"] or 0.0),
             )
-            return self.channel.held, now + wait, None
-        tree = self._tree_next if self.m["exit"] is None else None
-        return self.channel.held, None, tree
+            return self.job.channel.held, now + wait, None
+        tree = self._tree_next if self.job.m["exit"] is None else None
+        return self.job.channel.held, None, tree
 
     def hold(self, held: bool) -> None:
         """The job's processes wait in another scheduler's queue (held: a Slurm job PENDING)
@@ -172,132 +173,112 @@ class JobActions(JobHost):
         Any thread."""
 
         def step() -> None:
-            if self.proc is not None and not self._done.is_set():
-                self._step({"type": "held", "t": time.monotonic(), "held": bool(held)})
+            if self.job.proc is not None and not self.job.done():
+                self.step({"type": "held", "t": time.monotonic(), "held": bool(held)})
 
-        self.hub.call(step)
+        self.job.hub.call(step)
 
     def paused(self, seconds: float) -> None:
         """The hub did not run for `seconds` (machine.py "paused")."""
-        if self.proc is not None and not self._done.is_set():
-            self._step({"type": "paused", "t": time.monotonic(), "paused_s": seconds})
+        if self.job.proc is not None and not self.job.done():
+            self.step({"type": "paused", "t": time.monotonic(), "paused_s": seconds})
 
     def next_wakeup(self) -> Optional[float]:
-        if self.proc is None or self._done.is_set():
+        if self.job.proc is None or self.job.done():
             return None
         now = time.monotonic()
         held, drain, tree = self._due(now)
-        status = self.live_status.next_at if self.m["exit"] is None else None
-        times = [machine.next_deadline(self.m), drain, tree, status, self._look_due]
+        status = self.job.live_status.next_at if self.job.m["exit"] is None else None
+        look = self.job.deadline_look.due
+        times = [
+            machine.next_deadline(self.job.m),
+            drain,
+            tree,
+            status,
+            look,
+            self.job.ending.due(),
+        ]
         if held:
             times.append(now + SEND_RETRY_S)
         return min((t for t in times if t is not None), default=None)
 
     def tick(self, now: float) -> None:
-        if self.proc is None or self._done.is_set():
+        if self.job.proc is None or self.job.done():
+            return
+        if self.job.ending.tick(now):  # the end waits for its leftovers: nothing else is due
             return
         held, drain, tree = self._due(now)
         if held:
-            self.channel.flush()
-        if self.m["exit"] is None and now >= self.live_status.next_at:
-            self._publish_status()
+            self.job.channel.flush()
+        if self.job.m["exit"] is None and now >= self.job.live_status.next_at:
+            self.publish_status()
         if drain is not None and now >= drain:
-            self._drain_started = None
-            self.output.close_pipes()
-            self._step({"type": "drained", "t": now})
+            self.job.ending.drained(now)
             return
-        if self._look_due is not None and now >= self._look_due:
+        if self.job.deadline_look.due is not None and now >= self.job.deadline_look.due:
             self._end_look(now)
         if tree is not None and now >= tree:
-            # One /proc read for all jobs. Not None: _attach sets it with self.proc (see above).
-            cast(launcher.Tree, self.tree).refresh(max_age=launcher.SHARED_TABLE_S)
-            self._check_lead_alive(now)
-            self._tree_next = now + TREE_REFRESH_S + TREE_REFRESH_PER_JOB_S * len(self.hub.jobs)
-            if not self.m["hello"] and self.m.get("loaded_t") is None:
+            # One /proc read for all jobs. Not None: Job._attach sets it with the process.
+            cast(launcher.Tree, self.job.tree).refresh(max_age=launcher.SHARED_TABLE_S)
+            self.job.messages.check_lead_alive(now)
+            self._tree_next = now + TREE_REFRESH_S + TREE_REFRESH_PER_JOB_S * len(self.job.hub.jobs)
+            if not self.job.m["hello"] and self.job.m.get("loaded_t") is None:
                 self._check_loaded(now)
-        deadline = machine.next_deadline(self.m)
+        deadline = machine.next_deadline(self.job.m)
         if deadline is not None and now >= deadline:
-            ending = self.m["ending"]
+            ending = self.job.m["ending"]
             if (
                 ending is not None
                 and ending["step"] == "signal_dump"
-                and self.facts["lead_pid"]
-                in report_files.signal_dumped_pids(self.crash_file, self._signal_dump_at)
+                and self.job.facts["lead_pid"] in self.job.dumps.answered()
             ):
-                self._step({"type": "signal_dumped", "t": now})
+                self.step({"type": "signal_dumped", "t": now})
             if ending is not None and ending["step"] == "signal_dump":
-                self._rank_dumps_fallback()
-            self._step({"type": "timer", "t": now})
+                # Each local rank that did not answer the hang's dump_stacks: its stack from
+                # its own signal dump (job_dumps).
+                native = self.job.facts["native_dump_pids"]
+                self.job.dumps.fallback(
+                    self.job.facts["ranks"], self.job.asks.hang_answered, native
+                )
+            self.step({"type": "timer", "t": now})
 
     def _output_lines(self) -> int:
-        return int(self.facts["lines"]["stdout"]) + int(self.facts["lines"]["stderr"])
+        return int(self.job.facts["lines"]["stdout"]) + int(self.job.facts["lines"]["stderr"])
 
     def _sample(self, now: float) -> dict[str, Any]:
-        lead = self.facts["lead_pid"] or self.pid
+        lead = self.job.facts["lead_pid"] or self.job.pid
         # Not None: both callers (_start_look, _end_look) return first while it is.
-        return procfs.tree_sample(cast(int, self.pid), self._output_lines(), now, lead=lead)
+        return procfs.tree_sample(cast(int, self.job.pid), self._output_lines(), now, lead=lead)
 
     def _start_look(self, reason: str) -> None:
-        """A startup, heartbeat or stall deadline passed: sample the job's tree now and again LOOK_S
-        later (machine.py "look"; the verdict is bridge/look.py's)."""
-        if self.pid is None:
+        """A startup, heartbeat or stall deadline passed: sample the job's tree now and again
+        LOOK_S later (machine.py "look"; job_look keeps it, bridge/look.py judges it)."""
+        if self.job.pid is None:
             return  # no process: the look's own deadline decides
         now = time.monotonic()
-        self._look = {"reason": reason, "sample": self._sample(now)}
-        self._look_due = now + machine.LOOK_S
+        self.job.deadline_look.start(reason, self._sample(now), now)
 
     def _end_look(self, now: float) -> None:
-        asked, self._look, self._look_due = self._look, None, None
-        if asked is None or self.pid is None or self.m["exit"] is not None:
+        asked = self.job.deadline_look.take()
+        if asked is None or self.job.pid is None or self.job.m["exit"] is not None:
             return
-        reason, after = asked["reason"], self._sample(now)
-        if reason == "stall" and self.m["last_activity_t"] is not None:
-            start = self.m["last_activity_t"]
-            wheres = look.stall_wheres(self._heard.get("wheres") or [], start)
-            after.update({"from": start, "wheres": wheres})
-        verdict = look.judge(reason, asked["sample"], after)
+        reason = asked["reason"]
+        verdict = self.job.deadline_look.judge(
+            asked, self._sample(now), self.job.m["last_activity_t"]
+        )
         if verdict["working"]:  # said before the machine moves on: faces show why it waits
-            timeout = self.m["config"][f"{reason}_timeout"]
+            timeout = self.job.m["config"][f"{reason}_timeout"]
             event = LOOKED_EVENTS[reason]
-            self._publish({"event": event, "why": verdict["why"], "for_s": timeout})
+            self.job.publisher.publish({"event": event, "why": verdict["why"], "for_s": timeout})
         looked = {"type": "looked", "t": now, "reason": reason, "working": verdict["working"]}
         if "since" in verdict:
             looked["since"] = verdict["since"]
-        self._step(looked)
-
-    def _rank_dumps_fallback(self) -> None:
-        """After SIGUSR1 at hang time: each local rank that did not answer the hang's
-        dump_stacks gets its stack into `ranks` from its SIGUSR1 dump, else from SIGUSR2
-        (bridge/rankdumps.py), once."""
-        if self._fallback_pids is not None or not self.crash_file:
-            return
-        self._fallback_pids = set()
-        sections = rankdumps.sigusr1_sections(
-            rankdumps.read_from(self.crash_file, self._signal_dump_at or 0)
-        )
-        state = self.facts["ranks"]
-        for key, p in list(state["procs"].items()):
-            pid = p["pid"]
-            if (
-                p["world_size"] is None
-                or p.get("addr")  # another host's: no signal goes there
-                or p["exit"] is not None
-                or key.encode("ascii", "replace") in self._hang_answered
-                or not isinstance(pid, int)
-            ):
-                continue
-            text = sections.get(pid)
-            if text is None and pid in self.facts["native_dump_pids"] and "SIGUSR2" in SIGNALS:
-                # Not in signals_sent: that list is the lead's escalation (a SIGUSR2 there
-                # means the lead's Python was silent); the dump shows in the crash file.
-                self._fallback_pids.add(pid)
-
-                def send_sigusr2(q: int) -> None:  # native_dump's `send` returns nothing
-                    launcher.signal_process(q, SIGNALS["SIGUSR2"])
-
-                text = rankdumps.native_dump(self.crash_file, pid, send_sigusr2)
-            if text:
-                ranks.observe(state, key, "signal_dump", {"stacks": text}, p["last_beat"])
+        hang = self.job.m["hang"]
+        self.step(looked)
+        if hang is None and (self.job.m["hang"] or {}).get("reason") == reason:
+            # The look made it a hang: the report says what it saw (report["look"]). A look
+            # the machine no longer heeds (the job spoke meanwhile) is not the job's.
+            self.job.facts["look"] = {"reason": reason, "why": verdict["why"]}
 
     def _check_loaded(self, now: float) -> None:
         """Before any hello: has the worker loaded in the launched process? Its stage box
@@ -305,86 +286,48 @@ class JobActions(JobHost):
         right after would otherwise be seen only at the startup timeout.
         The box's mtime says when; /proc's SigCgt whether SIGUSR1 has a handler (the
         faulthandler dump the worker registers at import), so it may be sent."""
-        if not self.crash_file or self.pid is None:
+        if not self.job.crash_file or self.job.pid is None:
             return
         try:
-            mtime = os.stat(f"{self.crash_file}.stages.{self.pid}").st_mtime
+            mtime = os.stat(f"{self.job.crash_file}.stages.{self.job.pid}").st_mtime
         except OSError:
             return
         loaded = min(now, now - (time.time() - mtime))
         # SIGUSR2 (faulthandler's C dump, registered at import) too: a GIL held before hello
         # leaves SIGUSR1's Python handler unable to run; the native dump still answers.
-        native = procfs.catches(self.pid, signals.SIGUSR2) and "SIGUSR2" in SIGNALS
-        if native and self.pid not in self.facts["native_dump_pids"]:
-            self.facts["native_dump_pids"].append(self.pid)
-        self._step(
+        native = procfs.catches(self.job.pid, signals.SIGUSR2) and "SIGUSR2" in SIGNALS
+        if native and self.job.pid not in self.job.facts["native_dump_pids"]:
+            self.job.facts["native_dump_pids"].append(self.job.pid)
+        self.step(
             {
                 "type": "worker_loaded",
                 "t": loaded,
-                "dump_signal": _catches_sigusr1(self.pid),
+                "dump_signal": _catches_sigusr1(self.job.pid),
                 "native_dump": native,
             }
         )
-        if self.m["exit"] is None:
-            deadline = machine.next_deadline(self.m)
+        if self.job.m["exit"] is None:
+            deadline = machine.next_deadline(self.job.m)
             if deadline is not None and now >= deadline:
-                self._step({"type": "timer", "t": now})
+                self.step({"type": "timer", "t": now})
 
-    def _live_diagnose(self, force: bool = False) -> None:
-        """While stalled, before any deadline: the diagnosis now, from the last heartbeat's
-        stack and a cheap look at the process (evidence.live, well under a millisecond), at
-        most every LIVE_DIAGNOSIS_S. Published as a "stalled" event and kept in
-        live_diagnosis; the verdict at the deadline uses the same rules on fuller evidence."""
+    def live_diagnose(self, force: bool = False) -> None:
+        """While stalled: the live diagnosis (job_live), at most every LIVE_DIAGNOSIS_S unless
+        forced, published as a "stalled" event."""
         now = time.monotonic()
-        if self.pid is None or (
-            not force and self._live_t is not None and now - self._live_t < LIVE_DIAGNOSIS_S
-        ):
+        if self.job.pid is None or not self.job.live.due(now, force):
             return
-        self._live_t = now
-        idle = None
-        try:
-            ev = evidence.live(self.pid, self._live_mark)
-            self._live_mark = ev.pop("mark", None)
-            hb = self.facts["heartbeat"] or {}
-            running = [s["name"] for s in self.facts["stages"] if s["status"] == "running"]
-            last = self.m.get("last_activity_t")
-            idle = round(now - last, 1) if last is not None else hb.get("idle_s")
-            found = diagnosis.diagnose_hang(
-                {
-                    "reason": "stall",
-                    "stage": running[-1] if running else None,
-                    "stages": running,
-                    "idle_s": idle,
-                    "stack": hb.get("stack"),
-                    "saw_hello": bool(self.facts["hellos"]),
-                    "evidence": ev,
-                    "progress": self.facts["progress"],
-                }
-            )
-            # Ranks waiting in a collective for one that is elsewhere.
-            found = ranks_hang.live_collective(self.ranks) or found
-        except Exception as exc:  # noqa: BLE001 - a live view must not cost the job
-            found = {
-                "kind": "unknown",
-                "summary": f"live diagnosis failed: {exc}",
-                "hint": "",
-                "evidence": {},
-            }
-        self.live_diagnosis = {
-            "kind": found["kind"],
-            "frame": found["evidence"].get("frame"),
-            "summary": found["summary"],
-            "hint": found["hint"],
-            "idle_s": idle,
-        }
-        hb = self.facts["heartbeat"] or {}
-        self._publish(
+        found = self.job.live.refresh(
+            self.job.pid, self.job.facts, self.job.m.get("last_activity_t"), now
+        )
+        hb = self.job.facts["heartbeat"] or {}
+        self.job.publisher.publish(
             {
                 "event": "stalled",
                 "stage": hb.get("stage"),  # the fields of Node's 'stalled' (src/feed_job.js)
-                "idle_s": self.live_diagnosis["idle_s"],
+                "idle_s": found["idle_s"],
                 "stack": hb.get("stack"),
-                "diagnosis": self.live_diagnosis,
+                "diagnosis": found,
             }
         )
 
@@ -395,13 +338,13 @@ def _catches_sigusr1(pid: int) -> bool:
 
 
 # What the job does for each of the machine's actions (machine.step returns them in order).
-ACTIONS: dict[str, Callable[[JobActions, dict[str, Any]], None]] = {
-    "state": JobActions._do_state,
-    "snapshot": JobActions._do_snapshot,
-    "dump_stacks": JobActions._do_dump_stacks,
-    "cancel": JobActions._do_cancel,
-    "signal": JobActions._do_signal,
-    "look": JobActions._do_look,
-    "drain": JobActions._do_drain,
-    "finish": JobActions._do_finish,
+ACTIONS: dict[str, Callable[[Actions, dict[str, Any]], None]] = {
+    "state": Actions._do_state,
+    "snapshot": Actions._do_snapshot,
+    "dump_stacks": Actions._do_dump_stacks,
+    "cancel": Actions._do_cancel,
+    "signal": Actions._do_signal,
+    "look": Actions._do_look,
+    "drain": Actions._do_drain,
+    "finish": Actions._do_finish,
 }

@@ -94,10 +94,15 @@ def config_message(key: str, problem: str, value: Any) -> str:
 
 
 def with_stalled_after(config: dict[str, Any]) -> dict[str, Any]:
-    """launch()'s rule for a checked machine config (check_arguments): unless stalled_after
-    is given, a job with a stall_timeout is called stalled after at most half of it. Also
-    bridge/jobserve.py's, which launches the Node client's jobs."""
+    """launch()'s rule for a machine config: unless stalled_after is given, a job with a
+    stall_timeout is called stalled after at most half of it. Also bridge/jobserve.py's,
+    which launches the Node client's jobs. A config with a problem (machine.config_problem)
+    comes back as it is: the check that follows (Job's, check_arguments) refuses it in words."""
     stall_timeout = config.get("stall_timeout")
-    if stall_timeout is None or "stalled_after" in config:
+    if (
+        stall_timeout is None
+        or "stalled_after" in config
+        or machine.config_problem(config) is not None
+    ):
         return config
     return {**config, "stalled_after": min(machine.DEFAULTS["stalled_after"], stall_timeout / 2)}

@@ -23,6 +23,8 @@ Keys (docs/CLIENT.md "The facts record and the report"):
   cancel    {reason, accepted, refused, traceback} once the user cancelled, else None
   internal_error   a bug in trainbridge ended the job
   signals_sent, exit_code, exit_signal, oom_killed, oom_kills, leftovers, snapshot
+  look      the look at a startup, heartbeat or stall deadline that found the job not
+            working (bridge/look.py's words), else None
   rejected, lost, undelivered, unrouted, foreign_hellos   protocol counts
   log_lines, log_error    the log file
   dropped   {routing id: the worker's drop counts}
@@ -88,6 +90,7 @@ def initial(
         "oom_kills": None,  # OOM kills in the job's cgroup while it ran
         "leftovers": [],  # pids that outlived the main process (then stopped)
         "snapshot": None,
+        "look": None,  # {reason, why}: the deadline's look that found the job not working
         "rejected": {},
         "lost": 0,
         "undelivered": {},

@@ -150,7 +150,7 @@ def exit_status(returncode: int) -> tuple[Optional[int], Optional[str]]:
 
 
 class Process(NamedTuple):
-    """One process of a job's tree: its pid and its start time (procfs.create_time), which
+    """One process of a job's tree: its pid and its start time (procfs.started), which
     together name it even once the pid is reused."""
 
     pid: int
@@ -159,7 +159,7 @@ class Process(NamedTuple):
 
 class Tree:
     """The processes of one job: its group plus descendants seen so far (pid, start time:
-    procfs.create_time), so a reused pid is never signalled and setsid() escapees are not
+    procfs.started), so a reused pid is never signalled and setsid() escapees are not
     forgotten."""
 
     def __init__(self, pid: int, job_id: Optional[str] = None):
@@ -206,7 +206,7 @@ class Tree:
     def _remember(self, pids: Iterable[int]) -> None:
         for pid in pids:
             if pid not in self.known:
-                created = procfs.create_time(pid)
+                created = procfs.started(pid)
                 if created is not None:  # else gone already
                     self.known[pid] = created
 

@@ -58,29 +58,20 @@ def add_arguments(run: Any) -> None:
 
 
 def run(args: Any, cmd: list[str]) -> int:
-    from trainbridge.bridge import jobenv, machine
-
+    """Spawn cmd first (the client's imports wait until it runs), then supervise it: the
+    parts below, in order. Returns only on a failure before the command ran; otherwise the
+    process leaves the way the command did (_leave)."""
     if getattr(args, "json", False):  # stdout is the child's: no room for events
         sys.stderr.write(
             "trainbridge: --json cannot be combined with --transparent (stdout "
             "is the command's); use --report FILE for the verdict\n"
         )
         return 2
-
-    config: dict[str, Any] = {
-        "startup_timeout": args.startup_timeout,
-        "stall_timeout": args.stall_timeout,
-        "heartbeat_timeout": args.heartbeat_timeout,
-        "kill_grace": args.kill_grace,
-    }
-    if args.stall_timeout is not None:
-        config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], args.stall_timeout / 2)
-    full = {**machine.DEFAULTS, **config}
+    config, full = _config(args)
     runtime_dir = _private_dir()
     job_id, key = f"job-{os.urandom(6).hex()}", os.urandom(32)
     os.mkdir(os.path.join(runtime_dir, job_id), 0o700)
     crash_file = os.path.join(runtime_dir, job_id, "crash.txt")
-    sock_path = os.path.join(runtime_dir, "hub.sock")
     if args.log:  # a log that cannot be written is found before the command runs
         problem = _unwritable(args.log)
         if problem:
@@ -91,20 +82,79 @@ def run(args: Any, cmd: list[str]) -> int:
                 "choose a writable path for the log (--log)\n"
             )
             return EXIT_OWN_FAILURE
-    hub = None
-    server_key = None
-    if len(sock_path) <= IPC_PATH_MAX:
-        endpoint = f"ipc://{sock_path}"
-    else:  # no short ipc path: the hub binds (tcp) first, and we pay for its imports
-        from trainbridge.bridge.hub import Hub
-
-        hub = Hub.get(runtime_dir, expect=job_id)
-        endpoint, server_key = hub.endpoint, hub.server_key
-
+    hub, endpoint, server_key = _endpoint(runtime_dir, job_id)
     # In the terminal's foreground group, the child stays in ours, as it would without us
     # (it may read the terminal; Ctrl-C reaches it from the terminal). Otherwise it gets a
     # group of its own, so a signal to our group is not delivered twice.
     interactive = _foreground()
+    env = _child_env(
+        (endpoint, server_key),
+        (job_id, key, crash_file),
+        full,
+        interactive,
+        getattr(args, "zero_code", True),
+    )
+    spawned = _spawn(cmd, env, interactive, runtime_dir)
+    if isinstance(spawned, int):
+        return spawned
+    proc, forwarder, previous, spawned_at = spawned
+    # Copying starts now, before the client's imports: the caller sees the command's
+    # output as soon as it is written (what comes before the job exists is handed on later).
+    copiers = [Copier(proc.stdout, 1, "stdout"), Copier(proc.stderr, 2, "stderr")]
+    from trainbridge.bridge.hub import Hub
+
+    # The child may have said hello already: the hub holds the job's messages until it is
+    # attached (Hub.expect), so none is read and dropped before the job is registered.
+    hub = hub or Hub.get(runtime_dir, expect=job_id)
+    child = (proc, forwarder, copiers, spawned_at, endpoint)
+    report, job = _supervise(args, cmd, config, (job_id, key), hub, child)
+    _say_verdict(args, report)
+    hub.close()
+    _leave(exit_like(job.exit_code, job.exit_signal, previous))
+    return 0  # not reached
+
+
+def _config(args: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The job's deadlines from the command line, and the whole machine config they make."""
+    from trainbridge.bridge import machine
+
+    config: dict[str, Any] = {
+        "startup_timeout": args.startup_timeout,
+        "stall_timeout": args.stall_timeout,
+        "heartbeat_timeout": args.heartbeat_timeout,
+        "kill_grace": args.kill_grace,
+    }
+    if args.stall_timeout is not None:
+        config["stalled_after"] = min(machine.DEFAULTS["stalled_after"], args.stall_timeout / 2)
+    return config, {**machine.DEFAULTS, **config}
+
+
+def _endpoint(runtime_dir: str, job_id: str) -> tuple[Any, str, Optional[str]]:
+    """Where the child's worker connects: (the hub if it had to start now, the endpoint, the
+    hub's CurveZMQ key or None). An ipc path short enough is only named now (the hub binds
+    it while the child starts); else the hub binds tcp first, and we pay for its imports."""
+    sock_path = os.path.join(runtime_dir, "hub.sock")
+    if len(sock_path) <= IPC_PATH_MAX:
+        return None, f"ipc://{sock_path}", None
+    from trainbridge.bridge.hub import Hub
+
+    hub = Hub.get(runtime_dir, expect=job_id)
+    return hub, hub.endpoint, hub.server_key
+
+
+def _child_env(
+    at: tuple[str, Optional[str]],
+    ident: tuple[str, bytes, str],
+    full: dict[str, Any],
+    interactive: bool,
+    zero_code: bool,
+) -> dict[str, str]:
+    """The caller's environment plus the job's TRAINBRIDGE_* variables (at: endpoint and
+    server key; ident: job id, key and crash file) and, in zero-code mode, the inject
+    directory first on PYTHONPATH."""
+    from trainbridge.bridge import jobenv
+
+    (endpoint, server_key), (job_id, key, crash_file) = at, ident
     env = dict(os.environ)
     env.pop("TRAINBRIDGE_CLIENT_PID", None)
     env.pop("TRAINBRIDGE_DETACHED", None)
@@ -112,19 +162,22 @@ def run(args: Any, cmd: list[str]) -> int:
     # Without a group of its own the worker must not end "its" group (ours, maybe the
     # caller's pipeline) when we die: no client pid to watch, so the child is then left
     # running, as without us.
-    env.update(
-        jobenv.variables(
-            endpoint, job_id, key, crash_file, full, client_pid=None if interactive else os.getpid()
-        )
-    )
+    client_pid = None if interactive else os.getpid()
+    env.update(jobenv.variables(endpoint, job_id, key, crash_file, full, client_pid=client_pid))
     if server_key:  # the tcp fallback: the worker must authenticate the hub (hub.py)
         env["TRAINBRIDGE_SERVER_KEY"] = server_key
-    if getattr(args, "zero_code", True):
+    if zero_code:
         inject = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inject")
         env["PYTHONPATH"] = inject + (
             os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
         )
+    return env
 
+
+def _spawn(cmd: list[str], env: dict[str, str], interactive: bool, runtime_dir: str) -> Any:
+    """Start the command with the forwarded signals noted meanwhile: (proc, the Forwarder
+    that passes them on from now, the signal handlers as they were, when it was spawned),
+    or the exit status when it cannot start (as a shell's: 127, 126)."""
     early: list[int] = []
     previous = {
         sig: signal.signal(sig, lambda signum, frame: early.append(signum)) for sig in FORWARDED
@@ -159,21 +212,30 @@ def run(args: Any, cmd: list[str]) -> int:
             signal.signal(sig, lambda signum, frame: forwarder.forward(signum, None))
     for signum in early:
         forwarder.forward(signum, None)
-    copiers = [Copier(proc.stdout, 1, "stdout"), Copier(proc.stderr, 2, "stderr")]
+    return proc, forwarder, previous, spawned_at
 
-    from trainbridge.bridge.hub import Hub
+
+def _supervise(
+    args: Any,
+    cmd: list[str],
+    config: dict[str, Any],
+    ident: tuple[str, bytes],
+    hub: Any,
+    child: tuple[subprocess.Popen[bytes], Forwarder, list[Copier], float, str],
+) -> tuple[dict[str, Any], Any]:
+    """The running command (child: the process, its Forwarder, the copiers of its output,
+    when it was spawned, the endpoint it was given) as a Job of `hub`, its end waited for;
+    returns (its report, the Job)."""
+    proc, forwarder, copiers, spawned_at, endpoint = child
     from trainbridge.bridge.job import Job
 
-    # The child may have said hello already: the hub holds the job's messages until it is
-    # attached (Hub.expect), so none is read and dropped before the job is registered.
-    hub = hub or Hub.get(runtime_dir, expect=job_id)
     job = Job(
         cmd,
         config=config,
         log_path=args.log,
         hub=hub,
         python_env=False,
-        ident=(job_id, key),
+        ident=ident,
         spawned_at=spawned_at,
         events=False,  # nothing reads them: the report is the verdict
     )
@@ -187,6 +249,11 @@ def run(args: Any, cmd: list[str]) -> int:
     assert report is not None  # waited without a timeout: the end's report
     for copier in copiers:  # the job's end killed what was left of the tree: EOF soon
         copier.join(COPY_JOIN_S)
+    return report, job
+
+
+def _say_verdict(args: Any, report: dict[str, Any]) -> None:
+    """--report FILE and --verdict: the only words of trainbridge's own."""
     if args.report:
         from trainbridge.bridge.cli_exit import write_report
 
@@ -196,9 +263,6 @@ def run(args: Any, cmd: list[str]) -> int:
     if args.verdict:
         sys.stderr.write(f"trainbridge: {report.get('summary', '')}\n")
         sys.stderr.flush()
-    hub.close()
-    _leave(exit_like(job.exit_code, job.exit_signal, previous))
-    return 0  # not reached
 
 
 def _leave(code: int) -> None:

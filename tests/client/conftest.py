@@ -7,6 +7,7 @@ that no process of the child's tree is left.
 
 import json
 import os
+import subprocess
 import sys
 import textwrap
 import threading
@@ -16,6 +17,7 @@ import psutil
 import pytest
 
 from trainbridge import bridge
+from trainbridge.bridge import procfs
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCENARIOS = os.path.join(ROOT, "tests", "faults", "scenarios")
@@ -59,7 +61,7 @@ def assert_tree_gone(job):
     for pid, created in job.tree.known.items():
         try:
             proc = psutil.Process(pid)
-            if proc.create_time() == created:
+            if procfs.started(pid) == created:
                 candidates.append(proc)
         except psutil.Error:
             pass
@@ -178,3 +180,33 @@ def run(script):
         return job, report
 
     return go
+
+
+@pytest.fixture
+def sleeping_python():
+    """A real Python process asleep in time.sleep: it says it is about to sleep, and is
+    given once the kernel shows it in the sleep (its wchan), not between its print and its
+    sleep. For a part of the Job that reads /proc. Killed and reaped after the test."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert child.stdout.readline() == b"ready\n"
+        deadline = time.monotonic() + 10
+        while "nanosleep" not in (_read(f"/proc/{child.pid}/wchan") or ""):
+            assert time.monotonic() < deadline, "the child never went to sleep"
+            time.sleep(0.005)  # polling /proc: the kernel says nothing when it gets there
+        yield child
+    finally:
+        child.kill()
+        child.wait(10)
+        child.stdout.close()
+
+
+def _read(path):
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None

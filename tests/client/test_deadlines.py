@@ -74,6 +74,9 @@ def test_a_shell_script_whose_python_then_does_nothing_is_hung_at_a_look():
     r = job.wait(30)
     assert r["outcome"] == "hung" and r["hang"]["reason"] == "startup", r["summary"]
     assert r["hang"]["after_s"] >= 1.0, r["hang"]  # not while bash alone ran
+    # What the look saw, in the report: a Python process that started and did nothing.
+    assert r["look"]["reason"] == "startup", r["look"]
+    assert "started and then did nothing" in r["look"]["why"], r["look"]
     # the deadline (0.5 s, then 0.5 s after each look of 1 s) + the look + the kill
     assert time.monotonic() - t0 < 1.0 + 2 * (0.5 + 1.0) + 1 + 5, r["hang"]
 

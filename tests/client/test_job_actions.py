@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from trainbridge.bridge.job_actions import ACTIONS, JobActions
+from trainbridge.bridge.job_actions import ACTIONS, Actions
+from trainbridge.bridge.job_asks import Asks
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "machine.json")
 
@@ -32,7 +33,10 @@ class Tree:
         self.signals.append(signum)
 
 
-class Room(JobActions):
+class Job:
+    """A stand-in for the Job: the state the actions read, and the other parts they hand work
+    to (the publisher, the ending), which only record what they were asked."""
+
     def __init__(self):
         self.channel = Channel()
         self.tree = Tree()
@@ -40,28 +44,38 @@ class Room(JobActions):
         self.facts = {"cancel": {"reason": "user"}, "signals_sent": [], "dump_pids": [],
                       "native_dump_pids": [], "ranks": {"procs": {}}}  # fmt: skip
         self.crash_file = ""
+        self.asks = Asks()
         self.did = []
+        self.publisher = Recorder(self.did, publish=lambda event: ("publish", event))
+        self.ending = Recorder(
+            self.did, start_snapshot=lambda: ("snapshot",), drain=lambda: ("drain",),
+            finish=lambda: ("finish",),
+        )  # fmt: skip
 
-    def _publish(self, event):
-        self.did.append(("publish", event))
 
-    def _publish_status(self):
+class Recorder:
+    """A part whose methods only record (name=fn: fn's answer is what is recorded)."""
+
+    def __init__(self, did, **methods):
+        for name, fn in methods.items():
+            setattr(self, name, lambda *a, fn=fn, **k: did.append(fn(*a, **k)))
+
+
+class Room(Actions):
+    """The actions part on a stand-in Job; its own looks and status recorded, not done."""
+
+    def __init__(self):
+        super().__init__(Job())
+        self.did = self.job.did
+
+    def publish_status(self):
         self.did.append(("status",))
 
-    def _live_diagnose(self, force=False):
+    def live_diagnose(self, force=False):
         self.did.append(("look now", force))
-
-    def _start_snapshot(self):
-        self.did.append(("snapshot",))
 
     def _start_look(self, reason):
         self.did.append(("look", reason))
-
-    def _drain(self):
-        self.did.append(("drain",))
-
-    def _finish(self):
-        self.did.append(("finish",))
 
 
 def test_every_action_the_machine_emits_has_an_entry():
@@ -91,10 +105,10 @@ def test_a_hang_is_said_and_its_evidence_gathered():
 def test_the_asks_remember_their_seqs():
     room = Room()
     room._perform({"do": "dump_stacks"})
-    assert room._hang_seqs == range(11, 13) and room._dump_seq == 12
+    assert room.job.asks.hang_seqs == range(11, 13) and room.job.asks.hang_last == 12
     room._perform({"do": "cancel"})
-    assert room.channel.sent[-1] == ("cancel", {"reason": "user"})
-    assert room._cancel_seqs == range(13, 15)
+    assert room.job.channel.sent[-1] == ("cancel", {"reason": "user"})
+    assert room.job.asks.cancel_seqs == range(13, 15)
 
 
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGKILL"])
@@ -103,9 +117,9 @@ def test_a_stop_signal_goes_to_the_whole_tree_and_is_recorded(name):
 
     room = Room()
     room._perform({"do": "signal", "signal": name})
-    assert room.facts["signals_sent"] == [name]
+    assert room.job.facts["signals_sent"] == [name]
     assert room.did == [("publish", {"event": "signal", "signal": name})]
-    assert room.tree.signals == [getattr(signal, name)]
+    assert room.job.tree.signals == [getattr(signal, name)]
 
 
 def test_look_drain_and_finish_are_handed_on():
@@ -113,3 +127,39 @@ def test_look_drain_and_finish_are_handed_on():
     for action in ({"do": "look", "reason": "startup"}, {"do": "drain"}, {"do": "finish"}):
         room._perform(action)
     assert room.did == [("look", "startup"), ("drain",), ("finish",)]
+
+
+class Looking(Room):
+    """The room at a look's end: its samples are given, and the machine's answer to
+    `looked` is the test's (it hangs, or it no longer heeds the look)."""
+
+    def __init__(self, machine_hangs):
+        super().__init__()
+        from trainbridge.bridge.job_look import Look
+
+        self.job.pid = 4242
+        self.job.deadline_look = Look()
+        self.job.m = {"hang": None, "exit": None, "last_activity_t": None, "config": {}}
+        self.machine_hangs = machine_hangs
+
+    def _sample(self, now):
+        proc = {"pid": 4242, "name": "python", "cpu_s": 0.0, "io_bytes": 0, "threads": None}
+        return {"t": now, "lines": 0, "lead": 4242, "procs": [proc]}
+
+    def step(self, event):
+        self.did.append(("step", event["type"], event["working"]))
+        if self.machine_hangs:
+            self.job.m = {**self.job.m, "hang": {"reason": event["reason"]}}
+
+
+@pytest.mark.parametrize("machine_hangs", [True, False])
+def test_a_look_that_finds_nothing_is_in_the_report_only_when_it_made_the_hang(machine_hangs):
+    room = Looking(machine_hangs)
+    room.job.deadline_look.start("startup", room._sample(10.0), 10.0)
+    room._end_look(11.0)
+    assert room.did == [("step", "looked", False)]  # a Python that did nothing for 1 s
+    if machine_hangs:
+        assert room.job.facts["look"]["reason"] == "startup"
+        assert "started and then did nothing" in room.job.facts["look"]["why"]
+    else:  # the job spoke meanwhile: the machine no longer heeds the look
+        assert "look" not in room.job.facts

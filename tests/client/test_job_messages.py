@@ -3,37 +3,56 @@ by kind (LEAD_STEPS), and of another process's, driven on a stand-in for the Job
 process, hub or socket. The whole path (a worker's message to the report) is the client tests'."""
 
 from trainbridge.bridge import job_messages
-from trainbridge.bridge.job_messages import LEAD_STEPS, JobMessages
+from trainbridge.bridge.job_asks import Asks
+from trainbridge.bridge.job_look import Look
+from trainbridge.bridge.job_messages import LEAD_STEPS, Messages
 
 
-class Room(JobMessages):
-    """The messages room with the Job's state it reads, and a record of what it did."""
+class Job:
+    """A stand-in for the Job: the state the messages part reads, and the other parts it
+    hands work to (the actions, the publisher), which only record what they were asked."""
 
-    def __init__(self, awaiting_ranks=False, cancel_seqs=range(0)):
+    def __init__(self, awaiting_ranks, cancel_seqs):
         self.facts = {"dump_pids": [812], "native_dump_pids": [], "cancel": None}
         self.m = {"awaiting_ranks": awaiting_ranks, "exit": None}
-        self._cancel_seqs = cancel_seqs
-        self._heard = {}
+        self.asks = Asks()
+        self.asks.cancel_seqs = cancel_seqs
+        self.deadline_look = Look()
         self.did = []
+        self.actions = Recorder(self.did)
+        self.publisher = Recorder(self.did)
 
-    def _step(self, event):
+
+class Recorder:
+    def __init__(self, did):
+        self.did = did
+
+    def step(self, event):
         self.did.append(("step", {k: v for k, v in event.items() if k != "t"}))
 
-    def _send_outbox(self):
+    def live_diagnose(self):
+        self.did.append(("live_diagnose",))
+
+    def publish(self, event):
+        self.did.append(("publish", event["event"]))
+
+
+class Room(Messages):
+    """The messages part on a stand-in Job; its outbox and leaving recorded, not done."""
+
+    def __init__(self, awaiting_ranks=False, cancel_seqs=range(0)):
+        super().__init__(Job(awaiting_ranks, cancel_seqs))
+        self.did = self.job.did
+
+    def send_outbox(self):
         self.did.append(("outbox",))
 
     def _leave(self, routing_id, now):
         self.did.append(("leave", routing_id))
 
-    def _publish(self, event):
-        self.did.append(("publish", event["event"]))
-
-    def _live_diagnose(self):
-        self.did.append(("live_diagnose",))
-
 
 def lead_says(room, kind, body):
-    LEAD_STEPS.get(kind, JobMessages._lead_beat)(room, b"w1", kind, body, 5.0)
+    LEAD_STEPS.get(kind, Messages._lead_beat)(room, b"w1", kind, body, 5.0)
     return room.did
 
 
@@ -64,7 +83,7 @@ def test_the_leads_progress_error_and_bye():
 
 def test_a_reply_to_the_cancel_is_its_answer_and_a_beat():
     room = Room(cancel_seqs=range(7, 8))
-    room.facts["cancel"] = {"reason": "user"}
+    room.job.facts["cancel"] = {"reason": "user"}
     did = lead_says(room, "reply", {"to": 7, "ok": False, "error": "busy"})
     assert ("publish", "cancel") in did
     assert ("step", {"type": "cancel_refused", "reason": "busy"}) in did
@@ -79,10 +98,13 @@ def test_any_other_kind_of_the_lead_is_a_beat():
 
 
 def test_a_heartbeat_that_shows_work_says_so(monkeypatch):
-    monkeypatch.setattr(job_messages.look, "heard", lambda heard, body, now: (heard, True))
     monkeypatch.setattr(job_messages.machine, "live_look_due", lambda m: True)
-    did = lead_says(Room(), "heartbeat", {"stack": "x"})
+    room = Room()
+    room.job.deadline_look.heartbeat({"work": 4}, 1.0)  # the lead's last heartbeat counted 4
+    did = lead_says(room, "heartbeat", {"work": 5, "stack": "x"})
     assert did == [("step", {"type": "beat", "work": True}), ("live_diagnose",)]
+    did = lead_says(Room(), "heartbeat", {"work": 5})  # a first count: nothing to compare
+    assert did[-2] == ("step", {"type": "beat"})
 
 
 def test_another_process_moves_the_job_only_by_a_ranks_hello_or_a_bye():

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from trainbridge.bridge import remote
+from trainbridge.bridge import listen, remote
 
 
 def trainbridge(*args):
@@ -64,10 +64,10 @@ def local_address():
 
 
 def test_parse_listen():
-    assert remote.parse_listen("10.0.0.1") == ("10.0.0.1", 0)
-    assert remote.parse_listen("10.0.0.1:29600") == ("10.0.0.1", 29600)
-    assert remote.parse_listen("[fd00::1]:29600") == ("fd00::1", 29600)
-    assert remote.parse_listen("fd00::1") == ("fd00::1", 0)
+    assert listen.parse_listen("10.0.0.1") == ("10.0.0.1", 0)
+    assert listen.parse_listen("10.0.0.1:29600") == ("10.0.0.1", 29600)
+    assert listen.parse_listen("[fd00::1]:29600") == ("fd00::1", 29600)
+    assert listen.parse_listen("fd00::1") == ("fd00::1", 0)
 
 
 def test_the_rank_env_file_is_private_and_a_shell_reads_it_back(tmp_path):

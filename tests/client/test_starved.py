@@ -105,7 +105,12 @@ def test_a_job_starved_of_cpu_is_waiting_for_a_core_not_hung(squeeze):
         for e in seen
         if e["event"] not in ("output", "message")
     ]
-    assert squeezed.is_set() and starved, (report["outcome"], report["summary"], said)
+    # A message in full (a tuple's repr is cut short): the summary says when and why it was
+    # declared hung, the events what the look and the status saw.
+    assert squeezed.is_set() and starved, (
+        f"squeezed: {squeezed.is_set()}; {report['outcome']}: {report['summary']}; "
+        f"look: {report['look']}; diagnosis: {report.get('diagnosis')}; events: {said}"
+    )
     assert "waiting for a free core" in starved[0]["why"], starved[0]
     assert starved[0]["for_s"] == 3
     assert report["outcome"] == "succeeded", report["summary"]

@@ -456,3 +456,30 @@ def test_no_zero_code_leaves_pythonpath_alone():
         timeout=WAIT_S,
     )
     assert done.stdout == b"/x\n" and done.returncode == 0
+
+
+def test_a_runtime_path_too_long_for_ipc_supervises_over_tcp(tmp_path):
+    """A TMPDIR whose socket path would pass sun_path's 108 bytes: the hub binds tcp before
+    the command starts, and the command's worker still reaches it (its progress and stage are
+    in the report), with the same bytes on stdout as bare."""
+    long_dir = tmp_path / ("d" * 100)
+    long_dir.mkdir()
+    code = (
+        "from trainbridge import worker\n"
+        "with worker.stage('work'):\n"
+        "    for i in range(3):\n"
+        "        worker.progress(i + 1, 3)\n"
+        "print('done')\n"
+    )
+    report_path = tmp_path / "report.json"
+    env = caller_env(TMPDIR=str(long_dir), PYTHONPATH=ROOT)
+    env.pop("XDG_RUNTIME_DIR", None)
+    done = subprocess.run(
+        wrapped(code, "--report", str(report_path)), capture_output=True, env=env, cwd=ROOT,
+        timeout=WAIT_S,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"done\n", b""), done
+    report = json.loads(report_path.read_text())
+    assert report["outcome"] == "succeeded" and report["progress"]["step"] == 3, report
+    assert [s["name"] for s in report["stages"]][-1] == "work", report["stages"]
+    assert os.listdir(long_dir) == []  # its runtime directory went with it
