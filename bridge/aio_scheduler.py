@@ -16,10 +16,15 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Mapping
-from typing import Any, Callable, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
 from trainbridge.bridge.aio_job import AsyncAttachedJob
 from trainbridge.bridge.scheduler import Scheduler as _Scheduler
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from trainbridge.bridge.scheduler import SubmitOptions
 
 T = TypeVar("T")
 
@@ -34,7 +39,8 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, functools.partial(fn, *args, **kwargs))
 
-    async def submit(self, cmd: Any, **options: Any) -> str:
+    async def submit(self, cmd: Any, **options: Unpack[SubmitOptions]) -> str:
+        """Scheduler.submit, off the event loop (the options: scheduler.SubmitOptions)."""
         return await self._run(self.sync.submit, cmd, **options)
 
     async def jobs(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any, Callable, Optional, Union
+from typing import Any, BinaryIO, Callable, Optional, Union
 
 from trainbridge.bridge import feed, jsonform, scheduled
 from trainbridge.bridge.job_events import EventQueue
@@ -30,6 +30,14 @@ ROW_EVERY_S = 0.5  # how often the row is read while the file is quiet
 # lives (bridge/job_status.py STATUS_EVERY_S): its events file silent this long means the
 # keeper is not answering (stopped, or starved), said as a `supervisor` event.
 SUPERVISOR_SILENT_S = 5.0
+# The keeper writes the row's end first (from then on an asker is refused) with
+# end_pending set, answers what was asked before, writes the feed's end line, then clears
+# end_pending (bridge/keeper.py _finish); a keeper gone meanwhile has its line written by
+# reconcile(), which writes a lost job's end line with the row's end. While end_pending says
+# the line is coming (with its number and the answers ahead of it), it is waited for, this
+# long at most: on a store nobody reconciles, a keeper killed between the two writes leaves
+# the row's end as the end.
+END_LINE_WAIT_S = 10.0
 # since="start": every event from the first; "now": the job's state and its supervisor's
 # last `status` (the snapshot a face draws), then what comes next; an int N: every event
 # numbered N or more (a face that saw up to `position` rejoins with position + 1). A job
@@ -291,34 +299,19 @@ class Attached:
                 self._publish(status)
         next_row = 0.0
         heard: Optional[float] = None  # when the file last grew (None: nothing read yet)
+        ended_at: Optional[float] = None  # when the row was first read ended
         try:
             while not self._closed.is_set():
                 if f is None:
-                    try:
-                        f = open(path, "rb")
-                        f.seek(start)
-                    except OSError:
-                        f = None
+                    f = _open_at(path, start)
                 chunk = f.read(READ_BYTES) if f is not None else b""
                 if chunk:
                     if self.answering is False and heard is not None:
                         self._say_answering(True, time.monotonic() - heard)
                     heard = time.monotonic()
-                    buf += chunk
-                    *lines, buf = buf.split(b"\n")
-                    for line in lines:
-                        if not line.strip():
-                            continue
-                        try:
-                            event = jsonform.loads(line)
-                        except ValueError as exc:  # a keeper killed mid-line: its torn line
-                            self._say_unreadable(line, exc)
-                            continue
-                        if self._before(event):
-                            continue
-                        self._publish(event)
-                        if event.get("event") == "end":
-                            return
+                    buf, ended = self._take_lines(buf + chunk)
+                    if ended:
+                        return
                     continue
                 now = time.monotonic()
                 if now >= next_row:
@@ -328,29 +321,79 @@ class Attached:
                         # Read once more: the end line may have been written just before.
                         more = f.read() if f is not None else b""
                         if more:
-                            buf += more
+                            buf, ended = self._take_lines(buf + more)
+                            if ended:
+                                return
                             continue
-                        self._publish(
-                            {
-                                "event": "end",
-                                "t": time.time(),
-                                "outcome": row and row["outcome"],
-                                "report": (row and row["report"])
-                                or {"outcome": row and row["outcome"], "note": row and row["note"]},
-                            }
-                        )
+                        ended_at = now if ended_at is None else ended_at
+                        if row is not None and end_line_coming(row, now - ended_at):
+                            self._closed.wait(POLL_S)
+                            continue
+                        self._publish(row_end(row))
                         return
                     self.row = row
-                silent = None if heard is None else now - heard
-                if (
-                    silent is not None
-                    and silent > SUPERVISOR_SILENT_S
-                    and self.answering is not False
-                    and self.row.get("state") in ("starting", "running", "stalled")
-                ):
-                    self._say_answering(False, silent)
+                if ended_at is None:  # once the row's end is written, the keeper is ending
+                    self._check_answering(now, heard)
                 self._closed.wait(POLL_S)
         finally:
             if f is not None:
                 f.close()
             self._store.close()
+
+    def _take_lines(self, data: bytes) -> tuple[bytes, bool]:
+        """Publish the whole lines of `data` (a torn line is said, never skipped); returns
+        what is left of a line not yet whole, and whether the end line was among them."""
+        *lines, rest = data.split(b"\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                event = jsonform.loads(line)
+            except ValueError as exc:  # a keeper killed mid-line: its torn line
+                self._say_unreadable(line, exc)
+                continue
+            if self._before(event):
+                continue
+            self._publish(event)
+            if event.get("event") == "end":
+                return rest, True
+        return rest, False
+
+    def _check_answering(self, now: float, heard: Optional[float]) -> None:
+        """The feed silent past SUPERVISOR_SILENT_S while the job should be running: said."""
+        silent = None if heard is None else now - heard
+        if (
+            silent is not None
+            and silent > SUPERVISOR_SILENT_S
+            and self.answering is not False
+            and self.row.get("state") in ("starting", "running", "stalled")
+        ):
+            self._say_answering(False, silent)
+
+
+def _open_at(path: str, start: int) -> Optional[BinaryIO]:
+    """The events file, read from `start`; None while it does not exist yet."""
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return None
+    f.seek(start)
+    return f
+
+
+def row_end(row: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """The `end` event made from the row (no line of the feed: no `seq`): the keeper is gone
+    without writing the feed's end line, or the job was forgotten (row None)."""
+    return {
+        "event": "end",
+        "t": time.time(),
+        "outcome": row and row["outcome"],
+        "report": (row and row["report"])
+        or {"outcome": row and row["outcome"], "note": row and row["note"]},
+    }
+
+
+def end_line_coming(row: dict[str, Any], waited_s: float) -> bool:
+    """Whether the feed's end line is still to come for a row that says ended (the keeper
+    says so in end_pending) and END_LINE_WAIT_S has not passed."""
+    return waited_s < END_LINE_WAIT_S and bool(row.get("end_pending"))

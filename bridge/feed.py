@@ -31,6 +31,8 @@ CATCH_UP_BYTES = 8 * 1024 * 1024  # last_status reads at most this much of the f
 BLOCK = 256 * 1024  # backward reads, this much at a time
 PROBE = 4096  # forward reads while looking for a line start (most lines are shorter)
 SEQ = re.compile(rb'\{"seq": ?(\d+)[,}]')
+# The end event's line, as encode() writes it: the number first, then the event's name.
+END = re.compile(rb'\{"seq": ?\d+, ?"event": ?"end"')
 
 
 class FeedError(ValueError):
@@ -66,9 +68,9 @@ def _boundary(f: IO[bytes]) -> int:
 
 
 def _line_at(f: IO[bytes], pos: int) -> bytes:
-    """The first bytes of the line that starts at pos (enough for its number)."""
+    """The first bytes of the line that starts at pos (enough for its number and name)."""
     f.seek(pos)
-    return f.read(32)
+    return f.read(64)
 
 
 def _next_start(f: IO[bytes], pos: int, end: int) -> int:
@@ -102,14 +104,32 @@ def torn(path: str) -> bool:
 def last_seq(path: str, torn: bool = False) -> int:
     """The number of the feed's last whole line (with torn=True: of its half last line, whose
     number was used); 0 when it has none. FeedError when that line has no number."""
+    line = _last_line(path, torn)
+    if line is None:
+        return 0
+    seq = seq_of(line)
+    if seq is None:
+        raise FeedError(f"{path}: its lines carry no event number (an older keeper wrote it)")
+    return seq
+
+
+def ends(path: str) -> bool:
+    """Whether the feed's last whole line is its end event (nobody writes after it)."""
+    line = _last_line(path)
+    return line is not None and END.match(line) is not None
+
+
+def _last_line(path: str, torn: bool = False) -> Optional[bytes]:
+    """The first bytes of the feed's last whole line (with torn=True: of its half last
+    line), or None when it has none."""
     try:
         f = open(path, "rb")
     except FileNotFoundError:
-        return 0
+        return None
     with f:
         end = f.seek(0, 2) + 1 if torn else _boundary(f)
         if end == 0:
-            return 0
+            return None
         pos = end - 1
         while pos > 0:  # back to the start of the last line
             step = min(BLOCK, pos)
@@ -119,10 +139,7 @@ def last_seq(path: str, torn: bool = False) -> int:
                 pos = pos - step + cut + 1
                 break
             pos -= step
-        seq = seq_of(_line_at(f, pos))
-        if seq is None:
-            raise FeedError(f"{path}: its lines carry no event number (an older keeper wrote it)")
-        return seq
+        return _line_at(f, pos)
 
 
 def offset_of(path: str, seq: int) -> int:

@@ -498,9 +498,57 @@ class Server:
             raise
         proc = early.proc if early is not None else None
         served = Served(job_id)
-        out = self.out
         if spec.flags["lines"]:
-            out.merging.add(job_id)
+            self.out.merging.add(job_id)
+        try:
+            job = Job(
+                spec.command,
+                cwd=spec.cwd,
+                env=spec.env,
+                config=with_stalled_after(spec.config),
+                log_path=spec.log_path,
+                on_event=self._feed(job_id, served),
+                tail_lines=spec.tail_lines,
+                stdin=spec.stdin,
+                raw=spec.flags["raw"],
+                zero_code=spec.flags["zero_code"],
+                python_env=spec.flags["python_env"],
+                ident=(job_id, bytes.fromhex(spec.key)),
+                log_timestamps=spec.flags["log_timestamps"],
+                stop_on_nan=spec.stop_on_nan,
+                sample_resources=spec.flags["sample_resources"],
+                spawned_at=early.spawned_at if early is not None else None,
+                events=False,  # on_event is the feed; nothing reads events()
+            )
+        except BaseException:
+            if early is not None:
+                early.discard()  # spawned for a job that cannot be made: it goes
+            raise
+        if spec.flags["raw"]:  # each chunk goes out as it is read, not held for a reader
+            job.stdout = RawSink(self.out, job_id, "stdout")  # type: ignore[assignment]
+            job.stderr = RawSink(self.out, job_id, "stderr")  # type: ignore[assignment]
+        served.job = job
+        with self.jobs_lock:  # before start(): its first events may come before it returns
+            self.jobs[job_id] = served
+        served.stop_sent = stop[0] if stop is not None else None
+        try:
+            job.start(proc, stop=stop)
+        except BaseException:
+            with self.jobs_lock:
+                self.jobs.pop(job_id, None)
+            if early is not None:
+                early.discard()
+            shutil.rmtree(job.dir, ignore_errors=True)  # made for the id by Job()
+            raise
+        if early is not None and job.hub.endpoint != early.endpoint:
+            # The hub could not bind the ipc path the first job was given: its worker cannot
+            # reach us, and the report says so (as `run --transparent` does).
+            job.no_worker(f"the hub could not bind {early.endpoint}")
+
+    def _feed(self, job_id: str, served: Served) -> Callable[[dict[str, Any]], None]:
+        """The Job's listener: each event to the client, numbered; output dropped while the
+        client's pipe is crowded, counted and said with the next event that goes."""
+        out = self.out
 
         def on_event(event: dict[str, Any]) -> None:  # the hub's I/O thread
             if event.get("event") == "output" and out.crowded():
@@ -522,50 +570,7 @@ class Server:
             except Exception as exc:  # noqa: BLE001 - said, and the feed goes on
                 say(f"job {job_id}: event {served.seq} failed: {type(exc).__name__}: {exc}")
 
-        try:
-            job = Job(
-                spec.command,
-                cwd=spec.cwd,
-                env=spec.env,
-                config=with_stalled_after(spec.config),
-                log_path=spec.log_path,
-                on_event=on_event,
-                tail_lines=spec.tail_lines,
-                stdin=spec.stdin,
-                raw=spec.flags["raw"],
-                zero_code=spec.flags["zero_code"],
-                python_env=spec.flags["python_env"],
-                ident=(job_id, bytes.fromhex(spec.key)),
-                log_timestamps=spec.flags["log_timestamps"],
-                stop_on_nan=spec.stop_on_nan,
-                sample_resources=spec.flags["sample_resources"],
-                spawned_at=early.spawned_at if early is not None else None,
-                events=False,  # on_event is the feed; nothing reads events()
-            )
-        except BaseException:
-            if early is not None:
-                early.discard()  # spawned for a job that cannot be made: it goes
-            raise
-        if spec.flags["raw"]:  # each chunk goes out as it is read, not held for a reader
-            job.stdout = RawSink(out, job_id, "stdout")  # type: ignore[assignment]
-            job.stderr = RawSink(out, job_id, "stderr")  # type: ignore[assignment]
-        served.job = job
-        with self.jobs_lock:  # before start(): its first events may come before it returns
-            self.jobs[job_id] = served
-        served.stop_sent = stop[0] if stop is not None else None
-        try:
-            job.start(proc, stop=stop)
-        except BaseException:
-            with self.jobs_lock:
-                self.jobs.pop(job_id, None)
-            if early is not None:
-                early.discard()
-            shutil.rmtree(job.dir, ignore_errors=True)  # made for the id by Job()
-            raise
-        if early is not None and job.hub.endpoint != early.endpoint:
-            # The hub could not bind the ipc path the first job was given: its worker cannot
-            # reach us, and the report says so (as `run --transparent` does).
-            job.no_worker(f"the hub could not bind {early.endpoint}")
+        return on_event
 
     def op_cancel(self, job_id: str, request: dict[str, Any]) -> None:
         grace = request.get("grace")

@@ -43,10 +43,10 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from trainbridge.bridge import (
     feed,
+    listen,
     machine,
     private_files,
     procs,
-    remote,
     report_text,
     scheduled,
     scheduler,
@@ -476,8 +476,41 @@ class Keeper:
 
     # --- the job --------------------------------------------------------------------------
     def run(self) -> int:
-        from trainbridge import bridge
+        """Run the row's job to its end: claim the row, then attempts (each one launch()
+        watched to its report) until one succeeds, is cancelled, cannot start, or the row's
+        max_restarts are used; then the end (_finish). Returns the keeper's exit status."""
+        if not self._claim():
+            return 0  # not ours to run (cancelled while starting, or another keeper has it)
+        command, config, on_slurm = self._what_to_run()
+        env = self._env()
+        first = self.row["attempt"] or 0
+        attempt, outcome, final = first, None, None
+        while True:
+            attempt += 1
+            if self.cancelled.is_set() or self._cancel_requested():
+                outcome, final = "cancelled", None
+                break
+            started = time.time()
+            final, launched = self._attempt(command, config, env, on_slurm, attempt, started)
+            outcome = final.get("outcome")
+            self._record_attempt(attempt, started, final)
+            restarts_done = attempt - 1 - first
+            if (
+                not launched
+                or outcome in ("succeeded", "cancelled")
+                or self.cancelled.is_set()
+                or restarts_done >= self.row["max_restarts"]
+            ):
+                break
+            if self._wait_to_restart(attempt, final, restarts_done):
+                outcome = "cancelled"
+                break
+        self._finish(outcome, final)
+        return 0
 
+    def _claim(self) -> bool:
+        """Take the row (starting -> this keeper's pid): False when it is not ours to run.
+        The signal and request threads start first, so a cancel meanwhile is heard."""
         SignalThread(self._on_signal, "trainbridge-keeper-signals").install(
             (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
         )
@@ -489,117 +522,122 @@ class Keeper:
         if not self.store.update(
             self.id, where_state=["starting"], keeper_pid=me, keeper_start=process_start(me)
         ):
-            return 0  # not ours to run (cancelled while starting, or another keeper has it)
+            return False
         self._reserve = make_reserve(self.row["dir"])
         self.rows.start()
-        env = self._env()
+        return True
+
+    def _what_to_run(self) -> tuple[list[str], dict[str, Any], Optional[dict[str, Any]]]:
+        """(the command, launch()'s config, the Slurm options or None): a Slurm job's
+        command is its runner's, which submits the row's command and follows it
+        (bridge/slurm_runner.py), and its job listens for the ranks on the nodes."""
         row = self.row
         config = dict(row["config"] or {})
         command = row["command"]
         on_slurm = (row["resources"] or {}).get("slurm")
-        if on_slurm:  # the runner submits the command and follows it (bridge/slurm_runner.py)
+        if on_slurm:
             grace = config.get("kill_grace", machine.DEFAULTS["kill_grace"])
             command = slurm_runner.runner_command(
                 sys.executable, row["dir"], on_slurm, command, grace
             )
-            config["listen"] = remote.parse_listen(on_slurm["listen"])
-        attempt = row["attempt"] or 0
-        final: Optional[dict[str, Any]] = None
-        outcome = None
-        while True:
-            attempt += 1
-            if self.cancelled.is_set() or self._cancel_requested():
-                outcome, final = "cancelled", None
-                break
-            started = time.time()
-            try:
-                self.job = bridge.launch(
-                    command,
-                    cwd=row["cwd"],
-                    env=env,
-                    log_path=row["log_path"],
-                    on_event=self._on_event,
-                    events=False,  # on_event writes the feed; nothing reads events()
-                    sample_resources=True,  # `resources` events, with the heartbeat
-                    **config,
-                )
-            except (bridge.LaunchError, OSError) as exc:
-                note = (
-                    f"could not start {row['command'][0]!r}: {exc}. Check the path and "
-                    f"that it is executable (use the full path, e.g. .venv/bin/python)."
-                )
-                self.events.write({"event": "launch_failed", "t": time.time(), "message": note})
-                final = {
-                    "outcome": "failed",
-                    "exit_code": None,
-                    "signal": None,
-                    "note": note,
-                    "summary": f"Job failed: {note}",
-                }
-                outcome, final["reason"] = "failed", report_text.reason(final)
-                self._record_attempt(attempt, started, final)
-                break
-            pid = self.job.pid
-            assert pid is not None  # launch() returns a started job
-            self.rows.set(
-                urgent=True,
-                attempt=attempt,
-                job_pid=pid,
-                job_start=process_start(pid),
-                endpoint=self.job.hub.endpoint,
-                started_at=started,
-                note=None,
+            config["listen"] = listen.parse_listen(on_slurm["listen"])
+        return command, config, on_slurm
+
+    def _attempt(
+        self,
+        command: list[str],
+        config: dict[str, Any],
+        env: dict[str, str],
+        on_slurm: Optional[dict[str, Any]],
+        attempt: int,
+        started: float,
+    ) -> tuple[dict[str, Any], bool]:
+        """One attempt, launched and watched to its end: (its report, whether it started)."""
+        from trainbridge import bridge
+
+        row = self.row
+        try:
+            self.job = bridge.launch(
+                command,
+                cwd=row["cwd"],
+                env=env,
+                log_path=row["log_path"],
+                on_event=self._on_event,
+                events=False,  # on_event writes the feed; nothing reads events()
+                sample_resources=True,  # `resources` events, with the heartbeat
+                **config,
             )
-            if self.cancelled.is_set():  # asked while it was starting
-                self._pass_cancel()
-            follow = None
-            if on_slurm:  # Slurm's queue holds the deadlines; the row says why
-                follow = slurm_runner.Follow(
-                    row["dir"], self.job, lambda note: self.rows.set(note=note)
-                )
-                follow.start()
-            self.job.wait()  # the signals need nothing of this thread (SignalThread)
-            if follow is not None:
-                follow.stop.set()
-                follow.join(5.0)  # its last word on the row (the note) before the end's
-            final = dict(self.job.report or {})
-            if on_slurm:
-                final = self._slurm_end(final)
-            outcome = final.get("outcome")
-            self._record_attempt(attempt, started, final)
-            restarts_done = attempt - 1 - (row["attempt"] or 0)
-            if (
-                outcome in ("succeeded", "cancelled")
-                or self.cancelled.is_set()
-                or restarts_done >= row["max_restarts"]
-            ):
-                break
-            wait_s = backoff(row["restart_backoff"], restarts_done)
-            self.events.write(
-                {
-                    "event": "attempt",
-                    "t": time.time(),
-                    "attempt": attempt,
-                    "outcome": outcome,
-                    "report": final,
-                    "restart_in": wait_s,
-                }
+        except (bridge.LaunchError, OSError) as exc:
+            return self._launch_failed(exc), False
+        pid = self.job.pid
+        assert pid is not None  # launch() returns a started job
+        self.rows.set(
+            urgent=True,
+            attempt=attempt,
+            job_pid=pid,
+            job_start=process_start(pid),
+            endpoint=self.job.hub.endpoint,
+            started_at=started,
+            note=None,
+        )
+        if self.cancelled.is_set():  # asked while it was starting
+            self._pass_cancel()
+        follow = None
+        if on_slurm:  # Slurm's queue holds the deadlines; the row says why
+            follow = slurm_runner.Follow(
+                row["dir"], self.job, lambda note: self.rows.set(note=note)
             )
-            self.rows.set(
-                urgent=True,
-                state="restarting",
-                outcome=outcome,
-                exit_code=final.get("exit_code"),
-                signal=final.get("signal"),
-                job_pid=None,
-                job_start=None,
-            )
-            self.job = None
-            if self.cancelled.wait(wait_s):
-                outcome = "cancelled"
-                break
-        self._finish(outcome, final)
-        return 0
+            follow.start()
+        self.job.wait()  # the signals need nothing of this thread (SignalThread)
+        if follow is not None:
+            follow.stop.set()
+            follow.join(5.0)  # its last word on the row (the note) before the end's
+        final = dict(self.job.report or {})
+        return (self._slurm_end(final) if on_slurm else final), True
+
+    def _launch_failed(self, exc: BaseException) -> dict[str, Any]:
+        """The report of an attempt whose command could not start, said in the feed."""
+        note = (
+            f"could not start {self.row['command'][0]!r}: {exc}. Check the path and "
+            f"that it is executable (use the full path, e.g. .venv/bin/python)."
+        )
+        self.events.write({"event": "launch_failed", "t": time.time(), "message": note})
+        final: dict[str, Any] = {
+            "outcome": "failed",
+            "exit_code": None,
+            "signal": None,
+            "note": note,
+            "summary": f"Job failed: {note}",
+        }
+        final["reason"] = report_text.reason(final)
+        return final
+
+    def _wait_to_restart(self, attempt: int, final: dict[str, Any], restarts_done: int) -> bool:
+        """A failed attempt that will run again: said in the feed and the row, then the
+        backoff waited; True when a cancel came meanwhile."""
+        wait_s = backoff(self.row["restart_backoff"], restarts_done)
+        outcome = final.get("outcome")
+        self.events.write(
+            {
+                "event": "attempt",
+                "t": time.time(),
+                "attempt": attempt,
+                "outcome": outcome,
+                "report": final,
+                "restart_in": wait_s,
+            }
+        )
+        self.rows.set(
+            urgent=True,
+            state="restarting",
+            outcome=outcome,
+            exit_code=final.get("exit_code"),
+            signal=final.get("signal"),
+            job_pid=None,
+            job_start=None,
+        )
+        self.job = None
+        return self.cancelled.wait(wait_s)
 
     def _slurm_end(self, report: dict[str, Any]) -> dict[str, Any]:
         """A Slurm job's attempt: what Slurm said at its end judges it too (TIMEOUT,
@@ -695,6 +733,7 @@ class Keeper:
             "ended_at": time.time(),
             "job_pid": None,
             "job_start": None,
+            "end_pending": 1,  # the feed's end line comes after the answers below
         }
         self._durably("the job's end", lambda store: store.update(self.id, **end))
         release(self._reserve)  # its room is for the feed's end now; given back before it
@@ -707,6 +746,9 @@ class Keeper:
             {"event": "end", "t": time.time(), "outcome": outcome, "report": report_obj}
         )
         self.events.close()
+        # Written, or never will be (the feed's writes failed: the report says so): a face
+        # waits for nothing more.
+        self._durably("the feed's end", lambda store: store.update(self.id, end_pending=None))
         try:
             scheduler.schedule_pass(self.store)
         except Exception as exc:  # noqa: BLE001 - the job's end is recorded; say why not more

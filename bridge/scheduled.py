@@ -37,10 +37,14 @@ def short_report(row: dict[str, Any], outcome: str, note: str) -> dict[str, Any]
 
 def append_end_event(row: dict[str, Any], report: dict[str, Any]) -> None:
     """Attached clients learn the end from the feed, like any other end: the next number
-    after the keeper's last line (the keeper is gone, so nobody else writes)."""
+    after the keeper's last line (the keeper is gone, so nobody else writes). Called inside
+    the transaction that writes the row's end, so a face that reads the row ended finds the
+    line; a feed that has its end already gets no second one."""
     path = row["events_path"]
     event = {"event": "end", "t": time.time(), "outcome": report["outcome"], "report": report}
     try:
+        if feed.ends(path):
+            return
         torn = feed.torn(path)  # a keeper killed mid-write: end its half line first
         try:
             line = ("\n" if torn else "") + feed.encode(feed.last_seq(path, torn) + 1, event)
@@ -166,6 +170,7 @@ def cancel(
                 "WHERE id = ?",
                 (now, now, report["note"], jsonform.dumps(report), job_id),
             )
+            append_end_event({"events_path": row[3]}, report)
             queued = True
         else:
             db.execute(
@@ -175,7 +180,6 @@ def cancel(
             )
             queued = False
     if queued:
-        append_end_event({"events_path": row[3]}, report)
         return True
     if procs.same_process(row[1], row[2]):
         os.kill(row[1], signal.SIGTERM)

@@ -41,11 +41,12 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypedDict, Union
 
 from trainbridge.bridge import (
     machine,
     private_files,
+    procfs,
     procs,
     scheduled,
     store_errors,
@@ -54,6 +55,8 @@ from trainbridge.bridge import (
 from trainbridge.bridge.store import ACTIVE, Store, StoreError
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from trainbridge.bridge.attach import Attached
 
 TICK_S = 0.5  # how often a running Scheduler reconciles and starts queued jobs
@@ -244,6 +247,9 @@ def reconcile(store: Store) -> list[str]:
     keeper. Returns the ids changed."""
     changed = []
     now = time.time()
+    # Restarted since the store last looked: every keeper a row names ran before, and a pid
+    # of this boot with the same start after boot is another process.
+    rebooted = store.note_boot(procfs.boot_id())
     for row in store.jobs(state="active"):
         if row["keeper_pid"] is None:
             if row["state"] == "starting" and now - row["updated_at"] > CLAIM_GRACE_S:
@@ -256,7 +262,7 @@ def reconcile(store: Store) -> list[str]:
                 ):
                     changed.append(row["id"])
             continue
-        if procs.same_process(row["keeper_pid"], row["keeper_start"]):
+        if not rebooted and procs.same_process(row["keeper_pid"], row["keeper_start"]):
             continue
         fresh = store.get(row["id"])  # the keeper may have finished since we read
         if (
@@ -265,7 +271,8 @@ def reconcile(store: Store) -> list[str]:
             or fresh["keeper_pid"] != row["keeper_pid"]
         ):
             continue
-        procs.kill_job_processes(fresh["id"], fresh["job_pid"], fresh["job_start"])
+        pid = None if rebooted else fresh["job_pid"]  # its group ended with the machine
+        procs.kill_job_processes(fresh["id"], pid, fresh["job_start"])
         procs.remove_runtime_dir(fresh["endpoint"])
         left = None
         if (fresh["resources"] or {}).get("slurm"):
@@ -276,93 +283,106 @@ def reconcile(store: Store) -> list[str]:
             outcome, note = "cancelled", "cancelled before its keeper started the command"
         else:
             outcome = "lost"
+            gone = "ran before the machine restarted" if rebooted else "is gone"
             note = (
-                f"its keeper (pid {fresh['keeper_pid']}) is gone: the job's end was not "
+                f"its keeper (pid {fresh['keeper_pid']}) {gone}: the job's end was not "
                 f"seen. Last known: {last_known(fresh)}. Its processes were stopped; see "
                 f"{fresh['log_path']} and {os.path.join(fresh['dir'], procs.KEEPER_LOG)}"
             )
         if left:
             note += f". {left}"
         report = scheduled.short_report(fresh, outcome, note)
-        if store.update(
-            row["id"],
-            where_state=ACTIVE,
-            state="ended",
-            outcome=outcome,
-            note=note,
-            ended_at=now,
-            job_pid=None,
-            job_start=None,
-            report=report,
-        ):
-            scheduled.append_end_event(fresh, report)
+        with store.transaction():
+            ended = store.update(
+                row["id"],
+                where_state=ACTIVE,
+                state="ended",
+                outcome=outcome,
+                note=note,
+                ended_at=now,
+                job_pid=None,
+                job_start=None,
+                report=report,
+            )
+            if ended:  # the line before the commit: whoever reads the row ended finds it
+                scheduled.append_end_event(fresh, report)
+        if ended:
             changed.append(row["id"])
+    changed += _end_lines_left(store, rebooted)
     return changed
 
 
+def _end_lines_left(store: Store, rebooted: bool) -> list[str]:
+    """The feed's end line of each job whose keeper wrote the row's end and was gone before
+    the line (end_pending): written from the row, so every face reads the same end, with its
+    number. Returns their ids."""
+    done = []
+    for row in store.ends_pending():
+        if not rebooted and procs.same_process(row["keeper_pid"], row["keeper_start"]):
+            continue  # its keeper writes it next
+        with store.transaction():
+            fresh = store.get(row["id"])
+            if fresh is None or not fresh["end_pending"]:
+                continue
+            report = fresh["report"] or {"outcome": fresh["outcome"], "note": fresh["note"]}
+            scheduled.append_end_event(fresh, report)
+            store.update(row["id"], end_pending=None)
+        done.append(row["id"])
+    return done
+
+
 # --- the operations -------------------------------------------------------------------------
-def submit(
-    store: Store,
-    cmd: Sequence[str],
-    cwd: Optional[str] = None,
-    env: Optional[Mapping[str, str]] = None,
-    timeouts: Optional[Mapping[str, Any]] = None,
-    resources: Optional[Mapping[str, Any]] = None,
-    priority: int = 0,
-    max_restarts: int = 0,
-    restart_backoff: float = 1.0,
-    zero_code: bool = True,
-    name: Optional[str] = None,
-    tags: Optional[Sequence[str]] = None,
-    meta: Optional[Mapping[str, Any]] = None,
-    log_path: Optional[str] = None,
-    stop_on_nan: Any = None,
-    slurm: Optional[Mapping[str, Any]] = None,
-) -> str:
+class SubmitOptions(TypedDict, total=False):
+    """submit()'s options, by name (Scheduler.submit's and this module's submit's: one list).
+    cwd: the job's working directory (default: this process's, now). env: the job's whole
+    environment (default: this process's, now); only the names go in the store. timeouts:
+    launch()'s deadlines by name (startup_timeout, ...). resources: {"gpus": N}, the slots
+    it needs on this host. priority (0): higher first. max_restarts (0), restart_backoff (1.0
+    s): a failed job is run again. zero_code (True): as launch()'s (False: only processes
+    that import the worker say hello). name, tags (strings), meta (a JSON object): kept in
+    the row for the GUI (jobs(tag=) lists by tag); log_path: the job's output log there
+    instead of in the job's folder; stop_on_nan: as launch()'s (metric names whose first NaN
+    or infinity cancels the job). slurm: this job goes to Slurm with these options
+    (docs/SCALE.md)."""
+
+    cwd: Optional[str]
+    env: Optional[Mapping[str, str]]
+    timeouts: Optional[Mapping[str, Any]]
+    resources: Optional[Mapping[str, Any]]
+    priority: int
+    max_restarts: int
+    restart_backoff: float
+    zero_code: bool
+    name: Optional[str]
+    tags: Optional[Sequence[str]]
+    meta: Optional[Mapping[str, Any]]
+    log_path: Optional[str]
+    stop_on_nan: Any
+    slurm: Optional[Mapping[str, Any]]
+
+
+SUBMIT_OPTIONS = frozenset(SubmitOptions.__annotations__)
+
+
+def submit(store: Store, cmd: Sequence[str], **options: Unpack[SubmitOptions]) -> str:
+    """Queue cmd (a list, no shell) in `store` and return its id; SubmitOptions says the
+    options. A job that could never run is refused here (ValueError that says why), not
+    stored to fail later in its keeper."""
+    unknown = sorted(set(options) - SUBMIT_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"submit() got unexpected keyword argument(s) {unknown}; "
+            f"known: {sorted(SUBMIT_OPTIONS)}"
+        )
     if isinstance(cmd, (str, bytes)) or not cmd:
         raise ValueError("the command must be a non-empty list of arguments (no shell strings)")
-    config = dict(timeouts or {})
-    unknown = set(config) - TIMEOUT_NAMES
-    if unknown:
-        raise ValueError(f"unknown timeouts {sorted(unknown)}; known: {sorted(TIMEOUT_NAMES)}")
-    if not isinstance(zero_code, bool):
-        raise ValueError(f"zero_code must be True or False, got {zero_code!r}")
-    labels = check_labels(name, tags, meta, log_path)
-    # launch()'s own check (argv, cwd, env, deadline values: NaN, "30", negatives), so a bad
-    # job is refused here instead of being stored and failing later in its keeper.
-    from trainbridge.bridge.job_arguments import check_arguments
-    from trainbridge.bridge.launcher import LaunchError
-
-    try:
-        check_arguments(list(cmd), cwd=cwd, env=env, config=config, stop_on_nan=stop_on_nan)
-    except LaunchError as exc:
-        raise ValueError(str(exc)) from None
-    if not zero_code:  # the keeper passes its row's config to launch() by name
-        config["zero_code"] = False
-    if stop_on_nan:
-        config["stop_on_nan"] = [stop_on_nan] if isinstance(stop_on_nan, str) else list(stop_on_nan)
-    resources = dict(resources or {})
-    gpus = resources.get("gpus", 0)
-    if not isinstance(gpus, int) or gpus < 0:
-        raise ValueError(f"resources['gpus'] must be an int >= 0, got {gpus!r}")
-    if slurm is not None:  # Slurm queues it and gives its nodes: no slot of this host
-        from trainbridge.bridge import slurm as on_slurm
-
-        if gpus:
-            raise ValueError(
-                "a Slurm job asks for its GPUs from Slurm: slurm={'gres': 'gpu:N'}, not "
-                "resources={'gpus': N}"
-            )
-        resources["slurm"] = on_slurm.check_options(slurm)
-    have = len(_slots(store)["gpus"])
-    if gpus > have:
-        raise ValueError(
-            f"the job asks for {gpus} GPU(s) but this store's slots have {have} (those a "
-            "Scheduler(slots=...) set, else the GPUs NVML and CUDA_VISIBLE_DEVICES show); on "
-            "a machine with no GPU leave the GPUs out of the job; else check nvidia-smi and "
-            "CUDA_VISIBLE_DEVICES, or from Python set Scheduler(slots={'gpus': [...]})"
-        )
-    if max_restarts < 0 or restart_backoff < 0:
+    o = options
+    cwd, env = o.get("cwd"), o.get("env")
+    config = _config(cmd, o)
+    labels = check_labels(o.get("name"), o.get("tags"), o.get("meta"), o.get("log_path"))
+    resources = _resources(store, o.get("resources"), o.get("slurm"))
+    max_restarts, backoff = o.get("max_restarts", 0), o.get("restart_backoff", 1.0)
+    if max_restarts < 0 or backoff < 0:
         raise ValueError("max_restarts and restart_backoff must be >= 0")
     job_id = f"j-{time.strftime('%Y%m%d')}-{secrets.token_hex(4)}"
     job_dir = os.path.join(store.jobs_dir, job_id)
@@ -373,9 +393,9 @@ def submit(
         "env_names": None if env is None else sorted(env),
         "config": config,
         "resources": resources,
-        "priority": int(priority),
+        "priority": int(o.get("priority", 0)),
         "max_restarts": int(max_restarts),
-        "restart_backoff": float(restart_backoff),
+        "restart_backoff": float(backoff),
         "state": "queued",
         "submitted_at": time.time(),
         "dir": job_dir,
@@ -393,6 +413,62 @@ def submit(
             raise
         raise store_errors.explain(store.path, exc) from exc
     return job_id
+
+
+def _config(cmd: Sequence[str], o: SubmitOptions) -> dict[str, Any]:
+    """The job's config as its keeper passes it to launch() by name: the deadlines, and
+    zero_code and stop_on_nan where given; checked by launch()'s own check (argv, cwd, env,
+    deadline values: NaN, "30", negatives)."""
+    config = dict(o.get("timeouts") or {})
+    unknown = set(config) - TIMEOUT_NAMES
+    if unknown:
+        raise ValueError(f"unknown timeouts {sorted(unknown)}; known: {sorted(TIMEOUT_NAMES)}")
+    zero_code, stop_on_nan = o.get("zero_code", True), o.get("stop_on_nan")
+    if not isinstance(zero_code, bool):
+        raise ValueError(f"zero_code must be True or False, got {zero_code!r}")
+    from trainbridge.bridge.job_arguments import check_arguments
+    from trainbridge.bridge.launcher import LaunchError
+
+    try:
+        check_arguments(
+            list(cmd), cwd=o.get("cwd"), env=o.get("env"), config=config, stop_on_nan=stop_on_nan
+        )
+    except LaunchError as exc:
+        raise ValueError(str(exc)) from None
+    if not zero_code:
+        config["zero_code"] = False
+    if stop_on_nan:
+        config["stop_on_nan"] = [stop_on_nan] if isinstance(stop_on_nan, str) else list(stop_on_nan)
+    return config
+
+
+def _resources(
+    store: Store, asked: Optional[Mapping[str, Any]], slurm: Optional[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The slots the job needs on this host (its GPUs, which the store's slots must have),
+    or its Slurm options, checked (Slurm queues it and gives its nodes: no slot here)."""
+    resources = dict(asked or {})
+    gpus = resources.get("gpus", 0)
+    if not isinstance(gpus, int) or gpus < 0:
+        raise ValueError(f"resources['gpus'] must be an int >= 0, got {gpus!r}")
+    if slurm is not None:
+        from trainbridge.bridge import slurm as on_slurm
+
+        if gpus:
+            raise ValueError(
+                "a Slurm job asks for its GPUs from Slurm: slurm={'gres': 'gpu:N'}, not "
+                "resources={'gpus': N}"
+            )
+        resources["slurm"] = on_slurm.check_options(slurm)
+    have = len(_slots(store)["gpus"])
+    if gpus > have:
+        raise ValueError(
+            f"the job asks for {gpus} GPU(s) but this store's slots have {have} (those a "
+            "Scheduler(slots=...) set, else the GPUs NVML and CUDA_VISIBLE_DEVICES show); on "
+            "a machine with no GPU leave the GPUs out of the job; else check nvidia-smi and "
+            "CUDA_VISIBLE_DEVICES, or from Python set Scheduler(slots={'gpus': [...]})"
+        )
+    return resources
 
 
 def _make_job(store: Store, row: dict[str, Any], env: dict[str, str]) -> None:
@@ -636,61 +712,21 @@ class Scheduler:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def submit(
-        self,
-        cmd: Sequence[str],
-        cwd: Optional[str] = None,
-        env: Optional[Mapping[str, str]] = None,
-        timeouts: Optional[Mapping[str, Any]] = None,
-        resources: Optional[Mapping[str, Any]] = None,
-        priority: int = 0,
-        max_restarts: int = 0,
-        restart_backoff: float = 1.0,
-        zero_code: bool = True,
-        name: Optional[str] = None,
-        tags: Optional[Sequence[str]] = None,
-        meta: Optional[Mapping[str, Any]] = None,
-        log_path: Optional[str] = None,
-        stop_on_nan: Any = None,
-        slurm: Optional[Mapping[str, Any]] = None,
-    ) -> str:
+    def submit(self, cmd: Sequence[str], **options: Unpack[SubmitOptions]) -> str:
         """Queue cmd (a list, no shell) and start it if its slots are free; returns its id.
-        env: the job's whole environment (default: this process's, now); only the names go
-        in the store. timeouts: launch()'s deadlines by name (startup_timeout, ...).
-        zero_code: as launch()'s (False: only processes that import the worker say hello).
-        name, tags (strings), meta (a JSON object): kept in the row for the GUI (jobs(tag=)
-        lists by tag); log_path: the job's output log there instead of in the job's folder;
-        stop_on_nan: as launch()'s (metric names whose first NaN or infinity cancels the job).
-        slurm: this job goes to Slurm (with backend="slurm" every job does), with these
-        options over the Scheduler's (nodes, ntasks_per_node, cpus_per_task, gres, time,
-        partition, account, qos, sbatch: a list of more sbatch options, listen: this host's
-        address the nodes reach; docs/SCALE.md)."""
+        The options by name: SubmitOptions (cwd, env, timeouts, resources, priority,
+        max_restarts, restart_backoff, zero_code, name, tags, meta, log_path, stop_on_nan,
+        slurm). slurm: this job goes to Slurm (with backend="slurm" every job does), with
+        these options over the Scheduler's (nodes, ntasks_per_node, cpus_per_task, gres,
+        time, partition, account, qos, sbatch: a list of more sbatch options, listen: this
+        host's address the nodes reach; docs/SCALE.md)."""
+        slurm = options.get("slurm")
         if slurm is not None and not isinstance(slurm, Mapping):
             raise ValueError(f"slurm options must be a dict, got {type(slurm).__name__}")
-        on_slurm = (
-            {**self.slurm, **dict(slurm or {})}
-            if self.backend == "slurm" or slurm is not None
-            else None
-        )
+        if self.backend == "slurm" or slurm is not None:
+            options["slurm"] = {**self.slurm, **dict(slurm or {})}
         with self._lock:
-            job_id = submit(
-                self._store,
-                cmd,
-                cwd=cwd,
-                env=env,
-                timeouts=timeouts,
-                resources=resources,
-                priority=priority,
-                max_restarts=max_restarts,
-                restart_backoff=restart_backoff,
-                zero_code=zero_code,
-                name=name,
-                tags=tags,
-                meta=meta,
-                log_path=log_path,
-                stop_on_nan=stop_on_nan,
-                slurm=on_slurm,
-            )
+            job_id = submit(self._store, cmd, **options)
             schedule_pass(self._store, self.python, self._keepers)
         return job_id
 

@@ -18,6 +18,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from trainbridge.bridge import listen
+
 OUTPUT_PATTERN = "slurm-%j.out"  # sbatch --output, in the job's directory
 INT_OPTIONS = ("nodes", "ntasks_per_node", "cpus_per_task")
 STR_OPTIONS = ("gres", "partition", "time", "listen", "account", "qos")
@@ -76,10 +78,8 @@ def check_options(options: Any) -> dict[str, Any]:
             "nodes reach it by (e.g. slurm={'listen': '10.0.0.1'}; `ip -brief address` lists "
             "them); the job's processes connect back to it"
         )
-    from trainbridge.bridge import remote
-
     try:
-        remote.parse_listen(out["listen"])
+        listen.parse_listen(out["listen"])
     except ValueError as exc:
         raise ValueError(f"slurm option listen: {exc}") from None
     return out

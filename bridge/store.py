@@ -23,7 +23,7 @@ from typing import Any, Optional
 from trainbridge.bridge import jsonform, private_files, store_errors
 from trainbridge.bridge.store_errors import StoreError as StoreError  # re-exported
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 5000
 
 # Job states in the row: the Job's own (starting, running, stalled, ended) plus queued and
@@ -111,6 +111,13 @@ MIGRATIONS = [
     ALTER TABLE jobs ADD COLUMN name TEXT;
     ALTER TABLE jobs ADD COLUMN tags TEXT;
     ALTER TABLE jobs ADD COLUMN meta TEXT
+    """,
+    # 3 -> 4: end_pending, 1 while the row says ended and its keeper has still to write the
+    # feed's end line (it writes the row's end first): a face waits for that line instead of
+    # judging whether the keeper still runs; reconcile() writes it for a keeper gone meanwhile.
+    """
+    ALTER TABLE jobs ADD COLUMN end_pending INTEGER;
+    CREATE INDEX jobs_end_pending ON jobs (end_pending) WHERE end_pending IS NOT NULL
     """,
 ]
 
@@ -309,6 +316,11 @@ class Store:
         ).fetchall()
         return [_decode(row) for row in rows]
 
+    def ends_pending(self) -> list[dict[str, Any]]:
+        """The rows that say ended whose feed's end line their keeper has still to write."""
+        rows = self.db.execute("SELECT * FROM jobs WHERE end_pending IS NOT NULL").fetchall()
+        return [_decode(row) for row in rows]
+
     def delete(self, job_id: str) -> None:
         with self.transaction():
             self.db.execute("DELETE FROM attempts WHERE job_id = ?", (job_id,))
@@ -341,6 +353,18 @@ class Store:
             "INSERT OR REPLACE INTO settings (name, value) VALUES (?, ?)",
             (name, json.dumps(value, ensure_ascii=True)),
         )
+
+    def note_boot(self, boot: Optional[str]) -> bool:
+        """Remember this machine's boot (procfs.boot_id): True when the store had seen
+        another, so the machine restarted since and every process its rows name is gone (a
+        pid with its start after boot names a process on one boot only). Once per boot: the
+        first caller after a restart gets True."""
+        if boot is None or self.setting("boot") == boot:
+            return False
+        with self.transaction():
+            seen = self.setting("boot")
+            self.set_setting("boot", boot)
+        return seen is not None and seen != boot
 
 
 class _Db:

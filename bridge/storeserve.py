@@ -85,23 +85,10 @@ def handle(sched: Scheduler, op: str, args: dict[str, Any], watches: Watches) ->
     if op == "get":
         return sched.get(args["id"])
     if op == "submit":
-        return sched.submit(
-            args["cmd"],
-            cwd=args.get("cwd"),
-            env=args.get("env"),
-            timeouts=args.get("timeouts"),
-            resources=args.get("resources"),
-            priority=args.get("priority", 0),
-            max_restarts=args.get("max_restarts", 0),
-            restart_backoff=args.get("restart_backoff", 1.0),
-            zero_code=args.get("zero_code", True),
-            name=args.get("name"),
-            tags=args.get("tags"),
-            meta=args.get("meta"),
-            log_path=args.get("log_path"),
-            stop_on_nan=args.get("stop_on_nan"),
-            slurm=args.get("slurm"),
-        )
+        # The options as the Node face gave them (scheduler.SubmitOptions by name); a null is
+        # an option not given: the defaults are Python's, in one place.
+        options = {k: v for k, v in args.items() if k != "cmd" and v is not None}
+        return sched.submit(args["cmd"], **options)
     if op == "pause":
         return sched.pause()
     if op == "resume":

@@ -174,6 +174,8 @@ export interface Report {
   /** Files the job made, in the order said, at most 1,000. */
   artifacts: Artifact[];
   evidence: Record<string, unknown> | null;
+  /** The deadline's look that found the job not working, and so hung (null: none did). */
+  look: { reason: 'startup' | 'heartbeat' | 'stall'; why: string } | null;
   /** The user's cancel (null when none): reason, the worker's answer, where the script stopped. */
   cancel: { reason: string | null; accepted: boolean | null; refused: string | null; traceback: string | null;
     /** client: cancel(); signal: the user signalled the process (run --transparent, PythonShell.kill());
@@ -504,6 +506,8 @@ export interface StoredJob {
   /** What the canceller asked for (store.cancel(id, {reason, grace})), else null. */
   cancel_reason: string | null;
   cancel_grace: number | null;
+  /** 1 while the row says ended and the feed's end line is still to be written (by its keeper, or reconcile). */
+  end_pending: number | null;
   report: Report | null;
   /** get() only: every attempt's outcome and report. */
   attempts?: Array<{ attempt: number; started_at: number | null; ended_at: number | null; outcome: string | null; exit_code: number | null; signal: string | null; report: Report | null }>;

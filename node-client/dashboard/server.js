@@ -298,7 +298,7 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
         if (err instanceof NoQueueError) throw new HttpError(409, err.message);
         throw err;
       }
-      return sendJSON(res, 200, { queue: await jobs.queue() });
+      return sendJSON(res, 200, { queue: jobs.queueState() });
     }
     const a = /^\/api\/jobs\/([A-Za-z0-9_.-]+)\/artifacts\/(\d+)$/.exec(p);
     if (a && req.method === 'GET') return sendArtifact(res, a[1], Number(a[2]));
@@ -416,7 +416,7 @@ async function startDashboard({ source, store, memory = false, host = '127.0.0.1
     const flush = () => {
       timer = null;
       channel.send('jobs', jobs.list());
-      channel.send('queue', { queue: jobs.queueState ? jobs.queueState() : null });
+      channel.send('queue', { queue: jobs.queueState() });
     };
     flush();
     const unwatch = jobs.watch(() => { if (!timer) timer = setTimeout(flush, LIST_FLUSH_MS); });

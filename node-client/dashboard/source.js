@@ -15,7 +15,7 @@
  *   rerun(id)           -> Promise<new id>         an ended job's spec again
  *   forget(id)          -> Promise<bool>           an ended job and its files; false when not ended
  *   queue()             -> Promise<{paused}|null>  null: no queue (every job starts at once)
- *   queueState()        -> {paused} | null          the same, as last heard (no I/O)
+ *   queueState()        -> {paused, seq} | null     the same, as last heard (no I/O); seq grows
  *   pause(), resume()   -> Promise                 the queue (NoQueueError without one)
  *   close()             -> Promise                ends what this source started
  *
@@ -169,7 +169,7 @@ class MemorySource extends EventEmitter {
   /** null: jobs run at once here, there is no queue to pause. @returns {Promise<{paused: boolean} | null>} */
   async queue() { return null; }
 
-  /** @returns {{paused: boolean} | null} */
+  /** @returns {{paused: boolean, seq: number} | null} */
   queueState() { return null; }
 
   async pause() { throw new NoQueueError('jobs run at once with --memory: there is no queue to pause (the job store has one)'); }

@@ -40,12 +40,9 @@ class StoreSource extends MemorySource {
     this._initial = []; // the rows before the watch is ready: only the newest `limit` are followed
     this._watch = this._store.watch();
     this._watch.on('job', (change) => this._change(change));
-    /** @type {boolean | null} */
-    this._paused = null; // the queue's state, from the change feed
-    this._watch.on('queue', ({ paused }) => {
-      this._paused = paused;
-      for (const fn of this._watchers) fn(null); // the list's stream sends the queue again
-    });
+    /** @type {{paused: boolean, seq: number} | null} */
+    this._queue = null; // the queue's state: from the change feed, or this server's own pause/resume
+    this._watch.on('queue', ({ paused }) => this._queueIs(paused));
     this._watch.on('error', ({ message }) => {
       // Said once per new failure, where the server's user sees it; the pages keep what they have.
       if (message !== this._lastError) process.stderr.write(`[dashboard] cannot read the job store ${this.path}: ${message}\n`);
@@ -161,12 +158,24 @@ class StoreSource extends MemorySource {
 
   async queue() { return { paused: await this._store.paused() }; }
 
-  /** The queue as the change feed last said ({paused}), or null before it has. */
-  queueState() { return this._paused === null ? null : { paused: this._paused }; }
+  /**
+   * The queue as last heard ({paused, seq}), or null before the change feed has said. `seq`
+   * grows with each news of it, so that a page drops a state older than one it has drawn (the
+   * list's stream and a click's answer travel on two connections).
+   */
+  queueState() { return this._queue; }
 
-  pause() { return this._store.pause(); }
+  /** @param {boolean} paused */
+  _queueIs(paused) {
+    this._queue = { paused, seq: (this._queue ? this._queue.seq : 0) + 1 };
+    for (const fn of this._watchers) fn(null); // the list's stream sends the queue again
+  }
 
-  resume() { return this._store.resume(); }
+  // Once the store said done, the queue is as asked: the change feed may not have looked yet,
+  // and a list sent meanwhile must not draw the state before the click.
+  async pause() { await this._store.pause(); this._queueIs(true); }
+
+  async resume() { await this._store.resume(); this._queueIs(false); }
 
   /** @param {string} id */
   report(id) {

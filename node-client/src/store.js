@@ -37,6 +37,10 @@ const SUPERVISOR_SILENT_MS = 5000;
 // found by bisection): src/feed.js, bridge/attach.py.
 const SINCE = ['start', 'now'];
 const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
+// A row that says ended with end_pending set: its keeper has still to write the feed's end line
+// (with its number, and the answers ahead of it), or reconcile() for a keeper gone meanwhile; it
+// is waited for this long at most (bridge/attach.py).
+const END_LINE_WAIT_MS = 10000;
 
 /** @typedef {import('./feed_job.js').FeedLine} FeedLine */
 /**
@@ -210,17 +214,19 @@ class Store {
       cwd: options.cwd ? path.resolve(options.cwd) : process.cwd(),
       env: options.env || { ...process.env },
       timeouts,
-      resources: options.resources || {},
-      priority: options.priority || 0,
-      max_restarts: options.maxRestarts || 0,
-      restart_backoff: options.restartBackoff ?? 1.0,
-      zero_code: options.zeroCode ?? true,
-      name: options.name ?? null,
-      tags: options.tags ?? null,
-      meta: options.meta ?? null,
-      log_path: options.logPath ? path.resolve(options.logPath) : null,
-      stop_on_nan: options.stopOnNan ?? null,
-      slurm: options.slurm ? snakeKeys(options.slurm) : null,
+      // The rest as given (undefined and null: not given); the defaults are Python's
+      // (bridge/scheduler.py SubmitOptions), in one place.
+      resources: options.resources,
+      priority: options.priority,
+      max_restarts: options.maxRestarts,
+      restart_backoff: options.restartBackoff,
+      zero_code: options.zeroCode,
+      name: options.name,
+      tags: options.tags,
+      meta: options.meta,
+      log_path: options.logPath ? path.resolve(options.logPath) : undefined,
+      stop_on_nan: options.stopOnNan,
+      slurm: options.slurm ? snakeKeys(options.slurm) : undefined,
     });
   }
 
@@ -354,6 +360,8 @@ class AttachedJob extends FeedJob {
     this.answering = null; // false while the keeper is not answering ('supervisor' event)
     /** @type {number | null} */
     this._heardAt = null; // when the events file last grew (ms)
+    /** @type {number | null} */
+    this._endedAt = null; // when the row was first read ended (ms)
     // Lines of the feed that are not an event (a keeper killed mid-line): counted and said
     // (an 'unreadable' event), never skipped silently (bridge/attach.py).
     this.unreadable = 0;
@@ -496,7 +504,8 @@ class AttachedJob extends FeedJob {
       if (got) {
         if (this.answering === false && this._heardAt !== null) this._sayAnswering(true, at - this._heardAt);
         this._heardAt = at;
-      } else if (this._heardAt !== null && this.answering !== false && at - this._heardAt > SUPERVISOR_SILENT_MS
+      } else if (this._heardAt !== null && this.answering !== false && this._endedAt === null
+        && at - this._heardAt > SUPERVISOR_SILENT_MS
         && ['starting', 'running', 'stalled'].includes(/** @type {StoredJob} */ (this.row).state)) {
         this._sayAnswering(false, at - this._heardAt);
       }
@@ -549,6 +558,10 @@ class AttachedJob extends FeedJob {
     if (row && row.state !== 'ended') { this.row = row; return; }
     this._poll(); // the end line may have just been written
     if (this._stopped) return;
+    // The keeper writes the row's end before the feed's end line, and says so in end_pending
+    // until the line is written (bridge/attach.py end_line_coming).
+    if (this._endedAt === null) this._endedAt = Date.now();
+    if (row && Date.now() - this._endedAt < END_LINE_WAIT_MS && row.end_pending) return;
     this._end(row ? (row.report || { outcome: row.outcome, note: row.note }) : { outcome: null, note: 'the job was forgotten' },
       row && typeof row.ended_at === 'number' ? row.ended_at : null);
   }

@@ -741,12 +741,17 @@ test('server: the list\'s actions: re-run, delete (confirmed, its files too), qu
   // The queue: paused for every process on the store (the change feed brings it to the list).
   assert.deepEqual(JSON.parse((await user('api/queue')).body), { queue: { paused: false } });
   assert.equal((await json('api/queue', { paused: 'yes' })).status, 400);
-  assert.deepEqual(JSON.parse((await json('api/queue', { paused: true })).body), { queue: { paused: true } });
-  await until('the feed to say paused', () => (dash.source.queueState() || {}).paused === true);
+  const pausedNow = JSON.parse((await json('api/queue', { paused: true })).body).queue;
+  assert.equal(pausedNow.paused, true);
+  // The answer is the state every list is sent from now on, before the change feed looked.
+  assert.deepEqual(dash.source.queueState(), pausedNow);
   const held = JSON.parse((await json('api/jobs', { kind: 'command', argv: [python, '-c', 'pass'] })).body).id;
   assert.equal(dash.source.get(held).state, 'queued', 'a paused queue starts nothing');
   assert.equal((await json(`api/jobs/${held}/forget`, { confirm: true })).status, 409, 'not ended: cancel it first');
-  assert.equal((await json('api/queue', { paused: false })).status, 200);
+  const resumed = JSON.parse((await json('api/queue', { paused: false })).body).queue;
+  assert.equal(resumed.paused, false);
+  assert.ok(resumed.seq > pausedNow.seq, `a later state has a later seq: ${JSON.stringify([pausedNow, resumed])}`);
+  assert.equal(dash.source.queueState().paused, false, 'no list is sent the paused queue after the resume answered');
   await until('the held job to end', () => dash.source.get(held).state === 'ended');
 });
 

@@ -566,6 +566,57 @@ test('a line of the feed that is not an event is said, not skipped (an \'unreada
   assert.equal(events.at(-1).type, 'end');
 });
 
+test('a row that says ended before its end line is written waits for the line; a keeper killed between has it written by the store', async (t) => {
+  // The keeper writes the row's end (end_pending set), answers what was asked before, then the
+  // feed's end line (bridge: test_one_feed.py). A reader that made up an end from the row
+  // meanwhile missed the line's number and what came ahead of it. A keeper killed between the
+  // two writes has its line written by the store's reconcile, numbered.
+  const storePath = tempStore(t);
+  const store = openStore(storePath, { python: PYTHON });
+  t.after(() => store.close());
+  const keeper = spawn('sleep', ['120'], { stdio: 'ignore' }); // a keeper still ending the job
+  t.after(() => keeper.kill('SIGKILL'));
+  const id = await store.submit({ command: PYTHON, args: [CHILD, 'steps', '3'], env: userEnv() });
+  assert.equal((await store.attach(id).done).outcome, 'succeeded');
+  const file = (await store.get(id)).events_path;
+  const lines = fs.readFileSync(file, 'latin1').replace(/\n$/, '').split('\n');
+  const endLine = lines.pop();
+  assert.match(endLine, /"event": ?"end"/);
+  fs.writeFileSync(file, lines.join('\n') + '\n', 'latin1'); // after the row's end, before the line's
+  const set = spawnSync(PYTHON, ['-c', [
+    'import sys; from trainbridge.bridge import procs; from trainbridge.bridge.store import Store',
+    'pid = int(sys.argv[3]); s = Store(sys.argv[1])',
+    's.update(sys.argv[2], keeper_pid=pid, keeper_start=procs.process_start(pid), end_pending=1); s.close()',
+  ].join('\n'), storePath, id, String(keeper.pid)], { encoding: 'utf8' });
+  assert.equal(set.status, 0, set.stderr);
+  const collect = (/** @type {AsyncIterable<any>} */ job) => (async () => {
+    const out = [];
+    for await (const event of job) out.push(event);
+    return out;
+  })();
+  const job = store.attach(id);
+  const events = collect(job);
+  // No end made up while the line is pending (it came within a row read, 0.5 s, before).
+  const early = await Promise.race([job.done.then(() => 'ended'), new Promise((r) => setTimeout(r, 3000, 'waiting'))]);
+  assert.equal(early, 'waiting');
+  fs.appendFileSync(file, endLine + '\n', 'latin1');
+  assert.equal((await job.done).outcome, 'succeeded');
+  const end = (await events).at(-1);
+  assert.equal(end.type, 'end');
+  assert.equal(end.seq, lines.length + 1, JSON.stringify(end));
+  // The keeper killed between the two writes: the store's helper writes the line, numbered.
+  fs.writeFileSync(file, lines.join('\n') + '\n', 'latin1');
+  const again = store.attach(id);
+  const seen = collect(again);
+  keeper.kill('SIGKILL');
+  await new Promise((r) => keeper.once('exit', r));
+  assert.equal((await again.done).outcome, 'succeeded');
+  const written = (await seen).at(-1);
+  assert.equal(written.type, 'end');
+  assert.equal(written.seq, lines.length + 1, JSON.stringify(written));
+  assert.equal((await store.get(id)).end_pending, null);
+});
+
 test('openStore() with a Python that lacks pyzmq says what to install where, and a later call says it again', async (t) => {
   // A venv of its own without pip or packages: what a GUI's bare training venv is
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-bare-venv-'));
@@ -578,4 +629,25 @@ test('openStore() with a Python that lacks pyzmq says what to install where, and
   await assert.rejects(store.jobs(), (err) => err.message.endsWith(`exited (1): ${said}`) && !err.message.includes('Traceback'));
   await assert.rejects(store.get('j-1'), (err) => err.message.endsWith(said));
   await store.close();
+});
+
+test('submit: options left out or null get Python\'s defaults (one place), given ones land in the row', async (t) => {
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  await store.pause(); // nothing starts: only the rows are looked at
+  const base = { command: PYTHON, args: [CHILD, 'forever'], env: userEnv() };
+  const plain = await store.get(await store.submit({ ...base, priority: null, name: null, slurm: null }));
+  assert.deepEqual(
+    [plain.priority, plain.max_restarts, plain.restart_backoff, plain.name, plain.tags, plain.config],
+    [0, 0, 1, null, null, {}],
+  );
+  const given = await store.get(await store.submit({
+    ...base, priority: 3, maxRestarts: 2, restartBackoff: 0.5, zeroCode: false, name: 'lora', tags: ['a'],
+  }));
+  assert.deepEqual(
+    [given.priority, given.max_restarts, given.restart_backoff, given.name, given.tags, given.config],
+    [3, 2, 0.5, 'lora', ['a'], { zero_code: false }],
+  );
+  await assert.rejects(store.submit({ ...base, maxRestarts: -1 }), /max_restarts and restart_backoff must be >= 0/);
+  assert.equal((await store.jobs()).length, 2);
 });

@@ -3,6 +3,7 @@ tree, progress, rate, ETA) and publishes it as `status` events; the attached job
 view render those, never a judgement of their own. Real keeper, real processes."""
 
 import sys
+import threading
 
 from tests.faults.matrix import judged
 from trainbridge import bridge
@@ -238,13 +239,18 @@ def test_a_face_rejoins_the_feed_from_event_n_with_nothing_missed_or_repeated(st
         again = s.attach(job_id, since=seen[-1]["seq"] + 1)
         rest = list(again.events(timeout=WAIT_S))
         assert rest and rest[-1]["event"] == "end", "no end within the deadline"
-        joined = [e["seq"] for e in seen + rest]
+        # The attacher's own events carry no seq: they are not lines of the feed (a
+        # `supervisor` event when the keeper's file was silent 5 s on a loaded machine, an
+        # `unreadable` one for a torn line). Only those; the feed's lines are numbered.
+        local = [e for e in seen + rest if "seq" not in e]
+        assert {e["event"] for e in local} <= {"supervisor", "unreadable"}, local
+        joined = [e["seq"] for e in seen + rest if "seq" in e]
         assert joined == list(range(1, len(joined) + 1)), "a gap or a repeat at the rejoin"
         assert again.position == joined[-1] and again.report["outcome"] == "succeeded"
 
         whole = list(s.attach(job_id).events(timeout=WAIT_S))  # after the end: the same feed
         assert [e["seq"] for e in whole] == joined
-        assert [e["event"] for e in whole] == [e["event"] for e in seen + rest]
+        assert [e["event"] for e in whole] == [e["event"] for e in seen + rest if "seq" in e]
 
         cli = [sys.executable, "-m", "trainbridge", "attach", job_id, "--store", store_path]
         tail = subprocess.run(
@@ -609,9 +615,7 @@ def test_a_line_of_the_feed_that_is_not_an_event_is_said_not_skipped(store_path)
     event in its place (count, the event before it), and the CLI view says it too."""
     s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
     try:
-        job_id = s.submit(child("steps", 3))
-        assert s.attach(job_id).wait(WAIT_S)["outcome"] == "succeeded"
-        path = s.get(job_id)["events_path"]
+        job_id, path = _ended_feed(s)
         with open(path, "rb") as f:
             lines = f.read().split(b"\n")
         lines.insert(3, b'{"seq": 4, "event": "output", "text": "half a li')  # torn
@@ -634,3 +638,111 @@ def test_a_line_of_the_feed_that_is_not_an_event_is_said_not_skipped(store_path)
         assert any("could not be read" in note and "after event 3" in note for note in view.notes)
     finally:
         s.close()
+
+
+def test_a_row_that_says_ended_before_its_end_line_is_written_waits_for_the_line(store_path):
+    """The keeper writes the row's end first (askers are refused from then on), answers what
+    was asked before, and only then the feed's end line. An attacher that read the row in
+    between made up an end of its own, without the line's number, and missed the answers and
+    the real end (a flake hunt's rejoin saw an event without `seq`). The keeper says the line
+    is coming (end_pending) and the attacher waits for it; a keeper killed between the two
+    writes has its line written by the scheduler's reconcile, with its number."""
+    import subprocess
+
+    from trainbridge.bridge import feed, procs
+    from trainbridge.bridge.store import Store
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    keeper = subprocess.Popen(["sleep", "120"])  # stands for a keeper still ending the job
+    try:
+        job_id, path = _ended_feed(s)
+        lines, end_line = _hold_back_end(path)  # after the row's end, before the line's
+        store = Store(store_path)
+        start = procs.process_start(keeper.pid)
+        store.update(job_id, keeper_pid=keeper.pid, keeper_start=start, end_pending=1)
+        job = s.attach(job_id)
+        for _ in lines:
+            assert job.next_event(WAIT_S)["event"] != "end"
+        # The row says ended, its end line is pending: no end made up meanwhile (it came
+        # within a row read, 0.5 s, before).
+        assert job.next_event(3.0) is None
+        with open(path, "ab") as f:
+            f.write(end_line + b"\n")
+        end = job.next_event(WAIT_S)
+        assert end["event"] == "end" and end["seq"] == len(lines) + 1, end
+        assert end["outcome"] == "succeeded"
+        # The keeper killed between the two writes: the scheduler writes the line from the
+        # row, numbered, and says it is written.
+        with open(path, "wb") as f:
+            f.write(b"\n".join(lines) + b"\n")
+        job = s.attach(job_id)
+        for _ in lines:
+            assert job.next_event(WAIT_S)["event"] != "end"
+        keeper.kill()
+        keeper.wait()
+        end = job.next_event(WAIT_S)
+        assert end["event"] == "end" and end["seq"] == len(lines) + 1, end
+        assert end["outcome"] == "succeeded"
+        assert store.get(job_id)["end_pending"] is None
+        with open(path, "rb") as f:
+            assert sum(1 for line in f if feed.END.match(line)) == 1  # and only once
+        store.close()
+    finally:
+        keeper.kill()
+        keeper.wait()
+        s.close()
+
+
+def test_an_end_line_written_between_the_files_read_and_the_rows_is_read_not_made_up(
+    store_path, monkeypatch
+):
+    """The attacher reads the file, finds nothing, reads the row (ended) and reads the file
+    once more for an end line written meanwhile. What that last read found was kept but never
+    parsed: the end line was lost and an end made up from the row, without its number."""
+    from trainbridge.bridge.store import Store
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id, path = _ended_feed(s)
+        lines, end_line = _hold_back_end(path)
+        real_get = Store.get
+        fired = []
+
+        def get(store, some_id):  # the keeper's end line lands between the two reads
+            row = real_get(store, some_id)
+            # The attacher's own first row read: its thread reads the row only once the file
+            # gave nothing more, so every line before the end has been read by then.
+            tail = threading.current_thread().name == f"trainbridge-attach-{job_id}"
+            if tail and not fired and row and row["state"] == "ended":
+                fired.append(True)
+                with open(path, "ab") as f:
+                    f.write(end_line + b"\n")
+            return row
+
+        monkeypatch.setattr(Store, "get", get)
+        job = s.attach(job_id)
+        for _ in lines:
+            assert job.next_event(WAIT_S)["event"] != "end"
+        end = job.next_event(WAIT_S)
+        assert fired, "the attacher never read the row ended"
+        assert end["event"] == "end" and end.get("seq") == len(lines) + 1, end
+    finally:
+        s.close()
+
+
+def _ended_feed(s):
+    """A 3-step job run to its end under `s`: (its id, its feed's path)."""
+    job_id = s.submit(child("steps", 3))
+    assert s.attach(job_id).wait(WAIT_S)["outcome"] == "succeeded"
+    return job_id, s.get(job_id)["events_path"]
+
+
+def _hold_back_end(path):
+    """The feed as it is between the keeper's row end and its end line: (its lines, the end
+    line taken off it)."""
+    with open(path, "rb") as f:
+        *lines, end_line = f.read().rstrip(b"\n").split(b"\n")
+    assert b'"event": "end"' in end_line.replace(b'":"', b'": "'), end_line
+    with open(path, "wb") as f:
+        f.write(b"\n".join(lines) + b"\n")
+    return lines, end_line

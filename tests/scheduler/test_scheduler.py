@@ -301,6 +301,11 @@ def test_bad_submissions_say_what_is_wrong(store_path):
             s.submit(child("steps", 1), timeouts={"stall_timeout": float("nan")})
         with pytest.raises(ValueError, match="env"):
             s.submit(child("steps", 1), env={"A": None})
+        # A misspelt option is refused as Python refuses one, and the known ones are listed.
+        with pytest.raises(TypeError, match=r"\['timeout'\]; known: \['cwd', 'env', "):
+            s.submit(child("steps", 1), timeout={"stall_timeout": 3})
+        with pytest.raises(ValueError, match="max_restarts and restart_backoff"):
+            s.submit(child("steps", 1), max_restarts=-1)
         assert s.jobs() == []
 
 

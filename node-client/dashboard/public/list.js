@@ -29,7 +29,11 @@ export function listPage(main) {
   const queueButton = h('button', { type: 'button', id: 'queue-button', hidden: true });
   const queueWords = h('span', { class: 'muted', id: 'queue-state' });
   let paused = null;
+  let queueSeq = 0;
   function renderQueue({ queue }) {
+    // The stream and a click's answer come on two connections: an older state is not drawn.
+    if (queue && queue.seq < queueSeq) return;
+    if (queue) queueSeq = queue.seq;
     paused = queue ? queue.paused : null;
     queueButton.hidden = queue === null;
     queueButton.textContent = paused ? 'Resume queue' : 'Pause queue';
