@@ -29,17 +29,13 @@ def _check_client_requirements() -> None:
             f"Linux only and this is {_sys.platform}; the worker (trainbridge.worker) does run "
             f"here, so supervise the training process from a Linux machine or container"
         )
-    import importlib.util
+    import trainbridge
 
     # What the worker needs is all the supervisor needs: a GUI's training venv
     # supervises its own jobs. rich (the live screen) and nvidia-ml-py (GPU detail) are used
     # when present; without them the CLI prints plain lines and the report says what it could
     # not see.
-    missing = [
-        dist
-        for mod, dist in (("zmq", "pyzmq"), ("msgpack", "msgpack"))
-        if importlib.util.find_spec(mod) is None
-    ]
+    missing = trainbridge.missing_requirements()
     if missing:
         raise ImportError(
             f"the trainbridge supervisor needs {' and '.join(missing)}, not installed for "

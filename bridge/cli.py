@@ -79,6 +79,15 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    _add_run(sub)
+    if not light:
+        _add_doctor(sub)
+        _add_job_commands(sub)
+    return parser
+
+
+def _add_run(sub: Any) -> None:
+    """`run`: the command, how long it may be silent, where its output goes."""
     run = sub.add_parser(
         "run",
         help="run a command under supervision",
@@ -86,6 +95,43 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_run_deadlines(run)
+    _add_run_outputs(run)
+    run.add_argument(
+        "--no-zero-code",
+        dest="zero_code",
+        action="store_false",
+        help="do not load the worker into the command's Python processes; only "
+        "scripts that import trainbridge.worker themselves then say hello",
+    )
+    run.add_argument(
+        "--stop-on-nan",
+        action="append",
+        metavar="METRIC",
+        help="cancel the job when METRIC (a name the job reports, e.g. loss) first becomes NaN "
+        "or infinite; repeat for more, '*' for every metric. Without it the job goes on and the "
+        "report's training health says it",
+    )
+    run.add_argument(
+        "--listen",
+        metavar="ADDR[:PORT]",
+        help="also accept ranks of other hosts (torchrun --nnodes>1) on tcp ADDR:PORT, "
+        "authenticated with CurveZMQ; needs --rank-env (docs/CLIENT.md, Other hosts)",
+    )
+    run.add_argument(
+        "--rank-env",
+        metavar="FILE",
+        help="with --listen: write the variables the other hosts' torchrun needs to FILE "
+        "(mode 0600); there, `. FILE` before torchrun",
+    )
+    _add_transparent(run)
+    run.add_argument(
+        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command and its arguments"
+    )
+
+
+def _add_run_deadlines(run: argparse.ArgumentParser) -> None:
+    """The deadlines a hang is judged by (machine.DEFAULTS), and the kill's grace."""
     d = machine.DEFAULTS
     run.add_argument(
         "--startup-timeout",
@@ -125,6 +171,10 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
         metavar="S",
         help=f"seconds between SIGTERM and SIGKILL (default {d['kill_grace']:g})",
     )
+
+
+def _add_run_outputs(run: argparse.ArgumentParser) -> None:
+    """Where the run's output, report and events go."""
     run.add_argument(
         "--log",
         metavar="FILE",
@@ -146,41 +196,6 @@ def build_parser(light: bool = False) -> argparse.ArgumentParser:
         help="print events as JSON lines (ASCII) instead of the live view; "
         "the last line is the end event with the report",
     )
-    run.add_argument(
-        "--no-zero-code",
-        dest="zero_code",
-        action="store_false",
-        help="do not load the worker into the command's Python processes; only "
-        "scripts that import trainbridge.worker themselves then say hello",
-    )
-    run.add_argument(
-        "--stop-on-nan",
-        action="append",
-        metavar="METRIC",
-        help="cancel the job when METRIC (a name the job reports, e.g. loss) first becomes NaN "
-        "or infinite; repeat for more, '*' for every metric. Without it the job goes on and the "
-        "report's training health says it",
-    )
-    run.add_argument(
-        "--listen",
-        metavar="ADDR[:PORT]",
-        help="also accept ranks of other hosts (torchrun --nnodes>1) on tcp ADDR:PORT, "
-        "authenticated with CurveZMQ; needs --rank-env (docs/CLIENT.md, Other hosts)",
-    )
-    run.add_argument(
-        "--rank-env",
-        metavar="FILE",
-        help="with --listen: write the variables the other hosts' torchrun needs to FILE "
-        "(mode 0600); there, `. FILE` before torchrun",
-    )
-    _add_transparent(run)
-    run.add_argument(
-        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command and its arguments"
-    )
-    if not light:
-        _add_doctor(sub)
-        _add_job_commands(sub)
-    return parser
 
 
 def _add_job_commands(sub: Any) -> None:  # argparse's subparsers
@@ -244,10 +259,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     if getattr(args, "listen", None):
         if getattr(args, "transparent", False):
             parser.error("run: --listen is not available with --transparent")
-        from trainbridge.bridge import remote
+        from trainbridge.bridge import listen, remote
 
         try:
-            args.listen_at = remote.parse_listen(args.listen)
+            args.listen_at = listen.parse_listen(args.listen)
             remote.check_local(args.listen_at[0])
             remote.check_env_file(args.rank_env)
         except ValueError as exc:

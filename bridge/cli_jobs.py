@@ -30,15 +30,21 @@ EXIT_STORE = 4  # the job store cannot be used (bridge/store_errors.py says why)
 
 
 def add_commands(sub: Any) -> None:  # argparse's subparsers
-    from trainbridge.bridge import machine
+    """The store's verbs, each with its options."""
+    for add in (_add_submit, _add_jobs, _add_attach, _add_verbs_on_one_job, _add_queue_verbs):
+        add(sub)
 
-    def store_option(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--store",
-            metavar="PATH",
-            help="the job store (default: "
-            "$TRAINBRIDGE_STORE or ~/.local/share/trainbridge/jobs.db)",
-        )
+
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        help="the job store (default: $TRAINBRIDGE_STORE or ~/.local/share/trainbridge/jobs.db)",
+    )
+
+
+def _add_submit(sub: Any) -> None:
+    from trainbridge.bridge import machine
 
     p = sub.add_parser(
         "submit",
@@ -46,7 +52,7 @@ def add_commands(sub: Any) -> None:  # argparse's subparsers
         description="Queue CMD; it starts at once when its slots are free and "
         "runs under its own keeper, whatever happens to this shell.",
     )
-    store_option(p)
+    _store_option(p)
     d = machine.DEFAULTS
     p.add_argument("--gpus", type=int, default=0, metavar="N", help="GPUs the job needs")
     p.add_argument("--priority", type=int, default=0, help="higher starts first (default 0)")
@@ -98,8 +104,10 @@ def add_commands(sub: Any) -> None:  # argparse's subparsers
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     p.set_defaults(handler=submit)
 
+
+def _add_jobs(sub: Any) -> None:
     p = sub.add_parser("jobs", help="list the store's jobs")
-    store_option(p)
+    _store_option(p)
     p.add_argument(
         "--state",
         help="only this state (queued, running, ended, ...; 'active' for every unfinished one)",
@@ -109,8 +117,10 @@ def add_commands(sub: Any) -> None:  # argparse's subparsers
     p.add_argument("--json", action="store_true", help="the rows as a JSON list")
     p.set_defaults(handler=jobs)
 
+
+def _add_attach(sub: Any) -> None:
     p = sub.add_parser("attach", help="follow a stored job with the live view of run")
-    store_option(p)
+    _store_option(p)
     p.add_argument("id")
     p.add_argument("--json", action="store_true", help="events as JSON lines, as run --json")
     where = p.add_mutually_exclusive_group()
@@ -128,35 +138,47 @@ def add_commands(sub: Any) -> None:  # argparse's subparsers
     )
     p.set_defaults(handler=attach)
 
+
+def _add_verbs_on_one_job(sub: Any) -> None:
+    """cancel, rerun, forget and logs: each names one job."""
     p = sub.add_parser("cancel", help="cancel a queued or running job")
-    store_option(p)
+    _store_option(p)
     p.add_argument("id")
     p.add_argument("--wait", action="store_true", help="wait until it has ended")
     p.set_defaults(handler=cancel)
 
     p = sub.add_parser("rerun", help="queue a new job with a stored job's spec")
-    store_option(p)
+    _store_option(p)
     p.add_argument("id")
     p.add_argument("--json", action="store_true", help="print {\"id\": ...} as JSON")
     p.set_defaults(handler=rerun)
 
+    p = sub.add_parser("forget", help="delete an ended job's row and files")
+    _store_option(p)
+    p.add_argument("id")
+    p.set_defaults(handler=forget)
+
+    p = sub.add_parser("logs", help="print a stored job's output")
+    _store_option(p)
+    p.add_argument("id")
+    p.add_argument("-f", "--follow", action="store_true", help="go on until the job ends")
+    p.set_defaults(handler=logs)
+
+
+def _add_queue_verbs(sub: Any) -> None:
+    """pause, resume and retention: the store's own settings, for every process on it."""
     for verb, text in (
         ("pause", "start no queued job until resume (running jobs go on)"),
         ("resume", "start queued jobs again"),
     ):
         p = sub.add_parser(verb, help=text)
-        store_option(p)
+        _store_option(p)
         p.set_defaults(handler=pause_or_resume)
-
-    p = sub.add_parser("forget", help="delete an ended job's row and files")
-    store_option(p)
-    p.add_argument("id")
-    p.set_defaults(handler=forget)
 
     p = sub.add_parser(
         "retention", help="show or set how many ended jobs the store keeps (for every process)"
     )
-    store_option(p)
+    _store_option(p)
     p.add_argument(
         "keep",
         nargs="?",
@@ -164,12 +186,6 @@ def add_commands(sub: Any) -> None:  # argparse's subparsers
         help="keep the newest N ended jobs, forgetting older ones with their files; all: keep all",
     )
     p.set_defaults(handler=retention)
-
-    p = sub.add_parser("logs", help="print a stored job's output")
-    store_option(p)
-    p.add_argument("id")
-    p.add_argument("-f", "--follow", action="store_true", help="go on until the job ends")
-    p.set_defaults(handler=logs)
 
 
 SLURM_FLAGS = (
@@ -316,6 +332,32 @@ def submit(args: argparse.Namespace) -> int:
     return 0
 
 
+# `jobs`' table: its columns, and the colour of each state and outcome word in a terminal.
+JOBS_COLUMNS = (
+    "ID",
+    "NAME",
+    "STATE",
+    "OUTCOME",
+    "STAGE",
+    "PROGRESS",
+    "TRY",
+    "GPUS",
+    "SUBMITTED",
+    "COMMAND",
+)
+WORD_COLOURS = {
+    "running": "green",
+    "stalled": "magenta",
+    "queued": "yellow",
+    "succeeded": "green",
+    "failed": "red",
+    "crashed": "red",
+    "hung": "magenta",
+    "lost": "red",
+    "cancelled": "yellow",
+}
+
+
 def jobs(args: argparse.Namespace) -> int:
     with _scheduler(args) as sched:
         rows = sched.jobs(args.state, args.limit, args.tag)
@@ -324,80 +366,62 @@ def jobs(args: argparse.Namespace) -> int:
         print(f"trainbridge: {forgotten_line(retained)}", file=sys.stderr)
     if args.json:
         print(jsonform.dumps(rows, default=str))
-        return 0
-    columns = (
-        "ID",
-        "NAME",
-        "STATE",
-        "OUTCOME",
-        "STAGE",
-        "PROGRESS",
-        "TRY",
-        "GPUS",
-        "SUBMITTED",
-        "COMMAND",
-    )
-    cells = []
-    for row in rows:
-        progress = row.get("progress") or {}
-        step = progress.get("step")
-        total = progress.get("total")
-        gpus = ",".join(map(str, (row.get("assigned") or {}).get("gpus") or [])) or (
-            str((row.get("resources") or {}).get("gpus") or "") or "-"
-        )
-        cells.append(
-            [
-                row["id"],
-                row.get("name") or "-",
-                row["state"],
-                row["outcome"] or "-",
-                row.get("stage") or "-",
-                "-" if step is None else f"{step}/{total}" if total else str(step),
-                str(row.get("attempt") or 0),
-                gpus,
-                datetime.datetime.fromtimestamp(row["submitted_at"]).strftime("%m-%d %H:%M:%S"),
-                " ".join(row["command"]),
-            ]
-        )
-    if not rows:
+    elif not rows:
         print("no jobs" + (f" in state {args.state}" if args.state else ""))
-        return 0
+    else:
+        _print_table([_job_cells(row) for row in rows])
+    return 0
+
+
+def _job_cells(row: dict[str, Any]) -> list[str]:
+    """One row of the store as the table's cells, in JOBS_COLUMNS' order."""
+    progress = row.get("progress") or {}
+    step = progress.get("step")
+    total = progress.get("total")
+    gpus = ",".join(map(str, (row.get("assigned") or {}).get("gpus") or [])) or (
+        str((row.get("resources") or {}).get("gpus") or "") or "-"
+    )
+    return [
+        row["id"],
+        row.get("name") or "-",
+        row["state"],
+        row["outcome"] or "-",
+        row.get("stage") or "-",
+        "-" if step is None else f"{step}/{total}" if total else str(step),
+        str(row.get("attempt") or 0),
+        gpus,
+        datetime.datetime.fromtimestamp(row["submitted_at"]).strftime("%m-%d %H:%M:%S"),
+        " ".join(row["command"]),
+    ]
+
+
+def _print_table(cells: list[list[str]]) -> None:
+    """The table with rich (state and outcome in colour), or plain columns without it."""
     try:
         from rich.console import Console
         from rich.table import Table
         from rich.text import Text
     except ImportError:  # rich is optional: the same columns, plain
-        widths = [max(len(c[i]) for c in [list(columns), *cells]) for i in range(len(columns))]
-        for line in [list(columns), *cells]:
+        lines = [list(JOBS_COLUMNS), *cells]
+        widths = [max(len(c[i]) for c in lines) for i in range(len(JOBS_COLUMNS))]
+        for line in lines:
             print("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
-        return 0
+        return
     table = Table(box=None, header_style="bold")
-    for name in columns:
+    for name in JOBS_COLUMNS:
         table.add_column(name, no_wrap=True, overflow="ellipsis" if name == "COMMAND" else "fold")
-    colours = {
-        "running": "green",
-        "stalled": "magenta",
-        "queued": "yellow",
-        "succeeded": "green",
-        "failed": "red",
-        "crashed": "red",
-        "hung": "magenta",
-        "lost": "red",
-        "cancelled": "yellow",
-    }
     for line in cells:
         state, outcome = line[2], line[3]
         table.add_row(
             *line[:2],
-            Text(state, style=colours.get(state, "")),
-            Text(outcome, style=colours.get(outcome, "")),
+            Text(state, style=WORD_COLOURS.get(state, "")),
+            Text(outcome, style=WORD_COLOURS.get(outcome, "")),
             *line[4:],
         )
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)  # a pipe: whole ids and commands, not ellipses
     console.print(table)
-    return 0
 
 
 def attach(args: argparse.Namespace) -> int:

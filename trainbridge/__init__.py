@@ -25,3 +25,15 @@ if not _os.path.isdir(_os.path.join(_here, "worker")) and _os.path.isfile(
     # Source checkout: trainbridge.worker is <top>/worker, trainbridge.bridge is <top>/bridge.
     __path__.append(_top)
 del _here, _top
+
+# What the worker imports (and so the supervisor too): import name -> pip's name.
+REQUIREMENTS = (("zmq", "pyzmq"), ("msgpack", "msgpack"))
+
+
+def missing_requirements() -> "list[str]":
+    """pip's names of the worker's requirements that this interpreter cannot import (the
+    supervisor at import, and zero-code mode's sitecustomize in a training interpreter, say
+    which and the pip command)."""
+    import importlib.util
+
+    return [dist for mod, dist in REQUIREMENTS if importlib.util.find_spec(mod) is None]

@@ -193,44 +193,46 @@ def assemble(
                 _entry(name, v, {"value": cvd, "gpu_count": None if gpus is None else len(gpus)})
             )
         elif name == "cuda_driver_compat":
-            if (
-                runs.get("torch") is None
-                or runs["torch"].status != DONE
-                or not torch_facts.get("installed")
-            ):
-                v = Verdict(SKIP, "torch did not load")
-            else:
-                v = rules.cuda_driver_compat(
-                    torch_facts.get("cuda"), nvidia.get("driver"), nvidia.get("driver_cuda"), system
-                )
-            rows.append(
-                _entry(
-                    name,
-                    v,
-                    {
-                        "torch_cuda": torch_facts.get("cuda"),
-                        "driver": nvidia.get("driver"),
-                        "driver_cuda": nvidia.get("driver_cuda"),
-                    },
-                )
-            )
+            rows.append(_cuda_driver_row(runs.get("torch"), torch_facts, nvidia, system))
         elif name in runs:
             run = runs[name]
             f = dict(run.facts)
             if run.error and run.status == DONE:
                 f["error"] = run.error
             rows.append(_entry(name, _run_verdict(run, decide[name]), f, run.duration_s, run.stack))
-    for t in targets:
-        result = net.get(t.name, {"skipped": "not probed"})
-        rows.append(
-            _entry(
-                t.name,
-                rules.reach_verdict(t.role, result),
-                dict(result, role=t.role),
-                result.get("elapsed_s", 0.0),
-            )
-        )
+    rows.extend(_reach_row(t, net.get(t.name, {"skipped": "not probed"})) for t in targets)
     return rows
+
+
+def _cuda_driver_row(
+    torch_run: Optional[CheckRun],
+    torch_facts: dict[str, Any],
+    nvidia: dict[str, Any],
+    system: str,
+) -> dict[str, Any]:
+    """Whether torch's CUDA build runs on this driver: skipped when torch did not load."""
+    if torch_run is None or torch_run.status != DONE or not torch_facts.get("installed"):
+        v = Verdict(SKIP, "torch did not load")
+    else:
+        v = rules.cuda_driver_compat(
+            torch_facts.get("cuda"), nvidia.get("driver"), nvidia.get("driver_cuda"), system
+        )
+    facts = {
+        "torch_cuda": torch_facts.get("cuda"),
+        "driver": nvidia.get("driver"),
+        "driver_cuda": nvidia.get("driver_cuda"),
+    }
+    return _entry("cuda_driver_compat", v, facts)
+
+
+def _reach_row(target: Target, result: dict[str, Any]) -> dict[str, Any]:
+    """One host the job reaches (or a proxy): reached, refused, or not probed."""
+    return _entry(
+        target.name,
+        rules.reach_verdict(target.role, result),
+        dict(result, role=target.role),
+        result.get("elapsed_s", 0.0),
+    )
 
 
 def doctor(

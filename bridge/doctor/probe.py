@@ -61,22 +61,10 @@ def _stream_facts(stream: "Optional[TextIO]") -> "Facts":
 _STDOUT_AT_START = _stream_facts(sys.stdout)
 _STDERR_AT_START = _stream_facts(sys.stderr)
 
-HF_PACKAGES = (
-    "numpy",
-    "torch",
-    "transformers",
-    "datasets",
-    "accelerate",
-    "peft",
-    "safetensors",
-    "diffusers",
-    "huggingface_hub",
-    "nvidia-ml-py",
-    "trainbridge",
-    # What the worker itself needs in the training interpreter (rules.packages_verdict).
-    "pyzmq",
-    "msgpack",
-)
+# The packages whose versions the "packages" check reports: given by the doctor
+# (bridge/doctor/run.py PROBE_PACKAGES, --packages), as this file runs by path in the
+# training interpreter, where trainbridge may not be importable.
+PACKAGES: "list[str]" = []
 NETWORK_VARS = (
     "HTTP_PROXY",
     "HTTPS_PROXY",
@@ -197,7 +185,7 @@ def check_network_config() -> "Facts":
 
 
 def check_packages() -> "Facts":
-    return {"versions": {name: _version_of(name) for name in HF_PACKAGES}}
+    return {"versions": {name: _version_of(name) for name in PACKAGES}}
 
 
 def _cache_dirs() -> "list[tuple[str, str]]":
@@ -423,6 +411,8 @@ def _parse_args(argv: "list[str]") -> "tuple[list[str], Optional[str], Optional[
             stack_file = argv[i + 1]
         elif argv[i] == "--deadline":
             deadline = float(argv[i + 1])
+        elif argv[i] == "--packages":
+            PACKAGES[:] = [p for p in argv[i + 1].split(",") if p]
         else:
             raise SystemExit("doctor_probe: unknown argument %r" % argv[i])
         i += 2

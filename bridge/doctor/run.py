@@ -21,7 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from trainbridge.protocol.constants import TRAINING_PACKAGES
+
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.py")
+# The versions the probe's "packages" check reports: the training stack, and what the worker
+# itself needs in the training interpreter (rules.packages_verdict).
+PROBE_PACKAGES = (*TRAINING_PACKAGES, "nvidia-ml-py", "trainbridge", "pyzmq", "msgpack")
 STDERR_KEEP = 64 * 1024
 STACK_WAIT_S = 1.0  # faulthandler writes within milliseconds; a stuck write is given up on
 SIGNAL_DUMP_WAIT_S = 0.2  # SIGUSR1 -> SIGUSR2: the Python handler runs within milliseconds
@@ -67,6 +72,8 @@ class _Child:
                 stack_file,
                 "--deadline",
                 str(timeout),
+                "--packages",
+                ",".join(PROBE_PACKAGES),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from trainbridge.bridge.doctor import doctor
+from trainbridge.bridge.doctor.run import PROBE_PACKAGES
 
 from .conftest import base_env, by_name
 
@@ -38,6 +39,11 @@ def test_this_machine_tells_the_truth(tmp_path):
     )
     assert rows["cuda_visible_devices"]["facts"]["gpu_count"] == 0
     assert rows["cuda_driver_compat"]["verdict"] == "skip"
+    # The probe reports the versions of the list the doctor gives it (--packages): the
+    # training stack and what the worker needs, found in this venv.
+    versions = rows["packages"]["facts"]["versions"]
+    assert list(versions) == list(PROBE_PACKAGES) and rows["packages"]["verdict"] == "ok"
+    assert versions["torch"].startswith("2.13.0") and versions["pyzmq"] and versions["msgpack"]
     assert rows["torch_tensor"]["verdict"] == "ok"
     assert [d["device"] for d in rows["torch_tensor"]["facts"]["devices"]] == ["cpu"]
     assert rows["reach_hf_endpoint"]["verdict"] == "skip"  # base_env sets HF_HUB_OFFLINE=1
