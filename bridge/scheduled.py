@@ -35,16 +35,17 @@ def short_report(row: dict[str, Any], outcome: str, note: str) -> dict[str, Any]
     return report
 
 
-def append_end_event(row: dict[str, Any], report: dict[str, Any]) -> None:
+def append_end_event(row: dict[str, Any], report: dict[str, Any]) -> bool:
     """Attached clients learn the end from the feed, like any other end: the next number
     after the keeper's last line (the keeper is gone, so nobody else writes). Called inside
     the transaction that writes the row's end, so a face that reads the row ended finds the
-    line; a feed that has its end already gets no second one."""
+    line; a feed that has its end already gets no second one. False when the line could not
+    be written (the caller leaves end_pending set, and reconcile() tries again)."""
     path = row["events_path"]
     event = {"event": "end", "t": time.time(), "outcome": report["outcome"], "report": report}
     try:
         if feed.ends(path):
-            return
+            return True
         torn = feed.torn(path)  # a keeper killed mid-write: end its half line first
         try:
             line = ("\n" if torn else "") + feed.encode(feed.last_seq(path, torn) + 1, event)
@@ -53,7 +54,8 @@ def append_end_event(row: dict[str, Any], report: dict[str, Any]) -> None:
         with os.fdopen(private_files.open_append(path), "a", encoding="ascii") as f:
             f.write(line)
     except OSError:
-        pass  # the row says it; attach() also reads the row
+        return False
+    return True
 
 
 CANCEL_REASON_MAX = 1000  # characters of a cancel's reason
@@ -164,13 +166,13 @@ def cancel(
             return False
         if row[0] == "queued":
             now = time.time()
+            written = append_end_event({"events_path": row[3]}, report)
             db.execute(
                 "UPDATE jobs SET state = 'ended', outcome = 'cancelled', ended_at = ?, "
-                "updated_at = ?, cancel_requested = 1, note = ?, report = ? "
+                "updated_at = ?, cancel_requested = 1, note = ?, report = ?, end_pending = ? "
                 "WHERE id = ?",
-                (now, now, report["note"], jsonform.dumps(report), job_id),
+                (now, now, report["note"], jsonform.dumps(report), None if written else 1, job_id),
             )
-            append_end_event({"events_path": row[3]}, report)
             queued = True
         else:
             db.execute(

@@ -304,8 +304,10 @@ def reconcile(store: Store) -> list[str]:
                 job_start=None,
                 report=report,
             )
-            if ended:  # the line before the commit: whoever reads the row ended finds it
-                scheduled.append_end_event(fresh, report)
+            # the line before the commit: whoever reads the row ended finds it; a line not
+            # written leaves end_pending set, and a later reconcile() writes it
+            if ended and not scheduled.append_end_event(fresh, report):
+                store.update(row["id"], end_pending=1)
         if ended:
             changed.append(row["id"])
     changed += _end_lines_left(store, rebooted)
@@ -314,8 +316,9 @@ def reconcile(store: Store) -> list[str]:
 
 def _end_lines_left(store: Store, rebooted: bool) -> list[str]:
     """The feed's end line of each job whose keeper wrote the row's end and was gone before
-    the line (end_pending): written from the row, so every face reads the same end, with its
-    number. Returns their ids."""
+    the line (end_pending), or whose line could not be written when the row ended (the feed's
+    folder unwritable, the disk full): written from the row, so every face reads the same end,
+    with its number. Returns the ids written."""
     done = []
     for row in store.ends_pending():
         if not rebooted and procs.same_process(row["keeper_pid"], row["keeper_start"]):
@@ -325,7 +328,8 @@ def _end_lines_left(store: Store, rebooted: bool) -> list[str]:
             if fresh is None or not fresh["end_pending"]:
                 continue
             report = fresh["report"] or {"outcome": fresh["outcome"], "note": fresh["note"]}
-            scheduled.append_end_event(fresh, report)
+            if not scheduled.append_end_event(fresh, report):
+                continue  # end_pending stays set: the next reconcile() tries again
             store.update(row["id"], end_pending=None)
         done.append(row["id"])
     return done

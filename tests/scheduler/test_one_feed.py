@@ -746,3 +746,65 @@ def _hold_back_end(path):
     with open(path, "wb") as f:
         f.write(b"\n".join(lines) + b"\n")
     return lines, end_line
+
+
+def test_an_end_line_that_could_not_be_written_is_written_when_it_can_be(store_path):
+    """A lost keeper's end line, and a queued job's cancel line, are written by the
+    scheduler. When the feed cannot take the line (its path unwritable, the disk full) the
+    row keeps end_pending set, so no face takes the feed for whole and a later reconcile
+    writes the line, numbered after the last, once the feed takes it again. Before, the
+    write's error was dropped and the line never came."""
+    import json
+    import os
+    import signal
+
+    from trainbridge.bridge import scheduler as scheduler_module
+    from trainbridge.bridge.store import Store
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    store = Store(store_path)
+    try:
+        job_id = s.submit(child("forever"))
+        until_progress(s.attach(job_id))
+        path = s.get(job_id)["events_path"]
+        os.rename(path, path + ".held")  # the keeper writes on to the same file
+        os.mkdir(path)  # and the scheduler can write nothing at `path`
+        os.kill(s.get(job_id)["keeper_pid"], signal.SIGKILL)
+        wait_for(lambda: s.get(job_id)["state"] == "ended", what="the lost keeper's job ended")
+        assert s.get(job_id)["outcome"] == "lost"
+        assert store.get(job_id)["end_pending"] == 1  # the line is owed
+        scheduler_module.reconcile(store)  # and still owed while the feed takes nothing
+        assert store.get(job_id)["end_pending"] == 1
+        wait_for(lambda: not leftovers(job_id), what="the lost job's processes stopped")
+
+        # A queued job cancelled while its feed cannot be written: the same.
+        s.pause()
+        queued = s.submit(child("forever"))
+        queued_path = s.get(queued)["events_path"]
+        os.rename(queued_path, queued_path + ".held")
+        os.mkdir(queued_path)
+        assert s.cancel(queued) is True
+        assert store.get(queued)["outcome"] == "cancelled"
+        assert store.get(queued)["end_pending"] == 1
+
+        os.rmdir(path)
+        os.rename(path + ".held", path)
+        os.rmdir(queued_path)
+        os.rename(queued_path + ".held", queued_path)
+        wait_for(
+            lambda: (
+                store.get(job_id)["end_pending"] is None
+                and store.get(queued)["end_pending"] is None
+            ),
+            what="the owed end lines written",
+        )
+        with open(path, "rb") as f:
+            lines = [json.loads(line) for line in f.read().splitlines()]
+        assert [e["seq"] for e in lines] == list(range(1, len(lines) + 1)), lines[-3:]
+        assert lines[-1]["event"] == "end" and lines[-1]["outcome"] == "lost"
+        assert s.attach(job_id, since=lines[-1]["seq"]).next_event(WAIT_S)["outcome"] == "lost"
+        end = s.attach(queued).wait(WAIT_S)
+        assert end["outcome"] == "cancelled"
+    finally:
+        store.close()
+        s.close()
