@@ -359,9 +359,9 @@ class AttachedJob extends FeedJob {
     /** @type {boolean | null} */
     this.answering = null; // false while the keeper is not answering ('supervisor' event)
     /** @type {number | null} */
-    this._heardAt = null; // when the events file last grew (ms)
+    this._heardAt = null; // when the events file last grew (ms, performance.now(): no clock step moves it)
     /** @type {number | null} */
-    this._endedAt = null; // when the row was first read ended (ms)
+    this._endedAt = null; // when the row was first read ended (ms, performance.now())
     // Lines of the feed that are not an event (a keeper killed mid-line): counted and said
     // (an 'unreadable' event), never skipped silently (bridge/attach.py).
     this.unreadable = 0;
@@ -500,7 +500,7 @@ class AttachedJob extends FeedJob {
           }
         } finally { fs.closeSync(fd); }
       }
-      const at = Date.now();
+      const at = performance.now();
       if (got) {
         if (this.answering === false && this._heardAt !== null) this._sayAnswering(true, at - this._heardAt);
         this._heardAt = at;
@@ -526,8 +526,8 @@ class AttachedJob extends FeedJob {
         if (typeof this._since === 'number' && Number.isInteger(event.seq) && event.seq < this._since) continue;
         this._deliver(event);
       }
-      if (!got && !this._stopped && Date.now() >= this._nextRow) {
-        this._nextRow = Date.now() + ROW_EVERY_MS;
+      if (!got && !this._stopped && performance.now() >= this._nextRow) {
+        this._nextRow = performance.now() + ROW_EVERY_MS;
         this._checkRow();
       }
     } finally {
@@ -560,8 +560,8 @@ class AttachedJob extends FeedJob {
     if (this._stopped) return;
     // The keeper writes the row's end before the feed's end line, and says so in end_pending
     // until the line is written (bridge/attach.py end_line_coming).
-    if (this._endedAt === null) this._endedAt = Date.now();
-    if (row && Date.now() - this._endedAt < END_LINE_WAIT_MS && row.end_pending) return;
+    if (this._endedAt === null) this._endedAt = performance.now();
+    if (row && performance.now() - this._endedAt < END_LINE_WAIT_MS && row.end_pending) return;
     this._end(row ? (row.report || { outcome: row.outcome, note: row.note }) : { outcome: null, note: 'the job was forgotten' },
       row && typeof row.ended_at === 'number' ? row.ended_at : null);
   }
