@@ -175,6 +175,27 @@ test('a stopped keeper is said not answering; after SIGCONT it answers again and
   assert.equal(report.outcome, 'succeeded', report.summary);
 });
 
+test('the wall clock set forward an hour does not make a running supervisor look silent (its waits are monotonic)', async (t) => {
+  // A laptop waking, a VM restored from a snapshot, NTP: the wall clock steps while a job runs.
+  const { store, id, job } = await runningJob(t);
+  const said = [];
+  job.on('supervisor', (s) => said.push(s));
+  const wall = Date.now;
+  Date.now = () => wall() + 3600 * 1000;
+  try {
+    const steps = [];
+    await new Promise((resolve) => {
+      const on = (s) => { steps.push(s.step); if (steps.length >= 4) { job.off('status', on); resolve(); } };
+      job.on('status', on);
+    });
+  } finally {
+    Date.now = wall;
+  }
+  assert.deepEqual(said, [], 'no "not answering" from a clock step');
+  await store.cancel(id);
+  assert.equal((await job.done).outcome, 'cancelled');
+});
+
 test('attach since now to a job that printed 200,000 lines: the state and last status first, reading only the end of the file', async (t) => {
   // As tests/scheduler/test_one_feed.py: attaching replayed the whole 35 MB events file.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-store-now-'));
