@@ -1086,6 +1086,31 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assertNoGapNoRepeat(await shownSeries(page), 'after SIGCONT');
     assert.deepEqual(errors, []);
   });
+
+  inBrowser('the wall clock set forward an hour is no silence: the page stays live and its buttons on', async (t) => {
+    // A laptop waking, NTP or a VM restored from a snapshot steps the wall clock; the page
+    // judges the server's silence on the monotonic clock, so a step is not "not answering".
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, longJob(python, 1000000));
+    t.after(() => dash.source.cancel(id).catch(() => undefined));
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await page.locator('#state', { hasText: 'running' }).waitFor({ timeout: 60000 });
+    await page.evaluate(() => {
+      new globalThis.MutationObserver(() => {
+        if (document.body.classList.contains('stale')) document.body.dataset.wentStale = '1';
+      }).observe(document.body, { attributes: true, attributeFilter: ['class'] });
+    });
+    await page.clock.setSystemTime(Date.now() + 3600 * 1000);
+    // The page calls a server silent after 3 keep-alive periods of 2 s with nothing heard,
+    // seen by a watchdog every 250 ms: 7 s of the page's own monotonic time with the clock
+    // an hour ahead, and the page never went stale (before, it did within 250 ms).
+    const t0 = await page.evaluate(() => performance.now());
+    await page.waitForFunction((from) => performance.now() - from > 7000, t0, { timeout: 60000 });
+    assert.equal(await page.evaluate(() => document.body.dataset.wentStale ?? null), null, 'never stale');
+    assert.equal(await text(page, '#conn'), 'live');
+    assert.ok(await page.locator('#cancel').isEnabled(), 'Cancel stays on');
+    assert.deepEqual(errors, []);
+  });
 });
 
 // Torch jobs (an unmodified script, torchrun with two ranks) load the CPU for seconds: they

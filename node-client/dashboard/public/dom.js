@@ -62,14 +62,17 @@ export async function post(url, body) {
 const banner = document.getElementById('stale-banner');
 const SILENT_PERIODS = 3;
 let keepAliveMs = 2000; // the server says its period in each `alive`
-let heardAt = Date.now(); // the last message of any stream
+// When the last message of any stream came: heardAt on the monotonic clock, which the
+// silence is judged by (a wall clock set forward is no silence), heardWall for the page's marks.
+let heardAt = performance.now();
+let heardWall = Date.now();
 let staleTimer = null;
 let silent = false; // stale because nothing came, on an open stream (not because it broke)
 let watchingStreams = 0; // streams this page has open (the watchdog only watches those)
 let refused = null; // 401 or 403 while the server answers but refuses this browser
 /** The stale banner's words: why, and since when. */
 function sayStale() {
-  const ago = Math.round((Date.now() - heardAt) / 1000);
+  const ago = Math.round((performance.now() - heardAt) / 1000);
   banner.textContent = refused === 401
     ? `The dashboard server answers but no longer takes this browser's sign-in (HTTP 401: restarted with another token?): `
       + `open the address it printed (the one with ?token=), and this page comes back by itself. What you see is from ${ago} s ago.`
@@ -84,7 +87,7 @@ function markStale(stale) {
   banner.hidden = !stale;
   if (stale) {
     document.body.dataset.staleSince = String(Date.now());
-    document.body.dataset.lastHeard = String(heardAt); // what the page judged by
+    document.body.dataset.lastHeard = String(heardWall); // what the page judged by
     for (const b of document.querySelectorAll('main button:not([disabled])')) { b.disabled = true; b.dataset.staleOff = '1'; }
     for (const a of document.querySelectorAll('main a[href^="/api/"]')) {
       a.dataset.staleHref = a.getAttribute('href');
@@ -107,8 +110,13 @@ function markStale(stale) {
   }
 }
 /** Anything from the server: the keep-alive or a topic's message. */
+/** The page heard the server now. */
+function noteHeard() {
+  heardAt = performance.now();
+  heardWall = Date.now();
+}
 function heard() {
-  heardAt = Date.now();
+  noteHeard();
   if (silent) { conn.textContent = 'live'; markStale(false); }
 }
 function heardAlive(everyMs) {
@@ -117,7 +125,7 @@ function heardAlive(everyMs) {
 }
 setInterval(() => {
   if (!watchingStreams || silent || document.body.classList.contains('stale')) return;
-  if (Date.now() - heardAt > SILENT_PERIODS * keepAliveMs) {
+  if (performance.now() - heardAt > SILENT_PERIODS * keepAliveMs) {
     conn.textContent = 'not answering';
     markStale(true);
     silent = true;
@@ -148,7 +156,7 @@ export function stream(address, handlers) {
   const key = `${tabId}-${++keys}`;
   let watching = false;
   let es = null;
-  const live = () => { heardAt = Date.now(); refused = null; conn.textContent = 'live'; markStale(false); if (handlers.open) handlers.open(); };
+  const live = () => { noteHeard(); refused = null; conn.textContent = 'live'; markStale(false); if (handlers.open) handlers.open(); };
   const down = (why = null) => {
     refused = why;
     conn.textContent = why ? 'refused: sign in again' : 'reconnecting…';
@@ -180,7 +188,7 @@ export function stream(address, handlers) {
     }
     watching = true;
     watchingStreams++;
-    heardAt = Math.max(heardAt, Date.now() - keepAliveMs); // a new stream has its own periods to answer in
+    heardAt = Math.max(heardAt, performance.now() - keepAliveMs); // a new stream has its own periods to answer in
   };
   const disconnect = () => {
     if (!watching) return;
