@@ -185,6 +185,9 @@ class Runner:
         self.facts: dict[str, Any] = {}
         self._out_path: Optional[str] = None
         self._out_pos = 0
+        self._cancel_at: Optional[float] = None  # when the cancel's scancel --signal=TERM went
+        self._stage: Optional[Any] = None  # the open "queued in Slurm: ..." stage
+        self._said_running = False
 
     def env(self) -> dict[str, str]:
         """The job's environment for sbatch: this process's, its own worker's variables
@@ -234,8 +237,8 @@ class Runner:
             return  # not there yet (the job has not started), or not on this host (below)
 
     def run(self) -> int:
-        from trainbridge import worker
-
+        """Submit, follow the Slurm job until it ends (its state to the keeper, its output
+        to stdout, a cancel to scancel), and return its exit status."""
         # Off the handler (an Event's lock in a handler can deadlock on a second signal).
         SignalThread(lambda signum: self.cancelled.set(), "trainbridge-slurm-signals").install(
             (signal.SIGTERM, signal.SIGINT)
@@ -244,22 +247,10 @@ class Runner:
         self.facts = {"job_id": self.job_id, "state": "PENDING"}
         write_facts(self.dir, self.facts)
         print(f"trainbridge: submitted to Slurm as job {self.job_id}", flush=True)
-        stage: Optional[Any] = None
-        said_running = False
-        cancel_at: Optional[float] = None
         missing = 0
         unreachable = False
         while True:
-            if self.cancelled.is_set() and cancel_at is None:
-                cancel_at = time.monotonic()
-                print(f"trainbridge: cancel: scancel --signal=TERM {self.job_id}", flush=True)
-                self.facts["cancelled_here"] = True  # Slurm's CANCELLED is this cancel's
-                scancel(self.job_id, "--signal=TERM", "--full")
-            grace = float(self.options.get("grace", CANCEL_GRACE_S))
-            if cancel_at is not None and time.monotonic() - cancel_at > grace:
-                print(f"trainbridge: cancel: scancel {self.job_id} (after {grace:g} s)", flush=True)
-                scancel(self.job_id)
-                cancel_at = float("inf")
+            self._cancel_step()
             try:
                 now = show_job(self.job_id)
             except Unreachable as exc:  # not a verdict: the job may run on; ask again
@@ -279,39 +270,61 @@ class Runner:
                     break
             else:
                 missing = 0
-                if now["state"] in QUEUED:
-                    name = f"queued in Slurm: {now['reason'] or now['state']}"
-                    if stage is None or stage.name != name:
-                        if stage is not None:
-                            stage.__exit__(None, None, None)
-                        stage = worker.stage(name)
-                        stage.__enter__()
-                elif stage is not None:
-                    stage.__exit__(None, None, None)
-                    stage = None
-                if now["state"] in RUNNING and not said_running:
-                    said_running = True
-                    self.facts["hosts"] = hostnames(now["nodes"])
-                    print(
-                        f"trainbridge: Slurm job {self.job_id} runs on {now['nodes']}", flush=True
-                    )
-                if now["state"] == "NODE_FAIL" or (
-                    now["state"] in RUNNING and now.get("reason") == "NodeDown"
-                ):
-                    now["failed_nodes"] = down_nodes(now["nodes"])
-                changed = (now["state"], now["reason"]) != (
-                    self.facts.get("state"),
-                    self.facts.get("reason"),
-                )
-                self.facts.update(now)
-                if changed:  # the keeper follows it (Follow): queued or not
-                    write_facts(self.dir, self.facts)
-                self.copy_output()
+                self._seen(now)
                 if ended(now["state"]):
                     break
             self.cancelled.wait(POLL_S)
-        if stage is not None:
-            stage.__exit__(None, None, None)
+        self._queued_stage(None)
+        return self._finish()
+
+    def _cancel_step(self) -> None:
+        """A cancel asked: scancel --signal=TERM at once, a plain scancel after the grace."""
+        if self.cancelled.is_set() and self._cancel_at is None:
+            self._cancel_at = time.monotonic()
+            print(f"trainbridge: cancel: scancel --signal=TERM {self.job_id}", flush=True)
+            self.facts["cancelled_here"] = True  # Slurm's CANCELLED is this cancel's
+            scancel(str(self.job_id), "--signal=TERM", "--full")
+        grace = float(self.options.get("grace", CANCEL_GRACE_S))
+        if self._cancel_at is not None and time.monotonic() - self._cancel_at > grace:
+            print(f"trainbridge: cancel: scancel {self.job_id} (after {grace:g} s)", flush=True)
+            scancel(str(self.job_id))
+            self._cancel_at = float("inf")
+
+    def _queued_stage(self, name: Optional[str]) -> None:
+        """The open stage says why Slurm keeps the job queued (name), or none is open."""
+        if self._stage is not None and (name is None or self._stage.name != name):
+            self._stage.__exit__(None, None, None)
+            self._stage = None
+        if name is not None and self._stage is None:
+            from trainbridge import worker
+
+            self._stage = worker.stage(name)
+            self._stage.__enter__()
+
+    def _seen(self, now: dict[str, Any]) -> None:
+        """What Slurm says of the job now: its queue reason as a stage, where it runs, its
+        failed nodes, its facts for the keeper (written when the state changed), its output."""
+        queued = now["state"] in QUEUED
+        self._queued_stage(f"queued in Slurm: {now['reason'] or now['state']}" if queued else None)
+        if now["state"] in RUNNING and not self._said_running:
+            self._said_running = True
+            self.facts["hosts"] = hostnames(now["nodes"])
+            print(f"trainbridge: Slurm job {self.job_id} runs on {now['nodes']}", flush=True)
+        if now["state"] == "NODE_FAIL" or (
+            now["state"] in RUNNING and now.get("reason") == "NodeDown"
+        ):
+            now["failed_nodes"] = down_nodes(now["nodes"])
+        changed = (now["state"], now["reason"]) != (
+            self.facts.get("state"),
+            self.facts.get("reason"),
+        )
+        self.facts.update(now)
+        if changed:  # the keeper follows it (Follow): queued or not
+            write_facts(self.dir, self.facts)
+        self.copy_output()
+
+    def _finish(self) -> int:
+        """The job ended in Slurm: the rest of its output, its last facts, its exit status."""
         self.copy_output()
         if self._out_pos == 0 and self._out_path and not os.path.exists(self._out_path):
             # Slurm wrote it on the node that ran the batch script: without a filesystem
