@@ -574,12 +574,18 @@ def launch(
         events=events,
     )
     if listen is not None:
-        # The launched process starts the ranks on other hosts itself (a Slurm job's
-        # runner, bridge/slurm_runner.py): their variables reach it in its environment only.
-        try:
-            job.env[REMOTE_ENV] = json.dumps(job.remote_env(*listen))
-        except (ValueError, OSError, RuntimeError) as exc:  # a bad address, a port taken
-            job.output.close_log()
-            shutil.rmtree(job.dir, ignore_errors=True)
-            raise LaunchError(f"cannot listen for the job's ranks on {listen[0]}: {exc}") from exc
+        _listen_for_ranks(job, listen)
     return job.start()
+
+
+def _listen_for_ranks(job: Job, listen: tuple[str, int]) -> None:
+    """The launched process starts the ranks on other hosts itself (a Slurm job's runner,
+    bridge/slurm_runner.py): the hub listens for them, and their variables reach the
+    process in its environment only. LaunchError (the job's folder removed) when the hub
+    cannot listen there."""
+    try:
+        job.env[REMOTE_ENV] = json.dumps(job.remote_env(*listen))
+    except (ValueError, OSError, RuntimeError) as exc:  # a bad address, a port taken
+        job.output.close_log()
+        shutil.rmtree(job.dir, ignore_errors=True)
+        raise LaunchError(f"cannot listen for the job's ranks on {listen[0]}: {exc}") from exc
