@@ -21,9 +21,9 @@ const T0 = 1_800_000_000_000;
 
 /** Wait until ok() holds, polling every 25 ms; fail with `what` after ms. */
 async function until(what, ok, ms = 30000) {
-  const deadline = Date.now() + ms;
+  const deadline = performance.now() + ms;
   while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -358,9 +358,9 @@ test('server: a token by default; Host, Origin, JSON guards; a job that cannot s
     headers: { 'Content-Type': 'application/json', Origin: new URL(url).origin } });
   assert.equal(made.status, 201);
   const { id } = JSON.parse(made.body);
-  const deadline = Date.now() + 10000;
+  const deadline = performance.now() + 10000;
   let view;
-  while (Date.now() < deadline) {
+  while (performance.now() < deadline) {
     view = dash.source.get(id);
     if (view.state === 'ended') break;
     await new Promise((r) => setTimeout(r, 20));
@@ -537,11 +537,11 @@ test('close() does not wait for a connection that has not sent a request (a brow
   const sock = net.connect(Number(port), hostname);
   t.after(() => sock.destroy());
   await new Promise((resolve, reject) => { sock.on('connect', resolve); sock.on('error', reject); });
-  const t0 = Date.now();
+  const t0 = performance.now();
   const verdict = await Promise.race([dash.close().then(() => 'closed'),
     new Promise((resolve) => { setTimeout(() => resolve('still open after 5 s'), 5000).unref(); })]);
   assert.equal(verdict, 'closed');
-  t.diagnostic(`closed in ${Date.now() - t0} ms with an idle connection open`);
+  t.diagnostic(`closed in ${performance.now() - t0} ms with an idle connection open`);
 });
 
 test('close() ends while an open page keeps reconnecting its event stream', async (t) => {
@@ -641,9 +641,9 @@ test('store source: a stray subprocess does not replace the lead\'s progress or 
     const p = source.get(id).progress;
     if (snap.step !== null) drawn.push([[p.step, p.total, p.rate, p.eta_s, p.age_s], [snap.step, snap.total, snap.rate, snap.eta_s, snap.progress_age_s]]);
   });
-  const deadline = Date.now() + 60000;
+  const deadline = performance.now() + 60000;
   while (!(source.get(id) && source.get(id).state === 'ended')) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for the end');
+    if (performance.now() > deadline) throw new Error('timed out waiting for the end');
     await new Promise((r) => setTimeout(r, 25));
   }
   const v = source.get(id);
@@ -668,9 +668,9 @@ test('store source: a two-rank torchrun job shows the lead\'s progress and one s
   const script = path.join(__dirname, '..', '..', 'tests', 'distributed', 'scenarios', 'torchrun_two_ranks_progress.py');
   const argv = [python, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', script, path.join(dir, 'rank0-done')];
   const id = await source.submit({ kind: 'command', argv });
-  const deadline = Date.now() + 120000;
+  const deadline = performance.now() + 120000;
   while (!(source.get(id) && source.get(id).state === 'ended')) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for the end');
+    if (performance.now() > deadline) throw new Error('timed out waiting for the end');
     await new Promise((r) => setTimeout(r, 25));
   }
   const v = source.get(id);
@@ -835,8 +835,8 @@ test('server: one stream carries what all of a browser\'s tabs watch (/api/mux)'
   assert.equal(unknown.status, 404);
   assert.match(JSON.parse(unknown.body).error, /open \/api\/mux again/);
   abort.abort();
-  const deadline = Date.now() + 5000;
-  while (dash.openConnections() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const deadline = performance.now() + 5000;
+  while (dash.openConnections() > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   assert.equal(dash.openConnections(), 0, 'the stream closed: its topics are let go');
   assert.equal((await change({ watch: {} })).status, 404);
 });

@@ -42,12 +42,12 @@ const serve = (args, configHome) => serveDashboard(args, { ...process.env, XDG_C
  * server ended, or, when it did not within 10 s, SIGKILLs it and rejects with its output.
  */
 async function stopServer(srv) {
-  const t0 = Date.now();
+  const t0 = performance.now();
   srv.proc.kill('SIGTERM');
   let timer;
   const code = await Promise.race([srv.exited, new Promise((resolve) => { timer = setTimeout(() => resolve('hung'), 10000); })]);
   clearTimeout(timer);
-  if (code !== 'hung') return `exited ${code} ${Date.now() - t0} ms after SIGTERM`;
+  if (code !== 'hung') return `exited ${code} ${performance.now() - t0} ms after SIGTERM`;
   srv.proc.kill('SIGKILL');
   await srv.exited;
   throw new Error(`the dashboard did not exit within 10 s of SIGTERM; its output: ${srv.output()}`);
@@ -505,13 +505,13 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
       .catch(async (err) => assert.fail(`${err.message}; the page said: ${await text(page, '#action-msg')}`));
     const pid = dash.source.get(id).pid;
     assert.ok(alive(pid));
-    const t0 = Date.now();
+    const t0 = performance.now();
     await page.locator('#cancel').focus();
     await page.keyboard.press('Enter');
     // A deadline, not a measurement: the time is reported (a run at load 9-16 took 19 s; the
     // standards keep timed assertions out of the suite).
     await page.locator('#state', { hasText: 'cancelled' }).waitFor({ timeout: 60000 });
-    t.diagnostic(`cancel click -> "cancelled" on the page: ${Date.now() - t0} ms`);
+    t.diagnostic(`cancel click -> "cancelled" on the page: ${performance.now() - t0} ms`);
     assert.equal(alive(pid), false, `pid ${pid} left over`);
     assert.ok(await page.locator('#cancel').isDisabled());
     // The interrupted script's traceback is the user's cancel, drawn neutral, not as an error.
@@ -810,8 +810,8 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.equal(dash.openStreams(id), 1);
     await setHidden(true);
     await page.locator('#conn', { hasText: 'paused (tab hidden)' }).waitFor();
-    const deadline = Date.now() + 5000;
-    while (dash.openStreams(id) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const deadline = performance.now() + 5000;
+    while (dash.openStreams(id) > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     assert.equal(dash.openStreams(id), 0, 'the server let go of the hidden page\'s stream');
     await dash.source.cancel(id);
     await setHidden(false);
@@ -959,13 +959,13 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
       await page.screenshot({ path: path.join(SHOTS, 'stale.png'), fullPage: true });
       await assertAccessible(page, t, 'a job page while the server is down');
       await assertAccessible(compare, t, 'the compare page while the server is down');
-      const t0 = Date.now();
+      const t0 = performance.now();
       srv = await serve(['--port', new URL(srv.url).port, '--store', store], dir);
       // The page reconnects by itself; the job went on meanwhile, under its keeper. (The
       // restarted server first reads every job's feed from its first event: seconds when loaded.)
       await page.waitForFunction((b) => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > b + 3, shownBefore, { timeout: 60000 })
         .catch(async (err) => assert.fail(`${err.message}; the page shows ${await percent()}% (${shownBefore}% before the kill), ${await text(page, '#conn')}; the restarted server said: ${srv.output()}`));
-      const back = Date.now() - t0;
+      const back = performance.now() - t0;
       t.diagnostic(`restart -> the page shows the job progressing again: ${back} ms (progress ${shownBefore}% before the kill)`);
       assert.equal(await text(page, '#state'), 'running');
       // Resumed with a fresh snapshot: no line or step lost, none twice.

@@ -69,10 +69,10 @@ test('another account can neither list, start, cancel nor read jobs through the 
   assert.equal(made.status, 201);
   const { id } = await made.json();
   t.after(() => user(`api/jobs/${id}/cancel`, { method: 'POST', body: '{}' }).catch(() => undefined));
-  const deadline = Date.now() + 60000;
+  const deadline = performance.now() + 60000;
   let log = '';
   while (!log.includes(SECRET)) {
-    assert.ok(Date.now() < deadline, 'the job printed its line within 60 s');
+    assert.ok(performance.now() < deadline, 'the job printed its line within 60 s');
     log = await (await user(`api/jobs/${id}/log`)).text();
     await new Promise((r) => setTimeout(r, 100));
   }

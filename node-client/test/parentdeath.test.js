@@ -27,11 +27,11 @@ setInterval(() => undefined, 1 << 30);
 `;
 
 async function waitFor(condition, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     const value = condition();
     if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10)); // polling a condition, not a sync sleep
   }
 }
@@ -103,10 +103,10 @@ test('supervisor death: the job server SIGKILLed mid-job ends the job lost, says
   await new Promise((resolve) => job.on('status', (s) => { if (s.step === 4 && s.stages.includes('train')) resolve(); }));
   const servers = jobServers();
   assert.equal(servers.length, 1, `this process's one job server: ${servers}`);
-  const t0 = Date.now();
+  const t0 = performance.now();
   process.kill(servers[0], 'SIGKILL');
   const report = await job.done;
-  assert.ok(Date.now() - t0 < 5000, `lost after ${Date.now() - t0} ms`);
+  assert.ok(performance.now() - t0 < 5000, `lost after ${performance.now() - t0} ms`);
   assert.equal(report.outcome, 'lost');
   assert.equal(report.stage, 'train');
   assert.deepEqual(report.progress, { step: 4, total: 10 });

@@ -276,31 +276,31 @@ def _faulty_rank(report: dict, h: hosts.Hosts) -> dict:
     return next(r for r in _remote_ranks(report, h) if r["local_rank"] == 1)
 
 
-@pytest.mark.parametrize("client", ["api", "node"])
-def test_ddp_a_stopped_rank_on_host_b_is_named_stopped(h, client):
-    report, _ = run_two_hosts(
-        h, DDP, DDP_CONFIG, client=client,
-        env=_ddp_env(DDP_FAULT="stop"),
-    )  # fmt: skip
+def _hung_on_host_b(h: hosts.Hosts, client: str, fault: str, kind: str) -> tuple[dict, dict]:
+    """Run the two-host DDP job with host B's rank 1 at `fault`: the job's diagnosis, which
+    must be a hang of `kind` naming that rank (its rank, host B's address, its pid), and the
+    rank's evidence (hung_rank)."""
+    report, _ = run_two_hosts(h, DDP, DDP_CONFIG, client=client, env=_ddp_env(DDP_FAULT=fault))
     diagnosis = report["diagnosis"]
-    assert report["outcome"] == "hung" and diagnosis["kind"] == "stopped", diagnosis
+    assert report["outcome"] == "hung" and diagnosis["kind"] == kind, diagnosis
     stuck = _faulty_rank(report, h)
     hung = diagnosis["evidence"]["hung_rank"]
     assert (hung["rank"], hung.get("addr"), hung["pid"]) == (stuck["rank"], h.addr_b, stuck["pid"])
-    assert f" at {h.addr_b}, pid {stuck['pid']}) is stopped (SIGSTOP" in diagnosis["summary"]
+    return diagnosis, hung
+
+
+@pytest.mark.parametrize("client", ["api", "node"])
+def test_ddp_a_stopped_rank_on_host_b_is_named_stopped(h, client):
+    diagnosis, hung = _hung_on_host_b(h, client, "stop", "stopped")
+    assert f" at {h.addr_b}, pid {hung['pid']}) is stopped (SIGSTOP" in diagnosis["summary"]
     assert "wait in backward() (DDP's gradient all-reduce) for it" in diagnosis["summary"]
 
 
 @pytest.mark.parametrize("client", ["cli", "node"])
 def test_ddp_a_rank_on_host_b_in_a_python_loop_is_named_with_its_frame(h, client):
-    report, _ = run_two_hosts(h, DDP, DDP_CONFIG, client=client, env=_ddp_env(DDP_FAULT="loop"))
-    diagnosis = report["diagnosis"]
-    assert report["outcome"] == "hung" and diagnosis["kind"] == "collective_wait", diagnosis
-    stuck = _faulty_rank(report, h)
-    hung = diagnosis["evidence"]["hung_rank"]
-    assert (hung["rank"], hung.get("addr"), hung["pid"]) == (stuck["rank"], h.addr_b, stuck["pid"])
+    diagnosis, hung = _hung_on_host_b(h, client, "loop", "collective_wait")
     summary = diagnosis["summary"]
-    assert f" at {h.addr_b}, pid {stuck['pid']}) is not in the collective: it is at " in summary
+    assert f" at {h.addr_b}, pid {hung['pid']}) is not in the collective: it is at " in summary
     assert "ddp_train.py:" in summary and " compute_weights;" in summary, summary
     assert "wait in backward() (DDP's gradient all-reduce) for it" in summary, summary
 
@@ -312,15 +312,10 @@ def test_ddp_a_rank_on_host_b_whose_dataloader_workers_deadlock_is_named_with_th
     backward(). Host A can neither read host B's /proc nor signal its pids: the rank's own
     answer lists its children (worker/facts.py) with the stacks they dumped for it
     (worker/fork_dumps.py), and the verdict names the workers and their shared wait."""
-    report, _ = run_two_hosts(h, DDP, DDP_CONFIG, client=client, env=_ddp_env(DDP_FAULT="deadlock"))
-    diagnosis = report["diagnosis"]
-    assert report["outcome"] == "hung" and diagnosis["kind"] == "child_wait", diagnosis
-    stuck = _faulty_rank(report, h)
-    hung = diagnosis["evidence"]["hung_rank"]
-    assert (hung["rank"], hung.get("addr"), hung["pid"]) == (stuck["rank"], h.addr_b, stuck["pid"])
+    diagnosis, hung = _hung_on_host_b(h, client, "deadlock", "child_wait")
     assert len(hung["same_wait"]) == 2, hung
     summary = diagnosis["summary"]
-    assert f" at {h.addr_b}, pid {stuck['pid']}) is not in the collective: at " in summary
+    assert f" at {h.addr_b}, pid {hung['pid']}) is not in the collective: at " in summary
     pids = ", ".join(str(w["pid"]) for w in hung["same_wait"])
     assert f" it waits for both DataLoader workers (pids {pids}, sleeping), all blocked on " in (
         summary

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import psutil
 
@@ -109,7 +109,7 @@ class GoSignal:
 
 
 class ExitWatch:
-    """The wall time a process that is not our child exits, through a pidfd (Linux): what
+    """The time (time.monotonic()) a process that is not our child exits, through a pidfd: what
     launch()'s Job reads for its own child, for a job whose keeper is another process. `t`
     stays None when the process was gone (or a zombie) before the watch began."""
 
@@ -128,7 +128,7 @@ class ExitWatch:
     def _wait(self, fd: int) -> None:
         try:
             if select.select([fd], [], [], 120)[0]:
-                self.t = time.time()
+                self.t = time.monotonic()
         finally:
             os.close(fd)
 
@@ -151,17 +151,15 @@ def supervisor_cpu_wait() -> float:
 
 
 class Timing:
-    """Wall times of the events the deadlines are measured between (listener thread)."""
+    """Times of the events the deadlines are measured between (listener thread), on this
+    process's monotonic clock: a wall clock set meanwhile (NTP, a restored VM) moves no
+    measure. kept: the job's judge is another process (a keeper), whose child's exit is
+    watched here."""
 
-    def __init__(
-        self,
-        marker: Optional[str],
-        go: Optional[GoSignal] = None,
-        clock: Callable[[], float] = time.monotonic,
-    ):
+    def __init__(self, marker: Optional[str], go: Optional[GoSignal] = None, kept: bool = False):
         self.marker = marker
         self.go = go
-        self.clock = clock
+        self.kept = kept
         self.exit: Optional[ExitWatch] = None  # keeper route: the job's process, watched
         self.marker_t: Optional[float] = None
         self.hang_t: Optional[float] = None
@@ -170,11 +168,12 @@ class Timing:
         self.hang_wait: Optional[float] = None
         self.end_t: Optional[float] = None
         self.spawn_t: Optional[float] = None
-        self.spawned_at: Optional[float] = None  # the spawn event's own t (its judge's clock)
+        # the spawn event's own t (its judge's wall clock) on this monotonic clock
+        self.spawned_at: Optional[float] = None
         self.live: Optional[dict[str, Any]] = None  # the last live (stalled) diagnosis
 
     def __call__(self, event: dict[str, Any]) -> None:
-        now = self.clock()
+        now = time.monotonic()
         kind = event.get("event")
         if self.go is not None:
             self.go.seen(event)
@@ -188,8 +187,10 @@ class Timing:
             self.end_t = now
         elif kind == "spawn" and self.spawn_t is None:
             self.spawn_t = now
-            self.spawned_at = event.get("t")
-            if self.clock is time.time:  # another process's child: watch its exit here
+            t = event.get("t")
+            # how long ago the judge stamped it, by the wall clock, read at once
+            self.spawned_at = None if t is None else now - max(0.0, time.time() - t)
+            if self.kept:  # another process's child: watch its exit here
                 self.exit = ExitWatch(event["pid"])
         elif kind == "stalled" and event.get("diagnosis"):
             self.live = event["diagnosis"]
@@ -255,8 +256,8 @@ def run_kept(name: str, store: str) -> tuple[dict[str, Any], dict[str, Any], lis
     sched = bridge.Scheduler(store=store, slots={"jobs": 1, "gpus": []}, tick=0.1)
     try:
         with _needs(row, env, subs) as go, _tmpdir(row, env):
-            timing = Timing(_sub(row.get("last_line"), subs), go, clock=time.time)
-            submitted = time.time()
+            timing = Timing(_sub(row.get("last_line"), subs), go, kept=True)
+            submitted = time.monotonic()
             job_id = sched.submit(
                 [sys.executable, *row["argv"]],
                 cwd=str(SCENARIOS),
@@ -293,7 +294,7 @@ def run_kept(name: str, store: str) -> tuple[dict[str, Any], dict[str, Any], lis
     if ended is None and timing.spawned_at is not None and report.get("duration_s") is not None:
         # A job that ended before this process read its spawn from the feed (a crash in
         # 0.0 s; hunt 09eeb79 run 1) has no exit to watch: its judge's own account of it,
-        # the spawn's time plus the job's duration, on the same machine's wall clock.
+        # the spawn's time plus the job's duration.
         ended = timing.spawned_at + report["duration_s"]
     measures = _measures(row, config, timing, submitted, ended)
     failures += judge(row, report, measures, subs)
