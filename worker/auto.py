@@ -222,18 +222,34 @@ class _HeavyImportFinder:
         try:
             spec: Any = importlib.machinery.PathFinder.find_spec(fullname, path)
             if spec is None:
-                for finder in sys.meta_path:
-                    if finder is self or not hasattr(finder, "find_spec"):
-                        continue
-                    spec = finder.find_spec(fullname, path, target)
-                    if spec is not None:
-                        break
+                spec = _find_elsewhere(fullname, path, target, lambda finder: finder is self)
         finally:
             self._busy.on = False
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+        return _wrapped(spec, _StageLoader, fullname)
+
+
+def _find_elsewhere(
+    fullname: str,
+    path: Optional[Sequence[str]],
+    target: Optional[ModuleType],
+    ours: Callable[[Any], bool],
+) -> Any:
+    """The spec the first of the meta path's other finders gives (those `ours` does not
+    name), or None."""
+    for finder in sys.meta_path:
+        if ours(finder) or not hasattr(finder, "find_spec"):
+            continue
+        spec = finder.find_spec(fullname, path, target)
+        if spec is not None:
             return spec
-        spec.loader = _StageLoader(spec.loader, fullname)
-        return spec
+    return None
+
+
+def _wrapped(spec: Any, loader: Callable[[Any, str], Any], fullname: str) -> Any:
+    """The spec with its loader wrapped in ours (when it has one that executes modules)."""
+    if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+        spec.loader = loader(spec.loader, fullname)
+    return spec
 
 
 # --- library hooks, installed when the library is imported --------------------------------
@@ -270,19 +286,13 @@ class _PostImportFinder:
     ) -> Any:  # a ModuleSpec whose loader may be ours: a plain class, not an importlib.abc.Loader
         if fullname not in _pending:
             return None
-        for finder in sys.meta_path:
-            if (
-                finder is self
-                or isinstance(finder, _HeavyImportFinder)
-                or not hasattr(finder, "find_spec")
-            ):
-                continue
-            spec: Any = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _PostImportLoader(spec.loader, fullname)
-                return spec
-        return None
+        spec = _find_elsewhere(
+            fullname,
+            path,
+            target,
+            lambda finder: finder is self or isinstance(finder, _HeavyImportFinder),
+        )
+        return _wrapped(spec, _PostImportLoader, fullname)
 
 
 def _safe(fn: Callable[..., Any], *args: Any) -> Optional[Any]:
