@@ -301,15 +301,7 @@ def encode_cases():
             "sender": sender,
             "body": tag(body),
             **frames_field(frames),
-            "decoded": {
-                "kind": msg.kind,
-                "seq": msg.seq,
-                "ts": msg.ts,
-                "job": msg.job,
-                "body": tag(msg.body),
-                "truncated": list(msg.truncated),
-                "sender": msg.sender,
-            },
+            "decoded": decoded(msg),
         }
         if not msg.truncated:
             assert msg.body == restored(body) or name.startswith("progress: nan"), name
@@ -331,16 +323,21 @@ def decode_case(name, frames, reason=None, expect="any", key=KEY):
         case["error"] = exc.reason
     else:
         assert reason is None, (name, "decoded but expected", reason)
-        case["decoded"] = {
-            "kind": msg.kind,
-            "seq": msg.seq,
-            "ts": msg.ts,
-            "job": msg.job,
-            "body": tag(msg.body),
-            "truncated": list(msg.truncated),
-            "sender": msg.sender,
-        }
+        case["decoded"] = decoded(msg)
     return case
+
+
+def decoded(msg):
+    """A decoded message as the vectors hold it."""
+    return {
+        "kind": msg.kind,
+        "seq": msg.seq,
+        "ts": msg.ts,
+        "job": msg.job,
+        "body": tag(msg.body),
+        "truncated": list(msg.truncated),
+        "sender": msg.sender,
+    }
 
 
 def decode_cases():
