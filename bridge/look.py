@@ -35,7 +35,10 @@ have beaten, so something else kept it. That is a GIL held in native code: the b
 for the GIL, wakes every 5 ms, and on a loaded machine queues a little each time (measured on
 2 cores at a load of 12: 0.4 to 0.9 s of a second, 3 to 33 ms a timeslice; under a quota of
 1 ms a second a thread waits about 1 s a timeslice). A stopped or deadlocked process does not
-queue at all: hung.
+queue at all: hung. A thread's wait shows only once it runs again, so a lead throttled by its
+cgroup's CPU quota since it last ran shows none: waiting too when one of its cgroups was held
+back by its quota STARVED of the window (cpu.stat, `throttled`) and a thread of the lead is
+runnable now (a sleeping, stopped or deadlocked one is not; the same for a starting tree).
 
 stall (no progress for stall_timeout), computing when the lead was busy (it ran, or queued for
 a CPU, BUSY_LEAD of the window) and its main thread moved: the places its heartbeats named
@@ -123,6 +126,33 @@ def _waited(
     return long_s, short_s
 
 
+def _throttled(lead: list[dict[str, Any]], old: dict[Any, dict[str, Any]]) -> float:
+    """Seconds the lead's cgroups held it back by their CPU quota over the window (the most of
+    any one of its cgroups; 0 where no sample says it)."""
+    most = 0.0
+    for p in lead:
+        now, was = p.get("throttled"), old.get(p["pid"], {}).get("throttled")
+        if not isinstance(now, dict) or not isinstance(was, dict):
+            continue
+        for where, seconds in now.items():
+            before = was.get(where)
+            if isinstance(seconds, (int, float)) and isinstance(before, (int, float)):
+                most = max(most, float(seconds) - float(before))
+    return most
+
+
+def _runnable(lead: list[dict[str, Any]]) -> bool:
+    """Some thread of the lead wants a CPU now (state R)."""
+    return any(_is_thread(t) and t[1] == "R" for p in lead for t in p.get("threads") or [])
+
+
+def _quota_words(throttled: float, window: float) -> str:
+    return (
+        f"its cgroup's CPU quota held it back {_span(min(throttled, window))} of the last "
+        f"{_span(window)} (a container's or a slice's CPU limit)"
+    )
+
+
 def _is_thread(t: Any) -> bool:
     return (
         isinstance(t, list)
@@ -156,6 +186,15 @@ def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[st
                 "working": True,
                 "why": f"waiting for a free core: its threads waited {_span(waited)} for a CPU "
                 f"in the last {_span(window)} (the machine is busy, the job is not hung)",
+            }
+        # A thread that ran in the window and has been throttled since shows no wait until it
+        # runs again; its cgroup's own count says it, while the lead wants a CPU.
+        throttled = _throttled(lead, old)
+        if throttled / window >= STARVED and _runnable(lead):
+            return {
+                "working": True,
+                "why": f"waiting for a free core: {_quota_words(throttled, window)}; "
+                "slow, not hung",
             }
         given = (
             f", and {_span(short)} in short waits: given a CPU that often, it could have beaten"
@@ -198,6 +237,12 @@ def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[st
             "working": True,
             "why": f"starting on a busy machine: its threads waited {_span(waited)} for a CPU "
             f"in the last {_span(window)} (slow, not hung)",
+        }
+    throttled = _throttled(procs, old)
+    if throttled / window >= STARVED and _runnable(procs):
+        return {
+            "working": True,
+            "why": f"starting under a CPU limit: {_quota_words(throttled, window)}; slow, not hung",
         }
     python = next(p for p in procs if is_python(p.get("name")))
     return {

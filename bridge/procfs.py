@@ -505,11 +505,50 @@ def threads(pid: int) -> Optional[list[list[Any]]]:
     return out
 
 
+# Where a cgroup's CPU statistics are, and the key and unit of its time throttled by its
+# CPU quota: cgroup v2's unified tree (cpu.stat throttled_usec), v1's cpu controller
+# (cpu.stat throttled_time, nanoseconds) at its usual mount points.
+CGROUP_V2 = "/sys/fs/cgroup"
+CGROUP_V1_CPU = ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpuacct,cpu")
+
+
+def cpu_throttled(pid: int) -> Optional[dict[str, float]]:
+    """Seconds each cgroup that holds the process (its own and each ancestor: a container's
+    limit is often set above the process's own cgroup) has been held back by its CPU quota so
+    far, by the cgroup's folder (/sys/fs/cgroup/...), summed over CPUs as the kernel counts
+    it. Only the cgroups whose statistics say it (a quota's controller on); None when
+    /proc/<pid>/cgroup cannot be read (gone, or another user's in a hardened /proc)."""
+    listing = read(f"/proc/{pid}/cgroup")
+    if listing is None:
+        return None
+    places = []  # (mount point, path, key, seconds per unit)
+    for line in listing.splitlines():
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if controllers == "":
+            places.append((CGROUP_V2, path, "throttled_usec", 1e-6))
+        elif "cpu" in controllers.split(","):
+            for mount in CGROUP_V1_CPU:
+                if os.path.isdir(mount):
+                    places.append((mount, path, "throttled_time", 1e-9))
+                    break
+    out: dict[str, float] = {}
+    for mount, path, key, unit in places:
+        parts = [part for part in path.split("/") if part]
+        for depth in range(len(parts), -1, -1):
+            here = os.path.join(mount, *parts[:depth])
+            for row in (read(os.path.join(here, "cpu.stat")) or "").splitlines():
+                name, _, value = row.partition(" ")
+                if name == key and value.strip().isdigit():
+                    out[here] = round(int(value) * unit, 6)
+    return out
+
+
 def process_sample(pid: int) -> Optional[dict[str, Any]]:
     """One process for bridge/look.py: its program's name (the executable's, else comm), CPU
     seconds used, bytes read and written (rchar + wchar: files, pipes and sockets; None when
     /proc/<pid>/io cannot be read), and its threads' states, waits for a CPU and timeslices
-    (threads). None once it is gone (or a zombie)."""
+    (threads), and the time its cgroups have held it back by their CPU quota (throttled, by
+    cgroup path: cpu_throttled). None once it is gone (or a zombie)."""
     fields = stat_fields(pid)
     if fields is None or fields[0] in ("Z", "X"):
         return None
@@ -524,6 +563,7 @@ def process_sample(pid: int) -> Optional[dict[str, Any]]:
         "cpu_s": round(_cpu_of(fields) or 0.0, 3),
         "io_bytes": io["rchar"] + io["wchar"] if io else None,
         "threads": threads(pid),
+        "throttled": cpu_throttled(pid),
     }
 
 

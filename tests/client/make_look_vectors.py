@@ -30,6 +30,14 @@ def waits(*threads):
     return {"threads": [list(t) for t in threads]}
 
 
+def quota(seconds, parent=None):
+    """A process's cgroups' time held back by their CPU quota: its own (and its parent's)."""
+    out = {"/sys/fs/cgroup/job/train": seconds}
+    if parent is not None:
+        out["/sys/fs/cgroup/job"] = parent
+    return {"throttled": out}
+
+
 def sample(t, *procs, lines=0, lead=None):
     return {"t": t, "lines": lines, "lead": lead, "procs": list(procs)}
 
@@ -88,6 +96,12 @@ STARTUP = [
         "Python below a tenth of a core, waiting in short waits only: hung",
         sample(0, PY),
         sample(1.0, {**PY, "cpu_s": 2.05, **waits((11, "S", 0.7, 1080))}),
+    ),
+    (
+        "Python below a tenth of a core under a CPU limit: its cgroup held it back 0.8 s of "
+        "1.0 s and its main thread is runnable: starting",
+        sample(0, {**PY, **quota(3.0)}),
+        sample(1.0, {**PY, "cpu_s": 2.05, **waits((11, "R", 0.5, 1001)), **quota(3.8)}),
     ),
     (
         "a name like python-config is not an interpreter",
@@ -158,6 +172,40 @@ HEARTBEAT = [
         sample(1.0, {**PY, "threads": None}, lead=11),
     ),
     ("the lead is gone", sample(0, PY, lead=11), sample(1.0, lead=11)),
+    (
+        "it ran in the window and its cgroup's quota has held it back since (1 ms a second): "
+        "its wait shows only when it runs again, but the cgroup was throttled 0.9 s of 1.0 s "
+        "and its main thread is runnable: waiting",
+        sample(0, {**PY, **waits((11, "S", 0.5, 1000), (14, "R", 0.1, 31)), **quota(5.0)}, lead=11),
+        sample(
+            1.0, {**PY, **waits((11, "S", 0.5, 1001), (14, "R", 0.101, 32)), **quota(5.9)}, lead=11
+        ),
+    ),
+    (
+        "throttled, but no thread of the lead wants a CPU (a deadlock in a container that "
+        "others keep at its limit): hung",
+        sample(0, {**PY, **waits((11, "S", 0.5, 1000), (14, "S", 0.1, 31)), **quota(5.0)}, lead=11),
+        sample(
+            1.0, {**PY, **waits((11, "S", 0.5, 1000), (14, "S", 0.1, 31)), **quota(5.9)}, lead=11
+        ),
+    ),
+    (
+        "the container's quota, above the process's own cgroup, counts: the most of its "
+        "cgroups, 0.8 s of 1.0 s: waiting",
+        sample(0, {**PY, **waits((11, "R", 0.5, 1000)), **quota(0.0, parent=7.0)}, lead=11),
+        sample(1.0, {**PY, **waits((11, "R", 0.5, 1001)), **quota(0.0, parent=7.8)}, lead=11),
+    ),
+    (
+        "throttled 0.1 s of 1.0 s, less than a quarter of the window: hung",
+        sample(0, {**PY, **waits((11, "R", 0.5, 1000)), **quota(5.0)}, lead=11),
+        sample(1.0, {**PY, **waits((11, "R", 0.5, 1001)), **quota(5.1)}, lead=11),
+    ),
+    (
+        "the quota's count not read in one sample (the process's cgroup unreadable): the "
+        "waits decide, hung",
+        sample(0, {**PY, **waits((11, "R", 0.5, 1000)), "throttled": None}, lead=11),
+        sample(1.0, {**PY, **waits((11, "R", 0.5, 1001)), **quota(5.9)}, lead=11),
+    ),
 ]
 
 

@@ -117,3 +117,34 @@ def test_a_job_starved_of_cpu_is_waiting_for_a_core_not_hung(squeeze):
     assert not [e for e in seen if e["event"] == "hang"]
     assert report["progress"]["step"] == 24
     assert_tree_gone(job)
+
+
+def test_a_process_held_back_by_its_cgroups_quota_is_read_so_and_judged_waiting(squeeze):
+    """A thread's wait for a CPU shows in schedstat only once it runs again, so a lead that
+    ran early in the look's window and was throttled by its cgroup's CPU quota since shows
+    short waits only (CI once judged the starved job of test above `gil_held`). The cgroup's
+    own count says it: procfs.cpu_throttled reads it by the cgroup's folder, it grows while
+    the busy process is squeezed, and the look at a silent heartbeat calls it waiting."""
+    import subprocess
+    import time
+
+    from trainbridge.bridge import look, procfs
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        squeeze.add(busy.pid)
+        squeeze.quota(1000)  # 1 ms a second
+        before = procfs.tree_sample(busy.pid, 0, time.monotonic())
+        held = before["procs"][0]["throttled"]
+        assert held is not None and squeeze.path in held, held
+        deadline = time.monotonic() + WAIT_S
+        while procfs.cpu_throttled(busy.pid)[squeeze.path] - held[squeeze.path] < 1.0:
+            assert time.monotonic() < deadline, "the quota held nothing back"
+            threading.Event().wait(0.1)
+        after = procfs.tree_sample(busy.pid, 0, time.monotonic())
+        assert after["procs"][0]["throttled"][squeeze.path] >= held[squeeze.path] + 1.0
+        verdict = look.judge("heartbeat", before, after)
+        assert verdict["working"] and "waiting for a free core" in verdict["why"], verdict
+    finally:
+        busy.kill()
+        busy.wait()
