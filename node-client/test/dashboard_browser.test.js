@@ -931,6 +931,7 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
       const compare = await page.context().newPage();
       await compare.goto(`${srv.url}#/compare/${id},${crashed}`);
       await compare.locator('#compare-chart[data-runs="1"]').waitFor({ timeout: 30000 });
+      assert.ok(await page.locator('#stale-banner').isHidden(), 'live before the kill');
       const killed = Date.now();
       srv.proc.kill('SIGKILL');
       await srv.exited;
@@ -940,8 +941,9 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
       // browser may take seconds to run the page at all), measured in the page.
       await page.locator('#stale-banner').waitFor({ state: 'visible', timeout: 15000 });
       const staleAfter = Number(await page.evaluate(() => document.body.dataset.staleSince)) - killed;
+      // (Both clocks are wall clocks: a clock set meanwhile moves the figure, so it is said,
+      // not held to a bound; the page was live before the kill, above.)
       t.diagnostic(`server killed -> the page marks itself stale: ${staleAfter} ms (load average ${os.loadavg()[0].toFixed(1)})`);
-      assert.ok(staleAfter >= 0, `stale ${staleAfter} ms after the kill`);
       assert.equal(await text(page, '#conn'), 'reconnecting…', 'stale because the stream broke, not because it went silent');
       assert.match(await text(page, '#stale-banner'), /server is not answering .* from \d+ s ago/);
       assert.ok(await page.locator('#cancel').isDisabled() && await page.locator('#dump').isDisabled(), 'no action while the server is down');
@@ -1067,14 +1069,16 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     const stopped = Date.now();
     srv.proc.kill('SIGSTOP');
     await page.locator('#stale-banner').waitFor({ state: 'visible', timeout: 20000 });
-    const { since, heard } = await page.evaluate(() => ({ since: Number(document.body.dataset.staleSince), heard: Number(document.body.dataset.lastHeard) }));
-    t.diagnostic(`server stopped -> the page marks itself stale: ${since - stopped} ms (${since - heard} ms after the last word it heard; load average ${os.loadavg()[0].toFixed(1)})`);
+    // silentMs: how long the page had heard nothing when it called the server stale, on its
+    // monotonic clock (the wall clock may be set meanwhile; staleSince is wall-clock, a diagnostic).
+    const { since, silent } = await page.evaluate(() => ({ since: Number(document.body.dataset.staleSince), silent: Number(document.body.dataset.silentMs) }));
+    t.diagnostic(`server stopped -> the page marks itself stale: ${since - stopped} ms (${silent} ms after the last word it heard; load average ${os.loadavg()[0].toFixed(1)})`);
     // The page's rule: not answering after 3 periods of 2 s with nothing heard, seen by a
     // watchdog that looks every 250 ms (a second of slack for a loaded machine's timers). The
     // last word heard may arrive after the stop (sent before it, delivered late on a loaded
     // machine), so the rule is measured from it; the banner's 20 s deadline bounds the rest.
-    assert.ok(since - heard >= 3 * 2000, `not before 3 silent keep-alive periods: ${since - heard} ms`);
-    assert.ok(since - heard <= 3 * 2000 + 1000, `within 3 keep-alive periods of the last word heard: ${since - heard} ms`);
+    assert.ok(silent >= 3 * 2000, `not before 3 silent keep-alive periods: ${silent} ms`);
+    assert.ok(silent <= 3 * 2000 + 1000, `within 3 keep-alive periods of the last word heard: ${silent} ms`);
     assert.equal(await text(page, '#conn'), 'not answering');
     assert.ok(await page.locator('#cancel').isDisabled(), 'no action while the server does not answer');
     assert.equal(await page.getAttribute('#download', 'href'), null);

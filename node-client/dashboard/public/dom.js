@@ -62,10 +62,9 @@ export async function post(url, body) {
 const banner = document.getElementById('stale-banner');
 const SILENT_PERIODS = 3;
 let keepAliveMs = 2000; // the server says its period in each `alive`
-// When the last message of any stream came: heardAt on the monotonic clock, which the
-// silence is judged by (a wall clock set forward is no silence), heardWall for the page's marks.
+// When the last message of any stream came, on the monotonic clock: the silence is judged by
+// it, so a wall clock set forward (NTP, a laptop waking) is no silence.
 let heardAt = performance.now();
-let heardWall = Date.now();
 let staleTimer = null;
 let silent = false; // stale because nothing came, on an open stream (not because it broke)
 let watchingStreams = 0; // streams this page has open (the watchdog only watches those)
@@ -87,7 +86,7 @@ function markStale(stale) {
   banner.hidden = !stale;
   if (stale) {
     document.body.dataset.staleSince = String(Date.now());
-    document.body.dataset.lastHeard = String(heardWall); // what the page judged by
+    document.body.dataset.silentMs = String(Math.round(performance.now() - heardAt)); // what the page judged by
     for (const b of document.querySelectorAll('main button:not([disabled])')) { b.disabled = true; b.dataset.staleOff = '1'; }
     for (const a of document.querySelectorAll('main a[href^="/api/"]')) {
       a.dataset.staleHref = a.getAttribute('href');
@@ -99,7 +98,7 @@ function markStale(stale) {
   } else {
     silent = false;
     delete document.body.dataset.staleSince;
-    delete document.body.dataset.lastHeard;
+    delete document.body.dataset.silentMs;
     clearInterval(staleTimer);
     for (const b of document.querySelectorAll('main button[data-stale-off]')) { b.disabled = false; delete b.dataset.staleOff; }
     for (const a of document.querySelectorAll('main a[data-stale-href]')) {
@@ -110,13 +109,8 @@ function markStale(stale) {
   }
 }
 /** Anything from the server: the keep-alive or a topic's message. */
-/** The page heard the server now. */
-function noteHeard() {
-  heardAt = performance.now();
-  heardWall = Date.now();
-}
 function heard() {
-  noteHeard();
+  heardAt = performance.now();
   if (silent) { conn.textContent = 'live'; markStale(false); }
 }
 function heardAlive(everyMs) {
@@ -156,7 +150,7 @@ export function stream(address, handlers) {
   const key = `${tabId}-${++keys}`;
   let watching = false;
   let es = null;
-  const live = () => { noteHeard(); refused = null; conn.textContent = 'live'; markStale(false); if (handlers.open) handlers.open(); };
+  const live = () => { heardAt = performance.now(); refused = null; conn.textContent = 'live'; markStale(false); if (handlers.open) handlers.open(); };
   const down = (why = null) => {
     refused = why;
     conn.textContent = why ? 'refused: sign in again' : 'reconnecting…';
