@@ -146,7 +146,15 @@ def _runnable(lead: list[dict[str, Any]]) -> bool:
     return any(_is_thread(t) and t[1] == "R" for p in lead for t in p.get("threads") or [])
 
 
-def _quota_words(throttled: float, window: float) -> str:
+def _held_by_quota(
+    procs: list[dict[str, Any]], old: dict[Any, dict[str, Any]], window: float
+) -> str | None:
+    """Words for a tree its cgroup's CPU quota held back STARVED of the window while one of its
+    threads wants a CPU; None otherwise. A thread that ran in the window and has been throttled
+    since shows no wait until it runs again, so the cgroup's own count says it."""
+    throttled = _throttled(procs, old)
+    if throttled / window < STARVED or not _runnable(procs):
+        return None
     return (
         f"its cgroup's CPU quota held it back {_span(min(throttled, window))} of the last "
         f"{_span(window)} (a container's or a slice's CPU limit)"
@@ -187,15 +195,9 @@ def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[st
                 "why": f"waiting for a free core: its threads waited {_span(waited)} for a CPU "
                 f"in the last {_span(window)} (the machine is busy, the job is not hung)",
             }
-        # A thread that ran in the window and has been throttled since shows no wait until it
-        # runs again; its cgroup's own count says it, while the lead wants a CPU.
-        throttled = _throttled(lead, old)
-        if throttled / window >= STARVED and _runnable(lead):
-            return {
-                "working": True,
-                "why": f"waiting for a free core: {_quota_words(throttled, window)}; "
-                "slow, not hung",
-            }
+        held = _held_by_quota(lead, old, window)
+        if held:
+            return {"working": True, "why": f"waiting for a free core: {held}; slow, not hung"}
         given = (
             f", and {_span(short)} in short waits: given a CPU that often, it could have beaten"
             if short >= 0.05
@@ -238,12 +240,9 @@ def judge(reason: str, before: dict[str, Any], after: dict[str, Any]) -> dict[st
             "why": f"starting on a busy machine: its threads waited {_span(waited)} for a CPU "
             f"in the last {_span(window)} (slow, not hung)",
         }
-    throttled = _throttled(procs, old)
-    if throttled / window >= STARVED and _runnable(procs):
-        return {
-            "working": True,
-            "why": f"starting under a CPU limit: {_quota_words(throttled, window)}; slow, not hung",
-        }
+    held = _held_by_quota(procs, old, window)
+    if held:
+        return {"working": True, "why": f"starting under a CPU limit: {held}; slow, not hung"}
     python = next(p for p in procs if is_python(p.get("name")))
     return {
         "working": False,
