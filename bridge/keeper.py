@@ -114,6 +114,7 @@ class EventsFile(threading.Thread):
         self.written = 0
         self.failed = 0  # dropped after a failed write, or still unwritten when it closed
         self.error: Optional[str] = None  # why the first write failed
+        self.end_written = False  # the end event is in the file
         self.late = 0  # events written after the feed closed (the keeper answers every
         # request before its end: none should come; any that does is counted in keeper.log)
         self.start()
@@ -172,6 +173,7 @@ class EventsFile(threading.Thread):
             return keep
         self.seq += len(batch)
         self.written += len(batch)
+        self.end_written = self.end_written or batch[-1].get("event") == "end"
         return []
 
     def close(self) -> None:
@@ -723,6 +725,12 @@ class Keeper:
         if self.events.failed:
             report_obj["events_failed"] = self.events.failed  # attachers missed these
             report_obj["feed_error"] = self.events.error
+            report_obj["summary"] = " ".join(
+                [str(report_obj.get("summary") or f"Job {outcome}.")]
+                + report_text.feed_losses(
+                    {k: report_obj[k] for k in ("events_failed", "feed_error")}
+                )
+            )
         end = {
             **unwritten,
             "state": "ended",
@@ -746,9 +754,11 @@ class Keeper:
             {"event": "end", "t": time.time(), "outcome": outcome, "report": report_obj}
         )
         self.events.close()
-        # Written, or never will be (the feed's writes failed: the report says so): a face
-        # waits for nothing more.
-        self._durably("the feed's end", lambda store: store.update(self.id, end_pending=None))
+        if self.events.end_written:  # a face waits for nothing more
+            self._durably("the feed's end", lambda store: store.update(self.id, end_pending=None))
+        else:  # still owed: the row's report says so, and reconcile() writes it once we are gone
+            owed = report_text.owe_end_line(report_obj, self.events.error or "not written")
+            self._durably("the feed's end", lambda store: store.update(self.id, report=owed))
         try:
             scheduler.schedule_pass(self.store)
         except Exception as exc:  # noqa: BLE001 - the job's end is recorded; say why not more

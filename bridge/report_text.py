@@ -88,6 +88,61 @@ def losses(report: dict[str, Any]) -> list[str]:
             f"The log file {log_error.get('path')} is incomplete from line "
             f"{log_error.get('from_line')} on: {log_error.get('error')}."
         )
+    return out + feed_losses(report)
+
+
+def feed_losses(report: dict[str, Any]) -> list[str]:
+    """Sentences about what the job's feed (events.jsonl: what attached faces and the
+    dashboard read) is missing: events a failed write dropped (the keeper's events_failed,
+    with feed_error), and an end line still owed (end_line_owed: the error that stopped it)."""
+    out = []
+    failed = report.get("events_failed") or 0
+    if failed:
+        out.append(
+            f"{failed} event{'s' if failed != 1 else ''} of the job's feed could not be written "
+            f"({report.get('feed_error')}): attached faces and the dashboard missed "
+            f"{'them' if failed != 1 else 'it'}; the log file keeps the output (report "
+            "'events_failed')."
+        )
+    owed = report.get("end_line_owed")
+    if owed:
+        out.append(end_line_sentence(str(owed)))
+    return out
+
+
+def end_line_sentence(error: str) -> str:
+    return (
+        f"The feed's end line could not be written ({error}): a face that follows the feed "
+        "shows this end from the store instead, and the scheduler writes the line when it can "
+        "(every reconcile tries again; report 'end_line_owed')."
+    )
+
+
+def owe_end_line(report: dict[str, Any], error: str) -> dict[str, Any]:
+    """The report of a job whose feed could not take its end line: says so in end_line_owed
+    and in its summary (once), for the faces that read the store's row instead."""
+    out = dict(report, end_line_owed=error)
+    sentence = end_line_sentence(error)
+    summary = str(report.get("summary") or "")
+    old = report.get("end_line_owed")
+    if old:  # a retry that failed again: the newer error replaces the older one's sentence
+        summary = summary.replace(" " + end_line_sentence(str(old)), "")
+    out["summary"] = f"{summary} {sentence}".strip()
+    return out
+
+
+def end_line_paid(report: dict[str, Any]) -> dict[str, Any]:
+    """The report once its end line is in the feed: owe_end_line undone."""
+    old = report.get("end_line_owed")
+    if not old:
+        return report
+    out = {k: v for k, v in report.items() if k != "end_line_owed"}
+    if isinstance(out.get("summary"), str):
+        out["summary"] = (
+            out["summary"]
+            .replace(" " + end_line_sentence(str(old)), "")
+            .replace(end_line_sentence(str(old)), "")
+        )
     return out
 
 

@@ -14,14 +14,12 @@ import signal
 import time
 from typing import Any, Optional
 
-from trainbridge.bridge import feed, jsonform, private_files, procs
+from trainbridge.bridge import feed, jsonform, private_files, procs, report_text
 from trainbridge.bridge.store import Store
 
 
 def short_report(row: dict[str, Any], outcome: str, note: str) -> dict[str, Any]:
     """The report of a job whose keeper could not write one: what the store knows."""
-    from trainbridge.bridge.report_text import reason
-
     report = {
         "outcome": outcome,
         "exit_code": None,
@@ -31,21 +29,22 @@ def short_report(row: dict[str, Any], outcome: str, note: str) -> dict[str, Any]
         "note": note,
         "summary": f"Job {outcome}: {note}.",
     }
-    report["reason"] = reason(report)
+    report["reason"] = report_text.reason(report)
     return report
 
 
-def append_end_event(row: dict[str, Any], report: dict[str, Any]) -> bool:
+def append_end_event(row: dict[str, Any], report: dict[str, Any]) -> Optional[str]:
     """Attached clients learn the end from the feed, like any other end: the next number
     after the keeper's last line (the keeper is gone, so nobody else writes). Called inside
     the transaction that writes the row's end, so a face that reads the row ended finds the
-    line; a feed that has its end already gets no second one. False when the line could not
-    be written (the caller leaves end_pending set, and reconcile() tries again)."""
+    line; a feed that has its end already gets no second one. None when the line is in the
+    feed; else why it could not be written (the caller leaves end_pending set and says so in
+    the row's report, report_text.owe_end_line, and reconcile() tries again)."""
     path = row["events_path"]
     event = {"event": "end", "t": time.time(), "outcome": report["outcome"], "report": report}
     try:
         if feed.ends(path):
-            return True
+            return None
         torn = feed.torn(path)  # a keeper killed mid-write: end its half line first
         try:
             line = ("\n" if torn else "") + feed.encode(feed.last_seq(path, torn) + 1, event)
@@ -53,9 +52,9 @@ def append_end_event(row: dict[str, Any], report: dict[str, Any]) -> bool:
             line = jsonform.dumps(event) + "\n"
         with os.fdopen(private_files.open_append(path), "a", encoding="ascii") as f:
             f.write(line)
-    except OSError:
-        return False
-    return True
+    except OSError as exc:
+        return f"{private_files.error_text(exc)}, writing {path}"
+    return None
 
 
 CANCEL_REASON_MAX = 1000  # characters of a cancel's reason
@@ -166,12 +165,14 @@ def cancel(
             return False
         if row[0] == "queued":
             now = time.time()
-            written = append_end_event({"events_path": row[3]}, report)
+            error = append_end_event({"events_path": row[3]}, report)
+            if error:
+                report = report_text.owe_end_line(report, error)
             db.execute(
                 "UPDATE jobs SET state = 'ended', outcome = 'cancelled', ended_at = ?, "
                 "updated_at = ?, cancel_requested = 1, note = ?, report = ?, end_pending = ? "
                 "WHERE id = ?",
-                (now, now, report["note"], jsonform.dumps(report), None if written else 1, job_id),
+                (now, now, report["note"], jsonform.dumps(report), 1 if error else None, job_id),
             )
             queued = True
         else:

@@ -48,6 +48,7 @@ from trainbridge.bridge import (
     private_files,
     procfs,
     procs,
+    report_text,
     scheduled,
     store_errors,
     watch,
@@ -305,9 +306,13 @@ def reconcile(store: Store) -> list[str]:
                 report=report,
             )
             # the line before the commit: whoever reads the row ended finds it; a line not
-            # written leaves end_pending set, and a later reconcile() writes it
-            if ended and not scheduled.append_end_event(fresh, report):
-                store.update(row["id"], end_pending=1)
+            # written leaves end_pending set (the report says so), and a later reconcile()
+            # writes it
+            error = scheduled.append_end_event(fresh, report) if ended else None
+            if error:
+                store.update(
+                    row["id"], end_pending=1, report=report_text.owe_end_line(report, error)
+                )
         if ended:
             changed.append(row["id"])
     changed += _end_lines_left(store, rebooted)
@@ -327,10 +332,17 @@ def _end_lines_left(store: Store, rebooted: bool) -> list[str]:
             fresh = store.get(row["id"])
             if fresh is None or not fresh["end_pending"]:
                 continue
-            report = fresh["report"] or {"outcome": fresh["outcome"], "note": fresh["note"]}
-            if not scheduled.append_end_event(fresh, report):
-                continue  # end_pending stays set: the next reconcile() tries again
-            store.update(row["id"], end_pending=None)
+            owed = fresh["report"] or {"outcome": fresh["outcome"], "note": fresh["note"]}
+            report = report_text.end_line_paid(owed)
+            error = scheduled.append_end_event(fresh, report)
+            if error:  # end_pending stays set: the next reconcile() tries again
+                if error != owed.get("end_line_owed"):
+                    store.update(row["id"], report=report_text.owe_end_line(owed, error))
+                continue
+            if report is not owed:
+                store.update(row["id"], end_pending=None, report=report)
+            else:
+                store.update(row["id"], end_pending=None)
         done.append(row["id"])
     return done
 

@@ -186,6 +186,11 @@ export interface Report {
   ranks: RankRow[];
   /** The rank that failed first by its own clock; null unless two ranks or more and a failure. */
   root_cause: RootCause | null;
+  /** Scheduled jobs: events of the feed a failed write dropped (a full disk), and the first error. */
+  events_failed?: number;
+  feed_error?: string | null;
+  /** Scheduled jobs: the feed's end line could not be written yet (the error); reconcile() writes it. */
+  end_line_owed?: string;
   [extra: string]: unknown;
 }
 

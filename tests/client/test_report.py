@@ -81,3 +81,34 @@ def test_the_last_rule_that_speaks_is_the_reports_verdict():
     for r in report.VERDICT_RULES:
         verdict = r(e, verdict) or verdict
     assert verdict["kind"] == "internal"
+
+
+def test_an_owed_end_line_is_said_once_and_unsaid_once_written():
+    """A job whose feed could not take its end line: the report a face reads from the store
+    says so (end_line_owed and one sentence in the summary); a retry that fails again says
+    the newer error instead of a second sentence; once written, the report is as before."""
+    from trainbridge.bridge import report_text
+
+    base = {"outcome": "lost", "summary": "Job lost: its keeper was gone.", "note": "n"}
+    owed = report_text.owe_end_line(base, "No space left on device (ENOSPC), writing /f")
+    assert owed["end_line_owed"].startswith("No space left")
+    assert owed["summary"].startswith("Job lost: its keeper was gone. The feed's end line")
+    assert "(No space left on device (ENOSPC), writing /f)" in owed["summary"]
+    again = report_text.owe_end_line(owed, "Is a directory (EISDIR), writing /f")
+    assert again["summary"].count("end line could not be written") == 1, again["summary"]
+    assert "EISDIR" in again["summary"] and "ENOSPC" not in again["summary"]
+    assert report_text.end_line_paid(again) == base
+    assert report_text.end_line_paid(base) is base
+
+
+def test_the_summary_says_what_the_feed_missed():
+    from trainbridge.bridge import report_text
+
+    said = report_text.losses(
+        {"outcome": "succeeded", "events_failed": 3, "feed_error": "ENOSPC, writing /e"}
+    )
+    assert said == [
+        "3 events of the job's feed could not be written (ENOSPC, writing /e): attached "
+        "faces and the dashboard missed them; the log file keeps the output (report "
+        "'events_failed')."
+    ]

@@ -55,3 +55,30 @@ def test_kept_events_are_written_once_the_disk_has_room_with_nothing_new_coming(
         assert '"state": "stalled"' in path.read_text()
     finally:
         events.close()
+
+
+def test_an_end_the_disk_refused_to_the_last_is_known_unwritten(tmp_path, monkeypatch):
+    """The keeper leaves the row's end_pending set (and reconcile() writes the line later)
+    only when its feed's end event never reached the file: a real write refusal (/dev/full
+    answers ENOSPC) to the last retry leaves end_written False and the error said; a feed that
+    took its end says end_written."""
+    import os
+
+    monkeypatch.setattr(keeper, "RETRY_S", 0.05)
+    monkeypatch.setattr(keeper, "CLOSE_RETRY_S", 0.3)
+    path = tmp_path / "events.jsonl"
+    events = keeper.EventsFile(str(path))
+    full = os.open("/dev/full", os.O_WRONLY)
+    os.dup2(full, events.fd)  # the disk fills under it
+    os.close(full)
+    events.write({"event": "end", "outcome": "succeeded"})
+    events.close()
+    assert not events.end_written and events.failed == 1
+    assert "ENOSPC" in (events.error or ""), events.error
+
+    events = keeper.EventsFile(str(path))
+    events.write({"event": "state", "state": "running"})
+    events.write({"event": "end", "outcome": "succeeded"})
+    events.close()
+    assert events.end_written and events.failed == 0
+    assert '"event": "end"' in path.read_text()

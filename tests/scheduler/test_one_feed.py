@@ -775,6 +775,11 @@ def test_an_end_line_that_could_not_be_written_is_written_when_it_can_be(store_p
         assert store.get(job_id)["end_pending"] == 1  # the line is owed
         scheduler_module.reconcile(store)  # and still owed while the feed takes nothing
         assert store.get(job_id)["end_pending"] == 1
+        # and the report says so, for the faces that show the row's end meanwhile
+        owed = store.get(job_id)["report"]
+        assert "Is a directory" in owed["end_line_owed"] and path in owed["end_line_owed"]
+        assert "The feed's end line could not be written" in owed["summary"], owed["summary"]
+        assert owed["summary"].count("end line") == 1, owed["summary"]  # said once
         wait_for(lambda: not leftovers(job_id), what="the lost job's processes stopped")
 
         # A queued job cancelled while its feed cannot be written: the same.
@@ -786,6 +791,7 @@ def test_an_end_line_that_could_not_be_written_is_written_when_it_can_be(store_p
         assert s.cancel(queued) is True
         assert store.get(queued)["outcome"] == "cancelled"
         assert store.get(queued)["end_pending"] == 1
+        assert "Is a directory" in store.get(queued)["report"]["end_line_owed"]
 
         os.rmdir(path)
         os.rename(path + ".held", path)
@@ -802,6 +808,12 @@ def test_an_end_line_that_could_not_be_written_is_written_when_it_can_be(store_p
             lines = [json.loads(line) for line in f.read().splitlines()]
         assert [e["seq"] for e in lines] == list(range(1, len(lines) + 1)), lines[-3:]
         assert lines[-1]["event"] == "end" and lines[-1]["outcome"] == "lost"
+        # written: neither the line nor the row says it is owed any more
+        for report in (lines[-1]["report"], store.get(job_id)["report"]):
+            assert "end_line_owed" not in report, report
+            assert "could not be written" not in report["summary"], report["summary"]
+            assert report["outcome"] == "lost" and report["summary"].startswith("Job lost")
+        assert "end_line_owed" not in store.get(queued)["report"]
         assert s.attach(job_id, since=lines[-1]["seq"]).next_event(WAIT_S)["outcome"] == "lost"
         end = s.attach(queued).wait(WAIT_S)
         assert end["outcome"] == "cancelled"

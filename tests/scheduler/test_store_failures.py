@@ -228,6 +228,7 @@ def test_a_job_whose_disk_fills_keeps_its_true_end(tmp_path):
     assert got["free_before"] == 0 and got["filler"], got  # written on a full disk
     # Output capture degraded first, counted and said: in the report, the log and keeper.log.
     assert report["events_failed"] > 0 and "ENOSPC" in report["feed_error"], report
+    assert "of the job's feed could not be written (" in report["summary"], report["summary"]
     assert "ENOSPC" in (report.get("log_error") or {}).get("error", ""), report.get("log_error")
     assert "cannot write the job's events" in got["keeper_log"], got["keeper_log"]
     # Whole lines, numbered without a gap, the end last.
