@@ -29,6 +29,8 @@ const { FeedJob } = require('./feed_job.js');
 const { metricNames } = require('./job_arguments.js');
 
 const POLL_MS = 50; // how often an attached job's events file is read
+// The two waits below have twins in bridge/attach.py (in seconds there);
+// tests/client/test_twin_constants.py holds each pair equal, with the others of this package.
 // The keeper publishes 'status' at least once a second while its job's process lives: its events
 // file silent this long means it is not answering ('supervisor' event; bridge/attach.py).
 const SUPERVISOR_SILENT_MS = 5000;
