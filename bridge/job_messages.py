@@ -36,6 +36,7 @@ class Messages:
 
     def __init__(self, job: JobCore) -> None:
         self.job = job
+        self.boot = procfs.boot_id()  # a sender with the same one shares time.monotonic()
 
     def on_message(self, routing_id: bytes, rank: int, msg: codec.Message) -> None:
         """A worker's message, in four steps: admitted (from a process of this job), recorded
@@ -125,10 +126,25 @@ class Messages:
             sender["awaits_ranks"] = ranks.awaits_ranks(body)
         if lead and msg.kind in ("stage", "progress"):
             # before listeners hear: status() agrees; at the time the worker sent it
-            self.job.live_status.track(msg.kind, body, status.sent_at(now, time.time(), msg.ts))
+            age = self._waited(routing_id, msg, now)
+            self.job.live_status.track(
+                msg.kind, body, status.sent_at(now, time.time(), msg.ts, age)
+            )
         if lead:
             self.job.last_message_t = now
         return sender, self.job.facts["health"]["entries"][said:]
+
+    def _waited(self, routing_id: bytes, msg: codec.Message, now: float) -> Optional[float]:
+        """How long the message waited since it was sent, by the monotonic clock this process
+        shares with its sender (its hello's boot is ours, and it is not another host's rank):
+        the envelope's mt, which a wall-clock step between the send and now does not move.
+        None where the clocks are not shared (status.sent_at uses the wall clock's ts)."""
+        if msg.mt is None or self.boot is None:
+            return None
+        hello = self.job.election.present.get(routing_id) or {}
+        if hello.get("remote") or hello.get("boot") != self.boot:
+            return None
+        return now - msg.mt
 
     def _from_another(self, routing_id: bytes, kind: str, body: dict[str, Any], now: float) -> None:
         """A message of a process that does not lead: published, but the machine hears only

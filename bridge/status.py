@@ -40,14 +40,18 @@ def is_zero_code_stage(name: str, depth: int, parent: Optional[str]) -> bool:
 MAX_BACKLOG_S = 3600.0  # a message older than this by its envelope is taken as this old
 
 
-def sent_at(now: float, wall_now: float, ts: Any) -> float:
-    """When a message was sent, on the receiver's clock (`now`): its envelope's `ts` (the
-    sender's wall clock) says how long it waited in a backlog (a paused client or keeper
-    reading many at once), so the rate is the job's and not the reader's. A `ts` from the
+def sent_at(now: float, wall_now: float, ts: Any, waited: Optional[float] = None) -> float:
+    """When a message was sent, on the receiver's clock (`now`): how long it waited in a
+    backlog (a paused client or keeper reading many at once), so the rate is the job's and
+    not the reader's. `waited`, where the receiver shares the sender's monotonic clock (the
+    envelope's mt: a wall-clock step between the send and the read does not move it); else
+    its envelope's `ts` (the sender's wall clock) against the receiver's. A send from the
     future (another host's clock ahead) counts as just now."""
-    if not isinstance(ts, (int, float)) or isinstance(ts, bool):
-        return now
-    return now - min(max(0.0, wall_now - ts), MAX_BACKLOG_S)
+    if waited is None:
+        if not isinstance(ts, (int, float)) or isinstance(ts, bool):
+            return now
+        waited = wall_now - ts
+    return now - min(max(0.0, waited), MAX_BACKLOG_S)
 
 
 class StatusTracker:

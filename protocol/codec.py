@@ -231,10 +231,14 @@ def encode(
     job: str,
     ts: Optional[float] = None,
     sender: Optional[str] = None,
+    mt: Optional[float] = None,
 ) -> list[bytes]:
     """Build the two frames [envelope, mac] of one message. Raises ProtocolError.
     `sender`: the sending socket's routing id (a worker's "<job>/<rank>/<pid>"), signed into
-    the envelope as "from" so a message replayed through another routing id is refused."""
+    the envelope as "from" so a message replayed through another routing id is refused.
+    `ts`: the wall clock's seconds, now unless given; `mt`: the monotonic clock's (the
+    sender's CLOCK_MONOTONIC, which a wall-clock step does not move), now when `ts` is not
+    given, and left out when `ts` is given without it (a fixed envelope, as the vectors')."""
     if kind not in KINDS:
         raise ProtocolError("unknown_kind", kind)
     trunc: list[str] = []
@@ -252,6 +256,10 @@ def encode(
         "ts": time.time() if ts is None else ts,
         "v": PROTOCOL_MAJOR,
     }
+    if mt is None and ts is None:
+        mt = time.monotonic()
+    if mt is not None:
+        envelope["mt"] = mt
     if sender is not None:
         envelope["from"] = escape(sender)
     if trunc:
@@ -274,6 +282,7 @@ class Message(NamedTuple):
     body: dict[str, Any]
     truncated: tuple[str, ...] = ()
     sender: Optional[str] = None  # the signed "from": the sender's routing id, if it said
+    mt: Optional[float] = None  # the sender's monotonic clock when it sent (protocol 1.2)
 
 
 _SCALARS = (int, float, bool, type(None))
@@ -438,7 +447,19 @@ def decode(frames: Sequence[bytes], key: bytes, expect: str = "any") -> Message:
     sender = envelope.get("from")
     if sender is not None and type(sender) is not str:
         raise ProtocolError("malformed", "envelope.from must be a string")
-    return Message(kind, seq, float(ts), job, body, tuple(str(p) for p in trunc), sender)
+    mt = envelope.get("mt")
+    if mt is not None and type(mt) not in (int, float):
+        raise ProtocolError("malformed", "envelope.mt must be a number")
+    return Message(
+        kind,
+        seq,
+        float(ts),
+        job,
+        body,
+        tuple(str(p) for p in trunc),
+        sender,
+        None if mt is None else float(mt),
+    )
 
 
 # --- sequence numbers -----------------------------------------------------------------

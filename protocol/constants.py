@@ -3,7 +3,7 @@
 values, no imports."""
 
 PROTOCOL_MAJOR = 1
-PROTOCOL_VERSION = "1.1"
+PROTOCOL_VERSION = "1.2"
 SUPPORTED_MAJORS = (1,)  # a hello with another major gets `refuse` (PROTOCOL.md section 7)
 MAC_SIZE = 32  # HMAC-SHA256, the second frame of every message
 

@@ -337,6 +337,7 @@ def decoded(msg):
         "body": tag(msg.body),
         "truncated": list(msg.truncated),
         "sender": msg.sender,
+        **({"mt": msg.mt} if msg.mt is not None else {}),  # 1.2: absent in older cases
     }
 
 
@@ -359,6 +360,15 @@ def decode_cases():
         decode_case(
             "a sender that is not a string is malformed",
             sign_raw(envelope("bye", {"exit_code": 0, "reason": "normal"}, **{"from": 4242})),
+            "malformed",
+        ),
+        decode_case(
+            "the sender's monotonic stamp (1.2) is returned",
+            sign_raw(envelope("bye", {"exit_code": 0, "reason": "normal"}, mt=8123.25)),
+        ),
+        decode_case(
+            "a monotonic stamp that is not a number is malformed",
+            sign_raw(envelope("bye", {"exit_code": 0, "reason": "normal"}, mt="8123")),
             "malformed",
         ),
         decode_case(

@@ -86,6 +86,9 @@ def hello(heartbeat_s: float, version: str, protocol: str) -> dict[str, Any]:
         },
         "platform": f"{uname.sysname}-{uname.release}-{uname.machine}",
         "host": uname.nodename,
+        # This boot's id: a client with the same one shares this process's monotonic clock,
+        # so an envelope's `mt` says how long a message waited, whatever the wall clock did.
+        "boot": _or_none(boot_id),
         "rank": optional_int(env, "RANK"),
         "local_rank": optional_int(env, "LOCAL_RANK"),
         "world_size": optional_int(env, "WORLD_SIZE"),
@@ -103,6 +106,11 @@ def hello(heartbeat_s: float, version: str, protocol: str) -> dict[str, Any]:
         "worker": version,
         "heartbeat_s": heartbeat_s,
     }
+
+
+def boot_id() -> Optional[str]:
+    with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+        return f.read().strip() or None
 
 
 def slurm_facts(env: Any) -> Optional[dict[str, Any]]:

@@ -24,6 +24,15 @@ def test_sent_at_vectors(now, wall_now, ts, expected):
     assert sent_at(now, wall_now, ts) == expected
 
 
+def test_a_wait_on_the_shared_monotonic_clock_is_taken_over_the_wall_clocks():
+    """A sender on this boot stamps its monotonic clock (the envelope's mt): the wait it
+    gives is used as it is, so a wall clock set 600 s forward between the send and the read
+    moves nothing; bounded as the wall clock's is (never ahead, at most MAX_BACKLOG_S)."""
+    assert sent_at(100.0, 1600.0, 997.5, waited=2.5) == 97.5  # the wall's 602.5 s ignored
+    assert sent_at(100.0, 1000.0, 997.5, waited=-0.1) == 100.0
+    assert sent_at(5000.0, 10000.0, 1.0, waited=9000.0) == 1400.0
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_status_vectors(case):
     tracker = StatusTracker(case["t0"])
@@ -69,11 +78,25 @@ def test_job_status_while_it_runs_and_after():
     assert job.status()["state"] == "ended"
 
 
-def test_a_backlog_read_at_once_keeps_the_jobs_rate():
+@pytest.mark.parametrize("step_s", [0, 600], ids=["steady clock", "clock set forward"])
+def test_a_backlog_read_at_once_keeps_the_jobs_rate(step_s, monkeypatch):
     """A supervisor that read nothing for a while (a SIGSTOPped keeper, a busy
     machine) then read the backlog at once; every sample had the same receive time and the
-    rate said 8,310 it/s. The judge times progress by when the worker sent it."""
+    rate said 8,310 it/s. The judge times progress by when the worker sent it. With the wall
+    clock set 600 s forward while the backlog waited (as the supervisor sees it), the wait
+    was read from the wall clocks and the rate was wrong until 20 new samples came (79 it/s
+    for this 20 it/s job, in a run with the clock stepped 4 s); the monotonic stamp of a
+    sender on the same boot says it."""
     import threading
+
+    from trainbridge.bridge import job_messages
+
+    class SetForward:  # the supervisor's view of the time once the clock was set
+        monotonic = staticmethod(time.monotonic)
+
+        @staticmethod
+        def time():
+            return time.time() + step_s
 
     code = (
         "import time\nfrom trainbridge import worker\n"
@@ -92,6 +115,7 @@ def test_a_backlog_read_at_once_keeps_the_jobs_rate():
             released.append(time.time())
 
         # About 28 progress messages wait meanwhile: more than the 20 samples of the rate.
+        monkeypatch.setattr(job_messages, "time", SetForward)
         job.hub.call(read_nothing)
         assert paused.wait(WAIT_S)
         rates = []

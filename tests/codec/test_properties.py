@@ -235,3 +235,18 @@ def test_a_logs_message_decodes_as_the_record_by_record_walk_would_even_when_mal
     except codec.ProtocolError as exc:
         got = ("error", exc.reason)
     assert got == expected
+
+
+def test_a_live_message_carries_both_clocks_and_a_fixed_one_only_what_it_was_given():
+    """A message sent now carries the sender's wall clock (ts) and its monotonic clock (mt,
+    protocol 1.2: a receiver on the same boot reads how long it waited from it, whatever a
+    wall-clock step did); an envelope given a ts and no mt (the vectors') has none."""
+    import time
+
+    before = time.monotonic()
+    msg = codec.decode(codec.encode("log", 1, {"level": "info", "message": "x"}, KEY, "job"), KEY)
+    assert msg.mt is not None and before <= msg.mt <= time.monotonic()
+    fixed = codec.encode("log", 1, {"level": "info", "message": "x"}, KEY, "job", ts=1.5)
+    assert codec.decode(fixed, KEY).mt is None
+    given = codec.encode("log", 1, {"level": "info", "message": "x"}, KEY, "job", ts=1.5, mt=7.0)
+    assert codec.decode(given, KEY).mt == 7.0

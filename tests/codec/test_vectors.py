@@ -73,6 +73,7 @@ def test_decode_vectors(case):
             want["job"],
         )
         assert msg.sender == want["sender"]
+        assert msg.mt == want.get("mt")
         assert same(msg.body, want["body"])
 
 

@@ -57,7 +57,7 @@ def test_hello_comes_first_with_process_facts(receiver, tmp_path):
 
     assert hello["packages"]["torch"] == metadata.version("torch")
     assert "transformers" in hello["packages"]
-    assert hello["proto"] == "1.1" and hello["heartbeat_s"] == 0.2
+    assert hello["proto"] == "1.2" and hello["heartbeat_s"] == 0.2
     assert hello["dump_signal"] == "SIGUSR1"
     assert hello["crash_file"] == str(tmp_path / "crash.txt")
     assert hello["pid"] > 0 and hello["host"]
