@@ -32,10 +32,43 @@ async function runningJob(t) {
   return { store, id, job };
 }
 
+/**
+ * A store's path in a temporary folder. After the test (a test that failed part way too), its
+ * jobs still queued or running are cancelled and waited for, and then the folder goes: no keeper
+ * or child of a test is left behind. One hook, so that order holds (node:test runs a test's after
+ * hooks in the order they were added, so this one runs before the test's own store.close()).
+ */
 function tempStore(t) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-store-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return path.join(dir, 'jobs.db');
+  const file = path.join(dir, 'jobs.db');
+  t.after(async () => {
+    try {
+      if (fs.existsSync(file)) await endJobs(file);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  return file;
+}
+
+/** Cancel every active job of the store at `file` and wait until each has ended (30 s each). */
+async function endJobs(file) {
+  const store = openStore(file, { python: PYTHON });
+  try {
+    const active = await store.jobs({ state: 'active' });
+    await Promise.all(active.map((row) => store.cancel(row.id, { grace: 0 })));
+    const deadline = performance.now() + 30000;
+    for (const row of active) {
+      for (;;) {
+        const now = await store.get(row.id);
+        if (!now || now.state === 'ended') break;
+        if (performance.now() > deadline) throw new Error(`test cleanup: job ${row.id} did not end in 30 s`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+  } finally {
+    await store.close();
+  }
 }
 
 test('submit from Node, attach: the events and the report of a launched job', async (t) => {
