@@ -151,48 +151,18 @@ class JobCore:
         self.sample_resources = sample_resources  # `resources` events with the heartbeat
         self.hub = hub or Hub.get()
         self.cmd = list(cmd)
-        # `ident` (job id, key): chosen by a caller that spawned the process already
-        # (bridge/transparent.py), whose directory then exists, or that names its jobs
-        # itself (bridge/jobserve.py: the Node client's ids and keys).
-        self.id: str
-        self.key: bytes
-        self.id, self.key = ident or (f"job-{secrets.token_hex(6)}", secrets.token_bytes(32))
-        self.dir = os.path.join(self.hub.runtime_dir, self.id)
-        os.makedirs(self.dir, 0o700, exist_ok=ident is not None)
+        self._place(ident)
         self.stdin_mode = stdin
         self.stdin: Optional[Any] = None  # a writable binary file with stdin="pipe"
         self.stdout = ChunkStream("stdout") if raw else None
         self.stderr = ChunkStream("stderr") if raw else None
-        self.crash_file = os.path.join(self.dir, "crash.txt")
-        # The events, to listeners and for events() / next_event(); events=False: nobody will
-        # read them (run --transparent waits for the report only), so no event is kept and an
-        # output line with no listener makes none.
-        self.publisher = Publisher(
-            self.hub, events, on_event, lambda text: self.output.write_log(text)
-        )
-        self.outbox = Outbox()  # job.send() before the lead's hello
-        # The rooms: each a part that reads and moves the job's state set up here.
-        self.actions = Actions(self)  # the machine's events and actions, timers, signals
-        self.messages = Messages(self)  # worker messages, the lead, replies
-        self.ending = Ending(self)  # exit, drain, snapshot, report
-        self.report: Optional[Report] = None
-
         # One clock read for the machine's start and the report's: two reads with a slow step
         # between them (the channel's registration, under load) made a startup hang's
         # after_s less than the startup deadline (0.481 s for 0.5 s). `spawned_at`: the
         # time.monotonic() at which a process started before its Job was spawned (jobserve's
         # first launch): the deadlines and the duration count from its start, not from now.
         t0 = time.monotonic() if spawned_at is None else spawned_at
-        self.m = machine.initial(config, t0)
-        self._unrouted_at_start = self.hub.unrouted  # the report shows what came meanwhile
-        self.channel = Channel(
-            self.hub, self.id, self.key, self.messages.on_message, self.messages.on_refused
-        )
-        # Facts for the report, gathered as they come (bridge/job_facts.py).
-        self.facts = job_facts.initial(
-            self.id, self.cmd, log_path, t0, time.time() - (time.monotonic() - t0), tail_lines
-        )
-        self.facts["ranks"] = ranks.initial()  # every worker process's own state
+        self._parts(config, t0, events, on_event, tail_lines)
         self.output = Output(
             self.facts,
             self.hub,
@@ -206,20 +176,9 @@ class JobCore:
             self.publisher.wanted,
             self.publisher.publish_all,
         )
-        self.election = Leads()  # who speaks for the job
-        self.remote_ranks = False  # remote_env() was asked: other hosts' ranks may join
-        self.asks = Asks()  # commands that await an answer: callers', the hang's, the cancel
-        self.dumps = SignalDumps(self.crash_file)  # the signal dumps in the crash file
-        self.last_message_t: Optional[float] = None
-        self.hang_snapshot = Snapshot()  # the hang's evidence, gathered on a thread of its own
-        self.live = LiveDiagnosis()  # while stalled: the current diagnosis from a cheap look
-        self.live_status = LiveStatus(t0)  # the lead's stages and progress, judged (job_status)
-        self.exit_watch = ExitWatch(self.hub)  # the process's end: pidfd, OOM count before
-        self.deadline_look = Look()  # the look at a startup, heartbeat or stall deadline
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.pid: Optional[int] = None
         self.tree: Optional[launcher.Tree] = None
-
         # The worker ends the job's process group when this process is gone (PROTOCOL.md
         # section 2).
         variables = jobenv.variables(
@@ -232,6 +191,62 @@ class JobCore:
         )
         self.env = launcher.job_env(env, variables, self.hub.server_key, python_env, zero_code)
         self.cwd = cwd
+
+    def _place(self, ident: Optional[Sequence[Any]]) -> None:
+        """The job's id, key and private folder (with its crash file's path). `ident` (job
+        id, key): chosen by a caller that spawned the process already (bridge/transparent.py),
+        whose folder then exists, or that names its jobs itself (bridge/jobserve.py: the Node
+        client's ids and keys)."""
+        self.id: str
+        self.key: bytes
+        self.id, self.key = ident or (f"job-{secrets.token_hex(6)}", secrets.token_bytes(32))
+        self.dir = os.path.join(self.hub.runtime_dir, self.id)
+        os.makedirs(self.dir, 0o700, exist_ok=ident is not None)
+        self.crash_file = os.path.join(self.dir, "crash.txt")
+
+    def _parts(
+        self,
+        config: Optional[dict[str, Any]],
+        t0: float,
+        events: bool,
+        on_event: Optional[Callable[[dict[str, Any]], None]],
+        tail_lines: int,
+    ) -> None:
+        """The parts that hold the job's state (each a room of its own: the module's
+        docstring), the machine's state from `t0`, the report's facts, and the channel the
+        worker's messages come in by. The output part comes after (it writes the facts)."""
+        # The events, to listeners and for events() / next_event(); events=False: nobody will
+        # read them (run --transparent waits for the report only), so no event is kept and an
+        # output line with no listener makes none.
+        self.publisher = Publisher(
+            self.hub, events, on_event, lambda text: self.output.write_log(text)
+        )
+        self.outbox = Outbox()  # job.send() before the lead's hello
+        # The rooms: each a part that reads and moves the job's state set up here.
+        self.actions = Actions(self)  # the machine's events and actions, timers, signals
+        self.messages = Messages(self)  # worker messages, the lead, replies
+        self.ending = Ending(self)  # exit, drain, snapshot, report
+        self.report: Optional[Report] = None
+        self.m = machine.initial(config, t0)
+        self._unrouted_at_start = self.hub.unrouted  # the report shows what came meanwhile
+        self.channel = Channel(
+            self.hub, self.id, self.key, self.messages.on_message, self.messages.on_refused
+        )
+        # Facts for the report, gathered as they come (bridge/job_facts.py).
+        self.facts = job_facts.initial(
+            self.id, self.cmd, self.log_path, t0, time.time() - (time.monotonic() - t0), tail_lines
+        )
+        self.facts["ranks"] = ranks.initial()  # every worker process's own state
+        self.election = Leads()  # who speaks for the job
+        self.remote_ranks = False  # remote_env() was asked: other hosts' ranks may join
+        self.asks = Asks()  # commands that await an answer: callers', the hang's, the cancel
+        self.dumps = SignalDumps(self.crash_file)  # the signal dumps in the crash file
+        self.last_message_t: Optional[float] = None
+        self.hang_snapshot = Snapshot()  # the hang's evidence, gathered on a thread of its own
+        self.live = LiveDiagnosis()  # while stalled: the current diagnosis from a cheap look
+        self.live_status = LiveStatus(t0)  # the lead's stages and progress, judged (job_status)
+        self.exit_watch = ExitWatch(self.hub)  # the process's end: pidfd, OOM count before
+        self.deadline_look = Look()  # the look at a startup, heartbeat or stall deadline
 
     def remote_env(self, address: str, port: int = 0) -> dict[str, str]:
         """The TRAINBRIDGE_* variables for this job's ranks on other hosts (torchrun on node
