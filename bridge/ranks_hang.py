@@ -235,12 +235,18 @@ def hung_rank(
         # This host's evidence (with the fork workers' stacks from the crash file), else the
         # children the rank listed itself in its answer, with the stacks they dumped for it
         # (any host: worker/fork_dumps.py).
-        local = processes if first.get("addr") is None else None
+        here = first.get("addr") is None
         own = _own_children(first)
-        own_stacks = {str(c["pid"]): c["stack"] for c in own if isinstance(c.get("stack"), str)}
-        waits = dataloader_wait(first["pid"], local or [], process_stacks) or dataloader_wait(
-            first["pid"], own, own_stacks
-        )
+        # A rank of this host: its workers' dumps in the crash file count for the children
+        # it listed too (a slow snapshot on a loaded machine can meet the SIGTERM that follows
+        # it and list none); another host's pids are not this host's.
+        own_stacks = {
+            **((process_stacks or {}) if here else {}),
+            **{str(c["pid"]): c["stack"] for c in own if isinstance(c.get("stack"), str)},
+        }
+        waits = dataloader_wait(
+            first["pid"], (processes or []) if here else [], process_stacks
+        ) or dataloader_wait(first["pid"], own, own_stacks)
     return _missing_from_collective(waiting, away, waits)
 
 

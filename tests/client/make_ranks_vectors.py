@@ -818,6 +818,34 @@ HUNG += [
         "all-reduce) for it",
     },
     {
+        "name": "DDP: the snapshot listed none of rank 1's processes (a slow snapshot on a "
+        "loaded machine met the SIGTERM that followed it); rank 1's answer lists its DataLoader "
+        "workers, whose SIGUSR1 dumps are in this host's crash file: said with their frame",
+        "messages": DDP_HELLOS
+        + [
+            RANK0_IN_BACKWARD,
+            [
+                "j/1",
+                "reply",
+                dict(
+                    RANK1_NEXT_BATCH[2],
+                    children=[
+                        dict(pid=pid, state="S", wchan="futex_do_wait", name="pt_data_worker")
+                        for pid in (201, 202)
+                    ],
+                ),
+                30.0,
+            ],
+        ],
+        "processes": [],
+        "process_stacks": {"201": WORKER_AT_GETITEM, "202": WORKER_AT_GETITEM},
+        "kind": "child_wait",
+        "summary": "rank 1 (host a, pid 102) is not in the collective: at w/ddp.py:90 train it "
+        "waits for both DataLoader workers (pids 201, 202, sleeping), all blocked on the same "
+        "wait, each at w/ddp.py:51 __getitem__; rank(s) 0 wait in backward() (DDP's gradient "
+        "all-reduce) for it",
+    },
+    {
         "name": "DDP: rank 1's DataLoader workers wait on different things: rank 1 and its "
         "frame only",
         "messages": DDP_HELLOS + [RANK0_IN_BACKWARD, RANK1_NEXT_BATCH],
