@@ -29,6 +29,7 @@ PURE_USES = {
 EXCEPTIONS = {
     "trainbridge.protocol.codec": {
         "time.time": "encode() stamps ts with the wall clock unless the caller gives one",
+        "time.monotonic": "encode() stamps mt with the monotonic clock when it stamps ts",
     },
     "trainbridge.worker.config": {
         "os.getpid": "the worker's routing id names its own process",
