@@ -81,6 +81,8 @@ class Actions:
         self.job.publisher.publish(
             {"event": "hang", "reason": action["reason"], "stage": hang.get("stage")}
         )
+        facts = self.job.facts
+        facts["tail_at_hang"] = {"tail": list(facts["tail"]), "lines": self._output_lines()}
         self.job.ending.start_snapshot()
 
     def _do_dump_stacks(self, action: dict[str, Any]) -> None:

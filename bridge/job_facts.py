@@ -63,6 +63,9 @@ def initial(
         "machine": None,
         # the last output lines; a deque here (its bound is the caller's tail_lines)
         "tail": collections.deque(maxlen=tail_lines),
+        # the tail and the line count when a hang was declared: what came after is the
+        # stop's doing (a launcher's traceback on SIGTERM), not the job's (report log_tail)
+        "tail_at_hang": None,
         "lines": {"stdout": 0, "stderr": 0},
         "bytes": {"stdout": 0, "stderr": 0},
         "fatal_lines": [],

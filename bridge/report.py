@@ -68,13 +68,14 @@ class Ending:
 
     facts: dict[str, Any]
     outcome: str  # the machine's (set once the job has ended)
-    tail: list[str]  # the last output lines
+    tail: list[str]  # the last output lines (a hung job's: up to the verdict)
     crash_text: Optional[str]
     stacks: Optional[str]  # every dump, joined
     rows: list[dict[str, Any]]  # ranks.table: one row per process that said hello
     cause: Optional[dict[str, Any]]  # a distributed job's root cause (ranks.root_cause)
     cause_error: Optional[dict[str, Any]]  # the root cause rank's own error body
     stuck: Optional[dict[str, Any]]  # a hung distributed job's stuck rank (ranks_hang)
+    after_hang: Optional[dict[str, Any]] = None  # {lines, tail}: what came after a hang's verdict
 
     @property
     def failed_rank(self) -> Optional[dict[str, Any]]:
@@ -87,8 +88,29 @@ class Ending:
         return self.cause_error if self.outcome == "failed" else None
 
 
+AFTER_HANG_KEPT = 10  # lines printed after a hang's verdict, kept in log_after_hang
+
+
+def tails(facts: dict[str, Any]) -> tuple[list[str], Optional[dict[str, Any]]]:
+    """The report's log_tail and log_after_hang. For a job declared hung, the last lines up
+    to the verdict, and {lines, tail} of what came after it (the stop's doing: a launcher's
+    traceback on SIGTERM filled the tail and pushed out the job's own last line); else the
+    last lines, and None."""
+    now = [line["text"] for line in facts["tail"]]
+    at = facts.get("tail_at_hang")
+    after = 0 if not at else facts["lines"]["stdout"] + facts["lines"]["stderr"] - at["lines"]
+    if not at or after <= 0:
+        return now, None
+    kept = min(after, AFTER_HANG_KEPT, len(now))
+    return [line["text"] for line in at["tail"]], {
+        "lines": after,
+        "tail": now[-kept:] if kept else [],
+    }
+
+
 def ending(facts: dict[str, Any], files: dict[str, Any]) -> Ending:
     outcome = facts["machine"]["outcome"]
+    tail, after_hang = tails(facts)
     crash_text = files.get("crash_text")
     rows, cause, cause_error = _ranks(facts["ranks"])
     stuck = None
@@ -103,7 +125,8 @@ def ending(facts: dict[str, Any], files: dict[str, Any]) -> Ending:
     return Ending(
         facts=facts,
         outcome=outcome,
-        tail=[line["text"] for line in facts["tail"]],
+        tail=tail,
+        after_hang=after_hang,
         crash_text=crash_text,
         stacks=join_stacks(facts["stacks"], crash_text, facts["fatal_lines"]),
         rows=rows,
@@ -294,6 +317,7 @@ def build(facts: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
         "diagnosis": verdict,
         "stacks": e.stacks,
         "log_tail": e.tail,
+        "log_after_hang": e.after_hang,
         "duration_s": round(facts["ended"] - started, 3),
         "pid": facts["pid"],
         # extras

@@ -152,7 +152,10 @@ export interface Report {
   } | null;
   diagnosis: Diagnosis | null;
   stacks: string | null;
+  /** The last output lines; for a job declared hung, the last lines up to the verdict. */
   log_tail: string[];
+  /** A job declared hung: what it printed after the verdict (the stop's doing), else null. */
+  log_after_hang?: { lines: number; tail: string[] } | null;
   duration_s: number;
   pid: number;
   report_version: number;

@@ -153,6 +153,38 @@ def test_stall_while_heartbeats_arrive(run):
     assert r["diagnosis"]["kind"] in ("lock_wait", "sleeping")
 
 
+def test_what_a_hung_job_prints_once_stopped_does_not_push_its_last_lines_out(run, tmp_path):
+    """A torchrun job stopped for a hang printed a 40-line traceback on the SIGTERM
+    (SignalException, then an UnboundLocalError in its metrics wrapper); the report's 40-line
+    tail held only that, and the job's own last line was gone from it. The tail is now the
+    one at the verdict, and what came after is counted and kept apart (log_after_hang)."""
+    job, r = run(
+        """
+        import signal, sys, threading
+        from trainbridge import worker
+
+        def stopped(signum, frame):
+            for i in range(100):
+                print("teardown line", i, file=sys.stderr)
+            sys.exit(1)
+
+        signal.signal(signal.SIGTERM, stopped)
+        worker.progress(1, 10)
+        print("the last line before the hang", flush=True)
+        threading.Event().wait(60)
+    """,
+        stall_timeout=0.6,
+        log_path=str(tmp_path / "job.log"),
+    )
+    assert r["outcome"] == "hung" and r["hang"]["reason"] == "stall", r["summary"]
+    assert r["log_tail"][-1] == "the last line before the hang", r["log_tail"]
+    after = r["log_after_hang"]
+    assert after["lines"] >= 100, after
+    assert after["tail"][-1] == "teardown line 99" and len(after["tail"]) == 10, after
+    logged = (tmp_path / "job.log").read_text(encoding="utf-8")
+    assert "teardown line 0" in logged and "teardown line 99" in logged  # all in the log
+
+
 def test_heartbeat_silence_with_the_gil_held(run):
     # libc sleep() called through PyDLL keeps the GIL: the beacon thread cannot beat, and
     # only faulthandler's SIGUSR1 dump (a C signal handler) can say where the main thread is.
