@@ -99,6 +99,14 @@ class Trainer:
         epoch = 0
         while self.step < max_steps:
             self.loader.sampler.set_epoch(epoch)
+            if FAULT == "deadlock" and CACHE_LOCK.locked():
+                # the hang begins here, not at the fault's own line: the epoch it was armed in
+                # trains on with the workers forked before it
+                print(
+                    f"[rank {dist.get_rank()}] epoch {epoch}: the DataLoader forks its workers "
+                    "with the cache lock held",
+                    flush=True,
+                )
             for source, targets in self.loader:
                 self._fault()
                 self._run_batch(source, targets)
