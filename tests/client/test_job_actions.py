@@ -42,7 +42,9 @@ class Job:
         self.tree = Tree()
         self.m = {"hang": {"stage": "load"}}
         self.facts = {"cancel": {"reason": "user"}, "signals_sent": [], "dump_pids": [],
-                      "native_dump_pids": [], "ranks": {"procs": {}}}  # fmt: skip
+                      "native_dump_pids": [], "ranks": {"procs": {}}, "tail_at_hang": None,
+                      "tail": [{"stream": "stdout", "text": "step 3", "end": "lf"}],
+                      "lines": {"stdout": 7, "stderr": 2}}  # fmt: skip
         self.crash_file = ""
         self.asks = Asks()
         self.did = []
@@ -100,6 +102,11 @@ def test_a_hang_is_said_and_its_evidence_gathered():
         ("publish", {"event": "hang", "reason": "stall", "stage": "load"}),
         ("snapshot",),
     ]
+    # the tail as it stands at the verdict: what the stop makes it print is kept apart
+    assert room.job.facts["tail_at_hang"] == {
+        "tail": [{"stream": "stdout", "text": "step 3", "end": "lf"}],
+        "lines": 9,
+    }
 
 
 def test_the_asks_remember_their_seqs():
