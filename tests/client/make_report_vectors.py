@@ -87,6 +87,25 @@ def facts(ended=12.5, outcome="succeeded", hang=None, **changes):
     return f
 
 
+def stalled_in_train(idle_s, **changes):
+    """A job stopped 90 s in as stalled in stage 'train' at step 12, after SIGUSR1 and SIGTERM;
+    its heartbeat's idle_s as given."""
+    return facts(
+        outcome="hung",
+        ended=95.25,
+        hang={"reason": "stall", "stage": "train", "t": STARTED + 90.0},
+        last_activity_t=STARTED + 60.0,
+        **hello_facts(),
+        stages=[stage("startup"), stage("train", status="running", began=3)],
+        progress={"step": 12, "total": None, "metrics": {}},
+        heartbeat={"beat": 80, "idle_s": idle_s, "stack": HEARTBEAT_STACK, "stage": "train"},
+        signals_sent=["SIGUSR1", "SIGTERM"],
+        exit_signal="SIGTERM",
+        snapshot={"notes": []},
+        **changes,
+    )
+
+
 def out(stream, *texts):
     return [{"stream": stream, "text": t, "end": "lf"} for t in texts]
 
@@ -254,37 +273,15 @@ def cases():
     yield (
         "hung: stall; idle since the machine's last activity (a printed line), not the "
         "worker's idle_s (its last progress)",
-        facts(
-            outcome="hung",
-            ended=95.25,
-            hang={"reason": "stall", "stage": "train", "t": STARTED + 90.0},
-            last_activity_t=STARTED + 60.0,
-            **hello_facts(),
-            stages=[stage("startup"), stage("train", status="running", began=3)],
-            progress={"step": 12, "total": None, "metrics": {}},
-            heartbeat={"beat": 80, "idle_s": 235.0, "stack": HEARTBEAT_STACK, "stage": "train"},
-            signals_sent=["SIGUSR1", "SIGTERM"],
-            exit_signal="SIGTERM",
-            snapshot={"notes": []},
-        ),
+        stalled_in_train(idle_s=235.0),
         {"crash_text": None, "stage_box": None},
     )
     teardown = [f"  File \"/v/torch/distributed/elastic/api.py\", line {n}" for n in range(40)]
     yield (
         "hung: the stop's output after the verdict (a launcher's traceback on SIGTERM) fills "
         "the tail: log_tail is the tail at the verdict, log_after_hang the rest, counted",
-        facts(
-            outcome="hung",
-            ended=95.25,
-            hang={"reason": "stall", "stage": "train", "t": STARTED + 90.0},
-            last_activity_t=STARTED + 60.0,
-            **hello_facts(),
-            stages=[stage("startup"), stage("train", status="running", began=3)],
-            progress={"step": 12, "total": None, "metrics": {}},
-            heartbeat={"beat": 80, "idle_s": 30.0, "stack": HEARTBEAT_STACK, "stage": "train"},
-            signals_sent=["SIGUSR1", "SIGTERM"],
-            exit_signal="SIGTERM",
-            snapshot={"notes": []},
+        stalled_in_train(
+            idle_s=30.0,
             tail=out("stderr", *teardown),
             tail_at_hang={"tail": out("stdout", "epoch 1", "fault at step 3"), "lines": 2},
             lines={"stdout": 2, "stderr": 40},
