@@ -404,10 +404,16 @@ KERNEL_RULES: tuple[Callable[[MainWait], Optional[str]], ...] = (
 )
 
 
+def alive_at_verdict(evidence: dict[str, Any]) -> bool:
+    """The process was alive when the hang was said: alive now, or ended during the
+    evidence's window (a slow snapshot that met the stop), whose first look is then judged."""
+    return bool(evidence.get("alive", True) or evidence.get("ended_in_window"))
+
+
 def kernel_says(evidence: dict[str, Any]) -> Optional[str]:
     """A hang kind from outside the interpreter: the first of KERNEL_RULES that names one
-    (none for a process that is gone)."""
-    if not evidence or not evidence.get("alive", True):
+    (none for a process that was gone at the verdict)."""
+    if not evidence or not alive_at_verdict(evidence):
         return None
     return _first_match(KERNEL_RULES, main_wait(evidence))
 
@@ -455,7 +461,7 @@ def beacon_silent(s: Seen) -> Optional[str]:
     """The beacon thread could not run (silent, or no dump path answered but the native one)
     in a live process whose worker loaded: something holds the GIL, or the process froze."""
     silent = s.reason in BEACON_SILENT or s.python_silent
-    live = s.evidence.get("alive", True)
+    live = alive_at_verdict(s.evidence)
     return "gil_held" if silent and (s.saw_hello or s.loaded) and live else None
 
 

@@ -54,30 +54,54 @@ def _cpu_s(pids: list[int]) -> dict[int, float]:
     return out
 
 
+def _child(kid: int) -> dict[str, Any]:
+    """One look at a descendant: name, state, parent, command line, start and kernel wait;
+    {"pid", "status": "gone"} when it has ended."""
+    entry: dict[str, Any] = {"pid": kid}
+    fields = procfs.stat_fields(kid)
+    if fields is None:
+        entry["status"] = "gone"
+        return entry
+    entry.update(
+        name=procfs.process_name(kid),
+        status=proc_states.word(fields[0]),
+        ppid=int(fields[1]),
+        cmdline=" ".join(procfs.cmdline(kid) or [])[:200],
+        started=procfs.start_ticks(kid),
+    )
+    wchan = procfs.read(f"/proc/{kid}/wchan")
+    if wchan:
+        entry["wchan"] = wchan.strip() or None
+    return entry
+
+
 def _children(
-    pid: int, cpu0: dict[int, float], cpu1: dict[int, float], window: float
-) -> list[dict[str, Any]]:
+    pid: int,
+    seen: dict[int, dict[str, Any]],
+    cpu0: dict[int, float],
+    cpu1: dict[int, float],
+    window: float,
+) -> tuple[list[dict[str, Any]], int]:
+    """The job's descendants at the end of the window, and those the first look saw
+    (`seen`) that are gone by then: a hang's snapshot can meet the stop that follows it on a
+    loaded machine (its SIGTERM), and the children as they were at the verdict are the
+    evidence. Such a child keeps the first look's entry with "gone_at_end": True. Returns
+    (children, how many of them only the first look saw)."""
     out = []
     for kid in procfs.all_descendants(pid):
-        entry: dict[str, Any] = {"pid": kid}
-        fields = procfs.stat_fields(kid)
-        if fields is None:
-            entry["status"] = "gone"
-        else:
-            entry.update(
-                name=procfs.process_name(kid),
-                status=proc_states.word(fields[0]),
-                ppid=int(fields[1]),
-                cmdline=" ".join(procfs.cmdline(kid) or [])[:200],
-                started=procfs.start_ticks(kid),
-            )
+        entry = _child(kid)
+        if entry["status"] == "gone" and kid in seen:
+            continue  # ended between the two reads: the first look's entry says more
         if kid in cpu0 and kid in cpu1 and window > 0:
             entry["cpu_fraction"] = round((cpu1[kid] - cpu0[kid]) / window, 3)
-        wchan = procfs.read(f"/proc/{kid}/wchan")
-        if wchan:
-            entry["wchan"] = wchan.strip() or None
         out.append(entry)
-    return out
+    listed = {c["pid"] for c in out}
+    gone = [
+        {**entry, "gone_at_end": True}
+        for kid, entry in seen.items()
+        if kid not in listed and entry.get("status") != "gone"
+    ]
+    return out + gone, len(gone)
 
 
 def collect(pid: int, window_s: float = 0.5) -> dict[str, Any]:
@@ -98,7 +122,8 @@ def collect(pid: int, window_s: float = 0.5) -> dict[str, Any]:
 
 def sample(pid: int) -> dict[str, Any]:
     """One look at the job's main process and its tree, no waiting: the start of the window
-    that measure() ends. Starts py-spy, which answers during the window."""
+    that measure() ends. Notes each child as it is now (measure() keeps those gone by the end
+    of the window). Starts py-spy, which answers during the window."""
     notes: list[str] = []
     first: dict[str, Any] = {"pid": pid, "notes": notes, "t": time.monotonic()}
     fields = procfs.stat_fields(pid)
@@ -116,6 +141,8 @@ def sample(pid: int) -> dict[str, Any]:
     first["alive"] = fields[0] != "Z"
     first["spy"] = pyspy.start(pid)
     first["tree"] = [pid, *procfs.all_descendants(pid)]
+    first["children"] = {kid: _child(kid) for kid in first["tree"][1:]}
+    first["main_thread"] = procfs.main_thread(pid, [])  # measure() reads it again, with notes
     first["t"] = time.monotonic()
     first["tree_cpu"], first["io"] = _cpu_s(first["tree"]), procfs.io_counters(pid)
     return first
@@ -152,11 +179,16 @@ def measure(
         notes.append("I/O counters not readable")
     status = procfs.state_word(pid)
     if status is None:
-        ev["alive"] = False
-        notes.append("process ended during the window")
+        # Ended during the window (a slow snapshot that met the stop's SIGTERM, on a loaded
+        # machine): the first look is the evidence of what it was doing at the verdict.
+        ev["alive"], ev["ended_in_window"] = False, True
+        ev["main_thread"] = {**(first.get("main_thread") or {}), "gone_at_end": True}
+        notes.append(
+            "process ended during the window: its main thread's wait is the one the first look saw"
+        )
     else:
         ev["status"] = status
-    ev["main_thread"] = procfs.main_thread(pid, notes)
+        ev["main_thread"] = procfs.main_thread(pid, notes)
     seen = [x for x in states if x is not None]
     if seen:
         ev["main_thread"]["runnable_fraction"] = round(
@@ -173,7 +205,12 @@ def measure(
         ev["rss_bytes"] = rss
     ev["sockets"] = sockets.inet_sockets(tree, notes)
     sockets.add_loopback_peers(ev["sockets"], tree, notes)
-    ev["children"] = _children(pid, cpu0, cpu1, elapsed)
+    ev["children"], gone = _children(pid, first.get("children") or {}, cpu0, cpu1, elapsed)
+    if gone:
+        notes.append(
+            f"{gone} child process(es) seen at the start of the window had ended by its end "
+            "(the job being stopped?): they are shown as the first look saw them"
+        )
     peer = sockets.local_peer(pid, ev["main_thread"], [c["pid"] for c in ev["children"]])
     if peer:
         ev["unix_peer"] = peer

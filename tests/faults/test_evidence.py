@@ -224,6 +224,63 @@ def test_waiting_on_a_child_process():
         kill_tree(proc)
 
 
+def test_children_the_first_look_saw_survive_a_stop_during_the_window():
+    """A hang's snapshot on a loaded machine can outlast its timeout and meet the stop's
+    SIGTERM: the job's processes are gone when measure() lists the children. The children
+    are then shown as the window's first look saw them (state, parent, kernel wait), so the
+    verdict still names what the job waited on, not "no children"."""
+    proc = spawn("""
+        import subprocess, sys
+        kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+                for _ in range(2)]
+        print(" ".join(str(k.pid) for k in kids), flush=True)
+        print("ready", flush=True)
+        kids[0].wait()
+    """)
+    try:
+        kids = [int(x) for x in proc.stdout.readline().split()]
+        wait_ready(proc)
+        wait_in_syscall(proc.pid, {"wait4", "waitid"})
+        for kid in kids:
+            wait_in_syscall(kid, {"clock_nanosleep", "select", "pselect6"})
+        first = evidence.sample(proc.pid)
+        kill_tree(proc)  # the stop, during the window: it waits until all are gone
+        ev = evidence.measure(first)
+        got = {c["pid"]: c for c in ev["children"]}
+        assert sorted(got) == sorted(kids), ev
+        for kid in kids:
+            assert got[kid]["gone_at_end"] is True, got[kid]
+            assert got[kid]["status"] == "sleeping" and got[kid]["ppid"] == proc.pid, got[kid]
+            assert got[kid]["name"].startswith("python") and got[kid]["started"] > 0, got[kid]
+        assert any("2 child process(es) seen at the start" in n for n in ev["notes"]), ev["notes"]
+        # the main process too: its wait is the one the first look saw, and it is judged
+        assert ev["alive"] is False and ev["ended_in_window"] is True, ev
+        assert ev["main_thread"]["syscall"] in ("wait4", "waitid"), ev["main_thread"]
+        assert ev["main_thread"]["gone_at_end"] is True, ev["main_thread"]
+        diag = diagnosis.diagnose_hang({"reason": "stall", "saw_hello": True, "evidence": ev})
+        assert diag["kind"] == "child_wait", diag
+        assert f"child pid {kids[0]}" in diag["summary"] and "sleeping" in diag["summary"], diag
+    finally:
+        kill_tree(proc)
+
+
+def test_a_child_alive_at_both_looks_is_not_marked_gone():
+    proc = spawn("""
+        import subprocess, sys
+        kid = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        print("ready", flush=True)
+        kid.wait()
+    """)
+    try:
+        wait_ready(proc)
+        wait_in_syscall(proc.pid, {"wait4", "waitid"})
+        ev = evidence.measure(evidence.sample(proc.pid))
+        assert len(ev["children"]) == 1 and "gone_at_end" not in ev["children"][0], ev
+        assert not any("seen at the start" in n for n in ev["notes"]), ev["notes"]
+    finally:
+        kill_tree(proc)
+
+
 def test_stopped_process():
     proc = spawn("""
         import time
