@@ -176,6 +176,13 @@ def summary(report: dict[str, Any]) -> str:
     elif report.get("error") and outcome != "succeeded":
         error = report["error"]
         parts.append(f"Error: {error.get('type')}: {error.get('message')}")
+    after = (report.get("log_after_hang") or {}).get("lines")
+    if after:
+        parts.append(
+            f"It printed {after} line{'s' if after != 1 else ''} after the hang's verdict, as "
+            "it was stopped: the report's log_tail ends at the verdict, and log_after_hang "
+            "keeps the last of them (the log file has every line)."
+        )
     parts.extend(losses(report))
     return " ".join(p if p.endswith(".") else p + "." for p in parts)
 

@@ -410,6 +410,36 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     assert.deepEqual(errors, []);
   });
 
+  inBrowser('a hung job that prints as it is stopped: the page says how many lines came after the verdict', async (t) => {
+    // The paragraph goes on after the diagnosis and the hint (bridge/report_text.py summary);
+    // the page showed only what came before them.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tb-after-hang-'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const script = path.join(dir, 'teardown.py');
+    fs.writeFileSync(script, [
+      'import os, signal, sys, time',
+      'from trainbridge import worker',
+      'def stopped(signum, frame):',
+      '    for i in range(30):',
+      "        print('teardown line', i, file=sys.stderr)",
+      '    sys.stderr.flush()',
+      '    os._exit(1)',
+      'signal.signal(signal.SIGTERM, stopped)',
+      'worker.progress(1, 10)',
+      "print('the last line before the hang', flush=True)",
+      'time.sleep(600)',
+      '',
+    ].join('\n'));
+    const { page, errors } = await open(dash.url);
+    const id = await submit(page, { kind: 'command', argv: [python, script], timeouts: { stallTimeout: 3 } });
+    await page.goto(`${dash.url}#/jobs/${id}`);
+    await page.locator('#verdict-h', { hasText: 'Outcome: hung' }).waitFor({ timeout: 90000 });
+    assert.match(await text(page, '#record-notes'), /^It printed 30 lines after the hang's verdict, as it was stopped: .*log_after_hang/);
+    assert.doesNotMatch(await text(page, '#summary'), /It printed|Diagnosis \(/);
+    assert.equal((await text(page, '#verdict')).split('It printed').length - 1, 1, 'said once');
+    assert.deepEqual(errors, []);
+  });
+
   inBrowser('stacks: the thread the diagnosis names as blocking comes first, trainbridge\'s own threads are folded', async (t) => {
     // The main thread joins a thread "loader" that waits for a child: the judge follows the
     // wait to loader (docs/DIAGNOSIS.md lock_wait, evidence.waits_for) and names it.

@@ -181,6 +181,9 @@ def test_what_a_hung_job_prints_once_stopped_does_not_push_its_last_lines_out(ru
     after = r["log_after_hang"]
     assert after["lines"] >= 100, after
     assert after["tail"][-1] == "teardown line 99" and len(after["tail"]) == 10, after
+    # and the paragraph every face shows says so
+    said = f"It printed {after['lines']} lines after the hang's verdict"
+    assert said in r["summary"], r["summary"]
     logged = (tmp_path / "job.log").read_text(encoding="utf-8")
     assert "teardown line 0" in logged and "teardown line 99" in logged  # all in the log
 

@@ -240,6 +240,12 @@ export function jobPage(main, id) {
         if (d.frame) parts.push(h('p', {}, 'Blocking frame: ', h('code', { class: 'frame', id: 'frame', text: d.frame }),
           d.user_frame && d.user_frame !== d.frame ? h('span', {}, ' from ', h('code', { class: 'frame', text: d.user_frame })) : null));
         if (d.hint) parts.push(h('p', { id: 'hint' }, h('strong', { text: 'Try: ' }), d.hint));
+        // What the paragraph says after them (lines after the hang's verdict, what the record
+        // misses: bridge/report_text.py summary) is shown too, not cut off with them.
+        const said = d.hint || d.summary;
+        const at = said ? r.summary.indexOf(said, cut) : -1;
+        const rest = at >= 0 ? r.summary.slice(at + said.length).replace(/^\.?\s*/, '') : '';
+        if (rest) parts.push(h('p', { id: 'record-notes', 'data-testid': 'record-notes', text: rest }));
       }
     } else if (head.state === 'hung') {
       parts.push(h('p', { text: `Declared hung (${head.hang ? head.hang.reason : 'no progress'})${head.hang && head.hang.stage ? ` in stage ${head.hang.stage}` : ''}: collecting stacks, then stopping it.` }));
