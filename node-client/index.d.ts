@@ -597,7 +597,7 @@ export interface ResourceSample {
 /**
  * An attached job's event: a launched Job's or `attempt` (a failed attempt that will be
  * restarted), with `t`: its time in the events file (the keeper's wall clock, seconds since the
- * epoch); null only for an end read from the row without its line. `seq`: the feed number of
+ * epoch); for an end read from the row without its line, the row's `ended_at`. `seq`: the feed number of
  * the line it came from (null for an event made by the reader, such as 'supervisor').
  */
 export type FeedEvent =
@@ -612,7 +612,7 @@ export type FeedEvent =
 export type AttachedJobEvent = FeedEvent;
 
 /**
- * A scheduled job followed through its events file: a launched Job's events, from the first.
+ * A scheduled job followed through its events file (by the store helper: bridge/attach.py): a launched Job's events, from the first.
  * Every listener gets the event's time (AttachedJobEvent's `t`) as a second argument.
  */
 export class AttachedJob extends FeedJob {

@@ -259,20 +259,25 @@ test('attach since now to a job that printed 200,000 lines: the state and last s
     await new Promise((r) => setTimeout(r, 50));
   }
   const size = fs.statSync((await store.get(id)).events_path).size;
-  const readChars = () => Number(/rchar: (\d+)/.exec(fs.readFileSync('/proc/self/io', 'ascii'))[1]);
+  // The store helper follows the feed for this process (its op 'follow'): what it reads counts.
+  const readChars = () => Number(/rchar: (\d+)/.exec(fs.readFileSync(`/proc/${store._helper.pid}/io`, 'ascii'))[1]);
+  const helperRss = () => 1024 * Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${store._helper.pid}/status`, 'ascii'))[1]);
   const rss = process.memoryUsage().rss;
+  const rss0 = helperRss();
   const read = readChars();
   const job = store.attach(id, { since: 'now' });
   const seen = [];
   await new Promise((resolve) => job.on('status', (s) => { seen.push(s); resolve(); }));
   const wasRead = readChars() - read;
   const grown = process.memoryUsage().rss - rss;
+  const helperGrown = helperRss() - rss0;
   assert.equal(job.state, 'running');
   assert.equal(seen[0].step, 7);
   assert.equal(job.status().step, 7);
   // What makes it quick on any machine (timed in the note, not here): the file's end is read.
   assert.ok(wasRead < size / 4, `${wasRead} of ${size} bytes read`);
   assert.ok(grown < 50 * 1024 * 1024, `${grown} bytes`);
+  assert.ok(helperGrown < 50 * 1024 * 1024, `the helper: ${helperGrown} bytes`);
   const lines = [];
   job.on('log', (l) => lines.push(l.text));
   fs.writeFileSync(gate, '');
@@ -704,4 +709,44 @@ test('submit: options left out or null get Python\'s defaults (one place), given
   );
   await assert.rejects(store.submit({ ...base, maxRestarts: -1 }), /max_restarts and restart_backoff must be >= 0/);
   assert.equal((await store.jobs()).length, 2);
+});
+
+test('a stopped keeper is said not answering, by the store helper\'s judge, and answering again after SIGCONT', async (t) => {
+  // As tests/scheduler/test_one_feed.py: the helper's Attached (bridge/attach.py) judges the
+  // feed's silence once for every face; this face renders its 'supervisor' events.
+  const { store, id, job } = await runningJob(t);
+  const keeper = (await store.get(id)).keeper_pid;
+  const said = [];
+  job.on('supervisor', (info, at) => said.push({ ...info, at }));
+  const answering = (value) => new Promise((resolve) => {
+    const on = (info) => { if (info.answering === value) { job.off('supervisor', on); resolve(); } };
+    job.on('supervisor', on);
+  });
+  const silent = answering(false);
+  process.kill(keeper, 'SIGSTOP');
+  const stopped = performance.now();
+  try {
+    await silent;
+  } finally {
+    process.kill(keeper, 'SIGCONT');
+  }
+  const knownMs = performance.now() - stopped;
+  await answering(true);
+  assert.equal(said[0].answering, false);
+  assert.equal(said[0].keeper_pid, keeper);
+  assert.ok(said[0].silent_s >= 5, JSON.stringify(said[0]));
+  assert.equal(typeof said[0].at, 'number', 'the time it was said, as every event has');
+  assert.ok(knownMs < 5000 + 3000, `known in ${knownMs} ms`);
+  assert.equal(job.answering, true);
+  await store.cancel(id, { grace: 0 });
+  assert.equal((await job.done).outcome, 'cancelled');
+});
+
+test('the store helper dies under an attached job: its done rejects with why, nothing waits forever', async (t) => {
+  const { store, job } = await runningJob(t);
+  const errors = [];
+  job.on('error', (err) => errors.push(err));
+  process.kill(store._helper.pid, 'SIGKILL');
+  await assert.rejects(job.done, /the store helper \(python -m trainbridge\.bridge\.storeserve\) exited \(SIGKILL\)/);
+  assert.equal(errors.length, 1);
 });
