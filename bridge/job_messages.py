@@ -37,6 +37,9 @@ class Messages:
     def __init__(self, job: JobCore) -> None:
         self.job = job
         self.boot = procfs.boot_id()  # a sender with the same one shares time.monotonic()
+        # For a sender whose monotonic clock is not ours (another host's rank, another boot):
+        # the least (receipt - mt) seen from it, by routing id (_waited).
+        self._least: dict[bytes, float] = {}
 
     def on_message(self, routing_id: bytes, rank: int, msg: codec.Message) -> None:
         """A worker's message, in four steps: admitted (from a process of this job), recorded
@@ -124,6 +127,7 @@ class Messages:
         sender = dict(ranks.sender(self.job.facts["ranks"], key), lead=lead)
         if msg.kind == "hello":  # a distributed launcher's: no rank, the job starts with its ranks
             sender["awaits_ranks"] = ranks.awaits_ranks(body)
+            self._least.pop(routing_id, None)  # a process that says hello starts its clock anew
         if lead and msg.kind in ("stage", "progress"):
             # before listeners hear: status() agrees; at the time the worker sent it
             age = self._waited(routing_id, msg, now)
@@ -135,16 +139,23 @@ class Messages:
         return sender, self.job.facts["health"]["entries"][said:]
 
     def _waited(self, routing_id: bytes, msg: codec.Message, now: float) -> Optional[float]:
-        """How long the message waited since it was sent, by the monotonic clock this process
-        shares with its sender (its hello's boot is ours, and it is not another host's rank):
-        the envelope's mt, which a wall-clock step between the send and now does not move.
-        None where the clocks are not shared (status.sent_at uses the wall clock's ts)."""
-        if msg.mt is None or self.boot is None:
+        """How long the message waited since it was sent, by monotonic clocks, which a
+        wall-clock step on either side does not move (the envelope's mt). A sender on this
+        boot shares ours: now - mt. Another host's rank (or another boot) has its own, which
+        runs at our rate from another origin: (now - mt) is that offset plus the time the
+        message took, so its least value from this sender is the offset plus the quickest
+        delivery seen, and a message waited what it took beyond that. None without an mt
+        (an older worker: status.sent_at uses the wall clock's ts)."""
+        if msg.mt is None:
             return None
         hello = self.job.election.present.get(routing_id) or {}
-        if hello.get("remote") or hello.get("boot") != self.boot:
-            return None
-        return now - msg.mt
+        if self.boot is not None and not hello.get("remote") and hello.get("boot") == self.boot:
+            return now - msg.mt
+        seen = now - msg.mt
+        least = self._least.get(routing_id)
+        if least is None or seen < least:
+            self._least[routing_id] = least = seen
+        return seen - least
 
     def _from_another(self, routing_id: bytes, kind: str, body: dict[str, Any], now: float) -> None:
         """A message of a process that does not lead: published, but the machine hears only

@@ -118,3 +118,37 @@ def test_another_process_moves_the_job_only_by_a_ranks_hello_or_a_bye():
     assert room.did == []
     room._from_another(b"r1", "bye", {}, 5.0)
     assert room.did == [("leave", b"r1")]
+
+
+def test_a_remote_ranks_wait_is_timed_by_its_own_monotonic_clock():
+    """Another host's rank stamps its monotonic clock (mt), whose origin is not ours: the
+    least (receipt - mt) seen from it is the offset plus the quickest delivery, and each
+    message waited what it took beyond that. Neither host's wall clock (here 600 s apart)
+    enters; the rate of a rank read from a backlog is the job's, not the reader's."""
+    from types import SimpleNamespace
+
+    from trainbridge.protocol.codec import Message
+
+    room = Room()
+    room.boot = "this-boot"
+    room.job.election = SimpleNamespace(present={b"w1": {"remote": True, "boot": "their-boot"}})
+    offset = 1000.0  # their monotonic clock reads ours + 1000 s
+
+    def waited(sent, received):
+        msg = Message(kind="progress", body={}, job="j", seq=1, ts=sent + 600.0, mt=sent + offset)
+        return room._waited(b"w1", msg, received)
+
+    assert waited(4.99, 5.0) == 0.0  # the first: the quickest delivery so far
+    assert abs(waited(5.5, 8.5) - 2.99) < 1e-9  # held 3 s (a backlog): 2.99 beyond it
+    assert waited(9.0, 9.005) == 0.0  # a quicker one: the new least
+    assert abs(waited(9.5, 9.515) - 0.01) < 1e-9
+    # A new process behind the same routing id says hello: its clock starts anew.
+    room._least.pop(b"w1")
+    assert waited(20.0, 20.5) == 0.0
+    # On this boot and not remote: the shared clock, used as it is.
+    room.job.election.present[b"w1"] = {"boot": "this-boot"}
+    msg = Message(kind="progress", body={}, job="j", seq=2, ts=0.0, mt=7.0)
+    assert room._waited(b"w1", msg, 9.5) == 2.5
+    # No mt (an older worker): the wall clock's ts decides (status.sent_at).
+    old = Message(kind="progress", body={}, job="j", seq=3, ts=1.0)
+    assert room._waited(b"w1", old, 9.5) is None
