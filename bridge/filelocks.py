@@ -25,22 +25,32 @@ LOCKS_SAID = 4  # locks named in the evidence, at most
 FDS_READ = 4096  # open files looked at, at most
 
 
+LOCKS_READS = 4  # /proc/locks reads at most, for one list (read_locks)
+
+
 def read_locks() -> Optional[str]:
-    """/proc/locks, read twice, the lines of both (each lock once); None when unreadable.
-    The kernel hands the file out a page per read() and lets go of its lock list between
-    pages, so a lock held all along is skipped when locks listed before it go meanwhile:
-    beside a process that took and released 400 flocks in turn, 6 of 5,000 single reads
-    missed a lock held throughout, and 0 of 5,000 double reads (a matrix row judged a file
-    lock wait `sleeping` once while the test suite ran beside it)."""
+    """/proc/locks, read until a read adds no line the others did not have (LOCKS_READS at
+    most), the lines of all (each lock once); None when unreadable. The kernel hands the
+    file out a page per read() and lets go of its lock list between pages, so a lock held
+    all along is skipped when locks listed before it go meanwhile: beside a process that
+    took and released 400 flocks in turn, 6 of 5,000 single reads missed a lock held
+    throughout (a matrix row judged a file lock wait `sleeping` once while the test suite
+    ran beside it), and double reads still missed it 1 time in 5,000 on a loaded machine
+    (a flake hunt). A quiet list costs two reads; a churning one, four."""
     first = read("/proc/locks")
     if first is None:
         return None
     lines = first.splitlines()
     seen = {_unnumbered(line) for line in lines}
-    for line in (read("/proc/locks") or "").splitlines():
-        if _unnumbered(line) not in seen:
-            seen.add(_unnumbered(line))
-            lines.append(line)
+    for _ in range(LOCKS_READS - 1):
+        added = False
+        for line in (read("/proc/locks") or "").splitlines():
+            if _unnumbered(line) not in seen:
+                seen.add(_unnumbered(line))
+                lines.append(line)
+                added = True
+        if not added:
+            break
     return "\n".join(lines) + ("\n" if lines else "")
 
 
