@@ -87,8 +87,8 @@ function markStale(stale) {
   if (stale) {
     document.body.dataset.staleSince = String(Date.now());
     document.body.dataset.silentMs = String(Math.round(performance.now() - heardAt)); // what the page judged by
-    for (const b of document.querySelectorAll('main button:not([disabled])')) { b.disabled = true; b.dataset.staleOff = '1'; }
-    for (const a of document.querySelectorAll('main a[href^="/api/"]')) {
+    for (const b of /** @type {NodeListOf<HTMLButtonElement>} */ (document.querySelectorAll('main button:not([disabled])'))) { b.disabled = true; b.dataset.staleOff = '1'; }
+    for (const a of /** @type {NodeListOf<HTMLAnchorElement>} */ (document.querySelectorAll('main a[href^="/api/"]'))) {
       a.dataset.staleHref = a.getAttribute('href');
       a.removeAttribute('href'); // an <a> without an address is no link: not clickable, not focusable
       a.setAttribute('aria-disabled', 'true');
@@ -100,8 +100,8 @@ function markStale(stale) {
     delete document.body.dataset.staleSince;
     delete document.body.dataset.silentMs;
     clearInterval(staleTimer);
-    for (const b of document.querySelectorAll('main button[data-stale-off]')) { b.disabled = false; delete b.dataset.staleOff; }
-    for (const a of document.querySelectorAll('main a[data-stale-href]')) {
+    for (const b of /** @type {NodeListOf<HTMLButtonElement>} */ (document.querySelectorAll('main button[data-stale-off]'))) { b.disabled = false; delete b.dataset.staleOff; }
+    for (const a of /** @type {NodeListOf<HTMLAnchorElement>} */ (document.querySelectorAll('main a[data-stale-href]'))) {
       a.setAttribute('href', a.dataset.staleHref);
       delete a.dataset.staleHref;
       a.removeAttribute('aria-disabled');

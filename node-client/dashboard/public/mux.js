@@ -81,7 +81,8 @@ function disconnectWhenIdle() {
   sid = null;
 }
 
-self.onconnect = (event) => {
+// A SharedWorker's global (SharedWorkerGlobalScope): not in the DOM lib the page's scripts are checked with.
+/** @type {any} */ (self).onconnect = (/** @type {MessageEvent} */ event) => {
   const port = event.ports[0];
   tabs.set(port, new Map());
   port.onmessage = ({ data }) => {
