@@ -96,6 +96,11 @@ KNOBS: dict[str, str] = {
     # Trust CPUs= below rather than what slurmd counts: 2 CPUs per node on any machine (two
     # tasks per node) without the node being drained as "Low socket*core*thread count".
     "SlurmdParameters": "config_overrides",
+    # Partition "urgent" (PriorityTier 2, the same nodes) preempts "main"'s jobs (tier 1) by
+    # cancelling them: a job ends PREEMPTED as on a cluster with a high-priority queue. Only
+    # a job submitted to "urgent" preempts anything.
+    "PreemptType": "preempt/partition_prio",
+    "PreemptMode": "CANCEL",
 }
 
 
@@ -519,7 +524,9 @@ def _slurm_conf(cluster: Cluster, settings: dict[str, str]) -> str:
         *(f"{key}={value}" for key, value in settings.items()),
         f"NodeName={head} NodeAddr={cluster.head_addr} CPUs=2 State=UNKNOWN",
         f"NodeName={node2} NodeAddr={cluster.node2_addr} CPUs=2 State=UNKNOWN",
-        f"PartitionName=main Nodes={head},{node2} Default=YES MaxTime=INFINITE State=UP",
+        f"PartitionName=main Nodes={head},{node2} Default=YES MaxTime=INFINITE State=UP "
+        "PriorityTier=1",
+        f"PartitionName=urgent Nodes={head},{node2} MaxTime=INFINITE State=UP PriorityTier=2",
     ]
     return "\n".join(lines) + "\n"
 

@@ -344,6 +344,36 @@ def test_a_rank_killed_on_node_2_in_a_two_node_torchrun_is_the_root_cause(
     assert _our_tasks(slurm_cluster) == []
 
 
+def test_a_job_preempted_for_a_higher_priority_one_is_slurms_preemption(
+    slurm_cluster, env_for, tmp_path
+):
+    """A job of partition main (priority tier 1) on node 2, whole; another user's job of
+    partition urgent (tier 2) asks for that node: Slurm cancels ours (PreemptMode=CANCEL) and
+    says PREEMPTED. The verdict is Slurm's preemption with the stage and step reached, not a
+    crash or a cancel of the user's."""
+    with scheduler(tmp_path / "jobs.db", slurm_cluster) as sched:
+        env = env_for(TASK_STEPS="100000", TASK_STEP_S="0.2")
+        job_id = sched.submit(
+            srun(TASK, tasks=1), env=env, slurm={"sbatch": ["--nodelist=tbh2", "--exclusive"]}
+        )
+        training(sched, job_id)
+        urgent = slurm_cluster.run(
+            "sbatch", "--partition=urgent", "--nodelist=tbh2", "--exclusive", "--parsable",
+            f"--output={tmp_path}/urgent-%j.out", "--wrap", "sleep 5",
+        )  # fmt: skip
+        assert urgent.returncode == 0, urgent.stderr
+        row = ended(sched, job_id, timeout=60)
+    report = row["report"]
+    assert row["outcome"] == "failed", report["summary"] + _tail(row)
+    assert report["slurm"]["state"] == "PREEMPTED", report["slurm"]
+    assert report["diagnosis"]["kind"] == "slurm_preempted", report["diagnosis"]
+    assert "not preempted" in report["diagnosis"]["hint"], report["diagnosis"]
+    assert "tbh2" in report["summary"], report["summary"]
+    assert "Slurm preempted it for another job" in report["summary"], report["summary"]
+    assert "in stage 'train' at step" in report["summary"], report["summary"]
+    assert _our_tasks(slurm_cluster) == []
+
+
 def test_node_2_dying_is_node_fail_named_by_the_node(slurm_cluster, env_for, tmp_path):
     with scheduler(tmp_path / "jobs.db", slurm_cluster) as sched:
         job_id = sched.submit(srun(TASK), env=env_for(TASK_STEPS="100000"), slurm={"nodes": 2})
