@@ -55,12 +55,7 @@ class Attached:
         job_id: str,
         on_event: Optional[Callable[[dict[str, Any]], None]] = None,
         since: Union[str, int] = "start",
-        keep_events: bool = True,
     ):
-        """Follow job `job_id` of the store at `store_path` from `since`; `on_event` gets each
-        event on the tail thread. keep_events=False keeps none for events()/next_event(): a
-        follower that only listens (bridge/storeserve.py, for Node) holds no copy of a long
-        feed."""
         if since not in SINCE and (
             isinstance(since, bool) or not isinstance(since, int) or since < 1
         ):
@@ -81,7 +76,7 @@ class Attached:
         self.report: Optional[Report] = None
         self._callbacks: list[Callable[[dict[str, Any]], None]] = [on_event] if on_event else []
         # The events file holds every event, so nothing is dropped here: no bound.
-        self._events: Optional[EventQueue] = EventQueue(maxlen=None) if keep_events else None
+        self._events = EventQueue(maxlen=None)
         self._cond = threading.Condition()  # guards _callbacks and _replies
         self._done = threading.Event()
         self._closed = threading.Event()
@@ -214,15 +209,10 @@ class Attached:
 
     def events(self, timeout: Optional[float] = None) -> Iterator[dict[str, Any]]:
         """As Job.events() (the same queue, bridge/job_events.py)."""
-        return self._queue().events(timeout)
+        return self._events.events(timeout)
 
     def next_event(self, timeout: Optional[float] = 0) -> Optional[dict[str, Any]]:
-        return self._queue().next_event(timeout)
-
-    def _queue(self) -> EventQueue:
-        if self._events is None:
-            raise RuntimeError("this attached job keeps no events (keep_events=False)")
-        return self._events
+        return self._events.next_event(timeout)
 
     def close(self) -> None:
         """Stop following (the job goes on)."""
@@ -286,8 +276,7 @@ class Attached:
                     self._replies.pop(next(iter(self._replies)))
                 self._cond.notify_all()
             callbacks = list(self._callbacks)
-        if self._events is not None:
-            self._events.put_all([event])
+        self._events.put_all([event])
         for callback in callbacks:
             try:
                 callback(event)
@@ -395,7 +384,8 @@ def _open_at(path: str, start: int) -> Optional[BinaryIO]:
 def row_end(row: Optional[dict[str, Any]]) -> dict[str, Any]:
     """The `end` event made from the row (no line of the feed: no `seq`): the keeper is gone
     without writing the feed's end line, or the job was forgotten (row None). Its `t` is
-    when the row says the job ended (a face's timeline), else now."""
+    when the row says the job ended (a face's timeline; Node's store.js does the same),
+    else now."""
     ended_at = row.get("ended_at") if row else None
     return {
         "event": "end",

@@ -10,12 +10,7 @@ cancel {id}, forget {id}, request {id, op, data} (ping, dump_stacks or send,
 scheduled.request: returns the request id; the answer comes as a "reply" event), pause {},
 resume {}, paused {}, forgotten {}, keep_ended {}, rerun {id, env}, watch {watch: n} (n: the
 asker's number for it; each change of bridge/watch.py comes as its own line, {"watch": n,
-"change": {...}}, the first ones, every row "added", before the answer), unwatch {watch},
-follow {id, since, follow: n} (a scheduled job's feed through bridge/attach.py's Attached,
-each event as its own line {"follow": n, "event": {...}}, the first ones maybe before the
-answer {state, pid}: the feed's lines and what Attached judges of them, the keeper not
-answering, a line that is not an event, the end from the row when the line never comes; so
-the Node face renders these and times nothing itself), unfollow {follow}.
+"change": {...}}, the first ones, every row "added", before the answer), unwatch {watch}.
 All strict ASCII JSON (NaN as "NaN": bridge/jsonform.py). A failure of the store itself
 (bridge/store_errors.py) also gives its `kind`; a store that cannot be opened answers every
 request so.
@@ -32,7 +27,6 @@ import threading
 from typing import Any, Optional
 
 from trainbridge.bridge import jsonform, watch
-from trainbridge.bridge.attach import Attached
 from trainbridge.bridge.scheduler import Scheduler
 from trainbridge.bridge.store_errors import StoreError
 
@@ -81,57 +75,11 @@ class Watches:
             self.stop(number)
 
 
-class Follows:
-    """The scheduled jobs a Node process follows (its AttachedJob), by number."""
-
-    def __init__(self, out: Out):
-        self.out = out
-        self.open: dict[int, Attached] = {}
-
-    def start(self, store_path: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Follow job args["id"] from args["since"] under the asker's number."""
-        number = args.get("follow")
-        if not isinstance(number, int) or isinstance(number, bool) or number in self.open:
-            raise ValueError(f"follow: a new number is needed, not {number!r}")
-
-        def send(event: dict[str, Any]) -> None:
-            self.out.line({"follow": number, "event": event})
-
-        try:
-            attached = Attached(
-                store_path,
-                args["id"],
-                on_event=send,
-                since=args.get("since", "start"),
-                keep_events=False,
-            )
-        except KeyError as exc:  # its message as said, not KeyError's quoted repr
-            raise LookupError(exc.args[0]) from None
-        self.open[number] = attached
-        return {"state": attached.row["state"], "pid": attached.row.get("job_pid")}
-
-    def stop(self, number: Any) -> bool:
-        found = self.open.pop(number, None)
-        if found is not None:
-            found.close()
-        return found is not None
-
-    def close(self) -> None:
-        for number in list(self.open):
-            self.stop(number)
-
-
-def handle(
-    sched: Scheduler, op: str, args: dict[str, Any], watches: Watches, follows: Follows
-) -> Any:
+def handle(sched: Scheduler, op: str, args: dict[str, Any], watches: Watches) -> Any:
     if op == "watch":
         return watches.start(sched, args.get("watch"))
     if op == "unwatch":
         return watches.stop(args.get("watch"))
-    if op == "follow":
-        return follows.start(sched.path, args)
-    if op == "unfollow":
-        return follows.stop(args.get("follow"))
     if op == "jobs":
         return sched.jobs(args.get("state"), args.get("limit"), args.get("tag"))
     if op == "get":
@@ -184,7 +132,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         broken = exc
     out = Out(sys.stdout)
     watches = Watches(out)
-    follows = Follows(out)
     try:
         for line in sys.stdin:
             if not line.strip():
@@ -199,7 +146,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 answer = {
                     "id": request.get("id"),
                     "ok": True,
-                    "result": handle(sched, op, request.get("args") or {}, watches, follows),
+                    "result": handle(sched, op, request.get("args") or {}, watches),
                 }
             except Exception as exc:  # noqa: BLE001 - every failure is an answer, not a crash
                 answer = {
@@ -211,7 +158,6 @@ def main(argv: Optional[list[str]] = None) -> int:
                     answer["kind"] = exc.kind
             out.line(answer)
     finally:
-        follows.close()
         watches.close()
         if sched is not None:
             sched.close()

@@ -612,7 +612,7 @@ export type FeedEvent =
 export type AttachedJobEvent = FeedEvent;
 
 /**
- * A scheduled job followed through its events file (by the store helper: bridge/attach.py): a launched Job's events, from the first.
+ * A scheduled job followed through its events file: a launched Job's events, from the first.
  * Every listener gets the event's time (AttachedJobEvent's `t`) as a second argument.
  */
 export class AttachedJob extends FeedJob {

@@ -17,20 +17,32 @@
  * events file (one ASCII JSON line per event, written by the job's keeper).
  */
 
+const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { EventEmitter } = require('node:events');
 const { resolvePython, helperEnv, helperFailure, readLines } = require('./launcher.js');
 const { StoreError } = require('./errors.js');
+const feed = require('./feed.js');
 const jsonform = require('./jsonform.js');
 const { FeedJob } = require('./feed_job.js');
 const { metricNames } = require('./job_arguments.js');
 
+const POLL_MS = 50; // how often an attached job's events file is read
+// The two waits below have twins in bridge/attach.py (in seconds there);
+// tests/client/test_twin_constants.py holds each pair equal, with the others of this package.
+// The keeper publishes 'status' at least once a second while its job's process lives: its events
+// file silent this long means it is not answering ('supervisor' event; bridge/attach.py).
+const SUPERVISOR_SILENT_MS = 5000;
 // attach(id, {since}): 'start' (every event), 'now' (the job's state and its keeper's last
 // status, read from the end of the feed), or an event number N (the events numbered N and after,
-// found by bisection). The helper follows the feed (bridge/attach.py's Attached, its op
-// 'follow'): it judges the keeper's silence and waits for the end line, once for every face.
+// found by bisection): src/feed.js, bridge/attach.py.
 const SINCE = ['start', 'now'];
+const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
+// A row that says ended with end_pending set: its keeper has still to write the feed's end line
+// (with its number, and the answers ahead of it), or reconcile() for a keeper gone meanwhile; it
+// is waited for this long at most (bridge/attach.py).
+const END_LINE_WAIT_MS = 10000;
 
 /** @typedef {import('./feed_job.js').FeedLine} FeedLine */
 /**
@@ -116,9 +128,6 @@ class Store {
     /** @type {Map<number, StoreWatch>} */
     this._watches = new Map(); // number -> StoreWatch (watch())
     this._nextWatch = 1;
-    /** @type {Map<number, AttachedJob>} */
-    this._follows = new Map(); // number -> AttachedJob (attach(): the helper's op 'follow')
-    this._nextFollow = 1;
     readLines(this._helper.stdout, 'utf8', (line) => this._onLine(line));
     this._helper.stderr.setEncoding('utf8');
     this._helper.stderr.on('data', (text) => { this._stderr = (this._stderr + text).slice(-4000); });
@@ -131,9 +140,6 @@ class Store {
         this._pending.clear();
         this._closed = true;
         if (!this._closing) this._failure = why; // a later call says why, not only "closed"
-        // An attached job followed by the helper hears no more: said, not left waiting.
-        if (!this._closing) for (const job of this._follows.values()) job._fail(new Error(why));
-        this._follows.clear();
         resolve();
       });
     });
@@ -155,11 +161,6 @@ class Store {
     if (answer.watch !== undefined && answer.change) { // a watch's change, not an answer
       const watch = this._watches.get(answer.watch);
       if (watch) watch._deliver(answer.change);
-      return;
-    }
-    if (answer.follow !== undefined && answer.event) { // a followed job's event, not an answer
-      const job = this._follows.get(answer.follow);
-      if (job) job._line(answer.event);
       return;
     }
     const waiter = this._pending.get(answer.id);
@@ -306,7 +307,6 @@ class Store {
     for (const job of this._attached) job.close();
     this._attached.clear();
     this._watches.clear();
-    this._follows.clear();
     if (!this._closed) this._helper.stdin.end();
     await this._exited;
   }
@@ -337,11 +337,9 @@ class StoreWatch extends EventEmitter {
 }
 
 /**
- * A scheduled job, followed through its events file by the store helper (bridge/storeserve.py
- * op 'follow': bridge/attach.py's Attached, which also judges the keeper's silence and waits for
- * the end line): a FeedJob (src/feed_job.js), so it emits what a launched Job emits, with the
- * feed's time `t` as each listener's second argument (the row's ended_at for an end read from
- * the row without its line); plus 'attempt' ({attempt, outcome, report,
+ * A scheduled job, followed through its events file: a FeedJob (src/feed_job.js), so it emits
+ * what a launched Job emits, with the feed's time `t` as each listener's second argument (the
+ * row's ended_at for an end read from the row without its line, as bridge/attach.py row_end); plus 'attempt' ({attempt, outcome, report,
  * restart_in}) when a failed attempt will be restarted, 'supervisor' when its keeper stops or
  * starts answering, and 'unreadable' for a line that is not an event.
  */
@@ -353,44 +351,56 @@ class AttachedJob extends FeedJob {
    */
   constructor(store, id, since = 'start') {
     super(id);
+    this._since = since;
     this.state = 'unknown';
     this._store = store;
+    this._offset = 0;
+    this._buf = '';
+    this._nextRow = 0;
     this._stopped = false;
     /** @type {boolean | null} */
     this.answering = null; // false while the keeper is not answering ('supervisor' event)
+    /** @type {number | null} */
+    this._heardAt = null; // when the events file last grew (ms, performance.now(): no clock step moves it)
+    /** @type {number | null} */
+    this._endedAt = null; // when the row was first read ended (ms, performance.now())
     // Lines of the feed that are not an event (a keeper killed mid-line): counted and said
-    // (an 'unreadable' event) by the helper's Attached, never skipped silently.
+    // (an 'unreadable' event), never skipped silently (bridge/attach.py).
     this.unreadable = 0;
-    this._number = store._nextFollow++;
-    this._start(since);
+    this._start();
   }
 
-  /** @param {'start' | 'now' | number} since */
-  async _start(since) {
-    // Registered first: the helper's first events may come before its answer.
-    this._store._follows.set(this._number, this);
-    let found;
+  async _start() {
     try {
-      found = await this._store._call('follow', { id: this.id, since, follow: this._number });
+      this.row = await this._store.get(this.id);
     } catch (err) {
-      // No such job, or a feed an older release wrote (it carries no numbers): said as Python's.
-      if (!this._stopped) this._fail(new Error(/** @type {Error} */ (err).message.replace(/^[A-Za-z]+: /, '')));
+      if (!this._stopped) this._fail(err);
       return;
     }
-    if (this.state === 'unknown') this.state = found.state; // unless an event said it first
-    if (this.pid === null || this.pid === undefined) this.pid = found.pid;
-    if (this._stopped) this._unfollow(); // closed while the helper was asked
-  }
-
-  /** One event the helper's Attached published (bridge/attach.py). @param {FeedLine} event */
-  _line(event) {
-    if (!this._stopped) this._deliver(event);
+    if (this._stopped) return; // closed while the row was asked for: follow nothing
+    if (!this.row) { this._fail(new Error(`no job ${JSON.stringify(this.id)} in ${this._store.path}`)); return; }
+    this.state = this.row.state;
+    this.pid = this.row.job_pid;
+    if (typeof this._since === 'number') {
+      try {
+        this._offset = feed.offsetOf(this.row.events_path, this._since);
+      } catch (err) {
+        this._fail(err); // a feed an older release wrote carries no numbers
+        return;
+      }
+    } else if (this._since === 'now') {
+      const { offset, status } = feed.lastStatus(this.row.events_path);
+      this._offset = offset;
+      this._deliver({ event: 'state', state: this.row.state, t: Date.now() / 1000 });
+      if (status) this._deliver(status);
+    }
+    this._timer = setInterval(() => this._poll(), POLL_MS);
+    this._poll();
   }
 
   /** @param {unknown} err */
   _fail(err) {
     this._stopped = true;
-    this._unfollow();
     this._emitError(err);
     this._rejectDone(err);
   }
@@ -469,35 +479,102 @@ class AttachedJob extends FeedJob {
 
   /** Stop following (the job goes on). */
   close() {
-    if (this._stopped) return;
     this._stopped = true;
-    this._unfollow();
+    clearInterval(this._timer);
   }
 
-  _unfollow() {
-    if (!this._store._follows.delete(this._number)) return;
-    this._store._call('unfollow', { follow: this._number }).catch(() => false);
+  _poll() {
+    if (this._stopped || this._reading) return;
+    this._reading = true;
+    try {
+      let fd;
+      // this.row: read by _start() before the first poll, and kept (non-null) by _checkRow()
+      try { fd = fs.openSync(/** @type {StoredJob} */ (this.row).events_path, 'r'); } catch { fd = null; }
+      let got = false;
+      if (fd !== null) {
+        try {
+          const chunk = Buffer.alloc(1 << 16);
+          let n;
+          while ((n = fs.readSync(fd, chunk, 0, chunk.length, this._offset)) > 0) {
+            this._offset += n;
+            this._buf += chunk.toString('latin1', 0, n); // the file is ASCII
+            got = true;
+          }
+        } finally { fs.closeSync(fd); }
+      }
+      const at = performance.now();
+      if (got) {
+        if (this.answering === false && this._heardAt !== null) this._sayAnswering(true, at - this._heardAt);
+        this._heardAt = at;
+      } else if (this._heardAt !== null && this.answering !== false && this._endedAt === null
+        && at - this._heardAt > SUPERVISOR_SILENT_MS
+        && ['starting', 'running', 'stalled'].includes(/** @type {StoredJob} */ (this.row).state)) {
+        this._sayAnswering(false, at - this._heardAt);
+      }
+      let nl;
+      while (!this._stopped && (nl = this._buf.indexOf('\n')) >= 0) {
+        const line = this._buf.slice(0, nl);
+        this._buf = this._buf.slice(nl + 1);
+        if (!line.trim()) continue;
+        let event;
+        try {
+          event = jsonform.parse(line);
+        } catch (err) {
+          this._sayUnreadable(line, err);
+          continue;
+        }
+        // {since: N} on a feed that ended before N (a queued job has none yet): the lines that
+        // came since are read from where it ended, and those below N are not asked for.
+        if (typeof this._since === 'number' && Number.isInteger(event.seq) && event.seq < this._since) continue;
+        this._deliver(event);
+      }
+      if (!got && !this._stopped && performance.now() >= this._nextRow) {
+        this._nextRow = performance.now() + ROW_EVERY_MS;
+        this._checkRow();
+      }
+    } finally {
+      this._reading = false;
+    }
+  }
+
+  /** The 'supervisor' event: the keeper stopped answering, or answers again (bridge/attach.py). */
+  /** A line of the feed is not an event: what it held is lost to every face; the count and where it was are not. */
+  /** @param {string} line @param {unknown} err */
+  _sayUnreadable(line, err) {
+    this.unreadable += 1;
+    const error = String(/** @type {Error} */ (err).message).split(/\s+/).filter(Boolean).join(' ').slice(0, 120).replace(/[^\x20-\x7e]/g, '?');
+    this._emit('unreadable', { count: this.unreadable, after_seq: this.position, bytes: line.length, error }, Date.now() / 1000);
+  }
+
+  /** @param {boolean} answering @param {number} silentMs */
+  _sayAnswering(answering, silentMs) {
+    this.answering = answering;
+    this._emit('supervisor', { answering, silent_s: Math.round(silentMs / 100) / 10,
+      keeper_pid: /** @type {StoredJob} */ (this.row).keeper_pid ?? null }, Date.now() / 1000);
+  }
+
+  async _checkRow() {
+    let row;
+    try { row = await this._store.get(this.id); } catch { return; }
+    if (this._stopped) return;
+    if (row && row.state !== 'ended') { this.row = row; return; }
+    this._poll(); // the end line may have just been written
+    if (this._stopped) return;
+    // The keeper writes the row's end before the feed's end line, and says so in end_pending
+    // until the line is written (bridge/attach.py end_line_coming).
+    if (this._endedAt === null) this._endedAt = performance.now();
+    if (row && performance.now() - this._endedAt < END_LINE_WAIT_MS && row.end_pending) return;
+    this._end(row ? (row.report || { outcome: row.outcome, note: row.note }) : { outcome: null, note: 'the job was forgotten (its row left the store)' },
+      row && typeof row.ended_at === 'number' ? row.ended_at : null);
   }
 
   _ended() {
     this.close();
   }
 
-  /**
-   * What the helper's Attached says beyond the feed's events (bridge/attach.py): the keeper
-   * stopped answering or answers again ('supervisor'), a line that is not an event
-   * ('unreadable'); and the keeper's own lines: a launch that failed (bridge/keeper.py).
-   * @param {FeedLine} event
-   * @param {(name: string, value: unknown) => void} emit
-   */
-  _other(event, emit) {
-    if (event.event === 'supervisor') {
-      this.answering = event.answering;
-      emit('supervisor', { answering: event.answering, silent_s: event.silent_s, keeper_pid: event.keeper_pid ?? null });
-    } else if (event.event === 'unreadable') {
-      this.unreadable = event.count;
-      emit('unreadable', { count: event.count, after_seq: event.after_seq ?? null, bytes: event.bytes, error: event.error });
-    } else if (event.event === 'launch_failed') {
+  /** The keeper's own lines: a launch that failed (bridge/keeper.py). @param {FeedLine} event */
+  _other(event) {
+    if (event.event === 'launch_failed') {
       this._emitError(new Error(event.message));
     }
   }

@@ -41,10 +41,15 @@ test('a report file is strict JSON, as the Python client writes it', () => {
 });
 
 test('a feed line with NaN in it is read, not skipped', () => {
-  // As the store helper sends a followed job's event (src/store.js _onLine).
-  const line = '{"follow": 1, "event": {"seq": 1, "event": "status", "state": "running", "metrics": {"loss": "NaN"}}}';
-  const { event } = require('../src/jsonform.js').parse(line);
-  assert.ok(event && Number.isNaN(event.metrics.loss));
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'tb-health-'));
+  try {
+    const file = path.join(dir, 'events.jsonl');
+    fs.writeFileSync(file, '{"seq": 1, "event": "status", "state": "running", "metrics": {"loss": "NaN"}}\n');
+    const { status } = require('../src/feed.js').lastStatus(file);
+    assert.ok(status && Number.isNaN(status.metrics.loss));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 // As tests/client/test_training_health.py: steps 1-5 finite; the gate opens once the supervisor

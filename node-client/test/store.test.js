@@ -259,25 +259,20 @@ test('attach since now to a job that printed 200,000 lines: the state and last s
     await new Promise((r) => setTimeout(r, 50));
   }
   const size = fs.statSync((await store.get(id)).events_path).size;
-  // The store helper follows the feed for this process (its op 'follow'): what it reads counts.
-  const readChars = () => Number(/rchar: (\d+)/.exec(fs.readFileSync(`/proc/${store._helper.pid}/io`, 'ascii'))[1]);
-  const helperRss = () => 1024 * Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${store._helper.pid}/status`, 'ascii'))[1]);
+  const readChars = () => Number(/rchar: (\d+)/.exec(fs.readFileSync('/proc/self/io', 'ascii'))[1]);
   const rss = process.memoryUsage().rss;
-  const rss0 = helperRss();
   const read = readChars();
   const job = store.attach(id, { since: 'now' });
   const seen = [];
   await new Promise((resolve) => job.on('status', (s) => { seen.push(s); resolve(); }));
   const wasRead = readChars() - read;
   const grown = process.memoryUsage().rss - rss;
-  const helperGrown = helperRss() - rss0;
   assert.equal(job.state, 'running');
   assert.equal(seen[0].step, 7);
   assert.equal(job.status().step, 7);
   // What makes it quick on any machine (timed in the note, not here): the file's end is read.
   assert.ok(wasRead < size / 4, `${wasRead} of ${size} bytes read`);
   assert.ok(grown < 50 * 1024 * 1024, `${grown} bytes`);
-  assert.ok(helperGrown < 50 * 1024 * 1024, `the helper: ${helperGrown} bytes`);
   const lines = [];
   job.on('log', (l) => lines.push(l.text));
   fs.writeFileSync(gate, '');
@@ -711,9 +706,9 @@ test('submit: options left out or null get Python\'s defaults (one place), given
   assert.equal((await store.jobs()).length, 2);
 });
 
-test('a stopped keeper is said not answering, by the store helper\'s judge, and answering again after SIGCONT', async (t) => {
-  // As tests/scheduler/test_one_feed.py: the helper's Attached (bridge/attach.py) judges the
-  // feed's silence once for every face; this face renders its 'supervisor' events.
+test('a stopped keeper is said not answering within 5 s + 3 s, and answering again after SIGCONT', async (t) => {
+  // As tests/scheduler/test_one_feed.py for Python's attach(): the same rule, the same wait
+  // (SUPERVISOR_SILENT_MS; tests/client/test_twin_constants.py holds it equal to Python's).
   const { store, id, job } = await runningJob(t);
   const keeper = (await store.get(id)).keeper_pid;
   const said = [];
@@ -740,13 +735,4 @@ test('a stopped keeper is said not answering, by the store helper\'s judge, and 
   assert.equal(job.answering, true);
   await store.cancel(id, { grace: 0 });
   assert.equal((await job.done).outcome, 'cancelled');
-});
-
-test('the store helper dies under an attached job: its done rejects with why, nothing waits forever', async (t) => {
-  const { store, job } = await runningJob(t);
-  const errors = [];
-  job.on('error', (err) => errors.push(err));
-  process.kill(store._helper.pid, 'SIGKILL');
-  await assert.rejects(job.done, /the store helper \(python -m trainbridge\.bridge\.storeserve\) exited \(SIGKILL\)/);
-  assert.equal(errors.length, 1);
 });

@@ -8,7 +8,7 @@ import subprocess
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def run_scripts_test(tmp_path, python_test, node_tests="test/points.test.js"):
+def run_scripts_test(tmp_path, python_test, node_tests="test/feed.test.js"):
     test_file = tmp_path / "test_one.py"
     test_file.write_text(python_test)
     env = dict(os.environ, TB_SKIP_LINT="1", TB_NODE_TESTS=node_tests, TB_TEST_WORKERS="0")
@@ -41,7 +41,7 @@ def test_both_parts_failures_are_said_again_last_with_their_errors(tmp_path):
         "  throw new Error('the reason it failed: 41 is not 42');\n});\n"
     )
     out = run_scripts_test(
-        tmp_path, "def test_fails():\n    assert 41 == 42\n", f"test/points.test.js {node_test}"
+        tmp_path, "def test_fails():\n    assert 41 == 42\n", f"test/feed.test.js {node_test}"
     )
     text = out.stdout + out.stderr
     assert out.returncode == 1, text

@@ -1,5 +1,5 @@
-"""vectors/feed.json through bridge/feed.py: how a face finds "now" and "from event N" in a
-job's numbered events file (Node's attach goes through it too: bridge/storeserve.py follow)."""
+"""vectors/feed.json through bridge/feed.py (node-client/test/feed.test.js runs the same
+cases): how a face finds "now" and "from event N" in a job's numbered events file."""
 
 import json
 import os
