@@ -344,13 +344,19 @@ class Attached:
         """Publish the whole lines of `data` (a torn line is said, never skipped); returns
         what is left of a line not yet whole, and whether the end line was among them."""
         *lines, rest = data.split(b"\n")
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                event = jsonform.loads(line)
-            except ValueError as exc:  # a keeper killed mid-line: its torn line
-                self._say_unreadable(line, exc)
+        lines = [line for line in lines if line.strip()]
+        try:  # the whole chunk at once (a long feed's catch-up); a torn line: one by one
+            events: list[Any] = jsonform.loads_lines(lines)
+        except ValueError:
+            events = []
+            for line in lines:
+                try:
+                    events.append(jsonform.loads(line))
+                except ValueError as exc:  # a keeper killed mid-line: its torn line
+                    events.append((line, exc))
+        for event in events:
+            if isinstance(event, tuple):
+                self._say_unreadable(*event)
                 continue
             if self._before(event):
                 continue

@@ -53,6 +53,26 @@ def test_strict_json_keeps_nan_and_the_infinities_apart_from_null():
     assert back["text"] == "NaN"  # a string outside a number's place stays text
 
 
+def test_a_chunk_of_feed_lines_reads_back_as_each_line_does():
+    """loads_lines (attach()'s catch-up: a chunk in one call) gives what loads() gives for
+    each line, NaN and the infinities included; a line that is not JSON fails the chunk."""
+    events = [
+        {"seq": 1, "event": "status", "metrics": {"loss": math.nan, "lr": 0.1}},
+        {"seq": 2, "event": "output", "text": "NaN"},
+        {"seq": 3, "event": "health", "metric": "loss", "value": -math.inf, "text": "-inf"},
+    ]
+    lines = [jsonform.dumps(e).encode() for e in events]
+    chunk = jsonform.loads_lines(lines)
+    one_by_one = [jsonform.loads(line) for line in lines]
+    assert repr(chunk) == repr(one_by_one)  # repr: nan != nan
+    assert math.isnan(chunk[0]["metrics"]["loss"]) and chunk[2]["value"] == -math.inf
+    assert chunk[1]["text"] == "NaN"
+    with pytest.raises(ValueError):
+        jsonform.loads_lines([lines[0], lines[1][:10], lines[2]])
+    with pytest.raises(ValueError):  # two values on one line: not a feed line
+        jsonform.loads_lines([b'{"seq": 1}, {"seq": 2}'])
+
+
 def test_health_entries_and_the_health_event_are_read_back_as_numbers():
     entry = {"metric": "loss", "value": math.nan, "last_finite": 2.5, "text": "NaN"}
     end = jsonform.loads(jsonform.dumps({"event": "end", "report": {"health": [entry]}}))

@@ -820,3 +820,33 @@ def test_an_end_line_that_could_not_be_written_is_written_when_it_can_be(store_p
     finally:
         store.close()
         s.close()
+
+
+def test_a_torn_line_amid_the_feed_is_said_once_and_every_other_event_is_read(store_path):
+    """attach() parses a chunk of the feed in one call (bridge/jsonform.py loads_lines) and
+    falls back to a line at a time when one line is not JSON: the torn line is an
+    `unreadable` event in its place, and every line around it is still delivered, in order."""
+    import json
+
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("steps", 5))
+        assert s.attach(job_id).wait(WAIT_S) is not None
+        path = s.get(job_id)["events_path"]
+        with open(path, "rb") as f:
+            lines = f.read().splitlines()
+        middle = len(lines) // 2
+        torn = lines[middle][: len(lines[middle]) // 2]  # a writer killed mid-line
+        with open(path, "wb") as f:
+            f.write(b"\n".join(lines[:middle] + [torn] + lines[middle:]) + b"\n")
+        job = s.attach(job_id)
+        events = list(job.events(timeout=WAIT_S))
+        said = [e for e in events if e["event"] == "unreadable"]
+        assert len(said) == 1 and job.unreadable == 1, said
+        assert said[0]["bytes"] == len(torn), said
+        read = [e["seq"] for e in events if "seq" in e]
+        assert read == [json.loads(line)["seq"] for line in lines], read
+        assert events.index(said[0]) == middle, (events.index(said[0]), middle)
+        assert events[-1]["event"] == "end" and job.report["outcome"] == "succeeded"
+    finally:
+        s.close()
