@@ -10,7 +10,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { resolvePython } = require('../src/index.js');
+const { resolvePython, openStore } = require('../src/index.js');
 const { startDashboard } = require('../dashboard/server.js');
 
 const CHROMIUM = process.env.TRAINBRIDGE_CHROMIUM || '/usr/bin/chromium';
@@ -947,8 +947,10 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
       ({ page, errors } = await open(srv.url, undefined, srv.loginUrl));
       const crashed = await submit(page, { kind: 'demo', crashAt: 'config' }, srv.url);
       // Long enough to outlive a slow restart on a loaded machine (1,500 steps once ended
-      // while the server came back: hunt run 2 on 34a0797); cancelled at the end.
-      const id = await submit(page, longJob(python), srv.url);
+      // while the server came back: hunt run 2 on 34a0797; 8,000, about 40 s, ended too at
+      // load 27, the two accessibility checks and the restart taking their time meanwhile);
+      // cancelled at the end.
+      const id = await submit(page, longJob(python, 30000), srv.url);
       await page.goto(`${srv.url}#/jobs/${id}`);
       const percent = () => page.evaluate(() => Number(document.querySelector('#progress').getAttribute('aria-valuenow')));
       await page.waitForFunction(() => Number(document.querySelector('#progress').getAttribute('aria-valuenow')) > 5, null, { timeout: 60000 });
@@ -1037,6 +1039,13 @@ describe('dashboard in Chromium', { skip, concurrency: AT_ONCE }, () => {
     } finally {
       let stopped;
       try { stopped = await stopServer(srv); } catch (err) { stopped = err; }
+      if (failure) { // its long job outlives the server: cancelled here, not left running
+        const jobs = openStore(store, { python });
+        try {
+          const active = await jobs.jobs({ state: 'active' });
+          await Promise.all(active.map((row) => jobs.cancel(row.id, { grace: 0 })));
+        } catch { /* the failure above says what went wrong */ } finally { await jobs.close(); }
+      }
       fs.rmSync(dir, { recursive: true, force: true });
       if (failure) {
         failure.message += `\n(the restarted server: ${stopped.message || stopped})`;
