@@ -4,7 +4,9 @@ It tails the job's feed (the numbered events file its keeper writes, bridge/feed
 "Events file") from its first line, from now, or from event N, so an attacher gets the log so
 far (or what it missed) and then the live events, and it
 reads the store's row when the file has nothing new (a keeper that was lost writes no end:
-reconcile() appends one, and the row says it too). Commands go to the keeper: cancel through
+reconcile() appends one, and the row says it too). What it judges beyond the lines (the keeper
+not answering, the end from the row) is bridge/feed_judge.py's, as for Node's attached job.
+Commands go to the keeper: cancel through
 the store and SIGTERM; ping, dump_stacks and send as request files and SIGUSR2 (the answer
 comes back as a "reply" event, to that request).
 """
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO, Callable, Optional, Union
 
 from trainbridge.bridge import feed, jsonform, scheduled
+from trainbridge.bridge.feed_judge import FeedJudge
 from trainbridge.bridge.job_events import EventQueue
 from trainbridge.bridge.report import Report
 from trainbridge.bridge.status import StatusTracker
@@ -26,18 +29,6 @@ POLL_S = 0.05  # how often the events file is read for new lines
 REPLY_SLACK_S = 1.0  # a reply (ping, dump_stacks) may come this long after the keeper's own timeout
 MAX_REPLIES = 256  # replies kept for a waiter: any face's requests are in the same feed
 ROW_EVERY_S = 0.5  # how often the row is read while the file is quiet
-# The keeper's Job publishes a `status` event at least once a second while the job's process
-# lives (bridge/job_status.py STATUS_EVERY_S): its events file silent this long means the
-# keeper is not answering (stopped, or starved), said as a `supervisor` event.
-SUPERVISOR_SILENT_S = 5.0
-# The keeper writes the row's end first (from then on an asker is refused) with
-# end_pending set, answers what was asked before, writes the feed's end line, then clears
-# end_pending (bridge/keeper.py _finish); a keeper gone meanwhile has its line written by
-# reconcile(), which writes a lost job's end line with the row's end. While end_pending says
-# the line is coming (with its number and the answers ahead of it), it is waited for, this
-# long at most: on a store nobody reconciles, a keeper killed between the two writes leaves
-# the row's end as the end.
-END_LINE_WAIT_S = 10.0
 # since="start": every event from the first; "now": the job's state and its supervisor's
 # last `status` (the snapshot a face draws), then what comes next; an int N: every event
 # numbered N or more (a face that saw up to `position` rejoins with position + 1). A job
@@ -235,19 +226,12 @@ class Attached:
             }
         )
 
-    def _say_answering(self, answering: bool, silent_s: float) -> None:
-        """The `supervisor` event: the keeper stopped answering (its events file was silent
-        past SUPERVISOR_SILENT_S while the job should be running), or answers again."""
-        self.answering = answering
-        self._publish(
-            {
-                "event": "supervisor",
-                "t": time.time(),
-                "answering": answering,
-                "silent_s": round(silent_s, 1),
-                "keeper_pid": self.row.get("keeper_pid"),
-            }
-        )
+    def _say(self, said: Optional[dict[str, Any]]) -> None:
+        """A `supervisor` event the judge made (bridge/feed_judge.py): the keeper stopped
+        answering, or answers again."""
+        if said is not None:
+            self.answering = said["answering"]
+            self._publish({**said, "t": time.time()})
 
     # --- the tail thread --------------------------------------------------------------------
     def _before(self, event: dict[str, Any]) -> bool:
@@ -298,17 +282,14 @@ class Attached:
             if status is not None:
                 self._publish(status)
         next_row = 0.0
-        heard: Optional[float] = None  # when the file last grew (None: nothing read yet)
-        ended_at: Optional[float] = None  # when the row was first read ended
+        judge = FeedJudge()
         try:
             while not self._closed.is_set():
                 if f is None:
                     f = _open_at(path, start)
                 chunk = f.read(READ_BYTES) if f is not None else b""
                 if chunk:
-                    if self.answering is False and heard is not None:
-                        self._say_answering(True, time.monotonic() - heard)
-                    heard = time.monotonic()
+                    self._say(judge.grew(time.monotonic(), self.row))
                     buf, ended = self._take_lines(buf + chunk)
                     if ended:
                         return
@@ -325,15 +306,13 @@ class Attached:
                             if ended:
                                 return
                             continue
-                        ended_at = now if ended_at is None else ended_at
-                        if row is not None and end_line_coming(row, now - ended_at):
+                        if not judge.end_from_row(now, row):
                             self._closed.wait(POLL_S)
                             continue
                         self._publish(row_end(row))
                         return
                     self.row = row
-                if ended_at is None:  # once the row's end is written, the keeper is ending
-                    self._check_answering(now, heard)
+                self._say(judge.quiet(now, self.row))
                 self._closed.wait(POLL_S)
         finally:
             if f is not None:
@@ -365,17 +344,6 @@ class Attached:
                 return rest, True
         return rest, False
 
-    def _check_answering(self, now: float, heard: Optional[float]) -> None:
-        """The feed silent past SUPERVISOR_SILENT_S while the job should be running: said."""
-        silent = None if heard is None else now - heard
-        if (
-            silent is not None
-            and silent > SUPERVISOR_SILENT_S
-            and self.answering is not False
-            and self.row.get("state") in ("starting", "running", "stalled")
-        ):
-            self._say_answering(False, silent)
-
 
 def _open_at(path: str, start: int) -> Optional[BinaryIO]:
     """The events file, read from `start`; None while it does not exist yet."""
@@ -403,9 +371,3 @@ def row_end(row: Optional[dict[str, Any]]) -> dict[str, Any]:
             "note": row["note"] if row else "the job was forgotten (its row left the store)",
         },
     }
-
-
-def end_line_coming(row: dict[str, Any], waited_s: float) -> bool:
-    """Whether the feed's end line is still to come for a row that says ended (the keeper
-    says so in end_pending) and END_LINE_WAIT_S has not passed."""
-    return waited_s < END_LINE_WAIT_S and bool(row.get("end_pending"))

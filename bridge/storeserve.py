@@ -10,7 +10,12 @@ cancel {id}, forget {id}, request {id, op, data} (ping, dump_stacks or send,
 scheduled.request: returns the request id; the answer comes as a "reply" event), pause {},
 resume {}, paused {}, forgotten {}, keep_ended {}, rerun {id, env}, watch {watch: n} (n: the
 asker's number for it; each change of bridge/watch.py comes as its own line, {"watch": n,
-"change": {...}}, the first ones, every row "added", before the answer), unwatch {watch}.
+"change": {...}}, the first ones, every row "added", before the answer), unwatch {watch},
+judge {id, judge: n} (a scheduled job whose feed the asker reads itself, judged here beyond
+its lines by bridge/feed_judge.py, the rule Python's attach() follows: each `supervisor`
+event, the keeper not answering or answering again, as {"judge": n, "event": {...}}, and,
+when the row says ended and the feed's end line is not coming, the `end` made from the row,
+after which nothing more comes for n), unjudge {judge}.
 All strict ASCII JSON (NaN as "NaN": bridge/jsonform.py). A failure of the store itself
 (bridge/store_errors.py) also gives its `kind`; a store that cannot be opened answers every
 request so.
@@ -22,12 +27,17 @@ implementation is Python's, which a Node user of trainbridge has for the worker 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
-from typing import Any, Optional
+import time
+from typing import Any, Callable, Optional
 
-from trainbridge.bridge import jsonform, watch
+from trainbridge.bridge import feed, jsonform, watch
+from trainbridge.bridge.attach import POLL_S, ROW_EVERY_S, row_end
+from trainbridge.bridge.feed_judge import FeedJudge
 from trainbridge.bridge.scheduler import Scheduler
+from trainbridge.bridge.store import Store
 from trainbridge.bridge.store_errors import StoreError
 
 
@@ -75,11 +85,104 @@ class Watches:
             self.stop(number)
 
 
-def handle(sched: Scheduler, op: str, args: dict[str, Any], watches: Watches) -> Any:
+class Judged:
+    """The jobs a Node process follows (its AttachedJob reads the feed's lines itself), each
+    judged on a thread of its own, by number."""
+
+    def __init__(self, out: Out):
+        self.out = out
+        self.open: dict[int, FeedWatch] = {}
+
+    def start(self, store_path: str, args: dict[str, Any]) -> bool:
+        number = args.get("judge")
+        if not isinstance(number, int) or isinstance(number, bool) or number in self.open:
+            raise ValueError(f"judge: a new number is needed, not {number!r}")
+
+        def send(event: dict[str, Any]) -> None:
+            self.out.line({"judge": number, "event": event})
+
+        self.open[number] = FeedWatch(store_path, str(args.get("id")), send)
+        return True
+
+    def stop(self, number: Any) -> bool:
+        found = self.open.pop(number, None)
+        if found is not None:
+            found.close()
+        return found is not None
+
+    def close(self) -> None:
+        for number in list(self.open):
+            self.stop(number)
+
+
+class FeedWatch:
+    """One job's feed watched for its judge (bridge/feed_judge.py): its size (the keeper's
+    writes; the lines are the asker's to read) and its row."""
+
+    def __init__(self, store_path: str, job_id: str, send: Callable[[dict[str, Any]], None]):
+        self.store = Store(store_path)
+        row = self.store.get(job_id)
+        if row is None:
+            self.store.close()
+            raise LookupError(f"no job {job_id!r} in {store_path}")
+        self.id, self.row, self.send = job_id, row, send
+        self.closed = threading.Event()
+        self.thread = threading.Thread(
+            target=self._watch, daemon=True, name=f"trainbridge-judge-{job_id}"
+        )
+        self.thread.start()
+
+    def close(self) -> None:
+        self.closed.set()
+        self.thread.join()
+
+    def _say(self, said: Optional[dict[str, Any]]) -> None:
+        if said is not None:
+            self.send({**said, "t": time.time()})
+
+    def _watch(self) -> None:
+        judge = FeedJudge()
+        path, size, next_row = self.row["events_path"], 0, 0.0
+        try:
+            while not self.closed.is_set():
+                now = time.monotonic()
+                try:
+                    grown = os.stat(path).st_size
+                except OSError:
+                    grown = 0
+                grew = grown > size
+                if grew:
+                    size = grown
+                    self._say(judge.grew(now, self.row))
+                if now >= next_row:
+                    next_row = now + ROW_EVERY_S
+                    row = self.store.get(self.id)
+                    if row is None or row["state"] == "ended":
+                        if row is not None and feed.ends(path):
+                            return  # the feed's own end line: the reader has it
+                        if judge.end_from_row(now, row):
+                            self.send(row_end(row))
+                            return
+                    else:
+                        self.row = row
+                if not grew:
+                    self._say(judge.quiet(now, self.row))
+                self.closed.wait(POLL_S)
+        finally:
+            self.store.close()
+
+
+def handle(
+    sched: Scheduler, op: str, args: dict[str, Any], watches: Watches, judged: Judged
+) -> Any:
     if op == "watch":
         return watches.start(sched, args.get("watch"))
     if op == "unwatch":
         return watches.stop(args.get("watch"))
+    if op == "judge":
+        return judged.start(sched.path, args)
+    if op == "unjudge":
+        return judged.stop(args.get("judge"))
     if op == "jobs":
         return sched.jobs(args.get("state"), args.get("limit"), args.get("tag"))
     if op == "get":
@@ -132,6 +235,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         broken = exc
     out = Out(sys.stdout)
     watches = Watches(out)
+    judged = Judged(out)
     try:
         for line in sys.stdin:
             if not line.strip():
@@ -146,7 +250,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 answer = {
                     "id": request.get("id"),
                     "ok": True,
-                    "result": handle(sched, op, request.get("args") or {}, watches),
+                    "result": handle(sched, op, request.get("args") or {}, watches, judged),
                 }
             except Exception as exc:  # noqa: BLE001 - every failure is an answer, not a crash
                 answer = {
@@ -158,6 +262,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                     answer["kind"] = exc.kind
             out.line(answer)
     finally:
+        judged.close()
         watches.close()
         if sched is not None:
             sched.close()

@@ -29,21 +29,10 @@ const { FeedJob } = require('./feed_job.js');
 const { metricNames } = require('./job_arguments.js');
 
 const POLL_MS = 50; // how often an attached job's events file is read
-// The two waits below have twins in bridge/attach.py (in seconds there);
-// tests/client/test_twin_constants.py holds each pair equal, with the others of this package.
-// The keeper publishes 'status' at least once a second while its job's process lives: its events
-// file silent this long means it is not answering ('supervisor' event; bridge/attach.py).
-const SUPERVISOR_SILENT_MS = 5000;
 // attach(id, {since}): 'start' (every event), 'now' (the job's state and its keeper's last
 // status, read from the end of the feed), or an event number N (the events numbered N and after,
 // found by bisection): src/feed.js, bridge/attach.py.
 const SINCE = ['start', 'now'];
-const ROW_EVERY_MS = 500; // how often the row is read while the file is quiet
-// A row that says ended with end_pending set: its keeper has still to write the feed's end line
-// (with its number, and the answers ahead of it), or reconcile() for a keeper gone meanwhile; it
-// is waited for this long at most (bridge/attach.py).
-const END_LINE_WAIT_MS = 10000;
-
 /** @typedef {import('./feed_job.js').FeedLine} FeedLine */
 /**
  * A row of the jobs table as the helper sent it (docs/STORE.md, index.d.ts StoredJob): parsed
@@ -128,6 +117,9 @@ class Store {
     /** @type {Map<number, StoreWatch>} */
     this._watches = new Map(); // number -> StoreWatch (watch())
     this._nextWatch = 1;
+    /** @type {Map<number, AttachedJob>} */
+    this._judged = new Map(); // number -> AttachedJob (attach(): the helper's op 'judge')
+    this._nextJudge = 1;
     readLines(this._helper.stdout, 'utf8', (line) => this._onLine(line));
     this._helper.stderr.setEncoding('utf8');
     this._helper.stderr.on('data', (text) => { this._stderr = (this._stderr + text).slice(-4000); });
@@ -140,6 +132,9 @@ class Store {
         this._pending.clear();
         this._closed = true;
         if (!this._closing) this._failure = why; // a later call says why, not only "closed"
+        // An attached job's judge is gone with it: said, not left waiting for an end.
+        if (!this._closing) for (const job of this._judged.values()) job._fail(new Error(why));
+        this._judged.clear();
         resolve();
       });
     });
@@ -161,6 +156,11 @@ class Store {
     if (answer.watch !== undefined && answer.change) { // a watch's change, not an answer
       const watch = this._watches.get(answer.watch);
       if (watch) watch._deliver(answer.change);
+      return;
+    }
+    if (answer.judge !== undefined && answer.event) { // an attached job's judgement, not an answer
+      const job = this._judged.get(answer.judge);
+      if (job) job._judged(answer.event);
       return;
     }
     const waiter = this._pending.get(answer.id);
@@ -307,6 +307,7 @@ class Store {
     for (const job of this._attached) job.close();
     this._attached.clear();
     this._watches.clear();
+    this._judged.clear();
     if (!this._closed) this._helper.stdin.end();
     await this._exited;
   }
@@ -356,14 +357,11 @@ class AttachedJob extends FeedJob {
     this._store = store;
     this._offset = 0;
     this._buf = '';
-    this._nextRow = 0;
     this._stopped = false;
     /** @type {boolean | null} */
     this.answering = null; // false while the keeper is not answering ('supervisor' event)
     /** @type {number | null} */
-    this._heardAt = null; // when the events file last grew (ms, performance.now(): no clock step moves it)
-    /** @type {number | null} */
-    this._endedAt = null; // when the row was first read ended (ms, performance.now())
+    this._judge = null; // its number with the store helper's judge (op 'judge'), once asked
     // Lines of the feed that are not an event (a keeper killed mid-line): counted and said
     // (an 'unreadable' event), never skipped silently (bridge/attach.py).
     this.unreadable = 0;
@@ -396,11 +394,38 @@ class AttachedJob extends FeedJob {
     }
     this._timer = setInterval(() => this._poll(), POLL_MS);
     this._poll();
+    if (this._stopped) return; // its end line was read at once
+    // What is judged beyond the lines (the keeper not answering, the end from the row when the
+    // line never comes) is the helper's: bridge/feed_judge.py, the rule of Python's attach().
+    const judge = this._store._nextJudge++;
+    this._judge = judge;
+    this._store._judged.set(judge, this);
+    this._store._call('judge', { id: this.id, judge }).catch((err) => {
+      if (!this._stopped && this._store._judged.delete(judge)) this._fail(err);
+    });
+  }
+
+  /**
+   * The helper judge's word on this job (bridge/storeserve.py FeedWatch): the keeper stopped
+   * answering or answers again; or the end made from the row, its feed's end line not coming.
+   * @param {FeedLine} event
+   */
+  _judged(event) {
+    if (this._stopped) return;
+    const t = typeof event.t === 'number' ? event.t : null;
+    if (event.event === 'supervisor') {
+      this.answering = event.answering;
+      this._emit('supervisor', { answering: event.answering, silent_s: event.silent_s, keeper_pid: event.keeper_pid ?? null }, t);
+    } else if (event.event === 'end') {
+      if (this._judge !== null) this._store._judged.delete(this._judge); // nothing more comes for it
+      this._poll(); // what the file holds is read first (its end line, had it just come)
+      if (!this._stopped) this._end(event.report || { outcome: event.outcome ?? null }, t);
+    }
   }
 
   /** @param {unknown} err */
   _fail(err) {
-    this._stopped = true;
+    this.close();
     this._emitError(err);
     this._rejectDone(err);
   }
@@ -481,6 +506,10 @@ class AttachedJob extends FeedJob {
   close() {
     this._stopped = true;
     clearInterval(this._timer);
+    const judge = this._judge;
+    if (judge !== null && this._store._judged.delete(judge)) {
+      this._store._call('unjudge', { judge }).catch(() => false);
+    }
   }
 
   _poll() {
@@ -488,9 +517,8 @@ class AttachedJob extends FeedJob {
     this._reading = true;
     try {
       let fd;
-      // this.row: read by _start() before the first poll, and kept (non-null) by _checkRow()
+      // this.row: read by _start() before the first poll
       try { fd = fs.openSync(/** @type {StoredJob} */ (this.row).events_path, 'r'); } catch { fd = null; }
-      let got = false;
       if (fd !== null) {
         try {
           const chunk = Buffer.alloc(1 << 16);
@@ -498,18 +526,8 @@ class AttachedJob extends FeedJob {
           while ((n = fs.readSync(fd, chunk, 0, chunk.length, this._offset)) > 0) {
             this._offset += n;
             this._buf += chunk.toString('latin1', 0, n); // the file is ASCII
-            got = true;
           }
         } finally { fs.closeSync(fd); }
-      }
-      const at = performance.now();
-      if (got) {
-        if (this.answering === false && this._heardAt !== null) this._sayAnswering(true, at - this._heardAt);
-        this._heardAt = at;
-      } else if (this._heardAt !== null && this.answering !== false && this._endedAt === null
-        && at - this._heardAt > SUPERVISOR_SILENT_MS
-        && ['starting', 'running', 'stalled'].includes(/** @type {StoredJob} */ (this.row).state)) {
-        this._sayAnswering(false, at - this._heardAt);
       }
       let nl;
       while (!this._stopped && (nl = this._buf.indexOf('\n')) >= 0) {
@@ -528,44 +546,17 @@ class AttachedJob extends FeedJob {
         if (typeof this._since === 'number' && Number.isInteger(event.seq) && event.seq < this._since) continue;
         this._deliver(event);
       }
-      if (!got && !this._stopped && performance.now() >= this._nextRow) {
-        this._nextRow = performance.now() + ROW_EVERY_MS;
-        this._checkRow();
-      }
     } finally {
       this._reading = false;
     }
   }
 
-  /** The 'supervisor' event: the keeper stopped answering, or answers again (bridge/attach.py). */
   /** A line of the feed is not an event: what it held is lost to every face; the count and where it was are not. */
   /** @param {string} line @param {unknown} err */
   _sayUnreadable(line, err) {
     this.unreadable += 1;
     const error = String(/** @type {Error} */ (err).message).split(/\s+/).filter(Boolean).join(' ').slice(0, 120).replace(/[^\x20-\x7e]/g, '?');
     this._emit('unreadable', { count: this.unreadable, after_seq: this.position, bytes: line.length, error }, Date.now() / 1000);
-  }
-
-  /** @param {boolean} answering @param {number} silentMs */
-  _sayAnswering(answering, silentMs) {
-    this.answering = answering;
-    this._emit('supervisor', { answering, silent_s: Math.round(silentMs / 100) / 10,
-      keeper_pid: /** @type {StoredJob} */ (this.row).keeper_pid ?? null }, Date.now() / 1000);
-  }
-
-  async _checkRow() {
-    let row;
-    try { row = await this._store.get(this.id); } catch { return; }
-    if (this._stopped) return;
-    if (row && row.state !== 'ended') { this.row = row; return; }
-    this._poll(); // the end line may have just been written
-    if (this._stopped) return;
-    // The keeper writes the row's end before the feed's end line, and says so in end_pending
-    // until the line is written (bridge/attach.py end_line_coming).
-    if (this._endedAt === null) this._endedAt = performance.now();
-    if (row && performance.now() - this._endedAt < END_LINE_WAIT_MS && row.end_pending) return;
-    this._end(row ? (row.report || { outcome: row.outcome, note: row.note }) : { outcome: null, note: 'the job was forgotten (its row left the store)' },
-      row && typeof row.ended_at === 'number' ? row.ended_at : null);
   }
 
   _ended() {

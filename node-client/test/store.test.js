@@ -706,9 +706,9 @@ test('submit: options left out or null get Python\'s defaults (one place), given
   assert.equal((await store.jobs()).length, 2);
 });
 
-test('a stopped keeper is said not answering within 5 s + 3 s, and answering again after SIGCONT', async (t) => {
-  // As tests/scheduler/test_one_feed.py for Python's attach(): the same rule, the same wait
-  // (SUPERVISOR_SILENT_MS; tests/client/test_twin_constants.py holds it equal to Python's).
+test('a stopped keeper is said not answering within 5 s + 3 s (the store helper judges it), and answering again after SIGCONT', async (t) => {
+  // As tests/scheduler/test_one_feed.py for Python's attach(): the same rule, judged once
+  // (bridge/feed_judge.py), here by the store helper for this face.
   const { store, id, job } = await runningJob(t);
   const keeper = (await store.get(id)).keeper_pid;
   const said = [];
@@ -735,4 +735,35 @@ test('a stopped keeper is said not answering within 5 s + 3 s, and answering aga
   assert.equal(job.answering, true);
   await store.cancel(id, { grace: 0 });
   assert.equal((await job.done).outcome, 'cancelled');
+});
+
+test('the store helper dies under an attached job: its done rejects with why, nothing waits forever', async (t) => {
+  // The helper judges what the feed's lines do not say (bridge/feed_judge.py): with it gone,
+  // a lost keeper's end would never come.
+  const { store, job } = await runningJob(t);
+  const errors = [];
+  job.on('error', (err) => errors.push(err));
+  process.kill(store._helper.pid, 'SIGKILL');
+  await assert.rejects(job.done, /the store helper \(python -m trainbridge\.bridge\.storeserve\) exited \(SIGKILL\)/);
+  assert.equal(errors.length, 1);
+});
+
+test('a row that says ended with no end line in the feed: the helper\'s judge ends the attached job with the row\'s end, at its time', async (t) => {
+  // A keeper killed between the row's end and the feed's end line, on a store nobody
+  // reconciles: the line never comes, and the judge (bridge/feed_judge.py) ends it from the row.
+  const store = openStore(tempStore(t), { python: PYTHON });
+  t.after(() => store.close());
+  const id = await store.submit({ command: PYTHON, args: [CHILD, 'steps', '3'], env: userEnv() });
+  assert.equal((await store.attach(id).done).outcome, 'succeeded');
+  const row = await store.get(id);
+  const lines = fs.readFileSync(row.events_path, 'ascii').split('\n').filter(Boolean);
+  assert.match(lines.at(-1), /"event": "end"/);
+  fs.writeFileSync(row.events_path, lines.slice(0, -1).join('\n') + '\n');
+  const job = store.attach(id);
+  const ended = new Promise((resolve) => job.on('end', (report, at) => resolve({ report, at })));
+  const { report, at } = await ended;
+  assert.equal(report.outcome, 'succeeded');
+  assert.equal(at, row.ended_at, 'the row\'s ended_at, not when it was read');
+  assert.equal((await job.done).outcome, 'succeeded');
+  assert.ok(job.position < JSON.parse(lines.at(-1)).seq, 'every line before it was read, the end was not');
 });

@@ -1,10 +1,10 @@
 """The values the Node face keeps beside Python's: the same number in both, read from each
-face's own source. The Node package renders the feed and times a few things itself (a keeper
-gone silent, the wait for a feed's end line), checks a launch's settings before the
-supervisor does, and cuts wire values to the protocol's limits; each of those is a constant
-with a twin on the Python side, and a face that drifts from its twin shows another truth
-(the supervisor "not answering" after 5 s in one and 8 s in the other). A change to one
-fails here until the other follows."""
+face's own source. The Node package renders the feed (what is judged beyond its lines, a
+keeper gone silent and the end from the row, its store helper judges: bridge/feed_judge.py),
+checks a launch's settings before the supervisor does, and cuts wire values to the
+protocol's limits; each of those is a constant with a twin on the Python side, and a face
+that drifts from its twin shows another truth. A change to one fails here until the other
+follows."""
 
 from __future__ import annotations
 
@@ -33,8 +33,6 @@ SRC = os.path.join(ROOT, "node-client", "src")
 
 # (Node file, its constant, the Python value, the Node value's unit per Python unit)
 TWINS = [
-    ("store.js", "SUPERVISOR_SILENT_MS", attach.SUPERVISOR_SILENT_S, 1000),
-    ("store.js", "END_LINE_WAIT_MS", attach.END_LINE_WAIT_S, 1000),
     ("feed_job.js", "MAX_REPLIES", attach.MAX_REPLIES, 1),
     ("doctor.js", "DEFAULT_TIMEOUT_S", doctor.DEFAULT_TIMEOUT, 1),
     ("job.js", "OUTBOX_LIMIT", job_outbox.OUTBOX_LIMIT, 1),

@@ -68,7 +68,7 @@ def test_a_stopped_keeper_is_said_not_answering_and_the_job_resumes_after_sigcon
     import signal
     import time
 
-    from trainbridge.bridge.attach import SUPERVISOR_SILENT_S
+    from trainbridge.bridge.feed_judge import SUPERVISOR_SILENT_S
 
     s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
     try:
