@@ -31,9 +31,9 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol
 
-from trainbridge.bridge import feed, jsonform, watch
+from trainbridge.bridge import feed, jsonform
 from trainbridge.bridge.attach import POLL_S, ROW_EVERY_S, row_end
 from trainbridge.bridge.feed_judge import FeedJudge
 from trainbridge.bridge.scheduler import Scheduler
@@ -56,22 +56,21 @@ class Out:
             self.stream.flush()
 
 
-class Watches:
-    """The watches a Node process asked for, by number."""
+class Closable(Protocol):
+    def close(self) -> None: ...
 
-    def __init__(self, out: Out):
-        self.out = out
-        self.open: dict[int, watch.Watch] = {}
 
-    def start(self, sched: Scheduler, number: Any) -> int:
-        """Watch under the asker's number (its first changes come before the answer)."""
+class ByNumber:
+    """What a Node process asked the helper to keep doing (a watch, a judged job), each under
+    the asker's number: its lines carry it, and it is stopped by it."""
+
+    def __init__(self, out: Out, kind: str):
+        self.out, self.kind = out, kind
+        self.open: dict[int, Closable] = {}
+
+    def new(self, number: Any) -> int:
         if not isinstance(number, int) or isinstance(number, bool) or number in self.open:
-            raise ValueError(f"watch: a new number is needed, not {number!r}")
-
-        def send(change: dict[str, Any]) -> None:
-            self.out.line({"watch": number, "change": change})
-
-        self.open[number] = sched.watch(on_change=send)
+            raise ValueError(f"{self.kind}: a new number is needed, not {number!r}")
         return number
 
     def stop(self, number: Any) -> bool:
@@ -85,34 +84,39 @@ class Watches:
             self.stop(number)
 
 
-class Judged:
-    """The jobs a Node process follows (its AttachedJob reads the feed's lines itself), each
-    judged on a thread of its own, by number."""
+class Watches(ByNumber):
+    """The watches a Node process asked for, by number."""
 
     def __init__(self, out: Out):
-        self.out = out
-        self.open: dict[int, FeedWatch] = {}
+        super().__init__(out, "watch")
+
+    def start(self, sched: Scheduler, number: Any) -> int:
+        """Watch under the asker's number (its first changes come before the answer)."""
+        n = self.new(number)
+
+        def send(change: dict[str, Any]) -> None:
+            self.out.line({"watch": n, "change": change})
+
+        self.open[n] = sched.watch(on_change=send)
+        return n
+
+
+class Judged(ByNumber):
+    """The jobs a Node process follows (its AttachedJob reads the feed's lines itself), each
+    judged on a thread of its own, by number; forgotten when the asker stops it (its end
+    included)."""
+
+    def __init__(self, out: Out):
+        super().__init__(out, "judge")
 
     def start(self, store_path: str, args: dict[str, Any]) -> bool:
-        number = args.get("judge")
-        if not isinstance(number, int) or isinstance(number, bool) or number in self.open:
-            raise ValueError(f"judge: a new number is needed, not {number!r}")
+        number = self.new(args.get("judge"))
 
         def send(event: dict[str, Any]) -> None:
             self.out.line({"judge": number, "event": event})
 
         self.open[number] = FeedWatch(store_path, str(args.get("id")), send)
         return True
-
-    def stop(self, number: Any) -> bool:
-        found = self.open.pop(number, None)
-        if found is not None:
-            found.close()
-        return found is not None
-
-    def close(self) -> None:
-        for number in list(self.open):
-            self.stop(number)
 
 
 class FeedWatch:

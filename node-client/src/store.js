@@ -416,8 +416,7 @@ class AttachedJob extends FeedJob {
     if (event.event === 'supervisor') {
       this.answering = event.answering;
       this._emit('supervisor', { answering: event.answering, silent_s: event.silent_s, keeper_pid: event.keeper_pid ?? null }, t);
-    } else if (event.event === 'end') {
-      if (this._judge !== null) this._store._judged.delete(this._judge); // nothing more comes for it
+    } else if (event.event === 'end') { // the last word for it: close() lets the helper forget it
       this._poll(); // what the file holds is read first (its end line, had it just come)
       if (!this._stopped) this._end(event.report || { outcome: event.outcome ?? null }, t);
     }

@@ -2,7 +2,16 @@
 its lines, for Python's attach() and Node's attached job (through the store helper). The
 real keepers are tests/scheduler/test_one_feed.py's and node-client/test/store.test.js's."""
 
+import io
+import json
+
+import pytest
+
+from trainbridge import bridge
+from trainbridge.bridge import storeserve
 from trainbridge.bridge.feed_judge import END_LINE_WAIT_S, SUPERVISOR_SILENT_S, FeedJudge
+
+from .conftest import WAIT_S, child
 
 RUNNING = {"state": "running", "keeper_pid": 41}
 
@@ -36,3 +45,33 @@ def test_the_end_line_is_waited_for_while_the_keeper_says_it_is_coming():
     assert judge.end_from_row(10.0 + END_LINE_WAIT_S, pending) is True  # waited long enough
     assert FeedJudge().end_from_row(0.0, {"state": "ended", "end_pending": 0}) is True
     assert FeedJudge().end_from_row(0.0, None) is True  # forgotten: nothing will come
+
+
+def test_the_store_helper_judges_a_row_end_once_and_forgets_the_job_when_asked(store_path):
+    """storeserve's `judge` op on a real store: an ended job whose feed lost its end line gets
+    the end made from the row, once, as the Node face's line; stopping it (Node's close()
+    after that end) leaves nothing open in the helper; a job that does not exist is refused."""
+    s = bridge.Scheduler(store=store_path, slots={"jobs": 1, "gpus": []}, tick=0.1)
+    try:
+        job_id = s.submit(child("steps", 2))
+        assert s.attach(job_id).wait(WAIT_S) is not None
+        row = s.get(job_id)
+        with open(row["events_path"], "rb") as f:
+            lines = f.read().splitlines()
+        with open(row["events_path"], "wb") as f:
+            f.write(b"\n".join(lines[:-1]) + b"\n")  # the end line never written
+        out = io.StringIO()
+        judged = storeserve.Judged(storeserve.Out(out))
+        assert judged.start(store_path, {"id": job_id, "judge": 7}) is True
+        judged.open[7].thread.join(WAIT_S)
+        said = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert [(x["judge"], x["event"]["event"]) for x in said] == [(7, "end")], said
+        assert said[0]["event"]["t"] == row["ended_at"]
+        assert said[0]["event"]["report"]["outcome"] == "succeeded"
+        assert judged.stop(7) is True and judged.open == {} and judged.stop(7) is False
+        with pytest.raises(LookupError, match="no job 'nope'"):
+            judged.start(store_path, {"id": "nope", "judge": 8})
+        with pytest.raises(ValueError, match="a new number is needed"):
+            judged.start(store_path, {"id": job_id, "judge": True})
+    finally:
+        s.close()
