@@ -332,6 +332,7 @@ class Actions:
                 "diagnosis": found,
             }
         )
+        self.job.live.said(time.monotonic())
 
 
 def _catches_sigusr1(pid: int) -> bool:

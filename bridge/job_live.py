@@ -26,6 +26,12 @@ class LiveDiagnosis:
         """Whether to look again at `now` (force: the job has just stalled)."""
         return force or self.t is None or now - self.t >= LIVE_DIAGNOSIS_S
 
+    def said(self, at: float) -> None:
+        """The look's diagnosis was published at `at` (after the look, which takes its time:
+        the first, reading the TCP table, longest): the next is due LIVE_DIAGNOSIS_S after
+        that, so a face sees them at most that often, not a look's length more often."""
+        self.t = at
+
     def refresh(
         self, pid: int, facts: dict[str, Any], last_activity_t: Optional[float], now: float
     ) -> dict[str, Any]:

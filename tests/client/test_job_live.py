@@ -26,6 +26,10 @@ def test_it_looks_when_forced_or_every_live_diagnosis_s():
     assert not live.due(10.0 + LIVE_DIAGNOSIS_S / 2)
     assert live.due(10.0 + LIVE_DIAGNOSIS_S / 2, force=True)  # the job has just stalled
     assert live.due(10.0 + LIVE_DIAGNOSIS_S)
+    # A look that took 0.4 s and was published then: the next is due 2 s after that.
+    live.said(10.4)
+    assert not live.due(10.0 + LIVE_DIAGNOSIS_S)
+    assert live.due(10.4 + LIVE_DIAGNOSIS_S)
 
 
 def test_a_sleeping_process_is_sleeping_where_its_heartbeat_was_and_a_gone_one_unknown(

@@ -60,10 +60,12 @@ def test_a_stalled_job_says_why_before_the_deadline(script):
     # has been idle a while): named before the deadline.
     assert any("fetch_remote" in d["summary"] for d in before), before
     # At most every LIVE_DIAGNOSIS_S (2 s), as the supervisor published them (when this
-    # thread got them says little on a loaded machine: 2.29 then 1.82 s once). A look's own
-    # time may shift one publication by a little; a refresh per heartbeat would be ~1 s.
+    # thread got them says little on a loaded machine: 2.29 then 1.82 s once). The next look
+    # is due 2 s after the last was published, so a long look does not shorten the gap (Node's
+    # twin test saw less than 1.9 s at load 5 when the 2 s ran from the look's start); a
+    # refresh per heartbeat would be ~1 s.
     gaps = [b - a for a, b in zip(published, published[1:])]
-    assert all(gap >= 1.8 for gap in gaps), gaps
+    assert all(gap >= 1.9 for gap in gaps), gaps
     final = r["diagnosis"]
     assert (final["kind"], final["evidence"]["frame"]) == (
         live[-1][1]["kind"],
