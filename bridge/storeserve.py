@@ -137,8 +137,9 @@ class FeedWatch:
         self.thread.start()
 
     def close(self) -> None:
+        """Stop it; not waited for (it ends within a poll, closing its store): a dashboard
+        that lets go of many jobs at once does not hold the helper's requests meanwhile."""
         self.closed.set()
-        self.thread.join()
 
     def _say(self, said: Optional[dict[str, Any]]) -> None:
         if said is not None:

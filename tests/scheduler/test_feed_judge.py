@@ -68,7 +68,9 @@ def test_the_store_helper_judges_a_row_end_once_and_forgets_the_job_when_asked(s
         assert [(x["judge"], x["event"]["event"]) for x in said] == [(7, "end")], said
         assert said[0]["event"]["t"] == row["ended_at"]
         assert said[0]["event"]["report"]["outcome"] == "succeeded"
+        watch = judged.open[7]
         assert judged.stop(7) is True and judged.open == {} and judged.stop(7) is False
+        assert watch.closed.is_set() and not watch.thread.is_alive()
         with pytest.raises(LookupError, match="no job 'nope'"):
             judged.start(store_path, {"id": "nope", "judge": 8})
         with pytest.raises(ValueError, match="a new number is needed"):
